@@ -1,0 +1,168 @@
+"""The ``orientscope`` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from tqdm import tqdm
+
+from backend.core.errors import OrientScopeError
+from backend.core.settings import DEFAULT_SEED, resolve_data_dir
+from backend.pipeline.precompute import make_params, precompute
+from backend.services.report import build_report
+from backend.store import datasets as ds
+
+app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
+
+DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folder (default: $ORIENTSCOPE_DATA_DIR or ./data)")]
+Frame = Annotated[str, typer.Option("--frame", help="pca | pca-mass | inertia")]
+Sign = Annotated[str, typer.Option("--sign", help="sign rule: max | count")]
+Seed = Annotated[int, typer.Option("--seed", help="seed for the control rotations, splits and bootstrap")]
+Limit = Annotated[Optional[int], typer.Option("--limit", help="use an evenly spread subset of N molecules")]
+
+
+class _Bar:
+    """One tqdm bar per stage, driven by the pipeline's progress callback."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.bar: tqdm | None = None
+        self.stage = None
+
+    def __call__(self, stage: str, number: int, total: int, fraction: float, message: str) -> None:
+        if self.quiet:
+            return
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = tqdm(total=100, desc=f"[{number}/{total}] {stage}", file=sys.stderr, leave=True,
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}")
+        self.bar.n = int(round(100 * fraction))
+        self.bar.set_postfix_str(message)
+        if fraction >= 1.0:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _fail(err: Exception) -> None:
+    typer.echo(f"error: {err}", err=True)
+    raise typer.Exit(2)
+
+
+def _run(data_dir: Optional[Path], dataset: str, params: dict, quiet: bool = False) -> Path:
+    root = resolve_data_dir(data_dir)
+    bar = _Bar(quiet)
+    try:
+        precompute(root, dataset, params, progress=bar)
+    finally:
+        bar.close()
+    return root
+
+
+@app.command("precompute")
+def precompute_cmd(
+    dataset: str,
+    data_dir: DataDir = None,
+    frame: Frame = "pca",
+    sign: Sign = "max",
+    seed: Seed = DEFAULT_SEED,
+    limit: Limit = None,
+    force: Annotated[bool, typer.Option("--force", help="recompute stages that are already stored")] = False,
+) -> None:
+    """Compute and store every result for DATASET (reuses what is already stored)."""
+    try:
+        params = make_params(frame, sign, seed, limit)
+        root = resolve_data_dir(data_dir)
+        bar = _Bar(False)
+        try:
+            store = precompute(root, dataset, params, force=force, progress=bar)
+        finally:
+            bar.close()
+    except (OrientScopeError, ValueError, FileNotFoundError) as err:
+        _fail(err)
+    typer.echo(f"stored {dataset} [{store.key}] in {store.dir}")
+
+
+@app.command("report")
+def report_cmd(
+    dataset: str,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as one JSON object")] = False,
+    frame: Frame = "pca",
+    sign: Sign = "max",
+    seed: Seed = DEFAULT_SEED,
+    limit: Limit = None,
+) -> None:
+    """Print DATASET's orientation-bias report, computing whatever is missing."""
+    try:
+        params = make_params(frame, sign, seed, limit)
+        root = _run(data_dir, dataset, params)
+        report = build_report(root, dataset, params)
+    except (OrientScopeError, ValueError, FileNotFoundError) as err:
+        _fail(err)
+    if as_json:
+        typer.echo(json.dumps(report))
+    else:
+        typer.echo(format_report(report))
+
+
+@app.command("list")
+def list_cmd(data_dir: DataDir = None) -> None:
+    """List stored datasets."""
+    root = resolve_data_dir(data_dir)
+    for dataset_id in ds.list_dataset_ids(root):
+        meta = ds.read_meta(root, dataset_id)
+        typer.echo(f"{dataset_id}\t{meta.get('name')}\t{meta.get('n_molecules')} molecules\t{meta.get('source')}")
+
+
+def format_report(r: dict) -> str:
+    """Human-readable report."""
+    c = r.get("control", {})
+    lines = [
+        f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, seed {r['seed']}",
+        f"Verdict: {r['verdict']['text']}",
+        f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons', {}))})",
+        "",
+        f"{'measure':<32}{'dataset':>22}{'control':>22}",
+    ]
+    if "kl" in r:
+        lines.append(f"{'KL to uniform SO(3) (k=5)':<32}{_kl(r['kl']):>22}{_kl(c.get('kl')):>22}")
+        lines.append(f"{'KL, axis signs ignored':<32}{_kl(r['kl_sign_invariant']):>22}{_kl(c.get('kl_sign_invariant')):>22}")
+        lines.append(f"{'KS vs Haar angle law: D':<32}{r['ks']['statistic']:>22.4f}{c['ks']['statistic']:>22.4f}")
+        lines.append(f"{'KS p-value':<32}{r['ks']['pvalue']:>22.3g}{c['ks']['pvalue']:>22.3g}")
+    for k, v in r.items():
+        if k == "classifiers":
+            for clf, ctl in zip(v, c.get("classifiers", [])):
+                lines.append(f"{'classifier ' + clf['features']:<32}{clf['accuracy']:>22.3f}{ctl['accuracy']:>22.3f}")
+    if "reference_orientation" in r:
+        lines += ["", f"Reference orientation (molecule {r.get('reference_molecule')}):"]
+        lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r["reference_orientation"]]
+    return "\n".join(lines)
+
+
+def _kl(kl: dict | None) -> str:
+    if not kl:
+        return "-"
+    return f"{kl['value']:.3f} [{kl['ci95'][0]:.3f}, {kl['ci95'][1]:.3f}]"
+
+
+def _reasons(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app()
+
+
+if __name__ == "__main__":
+    main()

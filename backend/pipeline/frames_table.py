@@ -1,0 +1,46 @@
+"""Frames <-> the per-molecule orientations table (our Parquet schema).
+
+Columns: ``id``, ``r00`` … ``r22`` (rows of R), ``qx qy qz qw``,
+``ev1 ev2 ev3``, ``cx cy cz`` (centroid, Å), ``degenerate``, ``reason``, and
+for each axis ``a`` in 1..3 ``lon{a}``/``lat{a}`` (degrees) for the Mollweide map.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from backend.science.frames import Frames
+from backend.science.sphere import axes_lonlat_deg
+
+R_COLUMNS = [f"r{i}{j}" for i in range(3) for j in range(3)]
+Q_COLUMNS = ["qx", "qy", "qz", "qw"]
+EV_COLUMNS = ["ev1", "ev2", "ev3"]
+C_COLUMNS = ["cx", "cy", "cz"]
+LONLAT_COLUMNS = [f"{c}{a}" for a in (1, 2, 3) for c in ("lon", "lat")]
+
+
+def frames_to_table(ids: np.ndarray, frames: Frames) -> pd.DataFrame:
+    lon, lat = axes_lonlat_deg(frames.rotations)
+    data = {"id": np.asarray(ids).astype(str)}
+    data.update(dict(zip(R_COLUMNS, frames.rotations.reshape(-1, 9).T)))
+    data.update(dict(zip(Q_COLUMNS, frames.quaternions.T)))
+    data.update(dict(zip(EV_COLUMNS, frames.eigenvalues.T)))
+    data.update(dict(zip(C_COLUMNS, frames.centroids.T)))
+    data["degenerate"] = frames.degenerate
+    data["reason"] = frames.reasons.astype(str)
+    for a in range(3):
+        data[f"lon{a + 1}"] = lon[:, a]
+        data[f"lat{a + 1}"] = lat[:, a]
+    return pd.DataFrame(data)
+
+
+def frames_from_table(df: pd.DataFrame) -> Frames:
+    return Frames(
+        rotations=df[R_COLUMNS].to_numpy(np.float64).reshape(-1, 3, 3),
+        eigenvalues=df[EV_COLUMNS].to_numpy(np.float64),
+        quaternions=df[Q_COLUMNS].to_numpy(np.float64),
+        centroids=df[C_COLUMNS].to_numpy(np.float64),
+        degenerate=df["degenerate"].to_numpy(bool),
+        reasons=df["reason"].to_numpy(str),
+    )

@@ -1,0 +1,88 @@
+"""Run the pipeline stages for one (dataset, parameters) and store the results."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from backend.core.dataset import MoleculeSet
+from backend.core.errors import NotFoundError
+from backend.core.settings import DEFAULT_SEED, validate_id
+from backend.loaders.qm9 import select_rows
+from backend.pipeline.builtin import BUILTIN
+from backend.pipeline.stage import StageContext
+from backend.pipeline.stages import STAGES, stage_by_name
+from backend.science.frames import FRAME_METHODS, SIGN_RULES
+from backend.store import datasets as ds
+from backend.store.results import ResultStore
+
+log = logging.getLogger(__name__)
+
+# progress(stage_name, stage_number, n_stages, fraction_within_stage, message)
+PipelineProgress = Callable[[str, int, int, float, str], None]
+
+
+def make_params(frame: str = "pca", sign: str = "max", seed: int = DEFAULT_SEED, limit: int | None = None) -> dict:
+    if frame not in FRAME_METHODS:
+        raise ValueError(f"unknown frame {frame!r}; expected one of {FRAME_METHODS}")
+    if sign not in SIGN_RULES:
+        raise ValueError(f"unknown sign rule {sign!r}; expected one of {SIGN_RULES}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    return {"frame": frame, "sign": sign, "seed": int(seed), "limit": limit}
+
+
+def ensure_dataset(data_dir: Path, dataset_id: str) -> dict:
+    """Meta of a stored dataset; built-in datasets are materialised on first use."""
+    validate_id(dataset_id)
+    if ds.has_dataset(data_dir, dataset_id):
+        return ds.read_meta(data_dir, dataset_id)
+    if dataset_id in BUILTIN:
+        name, source, loader = BUILTIN[dataset_id]
+        log.info("materialising built-in dataset %s", dataset_id)
+        return ds.save_dataset(data_dir, dataset_id, loader(), name=name, source=source, extra={"builtin": True})
+    raise NotFoundError(f"unknown dataset {dataset_id!r}; known: {sorted(set(ds.list_dataset_ids(data_dir)) | set(BUILTIN))}")
+
+
+def load_for_params(data_dir: Path, dataset_id: str, params: dict) -> MoleculeSet:
+    mols = ds.load_dataset(data_dir, dataset_id)
+    if params.get("limit"):
+        mols = mols.subset(select_rows(mols.n_molecules, params["limit"]))
+    return mols
+
+
+def precompute(
+    data_dir: Path,
+    dataset_id: str,
+    params: dict,
+    stages: list[str] | None = None,
+    force: bool = False,
+    progress: PipelineProgress | None = None,
+) -> ResultStore:
+    """Compute every missing stage (or ``stages``) and mark the result active."""
+    ensure_dataset(data_dir, dataset_id)
+    store = ResultStore(data_dir, dataset_id, params)
+    wanted = [stage_by_name(n) for n in stages] if stages else list(STAGES)
+    notify = progress or (lambda *a: None)
+    with store.lock():
+        todo = [s for s in wanted if force or not store.completed(s.name)]
+        mols = load_for_params(data_dir, dataset_id, params) if todo else None
+        for number, stage in enumerate(todo, 1):
+            missing = [r for r in stage.requires if not store.completed(r)]
+            if missing:
+                raise RuntimeError(f"stage {stage.name!r} needs {missing} first")
+            ctx = StageContext(
+                data_dir, dataset_id, params, mols, store,
+                lambda f, msg, _n=stage.name, _i=number: notify(_n, _i, len(todo), f, msg),
+            )
+            notify(stage.name, number, len(todo), 0.0, "starting")
+            t0 = time.perf_counter()
+            out = stage.run(ctx)
+            seconds = time.perf_counter() - t0
+            store.write_stage(stage.name, out.section(), out.tables, seconds, out.settings)
+            notify(stage.name, number, len(todo), 1.0, f"done in {seconds:.1f} s")
+            log.info("%s/%s stage %s done in %.2f s", dataset_id, store.key, stage.name, seconds)
+        ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
+    return store

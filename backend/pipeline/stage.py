@@ -1,0 +1,86 @@
+"""The stage protocol: each pipeline stage is a function of a context that
+returns a report section and per-molecule tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from backend.core.dataset import MoleculeSet
+from backend.pipeline.frames_table import frames_from_table
+from backend.science.frames import Frames
+from backend.science.rotations import derived_seed, random_rotations
+from backend.store.results import ResultStore
+
+ProgressFn = Callable[[float, str], None]
+
+
+@dataclass
+class StageOutput:
+    """What a stage produces.
+
+    report : keys merged into the top level of the report object
+    control : keys merged into ``report["control"]``
+    tables : per-molecule tables written as Parquet
+    settings : model settings and seeds recorded in the manifest
+    skipped : a reason if the stage could not run on this dataset
+    """
+
+    report: dict = field(default_factory=dict)
+    control: dict = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    skipped: str | None = None
+
+    def section(self) -> dict:
+        return {"report": self.report, "control": self.control, "skipped": self.skipped}
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[StageContext], StageOutput]
+    requires: tuple[str, ...] = ()
+    description: str = ""
+
+
+class StageContext:
+    """Inputs of a stage: the molecules, the parameters and earlier stages' outputs."""
+
+    def __init__(self, data_dir: Path, dataset_id: str, params: dict, mols: MoleculeSet, store: ResultStore, progress: ProgressFn):
+        self.data_dir = data_dir
+        self.dataset_id = dataset_id
+        self.params = params
+        self.mols = mols
+        self.store = store
+        self.progress = progress
+        self._frames: dict[str, Frames] = {}
+
+    @property
+    def seed(self) -> int:
+        return int(self.params["seed"])
+
+    def section(self, stage: str) -> dict:
+        return self.store.section(stage)
+
+    def table(self, stage: str, name: str) -> pd.DataFrame:
+        return self.store.table(stage, name).to_pandas()
+
+    def frames(self, which: str = "original") -> Frames:
+        """Frames of the stored poses ("original") or of the control copy ("control")."""
+        if which not in self._frames:
+            self._frames[which] = frames_from_table(self.table("frames", which))
+        return self._frames[which]
+
+    def set_frames(self, which: str, frames: Frames) -> None:
+        self._frames[which] = frames
+
+    @cached_property
+    def control_rotations(self) -> np.ndarray:
+        """(n, 3, 3) the seeded rotations that make the control copy."""
+        return random_rotations(self.mols.n_molecules, derived_seed(self.seed, "control"))

@@ -1,0 +1,13 @@
+"""The ordered list of pipeline stages. Later stages may read earlier ones."""
+
+from backend.pipeline.stages import frames, statistics
+
+STAGES = [frames.STAGE, statistics.STAGE]
+STAGE_NAMES = [s.name for s in STAGES]
+
+
+def stage_by_name(name: str):
+    for stage in STAGES:
+        if stage.name == name:
+            return stage
+    raise ValueError(f"unknown stage {name!r}; expected one of {STAGE_NAMES}")

@@ -1,0 +1,228 @@
+"""Statistics of orientation distributions on SO(3).
+
+The Haar measure on SO(3) (total volume 8π²) gives the rotation angle θ the
+density (2/π)·sin²(θ/2) with CDF (θ - sin θ)/π; a geodesic ball of radius θ
+has volume 8π(θ - sin θ). With the axis-sign ambiguity modded out the space is
+SO(3)/{diag(±1,±1,±1), det = 1}, of volume 2π².
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+from scipy.special import digamma
+from scipy.stats import kstest
+
+from backend.science.rotations import (
+    chord_to_angle,
+    geodesic_angle,
+    matrix_to_quaternion,
+    quaternion_angle,
+    quaternion_multiply,
+    sign_flip_quaternions,
+)
+
+SO3_VOLUME = 8.0 * np.pi**2
+SO3_MOD_SIGNS_VOLUME = SO3_VOLUME / 4.0
+# A k-th neighbour at exactly zero distance (duplicate frames) would give
+# log(0); clamp the ball radius to this many radians.
+MIN_RADIUS_RAD = 1e-6
+
+
+def haar_angle_density(theta: np.ndarray) -> np.ndarray:
+    """Density of the rotation angle of a Haar-uniform rotation, (2/π)·sin²(θ/2)."""
+    return (2.0 / np.pi) * np.sin(np.asarray(theta) / 2.0) ** 2
+
+
+def haar_angle_cdf(theta: np.ndarray) -> np.ndarray:
+    theta = np.clip(np.asarray(theta, dtype=np.float64), 0.0, np.pi)
+    return (theta - np.sin(theta)) / np.pi
+
+
+def ball_volume(theta: np.ndarray) -> np.ndarray:
+    """Haar volume of a geodesic ball of radius θ in SO(3)."""
+    return 8.0 * np.pi * (theta - np.sin(theta))
+
+
+def _tree_points(quaternions: np.ndarray, sign_invariant: bool) -> tuple[np.ndarray, int]:
+    """All quaternion copies that represent the same orientation: ±q (and flips)."""
+    q = np.asarray(quaternions, dtype=np.float64)
+    if sign_invariant:
+        copies = quaternion_multiply(sign_flip_quaternions()[:, None, :], q[None, :, :])
+        copies = copies.reshape(-1, 4)
+    else:
+        copies = q
+    return np.concatenate([copies, -copies]), len(copies) // len(q) * 2
+
+
+def knn_angles(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False) -> np.ndarray:
+    """(n, k) geodesic angles (rad) from each orientation to its k nearest others.
+
+    Uses a KD-tree over the quaternions (with both q and -q, and the sign-flip
+    copies if ``sign_invariant``): the chord distance between unit quaternions
+    is monotone in the rotation angle, so Euclidean neighbours are geodesic ones.
+    O(n log n).
+    """
+    q = np.asarray(quaternions, dtype=np.float64)
+    n = len(q)
+    if n <= k:
+        raise ValueError(f"need more than k={k} orientations, got {n}")
+    points, n_copies = _tree_points(q, sign_invariant)
+    tree = cKDTree(points)
+    # Each molecule may appear up to n_copies/2 times at distance 0 (itself and
+    # its own sign-flip copies when a frame is flip-symmetric it can't be, but
+    # the copies of the same molecule are all at distance >= 0); query enough
+    # neighbours to drop the query molecule's own copies.
+    extra = n_copies // 2
+    dist, idx = tree.query(q, k=k + extra)
+    owner = idx % n
+    own = owner == np.arange(n)[:, None]
+    dist = np.where(own, np.inf, dist)
+    dist.sort(axis=1)
+    return chord_to_angle(dist[:, :k])
+
+
+def knn_entropy_terms(kth_angle: np.ndarray) -> np.ndarray:
+    """Per-sample log ball volume at the k-th neighbour (Kozachenko–Leonenko)."""
+    theta = np.maximum(np.asarray(kth_angle, dtype=np.float64), MIN_RADIUS_RAD)
+    return np.log(ball_volume(theta))
+
+
+def knn_entropy(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False) -> float:
+    """k-NN (Kozachenko–Leonenko) differential entropy on SO(3) w.r.t. Haar volume."""
+    terms = knn_entropy_terms(knn_angles(quaternions, k, sign_invariant)[:, k - 1])
+    return float(digamma(len(terms)) - digamma(k) + terms.mean())
+
+
+@dataclass(frozen=True)
+class KLEstimate:
+    value: float
+    ci95: tuple[float, float]
+    k: int
+    n: int
+    sign_invariant: bool
+    n_bootstrap: int
+    seed: int
+
+    def to_dict(self) -> dict:
+        return {
+            "value": self.value,
+            "ci95": list(self.ci95),
+            "k": self.k,
+            "n": self.n,
+            "sign_invariant": self.sign_invariant,
+            "n_bootstrap": self.n_bootstrap,
+            "seed": self.seed,
+        }
+
+
+def kl_to_uniform(
+    quaternions: np.ndarray,
+    k: int = 5,
+    sign_invariant: bool = False,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+) -> KLEstimate:
+    """KL divergence from Haar-uniform: log(volume) - entropy, with a bootstrap CI.
+
+    The CI resamples molecules' k-NN terms (neighbour radii held fixed), which
+    captures the sampling spread of the mean without creating duplicate points.
+    """
+    q = np.asarray(quaternions, dtype=np.float64)
+    terms = knn_entropy_terms(knn_angles(q, k, sign_invariant)[:, k - 1])
+    n = len(terms)
+    log_vol = np.log(SO3_MOD_SIGNS_VOLUME if sign_invariant else SO3_VOLUME)
+    const = log_vol - digamma(n) + digamma(k)
+    value = float(const - terms.mean())
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_bootstrap)
+    for b in range(n_bootstrap):
+        means[b] = terms[rng.integers(0, n, n)].mean()
+    lo, hi = np.percentile(const - means, [2.5, 97.5]) if n_bootstrap else (value, value)
+    return KLEstimate(value, (float(lo), float(hi)), k, n, sign_invariant, n_bootstrap, seed)
+
+
+def kl_to_uniform_pairwise(rotations: np.ndarray, k: int = 5, block: int = 2000) -> float:
+    """Baseline: the same estimator from the full O(n²) pairwise angle matrix (blocked)."""
+    R = np.asarray(rotations, dtype=np.float64)
+    n = len(R)
+    flat = R.reshape(n, 9)
+    kth = np.empty(n)
+    for start in range(0, n, block):
+        tr = flat[start : start + block] @ flat.T  # tr(Ri Rjᵀ)
+        ang = np.arccos(np.clip((tr - 1.0) / 2.0, -1.0, 1.0))
+        ang[np.arange(len(ang)), np.arange(start, start + len(ang))] = np.inf
+        kth[start : start + block] = np.partition(ang, k - 1, axis=1)[:, k - 1]
+    terms = knn_entropy_terms(kth)
+    return float(np.log(SO3_VOLUME) - digamma(n) + digamma(k) - terms.mean())
+
+
+def reference_orientation(
+    quaternions: np.ndarray,
+    bandwidth_rad: float = 0.5,
+    n_candidates: int = 2000,
+    seed: int = 0,
+    chunk: int = 256,
+) -> int:
+    """Index of the densest orientation by a Gaussian kernel on geodesic angle.
+
+    Candidates are a seeded sample of ``n_candidates`` rows; each is scored by
+    Σ_j exp(-θ_ij² / 2h²) over all rows (blocked, O(n_candidates · n)).
+    """
+    q = np.asarray(quaternions, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    cand = np.sort(rng.choice(len(q), size=min(n_candidates, len(q)), replace=False))
+    scores = np.empty(len(cand))
+    for s in range(0, len(cand), chunk):
+        theta = quaternion_angle(q[cand[s : s + chunk], None, :], q[None, :, :])
+        scores[s : s + chunk] = np.exp(-0.5 * (theta / bandwidth_rad) ** 2).sum(axis=1)
+    return int(cand[int(np.argmax(scores))])
+
+
+def angle_histogram(angles: np.ndarray, bins: int = 60) -> dict:
+    """Density histogram of angles on [0, π] next to the Haar density at bin centres."""
+    counts, edges = np.histogram(angles, bins=bins, range=(0.0, np.pi), density=True)
+    centres = 0.5 * (edges[:-1] + edges[1:])
+    return {
+        "bin_edges_rad": edges.tolist(),
+        "density": counts.tolist(),
+        "haar_density": haar_angle_density(centres).tolist(),
+    }
+
+
+def ks_against_haar(angles: np.ndarray) -> dict:
+    """One-sample KS test of rotation angles against the Haar angle CDF."""
+    res = kstest(np.asarray(angles), haar_angle_cdf)
+    return {"statistic": float(res.statistic), "pvalue": float(res.pvalue), "n": int(len(angles))}
+
+
+def split_halves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded random split of range(n) into two halves (A, B)."""
+    perm = np.random.default_rng(seed).permutation(n)
+    return np.sort(perm[: n // 2]), np.sort(perm[n // 2 :])
+
+
+def orientation_bias(rotations: np.ndarray, seed: int = 0, k: int = 5, n_bootstrap: int = 1000, bins: int = 60) -> dict:
+    """The full orientation-bias summary of one set of frames.
+
+    The reference orientation is picked on half A by kernel density; the
+    angle-to-reference histogram and KS test use half B only, so the test is
+    not biased by the choice of reference.
+    """
+    R = np.asarray(rotations, dtype=np.float64)
+    q = matrix_to_quaternion(R)
+    half_a, half_b = split_halves(len(R), seed)
+    ref = half_a[reference_orientation(q[half_a], seed=seed)]
+    angles_b = geodesic_angle(R[ref][None], R[half_b])
+    kl = kl_to_uniform(q, k=k, n_bootstrap=n_bootstrap, seed=seed)
+    kl_signs = kl_to_uniform(q, k=k, sign_invariant=True, n_bootstrap=n_bootstrap, seed=seed)
+    return {
+        "reference_index": int(ref),
+        "reference_orientation": R[ref].tolist(),
+        "kl": kl.to_dict(),
+        "kl_sign_invariant": kl_signs.to_dict(),
+        "ks": ks_against_haar(angles_b),
+        "angle_histogram": angle_histogram(angles_b, bins),
+    }

@@ -1,0 +1,73 @@
+"""The report object: one JSON document per (dataset, parameters).
+
+It is what ``orientscope report DATASET --json`` prints and what
+``GET /api/datasets/{id}/summary`` serves. Each stage contributes a section
+whose ``report`` keys go to the top level and whose ``control`` keys go to
+``report["control"]``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend import __version__
+from backend.store import datasets as ds
+from backend.services.results import open_result
+
+# Internal bookkeeping that the public report does not need.
+_HIDDEN = {"reference_index"}
+
+
+def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) -> dict:
+    meta = ds.read_meta(data_dir, dataset_id)
+    store = open_result(data_dir, dataset_id, params)
+    manifest = store.manifest()
+    p = manifest["params"]
+    report: dict = {
+        "dataset": dataset_id,
+        "name": meta.get("name", dataset_id),
+        "source": meta.get("source", ""),
+        "n_molecules": None,
+        "n_degenerate": None,
+        "seed": p["seed"],
+        "frame": p["frame"],
+        "sign_rule": p["sign"],
+        "limit": p.get("limit"),
+        "result_key": store.key,
+        "version": __version__,
+    }
+    control: dict = {"description": "every molecule rotated by a seeded Haar-uniform rotation"}
+    skipped: dict = {}
+    for stage in manifest["stages"]:
+        section = store.section(stage)
+        report.update({k: v for k, v in section.get("report", {}).items() if k not in _HIDDEN})
+        control.update({k: v for k, v in section.get("control", {}).items() if k not in _HIDDEN})
+        if section.get("skipped"):
+            skipped[stage] = section["skipped"]
+    report["control"] = control
+    report["stages"] = {name: {"seconds": s["seconds"], "settings": s.get("settings", {})} for name, s in manifest["stages"].items()}
+    report["skipped_stages"] = skipped
+    report["verdict"] = verdict(report)
+    return report
+
+
+def verdict(report: dict) -> dict:
+    """Plain-words verdict from whatever figures the report has."""
+    kl = (report.get("kl") or {}).get("value")
+    ci = (report.get("kl") or {}).get("ci95") or [None, None]
+    ks_p = (report.get("ks") or {}).get("pvalue")
+    ctl = (report.get("control", {}).get("kl") or {}).get("value")
+    if kl is None:
+        return {"aligned": None, "text": "Not enough molecules for orientation statistics."}
+    aligned = bool(ci[0] is not None and ci[0] > 0.05 and ks_p is not None and ks_p < 1e-3)
+    best = None
+    for c in report.get("classifiers", []) or []:
+        if best is None or c.get("accuracy", 0) > best.get("accuracy", 0):
+            best = c
+    if aligned and best and best.get("pvalue", 1) < 1e-3:
+        text = f"Aligned: a classifier spots the stored pose with {best['accuracy']:.0%} accuracy"
+    elif aligned:
+        text = f"Aligned: orientations are far from uniform (KL {kl:.2f} vs {ctl:.2f} for the control)"
+    else:
+        text = f"Not detectably aligned: KL {kl:.2f} (control {ctl:.2f}), KS p = {ks_p:.2g}"
+    return {"aligned": aligned, "text": text}

@@ -1,0 +1,18 @@
+"""Locate the result a read refers to: explicit parameters or the dataset's active result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend.core.errors import NotFoundError
+from backend.store import datasets as ds
+from backend.store.results import ResultStore
+
+
+def open_result(data_dir: Path, dataset_id: str, params: dict | None = None) -> ResultStore:
+    meta = ds.read_meta(data_dir, dataset_id)
+    if params is None:
+        params = meta.get("active_params")
+        if not params:
+            raise NotFoundError(f"dataset {dataset_id!r} has no computed results yet")
+    return ResultStore(data_dir, dataset_id, params)

@@ -1,0 +1,129 @@
+"""Datasets on disk: ``<data_dir>/datasets/<id>/`` with Parquet tables and a meta file.
+
+Layout::
+
+    datasets/<id>/dataset.json       id, name, source, n_molecules, created, active_result
+    datasets/<id>/molecules.parquet  id, smiles, offset, n_atoms, <properties>
+    datasets/<id>/atoms.parquet      z, x, y, z  (ångström)
+    datasets/<id>/results/<key>/     precomputed results (see results.py)
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from backend.core.dataset import MoleculeSet
+from backend.core.errors import NotFoundError
+from backend.core.settings import validate_id
+from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
+
+META = "dataset.json"
+_RESERVED = {"id", "smiles", "offset", "n_atoms"}
+
+
+def datasets_root(data_dir: Path) -> Path:
+    return Path(data_dir) / "datasets"
+
+
+def dataset_dir(data_dir: Path, dataset_id: str) -> Path:
+    return datasets_root(data_dir) / validate_id(dataset_id)
+
+
+def list_dataset_ids(data_dir: Path) -> list[str]:
+    root = datasets_root(data_dir)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / META).is_file())
+
+
+def read_meta(data_dir: Path, dataset_id: str) -> dict:
+    path = dataset_dir(data_dir, dataset_id) / META
+    if not path.is_file():
+        raise NotFoundError(f"unknown dataset {dataset_id!r}")
+    return read_json(path)
+
+
+def write_meta(data_dir: Path, dataset_id: str, meta: dict) -> None:
+    atomic_write_json(dataset_dir(data_dir, dataset_id) / META, meta)
+
+
+def update_meta(data_dir: Path, dataset_id: str, **changes) -> dict:
+    meta = read_meta(data_dir, dataset_id)
+    meta.update(changes)
+    write_meta(data_dir, dataset_id, meta)
+    return meta
+
+
+def has_dataset(data_dir: Path, dataset_id: str) -> bool:
+    return (dataset_dir(data_dir, dataset_id) / META).is_file()
+
+
+def save_dataset(data_dir: Path, dataset_id: str, mols: MoleculeSet, name: str, source: str, extra: dict | None = None) -> dict:
+    """Write a dataset's tables, then its meta file last (the meta marks it complete)."""
+    folder = dataset_dir(data_dir, dataset_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    cols = {
+        "id": pa.array(mols.ids.astype(str)),
+        "smiles": pa.array(mols.smiles.astype(str) if mols.smiles is not None else [""] * mols.n_molecules),
+        "offset": pa.array(mols.offsets[:-1]),
+        "n_atoms": pa.array(mols.n_atoms),
+    }
+    for col in mols.properties.columns:
+        if col in _RESERVED:
+            raise ValueError(f"property name {col!r} is reserved")
+        cols[col] = pa.array(mols.properties[col].to_numpy(np.float64))
+    atomic_write_table(folder / "molecules.parquet", pa.table(cols))
+    pos = mols.positions_angstrom
+    atoms = pa.table({"z": mols.atomic_numbers, "x": pos[:, 0], "y": pos[:, 1], "zc": pos[:, 2]})
+    atomic_write_table(folder / "atoms.parquet", atoms)
+    meta = {
+        "id": dataset_id,
+        "name": name,
+        "source": source,
+        "n_molecules": mols.n_molecules,
+        "n_atoms": int(mols.offsets[-1]),
+        "has_smiles": bool(mols.smiles is not None and (mols.smiles != "").any()),
+        "properties": list(mols.properties.columns),
+        "property_units": mols.property_units,
+        "created": time.time(),
+        "active_result": None,
+        **(extra or {}),
+    }
+    write_meta(data_dir, dataset_id, meta)
+    return meta
+
+
+def load_dataset(data_dir: Path, dataset_id: str) -> MoleculeSet:
+    meta = read_meta(data_dir, dataset_id)
+    folder = dataset_dir(data_dir, dataset_id)
+    mol = read_table(folder / "molecules.parquet").to_pandas()
+    atoms = read_table(folder / "atoms.parquet")
+    n_atoms = mol["n_atoms"].to_numpy(np.int64)
+    props = mol.drop(columns=[c for c in _RESERVED if c in mol.columns])
+    smiles = mol["smiles"].to_numpy(str) if meta.get("has_smiles") else None
+    pos = np.column_stack([atoms.column(c).to_numpy() for c in ("x", "y", "zc")])
+    return MoleculeSet(
+        atomic_numbers=atoms.column("z").to_numpy(),
+        positions_angstrom=pos,
+        offsets=np.concatenate([[0], np.cumsum(n_atoms)]),
+        ids=mol["id"].to_numpy(str),
+        smiles=smiles,
+        properties=pd.DataFrame(props),
+        property_units=meta.get("property_units", {}),
+    )
+
+
+def delete_dataset(data_dir: Path, dataset_id: str) -> None:
+    """Remove one dataset's folder (and nothing else)."""
+    folder = dataset_dir(data_dir, dataset_id)
+    if not (folder / META).is_file():
+        raise NotFoundError(f"unknown dataset {dataset_id!r}")
+    trash = folder.with_name(f".deleted-{dataset_id}-{time.time_ns()}")
+    folder.rename(trash)  # atomic: the dataset disappears at once
+    shutil.rmtree(trash, ignore_errors=True)

@@ -1,0 +1,123 @@
+"""Precomputed results per (dataset, parameters).
+
+``datasets/<id>/results/<key>/`` holds one file set per pipeline stage
+(``<stage>.json`` for the report section, ``<stage>.<table>.parquet`` for
+per-molecule arrays) and ``manifest.json``, which lists the completed stages
+with their parameters, seed, package version and row counts. Every file is
+written atomically and a stage counts only once the manifest names it, so a
+killed run leaves only complete stages behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from backend import __version__
+from backend.core.errors import NotFoundError
+from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
+from backend.store.datasets import dataset_dir
+
+MANIFEST = "manifest.json"
+
+
+def result_key(params: dict) -> str:
+    """Readable folder name from the parameters that change the results."""
+    key = f"{params['frame']}-{params['sign']}-s{params['seed']}"
+    if params.get("limit"):
+        key += f"-n{params['limit']}"
+    return key
+
+
+def result_dir(data_dir: Path, dataset_id: str, key: str) -> Path:
+    return dataset_dir(data_dir, dataset_id) / "results" / key
+
+
+def list_result_keys(data_dir: Path, dataset_id: str) -> list[str]:
+    root = dataset_dir(data_dir, dataset_id) / "results"
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / MANIFEST).is_file())
+
+
+class ResultStore:
+    """Read and write one result folder."""
+
+    def __init__(self, data_dir: Path, dataset_id: str, params: dict):
+        self.dataset_id = dataset_id
+        self.params = dict(params)
+        self.key = result_key(params)
+        self.dir = result_dir(data_dir, dataset_id, self.key)
+
+    # --------------------------------------------------------------- manifest
+    def manifest(self) -> dict:
+        path = self.dir / MANIFEST
+        if path.is_file():
+            return read_json(path)
+        return {
+            "dataset": self.dataset_id,
+            "key": self.key,
+            "params": self.params,
+            "seed": self.params.get("seed"),
+            "version": __version__,
+            "stages": {},
+        }
+
+    def completed(self, stage: str) -> bool:
+        return stage in self.manifest()["stages"]
+
+    def completed_stages(self) -> list[str]:
+        return list(self.manifest()["stages"])
+
+    @contextmanager
+    def lock(self):
+        """Exclusive lock so two processes never compute the same result at once."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    # ------------------------------------------------------------------ write
+    def write_stage(self, stage: str, section: dict, tables: dict[str, pd.DataFrame | pa.Table], seconds: float, settings: dict | None = None) -> None:
+        """Write a stage's files, then record it in the manifest (last, atomically)."""
+        rows = {}
+        for name, table in tables.items():
+            tab = table if isinstance(table, pa.Table) else pa.Table.from_pandas(table, preserve_index=False)
+            atomic_write_table(self.dir / f"{stage}.{name}.parquet", tab)
+            rows[name] = tab.num_rows
+        atomic_write_json(self.dir / f"{stage}.json", section)
+        manifest = self.manifest()
+        manifest["stages"][stage] = {
+            "tables": sorted(tables),
+            "rows": rows,
+            "seconds": round(seconds, 3),
+            "completed_at": time.time(),
+            "version": __version__,
+            "settings": settings or {},
+        }
+        manifest["version"] = __version__
+        atomic_write_json(self.dir / MANIFEST, manifest)
+
+    def drop_stage(self, stage: str) -> None:
+        manifest = self.manifest()
+        if manifest["stages"].pop(stage, None) is not None:
+            atomic_write_json(self.dir / MANIFEST, manifest)
+
+    # ------------------------------------------------------------------- read
+    def section(self, stage: str) -> dict:
+        if not self.completed(stage):
+            raise NotFoundError(f"stage {stage!r} of {self.dataset_id}/{self.key} is not computed")
+        return read_json(self.dir / f"{stage}.json")
+
+    def table(self, stage: str, name: str, columns: list[str] | None = None) -> pa.Table:
+        if not self.completed(stage):
+            raise NotFoundError(f"stage {stage!r} of {self.dataset_id}/{self.key} is not computed")
+        return read_table(self.dir / f"{stage}.{name}.parquet", columns=columns)
