@@ -30,6 +30,8 @@ def qm9_store(tmp_path_factory) -> Path:
     from backend.store.datasets import save_dataset
 
     data_dir = tmp_path_factory.mktemp("store")
-    save_dataset(data_dir, "qm9", load_qm9(limit=SMALL_QM9), name="QM9", source="qm9pack subset", extra={"builtin": True})
+    save_dataset(
+        data_dir, "qm9", load_qm9(limit=SMALL_QM9), name="QM9", source="qm9pack subset", extra={"builtin": True}
+    )
     precompute(data_dir, "qm9", make_params(seed=0))
     return data_dir

@@ -55,7 +55,7 @@ class MoleculeSet:
 
     # ------------------------------------------------------------------ checks
     def _name(self, i: int) -> str:
-        return f"molecule {self.ids[i]!r} (index {i})" if i < len(self.ids) else f"index {i}"
+        return f"molecule {str(self.ids[i])!r} (index {i})" if i < len(self.ids) else f"index {i}"
 
     def _validate(self) -> None:
         z, pos, off = self.atomic_numbers, self.positions_angstrom, self.offsets
@@ -65,9 +65,7 @@ class MoleculeSet:
         if pos.ndim != 2 or pos.shape[1] != 3:
             raise DatasetError(f"positions must have shape (n_atoms, 3), got {pos.shape}")
         if z.shape != (pos.shape[0],):
-            raise DatasetError(
-                f"{z.shape[0]} atomic numbers but {pos.shape[0]} positions"
-            )
+            raise DatasetError(f"{z.shape[0]} atomic numbers but {pos.shape[0]} positions")
         if off[-1] != pos.shape[0]:
             raise DatasetError(f"offsets end at {off[-1]} but there are {pos.shape[0]} atoms")
         counts = np.diff(off)
@@ -79,7 +77,7 @@ class MoleculeSet:
             raise DatasetError(f"{self.ids.shape[0]} ids for {n} molecules")
         if n and len(np.unique(self.ids)) != n:
             uniq, cnt = np.unique(self.ids, return_counts=True)
-            raise DatasetError(f"duplicate molecule id {uniq[cnt > 1][0]!r}")
+            raise DatasetError(f"duplicate molecule id {str(uniq[cnt > 1][0])!r}")
         bad = ~np.isfinite(pos).all(axis=1)
         if bad.any():
             i = int(np.searchsorted(off, int(np.argmax(bad)), side="right") - 1)
@@ -112,7 +110,7 @@ class MoleculeSet:
         """Row index of a molecule id; KeyError naming the id if absent."""
         hits = np.flatnonzero(self.ids == str(mol_id))
         if hits.size == 0:
-            raise KeyError(f"unknown molecule id {mol_id!r}")
+            raise KeyError(f"unknown molecule id {str(mol_id)!r}")
         return int(hits[0])
 
     def atoms_of(self, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -157,12 +155,10 @@ def from_molecules(molecules, ids=None, smiles=None, properties=None, property_u
     molecules = list(molecules)
     zs = [np.asarray(m[0]).reshape(-1) for m in molecules]
     ps = [np.asarray(m[1], dtype=np.float64).reshape(-1, 3) for m in molecules]
-    for i, (zz, pp) in enumerate(zip(zs, ps)):
+    for i, (zz, pp) in enumerate(zip(zs, ps, strict=False)):
         if zz.shape[0] != pp.shape[0]:
             name = ids[i] if ids is not None else i
-            raise DatasetError(
-                f"molecule {name!r}: {zz.shape[0]} elements but {pp.shape[0]} positions"
-            )
+            raise DatasetError(f"molecule {name!r}: {zz.shape[0]} elements but {pp.shape[0]} positions")
     counts = np.array([len(z) for z in zs], dtype=np.int64)
     return MoleculeSet(
         atomic_numbers=np.concatenate(zs) if zs else np.zeros(0, np.int16),

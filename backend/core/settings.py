@@ -26,8 +26,7 @@ def validate_id(value: str, what: str = "dataset id") -> str:
     """Return ``value`` if it is a safe id, else ValueError naming the rule."""
     if not isinstance(value, str) or not ID_PATTERN.match(value):
         raise ValueError(
-            f"invalid {what} {value!r}: use 1-64 lowercase letters, digits, '-' or '_', "
-            "starting with a letter or digit"
+            f"invalid {what} {value!r}: use 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit"
         )
     return value
 

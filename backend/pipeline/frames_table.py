@@ -23,10 +23,10 @@ LONLAT_COLUMNS = [f"{c}{a}" for a in (1, 2, 3) for c in ("lon", "lat")]
 def frames_to_table(ids: np.ndarray, frames: Frames) -> pd.DataFrame:
     lon, lat = axes_lonlat_deg(frames.rotations)
     data = {"id": np.asarray(ids).astype(str)}
-    data.update(dict(zip(R_COLUMNS, frames.rotations.reshape(-1, 9).T)))
-    data.update(dict(zip(Q_COLUMNS, frames.quaternions.T)))
-    data.update(dict(zip(EV_COLUMNS, frames.eigenvalues.T)))
-    data.update(dict(zip(C_COLUMNS, frames.centroids.T)))
+    data.update(dict(zip(R_COLUMNS, frames.rotations.reshape(-1, 9).T, strict=False)))
+    data.update(dict(zip(Q_COLUMNS, frames.quaternions.T, strict=False)))
+    data.update(dict(zip(EV_COLUMNS, frames.eigenvalues.T, strict=False)))
+    data.update(dict(zip(C_COLUMNS, frames.centroids.T, strict=False)))
     data["degenerate"] = frames.degenerate
     data["reason"] = frames.reasons.astype(str)
     for a in range(3):

@@ -43,7 +43,9 @@ def ensure_dataset(data_dir: Path, dataset_id: str) -> dict:
         name, source, loader = BUILTIN[dataset_id]
         log.info("materialising built-in dataset %s", dataset_id)
         return ds.save_dataset(data_dir, dataset_id, loader(), name=name, source=source, extra={"builtin": True})
-    raise NotFoundError(f"unknown dataset {dataset_id!r}; known: {sorted(set(ds.list_dataset_ids(data_dir)) | set(BUILTIN))}")
+    raise NotFoundError(
+        f"unknown dataset {dataset_id!r}; known: {sorted(set(ds.list_dataset_ids(data_dir)) | set(BUILTIN))}"
+    )
 
 
 def load_for_params(data_dir: Path, dataset_id: str, params: dict) -> MoleculeSet:
@@ -74,7 +76,11 @@ def precompute(
             if missing:
                 raise RuntimeError(f"stage {stage.name!r} needs {missing} first")
             ctx = StageContext(
-                data_dir, dataset_id, params, mols, store,
+                data_dir,
+                dataset_id,
+                params,
+                mols,
+                store,
                 lambda f, msg, _n=stage.name, _i=number: notify(_n, _i, len(todo), f, msg),
             )
             notify(stage.name, number, len(todo), 0.0, "starting")

@@ -52,7 +52,9 @@ class Stage:
 class StageContext:
     """Inputs of a stage: the molecules, the parameters and earlier stages' outputs."""
 
-    def __init__(self, data_dir: Path, dataset_id: str, params: dict, mols: MoleculeSet, store: ResultStore, progress: ProgressFn):
+    def __init__(
+        self, data_dir: Path, dataset_id: str, params: dict, mols: MoleculeSet, store: ResultStore, progress: ProgressFn
+    ):
         self.data_dir = data_dir
         self.dataset_id = dataset_id
         self.params = params

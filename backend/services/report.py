@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from backend import __version__
-from backend.store import datasets as ds
 from backend.services.results import open_result
+from backend.store import datasets as ds
 
 # Internal bookkeeping that the public report does not need.
 _HIDDEN = {"reference_index"}
@@ -45,7 +45,9 @@ def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) ->
         if section.get("skipped"):
             skipped[stage] = section["skipped"]
     report["control"] = control
-    report["stages"] = {name: {"seconds": s["seconds"], "settings": s.get("settings", {})} for name, s in manifest["stages"].items()}
+    report["stages"] = {
+        name: {"seconds": s["seconds"], "settings": s.get("settings", {})} for name, s in manifest["stages"].items()
+    }
     report["skipped_stages"] = skipped
     report["verdict"] = verdict(report)
     return report

@@ -64,7 +64,9 @@ def has_dataset(data_dir: Path, dataset_id: str) -> bool:
     return (dataset_dir(data_dir, dataset_id) / META).is_file()
 
 
-def save_dataset(data_dir: Path, dataset_id: str, mols: MoleculeSet, name: str, source: str, extra: dict | None = None) -> dict:
+def save_dataset(
+    data_dir: Path, dataset_id: str, mols: MoleculeSet, name: str, source: str, extra: dict | None = None
+) -> dict:
     """Write a dataset's tables, then its meta file last (the meta marks it complete)."""
     folder = dataset_dir(data_dir, dataset_id)
     folder.mkdir(parents=True, exist_ok=True)

@@ -86,7 +86,14 @@ class ResultStore:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     # ------------------------------------------------------------------ write
-    def write_stage(self, stage: str, section: dict, tables: dict[str, pd.DataFrame | pa.Table], seconds: float, settings: dict | None = None) -> None:
+    def write_stage(
+        self,
+        stage: str,
+        section: dict,
+        tables: dict[str, pd.DataFrame | pa.Table],
+        seconds: float,
+        settings: dict | None = None,
+    ) -> None:
         """Write a stage's files, then record it in the manifest (last, atomically)."""
         rows = {}
         for name, table in tables.items():

@@ -29,18 +29,28 @@ def run(ctx: StageContext) -> StageOutput:
     ctx.progress(0.5, "rotating the control copy")
     rotated = rotate_molecules(mols.positions_angstrom, mols.offsets, ctx.control_rotations)
     ctx.progress(0.6, "frames of the control copy")
-    control = compute_frames(rotated, mols.offsets, mols.atomic_numbers, method=params["frame"], sign_rule=params["sign"])
+    control = compute_frames(
+        rotated, mols.offsets, mols.atomic_numbers, method=params["frame"], sign_rule=params["sign"]
+    )
     ctx.set_frames("original", frames)
     ctx.set_frames("control", control)
     ctx.progress(0.9, "writing frames")
     n_atoms = mols.n_atoms
     report = {"n_molecules": mols.n_molecules, "n_atoms_total": int(n_atoms.sum()), **_degenerate_summary(frames)}
-    report["atoms_per_molecule"] = {"min": int(n_atoms.min()), "median": float(np.median(n_atoms)), "max": int(n_atoms.max())}
+    report["atoms_per_molecule"] = {
+        "min": int(n_atoms.min()),
+        "median": float(np.median(n_atoms)),
+        "max": int(n_atoms.max()),
+    }
     return StageOutput(
         report=report,
         control=_degenerate_summary(control),
         tables={"original": frames_to_table(mols.ids, frames), "control": frames_to_table(mols.ids, control)},
-        settings={"frame": params["frame"], "sign_rule": params["sign"], "control_seed": "derived_seed(seed, 'control')"},
+        settings={
+            "frame": params["frame"],
+            "sign_rule": params["sign"],
+            "control_seed": "derived_seed(seed, 'control')",
+        },
     )
 
 

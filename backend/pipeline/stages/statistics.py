@@ -14,9 +14,13 @@ def run(ctx: StageContext) -> StageOutput:
     if ctx.mols.n_molecules <= K_NEIGHBOURS + 1:
         return StageOutput(skipped=f"needs more than {K_NEIGHBOURS + 1} molecules")
     ctx.progress(0.1, "orientation statistics of the stored poses")
-    original = orientation_bias(ctx.frames("original").rotations, seed=ctx.seed, k=K_NEIGHBOURS, n_bootstrap=N_BOOTSTRAP, bins=N_BINS)
+    original = orientation_bias(
+        ctx.frames("original").rotations, seed=ctx.seed, k=K_NEIGHBOURS, n_bootstrap=N_BOOTSTRAP, bins=N_BINS
+    )
     ctx.progress(0.55, "orientation statistics of the control")
-    control = orientation_bias(ctx.frames("control").rotations, seed=ctx.seed, k=K_NEIGHBOURS, n_bootstrap=N_BOOTSTRAP, bins=N_BINS)
+    control = orientation_bias(
+        ctx.frames("control").rotations, seed=ctx.seed, k=K_NEIGHBOURS, n_bootstrap=N_BOOTSTRAP, bins=N_BINS
+    )
     ref_id = str(ctx.mols.ids[original["reference_index"]])
     original["reference_molecule"] = ref_id
     control["reference_molecule"] = str(ctx.mols.ids[control["reference_index"]])

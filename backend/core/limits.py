@@ -1,0 +1,94 @@
+"""Limits on what a user may upload or ingest, enforced while streaming.
+
+Every loader checks these as records arrive (never after reading a whole file
+into memory); the API checks ``max_upload_bytes`` while it receives the request
+body and answers 413 beyond it.
+
+=========================  ==============  ====================================
+limit                      default         environment override
+=========================  ==============  ====================================
+max_upload_bytes           2 GiB           ``ORIENTSCOPE_MAX_UPLOAD_MB``
+max_molecules              2,000,000       ``ORIENTSCOPE_MAX_MOLECULES``
+max_atoms_per_molecule     2,000           ``ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE``
+max_total_atoms            60,000,000      ``ORIENTSCOPE_MAX_TOTAL_ATOMS``
+max_bad_fraction           0.05            (lenient mode only; see below)
+max_archive_members        100,000
+max_archive_ratio          250             uncompressed / compressed bytes
+max_archive_bytes          8 GiB           total uncompressed archive content
+=========================  ==============  ====================================
+
+Lenient mode (the default) skips a malformed record and counts it, but a file
+whose malformed records exceed ``max_bad_fraction`` of all records fails: such
+a file is broken rather than a large file with a stray bad record. Strict mode
+fails on the first malformed record.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+from backend.core.errors import OrientScopeError
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+
+class LimitExceeded(OrientScopeError):
+    """An upload or dataset is larger than a documented limit."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_upload_bytes: int = 2 * GIB
+    max_molecules: int = 2_000_000
+    max_atoms_per_molecule: int = 2_000
+    max_total_atoms: int = 60_000_000
+    max_bad_fraction: float = 0.05
+    max_archive_members: int = 100_000
+    max_archive_ratio: float = 250.0
+    max_archive_bytes: int = 8 * GIB
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        """Defaults, overridden by the ``ORIENTSCOPE_MAX_*`` variables (read when called)."""
+        env = os.environ
+        changes: dict = {}
+        if env.get("ORIENTSCOPE_MAX_UPLOAD_MB"):
+            changes["max_upload_bytes"] = int(float(env["ORIENTSCOPE_MAX_UPLOAD_MB"]) * MIB)
+        for field, var in (
+            ("max_molecules", "ORIENTSCOPE_MAX_MOLECULES"),
+            ("max_atoms_per_molecule", "ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE"),
+            ("max_total_atoms", "ORIENTSCOPE_MAX_TOTAL_ATOMS"),
+        ):
+            if env.get(var):
+                changes[field] = int(env[var])
+        return replace(cls(), **changes)
+
+    def check_upload_bytes(self, n_bytes: int, what: str = "upload") -> None:
+        if n_bytes > self.max_upload_bytes:
+            raise LimitExceeded(
+                f"{what} is larger than the upload limit of {self.max_upload_bytes:,} bytes "
+                "(set ORIENTSCOPE_MAX_UPLOAD_MB to change it)"
+            )
+
+    def check_molecules(self, n_molecules: int, source: str) -> None:
+        if n_molecules > self.max_molecules:
+            raise LimitExceeded(
+                f"{source}: more than {self.max_molecules:,} molecules, the limit "
+                "(set ORIENTSCOPE_MAX_MOLECULES to change it)"
+            )
+
+    def check_atoms(self, n_atoms: int, where: str) -> None:
+        if n_atoms > self.max_atoms_per_molecule:
+            raise LimitExceeded(
+                f"{where}: {n_atoms:,} atoms in one molecule; the limit is {self.max_atoms_per_molecule:,} "
+                "(set ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE to change it)"
+            )
+
+    def check_total_atoms(self, n_atoms: int, source: str) -> None:
+        if n_atoms > self.max_total_atoms:
+            raise LimitExceeded(
+                f"{source}: more than {self.max_total_atoms:,} atoms in total, the limit "
+                "(set ORIENTSCOPE_MAX_TOTAL_ATOMS to change it)"
+            )

@@ -1,0 +1,32 @@
+"""Tiny constructed molecules with known geometry (ångström)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Tetrahedral methane: all three covariance eigenvalues equal.
+METHANE = (
+    [6, 1, 1, 1, 1],
+    np.array(
+        [[0, 0, 0], [0.629, 0.629, 0.629], [-0.629, -0.629, 0.629], [-0.629, 0.629, -0.629], [0.629, -0.629, -0.629]],
+        float,
+    ),
+)
+CO2 = ([6, 8, 8], np.array([[0, 0, 0], [1.16, 0, 0], [-1.16, 0, 0]], float))
+ACETYLENE = ([6, 6, 1, 1], np.array([[0.6, 0, 0], [-0.6, 0, 0], [1.66, 0, 0], [-1.66, 0, 0]], float))
+WATER = ([8, 1, 1], np.array([[0, 0, 0.117], [0, 0.757, -0.469], [0, -0.757, -0.469]], float))
+
+
+def benzene():
+    ang = np.arange(6) * np.pi / 3
+    c = np.column_stack([1.39 * np.cos(ang), 1.39 * np.sin(ang), np.zeros(6)])
+    h = np.column_stack([2.47 * np.cos(ang), 2.47 * np.sin(ang), np.zeros(6)])
+    return [6] * 6 + [1] * 6, np.vstack([c, h])
+
+
+def asymmetric(seed: int = 0, n_atoms: int = 9):
+    """A random, chemically meaningless but well-conditioned asymmetric cloud."""
+    rng = np.random.default_rng(seed)
+    pos = rng.normal(size=(n_atoms, 3)) * np.array([2.0, 1.2, 0.6])
+    z = rng.choice([1, 6, 7, 8], size=n_atoms)
+    return list(z), pos

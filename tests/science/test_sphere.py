@@ -1,0 +1,40 @@
+import numpy as np
+import pytest
+
+from backend.science.sphere import axes_lonlat_deg, mollweide_graticule, mollweide_outline, mollweide_xy
+
+
+def test_lonlat_of_lab_axes():
+    lon, lat = axes_lonlat_deg(np.eye(3)[None])
+    np.testing.assert_allclose(lon[0], [0, 90, 0], atol=1e-12)
+    np.testing.assert_allclose(lat[0], [0, 0, 90], atol=1e-12)
+
+
+def test_mollweide_known_points_and_bounds():
+    x, y = mollweide_xy(np.array([0.0, 180.0, 0.0, -90.0]), np.array([0.0, 0.0, 90.0, 0.0]))
+    np.testing.assert_allclose([x[0], y[0]], [0, 0], atol=1e-12)
+    assert x[1] == pytest.approx(2 * np.sqrt(2))
+    assert y[2] == pytest.approx(np.sqrt(2))
+    assert x[3] == pytest.approx(-np.sqrt(2))
+
+
+def test_mollweide_is_equal_area():
+    # Uniform points on the sphere fill the ellipse uniformly: equal-area halves in y.
+    v = np.random.default_rng(0).normal(size=(200000, 3))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    x, y = mollweide_xy(np.degrees(np.arctan2(v[:, 1], v[:, 0])), np.degrees(np.arcsin(v[:, 2])))
+    inside = (x / (2 * np.sqrt(2))) ** 2 + (y / np.sqrt(2)) ** 2 <= 1 + 1e-9
+    assert inside.all()
+    # Fraction in the central band |y| < 0.5 equals its share of the ellipse area.
+    t = np.linspace(-0.5, 0.5, 20001)
+    band = np.trapezoid(2 * 2 * np.sqrt(2) * np.sqrt(1 - (t / np.sqrt(2)) ** 2), t) / (
+        np.pi * 2 * np.sqrt(2) * np.sqrt(2)
+    )
+    assert np.mean(np.abs(y) < 0.5) == pytest.approx(band, abs=0.005)
+
+
+def test_outline_and_graticule_shapes():
+    x, y = mollweide_outline()
+    assert np.isclose(x[0], x[-1]) and np.isclose(y[0], y[-1])
+    gx, gy = mollweide_graticule()
+    assert np.isnan(gx).sum() == np.isnan(gy).sum() > 0
