@@ -1,0 +1,29 @@
+# Multi-stage build: dependencies are installed in one stage (editable, so the
+# code and frontend_assets stay side by side under /app); the runtime image
+# only carries the virtual environment and the code, and runs as non-root.
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /app
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+COPY pyproject.toml README.md ./
+COPY backend ./backend
+COPY app ./app
+COPY frontend_assets ./frontend_assets
+RUN pip install --upgrade pip && pip install -e .
+
+FROM python:3.11-slim AS runtime
+RUN useradd --create-home --uid 10001 orientscope \
+    && mkdir /data && chown orientscope /data
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /app /app
+WORKDIR /app
+ENV PATH=/opt/venv/bin:$PATH \
+    ORIENTSCOPE_DATA_DIR=/data \
+    PYTHONUNBUFFERED=1
+USER orientscope
+VOLUME ["/data"]
+EXPOSE 8050
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
+    CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8050/api/health').status == 200 else 1)"
+CMD ["orientscope", "serve", "--host", "0.0.0.0", "--port", "8050"]
