@@ -1,0 +1,13 @@
+"""One APIRouter per resource; ``ROUTERS`` is mounted under /api in this order."""
+
+from backend.api.routes import canonicalize, datasets, groups, health, molecules, neighbors, orientations
+
+ROUTERS = [
+    health.router,
+    datasets.router,
+    molecules.router,
+    orientations.router,
+    groups.router,
+    neighbors.router,
+    canonicalize.router,
+]

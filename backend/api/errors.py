@@ -1,0 +1,50 @@
+"""Map service errors to HTTP answers: 404 unknown ids, 409 not computed, 422 bad input.
+
+Every 422 has FastAPI's validation shape ``{"detail": [{"loc", "msg", "type"}]}``
+so clients parse one format whatever caught the problem.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from backend.api.schemas import ErrorPublic
+from backend.core.errors import DatasetError, NotFoundError, OrientScopeError
+from backend.services.errors import InvalidInput, NotComputed
+
+log = logging.getLogger(__name__)
+
+NOT_FOUND = {404: {"model": ErrorPublic, "description": "Unknown dataset or molecule (the message names it)."}}
+NOT_COMPUTED = {409: {"model": ErrorPublic, "description": "The pipeline stage this needs has not been computed."}}
+
+
+def validation_body(message: str, loc: tuple = ()) -> dict:
+    return {"detail": [{"loc": list(loc) or ["body"], "msg": message, "type": "value_error"}]}
+
+
+async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=404)
+
+
+async def _not_computed(_: Request, exc: NotComputed) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=409)
+
+
+async def _invalid(_: Request, exc: DatasetError) -> JSONResponse:
+    loc = getattr(exc, "loc", ())
+    return JSONResponse(validation_body(str(exc), loc), status_code=422)
+
+
+async def _other(_: Request, exc: OrientScopeError) -> JSONResponse:
+    return JSONResponse(validation_body(str(exc)), status_code=422)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(NotFoundError, _not_found)
+    app.add_exception_handler(NotComputed, _not_computed)
+    app.add_exception_handler(InvalidInput, _invalid)
+    app.add_exception_handler(DatasetError, _invalid)
+    app.add_exception_handler(OrientScopeError, _other)

@@ -1,0 +1,92 @@
+"""The FastAPI application: REST API under /api and, when available, the Dash dashboard at /.
+
+``create_app(data_dir)`` builds one app per call (no global state), so tests
+and several workers each get their own. ``app_from_env`` is the factory that
+``uvicorn --factory`` (and ``orientscope serve --workers N``) imports.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
+
+from backend import __version__
+from backend.api.deps import ApiSettings
+from backend.api.errors import install_error_handlers
+from backend.api.routes import ROUTERS
+from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV, resolve_data_dir
+
+log = logging.getLogger(__name__)
+
+READ_ONLY_ENV = "ORIENTSCOPE_READ_ONLY"
+API_PREFIX = "/api"
+DESCRIPTION = """
+Every precomputed OrientScope result, per-molecule poses and stateless canonicalisation.
+
+Limits: molecule pages hold at most 1000 items (`limit`), neighbour queries at most 100 (`k`),
+and `POST /api/canonicalize` accepts molecules of 1 to 2000 atoms (`ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE`).
+Unknown datasets and molecules answer 404, missing pipeline stages 409, malformed input 422.
+"""
+
+
+def create_app(
+    data_dir: str | os.PathLike | None = None,
+    read_only: bool = False,
+    token: str | None = None,
+    dashboard: bool = True,
+) -> FastAPI:
+    """The API (and the dashboard, if ``app.dashboard`` is importable) for one data directory."""
+    settings = ApiSettings(data_dir=resolve_data_dir(data_dir), read_only=read_only, token=token or None)
+    app = FastAPI(
+        title="OrientScope API",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.add_middleware(
+        GZipMiddleware,
+        minimum_size=1024,
+        compresslevel=5,
+        exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/vnd.apache.parquet"),
+    )
+    for router in ROUTERS:
+        app.include_router(router, prefix=API_PREFIX)
+
+    # Registered before the dashboard so that no /api path ever falls through to Dash.
+    @app.api_route(
+        f"{API_PREFIX}/{{path:path}}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
+    )
+    def unknown_api_path(request: Request) -> JSONResponse:
+        return JSONResponse(
+            {"detail": f"unknown API path {request.url.path!r}; see {API_PREFIX}/docs"}, status_code=404
+        )
+
+    if dashboard:
+        _mount_dashboard(app, settings)
+    return app
+
+
+def _mount_dashboard(app: FastAPI, settings: ApiSettings) -> None:
+    try:
+        from app.dashboard import create_dash
+    except ModuleNotFoundError as err:
+        if err.name not in ("app", "app.dashboard"):
+            raise
+        log.info("app.dashboard is not available; serving the API only")
+        return
+    create_dash(server=app, data_dir=Path(settings.data_dir), read_only=settings.read_only)
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY and _TOKEN."""
+    read_only = os.environ.get(READ_ONLY_ENV, "").lower() in ("1", "true", "yes")
+    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=os.environ.get(TOKEN_ENV))

@@ -1,0 +1,28 @@
+"""GET /api/datasets, /api/datasets/{id} and /api/datasets/{id}/summary."""
+
+from fastapi import APIRouter, Response
+
+from backend.api.deps import DataDirDep, DatasetIdPath
+from backend.api.errors import NOT_FOUND
+from backend.api.schemas import DatasetPublic, SummaryPublic
+from backend.services import datasets as svc
+
+router = APIRouter(prefix="/datasets", tags=["datasets"])
+
+
+@router.get("", response_model=list[DatasetPublic])
+def list_datasets(data_dir: DataDirDep) -> list[dict]:
+    """Every stored dataset with its status."""
+    return [d.to_dict() for d in svc.list_datasets(data_dir)]
+
+
+@router.get("/{dataset_id}", response_model=DatasetPublic, responses=NOT_FOUND)
+def get_dataset(dataset_id: DatasetIdPath, data_dir: DataDirDep) -> dict:
+    """One dataset with its status."""
+    return svc.dataset_info(data_dir, dataset_id).to_dict()
+
+
+@router.get("/{dataset_id}/summary", response_model=SummaryPublic, responses=NOT_FOUND)
+def summary(dataset_id: DatasetIdPath, data_dir: DataDirDep) -> Response:
+    """The report object, exactly as `orientscope report ID --json` prints it."""
+    return Response(svc.summary_json(data_dir, dataset_id), media_type="application/json")

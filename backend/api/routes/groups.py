@@ -1,0 +1,25 @@
+"""GET /api/datasets/{id}/groups?by=scaffold|formula|cluster."""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+
+from backend.api.deps import DataDirDep, DatasetIdPath
+from backend.api.errors import NOT_COMPUTED, NOT_FOUND
+from backend.api.schemas import GroupsPublic
+from backend.services import groups as svc
+
+router = APIRouter(prefix="/datasets/{dataset_id}", tags=["groups"])
+
+
+@router.get("/groups", response_model=GroupsPublic, responses={**NOT_FOUND, **NOT_COMPUTED})
+def groups(
+    dataset_id: DatasetIdPath,
+    data_dir: DataDirDep,
+    by: Annotated[
+        Literal["scaffold", "formula", "cluster"],
+        Query(description="formula is always available; scaffold and cluster need the chemistry stage (else 409)."),
+    ] = "formula",
+) -> dict:
+    """The groups with their statistics, largest first."""
+    return svc.list_groups(data_dir, dataset_id, by)

@@ -1,0 +1,67 @@
+"""GET /api/datasets/{id}/molecules and /api/datasets/{id}/molecules/{mol_id}."""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Response
+
+from backend.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
+from backend.api.errors import NOT_COMPUTED, NOT_FOUND
+from backend.api.schemas import MoleculePublic, MoleculesPublic
+from backend.services import molecules as svc
+
+router = APIRouter(prefix="/datasets/{dataset_id}/molecules", tags=["molecules"])
+
+MEDIA = {"xyz": "chemical/x-xyz", "sdf": "chemical/x-mdl-sdfile"}
+DOWNLOADS = {
+    200: {
+        "description": "JSON record, or the molecule as a file when format=xyz|sdf.",
+        "content": {MEDIA["xyz"]: {"schema": {"type": "string"}}, MEDIA["sdf"]: {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get("", response_model=MoleculesPublic, responses={**NOT_FOUND, **NOT_COMPUTED})
+def list_molecules(
+    dataset_id: DatasetIdPath,
+    data_dir: DataDirDep,
+    offset: Annotated[int, Query(ge=0, description="Index of the first molecule to return.")] = 0,
+    limit: Annotated[
+        int, Query(ge=1, le=svc.MAX_PAGE, description=f"Page size, at most {svc.MAX_PAGE}.")
+    ] = svc.DEFAULT_PAGE,
+    group_by: Annotated[
+        Literal["scaffold", "formula", "cluster"] | None, Query(description="Grouping that `group` refers to.")
+    ] = None,
+    group: Annotated[str | None, Query(max_length=512, description="Keep only this group id (needs group_by).")] = None,
+    smarts: Annotated[
+        str | None,
+        Query(max_length=svc.MAX_SMARTS_LENGTH, description="Keep molecules whose SMILES match this SMARTS."),
+    ] = None,
+    sort: Annotated[
+        str,
+        Query(
+            max_length=64,
+            description="index, id, n_atoms, formula, classifier_score, degenerate or a property name; prefix '-' for descending.",
+        ),
+    ] = "index",
+) -> dict:
+    """One page of molecules, filtered by group and SMARTS and sorted."""
+    page = svc.list_molecules(data_dir, dataset_id, offset, limit, group_by, group, smarts, sort)
+    return {"total": page.total, "offset": page.offset, "limit": page.limit, "items": page.items}
+
+
+@router.get("/{mol_id}", response_model=MoleculePublic, responses={**NOT_FOUND, **DOWNLOADS})
+def get_molecule(
+    dataset_id: DatasetIdPath,
+    mol_id: MoleculeIdPath,
+    data_dir: DataDirDep,
+    format: Annotated[Literal["json", "xyz", "sdf"], Query(description="json record, or an xyz/sdf file.")] = "json",
+    pose: Annotated[
+        Literal["stored", "canonical"], Query(description="Pose of the xyz/sdf file: as stored, or canonical.")
+    ] = "stored",
+):
+    """One molecule: atoms in both poses, frame, score, groups and properties; or an xyz/sdf download."""
+    if format == "json":
+        return svc.molecule_detail(data_dir, dataset_id, mol_id)
+    text, filename = svc.export_molecule(data_dir, dataset_id, mol_id, format, pose)
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
+    return Response(text, media_type=MEDIA[format], headers=headers)

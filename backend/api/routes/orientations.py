@@ -1,0 +1,45 @@
+"""GET /api/datasets/{id}/orientations?format=json|csv|parquet."""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+
+from backend.api.deps import DataDirDep, DatasetIdPath
+from backend.api.errors import NOT_FOUND
+from backend.api.schemas import OrientationRow
+from backend.services import orientations as svc
+
+router = APIRouter(prefix="/datasets/{dataset_id}", tags=["orientations"])
+
+CHUNK = 1 << 20
+RESPONSES = {
+    **NOT_FOUND,
+    200: {
+        "description": "One row per molecule: id, R (r00..r22), quaternion, eigenvalues, degenerate flag and reason, axes lon/lat, classifier score.",
+        "content": {
+            "text/csv": {"schema": {"type": "string"}},
+            "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}},
+        },
+    },
+}
+
+
+def _chunks(data: bytes):
+    view = memoryview(data)
+    for start in range(0, len(view), CHUNK):
+        yield bytes(view[start : start + CHUNK])
+
+
+@router.get("/orientations", response_model=list[OrientationRow], responses=RESPONSES)
+def orientations(
+    dataset_id: DatasetIdPath,
+    data_dir: DataDirDep,
+    format: Annotated[Literal["json", "csv", "parquet"], Query(description="json records, csv or parquet.")] = "json",
+) -> StreamingResponse:
+    """Every molecule's orientation, to redo the plots elsewhere (streamed)."""
+    data, media_type, filename = svc.orientations_bytes(data_dir, dataset_id, format)
+    headers = {"Content-Length": str(len(data))}
+    if format != "json":
+        headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return StreamingResponse(_chunks(data), media_type=media_type, headers=headers)

@@ -1,0 +1,262 @@
+"""Pydantic models of every request and response body (OpenAPI documents them all)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from backend.services.canonicalize import MAX_ATOMS
+from backend.services.molecules import MAX_PAGE
+from backend.services.neighbors import MAX_K
+
+Vector3 = list[float]
+Matrix3 = list[list[float]]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------- errors
+class ErrorPublic(_Model):
+    """An error that is not about the shape of the request (unknown id, result not computed)."""
+
+    detail: str = Field(description="What is wrong, naming the dataset, molecule or stage.")
+
+
+# ---------------------------------------------------------------- health
+class HealthPublic(_Model):
+    """Liveness of the server."""
+
+    status: Literal["ok"] = Field(description="Always 'ok' when the server answers.")
+    version: str = Field(description="OrientScope version.")
+    read_only: bool = Field(description="True if the server refuses every write.")
+
+
+# ---------------------------------------------------------------- datasets
+class DatasetPublic(_Model):
+    """One stored dataset."""
+
+    id: str = Field(description="Dataset id (lowercase letters, digits, '-' and '_').")
+    name: str = Field(description="Human-readable name.")
+    n_molecules: int = Field(description="Number of molecules stored.")
+    source: str = Field(description="Where the molecules come from.")
+    status: Literal["ready", "computing", "failed"] = Field(
+        description="ready: results can be read; computing: the pipeline is running; failed: see message."
+    )
+    message: str = Field(description="Why the dataset is computing or failed ('' when ready).")
+    result_key: str | None = Field(description="Key of the active result (frame-sign-seed[-limit]), null if none yet.")
+    stages: list[str] = Field(description="Pipeline stages stored for the active result.")
+
+
+class VerdictPublic(BaseModel):
+    """The verdict in plain words."""
+
+    aligned: bool | None = Field(
+        description="True if the poses are detectably aligned; null if there are too few molecules."
+    )
+    text: str = Field(description="One-sentence verdict.")
+
+
+class SummaryPublic(BaseModel):
+    """The report object, exactly what `orientscope report ID --json` prints.
+
+    Besides the fields below, each pipeline stage adds its own keys (e.g. kl,
+    kl_sign_invariant, ks, angle_histogram, reference_orientation, classifiers).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    dataset: str = Field(description="Dataset id.")
+    name: str = Field(description="Dataset name.")
+    source: str = Field(description="Where the molecules come from.")
+    n_molecules: int | None = Field(description="Molecules in the result.")
+    n_degenerate: int | None = Field(description="Molecules whose canonical frame is degenerate.")
+    seed: int = Field(description="Seed of the control rotations, splits and bootstrap.")
+    frame: str = Field(description="Frame method: pca, pca-mass or inertia.")
+    sign_rule: str = Field(description="Sign rule: max or count.")
+    limit: int | None = Field(description="Subset size, or null for the whole dataset.")
+    result_key: str = Field(description="Key of the result.")
+    version: str = Field(description="OrientScope version that built the report.")
+    control: dict[str, Any] = Field(description="The same figures for the random-rotation control copy.")
+    stages: dict[str, Any] = Field(description="Per stage: seconds spent and settings.")
+    skipped_stages: dict[str, Any] = Field(description="Stages skipped on this dataset, with the reason.")
+    verdict: VerdictPublic = Field(description="Plain-words verdict.")
+
+
+# ---------------------------------------------------------------- molecules
+class MoleculeSummaryPublic(_Model):
+    """A molecule as listed in a page of results."""
+
+    id: str = Field(description="Molecule id, unique within its dataset.")
+    smiles: str | None = Field(description="SMILES, null where the dataset has none.")
+    formula: str = Field(description="Hill formula.")
+    n_atoms: int = Field(description="Number of atoms.")
+    classifier_score: float | None = Field(
+        description="Out-of-fold probability that this pose is the stored (not a random) one; null without the models stage."
+    )
+    degenerate: bool = Field(description="True if the canonical frame is ill-defined (see degenerate_reason).")
+    groups: dict[str, str | None] = Field(
+        description="Group id per grouping (formula always; scaffold and cluster with the chemistry stage)."
+    )
+
+
+class MoleculesPublic(_Model):
+    """One page of molecules."""
+
+    total: int = Field(description="Number of molecules matching the filters (all pages).")
+    offset: int = Field(description="Index of the first item in the filtered, sorted list.")
+    limit: int = Field(description=f"Page size asked for (at most {MAX_PAGE}).")
+    items: list[MoleculeSummaryPublic] = Field(description="The molecules of this page.")
+
+
+class AxisLonLat(_Model):
+    """Direction of one canonical axis on the sphere."""
+
+    axis: int = Field(description="Axis number 1..3 (1 = largest variance).")
+    lon_deg: float = Field(description="Longitude in degrees, (-180, 180].")
+    lat_deg: float = Field(description="Latitude in degrees, [-90, 90].")
+
+
+class PropertyValue(_Model):
+    """One stored molecular property."""
+
+    name: str = Field(description="Property name, e.g. 'gap'.")
+    value: float | None = Field(description="Value; null if missing.")
+    unit: str | None = Field(description="Unit, e.g. 'Ha'; null if unknown.")
+
+
+class MoleculePublic(MoleculeSummaryPublic):
+    """Everything stored about one molecule."""
+
+    elements: list[str] = Field(description="Element symbol per atom.")
+    positions: list[Vector3] = Field(description="Stored pose, (n_atoms, 3) in ångström.")
+    canonical_positions: list[Vector3] = Field(description="Canonical pose R·(x - centroid), (n_atoms, 3) in ångström.")
+    rotation: Matrix3 = Field(description="Canonical frame R, 3x3, rows = principal axes in lab coordinates.")
+    quaternion: list[float] = Field(description="R as a unit quaternion (x, y, z, w), w >= 0.")
+    eigenvalues: list[float] = Field(description="Eigenvalues of the second-moment tensor (Å², descending for PCA).")
+    degenerate_reason: str | None = Field(
+        description="';'-joined codes (single_atom, linear, eigen_gap_12, eigen_gap_23, sign_tie_1, sign_tie_2) or null."
+    )
+    axes_lonlat: list[AxisLonLat] = Field(description="Longitude and latitude of the three axes.")
+    properties: list[PropertyValue] = Field(description="Stored properties with units.")
+    result_key: str = Field(description="Key of the result these values come from.")
+
+
+# ---------------------------------------------------------------- orientations
+class OrientationRow(BaseModel):
+    """One molecule's orientation in the orientations download (JSON form; CSV and Parquet have the same columns)."""
+
+    id: str = Field(description="Molecule id.")
+    r00: float = Field(description="R[0][0]; r00..r22 are the rows of R (rows = principal axes).")
+    r01: float = Field(description="R[0][1].")
+    r02: float = Field(description="R[0][2].")
+    r10: float = Field(description="R[1][0].")
+    r11: float = Field(description="R[1][1].")
+    r12: float = Field(description="R[1][2].")
+    r20: float = Field(description="R[2][0].")
+    r21: float = Field(description="R[2][1].")
+    r22: float = Field(description="R[2][2].")
+    qx: float = Field(description="Quaternion x.")
+    qy: float = Field(description="Quaternion y.")
+    qz: float = Field(description="Quaternion z.")
+    qw: float = Field(description="Quaternion w (>= 0).")
+    ev1: float = Field(description="First eigenvalue.")
+    ev2: float = Field(description="Second eigenvalue.")
+    ev3: float = Field(description="Third eigenvalue.")
+    degenerate: bool = Field(description="True if the frame is ill-defined.")
+    degenerate_reason: str = Field(description="';'-joined degeneracy codes, '' if well defined.")
+    lon1: float = Field(description="Longitude of axis 1 (degrees).")
+    lat1: float = Field(description="Latitude of axis 1 (degrees).")
+    lon2: float = Field(description="Longitude of axis 2 (degrees).")
+    lat2: float = Field(description="Latitude of axis 2 (degrees).")
+    lon3: float = Field(description="Longitude of axis 3 (degrees).")
+    lat3: float = Field(description="Latitude of axis 3 (degrees).")
+    classifier_score: float | None = Field(description="Classifier score, null without the models stage.")
+
+
+# ---------------------------------------------------------------- groups
+class GroupPublic(_Model):
+    """One group of molecules."""
+
+    group: str = Field(description="Group id (a formula, a scaffold SMILES or a cluster number).")
+    size: int = Field(description="Number of molecules in the group.")
+    n_degenerate: int = Field(description="Molecules of the group with a degenerate frame.")
+    mean_classifier_score: float | None = Field(description="Mean classifier score, null without the models stage.")
+    statistics: dict[str, Any] = Field(description="Per-group statistics computed by the chemistry stage (e.g. KL).")
+
+
+class GroupsPublic(_Model):
+    """The groups of one kind, largest first."""
+
+    by: Literal["scaffold", "formula", "cluster"] = Field(description="The grouping.")
+    total: int = Field(description="Number of groups.")
+    groups: list[GroupPublic] = Field(description="The groups (the largest 1000 at most).")
+
+
+# ---------------------------------------------------------------- neighbours
+class NeighborPublic(_Model):
+    """One neighbouring molecule."""
+
+    id: str = Field(description="Molecule id.")
+    smiles: str | None = Field(description="SMILES, null where unknown.")
+    degenerate: bool = Field(description="True if this neighbour's frame is ill-defined.")
+    angle_deg: float | None = Field(
+        description="Geodesic angle between the two canonical frames (degrees), for by=pose."
+    )
+    tanimoto: float | None = Field(description="Tanimoto similarity of the fingerprints (0..1), for by=chemistry.")
+
+
+class NeighborsPublic(_Model):
+    """The nearest molecules to one molecule."""
+
+    id: str = Field(description="The query molecule.")
+    by: Literal["pose", "chemistry"] = Field(description="pose: geodesic angle; chemistry: Tanimoto.")
+    metric: Literal["angle_deg", "tanimoto"] = Field(description="Which distance field is filled.")
+    k: int = Field(description=f"Number of neighbours asked for (at most {MAX_K}).")
+    items: list[NeighborPublic] = Field(description="Neighbours, nearest first.")
+
+
+# ---------------------------------------------------------------- canonicalize
+class CanonicalizeRequest(_Model):
+    """A molecule to canonicalise: give elements and positions, or xyz text."""
+
+    elements: list[str | int] | None = Field(
+        default=None,
+        description=f"Element symbols (or atomic numbers), one per atom; 1..{MAX_ATOMS} atoms by default.",
+        examples=[["O", "H", "H"]],
+    )
+    positions: list[list[float]] | None = Field(
+        default=None,
+        description="Cartesian coordinates in ångström, (n_atoms, 3), finite.",
+        examples=[[[0.0, 0.0, 0.0], [0.96, 0.0, 0.0], [-0.24, 0.93, 0.0]]],
+    )
+    xyz: str | None = Field(
+        default=None,
+        description="XYZ text (atom count, comment line, 'symbol x y z' lines); instead of elements and positions.",
+    )
+    method: Literal["pca", "pca-mass", "inertia"] = Field(
+        default="pca", description="pca: covariance; pca-mass: mass-weighted covariance; inertia: inertia tensor."
+    )
+    sign_rule: Literal["max", "count"] = Field(
+        default="max", description="How the axis signs are fixed: the farthest atom ('max') or a majority ('count')."
+    )
+    mass_weighted: bool | None = Field(
+        default=None, description="true turns method 'pca' into 'pca-mass'; false requires method 'pca'."
+    )
+
+
+class CanonicalizePublic(_Model):
+    """The canonical frame of the submitted molecule (same code as the pipeline)."""
+
+    method: str = Field(description="Frame method used.")
+    sign_rule: str = Field(description="Sign rule used.")
+    n_atoms: int = Field(description="Number of atoms.")
+    rotation: Matrix3 = Field(description="R, 3x3, rows = principal axes in the submitted coordinates.")
+    quaternion: list[float] = Field(description="R as a unit quaternion (x, y, z, w), w >= 0.")
+    eigenvalues: list[float] = Field(description="Eigenvalues (Å² for PCA, Da·Å² for inertia).")
+    centroid: Vector3 = Field(description="Centre used (Å; mass-weighted where the method is).")
+    canonical_positions: list[Vector3] = Field(description="R·(x - centroid), (n_atoms, 3) in ångström.")
+    degenerate: bool = Field(description="True if the frame is ill-defined; then it is not rotation-equivariant.")
+    degenerate_reason: str | None = Field(description="';'-joined degeneracy codes, or null.")

@@ -1,0 +1,225 @@
+"""In-memory view of one dataset's active result, shared by every read service.
+
+A :class:`DatasetView` holds the molecules and the per-molecule tables of the
+dataset's active result as NumPy arrays, so a request for one molecule is a
+dictionary lookup plus a few slices. Views live in a small LRU keyed by
+(data dir, dataset id); each lookup compares the modification times of
+``dataset.json`` and of the result's ``manifest.json`` with the ones the view
+was built from, so a recomputed or re-activated result is picked up at once.
+Expensive pieces (report, export bytes, k-d tree, chemistry tables) are built
+lazily, once, under a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from backend.core.dataset import MoleculeSet
+from backend.core.errors import NotFoundError
+from backend.core.settings import validate_id
+from backend.pipeline.frames_table import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
+from backend.services.results import open_result
+from backend.store import datasets as ds
+from backend.store.results import MANIFEST, ResultStore
+
+log = logging.getLogger(__name__)
+
+MAX_VIEWS = 4
+
+# Optional stages written by other parts of the pipeline: (stage, table).
+MODELS_SCORES = ("models", "scores")
+CHEMISTRY_MOLECULES = ("chemistry", "molecules")
+CHEMISTRY_FINGERPRINTS = ("chemistry", "fingerprints")
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return -1
+
+
+def check_dataset_id(dataset_id: str) -> str:
+    """The id if well formed and stored, else NotFoundError naming it."""
+    try:
+        validate_id(dataset_id)
+    except ValueError as err:
+        raise NotFoundError(f"unknown dataset {dataset_id!r} ({err})") from None
+    return dataset_id
+
+
+class DatasetView:
+    """Arrays of one dataset's active result, aligned with the frames table.
+
+    Row ``i`` of every array refers to the ``i``-th molecule of the result
+    (the order of the stored frames table); ``rows[i]`` is its row in the
+    stored dataset, which differs when the result was computed with a limit.
+    """
+
+    def __init__(self, data_dir: Path, dataset_id: str, meta: dict, store: ResultStore, signature: tuple):
+        self.data_dir = data_dir
+        self.dataset_id = dataset_id
+        self.meta = meta
+        self.store = store
+        self.signature = signature
+        self.manifest = store.manifest()
+        self._lock = threading.RLock()
+        self._extras: dict[str, Any] = {}
+
+        self.mols: MoleculeSet = ds.load_dataset(data_dir, dataset_id)
+        frames = store.table("frames", "original").to_pandas()
+        self.ids: np.ndarray = frames["id"].to_numpy(str)
+        self.index: dict[str, int] = {mol_id: i for i, mol_id in enumerate(self.ids)}
+        dataset_rows = {mol_id: i for i, mol_id in enumerate(self.mols.ids)}
+        self.rows = np.fromiter((dataset_rows[m] for m in self.ids), dtype=np.int64, count=len(self.ids))
+        self.rotations = frames[R_COLUMNS].to_numpy(np.float64).reshape(-1, 3, 3)
+        self.quaternions = frames[Q_COLUMNS].to_numpy(np.float64)
+        self.eigenvalues = frames[EV_COLUMNS].to_numpy(np.float64)
+        self.centroids = frames[C_COLUMNS].to_numpy(np.float64)
+        self.degenerate = frames["degenerate"].to_numpy(bool)
+        self.reasons = frames["reason"].to_numpy(str)
+        self.lonlat = (
+            frames[[f"{c}{a}" for a in (1, 2, 3) for c in ("lon", "lat")]].to_numpy(np.float64).reshape(-1, 3, 2)
+        )
+        self.n_atoms = self.mols.n_atoms[self.rows]
+        self.smiles = (
+            self.mols.smiles[self.rows] if self.mols.smiles is not None else np.full(len(self.ids), "", dtype=object)
+        )
+        props = self.mols.properties
+        self.property_names: list[str] = [str(c) for c in props.columns]
+        self.property_values = (
+            props.to_numpy(np.float64)[self.rows] if len(props.columns) else np.zeros((len(self.ids), 0))
+        )
+        self.property_units: dict[str, str] = dict(self.mols.property_units)
+        self.scores = self._scores()
+
+    # ------------------------------------------------------------ basics
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def result_key(self) -> str:
+        return self.store.key
+
+    def has_stage(self, stage: str) -> bool:
+        return stage in self.manifest.get("stages", {})
+
+    def has_table(self, stage: str, table: str) -> bool:
+        return table in self.manifest.get("stages", {}).get(stage, {}).get("tables", [])
+
+    def row_of(self, mol_id: str) -> int:
+        """Row of a molecule id in this result; NotFoundError naming it otherwise."""
+        i = self.index.get(str(mol_id))
+        if i is None:
+            raise NotFoundError(f"unknown molecule {mol_id!r} in dataset {self.dataset_id!r}")
+        return i
+
+    def atoms(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(atomic numbers (n,), stored positions (n, 3) Å) of result row ``i``."""
+        return self.mols.atoms_of(int(self.rows[i]))
+
+    def canonical_positions(self, i: int) -> np.ndarray:
+        """(n, 3) Å: R @ (x - centroid), exactly as the pipeline defines it."""
+        _, pos = self.atoms(i)
+        return (pos - self.centroids[i]) @ self.rotations[i].T
+
+    def aligned_table(self, stage: str, table: str) -> pd.DataFrame | None:
+        """A per-molecule table of an optional stage, reindexed to this result's rows (None if absent)."""
+        if not self.has_table(stage, table):
+            return None
+        df = self.store.table(stage, table).to_pandas()
+        if "id" not in df.columns:
+            return df.reset_index(drop=True) if len(df) == len(self) else None
+        df["id"] = df["id"].astype(str)
+        return df.drop_duplicates("id").set_index("id").reindex(self.ids).reset_index()
+
+    def _scores(self) -> np.ndarray:
+        """(n,) classifier score per molecule; NaN where the models stage has none."""
+        df = self.aligned_table(*MODELS_SCORES)
+        if df is None or "classifier_score" not in df.columns:
+            return np.full(len(self), np.nan)
+        return pd.to_numeric(df["classifier_score"], errors="coerce").to_numpy(np.float64)
+
+    # ------------------------------------------------------------ lazy pieces
+    def extra(self, name: str, build: Callable[[], Any]) -> Any:
+        """A derived object built once per view (thread-safe)."""
+        try:
+            return self._extras[name]
+        except KeyError:
+            pass
+        with self._lock:
+            if name not in self._extras:
+                self._extras[name] = build()
+            return self._extras[name]
+
+
+class ViewCache:
+    """LRU of :class:`DatasetView` objects, invalidated by file modification times."""
+
+    def __init__(self, max_views: int = MAX_VIEWS):
+        self.max_views = max_views
+        self._views: OrderedDict[tuple[str, str], DatasetView] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[tuple[str, str], threading.Lock] = {}
+
+    def _signature(self, data_dir: Path, dataset_id: str, result_key: str | None) -> tuple:
+        folder = ds.dataset_dir(data_dir, dataset_id)
+        manifest = folder / "results" / result_key / MANIFEST if result_key else None
+        return (_mtime(folder / ds.META), _mtime(manifest) if manifest else -1)
+
+    def get(self, data_dir: Path, dataset_id: str) -> DatasetView:
+        check_dataset_id(dataset_id)
+        key = (str(data_dir), dataset_id)
+        with self._lock:
+            view = self._views.get(key)
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        if view is not None and view.signature == self._signature(data_dir, dataset_id, view.result_key):
+            with self._lock:
+                if key in self._views:
+                    self._views.move_to_end(key)
+            return view
+        with key_lock:  # one loader per dataset; others wait for it
+            with self._lock:
+                view = self._views.get(key)
+            if view is not None and view.signature == self._signature(data_dir, dataset_id, view.result_key):
+                return view
+            view = self._load(data_dir, dataset_id)
+            with self._lock:
+                self._views[key] = view
+                self._views.move_to_end(key)
+                while len(self._views) > self.max_views:
+                    self._views.popitem(last=False)
+            return view
+
+    def _load(self, data_dir: Path, dataset_id: str) -> DatasetView:
+        meta = ds.read_meta(data_dir, dataset_id)
+        store = open_result(data_dir, dataset_id)
+        if not store.completed("frames"):
+            raise NotFoundError(f"dataset {dataset_id!r} has no computed frames yet")
+        signature = self._signature(data_dir, dataset_id, store.key)
+        log.info("loading %s [%s] into the view cache", dataset_id, store.key)
+        return DatasetView(data_dir, dataset_id, meta, store, signature)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._views.clear()
+
+
+_CACHE = ViewCache()
+
+
+def get_view(data_dir: Path, dataset_id: str) -> DatasetView:
+    """The cached view of ``dataset_id``'s active result (NotFoundError if unknown or not computed)."""
+    return _CACHE.get(Path(data_dir), dataset_id)
+
+
+def clear_cache() -> None:
+    _CACHE.clear()

@@ -1,0 +1,108 @@
+"""Stored datasets and their status (ready, computing or failed)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from backend.services.cache import check_dataset_id, get_view
+from backend.services.report import build_report
+from backend.store import datasets as ds
+from backend.store.atomic import read_json
+from backend.store.results import MANIFEST
+
+READY, COMPUTING, FAILED = "ready", "computing", "failed"
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    id: str
+    name: str
+    n_molecules: int
+    source: str
+    status: str
+    message: str
+    result_key: str | None
+    stages: list[str]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _locked(lock_file: Path) -> bool:
+    """True if another process holds the pipeline's exclusive lock on this result."""
+    try:
+        fd = os.open(lock_file, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _status(data_dir: Path, dataset_id: str, meta: dict) -> tuple[str, str, list[str]]:
+    results = ds.dataset_dir(data_dir, dataset_id) / "results"
+    computing = results.is_dir() and any(_locked(p / ".lock") for p in results.iterdir() if p.is_dir())
+    stages: list[str] = []
+    key = meta.get("active_result")
+    if key and (results / key / MANIFEST).is_file():
+        stages = list(read_json(results / key / MANIFEST).get("stages", {}))
+    if computing:
+        return COMPUTING, "the pipeline is computing results for this dataset", stages
+    if meta.get("status") == FAILED:
+        return FAILED, str(meta.get("message") or meta.get("error") or "the pipeline failed"), stages
+    if not key or "frames" not in stages:
+        return COMPUTING, "waiting for the pipeline: no computed results yet", stages
+    return READY, "", stages
+
+
+def dataset_info(data_dir: Path, dataset_id: str) -> DatasetInfo:
+    """Name, size, source and status of one dataset (NotFoundError if unknown)."""
+    meta = ds.read_meta(data_dir, check_dataset_id(dataset_id))
+    status, message, stages = _status(data_dir, dataset_id, meta)
+    return DatasetInfo(
+        id=dataset_id,
+        name=str(meta.get("name", dataset_id)),
+        n_molecules=int(meta.get("n_molecules", 0)),
+        source=str(meta.get("source", "")),
+        status=status,
+        message=message,
+        result_key=meta.get("active_result"),
+        stages=stages,
+    )
+
+
+def list_datasets(data_dir: Path) -> list[DatasetInfo]:
+    """Every stored dataset, sorted by id."""
+    out = []
+    for dataset_id in ds.list_dataset_ids(data_dir):
+        try:
+            out.append(dataset_info(data_dir, dataset_id))
+        except (OSError, ValueError, KeyError):  # deleted or rewritten while listing
+            continue
+    return out
+
+
+def dataset_summary(data_dir: Path, dataset_id: str) -> dict:
+    """The report object of the active result (what ``orientscope report ID --json`` prints), cached."""
+    view = get_view(data_dir, dataset_id)
+    return view.extra("report", lambda: build_report(data_dir, dataset_id))
+
+
+def summary_json(data_dir: Path, dataset_id: str) -> bytes:
+    """:func:`dataset_summary` encoded as compact JSON once per result."""
+    view = get_view(data_dir, dataset_id)
+    return view.extra(
+        "report_json", lambda: json.dumps(dataset_summary(data_dir, dataset_id), allow_nan=False).encode()
+    )

@@ -1,0 +1,308 @@
+"""Molecules of a dataset: filtered pages, one molecule's full record, XYZ/SDF export."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from backend.core.elements import SYMBOLS, z_to_symbols
+from backend.services.cache import CHEMISTRY_MOLECULES, DatasetView, get_view
+from backend.services.errors import InvalidInput, NotComputed
+
+MAX_PAGE = 1000
+DEFAULT_PAGE = 50
+GROUP_KINDS = ("scaffold", "formula", "cluster")
+POSES = ("stored", "canonical")
+EXPORT_FORMATS = ("xyz", "sdf")
+SORT_KEYS = ("index", "id", "n_atoms", "formula", "classifier_score", "degenerate")
+MAX_SMARTS_LENGTH = 256
+_SMARTS_CACHE = 16
+
+
+def _clean(value: float | None) -> float | None:
+    """JSON-safe float: NaN/inf become None."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------- derived columns
+def _computed_formulas(view: DatasetView) -> np.ndarray:
+    """(n,) Hill formula per molecule, from the atoms (one string per distinct composition)."""
+    z = view.mols.atomic_numbers.astype(np.int64)
+    owner = np.repeat(np.arange(view.mols.n_molecules), view.mols.n_atoms)
+    present = np.unique(z)
+    counts = np.zeros((view.mols.n_molecules, len(present)), dtype=np.int64)
+    np.add.at(counts, (owner, np.searchsorted(present, z)), 1)
+    counts = counts[view.rows]
+    symbols = [SYMBOLS[int(x)] for x in present]
+    order = [symbols.index(s) for s in ("C", "H") if s in symbols] if "C" in symbols else []
+    order += [i for i in np.argsort(symbols) if i not in order]
+    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
+    text = ["".join(f"{symbols[j]}{c if c > 1 else ''}" for j in order if (c := row[j]) > 0) for row in uniq]
+    return np.asarray(text, dtype=object)[inverse.reshape(-1)]
+
+
+def chemistry_table(view: DatasetView):
+    """The chemistry stage's per-molecule table aligned with the view (None if not computed)."""
+    return view.extra("chemistry_molecules", lambda: view.aligned_table(*CHEMISTRY_MOLECULES))
+
+
+def formulas(view: DatasetView) -> np.ndarray:
+    def build():
+        chem = chemistry_table(view)
+        if chem is not None and "formula" in chem.columns and chem["formula"].notna().all():
+            return chem["formula"].astype(str).to_numpy(object)
+        return _computed_formulas(view)
+
+    return view.extra("formulas", build)
+
+
+def _group_column(chem, by: str) -> str | None:
+    for name in (f"{by}_group", f"{by}_id", f"group_{by}", by):
+        if chem is not None and name in chem.columns:
+            return name
+    return None
+
+
+def group_ids(view: DatasetView) -> dict[str, np.ndarray]:
+    """Group id per molecule for each kind the data has: {kind: (n,) object array of str or None}."""
+
+    def build():
+        chem = chemistry_table(view)
+        out = {}
+        for by in GROUP_KINDS:
+            col = _group_column(chem, by)
+            if col is not None:
+                vals = chem[col]
+                out[by] = np.where(vals.isna(), None, vals.astype(str)).astype(object)
+        out.setdefault("formula", formulas(view))
+        return out
+
+    return view.extra("group_ids", build)
+
+
+def check_group_kind(by: str, loc: str = "by") -> str:
+    if by not in GROUP_KINDS:
+        raise InvalidInput(f"unknown grouping {by!r}; expected one of {GROUP_KINDS}", ("query", loc))
+    return by
+
+
+# ---------------------------------------------------------------- list
+@dataclass(frozen=True)
+class MoleculePage:
+    total: int
+    offset: int
+    limit: int
+    items: list[dict]
+
+
+def _smarts_mask(view: DatasetView, smarts: str) -> np.ndarray:
+    """(n,) bool: molecules whose SMILES contain the SMARTS pattern (cached per pattern)."""
+    from rdkit import Chem
+
+    if len(smarts) > MAX_SMARTS_LENGTH:
+        raise InvalidInput(
+            f"smarts is {len(smarts)} characters long; at most {MAX_SMARTS_LENGTH} are accepted", ("query", "smarts")
+        )
+    cache = view.extra("smarts_masks", dict)
+    if smarts in cache:
+        return cache[smarts]
+    pattern = Chem.MolFromSmarts(smarts)
+    if pattern is None:
+        raise InvalidInput(f"invalid SMARTS pattern {smarts!r}", ("query", "smarts"))
+    mols = view.extra("rdkit_mols", lambda: [Chem.MolFromSmiles(s) if s else None for s in view.smiles])
+    mask = np.fromiter((m is not None and m.HasSubstructMatch(pattern) for m in mols), dtype=bool, count=len(mols))
+    with view._lock:
+        if len(cache) >= _SMARTS_CACHE:
+            cache.pop(next(iter(cache)))
+        cache[smarts] = mask
+    return mask
+
+
+def _sort_order(view: DatasetView, sort: str, rows: np.ndarray) -> np.ndarray:
+    key = sort.lstrip("-+")
+    descending = sort.startswith("-")
+    allowed = SORT_KEYS + tuple(view.property_names)
+    if key not in allowed:
+        raise InvalidInput(
+            f"unknown sort key {sort!r}; expected one of {allowed}, optionally prefixed by '-'", ("query", "sort")
+        )
+    if key == "index":
+        values = rows
+    elif key == "id":
+        values = view.ids[rows]
+        numeric = np.char.isdigit(values.astype(str))
+        if numeric.all():
+            values = values.astype(np.int64)
+    elif key == "n_atoms":
+        values = view.n_atoms[rows]
+    elif key == "formula":
+        values = formulas(view)[rows].astype(str)
+    elif key == "classifier_score":
+        values = np.nan_to_num(view.scores[rows], nan=-np.inf)
+    elif key == "degenerate":
+        values = view.degenerate[rows]
+    else:
+        values = np.nan_to_num(view.property_values[rows, view.property_names.index(key)], nan=-np.inf)
+    order = np.argsort(values, kind="stable")
+    return rows[order[::-1]] if descending else rows[order]
+
+
+def molecule_item(view: DatasetView, i: int) -> dict:
+    """The short record of result row ``i`` used in lists."""
+    groups = group_ids(view)
+    return {
+        "id": str(view.ids[i]),
+        "smiles": str(view.smiles[i]) or None,
+        "formula": str(formulas(view)[i]),
+        "n_atoms": int(view.n_atoms[i]),
+        "classifier_score": _clean(view.scores[i]),
+        "degenerate": bool(view.degenerate[i]),
+        "groups": {by: (None if ids[i] is None else str(ids[i])) for by, ids in groups.items()},
+    }
+
+
+def list_molecules(
+    data_dir: Path,
+    dataset_id: str,
+    offset: int = 0,
+    limit: int = DEFAULT_PAGE,
+    group_by: str | None = None,
+    group: str | None = None,
+    smarts: str | None = None,
+    sort: str = "index",
+) -> MoleculePage:
+    """One page of molecules, after filtering by group and SMARTS and sorting.
+
+    ``limit`` is capped at :data:`MAX_PAGE`; ``group`` needs ``group_by``.
+    """
+    if offset < 0:
+        raise InvalidInput(f"offset must be >= 0, got {offset}", ("query", "offset"))
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}", ("query", "limit"))
+    view = get_view(data_dir, dataset_id)
+    rows = np.arange(len(view))
+    if group is not None and group_by is None:
+        raise InvalidInput(f"group needs group_by (one of {GROUP_KINDS})", ("query", "group_by"))
+    if group_by is not None:
+        check_group_kind(group_by, "group_by")
+        ids = group_ids(view).get(group_by)
+        if ids is None:
+            raise NotComputed(
+                f"dataset {dataset_id!r} has no {group_by} groups: the chemistry stage has not been computed"
+            )
+        if group is not None:
+            rows = rows[ids == str(group)]
+    if smarts:
+        rows = rows[_smarts_mask(view, smarts)[rows]]
+    rows = _sort_order(view, sort, rows)
+    page = rows[offset : offset + limit]
+    return MoleculePage(total=len(rows), offset=offset, limit=limit, items=[molecule_item(view, int(i)) for i in page])
+
+
+# ---------------------------------------------------------------- detail
+def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
+    """Everything stored about one molecule: atoms in both poses, its frame, score, groups and properties."""
+    view = get_view(data_dir, dataset_id)
+    i = view.row_of(mol_id)
+    z, pos = view.atoms(i)
+    lonlat = view.lonlat[i]
+    record = molecule_item(view, i)
+    record.update(
+        {
+            "elements": z_to_symbols(z),
+            "positions": pos.tolist(),
+            "canonical_positions": view.canonical_positions(i).tolist(),
+            "rotation": view.rotations[i].tolist(),
+            "quaternion": view.quaternions[i].tolist(),
+            "eigenvalues": view.eigenvalues[i].tolist(),
+            "degenerate_reason": str(view.reasons[i]) or None,
+            "axes_lonlat": [
+                {"axis": a + 1, "lon_deg": float(lonlat[a, 0]), "lat_deg": float(lonlat[a, 1])} for a in range(3)
+            ],
+            "properties": [
+                {"name": name, "value": _clean(view.property_values[i, j]), "unit": view.property_units.get(name)}
+                for j, name in enumerate(view.property_names)
+            ],
+            "result_key": view.result_key,
+        }
+    )
+    return record
+
+
+# ---------------------------------------------------------------- export
+def _check_export(fmt: str, pose: str) -> None:
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidInput(f"unknown format {fmt!r}; expected one of {EXPORT_FORMATS}", ("query", "format"))
+    if pose not in POSES:
+        raise InvalidInput(f"unknown pose {pose!r}; expected one of {POSES}", ("query", "pose"))
+
+
+def xyz_block(elements: list[str], positions: np.ndarray, comment: str) -> str:
+    """Plain XYZ text (Å)."""
+    lines = [str(len(elements)), comment.replace("\n", " ")]
+    lines += [f"{s:<2} {x:15.8f} {y:15.8f} {z:15.8f}" for s, (x, y, z) in zip(elements, positions, strict=True)]
+    return "\n".join(lines) + "\n"
+
+
+def sdf_block(elements: list[str], positions: np.ndarray, title: str, smiles: str | None, properties: dict) -> str:
+    """SDF record with bonds: orders from the SMILES when it matches, else perceived from the geometry."""
+    from rdkit import Chem
+    from rdkit.Chem import AllChem, rdDetermineBonds
+
+    mol = Chem.MolFromXYZBlock(xyz_block(elements, positions, title))
+    if mol is None:
+        raise InvalidInput(f"molecule {title!r} cannot be converted to an RDKit molecule")
+    bonded = None
+    if smiles:
+        template = Chem.MolFromSmiles(smiles)
+        if template is not None:
+            try:
+                conn = Chem.Mol(mol)
+                rdDetermineBonds.DetermineConnectivity(conn)
+                bonded = AllChem.AssignBondOrdersFromTemplate(template, conn)
+            except (ValueError, RuntimeError):
+                bonded = None
+    if bonded is None:
+        try:
+            bonded = Chem.Mol(mol)
+            rdDetermineBonds.DetermineBonds(bonded, charge=0)
+        except (ValueError, RuntimeError):
+            bonded = Chem.Mol(mol)
+            rdDetermineBonds.DetermineConnectivity(bonded)
+    bonded.SetProp("_Name", title)
+    if smiles:
+        bonded.SetProp("SMILES", smiles)
+    for name, value in properties.items():
+        if value is not None:
+            bonded.SetProp(name, repr(value))
+    buf = io.StringIO()
+    with Chem.SDWriter(buf) as writer:
+        writer.SetKekulize(False)
+        writer.write(bonded)
+    return buf.getvalue()
+
+
+def export_molecule(
+    data_dir: Path, dataset_id: str, mol_id: str, fmt: str = "xyz", pose: str = "stored"
+) -> tuple[str, str]:
+    """(file text, file name) of one molecule as XYZ or SDF in the stored or canonical pose."""
+    _check_export(fmt, pose)
+    view = get_view(data_dir, dataset_id)
+    i = view.row_of(mol_id)
+    z, pos = view.atoms(i)
+    if pose == "canonical":
+        pos = view.canonical_positions(i)
+    elements = z_to_symbols(z)
+    mol_id = str(view.ids[i])
+    filename = f"{dataset_id}_{mol_id}_{pose}.{fmt}"
+    if fmt == "xyz":
+        return xyz_block(elements, pos, f"{dataset_id} {mol_id} pose={pose} units=angstrom"), filename
+    props = {name: _clean(view.property_values[i, j]) for j, name in enumerate(view.property_names)}
+    return sdf_block(elements, pos, f"{dataset_id}_{mol_id}", str(view.smiles[i]) or None, props), filename

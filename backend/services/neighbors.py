@@ -1,0 +1,109 @@
+"""Nearest molecules in pose (geodesic angle between frames) or in chemistry (Tanimoto)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from backend.science.rotations import chord_to_angle
+from backend.services.cache import CHEMISTRY_FINGERPRINTS, DatasetView, get_view
+from backend.services.errors import InvalidInput, NotComputed
+
+KINDS = ("pose", "chemistry")
+MAX_K = 100
+
+
+def _pose_tree(view: DatasetView) -> cKDTree:
+    # q and -q are the same rotation: index both so the Euclidean nearest copy is the geodesic nearest.
+    q = view.quaternions
+    return view.extra("pose_tree", lambda: cKDTree(np.concatenate([q, -q])))
+
+
+def pose_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
+    """(row, angle in degrees) of the k molecules whose frames are closest to row ``i``'s."""
+    n = len(view)
+    want = min(2 * (k + 1), 2 * n)
+    dist, idx = _pose_tree(view).query(view.quaternions[i], k=want)
+    out, seen = [], {i}
+    for d, j in zip(np.atleast_1d(dist), np.atleast_1d(idx), strict=True):
+        j = int(j) % n
+        if j in seen:
+            continue
+        seen.add(j)
+        out.append((j, float(np.degrees(chord_to_angle(d)))))
+        if len(out) == k:
+            break
+    return out
+
+
+def _fingerprints(view: DatasetView) -> np.ndarray:
+    """(n, n_bytes) uint8 packed fingerprints aligned with the view (NotComputed if the chemistry stage is absent)."""
+
+    def build():
+        df = view.aligned_table(*CHEMISTRY_FINGERPRINTS)
+        if df is None:
+            return None
+        cols = [c for c in df.columns if c != "id"]
+        if len(cols) != 1:  # one column per bit
+            return np.packbits(df[cols].fillna(0).to_numpy().astype(bool), axis=1)
+        values = list(df[cols[0]])
+        first = next((v for v in values if v is not None), b"")
+        if isinstance(first, bytes | bytearray):  # already packed bits
+            width = len(first)
+            return np.stack(
+                [np.frombuffer(v, np.uint8) if v is not None else np.zeros(width, np.uint8) for v in values]
+            )
+        width = len(first)
+        return np.packbits(
+            np.stack([np.asarray(v if v is not None else np.zeros(width), dtype=bool) for v in values]), axis=1
+        )
+
+    fps = view.extra("fingerprints", build)
+    if fps is None:
+        raise NotComputed(f"dataset {view.dataset_id!r} has no fingerprints: the chemistry stage has not been computed")
+    return fps
+
+
+def chemistry_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
+    """(row, Tanimoto similarity) of the k molecules most similar to row ``i``."""
+    fps = _fingerprints(view)
+    counts = view.extra("fingerprint_counts", lambda: np.bitwise_count(fps).sum(axis=1, dtype=np.int64))
+    inter = np.bitwise_count(fps & fps[i]).sum(axis=1, dtype=np.int64)
+    union = counts + counts[i] - inter
+    sim = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+    sim[i] = -np.inf
+    k = min(k, len(sim) - 1)
+    if k <= 0:
+        return []
+    top = np.argpartition(-sim, k - 1)[:k]
+    top = top[np.lexsort((top, -sim[top]))]
+    return [(int(j), float(sim[j])) for j in top]
+
+
+def neighbors(data_dir: Path, dataset_id: str, mol_id: str, by: str = "pose", k: int = 10) -> dict:
+    """Nearest molecules to ``mol_id``: by pose (``angle_deg``) or chemistry (``tanimoto``)."""
+    if by not in KINDS:
+        raise InvalidInput(f"unknown neighbour kind {by!r}; expected one of {KINDS}", ("query", "by"))
+    if not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be between 1 and {MAX_K}, got {k}", ("query", "k"))
+    view = get_view(data_dir, dataset_id)
+    i = view.row_of(mol_id)
+    if by == "pose":
+        pairs = pose_neighbors(view, i, k)
+        metric = "angle_deg"
+    else:
+        pairs = chemistry_neighbors(view, i, k)
+        metric = "tanimoto"
+    items = [
+        {
+            "id": str(view.ids[j]),
+            "smiles": str(view.smiles[j]) or None,
+            "degenerate": bool(view.degenerate[j]),
+            "angle_deg": value if by == "pose" else None,
+            "tanimoto": value if by == "chemistry" else None,
+        }
+        for j, value in pairs
+    ]
+    return {"id": str(view.ids[i]), "by": by, "metric": metric, "k": k, "items": items}
