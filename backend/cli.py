@@ -124,6 +124,43 @@ def list_cmd(data_dir: DataDir = None) -> None:
         typer.echo(f"{dataset_id}\t{meta.get('name')}\t{meta.get('n_molecules')} molecules\t{meta.get('source')}")
 
 
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[str, typer.Option("--host", help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port")] = 8050,
+    data_dir: DataDir = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="refuse every write through the API and UI")] = False,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="worker processes (uvicorn factory mode when > 1)")] = 1,
+) -> None:
+    """Serve the REST API (/api) and the dashboard (/); precomputes QM9 first if it is missing."""
+    import os
+
+    import uvicorn
+
+    from backend.api.main import READ_ONLY_ENV, create_app
+    from backend.core.settings import DATA_DIR_ENV, DEFAULT_DATASET, TOKEN_ENV
+    from backend.services.datasets import READY, dataset_info
+
+    root = resolve_data_dir(data_dir)
+    ready = ds.has_dataset(root, DEFAULT_DATASET) and dataset_info(root, DEFAULT_DATASET).status == READY
+    if not ready and read_only:
+        typer.echo(f"read-only: {DEFAULT_DATASET} is not precomputed in {root}; serving what is there", err=True)
+    elif not ready:
+        # Before the server starts, so every worker sees a complete store; progress goes to the console.
+        typer.echo(f"first start: precomputing {DEFAULT_DATASET} in {root} (once; later starts take seconds)", err=True)
+        try:
+            _run(root, DEFAULT_DATASET, make_params())
+        except (OrientScopeError, ValueError, FileNotFoundError) as err:
+            _fail(err)
+    typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
+    if workers > 1:
+        os.environ[DATA_DIR_ENV] = str(root)
+        os.environ[READ_ONLY_ENV] = "1" if read_only else ""
+        uvicorn.run("backend.api.main:app_from_env", factory=True, host=host, port=port, workers=workers)
+    else:
+        uvicorn.run(create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True), host=host, port=port)
+
+
 def format_report(r: dict) -> str:
     """Human-readable report."""
     c = r.get("control", {})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -20,6 +21,8 @@ from backend.api.deps import ApiSettings
 from backend.api.errors import install_error_handlers
 from backend.api.routes import ROUTERS
 from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV, resolve_data_dir
+from backend.services.cache import MAX_VIEWS
+from backend.services.datasets import READY, dataset_summary, list_datasets
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +42,13 @@ def create_app(
     read_only: bool = False,
     token: str | None = None,
     dashboard: bool = True,
+    warm: bool = False,
 ) -> FastAPI:
-    """The API (and the dashboard, if ``app.dashboard`` is importable) for one data directory."""
+    """The API (and the dashboard, if ``app.dashboard`` is importable) for one data directory.
+
+    ``warm`` loads the ready datasets into the read cache in a background thread,
+    so the first requests do not pay for reading the store.
+    """
     settings = ApiSettings(data_dir=resolve_data_dir(data_dir), read_only=read_only, token=token or None)
     app = FastAPI(
         title="OrientScope API",
@@ -72,7 +80,18 @@ def create_app(
 
     if dashboard:
         _mount_dashboard(app, settings)
+    if warm:
+        threading.Thread(target=_warm, args=(settings.data_dir,), name="orientscope-warm", daemon=True).start()
     return app
+
+
+def _warm(data_dir: Path) -> None:
+    for info in list_datasets(data_dir)[:MAX_VIEWS]:
+        if info.status == READY:
+            try:
+                dataset_summary(data_dir, info.id)
+            except Exception:  # a warm-up failure must never stop the server; requests will report it
+                log.exception("warming %s failed", info.id)
 
 
 def _mount_dashboard(app: FastAPI, settings: ApiSettings) -> None:
@@ -89,4 +108,4 @@ def _mount_dashboard(app: FastAPI, settings: ApiSettings) -> None:
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY and _TOKEN."""
     read_only = os.environ.get(READ_ONLY_ENV, "").lower() in ("1", "true", "yes")
-    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=os.environ.get(TOKEN_ENV))
+    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)
