@@ -1,0 +1,68 @@
+"""What the dashboard reads, all through backend services (no science here).
+
+Everything returns plain arrays or dicts; errors the user can fix are
+``OrientScopeError`` subclasses whose message the page shows as is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from backend.core.errors import DatasetError, OrientScopeError
+from backend.services import molecules as molecule_service
+from backend.services import neighbors as neighbor_service
+from backend.services.cache import get_view
+from backend.services.datasets import READY, dataset_info, dataset_summary, list_datasets
+from backend.services.errors import NotComputed
+from backend.services.map_data import MapData, load_map_data
+
+__all__ = ["OrientScopeError", "READY", "dataset_info", "dataset_summary", "list_datasets", "load_map_data", "MapData"]
+
+
+def property_names(data_dir: Path, dataset_id: str) -> list[str]:
+    return list(get_view(data_dir, dataset_id).property_names)
+
+
+def property_units(data_dir: Path, dataset_id: str) -> dict[str, str]:
+    return dict(get_view(data_dir, dataset_id).property_units)
+
+
+def property_values(data_dir: Path, dataset_id: str, name: str) -> np.ndarray:
+    """(n,) values of one property in map row order."""
+    view = get_view(data_dir, dataset_id)
+    if name not in view.property_names:
+        raise DatasetError(f"unknown property {name!r}; expected one of {view.property_names}")
+    return view.property_values[:, view.property_names.index(name)]
+
+
+def classifier_scores(data_dir: Path, dataset_id: str) -> np.ndarray:
+    """(n,) P(stored pose) per molecule; all NaN when the models stage has not run."""
+    return np.asarray(get_view(data_dir, dataset_id).scores, np.float64)
+
+
+def group_labels(data_dir: Path, dataset_id: str, grouping: str) -> np.ndarray | None:
+    """(n,) group id per molecule (object array, None where unknown), or None if that grouping is not computed."""
+    return molecule_service.group_ids(get_view(data_dir, dataset_id)).get(grouping)
+
+
+def available_groupings(data_dir: Path, dataset_id: str) -> list[str]:
+    return sorted(molecule_service.group_ids(get_view(data_dir, dataset_id)))
+
+
+def smarts_mask(data_dir: Path, dataset_id: str, smarts: str) -> np.ndarray:
+    """(n,) bool: molecules matching a SMARTS pattern (DatasetError if the pattern is invalid)."""
+    return molecule_service._smarts_mask(get_view(data_dir, dataset_id), smarts)
+
+
+def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
+    return molecule_service.molecule_detail(data_dir, dataset_id, mol_id)
+
+
+def neighbors(data_dir: Path, dataset_id: str, mol_id: str, by: str, k: int = 6) -> dict | None:
+    """Nearest molecules by pose or chemistry; None when the needed stage has not been computed."""
+    try:
+        return neighbor_service.neighbors(data_dir, dataset_id, mol_id, by=by, k=k)
+    except NotComputed:
+        return None

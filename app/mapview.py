@@ -1,0 +1,142 @@
+"""From a view state to the arrays the map draws: which points, in which order, in which colour.
+
+The same function serves the figure callback and the click callback, so a
+clicked point index always maps back to the molecule that was drawn there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from app import data
+from app.figures import AXIS_NAMES, OKABE_ITO, OTHER_GREY, TRACE, ColorSpec
+from backend.services.map_data import MapData
+
+SPHERE_MAX_POINTS = 60_000
+N_GROUP_COLORS = 7
+_CACHE_SIZE = 16
+
+
+@dataclass(frozen=True, eq=False)
+class MapLayers:
+    """Points of the map for one view state; rows/axes are (n_points,) in draw order."""
+
+    md: MapData
+    rows: np.ndarray
+    axes: np.ndarray
+    color: ColorSpec
+    highlight_rows: np.ndarray
+    highlight_axes: np.ndarray
+    n_molecules: int
+    n_matches: int | None
+    notes: list[str] = field(default_factory=list)
+
+
+def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows, axes, notes) -> ColorSpec:
+    if color == "group":
+        labels = data.group_labels(data_dir, dataset_id, grouping)
+        if labels is None:
+            notes.append(f"{grouping} groups are not computed for {dataset_id!r}; coloured by axis instead")
+        else:
+            names, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
+            top = np.argsort(-counts, kind="stable")[:N_GROUP_COLORS]
+            code_of = np.full(len(names), len(top), np.uint8)
+            code_of[top] = np.arange(len(top), dtype=np.uint8)
+            codes = code_of[inverse][rows]
+            lab = [f"{grouping} {names[t]} ({counts[t]})" for t in top]
+            cols = OKABE_ITO[: len(top)]
+            if len(names) > len(top):
+                lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
+            return ColorSpec("categorical", codes, lab, cols, title=grouping)
+    elif color == "score":
+        scores = data.classifier_scores(data_dir, dataset_id)
+        if np.isfinite(scores).any():
+            return ColorSpec("continuous", scores[rows].astype(np.float32), title="P(stored pose)")
+        notes.append("classifier scores are not computed yet; coloured by axis instead")
+    elif color.startswith("prop:"):
+        name = color[5:]
+        try:
+            values = data.property_values(data_dir, dataset_id, name)
+        except data.OrientScopeError as err:
+            notes.append(str(err))
+        else:
+            unit = data.property_units(data_dir, dataset_id).get(name)
+            return ColorSpec("continuous", values[rows].astype(np.float32), title=f"{name} ({unit})" if unit else name)
+    elif color != "axis":
+        notes.append(f"unknown colour {color!r}; expected axis, group, score or prop:<name>")
+    codes = (axes - 1).astype(np.uint8)
+    return ColorSpec("categorical", codes, [AXIS_NAMES[a] for a in (1, 2, 3)], OKABE_ITO[:3], title="axis")
+
+
+def _compute(data_dir: Path, state: dict) -> MapLayers:
+    dataset_id = state["dataset"]
+    md = data.load_map_data(data_dir, dataset_id, state.get("table", "original"))
+    notes: list[str] = []
+    axes_sel = tuple(int(a) for a in state.get("axes", "123"))
+    mask = None
+    if state.get("group"):
+        labels = data.group_labels(data_dir, dataset_id, state["grouping"])
+        if labels is None:
+            notes.append(f"{state['grouping']} groups are not computed; the group filter is ignored")
+        else:
+            mask = labels.astype(str) == str(state["group"])
+            if not mask.any():
+                notes.append(f"no molecule is in {state['grouping']} group {state['group']!r}")
+    rows, axes = md.points(axes_sel, mask)
+    if state.get("view") == "sphere" and rows.size > SPHERE_MAX_POINTS:
+        notes.append(f"3D view shows a random sample of {SPHERE_MAX_POINTS:,} of {rows.size:,} points")
+        rows, axes = rows[:SPHERE_MAX_POINTS], axes[:SPHERE_MAX_POINTS]
+    hrows = haxes = np.zeros(0, np.int64)
+    n_matches = None
+    if state.get("smarts"):
+        try:
+            match = data.smarts_mask(data_dir, dataset_id, state["smarts"])
+        except data.OrientScopeError as err:
+            notes.append(str(err))
+        else:
+            n_matches = int(match.sum() if mask is None else (match & mask).sum())
+            keep = match[rows]
+            hrows, haxes = rows[keep], axes[keep]
+    n_mol = md.n_molecules if mask is None else int(mask.sum())
+    color = _color_spec(
+        data_dir, dataset_id, state.get("color", "axis"), state.get("grouping", "formula"), rows, axes, notes
+    )
+    return MapLayers(md, rows, axes, color, hrows, haxes, n_mol, n_matches, notes)
+
+
+_cache: OrderedDict[tuple, MapLayers] = OrderedDict()
+_lock = threading.Lock()
+_STATE_KEYS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
+
+
+def map_layers(data_dir: Path, state: dict) -> MapLayers:
+    """Cached :class:`MapLayers` for a view state (keyed by the state and the map data's identity)."""
+    md = data.load_map_data(data_dir, state["dataset"], state.get("table", "original"))
+    key = (str(data_dir), id(md)) + tuple(str(state.get(k)) for k in _STATE_KEYS)
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    layers = _compute(data_dir, state)
+    with _lock:
+        _cache[key] = layers
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return layers
+
+
+def clicked_row(layers: MapLayers, view: str, curve: int, point: int) -> int | None:
+    """Map row of a clicked point (None if the click was not on a molecule's point)."""
+    if view == "sphere":
+        pools = {1: layers.rows}
+    else:
+        pools = {TRACE["points"]: layers.rows, TRACE["highlight"]: layers.highlight_rows}
+    pool = pools.get(curve)
+    if pool is None or not 0 <= point < pool.size:
+        return None
+    return int(pool[point])

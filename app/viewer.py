@@ -1,0 +1,80 @@
+"""3D viewer specs as plain data: Python decides what to draw, 3Dmol.js (frontend_assets) draws it.
+
+A spec is JSON: ``{"molecule": id, "rows": r, "cols": c, "linked": bool, "scenes": [scene, ...]}``
+where each scene is ``{"title", "xyz", "arrows": [{"start", "end", "color", "label"}]}`` with
+coordinates in ångström. ``frontend_assets/orientscope.js`` renders it in one WebGL
+context (a 3Dmol viewer grid) and links the rotation of all scenes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.figures import OKABE_ITO
+
+LAB_AXES = (("x", (1.0, 0.0, 0.0), "#D55E00"), ("y", (0.0, 1.0, 0.0), "#009E73"), ("z", (0.0, 0.0, 1.0), "#0072B2"))
+PRINCIPAL_COLORS = OKABE_ITO[:3]
+
+
+def xyz_text(elements: list[str], positions_angstrom, comment: str = "") -> str:
+    pos = np.asarray(positions_angstrom, np.float64).reshape(-1, 3)
+    lines = [str(len(elements)), comment]
+    lines += [f"{e} {x:.4f} {y:.4f} {z:.4f}" for e, (x, y, z) in zip(elements, pos, strict=True)]
+    return "\n".join(lines) + "\n"
+
+
+def _arrows(origin, directions, length: float) -> list[dict]:
+    origin = np.asarray(origin, np.float64)
+    return [
+        {"start": origin.tolist(), "end": (origin + length * np.asarray(vec)).tolist(), "color": color, "label": label}
+        for label, vec, color in directions
+    ]
+
+
+def _extent(positions) -> float:
+    pos = np.asarray(positions, np.float64).reshape(-1, 3)
+    return float(np.max(np.linalg.norm(pos - pos.mean(axis=0), axis=1), initial=0.0)) + 1.0
+
+
+def molecule_scenes(detail: dict) -> list[dict]:
+    """Stored pose with lab axes, and canonical pose with its principal axes (= lab axes of that frame)."""
+    elements = detail["elements"]
+    stored = np.asarray(detail["positions"], np.float64)
+    canonical = np.asarray(detail["canonical_positions"], np.float64)
+    principal = [(f"axis {a + 1}", row, PRINCIPAL_COLORS[a]) for a, row in enumerate(np.eye(3))]
+    return [
+        {
+            "title": f"stored pose · lab x/y/z · {detail['id']}",
+            "xyz": xyz_text(elements, stored, str(detail["id"])),
+            "arrows": _arrows(stored.mean(axis=0), LAB_AXES, _extent(stored)),
+        },
+        {
+            "title": "canonical pose · principal axes 1/2/3",
+            "xyz": xyz_text(elements, canonical, str(detail["id"])),
+            "arrows": _arrows(np.zeros(3), principal, _extent(canonical)),
+        },
+    ]
+
+
+def viewer_spec(scenes: list[dict], molecule: str | None = None, cols: int | None = None, linked: bool = True) -> dict:
+    """Grid layout around a list of scenes (one WebGL context)."""
+    n = max(len(scenes), 1)
+    cols = cols or min(n, 4)
+    rows = -(-n // cols)
+    return {"molecule": molecule, "rows": rows, "cols": cols, "linked": linked, "scenes": scenes}
+
+
+def group_scenes(details: list[dict]) -> list[dict]:
+    """Members of a group, each in its canonical pose with the principal axes."""
+    out = []
+    for d in details:
+        canonical = np.asarray(d["canonical_positions"], np.float64)
+        principal = [(str(a + 1), row, PRINCIPAL_COLORS[a]) for a, row in enumerate(np.eye(3))]
+        out.append(
+            {
+                "title": str(d["id"]),
+                "xyz": xyz_text(d["elements"], canonical, str(d["id"])),
+                "arrows": _arrows(np.zeros(3), principal, _extent(canonical)),
+            }
+        )
+    return out

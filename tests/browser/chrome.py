@@ -1,0 +1,135 @@
+"""Headless Debian Chromium for browser tests and the UI benchmark (software WebGL, no network chatter)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def chromium_available() -> bool:
+    return Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0):
+    """Run the dashboard (tests/browser/server.py) in a subprocess on a free port; yield its base URL."""
+    port = free_port()
+    cmd = [sys.executable, str(Path(__file__).with_name("server.py")), str(data_dir), str(port)]
+    if read_only:
+        cmd.append("--read-only")
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/_dash-layout", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise RuntimeError(
+                        f"dashboard server did not start:\n{log.read().decode(errors='replace')}"
+                    ) from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def make_driver(download_dir: Path | None = None, width: int = 1500, height: int = 1100):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="os-chrome-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--use-angle=swiftshader",
+        "--enable-unsafe-swiftshader",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-default-apps",
+        "--disable-extensions",
+        "--disable-dev-shm-usage",
+        "--mute-audio",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+    ):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    if download_dir is not None:
+        opts.add_experimental_option(
+            "prefs", {"download.default_directory": str(download_dir), "download.prompt_for_download": False}
+        )
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver._os_profile = profile
+    if download_dir is not None:
+        driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(download_dir)})
+    return driver
+
+
+def quit_driver(driver) -> None:
+    profile = getattr(driver, "_os_profile", None)
+    driver.quit()
+    if profile:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def requested_urls(driver) -> list[str]:
+    """Every URL the page asked for since the last call (from the performance log)."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg.get("method") == "Network.requestWillBeSent":
+            urls.append(msg["params"]["request"]["url"])
+    return urls
+
+
+def severe_console(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+MAP_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+if (!gd || !gd._fullData) return null;
+const arr = v => (v && typeof v.length === 'number' && typeof v !== 'string') ? Array.from(v) : v;
+return gd._fullData.map(t => ({kind: t.meta && t.meta.kind, n: t._length === undefined ? null : t._length,
+                               type: t.type, meta: t.meta || null, x: arguments[0] ? arr(t.x) : null,
+                               y: arguments[0] ? arr(t.y) : null, color: arguments[0] && t.marker ? arr(t.marker.color) : null}));
+"""
+
+
+def map_traces(driver, with_arrays: bool = False):
+    """Traces of the drawn map: kind (from meta), number of drawn points, and optionally x/y/colour arrays."""
+    return driver.execute_script(MAP_JS, with_arrays)
