@@ -13,6 +13,8 @@ from tqdm import tqdm
 
 from backend.core.errors import OrientScopeError
 from backend.core.settings import DEFAULT_SEED, resolve_data_dir
+from backend.pipeline import export as export_mod
+from backend.pipeline import ingest as ingest_mod
 from backend.pipeline.precompute import make_params, precompute
 from backend.services.report import build_report
 from backend.store import datasets as ds
@@ -122,6 +124,103 @@ def list_cmd(data_dir: DataDir = None) -> None:
     for dataset_id in ds.list_dataset_ids(root):
         meta = ds.read_meta(root, dataset_id)
         typer.echo(f"{dataset_id}\t{meta.get('name')}\t{meta.get('n_molecules')} molecules\t{meta.get('source')}")
+
+
+class _IngestBar:
+    """One tqdm bar for a whole ingest (load, save, every stage)."""
+
+    def __init__(self, desc: str):
+        self.bar = tqdm(total=100, desc=desc, file=sys.stderr, bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}")
+
+    def __call__(self, fraction: float, stage: str, message: str) -> None:
+        self.bar.n = int(round(100 * fraction))
+        self.bar.set_postfix_str(f"{stage}: {message}"[:60])
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _ingested(meta: dict) -> None:
+    skipped = f", {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
+    typer.echo(f"ingested {meta['id']} ({meta['name']}): {meta['n_molecules']} molecules{skipped}")
+    for problem in meta.get("problems", [])[:5]:
+        typer.echo(f"  skipped: {problem}", err=True)
+
+
+@app.command("ingest")
+def ingest_cmd(
+    path: Path,
+    name: Annotated[str, typer.Option("--name", help="display name; the dataset id is derived from it")],
+    data_dir: DataDir = None,
+    fmt: Annotated[str, typer.Option("--format", help="auto | xyz | extxyz | sdf | asedb | npz | parquet")] = "auto",
+    strict: Annotated[bool, typer.Option("--strict", help="fail on the first malformed record instead of skipping it")] = False,
+) -> None:
+    """Load PATH (a file, store folder or zip/tar of files), store it and run the whole pipeline."""
+    bar = _IngestBar(f"ingest {path.name}")
+    try:
+        meta = ingest_mod.ingest_file(resolve_data_dir(data_dir), path, name, fmt=fmt, strict=strict, progress=bar)
+    except (OrientScopeError, ValueError, FileNotFoundError) as err:
+        bar.close()
+        _fail(err)
+    bar.close()
+    _ingested(meta)
+
+
+@app.command("generate")
+def generate_cmd(
+    smiles: Annotated[Path, typer.Option("--smiles", help="file with one 'SMILES [name]' per line")],
+    name: Annotated[str, typer.Option("--name", help="display name; the dataset id is derived from it")],
+    data_dir: DataDir = None,
+    random_coords: Annotated[bool, typer.Option("--random-coords", help="ETKDG with useRandomCoords=True")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="ETKDG randomSeed")] = DEFAULT_SEED,
+) -> None:
+    """Embed SMILES with RDKit ETKDG and analyse the poses it produces."""
+    bar = _IngestBar(f"generate {smiles.name}")
+    try:
+        meta = ingest_mod.generate_dataset(resolve_data_dir(data_dir), smiles, name, seed=seed, random_coords=random_coords, progress=bar)
+    except (OrientScopeError, ValueError, FileNotFoundError) as err:
+        bar.close()
+        _fail(err)
+    bar.close()
+    _ingested(meta)
+
+
+@app.command("export")
+def export_cmd(
+    dataset: str,
+    mode: Annotated[str, typer.Option("--mode", help="random (uniformly rotated) | canonical (canonical poses)")],
+    out: Annotated[Path, typer.Option("--out", help="output file")],
+    data_dir: DataDir = None,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the random rotations")] = DEFAULT_SEED,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="xyz | extxyz | sdf | asedb | npz | parquet (default: the input's)")] = None,
+) -> None:
+    """Write DATASET with de-biased poses; the per-molecule rotations go to OUT.rotations.csv."""
+    try:
+        info = export_mod.export_dataset(resolve_data_dir(data_dir), dataset, mode, out, seed=seed, fmt=fmt)
+    except (OrientScopeError, ValueError, FileNotFoundError) as err:
+        _fail(err)
+    typer.echo(f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {info['path']}")
+    typer.echo(f"rotations: {info['rotations_path']}")
+
+
+@app.command("rename")
+def rename_cmd(dataset: str, name: str, data_dir: DataDir = None) -> None:
+    """Give DATASET a new display name (its id stays)."""
+    try:
+        meta = ingest_mod.rename_dataset(resolve_data_dir(data_dir), dataset, name)
+    except (OrientScopeError, ValueError) as err:
+        _fail(err)
+    typer.echo(f"renamed {meta['id']} to {meta['name']!r}")
+
+
+@app.command("delete")
+def delete_cmd(dataset: str, data_dir: DataDir = None) -> None:
+    """Delete DATASET and its results (no other dataset is touched)."""
+    try:
+        ingest_mod.delete_dataset(resolve_data_dir(data_dir), dataset)
+    except (OrientScopeError, ValueError) as err:
+        _fail(err)
+    typer.echo(f"deleted {dataset}")
 
 
 @app.command("serve")

@@ -1,0 +1,132 @@
+"""ASE databases: ``.db`` (SQLite, or ``.json``) and ``.aselmdb`` (LMDB via ``ase-db-backends``).
+
+``.aselmdb`` is how OMol25 ships. Each row is one molecule; its id is the
+``name``/``id``/``mol_id`` key if present, else ``<row id>``. Numeric key-value
+pairs, scalar calculator results (``energy``, ``charge`` ...) and scalar
+``data`` entries become properties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from backend.core.errors import DatasetError
+from backend.core.limits import Limits
+from backend.loaders.base import BadRecord, Loaded, LoadProgress, Record, collect, numeric_properties
+
+ID_KEYS = ("name", "id", "mol_id", "identifier", "source")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def db_type(path: Path) -> str:
+    """ASE backend name for a database file: "db" (SQLite), "aselmdb" or "json"."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in (".aselmdb", ".lmdb"):
+        return "aselmdb"
+    if suffix == ".json":
+        return "json"
+    with open(path, "rb") as fh:
+        if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+            raise DatasetError(f"{path.name}: not an SQLite file; expected an ASE .db, .aselmdb or .json database")
+    return "db"
+
+
+def _connect(path: Path):
+    from ase.db import connect
+
+    kind = db_type(path)
+    kwargs = {"readonly": True} if kind == "aselmdb" else {}
+    try:
+        return connect(str(path), type=kind, create_indices=False, use_lock_file=False, **kwargs)
+    except Exception as err:  # corrupt files raise backend-specific errors
+        raise DatasetError(
+            f"{path.name}: cannot open as an ASE {kind} database ({type(err).__name__}: {err})"
+        ) from None
+
+
+def _row_record(row, where: str) -> Record:
+    kvp = dict(row.key_value_pairs)
+    data = dict(row.get("data") or {})
+    mol_id = next((str(src[k]) for src in (kvp, data) for k in ID_KEYS if isinstance(src.get(k), str) and src[k]), None)
+    smiles = next((src["smiles"] for src in (kvp, data) if isinstance(src.get("smiles"), str)), "")
+    skip = {*ID_KEYS, "smiles"}
+    props = numeric_properties((k, v) for k, v in kvp.items() if k not in skip)
+    for key in ("energy", "free_energy"):
+        value = row.get(key)
+        if value is not None and np.ndim(value) == 0:
+            props.setdefault(key, float(value))
+    for k, v in numeric_properties((k, v) for k, v in data.items() if k not in skip).items():
+        props.setdefault(k, v)
+    return Record(
+        where,
+        np.asarray(row.numbers),
+        np.asarray(row.positions),
+        id=mol_id or str(row.id),
+        smiles=smiles,
+        properties=props,
+    )
+
+
+def read_asedb(path: Path, limits: Limits, progress: LoadProgress | None = None) -> Iterator[Record | BadRecord]:
+    db = _connect(Path(path))
+    try:
+        total = db.count()
+    except Exception as err:
+        raise DatasetError(f"{Path(path).name}: cannot read the database ({type(err).__name__}: {err})") from None
+    limits.check_molecules(total, Path(path).name)
+    rows = db.select()
+    done = 0
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            break
+        except Exception as err:  # a corrupt row stops the cursor: report where
+            raise DatasetError(
+                f"{Path(path).name}: row after {done} rows is unreadable ({type(err).__name__}: {err})"
+            ) from None
+        done += 1
+        where = f"row {row.id}"
+        limits.check_atoms(int(row.natoms), f"{Path(path).name}: {where}")
+        try:
+            yield _row_record(row, where)
+        except Exception as err:
+            yield BadRecord(where, f"{type(err).__name__}: {err}")
+        if progress is not None and done % 1000 == 0:
+            progress(done / max(total, 1), f"read {done:,} of {total:,} rows")
+
+
+def load_asedb(
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+) -> Loaded:
+    return collect(read_asedb, path, "asedb", strict, limits, progress)
+
+
+def write_asedb(path: Path, mols, kind: str | None = None) -> None:
+    """An ASE database (``kind`` "db", "aselmdb" or "json"; by default from the suffix).
+
+    The id, SMILES and properties are stored in ``data`` (ASE key-value pairs
+    must be identifiers with non-numeric string values; ids and property names need not be).
+    """
+    from ase import Atoms
+    from ase.db import connect
+
+    path = Path(path)
+    kind = kind or {".aselmdb": "aselmdb", ".lmdb": "aselmdb", ".json": "json"}.get(path.suffix.lower(), "db")
+    db = connect(str(path), type=kind, use_lock_file=False, append=False)
+    cols = list(mols.properties.columns)
+    values = mols.properties.to_numpy(np.float64) if cols else None
+    with db:
+        for i in range(mols.n_molecules):
+            z, pos = mols.atoms_of(i)
+            data = {c: float(values[i, k]) for k, c in enumerate(cols)} if cols else {}
+            data["id"] = str(mols.ids[i])
+            if mols.smiles is not None and mols.smiles[i]:
+                data["smiles"] = str(mols.smiles[i])
+            db.write(Atoms(numbers=z.astype(int), positions=pos), data=data)
+    if hasattr(db, "close"):
+        db.close()

@@ -1,0 +1,345 @@
+"""What every format adapter shares: records, the streaming collector and counted reading.
+
+A reader yields :class:`Record` (one molecule) or :class:`BadRecord` (a
+malformed one it could step over) as it streams through a file; it raises
+:class:`DatasetError` for damage it cannot step over (a truncated file, binary
+junk). :class:`Collector` validates each record against :class:`Limits`,
+skips and counts bad ones (unless strict) and builds the :class:`MoleculeSet`.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from backend.core.dataset import MoleculeSet
+from backend.core.elements import MAX_Z, symbol_to_z
+from backend.core.errors import DatasetError
+from backend.core.limits import Limits
+
+log = logging.getLogger(__name__)
+
+# progress(fraction 0-1, message)
+LoadProgress = Callable[[float, str], None]
+
+RESERVED_PROPERTY_NAMES = frozenset({"id", "smiles", "offset", "n_atoms"})
+MAX_PROBLEMS_KEPT = 20
+
+
+@dataclass
+class Record:
+    """One molecule as read from a file; ``where`` locates it for error messages."""
+
+    where: str
+    atomic_numbers: np.ndarray
+    positions_angstrom: np.ndarray
+    id: str | None = None
+    smiles: str = ""
+    properties: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class BadRecord:
+    where: str
+    message: str
+
+
+@dataclass
+class Loaded:
+    """A loaded dataset and what was skipped on the way."""
+
+    mols: MoleculeSet
+    format: str
+    n_skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {
+            "format": self.format,
+            "n_molecules": self.mols.n_molecules,
+            "n_skipped": self.n_skipped,
+            "problems": self.problems,
+        }
+
+
+def element_to_z(token: str) -> int:
+    """Atomic number from a symbol ("C", "cl") or a number ("6"); ValueError naming the token."""
+    token = token.strip()
+    if token.isdigit():
+        z = int(token)
+        if not 1 <= z <= MAX_Z:
+            raise ValueError(f"unknown element {token!r}")
+        return z
+    try:
+        return symbol_to_z(token)
+    except ValueError:
+        raise ValueError(f"unknown element {token!r}") from None
+
+
+def numeric_properties(items: Iterable[tuple[str, object]]) -> dict[str, float]:
+    """Keep the finite-or-NaN real scalars of a key/value mapping, as float."""
+    out: dict[str, float] = {}
+    for key, value in items:
+        if isinstance(value, bool | np.bool_):
+            out[str(key)] = float(value)
+            continue
+        if isinstance(value, np.ndarray) and value.size == 1:
+            value = value.reshape(-1)[0]
+        if isinstance(value, int | float | np.integer | np.floating):
+            out[str(key)] = float(value)
+        elif isinstance(value, str):
+            try:
+                out[str(key)] = float(value.strip())
+            except ValueError:
+                continue
+    return out
+
+
+class Collector:
+    """Validates records as they stream in and builds the molecule set.
+
+    Parameters
+    ----------
+    source : name of the input used in messages (a file name)
+    strict : fail on the first malformed record instead of skipping it
+    limits : molecule, atom and bad-record limits
+    """
+
+    def __init__(self, source: str, strict: bool = False, limits: Limits | None = None):
+        self.source = source
+        self.strict = strict
+        self.limits = limits or Limits()
+        self.id_prefix = ""
+        self._z: list[np.ndarray] = []
+        self._pos: list[np.ndarray] = []
+        self._counts: list[np.ndarray] = []
+        self._ids: list[str] = []
+        self._smiles: list[str] = []
+        self._props: dict[str, list[float]] = {}
+        self.n_good = 0
+        self.n_atoms = 0
+        self.n_bad = 0
+        self.problems: list[str] = []
+
+    # ----------------------------------------------------------------- intake
+    def bad(self, where: str, message: str) -> None:
+        text = f"{self.source}: {where}: {message}"
+        if self.strict:
+            raise DatasetError(f"{text} (strict mode: no malformed records allowed)")
+        self.n_bad += 1
+        if len(self.problems) < MAX_PROBLEMS_KEPT:
+            self.problems.append(text)
+        log.info("skipped %s", text)
+
+    def add(self, item: Record | BadRecord) -> None:
+        if isinstance(item, BadRecord):
+            self.bad(item.where, item.message)
+            return
+        z = np.asarray(item.atomic_numbers).reshape(-1)
+        pos = np.asarray(item.positions_angstrom, dtype=np.float64)
+        problem = self._check(z, pos, item.where)
+        if problem:
+            self.bad(item.where, problem)
+            return
+        self._accept(1, len(z), item.where)
+        self._z.append(z.astype(np.int16))
+        self._pos.append(pos.reshape(-1, 3))
+        self._counts.append(np.array([len(z)], dtype=np.int64))
+        self._ids.append(item.id if item.id else f"{self.id_prefix}{self.n_good}")
+        self._smiles.append(item.smiles or "")
+        self._add_props(item.properties, 1)
+
+    def add_arrays(
+        self,
+        z: np.ndarray,
+        pos: np.ndarray,
+        counts: np.ndarray,
+        ids: list[str],
+        properties: dict[str, np.ndarray],
+        where: str,
+        smiles: list[str] | None = None,
+    ) -> None:
+        """Bulk intake of already validated molecules (vectorised readers)."""
+        self._accept(len(counts), int(counts.sum()), where)
+        self._z.append(z.astype(np.int16))
+        self._pos.append(pos.reshape(-1, 3))
+        self._counts.append(np.asarray(counts, dtype=np.int64))
+        self._ids.extend(ids)
+        self._smiles.extend(smiles if smiles is not None else [""] * len(counts))
+        self._add_props({k: np.asarray(v, dtype=np.float64) for k, v in properties.items()}, len(counts))
+
+    def add_bulk(self, z, pos, counts, ids, properties: dict[str, np.ndarray], smiles: list[str] | None = None) -> None:
+        """Vectorised intake of many molecules; bad ones are skipped (counted) or fail if strict."""
+        z = np.asarray(z, dtype=np.int64)
+        pos = np.asarray(pos, dtype=np.float64).reshape(-1, 3)
+        counts = np.asarray(counts, dtype=np.int64)
+        ids = np.asarray(ids).astype(str)
+        if counts.size and counts.max() > self.limits.max_atoms_per_molecule:
+            self.limits.check_atoms(int(counts.max()), f"{self.source}: molecule {ids[int(np.argmax(counts))]!r}")
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        owner = np.repeat(np.arange(len(counts)), counts)
+        bad_atom = ~np.isfinite(pos).all(axis=1) | (z < 1) | (z > MAX_Z)
+        bad = np.zeros(len(counts), dtype=bool)
+        bad[owner[bad_atom]] = True
+        bad |= counts == 0
+        for i in np.flatnonzero(bad):
+            a, b = offsets[i], offsets[i + 1]
+            self.bad(f"molecule {str(ids[i])!r} (index {i})", self._check(z[a:b], pos[a:b], "") or "invalid")
+        if bad.any():
+            keep = ~bad
+            keep_atoms = keep[owner]
+            z, pos, counts, ids = z[keep_atoms], pos[keep_atoms], counts[keep], ids[keep]
+            properties = {k: np.asarray(v)[keep] for k, v in properties.items()}
+            smiles = None if smiles is None else [s for s, k in zip(smiles, keep, strict=True) if k]
+        self.add_arrays(z, pos, counts, list(ids), properties, self.source, smiles=smiles)
+
+    def _check(self, z: np.ndarray, pos: np.ndarray, where: str) -> str | None:
+        if z.size == 0:
+            return "no atoms"
+        self.limits.check_atoms(int(z.size), where)
+        if pos.shape != (z.size, 3):
+            return f"{z.size} elements but positions of shape {pos.shape}"
+        if not np.isfinite(pos).all():
+            return "NaN or infinite coordinates"
+        if ((z < 1) | (z > MAX_Z)).any():
+            return f"invalid atomic number {int(z[(z < 1) | (z > MAX_Z)][0])}"
+        return None
+
+    def _accept(self, n_mols: int, n_atoms: int, where: str) -> None:
+        self.limits.check_molecules(self.n_good + n_mols, self.source)
+        self.limits.check_total_atoms(self.n_atoms + n_atoms, self.source)
+        self.n_good += n_mols
+        self.n_atoms += n_atoms
+
+    def _add_props(self, props: dict, n_new: int) -> None:
+        before = self.n_good - n_new
+        for key, value in props.items():
+            name = f"prop_{key}" if key in RESERVED_PROPERTY_NAMES else key
+            col = self._props.get(name)
+            if col is None:
+                col = self._props[name] = [math.nan] * before
+            if len(col) < before:
+                col.extend([math.nan] * (before - len(col)))
+            if n_new == 1 and np.ndim(value) == 0:
+                col.append(float(value))
+            else:
+                col.extend(np.asarray(value, dtype=np.float64).reshape(-1).tolist())
+
+    # ---------------------------------------------------------------- result
+    def finish(self, fmt: str) -> Loaded:
+        total = self.n_good + self.n_bad
+        if self.n_good == 0:
+            first = f"; first problem: {self.problems[0]}" if self.problems else ""
+            raise DatasetError(f"{self.source}: no valid molecules found{first}")
+        if self.n_bad > self.limits.max_bad_fraction * total:
+            raise DatasetError(
+                f"{self.source}: {self.n_bad} of {total} records are malformed (more than "
+                f"{self.limits.max_bad_fraction:.0%} allowed in lenient mode); first: {self.problems[0]}"
+            )
+        counts = np.concatenate(self._counts)
+        props = {k: v + [math.nan] * (self.n_good - len(v)) for k, v in self._props.items()}
+        smiles = np.array(self._smiles, dtype=str)
+        mols = MoleculeSet(
+            atomic_numbers=np.concatenate(self._z),
+            positions_angstrom=np.concatenate(self._pos),
+            offsets=np.concatenate([[0], np.cumsum(counts)]),
+            ids=unique_ids(self._ids),
+            smiles=smiles if (smiles != "").any() else None,
+            properties=pd.DataFrame(props) if props else pd.DataFrame(),
+        )
+        return Loaded(mols, fmt, self.n_bad, list(self.problems))
+
+
+def unique_ids(ids: list[str]) -> np.ndarray:
+    """Make repeated ids unique: every occurrence of a repeated id ``X`` becomes ``X_conf<k>``.
+
+    Conformer files (QMugs SDF, OMol25) repeat a molecule's name once per
+    conformer, so the k-th occurrence (0-based) names conformer k.
+    """
+    arr = np.asarray(ids, dtype=object)
+    uniq, inverse, counts = np.unique(arr.astype(str), return_inverse=True, return_counts=True)
+    if (counts == 1).all():
+        return arr.astype(str)
+    out = arr.astype(str).astype(object)
+    seen: dict[int, int] = {}
+    for i in np.flatnonzero(counts[inverse] > 1):
+        k = seen.get(inverse[i], 0)
+        seen[inverse[i]] = k + 1
+        out[i] = f"{arr[i]}_conf{k}"
+    out = out.astype(str)
+    if len(np.unique(out)) != len(out):  # "X_conf0" also present verbatim: fall back to ordinals
+        out = np.array([f"{s}#{i}" for i, s in enumerate(out)])
+    return out
+
+
+class CountingReader(io.RawIOBase):
+    """A binary file wrapper that reports bytes read (for progress)."""
+
+    def __init__(self, raw, total_bytes: int, progress: LoadProgress | None, label: str):
+        self._raw = raw
+        self.total = max(int(total_bytes), 1)
+        self.done = 0
+        self._progress = progress
+        self._label = label
+        self._next_report = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(buffer)
+        self.done += n or 0
+        if self._progress is not None and self.done >= self._next_report:
+            self._next_report = self.done + max(self.total // 100, 1 << 20)
+            self._progress(min(self.done / self.total, 1.0), f"reading {self._label}")
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def open_text(path: Path, progress: LoadProgress | None = None):
+    """Open a text file for streaming, decoding strictly as UTF-8 and counting bytes."""
+    path = Path(path)
+    raw = open(path, "rb", buffering=0)  # noqa: SIM115 - handed to the wrapper that closes it
+    counted = CountingReader(raw, path.stat().st_size, progress, path.name)
+    return io.TextIOWrapper(io.BufferedReader(counted, 1 << 20), encoding="utf-8", errors="strict", newline=None)
+
+
+class LineReader:
+    """Numbered lines of a text stream; binary junk becomes a DatasetError naming the line."""
+
+    def __init__(self, fh, source: str):
+        self._fh = fh
+        self.source = source
+        self.line_no = 0
+
+    def next(self) -> str | None:
+        try:
+            line = self._fh.readline()
+        except UnicodeDecodeError:
+            raise DatasetError(
+                f"{self.source}: line {self.line_no + 1}: not UTF-8 text (binary data?); expected a text format"
+            ) from None
+        if not line:
+            return None
+        self.line_no += 1
+        if "\x00" in line:
+            raise DatasetError(f"{self.source}: line {self.line_no}: NUL bytes (binary data?); expected a text format")
+        return line
+
+
+def collect(read, path: Path, fmt: str, strict: bool, limits: Limits | None, progress: LoadProgress | None) -> Loaded:
+    """Run a record reader ``read(path, limits, progress)`` through a :class:`Collector`."""
+    collector = Collector(Path(path).name, strict, limits)
+    for item in read(path, collector.limits, progress):
+        collector.add(item)
+    return collector.finish(fmt)

@@ -1,0 +1,160 @@
+"""Format auto-detection (extension first, then sniffing the first bytes) and one entry point.
+
+:func:`load_path` loads any supported file, a store-layout folder or an
+archive of such files into one validated :class:`MoleculeSet`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from backend.core.errors import DatasetError
+from backend.core.limits import Limits
+from backend.loaders.archive import ZIP_MAGIC, extract_archive, is_archive
+from backend.loaders.asedb import SQLITE_MAGIC
+from backend.loaders.base import Collector, Loaded, LoadProgress
+from backend.loaders.parquet_orientations import PARQUET_MAGIC, STORE_TABLES, is_store_folder
+
+FORMATS = ("xyz", "extxyz", "sdf", "asedb", "npz", "parquet")
+FORMAT_CHOICES = ("auto", *FORMATS)
+
+EXTENSIONS = {
+    ".xyz": "xyz",
+    ".extxyz": "extxyz",
+    ".exyz": "extxyz",
+    ".sdf": "sdf",
+    ".sd": "sdf",
+    ".mol": "sdf",
+    ".db": "asedb",
+    ".aselmdb": "asedb",
+    ".lmdb": "asedb",
+    ".npz": "npz",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def check_format(fmt: str) -> str:
+    if fmt not in FORMAT_CHOICES:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {FORMAT_CHOICES}")
+    return fmt
+
+
+def _looks_extxyz(head: str) -> bool:
+    lines = head.splitlines()
+    return len(lines) > 1 and (
+        "=" in lines[1] and ("Properties=" in lines[1] or "Lattice=" in lines[1] or lines[1].count("=") >= 1)
+    )
+
+
+def detect_format(path: Path) -> str:
+    """One of FORMATS, or "archive"; DatasetError naming what is accepted if unknown."""
+    path = Path(path)
+    if is_store_folder(path):
+        return "parquet"
+    if path.is_dir():
+        raise DatasetError(f"{path.name}: a folder must hold {' and '.join(STORE_TABLES)}")
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    fmt = EXTENSIONS.get(path.suffix.lower())
+    if fmt is None and is_archive(path):
+        return "archive"
+    if fmt in ("xyz", None) and head[:20].lstrip()[:1].isdigit():
+        text = head.decode("utf-8", errors="replace")
+        return "extxyz" if _looks_extxyz(text) else "xyz"
+    if fmt:
+        return fmt
+    if head.startswith(SQLITE_MAGIC):
+        return "asedb"
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    if head.startswith(ZIP_MAGIC) and b".npy" in head:
+        return "npz"
+    if b"M  END" in head or b"V2000" in head or b"V3000" in head:
+        return "sdf"
+    raise DatasetError(
+        f"{path.name}: cannot tell the format (extension {path.suffix or 'none'!r}); "
+        f"accepted: {', '.join(FORMATS)} files, a store folder, or a zip/tar of them"
+    )
+
+
+def _feeders() -> dict[str, Callable[[Path, Collector, LoadProgress | None], None]]:
+    from backend.loaders.asedb import read_asedb
+    from backend.loaders.extxyz import read_extxyz
+    from backend.loaders.npz import feed_npz
+    from backend.loaders.parquet_orientations import load_parquet_file, load_store_tables
+    from backend.loaders.sdf import read_sdf
+    from backend.loaders.xyz import read_xyz
+
+    def records(read):
+        def feed(path, collector, progress):
+            for item in read(path, collector.limits, progress):
+                collector.add(item)
+
+        return feed
+
+    def parquet(path, collector, progress):
+        if is_store_folder(path):
+            load_store_tables(path, collector)
+        else:
+            load_parquet_file(path, collector, progress)
+
+    return {
+        "xyz": records(read_xyz),
+        "extxyz": records(read_extxyz),
+        "sdf": records(read_sdf),
+        "asedb": records(read_asedb),
+        "npz": feed_npz,
+        "parquet": parquet,
+    }
+
+
+def load_path(
+    path: Path,
+    fmt: str = "auto",
+    strict: bool = False,
+    limits: Limits | None = None,
+    progress: LoadProgress | None = None,
+    workdir: Path | None = None,
+) -> Loaded:
+    """Load a file, store folder or archive.
+
+    Parameters
+    ----------
+    fmt : "auto" or one of FORMATS; for an archive it applies to every member
+    strict : fail on the first malformed record instead of skipping it
+    workdir : where archives are extracted (a temporary folder if None)
+    """
+    path = Path(path)
+    check_format(fmt)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    limits = limits or Limits()
+    if path.is_file():
+        limits.check_upload_bytes(path.stat().st_size, path.name)
+    feeders = _feeders()
+    collector = Collector(path.name, strict, limits)
+    kind = detect_format(path) if fmt == "auto" or is_archive(path) else fmt
+    if kind != "archive":
+        feeders[kind](path, collector, progress)
+        return collector.finish(kind)
+    if workdir is not None:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="extract-") as tmp:
+        members = extract_archive(path, Path(tmp), limits)
+        stores = {m.parent for m in members if m.name in STORE_TABLES and is_store_folder(m.parent)}
+        files = [m for m in members if m.parent not in stores] + sorted(stores)
+        formats = set()
+        for k, member in enumerate(files):
+            member_fmt = detect_format(member) if fmt == "auto" else fmt
+            formats.add(member_fmt)
+            collector.id_prefix = f"{member.stem}_"
+            if progress is not None:
+                progress(k / len(files), f"reading {member.name} ({k + 1} of {len(files)})")
+            try:
+                feeders[member_fmt](member, collector, None)
+            except DatasetError as err:
+                raise DatasetError(f"{path.name}: {err}") from None
+        return collector.finish("+".join(sorted(formats)) if len(formats) > 1 else formats.pop())

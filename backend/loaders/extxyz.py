@@ -1,0 +1,95 @@
+"""Extended XYZ (ASE): per-structure ``key=value`` pairs on the comment line become properties.
+
+Frames are split by our own streaming reader (so a bad frame is located by
+line and stepped over) and each frame is parsed by ASE. Numeric info values
+and scalar calculator results (e.g. ``energy``) become properties; string
+values named ``id``/``name`` become the molecule id and ``smiles`` the SMILES.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from backend.core.limits import Limits
+from backend.loaders.base import (
+    BadRecord,
+    LineReader,
+    Loaded,
+    LoadProgress,
+    Record,
+    collect,
+    numeric_properties,
+    open_text,
+)
+from backend.loaders.xyz import iter_xyz_blocks
+
+ID_KEYS = ("id", "name", "mol_id", "identifier")
+SMILES_KEYS = ("smiles", "SMILES", "canonical_smiles")
+
+
+def atoms_properties(atoms) -> tuple[str | None, str, dict[str, float]]:
+    """(id, smiles, numeric properties) of an ASE Atoms from its info and calculator."""
+    info = dict(atoms.info)
+    mol_id = next(
+        (str(info[k]) for k in ID_KEYS if isinstance(info.get(k), str | int | np.integer) and str(info[k])), None
+    )
+    smiles = next((info[k] for k in SMILES_KEYS if isinstance(info.get(k), str)), "")
+    skip = set(ID_KEYS) | set(SMILES_KEYS)
+    props = numeric_properties((k, v) for k, v in info.items() if k not in skip)
+    calc = getattr(atoms, "calc", None)
+    results = getattr(calc, "results", None) or {}
+    props.update(numeric_properties((k, v) for k, v in results.items() if np.ndim(v) == 0))
+    return mol_id, smiles, props
+
+
+def _parse_frame(text: str):
+    from ase.io import read  # ASE import is slow; only pay it when reading
+
+    return read(io.StringIO(text), format="extxyz")
+
+
+def read_extxyz(path: Path, limits: Limits, progress: LoadProgress | None = None) -> Iterator[Record | BadRecord]:
+    with open_text(path, progress) as fh:
+        for block in iter_xyz_blocks(LineReader(fh, Path(path).name), limits):
+            if isinstance(block, BadRecord):
+                yield block
+                continue
+            text = f"{len(block.atom_lines)}\n{block.comment}\n{''.join(block.atom_lines)}"
+            try:
+                atoms = _parse_frame(text)
+            except Exception as err:  # ASE raises many types for malformed frames
+                yield BadRecord(block.where, f"not a valid extended-XYZ frame ({type(err).__name__}: {err})")
+                continue
+            mol_id, smiles, props = atoms_properties(atoms)
+            yield Record(block.where, atoms.numbers, atoms.positions, id=mol_id, smiles=smiles, properties=props)
+
+
+def load_extxyz(
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+) -> Loaded:
+    return collect(read_extxyz, path, "extxyz", strict, limits, progress)
+
+
+def molecule_atoms(mols, i: int):
+    """Molecule ``i`` as an ASE Atoms with id, SMILES and properties in ``info``."""
+    from ase import Atoms
+
+    z, pos = mols.atoms_of(i)
+    atoms = Atoms(numbers=z.astype(int), positions=pos)
+    atoms.info["id"] = str(mols.ids[i])
+    if mols.smiles is not None and mols.smiles[i]:
+        atoms.info["smiles"] = str(mols.smiles[i])
+    for col in mols.properties.columns:
+        atoms.info[col] = float(mols.properties[col].iat[i])
+    return atoms
+
+
+def write_extxyz(path: Path, mols) -> None:
+    """Extended XYZ with every property (and id, SMILES) on each frame's comment line."""
+    from ase.io import write
+
+    write(str(path), (molecule_atoms(mols, i) for i in range(mols.n_molecules)), format="extxyz")

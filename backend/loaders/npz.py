@@ -1,0 +1,135 @@
+"""NPZ arrays: ``z`` (n_atoms_total,) atomic numbers, ``pos`` (n_atoms_total, 3) ångström,
+``n_atoms`` (n_molecules,); optional ``ids``/``id`` and ``smiles`` (n_molecules,) and any
+other numeric (n_molecules,) array as a property.
+
+Arrays are streamed from the zip member in chunks (``np.load`` would
+decompress everything at once), and the declared shapes are checked against
+the limits before any data are read. Molecules with bad coordinates or
+elements are skipped and counted (or fail in strict mode).
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from backend.core.errors import DatasetError
+from backend.core.limits import Limits
+from backend.loaders.base import Collector, Loaded, LoadProgress
+
+REQUIRED = ("z", "pos", "n_atoms")
+CHUNK_BYTES = 64 << 20
+
+
+def _read_header(fh) -> tuple[tuple, np.dtype, bool]:
+    version = np.lib.format.read_magic(fh)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran, dtype = read(fh)
+    return shape, dtype, fortran
+
+
+def _header(zf: zipfile.ZipFile, member: str) -> tuple[tuple, np.dtype, bool]:
+    with zf.open(member) as fh:
+        return _read_header(fh)
+
+
+def _read_array(zf: zipfile.ZipFile, member: str, source: str, progress=None, label: str = "") -> np.ndarray:
+    """Read one .npy member chunk by chunk into a preallocated array."""
+    shape, dtype, fortran = _header(zf, member)
+    if dtype.hasobject:
+        raise DatasetError(
+            f"{source}: array {member!r} holds Python objects; only plain numeric/string arrays are read"
+        )
+    out = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+    flat = out.reshape(-1, order="F" if fortran else "C")
+    per_chunk = max(CHUNK_BYTES // max(dtype.itemsize, 1), 1)
+    with zf.open(member) as fh:
+        _read_header(fh)
+        for start in range(0, flat.size, per_chunk):
+            count = min(per_chunk, flat.size - start)
+            buf = fh.read(count * dtype.itemsize)
+            if len(buf) != count * dtype.itemsize:
+                raise DatasetError(
+                    f"{source}: array {member!r} is truncated ({start + len(buf) // dtype.itemsize:,} of {flat.size:,} values)"
+                )
+            flat[start : start + count] = np.frombuffer(buf, dtype=dtype)
+            if progress is not None:
+                progress((start + count) / max(flat.size, 1), f"reading {label or member}")
+    return out
+
+
+def feed_npz(path: Path, collector: Collector, progress: LoadProgress | None = None) -> None:
+    """Stream an NPZ file's molecules into ``collector``."""
+    path = Path(path)
+    source = path.name
+    limits = collector.limits
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise DatasetError(f"{source}: not an NPZ (zip) file; expected arrays z, pos, n_atoms") from None
+    with zf:
+        members = {Path(n).stem: n for n in zf.namelist() if n.endswith(".npy")}
+        missing = [k for k in REQUIRED if k not in members]
+        if missing:
+            raise DatasetError(
+                f"{source}: missing arrays {missing}; an NPZ needs z, pos and n_atoms (found {sorted(members)})"
+            )
+        shapes = {k: _header(zf, m)[0] for k, m in members.items()}
+        n_mol = shapes["n_atoms"][0] if len(shapes["n_atoms"]) == 1 else -1
+        n_at = shapes["z"][0] if len(shapes["z"]) == 1 else -1
+        if n_mol < 0 or n_at < 0 or shapes["pos"] != (n_at, 3):
+            raise DatasetError(
+                f"{source}: shapes z {shapes['z']}, pos {shapes['pos']}, n_atoms {shapes['n_atoms']}; "
+                "expected (n_atoms_total,), (n_atoms_total, 3) and (n_molecules,)"
+            )
+        limits.check_molecules(n_mol, source)
+        limits.check_total_atoms(n_at, source)
+        counts = _read_array(zf, members["n_atoms"], source).astype(np.int64)
+        if (counts < 0).any() or counts.sum() != n_at:
+            raise DatasetError(
+                f"{source}: n_atoms sums to {counts.sum():,} but z has {n_at:,} entries (wrong atom counts)"
+            )
+        if counts.size and counts.max() > limits.max_atoms_per_molecule:
+            limits.check_atoms(int(counts.max()), f"{source}: molecule index {int(np.argmax(counts))}")
+        say = lambda lo, hi: lambda f, m: progress(lo + (hi - lo) * f, m)  # noqa: E731 - tiny closure factory
+        z = _read_array(zf, members["z"], source, progress and say(0.0, 0.2), "z").astype(np.int64)
+        pos = _read_array(zf, members["pos"], source, progress and say(0.2, 0.9), "pos").astype(np.float64, copy=False)
+        extra = {}
+        for key, member in members.items():
+            if key in REQUIRED or shapes[key][:1] != (n_mol,) or len(shapes[key]) != 1:
+                continue
+            extra[key] = _read_array(zf, member, source)
+    ids_arr = extra.pop("ids", extra.pop("id", None))
+    ids = ids_arr.astype(str) if ids_arr is not None else np.arange(1, n_mol + 1).astype(str)
+    smiles = extra.pop("smiles", None)
+    props = {k: v.astype(np.float64) for k, v in extra.items() if v.dtype.kind in "biuf"}
+
+    smiles_list = list(smiles.astype(str)) if smiles is not None and smiles.dtype.kind in "US" else None
+    collector.add_bulk(z, pos, counts, ids, props, smiles_list)
+
+
+def load_npz(
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+) -> Loaded:
+    collector = Collector(Path(path).name, strict, limits)
+    feed_npz(path, collector, progress)
+    return collector.finish("npz")
+
+
+def write_npz(path: Path, mols) -> None:
+    """``z``, ``pos``, ``n_atoms``, ``ids``, ``smiles`` (if known) and one array per property."""
+    arrays = {
+        "z": mols.atomic_numbers,
+        "pos": mols.positions_angstrom,
+        "n_atoms": mols.n_atoms,
+        "ids": mols.ids.astype(str),
+    }
+    if mols.smiles is not None:
+        arrays["smiles"] = mols.smiles.astype(str)
+    for col in mols.properties.columns:
+        if col not in arrays:
+            arrays[col] = mols.properties[col].to_numpy(np.float64)
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, **arrays)

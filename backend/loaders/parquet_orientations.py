@@ -1,0 +1,165 @@
+"""Parquet in OrientScope's own schema, in either of two layouts.
+
+* **One file** (what ``orientscope export --format parquet`` writes), one row
+  per molecule: ``id`` (string), ``z`` (list of atomic numbers), ``pos`` (list
+  of 3·n coordinates in ångström, x1 y1 z1 x2 ...), optional ``smiles`` and
+  numeric property columns.
+* **Store layout**, a folder (or archive) holding the two tables of
+  ``datasets/<id>/`` in the store: ``molecules.parquet`` (``id``, ``smiles``,
+  ``offset``, ``n_atoms``, properties) and ``atoms.parquet`` (``z``, ``x``,
+  ``y``, ``zc``).
+
+Rows are streamed batch by batch; malformed molecules are skipped and counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from backend.core.errors import DatasetError
+from backend.core.limits import Limits
+from backend.loaders.base import RESERVED_PROPERTY_NAMES, Collector, Loaded, LoadProgress
+
+PARQUET_MAGIC = b"PAR1"
+STORE_TABLES = ("molecules.parquet", "atoms.parquet")
+BATCH_ROWS = 65_536
+
+
+def _open(path: Path):
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except Exception as err:
+        raise DatasetError(f"{path.name}: not a readable Parquet file ({type(err).__name__}: {err})") from None
+
+
+def _properties(batch, skip: set[str]) -> dict[str, np.ndarray]:
+    import pyarrow.types as pat
+
+    out = {}
+    for name in batch.schema.names:
+        if name in skip or name in RESERVED_PROPERTY_NAMES:
+            continue
+        col = batch.column(name)
+        if pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_boolean(col.type):
+            out[name] = col.to_numpy(zero_copy_only=False).astype(np.float64)
+    return out
+
+
+def _smiles(batch) -> list[str] | None:
+    if "smiles" not in batch.schema.names:
+        return None
+    return [s or "" for s in batch.column("smiles").to_pylist()]
+
+
+def load_parquet_file(path: Path, collector: Collector, progress: LoadProgress | None = None) -> None:
+    path = Path(path)
+    pf = _open(path)
+    names = pf.schema_arrow.names
+    missing = [c for c in ("z", "pos") if c not in names]
+    if missing:
+        raise DatasetError(
+            f"{path.name}: missing columns {missing}; expected one row per molecule with list columns "
+            "'z' and 'pos' (or the store's molecules.parquet + atoms.parquet pair)"
+        )
+    collector.limits.check_molecules(pf.metadata.num_rows, path.name)
+    done = 0
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS):
+        z_col, pos_col = batch.column("z"), batch.column("pos")
+        counts = np.asarray(z_col.value_lengths().to_numpy(zero_copy_only=False), dtype=np.int64)
+        pos_len = np.asarray(pos_col.value_lengths().to_numpy(zero_copy_only=False), dtype=np.int64)
+        ids = (
+            batch.column("id").to_numpy(zero_copy_only=False).astype(str)
+            if "id" in names
+            else np.arange(done + 1, done + 1 + batch.num_rows).astype(str)
+        )
+        wrong = np.flatnonzero(pos_len != 3 * counts)
+        keep = np.ones(batch.num_rows, dtype=bool)
+        for i in wrong:
+            collector.bad(
+                f"row {done + i} (molecule {str(ids[i])!r})",
+                f"{counts[i]} atomic numbers but {pos_len[i]} coordinates (expected 3 per atom)",
+            )
+            keep[i] = False
+        if wrong.size:
+            batch = batch.filter(pa.array(keep))
+            counts, ids = counts[keep], ids[keep]
+            z_col, pos_col = batch.column("z"), batch.column("pos")
+        z, pos = z_col.flatten(), pos_col.flatten()
+        collector.add_bulk(
+            z.to_numpy(zero_copy_only=False),
+            pos.to_numpy(zero_copy_only=False),
+            counts,
+            ids,
+            _properties(batch, {"z", "pos", "id", "smiles"}),
+            _smiles(batch),
+        )
+        done += len(keep)
+        if progress is not None:
+            progress(done / max(pf.metadata.num_rows, 1), f"read {done:,} molecules")
+
+
+def load_store_tables(folder: Path, collector: Collector) -> None:
+    """The store layout: molecules.parquet + atoms.parquet in ``folder``."""
+    folder = Path(folder)
+    mol_pf, atom_pf = (_open(folder / name) for name in STORE_TABLES)
+    for pf, cols in ((mol_pf, ("id", "n_atoms")), (atom_pf, ("z", "x", "y", "zc"))):
+        missing = [c for c in cols if c not in pf.schema_arrow.names]
+        if missing:
+            raise DatasetError(f"{folder.name}: store table lacks columns {missing}")
+    collector.limits.check_molecules(mol_pf.metadata.num_rows, folder.name)
+    collector.limits.check_total_atoms(atom_pf.metadata.num_rows, folder.name)
+    mol = mol_pf.read()
+    counts = mol.column("n_atoms").to_numpy().astype(np.int64)
+    if counts.sum() != atom_pf.metadata.num_rows:
+        raise DatasetError(
+            f"{folder.name}: n_atoms sums to {counts.sum():,} but atoms.parquet has {atom_pf.metadata.num_rows:,} rows"
+        )
+    atoms = atom_pf.read()
+    pos = np.column_stack([atoms.column(c).to_numpy() for c in ("x", "y", "zc")])
+    collector.add_bulk(
+        atoms.column("z").to_numpy(),
+        pos,
+        counts,
+        mol.column("id").to_numpy(zero_copy_only=False).astype(str),
+        _properties(mol, {"id", "smiles", "offset", "n_atoms"}),
+        _smiles(mol),
+    )
+
+
+def is_store_folder(path: Path) -> bool:
+    return Path(path).is_dir() and all((Path(path) / t).is_file() for t in STORE_TABLES)
+
+
+def load_parquet(
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+) -> Loaded:
+    """A single Parquet file, or a folder in the store layout."""
+    path = Path(path)
+    collector = Collector(path.name, strict, limits)
+    if is_store_folder(path):
+        load_store_tables(path, collector)
+    else:
+        load_parquet_file(path, collector, progress)
+    return collector.finish("parquet")
+
+
+def write_parquet(path: Path, mols) -> None:
+    """The one-file layout: one row per molecule with list columns ``z`` and ``pos``."""
+    import pyarrow.parquet as pq
+
+    off = mols.offsets
+    z = pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), pa.array(mols.atomic_numbers))
+    pos = pa.ListArray.from_arrays(
+        pa.array((3 * off).astype(np.int64)).cast(pa.int32()), pa.array(mols.positions_angstrom.reshape(-1))
+    )
+    cols = {"id": pa.array(mols.ids.astype(str)), "z": z, "pos": pos}
+    if mols.smiles is not None:
+        cols["smiles"] = pa.array(mols.smiles.astype(str))
+    for col in mols.properties.columns:
+        cols[col] = pa.array(mols.properties[col].to_numpy(np.float64))
+    pq.write_table(pa.table(cols), path, compression="zstd")

@@ -1,0 +1,169 @@
+"""De-biased export: write a dataset with every molecule uniformly rotated, or in its canonical pose.
+
+* ``random``: molecule ``i`` is rotated about its centroid by the ``i``-th of
+  ``random_rotations(n, derived_seed(seed, "export"))`` (Haar-uniform), so the
+  export has no preferred orientation; the rotations are written to a side
+  file ``<out>.rotations.csv`` (id, seed, r00 … r22) so the change can be undone.
+* ``canonical``: every molecule in its canonical pose ``R (x - centroid)``
+  (PCA frame, sign rule "max"); the side file holds each ``R``.
+
+Properties are kept. Lab-frame tensor and vector properties (columns
+``<name>_xx _xy _xz _yy _yz _zz`` or ``<name>_x _y _z``, such as QM9's
+polarizability tensor) are rotated with the molecule (``R A Rᵀ``, ``R v``)
+so they stay consistent with the new coordinates.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from backend.core.dataset import MoleculeSet
+from backend.core.settings import DEFAULT_SEED
+from backend.loaders.asedb import write_asedb
+from backend.loaders.detect import EXTENSIONS
+from backend.loaders.extxyz import write_extxyz
+from backend.loaders.npz import write_npz
+from backend.loaders.parquet_orientations import write_parquet
+from backend.loaders.sdf import write_sdf
+from backend.loaders.xyz import write_xyz
+from backend.pipeline.frames_table import R_COLUMNS
+from backend.science.frames import canonical_positions, compute_frames
+from backend.science.rotations import derived_seed, random_rotations, rotate_molecules
+from backend.store import datasets as ds
+
+MODES = ("random", "canonical")
+WRITERS: dict[str, tuple[str, Callable]] = {
+    "xyz": (".xyz", write_xyz),
+    "extxyz": (".extxyz", write_extxyz),
+    "sdf": (".sdf", write_sdf),
+    "asedb": (".db", write_asedb),
+    "npz": (".npz", write_npz),
+    "parquet": (".parquet", write_parquet),
+}
+EXPORT_FORMATS = tuple(WRITERS)
+DEFAULT_FORMAT = "extxyz"
+TENSOR_SUFFIXES = ("xx", "xy", "xz", "yy", "yz", "zz")
+VECTOR_SUFFIXES = ("x", "y", "z")
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"unknown export mode {mode!r}; expected one of {MODES}")
+    return mode
+
+
+def check_export_format(fmt: str) -> str:
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; expected one of {EXPORT_FORMATS}")
+    return fmt
+
+
+def default_format(meta: dict) -> str:
+    """The dataset's input format where we can write it, else extended XYZ."""
+    fmt = meta.get("format", "")
+    return fmt if fmt in WRITERS else DEFAULT_FORMAT
+
+
+def _groups(columns, suffixes) -> list[str]:
+    bases = {c[: -len(suffixes[0]) - 1] for c in columns if c.endswith("_" + suffixes[0])}
+    return sorted(b for b in bases if all(f"{b}_{s}" in columns for s in suffixes))
+
+
+def rotate_properties(props: pd.DataFrame, rotations: np.ndarray) -> pd.DataFrame:
+    """Rotate lab-frame tensor (``R A Rᵀ``) and vector (``R v``) property columns; shapes (n, 3, 3)."""
+    out = props.copy()
+    cols = set(props.columns)
+    for base in _groups(cols, TENSOR_SUFFIXES):
+        xx, xy, xz, yy, yz, zz = (props[f"{base}_{s}"].to_numpy(np.float64) for s in TENSOR_SUFFIXES)
+        a = np.stack([np.stack([xx, xy, xz], -1), np.stack([xy, yy, yz], -1), np.stack([xz, yz, zz], -1)], 1)
+        b = np.einsum("nij,njk,nlk->nil", rotations, a, rotations)
+        for s, (i, j) in zip(TENSOR_SUFFIXES, [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)], strict=True):
+            out[f"{base}_{s}"] = b[:, i, j]
+    for base in _groups(
+        cols - {f"{b}_{s}" for b in _groups(cols, TENSOR_SUFFIXES) for s in TENSOR_SUFFIXES}, VECTOR_SUFFIXES
+    ):
+        v = np.stack([props[f"{base}_{s}"].to_numpy(np.float64) for s in VECTOR_SUFFIXES], -1)
+        w = np.einsum("nij,nj->ni", rotations, v)
+        for k, s in enumerate(VECTOR_SUFFIXES):
+            out[f"{base}_{s}"] = w[:, k]
+    return out
+
+
+def debias(mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED) -> tuple[MoleculeSet, np.ndarray]:
+    """The re-posed molecule set and the (n, 3, 3) rotation applied to each molecule."""
+    check_mode(mode)
+    if mode == "random":
+        rotations = random_rotations(mols.n_molecules, derived_seed(seed, "export"))
+        pos = rotate_molecules(mols.positions_angstrom, mols.offsets, rotations)
+    else:
+        frames = compute_frames(
+            mols.positions_angstrom, mols.offsets, mols.atomic_numbers, method="pca", sign_rule="max"
+        )
+        rotations = frames.rotations
+        pos = canonical_positions(mols.positions_angstrom, mols.offsets, frames)
+    props = rotate_properties(mols.properties, rotations) if len(mols.properties.columns) else mols.properties
+    out = MoleculeSet(mols.atomic_numbers, pos, mols.offsets, mols.ids, mols.smiles, props, dict(mols.property_units))
+    return out, rotations
+
+
+def rotations_table(ids: np.ndarray, rotations: np.ndarray, mode: str, seed: int) -> pd.DataFrame:
+    df = pd.DataFrame({"id": np.asarray(ids).astype(str), "mode": mode, "seed": seed})
+    for k, col in enumerate(R_COLUMNS):
+        df[col] = rotations.reshape(-1, 9)[:, k]
+    return df
+
+
+def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    os.unlink(tmp)  # some writers (ASE databases) refuse to open an existing empty file
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def export_molecules(mols: MoleculeSet, out: Path, mode: str, fmt: str, seed: int = DEFAULT_SEED) -> dict:
+    """Write ``mols`` re-posed by ``mode`` to ``out`` in ``fmt`` plus the rotations side file."""
+    check_export_format(fmt)
+    out = Path(out)
+    posed, rotations = debias(mols, mode, seed)
+    suffix, writer = WRITERS[fmt]
+    kind = {".aselmdb": "aselmdb", ".lmdb": "aselmdb", ".json": "json"}.get(out.suffix.lower(), "db")
+    _write_atomically(out, (lambda p: writer(p, posed, kind)) if fmt == "asedb" else (lambda p: writer(p, posed)))
+    side = out.with_name(out.name + ".rotations.csv")
+    _write_atomically(
+        side, lambda p: rotations_table(mols.ids, rotations, mode, seed).to_csv(p, index=False, float_format="%.12g")
+    )
+    return {
+        "path": str(out),
+        "rotations_path": str(side),
+        "format": fmt,
+        "mode": mode,
+        "seed": seed,
+        "n_molecules": mols.n_molecules,
+    }
+
+
+def export_dataset(
+    data_dir: Path, dataset_id: str, mode: str, out: Path, seed: int = DEFAULT_SEED, fmt: str | None = None
+) -> dict:
+    """Export a stored dataset (format: ``fmt``, else from ``out``'s suffix, else the input's, else extended XYZ)."""
+    check_mode(mode)
+    meta = ds.read_meta(data_dir, dataset_id)
+    fmt = check_export_format(fmt) if fmt else EXTENSIONS.get(Path(out).suffix.lower()) or default_format(meta)
+    mols = ds.load_dataset(data_dir, dataset_id)
+    return export_molecules(mols, Path(out), mode, fmt, seed)
+
+
+def export_filename(dataset_id: str, mode: str, fmt: str) -> str:
+    return f"{dataset_id}-{mode}{WRITERS[check_export_format(fmt)][0]}"

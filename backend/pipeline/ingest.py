@@ -1,0 +1,177 @@
+"""Ingest: load a user's file → store it as a dataset → run every pipeline stage.
+
+Everything is built in a private staging folder
+(``<data_dir>/jobs/.staging/<id>-<nonce>/``, a data dir of its own) and the
+finished dataset folder is renamed into ``<data_dir>/datasets/`` only once the
+whole pipeline has succeeded, so a failed ingest never leaves a half-made
+dataset and never touches an existing one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from backend.core.errors import DatasetError
+from backend.core.limits import Limits
+from backend.core.settings import slugify, validate_id
+from backend.loaders.base import Loaded
+from backend.loaders.detect import load_path
+from backend.loaders.rdkit_generated import generate
+from backend.pipeline.builtin import BUILTIN
+from backend.pipeline.precompute import make_params, precompute
+from backend.store import datasets as ds
+
+log = logging.getLogger(__name__)
+
+# progress(fraction 0-1 of the whole ingest, stage, message)
+IngestProgress = Callable[[float, str, str], None]
+
+LOAD_SHARE = 0.3  # fraction of the progress bar given to reading the file
+SAVE_SHARE = 0.05
+_id_lock = threading.Lock()
+
+
+def staging_root(data_dir: Path) -> Path:
+    return Path(data_dir) / "jobs" / ".staging"
+
+
+def new_dataset_id(data_dir: Path, name: str, reserved: set[str] | frozenset[str] = frozenset()) -> str:
+    """A free dataset id derived from ``name`` (``-2``, ``-3`` ... appended if taken)."""
+    base = slugify(name)[:58]
+    taken = set(ds.list_dataset_ids(data_dir)) | set(BUILTIN) | set(reserved)
+    candidate, k = base, 1
+    while candidate in taken or ds.dataset_dir(data_dir, candidate).exists():
+        k += 1
+        candidate = f"{base}-{k}"
+    return validate_id(candidate)
+
+
+def _quiet(*_args) -> None:
+    return None
+
+
+def store_and_precompute(
+    data_dir: Path,
+    dataset_id: str,
+    loaded: Loaded,
+    name: str,
+    source: str,
+    extra: dict | None = None,
+    params: dict | None = None,
+    progress: IngestProgress | None = None,
+) -> dict:
+    """Save ``loaded`` as ``dataset_id`` and run all stages, atomically (see module docstring)."""
+    data_dir = Path(data_dir)
+    validate_id(dataset_id)
+    notify = progress or _quiet
+    params = params or make_params()
+    final = ds.dataset_dir(data_dir, dataset_id)
+    if final.exists():
+        raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
+    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
+    try:
+        notify(LOAD_SHARE, "save", f"storing {loaded.mols.n_molecules:,} molecules")
+        meta_extra = {
+            "format": loaded.format,
+            "n_skipped": loaded.n_skipped,
+            "problems": loaded.problems,
+            "ingested": True,
+            **(extra or {}),
+        }
+        ds.save_dataset(stage_dir, dataset_id, loaded.mols, name=name, source=source, extra=meta_extra)
+        start = LOAD_SHARE + SAVE_SHARE
+
+        def on_stage(stage: str, number: int, total: int, fraction: float, message: str) -> None:
+            notify(start + (1 - start) * ((number - 1 + fraction) / max(total, 1)), stage, message)
+
+        precompute(stage_dir, dataset_id, params, progress=on_stage)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        with _id_lock:
+            if final.exists():
+                raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
+            os.rename(ds.dataset_dir(stage_dir, dataset_id), final)
+        notify(1.0, "done", f"dataset {dataset_id!r} ready")
+        return ds.read_meta(data_dir, dataset_id)
+    finally:
+        shutil.rmtree(stage_dir, ignore_errors=True)
+
+
+def _load_progress(progress: IngestProgress | None):
+    if progress is None:
+        return None
+    return lambda f, msg: progress(LOAD_SHARE * f, "load", msg)
+
+
+def ingest_file(
+    data_dir: Path,
+    path: Path,
+    name: str,
+    fmt: str = "auto",
+    strict: bool = False,
+    dataset_id: str | None = None,
+    limits: Limits | None = None,
+    params: dict | None = None,
+    progress: IngestProgress | None = None,
+    original_name: str | None = None,
+) -> dict:
+    """Load ``path`` (any supported format or archive), store it and run every stage; its meta."""
+    data_dir = Path(data_dir)
+    dataset_id = dataset_id or new_dataset_id(data_dir, name)
+    (progress or _quiet)(0.0, "load", f"reading {original_name or Path(path).name}")
+    staging_root(data_dir).mkdir(parents=True, exist_ok=True)
+    loaded = load_path(
+        path,
+        fmt,
+        strict=strict,
+        limits=limits or Limits.from_env(),
+        progress=_load_progress(progress),
+        workdir=staging_root(data_dir),
+    )
+    source = f"uploaded {original_name or Path(path).name} ({loaded.format})"
+    extra = {"original_filename": original_name or Path(path).name, "strict": strict}
+    return store_and_precompute(data_dir, dataset_id, loaded, name, source, extra, params, progress)
+
+
+def generate_dataset(
+    data_dir: Path,
+    smiles_file: Path,
+    name: str,
+    seed: int = 0,
+    random_coords: bool = False,
+    dataset_id: str | None = None,
+    params: dict | None = None,
+    progress: IngestProgress | None = None,
+) -> dict:
+    """Embed a SMILES file with RDKit ETKDG (seeded), store it and run every stage; its meta."""
+    data_dir = Path(data_dir)
+    dataset_id = dataset_id or new_dataset_id(data_dir, name)
+    loaded = generate(
+        Path(smiles_file),
+        seed=seed,
+        random_coords=random_coords,
+        limits=Limits.from_env(),
+        progress=_load_progress(progress),
+    )
+    how = "useRandomCoords=True" if random_coords else "default embedding"
+    source = f"RDKit ETKDGv3 ({how}, randomSeed={seed}) from {Path(smiles_file).name}"
+    extra = {"generator": {"method": "ETKDGv3", "random_coords": random_coords, "seed": seed}}
+    return store_and_precompute(data_dir, dataset_id, loaded, name, source, extra, params, progress)
+
+
+def rename_dataset(data_dir: Path, dataset_id: str, name: str) -> dict:
+    """Change a dataset's display name (its id, and so its URLs, stay the same)."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ValueError("a dataset name must have 1 to 200 characters")
+    return ds.update_meta(data_dir, dataset_id, name=name)
+
+
+def delete_dataset(data_dir: Path, dataset_id: str) -> None:
+    """Remove one dataset's folder; other datasets are untouched."""
+    ds.delete_dataset(data_dir, dataset_id)

@@ -1,0 +1,274 @@
+"""Background ingest jobs with progress, persisted as JSON under ``<data_dir>/jobs/``.
+
+A job is ``jobs/<job_id>.json`` (state ``queued | running | done | failed``,
+``progress`` 0-1, ``stage``, ``message``, the dataset id it will create and the
+inputs needed to run it again) plus ``jobs/<job_id>/`` holding the uploaded
+file. Every update is an atomic write, so a reader never sees a torn file.
+Jobs run one at a time on a worker thread (the machine has few cores and
+the pipeline stages are already vectorised).
+
+When a manager starts, jobs left ``queued`` or ``running`` by a process that
+no longer exists (a crash or restart) are marked ``failed``; their inputs are
+kept, so :meth:`JobManager.retry` can run them again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from backend.core.errors import NotFoundError, OrientScopeError
+from backend.core.limits import Limits
+from backend.core.settings import validate_id
+from backend.loaders.detect import check_format
+from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from backend.store.atomic import atomic_write_json, read_json
+
+log = logging.getLogger(__name__)
+
+QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+STATES = (QUEUED, RUNNING, DONE, FAILED)
+ACTIVE = (QUEUED, RUNNING)
+SAVE_INTERVAL_S = 0.25  # progress writes are throttled; state changes are always written
+STALE_STAGING_S = 86_400.0
+# Jobs queued or running in this process (a job of ours not listed here was orphaned).
+_LIVE: set[str] = set()
+
+
+def jobs_dir(data_dir: Path) -> Path:
+    return Path(data_dir) / "jobs"
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_job(data_dir: Path, job_id: str) -> dict:
+    try:
+        validate_id(job_id, "job id")
+    except ValueError:
+        raise NotFoundError(f"unknown job {job_id!r}") from None
+    path = jobs_dir(data_dir) / f"{job_id}.json"
+    if not path.is_file():
+        raise NotFoundError(f"unknown job {job_id!r}")
+    return read_json(path)
+
+
+def list_jobs(data_dir: Path) -> list[dict]:
+    folder = jobs_dir(data_dir)
+    if not folder.is_dir():
+        return []
+    jobs = []
+    for path in folder.glob("*.json"):
+        try:
+            jobs.append(read_json(path))
+        except (OSError, ValueError):
+            continue
+    return sorted(jobs, key=lambda j: j.get("created", 0))
+
+
+def recover_interrupted(data_dir: Path) -> list[str]:
+    """Mark jobs whose process died while they were queued or running as failed; their ids."""
+    failed = []
+    for job in list_jobs(data_dir):
+        pid = job.get("pid")
+        orphan = job["id"] not in _LIVE if pid == os.getpid() else not _pid_alive(pid)
+        if job.get("state") in ACTIVE and orphan:
+            job.update(
+                state=FAILED,
+                message=f"interrupted while {job['state']} (the server stopped or crashed); retry the job to run it again",
+                finished=time.time(),
+            )
+            atomic_write_json(jobs_dir(data_dir) / f"{job['id']}.json", job)
+            failed.append(job["id"])
+    if failed:
+        log.warning("marked %d interrupted job(s) as failed: %s", len(failed), failed)
+    staging = staging_root(data_dir)
+    if staging.is_dir():  # leftovers of killed ingests; recent ones may belong to a running CLI
+        for folder in staging.iterdir():
+            if time.time() - folder.stat().st_mtime > STALE_STAGING_S:
+                shutil.rmtree(folder, ignore_errors=True)
+    return failed
+
+
+class JobManager:
+    """Runs ingest jobs for one data dir on a background worker.
+
+    Parameters
+    ----------
+    data_dir : the store folder
+    limits : upload limits passed to the loaders (default: from the environment)
+    max_workers : concurrent jobs (1 keeps the 2-core budget for serving)
+    """
+
+    def __init__(self, data_dir: Path, limits: Limits | None = None, max_workers: int = 1):
+        self.data_dir = Path(data_dir)
+        self.limits = limits or Limits.from_env()
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="orientscope-job")
+        self._lock = threading.Lock()
+        jobs_dir(self.data_dir).mkdir(parents=True, exist_ok=True)
+        self.recovered = recover_interrupted(self.data_dir)
+
+    # -------------------------------------------------------------- submit
+    def submit_ingest(
+        self, upload: Path, name: str, fmt: str = "auto", strict: bool = False, original_name: str | None = None
+    ) -> dict:
+        """Queue an ingest of ``upload`` (moved into the job folder); the job record."""
+        check_format(fmt)
+        name = name.strip()
+        if not name or len(name) > 200:
+            raise ValueError("a dataset name must have 1 to 200 characters")
+        job_id = f"j{uuid.uuid4().hex[:16]}"
+        folder = jobs_dir(self.data_dir) / job_id
+        folder.mkdir(parents=True)
+        filename = Path(original_name or Path(upload).name).name or "upload"
+        target = folder / filename
+        shutil.move(str(upload), target)
+        with self._lock:
+            dataset_id = new_dataset_id(self.data_dir, name, self._reserved())
+            job = {
+                "id": job_id,
+                "kind": "ingest",
+                "state": QUEUED,
+                "progress": 0.0,
+                "stage": "queued",
+                "message": "waiting for the worker",
+                "dataset_id": dataset_id,
+                "name": name,
+                "input": {"file": filename, "format": fmt, "strict": bool(strict)},
+                "created": time.time(),
+                "started": None,
+                "finished": None,
+                "attempts": 0,
+                "pid": os.getpid(),
+                "result": None,
+            }
+            self._write(job)
+            _LIVE.add(job_id)
+        self._pool.submit(self._run, job_id)
+        return job
+
+    def retry(self, job_id: str) -> dict:
+        """Run a failed job again from its stored input."""
+        with self._lock:
+            job = read_job(self.data_dir, job_id)
+            if job["state"] != FAILED:
+                raise OrientScopeError(f"job {job_id!r} is {job['state']}; only failed jobs can be retried")
+            if not (jobs_dir(self.data_dir) / job_id / job["input"]["file"]).is_file():
+                raise OrientScopeError(f"job {job_id!r} has no stored input any more; upload the file again")
+            reserved = self._reserved() - {job["dataset_id"]}
+            job["dataset_id"] = new_dataset_id(self.data_dir, job["name"], reserved)
+            job.update(
+                state=QUEUED,
+                progress=0.0,
+                stage="queued",
+                message="waiting for the worker (retry)",
+                finished=None,
+                pid=os.getpid(),
+            )
+            self._write(job)
+            _LIVE.add(job_id)
+        self._pool.submit(self._run, job_id)
+        return job
+
+    def get(self, job_id: str) -> dict:
+        return read_job(self.data_dir, job_id)
+
+    def list(self) -> list[dict]:
+        return list_jobs(self.data_dir)
+
+    def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.1) -> dict:
+        """Block until the job is done or failed (for the CLI and tests)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = self.get(job_id)
+            if job["state"] not in ACTIVE or time.monotonic() > deadline:
+                return job
+            time.sleep(poll_s)
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+
+    # ------------------------------------------------------------- internals
+    def _reserved(self) -> set[str]:
+        return {j["dataset_id"] for j in list_jobs(self.data_dir) if j.get("state") in ACTIVE}
+
+    def _write(self, job: dict) -> None:
+        atomic_write_json(jobs_dir(self.data_dir) / f"{job['id']}.json", job)
+
+    def _run(self, job_id: str) -> None:
+        try:
+            self._execute(job_id)
+        finally:
+            _LIVE.discard(job_id)
+
+    def _execute(self, job_id: str) -> None:
+        job = read_job(self.data_dir, job_id)
+        job.update(
+            state=RUNNING, started=time.time(), attempts=job.get("attempts", 0) + 1, stage="load", message="starting"
+        )
+        self._write(job)
+        last = [0.0]
+
+        def progress(fraction: float, stage: str, message: str) -> None:
+            now = time.monotonic()
+            changed = stage != job["stage"]
+            job.update(progress=round(min(max(fraction, job["progress"]), 1.0), 4), stage=stage, message=message)
+            if changed or now - last[0] >= SAVE_INTERVAL_S:
+                last[0] = now
+                self._write(job)
+
+        upload = jobs_dir(self.data_dir) / job_id / job["input"]["file"]
+        try:
+            meta = ingest_file(
+                self.data_dir,
+                upload,
+                job["name"],
+                fmt=job["input"]["format"],
+                strict=job["input"]["strict"],
+                dataset_id=job["dataset_id"],
+                limits=self.limits,
+                progress=progress,
+                original_name=job["input"]["file"],
+            )
+        except Exception as err:  # every failure ends the job with a message, never the worker
+            expected = isinstance(err, OrientScopeError | ValueError | FileNotFoundError)
+            if not expected:
+                log.exception("job %s failed unexpectedly", job_id)
+            job.update(
+                state=FAILED,
+                finished=time.time(),
+                message=str(err) if expected else f"internal error: {type(err).__name__}: {err}",
+            )
+            self._write(job)
+            return
+        skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
+        job.update(
+            state=DONE,
+            progress=1.0,
+            stage="done",
+            finished=time.time(),
+            message=f"dataset {meta['id']!r} ready: {meta['n_molecules']:,} molecules{skipped}",
+            result={
+                "dataset_id": meta["id"],
+                "n_molecules": meta["n_molecules"],
+                "n_skipped": meta.get("n_skipped", 0),
+                "problems": meta.get("problems", []),
+            },
+        )
+        self._write(job)
+        shutil.rmtree(jobs_dir(self.data_dir) / job_id, ignore_errors=True)  # the dataset holds the data now

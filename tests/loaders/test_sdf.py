@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from backend.core.errors import DatasetError
+from backend.loaders.sdf import load_sdf, write_sdf
+
+
+def _qmugs_style(path, n_mols: int = 3, n_confs: int = 3):
+    """Like QMugs: several conformers per ChEMBL molecule, DFT/GFN2 properties as SD tags."""
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    writer = Chem.SDWriter(str(path))
+    expected = {}
+    for i, smi in enumerate(["CCO", "c1ccccc1O", "CC(=O)N"][:n_mols]):
+        mol = Chem.AddHs(Chem.MolFromSmiles(smi))
+        cids = AllChem.EmbedMultipleConfs(mol, n_confs, randomSeed=11)
+        for k, cid in enumerate(cids):
+            mol.SetProp("_Name", f"CHEMBL{100 + i}")
+            mol.SetProp("CHEMBL_ID", f"CHEMBL{100 + i}")
+            mol.SetProp("CONF_ID", f"conf_{k:02d}")
+            mol.SetProp("DFT:TOTAL_ENERGY", f"{-100.0 * i - k:.6f}")
+            mol.SetProp("GFN2:DIPOLE", "0.1|0.2|0.3")  # not a number: ignored
+            writer.write(mol, confId=cid)
+            expected[f"CHEMBL{100 + i}_conf{k}"] = (-100.0 * i - k, mol.GetConformer(cid).GetPositions())
+    writer.close()
+    return expected
+
+
+def test_qmugs_style_conformers_keep_ids_and_properties(tmp_path):
+    expected = _qmugs_style(tmp_path / "q.sdf")
+    mols = load_sdf(tmp_path / "q.sdf").mols
+    assert list(mols.ids) == list(expected)
+    assert "DFT:TOTAL_ENERGY" in mols.properties and "GFN2:DIPOLE" not in mols.properties
+    for i, (energy, pos) in enumerate(expected.values()):
+        assert mols.properties["DFT:TOTAL_ENERGY"].iat[i] == pytest.approx(energy)
+        np.testing.assert_allclose(mols.atoms_of(i)[1], pos, atol=1e-4)
+    assert mols.smiles[0] == "CCO"
+    assert mols.n_atoms[0] == 9  # hydrogens kept
+
+
+def test_our_writer_round_trips(tmp_path, qm9_small):
+    mols = qm9_small.subset(np.arange(20))
+    write_sdf(tmp_path / "q.sdf", mols)
+    back = load_sdf(tmp_path / "q.sdf").mols
+    assert list(back.ids) == list(mols.ids)
+    assert list(back.smiles) == list(mols.smiles)
+    np.testing.assert_allclose(back.positions_angstrom, mols.positions_angstrom, atol=1e-4)
+    np.testing.assert_allclose(back.properties["gap"], mols.properties["gap"])
+
+
+def test_truncated_and_corrupt_records(tmp_path):
+    _qmugs_style(tmp_path / "q.sdf")
+    text = (tmp_path / "q.sdf").read_text()
+    (tmp_path / "t.sdf").write_text(text[: len(text) // 2 + 37])
+    with pytest.raises(DatasetError, match=r"record \d+ \(line \d+\): file ends inside a record"):
+        load_sdf(tmp_path / "t.sdf")
+    blocks = text.split("$$$$\n")
+    blocks[4] = blocks[4].replace(
+        " 0  0  0  0  0  0  0  0  0  0  0  0", " 0  0  0  0  0  0  0  0  0  0  0  0\nGARBAGE", 1
+    )
+    corrupt = "$$$$\n".join(blocks[:9] * 3) + "$$$$\n"
+    (tmp_path / "c.sdf").write_text(corrupt)
+    with pytest.raises(DatasetError, match=r"record 5 \(line \d+\): RDKit cannot parse"):
+        load_sdf(tmp_path / "c.sdf", strict=True)
