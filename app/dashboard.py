@@ -157,7 +157,9 @@ def _groups_section() -> html.Section:
                     page_size=12,
                     style_table={"overflowX": "auto"},
                     style_cell={"fontFamily": "inherit", "fontSize": 13},
-                    columns=[{"name": n, "id": n} for n in ("group", "size", "spread_deg", "concentration")],
+                    columns=[
+                        {"name": n, "id": n} for n in ("group", "size", "spread_deg", "concentration", "mean_score")
+                    ],
                 )
             ),
             html.Div(id="group-viewer", className="viewer grid"),
@@ -751,30 +753,22 @@ def _compare_column(data_dir: Path, value: str) -> html.Div:
     )
 
 
+def _stat(stats: dict, word: str):
+    key = next((k for k in stats if word in k), None)
+    value = stats.get(key) if key else None
+    return round(float(value), 3) if isinstance(value, int | float) else None
+
+
 def _group_rows(data_dir: Path, dataset: str, grouping: str) -> list[dict]:
-    """Largest groups with their statistics (from the chemistry report when computed, else sizes only)."""
-    labels = data.group_labels(data_dir, dataset, grouping)
-    if labels is None:
-        return []
-    report = data.dataset_summary(data_dir, dataset)
-    stats = {}
-    section = (report.get("groups") or {}).get(grouping) or {}
-    for g in section.get("largest", section.get("groups", [])) or []:
-        key = str(g.get("group", g.get("id")))
-        stats[key] = g
-    names, counts = np.unique(labels.astype(str), return_counts=True)
-    order = np.argsort(-counts, kind="stable")[:GROUP_TABLE_ROWS]
-    rows = []
-    for i in order:
-        g = stats.get(str(names[i]), {})
-        spread = g.get("spread_deg", g.get("spread"))
-        conc = g.get("concentration")
-        rows.append(
-            {
-                "group": str(names[i]),
-                "size": int(counts[i]),
-                "spread_deg": None if spread is None else round(float(spread), 2),
-                "concentration": None if conc is None else round(float(conc), 3),
-            }
-        )
-    return rows
+    """Largest groups with size, spread and concentration (the last two when the chemistry stage has run)."""
+    groups = data.list_groups(data_dir, dataset, grouping, GROUP_TABLE_ROWS) or []
+    return [
+        {
+            "group": g["group"],
+            "size": g["size"],
+            "spread_deg": _stat(g.get("statistics") or {}, "spread"),
+            "concentration": _stat(g.get("statistics") or {}, "concentration"),
+            "mean_score": None if g.get("mean_classifier_score") is None else round(g["mean_classifier_score"], 3),
+        }
+        for g in groups
+    ]

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.core.errors import DatasetError, OrientScopeError
+from backend.services import groups as group_service
 from backend.services import molecules as molecule_service
 from backend.services import neighbors as neighbor_service
 from backend.services.cache import get_view
@@ -64,5 +65,13 @@ def neighbors(data_dir: Path, dataset_id: str, mol_id: str, by: str, k: int = 6)
     """Nearest molecules by pose or chemistry; None when the needed stage has not been computed."""
     try:
         return neighbor_service.neighbors(data_dir, dataset_id, mol_id, by=by, k=k)
+    except NotComputed:
+        return None
+
+
+def list_groups(data_dir: Path, dataset_id: str, grouping: str, limit: int) -> list[dict] | None:
+    """The largest groups with their statistics; None when that grouping is not computed."""
+    try:
+        return group_service.list_groups(data_dir, dataset_id, by=grouping, limit=limit)["groups"]
     except NotComputed:
         return None

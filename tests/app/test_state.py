@@ -1,0 +1,34 @@
+"""URL query <-> view state round trips and friendly warnings."""
+
+from __future__ import annotations
+
+from app.state import ViewState, parse_query
+
+
+def test_round_trip_of_every_field():
+    st = ViewState(
+        dataset="qm9",
+        color="prop:mu",
+        grouping="scaffold",
+        group="c1ccccc1",
+        smarts="C=O",
+        molecule="42",
+        view="density",
+        axes="13",
+    )
+    back, warnings = parse_query(st.to_query())
+    assert back == st and warnings == []
+
+
+def test_defaults_are_omitted_and_empty_query_gives_defaults():
+    assert ViewState(dataset="qm9").to_query() == "?dataset=qm9"
+    assert parse_query("") == (ViewState(), [])
+
+
+def test_bad_values_are_dropped_with_a_warning_naming_them():
+    st, warnings = parse_query("?view=globe&grouping=size&axes=9&colour=red")
+    assert st.view == "map" and st.grouping == "formula" and st.axes == "123"
+    assert any("'globe'" in w for w in warnings)
+    assert any("'size'" in w for w in warnings)
+    assert any("'9'" in w for w in warnings)
+    assert any("'colour'" in w for w in warnings)

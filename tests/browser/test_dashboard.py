@@ -1,0 +1,269 @@
+"""The dashboard in real headless Chromium against the small QM9 store."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlparse
+
+import numpy as np
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from app.mapview import map_layers
+from backend.services.cache import get_view
+from backend.services.map_data import load_map_data
+from backend.services.molecules import _smarts_mask
+from tests.browser.chrome import make_driver, map_traces, quit_driver, requested_urls, serve, severe_console
+
+pytestmark = pytest.mark.browser
+TIMEOUT_S = 40
+
+
+def wait_for(fn, timeout=TIMEOUT_S, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+        except Exception as err:  # noqa: BLE001 - the page may be mid-render
+            last = err
+        else:
+            if last:
+                return last
+        time.sleep(0.15)
+    raise AssertionError(f"timed out waiting for {what}; last value {last!r}")
+
+
+def points_trace(driver, with_arrays=False):
+    traces = map_traces(driver, with_arrays) or []
+    return next((t for t in traces if t["kind"] == "points"), None)
+
+
+SETTLED_JS = """
+if (document.querySelector('[data-dash-is-loading="true"]')) return null;
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+return gd ? JSON.stringify(gd.getBoundingClientRect()) + document.body.scrollHeight : null;
+"""
+
+
+def settle(driver):
+    """Wait until no callback is loading and the map stops moving (content above it can shift it)."""
+    last = {"v": None}
+
+    def stable():
+        now = driver.execute_script(SETTLED_JS)
+        same = now is not None and now == last["v"]
+        last["v"] = now
+        return same
+
+    wait_for(stable, what="the page to settle")
+
+
+def open_page(driver, url):
+    driver.get(url)
+    wait_for(
+        lambda: any(t["kind"] in ("points", "density") for t in map_traces(driver) or []), what="the orientation map"
+    )
+    wait_for(lambda: text_of(driver, "verdict"), what="the verdict")
+    settle(driver)
+
+
+def text_of(driver, element_id):
+    return driver.find_element(By.ID, element_id).text
+
+
+def viewer_molecule(driver, element_id="molecule-viewer"):
+    return driver.execute_script(f"return document.getElementById('{element_id}').dataset.molecule || null")
+
+
+def test_page_loads_without_console_errors_or_foreign_requests(driver, base_url):
+    requested_urls(driver)  # drop earlier entries
+    driver.get_log("browser")
+    open_page(driver, base_url + "/")
+    wait_for(lambda: text_of(driver, "verdict"), what="the verdict")
+    time.sleep(1.0)
+    assert severe_console(driver) == []
+    origin = urlparse(base_url).netloc
+    urls = [u for u in requested_urls(driver) if not u.startswith(("data:", "blob:"))]
+    assert urls, "the performance log recorded no requests"
+    assert [u for u in urls if urlparse(u).netloc != origin] == []
+    assert any("/assets/3Dmol-min.js" in u for u in urls)
+    assert "Aligned" in text_of(driver, "verdict") or "aligned" in text_of(driver, "verdict")
+
+
+def test_map_holds_one_point_per_axis_per_molecule(driver, base_url, qm9_store):
+    open_page(driver, base_url + "/?dataset=qm9")
+    n = load_map_data(qm9_store, "qm9").n_molecules
+    assert points_trace(driver)["n"] == 3 * n
+    kinds = [t["kind"] for t in map_traces(driver)]
+    assert {"outline", "graticule", "reference"} <= set(kinds)
+
+
+def _isolated_point_pixel(driver):
+    """Index and on-screen offset (from the plot centre) of a map point far from every other point."""
+    return driver.execute_script(
+        """
+        const gd = document.querySelector('#orientation-map .js-plotly-plot');
+        const t = gd._fullData.find(d => d.meta && d.meta.kind === 'points');
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        const px = Array.from(t.x, v => xa._offset + xa.l2p(v)), py = Array.from(t.y, v => ya._offset + ya.l2p(v));
+        let best = -1, bestD = 0;
+        for (let i = 0; i < Math.min(px.length, 400); i++) {
+          let d = Infinity;
+          for (let j = 0; j < px.length; j++) { if (j !== i) d = Math.min(d, Math.hypot(px[i]-px[j], py[i]-py[j])); }
+          if (d > bestD) { bestD = d; best = i; }
+        }
+        const r = gd.getBoundingClientRect();
+        return {index: best, dx: px[best] - r.width / 2, dy: py[best] - r.height / 2, gap: bestD};
+        """
+    )
+
+
+def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
+    open_page(driver, base_url + "/?dataset=qm9")
+    target = _isolated_point_pixel(driver)
+    assert target["gap"] > 4
+    layers = map_layers(
+        qm9_store,
+        {
+            "dataset": "qm9",
+            "color": "axis",
+            "grouping": "formula",
+            "group": None,
+            "smarts": None,
+            "view": "map",
+            "axes": "123",
+        },
+    )
+    expected = str(layers.md.ids[layers.rows[target["index"]]])
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+    target = _isolated_point_pixel(driver)
+    ActionChains(driver).move_to_element_with_offset(graph, int(round(target["dx"])), int(round(target["dy"]))).pause(
+        0.3
+    ).click().perform()
+    wait_for(lambda: text_of(driver, "molecule-id") == expected, what=f"molecule-id {expected}")
+    wait_for(lambda: viewer_molecule(driver) == expected, what="the viewer to show the molecule")
+    n_atoms = int(get_view(qm9_store, "qm9").n_atoms[layers.rows[target["index"]]])
+    atoms = driver.execute_script("return document.getElementById('molecule-viewer').dataset.atoms")
+    assert atoms == f"{n_atoms},{n_atoms}"  # stored and canonical pose, same molecule
+    assert f"molecule={expected}" in driver.current_url
+
+
+def test_url_restores_the_selection_and_neighbour_click_selects(driver, base_url, qm9_store):
+    mol = str(load_map_data(qm9_store, "qm9").ids[7])
+    open_page(driver, f"{base_url}/?dataset=qm9&molecule={mol}")
+    wait_for(lambda: text_of(driver, "molecule-id") == mol, what="restored molecule-id")
+    wait_for(lambda: viewer_molecule(driver) == mol, what="restored viewer")
+    sel = next(t for t in map_traces(driver) if t["kind"] == "selected")
+    assert sel["n"] == 3
+    button = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#molecule-extra .link-button"), what="neighbours")[
+        0
+    ]
+    other = button.text.split(" · ")[0]
+    button.click()
+    wait_for(lambda: text_of(driver, "molecule-id") == other, what="neighbour selection")
+
+
+def test_unknown_dataset_and_molecule_get_friendly_messages(driver, base_url):
+    driver.get(f"{base_url}/?dataset=nope&molecule=zzz")
+    msg = wait_for(lambda: text_of(driver, "messages"), what="a message")
+    assert "Unknown dataset 'nope'" in msg
+    assert "Traceback" not in driver.page_source
+    driver.get(f"{base_url}/?dataset=qm9&molecule=zzz")
+    msg = wait_for(lambda: text_of(driver, "messages"), what="a message")
+    assert "Unknown molecule 'zzz'" in msg
+
+
+def _choose(driver, dropdown_id, label):
+    driver.find_element(By.ID, dropdown_id).click()
+    option = wait_for(
+        lambda: [
+            e for e in driver.find_elements(By.XPATH, f"//*[normalize-space(text())='{label}']") if e.is_displayed()
+        ],
+        what=f"option {label}",
+    )[0]
+    option.click()
+
+
+def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_store):
+    open_page(driver, base_url + "/?dataset=qm9")
+    before = points_trace(driver, True)
+    _choose(driver, "color-by", "property: mu")
+    wait_for(lambda: "color=prop" in driver.current_url, what="colour in the URL")
+    after = wait_for(
+        lambda: (t := points_trace(driver, True)) and t["color"] != before["color"] and t, what="recoloured map"
+    )
+    mu = get_view(qm9_store, "qm9").property_values[:, get_view(qm9_store, "qm9").property_names.index("mu")]
+    layers = map_layers(
+        qm9_store,
+        {
+            "dataset": "qm9",
+            "color": "prop:mu",
+            "grouping": "formula",
+            "group": None,
+            "smarts": None,
+            "view": "map",
+            "axes": "123",
+        },
+    )
+    np.testing.assert_allclose(after["color"], mu[layers.rows].astype(np.float32), rtol=1e-6)
+    # group filter through the groups table: the map keeps only that group's molecules
+    labels = get_view(qm9_store, "qm9")
+    from backend.services.molecules import group_ids
+
+    formulas = group_ids(labels)["formula"].astype(str)
+    names, counts = np.unique(formulas, return_counts=True)
+    largest = names[np.argmax(counts)]
+    radio = wait_for(
+        lambda: driver.find_elements(By.CSS_SELECTOR, "#groups-table input[type=radio]"), what="group rows"
+    )
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", radio[0])
+    radio[0].click()
+    wait_for(lambda: points_trace(driver)["n"] == 3 * counts.max(), what="filtered map")
+    assert "group=" + largest in driver.current_url
+    wait_for(lambda: viewer_molecule(driver, "group-viewer") == f"group:{largest}", what="group members viewer")
+
+
+def test_smarts_highlights_matching_molecules(driver, base_url, qm9_store):
+    open_page(driver, base_url + "/?dataset=qm9")
+    box = driver.find_element(By.ID, "smarts")
+    box.clear()
+    box.send_keys("C=O", Keys.ENTER)
+    n_match = int(_smarts_mask(get_view(qm9_store, "qm9"), "C=O").sum())
+    assert 0 < n_match < load_map_data(qm9_store, "qm9").n_molecules
+    wait_for(
+        lambda: next(t for t in map_traces(driver) if t["kind"] == "highlight")["n"] == 3 * n_match,
+        what="highlighted matches",
+    )
+    assert "smarts=C%3DO" in driver.current_url
+
+
+def test_export_buttons_produce_files(driver, base_url, download_dir):
+    open_page(driver, base_url + "/?dataset=qm9&view=density")
+    for button, suffix in (("export-png", ".png"), ("export-svg", ".svg"), ("download-report-btn", ".html")):
+        driver.find_element(By.ID, button).click()
+        path = wait_for(
+            lambda s=suffix: [p for p in download_dir.iterdir() if p.name.endswith(s)], what=f"a {suffix} file"
+        )[0]
+        wait_for(lambda p=path: p.stat().st_size > 1000, what=f"{path.name} written")
+    html = next(p for p in download_dir.iterdir() if p.suffix == ".html").read_text()
+    assert "<script src=" not in html.replace('<script src="data:', "")  # plotly.js is inline: opens offline
+    assert "Aligned" in html or "aligned" in html
+    assert next(p for p in download_dir.iterdir() if p.suffix == ".png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_read_only_mode_hides_uploads(qm9_store, base_url, driver):
+    driver.get(base_url + "/")
+    wait_for(lambda: driver.find_element(By.ID, "upload-link").is_displayed(), what="upload link (normal mode)")
+    with serve(qm9_store, read_only=True) as url:
+        ro = make_driver()
+        try:
+            ro.get(url + "/")
+            wait_for(lambda: ro.find_elements(By.ID, "upload-link"), what="the page")
+            assert not ro.find_element(By.ID, "upload-link").is_displayed()
+            assert "read-only" in ro.find_element(By.TAG_NAME, "header").text
+        finally:
+            quit_driver(ro)
