@@ -1,6 +1,6 @@
 """One APIRouter per resource; ``ROUTERS`` is mounted under /api in this order."""
 
-from backend.api.routes import canonicalize, datasets, groups, health, molecules, neighbors, orientations
+from backend.api.routes import canonicalize, datasets, groups, health, ingest, jobs, molecules, neighbors, orientations
 
 ROUTERS = [
     health.router,
@@ -10,4 +10,6 @@ ROUTERS = [
     groups.router,
     neighbors.router,
     canonicalize.router,
+    ingest.router,
+    jobs.router,
 ]

@@ -1,0 +1,117 @@
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from backend.cli import app
+from backend.core.errors import DatasetError
+from backend.loaders.extxyz import write_extxyz
+from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from backend.store import datasets as ds
+from backend.store.results import list_result_keys
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def small_file(tmp_path, qm9_small):
+    path = tmp_path / "small.extxyz"
+    write_extxyz(path, qm9_small.subset(np.arange(50)))
+    return path
+
+
+def test_ingest_stores_and_precomputes(tmp_path, small_file, qm9_small):
+    data_dir = tmp_path / "data"
+    steps = []
+    meta = ingest_file(data_dir, small_file, "My set", progress=lambda f, stage, msg: steps.append((f, stage)))
+    assert meta["id"] == "my-set" and meta["name"] == "My set" and meta["format"] == "extxyz"
+    assert meta["n_molecules"] == 50 and meta["n_skipped"] == 0 and meta["has_smiles"]
+    assert meta["active_result"] in list_result_keys(data_dir, "my-set")
+    mols = ds.load_dataset(data_dir, "my-set")
+    np.testing.assert_allclose(mols.positions_angstrom, qm9_small.subset(np.arange(50)).positions_angstrom, atol=1e-7)
+    fractions = [f for f, _ in steps]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert {"load", "save", "frames", "statistics", "done"} <= {s for _, s in steps}
+    assert not any(staging_root(data_dir).iterdir())
+    # The same name again gets a fresh id; the first dataset is untouched.
+    assert new_dataset_id(data_dir, "My set") == "my-set-2"
+
+
+def test_failed_ingest_leaves_nothing_and_never_overwrites(tmp_path, small_file):
+    data_dir = tmp_path / "data"
+    ingest_file(data_dir, small_file, "keep")
+    before = (ds.dataset_dir(data_dir, "keep") / "atoms.parquet").read_bytes()
+    bad = tmp_path / "bad.xyz"
+    bad.write_text("3\nx\nO 0 0 0\nH 1 0\n")
+    with pytest.raises(DatasetError, match="bad.xyz"):
+        ingest_file(data_dir, bad, "broken")
+    with pytest.raises(DatasetError, match="already exists"):
+        ingest_file(data_dir, small_file, "other", dataset_id="keep")
+    assert ds.list_dataset_ids(data_dir) == ["keep"]
+    assert (ds.dataset_dir(data_dir, "keep") / "atoms.parquet").read_bytes() == before
+    assert not any(staging_root(data_dir).iterdir())
+
+
+def test_cli_ingest_rename_export_delete(tmp_path, small_file):
+    d = ["--data-dir", str(tmp_path / "data")]
+    res = runner.invoke(app, ["ingest", str(small_file), "--name", "CLI set", "--format", "extxyz", *d])
+    assert res.exit_code == 0, res.output
+    assert "ingested cli-set (CLI set): 50 molecules" in res.output
+    res = runner.invoke(app, ["rename", "cli-set", "Renamed", *d])
+    assert res.exit_code == 0 and ds.read_meta(tmp_path / "data", "cli-set")["name"] == "Renamed"
+    res = runner.invoke(
+        app, ["export", "cli-set", "--mode", "random", "--out", str(tmp_path / "out.npz"), "--seed", "4", *d]
+    )
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "out.npz").is_file() and (tmp_path / "out.npz.rotations.csv").is_file()
+    res = runner.invoke(app, ["delete", "cli-set", *d])
+    assert res.exit_code == 0 and ds.list_dataset_ids(tmp_path / "data") == []
+    res = runner.invoke(app, ["delete", "cli-set", *d])
+    assert res.exit_code == 2 and "unknown dataset 'cli-set'" in res.output
+
+
+def test_cli_strict_and_bad_format(tmp_path):
+    bad = tmp_path / "b.xyz"
+    bad.write_text("".join(f"1\nm{i}\nH 0 0 {i}\n" for i in range(40)) + "1\nbad\nH nan 0 0\n")
+    d = ["--data-dir", str(tmp_path / "data")]
+    res = runner.invoke(app, ["ingest", str(bad), "--name", "strict", "--strict", *d])
+    assert res.exit_code == 2 and "record 41 (line 121)" in res.output
+    res = runner.invoke(app, ["ingest", str(bad), "--name", "lenient", *d])
+    assert res.exit_code == 0 and "1 malformed record(s) skipped" in res.output
+    res = runner.invoke(app, ["ingest", str(bad), "--name", "x", "--format", "pdb", *d])
+    assert res.exit_code == 2 and "unknown format 'pdb'" in res.output
+
+
+def test_cli_generate_records_the_generator(tmp_path):
+    smi = tmp_path / "s.smi"
+    smi.write_text(
+        "CCO ethanol\nc1ccccc1 benzene\nCC(=O)O acetic\nCCN amine\nOCCO glycol\nCC#N acn\nC1CC1 cp\nCOC dme\n"
+    )
+    res = runner.invoke(
+        app,
+        [
+            "generate",
+            "--smiles",
+            str(smi),
+            "--name",
+            "Gen",
+            "--seed",
+            "3",
+            "--random-coords",
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    meta = ds.read_meta(tmp_path / "d", "gen")
+    assert meta["generator"] == {"method": "ETKDGv3", "random_coords": True, "seed": 3}
+    assert "useRandomCoords=True" in meta["source"] and meta["n_molecules"] == 8
+    assert list(ds.load_dataset(tmp_path / "d", "gen").ids) == [
+        "ethanol",
+        "benzene",
+        "acetic",
+        "amine",
+        "glycol",
+        "acn",
+        "cp",
+        "dme",
+    ]

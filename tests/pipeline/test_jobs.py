@@ -1,0 +1,81 @@
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from backend.loaders.extxyz import write_extxyz
+from backend.pipeline.jobs import DONE, FAILED, JobManager, jobs_dir, read_job
+from backend.store import datasets as ds
+
+
+@pytest.fixture()
+def manager(tmp_path):
+    m = JobManager(tmp_path / "data")
+    yield m
+    m.shutdown()
+
+
+def _upload(tmp_path, qm9_small, name="up.extxyz", n=40):
+    path = tmp_path / name
+    write_extxyz(path, qm9_small.subset(np.arange(n)))
+    return path
+
+
+def test_job_runs_to_done_with_progress_persisted(tmp_path, qm9_small, manager):
+    job = manager.submit_ingest(_upload(tmp_path, qm9_small), "Job set")
+    assert job["state"] in ("queued", "running") and job["dataset_id"] == "job-set"
+    on_disk = json.loads((jobs_dir(manager.data_dir) / f"{job['id']}.json").read_text())
+    assert on_disk["id"] == job["id"]
+    done = manager.wait(job["id"])
+    assert done["state"] == DONE and done["progress"] == 1.0 and done["stage"] == "done"
+    assert "40 molecules" in done["message"] and done["result"]["n_molecules"] == 40
+    assert ds.read_meta(manager.data_dir, "job-set")["n_molecules"] == 40
+    assert not (jobs_dir(manager.data_dir) / job["id"]).exists()  # upload removed once stored
+
+
+def test_names_reserved_by_queued_jobs_are_not_reused(tmp_path, qm9_small, manager):
+    a = manager.submit_ingest(_upload(tmp_path, qm9_small, "a.extxyz"), "Same")
+    b = manager.submit_ingest(_upload(tmp_path, qm9_small, "b.extxyz"), "Same")
+    assert a["dataset_id"] == "same" and b["dataset_id"] == "same-2"
+    assert manager.wait(a["id"])["state"] == DONE and manager.wait(b["id"])["state"] == DONE
+    assert ds.list_dataset_ids(manager.data_dir) == ["same", "same-2"]
+
+
+def test_failed_job_names_the_record_and_harms_nothing(tmp_path, qm9_small, manager):
+    good = manager.wait(manager.submit_ingest(_upload(tmp_path, qm9_small), "Good")["id"])
+    assert good["state"] == DONE
+    bad = tmp_path / "bad.xyz"
+    bad.write_text("2\nx\nH 0 0 0\nH 0 0 0.7\n2\ny\nH 0 0 0\n")
+    job = manager.wait(manager.submit_ingest(bad, "Bad")["id"])
+    assert job["state"] == FAILED and "bad.xyz: record 2 (line 5)" in job["message"]
+    assert ds.list_dataset_ids(manager.data_dir) == ["good"]
+
+
+def test_interrupted_jobs_are_marked_failed_on_startup_and_can_be_retried(tmp_path, qm9_small):
+    data_dir = tmp_path / "data"
+    first = JobManager(data_dir)
+    first.shutdown()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    job_id = "jcrashed0000000001"
+    (jobs_dir(data_dir) / job_id).mkdir(parents=True)
+    _upload(tmp_path, qm9_small).rename(jobs_dir(data_dir) / job_id / "up.extxyz")
+    crashed = {
+        "id": job_id, "kind": "ingest", "state": "running", "progress": 0.4, "stage": "frames", "message": "",
+        "dataset_id": "crashed", "name": "Crashed", "input": {"file": "up.extxyz", "format": "auto", "strict": False},
+        "created": 0.0, "started": 1.0, "finished": None, "attempts": 1, "pid": dead.pid, "result": None,
+    }  # fmt: skip
+    (jobs_dir(data_dir) / f"{job_id}.json").write_text(json.dumps(crashed))
+    manager = JobManager(data_dir)
+    try:
+        assert manager.recovered == [job_id]
+        job = read_job(data_dir, job_id)
+        assert job["state"] == FAILED and "interrupted while running" in job["message"]
+        assert not ds.has_dataset(data_dir, "crashed")
+        manager.retry(job_id)
+        job = manager.wait(job_id)
+        assert job["state"] == DONE and job["attempts"] == 2
+        assert ds.read_meta(data_dir, "crashed")["n_molecules"] == 40
+    finally:
+        manager.shutdown()
