@@ -42,9 +42,16 @@ async def _other(_: Request, exc: OrientScopeError) -> JSONResponse:
     return JSONResponse(validation_body(str(exc)), status_code=422)
 
 
+async def _value_error(request: Request, exc: ValueError) -> JSONResponse:
+    # Services and loaders raise ValueError naming what is wrong with the input; never a 500 for it.
+    log.info("%s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(validation_body(str(exc)), status_code=422)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, _not_found)
     app.add_exception_handler(NotComputed, _not_computed)
     app.add_exception_handler(InvalidInput, _invalid)
     app.add_exception_handler(DatasetError, _invalid)
     app.add_exception_handler(OrientScopeError, _other)
+    app.add_exception_handler(ValueError, _value_error)

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 
 from backend import __version__
 from backend.api.deps import ApiSettings
-from backend.api.errors import install_error_handlers
+from backend.api.errors import install_error_handlers, validation_body
 from backend.api.routes import ROUTERS
 from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV, resolve_data_dir
 from backend.services.cache import MAX_VIEWS
@@ -60,6 +63,7 @@ def create_app(
     )
     app.state.settings = settings
     install_error_handlers(app)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(
         GZipMiddleware,
         minimum_size=1024,
@@ -74,6 +78,10 @@ def create_app(
         f"{API_PREFIX}/{{path:path}}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
     )
     def unknown_api_path(request: Request) -> JSONResponse:
+        allowed = _allowed_methods(request)
+        if allowed:
+            detail = f"method {request.method} is not allowed on {request.url.path!r}; use {', '.join(allowed)}"
+            return JSONResponse({"detail": detail}, status_code=405, headers={"Allow": ", ".join(allowed)})
         return JSONResponse(
             {"detail": f"unknown API path {request.url.path!r}; see {API_PREFIX}/docs"}, status_code=404
         )
@@ -92,6 +100,31 @@ def _warm(data_dir: Path) -> None:
                 dataset_summary(data_dir, info.id)
             except Exception:  # a warm-up failure must never stop the server; requests will report it
                 log.exception("warming %s failed", info.id)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """FastAPI's default answer, except that a 405 lists every method of the path in ``Allow``
+    and an unparseable body is a 422 like every other malformed input."""
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+        return JSONResponse(validation_body("the request body is not valid JSON", ("body",)), status_code=422)
+    if exc.status_code == 405 and request.url.path.startswith(API_PREFIX + "/"):
+        allowed = _allowed_methods(request)
+        detail = f"method {request.method} is not allowed on {request.url.path!r}; use {', '.join(allowed)}"
+        return JSONResponse({"detail": detail}, status_code=405, headers={"Allow": ", ".join(allowed)})
+    return await http_exception_handler(request, exc)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Methods the OpenAPI document lists for this request's path (for a 405 instead of a 404)."""
+    app = request.app
+    patterns = getattr(app.state, "path_patterns", None)
+    if patterns is None:
+        patterns = [
+            (re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$"), [m.upper() for m in ops])
+            for path, ops in app.openapi()["paths"].items()
+        ]
+        app.state.path_patterns = patterns
+    return sorted({m for rx, methods in patterns if rx.match(request.url.path) for m in methods})
 
 
 def _mount_dashboard(app: FastAPI, settings: ApiSettings) -> None:

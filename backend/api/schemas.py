@@ -222,6 +222,9 @@ class NeighborsPublic(_Model):
 class CanonicalizeRequest(_Model):
     """A molecule to canonicalise: give elements and positions, or xyz text."""
 
+    # Strict: 0 is not false and "1.5" is not a number, as the schema says.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     elements: list[str | int] | None = Field(
         default=None,
         description=f"Element symbols (or atomic numbers), one per atom; 1..{MAX_ATOMS} atoms by default.",

@@ -62,7 +62,8 @@ def list_groups(data_dir: Path, dataset_id: str, by: str = "formula", limit: int
         if key is not None:
             cols = [c for c in extra.columns if c != key and c not in stats.columns]
             for rec in extra[[key, *cols]].to_dict("records"):
-                extras[str(rec.pop(key))] = {c: _json_value(v) for c, v in rec.items()}
+                group = str(rec.pop(key))
+                extras[group] = {c: _json_value(v) for c, v in rec.items()}
         return [
             {
                 "group": str(row.group),

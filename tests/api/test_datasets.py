@@ -1,0 +1,56 @@
+"""GET /api/datasets, /api/datasets/{id} and /api/datasets/{id}/summary."""
+
+import json
+
+from typer.testing import CliRunner
+
+from backend.cli import app as cli
+from backend.services.report import build_report
+
+
+def test_list_datasets(client):
+    r = client.get("/api/datasets")
+    assert r.status_code == 200
+    by_id = {d["id"]: d for d in r.json()}
+    assert sorted(by_id) == ["pending", "qm9", "toy"]
+    assert by_id["qm9"]["status"] == "ready"
+    assert by_id["qm9"]["n_molecules"] == 400
+    assert by_id["qm9"]["name"] == "QM9"
+    assert "frames" in by_id["qm9"]["stages"]
+    assert by_id["pending"]["status"] == "computing"
+    assert "no computed results" in by_id["pending"]["message"]
+
+
+def test_get_dataset(client):
+    r = client.get("/api/datasets/toy")
+    assert r.status_code == 200
+    assert r.json()["n_molecules"] == 8
+    assert r.json()["status"] == "ready"
+
+
+def test_unknown_dataset_is_404_naming_it(client):
+    for path in ["/api/datasets/nosuch", "/api/datasets/nosuch/summary", "/api/datasets/nosuch/molecules"]:
+        r = client.get(path)
+        assert r.status_code == 404, path
+        assert "'nosuch'" in r.json()["detail"]
+    r = client.get("/api/datasets/Bad%20Id/summary")
+    assert r.status_code == 404
+    assert "'Bad Id'" in r.json()["detail"]
+
+
+def test_summary_is_exactly_the_cli_report(client, api_data):
+    r = client.get("/api/datasets/qm9/summary")
+    assert r.status_code == 200
+    assert r.json() == json.loads(json.dumps(build_report(api_data, "qm9")))
+    out = CliRunner().invoke(cli, ["report", "qm9", "--json", "--data-dir", str(api_data)])
+    assert out.exit_code == 0, out.output
+    cli_report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r.json() == cli_report
+    assert r.json()["n_molecules"] == 400
+    assert "kl" in r.json() and "verdict" in r.json()
+
+
+def test_summary_of_dataset_without_results_is_404(client):
+    r = client.get("/api/datasets/pending/summary")
+    assert r.status_code == 404
+    assert "'pending'" in r.json()["detail"]

@@ -1,0 +1,79 @@
+"""A data dir with the small real-QM9 store plus a constructed "toy" dataset.
+
+"toy" holds tiny molecules with known answers and, written here, the optional
+stages other parts of the pipeline add (models scores, chemistry molecules,
+fingerprints and groups), so the read services are tested on exact values.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.molecules import CO2, METHANE, WATER, asymmetric, benzene
+
+TOY_IDS = ["water", "co2", "methane", "benzene", "a1", "a2", "a3", "a4"]
+TOY_SMILES = ["O", "O=C=O", "C", "c1ccccc1", "", "", "", ""]
+# 8-bit fingerprints with known Tanimoto similarities to "water" (row 0).
+TOY_FPS = np.array(
+    [
+        [1, 1, 1, 1, 0, 0, 0, 0],
+        [1, 1, 1, 0, 0, 0, 0, 0],  # 3/4
+        [1, 1, 0, 0, 0, 0, 0, 0],  # 2/4
+        [1, 0, 0, 0, 0, 0, 0, 1],  # 1/5
+        [0, 0, 0, 0, 1, 1, 1, 1],  # 0
+        [1, 1, 1, 1, 1, 0, 0, 0],  # 4/5
+        [0, 0, 0, 0, 0, 0, 0, 0],  # 0
+        [1, 1, 1, 1, 0, 0, 0, 0],  # 1
+    ],
+    dtype=bool,
+)
+TOY_SCORES = [0.9, 0.1, 0.5, 0.7, 0.2, 0.3, 0.8, 0.6]
+TOY_SCAFFOLDS = ["", "", "", "c1ccccc1", "s1", "s1", "s2", "s1"]
+
+
+def toy_set():
+    from backend.core.dataset import from_molecules
+
+    mols = [WATER, CO2, METHANE, benzene(), *(asymmetric(seed=s) for s in range(4))]
+    props = pd.DataFrame({"energy": np.arange(8, dtype=float) - 3.0})
+    return from_molecules(mols, ids=TOY_IDS, smiles=TOY_SMILES, properties=props, property_units={"energy": "eV"})
+
+
+def add_toy(data_dir: Path) -> None:
+    """Store "toy" with the frames stage, then the optional stages as other engineers' stages write them."""
+    from backend.pipeline.precompute import make_params, precompute
+    from backend.store.datasets import save_dataset
+    from backend.store.results import ResultStore
+
+    save_dataset(data_dir, "toy", toy_set(), name="Toy", source="constructed")
+    params = make_params(seed=0)
+    precompute(data_dir, "toy", params, stages=["frames"])
+    store = ResultStore(data_dir, "toy", params)
+    store.write_stage(
+        "models", {"report": {}}, {"scores": pd.DataFrame({"id": TOY_IDS, "classifier_score": TOY_SCORES})}, 0.0
+    )
+    chem = pd.DataFrame(
+        {"id": TOY_IDS, "formula": ["H2O", "CO2", "CH4", "C6H6", "X", "X", "X", "X"], "scaffold": TOY_SCAFFOLDS}
+    )
+    fps = pd.DataFrame({"id": TOY_IDS, "fingerprint": [np.packbits(r).tobytes() for r in TOY_FPS]})
+    groups = pd.DataFrame({"group": ["s1", "c1ccccc1", "s2", ""], "kl": [0.5, 0.1, 0.2, 0.0]})
+    store.write_stage(
+        "chemistry", {"report": {}}, {"molecules": chem, "fingerprints": fps, "groups_scaffold": groups}, 0.0
+    )
+
+
+@pytest.fixture(scope="session")
+def api_data(qm9_store, tmp_path_factory) -> Path:
+    """qm9 (400 real molecules, every registered stage), toy (constructed) and pending (no results yet)."""
+    from backend.store.datasets import save_dataset
+
+    data_dir = tmp_path_factory.mktemp("api-data")
+    shutil.copytree(Path(qm9_store) / "datasets", data_dir / "datasets")
+    add_toy(data_dir)
+    save_dataset(data_dir, "pending", toy_set(), name="Pending", source="constructed")
+    return data_dir
