@@ -150,8 +150,9 @@ def _sort_order(view: DatasetView, sort: str, rows: np.ndarray) -> np.ndarray:
         values = view.degenerate[rows]
     else:
         values = np.nan_to_num(view.property_values[rows, view.property_names.index(key)], nan=-np.inf)
-    order = np.argsort(values, kind="stable")
-    return rows[order[::-1]] if descending else rows[order]
+    ranks = np.unique(values, return_inverse=True)[1].reshape(-1)
+    # Stable in both directions: ties keep the stored order.
+    return rows[np.argsort(-ranks if descending else ranks, kind="stable")]
 
 
 def molecule_item(view: DatasetView, i: int) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy.spatial import cKDTree
 
 from backend.science.rotations import chord_to_angle
@@ -46,8 +47,12 @@ def _fingerprints(view: DatasetView) -> np.ndarray:
         if df is None:
             return None
         cols = [c for c in df.columns if c != "id"]
-        if len(cols) != 1:  # one column per bit
-            return np.packbits(df[cols].fillna(0).to_numpy().astype(bool), axis=1)
+        if len(cols) != 1:
+            values = df[cols].fillna(0)
+            if all(pd.api.types.is_bool_dtype(values[c]) for c in cols):  # one column per bit
+                return np.packbits(values.to_numpy(bool), axis=1)
+            # packed 64-bit words (fp00, fp01, ...); bit order does not matter for Tanimoto
+            return np.ascontiguousarray(values.to_numpy(np.uint64)).view(np.uint8)
         values = list(df[cols[0]])
         first = next((v for v in values if v is not None), b"")
         if isinstance(first, bytes | bytearray):  # already packed bits

@@ -60,7 +60,9 @@ def add_toy(data_dir: Path) -> None:
     chem = pd.DataFrame(
         {"id": TOY_IDS, "formula": ["H2O", "CO2", "CH4", "C6H6", "X", "X", "X", "X"], "scaffold": TOY_SCAFFOLDS}
     )
-    fps = pd.DataFrame({"id": TOY_IDS, "fingerprint": [np.packbits(r).tobytes() for r in TOY_FPS]})
+    # Packed 64-bit words in columns fp00, fp01, ... as the chemistry stage stores them.
+    words = np.packbits(TOY_FPS, axis=1, bitorder="little").astype(np.uint64)[:, 0]
+    fps = pd.DataFrame({"id": TOY_IDS, "fp00": words, "fp01": np.zeros(8, np.uint64)})
     groups = pd.DataFrame({"group": ["s1", "c1ccccc1", "s2", ""], "kl": [0.5, 0.1, 0.2, 0.0]})
     store.write_stage(
         "chemistry", {"report": {}}, {"molecules": chem, "fingerprints": fps, "groups_scaffold": groups}, 0.0
@@ -76,4 +78,17 @@ def api_data(qm9_store, tmp_path_factory) -> Path:
     shutil.copytree(Path(qm9_store) / "datasets", data_dir / "datasets")
     add_toy(data_dir)
     save_dataset(data_dir, "pending", toy_set(), name="Pending", source="constructed")
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory) -> Path:
+    """Only constructed data: "toy" (with optional stages) and "plain" (frames only)."""
+    from backend.pipeline.precompute import make_params, precompute
+    from backend.store.datasets import save_dataset
+
+    data_dir = tmp_path_factory.mktemp("toy-data")
+    add_toy(data_dir)
+    save_dataset(data_dir, "plain", toy_set(), name="Plain", source="constructed")
+    precompute(data_dir, "plain", make_params(seed=0), stages=["frames"])
     return data_dir

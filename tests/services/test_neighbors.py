@@ -1,0 +1,40 @@
+"""Nearest molecules in pose and in chemistry on constructed data."""
+
+import numpy as np
+import pytest
+
+from backend.science.rotations import geodesic_angle
+from backend.services.cache import get_view
+from backend.services.errors import InvalidInput, NotComputed
+from backend.services.neighbors import neighbors
+
+
+def test_pose_neighbours_match_brute_force(toy_dir):
+    view = get_view(toy_dir, "toy")
+    out = neighbors(toy_dir, "toy", "a1", "pose", k=7)  # a1's angles to the others have no ties
+    i = view.row_of("a1")
+    angles = np.degrees(geodesic_angle(view.rotations[i][None], view.rotations))
+    angles[i] = np.inf
+    order = np.argsort(angles)
+    assert [n["id"] for n in out["items"]] == list(view.ids[order[:7]])
+    np.testing.assert_allclose([n["angle_deg"] for n in out["items"]], angles[order[:7]], atol=1e-6)
+
+
+def test_tanimoto_known_answers(toy_dir):
+    out = neighbors(toy_dir, "toy", "water", "chemistry", k=7)
+    sims = {n["id"]: n["tanimoto"] for n in out["items"]}
+    assert sims == pytest.approx(
+        {"a4": 1.0, "a2": 0.8, "co2": 0.75, "methane": 0.5, "benzene": 0.2, "a1": 0.0, "a3": 0.0}
+    )
+
+
+def test_chemistry_needs_the_stage(toy_dir):
+    with pytest.raises(NotComputed, match="chemistry"):
+        neighbors(toy_dir, "plain", "water", "chemistry")
+
+
+@pytest.mark.parametrize(("kwargs", "loc"), [({"k": 0}, "k"), ({"by": "size"}, "by")])
+def test_bad_arguments(toy_dir, kwargs, loc):
+    with pytest.raises(InvalidInput) as err:
+        neighbors(toy_dir, "toy", "water", **kwargs)
+    assert err.value.loc == ("query", loc)
