@@ -22,6 +22,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddle
 from backend import __version__
 from backend.api.deps import ApiSettings
 from backend.api.errors import install_error_handlers, validation_body
+from backend.api.middleware import install_middleware
 from backend.api.routes import ROUTERS
 from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV, resolve_data_dir
 from backend.services.cache import MAX_VIEWS
@@ -70,6 +71,8 @@ def create_app(
         compresslevel=5,
         exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/vnd.apache.parquet"),
     )
+    # Outermost: request ids, security headers and access logs on every response.
+    install_middleware(app)
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
 

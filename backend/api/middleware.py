@@ -1,0 +1,124 @@
+"""Cross-cutting HTTP concerns: request ids with structured access logs,
+security headers, and a CORS policy that is closed unless configured."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+access_log = logging.getLogger("orientscope.access")
+
+CORS_ENV = "ORIENTSCOPE_CORS_ORIGINS"
+REQUEST_ID_HEADER = "x-request-id"
+# Dash needs inline scripts/styles and eval-free blob workers for WebGL; nothing
+# is loaded from another origin.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+    "worker-src 'self' blob:; connect-src 'self'; font-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
+)
+SECURITY_HEADERS = {
+    b"x-content-type-options": b"nosniff",
+    b"x-frame-options": b"DENY",
+    b"referrer-policy": b"no-referrer",
+    b"cross-origin-opener-policy": b"same-origin",
+    b"permissions-policy": b"camera=(), microphone=(), geolocation=()",
+    b"content-security-policy": CONTENT_SECURITY_POLICY.encode(),
+}
+
+
+def _clean_request_id(raw: str | None) -> str:
+    """Accept a caller's id only if it is short and plain; else make one."""
+    if raw and len(raw) <= 64 and all(c.isalnum() or c in "-_." for c in raw):
+        return raw
+    return uuid.uuid4().hex
+
+
+class RequestContextMiddleware:
+    """Adds a request id and security headers to every response and logs one
+    JSON line per request (method, path, status, duration, request id)."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        request_id = _clean_request_id(headers.get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1") or None)
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = time.perf_counter()
+        status = {"code": 500}
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                raw = list(message.get("headers", []))
+                present = {k.lower() for k, _ in raw}
+                raw.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                for key, value in SECURITY_HEADERS.items():
+                    if key not in present:
+                        raw.append((key, value))
+                message["headers"] = raw
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            if access_log.isEnabledFor(logging.INFO):
+                access_log.info(
+                    json.dumps(
+                        {
+                            "request_id": request_id,
+                            "method": scope.get("method"),
+                            "path": scope.get("path"),
+                            "status": status["code"],
+                            "ms": round(1000 * (time.perf_counter() - started), 2),
+                            "client": (scope.get("client") or ["?"])[0],
+                        }
+                    )
+                )
+
+
+def cors_origins(explicit: list[str] | None = None) -> list[str]:
+    """Allowed cross-origin callers: none unless listed (comma-separated env var)."""
+    if explicit is not None:
+        return explicit
+    raw = os.environ.get(CORS_ENV, "")
+    return [o.strip() for o in raw.split(",") if o.strip()]
+
+
+def install_middleware(app, origins: list[str] | None = None) -> None:
+    """CORS (closed by default) inside, request context outermost."""
+    allowed = cors_origins(origins)
+    if allowed:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=allowed,
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["authorization", "content-type", REQUEST_ID_HEADER],
+        )
+    app.add_middleware(RequestContextMiddleware)
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per log line, for the server's structured logs."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload = {
+            "ts": round(record.created, 3),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            payload["exc"] = self.formatException(record.exc_info)
+        return json.dumps(payload)

@@ -1,0 +1,39 @@
+"""Security headers, request ids and the closed-by-default CORS policy, over real HTTP."""
+
+import httpx
+
+from backend.api.main import create_app
+from tests.api.conftest import ServerThread
+
+
+def test_every_response_carries_request_id_and_security_headers(client):
+    for path in ("/api/health", "/api/datasets/nope/summary"):
+        r = client.get(path)
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers["x-frame-options"] == "DENY"
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+        assert len(r.headers["x-request-id"]) >= 16
+
+
+def test_caller_request_id_is_echoed_only_when_plain(client):
+    assert client.get("/api/health", headers={"X-Request-ID": "job-42.a"}).headers["x-request-id"] == "job-42.a"
+    hostile = client.get("/api/health", headers={"X-Request-ID": "x<script>" + "a" * 80}).headers["x-request-id"]
+    assert "<" not in hostile and hostile.isalnum() and len(hostile) == 32
+
+
+def test_cors_is_closed_by_default(client):
+    r = client.get("/api/health", headers={"Origin": "http://elsewhere.example"})
+    assert "access-control-allow-origin" not in r.headers
+    pre = client.options(
+        "/api/health", headers={"Origin": "http://elsewhere.example", "Access-Control-Request-Method": "GET"}
+    )
+    assert "access-control-allow-origin" not in pre.headers
+
+
+def test_cors_opens_only_for_configured_origins(api_data, monkeypatch):
+    monkeypatch.setenv("ORIENTSCOPE_CORS_ORIGINS", "http://lab.example")
+    with ServerThread(create_app(api_data, dashboard=False)) as server, httpx.Client(base_url=server.url) as c:
+        ok = c.get("/api/health", headers={"Origin": "http://lab.example"})
+        assert ok.headers["access-control-allow-origin"] == "http://lab.example"
+        other = c.get("/api/health", headers={"Origin": "http://elsewhere.example"})
+        assert "access-control-allow-origin" not in other.headers
