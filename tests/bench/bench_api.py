@@ -1,0 +1,168 @@
+"""REST API under load on full QM9: latency, throughput, start time and memory.
+
+Starts ``orientscope serve`` (API + dashboard, one worker) on a loopback port
+over a precomputed full-QM9 store, then drives it with 32 concurrent
+httpx/asyncio clients for 30 s per endpoint. The baseline, measured in the same
+run, is one client at a time (no queueing) for 10 s per endpoint.
+
+Run: ``python -m tests.bench.bench_api`` (env ``ORIENTSCOPE_BENCH_DATA`` picks
+the data dir; default ``/tmp/os-bench-api``; the first run precomputes QM9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psutil
+
+from tests.bench.common import write_section
+
+CLIENTS = 32
+DURATION_S = 30.0
+BASELINE_S = 10.0
+SEED = 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ensure_store(data_dir: Path) -> float:
+    """Precompute full QM9 if needed; seconds spent (0 when warm)."""
+    from backend.pipeline.precompute import make_params, precompute
+    from backend.services.datasets import READY, dataset_info
+    from backend.store.datasets import has_dataset
+
+    if has_dataset(data_dir, "qm9") and dataset_info(data_dir, "qm9").status == READY:
+        return 0.0
+    t0 = time.perf_counter()
+    precompute(data_dir, "qm9", make_params())
+    return time.perf_counter() - t0
+
+
+def _start_server(data_dir: Path, port: int) -> tuple[subprocess.Popen, float]:
+    cmd = [sys.executable, "-m", "backend.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/api/health"
+    while True:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return proc, time.perf_counter() - t0
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.perf_counter() - t0 > 120:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.05)
+
+
+async def _drive(base: str, paths: list[str], clients: int, seconds: float) -> dict:
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+
+        async def worker(k: int) -> None:
+            nonlocal errors
+            rng = random.Random(SEED + k)
+            while time.perf_counter() < deadline:
+                path = rng.choice(paths)
+                t0 = time.perf_counter()
+                try:
+                    r = await client.get(path)
+                    await r.aread()
+                    ok = r.status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                latencies.append(time.perf_counter() - t0)
+                errors += not ok
+
+        t_start = time.perf_counter()
+        await asyncio.gather(*(worker(k) for k in range(clients)))
+        elapsed = time.perf_counter() - t_start
+    ms = np.array(latencies) * 1000
+    return {
+        "n": len(ms),
+        "p50": float(np.percentile(ms, 50)),
+        "p95": float(np.percentile(ms, 95)),
+        "rps": len(ms) / elapsed,
+        "errors": errors,
+    }
+
+
+def main() -> None:
+    data_dir = Path(os.environ.get("ORIENTSCOPE_BENCH_DATA", "/tmp/os-bench-api"))
+    precompute_s = _ensure_store(data_dir)
+    from backend.store.datasets import load_dataset
+
+    ids = list(load_dataset(data_dir, "qm9").ids)
+    rng = random.Random(SEED)
+    sample = rng.sample(ids, 2000)
+    port = _free_port()
+    proc, start_s = _start_server(data_dir, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        t0 = time.perf_counter()
+        httpx.get(f"{base}/api/datasets/qm9/summary", timeout=120).raise_for_status()
+        first_s = time.perf_counter() - t0
+        endpoints = {
+            "molecules/{id}": [f"/api/datasets/qm9/molecules/{m}" for m in sample],
+            "summary": ["/api/datasets/qm9/summary"],
+            "orientations?format=parquet": ["/api/datasets/qm9/orientations?format=parquet"],
+        }
+        for paths in endpoints.values():  # build every lazy cache once
+            httpx.get(base + paths[0], timeout=120).raise_for_status()
+        rows = []
+        for name, paths in endpoints.items():
+            single = asyncio.run(_drive(base, paths, 1, BASELINE_S))
+            loaded = asyncio.run(_drive(base, paths, CLIENTS, DURATION_S))
+            rows.append((name, single, loaded))
+            print(name, single, loaded, flush=True)
+        server = psutil.Process(proc.pid)
+        rss_mb = sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]) / 2**20
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    lines = [
+        "## api: REST API on full QM9 (130,831 molecules)",
+        "",
+        f"`orientscope serve` (API + dashboard, 1 worker) on loopback; {CLIENTS} concurrent httpx/asyncio clients "
+        f"for {DURATION_S:.0f} s per endpoint, driven from the same machine. Baseline: 1 client for {BASELINE_S:.0f} s.",
+        "",
+        "| endpoint | 1 client p50 / p95 (ms) | 1 client req/s | 32 clients p50 / p95 (ms) | 32 clients req/s | errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, s, c in rows:
+        lines.append(
+            f"| `{name}` | {s['p50']:.1f} / {s['p95']:.1f} | {s['rps']:.0f} | {c['p50']:.1f} / {c['p95']:.1f} | "
+            f"{c['rps']:.0f} | {s['errors'] + c['errors']} |"
+        )
+    lines += [
+        "",
+        f"- Server start with a warm store (spawn → `/api/health` 200): **{start_s:.2f} s** (target ≤ 5 s).",
+        f"- First `summary` request (loads the dataset into the read cache): {first_s:.2f} s.",
+        f"- Resident memory after the load test, full QM9 loaded: **{rss_mb:.0f} MB** (target ≤ 2 GB).",
+    ]
+    if precompute_s:
+        lines.append(f"- Precomputing the store for this run took {precompute_s:.0f} s (not part of the start time).")
+    lines.append(
+        "- Client and server share the 2 cores, so the 32-client figures include the load generator's own CPU."
+    )
+    write_section("api", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
