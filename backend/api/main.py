@@ -21,6 +21,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddle
 
 from backend import __version__
 from backend.api.deps import ApiSettings
+from backend.api.docs import install_docs
 from backend.api.errors import install_error_handlers, validation_body
 from backend.api.middleware import install_middleware
 from backend.api.routes import ROUTERS
@@ -59,7 +60,7 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url=f"{API_PREFIX}/docs",
+        docs_url=None,  # served below from local files: no CDN
         redoc_url=None,
     )
     app.state.settings = settings
@@ -73,6 +74,7 @@ def create_app(
     )
     # Outermost: request ids, security headers and access logs on every response.
     install_middleware(app)
+    install_docs(app)
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
 
