@@ -102,6 +102,20 @@ class MoleculePage:
     items: list[dict]
 
 
+def _mol_binaries(view: DatasetView) -> list[bytes | None]:
+    """RDKit molecules from the SMILES, kept as binary pickles (~0.3 kB each; live Mol objects take ~10x more)."""
+    from rdkit import Chem
+
+    def build():
+        out = []
+        for smi in view.smiles:
+            mol = Chem.MolFromSmiles(str(smi)) if smi else None
+            out.append(mol.ToBinary() if mol is not None else None)
+        return out
+
+    return view.extra("rdkit_binaries", build)
+
+
 def _smarts_mask(view: DatasetView, smarts: str) -> np.ndarray:
     """(n,) bool: molecules whose SMILES contain the SMARTS pattern (cached per pattern)."""
     from rdkit import Chem
@@ -116,8 +130,11 @@ def _smarts_mask(view: DatasetView, smarts: str) -> np.ndarray:
     pattern = Chem.MolFromSmarts(smarts)
     if pattern is None:
         raise InvalidInput(f"invalid SMARTS pattern {smarts!r}", ("query", "smarts"))
-    mols = view.extra("rdkit_mols", lambda: [Chem.MolFromSmiles(s) if s else None for s in view.smiles])
-    mask = np.fromiter((m is not None and m.HasSubstructMatch(pattern) for m in mols), dtype=bool, count=len(mols))
+    mask = np.fromiter(
+        (b is not None and Chem.Mol(b).HasSubstructMatch(pattern) for b in _mol_binaries(view)),
+        dtype=bool,
+        count=len(view),
+    )
     with view._lock:
         if len(cache) >= _SMARTS_CACHE:
             cache.pop(next(iter(cache)))
