@@ -279,6 +279,10 @@ def format_report(r: dict) -> str:
         if k == "classifiers":
             for clf, ctl in zip(v, c.get("classifiers", [])):
                 lines.append(f"{'classifier ' + clf['features']:<32}{clf['accuracy']:>22.3f}{ctl['accuracy']:>22.3f}")
+        if k == "regression":
+            for reg in v:
+                label = f"R from frame: {reg['property']}"
+                lines.append(f"{label:<32}{reg['improvement']:>+22.1%}{reg['control_improvement']:>+22.1%}")
     if "reference_orientation" in r:
         lines += ["", f"Reference orientation (molecule {r.get('reference_molecule')}):"]
         lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r["reference_orientation"]]
