@@ -28,6 +28,7 @@ from backend.api.routes import ROUTERS
 from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV, resolve_data_dir
 from backend.services.cache import MAX_VIEWS
 from backend.services.datasets import READY, dataset_summary, list_datasets
+from backend.services.molecules import list_molecules
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,7 @@ def _warm(data_dir: Path) -> None:
         if info.status == READY:
             try:
                 dataset_summary(data_dir, info.id)
+                list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
             except Exception:  # a warm-up failure must never stop the server; requests will report it
                 log.exception("warming %s failed", info.id)
 
