@@ -1,8 +1,8 @@
 """The ordered list of pipeline stages. Later stages may read earlier ones."""
 
-from backend.pipeline.stages import frames, models, statistics
+from backend.pipeline.stages import chemistry, frames, models, statistics
 
-STAGES = [frames.STAGE, statistics.STAGE, models.STAGE]
+STAGES = [frames.STAGE, statistics.STAGE, chemistry.STAGE, models.STAGE]
 STAGE_NAMES = [s.name for s in STAGES]
 
 

@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from backend.science.chemistry import pack_bits
+from backend.science.clustering import (
+    TanimotoIndex,
+    bulk_tanimoto,
+    leader_clusters,
+    leader_clusters_naive,
+    pairwise_tanimoto,
+    sampled_leader_clusters,
+)
+
+
+def _families(n_per=30, seed=0):
+    """Two families: members share a family core of 16 bits plus 2 private random bits."""
+    rng = np.random.default_rng(seed)
+    cores = [np.arange(16), np.arange(100, 116)]
+    n_bits, bits = [], []
+    for core in cores:
+        for _ in range(n_per):
+            b = np.unique(np.concatenate([core, rng.choice(np.arange(500, 2048), 2, replace=False)]))
+            n_bits.append(len(b))
+            bits.extend(b)
+    return pack_bits(np.array(n_bits), np.array(bits))
+
+
+def test_bulk_and_pairwise_tanimoto_known_values():
+    w = pack_bits(np.array([2, 3, 0]), np.array([1, 2, 1, 2, 3]))
+    assert np.allclose(bulk_tanimoto(w, w[0]), [1.0, 2 / 3, 0.0])
+    assert np.allclose(pairwise_tanimoto(w, w)[1], [2 / 3, 1.0, 0.0])
+
+
+def test_leader_matches_naive_and_separates_families():
+    w = _families()
+    order = np.random.default_rng(1).permutation(len(w))
+    fast, leaders = leader_clusters(w, 0.6, order=order)
+    naive, naive_leaders = leader_clusters_naive(w, 0.6, order=order)
+    assert (fast == naive).all() and (leaders == naive_leaders).all()
+    assert len(leaders) == 2 and len(set(fast[:30])) == 1 and fast[0] != fast[30]
+
+
+def test_leader_matches_naive_on_random_fingerprints():
+    rng = np.random.default_rng(4)
+    n_bits = rng.integers(5, 25, 300)
+    w = pack_bits(n_bits, rng.integers(0, 300, n_bits.sum()))  # duplicates within a row are fine
+    for t in (0.3, 0.5, 0.7):
+        assert (leader_clusters(w, t)[0] == leader_clusters_naive(w, t)[0]).all()
+    with pytest.raises(ValueError, match="threshold"):
+        leader_clusters(w, 1.5)
+
+
+def test_sampled_leader_assigns_everyone_to_their_family():
+    w = _families(50)
+    labels, leaders, sim = sampled_leader_clusters(w, 0.6, sample_size=10, seed=0)
+    assert (labels >= 0).all() and len(set(labels[:50])) == 1 and labels[0] != labels[50]
+    assert (sim >= 0.6).all()
+
+
+def test_index_nearest_excludes_self_and_non_candidates():
+    w = pack_bits(np.array([3, 3, 2, 3]), np.array([1, 2, 3, 1, 2, 4, 1, 2, 1, 2, 3]))
+    nn, sim = TanimotoIndex(w).nearest([0, 1])
+    assert nn.tolist() == [3, 2] and np.isclose(sim[0], 1.0)
+    nn, _ = TanimotoIndex(w, candidates=np.array([True, True, False, False])).nearest([0])
+    assert nn.tolist() == [1]

@@ -1,0 +1,34 @@
+import numpy as np
+import pytest
+
+from backend.science.substructure import SubstructureIndex, search_smarts
+
+SMILES = ["CCO", "CC=O", "c1ccccc1", "", "CC(=O)O", "not-smiles", "C#N"]
+
+
+def test_smarts_finds_the_right_ids_with_and_without_prefilter():
+    assert search_smarts(SMILES, "C=O").tolist() == [1, 4]
+    assert search_smarts(SMILES, "[OX2H]").tolist() == [0, 4]
+    assert search_smarts(SMILES, "c1ccccc1", prefilter=False).tolist() == [2]
+    index = SubstructureIndex(SMILES)
+    result = index.search("[#6]")
+    assert result.indices.tolist() == [0, 1, 2, 4, 6] and result.complete
+
+
+def test_matches_agree_with_full_scan_on_real_molecules(qm9_small):
+    with_pf, without = (
+        SubstructureIndex(list(qm9_small.smiles)),
+        SubstructureIndex(list(qm9_small.smiles), prefilter=False),
+    )
+    for smarts in ["C=O", "[#7]~[#6]~[#8]", "C1CC1", "[OH]", "C#N", "[R2]"]:
+        a, b = with_pf.search(smarts).indices, without.search(smarts).indices
+        assert np.array_equal(a, b) and len(a) > 0
+
+
+def test_invalid_smarts_and_limits():
+    with pytest.raises(ValueError, match="invalid SMARTS 'C\\(\\('"):
+        search_smarts(SMILES, "C((")
+    with pytest.raises(ValueError, match="non-empty"):
+        search_smarts(SMILES, "  ")
+    partial = SubstructureIndex(SMILES * 3).search("C", max_matches=2, block=7)
+    assert not partial.complete and len(partial.indices) >= 2
