@@ -1,0 +1,107 @@
+"""Benchmark of the "chemistry" stage on full QM9 (section ``chemistry`` of BENCHMARKS.md).
+
+Times each part of the stage as the stage runs it, the exact leader
+clustering against the O(N²) dense-matrix baseline on a subset, and SMARTS
+search latency over full QM9 with and without the pattern-fingerprint screen.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from backend.loaders.qm9 import load_qm9
+from backend.pipeline.stages import chemistry as stage
+from backend.science.chemistry import compute_chemistry
+from backend.science.clustering import leader_clusters, leader_clusters_naive, sampled_leader_clusters
+from backend.science.frames import compute_frames
+from backend.science.group_stats import group_orientation_stats
+from backend.science.rotations import random_rotations, rotate_molecules
+from backend.science.similarity import coupling, neighbour_pairs
+from backend.science.substructure import SubstructureIndex
+from tests.bench.common import timer, write_section
+
+SEED = 0
+SUBSET = 4000
+QUERIES = ["C=O", "C#N", "c1ccccc1", "[OH]", "C1CC1", "[#7]~[#6]~[#8]", "N", "[R2]", "C=C", "[#6]~[#6]~[#6]~[#6]~[#6]~[#6]",
+           "O=C-N", "[nH]", "C1CCOC1", "[F]", "[#8]~[#8]", "C#C", "[CX4H0]", "c1ccncc1", "C(=O)O", "[#6]1~[#6]~[#6]~[#6]1"]  # fmt: skip
+
+
+def _latency(index) -> tuple[float, float, list[float]]:
+    seconds = [index.search(q).seconds for q in QUERIES]
+    return float(np.percentile(seconds, 50)), float(np.percentile(seconds, 95)), seconds
+
+
+def main() -> None:
+    t: dict[str, float] = {}
+    mols = load_qm9()
+    frames = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers)
+    rotated = rotate_molecules(mols.positions_angstrom, mols.offsets, random_rotations(mols.n_molecules, SEED + 1))
+    control = compute_frames(rotated, mols.offsets, mols.atomic_numbers)
+
+    with timer(t, "chemistry (parse, fingerprints, scaffolds; 2 workers)"):
+        chem = compute_chemistry(mols)
+    fps = chem.fingerprints
+    with timer(t, "sampled leader clustering"):
+        labels, leaders, _ = sampled_leader_clusters(
+            fps, stage.CLUSTER_THRESHOLD, sample_size=stage.CLUSTER_SAMPLE, seed=SEED, mask=chem.ok
+        )
+    with timer(t, "group statistics (3 groupings)"):
+        for values in (chem.scaffold, chem.formula):
+            group_orientation_stats(
+                np.unique(values, return_inverse=True)[1].reshape(-1), frames.quaternions, frames.rotations
+            )
+        group_orientation_stats(labels, frames.quaternions, frames.rotations)
+    pool = chem.ok & ~frames.degenerate
+    with timer(t, f"nearest neighbours of {stage.N_PAIRS} molecules (exact, whole dataset)"):
+        q, nn, _ = neighbour_pairs(fps, stage.N_PAIRS, SEED, pool)
+    kw = {"pool": pool, "seed": SEED, "n_random": stage.N_RANDOM, "n_permutations": stage.N_PERMUTATIONS}
+    with timer(t, "coupling (original + control)"):
+        original = coupling(frames.rotations, q, nn, **kw)
+        ctrl = coupling(control.rotations, q, nn, **kw)
+    total = sum(t.values())
+
+    rng = np.random.default_rng(SEED)
+    sub = fps[rng.choice(np.flatnonzero(chem.ok), SUBSET, replace=False)]
+    order = rng.permutation(SUBSET)
+    t0 = time.perf_counter()
+    fast, _ = leader_clusters(sub, stage.CLUSTER_THRESHOLD, order=order)
+    t_fast = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    naive, _ = leader_clusters_naive(sub, stage.CLUSTER_THRESHOLD, order=order)
+    t_naive = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    index = SubstructureIndex(list(chem.smiles))
+    t_index = time.perf_counter() - t0
+    p50, p95, _ = _latency(index)
+    t0 = time.perf_counter()
+    plain = SubstructureIndex(list(chem.smiles), prefilter=False)
+    t_plain = time.perf_counter() - t0
+    q50, q95, _ = _latency(plain)
+
+    sizes = np.bincount(labels[labels >= 0])
+    rows = "\n".join(f"| — {name} | {sec:.1f} s | |" for name, sec in t.items())
+    md = f"""## Chemistry: groups, per-group poses, similarity–pose coupling (issue 4)
+
+| figure | ours | baseline / target |
+|---|---|---|
+| chemistry stage parts on full QM9 ({mols.n_molecules:,} molecules), sum | {total:.1f} s | target ≤ 90 s |
+{rows}
+| leader clustering at Tanimoto {stage.CLUSTER_THRESHOLD}, {SUBSET:,}-molecule subset (prefix-filtered inverted index) | {t_fast:.2f} s | naive O(N²) bulk Tanimoto + leader: {t_naive:.2f} s ({t_naive / t_fast:.1f}×); identical labels: {bool((fast == naive).all())} |
+| sampled leader on full QM9 (sample {stage.CLUSTER_SAMPLE}) | {len(leaders):,} clusters, {(labels >= 0).mean():.1%} of molecules assigned, largest {sizes.max()} | exact leader on full QM9: ~80k clusters at 0.6 in 274 s (measured once while developing, loaded machine) |
+| SMARTS search, {len(QUERIES)} queries, with pattern-fingerprint screen | p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms | target p95 ≤ 1 s; without screen: p50 {q50 * 1000:.0f} ms, p95 {q95 * 1000:.0f} ms |
+| SMARTS index build (parse all SMILES once) | {t_index:.1f} s with screen | {t_plain:.1f} s without |
+
+Coupling on full QM9 ({original["n_pairs"]} pairs): neighbours within 30° {original["nn_within_30deg"]:.3f}, random pairs {original["random_within_30deg"]:.4f},
+enrichment **{original["enrichment"]:.1f}** (p = {original["pvalue"]:.2g}; permutation p = {original["pvalue_permutation"]:.2g} with {original["n_permutations"]} shuffles);
+control enrichment **{ctrl["enrichment"]:.2f}** (acceptance: ≥ 5 with p < 1e-6; control in [0.5, 2]).
+Timings are noisy: the 2 cores were shared with other jobs (load average often 7–9).
+"""
+    write_section("chemistry", md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
