@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import threading
+import time
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -99,7 +100,9 @@ def create_app(
     return app
 
 
-def _warm(data_dir: Path) -> None:
+def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
+    # Let uvicorn bind and answer its first requests before loading the store competes for the GIL.
+    time.sleep(delay_s)
     for info in list_datasets(data_dir)[:MAX_VIEWS]:
         if info.status == READY:
             try:

@@ -158,8 +158,11 @@ def main() -> None:
     ]
     if precompute_s:
         lines.append(f"- Precomputing the store for this run took {precompute_s:.0f} s (not part of the start time).")
+    load = os.getloadavg()[0]
     lines.append(
-        "- Client and server share the 2 cores, so the 32-client figures include the load generator's own CPU."
+        f"- Client and server share the machine's cores (1-min load average {load:.1f} at the end of the run; "
+        "other jobs running at the same time inflate every figure), so the 32-client figures include the load "
+        "generator's own CPU."
     )
     write_section("api", "\n".join(lines))
 
