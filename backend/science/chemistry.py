@@ -139,28 +139,24 @@ def _graph(smiles: str, z: np.ndarray, pos: np.ndarray):
         return None, "failed", "; ".join(e for e in (error, str(exc)) if e)
 
 
-def murcko_scaffold(mol) -> str:
-    """Murcko scaffold SMILES; "" for acyclic molecules."""
+def murcko_scaffolds(mol, cache: dict | None = None) -> tuple[str, str]:
+    """(Murcko scaffold, generic scaffold) SMILES; ("", "") for acyclic molecules.
+
+    The generic scaffold is the cyclic skeleton: all atoms carbon, all bonds
+    single, exocyclic atoms pruned. ``cache`` maps scaffold -> generic SMILES.
+    """
     from rdkit import Chem
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
     if mol.GetRingInfo().NumRings() == 0:
-        return ""
-    return Chem.MolToSmiles(MurckoScaffold.GetScaffoldForMol(mol))
-
-
-def generic_scaffold(scaffold_smiles: str) -> str:
-    """The cyclic skeleton of a scaffold: all atoms carbon, all bonds single."""
-    from rdkit import Chem
-    from rdkit.Chem.Scaffolds import MurckoScaffold
-
-    if not scaffold_smiles:
-        return ""
-    mol = Chem.MolFromSmiles(scaffold_smiles)
-    if mol is None:
-        return ""
-    generic = MurckoScaffold.MakeScaffoldGeneric(mol)
-    return Chem.MolToSmiles(MurckoScaffold.GetScaffoldForMol(generic))
+        return "", ""
+    core = MurckoScaffold.GetScaffoldForMol(mol)
+    exact = Chem.MolToSmiles(core)
+    cache = {} if cache is None else cache
+    if exact not in cache:
+        generic = MurckoScaffold.GetScaffoldForMol(MurckoScaffold.MakeScaffoldGeneric(core))
+        cache[exact] = Chem.MolToSmiles(generic)
+    return exact, cache[exact]
 
 
 def _chunk_worker(smiles: list[str], z: np.ndarray, pos: np.ndarray, offsets: np.ndarray):
@@ -171,7 +167,8 @@ def _chunk_worker(smiles: list[str], z: np.ndarray, pos: np.ndarray, offsets: np
     RDLogger.DisableLog("rdApp.*")
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=FP_RADIUS, fpSize=FP_BITS)
     empty = "0" * (FP_BITS // 4)
-    out_smiles, sources, errors, scaffolds, hex_fps = [], [], [], [], []
+    out_smiles, sources, errors, scaffolds, generics, hex_fps = [], [], [], [], [], []
+    cache: dict[str, str] = {}
     for i, smi in enumerate(smiles):
         a, b = offsets[i], offsets[i + 1]
         mol, source, error = _graph(smi, z[a:b], pos[a:b])
@@ -180,14 +177,17 @@ def _chunk_worker(smiles: list[str], z: np.ndarray, pos: np.ndarray, offsets: np
         if mol is None:
             out_smiles.append("")
             scaffolds.append("")
+            generics.append("")
             hex_fps.append(empty)
             continue
         out_smiles.append(smi if source == "smiles" else Chem.MolToSmiles(mol))
-        scaffolds.append(murcko_scaffold(mol))
+        exact, generic = murcko_scaffolds(mol, cache)
+        scaffolds.append(exact)
+        generics.append(generic)
         # FPS text is the bit vector as little-endian hex: bytes.fromhex packs it as we store it.
         hex_fps.append(DataStructs.BitVectToFPSText(gen.GetFingerprint(mol)))
     fps = np.frombuffer(bytes.fromhex("".join(hex_fps)), dtype=np.uint8).reshape(len(smiles), FP_BITS // 8)
-    return out_smiles, sources, errors, scaffolds, fps.view(np.uint64)
+    return out_smiles, sources, errors, scaffolds, generics, fps.view(np.uint64)
 
 
 def pack_bits(n_bits: np.ndarray, bits: np.ndarray, n_words: int = FP_WORDS, chunk: int = 16384) -> np.ndarray:
@@ -249,10 +249,8 @@ def compute_chemistry(mols: MoleculeSet, n_jobs: int | None = None, progress: Pr
         parts = [np.asarray(r[i], dtype=dtype) for r in results]
         return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
-    out_smiles, sources, errors, scaffolds = (cat(i, object).astype(str) for i in range(4))
-    fps = np.concatenate([r[4] for r in results]) if results else np.zeros((0, FP_WORDS), np.uint64)
-    uniq, inverse = np.unique(scaffolds, return_inverse=True)
-    generic = np.asarray([generic_scaffold(s) for s in uniq], dtype=object).astype(str)[inverse.reshape(-1)]
+    out_smiles, sources, errors, scaffolds, generic = (cat(i, object).astype(str) for i in range(5))
+    fps = np.concatenate([r[5] for r in results]) if results else np.zeros((0, FP_WORDS), np.uint64)
     ok = sources != "failed"
     if (~ok).any():
         log.warning("%d of %d molecules have no molecular graph", int((~ok).sum()), n)
@@ -260,7 +258,7 @@ def compute_chemistry(mols: MoleculeSet, n_jobs: int | None = None, progress: Pr
         smiles=out_smiles,
         formula=hill_formulas(mols.atomic_numbers, mols.offsets),
         scaffold=scaffolds,
-        generic_scaffold=generic if n else np.zeros(0, str),
+        generic_scaffold=generic,
         ok=ok,
         source=sources,
         error=errors,

@@ -33,15 +33,26 @@ def test_failed_molecule_is_flagged_not_dropped():
 
 
 def test_scaffolds_and_packed_bits():
-    mols = from_molecules([METHANE] * 3, smiles=["C", "Cc1ccccc1", "CC1CCC(=O)N1"])
-    # The 3D atoms do not match these SMILES, so use the scaffold helpers via SMILES-only checks.
     from rdkit import Chem
 
-    from backend.science.chemistry import generic_scaffold, murcko_scaffold
+    from backend.science.chemistry import murcko_scaffolds
 
-    assert murcko_scaffold(Chem.MolFromSmiles("Cc1ccccc1")) == "c1ccccc1"
-    assert murcko_scaffold(Chem.MolFromSmiles("CCO")) == ""
-    assert generic_scaffold("O=C1CCCN1") == "C1CCCC1"
+    assert murcko_scaffolds(Chem.MolFromSmiles("Cc1ccccc1")) == ("c1ccccc1", "C1CCCCC1")
+    assert murcko_scaffolds(Chem.MolFromSmiles("CCO")) == ("", "")
+    assert murcko_scaffolds(Chem.MolFromSmiles("CC1CCC(=O)N1")) == ("O=C1CCCN1", "C1CCCC1")
     words = pack_bits(np.array([2, 1]), np.array([0, 65, 2047]))
     assert words[0, 0] == 1 and words[0, 1] == 2 and words[1, 31] == np.uint64(1) << np.uint64(63)
-    assert len(mols.ids) == 3
+
+
+def test_real_qm9_molecules_get_scaffolds_and_agree_between_smiles_and_3d(qm9_small):
+    mols = qm9_small.subset(range(0, 400, 20))
+    chem = compute_chemistry(mols)
+    assert chem.ok.all() and (chem.source == "smiles").all()
+    ring = chem.scaffold != ""
+    assert ring.any() and (chem.generic_scaffold[ring] != "").all()
+    no_smiles = from_molecules([mols.atoms_of(i) for i in range(mols.n_molecules)], ids=mols.ids)
+    perceived = compute_chemistry(no_smiles)
+    assert (perceived.source == "3d").all() and perceived.ok.all()
+    # Bonds perceived from the DFT geometry give the same graph as QM9's SMILES for most molecules.
+    same = (perceived.fingerprints == chem.fingerprints).all(axis=1)
+    assert same.mean() >= 0.8
