@@ -24,6 +24,7 @@ from app.figures import (
     sphere_figure,
 )
 from app.mapview import clicked_row, map_layers
+from app.pages_upload import register_upload, upload_section
 from app.state import GROUPINGS, ViewState, parse_query
 from app.static_report import static_report_html
 from app.verdict import verdict_children
@@ -200,6 +201,7 @@ def build_layout(read_only: bool) -> html.Div:
             dcc.Download(id="download-report"),
             dcc.Interval(id="status-poll", interval=2000, disabled=True),
             _header(read_only),
+            upload_section(read_only),
             html.Div(id="messages", className="messages"),
             html.Div(id="progress", className="progress"),
             html.Section(
@@ -370,6 +372,8 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     )
     app.layout = lambda: build_layout(read_only)
     _register(app, data_dir)
+    if not read_only:
+        register_upload(app)
     return app
 
 

@@ -1,0 +1,145 @@
+"""The upload page (``/upload``): send a dataset to ``POST /api/datasets`` and follow its job.
+
+The browser talks to the REST API itself (clientside callbacks), so an upload
+from the page meets the same size limit, token check and read-only refusal as
+any other client, and no science or storage runs in a Dash callback. The page
+is left out entirely on a read-only server.
+"""
+
+from __future__ import annotations
+
+import dash
+from dash import Input, Output, State, dcc, html
+
+UPLOAD_PATH = "/upload"
+MAX_BROWSER_UPLOAD_BYTES = 200 * 1024 * 1024  # larger files: use `orientscope ingest`
+FORMAT_OPTIONS = ["auto", "xyz", "extxyz", "sdf", "asedb", "npz", "parquet"]
+POLL_MS = 700
+
+_SHOW = f'function(pathname) {{ return pathname !== "{UPLOAD_PATH}"; }}'
+
+_SUBMIT = """
+async function(n_clicks, contents, filename, name, format, strict, token) {
+    if (!n_clicks) { return window.dash_clientside.no_update; }
+    if (!contents) { return {error: "Choose a file first."}; }
+    // Decode the data URL by hand: the page's CSP (connect-src 'self') forbids fetch("data:...").
+    const binary = atob(contents.slice(contents.indexOf(",") + 1));
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) { bytes[i] = binary.charCodeAt(i); }
+    const blob = new Blob([bytes]);
+    const form = new FormData();
+    form.append("file", blob, filename || "upload");
+    form.append("name", (name || filename || "").trim());
+    form.append("format", format || "auto");
+    form.append("strict", strict && strict.length ? "true" : "false");
+    const headers = token ? {"Authorization": "Bearer " + token} : {};
+    let response;
+    try {
+        response = await fetch("/api/datasets", {method: "POST", body: form, headers: headers});
+    } catch (err) {
+        return {error: "Upload failed: " + err};
+    }
+    let body = {};
+    try { body = await response.json(); } catch (err) { body = {detail: response.statusText}; }
+    if (response.status !== 202) {
+        const detail = typeof body.detail === "string" ? body.detail
+            : (body.detail || []).map(d => d.msg).join("; ");
+        return {error: "Refused (" + response.status + "): " + detail};
+    }
+    return {job_id: body.job_id, dataset_id: body.dataset_id};
+}
+"""
+
+_POLL = """
+async function(n_intervals, job) {
+    const nu = window.dash_clientside.no_update;
+    if (!job) { return [0, "", true, nu, true]; }
+    if (job.error) { return [0, job.error, true, nu, true]; }
+    const response = await fetch("/api/jobs/" + job.job_id);
+    if (!response.ok) { return [0, "Job " + job.job_id + " not found.", true, nu, true]; }
+    const j = await response.json();
+    const pct = Math.round(100 * j.progress);
+    const text = j.state + " — " + pct + "% — " + j.stage + ": " + j.message;
+    const finished = j.state === "done" || j.state === "failed";
+    const href = "/?dataset=" + encodeURIComponent(j.dataset_id);
+    return [pct, text, finished, href, j.state !== "done"];
+}
+"""
+
+
+def upload_section(read_only: bool) -> html.Section | None:
+    """The upload form with its progress bar (None on a read-only server)."""
+    if read_only:
+        return None
+    return html.Section(
+        [
+            html.H2("Upload a dataset"),
+            html.P(
+                "XYZ, extended XYZ, SDF/MOL, ASE .db/.aselmdb, NPZ (z, pos, n_atoms), our Parquet, "
+                "or a zip/tar of such files. The whole pipeline runs in the background; the dataset then "
+                "appears in the dataset list. Large files: use `orientscope ingest`."
+            ),
+            dcc.Upload(
+                html.Div(["Drop a file here or ", html.A("choose one")], id="upload-drop-text"),
+                id="upload-file",
+                multiple=False,
+                max_size=MAX_BROWSER_UPLOAD_BYTES,
+                className="upload-drop",
+                style={"border": "1px dashed #888", "padding": "1.5em", "textAlign": "center", "cursor": "pointer"},
+            ),
+            html.Div(
+                [
+                    dcc.Input(id="upload-name", placeholder="dataset name", type="text", debounce=False),
+                    dcc.Dropdown(id="upload-format", options=FORMAT_OPTIONS, value="auto", clearable=False),
+                    dcc.Checklist(
+                        id="upload-strict",
+                        options=[{"label": " strict (fail on any bad record)", "value": "strict"}],
+                        value=[],
+                    ),
+                    dcc.Input(id="upload-token", placeholder="API token (if the server needs one)", type="password"),
+                    html.Button("Upload and analyse", id="upload-submit", n_clicks=0),
+                ],
+                className="upload-form",
+            ),
+            html.Progress(id="upload-progress", value="0", max="100", style={"width": "100%"}),
+            html.Div(id="upload-status", className="upload-status", role="status"),
+            html.A("Open the dataset", id="upload-open", href="/", hidden=True),
+            dcc.Store(id="upload-job"),
+            dcc.Interval(id="upload-poll", interval=POLL_MS, disabled=True),
+        ],
+        id="upload-page",
+        className="panel",
+        hidden=True,
+    )
+
+
+def register_upload(app: dash.Dash) -> None:
+    """Clientside callbacks of the upload page (register only when the section is in the layout)."""
+    app.clientside_callback(_SHOW, Output("upload-page", "hidden"), Input("url", "pathname"))
+    app.clientside_callback(
+        "function(filename) { return filename ? 'Chosen: ' + filename : window.dash_clientside.no_update; }",
+        Output("upload-drop-text", "children"),
+        Input("upload-file", "filename"),
+    )
+    app.clientside_callback(
+        _SUBMIT,
+        Output("upload-job", "data"),
+        Input("upload-submit", "n_clicks"),
+        State("upload-file", "contents"),
+        State("upload-file", "filename"),
+        State("upload-name", "value"),
+        State("upload-format", "value"),
+        State("upload-strict", "value"),
+        State("upload-token", "value"),
+        prevent_initial_call=True,
+    )
+    app.clientside_callback(
+        _POLL,
+        Output("upload-progress", "value"),
+        Output("upload-status", "children"),
+        Output("upload-poll", "disabled"),
+        Output("upload-open", "href"),
+        Output("upload-open", "hidden"),
+        Input("upload-poll", "n_intervals"),
+        Input("upload-job", "data"),
+    )
