@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import current_process, get_context
 
 import numpy as np
 
@@ -222,7 +222,9 @@ def compute_chemistry(mols: MoleculeSet, n_jobs: int | None = None, progress: Pr
     notify = progress or (lambda f, m: None)
     smiles = list(mols.smiles) if mols.smiles is not None else [""] * n
     n_jobs = max(1, min(n_jobs or 2, os.cpu_count() or 1))
-    n_chunks = 1 if n < MIN_PARALLEL or n_jobs == 1 else 8 * n_jobs
+    # Daemon processes (e.g. a job runner's workers) may not start children.
+    serial = n < MIN_PARALLEL or n_jobs == 1 or current_process().daemon
+    n_chunks = 1 if serial else 8 * n_jobs
     spans = _chunks(n, n_chunks)
     off = mols.offsets
 

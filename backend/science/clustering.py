@@ -61,6 +61,23 @@ def bulk_tanimoto(words: np.ndarray, query: np.ndarray, counts: np.ndarray | Non
     return tanimoto_from_counts(inter, counts, int(np.bitwise_count(query).sum()))
 
 
+def most_similar(
+    words: np.ndarray, row: int, k: int = 10, counts: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` rows most similar to ``row`` (itself excluded), best first.
+
+    Returns (indices (k,), Tanimoto (k,)); ties go to the lower index.
+    """
+    if not 0 <= row < len(words):
+        raise IndexError(f"row {row} out of range for {len(words)} fingerprints")
+    sim = bulk_tanimoto(words, words[row], counts)
+    sim[row] = -1.0
+    k = max(0, min(k, len(words) - 1))
+    top = np.argpartition(-sim, k - 1)[:k] if k else np.zeros(0, np.int64)
+    top = top[np.lexsort((top, -sim[top]))]
+    return top, sim[top]
+
+
 def pairwise_tanimoto(words_a: np.ndarray, words_b: np.ndarray, block: int = 256) -> np.ndarray:
     """(n_a, n_b) dense Tanimoto matrix, computed in blocks (the O(N²) baseline)."""
     ca, cb = popcounts(words_a), popcounts(words_b)

@@ -7,6 +7,7 @@ from backend.science.clustering import (
     bulk_tanimoto,
     leader_clusters,
     leader_clusters_naive,
+    most_similar,
     pairwise_tanimoto,
     sampled_leader_clusters,
 )
@@ -63,3 +64,11 @@ def test_index_nearest_excludes_self_and_non_candidates():
     assert nn.tolist() == [3, 2] and np.isclose(sim[0], 1.0)
     nn, _ = TanimotoIndex(w, candidates=np.array([True, True, False, False])).nearest([0])
     assert nn.tolist() == [1]
+
+
+def test_most_similar_ranks_and_excludes_self():
+    w = pack_bits(np.array([3, 3, 2, 3]), np.array([1, 2, 3, 1, 2, 4, 1, 2, 1, 2, 3]))
+    idx, sim = most_similar(w, 0, k=2)
+    assert idx.tolist() == [3, 2] and np.allclose(sim, [1.0, 2 / 3])
+    with pytest.raises(IndexError, match="row 9"):
+        most_similar(w, 9)
