@@ -6,26 +6,59 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from tqdm import tqdm
 
 from backend.core.errors import OrientScopeError
 from backend.core.settings import DEFAULT_SEED, resolve_data_dir
-from backend.pipeline import export as export_mod
-from backend.pipeline import ingest as ingest_mod
-from backend.pipeline.precompute import make_params, precompute
-from backend.services.report import build_report
 from backend.store import datasets as ds
+
+# The pipeline pulls in scikit-learn, RDKit and SciPy's statistics: commands
+# import it only when they run, so `orientscope serve` starts quickly.
+
+
+def make_params(*args, **kwargs):
+    from backend.pipeline.precompute import make_params as impl
+
+    return impl(*args, **kwargs)
+
+
+def precompute(*args, **kwargs):
+    from backend.pipeline.precompute import precompute as impl
+
+    return impl(*args, **kwargs)
+
+
+def build_report(*args, **kwargs):
+    from backend.services.report import build_report as impl
+
+    return impl(*args, **kwargs)
+
+
+class _Lazy:
+    def __init__(self, module: str):
+        self._module = module
+
+    def __getattr__(self, name: str):
+        import importlib
+
+        return getattr(importlib.import_module(self._module), name)
+
+
+export_mod = _Lazy("backend.pipeline.export")
+ingest_mod = _Lazy("backend.pipeline.ingest")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folder (default: $ORIENTSCOPE_DATA_DIR or ./data)")]
+DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", help="store folder (default: $ORIENTSCOPE_DATA_DIR or ./data)")
+]
 Frame = Annotated[str, typer.Option("--frame", help="pca | pca-mass | inertia")]
 Sign = Annotated[str, typer.Option("--sign", help="sign rule: max | count")]
 Seed = Annotated[int, typer.Option("--seed", help="seed for the control rotations, splits and bootstrap")]
-Limit = Annotated[Optional[int], typer.Option("--limit", help="use an evenly spread subset of N molecules")]
+Limit = Annotated[int | None, typer.Option("--limit", help="use an evenly spread subset of N molecules")]
 
 
 class _Bar:
@@ -42,8 +75,13 @@ class _Bar:
         if stage != self.stage:
             self.close()
             self.stage = stage
-            self.bar = tqdm(total=100, desc=f"[{number}/{total}] {stage}", file=sys.stderr, leave=True,
-                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}")
+            self.bar = tqdm(
+                total=100,
+                desc=f"[{number}/{total}] {stage}",
+                file=sys.stderr,
+                leave=True,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}",
+            )
         self.bar.n = int(round(100 * fraction))
         self.bar.set_postfix_str(message)
         if fraction >= 1.0:
@@ -60,7 +98,7 @@ def _fail(err: Exception) -> None:
     raise typer.Exit(2)
 
 
-def _run(data_dir: Optional[Path], dataset: str, params: dict, quiet: bool = False) -> Path:
+def _run(data_dir: Path | None, dataset: str, params: dict, quiet: bool = False) -> Path:
     root = resolve_data_dir(data_dir)
     bar = _Bar(quiet)
     try:
@@ -130,7 +168,9 @@ class _IngestBar:
     """One tqdm bar for a whole ingest (load, save, every stage)."""
 
     def __init__(self, desc: str):
-        self.bar = tqdm(total=100, desc=desc, file=sys.stderr, bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}")
+        self.bar = tqdm(
+            total=100, desc=desc, file=sys.stderr, bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}"
+        )
 
     def __call__(self, fraction: float, stage: str, message: str) -> None:
         self.bar.n = int(round(100 * fraction))
@@ -153,7 +193,9 @@ def ingest_cmd(
     name: Annotated[str, typer.Option("--name", help="display name; the dataset id is derived from it")],
     data_dir: DataDir = None,
     fmt: Annotated[str, typer.Option("--format", help="auto | xyz | extxyz | sdf | asedb | npz | parquet")] = "auto",
-    strict: Annotated[bool, typer.Option("--strict", help="fail on the first malformed record instead of skipping it")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="fail on the first malformed record instead of skipping it")
+    ] = False,
 ) -> None:
     """Load PATH (a file, store folder or zip/tar of files), store it and run the whole pipeline."""
     bar = _IngestBar(f"ingest {path.name}")
@@ -177,7 +219,9 @@ def generate_cmd(
     """Embed SMILES with RDKit ETKDG and analyse the poses it produces."""
     bar = _IngestBar(f"generate {smiles.name}")
     try:
-        meta = ingest_mod.generate_dataset(resolve_data_dir(data_dir), smiles, name, seed=seed, random_coords=random_coords, progress=bar)
+        meta = ingest_mod.generate_dataset(
+            resolve_data_dir(data_dir), smiles, name, seed=seed, random_coords=random_coords, progress=bar
+        )
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         bar.close()
         _fail(err)
@@ -192,14 +236,18 @@ def export_cmd(
     out: Annotated[Path, typer.Option("--out", help="output file")],
     data_dir: DataDir = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the random rotations")] = DEFAULT_SEED,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="xyz | extxyz | sdf | asedb | npz | parquet (default: the input's)")] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="xyz | extxyz | sdf | asedb | npz | parquet (default: the input's)")
+    ] = None,
 ) -> None:
     """Write DATASET with de-biased poses; the per-molecule rotations go to OUT.rotations.csv."""
     try:
         info = export_mod.export_dataset(resolve_data_dir(data_dir), dataset, mode, out, seed=seed, fmt=fmt)
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         _fail(err)
-    typer.echo(f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {info['path']}")
+    typer.echo(
+        f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {info['path']}"
+    )
     typer.echo(f"rotations: {info['rotations_path']}")
 
 
@@ -229,7 +277,9 @@ def serve_cmd(
     port: Annotated[int, typer.Option("--port", help="TCP port")] = 8050,
     data_dir: DataDir = None,
     read_only: Annotated[bool, typer.Option("--read-only", help="refuse every write through the API and UI")] = False,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="worker processes (uvicorn factory mode when > 1)")] = 1,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, help="worker processes (uvicorn factory mode when > 1)")
+    ] = 1,
 ) -> None:
     """Serve the REST API (/api) and the dashboard (/); precomputes QM9 first if it is missing."""
     import os
@@ -257,7 +307,9 @@ def serve_cmd(
         os.environ[READ_ONLY_ENV] = "1" if read_only else ""
         uvicorn.run("backend.api.main:app_from_env", factory=True, host=host, port=port, workers=workers)
     else:
-        uvicorn.run(create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True), host=host, port=port)
+        uvicorn.run(
+            create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True), host=host, port=port
+        )
 
 
 def format_report(r: dict) -> str:
@@ -272,12 +324,14 @@ def format_report(r: dict) -> str:
     ]
     if "kl" in r:
         lines.append(f"{'KL to uniform SO(3) (k=5)':<32}{_kl(r['kl']):>22}{_kl(c.get('kl')):>22}")
-        lines.append(f"{'KL, axis signs ignored':<32}{_kl(r['kl_sign_invariant']):>22}{_kl(c.get('kl_sign_invariant')):>22}")
+        lines.append(
+            f"{'KL, axis signs ignored':<32}{_kl(r['kl_sign_invariant']):>22}{_kl(c.get('kl_sign_invariant')):>22}"
+        )
         lines.append(f"{'KS vs Haar angle law: D':<32}{r['ks']['statistic']:>22.4f}{c['ks']['statistic']:>22.4f}")
         lines.append(f"{'KS p-value':<32}{r['ks']['pvalue']:>22.3g}{c['ks']['pvalue']:>22.3g}")
     for k, v in r.items():
         if k == "classifiers":
-            for clf, ctl in zip(v, c.get("classifiers", [])):
+            for clf, ctl in zip(v, c.get("classifiers", []), strict=False):
                 lines.append(f"{'classifier ' + clf['features']:<32}{clf['accuracy']:>22.3f}{ctl['accuracy']:>22.3f}")
         if k == "regression":
             for reg in v:

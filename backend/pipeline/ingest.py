@@ -22,9 +22,7 @@ from backend.core.limits import Limits
 from backend.core.settings import slugify, validate_id
 from backend.loaders.base import Loaded
 from backend.loaders.detect import load_path
-from backend.loaders.rdkit_generated import generate
 from backend.pipeline.builtin import BUILTIN
-from backend.pipeline.precompute import make_params, precompute
 from backend.store import datasets as ds
 
 log = logging.getLogger(__name__)
@@ -70,6 +68,10 @@ def store_and_precompute(
     data_dir = Path(data_dir)
     validate_id(dataset_id)
     notify = progress or _quiet
+    # Imported here: the stages pull in scikit-learn and RDKit, which the API
+    # server should not load just to list jobs.
+    from backend.pipeline.precompute import make_params, precompute
+
     params = params or make_params()
     final = ds.dataset_dir(data_dir, dataset_id)
     if final.exists():
@@ -151,6 +153,8 @@ def generate_dataset(
     """Embed a SMILES file with RDKit ETKDG (seeded), store it and run every stage; its meta."""
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
+    from backend.loaders.rdkit_generated import generate
+
     loaded = generate(
         Path(smiles_file),
         seed=seed,
