@@ -175,8 +175,8 @@ def _compare_section() -> html.Section:
             html.H2("Compare"),
             html.Div(
                 [
-                    dcc.Dropdown(id="compare-a", placeholder="dataset A"),
-                    dcc.Dropdown(id="compare-b", placeholder="dataset B"),
+                    dcc.Dropdown(id="compare-a", placeholder="dataset A, e.g. QM9"),
+                    dcc.Dropdown(id="compare-b", placeholder="dataset B, e.g. QM9 · control"),
                 ],
                 className="compare-pickers",
             ),
@@ -499,7 +499,12 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
             return [html.P(_friendly(err), className="warning")], message_figure("", 300), [], None, True
         options = BASE_COLOR_OPTIONS + [{"label": f"property: {p}", "value": f"prop:{p}"} for p in props]
         hist = angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram"))
-        return verdict_children(report), hist, options, None, True
+        try:
+            children = verdict_children(report)
+        except (KeyError, TypeError, ValueError, IndexError):  # a report section in an unexpected shape
+            log.exception("cannot render the verdict of %s", dataset)
+            children = [html.P((report.get("verdict") or {}).get("text", "No verdict."), className="verdict-line")]
+        return children, hist, options, None, True
 
     @app.callback(
         Output("orientation-map", "figure"),
@@ -689,20 +694,16 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
     @app.callback(
         Output("compare-a", "options"),
         Output("compare-b", "options"),
-        Output("compare-a", "value"),
-        Output("compare-b", "value"),
         Input("map-state", "data"),
-        State("compare-a", "value"),
     )
-    def compare_options(st, current):
+    def compare_options(_st):
+        """Each ready dataset and its control; nothing is computed until two are picked."""
         options, ready = _dataset_options(data_dir)
         opts = []
         for o in options:
             if o["value"] in ready:
                 opts += [o, {"label": f"{o['label']} · control", "value": f"{o['value']}::control"}]
-        if current or not st or not st.get("dataset"):
-            return opts, opts, no_update, no_update
-        return opts, opts, st["dataset"], f"{st['dataset']}::control"
+        return opts, opts
 
     @app.callback(Output("compare-body", "children"), Input("compare-a", "value"), Input("compare-b", "value"))
     def compare(a, b):

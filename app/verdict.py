@@ -53,10 +53,13 @@ def classifier_rows(report: dict) -> list[list[str]]:
     for clf in report.get("classifiers", []) or []:
         other = ctl.get(clf.get("features"), {})
         ci = clf.get("ci95") or [None, None]
+        if isinstance(ci, dict):  # {"accuracy": [lo, hi], "auc": [lo, hi]}
+            ci = ci.get("accuracy") or [None, None]
+        auc = f", AUC {_num(clf['auc'])}" if clf.get("auc") is not None else ""
         rows.append(
             [
-                f"classifier: {clf.get('features')}",
-                f"{_num(clf.get('accuracy'))} [{_num(ci[0])}, {_num(ci[1])}] (p {_p(clf.get('pvalue'))})",
+                f"classifier accuracy: {clf.get('features')}",
+                f"{_num(clf.get('accuracy'))} [{_num(ci[0])}, {_num(ci[1])}]{auc} (p {_p(clf.get('pvalue'))})",
                 f"{_num(other.get('accuracy'))} (p {_p(other.get('pvalue'))})" if other else "–",
             ]
         )

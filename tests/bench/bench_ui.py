@@ -1,0 +1,259 @@
+"""UI benchmark in headless Chromium on full QM9 -> section `ui` of BENCHMARKS.md.
+
+Measures, next to naive baselines in the same run:
+- navigation -> orientation map drawn with every axis point (float32, gzip, few Scattergl traces)
+  vs. a Scattergeo Mollweide page fed uncompressed float64 JSON lists;
+- click on a map point -> 3D viewer showing that molecule
+  vs. reopening the page with ``?molecule=`` (a full reload).
+
+Usage: python -m tests.bench.bench_ui [DATA_DIR]   (default $ORIENTSCOPE_BENCH_DIR or /tmp/os-bench-ui;
+QM9 frames and statistics are computed there first if missing).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from backend.store.atomic import atomic_write_bytes
+from tests.browser.chrome import make_driver, map_traces, quit_driver, serve
+
+REPO = Path(__file__).resolve().parents[2]
+SECTION = "ui"
+N_NAV = 3
+N_CLICKS = 5
+
+CLICK_PROBE_JS = """
+window.__t = {};
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+gd.addEventListener('mousedown', () => { window.__t.click = performance.now(); }, true);
+const el = document.getElementById('molecule-viewer');
+new MutationObserver(() => { window.__t.changed = performance.now(); window.__t.molecule = el.dataset.molecule; })
+  .observe(el, {attributes: true, attributeFilter: ['data-molecule']});
+"""
+
+ISOLATED_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const t = gd._fullData.find(d => d.meta && d.meta.kind === 'points');
+const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+const r = gd.getBoundingClientRect();
+// bucket every point into 6-px cells; a point alone in its 3x3 block of cells is safe to click
+const cell = 6, counts = new Map(), px = new Float32Array(t.x.length), py = new Float32Array(t.x.length);
+for (let i = 0; i < t.x.length; i++) {
+  px[i] = xa._offset + xa.l2p(t.x[i]); py[i] = ya._offset + ya.l2p(t.y[i]);
+  const k = Math.floor(px[i] / cell) + ',' + Math.floor(py[i] / cell);
+  counts.set(k, (counts.get(k) || 0) + 1);
+}
+const out = [];
+for (let i = 0; i < t.x.length && out.length < arguments[0]; i++) {
+  const cx = Math.floor(px[i] / cell), cy = Math.floor(py[i] / cell);
+  let n = 0;
+  for (let a = -1; a <= 1; a++) for (let b = -1; b <= 1; b++) n += counts.get((cx + a) + ',' + (cy + b)) || 0;
+  if (n <= arguments[1] && px[i] > 20 && py[i] > 20 && px[i] < r.width - 20 && py[i] < r.height - 20)
+    out.push({index: i, dx: px[i] - r.width / 2, dy: py[i] - r.height / 2});
+}
+return out;
+"""
+
+
+def ensure_store(data_dir: Path) -> Path:
+    from backend.pipeline.precompute import make_params, precompute
+    from backend.store import datasets as ds
+
+    if not (ds.has_dataset(data_dir, "qm9") and ds.read_meta(data_dir, "qm9").get("active_result")):
+        precompute(data_dir, "qm9", make_params(seed=0), stages=["frames", "statistics"])
+    return data_dir
+
+
+def _wait(fn, timeout=120.0, poll=0.02):
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(poll)
+    raise TimeoutError("benchmark condition not reached")
+
+
+def time_dashboard_map(driver, url: str, n_points: int) -> float:
+    t0 = time.perf_counter()
+    driver.get(url)
+
+    def drawn():
+        tr = map_traces(driver) or []
+        return any(t["kind"] == "points" and t["n"] == n_points for t in tr)
+
+    _wait(drawn)
+    return time.perf_counter() - t0
+
+
+def baseline_page(folder: Path, x: np.ndarray, y: np.ndarray) -> None:
+    """Naive page: Scattergeo with Mollweide projection, float64 lon/lat as JSON lists, no compression."""
+    import plotly
+
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    (folder / "plotly.min.js").write_bytes(plotly_js.read_bytes())
+    fig = {
+        "data": [
+            {"type": "scattergeo", "lon": x.tolist(), "lat": y.tolist(), "mode": "markers", "marker": {"size": 2}}
+        ],
+        "layout": {"geo": {"projection": {"type": "mollweide"}, "showland": False}, "height": 460},
+    }
+    (folder / "fig.json").write_text(json.dumps(fig))
+    (folder / "index.html").write_text(
+        "<!DOCTYPE html><html><body><div id='g'></div><script src='plotly.min.js'></script><script>"
+        "fetch('fig.json').then(r => r.json()).then(f => Plotly.newPlot('g', f.data, f.layout))"
+        ".then(gd => { window.__drawn = gd._fullData[0]._length; });</script></body></html>"
+    )
+
+
+def serve_folder(folder: Path):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = lambda *a, **k: Quiet(*a, directory=str(folder), **k)  # noqa: E731
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+BASELINE_TIMEOUT_S = 60.0
+
+
+def time_baseline_map(driver, url: str, n_points: int) -> float:
+    """Seconds until the naive page has drawn every point (inf if it does not within BASELINE_TIMEOUT_S)."""
+    t0 = time.perf_counter()
+    driver.get(url)
+    try:
+        _wait(lambda: driver.execute_script("return window.__drawn") == n_points, timeout=BASELINE_TIMEOUT_S)
+    except TimeoutError:
+        return float("inf")
+    return time.perf_counter() - t0
+
+
+def time_clicks(driver) -> list[float]:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+    time.sleep(1.0)
+    driver.execute_script(CLICK_PROBE_JS)
+    out = []
+    for target in driver.execute_script(ISOLATED_JS, N_CLICKS, 3):
+        before = driver.execute_script("return window.__t.molecule || null")
+        ActionChains(driver).move_to_element_with_offset(
+            graph, int(round(target["dx"])), int(round(target["dy"]))
+        ).pause(0.2).click().perform()
+        try:
+            _wait(
+                lambda b=before: driver.execute_script(
+                    "return window.__t.changed > window.__t.click && window.__t.molecule !== arguments[0]", b
+                ),
+                timeout=30,
+            )
+        except TimeoutError:
+            continue  # the click landed between points
+        out.append(driver.execute_script("return window.__t.changed - window.__t.click") / 1000.0)
+    return out
+
+
+def time_reload_select(driver, base: str, mol: str) -> float:
+    t0 = time.perf_counter()
+    driver.get(f"{base}/?dataset=qm9&molecule={mol}")
+    _wait(
+        lambda: driver.execute_script(
+            "const e = document.getElementById('molecule-viewer'); return e && e.dataset.molecule === arguments[0]", mol
+        )
+    )
+    return time.perf_counter() - t0
+
+
+def write_section(text: str) -> None:
+    path = REPO / "BENCHMARKS.md"
+    old = path.read_text() if path.exists() else "# Benchmarks\n"
+    start, end = f"<!-- bench:{SECTION} -->", f"<!-- /bench:{SECTION} -->"
+    block = f"{start}\n{text.rstrip()}\n{end}"
+    if start in old and end in old:
+        new = old[: old.index(start)] + block + old[old.index(end) + len(end) :]
+    else:
+        new = old.rstrip() + "\n\n" + block + "\n"
+    atomic_write_bytes(path, new.encode())
+
+
+def main(argv: list[str] | None = None) -> None:
+    from app.mapview import map_layers
+
+    argv = sys.argv[1:] if argv is None else argv
+    data_dir = ensure_store(Path(argv[0] if argv else os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui")))
+    state = {
+        "dataset": "qm9",
+        "color": "axis",
+        "grouping": "formula",
+        "group": None,
+        "smarts": None,
+        "view": "map",
+        "axes": "123",
+    }
+    layers = map_layers(data_dir, state)
+    n_mol, n_points = layers.md.n_molecules, int(layers.rows.size)
+    ids = [str(i) for i in layers.md.ids]
+    results: dict = {}
+    with serve(data_dir) as base:
+        driver = make_driver()
+        try:
+            driver.get(base + "/")  # warm the server caches and the browser's HTTP cache once
+            time_dashboard_map(driver, base + "/?dataset=qm9", n_points)
+            results["map"] = [time_dashboard_map(driver, f"{base}/?dataset=qm9&n={i}", n_points) for i in range(N_NAV)]
+            results["clicks"] = time_clicks(driver)
+            results["reload"] = [time_reload_select(driver, base, ids[layers.rows[i]]) for i in (11, 222)]
+            folder = Path(os.environ.get("TMPDIR", "/tmp")) / "os-bench-ui-baseline"
+            folder.mkdir(exist_ok=True)
+            lon = (
+                np.degrees(np.arctan2(layers.md.vectors[..., 1], layers.md.vectors[..., 0]))
+                .reshape(-1)
+                .astype(np.float64)
+            )
+            lat = np.degrees(np.arcsin(np.clip(layers.md.vectors[..., 2], -1, 1))).reshape(-1).astype(np.float64)
+            baseline_page(folder, lon, lat)
+            httpd = serve_folder(folder)
+            try:
+                burl = f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
+                print("dashboard:", results, flush=True)
+                results["baseline_map"] = [time_baseline_map(driver, burl, n_points)]
+            finally:
+                httpd.shutdown()
+            results["baseline_bytes"] = (folder / "fig.json").stat().st_size
+        finally:
+            quit_driver(driver)
+    med = statistics.median
+    base_map = med(results["baseline_map"])
+    base_txt = f"{base_map:.2f} s" if np.isfinite(base_map) else f"not drawn within {BASELINE_TIMEOUT_S:.0f} s"
+    text = f"""## UI (headless Chromium, software WebGL, full QM9)
+
+{n_mol:,} molecules, {n_points:,} axis points; `python -m tests.bench.bench_ui`; 2 shared CPU cores.
+
+| measure | OrientScope | naive baseline (same run) | target |
+|---|---|---|---|
+| navigation → map drawn with all points (median of {N_NAV}) | {med(results["map"]):.2f} s | {base_txt} (Scattergeo Mollweide, float64 JSON lists, {results["baseline_bytes"] / 1e6:.1f} MB uncompressed) | ≤ 2.5 s |
+| click on a point → 3D viewer shows it (median of {len(results["clicks"])}) | {(med(results["clicks"]) * 1000 if results["clicks"] else float("nan")):.0f} ms | {med(results["reload"]) * 1000:.0f} ms (reopen the page with `?molecule=`) | ≤ 500 ms |
+
+Raw (s): map {", ".join(f"{v:.2f}" for v in results["map"])}; baseline {", ".join(f"{v:.2f}" for v in results["baseline_map"])};
+clicks {", ".join(f"{v:.3f}" for v in results["clicks"])}; reload {", ".join(f"{v:.2f}" for v in results["reload"])}.
+The map ships x/y as base64 float32 plus uint8 colour codes in one Scattergl trace, gzip-compressed.
+"""
+    print(text)
+    write_section(text)
+
+
+if __name__ == "__main__":
+    main()
