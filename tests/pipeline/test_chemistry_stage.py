@@ -41,3 +41,4 @@ def test_report_exposes_similarity_keys(qm9_store):
     for key in ("n_pairs", "nn_within_30deg", "random_within_30deg", "enrichment", "pvalue", "control_enrichment"):
         assert key in report["similarity"]
     assert set(report["groups"]) == {"scaffold", "formula", "cluster"}
+    assert 0 < report["groups"]["cluster"]["n_grouped"] <= report["groups"]["formula"]["n_grouped"]

@@ -74,8 +74,14 @@ def run(ctx: StageContext) -> StageOutput:
     frames, control_frames = ctx.frames("original"), ctx.frames("control")
     tables = {f"groups_{g}": _group_table(group_ids[g], group_labels[g], frames, ids) for g in GROUPINGS}
     groups = {
-        g: {"n_groups": int(len(tables[f"groups_{g}"])), "largest": _largest(tables[f"groups_{g}"])} for g in GROUPINGS
+        g: {
+            "n_groups": int(len(tables[f"groups_{g}"])),
+            "n_grouped": int((group_ids[g] >= 0).sum()),
+            "largest": _largest(tables[f"groups_{g}"]),
+        }
+        for g in GROUPINGS
     }
+    groups["cluster"].update({"threshold": CLUSTER_THRESHOLD, "method": "sampled leader", "sample": CLUSTER_SAMPLE})
 
     ctx.progress(0.75, "chemical nearest neighbours")
     pool = chem.ok & ~frames.degenerate
