@@ -82,7 +82,9 @@ def main(n_large: int = N_LARGE) -> dict:
         del_small = small.stat().st_size
         small.unlink()
         make_large(large, n_large)
-        r["large_baseline"] = measure(f"import numpy as np; f = np.load({str(large)!r}); extra = {{'n': len(f['n_atoms']), 'atoms': len(f['z'])}}; f['pos']")
+        r["large_baseline"] = measure(
+            f"import numpy as np; f = np.load({str(large)!r}); extra = {{'n': len(f['n_atoms']), 'atoms': len(f['z'])}}; f['pos']"
+        )
         r["large_ingest"] = measure(
             "from backend.pipeline.ingest import ingest_file\n"
             f"meta = ingest_file({str(tmp / 'd2')!r}, {str(large)!r}, 'bench large')\n"
@@ -94,10 +96,10 @@ def main(n_large: int = N_LARGE) -> dict:
 
 | measurement | molecules | time | throughput | peak RSS |
 |---|---:|---:|---:|---:|
-| baseline: `ase.io.read(path, ':')` of the 10k extxyz ({del_small / 1e6:.1f} MB), parse only | {r['small_baseline']['n']:,} | {r['small_baseline']['seconds']:.1f} s | {r['small_baseline']['n'] / r['small_baseline']['seconds']:,.0f} mol/s | {r['small_baseline']['peak_rss_mb']:,.0f} MB |
-| **ingest + full pipeline**, 10k QM9 extxyz (target ≤ 60 s) | {s['n']:,} | **{s['seconds']:.1f} s** | {s['n'] / s['seconds']:,.0f} mol/s | {s['peak_rss_mb']:,.0f} MB |
-| baseline: `np.load` of the {n_large:,}-molecule NPZ ({large_bytes / 1e6:.0f} MB) | {r['large_baseline']['n']:,} | {r['large_baseline']['seconds']:.1f} s | {r['large_baseline']['n'] / r['large_baseline']['seconds']:,.0f} mol/s | {r['large_baseline']['peak_rss_mb']:,.0f} MB |
-| **streaming ingest + full pipeline**, {n_large:,}-molecule NPZ (bound ≤ 8 GB) | {lg['n']:,} | **{lg['seconds']:.1f} s** | {lg['n'] / lg['seconds']:,.0f} mol/s | **{lg['peak_rss_mb']:,.0f} MB** |
+| baseline: `ase.io.read(path, ':')` of the 10k extxyz ({del_small / 1e6:.1f} MB), parse only | {r["small_baseline"]["n"]:,} | {r["small_baseline"]["seconds"]:.1f} s | {r["small_baseline"]["n"] / r["small_baseline"]["seconds"]:,.0f} mol/s | {r["small_baseline"]["peak_rss_mb"]:,.0f} MB |
+| **ingest + full pipeline**, 10k QM9 extxyz (target ≤ 60 s) | {s["n"]:,} | **{s["seconds"]:.1f} s** | {s["n"] / s["seconds"]:,.0f} mol/s | {s["peak_rss_mb"]:,.0f} MB |
+| baseline: `np.load` of the {n_large:,}-molecule NPZ ({large_bytes / 1e6:.0f} MB) | {r["large_baseline"]["n"]:,} | {r["large_baseline"]["seconds"]:.1f} s | {r["large_baseline"]["n"] / r["large_baseline"]["seconds"]:,.0f} mol/s | {r["large_baseline"]["peak_rss_mb"]:,.0f} MB |
+| **streaming ingest + full pipeline**, {n_large:,}-molecule NPZ (bound ≤ 8 GB) | {lg["n"]:,} | **{lg["seconds"]:.1f} s** | {lg["n"] / lg["seconds"]:,.0f} mol/s | **{lg["peak_rss_mb"]:,.0f} MB** |
 
 The ingest rows include reading and validating every record, writing the
 dataset, and running every registered pipeline stage (frames of the stored
