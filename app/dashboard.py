@@ -24,6 +24,7 @@ from app.figures import (
     sphere_figure,
 )
 from app.mapview import clicked_row, map_layers
+from app.offload import offloaded
 from app.pages_upload import register_upload, upload_section
 from app.state import GROUPINGS, ViewState, parse_query
 from app.static_report import static_report_html
@@ -378,7 +379,9 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
 
 
 def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place for all callbacks
-    @app.callback(
+    callback = offloaded(app.callback)
+
+    @callback(
         Output("url", "search"),
         Output("dataset-select", "value"),
         Output("color-by", "value"),
@@ -464,7 +467,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         out[11] = options
         return out
 
-    @app.callback(
+    @callback(
         Output("verdict", "children"),
         Output("angle-histogram", "figure"),
         Output("color-by", "options"),
@@ -506,7 +509,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
             children = [html.P((report.get("verdict") or {}).get("text", "No verdict."), className="verdict-line")]
         return children, hist, options, None, True
 
-    @app.callback(
+    @callback(
         Output("orientation-map", "figure"),
         Output("map-notes", "children"),
         Output("map-drawn", "data"),
@@ -522,7 +525,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
             return message_figure(_friendly(err)), None, None
         return fig, [html.Span(n + ". ") for n in layers.notes], st
 
-    @app.callback(
+    @callback(
         Output("orientation-map", "figure", allow_duplicate=True),
         Input("selected", "data"),
         State("map-state", "data"),
@@ -540,7 +543,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         patch["data"][TRACE["selected"]]["y"] = [] if sel is None else sel[1].tolist()
         return patch
 
-    @app.callback(
+    @callback(
         Output("selected", "data", allow_duplicate=True),
         Input("orientation-map", "clickData"),
         State("map-state", "data"),
@@ -554,7 +557,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         row = clicked_row(layers, st.get("view", "map"), point.get("curveNumber", -1), point.get("pointNumber", -1))
         return no_update if row is None else str(layers.md.ids[row])
 
-    @app.callback(
+    @callback(
         Output("selected", "data", allow_duplicate=True),
         Input({"type": "neighbour", "id": ALL}, "n_clicks"),
         prevent_initial_call=True,
@@ -564,7 +567,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
             return no_update
         return ctx.triggered_id["id"]
 
-    @app.callback(
+    @callback(
         Output("molecule-id", "children"),
         Output("molecule-info", "children"),
         Output("molecule-extra", "children"),
@@ -618,7 +621,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         prevent_initial_call=True,
     )
 
-    @app.callback(
+    @callback(
         Output("group-filter", "options"),
         Output("groups-table", "data"),
         Output("groups-table", "selected_rows"),
@@ -637,7 +640,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         picked = [i for i, r in enumerate(rows) if r["group"] == st.get("group")]
         return options, rows, picked
 
-    @app.callback(
+    @callback(
         Output("group-filter", "value", allow_duplicate=True),
         Input("groups-table", "selected_rows"),
         State("groups-table", "data"),
@@ -650,7 +653,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         group = rows[selected_rows[0]]["group"]
         return no_update if group == current else group
 
-    @app.callback(Output("group-spec", "data"), Input("map-state", "data"))
+    @callback(Output("group-spec", "data"), Input("map-state", "data"))
     def show_group_members(st):
         if not st or not st.get("group") or not st.get("dataset"):
             return None
@@ -662,7 +665,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         details = [data.molecule_detail(data_dir, st["dataset"], m) for m in members]
         return viewer_spec(group_scenes(details), molecule=f"group:{st['group']}", cols=4) if details else None
 
-    @app.callback(
+    @callback(
         Output("download-report", "data"),
         Input("download-report-btn", "n_clicks"),
         State("map-state", "data"),
@@ -691,7 +694,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         )
         return {"content": text, "filename": f"orientscope-{st['dataset']}-report.html", "type": "text/html"}
 
-    @app.callback(
+    @callback(
         Output("compare-a", "options"),
         Output("compare-b", "options"),
         Input("map-state", "data"),
@@ -705,7 +708,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
                 opts += [o, {"label": f"{o['label']} · control", "value": f"{o['value']}::control"}]
         return opts, opts
 
-    @app.callback(Output("compare-body", "children"), Input("compare-a", "value"), Input("compare-b", "value"))
+    @callback(Output("compare-body", "children"), Input("compare-a", "value"), Input("compare-b", "value"))
     def compare(a, b):
         return [_compare_column(data_dir, v) for v in (a, b) if v]
 
