@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from backend.core.dataset import MoleculeSet
+from backend.core.orientations_schema import R_COLUMNS
 from backend.core.settings import DEFAULT_SEED
 from backend.loaders.asedb import write_asedb
 from backend.loaders.detect import EXTENSIONS
@@ -32,7 +33,6 @@ from backend.loaders.npz import write_npz
 from backend.loaders.parquet_orientations import write_parquet
 from backend.loaders.sdf import write_sdf
 from backend.loaders.xyz import write_xyz
-from backend.pipeline.frames_table import R_COLUMNS
 from backend.science.frames import canonical_positions, compute_frames
 from backend.science.rotations import derived_seed, random_rotations, rotate_molecules
 from backend.store import datasets as ds

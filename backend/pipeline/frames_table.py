@@ -1,23 +1,13 @@
-"""Frames <-> the per-molecule orientations table (our Parquet schema).
-
-Columns: ``id``, ``r00`` … ``r22`` (rows of R), ``qx qy qz qw``,
-``ev1 ev2 ev3``, ``cx cy cz`` (centroid, Å), ``degenerate``, ``reason``, and
-for each axis ``a`` in 1..3 ``lon{a}``/``lat{a}`` (degrees) for the Mollweide map.
-"""
+"""Frames <-> the per-molecule orientations table (schema in backend/core/orientations_schema.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
 from backend.science.frames import Frames
 from backend.science.sphere import axes_lonlat_deg
-
-R_COLUMNS = [f"r{i}{j}" for i in range(3) for j in range(3)]
-Q_COLUMNS = ["qx", "qy", "qz", "qw"]
-EV_COLUMNS = ["ev1", "ev2", "ev3"]
-C_COLUMNS = ["cx", "cy", "cz"]
-LONLAT_COLUMNS = [f"{c}{a}" for a in (1, 2, 3) for c in ("lon", "lat")]
 
 
 def frames_to_table(ids: np.ndarray, frames: Frames) -> pd.DataFrame:

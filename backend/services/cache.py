@@ -24,8 +24,8 @@ import pandas as pd
 
 from backend.core.dataset import MoleculeSet
 from backend.core.errors import NotFoundError
+from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
 from backend.core.settings import validate_id
-from backend.pipeline.frames_table import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
 from backend.services.results import open_result
 from backend.store import datasets as ds
 from backend.store.results import MANIFEST, ResultStore

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from backend.pipeline.frames_table import EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
+from backend.core.orientations_schema import EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
 from backend.services.cache import get_view
 from backend.services.errors import InvalidInput
 

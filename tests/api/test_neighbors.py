@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from backend.pipeline.frames_table import R_COLUMNS
+from backend.core.orientations_schema import R_COLUMNS
 from backend.science.rotations import geodesic_angle
 from backend.services.results import open_result
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from backend.pipeline.frames_table import R_COLUMNS
+from backend.core.orientations_schema import R_COLUMNS
 from backend.services.results import open_result
 
 

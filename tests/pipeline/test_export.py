@@ -2,9 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from backend.core.orientations_schema import R_COLUMNS
 from backend.loaders.detect import load_path
 from backend.pipeline.export import EXPORT_FORMATS, debias, export_molecules, rotate_properties
-from backend.pipeline.frames_table import R_COLUMNS
 from backend.science.frames import canonical_positions, compute_frames
 from backend.science.rotations import random_rotations
 
