@@ -24,7 +24,7 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
 
 def validate_id(value: str, what: str = "dataset id") -> str:
     """Return ``value`` if it is a safe id, else ValueError naming the rule."""
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
         raise ValueError(
             f"invalid {what} {value!r}: use 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit"
         )

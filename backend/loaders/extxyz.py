@@ -46,6 +46,24 @@ def atoms_properties(atoms) -> tuple[str | None, str, dict[str, float]]:
     return mol_id, smiles, props
 
 
+def _columns_problem(comment: str, first_atom_line: str) -> str | None:
+    """ASE makes one numpy field per declared column, so a count like ``species:S:2147483648``
+    would take minutes and gigabytes: refuse more columns than the atom lines hold."""
+    from ase.io.extxyz import key_val_str_to_dict
+
+    try:
+        spec = key_val_str_to_dict(comment).get("Properties")
+    except Exception:  # ASE reports a malformed comment line itself
+        return None
+    counts = spec.split(":")[2::3] if isinstance(spec, str) else []
+    if not all(c.strip().isdigit() for c in counts):
+        return None
+    declared, available = sum(int(c) for c in counts), len(first_atom_line.split())
+    if declared > available:
+        return f"Properties declares {declared:,} columns but the atom lines have {available}"
+    return None
+
+
 def _parse_frame(text: str):
     from ase.io import read  # ASE import is slow; only pay it when reading
 
@@ -57,6 +75,10 @@ def read_extxyz(path: Path, limits: Limits, progress: LoadProgress | None = None
         for block in iter_xyz_blocks(LineReader(fh, Path(path).name), limits):
             if isinstance(block, BadRecord):
                 yield block
+                continue
+            problem = _columns_problem(block.comment, block.atom_lines[0])
+            if problem:
+                yield BadRecord(block.where, f"not a valid extended-XYZ frame ({problem})")
                 continue
             text = f"{len(block.atom_lines)}\n{block.comment}\n{''.join(block.atom_lines)}"
             try:

@@ -11,16 +11,18 @@ elements are skipped and counted (or fail in strict mode).
 from __future__ import annotations
 
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
-from backend.core.errors import DatasetError
+from backend.core.errors import DatasetError, OrientScopeError
 from backend.core.limits import Limits
 from backend.loaders.base import Collector, Loaded, LoadProgress
 
 REQUIRED = ("z", "pos", "n_atoms")
 CHUNK_BYTES = 64 << 20
+MAX_ITEM_BYTES = 4096  # per array element: a string dtype of millions of characters is a memory bomb
 
 
 def _read_header(fh) -> tuple[tuple, np.dtype, bool]:
@@ -42,6 +44,10 @@ def _read_array(zf: zipfile.ZipFile, member: str, source: str, progress=None, la
         raise DatasetError(
             f"{source}: array {member!r} holds Python objects; only plain numeric/string arrays are read"
         )
+    if dtype.itemsize > MAX_ITEM_BYTES:
+        raise DatasetError(
+            f"{source}: array {member!r} has {dtype.itemsize:,}-byte elements ({dtype}); at most {MAX_ITEM_BYTES:,} are read"
+        )
     out = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
     flat = out.reshape(-1, order="F" if fortran else "C")
     per_chunk = max(CHUNK_BYTES // max(dtype.itemsize, 1), 1)
@@ -61,8 +67,19 @@ def _read_array(zf: zipfile.ZipFile, member: str, source: str, progress=None, la
 
 
 def feed_npz(path: Path, collector: Collector, progress: LoadProgress | None = None) -> None:
-    """Stream an NPZ file's molecules into ``collector``."""
-    path = Path(path)
+    """Stream an NPZ file's molecules into ``collector``; DatasetError for a corrupt file."""
+    try:
+        _feed_npz(Path(path), collector, progress)
+    except OrientScopeError:
+        raise
+    # A damaged zip or .npy member surfaces as any of these, from zipfile, zlib or numpy's header parser.
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as err:
+        raise DatasetError(
+            f"{Path(path).name}: corrupt NPZ file ({type(err).__name__}: {err}); expected arrays z, pos, n_atoms"
+        ) from None
+
+
+def _feed_npz(path: Path, collector: Collector, progress: LoadProgress | None) -> None:
     source = path.name
     limits = collector.limits
     try:

@@ -6,7 +6,16 @@ from backend import __version__
 def test_health(client):
     r = client.get("/api/health")
     assert r.status_code == 200
-    assert r.json() == {"status": "ok", "version": __version__, "read_only": False}
+    body = r.json()
+    assert {k: body[k] for k in ("status", "version", "read_only", "ready")} == {
+        "status": "ok",
+        "version": __version__,
+        "read_only": False,
+        "ready": True,
+    }
+    # qm9 and toy have results, pending has none; no job was ever submitted here.
+    assert body["datasets"] == {"ready": 2, "computing": 1, "failed": 0}
+    assert body["jobs"] == {"queued": 0, "running": 0, "done": 0, "failed": 0}
 
 
 def test_openapi_describes_every_model_and_field(client):

@@ -1,15 +1,39 @@
 """GET /api/health."""
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from backend import __version__
 from backend.api.deps import SettingsDep
 from backend.api.schemas import HealthPublic
+from backend.pipeline.jobs import STATES, list_jobs
+from backend.services.datasets import COMPUTING, FAILED, READY, list_datasets
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health", response_model=HealthPublic)
+class HealthStatus(HealthPublic):
+    """Liveness, readiness and the state of the datasets and background jobs."""
+
+    ready: bool = Field(description="True once at least one dataset is ready to browse.")
+    datasets: dict[str, int] = Field(description="How many datasets are ready, computing and failed.")
+    jobs: dict[str, int] = Field(description="How many background jobs are queued, running, done and failed.")
+
+
+@router.get("/health", response_model=HealthStatus)
 def health(settings: SettingsDep) -> dict:
-    """Liveness and version."""
-    return {"status": "ok", "version": __version__, "read_only": settings.read_only}
+    """Liveness, version, readiness and counts of datasets and jobs by state."""
+    datasets = dict.fromkeys((READY, COMPUTING, FAILED), 0)
+    for info in list_datasets(settings.data_dir):
+        datasets[info.status] = datasets.get(info.status, 0) + 1
+    jobs = dict.fromkeys(STATES, 0)
+    for job in list_jobs(settings.data_dir):
+        jobs[job.get("state")] = jobs.get(job.get("state"), 0) + 1
+    return {
+        "status": "ok",
+        "version": __version__,
+        "read_only": settings.read_only,
+        "ready": datasets[READY] > 0,
+        "datasets": datasets,
+        "jobs": jobs,
+    }
