@@ -7,7 +7,7 @@ SMILES = ["CCO", "CC=O", "c1ccccc1", "", "CC(=O)O", "not-smiles", "C#N"]
 
 
 def test_smarts_finds_the_right_ids_with_and_without_prefilter():
-    assert search_smarts(SMILES, "C=O").tolist() == [1, 4]
+    assert search_smarts(SMILES, "C=O", prefilter=True).tolist() == [1, 4]
     assert search_smarts(SMILES, "[OX2H]").tolist() == [0, 4]
     assert search_smarts(SMILES, "c1ccccc1", prefilter=False).tolist() == [2]
     index = SubstructureIndex(SMILES)
