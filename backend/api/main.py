@@ -146,6 +146,14 @@ def _mount_dashboard(app: FastAPI, settings: ApiSettings) -> None:
         log.info("app.dashboard is not available; serving the API only")
         return
     create_dash(server=app, data_dir=Path(settings.data_dir), read_only=settings.read_only)
+    from dash.exceptions import DependencyException
+
+    # Dash serves only registered component files and raises this for any other path: a 404, not a 500.
+    app.add_exception_handler(DependencyException, _unknown_dash_file)
+
+
+async def _unknown_dash_file(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": f"no such dashboard file {request.url.path!r}"}, status_code=404)
 
 
 def app_from_env() -> FastAPI:

@@ -16,23 +16,31 @@ from pathlib import Path
 import numpy as np
 
 from backend.core.limits import Limits
-from backend.loaders.base import BadRecord, Collector, Loaded, LoadProgress, Record, open_text
+from backend.loaders.base import BadRecord, Collector, LineReader, Loaded, LoadProgress, Record, open_text
 
 MAX_EMBED_FAILURES = 0.5
+EMBED_TIMEOUT_S = 10  # ETKDG gives up on one molecule after this long
 
 
 def read_smiles_file(path: Path) -> Iterator[tuple[int, str, str | None]]:
     """(line number, SMILES, name or None) per non-empty, non-comment line ("SMILES [name]")."""
     with open_text(path) as fh:
-        for line_no, line in enumerate(fh, 1):
+        lines = LineReader(fh, Path(path).name)  # binary junk: DatasetError naming the line
+        while (line := lines.next()) is not None:
             parts = line.split()
             if not parts or parts[0].startswith("#") or parts[0].lower() == "smiles":
                 continue
-            yield line_no, parts[0], parts[1] if len(parts) > 1 else None
+            yield lines.line_no, parts[0], parts[1] if len(parts) > 1 else None
 
 
-def embed_smiles(smiles: str, seed: int, random_coords: bool) -> tuple[np.ndarray, np.ndarray, str] | str:
-    """(atomic numbers, positions Å, canonical SMILES) of one embedded molecule, or an error message."""
+def embed_smiles(
+    smiles: str, seed: int, random_coords: bool, max_atoms: int | None = None
+) -> tuple[np.ndarray, np.ndarray, str] | str:
+    """(atomic numbers, positions Å, canonical SMILES) of one embedded molecule, or an error message.
+
+    A molecule of more than ``max_atoms`` atoms (hydrogens included) is refused before embedding,
+    whose cost grows steeply with size.
+    """
     from rdkit import Chem, RDLogger
     from rdkit.Chem import AllChem
 
@@ -42,7 +50,10 @@ def embed_smiles(smiles: str, seed: int, random_coords: bool) -> tuple[np.ndarra
     if mol is None:
         return f"RDKit cannot parse SMILES {smiles!r}"
     mol = Chem.AddHs(mol)
+    if max_atoms is not None and mol.GetNumAtoms() > max_atoms:
+        return f"{mol.GetNumAtoms():,} atoms with hydrogens; the limit is {max_atoms:,} (ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE)"
     params = AllChem.ETKDGv3()
+    params.timeout = EMBED_TIMEOUT_S
     params.randomSeed = int(seed)
     params.useRandomCoords = bool(random_coords)
     if AllChem.EmbedMolecule(mol, params) != 0:
@@ -79,7 +90,7 @@ def generate(
     collector.limits.check_molecules(len(entries), source)
     for k, (line_no, smi, name) in enumerate(entries):
         where = f"line {line_no}" if source != "SMILES list" else f"SMILES {k + 1}"
-        out = embed_smiles(smi, seed, random_coords)
+        out = embed_smiles(smi, seed, random_coords, collector.limits.max_atoms_per_molecule)
         if isinstance(out, str):
             collector.add(BadRecord(where, out))
         else:
