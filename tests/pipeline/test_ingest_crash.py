@@ -1,0 +1,139 @@
+"""SIGKILL `orientscope ingest` at random moments, and a server in the middle of an ingest job.
+
+After every kill the store holds only complete datasets (every stage its
+manifest names is readable with the row counts it records); the next ingest
+finishes; a job interrupted by the server's death shows as failed once the
+server is back, and a retry completes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pyarrow.parquet as pq
+
+from backend.loaders.extxyz import write_extxyz
+from backend.store.datasets import list_dataset_ids, load_dataset, read_meta
+
+EXE = str(Path(sys.executable).parent / "orientscope")
+N_MOLECULES = 200
+SERVER = """
+import sys, uvicorn
+from backend.api.main import create_app
+uvicorn.run(create_app(sys.argv[1], dashboard=False), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+"""
+
+
+def check_complete(data_dir: Path) -> dict[str, list[str]]:
+    """Every stored dataset is whole: its molecules load and every stage in its manifests is readable."""
+    out = {}
+    for dataset_id in list_dataset_ids(data_dir):
+        folder = data_dir / "datasets" / dataset_id
+        meta = read_meta(data_dir, dataset_id)
+        assert load_dataset(data_dir, dataset_id).n_molecules == meta["n_molecules"]
+        assert meta.get("active_result"), f"{dataset_id} was published without a result"
+        stages = []
+        for manifest in (folder / "results").glob("*/manifest.json"):
+            for stage, info in json.loads(manifest.read_text())["stages"].items():
+                json.loads((manifest.parent / f"{stage}.json").read_text())
+                for table, rows in info["rows"].items():
+                    assert pq.read_table(manifest.parent / f"{stage}.{table}.parquet").num_rows == rows
+                stages.append(stage)
+        assert {"frames", "statistics"} <= set(stages), (dataset_id, stages)
+        assert not [p for p in folder.rglob("*.tmp")], f"temporary files inside {dataset_id}"
+        out[dataset_id] = sorted(stages)
+    return out
+
+
+def test_sigkill_ingest_at_random_moments_leaves_only_complete_datasets(tmp_path, qm9_small):
+    data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
+    write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
+    cmd = [EXE, "ingest", str(upload), "--name", "Crash", "--data-dir", str(data_dir)]
+    rng = random.Random(2024)
+    for _ in range(6):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 4.0))  # anywhere from start-up to the last stage
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        for stages in check_complete(data_dir).values():
+            assert len(stages) >= 4  # a dataset only appears with every stage done
+    before = set(list_dataset_ids(data_dir))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (new,) = set(list_dataset_ids(data_dir)) - before
+    assert f"ingested {new} (Crash): {N_MOLECULES} molecules" in done.stdout
+    assert check_complete(data_dir)[new] == check_complete(data_dir)[sorted(before | {new})[0]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(data_dir: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(data_dir), str(port)], env=os.environ.copy())
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        assert proc.poll() is None, "server exited during start-up"
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("server did not start")
+
+
+def _wait_job(url: str, job_id: str, states: tuple[str, ...], timeout_s: float = 120) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        job = httpx.get(f"{url}/api/jobs/{job_id}", timeout=10).json()
+        if job["state"] in states or time.monotonic() > deadline:
+            return job
+        time.sleep(0.05)
+
+
+def test_job_interrupted_by_a_server_crash_is_failed_on_restart_and_retried(tmp_path, qm9_small):
+    data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
+    write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
+    proc, url = _serve(data_dir)
+    try:
+        r = httpx.post(
+            f"{url}/api/datasets", files={"file": ("in.extxyz", upload.read_bytes())}, data={"name": "Lab"}, timeout=60
+        )
+        assert r.status_code == 202, r.text
+        job_id, dataset_id = r.json()["job_id"], r.json()["dataset_id"]
+        running = _wait_job(url, job_id, ("running", "done", "failed"))
+        assert running["state"] == "running", running
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert dataset_id not in list_dataset_ids(data_dir)
+    proc, url = _serve(data_dir)
+    try:
+        job = httpx.get(f"{url}/api/jobs/{job_id}", timeout=10).json()
+        assert job["state"] == "failed" and "interrupted while running" in job["message"], job
+        health = httpx.get(f"{url}/api/health", timeout=10).json()
+        assert health["jobs"]["failed"] == 1 and health["jobs"]["running"] == 0
+        assert httpx.post(f"{url}/api/jobs/{job_id}/retry", timeout=10).status_code == 202
+        job = _wait_job(url, job_id, ("done", "failed"))
+        assert job["state"] == "done" and job["attempts"] == 2, job
+        assert httpx.get(f"{url}/api/datasets/{dataset_id}", timeout=10).json()["status"] == "ready"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert check_complete(data_dir)[dataset_id]
