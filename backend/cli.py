@@ -280,6 +280,10 @@ def serve_cmd(
     workers: Annotated[
         int, typer.Option("--workers", min=1, help="worker processes (uvicorn factory mode when > 1)")
     ] = 1,
+    access_log: Annotated[
+        bool,
+        typer.Option("--access-log/--no-access-log", help="one JSON line per request on stderr, with its request id"),
+    ] = True,
 ) -> None:
     """Serve the REST API (/api) and the dashboard (/); precomputes QM9 first if it is missing."""
     import os
@@ -302,14 +306,44 @@ def serve_cmd(
         except (OrientScopeError, ValueError, FileNotFoundError) as err:
             _fail(err)
     typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
+    logs = serve_logging(access_log)
     if workers > 1:
         os.environ[DATA_DIR_ENV] = str(root)
         os.environ[READ_ONLY_ENV] = "1" if read_only else ""
-        uvicorn.run("backend.api.main:app_from_env", factory=True, host=host, port=port, workers=workers)
+        uvicorn.run("backend.api.main:app_from_env", factory=True, host=host, port=port, workers=workers, **logs)
     else:
-        uvicorn.run(
-            create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True), host=host, port=port
-        )
+        app_ = create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)
+        uvicorn.run(app_, host=host, port=port, **logs)
+
+
+def serve_logging(access_log: bool = True) -> dict:
+    """uvicorn.run arguments: uvicorn's console logging, plus our JSON access lines (uvicorn's own off).
+
+    A dict config, because uvicorn applies it in every worker process.
+    """
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = {**LOGGING_CONFIG, "formatters": dict(LOGGING_CONFIG["formatters"])}
+    config["formatters"]["orientscope_json"] = {  # the message is itself a JSON object
+        "format": '{"time": "%(asctime)s", "level": "%(levelname)s", "logger": "%(name)s", "access": %(message)s}'
+    }
+    config["handlers"] = {
+        **LOGGING_CONFIG["handlers"],
+        "orientscope": {
+            "formatter": "orientscope_json",
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stderr",
+        },
+    }
+    config["loggers"] = {
+        **LOGGING_CONFIG["loggers"],
+        "orientscope.access": {
+            "handlers": ["orientscope"],
+            "level": "INFO" if access_log else "WARNING",
+            "propagate": False,
+        },
+    }
+    return {"log_config": config, "access_log": False}
 
 
 def format_report(r: dict) -> str:

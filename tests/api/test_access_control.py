@@ -167,3 +167,51 @@ def test_upload_size_is_enforced_while_streaming(token_url, data_dir):
     assert "big" not in ds_names(data_dir)
     incoming = data_dir / "jobs" / ".incoming"
     assert not incoming.exists() or list(incoming.iterdir()) == []
+
+
+def test_the_lab_setup_from_the_command_line(data_dir, tmp_path):
+    """`ORIENTSCOPE_TOKEN=... orientscope serve --workers 2`: token-protected writes, open reads, and
+    one JSON access line per request carrying the request id."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.bench.bench_api import _free_port
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    exe = str(Path(sys.executable).parent / "orientscope")
+    log = (tmp_path / "serve.log").open("w+")
+    env = {**os.environ, "ORIENTSCOPE_TOKEN": TOKEN}
+    cmd = [exe, "serve", "--data-dir", str(data_dir), "--port", str(port), "--workers", "2"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "orientscope serve did not start"
+            time.sleep(0.2)
+        for _ in range(4):  # both workers answer with the same settings
+            assert httpx.delete(f"{url}/api/datasets/qm9").status_code == 401
+            assert httpx.get(f"{url}/api/datasets/qm9").status_code == 200
+        r = httpx.get(f"{url}/api/datasets/qm9/summary", headers={"X-Request-ID": "lab-check-1"})
+        assert r.status_code == 200 and r.headers["x-request-id"] == "lab-check-1"
+        time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    lines = [json.loads(line) for line in Path(log.name).read_text().splitlines() if line.startswith('{"time"')]
+    access = [line["access"] for line in lines if line["logger"] == "orientscope.access"]
+    assert {
+        "request_id": "lab-check-1",
+        "method": "GET",
+        "path": "/api/datasets/qm9/summary",
+        "status": 200,
+    }.items() <= (next(a for a in access if a["request_id"] == "lab-check-1").items())
+    assert sum(a["status"] == 401 and a["method"] == "DELETE" for a in access) == 4

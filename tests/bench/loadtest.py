@@ -1,0 +1,364 @@
+"""Load test: simulated lab users on the dashboard and the REST API (``make loadtest``).
+
+Starts ``orientscope serve --read-only`` (optionally ``--workers N``) over a
+precomputed full-QM9 store and drives it on loopback with N concurrent
+simulated users (asyncio + httpx) for a fixed time. Each user loops over:
+
+* a dashboard page load (``GET /``, ``/_dash-layout``, ``/_dash-dependencies``);
+* map recolouring: the ``map-state → orientation-map`` Dash callback with a new
+  colour, grouping, view or axis choice;
+* a molecule click: the ``clickData → selected`` callback, then the
+  ``selected → molecule panel`` callback with the id it returned;
+* REST reads: dataset list, summary, one molecule, a page of molecules, neighbours;
+
+with a think time between actions. Callback payloads are built from
+``GET /_dash-dependencies`` exactly as the browser does. Throughput, p50/p95/p99
+latency and errors per request class go to BENCHMARKS.md (section ``loadtest``).
+
+Run: ``python -m tests.bench.loadtest [--data-dir DIR] [--users 32] [--duration 60] [--workers 1]``
+(the first run precomputes QM9 into DIR, default ``./data``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+USERS = 32
+DURATION_S = 60.0
+THINK_S = (0.2, 1.0)  # uniform pause between a user's actions
+SEED = 0
+DATASET = "qm9"
+TIMEOUT_S = 30.0
+# Action mix per simulated user (weights).
+ACTIONS = {"page": 1, "recolour": 3, "click": 3, "rest": 4}
+TARGET_MS = {"callback": 200.0, "rest": 50.0}
+
+
+# ------------------------------------------------------------ Dash payloads
+def _parse_outputs(output: str) -> list[dict] | dict:
+    """The ``outputs`` a browser sends for a dependency's ``output`` string ('a.b' or '..a.b...c.d..')."""
+
+    def one(spec: str) -> dict:
+        component, _, prop = spec.rpartition(".")
+        return {"id": component, "property": prop.split("@")[0]}
+
+    if output.startswith(".."):
+        return [one(s) for s in output[2:-2].split("...")]
+    return one(output)
+
+
+def _find(deps: list[dict], inputs: set[str], output_part: str) -> dict:
+    for dep in deps:
+        ids = {f"{i['id']}.{i['property']}" for i in dep["inputs"] if isinstance(i["id"], str)}
+        if inputs <= ids and output_part in dep["output"] and not dep.get("clientside_function"):
+            return dep
+    raise LookupError(f"no Dash callback with inputs {sorted(inputs)} and output {output_part!r}")
+
+
+def callback_body(dep: dict, values: dict[str, object], changed: str) -> dict:
+    """The JSON body of ``POST /_dash-update-component`` for ``dep`` with the given prop values."""
+
+    def props(items):
+        return [
+            {"id": i["id"], "property": i["property"], "value": values.get(f"{i['id']}.{i['property']}")} for i in items
+        ]
+
+    return {
+        "output": dep["output"],
+        "outputs": _parse_outputs(dep["output"]),
+        "inputs": props(dep["inputs"]),
+        "state": props(dep.get("state", [])),
+        "changedPropIds": [changed],
+    }
+
+
+@dataclass
+class Scenario:
+    """What the simulated users need: the three callbacks, molecule ids and map-state choices."""
+
+    map_dep: dict
+    click_dep: dict
+    panel_dep: dict
+    ids: list[str]
+    colors: list[str]
+    dataset: str = DATASET
+    points_curve: int = 0
+
+    def map_state(self, rng: random.Random) -> dict:
+        from app.state import GROUPINGS, ViewState
+
+        axes = rng.choice(["123", "123", "1", "12", "3"])
+        state = ViewState(
+            dataset=self.dataset,
+            color=rng.choice(self.colors),
+            grouping=rng.choice(GROUPINGS),
+            view=rng.choices(["map", "density", "sphere"], weights=[7, 2, 1])[0],
+            axes=axes,
+        )
+        return {k: getattr(state, k) for k in ("dataset", "color", "grouping", "group", "smarts", "view", "axes")}
+
+
+def build_scenario(base: str, ids: list[str], dataset: str = DATASET) -> Scenario:
+    """Read the callback graph and the colour options from a running server."""
+    from app.mapview import TRACE
+
+    with httpx.Client(base_url=base, timeout=120) as c:
+        deps = c.get("/_dash-dependencies").raise_for_status().json()
+        detail = c.get(f"/api/datasets/{dataset}/molecules/{ids[0]}").raise_for_status().json()
+    props = [p["name"] for p in detail.get("properties", [])][:3]
+    return Scenario(
+        map_dep=_find(deps, {"map-state.data"}, "orientation-map.figure..."),
+        click_dep=_find(deps, {"orientation-map.clickData"}, "selected.data"),
+        panel_dep=_find(deps, {"selected.data", "map-state.data"}, "molecule-id.children"),
+        ids=ids,
+        colors=["axis", "group", "score", *(f"prop:{p}" for p in props)],
+        dataset=dataset,
+        points_curve=TRACE["points"],
+    )
+
+
+# ------------------------------------------------------------------ driving
+@dataclass
+class Recorder:
+    latencies_ms: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    server_errors: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    async def request(self, client: httpx.AsyncClient, name: str, method: str, url: str, **kw) -> bytes | None:
+        """Time one request (body read in full, compressed as sent); the body if it succeeded."""
+        t0 = time.perf_counter()
+        body = None
+        try:
+            async with client.stream(method, url, **kw) as r:
+                raw = b"".join([chunk async for chunk in r.aiter_raw()])
+                ok = r.status_code in (200, 204)
+                self.server_errors += r.status_code >= 500
+                if ok:
+                    body = gzip.decompress(raw) if r.headers.get("content-encoding") == "gzip" else raw
+                elif len(self.examples) < 5:
+                    self.examples.append(f"{name}: {r.status_code} {raw[:200]!r}")
+        except httpx.HTTPError as err:
+            ok = False
+            if len(self.examples) < 5:
+                self.examples.append(f"{name}: {type(err).__name__}: {err}")
+        self.latencies_ms.setdefault(name, []).append(1000 * (time.perf_counter() - t0))
+        self.errors[name] = self.errors.get(name, 0) + (not ok)
+        return body
+
+
+async def _user(client, rec: Recorder, sc: Scenario, rng: random.Random, deadline: float, think) -> None:
+    state = sc.map_state(rng)
+    while time.perf_counter() < deadline:
+        action = rng.choices(list(ACTIONS), weights=list(ACTIONS.values()))[0]
+        if action == "page":
+            for path in ("/", "/_dash-layout", "/_dash-dependencies"):
+                await rec.request(client, f"page {path}", "GET", path)
+        elif action == "recolour":
+            state = sc.map_state(rng)
+            body = callback_body(sc.map_dep, {"map-state.data": state, "selected.data": None}, "map-state.data")
+            await rec.request(client, "callback: map recolour", "POST", "/_dash-update-component", json=body)
+        elif action == "click":
+            click = {"points": [{"curveNumber": sc.points_curve, "pointNumber": rng.randrange(len(sc.ids))}]}
+            values = {"orientation-map.clickData": click, "map-state.data": state}
+            body = callback_body(sc.click_dep, values, "orientation-map.clickData")
+            out = await rec.request(client, "callback: click", "POST", "/_dash-update-component", json=body)
+            selected = rng.choice(sc.ids)
+            if out:  # the id the click selected (204: the click missed a point)
+                selected = json.loads(out).get("response", {}).get("selected", {}).get("data") or selected
+            values = {"selected.data": selected, "map-state.data": state}
+            body = callback_body(sc.panel_dep, values, "selected.data")
+            await rec.request(client, "callback: molecule panel", "POST", "/_dash-update-component", json=body)
+        else:
+            mol = rng.choice(sc.ids)
+            path, name = rng.choice(
+                [
+                    ("/api/datasets", "rest: datasets"),
+                    (f"/api/datasets/{sc.dataset}/summary", "rest: summary"),
+                    (f"/api/datasets/{sc.dataset}/molecules/{mol}", "rest: molecule"),
+                    (
+                        f"/api/datasets/{sc.dataset}/molecules?offset={rng.randrange(len(sc.ids))}&limit=50",
+                        "rest: page",
+                    ),
+                    (f"/api/datasets/{sc.dataset}/neighbors/{mol}?k=10", "rest: neighbours"),
+                ]
+            )
+            await rec.request(client, name, "GET", path)
+        await asyncio.sleep(rng.uniform(*think))
+
+
+async def drive(base: str, sc: Scenario, users: int, duration_s: float, think=THINK_S, seed: int = SEED) -> dict:
+    """Run ``users`` simulated users for ``duration_s``; per-class statistics."""
+    rec = Recorder()
+    limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
+    headers = {"Accept-Encoding": "gzip"}
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=TIMEOUT_S, headers=headers) as client:
+        t0 = time.perf_counter()
+        deadline = t0 + duration_s
+        await asyncio.gather(
+            *(_user(client, rec, sc, random.Random(seed * 1000 + k), deadline, think) for k in range(users))
+        )
+        elapsed = time.perf_counter() - t0
+    classes = {}
+    for name, lat in sorted(rec.latencies_ms.items()):
+        ms = np.asarray(lat)
+        classes[name] = {
+            "n": int(ms.size),
+            "rps": ms.size / elapsed,
+            "p50": float(np.percentile(ms, 50)),
+            "p95": float(np.percentile(ms, 95)),
+            "p99": float(np.percentile(ms, 99)),
+            "max": float(ms.max()),
+            "errors": rec.errors.get(name, 0),
+        }
+    total = sum(c["n"] for c in classes.values())
+    return {
+        "classes": classes,
+        "elapsed_s": elapsed,
+        "requests": total,
+        "rps": total / elapsed,
+        "errors": sum(rec.errors.values()),
+        "server_errors": rec.server_errors,
+        "examples": rec.examples,
+    }
+
+
+# --------------------------------------------------------------- the bench
+def _ensure_store(data_dir: Path) -> float:
+    """Precompute QM9 into ``data_dir`` unless it is ready; seconds spent."""
+    from backend.pipeline.precompute import make_params, precompute
+    from backend.services.datasets import READY, dataset_info
+    from backend.store.datasets import has_dataset
+
+    if has_dataset(data_dir, DATASET) and dataset_info(data_dir, DATASET).status == READY:
+        return 0.0
+    t0 = time.perf_counter()
+    precompute(data_dir, DATASET, make_params())
+    return time.perf_counter() - t0
+
+
+def _molecule_ids(data_dir: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return [str(x) for x in pq.read_table(data_dir / "datasets" / DATASET / "molecules.parquet", columns=["id"])["id"]]
+
+
+def _serve(data_dir: Path, port: int, workers: int) -> tuple[subprocess.Popen, float]:
+    cmd = [sys.executable, "-m", "backend.cli", "serve", "--data-dir", str(data_dir), "--port", str(port),
+           "--read-only", "--workers", str(workers)]  # fmt: skip
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).json().get("ready"):
+                return proc, time.perf_counter() - t0
+        except (httpx.HTTPError, ValueError):
+            pass
+        if proc.poll() is not None or time.perf_counter() - t0 > 300:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.1)
+
+
+def _table(result: dict) -> list[str]:
+    lines = [
+        "| request class | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors | target p95 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, c in result["classes"].items():
+        kind = "callback" if name.startswith("callback") else "rest" if name.startswith("rest") else None
+        target = f"≤ {TARGET_MS[kind]:.0f} ms {'✓' if c['p95'] <= TARGET_MS[kind] else '✗'}" if kind else ""
+        lines.append(
+            f"| {name} | {c['n']:,} | {c['rps']:.1f} | {c['p50']:.0f} | {c['p95']:.0f} | {c['p99']:.0f} | "
+            f"{c['max']:.0f} | {c['errors']} | {target} |"
+        )
+    return lines
+
+
+def _pooled(result: dict, prefix: str) -> str:
+    # Pooled percentiles are not stored per request, so report the worst class instead.
+    worst = max((c["p95"] for n, c in result["classes"].items() if n.startswith(prefix)), default=float("nan"))
+    return f"{worst:.0f} ms"
+
+
+def main(argv: list[str] | None = None) -> None:
+    from tests.bench.bench_api import _free_port
+    from tests.bench.common import write_section
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ORIENTSCOPE_DATA_DIR", "data")))
+    ap.add_argument("--users", type=int, default=USERS)
+    ap.add_argument("--duration", type=float, default=DURATION_S)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--no-write", action="store_true", help="print, do not update BENCHMARKS.md")
+    args = ap.parse_args(argv)
+
+    precompute_s = _ensure_store(args.data_dir)
+    ids = _molecule_ids(args.data_dir)
+    port = _free_port()
+    load_before = os.getloadavg()
+    proc, start_s = _serve(args.data_dir, port, args.workers)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        sc = build_scenario(base, ids)
+        t0 = time.perf_counter()  # warm-up: every worker's caches (one user per worker, a few actions each)
+        warm = asyncio.run(drive(base, sc, users=2 * args.workers, duration_s=20.0, think=(0.0, 0.0), seed=99))
+        warm_s = time.perf_counter() - t0
+        result = asyncio.run(drive(base, sc, args.users, args.duration))
+        import psutil
+
+        server = psutil.Process(proc.pid)
+        rss_mb = sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]) / 2**20
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    load_after = os.getloadavg()
+    for line in _table(result):
+        print(line)
+    print(f"errors {result['errors']}, 5xx {result['server_errors']}, examples {result['examples']}")
+    if args.no_write:
+        return
+    lines = [
+        f"## loadtest: {args.users} simulated lab users, {args.duration:.0f} s, full QM9 ({len(ids):,} molecules)",
+        "",
+        f"`python -m tests.bench.loadtest --users {args.users} --duration {args.duration:.0f} --workers {args.workers}`: "
+        f"`orientscope serve --read-only --workers {args.workers}` on loopback, driven by {args.users} asyncio/httpx "
+        f"users on the same machine, each looping over page loads, map recolouring, molecule clicks (click → "
+        f"molecule panel) and REST reads (weights {ACTIONS}) with a {THINK_S[0]}-{THINK_S[1]} s think time. "
+        "Dash callbacks are posted to `/_dash-update-component` with payloads built from `/_dash-dependencies`; "
+        "responses are gzip-compressed as a browser would ask. Latency is measured to the last byte.",
+        "",
+        *_table(result),
+        "",
+        f"- **Total: {result['requests']:,} requests, {result['rps']:.1f} req/s, {result['errors']} errors "
+        f"({result['server_errors']} 5xx).** Worst callback p95 {_pooled(result, 'callback')} (target ≤ 200 ms); "
+        f"worst REST p95 {_pooled(result, 'rest')} (target ≤ 50 ms).",
+        f"- Baseline in the same run (warm-up: {2 * args.workers} user(s) without think time for 20 s, "
+        f"{warm['requests']} requests): "
+        + ", ".join(f"{n} p50 {c['p50']:.0f} ms" for n, c in warm["classes"].items() if not n.startswith("page")),
+        f"- Server start (spawn → `/api/health` ready): {start_s:.1f} s; warm-up {warm_s:.1f} s; "
+        f"server RSS after the run: {rss_mb:.0f} MB.",
+        f"- Machine: 2 shared cores; 1-min load average {load_before[0]:.1f} before and {load_after[0]:.1f} after "
+        "the run (other engineers' jobs were running), and the load generator shares those cores.",
+    ]
+    if result["examples"]:
+        lines.append(f"- First errors: {'; '.join(result['examples'])}")
+    if precompute_s:
+        lines.append(f"- Precomputing the store for this run took {precompute_s:.0f} s (not included above).")
+    write_section("loadtest", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
