@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
@@ -46,6 +47,8 @@ class IngestAccepted(BaseModel):
 
 
 class DatasetRename(BaseModel):
+    """A new display name for a dataset."""
+
     name: str = Field(min_length=1, max_length=200, description="New display name (the id stays).")
 
 
@@ -110,7 +113,11 @@ UPLOAD_BODY = {
     response_model=IngestAccepted,
     dependencies=[WriteAccess],
     openapi_extra=UPLOAD_BODY,
-    responses={413: {"description": "The upload is larger than the limit."}},
+    responses={
+        400: {"description": "The multipart body cannot be parsed."},
+        413: {"description": "The upload is larger than the limit."},
+        415: {"description": "The body is not multipart/form-data with a 'file' part."},
+    },
 )
 async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
     """Upload a dataset (multipart: file, name, optional format and strict); it is ingested in the background."""
@@ -134,16 +141,21 @@ async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
         upload = form.get("file")
         name = (_form_text(form, "name") or "").strip()
         fmt = _form_text(form, "format") or "auto"
-        strict = (_form_text(form, "strict") or "false").lower() in ("1", "true", "yes", "on")
+        strict_text = (_form_text(form, "strict") or "false").strip().lower()
+        strict = strict_text in ("1", "true", "yes", "on")
         problems = []
+        if not strict and strict_text not in ("0", "false", "no", "off"):
+            problems.append(("strict", f"'strict' must be true or false (got {strict_text[:20]!r})"))
         if not isinstance(upload, UploadFile):
-            problems.append("a 'file' part with the dataset")
+            problems.append(("file", "the upload needs a 'file' part with the dataset"))
         if not name or len(name) > 200:
-            problems.append("a 'name' field of 1 to 200 characters")
+            problems.append(("name", "the upload needs a 'name' field of 1 to 200 characters"))
         if fmt not in FORMAT_CHOICES:
-            problems.append(f"'format' one of {list(FORMAT_CHOICES)} (got {fmt!r})")
+            problems.append(("format", f"'format' must be one of {list(FORMAT_CHOICES)} (got {fmt!r})"))
         if problems:
-            raise HTTPException(422, "the upload needs " + "; ".join(problems))
+            raise RequestValidationError(
+                [{"loc": ("body", field), "msg": msg, "type": "value_error"} for field, msg in problems]
+            )
         incoming = jobs_dir(jobs.data_dir) / ".incoming"
         incoming.mkdir(parents=True, exist_ok=True)
         filename = _safe_filename(upload.filename)
@@ -153,7 +165,9 @@ async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
                 out.write(chunk)
         if target.stat().st_size == 0:
             target.unlink()
-            raise HTTPException(422, f"the uploaded file {filename!r} is empty")
+            raise RequestValidationError(
+                [{"loc": ("body", "file"), "msg": f"the uploaded file {filename!r} is empty", "type": "value_error"}]
+            )
         job = jobs.submit_ingest(target, name, fmt=fmt, strict=strict, original_name=filename)
     finally:
         await form.close()
