@@ -38,7 +38,20 @@ class StageOutput:
     skipped: str | None = None
 
     def section(self) -> dict:
-        return {"report": self.report, "control": self.control, "skipped": self.skipped}
+        """The JSON section; undefined figures (NaN, e.g. a ratio of zero counts) become null."""
+        return _finite_or_null({"report": self.report, "control": self.control, "skipped": self.skipped})
+
+
+def _finite_or_null(obj):
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite_or_null(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _finite_or_null(obj.tolist())
+    if isinstance(obj, float | np.floating) and not np.isfinite(obj):
+        return None
+    return obj
 
 
 @dataclass(frozen=True)

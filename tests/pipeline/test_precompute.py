@@ -51,3 +51,23 @@ def test_unknown_dataset_and_bad_params(tmp_path):
         precompute(tmp_path, "nope", make_params())
     with pytest.raises(ValueError, match="expected one of"):
         make_params(frame="xyz")
+
+
+def test_undefined_figures_are_stored_as_null():
+    from backend.pipeline.stage import StageOutput
+
+    out = StageOutput(report={"ratio": float("nan"), "xs": [1.0, float("inf")], "arr": np.array([np.nan])})
+    assert out.section()["report"] == {"ratio": None, "xs": [1.0, None], "arr": [None]}
+
+
+def test_tiny_and_graphless_datasets_run_every_stage(tmp_path):
+    from backend.core.dataset import from_molecules
+
+    rng = np.random.default_rng(0)
+    odd = [([6], [[0.0, 0.0, 0.0]]), ([1, 1], [[0.0, 0.0, 0.0], [0.74, 0.0, 0.0]])]
+    clouds = [([6, 1, 1, 1, 1], rng.normal(size=(5, 3))) for _ in range(12)]
+    save_dataset(tmp_path, "odd", from_molecules(odd + clouds), name="odd", source="test")
+    store = precompute(tmp_path, "odd", make_params())
+    report = build_report(tmp_path, "odd")
+    assert report["n_molecules"] == 14 and set(store.completed_stages()) >= {"frames", "statistics"}
+    assert "single_atom" in report["degenerate_reasons"]
