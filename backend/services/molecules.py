@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ EXPORT_FORMATS = ("xyz", "sdf")
 SORT_KEYS = ("index", "id", "n_atoms", "formula", "classifier_score", "degenerate")
 MAX_SMARTS_LENGTH = 256
 _SMARTS_CACHE = 16
+SMARTS_TIMEOUT_S = 20.0  # a pathological pattern cannot hold a request (and a worker thread) longer
 
 
 def _clean(value: float | None) -> float | None:
@@ -130,11 +132,16 @@ def _smarts_mask(view: DatasetView, smarts: str) -> np.ndarray:
     pattern = Chem.MolFromSmarts(smarts)
     if pattern is None:
         raise InvalidInput(f"invalid SMARTS pattern {smarts!r}", ("query", "smarts"))
-    mask = np.fromiter(
-        (b is not None and Chem.Mol(b).HasSubstructMatch(pattern) for b in _mol_binaries(view)),
-        dtype=bool,
-        count=len(view),
-    )
+    deadline = time.monotonic() + SMARTS_TIMEOUT_S
+    mask = np.zeros(len(view), dtype=bool)
+    for i, b in enumerate(_mol_binaries(view)):
+        if i % 1024 == 0 and time.monotonic() > deadline:
+            raise InvalidInput(
+                f"SMARTS {smarts!r} took longer than {SMARTS_TIMEOUT_S:.0f} s to search ({i:,} of {len(view):,} "
+                "molecules); use a more specific pattern",
+                ("query", "smarts"),
+            )
+        mask[i] = b is not None and Chem.Mol(b).HasSubstructMatch(pattern)
     with view._lock:
         if len(cache) >= _SMARTS_CACHE:
             cache.pop(next(iter(cache)))

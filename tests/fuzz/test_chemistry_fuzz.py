@@ -105,3 +105,14 @@ def test_pathological_smarts_over_http_is_answered_in_bounded_time(client, smart
     assert r.status_code in (200, 422), r.text
     if r.status_code == 422:
         assert "SMARTS" in r.text or "smarts" in r.text
+
+
+def test_a_smarts_search_past_its_deadline_is_refused_not_hung(api_data, monkeypatch):
+    from backend.services import molecules as svc
+    from backend.services.errors import InvalidInput
+
+    monkeypatch.setattr(svc, "SMARTS_TIMEOUT_S", -1.0)  # every search is already past its deadline
+    with pytest.raises(InvalidInput, match="took longer than"):
+        svc.list_molecules(api_data, "qm9", smarts="[#6]~[#6]~[#8;R0]")
+    monkeypatch.setattr(svc, "SMARTS_TIMEOUT_S", 20.0)
+    assert svc.list_molecules(api_data, "qm9", smarts="[#6]~[#6]~[#8;R0]").total > 0  # not cached as failed

@@ -125,10 +125,10 @@ def test_job_interrupted_by_a_server_crash_is_failed_on_restart_and_retried(tmp_
     assert dataset_id not in list_dataset_ids(data_dir)
     proc, url = _serve(data_dir)
     try:
+        health = httpx.get(f"{url}/api/health", timeout=10).json()  # the first request after the restart
+        assert health["jobs"]["failed"] == 1 and health["jobs"]["running"] == 0, health
         job = httpx.get(f"{url}/api/jobs/{job_id}", timeout=10).json()
         assert job["state"] == "failed" and "interrupted while running" in job["message"], job
-        health = httpx.get(f"{url}/api/health", timeout=10).json()
-        assert health["jobs"]["failed"] == 1 and health["jobs"]["running"] == 0
         assert httpx.post(f"{url}/api/jobs/{job_id}/retry", timeout=10).status_code == 202
         job = _wait_job(url, job_id, ("done", "failed"))
         assert job["state"] == "done" and job["attempts"] == 2, job

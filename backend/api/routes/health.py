@@ -1,10 +1,11 @@
 """GET /api/health."""
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import Field
 
 from backend import __version__
 from backend.api.deps import SettingsDep
+from backend.api.routes.jobs import get_jobs
 from backend.api.schemas import HealthPublic
 from backend.pipeline.jobs import STATES, list_jobs
 from backend.services.datasets import COMPUTING, FAILED, READY, list_datasets
@@ -21,8 +22,10 @@ class HealthStatus(HealthPublic):
 
 
 @router.get("/health", response_model=HealthStatus)
-def health(settings: SettingsDep) -> dict:
+def health(request: Request, settings: SettingsDep) -> dict:
     """Liveness, version, readiness and counts of datasets and jobs by state."""
+    if not settings.read_only:
+        get_jobs(request)  # starting the job manager marks jobs orphaned by a crash as failed
     datasets = dict.fromkeys((READY, COMPUTING, FAILED), 0)
     for info in list_datasets(settings.data_dir):
         datasets[info.status] = datasets.get(info.status, 0) + 1
