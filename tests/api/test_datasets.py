@@ -12,7 +12,7 @@ def test_list_datasets(client):
     r = client.get("/api/datasets")
     assert r.status_code == 200
     by_id = {d["id"]: d for d in r.json()}
-    assert sorted(by_id) == ["pending", "qm9", "toy"]
+    assert sorted(by_id) == ["nochem", "pending", "qm9", "toy"]
     assert by_id["qm9"]["status"] == "ready"
     assert by_id["qm9"]["n_molecules"] == 400
     assert by_id["qm9"]["name"] == "QM9"

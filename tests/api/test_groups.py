@@ -33,14 +33,10 @@ def test_scaffold_groups_with_chemistry_statistics(client):
     assert [g["group"] for g in body["groups"]] == ["", "s1", "c1ccccc1", "s2"]  # largest first, ties by name
 
 
-def test_scaffold_groups_need_chemistry(client, api_data):
-    from backend.services.cache import get_view
-
-    if get_view(api_data, "qm9").has_stage("chemistry"):
-        pytest.skip("the chemistry stage is registered, so qm9 has scaffolds")
-    r = client.get("/api/datasets/qm9/groups", params={"by": "cluster"})
+def test_scaffold_groups_need_chemistry(client):
+    r = client.get("/api/datasets/nochem/groups", params={"by": "cluster"})
     assert r.status_code == 409
-    assert "chemistry" in r.json()["detail"] and "'qm9'" in r.json()["detail"]
+    assert "chemistry" in r.json()["detail"] and "'nochem'" in r.json()["detail"]
 
 
 def test_errors(client):

@@ -31,12 +31,8 @@ def test_chemistry_neighbours_by_tanimoto(client):
     assert body["metric"] == "tanimoto"
 
 
-def test_chemistry_neighbours_need_fingerprints(client, api_data):
-    from backend.services.cache import get_view
-
-    if get_view(api_data, "qm9").has_table("chemistry", "fingerprints"):
-        pytest.skip("the chemistry stage is registered, so qm9 has fingerprints")
-    r = client.get("/api/datasets/qm9/neighbors/1", params={"by": "chemistry"})
+def test_chemistry_neighbours_need_fingerprints(client):
+    r = client.get("/api/datasets/nochem/neighbors/1", params={"by": "chemistry"})
     assert r.status_code == 409 and "chemistry" in r.json()["detail"]
 
 

@@ -71,13 +71,20 @@ def add_toy(data_dir: Path) -> None:
 
 @pytest.fixture(scope="session")
 def api_data(qm9_store, tmp_path_factory) -> Path:
-    """qm9 (400 real molecules, every registered stage), toy (constructed) and pending (no results yet)."""
-    from backend.store.datasets import save_dataset
+    """qm9 (400 real molecules, every registered stage), toy (constructed), pending (no results
+    yet) and nochem (60 real molecules with frames and statistics only, no chemistry stage)."""
+    import numpy as np
+
+    from backend.pipeline.precompute import make_params, precompute
+    from backend.store.datasets import load_dataset, save_dataset
 
     data_dir = tmp_path_factory.mktemp("api-data")
     shutil.copytree(Path(qm9_store) / "datasets", data_dir / "datasets")
     add_toy(data_dir)
     save_dataset(data_dir, "pending", toy_set(), name="Pending", source="constructed")
+    nochem = load_dataset(data_dir, "qm9").subset(np.arange(60))
+    save_dataset(data_dir, "nochem", nochem, name="No chemistry", source="qm9 slice")
+    precompute(data_dir, "nochem", make_params(seed=0), stages=["frames", "statistics"])
     return data_dir
 
 
