@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "frontend_assets"
 DEFAULT_DATASET = "qm9"
-MAP_KEYS = ("dataset", "color", "grouping", "group", "smarts", "view", "axes")
 GROUP_TABLE_ROWS = 200
 BASE_COLOR_OPTIONS = [
     {"label": "axis", "value": "axis"},
@@ -260,10 +259,6 @@ def _dataset_options(data_dir: Path) -> tuple[list[dict], list[str]]:
     return options, ready
 
 
-def _state_dict(s: ViewState) -> dict:
-    return {k: getattr(s, k) for k in MAP_KEYS}
-
-
 def _map_figure(data_dir: Path, st: dict, selected: str | None):
     layers = map_layers(data_dir, st)
     md = layers.md
@@ -457,7 +452,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
                 axes="".join(sorted(axes or [])) or "123",
             )
             out[0] = st.to_query()
-        new_map = _state_dict(st)
+        new_map = st.map_state()
         out[9] = new_map if new_map != current else no_update
         out[10] = (
             [html.P(m, className="warning") for m in messages]
@@ -734,16 +729,7 @@ def _compare_column(data_dir: Path, value: str) -> html.Div:
         }
     else:
         shown = report
-    st = {
-        "dataset": dataset,
-        "table": table,
-        "color": "axis",
-        "grouping": "formula",
-        "group": None,
-        "smarts": None,
-        "view": "density",
-        "axes": "123",
-    }
+    st = ViewState(dataset=dataset, view="density").map_state(table=table)
     layers = map_layers(data_dir, st)
     grid = density_grid(*layers.md.xy(layers.rows, layers.axes))
     ref = shown.get("reference_orientation")

@@ -21,6 +21,11 @@ class ViewState:
     view: str = "map"
     axes: str = DEFAULT_AXES
 
+    def map_state(self, **extra) -> dict:
+        """The keys that decide what the map draws (the molecule selection does not)."""
+        keys = ("dataset", "color", "grouping", "group", "smarts", "view", "axes")
+        return {**{k: getattr(self, k) for k in keys}, **extra}
+
     def with_(self, **changes) -> ViewState:
         return replace(self, **changes)
 

@@ -32,3 +32,13 @@ def test_bad_values_are_dropped_with_a_warning_naming_them():
     assert any("'size'" in w for w in warnings)
     assert any("'9'" in w for w in warnings)
     assert any("'colour'" in w for w in warnings)
+
+
+def test_map_state_holds_what_the_map_draws_but_not_the_selection():
+    st = ViewState(dataset="qm9", molecule="5", color="score")
+    assert st.map_state() == {
+        "dataset": "qm9", "color": "score", "grouping": "formula", "group": None,
+        "smarts": None, "view": "map", "axes": "123",
+    }  # fmt: skip
+    assert st.map_state(table="control")["table"] == "control"
+    assert st.with_(molecule="6").map_state() == st.map_state()

@@ -192,18 +192,11 @@ def write_section(text: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     from app.mapview import map_layers
+    from app.state import ViewState
 
     argv = sys.argv[1:] if argv is None else argv
     data_dir = ensure_store(Path(argv[0] if argv else os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui")))
-    state = {
-        "dataset": "qm9",
-        "color": "axis",
-        "grouping": "formula",
-        "group": None,
-        "smarts": None,
-        "view": "map",
-        "axes": "123",
-    }
+    state = ViewState(dataset="qm9").map_state()
     layers = map_layers(data_dir, state)
     n_mol, n_points = layers.md.n_molecules, int(layers.rows.size)
     ids = [str(i) for i in layers.md.ids]

@@ -12,6 +12,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from app.mapview import map_layers
+from app.state import ViewState
 from backend.services.cache import get_view
 from backend.services.map_data import load_map_data
 from backend.services.molecules import _smarts_mask
@@ -125,18 +126,7 @@ def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
     open_page(driver, base_url + "/?dataset=qm9")
     target = _isolated_point_pixel(driver)
     assert target["gap"] > 4
-    layers = map_layers(
-        qm9_store,
-        {
-            "dataset": "qm9",
-            "color": "axis",
-            "grouping": "formula",
-            "group": None,
-            "smarts": None,
-            "view": "map",
-            "axes": "123",
-        },
-    )
+    layers = map_layers(qm9_store, ViewState(dataset="qm9").map_state())
     expected = str(layers.md.ids[layers.rows[target["index"]]])
     graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
@@ -197,18 +187,7 @@ def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_stor
         lambda: (t := points_trace(driver, True)) and t["color"] != before["color"] and t, what="recoloured map"
     )
     mu = get_view(qm9_store, "qm9").property_values[:, get_view(qm9_store, "qm9").property_names.index("mu")]
-    layers = map_layers(
-        qm9_store,
-        {
-            "dataset": "qm9",
-            "color": "prop:mu",
-            "grouping": "formula",
-            "group": None,
-            "smarts": None,
-            "view": "map",
-            "axes": "123",
-        },
-    )
+    layers = map_layers(qm9_store, ViewState(dataset="qm9", color="prop:mu").map_state())
     np.testing.assert_allclose(after["color"], mu[layers.rows].astype(np.float32), rtol=1e-6)
     # group filter through the groups table: the map keeps only that group's molecules
     labels = get_view(qm9_store, "qm9")
