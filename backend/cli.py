@@ -15,29 +15,11 @@ from backend.core.errors import OrientScopeError
 from backend.core.settings import DEFAULT_SEED, resolve_data_dir
 from backend.store import datasets as ds
 
-# The pipeline pulls in scikit-learn, RDKit and SciPy's statistics: commands
-# import it only when they run, so `orientscope serve` starts quickly.
-
-
-def make_params(*args, **kwargs):
-    from backend.pipeline.precompute import make_params as impl
-
-    return impl(*args, **kwargs)
-
-
-def precompute(*args, **kwargs):
-    from backend.pipeline.precompute import precompute as impl
-
-    return impl(*args, **kwargs)
-
-
-def build_report(*args, **kwargs):
-    from backend.services.report import build_report as impl
-
-    return impl(*args, **kwargs)
-
 
 class _Lazy:
+    """A module imported on first use: the pipeline pulls in scikit-learn, RDKit and
+    SciPy's statistics, which `orientscope serve` should not pay for at start-up."""
+
     def __init__(self, module: str):
         self._module = module
 
@@ -47,6 +29,8 @@ class _Lazy:
         return getattr(importlib.import_module(self._module), name)
 
 
+pipeline = _Lazy("backend.pipeline.precompute")
+reports = _Lazy("backend.services.report")
 export_mod = _Lazy("backend.pipeline.export")
 ingest_mod = _Lazy("backend.pipeline.ingest")
 
@@ -102,7 +86,7 @@ def _run(data_dir: Path | None, dataset: str, params: dict, quiet: bool = False)
     root = resolve_data_dir(data_dir)
     bar = _Bar(quiet)
     try:
-        precompute(root, dataset, params, progress=bar)
+        pipeline.precompute(root, dataset, params, progress=bar)
     finally:
         bar.close()
     return root
@@ -120,11 +104,11 @@ def precompute_cmd(
 ) -> None:
     """Compute and store every result for DATASET (reuses what is already stored)."""
     try:
-        params = make_params(frame, sign, seed, limit)
+        params = pipeline.make_params(frame, sign, seed, limit)
         root = resolve_data_dir(data_dir)
         bar = _Bar(False)
         try:
-            store = precompute(root, dataset, params, force=force, progress=bar)
+            store = pipeline.precompute(root, dataset, params, force=force, progress=bar)
         finally:
             bar.close()
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
@@ -144,9 +128,9 @@ def report_cmd(
 ) -> None:
     """Print DATASET's orientation-bias report, computing whatever is missing."""
     try:
-        params = make_params(frame, sign, seed, limit)
+        params = pipeline.make_params(frame, sign, seed, limit)
         root = _run(data_dir, dataset, params)
-        report = build_report(root, dataset, params)
+        report = reports.build_report(root, dataset, params)
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         _fail(err)
     if as_json:
@@ -302,7 +286,7 @@ def serve_cmd(
         # Before the server starts, so every worker sees a complete store; progress goes to the console.
         typer.echo(f"first start: precomputing {DEFAULT_DATASET} in {root} (once; later starts take seconds)", err=True)
         try:
-            _run(root, DEFAULT_DATASET, make_params())
+            _run(root, DEFAULT_DATASET, pipeline.make_params())
         except (OrientScopeError, ValueError, FileNotFoundError) as err:
             _fail(err)
     typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
