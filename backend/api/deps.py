@@ -20,11 +20,11 @@ class ApiSettings:
     token: str | None = None
 
 
-def get_settings(request: Request) -> ApiSettings:
+async def get_settings(request: Request) -> ApiSettings:
     return request.app.state.settings
 
 
-def get_data_dir(request: Request) -> Path:
+async def get_data_dir(request: Request) -> Path:
     return request.app.state.settings.data_dir
 
 

@@ -70,7 +70,7 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(
         GZipMiddleware,
-        minimum_size=1024,
+        minimum_size=4096,  # below a few kB, compressing costs more CPU than it saves on the wire
         compresslevel=5,
         exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/vnd.apache.parquet"),
     )

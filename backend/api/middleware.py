@@ -3,11 +3,11 @@ security headers, and a CORS policy that is closed unless configured."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
 import time
-import uuid
 
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -34,11 +34,16 @@ SECURITY_HEADERS = {
 }
 
 
+# A random per-process prefix plus a counter: unique across workers and restarts, and cheaper than uuid4.
+_ID_PREFIX = os.urandom(6).hex()
+_ID_COUNTER = itertools.count(1)
+
+
 def _clean_request_id(raw: str | None) -> str:
     """Accept a caller's id only if it is short and plain; else make one."""
     if raw and len(raw) <= 64 and all(c.isalnum() or c in "-_." for c in raw):
         return raw
-    return uuid.uuid4().hex
+    return f"{_ID_PREFIX}-{next(_ID_COUNTER):x}"
 
 
 class RequestContextMiddleware:

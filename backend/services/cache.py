@@ -12,6 +12,7 @@ lazily, once, under a lock.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections import OrderedDict
@@ -38,6 +39,26 @@ MAX_VIEWS = 4
 MODELS_SCORES = ("models", "scores")
 CHEMISTRY_MOLECULES = ("chemistry", "molecules")
 CHEMISTRY_FINGERPRINTS = ("chemistry", "fingerprints")
+
+
+class WouldBlock(Exception):
+    """Raised under :func:`warm_only` when an answer needs the store read or a piece built."""
+
+
+_WARM_ONLY = contextvars.ContextVar("orientscope_warm_only", default=False)
+
+
+def warm_only(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` if it needs nothing but views and pieces already in memory; else WouldBlock.
+
+    Lets an async handler answer hot requests on the event loop and send cold
+    ones (seconds of loading) to a worker thread.
+    """
+    token = _WARM_ONLY.set(True)
+    try:
+        return fn(*args)
+    finally:
+        _WARM_ONLY.reset(token)
 
 
 def _mtime(path: Path) -> int:
@@ -155,6 +176,8 @@ class DatasetView:
             return self._extras[name]
         except KeyError:
             pass
+        if _WARM_ONLY.get():
+            raise WouldBlock(name)
         with self._lock:
             if name not in self._extras:
                 self._extras[name] = build()
@@ -186,6 +209,8 @@ class ViewCache:
                 if key in self._views:
                     self._views.move_to_end(key)
             return view
+        if _WARM_ONLY.get():
+            raise WouldBlock(dataset_id)
         with key_lock:  # one loader per dataset; others wait for it
             with self._lock:
                 view = self._views.get(key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import gzip
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -106,3 +107,9 @@ def summary_json(data_dir: Path, dataset_id: str) -> bytes:
     return view.extra(
         "report_json", lambda: json.dumps(dataset_summary(data_dir, dataset_id), allow_nan=False).encode()
     )
+
+
+def summary_json_gzip(data_dir: Path, dataset_id: str) -> bytes:
+    """:func:`summary_json` gzip-compressed once per result, for clients that accept gzip."""
+    view = get_view(data_dir, dataset_id)
+    return view.extra("report_json_gz", lambda: gzip.compress(summary_json(data_dir, dataset_id), compresslevel=6))

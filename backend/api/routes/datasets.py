@@ -1,8 +1,9 @@
 """GET /api/datasets, /api/datasets/{id} and /api/datasets/{id}/summary."""
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from backend.api.deps import DataDirDep, DatasetIdPath
+from backend.api.encoded import answer, json_bytes
 from backend.api.errors import NOT_FOUND
 from backend.api.schemas import DatasetPublic, SummaryPublic
 from backend.services import datasets as svc
@@ -23,6 +24,7 @@ def get_dataset(dataset_id: DatasetIdPath, data_dir: DataDirDep) -> dict:
 
 
 @router.get("/{dataset_id}/summary", response_model=SummaryPublic, responses=NOT_FOUND)
-def summary(dataset_id: DatasetIdPath, data_dir: DataDirDep) -> Response:
+async def summary(dataset_id: DatasetIdPath, data_dir: DataDirDep, request: Request) -> Response:
     """The report object, exactly as `orientscope report ID --json` prints it."""
-    return Response(svc.summary_json(data_dir, dataset_id), media_type="application/json")
+    raw = await answer(svc.summary_json, data_dir, dataset_id)
+    return json_bytes(request, raw, await answer(svc.summary_json_gzip, data_dir, dataset_id))

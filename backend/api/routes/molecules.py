@@ -3,8 +3,10 @@
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
+from backend.api.encoded import answer, json_record
 from backend.api.errors import NOT_COMPUTED, NOT_FOUND
 from backend.api.schemas import MoleculePublic, MoleculesPublic
 from backend.services import molecules as svc
@@ -50,7 +52,7 @@ def list_molecules(
 
 
 @router.get("/{mol_id}", response_model=MoleculePublic, responses={**NOT_FOUND, **DOWNLOADS})
-def get_molecule(
+async def get_molecule(
     dataset_id: DatasetIdPath,
     mol_id: MoleculeIdPath,
     data_dir: DataDirDep,
@@ -61,7 +63,7 @@ def get_molecule(
 ):
     """One molecule: atoms in both poses, frame, score, groups and properties; or an xyz/sdf download."""
     if format == "json":
-        return svc.molecule_detail(data_dir, dataset_id, mol_id)
-    text, filename = svc.export_molecule(data_dir, dataset_id, mol_id, format, pose)
+        return json_record(await answer(svc.molecule_detail, data_dir, dataset_id, mol_id))
+    text, filename = await run_in_threadpool(svc.export_molecule, data_dir, dataset_id, mol_id, format, pose)
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
     return Response(text, media_type=MEDIA[format], headers=headers)

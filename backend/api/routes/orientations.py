@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from backend.api.deps import DataDirDep, DatasetIdPath
+from backend.api.encoded import answer
 from backend.api.errors import NOT_FOUND
 from backend.api.schemas import OrientationRow
 from backend.services import orientations as svc
@@ -25,20 +26,20 @@ RESPONSES = {
 }
 
 
-def _chunks(data: bytes):
+async def _chunks(data: bytes):
     view = memoryview(data)
     for start in range(0, len(view), CHUNK):
-        yield bytes(view[start : start + CHUNK])
+        yield view[start : start + CHUNK]
 
 
 @router.get("/orientations", response_model=list[OrientationRow], responses=RESPONSES)
-def orientations(
+async def orientations(
     dataset_id: DatasetIdPath,
     data_dir: DataDirDep,
     format: Annotated[Literal["json", "csv", "parquet"], Query(description="json records, csv or parquet.")] = "json",
 ) -> StreamingResponse:
     """Every molecule's orientation, to redo the plots elsewhere (streamed)."""
-    data, media_type, filename = svc.orientations_bytes(data_dir, dataset_id, format)
+    data, media_type, filename = await answer(svc.orientations_bytes, data_dir, dataset_id, format)
     headers = {"Content-Length": str(len(data))}
     if format != "json":
         headers["Content-Disposition"] = f'attachment; filename="{filename}"'
