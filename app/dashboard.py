@@ -21,11 +21,13 @@ from app.figures import (
     density_map_figure,
     message_figure,
     orientation_map_figure,
+    selected_points,
     sphere_figure,
 )
 from app.mapview import clicked_row, map_layers
 from app.offload import offloaded
 from app.pages_upload import register_upload, upload_section
+from app.request_guard import DashRequestGuard
 from app.state import GROUPINGS, ViewState, parse_query
 from app.static_report import static_report_html
 from app.verdict import verdict_children
@@ -284,6 +286,7 @@ def _map_figure(data_dir: Path, st: dict, selected: str | None):
         fig = orientation_map_figure(
             *md.xy(layers.rows, layers.axes),
             layers.color,
+            split=layers.split,
             highlight_xy=md.xy(layers.highlight_rows, layers.highlight_axes) if layers.highlight_rows.size else None,
             reference_xy=reference_xy(ref) if ref else None,
             selected_xy=sel,
@@ -365,8 +368,11 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
         compress=not has_gzip,
         serve_locally=True,
         update_title=None,
+        eager_loading=True,  # plotly.js loads with the page instead of after the first callbacks
     )
     app.layout = lambda: build_layout(read_only)
+    # Added after Dash's own middleware, so it runs first.
+    server.add_middleware(DashRequestGuard, dash_app=app)
     _register(app, data_dir)
     if not read_only:
         register_upload(app)
@@ -534,8 +540,9 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         layers = map_layers(data_dir, st)
         sel = _selected_xy(layers.md, layers, selected)
         patch = Patch()
-        patch["data"][TRACE["selected"]]["x"] = [] if sel is None else sel[0].tolist()
-        patch["data"][TRACE["selected"]]["y"] = [] if sel is None else sel[1].tolist()
+        ring = selected_points(sel)
+        patch["data"][TRACE["selected"]]["x"] = ring["x"]
+        patch["data"][TRACE["selected"]]["y"] = ring["y"]
         return patch
 
     @callback(

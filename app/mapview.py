@@ -9,12 +9,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from app import data
-from app.figures import AXIS_NAMES, OKABE_ITO, OTHER_GREY, TRACE, ColorSpec
+from app.figures import AXIS_NAMES, OKABE_ITO, OTHER_GREY, POINTS_START, ColorSpec, PointTraces, split_points
 from backend.services.map_data import MapData
 
 SPHERE_MAX_POINTS = 60_000
@@ -35,6 +36,11 @@ class MapLayers:
     n_molecules: int
     n_matches: int | None
     notes: list[str] = field(default_factory=list)
+
+    @cached_property
+    def split(self) -> PointTraces:
+        """The solid-colour point traces of the map (shared by the figure and click lookups)."""
+        return split_points(self.color, int(self.rows.size))
 
 
 def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows, axes, notes) -> ColorSpec:
@@ -133,10 +139,14 @@ def map_layers(data_dir: Path, state: dict) -> MapLayers:
 def clicked_row(layers: MapLayers, view: str, curve: int, point: int) -> int | None:
     """Map row of a clicked point (None if the click was not on a molecule's point)."""
     if view == "sphere":
-        pools = {1: layers.rows}
+        pool = layers.rows if curve == 1 else None
     else:
-        pools = {TRACE["points"]: layers.rows, TRACE["highlight"]: layers.highlight_rows}
-    pool = pools.get(curve)
+        members = layers.split.members
+        t = curve - POINTS_START
+        if 0 <= t < len(members):
+            pool = layers.rows[members[t]]
+        else:
+            pool = layers.highlight_rows if t == len(members) else None
     if pool is None or not 0 <= point < pool.size:
         return None
     return int(pool[point])

@@ -9,13 +9,20 @@ import plotly.io as pio
 import pytest
 
 from app.figures import (
+    MAP_SCALE,
+    MAX_POINT_TRACES,
+    N_BINS,
     OKABE_ITO,
+    OTHER_GREY,
+    POINTS_START,
     TRACE,
     ColorSpec,
     angle_histogram_figure,
     density_map_figure,
+    map_units,
     orientation_map_figure,
     sphere_figure,
+    split_points,
 )
 
 
@@ -24,50 +31,70 @@ def _axis_spec(n_points: int) -> ColorSpec:
     return ColorSpec("categorical", codes, ["a1", "a2", "a3"], OKABE_ITO[:3])
 
 
-def test_map_has_fixed_trace_layout_and_all_points_as_float32():
+def _points(fig):
+    return [t for t in fig.data if t.meta and t.meta.get("kind") == "points"]
+
+
+def test_map_has_fixed_leading_traces_and_every_point_as_int16_map_units():
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, 300).astype(np.float32)
     y = rng.uniform(-1, 1, 300).astype(np.float32)
+    spec = _axis_spec(300)
     fig = orientation_map_figure(
         x,
         y,
-        _axis_spec(300),
+        spec,
         reference_xy=(np.zeros(3), np.ones(3)),
         selected_xy=(np.array([0.5]), np.array([0.25])),
         n_molecules=100,
     )
     kinds = [t.meta["kind"] for t in fig.data]
-    assert kinds[: len(TRACE)] == list(TRACE)
-    assert kinds[len(TRACE) :] == ["legend"] * 3
-    points = fig.data[TRACE["points"]]
-    assert points.type == "scattergl"
-    assert points.meta == {"kind": "points", "n_points": 300, "n_molecules": 100}
-    np.testing.assert_array_equal(points.x, x)
-    # numpy float32 goes to the browser as base64 f4, not as a JSON list of numbers
+    assert kinds[:POINTS_START] == list(TRACE)
+    split = split_points(spec, 300)
+    assert kinds[POINTS_START:] == ["points"] * len(split.members) + ["highlight"]
+    points = _points(fig)
+    assert all(t.type == "scattergl" for t in points)
+    assert sum(t.meta["n_points"] for t in points) == 300
+    assert {t.meta["n_molecules"] for t in points} == {100}
+    # each trace holds exactly its members' points, in one solid colour of its class
+    for trace, idx, k in zip(points, split.members, split.category, strict=True):
+        np.testing.assert_array_equal(trace.x, map_units(x[idx]))
+        assert trace.marker.color == OKABE_ITO[k] and set(spec.values[idx]) == {k}
+    np.testing.assert_allclose(np.asarray(points[0].x) / MAP_SCALE, x[split.members[0]], atol=0.6 / MAP_SCALE)
+    # int16 goes to the browser as base64, not as a JSON list of numbers
     payload = json.loads(pio.to_json(fig))
-    assert payload["data"][TRACE["points"]]["x"]["dtype"] == "f4"
-    assert list(fig.data[TRACE["selected"]].x) == [0.5]
-    # few traces: outline, graticule, points, highlight, reference, selection, and the legend
-    assert len(fig.data) == len(TRACE) + 3
+    assert payload["data"][POINTS_START]["x"]["dtype"] == "i2"
+    assert list(fig.data[TRACE["selected"]].x) == [0.5 * MAP_SCALE]
+    # one legend entry per colour, shared by that colour's slices
+    assert sorted(t.name for t in points if t.showlegend) == ["a1", "a2", "a3"]
 
 
-def test_categorical_colorscale_maps_each_code_to_its_colour():
-    fig = orientation_map_figure(np.zeros(6), np.zeros(6), _axis_spec(6))
-    marker = fig.data[TRACE["points"]].marker
-    assert marker.cmin == -0.5 and marker.cmax == 2.5
-    # code c sits in the middle of the c-th constant step of the colour scale
-    for code, colour in enumerate(OKABE_ITO[:3]):
-        pos = (code + 0.5) / 3
-        steps = [(lo[0], hi[0], lo[1]) for lo, hi in zip(marker.colorscale[::2], marker.colorscale[1::2], strict=True)]
-        assert [c for lo, hi, c in steps if lo <= pos <= hi] == [colour]
+def test_colours_are_interleaved_slices_so_none_is_drawn_wholly_on_top():
+    split = split_points(_axis_spec(3000), 3000)
+    assert len(split.members) <= MAX_POINT_TRACES
+    assert split.category[:3] == [0, 1, 2] and split.category[-3:] == [0, 1, 2]
+    everything = np.sort(np.concatenate(split.members))
+    np.testing.assert_array_equal(everything, np.arange(3000))
+    for idx in split.members:  # the shuffled draw order is kept within a slice
+        assert np.all(np.diff(idx) > 0)
 
 
-def test_continuous_colour_uses_robust_limits_and_colourbar():
-    values = np.concatenate([np.linspace(0, 1, 98), [100.0, -100.0]]).astype(np.float32)
-    fig = orientation_map_figure(np.zeros(100), np.zeros(100), ColorSpec("continuous", values, title="mu (D)"))
-    marker = fig.data[TRACE["points"]].marker
-    assert marker.showscale and marker.colorbar.title.text == "mu (D)"
-    assert -100 < marker.cmin < 0.05 and 0.95 < marker.cmax < 100
+def test_continuous_colour_is_binned_between_robust_limits_with_a_colourbar():
+    values = np.concatenate([np.linspace(0, 1, 98), [100.0, -100.0], [np.nan]]).astype(np.float32)
+    spec = ColorSpec("continuous", values, title="mu (D)")
+    fig = orientation_map_figure(np.zeros(101), np.zeros(101), spec)
+    bar = next(t for t in fig.data if t.meta["kind"] == "colorbar")
+    assert bar.marker.showscale and bar.marker.colorbar.title.text == "mu (D)"
+    assert -100 < bar.marker.cmin < 0.05 and 0.95 < bar.marker.cmax < 100
+    split = split_points(spec, 101)
+    for idx, k in zip(split.members, split.category, strict=True):
+        lo, hi = split.ranges[k] or (None, None)
+        if lo is None:
+            assert np.isnan(values[idx]).all() and split.colors[k] == OTHER_GREY
+        else:
+            assert np.all((values[idx] >= lo) & (values[idx] <= hi))
+    # the outliers land in the end bins instead of stretching the scale
+    assert split.category[int(np.flatnonzero([98 in m for m in split.members])[0])] == N_BINS - 1
 
 
 def test_highlight_trace_holds_exactly_the_matching_points():
@@ -77,8 +104,9 @@ def test_highlight_trace_holds_exactly_the_matching_points():
         _axis_spec(10),
         highlight_xy=(np.arange(4, dtype=np.float32), np.zeros(4, np.float32)),
     )
-    hl = fig.data[TRACE["highlight"]]
+    hl = next(t for t in fig.data if t.meta["kind"] == "highlight")
     assert hl.meta["n_points"] == 4 and len(hl.x) == 4 and hl.showlegend
+    np.testing.assert_array_equal(hl.x, np.arange(4) * MAP_SCALE)
 
 
 def test_density_figure_keeps_nan_outside_and_marks_reference():
@@ -111,4 +139,5 @@ def test_angle_histogram_converts_to_degrees_and_shows_both_and_haar():
 def test_map_figure_accepts_empty_selection(kind):
     spec = ColorSpec(kind) if kind == "none" else _axis_spec(0)
     fig = orientation_map_figure(np.zeros(0), np.zeros(0), spec)
-    assert fig.data[TRACE["points"]].meta["n_points"] == 0
+    assert _points(fig) == []
+    assert [t.meta["kind"] for t in fig.data][POINTS_START:] == ["highlight"]

@@ -2,6 +2,7 @@
 overlap instead of queueing on the event loop (real uvicorn, real HTTP)."""
 
 import asyncio
+import random
 import threading
 import time
 
@@ -54,3 +55,50 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
     assert responses[0].json()["response"]["o"]["children"] == "zz|i|False"
     # On the event loop the callbacks would run one at a time.
     assert peak[0] >= 2
+
+
+JUNK = [None, 1, -1, 1e308, "x", "", [], {}, [1, "a"], {"a": 1}, True, "../../etc", "qm9", {"dataset": "qm9", "color": 5},
+        {"dataset": 7}, {"points": [{}]}, {"points": "x"}, {"points": [{"curveNumber": "a", "pointNumber": None}]}]  # fmt: skip
+
+
+def _callback_bodies(deps: list[dict], rng: random.Random, trials: int):
+    """Well-formed callback envelopes for every registered callback, carrying values the page never sends."""
+
+    def target(spec: str) -> dict:
+        component, _, prop = spec.rpartition(".")
+        return {"id": component, "property": prop.split("@")[0]}
+
+    for dep in deps:
+        if dep.get("clientside_function"):
+            continue
+        out = dep["output"]
+        outputs = [target(s) for s in out[2:-2].split("...")] if out.startswith("..") else target(out)
+        for _ in range(trials):
+
+            def item(i):
+                return {"id": i["id"], "property": i["property"], "value": rng.choice(JUNK)}
+
+            inputs = [item(i) for i in dep["inputs"] if isinstance(i["id"], str)]
+            yield {
+                "output": out,
+                "outputs": outputs,
+                "inputs": inputs,
+                "state": [item(s) for s in dep.get("state", []) if isinstance(s["id"], str)],
+                "changedPropIds": [f"{i['id']}.{i['property']}" for i in inputs[:1]],
+            }
+
+
+def test_every_dashboard_callback_answers_junk_inputs_without_a_5xx(qm9_store):
+    from backend.api.main import create_app
+
+    rng = random.Random(0)
+    with ServerThread(create_app(qm9_store, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        deps = c.get("/_dash-dependencies").json()
+        seen = set()
+        for body in _callback_bodies(deps, rng, trials=12):
+            r = c.post("/_dash-update-component", json=body)
+            assert r.status_code < 500, (body, r.status_code, r.text[:300])
+            if r.status_code == 422:
+                assert "cannot use its inputs" in r.json()["detail"]
+            seen.add(body["output"])
+        assert seen == {d["output"] for d in deps if not d.get("clientside_function")}  # every server callback

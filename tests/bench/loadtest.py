@@ -117,7 +117,7 @@ class Scenario:
 
 def build_scenario(base: str, ids: list[str], dataset: str = DATASET) -> Scenario:
     """Read the callback graph and the colour options from a running server."""
-    from app.mapview import TRACE
+    from app.figures import POINTS_START
 
     with httpx.Client(base_url=base, timeout=120) as c:
         deps = c.get("/_dash-dependencies").raise_for_status().json()
@@ -130,7 +130,7 @@ def build_scenario(base: str, ids: list[str], dataset: str = DATASET) -> Scenari
         ids=ids,
         colors=["axis", "group", "score", *(f"prop:{p}" for p in props)],
         dataset=dataset,
-        points_curve=TRACE["points"],
+        points_curve=POINTS_START,
     )
 
 
@@ -176,7 +176,7 @@ async def _user(client, rec: Recorder, sc: Scenario, rng: random.Random, deadlin
             body = callback_body(sc.map_dep, {"map-state.data": state, "selected.data": None}, "map-state.data")
             await rec.request(client, "callback: map recolour", "POST", "/_dash-update-component", json=body)
         elif action == "click":
-            click = {"points": [{"curveNumber": sc.points_curve, "pointNumber": rng.randrange(len(sc.ids))}]}
+            click = {"points": [{"curveNumber": sc.points_curve, "pointNumber": rng.randrange(min(len(sc.ids), 1000))}]}
             values = {"orientation-map.clickData": click, "map-state.data": state}
             body = callback_body(sc.click_dep, values, "orientation-map.clickData")
             out = await rec.request(client, "callback: click", "POST", "/_dash-update-component", json=body)

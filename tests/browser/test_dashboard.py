@@ -11,8 +11,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from app.mapview import map_layers
-from app.state import ViewState
+from app.figures import map_units
 from backend.services.cache import get_view
 from backend.services.map_data import load_map_data
 from backend.services.molecules import _smarts_mask
@@ -37,9 +36,19 @@ def wait_for(fn, timeout=TIMEOUT_S, what="condition"):
     raise AssertionError(f"timed out waiting for {what}; last value {last!r}")
 
 
-def points_trace(driver, with_arrays=False):
-    traces = map_traces(driver, with_arrays) or []
-    return next((t for t in traces if t["kind"] == "points"), None)
+def point_traces(driver, with_arrays=False) -> list[dict]:
+    """The drawn map's point traces (one per colour slice), in trace order."""
+    return [t for t in map_traces(driver, with_arrays) or [] if t["kind"] == "points"]
+
+
+def n_points(driver) -> int:
+    return sum(t["n"] for t in point_traces(driver))
+
+
+def molecules_at(md, x, y) -> list[int]:
+    """Rows of the molecules with an axis drawn at map-unit point (x, y), found from the coordinates alone."""
+    hits = (map_units(md.x) == x) & (map_units(md.y) == y)
+    return sorted(set(np.flatnonzero(hits.any(axis=1)).tolist()))
 
 
 SETTLED_JS = """
@@ -97,19 +106,23 @@ def test_page_loads_without_console_errors_or_foreign_requests(driver, base_url)
 def test_map_holds_one_point_per_axis_per_molecule(driver, base_url, qm9_store):
     open_page(driver, base_url + "/?dataset=qm9")
     n = load_map_data(qm9_store, "qm9").n_molecules
-    assert points_trace(driver)["n"] == 3 * n
+    assert n_points(driver) == 3 * n
     kinds = [t["kind"] for t in map_traces(driver)]
     assert {"outline", "graticule", "reference"} <= set(kinds)
 
 
 def _isolated_point_pixel(driver):
-    """Index and on-screen offset (from the plot centre) of a map point far from every other point."""
+    """Map units and on-screen offset (from the plot centre) of a map point far from every other point."""
     return driver.execute_script(
         """
         const gd = document.querySelector('#orientation-map .js-plotly-plot');
-        const t = gd._fullData.find(d => d.meta && d.meta.kind === 'points');
         const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-        const px = Array.from(t.x, v => xa._offset + xa.l2p(v)), py = Array.from(t.y, v => ya._offset + ya.l2p(v));
+        const xs = [], ys = [];
+        for (const t of gd._fullData) {
+          if (!(t.meta && t.meta.kind === 'points')) continue;
+          for (let i = 0; i < t._length; i++) { xs.push(t.x[i]); ys.push(t.y[i]); }
+        }
+        const px = xs.map(v => xa._offset + xa.l2p(v)), py = ys.map(v => ya._offset + ya.l2p(v));
         let best = -1, bestD = 0;
         for (let i = 0; i < Math.min(px.length, 400); i++) {
           let d = Infinity;
@@ -117,7 +130,7 @@ def _isolated_point_pixel(driver):
           if (d > bestD) { bestD = d; best = i; }
         }
         const r = gd.getBoundingClientRect();
-        return {index: best, dx: px[best] - r.width / 2, dy: py[best] - r.height / 2, gap: bestD};
+        return {x: xs[best], y: ys[best], dx: px[best] - r.width / 2, dy: py[best] - r.height / 2, gap: bestD};
         """
     )
 
@@ -126,8 +139,10 @@ def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
     open_page(driver, base_url + "/?dataset=qm9")
     target = _isolated_point_pixel(driver)
     assert target["gap"] > 4
-    layers = map_layers(qm9_store, ViewState(dataset="qm9").map_state())
-    expected = str(layers.md.ids[layers.rows[target["index"]]])
+    md = load_map_data(qm9_store, "qm9")
+    rows = molecules_at(md, target["x"], target["y"])
+    assert len(rows) == 1
+    expected = str(md.ids[rows[0]])
     graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     target = _isolated_point_pixel(driver)
@@ -136,7 +151,8 @@ def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
     ).click().perform()
     wait_for(lambda: text_of(driver, "molecule-id") == expected, what=f"molecule-id {expected}")
     wait_for(lambda: viewer_molecule(driver) == expected, what="the viewer to show the molecule")
-    n_atoms = int(get_view(qm9_store, "qm9").n_atoms[layers.rows[target["index"]]])
+    view = get_view(qm9_store, "qm9")
+    n_atoms = int(view.n_atoms[view.row_of(expected)])
     atoms = driver.execute_script("return document.getElementById('molecule-viewer').dataset.atoms")
     assert atoms == f"{n_atoms},{n_atoms}"  # stored and canonical pose, same molecule
     assert f"molecule={expected}" in driver.current_url
@@ -180,15 +196,25 @@ def _choose(driver, dropdown_id, label):
 
 def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_store):
     open_page(driver, base_url + "/?dataset=qm9")
-    before = points_trace(driver, True)
+    before = [t["color"] for t in point_traces(driver, True)]
     _choose(driver, "color-by", "property: mu")
     wait_for(lambda: "color=prop" in driver.current_url, what="colour in the URL")
     after = wait_for(
-        lambda: (t := points_trace(driver, True)) and t["color"] != before["color"] and t, what="recoloured map"
+        lambda: (t := point_traces(driver, True)) and [p["color"] for p in t] != before and t, what="recoloured map"
     )
-    mu = get_view(qm9_store, "qm9").property_values[:, get_view(qm9_store, "qm9").property_names.index("mu")]
-    layers = map_layers(qm9_store, ViewState(dataset="qm9", color="prop:mu").map_state())
-    np.testing.assert_allclose(after["color"], mu[layers.rows].astype(np.float32), rtol=1e-6)
+    view = get_view(qm9_store, "qm9")
+    mu = view.property_values[:, view.property_names.index("mu")]
+    md = load_map_data(qm9_store, "qm9")
+    mu_by_row = mu[[view.row_of(str(i)) for i in md.ids]]
+    assert sum(t["n"] for t in after) == 3 * md.n_molecules
+    binned = [t for t in after if t["meta"]["range"]]
+    assert len({t["color"] for t in binned}) >= 5  # a colour scale, not one colour
+    for trace in binned:  # every point sits in the bin of its own molecule's mu
+        lo = -np.inf if trace["meta"]["range"][0] is None else trace["meta"]["range"][0]
+        hi = np.inf if trace["meta"]["range"][1] is None else trace["meta"]["range"][1]
+        for x, y in list(zip(trace["x"], trace["y"], strict=True))[::25]:
+            values = mu_by_row[molecules_at(md, x, y)]
+            assert np.any((values >= lo - 1e-4) & (values <= hi + 1e-4)), (x, y, values, lo, hi)
     # group filter through the groups table: the map keeps only that group's molecules
     labels = get_view(qm9_store, "qm9")
     from backend.services.molecules import group_ids
@@ -201,7 +227,7 @@ def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_stor
     )
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", radio[0])
     radio[0].click()
-    wait_for(lambda: points_trace(driver)["n"] == 3 * counts.max(), what="filtered map")
+    wait_for(lambda: n_points(driver) == 3 * counts.max(), what="filtered map")
     assert "group=" + largest in driver.current_url
     wait_for(lambda: viewer_molecule(driver, "group-viewer") == f"group:{largest}", what="group members viewer")
 

@@ -1,0 +1,83 @@
+"""Malformed Dash callback requests get a 422 with a reason instead of Dash's 500.
+
+Dash's own middleware turns any error while handling ``/_dash-update-component``
+into a 500, including a body that is not JSON or names no registered callback.
+This ASGI guard is installed outside Dash's middleware, reads the (small)
+callback body once, checks its envelope and hands the same bytes on.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+CALLBACK_PATH = "/_dash-update-component"
+MAX_BODY_BYTES = 64 * 2**20  # uploads travel through callbacks; the ingest limits apply after this
+
+
+def envelope_problem(body: bytes, known_outputs) -> str | None:
+    """Why ``body`` is not a callback request Dash can dispatch (None if it is)."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return "the request body is not valid JSON"
+    if not isinstance(payload, dict):
+        return "the request body must be a JSON object"
+    output = payload.get("output")
+    if not isinstance(output, str):
+        return "'output' must be a string naming a callback output"
+    if output not in known_outputs:
+        return f"no callback has the output {output[:200]!r}"
+    if not isinstance(payload.get("outputs"), dict | list):
+        return "'outputs' must be an object or a list"
+    for key in ("inputs", "state", "changedPropIds"):
+        if key in payload and not isinstance(payload[key], list):
+            return f"{key!r} must be a list"
+    for item in payload.get("inputs", []) + payload.get("state", []):
+        entries = item if isinstance(item, list) else [item]
+        if not all(isinstance(e, dict) and "id" in e and isinstance(e.get("property"), str) for e in entries):
+            return "every input and state entry needs an 'id' and a 'property'"
+    return None
+
+
+class DashRequestGuard:
+    """ASGI middleware; ``dash_app`` supplies the registered callback outputs."""
+
+    def __init__(self, app: ASGIApp, dash_app) -> None:
+        self.app = app
+        self.dash_app = dash_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith(CALLBACK_PATH):
+            await self.app(scope, receive, send)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                await JSONResponse({"detail": "callback request too large"}, status_code=413)(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        problem = envelope_problem(body, self.dash_app.callback_map)
+        if problem:
+            await JSONResponse({"detail": problem}, status_code=422)(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

@@ -1,0 +1,40 @@
+"""Map layers and click lookups on a real precomputed store: a clicked (trace, point) maps back to its molecule."""
+
+import numpy as np
+import pytest
+
+from app.figures import POINTS_START, map_units
+from app.mapview import clicked_row, map_layers
+from app.state import ViewState
+
+
+@pytest.mark.parametrize("color", ["axis", "prop:mu", "group"])
+def test_every_drawn_point_maps_back_to_the_molecule_drawn_there(qm9_store, color):
+    from app.dashboard import _map_figure
+
+    state = ViewState(dataset="qm9", color=color).map_state()
+    fig, layers = _map_figure(qm9_store, state, None)
+    md = layers.md
+    points = [(c, t) for c, t in enumerate(fig.data) if t.meta and t.meta.get("kind") == "points"]
+    assert sum(t.meta["n_points"] for _, t in points) == 3 * md.n_molecules
+    for curve, trace in points:
+        for point in (0, len(trace.x) // 2, len(trace.x) - 1):
+            row = clicked_row(layers, "map", curve, point)
+            # the molecule's axis that sits at the clicked pixel is one of its three axes
+            xs, ys = map_units(md.x[row]), map_units(md.y[row])
+            assert any(xs[a] == trace.x[point] and ys[a] == trace.y[point] for a in range(3))
+
+
+def test_clicks_off_the_points_select_nothing(qm9_store):
+    layers = map_layers(qm9_store, ViewState(dataset="qm9").map_state())
+    assert clicked_row(layers, "map", 0, 0) is None  # the outline
+    assert clicked_row(layers, "map", POINTS_START, 10**9) is None
+    assert clicked_row(layers, "map", POINTS_START + len(layers.split.members), 0) is None  # no SMARTS
+    assert clicked_row(layers, "sphere", 1, 0) == int(layers.rows[0])
+
+
+def test_smarts_highlight_clicks_map_to_matching_molecules(qm9_store):
+    layers = map_layers(qm9_store, ViewState(dataset="qm9", smarts="C=O").map_state())
+    curve = POINTS_START + len(layers.split.members)
+    rows = {clicked_row(layers, "map", curve, p) for p in range(min(20, layers.highlight_rows.size))}
+    assert rows and rows <= set(np.asarray(layers.highlight_rows).tolist())
