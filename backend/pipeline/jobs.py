@@ -57,6 +57,29 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
+def _orphaned(job: dict) -> bool:
+    """Queued or running, but the process that owns it is gone."""
+    if job.get("state") not in ACTIVE:
+        return False
+    pid = job.get("pid")
+    return job["id"] not in _LIVE if pid == os.getpid() else not _pid_alive(pid)
+
+
+def _interrupted(job: dict) -> dict:
+    return {
+        **job,
+        "state": FAILED,
+        "message": f"interrupted while {job['state']} (the server stopped or crashed); retry the job to run it again",
+        "finished": job.get("finished") or time.time(),
+    }
+
+
+def _as_seen(job: dict) -> dict:
+    """A job as readers should see it: an orphan is failed even before a writable server records that
+    (a read-only server never does)."""
+    return _interrupted(job) if _orphaned(job) else job
+
+
 def read_job(data_dir: Path, job_id: str) -> dict:
     try:
         validate_id(job_id, "job id")
@@ -65,10 +88,10 @@ def read_job(data_dir: Path, job_id: str) -> dict:
     path = jobs_dir(data_dir) / f"{job_id}.json"
     if not path.is_file():
         raise NotFoundError(f"unknown job {job_id!r}")
-    return read_json(path)
+    return _as_seen(read_json(path))
 
 
-def list_jobs(data_dir: Path) -> list[dict]:
+def _stored_jobs(data_dir: Path) -> list[dict]:
     folder = jobs_dir(data_dir)
     if not folder.is_dir():
         return []
@@ -81,18 +104,17 @@ def list_jobs(data_dir: Path) -> list[dict]:
     return sorted(jobs, key=lambda j: j.get("created", 0))
 
 
+def list_jobs(data_dir: Path) -> list[dict]:
+    """Every job, oldest first, orphans shown as failed."""
+    return [_as_seen(job) for job in _stored_jobs(data_dir)]
+
+
 def recover_interrupted(data_dir: Path) -> list[str]:
     """Mark jobs whose process died while they were queued or running as failed; their ids."""
     failed = []
-    for job in list_jobs(data_dir):
-        pid = job.get("pid")
-        orphan = job["id"] not in _LIVE if pid == os.getpid() else not _pid_alive(pid)
-        if job.get("state") in ACTIVE and orphan:
-            job.update(
-                state=FAILED,
-                message=f"interrupted while {job['state']} (the server stopped or crashed); retry the job to run it again",
-                finished=time.time(),
-            )
+    for job in _stored_jobs(data_dir):
+        if _orphaned(job):
+            job = _interrupted(job)
             atomic_write_json(jobs_dir(data_dir) / f"{job['id']}.json", job)
             failed.append(job["id"])
     if failed:
@@ -157,8 +179,8 @@ class JobManager:
                 "pid": os.getpid(),
                 "result": None,
             }
+            _LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
             self._write(job)
-            _LIVE.add(job_id)
         self._pool.submit(self._run, job_id)
         return job
 
@@ -180,8 +202,8 @@ class JobManager:
                 finished=None,
                 pid=os.getpid(),
             )
-            self._write(job)
             _LIVE.add(job_id)
+            self._write(job)
         self._pool.submit(self._run, job_id)
         return job
 

@@ -1,11 +1,12 @@
 import json
+import os
 import subprocess
 
 import numpy as np
 import pytest
 
 from backend.loaders.extxyz import write_extxyz
-from backend.pipeline.jobs import DONE, FAILED, JobManager, jobs_dir, read_job
+from backend.pipeline.jobs import DONE, FAILED, JobManager, jobs_dir, list_jobs, read_job
 from backend.store import datasets as ds
 
 
@@ -79,3 +80,30 @@ def test_interrupted_jobs_are_marked_failed_on_startup_and_can_be_retried(tmp_pa
         assert ds.read_meta(data_dir, "crashed")["n_molecules"] == 40
     finally:
         manager.shutdown()
+
+
+def test_orphans_read_as_failed_without_any_write(tmp_path):
+    """What a read-only server shows: the stored record stays untouched, readers see the job failed."""
+    data_dir = tmp_path / "data"
+    jobs_dir(data_dir).mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    records = {
+        "jdead000000000001": {"state": "running", "pid": dead.pid},
+        "jlive000000000001": {"state": "running", "pid": os.getppid()},  # another live process owns it
+        "jmine000000000001": {"state": "queued", "pid": os.getpid()},  # ours, but no worker holds it
+        "jdone000000000001": {"state": "done", "pid": dead.pid},
+    }
+    for job_id, rec in records.items():
+        path = jobs_dir(data_dir) / f"{job_id}.json"
+        path.write_text(json.dumps({"id": job_id, "created": 0.0, "finished": None, "message": "", **rec}))
+    before = {p.name: p.read_bytes() for p in jobs_dir(data_dir).iterdir()}
+    seen = {j["id"]: j["state"] for j in list_jobs(data_dir)}
+    assert seen == {
+        "jdead000000000001": FAILED,
+        "jlive000000000001": "running",
+        "jmine000000000001": FAILED,
+        "jdone000000000001": DONE,
+    }
+    assert "interrupted while running" in read_job(data_dir, "jdead000000000001")["message"]
+    assert {p.name: p.read_bytes() for p in jobs_dir(data_dir).iterdir()} == before
