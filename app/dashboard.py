@@ -10,7 +10,6 @@ import logging
 from pathlib import Path
 
 import dash
-import numpy as np
 from dash import ALL, Input, Output, Patch, State, ctx, dash_table, dcc, html, no_update
 from fastapi import FastAPI
 
@@ -18,12 +17,10 @@ from app import data
 from app.figures import (
     TRACE,
     angle_histogram_figure,
-    density_map_figure,
     message_figure,
-    orientation_map_figure,
     selected_points,
-    sphere_figure,
 )
+from app.mapfigure import density_figure, map_figure_json, selected_xy
 from app.mapview import clicked_row, map_layers
 from app.offload import offloaded
 from app.pages_upload import register_upload, upload_section
@@ -32,7 +29,6 @@ from app.state import GROUPINGS, ViewState, parse_query
 from app.static_report import static_report_html
 from app.verdict import verdict_children
 from app.viewer import group_scenes, molecule_scenes, viewer_spec
-from backend.services.map_data import density_grid, reference_xy
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +221,9 @@ def build_layout(read_only: bool) -> html.Div:
                                 dcc.Loading(
                                     dcc.Graph(
                                         id="orientation-map",
-                                        config={"displaylogo": False, "scrollZoom": True},
+                                        # WebGL at the screen's own resolution: plotly's default of 2x
+                                        # rasterises 4x the pixels, which software WebGL pays for in full.
+                                        config={"displaylogo": False, "scrollZoom": True, "plotGlPixelRatio": 1},
                                         figure=message_figure("Loading…"),
                                     )
                                 ),
@@ -259,52 +257,6 @@ def _dataset_options(data_dir: Path) -> tuple[list[dict], list[str]]:
         if info.status == data.READY:
             ready.append(info.id)
     return options, ready
-
-
-def _map_figure(data_dir: Path, st: dict, selected: str | None):
-    layers = map_layers(data_dir, st)
-    md = layers.md
-    report = data.dataset_summary(data_dir, st["dataset"])
-    ref = (
-        report.get("reference_orientation")
-        if st.get("table", "original") == "original"
-        else (report.get("control", {}).get("reference_orientation"))
-    )
-    title = f"{report.get('name', st['dataset'])}: {layers.rows.size:,} axis points of {layers.n_molecules:,} molecules"
-    if layers.n_matches is not None:
-        title += f" · {layers.n_matches:,} match {st['smarts']}"
-    view = st.get("view", "map")
-    if view == "density":
-        grid = density_grid(*md.xy(layers.rows, layers.axes))
-        fig = density_map_figure(
-            grid.x_centers, grid.y_centers, grid.ratio, reference_xy=reference_xy(ref) if ref else None, title=title
-        )
-    elif view == "sphere":
-        fig = sphere_figure(md.vectors[layers.rows, layers.axes - 1], layers.color, reference=ref, title=title)
-    else:
-        sel = _selected_xy(md, layers, selected)
-        fig = orientation_map_figure(
-            *md.xy(layers.rows, layers.axes),
-            layers.color,
-            split=layers.split,
-            highlight_xy=md.xy(layers.highlight_rows, layers.highlight_axes) if layers.highlight_rows.size else None,
-            reference_xy=reference_xy(ref) if ref else None,
-            selected_xy=sel,
-            title=title,
-            n_molecules=layers.n_molecules,
-        )
-    return fig, layers
-
-
-def _selected_xy(md, layers, selected: str | None):
-    if not selected:
-        return None
-    try:
-        row = md.row_of(selected)
-    except KeyError:
-        return None
-    axes = np.array(sorted({int(a) for a in np.unique(layers.axes)}) or [1, 2, 3])
-    return md.x[row, axes - 1], md.y[row, axes - 1]
 
 
 def _friendly(err: Exception) -> str:
@@ -521,7 +473,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         if not st or not st.get("dataset"):
             return message_figure("Choose a dataset."), None, None
         try:
-            fig, layers = _map_figure(data_dir, st, selected)
+            fig, layers = map_figure_json(data_dir, st, selected)
         except data.OrientScopeError as err:
             return message_figure(_friendly(err)), None, None
         return fig, [html.Span(n + ". ") for n in layers.notes], st
@@ -538,7 +490,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         if not st or st != drawn or st.get("view", "map") != "map":
             return no_update
         layers = map_layers(data_dir, st)
-        sel = _selected_xy(layers.md, layers, selected)
+        sel = selected_xy(layers, selected)
         patch = Patch()
         ring = selected_points(sel)
         patch["data"][TRACE["selected"]]["x"] = ring["x"]
@@ -678,15 +630,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
             return no_update
         report = data.dataset_summary(data_dir, st["dataset"])
         layers = map_layers(data_dir, {**st, "view": "density"})
-        grid = density_grid(*layers.md.xy(layers.rows, layers.axes))
-        ref = report.get("reference_orientation")
-        density = density_map_figure(
-            grid.x_centers,
-            grid.y_centers,
-            grid.ratio,
-            reference_xy=reference_xy(ref) if ref else None,
-            title="Axis density (Mollweide)",
-        )
+        density = density_figure(layers, report.get("reference_orientation"), "Axis density (Mollweide)")
         text = static_report_html(
             report,
             [
@@ -737,16 +681,7 @@ def _compare_column(data_dir: Path, value: str) -> html.Div:
     else:
         shown = report
     st = ViewState(dataset=dataset, view="density").map_state(table=table)
-    layers = map_layers(data_dir, st)
-    grid = density_grid(*layers.md.xy(layers.rows, layers.axes))
-    ref = shown.get("reference_orientation")
-    fig = density_map_figure(
-        grid.x_centers,
-        grid.y_centers,
-        grid.ratio,
-        reference_xy=reference_xy(ref) if ref else None,
-        title=shown.get("name", dataset),
-    )
+    fig = density_figure(map_layers(data_dir, st), shown.get("reference_orientation"), shown.get("name", dataset))
     fig.update_layout(height=340)
     return html.Div(
         [html.Div(verdict_children(shown), className="verdict"), dcc.Graph(figure=fig, config={"displaylogo": False})],
