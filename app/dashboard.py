@@ -524,29 +524,41 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
     @callback(
         Output("molecule-id", "children"),
         Output("molecule-info", "children"),
-        Output("molecule-extra", "children"),
         Output("viewer-spec", "data"),
         Input("selected", "data"),
         Input("map-state", "data"),
     )
     def show_molecule(selected, st):
         if not selected or not st or not st.get("dataset"):
-            return "", html.P("Click a point on the map to see that molecule.", className="note"), None, None
+            return "", html.P("Click a point on the map to see that molecule.", className="note"), None
         try:
             detail = data.molecule_detail(data_dir, st["dataset"], selected)
         except data.OrientScopeError as err:
-            return "", html.P(_friendly(err), className="warning"), None, None
-        pose = data.neighbors(data_dir, st["dataset"], selected, "pose", N_NEIGHBOURS)
-        chem = data.neighbors(data_dir, st["dataset"], selected, "chemistry", N_NEIGHBOURS)
-        extra = html.Div(
+            return "", html.P(_friendly(err), className="warning"), None
+        spec = viewer_spec(molecule_scenes(detail), molecule=str(detail["id"]), cols=2)
+        return str(detail["id"]), _molecule_info(detail), spec
+
+    # Separate from the viewer: a neighbour search over the whole dataset must not delay the 3D view.
+    @callback(
+        Output("molecule-extra", "children"),
+        Input("selected", "data"),
+        Input("map-state", "data"),
+    )
+    def show_neighbours(selected, st):
+        if not selected or not st or not st.get("dataset"):
+            return None
+        try:
+            pose = data.neighbors(data_dir, st["dataset"], selected, "pose", N_NEIGHBOURS)
+            chem = data.neighbors(data_dir, st["dataset"], selected, "chemistry", N_NEIGHBOURS)
+        except data.OrientScopeError:
+            return None  # show_molecule reports an unknown molecule
+        return html.Div(
             [
                 _neighbour_list("Nearest in pose", pose, "angle_deg", "{:.1f}°"),
                 _neighbour_list("Nearest in chemistry", chem, "tanimoto", "Tanimoto {:.2f}"),
             ],
             className="neighbour-lists",
         )
-        spec = viewer_spec(molecule_scenes(detail), molecule=str(detail["id"]), cols=2)
-        return str(detail["id"]), _molecule_info(detail), extra, spec
 
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "renderViewer"),

@@ -8,7 +8,7 @@ simulated users (asyncio + httpx) for a fixed time. Each user loops over:
 * map recolouring: the ``map-state → orientation-map`` Dash callback with a new
   colour, grouping, view or axis choice;
 * a molecule click: the ``clickData → selected`` callback, then the
-  ``selected → molecule panel`` callback with the id it returned;
+  ``selected → molecule panel`` and ``selected → neighbours`` callbacks with the id it returned;
 * REST reads: dataset list, summary, one molecule, a page of molecules, neighbours;
 
 with a think time between actions (1-5 s; a second, "stress" run uses 0.2-1 s).
@@ -91,11 +91,12 @@ def callback_body(dep: dict, values: dict[str, object], changed: str) -> dict:
 
 @dataclass
 class Scenario:
-    """What the simulated users need: the three callbacks, molecule ids and map-state choices."""
+    """What the simulated users need: the Dash callbacks, molecule ids and map-state choices."""
 
     map_dep: dict
     click_dep: dict
     panel_dep: dict
+    neighbours_dep: dict
     ids: list[str]
     colors: list[str]
     dataset: str = DATASET
@@ -127,6 +128,7 @@ def build_scenario(base: str, ids: list[str], dataset: str = DATASET) -> Scenari
         map_dep=_find(deps, {"map-state.data"}, "orientation-map.figure..."),
         click_dep=_find(deps, {"orientation-map.clickData"}, "selected.data"),
         panel_dep=_find(deps, {"selected.data", "map-state.data"}, "molecule-id.children"),
+        neighbours_dep=_find(deps, {"selected.data", "map-state.data"}, "molecule-extra.children"),
         ids=ids,
         colors=["axis", "group", "score", *(f"prop:{p}" for p in props)],
         dataset=dataset,
@@ -184,8 +186,23 @@ async def _user(client, rec: Recorder, sc: Scenario, rng: random.Random, deadlin
             if out:  # the id the click selected (204: the click missed a point)
                 selected = json.loads(out).get("response", {}).get("selected", {}).get("data") or selected
             values = {"selected.data": selected, "map-state.data": state}
-            body = callback_body(sc.panel_dep, values, "selected.data")
-            await rec.request(client, "callback: molecule panel", "POST", "/_dash-update-component", json=body)
+            # the browser fires both callbacks of the selection at once
+            await asyncio.gather(
+                rec.request(
+                    client,
+                    "callback: molecule panel",
+                    "POST",
+                    "/_dash-update-component",
+                    json=callback_body(sc.panel_dep, values, "selected.data"),
+                ),
+                rec.request(
+                    client,
+                    "callback: neighbours",
+                    "POST",
+                    "/_dash-update-component",
+                    json=callback_body(sc.neighbours_dep, values, "selected.data"),
+                ),
+            )
         else:
             mol = rng.choice(sc.ids)
             path, name = rng.choice(
