@@ -310,7 +310,10 @@ def _molecule_info(detail: dict) -> list:
 def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> dash.Dash:
     """Mount the dashboard at "/" of ``server`` (a FastAPI app) and return the Dash app."""
     data_dir = Path(data_dir)
-    has_gzip = any(getattr(m.cls, "__name__", "") == "GZipMiddleware" for m in getattr(server, "user_middleware", []))
+    has_gzip = any(
+        getattr(m.cls, "__name__", "") in ("GZipMiddleware", "SelectiveGZip")
+        for m in getattr(server, "user_middleware", [])
+    )
     app = dash.Dash(
         __name__,
         server=server,

@@ -12,10 +12,12 @@ points from outline, graticule and overlays.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.colors import sample_colorscale
 
 from backend.science.sphere import mollweide_graticule, mollweide_outline
@@ -24,6 +26,8 @@ from backend.science.sphere import mollweide_graticule, mollweide_outline
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 OTHER_GREY = "#BBBBBB"
 CONTINUOUS_SCALE = "Cividis"  # perceptually uniform and colour-blind safe
+_CIVIDIS = [[i / 10, c] for i, c in enumerate(sample_colorscale(CONTINUOUS_SCALE, [i / 10 for i in range(11)]))]
+TEMPLATE = "simple_white"
 AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
 
 # Fixed leading traces of the map figure; point traces follow from POINTS_START.
@@ -62,7 +66,7 @@ class ColorSpec:
 
 def _base_layout(fig: go.Figure, title: str, height: int = 460) -> go.Figure:
     fig.update_layout(
-        template="simple_white",
+        template=TEMPLATE,
         title={"text": title, "x": 0.01, "font": {"size": 14}},
         height=height,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
@@ -192,7 +196,7 @@ def _classes(spec: ColorSpec, n_points: int):
 def split_points(spec: ColorSpec, n_points: int) -> PointTraces:
     """Split ``n_points`` points (in draw order) into solid-colour traces, interleaving slices of each colour."""
     codes, colors, labels, ranges, colorbar = _classes(spec, n_points)
-    order = np.argsort(codes, kind="stable")  # stable: keeps the shuffled draw order within a class
+    order = np.argsort(codes, kind="stable").astype(np.int32)  # stable: keeps the shuffled order in a class
     bounds = np.searchsorted(codes[order], np.arange(len(colors) + 1))
     per_class = [order[bounds[k] : bounds[k + 1]] for k in range(len(colors))]
     present = [k for k in range(len(colors)) if per_class[k].size]
@@ -207,28 +211,29 @@ def split_points(spec: ColorSpec, n_points: int) -> PointTraces:
     return PointTraces(members, category, colors, labels, ranges, colorbar)
 
 
-def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None) -> list[go.Scattergl]:
+def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None) -> list[dict]:
     traces, shown = [], set()
     for idx, k in zip(split.members, split.category, strict=True):
         legend = split.colorbar is None or split.ranges[k] is None
         traces.append(
-            go.Scattergl(
-                x=x[idx],
-                y=y[idx],
-                mode="markers",
-                marker={"size": size, "opacity": 0.75, "color": split.colors[k]},
-                name=split.labels[k],
-                legendgroup=f"c{k}",
-                showlegend=legend and k not in shown,
-                hoverinfo="none",
-                meta={
+            {
+                "type": "scattergl",
+                "x": x[idx],
+                "y": y[idx],
+                "mode": "markers",
+                "marker": {"size": size, "opacity": 0.75, "color": split.colors[k]},
+                "name": split.labels[k],
+                "legendgroup": f"c{k}",
+                "showlegend": legend and k not in shown,
+                "hoverinfo": "none",
+                "meta": {
                     "kind": "points",
                     "n_points": int(idx.size),
                     "n_molecules": n_molecules,
                     "class": k,
                     "range": None if split.ranges[k] is None else [_finite_or_none(v) for v in split.ranges[k]],
                 },
-            )
+            }
         )
         shown.add(k)
     return traces
@@ -238,24 +243,25 @@ def _finite_or_none(v: float) -> float | None:
     return float(v) if np.isfinite(v) else None
 
 
-def _colorbar_trace(colorbar: dict) -> go.Scattergl:
+def _colorbar_trace(colorbar: dict) -> dict:
     """An empty trace that only carries the continuous colour bar."""
-    return go.Scattergl(
-        x=[None],
-        y=[None],
-        mode="markers",
-        showlegend=False,
-        hoverinfo="skip",
-        marker={
+    return {
+        "type": "scattergl",
+        "x": [None],
+        "y": [None],
+        "mode": "markers",
+        "showlegend": False,
+        "hoverinfo": "skip",
+        "marker": {
             "color": [colorbar["cmin"]],
-            "colorscale": CONTINUOUS_SCALE,
+            "colorscale": _CIVIDIS,
             "cmin": colorbar["cmin"],
             "cmax": colorbar["cmax"],
             "showscale": True,
             "colorbar": {"title": {"text": colorbar["title"], "side": "right"}, "thickness": 12},
         },
-        meta={"kind": "colorbar"},
-    )
+        "meta": {"kind": "colorbar"},
+    }
 
 
 def orientation_map_figure(
@@ -280,50 +286,71 @@ def orientation_map_figure(
     size = marker_size or (2.0 if x.size > 100_000 else 3.0 if x.size > 10_000 else 5.0)
     hx, hy = highlight_xy if highlight_xy is not None else (np.zeros(0), np.zeros(0))
     rx, ry = reference_xy if reference_xy is not None else (np.zeros(0), np.zeros(0))
-    traces = _frame_traces(MAP_SCALE) + [
-        go.Scatter(
-            x=(np.asarray(rx, np.float64) * MAP_SCALE).astype(np.float32),
-            y=(np.asarray(ry, np.float64) * MAP_SCALE).astype(np.float32),
-            mode="markers+text",
-            name="reference",
-            text=[f"ref {a}" for a in range(1, np.size(rx) + 1)],
-            textposition="top center",
-            marker={"symbol": "star", "size": 16, "color": "#F0E442", "line": {"color": "#000000", "width": 1.2}},
-            hovertemplate="reference orientation %{text}<extra></extra>",
-            showlegend=bool(np.size(rx)),
-            meta={"kind": "reference"},
-        ),
-        go.Scatter(
+    traces = [t.to_plotly_json() for t in _frame_traces(MAP_SCALE)] + [
+        {
+            "type": "scatter",
+            "x": (np.asarray(rx, np.float64) * MAP_SCALE).astype(np.float32),
+            "y": (np.asarray(ry, np.float64) * MAP_SCALE).astype(np.float32),
+            "mode": "markers+text",
+            "name": "reference",
+            "text": [f"ref {a}" for a in range(1, np.size(rx) + 1)],
+            "textposition": "top center",
+            "marker": {"symbol": "star", "size": 16, "color": "#F0E442", "line": {"color": "#000000", "width": 1.2}},
+            "hovertemplate": "reference orientation %{text}<extra></extra>",
+            "showlegend": bool(np.size(rx)),
+            "meta": {"kind": "reference"},
+        },
+        {
+            "type": "scatter",
             **selected_points(selected_xy),
-            mode="markers",
-            name="selected",
-            marker={"symbol": "circle-open", "size": 16, "color": "#D55E00", "line": {"width": 3}},
-            hoverinfo="skip",
-            showlegend=False,
-            meta={"kind": "selected"},
-        ),
+            "mode": "markers",
+            "name": "selected",
+            "marker": {"symbol": "circle-open", "size": 16, "color": "#D55E00", "line": {"width": 3}},
+            "hoverinfo": "skip",
+            "showlegend": False,
+            "meta": {"kind": "selected"},
+        },
     ]
     traces += _point_traces(x, y, split, size, n_molecules)
     traces.append(
-        go.Scattergl(
-            x=map_units(hx),
-            y=map_units(hy),
-            mode="markers",
-            name="SMARTS match",
-            marker={"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": "#D55E00", "width": 1.5}},
-            showlegend=bool(np.size(hx)),
-            hoverinfo="none",
-            meta={"kind": "highlight", "n_points": int(np.size(hx))},
-        )
+        {
+            "type": "scattergl",
+            "x": map_units(hx),
+            "y": map_units(hy),
+            "mode": "markers",
+            "name": "SMARTS match",
+            "marker": {"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": "#D55E00", "width": 1.5}},
+            "showlegend": bool(np.size(hx)),
+            "hoverinfo": "none",
+            "meta": {"kind": "highlight", "n_points": int(np.size(hx))},
+        }
     )
     if split.colorbar is not None:
         traces.append(_colorbar_trace(split.colorbar))
-    fig = go.Figure(traces)
-    _base_layout(fig, title)
-    fig.update_xaxes(range=MAP_RANGE_X, visible=False, fixedrange=False)
-    fig.update_yaxes(range=MAP_RANGE_Y, visible=False, scaleanchor="x", scaleratio=1)
-    fig.update_layout(dragmode="pan", hovermode="closest", clickmode="event")
-    return fig
+    # Built unvalidated from plain dicts: plotly's validators cost more than the rest of the figure.
+    return go.Figure(data=traces, layout=_map_layout(title), _validate=False)
+
+
+def _map_layout(title: str) -> dict:
+    """The map's layout as a plain dict, with the template expanded (plotly.js knows no template names)."""
+    return {
+        "template": _template(),
+        "title": {"text": title, "x": 0.01, "font": {"size": 14}},
+        "height": 460,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "legend": {"orientation": "h", "y": -0.02, "x": 0.5, "xanchor": "center", "itemsizing": "constant"},
+        "uirevision": "map",
+        "xaxis": {"range": MAP_RANGE_X, "visible": False, "fixedrange": False},
+        "yaxis": {"range": MAP_RANGE_Y, "visible": False, "scaleanchor": "x", "scaleratio": 1},
+        "dragmode": "pan",
+        "hovermode": "closest",
+        "clickmode": "event",
+    }
+
+
+@functools.cache
+def _template() -> dict:
+    return pio.templates[TEMPLATE].to_plotly_json()
 
 
 def selected_points(xy: tuple[np.ndarray, np.ndarray] | None) -> dict:
@@ -474,7 +501,7 @@ def message_figure(text: str, height: int = 460) -> go.Figure:
     fig = go.Figure()
     fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font={"size": 15})
     fig.update_layout(
-        template="simple_white",
+        template=TEMPLATE,
         height=height,
         xaxis={"visible": False},
         yaxis={"visible": False},

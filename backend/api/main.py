@@ -18,13 +18,13 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
+from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
 from backend import __version__
 from backend.api.deps import ApiSettings
 from backend.api.docs import install_docs
 from backend.api.errors import install_error_handlers, validation_body
-from backend.api.middleware import install_middleware
+from backend.api.middleware import SelectiveGZip, install_middleware
 from backend.api.routes import ROUTERS
 from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV, resolve_data_dir
 from backend.services.cache import MAX_VIEWS
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 READ_ONLY_ENV = "ORIENTSCOPE_READ_ONLY"
 API_PREFIX = "/api"
+DASH_CALLBACK_PATH = "/_dash-update-component"
 DESCRIPTION = """
 Every precomputed OrientScope result, per-molecule poses and stateless canonicalisation.
 
@@ -69,7 +70,8 @@ def create_app(
     install_error_handlers(app)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(
-        GZipMiddleware,
+        SelectiveGZip,
+        skip_suffixes=(DASH_CALLBACK_PATH,),
         minimum_size=4096,  # below a few kB, compressing costs more CPU than it saves on the wire
         compresslevel=5,
         exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/vnd.apache.parquet"),

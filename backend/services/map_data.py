@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -53,11 +54,18 @@ class MapData:
     def n_molecules(self) -> int:
         return int(self.ids.size)
 
+    @cached_property
+    def _row_index(self) -> dict[str, int]:
+        index: dict[str, int] = {}
+        for i, mol_id in enumerate(self.ids.tolist()):
+            index.setdefault(mol_id, i)  # the first row of a repeated id, as before
+        return index
+
     def row_of(self, mol_id: str) -> int:
-        hits = np.flatnonzero(self.ids == str(mol_id))
-        if hits.size == 0:
+        row = self._row_index.get(str(mol_id))
+        if row is None:
             raise KeyError(f"unknown molecule id {mol_id!r} in dataset {self.dataset_id!r}")
-        return int(hits[0])
+        return row
 
     def points(self, axes=AXES, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rows, axes) of the points to draw, in the shuffled draw order.
@@ -68,8 +76,8 @@ class MapData:
         bad = [a for a in axes if a not in AXES]
         if bad:
             raise ValueError(f"unknown axis {bad[0]!r}; expected some of {AXES}")
-        rows = self.order // 3
-        axis = self.order % 3 + 1
+        rows = (self.order // 3).astype(np.int32, copy=False)
+        axis = (self.order % 3 + 1).astype(np.int8)
         keep = np.isin(axis, axes)
         if mask is not None:
             keep &= np.asarray(mask, bool)[rows]

@@ -71,9 +71,17 @@ def _fingerprints(view: DatasetView) -> np.ndarray:
     return fps
 
 
+def _as_words(fps: np.ndarray) -> np.ndarray:
+    """Packed bits as (n, n_words) uint64: popcounts over 8x fewer elements than bytes."""
+    pad = (-fps.shape[1]) % 8
+    if pad:
+        fps = np.pad(fps, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(fps).view(np.uint64)
+
+
 def chemistry_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
     """(row, Tanimoto similarity) of the k molecules most similar to row ``i``."""
-    fps = _fingerprints(view)
+    fps = view.extra("fingerprint_words", lambda: _as_words(_fingerprints(view)))
     counts = view.extra("fingerprint_counts", lambda: np.bitwise_count(fps).sum(axis=1, dtype=np.int64))
     inter = np.bitwise_count(fps & fps[i]).sum(axis=1, dtype=np.int64)
     union = counts + counts[i] - inter

@@ -14,7 +14,7 @@ def test_every_response_carries_request_id_and_security_headers(client):
         assert r.headers["x-content-type-options"] == "nosniff"
         assert r.headers["x-frame-options"] == "DENY"
         assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
-        assert len(r.headers["x-request-id"]) >= 16
+        assert re.fullmatch(r"[0-9a-f]{12}-[0-9a-f]+", r.headers["x-request-id"])
 
 
 def test_caller_request_id_is_echoed_only_when_plain(client):
@@ -40,3 +40,22 @@ def test_cors_opens_only_for_configured_origins(api_data, monkeypatch):
         assert ok.headers["access-control-allow-origin"] == "http://lab.example"
         other = c.get("/api/health", headers={"Origin": "http://elsewhere.example"})
         assert "access-control-allow-origin" not in other.headers
+
+
+def test_selective_gzip_skips_only_the_listed_paths():
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from backend.api.middleware import SelectiveGZip
+
+    def big(request):
+        return PlainTextResponse("orientation " * 2000)
+
+    inner = Starlette(routes=[Route("/api/big", big), Route("/_dash-update-component", big, methods=["POST"])])
+    app = SelectiveGZip(inner, skip_suffixes=("/_dash-update-component",), minimum_size=1024)
+    with ServerThread(app) as server, httpx.Client(base_url=server.url, headers={"Accept-Encoding": "gzip"}) as c:
+        compressed = c.get("/api/big")
+        plain = c.post("/_dash-update-component")
+    assert compressed.headers["content-encoding"] == "gzip" and compressed.text == "orientation " * 2000
+    assert "content-encoding" not in plain.headers and plain.text == "orientation " * 2000
