@@ -20,8 +20,6 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import sample_colorscale
 
-from backend.science.sphere import mollweide_graticule, mollweide_outline
-
 # Okabe & Ito (2008) colour-blind-safe palette; grey for "everything else".
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 OTHER_GREY = "#BBBBBB"
@@ -76,9 +74,11 @@ def _base_layout(fig: go.Figure, title: str, height: int = 460) -> go.Figure:
     return fig
 
 
-def _frame_traces(scale: float = 1.0) -> list[go.Scatter]:
-    ox, oy = mollweide_outline()
-    gx, gy = mollweide_graticule()
+def _frame_traces(frame: dict | None, scale: float = 1.0) -> list[go.Scatter]:
+    """Outline and graticule traces from ``frame`` = {"outline": (x, y), "graticule": (x, y)} (empty if None)."""
+    empty = (np.zeros(0), np.zeros(0))
+    ox, oy = (frame or {}).get("outline", empty)
+    gx, gy = (frame or {}).get("graticule", empty)
     line = {"color": "#888888", "width": 1}
     return [
         go.Scatter(
@@ -270,6 +270,7 @@ def orientation_map_figure(
     color: ColorSpec,
     *,
     split: PointTraces | None = None,
+    frame: dict | None = None,
     highlight_xy: tuple[np.ndarray, np.ndarray] | None = None,
     reference_xy: tuple[np.ndarray, np.ndarray] | None = None,
     selected_xy: tuple[np.ndarray, np.ndarray] | None = None,
@@ -279,14 +280,15 @@ def orientation_map_figure(
 ) -> go.Figure:
     """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units.
 
-    ``split`` is :func:`split_points` of ``color`` (pass it when it is cached).
+    ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
+    outline and graticule polylines (``backend.services.map_data.frame_lines``).
     """
     x, y = map_units(x), map_units(y)
     split = split or split_points(color, x.size)
     size = marker_size or (2.0 if x.size > 100_000 else 3.0 if x.size > 10_000 else 5.0)
     hx, hy = highlight_xy if highlight_xy is not None else (np.zeros(0), np.zeros(0))
     rx, ry = reference_xy if reference_xy is not None else (np.zeros(0), np.zeros(0))
-    traces = [t.to_plotly_json() for t in _frame_traces(MAP_SCALE)] + [
+    traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [
         {
             "type": "scatter",
             "x": (np.asarray(rx, np.float64) * MAP_SCALE).astype(np.float32),
@@ -360,7 +362,9 @@ def selected_points(xy: tuple[np.ndarray, np.ndarray] | None) -> dict:
     return {"x": [float(v) * MAP_SCALE for v in xy[0]], "y": [float(v) * MAP_SCALE for v in xy[1]]}
 
 
-def density_map_figure(x_centers, y_centers, ratio, *, reference_xy=None, title: str = "") -> go.Figure:
+def density_map_figure(
+    x_centers, y_centers, ratio, *, reference_xy=None, frame: dict | None = None, title: str = ""
+) -> go.Figure:
     """Server-binned density (ratio to a uniform sphere) as a heatmap on the Mollweide plane (map units)."""
     rx, ry = reference_xy if reference_xy is not None else (np.zeros(0), np.zeros(0))
     ratio = np.asarray(ratio, np.float32)
@@ -380,7 +384,7 @@ def density_map_figure(x_centers, y_centers, ratio, *, reference_xy=None, title:
     )
     traces = (
         [heat]
-        + _frame_traces(MAP_SCALE)
+        + _frame_traces(frame, MAP_SCALE)
         + [
             go.Scatter(
                 x=(np.asarray(rx, np.float64) * MAP_SCALE).astype(np.float32),

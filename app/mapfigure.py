@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from app import data
 from app.figures import density_map_figure, orientation_map_figure, sphere_figure
 from app.mapview import MapLayers, map_layers
-from backend.services.map_data import density_grid, reference_xy
+from backend.services.map_data import density_grid, frame_lines, reference_xy
 
 _CACHE_SIZE = 16  # about 2.4 MB each at 392k points
 _cache: OrderedDict[tuple, tuple[MapLayers, dict]] = OrderedDict()
@@ -33,6 +33,7 @@ def density_figure(layers: MapLayers, reference, title: str) -> go.Figure:
         grid.y_centers,
         grid.ratio,
         reference_xy=reference_xy(reference) if reference else None,
+        frame=frame_lines(),
         title=title,
     )
 
@@ -73,6 +74,7 @@ def map_figure(data_dir: Path, st: dict, selected: str | None) -> tuple[go.Figur
             *md.xy(layers.rows, layers.axes),
             layers.color,
             split=layers.split,
+            frame=frame_lines(),
             highlight_xy=md.xy(layers.highlight_rows, layers.highlight_axes) if layers.highlight_rows.size else None,
             reference_xy=reference_xy(ref) if ref else None,
             selected_xy=selected_xy(layers, selected),

@@ -11,13 +11,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import numpy as np
 
 from backend.science.rotations import derived_seed
-from backend.science.sphere import SQRT2, axes_lonlat_deg, mollweide_xy
+from backend.science.sphere import SQRT2, axes_lonlat_deg, mollweide_graticule, mollweide_outline, mollweide_xy
 from backend.services.results import open_result
 from backend.store.results import MANIFEST
 
@@ -163,3 +163,9 @@ def density_grid(x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72) -> D
     expected = max(n, 1) * cell / ellipse_area
     ratio = np.where(inside, counts / expected, np.nan).astype(np.float32)
     return DensityGrid(xc.astype(np.float32), yc.astype(np.float32), ratio, n)
+
+
+@cache
+def frame_lines() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Outline and 30-degree graticule of the Mollweide map: {name: (x, y)} polylines with NaN breaks."""
+    return {"outline": mollweide_outline(), "graticule": mollweide_graticule()}

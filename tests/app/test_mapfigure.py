@@ -23,6 +23,8 @@ def test_cached_json_is_reused_for_the_same_view_and_rebuilt_for_another_selecti
     # the payload is what the browser gets: point arrays as base64 int16, not lists
     points = [t for t in first["data"] if t.get("meta", {}).get("kind") == "points"]
     assert points and all(t["x"]["dtype"] == "i2" for t in points)
+    outline = first["data"][TRACE["outline"]]
+    assert outline["meta"]["kind"] == "outline" and outline["x"]["dtype"] == "f4"
 
 
 def test_density_and_sphere_views(qm9_store):

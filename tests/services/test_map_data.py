@@ -48,3 +48,15 @@ def test_uniform_points_have_density_near_one():
     inner = grid.ratio[2:-2, 4:-4]
     assert abs(np.nanmean(grid.ratio) - 1) < 0.05 and np.nanmax(np.abs(inner - 1)) < 0.15
     assert np.isnan(grid.ratio[0, 0])  # corner cell lies outside the ellipse
+
+
+def test_frame_lines_are_the_mollweide_ellipse_and_a_graticule():
+    from backend.services.map_data import frame_lines
+
+    lines = frame_lines()
+    ox, oy = lines["outline"]
+    np.testing.assert_allclose(ox**2 / 8 + oy**2 / 2, 1.0, atol=1e-12)
+    gx, gy = lines["graticule"]
+    inside = np.isfinite(gx)
+    assert np.isnan(gx).any()  # separate polylines
+    assert np.all(gx[inside] ** 2 / 8 + gy[inside] ** 2 / 2 <= 1 + 1e-9)
