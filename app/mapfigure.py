@@ -7,12 +7,12 @@ small LRU of plain dicts whose arrays are already base64 strings.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
+import orjson
 import plotly.graph_objects as go
 
 from app import data
@@ -94,7 +94,7 @@ def map_figure_json(data_dir: Path, st: dict, selected: str | None) -> tuple[dic
             _cache.move_to_end(key)
             return hit[1], layers
     fig, layers = map_figure(data_dir, st, selected)
-    payload = json.loads(fig.to_json())
+    payload = orjson.loads(fig.to_json())
     with _lock:
         _cache[key] = (layers, payload)
         while len(_cache) > _CACHE_SIZE:
