@@ -29,7 +29,9 @@ from backend.api.routes import ROUTERS
 from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV, resolve_data_dir
 from backend.services.cache import MAX_VIEWS
 from backend.services.datasets import READY, dataset_summary, list_datasets
+from backend.services.errors import NotComputed
 from backend.services.molecules import list_molecules
+from backend.services.neighbors import neighbors
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +111,12 @@ def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
         if info.status == READY:
             try:
                 dataset_summary(data_dir, info.id)
-                list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
+                page = list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
+                for by in ("pose", "chemistry") if page.items else ():  # k-d tree and fingerprint columns
+                    try:
+                        neighbors(data_dir, info.id, page.items[0]["id"], by, 1)
+                    except NotComputed:  # no chemistry stage for this dataset
+                        pass
             except Exception:  # a warm-up failure must never stop the server; requests will report it
                 log.exception("warming %s failed", info.id)
 
