@@ -20,7 +20,7 @@ from app.figures import density_map_figure, orientation_map_figure, sphere_figur
 from app.mapview import MapLayers, map_layers
 from backend.services.map_data import density_grid, frame_lines, reference_xy
 
-_CACHE_SIZE = 16  # about 2.4 MB each at 392k points
+_CACHE_SIZE = 32  # about 2.4 MB each at 392k points
 _cache: OrderedDict[tuple, tuple[MapLayers, dict]] = OrderedDict()
 _lock = threading.Lock()
 
