@@ -259,6 +259,15 @@ def _dataset_options(data_dir: Path) -> tuple[list[dict], list[str]]:
     return options, ready
 
 
+def _color_options(data_dir: Path, dataset: str | None) -> list[dict]:
+    """Colour choices for a dataset: the fixed ones plus one per stored property."""
+    try:
+        props = data.property_names(data_dir, dataset) if dataset else []
+    except data.OrientScopeError:
+        props = []
+    return BASE_COLOR_OPTIONS + [{"label": f"property: {p}", "value": f"prop:{p}"} for p in props]
+
+
 def _friendly(err: Exception) -> str:
     return str(err) if isinstance(err, data.OrientScopeError | ValueError | KeyError) else "something went wrong"
 
@@ -350,6 +359,8 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         Output("map-state", "data"),
         Output("messages", "children"),
         Output("dataset-select", "options"),
+        # With the value, not later: a dropdown drops a value that is not among its options yet.
+        Output("color-by", "options"),
         Input("url", "search"),
         Input("dataset-select", "value"),
         Input("color-by", "value"),
@@ -363,7 +374,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
     )
     def sync_state(search, dataset, color, grouping, group, smarts, view, axes, selected, current):
         """The URL and the controls mirror each other; map-state changes only when the map must redraw."""
-        n_out = 12
+        n_out = 13
         out = [no_update] * n_out
         trigger = ctx.triggered_id
         options, ready = _dataset_options(data_dir)
@@ -421,12 +432,13 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
             else ([] if trigger in (None, "url") else no_update)
         )
         out[11] = options
+        if trigger in (None, "url", "dataset-select"):
+            out[12] = _color_options(data_dir, st.dataset)
         return out
 
     @callback(
         Output("verdict", "children"),
         Output("angle-histogram", "figure"),
-        Output("color-by", "options"),
         Output("progress", "children"),
         Output("status-poll", "disabled"),
         Input("map-state", "data"),
@@ -434,36 +446,33 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
     )
     def show_verdict(st, _n):
         if not st or not st.get("dataset"):
-            return [html.P("No dataset is ready yet.", className="warning")], message_figure("", 300), [], None, False
+            return [html.P("No dataset is ready yet.", className="warning")], message_figure("", 300), None, False
         dataset = st["dataset"]
         try:
             info = data.dataset_info(data_dir, dataset)
         except data.OrientScopeError as err:
-            return [html.P(_friendly(err), className="warning")], message_figure("", 300), [], None, True
+            return [html.P(_friendly(err), className="warning")], message_figure("", 300), None, True
         if info.status != data.READY:
             bar = [html.Progress(className="busy"), html.Span(f" {info.name}: {info.status} – {info.message}")]
             return (
                 [html.P("Results will appear when the computation finishes.")],
                 message_figure("", 300),
-                [],
                 bar,
                 info.status != "computing",
             )
         if ctx.triggered_id == "status-poll" and _n:
-            return no_update, no_update, no_update, None, True
+            return no_update, no_update, None, True
         try:
             report = data.dataset_summary(data_dir, dataset)
-            props = data.property_names(data_dir, dataset)
         except data.OrientScopeError as err:
-            return [html.P(_friendly(err), className="warning")], message_figure("", 300), [], None, True
-        options = BASE_COLOR_OPTIONS + [{"label": f"property: {p}", "value": f"prop:{p}"} for p in props]
+            return [html.P(_friendly(err), className="warning")], message_figure("", 300), None, True
         hist = angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram"))
         try:
             children = verdict_children(report)
         except (KeyError, TypeError, ValueError, IndexError):  # a report section in an unexpected shape
             log.exception("cannot render the verdict of %s", dataset)
             children = [html.P((report.get("verdict") or {}).get("text", "No verdict."), className="verdict-line")]
-        return children, hist, options, None, True
+        return children, hist, None, True
 
     @callback(
         Output("orientation-map", "figure"),

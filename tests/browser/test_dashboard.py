@@ -173,6 +173,18 @@ def test_url_restores_the_selection_and_neighbour_click_selects(driver, base_url
     wait_for(lambda: text_of(driver, "molecule-id") == other, what="neighbour selection")
 
 
+def test_url_restores_colour_and_axes(driver, base_url, qm9_store):
+    """A shared link with a property colour keeps it: the options arrive with the value."""
+    open_page(driver, f"{base_url}/?dataset=qm9&color=prop%3Amu&axes=12")
+    md = load_map_data(qm9_store, "qm9")
+    wait_for(lambda: n_points(driver) == 2 * md.n_molecules, what="two axes per molecule")
+    traces = map_traces(driver)
+    assert any(t["kind"] == "colorbar" for t in traces)
+    assert all(t["meta"]["range"] is not None or t["color"] == "#BBBBBB" for t in point_traces(driver, True))
+    assert "property: mu" in text_of(driver, "color-by")
+    assert "color=prop%3Amu" in driver.current_url and "axes=12" in driver.current_url
+
+
 def test_unknown_dataset_and_molecule_get_friendly_messages(driver, base_url):
     driver.get(f"{base_url}/?dataset=nope&molecule=zzz")
     msg = wait_for(lambda: text_of(driver, "messages"), what="a message")
