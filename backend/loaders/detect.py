@@ -61,7 +61,10 @@ def detect_format(path: Path) -> str:
     fmt = EXTENSIONS.get(path.suffix.lower())
     if fmt is None and is_archive(path):
         return "archive"
-    if fmt in ("xyz", None) and head[:20].lstrip()[:1].isdigit():
+    # Without an extension, only a first line that is an atom count says "xyz" (not any leading digit).
+    if (fmt == "xyz" and head[:20].lstrip()[:1].isdigit()) or (
+        fmt is None and head.split(b"\n", 1)[0].strip().isdigit()
+    ):
         text = head.decode("utf-8", errors="replace")
         return "extxyz" if _looks_extxyz(text) else "xyz"
     if fmt:

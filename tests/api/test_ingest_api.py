@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -198,7 +199,8 @@ def _bomb() -> bytes:
         ("wrong.xyz", b"5\nw\nO 0 0 0\nH 1 0 0\n3\nx\nO 0 0 0\nH 1 0 0\nH 0 1 0\n", r"record 1 \(line 1\)"),
         ("nan.xyz", b"3\nw\nO nan 0 0\nH 1 0 0\nH 0 1 0\n", "NaN or infinite coordinates"),
         ("junk.xyz", bytes(range(256)) * 40, "binary data"),
-        ("junk.bin", os.urandom(4096), "cannot tell the format"),
+        ("junk.bin", random.Random(7).randbytes(4096), "cannot tell the format"),
+        ("digits.bin", b"7" + random.Random(8).randbytes(4095), "cannot tell the format"),
         ("bomb.zip", _bomb(), "zip bomb"),
         (
             "evil.zip",

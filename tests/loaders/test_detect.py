@@ -28,3 +28,11 @@ def test_unknown_format_names_what_is_accepted(tmp_path):
         load_path(tmp_path / "x.txt")
     with pytest.raises(ValueError, match="unknown format 'pdb'"):
         load_path(tmp_path / "x.txt", "pdb")
+
+
+def test_without_an_extension_only_an_atom_count_line_means_xyz(tmp_path):
+    (tmp_path / "mol").write_text("3\nwater\nO 0 0 0\nH 0.96 0 0\nH -0.24 0.93 0\n")
+    assert detect_format(tmp_path / "mol") == "xyz"
+    (tmp_path / "blob").write_bytes(b"7\x00\xff" + bytes(range(256)) * 4)
+    with pytest.raises(DatasetError, match="cannot tell the format"):
+        detect_format(tmp_path / "blob")
