@@ -242,8 +242,8 @@ def main(argv: list[str] | None = None) -> None:
 Raw (s): map {", ".join(f"{v:.2f}" for v in results["map"])}; baseline {", ".join(f"{v:.2f}" for v in results["baseline_map"])};
 clicks {", ".join(f"{v:.3f}" for v in results["clicks"])}; reload {", ".join(f"{v:.2f}" for v in results["reload"])}.
 The map ships x/y as base64 int16 map units in one solid-colour Scattergl trace per colour slice.
-1-min load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after the run: on this shared 2-core
-machine single navigations of the same page ranged from 2.4 s to 5.5 s within minutes.
+1-min load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after the run. This 2-core machine is
+shared, and repeated runs of this benchmark within one hour gave navigation medians from 3.0 s to 10 s.
 """
     print(text)
     write_section(text)
