@@ -62,15 +62,20 @@ class ColorSpec:
     title: str = ""
 
 
+def _layout(title: str, height: int = 460) -> dict:
+    """The layout every figure of the page shares (template by name)."""
+    return {
+        "template": TEMPLATE,
+        "title": {"text": title, "x": 0.01, "font": {"size": 14}},
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "legend": {"orientation": "h", "y": -0.02, "x": 0.5, "xanchor": "center", "itemsizing": "constant"},
+        "uirevision": "map",
+    }
+
+
 def _base_layout(fig: go.Figure, title: str, height: int = 460) -> go.Figure:
-    fig.update_layout(
-        template=TEMPLATE,
-        title={"text": title, "x": 0.01, "font": {"size": 14}},
-        height=height,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        legend={"orientation": "h", "y": -0.02, "x": 0.5, "xanchor": "center", "itemsizing": "constant"},
-        uirevision="map",
-    )
+    fig.update_layout(**_layout(title, height))
     return fig
 
 
@@ -337,12 +342,8 @@ def orientation_map_figure(
 def _map_layout(title: str) -> dict:
     """The map's layout as a plain dict, with the template expanded (plotly.js knows no template names)."""
     return {
+        **_layout(title),
         "template": _template(),
-        "title": {"text": title, "x": 0.01, "font": {"size": 14}},
-        "height": 460,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "legend": {"orientation": "h", "y": -0.02, "x": 0.5, "xanchor": "center", "itemsizing": "constant"},
-        "uirevision": "map",
         "xaxis": {"range": MAP_RANGE_X, "visible": False, "fixedrange": False},
         "yaxis": {"range": MAP_RANGE_Y, "visible": False, "scaleanchor": "x", "scaleratio": 1},
         "dragmode": "pan",

@@ -30,7 +30,7 @@ def dash_url(qm9_store):
 def real_output(dash_url) -> dict:
     """A registered callback and a valid body for it, from the dependency graph the browser reads."""
     deps = httpx.get(dash_url + "/_dash-dependencies", timeout=60).json()
-    dep = next(d for d in deps if d["output"].startswith("..") is False and d["inputs"] and not d.get("state"))
+    dep = next(d for d in deps if not d["output"].startswith("..") and d["inputs"] and not d.get("state"))
     component, _, prop = dep["output"].rpartition(".")
     return {
         "output": dep["output"],

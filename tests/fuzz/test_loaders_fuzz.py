@@ -116,34 +116,12 @@ def memory_is_bounded():
     assert grown < MEMORY_GROWTH_MB, f"peak RSS grew by {grown:.0f} MB while fuzzing the loaders"
 
 
+@pytest.mark.parametrize("fmt", ["xyz", "extxyz", "sdf", "asedb", "npz"])
 @FUZZ
 @given(data=st.data())
-def test_xyz_parser_survives_hostile_files(seeds, workdir, data):
-    _run("xyz", seeds, workdir, data)
-
-
-@FUZZ
-@given(data=st.data())
-def test_extxyz_parser_survives_hostile_files(seeds, workdir, data):
-    _run("extxyz", seeds, workdir, data)
-
-
-@FUZZ
-@given(data=st.data())
-def test_sdf_parser_survives_hostile_files(seeds, workdir, data):
-    _run("sdf", seeds, workdir, data)
-
-
-@FUZZ
-@given(data=st.data())
-def test_asedb_parser_survives_hostile_files(seeds, workdir, data):
-    _run("asedb", seeds, workdir, data)
-
-
-@FUZZ
-@given(data=st.data())
-def test_npz_parser_survives_hostile_files(seeds, workdir, data):
-    _run("npz", seeds, workdir, data)
+def test_parser_survives_hostile_files(fmt, seeds, workdir, data):
+    """Each format gets its own FUZZ budget of generated cases."""
+    _run(fmt, seeds, workdir, data)
 
 
 @pytest.mark.parametrize(
