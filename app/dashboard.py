@@ -10,38 +10,31 @@ import logging
 from pathlib import Path
 
 import dash
-from dash import ALL, Input, Output, Patch, State, ctx, dash_table, dcc, html, no_update
+from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_update
 from fastapi import FastAPI
 
-from app import data
-from app.figures import (
-    TRACE,
-    angle_histogram_figure,
-    message_figure,
-    selected_points,
+from app import data, panels
+from app.figures import angle_histogram_figure, message_figure
+from app.initial_view import (
+    BASE_COLOR_OPTIONS,
+    PageQueryMiddleware,
+    color_options,
+    dataset_options,
+    datasets_version,
+    page_query,
+    resolve_view,
 )
-from app.mapfigure import density_figure, map_figure_json, selected_xy
+from app.mapfigure import density_figure
 from app.mapview import clicked_row, map_layers
 from app.offload import offloaded
 from app.pages_upload import register_upload, upload_section
 from app.request_guard import DashRequestGuard
-from app.state import GROUPINGS, ViewState, parse_query
+from app.state import GROUPINGS, ViewState
 from app.static_report import static_report_html
-from app.verdict import verdict_children
-from app.viewer import group_scenes, molecule_scenes, viewer_spec
 
 log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "frontend_assets"
-DEFAULT_DATASET = "qm9"
-GROUP_TABLE_ROWS = 200
-BASE_COLOR_OPTIONS = [
-    {"label": "axis", "value": "axis"},
-    {"label": "group", "value": "group"},
-    {"label": "classifier score", "value": "score"},
-]
-GROUP_VIEWER_MEMBERS = 8
-N_NEIGHBOURS = 6
 
 
 # ----------------------------------------------------------------- layout
@@ -189,7 +182,8 @@ def build_layout(read_only: bool) -> html.Div:
         [
             dcc.Location(id="url", refresh=False),
             dcc.Store(id="map-state"),
-            dcc.Store(id="map-drawn"),
+            dcc.Store(id="selected-ring"),
+            dcc.Store(id="ring-done"),
             dcc.Store(id="selected"),
             dcc.Store(id="viewer-spec"),
             dcc.Store(id="viewer-done"),
@@ -247,72 +241,69 @@ def build_layout(read_only: bool) -> html.Div:
 
 
 # ----------------------------------------------------------------- helpers
-def _dataset_options(data_dir: Path) -> tuple[list[dict], list[str]]:
-    options, ready = [], []
-    for info in data.list_datasets(data_dir):
-        label = f"{info.name} ({info.n_molecules:,})"
-        if info.status != data.READY:
-            label += f" · {info.status}"
-        options.append({"label": label, "value": info.id})
-        if info.status == data.READY:
-            ready.append(info.id)
-    return options, ready
+def first_view(data_dir: Path, search: str) -> dict[str, dict]:
+    """Component id -> props that show the view of a page URL, as the callbacks would after loading it.
+
+    With these in the layout no callback has to run when the page opens (they
+    all skip the initial call); ``url.search`` is set so that dcc.Location
+    does not report the URL as a change either.
+    """
+    resolved = resolve_view(data_dir, search)
+    st = resolved.state
+    ms = st.map_state()
+    figure, notes = panels.map_outputs(data_dir, ms)
+    verdict, histogram, progress, poll_disabled = panels.verdict_outputs(data_dir, ms)
+    mol_id, mol_info, viewer = panels.molecule_outputs(data_dir, ms, st.molecule)
+    group_options, group_rows, picked = panels.group_outputs(data_dir, ms)
+    choices = panels.compare_choices(data_dir)
+    return {
+        # Left unset when the URL named something unknown: sync_state then reports it and cleans the URL.
+        "url": {} if resolved.messages else {"search": search},
+        "dataset-select": {"value": st.dataset, "options": resolved.dataset_options},
+        "color-by": {"value": st.color, "options": color_options(data_dir, st.dataset)},
+        "grouping": {"value": st.grouping},
+        "group-filter": {"value": st.group, "options": group_options},
+        "smarts": {"value": st.smarts or ""},
+        "view-mode": {"value": st.view},
+        "axes-select": {"value": list(st.axes)},
+        # A Store given data=None reports a change when it mounts, which would fire its callbacks.
+        "selected": {"data": st.molecule} if st.molecule else {},
+        "map-state": {"data": ms},
+        "messages": {"children": [html.P(m, className="warning") for m in resolved.messages]},
+        "orientation-map": {"figure": figure},
+        "map-notes": {"children": notes},
+        "selected-ring": {"data": panels.ring_points(data_dir, ms, st.molecule)},
+        "verdict": {"children": verdict},
+        "angle-histogram": {"figure": histogram},
+        "progress": {"children": progress},
+        "status-poll": {"disabled": poll_disabled},
+        "molecule-id": {"children": mol_id},
+        "molecule-info": {"children": mol_info},
+        "viewer-spec": {"data": viewer} if viewer else {},
+        "molecule-extra": {"children": panels.neighbour_lists(data_dir, ms, st.molecule)},
+        "groups-table": {"data": group_rows, "selected_rows": picked},
+        "group-spec": {"data": panels.group_members_spec(data_dir, ms)},
+        "compare-a": {"options": choices},
+        "compare-b": {"options": choices},
+    }
 
 
-def _color_options(data_dir: Path, dataset: str | None) -> list[dict]:
-    """Colour choices for a dataset: the fixed ones plus one per stored property."""
+def page_layout(read_only: bool, data_dir: Path) -> html.Div:
+    """The layout, with the requesting page's view filled in when its URL is known."""
+    layout = build_layout(read_only)
+    search = page_query()
+    if search is None:
+        return layout
     try:
-        props = data.property_names(data_dir, dataset) if dataset else []
-    except data.OrientScopeError:
-        props = []
-    return BASE_COLOR_OPTIONS + [{"label": f"property: {p}", "value": f"prop:{p}"} for p in props]
-
-
-def _friendly(err: Exception) -> str:
-    return str(err) if isinstance(err, data.OrientScopeError | ValueError | KeyError) else "something went wrong"
-
-
-def _neighbour_list(title: str, result: dict | None, metric: str, fmt: str) -> html.Div:
-    if result is None:
-        return html.Div([html.H4(title), html.P("not computed for this dataset", className="note")])
-    items = [
-        html.Li(
-            html.Button(
-                f"{it['id']} · {it.get('smiles') or ''} · {fmt.format(it[metric])}",
-                id={"type": "neighbour", "id": it["id"]},
-                className="link-button",
-            )
-        )
-        for it in result["items"]
-    ]
-    return html.Div([html.H4(title), html.Ul(items, className="neighbours")])
-
-
-def _molecule_info(detail: dict) -> list:
-    score = detail.get("classifier_score")
-    rows = [
-        ("SMILES", detail.get("smiles") or "–"),
-        ("formula", detail.get("formula") or "–"),
-        ("atoms", str(len(detail["elements"]))),
-        ("classifier score P(stored)", "not computed" if score is None else f"{score:.3f}"),
-        ("degenerate frame", f"yes ({detail.get('degenerate_reason')})" if detail.get("degenerate") else "no"),
-    ]
-    rows += [(f"{k} group", v) for k, v in (detail.get("groups") or {}).items() if v is not None]
-    props = [
-        (p["name"] + (f" ({p['unit']})" if p.get("unit") else ""), "–" if p["value"] is None else f"{p['value']:.5g}")
-        for p in detail.get("properties", [])
-    ]
-    table = html.Table(
-        [html.Tr([html.Th(k), html.Td(v, className="smiles" if k == "SMILES" else None)]) for k, v in rows],
-        className="kv",
-    )
-    ptable = html.Details(
-        [
-            html.Summary(f"{len(props)} properties"),
-            html.Table([html.Tr([html.Th(k), html.Td(v)]) for k, v in props], className="kv"),
-        ]
-    )
-    return [table, ptable]
+        props = first_view(data_dir, search)
+    except Exception:  # noqa: BLE001 - the plain layout still works: the callbacks resolve the URL
+        log.exception("cannot prepare the view of %r; serving the plain layout", search)
+        return layout
+    for component in list(layout._traverse()):
+        ident = getattr(component, "id", None)
+        for name, value in (props.get(ident, {}) if isinstance(ident, str) else {}).items():
+            setattr(component, name, value)
+    return layout
 
 
 # ----------------------------------------------------------------- app
@@ -334,9 +325,10 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
         update_title=None,
         eager_loading=True,  # plotly.js loads with the page instead of after the first callbacks
     )
-    app.layout = lambda: build_layout(read_only)
-    # Added after Dash's own middleware, so it runs first.
+    app.layout = lambda: page_layout(read_only, data_dir)
+    # Added after Dash's own middleware, so they run first.
     server.add_middleware(DashRequestGuard, dash_app=app)
+    server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
     _register(app, data_dir)
     if not read_only:
         register_upload(app)
@@ -371,42 +363,25 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         Input("axes-select", "value"),
         Input("selected", "data"),
         State("map-state", "data"),
+        # dcc.Location reports the URL when the page opens unless the layout already holds it
+        prevent_initial_call=True,
     )
     def sync_state(search, dataset, color, grouping, group, smarts, view, axes, selected, current):
         """The URL and the controls mirror each other; map-state changes only when the map must redraw."""
         n_out = 13
         out = [no_update] * n_out
         trigger = ctx.triggered_id
-        options, ready = _dataset_options(data_dir)
         messages = []
         if trigger in (None, "url"):
-            st, messages = parse_query(search)
-            if st.dataset is None:
-                st = st.with_(dataset=DEFAULT_DATASET if DEFAULT_DATASET in ready else (ready[0] if ready else None))
-            elif st.dataset not in {o["value"] for o in options}:
-                messages.append(
-                    f"Unknown dataset {st.dataset!r}; showing {ready[0] if ready else 'nothing'} instead. "
-                    f"Known datasets: {', '.join(o['value'] for o in options) or 'none'}."
-                )
-                st = st.with_(dataset=ready[0] if ready else None, molecule=None, group=None)
-            if st.molecule and st.dataset:
-                try:
-                    data.load_map_data(data_dir, st.dataset).row_of(st.molecule)
-                except (KeyError, data.OrientScopeError):
-                    messages.append(f"Unknown molecule {st.molecule!r} in dataset {st.dataset!r}; nothing selected.")
-                    st = st.with_(molecule=None)
-            out[1:9] = [
-                st.dataset,
-                st.color,
-                st.grouping,
-                st.group,
-                st.smarts or "",
-                st.view,
-                list(st.axes),
-                st.molecule,
-            ]
+            resolved = resolve_view(data_dir, search)
+            st, messages, options = resolved.state, resolved.messages, resolved.dataset_options
+            wanted = [st.dataset, st.color, st.grouping, st.group, st.smarts or "", st.view, list(st.axes), st.molecule]
+            shown = [dataset, color, grouping, group or None, smarts or "", view, sorted(axes or []), selected]
+            # Only what differs: a layout served for this URL already shows it (app/initial_view.py).
+            out[1:9] = [w if w != s else no_update for w, s in zip(wanted, shown, strict=True)]
             out[0] = st.to_query() if messages else no_update
         else:
+            options, _ = dataset_options(data_dir)
             if trigger == "dataset-select":
                 selected, group, color = None, None, "axis" if (color or "").startswith("prop:") else color
                 out[2], out[4], out[8] = color, None, None
@@ -433,7 +408,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         )
         out[11] = options
         if trigger in (None, "url", "dataset-select"):
-            out[12] = _color_options(data_dir, st.dataset)
+            out[12] = color_options(data_dir, st.dataset)
         return out
 
     @callback(
@@ -443,71 +418,28 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         Output("status-poll", "disabled"),
         Input("map-state", "data"),
         Input("status-poll", "n_intervals"),
+        prevent_initial_call=True,
     )
     def show_verdict(st, _n):
-        if not st or not st.get("dataset"):
-            return [html.P("No dataset is ready yet.", className="warning")], message_figure("", 300), None, False
-        dataset = st["dataset"]
-        try:
-            info = data.dataset_info(data_dir, dataset)
-        except data.OrientScopeError as err:
-            return [html.P(_friendly(err), className="warning")], message_figure("", 300), None, True
-        if info.status != data.READY:
-            bar = [html.Progress(className="busy"), html.Span(f" {info.name}: {info.status} – {info.message}")]
-            return (
-                [html.P("Results will appear when the computation finishes.")],
-                message_figure("", 300),
-                bar,
-                info.status != "computing",
-            )
-        if ctx.triggered_id == "status-poll" and _n:
-            return no_update, no_update, None, True
-        try:
-            report = data.dataset_summary(data_dir, dataset)
-        except data.OrientScopeError as err:
-            return [html.P(_friendly(err), className="warning")], message_figure("", 300), None, True
-        hist = angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram"))
-        try:
-            children = verdict_children(report)
-        except (KeyError, TypeError, ValueError, IndexError):  # a report section in an unexpected shape
-            log.exception("cannot render the verdict of %s", dataset)
-            children = [html.P((report.get("verdict") or {}).get("text", "No verdict."), className="verdict-line")]
-        return children, hist, None, True
+        return panels.verdict_outputs(data_dir, st)
 
     @callback(
         Output("orientation-map", "figure"),
         Output("map-notes", "children"),
-        Output("map-drawn", "data"),
         Input("map-state", "data"),
-        State("selected", "data"),
-    )
-    def draw_map(st, selected):
-        if not st or not st.get("dataset"):
-            return message_figure("Choose a dataset."), None, None
-        try:
-            fig, layers = map_figure_json(data_dir, st, selected)
-        except data.OrientScopeError as err:
-            return message_figure(_friendly(err)), None, None
-        return fig, [html.Span(n + ". ") for n in layers.notes], st
-
-    @callback(
-        Output("orientation-map", "figure", allow_duplicate=True),
-        Input("selected", "data"),
-        State("map-state", "data"),
-        State("map-drawn", "data"),
         prevent_initial_call=True,
     )
-    def mark_selected(selected, st, drawn):
-        # patch only a map that is already drawn for this state; draw_map marks the selection itself
-        if not st or st != drawn or st.get("view", "map") != "map":
-            return no_update
-        layers = map_layers(data_dir, st)
-        sel = selected_xy(layers, selected)
-        patch = Patch()
-        ring = selected_points(sel)
-        patch["data"][TRACE["selected"]]["x"] = ring["x"]
-        patch["data"][TRACE["selected"]]["y"] = ring["y"]
-        return patch
+    def draw_map(st):
+        return panels.map_outputs(data_dir, st)
+
+    @callback(
+        Output("selected-ring", "data"),
+        Input("selected", "data"),
+        Input("map-state", "data"),
+        prevent_initial_call=True,
+    )
+    def mark_selected(selected, st):
+        return panels.ring_points(data_dir, st, selected)
 
     @callback(
         Output("selected", "data", allow_duplicate=True),
@@ -525,7 +457,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
 
     @callback(
         Output("selected", "data", allow_duplicate=True),
-        Input({"type": "neighbour", "id": ALL}, "n_clicks"),
+        Input({"type": "neighbour", "list": ALL, "id": ALL}, "n_clicks"),
         prevent_initial_call=True,
     )
     def click_neighbour(clicks):
@@ -539,38 +471,20 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         Output("viewer-spec", "data"),
         Input("selected", "data"),
         Input("map-state", "data"),
+        prevent_initial_call=True,
     )
     def show_molecule(selected, st):
-        if not selected or not st or not st.get("dataset"):
-            return "", html.P("Click a point on the map to see that molecule.", className="note"), None
-        try:
-            detail = data.molecule_detail(data_dir, st["dataset"], selected)
-        except data.OrientScopeError as err:
-            return "", html.P(_friendly(err), className="warning"), None
-        spec = viewer_spec(molecule_scenes(detail), molecule=str(detail["id"]), cols=2)
-        return str(detail["id"]), _molecule_info(detail), spec
+        return panels.molecule_outputs(data_dir, st, selected)
 
     # Separate from the viewer: a neighbour search over the whole dataset must not delay the 3D view.
     @callback(
         Output("molecule-extra", "children"),
         Input("selected", "data"),
         Input("map-state", "data"),
+        prevent_initial_call=True,
     )
     def show_neighbours(selected, st):
-        if not selected or not st or not st.get("dataset"):
-            return None
-        try:
-            pose = data.neighbors(data_dir, st["dataset"], selected, "pose", N_NEIGHBOURS)
-            chem = data.neighbors(data_dir, st["dataset"], selected, "chemistry", N_NEIGHBOURS)
-        except data.OrientScopeError:
-            return None  # show_molecule reports an unknown molecule
-        return html.Div(
-            [
-                _neighbour_list("Nearest in pose", pose, "angle_deg", "{:.1f}°"),
-                _neighbour_list("Nearest in chemistry", chem, "tanimoto", "Tanimoto {:.2f}"),
-            ],
-            className="neighbour-lists",
-        )
+        return panels.neighbour_lists(data_dir, st, selected)
 
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "renderViewer"),
@@ -583,6 +497,12 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         Output("group-done", "data"),
         Input("group-spec", "data"),
         State("group-viewer", "id"),
+    )
+    app.clientside_callback(
+        dash.ClientsideFunction("orientscope", "markSelected"),
+        Output("ring-done", "data"),
+        Input("selected-ring", "data"),
+        State("orientation-map", "id"),
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "copyLink"),
@@ -604,19 +524,10 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         Output("groups-table", "data"),
         Output("groups-table", "selected_rows"),
         Input("map-state", "data"),
+        prevent_initial_call=True,
     )
     def list_groups(st):
-        if not st or not st.get("dataset"):
-            return [], [], []
-        try:
-            rows = _group_rows(data_dir, st["dataset"], st["grouping"])
-        except data.OrientScopeError:
-            return [], [], []
-        options = [{"label": f"{r['group']} ({r['size']})", "value": r["group"]} for r in rows]
-        if st.get("group") and st["group"] not in {o["value"] for o in options}:
-            options.append({"label": st["group"], "value": st["group"]})
-        picked = [i for i, r in enumerate(rows) if r["group"] == st.get("group")]
-        return options, rows, picked
+        return panels.group_outputs(data_dir, st)
 
     @callback(
         Output("group-filter", "value", allow_duplicate=True),
@@ -631,17 +542,9 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         group = rows[selected_rows[0]]["group"]
         return no_update if group == current else group
 
-    @callback(Output("group-spec", "data"), Input("map-state", "data"))
+    @callback(Output("group-spec", "data"), Input("map-state", "data"), prevent_initial_call=True)
     def show_group_members(st):
-        if not st or not st.get("group") or not st.get("dataset"):
-            return None
-        labels = data.group_labels(data_dir, st["dataset"], st["grouping"])
-        if labels is None:
-            return None
-        md = data.load_map_data(data_dir, st["dataset"])
-        members = md.ids[labels.astype(str) == str(st["group"])][:GROUP_VIEWER_MEMBERS]
-        details = [data.molecule_detail(data_dir, st["dataset"], m) for m in members]
-        return viewer_spec(group_scenes(details), molecule=f"group:{st['group']}", cols=4) if details else None
+        return panels.group_members_spec(data_dir, st)
 
     @callback(
         Output("download-report", "data"),
@@ -668,67 +571,17 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         Output("compare-a", "options"),
         Output("compare-b", "options"),
         Input("map-state", "data"),
+        prevent_initial_call=True,
     )
     def compare_options(_st):
-        """Each ready dataset and its control; nothing is computed until two are picked."""
-        options, ready = _dataset_options(data_dir)
-        opts = []
-        for o in options:
-            if o["value"] in ready:
-                opts += [o, {"label": f"{o['label']} · control", "value": f"{o['value']}::control"}]
+        opts = panels.compare_choices(data_dir)
         return opts, opts
 
-    @callback(Output("compare-body", "children"), Input("compare-a", "value"), Input("compare-b", "value"))
-    def compare(a, b):
-        return [_compare_column(data_dir, v) for v in (a, b) if v]
-
-
-def _compare_column(data_dir: Path, value: str) -> html.Div:
-    dataset, _, table = value.partition("::")
-    table = table or "original"
-    try:
-        report = data.dataset_summary(data_dir, dataset)
-    except data.OrientScopeError as err:
-        return html.Div(html.P(_friendly(err), className="warning"))
-    if table == "control":
-        c = report.get("control", {})
-        shown = {
-            **report,
-            **{k: v for k, v in c.items() if k != "description"},
-            "control": {},
-            "name": f"{report['name']} · control",
-        }
-        shown["verdict"] = {
-            "text": "Control: every molecule rotated by a seeded Haar-uniform rotation",
-            "aligned": None,
-        }
-    else:
-        shown = report
-    st = ViewState(dataset=dataset, view="density").map_state(table=table)
-    fig = density_figure(map_layers(data_dir, st), shown.get("reference_orientation"), shown.get("name", dataset))
-    fig.update_layout(height=340)
-    return html.Div(
-        [html.Div(verdict_children(shown), className="verdict"), dcc.Graph(figure=fig, config={"displaylogo": False})],
-        className="compare-column",
+    @callback(
+        Output("compare-body", "children"),
+        Input("compare-a", "value"),
+        Input("compare-b", "value"),
+        prevent_initial_call=True,
     )
-
-
-def _stat(stats: dict, word: str):
-    key = next((k for k in stats if word in k), None)
-    value = stats.get(key) if key else None
-    return round(float(value), 3) if isinstance(value, int | float) else None
-
-
-def _group_rows(data_dir: Path, dataset: str, grouping: str) -> list[dict]:
-    """Largest groups with size, spread and concentration (the last two when the chemistry stage has run)."""
-    groups = data.list_groups(data_dir, dataset, grouping, GROUP_TABLE_ROWS) or []
-    return [
-        {
-            "group": g["group"],
-            "size": g["size"],
-            "spread_deg": _stat(g.get("statistics") or {}, "spread"),
-            "concentration": _stat(g.get("statistics") or {}, "concentration"),
-            "mean_score": None if g.get("mean_classifier_score") is None else round(g["mean_classifier_score"], 3),
-        }
-        for g in groups
-    ]
+    def compare(a, b):
+        return [panels.compare_column(data_dir, v) for v in (a, b) if v]

@@ -29,7 +29,7 @@ TEMPLATE = "simple_white"
 AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
 
 # Fixed leading traces of the map figure; point traces follow from POINTS_START.
-TRACE = {"outline": 0, "graticule": 1, "reference": 2, "selected": 3}
+TRACE = {"outline": 0, "graticule": 1, "reference": 2}
 POINTS_START = len(TRACE)
 MAP_SCALE = 10_000.0  # |Mollweide x| <= 2*sqrt(2), so map units fit int16
 MAP_RANGE_X = [-2.95 * MAP_SCALE, 2.95 * MAP_SCALE]
@@ -279,7 +279,6 @@ def orientation_map_figure(
     frame: dict | None = None,
     highlight_xy: tuple[np.ndarray, np.ndarray] | None = None,
     reference_xy: tuple[np.ndarray, np.ndarray] | None = None,
-    selected_xy: tuple[np.ndarray, np.ndarray] | None = None,
     title: str = "",
     n_molecules: int | None = None,
     marker_size: float | None = None,
@@ -307,16 +306,6 @@ def orientation_map_figure(
             "hovertemplate": "reference orientation %{text}<extra></extra>",
             "showlegend": bool(np.size(rx)),
             "meta": {"kind": "reference"},
-        },
-        {
-            "type": "scatter",
-            **selected_points(selected_xy),
-            "mode": "markers",
-            "name": "selected",
-            "marker": {"symbol": "circle-open", "size": 16, "color": "#D55E00", "line": {"width": 3}},
-            "hoverinfo": "skip",
-            "showlegend": False,
-            "meta": {"kind": "selected"},
         },
     ]
     traces += _point_traces(x, y, split, size, n_molecules)
@@ -357,11 +346,15 @@ def _template() -> dict:
     return pio.templates[TEMPLATE].to_plotly_json()
 
 
-def selected_points(xy: tuple[np.ndarray, np.ndarray] | None) -> dict:
-    """x/y lists (map units) of the selection ring trace."""
+def selection_ring(xy: tuple[np.ndarray, np.ndarray] | None) -> list[list[float]]:
+    """[x, y] map units of the selected molecule's points, for the ring the browser draws over the map.
+
+    The ring is an overlay outside the figure: plotly.js re-renders every WebGL
+    point on any figure change, shapes included (about 1 s in software WebGL).
+    """
     if xy is None:
-        return {"x": [], "y": []}
-    return {"x": [float(v) * MAP_SCALE for v in xy[0]], "y": [float(v) * MAP_SCALE for v in xy[1]]}
+        return []
+    return [[float(x) * MAP_SCALE, float(y) * MAP_SCALE] for x, y in zip(np.ravel(xy[0]), np.ravel(xy[1]), strict=True)]
 
 
 def density_map_figure(

@@ -16,7 +16,7 @@ import orjson
 import plotly.graph_objects as go
 
 from app import data
-from app.figures import density_map_figure, orientation_map_figure, sphere_figure
+from app.figures import density_map_figure, orientation_map_figure, selection_ring, sphere_figure
 from app.mapview import MapLayers, map_layers
 from backend.services.map_data import density_grid, frame_lines, reference_xy
 
@@ -38,6 +38,11 @@ def density_figure(layers: MapLayers, reference, title: str) -> go.Figure:
     )
 
 
+def selected_ring(layers: MapLayers, st: dict, selected: str | None) -> list[list[float]]:
+    """Map-unit points to ring for the selected molecule (none outside the Mollweide map view)."""
+    return selection_ring(selected_xy(layers, selected)) if st.get("view", "map") == "map" else []
+
+
 def selected_xy(layers: MapLayers, selected: str | None):
     """Mollweide x/y of the selected molecule's shown axes (None if nothing valid is selected)."""
     if not selected:
@@ -51,7 +56,7 @@ def selected_xy(layers: MapLayers, selected: str | None):
     return md.x[row, axes - 1], md.y[row, axes - 1]
 
 
-def map_figure(data_dir: Path, st: dict, selected: str | None) -> tuple[go.Figure, MapLayers]:
+def map_figure(data_dir: Path, st: dict) -> tuple[go.Figure, MapLayers]:
     """The map, density or sphere figure of a view state."""
     layers = map_layers(data_dir, st)
     md = layers.md
@@ -77,23 +82,22 @@ def map_figure(data_dir: Path, st: dict, selected: str | None) -> tuple[go.Figur
             frame=frame_lines(),
             highlight_xy=md.xy(layers.highlight_rows, layers.highlight_axes) if layers.highlight_rows.size else None,
             reference_xy=reference_xy(ref) if ref else None,
-            selected_xy=selected_xy(layers, selected),
             title=title,
             n_molecules=layers.n_molecules,
         )
     return fig, layers
 
 
-def map_figure_json(data_dir: Path, st: dict, selected: str | None) -> tuple[dict, MapLayers]:
-    """:func:`map_figure` as a JSON-ready dict, cached per (layers, selection)."""
+def map_figure_json(data_dir: Path, st: dict) -> tuple[dict, MapLayers]:
+    """:func:`map_figure` as a JSON-ready dict, cached per layers."""
     layers = map_layers(data_dir, st)
-    key = (id(layers), selected if st.get("view", "map") == "map" else None)
+    key = id(layers)
     with _lock:
         hit = _cache.get(key)
         if hit is not None and hit[0] is layers:  # the id of a dropped layers object may be reused
             _cache.move_to_end(key)
             return hit[1], layers
-    fig, layers = map_figure(data_dir, st, selected)
+    fig, layers = map_figure(data_dir, st)
     payload = orjson.loads(fig.to_json())
     with _lock:
         _cache[key] = (layers, payload)

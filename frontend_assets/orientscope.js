@@ -6,6 +6,25 @@
 
   function vec(p) { return { x: p[0], y: p[1], z: p[2] }; }
 
+  // Multisampling costs a software renderer (SwiftShader, llvmpipe: headless or GPU-less
+  // machines) about 0.8 s per redraw of a small molecule, and a GPU nothing.
+  var softwareGL = null;
+  function isSoftwareGL() {
+    if (softwareGL !== null) { return softwareGL; }
+    softwareGL = false;
+    try {
+      var gl = document.createElement("canvas").getContext("webgl");
+      if (gl) {
+        var info = gl.getExtension("WEBGL_debug_renderer_info");
+        var name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+        softwareGL = /swiftshader|llvmpipe|softpipe|software/i.test(name);
+        var lose = gl.getExtension("WEBGL_lose_context");
+        if (lose) { lose.loseContext(); }
+      }
+    } catch (e) { softwareGL = false; }
+    return softwareGL;
+  }
+
   function ensureGrid(el, spec) {
     var key = spec.rows + "x" + spec.cols + ":" + spec.linked;
     if (el._grid && el._gridKey === key) {
@@ -23,16 +42,57 @@
     el.appendChild(captions);
     el.appendChild(holder);
     el._grid = $3Dmol.createViewerGrid(holder, { rows: spec.rows, cols: spec.cols, control_all: !!spec.linked },
-                                       { backgroundColor: "white", antialias: true });
+                                       { backgroundColor: "white", antialias: !isSoftwareGL() });
     el._gridKey = key;
     el._captions = captions;
     return el._grid;
+  }
+
+  function drawScene(v, scene) {
+    var model = v.addModel(scene.xyz, "xyz");
+    v.setStyle({}, { stick: { radius: 0.14, colorscheme: "Jmol" }, sphere: { scale: 0.22, colorscheme: "Jmol" } });
+    (scene.arrows || []).forEach(function (a) {
+      v.addArrow({ start: vec(a.start), end: vec(a.end), radius: 0.05, color: a.color });
+      v.addLabel(a.label, { position: vec(a.end), fontSize: 12, fontColor: a.color, backgroundOpacity: 0.0 });
+    });
+    v.zoomTo();
+    v.render();
+    return model.selectedAtoms({}).length;
+  }
+
+  // The first draw in a WebGL context compiles its shaders (about 0.5 s in software GL).
+  // Pay that once the map is drawn, not on the user's first click.
+  var WARM_SCENE = { xyz: "2\nwarm-up\nC 0 0 0\nH 0 0 1.09\n",
+                     arrows: [{ start: [0, 0, 0], end: [1, 0, 0], color: "#000000", label: "x" }] };
+  function warmViewer(id, tries) {
+    var el = document.getElementById(id);
+    var gd = document.querySelector("#orientation-map .js-plotly-plot");
+    if (!el || typeof $3Dmol === "undefined" || el._grid) { return; }
+    var drawn = gd && gd._fullData && gd._fullData.some(function (t) { return t.meta && t.meta.kind === "points"; });
+    if (!drawn && tries > 0) {
+      setTimeout(function () { warmViewer(id, tries - 1); }, 500);
+      return;
+    }
+    // after the map's own WebGL frame is on screen, when the page is idle
+    var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 1); };
+    requestAnimationFrame(function () {
+      setTimeout(function () {
+        idle(function () {
+          if (el._grid) { return; }
+          var grid = ensureGrid(el, { rows: 1, cols: 2, linked: true });
+          grid.forEach(function (row) {
+            row.forEach(function (v) { drawScene(v, WARM_SCENE); v.clear(); v.render(); });
+          });
+        }, { timeout: 3000 });
+      }, 1000);
+    });
   }
 
   function renderViewer(spec, id) {
     var el = document.getElementById(id);
     if (!el) { return window.dash_clientside.no_update; }
     if (!spec || !spec.scenes || !spec.scenes.length) {
+      if (!el._grid && id === "molecule-viewer") { setTimeout(function () { warmViewer(id, 40); }, 1000); }
       if (el._grid) { el._grid.forEach(function (row) { row.forEach(function (v) { v.clear(); v.render(); }); }); }
       if (el._captions) { el._captions.innerHTML = ""; }
       el.removeAttribute("data-molecule");
@@ -52,20 +112,67 @@
         cap.textContent = scene ? scene.title : "";
         el._captions.appendChild(cap);
         if (!scene) { v.render(); return; }
-        var model = v.addModel(scene.xyz, "xyz");
-        v.setStyle({}, { stick: { radius: 0.14, colorscheme: "Jmol" }, sphere: { scale: 0.22, colorscheme: "Jmol" } });
-        (scene.arrows || []).forEach(function (a) {
-          v.addArrow({ start: vec(a.start), end: vec(a.end), radius: 0.05, color: a.color });
-          v.addLabel(a.label, { position: vec(a.end), fontSize: 12, fontColor: a.color, backgroundOpacity: 0.0 });
-        });
-        v.zoomTo();
-        v.render();
-        atoms.push(model.selectedAtoms({}).length);
+        atoms.push(drawScene(v, scene));
       });
     });
     el.dataset.molecule = spec.molecule || "";
     el.dataset.atoms = atoms.join(",");
     return spec.molecule || "";
+  }
+
+  // The selected molecule's ring is an SVG overlay, not part of the figure: any figure
+  // change makes plotly.js re-render all WebGL points (about 1 s in software WebGL).
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  var RING_RADIUS = 9;
+
+  function placeRing(host) {
+    var gd = host.querySelector(".js-plotly-plot");
+    var svg = host.querySelector("svg.selection-ring");
+    if (!svg) {
+      svg = document.createElementNS(SVG_NS, "svg");
+      svg.setAttribute("class", "selection-ring");
+      host.appendChild(svg);
+    }
+    while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+    var fl = gd && gd._fullLayout;
+    var xa = fl && fl.xaxis, ya = fl && fl.yaxis;
+    var points = host._ring || [];
+    if (!points.length || !xa || !ya || !xa.l2p || !(fl._has && fl._has("cartesian"))) { return 0; }
+    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+    svg.style.left = (box.left - hostBox.left) + "px";
+    svg.style.top = (box.top - hostBox.top) + "px";
+    svg.setAttribute("width", box.width);
+    svg.setAttribute("height", box.height);
+    var shown = 0;
+    points.forEach(function (p) {
+      var px = xa._offset + xa.l2p(p[0]), py = ya._offset + ya.l2p(p[1]);
+      if (px < xa._offset || px > xa._offset + xa._length || py < ya._offset || py > ya._offset + ya._length) { return; }
+      var c = document.createElementNS(SVG_NS, "circle");
+      c.setAttribute("cx", px); c.setAttribute("cy", py); c.setAttribute("r", RING_RADIUS);
+      svg.appendChild(c);
+      shown += 1;
+    });
+    return shown;
+  }
+
+  function markSelected(points, id) {
+    var host = document.getElementById(id);
+    if (!host) { return window.dash_clientside.no_update; }
+    host._ring = points || [];
+    var gd = host.querySelector(".js-plotly-plot");
+    if (!(gd && gd.on)) {  // the graph has not mounted yet
+      host._ringTries = (host._ringTries || 0) + 1;
+      if (host._ringTries < 100) { setTimeout(function () { markSelected(host._ring, id); }, 200); }
+      return window.dash_clientside.no_update;
+    }
+    host._ringTries = 0;
+    if (!gd._ringBound) {
+      gd._ringBound = true;
+      var again = function () { placeRing(host); };
+      ["plotly_afterplot", "plotly_relayout", "plotly_relayouting", "plotly_redraw"].forEach(function (ev) { gd.on(ev, again); });
+      window.addEventListener("resize", again);
+    }
+    return placeRing(host);
   }
 
   function copyLink(n) {
@@ -94,6 +201,6 @@
   }
 
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
-    orientscope: { renderViewer: renderViewer, copyLink: copyLink, exportMap: exportMap }
+    orientscope: { renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap }
   });
 })();

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 READ_ONLY_ENV = "ORIENTSCOPE_READ_ONLY"
 API_PREFIX = "/api"
 DASH_CALLBACK_PATH = "/_dash-update-component"
+DASH_LAYOUT_PATH = "/_dash-layout"  # holds the map of the page's view (app/initial_view.py)
 DESCRIPTION = """
 Every precomputed OrientScope result, per-molecule poses and stateless canonicalisation.
 
@@ -73,7 +74,7 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(
         SelectiveGZip,
-        skip_suffixes=(DASH_CALLBACK_PATH,),
+        skip_suffixes=(DASH_CALLBACK_PATH, DASH_LAYOUT_PATH),
         minimum_size=4096,  # below a few kB, compressing costs more CPU than it saves on the wire
         compresslevel=5,
         exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/vnd.apache.parquet"),

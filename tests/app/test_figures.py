@@ -21,6 +21,7 @@ from app.figures import (
     density_map_figure,
     map_units,
     orientation_map_figure,
+    selection_ring,
     sphere_figure,
     split_points,
 )
@@ -45,7 +46,6 @@ def test_map_has_fixed_leading_traces_and_every_point_as_int16_map_units():
         y,
         spec,
         reference_xy=(np.zeros(3), np.ones(3)),
-        selected_xy=(np.array([0.5]), np.array([0.25])),
         n_molecules=100,
     )
     kinds = [t.meta["kind"] for t in fig.data]
@@ -64,7 +64,9 @@ def test_map_has_fixed_leading_traces_and_every_point_as_int16_map_units():
     # int16 goes to the browser as base64, not as a JSON list of numbers
     payload = json.loads(pio.to_json(fig))
     assert payload["data"][POINTS_START]["x"]["dtype"] == "i2"
-    assert list(fig.data[TRACE["selected"]].x) == [0.5 * MAP_SCALE]
+    # the selection ring is drawn by the browser over the map, in map units
+    assert selection_ring((np.array([0.5]), np.array([0.25]))) == [[0.5 * MAP_SCALE, 0.25 * MAP_SCALE]]
+    assert selection_ring(None) == []
     # one legend entry per colour, shared by that colour's slices
     assert sorted(t.name for t in points if t.showlegend) == ["a1", "a2", "a3"]
 

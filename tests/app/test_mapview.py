@@ -13,7 +13,7 @@ def test_every_drawn_point_maps_back_to_the_molecule_drawn_there(qm9_store, colo
     from app.mapfigure import map_figure
 
     state = ViewState(dataset="qm9", color=color).map_state()
-    fig, layers = map_figure(qm9_store, state, None)
+    fig, layers = map_figure(qm9_store, state)
     md = layers.md
     points = [(c, t) for c, t in enumerate(fig.data) if t.meta and t.meta.get("kind") == "points"]
     assert sum(t.meta["n_points"] for _, t in points) == 3 * md.n_molecules

@@ -37,8 +37,11 @@ window.__t = {};
 const gd = document.querySelector('#orientation-map .js-plotly-plot');
 gd.addEventListener('mousedown', () => { window.__t.click = performance.now(); }, true);
 const el = document.getElementById('molecule-viewer');
-new MutationObserver(() => { window.__t.changed = performance.now(); window.__t.molecule = el.dataset.molecule; })
-  .observe(el, {attributes: true, attributeFilter: ['data-molecule']});
+// "shown": the first task after the next frame, whose commit waits for the WebGL draw to finish
+new MutationObserver(() => {
+  window.__t.changed = performance.now(); window.__t.molecule = el.dataset.molecule; window.__t.shown = 0;
+  requestAnimationFrame(() => setTimeout(() => { window.__t.shown = performance.now(); }, 0));
+}).observe(el, {attributes: true, attributeFilter: ['data-molecule']});
 """
 
 TARGETS_JS = """
@@ -154,13 +157,14 @@ def time_clicks(driver) -> list[float]:
         try:
             _wait(
                 lambda b=before: driver.execute_script(
-                    "return window.__t.changed > window.__t.click && window.__t.molecule !== arguments[0]", b
+                    "return window.__t.shown > window.__t.click && window.__t.molecule !== arguments[0]", b
                 ),
                 timeout=30,
             )
         except TimeoutError:
             continue  # the click landed between points
-        out.append(driver.execute_script("return window.__t.changed - window.__t.click") / 1000.0)
+        out.append(driver.execute_script("return window.__t.shown - window.__t.click") / 1000.0)
+        time.sleep(1.0)  # let the other panels (neighbours, map ring) finish before the next click
     return out
 
 

@@ -4,11 +4,13 @@ Starts ``orientscope serve --read-only`` (optionally ``--workers N``) over a
 precomputed full-QM9 store and drives it on loopback with N concurrent
 simulated users (asyncio + httpx) for a fixed time. Each user loops over:
 
-* a dashboard page load (``GET /``, ``/_dash-layout``, ``/_dash-dependencies``);
+* a dashboard page load (``GET /``, ``/_dash-layout`` with the page as Referer, as a
+  browser sends it, so the layout holds that view's map; ``/_dash-dependencies``);
 * map recolouring: the ``map-state → orientation-map`` Dash callback with a new
   colour, grouping, view or axis choice;
 * a molecule click: the ``clickData → selected`` callback, then the
-  ``selected → molecule panel`` and ``selected → neighbours`` callbacks with the id it returned;
+  ``selected → molecule panel``, ``selected → neighbours`` and ``selected → ring`` callbacks
+  with the id it returned;
 * REST reads: dataset list, summary, one molecule, a page of molecules, neighbours;
 
 with a think time between actions (1-5 s; a second, "stress" run uses 0.2-1 s).
@@ -97,10 +99,20 @@ class Scenario:
     click_dep: dict
     panel_dep: dict
     neighbours_dep: dict
+    ring_dep: dict
     ids: list[str]
     colors: list[str]
     dataset: str = DATASET
     points_curve: int = 0
+
+    def view_query(self, rng: random.Random) -> str:
+        """The query string of a page a user opens: the default view, a shared colour or a molecule."""
+        kind = rng.choice(["default", "default", "colour", "molecule"])
+        if kind == "colour":
+            return f"?dataset={self.dataset}&color={rng.choice(self.colors)}"
+        if kind == "molecule":
+            return f"?dataset={self.dataset}&molecule={rng.choice(self.ids[:50])}"
+        return f"?dataset={self.dataset}"
 
     def map_state(self, rng: random.Random) -> dict:
         from app.state import GROUPINGS, ViewState
@@ -129,6 +141,7 @@ def build_scenario(base: str, ids: list[str], dataset: str = DATASET) -> Scenari
         click_dep=_find(deps, {"orientation-map.clickData"}, "selected.data"),
         panel_dep=_find(deps, {"selected.data", "map-state.data"}, "molecule-id.children"),
         neighbours_dep=_find(deps, {"selected.data", "map-state.data"}, "molecule-extra.children"),
+        ring_dep=_find(deps, {"selected.data", "map-state.data"}, "selected-ring.data"),
         ids=ids,
         colors=["axis", "group", "score", *(f"prop:{p}" for p in props)],
         dataset=dataset,
@@ -171,8 +184,11 @@ async def _user(client, rec: Recorder, sc: Scenario, rng: random.Random, deadlin
     while time.perf_counter() < deadline:
         action = rng.choices(list(ACTIONS), weights=list(ACTIONS.values()))[0]
         if action == "page":
-            for path in ("/", "/_dash-layout", "/_dash-dependencies"):
-                await rec.request(client, f"page {path}", "GET", path)
+            view = sc.view_query(rng)
+            await rec.request(client, "page /", "GET", "/" + view)
+            page = {"Referer": f"{client.base_url}/{view}"}
+            await rec.request(client, "page /_dash-layout", "GET", "/_dash-layout", headers=page)
+            await rec.request(client, "page /_dash-dependencies", "GET", "/_dash-dependencies")
         elif action == "recolour":
             state = sc.map_state(rng)
             body = callback_body(sc.map_dep, {"map-state.data": state, "selected.data": None}, "map-state.data")
@@ -201,6 +217,13 @@ async def _user(client, rec: Recorder, sc: Scenario, rng: random.Random, deadlin
                     "POST",
                     "/_dash-update-component",
                     json=callback_body(sc.neighbours_dep, values, "selected.data"),
+                ),
+                rec.request(
+                    client,
+                    "callback: selection ring",
+                    "POST",
+                    "/_dash-update-component",
+                    json=callback_body(sc.ring_dep, values, "selected.data"),
                 ),
             )
         else:

@@ -1,0 +1,168 @@
+"""The view a page load asks for, resolved on the server and shipped inside ``/_dash-layout``.
+
+The browser fetches ``/_dash-layout`` right after the page, and its ``Referer``
+(sent to our own origin only: ``Referrer-Policy: same-origin``) carries the
+page's query string. The layout then arrives with the controls set and the map
+already in it, instead of a callback round trip from the URL to the view state
+and another one to the map. Without a usable Referer the layout is the plain
+one and the callbacks resolve the URL as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app import data
+from app.state import ViewState, parse_query
+
+DEFAULT_DATASET = "qm9"
+LAYOUT_PATH = "/_dash-layout"
+BASE_COLOR_OPTIONS = [
+    {"label": "axis", "value": "axis"},
+    {"label": "group", "value": "group"},
+    {"label": "classifier score", "value": "score"},
+]
+
+_PAGE_QUERY: ContextVar[str | None] = ContextVar("page_query", default=None)
+
+
+def page_query() -> str | None:
+    """The query string of the page whose layout is being served (None if unknown)."""
+    return _PAGE_QUERY.get()
+
+
+def referer_query(referer: str | None, host: str | None) -> str | None:
+    """'?…' (or '') of a same-host Referer; None for a missing or foreign one."""
+    if not referer or not host:
+        return None
+    try:
+        url = urlsplit(referer)
+    except ValueError:
+        return None
+    if url.netloc != host:
+        return None
+    return f"?{url.query}" if url.query else ""
+
+
+class PageQueryMiddleware:
+    """Exposes the Referer's query string to the layout function of ``GET /_dash-layout``.
+
+    With ``version`` (a cheap callable that changes whenever the stored datasets
+    do), finished layouts are kept per (query, version): a page view costs
+    about 0.1 s of server CPU to build and encode, a repeated one nothing.
+    """
+
+    CACHE_SIZE = 16  # about 2.5 MB each with a full-QM9 map
+
+    def __init__(self, app: ASGIApp, version: Callable[[], Hashable] | None = None) -> None:
+        self.app = app
+        self.version = version
+        self._cache: OrderedDict[tuple, tuple[list, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or not scope["path"].endswith(LAYOUT_PATH):
+            await self.app(scope, receive, send)
+            return
+        headers = {k: v.decode("latin-1") for k, v in scope.get("headers") or [] if k in (b"referer", b"host")}
+        query = referer_query(headers.get(b"referer"), headers.get(b"host"))
+        key = None
+        if query is not None and self.version is not None:
+            key = (query, await anyio.to_thread.run_sync(self.version))  # reads dataset metadata files
+        with self._lock:
+            hit = self._cache.get(key) if key is not None else None
+            if hit is not None:
+                self._cache.move_to_end(key)
+        if hit is not None:
+            await send({"type": "http.response.start", "status": 200, "headers": hit[0]})
+            await send({"type": "http.response.body", "body": hit[1]})
+            return
+        token = _PAGE_QUERY.set(query)
+        sent: dict = {"status": None, "headers": [], "body": []}
+
+        async def capture(message) -> None:
+            if message["type"] == "http.response.start":
+                sent["status"], sent["headers"] = message["status"], list(message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                sent["body"].append(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture if key is not None else send)
+        finally:
+            _PAGE_QUERY.reset(token)
+        if key is not None and sent["status"] == 200:
+            with self._lock:
+                self._cache[key] = (sent["headers"], b"".join(sent["body"]))
+                while len(self._cache) > self.CACHE_SIZE:
+                    self._cache.popitem(last=False)
+
+
+def datasets_version(data_dir: Path) -> tuple:
+    """Changes whenever a dataset is added, removed, renamed, recomputed or makes progress."""
+    return tuple(
+        (i.id, i.name, i.n_molecules, i.status, i.message, i.result_key, tuple(i.stages))
+        for i in data.list_datasets(data_dir)
+    )
+
+
+def dataset_options(data_dir: Path) -> tuple[list[dict], list[str]]:
+    """Dropdown options for every dataset, and the ids of the ready ones."""
+    options, ready = [], []
+    for info in data.list_datasets(data_dir):
+        label = f"{info.name} ({info.n_molecules:,})"
+        if info.status != data.READY:
+            label += f" · {info.status}"
+        options.append({"label": label, "value": info.id})
+        if info.status == data.READY:
+            ready.append(info.id)
+    return options, ready
+
+
+def color_options(data_dir: Path, dataset: str | None) -> list[dict]:
+    """Colour choices for a dataset: the fixed ones plus one per stored property."""
+    try:
+        props = data.property_names(data_dir, dataset) if dataset else []
+    except data.OrientScopeError:
+        props = []
+    return BASE_COLOR_OPTIONS + [{"label": f"property: {p}", "value": f"prop:{p}"} for p in props]
+
+
+@dataclass(frozen=True)
+class ResolvedView:
+    """A URL's view with unknown datasets and molecules replaced, and what was replaced."""
+
+    state: ViewState
+    messages: list[str] = field(default_factory=list)
+    dataset_options: list[dict] = field(default_factory=list)
+
+
+def resolve_view(data_dir: Path, search: str | None) -> ResolvedView:
+    """The view a URL query asks for, made valid: defaults filled in, unknown names reported."""
+    options, ready = dataset_options(data_dir)
+    st, messages = parse_query(search)
+    fallback = DEFAULT_DATASET if DEFAULT_DATASET in ready else (ready[0] if ready else None)
+    if st.dataset is None:
+        st = st.with_(dataset=fallback)
+    elif st.dataset not in {o["value"] for o in options}:
+        messages.append(
+            f"Unknown dataset {st.dataset!r}; showing {fallback or 'nothing'} instead. "
+            f"Known datasets: {', '.join(o['value'] for o in options) or 'none'}."
+        )
+        st = st.with_(dataset=fallback, molecule=None, group=None)
+    if st.molecule and st.dataset:
+        try:
+            data.load_map_data(data_dir, st.dataset).row_of(st.molecule)
+        except (KeyError, data.OrientScopeError):
+            messages.append(f"Unknown molecule {st.molecule!r} in dataset {st.dataset!r}; nothing selected.")
+            st = st.with_(molecule=None)
+    return ResolvedView(st, messages, options)

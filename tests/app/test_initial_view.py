@@ -1,0 +1,134 @@
+"""The page's view from its Referer: parsing, resolving, and the layout cache (toy ASGI app, then real HTTP)."""
+
+import asyncio
+
+import httpx
+import pytest
+
+from app.initial_view import PageQueryMiddleware, page_query, referer_query, resolve_view
+from backend.api.main import create_app
+from tests.api.conftest import ServerThread
+
+
+@pytest.mark.parametrize(
+    ("referer", "host", "expected"),
+    [
+        ("http://lab:8050/?dataset=qm9&molecule=4", "lab:8050", "?dataset=qm9&molecule=4"),
+        ("http://lab:8050/", "lab:8050", ""),
+        ("http://lab:8050/upload?x=1", "lab:8050", "?x=1"),
+        ("http://evil.example/?dataset=qm9", "lab:8050", None),  # another site: ignored
+        ("http://lab:8051/?dataset=qm9", "lab:8050", None),
+        (None, "lab:8050", None),
+        ("http://lab:8050/?dataset=qm9", None, None),
+        ("http://[::1/?dataset=qm9", "lab:8050", None),  # unparsable
+    ],
+)
+def test_referer_query_only_trusts_the_same_host(referer, host, expected):
+    assert referer_query(referer, host) == expected
+
+
+def test_resolve_view_fills_defaults_and_reports_unknown_names(qm9_store):
+    plain = resolve_view(qm9_store, "")
+    assert plain.state.dataset == "qm9" and plain.messages == []
+    assert [o["value"] for o in plain.dataset_options] == ["qm9"]
+    bad = resolve_view(qm9_store, "?dataset=nope&molecule=zzz&colour=red")
+    assert bad.state.dataset == "qm9" and bad.state.molecule is None
+    assert any("Unknown dataset 'nope'" in m for m in bad.messages)
+    assert any("colour" in m for m in bad.messages)
+    mol = resolve_view(qm9_store, "?dataset=qm9&molecule=zzz")
+    assert mol.state.molecule is None and any("Unknown molecule 'zzz'" in m for m in mol.messages)
+
+
+def _layout_app(calls: list):
+    async def app(scope, receive, send):
+        calls.append(page_query())
+        body = f"layout for {page_query()!r} #{len(calls)}".encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+async def _get(app, path, headers):
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+    }
+    out = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        out.append(message)
+
+    await app(scope, receive, send)
+    return b"".join(m.get("body", b"") for m in out if m["type"] == "http.response.body").decode()
+
+
+def test_middleware_passes_the_query_and_caches_per_version():
+    calls, version = [], {"v": 1}
+    app = PageQueryMiddleware(_layout_app(calls), version=lambda: version["v"])
+    ref = {"host": "lab", "referer": "http://lab/?dataset=qm9"}
+    first = asyncio.run(_get(app, "/_dash-layout", ref))
+    assert first == "layout for '?dataset=qm9' #1"
+    assert asyncio.run(_get(app, "/_dash-layout", ref)) == first and len(calls) == 1  # served from the cache
+    version["v"] = 2  # a dataset changed: build again
+    assert asyncio.run(_get(app, "/_dash-layout", ref)).endswith("#2")
+    # no usable Referer: the plain layout, never cached; other paths see no query
+    assert asyncio.run(_get(app, "/_dash-layout", {"host": "lab"})) == "layout for None #3"
+    assert asyncio.run(_get(app, "/_dash-layout", {"host": "lab"})).endswith("#4")
+    assert asyncio.run(_get(app, "/anything", ref)) == "layout for None #5"
+    assert page_query() is None  # reset after each request
+
+
+@pytest.fixture(scope="module")
+def dash_url(qm9_store):
+    with ServerThread(create_app(qm9_store, dashboard=True)) as server:
+        yield server.url
+
+
+def _props(layout: dict, wanted: str) -> dict:
+    stack = [layout]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            props = node.get("props")
+            if isinstance(props, dict) and props.get("id") == wanted:
+                return props
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    raise KeyError(wanted)
+
+
+def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
+    from app.mapview import map_layers
+    from app.state import ViewState
+
+    layers = map_layers(qm9_store, ViewState(dataset="qm9").map_state())
+    mol = str(layers.md.ids[5])
+    page = f"{dash_url}/?dataset=qm9&molecule={mol}&axes=12"
+    layout = httpx.get(dash_url + "/_dash-layout", headers={"Referer": page}, timeout=120).json()
+    assert _props(layout, "url")["search"] == f"?dataset=qm9&molecule={mol}&axes=12"
+    assert _props(layout, "map-state")["data"]["axes"] == "12"
+    assert _props(layout, "selected")["data"] == mol
+    assert _props(layout, "molecule-id")["children"] == mol
+    assert _props(layout, "viewer-spec")["data"]["molecule"] == mol
+    assert len(_props(layout, "selected-ring")["data"]) == 2
+    points = [t for t in _props(layout, "orientation-map")["figure"]["data"] if t["meta"]["kind"] == "points"]
+    assert sum(t["meta"]["n_points"] for t in points) == 2 * layers.n_molecules
+    assert _props(layout, "verdict")["children"]  # the verdict is there without a callback
+    # a foreign or missing Referer gets the plain layout; the callbacks then resolve the URL
+    for headers in ({"Referer": "http://evil.example/?dataset=qm9"}, {}):
+        plain = httpx.get(dash_url + "/_dash-layout", headers=headers, timeout=60).json()
+        assert "data" not in _props(plain, "map-state") and "search" not in _props(plain, "url")
+
+
+def test_layout_for_an_unknown_dataset_leaves_the_url_to_the_callbacks(dash_url):
+    layout = httpx.get(dash_url + "/_dash-layout", headers={"Referer": dash_url + "/?dataset=nope"}, timeout=60).json()
+    assert "search" not in _props(layout, "url")  # dcc.Location reports it, sync_state cleans it
+    assert "Unknown dataset 'nope'" in str(_props(layout, "messages")["children"])
+    assert _props(layout, "map-state")["data"]["dataset"] == "qm9"

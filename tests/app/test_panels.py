@@ -1,0 +1,43 @@
+"""Panel contents for a view state: what both the callbacks and the first layout show."""
+
+from app import panels
+from app.mapview import map_layers
+from app.state import ViewState
+
+
+def _ids(component) -> list:
+    return [c.id for c in component._traverse() if isinstance(getattr(c, "id", None), dict)]
+
+
+def test_neighbour_buttons_have_unique_ids_even_when_a_molecule_is_in_both_lists(qm9_store):
+    st = ViewState(dataset="qm9").map_state()
+    md = map_layers(qm9_store, st).md
+    for mol in map(str, md.ids[:10]):
+        ids = _ids(panels.neighbour_lists(qm9_store, st, mol))
+        assert ids and len({tuple(sorted(i.items())) for i in ids}) == len(ids)
+        assert {i["list"] for i in ids} == {"pose", "chemistry"}
+
+
+def test_molecule_panel_for_known_unknown_and_no_selection(qm9_store):
+    st = ViewState(dataset="qm9").map_state()
+    mol = str(map_layers(qm9_store, st).md.ids[2])
+    mol_id, _, spec = panels.molecule_outputs(qm9_store, st, mol)
+    assert mol_id == mol and spec["molecule"] == mol and len(spec["scenes"]) == 2
+    assert panels.molecule_outputs(qm9_store, st, "no-such-id")[0] == ""
+    assert "Click a point" in str(panels.molecule_outputs(qm9_store, st, None)[1])
+    assert panels.neighbour_lists(qm9_store, st, "no-such-id") is None
+
+
+def test_verdict_groups_and_compare_choices(qm9_store):
+    st = ViewState(dataset="qm9", grouping="formula").map_state()
+    children, hist, progress, poll_disabled = panels.verdict_outputs(qm9_store, st)
+    assert children and progress is None and poll_disabled is True
+    options, rows, picked = panels.group_outputs(qm9_store, st)
+    assert rows and len(options) == len(rows) and picked == []
+    group = rows[0]["group"]
+    picked_st = ViewState(dataset="qm9", grouping="formula", group=group).map_state()
+    assert panels.group_outputs(qm9_store, picked_st)[2] == [0]
+    assert panels.group_members_spec(qm9_store, picked_st)["molecule"] == f"group:{group}"
+    values = [o["value"] for o in panels.compare_choices(qm9_store)]
+    assert values == ["qm9", "qm9::control"]
+    assert panels.verdict_outputs(qm9_store, None)[3] is False  # nothing ready: keep polling
