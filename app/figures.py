@@ -12,6 +12,7 @@ points from outline, graticule and overlays.
 
 from __future__ import annotations
 
+import base64
 import functools
 from dataclasses import dataclass, field
 
@@ -270,7 +271,12 @@ def _colorbar_trace(colorbar: dict) -> dict:
     }
 
 
-def orientation_map_figure(
+def orientation_map_figure(*args, **kwargs) -> go.Figure:
+    """:func:`orientation_map_spec` as a ``go.Figure`` (for exports and tests)."""
+    return go.Figure(**orientation_map_spec(*args, **kwargs), _validate=False)
+
+
+def orientation_map_spec(
     x: np.ndarray,
     y: np.ndarray,
     color: ColorSpec,
@@ -282,8 +288,9 @@ def orientation_map_figure(
     title: str = "",
     n_molecules: int | None = None,
     marker_size: float | None = None,
-) -> go.Figure:
-    """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units.
+) -> dict:
+    """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units,
+    as ``{"data": [...], "layout": {...}}`` of plain dicts and numpy arrays.
 
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
     outline and graticule polylines (``backend.services.map_data.frame_lines``).
@@ -324,8 +331,8 @@ def orientation_map_figure(
     )
     if split.colorbar is not None:
         traces.append(_colorbar_trace(split.colorbar))
-    # Built unvalidated from plain dicts: plotly's validators cost more than the rest of the figure.
-    return go.Figure(data=traces, layout=_map_layout(title), _validate=False)
+    # Plain dicts: plotly's validators and figure objects cost more than the rest of the figure.
+    return {"data": traces, "layout": _map_layout(title)}
 
 
 def _map_layout(title: str) -> dict:
@@ -344,6 +351,37 @@ def _map_layout(title: str) -> dict:
 @functools.cache
 def _template() -> dict:
     return pio.templates[TEMPLATE].to_plotly_json()
+
+
+_TYPED = {
+    "int8": "i1",
+    "uint8": "u1",
+    "int16": "i2",
+    "uint16": "u2",
+    "int32": "i4",
+    "uint32": "u4",
+    "float32": "f4",
+    "float64": "f8",
+}
+
+
+def typed_arrays(obj):
+    """``obj`` with every numpy array as a plotly.js typed-array spec ({"dtype", "bdata": base64}).
+
+    What ``fig.to_json()`` does to arrays, without building and validating a figure first.
+    """
+    if isinstance(obj, dict):
+        return {k: typed_arrays(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [typed_arrays(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        name = _TYPED.get(str(obj.dtype))
+        if name is None or obj.size == 0 or obj.ndim != 1:
+            return obj.tolist()
+        return {"dtype": name, "bdata": base64.b64encode(np.ascontiguousarray(obj)).decode("ascii")}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
 
 
 def selection_ring(xy: tuple[np.ndarray, np.ndarray] | None) -> list[list[float]]:

@@ -43,22 +43,40 @@ class MapLayers:
         return split_points(self.color, int(self.rows.size))
 
 
+_group_cache: dict[tuple, tuple[MapData, tuple | None]] = {}
+
+
+def _group_codes(data_dir: Path, dataset_id: str, grouping: str):
+    """(colour code per map row, labels, colours) of the largest groups, or None; once per stored result."""
+    md = data.load_map_data(data_dir, dataset_id)
+    key = (str(data_dir), dataset_id, grouping)
+    hit = _group_cache.get(key)
+    if hit is not None and hit[0] is md:
+        return hit[1]
+    labels = data.group_labels(data_dir, dataset_id, grouping)
+    coded = None
+    if labels is not None:
+        names, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
+        top = np.argsort(-counts, kind="stable")[:N_GROUP_COLORS]
+        code_of = np.full(len(names), len(top), np.uint8)
+        code_of[top] = np.arange(len(top), dtype=np.uint8)
+        lab = [f"{grouping} {names[t]} ({counts[t]})" for t in top]
+        cols = OKABE_ITO[: len(top)]
+        if len(names) > len(top):
+            lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
+        coded = (code_of[inverse], lab, cols)
+    _group_cache[key] = (md, coded)
+    return coded
+
+
 def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows, axes, notes) -> ColorSpec:
     if color == "group":
-        labels = data.group_labels(data_dir, dataset_id, grouping)
-        if labels is None:
+        coded = _group_codes(data_dir, dataset_id, grouping)
+        if coded is None:
             notes.append(f"{grouping} groups are not computed for {dataset_id!r}; coloured by axis instead")
         else:
-            names, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
-            top = np.argsort(-counts, kind="stable")[:N_GROUP_COLORS]
-            code_of = np.full(len(names), len(top), np.uint8)
-            code_of[top] = np.arange(len(top), dtype=np.uint8)
-            codes = code_of[inverse][rows]
-            lab = [f"{grouping} {names[t]} ({counts[t]})" for t in top]
-            cols = OKABE_ITO[: len(top)]
-            if len(names) > len(top):
-                lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
-            return ColorSpec("categorical", codes, lab, cols, title=grouping)
+            codes, lab, cols = coded
+            return ColorSpec("categorical", codes[rows], lab, cols, title=grouping)
     elif color == "score":
         scores = data.classifier_scores(data_dir, dataset_id)
         if np.isfinite(scores).any():
@@ -120,10 +138,20 @@ _lock = threading.Lock()
 _STATE_KEYS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
 
 
+def _relevant(state: dict) -> tuple:
+    """The parts of a view state that change the layers: views that differ only elsewhere share them."""
+    st = dict(state)
+    if st.get("color") != "group" and not st.get("group"):
+        st["grouping"] = None  # only colours or filters by group read the grouping
+    if st.get("view") == "density":
+        st["color"] = None  # the density view is not coloured by points
+    return tuple(str(st.get(k)) for k in _STATE_KEYS)
+
+
 def map_layers(data_dir: Path, state: dict) -> MapLayers:
     """Cached :class:`MapLayers` for a view state (keyed by the state and the map data's identity)."""
     md = data.load_map_data(data_dir, state["dataset"], state.get("table", "original"))
-    key = (str(data_dir), id(md)) + tuple(str(state.get(k)) for k in _STATE_KEYS)
+    key = (str(data_dir), id(md)) + _relevant(state)
     with _lock:
         if key in _cache:
             _cache.move_to_end(key)

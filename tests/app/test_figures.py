@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
@@ -21,9 +22,11 @@ from app.figures import (
     density_map_figure,
     map_units,
     orientation_map_figure,
+    orientation_map_spec,
     selection_ring,
     sphere_figure,
     split_points,
+    typed_arrays,
 )
 
 
@@ -143,3 +146,14 @@ def test_map_figure_accepts_empty_selection(kind):
     fig = orientation_map_figure(np.zeros(0), np.zeros(0), spec)
     assert _points(fig) == []
     assert [t.meta["kind"] for t in fig.data][POINTS_START:] == ["highlight"]
+
+
+def test_typed_arrays_encode_the_map_as_plotly_does():
+    rng = np.random.default_rng(3)
+    x, y = rng.uniform(-2, 2, 500), rng.uniform(-1, 1, 500)
+    spec = orientation_map_spec(
+        x, y, ColorSpec("continuous", rng.normal(size=500).astype(np.float32), title="mu"), n_molecules=500
+    )
+    fast = typed_arrays(spec)
+    assert fast["data"][POINTS_START]["x"]["dtype"] == "i2"
+    assert json.loads(json.dumps(fast)) == json.loads(pio.to_json(go.Figure(**spec, _validate=False)))

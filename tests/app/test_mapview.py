@@ -38,3 +38,17 @@ def test_smarts_highlight_clicks_map_to_matching_molecules(qm9_store):
     curve = POINTS_START + len(layers.split.members)
     rows = {clicked_row(layers, "map", curve, p) for p in range(min(20, layers.highlight_rows.size))}
     assert rows and rows <= set(np.asarray(layers.highlight_rows).tolist())
+
+
+def test_views_that_differ_only_in_what_the_map_ignores_share_layers(qm9_store):
+    by_axis = [map_layers(qm9_store, ViewState(dataset="qm9", grouping=g).map_state()) for g in ("formula", "scaffold")]
+    assert by_axis[0] is by_axis[1]  # the grouping only matters for group colours and filters
+    by_group = [
+        map_layers(qm9_store, ViewState(dataset="qm9", color="group", grouping=g).map_state())
+        for g in ("formula", "scaffold")
+    ]
+    assert by_group[0] is not by_group[1]
+    density = [
+        map_layers(qm9_store, ViewState(dataset="qm9", view="density", color=c).map_state()) for c in ("axis", "score")
+    ]
+    assert density[0] is density[1]

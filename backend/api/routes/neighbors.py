@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from backend.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
+from backend.api.encoded import answer, json_record
 from backend.api.errors import NOT_COMPUTED, NOT_FOUND
 from backend.api.schemas import NeighborsPublic
 from backend.services import neighbors as svc
@@ -13,7 +14,7 @@ router = APIRouter(prefix="/datasets/{dataset_id}", tags=["neighbors"])
 
 
 @router.get("/neighbors/{mol_id}", response_model=NeighborsPublic, responses={**NOT_FOUND, **NOT_COMPUTED})
-def neighbors(
+async def neighbors(
     dataset_id: DatasetIdPath,
     mol_id: MoleculeIdPath,
     data_dir: DataDirDep,
@@ -24,6 +25,6 @@ def neighbors(
         ),
     ] = "pose",
     k: Annotated[int, Query(ge=1, le=svc.MAX_K, description=f"Number of neighbours, at most {svc.MAX_K}.")] = 10,
-) -> dict:
+):
     """The k nearest molecules in pose or in chemistry, nearest first."""
-    return svc.neighbors(data_dir, dataset_id, mol_id, by, k)
+    return json_record(await answer(svc.neighbors, data_dir, dataset_id, mol_id, by, k))
