@@ -113,7 +113,7 @@ def _frame_traces(frame: dict | None, scale: float = 1.0) -> list[go.Scatter]:
 
 def _robust_range(values: np.ndarray) -> tuple[float, float]:
     finite = values[np.isfinite(values)]
-    lo, hi = (float(np.percentile(finite, 1)), float(np.percentile(finite, 99))) if finite.size else (0.0, 1.0)
+    lo, hi = (float(v) for v in np.percentile(finite, [1, 99])) if finite.size else (0.0, 1.0)
     return lo, (hi if hi > lo else lo + 1.0)
 
 

@@ -61,7 +61,7 @@ class PageQueryMiddleware:
     about 0.1 s of server CPU to build and encode, a repeated one nothing.
     """
 
-    CACHE_SIZE = 16  # about 2.5 MB each with a full-QM9 map
+    CACHE_SIZE = 48  # about 2.5 MB each with a full-QM9 map
 
     def __init__(self, app: ASGIApp, version: Callable[[], Hashable] | None = None) -> None:
         self.app = app

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from app import data
 from app.figures import density_map_figure, orientation_map_spec, selection_ring, sphere_figure, typed_arrays
 from app.mapview import MapLayers, map_layers
-from backend.services.map_data import density_grid, frame_lines, reference_xy
+from backend.services.map_data import MapData, density_grid, frame_lines, reference_xy
 
 _CACHE_SIZE = 32  # about 2.4 MB each at 392k points
 _cache: OrderedDict[tuple, tuple[MapLayers, dict]] = OrderedDict()
@@ -38,22 +38,21 @@ def density_figure(layers: MapLayers, reference, title: str) -> go.Figure:
     )
 
 
-def selected_ring(layers: MapLayers, st: dict, selected: str | None) -> list[list[float]]:
+def selected_ring(md: MapData, st: dict, selected: str | None) -> list[list[float]]:
     """Map-unit points to ring for the selected molecule (none outside the Mollweide map view)."""
-    return selection_ring(selected_xy(layers, selected)) if st.get("view", "map") == "map" else []
+    return selection_ring(selected_xy(md, st.get("axes", "123"), selected)) if st.get("view", "map") == "map" else []
 
 
-def selected_xy(layers: MapLayers, selected: str | None):
+def selected_xy(md: MapData, axes: str, selected: str | None):
     """Mollweide x/y of the selected molecule's shown axes (None if nothing valid is selected)."""
     if not selected:
         return None
-    md = layers.md
     try:
         row = md.row_of(selected)
     except KeyError:
         return None
-    axes = np.array(sorted({int(a) for a in np.unique(layers.axes)}) or [1, 2, 3])
-    return md.x[row, axes - 1], md.y[row, axes - 1]
+    shown = np.array(sorted({int(a) for a in axes if a in "123"}) or [1, 2, 3])
+    return md.x[row, shown - 1], md.y[row, shown - 1]
 
 
 def _title_and_reference(data_dir: Path, st: dict, layers: MapLayers):

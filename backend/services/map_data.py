@@ -76,16 +76,38 @@ class MapData:
         bad = [a for a in axes if a not in AXES]
         if bad:
             raise ValueError(f"unknown axis {bad[0]!r}; expected some of {AXES}")
-        rows = (self.order // 3).astype(np.int32, copy=False)
-        axis = (self.order % 3 + 1).astype(np.int8)
-        keep = np.isin(axis, axes)
+        rows, axis = self._draw_rows, self._draw_axes
+        if axes == list(AXES) and mask is None:
+            return rows, axis
+        wanted = np.zeros(len(AXES) + 1, bool)
+        wanted[axes] = True
+        keep = wanted[axis]
         if mask is not None:
             keep &= np.asarray(mask, bool)[rows]
         return rows[keep], axis[keep]
 
+    @cached_property
+    def _draw_rows(self) -> np.ndarray:
+        return _read_only((self.order // 3).astype(np.int32))
+
+    @cached_property
+    def _draw_axes(self) -> np.ndarray:
+        return _read_only((self.order % 3 + 1).astype(np.int8))
+
+    @cached_property
+    def _flat_xy(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.ascontiguousarray(self.x).reshape(-1), np.ascontiguousarray(self.y).reshape(-1)
+
     def xy(self, rows: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """float32 Mollweide coordinates of the given (row, axis) points."""
-        return self.x[rows, axes - 1], self.y[rows, axes - 1]
+        flat = np.asarray(rows, np.int64) * 3 + (np.asarray(axes, np.int64) - 1)  # one 1-D take, not 2-D fancy indexing
+        fx, fy = self._flat_xy
+        return fx.take(flat), fy.take(flat)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False  # shared by every view of the map
+    return a
 
 
 _cache: OrderedDict[tuple, MapData] = OrderedDict()

@@ -89,9 +89,12 @@ def chemistry_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, fl
     words = view.extra("fingerprint_words", lambda: _word_columns(_fingerprints(view)))
     counts = view.extra("fingerprint_counts", lambda: np.bitwise_count(words).sum(axis=0, dtype=np.int64))
     query = words[:, i]
-    inter = np.zeros(words.shape[1], np.int64)
-    for w in np.flatnonzero(query):
-        inter += np.bitwise_count(words[w] & query[w])
+    n = words.shape[1]
+    inter = np.zeros(n, np.uint16 if 64 * words.shape[0] <= np.iinfo(np.uint16).max else np.int64)
+    both, bits = np.empty(n, np.uint64), np.empty(n, np.uint8)
+    for w in np.flatnonzero(query):  # in place: no temporary arrays per word
+        np.bitwise_and(words[w], query[w], out=both)
+        np.add(inter, np.bitwise_count(both, out=bits), out=inter)
     union = counts + counts[i] - inter
     sim = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
     sim[i] = -np.inf

@@ -26,16 +26,16 @@ def test_selected_ring_marks_the_molecules_shown_axes_in_the_map_view_only(qm9_s
     st = ViewState(dataset="qm9").map_state()
     layers = map_layers(qm9_store, st)
     mol = str(layers.md.ids[3])
-    ring = np.array(selected_ring(layers, st, mol))
-    x, y = selected_xy(layers, mol)
+    ring = np.array(selected_ring(layers.md, st, mol))
+    x, y = selected_xy(layers.md, "123", mol)
     assert ring.shape == (3, 2)
     np.testing.assert_allclose(ring[:, 0], x * MAP_SCALE, rtol=1e-6)
     np.testing.assert_allclose(ring[:, 1], y * MAP_SCALE, rtol=1e-6)
     two = ViewState(dataset="qm9", axes="13").map_state()
-    assert len(selected_ring(map_layers(qm9_store, two), two, mol)) == 2
+    assert len(selected_ring(layers.md, two, mol)) == 2
     sphere = ViewState(dataset="qm9", view="sphere").map_state()
-    assert selected_ring(map_layers(qm9_store, sphere), sphere, mol) == []
-    assert selected_ring(layers, st, None) == [] and selected_ring(layers, st, "no-such-molecule") == []
+    assert selected_ring(layers.md, sphere, mol) == []
+    assert selected_ring(layers.md, st, None) == [] and selected_ring(layers.md, st, "no-such-molecule") == []
 
 
 def test_density_and_sphere_views(qm9_store):
@@ -44,4 +44,4 @@ def test_density_and_sphere_views(qm9_store):
         fig, layers = map_figure(qm9_store, st)
         assert any(t.meta and t.meta.get("kind") == kind for t in fig.data)
     layers = map_layers(qm9_store, ViewState(dataset="qm9").map_state())
-    assert selected_xy(layers, "no-such-molecule") is None and selected_xy(layers, None) is None
+    assert selected_xy(layers.md, "123", "no-such-molecule") is None and selected_xy(layers.md, "123", None) is None
