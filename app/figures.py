@@ -530,15 +530,26 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
     return fig
 
 
-def message_figure(text: str, height: int = 460) -> go.Figure:
-    """An empty figure that shows a message instead of data."""
-    fig = go.Figure()
-    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font={"size": 15})
-    fig.update_layout(
-        template=TEMPLATE,
-        height=height,
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        margin={"l": 10, "r": 10, "t": 20, "b": 10},
-    )
-    return fig
+def message_figure(text: str, height: int = 460) -> dict:
+    """An empty figure that shows a message instead of data (a plain dict: go.Figure costs ~60 ms here)."""
+    return {
+        "data": [],
+        "layout": {
+            "template": _template(),
+            "height": height,
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "margin": {"l": 10, "r": 10, "t": 20, "b": 10},
+            "annotations": [
+                {
+                    "text": text,
+                    "x": 0.5,
+                    "y": 0.5,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "showarrow": False,
+                    "font": {"size": 15},
+                }
+            ],
+        },
+    }

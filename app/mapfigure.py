@@ -20,7 +20,7 @@ from app.figures import density_map_figure, orientation_map_spec, selection_ring
 from app.mapview import MapLayers, map_layers
 from backend.services.map_data import MapData, density_grid, frame_lines, reference_xy
 
-_CACHE_SIZE = 32  # about 2.4 MB each at 392k points
+_CACHE_SIZE = 64  # about 2.4 MB each at 392k points
 _cache: OrderedDict[tuple, tuple[MapLayers, dict]] = OrderedDict()
 _lock = threading.Lock()
 

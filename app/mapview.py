@@ -20,7 +20,7 @@ from backend.services.map_data import MapData
 
 SPHERE_MAX_POINTS = 60_000
 N_GROUP_COLORS = 7
-_CACHE_SIZE = 32  # about 5 MB each at 392k points; one per view a group of users has open
+_CACHE_SIZE = 64  # 2-5 MB each at 392k points (draw order shared); the views a lab has open
 
 
 @dataclass(frozen=True, eq=False)

@@ -45,11 +45,11 @@ def map_outputs(data_dir: Path, st: dict | None) -> tuple[dict, str]:
     orjson pass instead of walking it to convert objects first.
     """
     if not _ready(st):
-        return message_figure("Choose a dataset.").to_plotly_json(), ""
+        return message_figure("Choose a dataset."), ""
     try:
         fig, layers = map_figure_json(data_dir, st)
     except data.OrientScopeError as err:
-        return message_figure(friendly(err)).to_plotly_json(), ""
+        return message_figure(friendly(err)), ""
     return fig, " ".join(n + "." for n in layers.notes)
 
 

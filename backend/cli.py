@@ -290,7 +290,7 @@ def serve_cmd(
         except (OrientScopeError, ValueError, FileNotFoundError) as err:
             _fail(err)
     typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
-    logs = serve_logging(access_log)
+    logs = {**serve_logging(access_log), "timeout_keep_alive": KEEP_ALIVE_S}
     if workers > 1:
         os.environ[DATA_DIR_ENV] = str(root)
         os.environ[READ_ONLY_ENV] = "1" if read_only else ""
@@ -298,6 +298,11 @@ def serve_cmd(
     else:
         app_ = create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)
         uvicorn.run(app_, host=host, port=port, **logs)
+
+
+# Idle keep-alive connections stay open longer than clients keep them (httpx: 5 s), so a client
+# never sends a request on a connection the server is closing at that moment.
+KEEP_ALIVE_S = 30
 
 
 def serve_logging(access_log: bool = True) -> dict:
