@@ -274,7 +274,7 @@ def serve_cmd(
 
     import uvicorn
 
-    from backend.api.main import READ_ONLY_ENV, create_app
+    from backend.api.main import READ_ONLY_ENV, create_app, tune_for_serving
     from backend.core.settings import DATA_DIR_ENV, DEFAULT_DATASET, TOKEN_ENV
     from backend.services.datasets import READY, dataset_info
 
@@ -291,6 +291,7 @@ def serve_cmd(
             _fail(err)
     typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
     logs = {**serve_logging(access_log), "timeout_keep_alive": KEEP_ALIVE_S}
+    tune_for_serving()
     if workers > 1:
         os.environ[DATA_DIR_ENV] = str(root)
         os.environ[READ_ONLY_ENV] = "1" if read_only else ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import threading
 import time
 from pathlib import Path
@@ -166,7 +167,18 @@ async def _unknown_dash_file(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": f"no such dashboard file {request.url.path!r}"}, status_code=404)
 
 
+# Callbacks run Python in worker threads; the event loop answering REST reads waits up to one
+# switch interval for the GIL at each step, so a shorter interval keeps short requests short.
+GIL_SWITCH_S = 0.001
+
+
+def tune_for_serving() -> None:
+    """Process settings of a server process (not of tests or the CLI's batch commands)."""
+    sys.setswitchinterval(GIL_SWITCH_S)
+
+
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY and _TOKEN."""
+    tune_for_serving()
     read_only = os.environ.get(READ_ONLY_ENV, "").lower() in ("1", "true", "yes")
     return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)
