@@ -394,10 +394,12 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"`python -m tests.bench.loadtest --users {args.users} --duration {args.duration:.0f} --workers {args.workers}`"
         f" (`make loadtest`): `orientscope serve --read-only --workers {args.workers}` on loopback, driven by "
-        "asyncio/httpx users on the same machine. Each user loops over a page load (`/`, `/_dash-layout`, "
-        "`/_dash-dependencies`), map recolouring (the `map-state → orientation-map` callback with a new colour, "
-        "grouping, view or axes), a molecule click (`clickData → selected`, then the molecule panel for the id it "
-        f"returned) and REST reads, with weights {ACTIONS} and a think time between actions. Callback payloads are "
+        "asyncio/httpx users on the same machine. Each user loops over a page load (`/`, `/_dash-layout` with the "
+        "page as Referer so that it holds that view's map, as a browser asks for it, and `/_dash-dependencies`; "
+        "the pages are the default view, a shared colour or a shared molecule), map recolouring (the "
+        "`map-state → orientation-map` callback with a new colour, grouping, view or axes), a molecule click "
+        "(`clickData → selected`, then the molecule panel, neighbours and selection ring callbacks for the id it "
+        f"returned, at once) and REST reads, with weights {ACTIONS} and a think time between actions. Callback payloads are "
         "built from `/_dash-dependencies` as the browser builds them; responses are gzip-compressed as a browser "
         "asks; latency is to the last byte. The baseline is one user alone on the same server.",
         "",
