@@ -1,4 +1,8 @@
-"""Pure figure builders: plain arrays in, ``go.Figure`` out (no I/O, no science).
+"""Pure figure builders: plain arrays in, figures out (no I/O, no science).
+
+Figures are ``go.Figure`` objects, except where building one costs more than
+the figure is worth: the map (:func:`orientation_map_spec`, plain dicts sent as
+:func:`typed_arrays`) and the message placeholder.
 
 The orientation map draws each colour as its own solid-colour Scattergl trace:
 a per-point colour array makes plotly.js parse one colour string per point
