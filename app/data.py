@@ -22,6 +22,11 @@ from backend.services.map_data import MapData, load_map_data
 __all__ = ["OrientScopeError", "READY", "dataset_info", "dataset_summary", "list_datasets", "load_map_data", "MapData"]
 
 
+def per_result(data_dir: Path, dataset_id: str, name: str, build):
+    """``build()`` once per stored result of a dataset (kept with its cached view, rebuilt after a recompute)."""
+    return get_view(data_dir, dataset_id).extra(name, build)
+
+
 def property_names(data_dir: Path, dataset_id: str) -> list[str]:
     return list(get_view(data_dir, dataset_id).property_names)
 

@@ -276,7 +276,7 @@ def _colorbar_trace(colorbar: dict) -> dict:
 
 
 def orientation_map_figure(*args, **kwargs) -> go.Figure:
-    """:func:`orientation_map_spec` as a ``go.Figure`` (for exports and tests)."""
+    """:func:`orientation_map_spec` as a ``go.Figure``, for callers that want figure objects (tests)."""
     return go.Figure(**orientation_map_spec(*args, **kwargs), _validate=False)
 
 

@@ -43,19 +43,13 @@ class MapLayers:
         return split_points(self.color, int(self.rows.size))
 
 
-_group_cache: dict[tuple, tuple[MapData, tuple | None]] = {}
-
-
 def _group_codes(data_dir: Path, dataset_id: str, grouping: str):
     """(colour code per map row, labels, colours) of the largest groups, or None; once per stored result."""
-    md = data.load_map_data(data_dir, dataset_id)
-    key = (str(data_dir), dataset_id, grouping)
-    hit = _group_cache.get(key)
-    if hit is not None and hit[0] is md:
-        return hit[1]
-    labels = data.group_labels(data_dir, dataset_id, grouping)
-    coded = None
-    if labels is not None:
+
+    def build():
+        labels = data.group_labels(data_dir, dataset_id, grouping)
+        if labels is None:
+            return None
         names, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
         top = np.argsort(-counts, kind="stable")[:N_GROUP_COLORS]
         code_of = np.full(len(names), len(top), np.uint8)
@@ -64,9 +58,9 @@ def _group_codes(data_dir: Path, dataset_id: str, grouping: str):
         cols = OKABE_ITO[: len(top)]
         if len(names) > len(top):
             lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
-        coded = (code_of[inverse], lab, cols)
-    _group_cache[key] = (md, coded)
-    return coded
+        return code_of[inverse], lab, cols
+
+    return data.per_result(data_dir, dataset_id, f"map_group_codes:{grouping}", build)
 
 
 def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows, axes, notes) -> ColorSpec:

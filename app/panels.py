@@ -86,25 +86,18 @@ def verdict_outputs(data_dir: Path, st: dict | None) -> tuple:
         report = data.dataset_summary(data_dir, dataset)
     except data.OrientScopeError as err:
         return [html.P(friendly(err), className="warning")], message_figure("", 300), None, True
-    children, hist = _verdict_of(report, dataset)
+    children, hist = data.per_result(data_dir, dataset, "verdict_panel", lambda: _verdict_of(report, dataset))
     return children, hist, None, True
 
 
-_verdicts: dict[str, tuple[dict, tuple]] = {}
-
-
 def _verdict_of(report: dict, dataset: str) -> tuple[list, object]:
-    """Verdict components and angle histogram of a report, built once per report (about 40 ms)."""
-    hit = _verdicts.get(dataset)
-    if hit is not None and hit[0] is report:  # the summary is cached per result: same object, same report
-        return hit[1]
+    """Verdict components and angle histogram of a report (about 40 ms to build)."""
     hist = angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram"))
     try:
         children = verdict_children(report)
     except (KeyError, TypeError, ValueError, IndexError):  # a report section in an unexpected shape
         log.exception("cannot render the verdict of %s", dataset)
         children = [html.P((report.get("verdict") or {}).get("text", "No verdict."), className="verdict-line")]
-    _verdicts[dataset] = (report, (children, hist))
     return children, hist
 
 
