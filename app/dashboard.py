@@ -26,7 +26,7 @@ from app.initial_view import (
 )
 from app.mapfigure import density_figure
 from app.mapview import clicked_row, map_layers
-from app.offload import offloaded
+from app.offload import dispatch_in_threads, offloaded
 from app.pages_upload import register_upload, upload_section
 from app.request_guard import DashRequestGuard
 from app.state import GROUPINGS, ViewState
@@ -330,6 +330,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     server.add_middleware(DashRequestGuard, dash_app=app)
     server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
     _register(app, data_dir)
+    dispatch_in_threads(server, app.config.routes_pathname_prefix)
     if not read_only:
         register_upload(app)
     return app

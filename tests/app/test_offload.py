@@ -1,5 +1,6 @@
-"""Callbacks registered through `offloaded` run in worker threads, so slow ones
-overlap instead of queueing on the event loop (real uvicorn, real HTTP)."""
+"""Callbacks registered through `offloaded`, on a server with `dispatch_in_threads`, run and
+are encoded in worker threads, so slow ones overlap instead of queueing on the event loop
+(real uvicorn, real HTTP)."""
 
 import asyncio
 import random
@@ -7,24 +8,38 @@ import threading
 import time
 
 import httpx
+import pytest
 from dash import Dash, Input, Output, callback_context, dcc, html
 from fastapi import FastAPI
 
-from app.offload import offloaded
+from app.offload import dispatch_in_threads, finish_without_loop, offloaded
 from tests.api.conftest import ServerThread
 
 
 def test_slow_callbacks_overlap_and_keep_callback_context():
     server = FastAPI()
 
+    loop_thread = []
+
     @server.get("/ping")
-    def ping():
+    async def ping():
+        loop_thread.append(threading.get_ident())
         return {"ok": True}
 
     app = Dash(__name__, server=server, backend="fastapi")
     app.layout = html.Div([dcc.Input(id="i", value="a"), html.Div(id="o")])
     callback = offloaded(app.callback)
     running, peak, lock = [0], [0], threading.Lock()
+
+    encoded_in = []
+
+    class Answer:  # Dash's JSON encoder asks it for its value: records where the encoding runs
+        def __init__(self, text):
+            self.text = text
+
+        def to_plotly_json(self):
+            encoded_in.append(threading.get_ident())
+            return self.text
 
     @callback(Output("o", "children"), Input("i", "value"))
     def slow(value):
@@ -34,7 +49,7 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
         time.sleep(0.4)
         with lock:
             running[0] -= 1
-        return f"{value}|{callback_context.triggered_id}|{threading.current_thread() is threading.main_thread()}"
+        return Answer(f"{value}|{callback_context.triggered_id}|{threading.get_ident()}")
 
     body = {
         "output": "o.children",
@@ -49,12 +64,34 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
             calls = [c.post("/_dash-update-component", json=body) for _ in range(4)]
             return await asyncio.gather(*calls, c.get("/ping"))
 
+    dispatch_in_threads(server)
     with ServerThread(server) as srv:
         responses = asyncio.run(burst(srv.url))
     assert all(r.status_code == 200 for r in responses)
-    assert responses[0].json()["response"]["o"]["children"] == "zz|i|False"
+    value, triggered, ran_in = responses[0].json()["response"]["o"]["children"].split("|")
+    assert (value, triggered) == ("zz", "i")
+    # Neither the callback nor the encoding of its answer ran on the event loop.
+    assert int(ran_in) != loop_thread[0]
+    assert len(encoded_in) == 4 and loop_thread[0] not in encoded_in
     # On the event loop the callbacks would run one at a time.
     assert peak[0] >= 2
+
+
+def test_dispatch_in_threads_needs_dash_callback_route():
+    with pytest.raises(RuntimeError, match="no callback route"):
+        dispatch_in_threads(FastAPI())
+
+
+def test_finish_without_loop():
+    async def plain():
+        return 7
+
+    async def suspends():
+        await asyncio.sleep(0)
+
+    assert finish_without_loop(plain()) == 7
+    with pytest.raises(RuntimeError, match="awaited"):
+        finish_without_loop(suspends())
 
 
 JUNK = [None, 1, -1, 1e308, "x", "", [], {}, [1, "a"], {"a": 1}, True, "../../etc", "qm9", {"dataset": "qm9", "color": 5},

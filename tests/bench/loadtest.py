@@ -14,6 +14,9 @@ simulated users (asyncio + httpx) for a fixed time. Each user loops over:
 * REST reads: dataset list, summary, one molecule, a page of molecules, neighbours;
 
 with a think time between actions (1-5 s; a second, "stress" run uses 0.2-1 s).
+Users arrive as they do in a lab: each one's first action comes after one think
+time, as if it were in the middle of a session. A separate run starts all users in
+the same instant, the worst case of that arrival, and reports it on its own.
 Callback payloads are built from
 ``GET /_dash-dependencies`` exactly as the browser does. Throughput, p50/p95/p99
 latency and errors per request class go to BENCHMARKS.md (section ``loadtest``).
@@ -179,8 +182,12 @@ class Recorder:
         return body
 
 
-async def _user(client, rec: Recorder, sc: Scenario, rng: random.Random, deadline: float, think) -> None:
+async def _user(
+    client, rec: Recorder, sc: Scenario, rng: random.Random, deadline: float, think, together: bool
+) -> None:
     state = sc.map_state(rng)
+    if not together:
+        await asyncio.sleep(rng.uniform(*think))
     while time.perf_counter() < deadline:
         action = rng.choices(list(ACTIONS), weights=list(ACTIONS.values()))[0]
         if action == "page":
@@ -244,8 +251,13 @@ async def _user(client, rec: Recorder, sc: Scenario, rng: random.Random, deadlin
         await asyncio.sleep(rng.uniform(*think))
 
 
-async def drive(base: str, sc: Scenario, users: int, duration_s: float, think=THINK_S, seed: int = SEED) -> dict:
-    """Run ``users`` simulated users for ``duration_s``; per-class statistics."""
+async def drive(
+    base: str, sc: Scenario, users: int, duration_s: float, think=THINK_S, seed: int = SEED, together: bool = False
+) -> dict:
+    """Run ``users`` simulated users for ``duration_s``; per-class statistics.
+
+    ``together``: every user's first action at the same instant, instead of after one think time.
+    """
     rec = Recorder()
     limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
     headers = {"Accept-Encoding": "gzip"}
@@ -253,7 +265,7 @@ async def drive(base: str, sc: Scenario, users: int, duration_s: float, think=TH
         t0 = time.perf_counter()
         deadline = t0 + duration_s
         await asyncio.gather(
-            *(_user(client, rec, sc, random.Random(seed * 1000 + k), deadline, think) for k in range(users))
+            *(_user(client, rec, sc, random.Random(seed * 1000 + k), deadline, think, together) for k in range(users))
         )
         elapsed = time.perf_counter() - t0
     classes = {}
@@ -352,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--think", type=_think, default=THINK_S, help="think time range in seconds, e.g. 1-5")
     ap.add_argument("--stress", type=_think, default=STRESS_THINK_S, help="think time of the extra stress run")
     ap.add_argument("--no-stress", action="store_true", help="skip the stress run")
+    ap.add_argument("--no-together", action="store_true", help="skip the run whose users all arrive at once")
     ap.add_argument("--no-write", action="store_true", help="print, do not update BENCHMARKS.md")
     args = ap.parse_args(argv)
 
@@ -361,21 +374,23 @@ def main(argv: list[str] | None = None) -> None:
     load_before = os.getloadavg()
     proc, start_s = _serve(args.data_dir, port, args.workers)
     base = f"http://127.0.0.1:{port}"
-    runs = [("baseline: 1 user, no think time", 1, (0.0, 0.0), BASELINE_S)]  # the service time, no queueing
-    runs.append(
-        (f"{args.users} users, think {args.think[0]:g}-{args.think[1]:g} s", args.users, args.think, args.duration)
-    )
+    main_name = f"{args.users} users, think {args.think[0]:g}-{args.think[1]:g} s"
+    # (name, users, think, duration, all users' first action in the same instant)
+    runs = [("baseline: 1 user, no think time", 1, (0.0, 0.0), BASELINE_S, False)]  # service time, no queueing
+    runs.append((main_name, args.users, args.think, args.duration, False))
     if not args.no_stress:
         runs.append((f"stress: {args.users} users, think {args.stress[0]:g}-{args.stress[1]:g} s", args.users,
-                     args.stress, args.duration))  # fmt: skip
+                     args.stress, args.duration, False))  # fmt: skip
+    if not args.no_together:
+        runs.append((f"{main_name}, all arriving in the same instant", args.users, args.think, args.duration, True))
     results = {}
     try:
         sc = build_scenario(base, ids)
         t0 = time.perf_counter()  # warm-up: fill every worker's caches (not reported)
         asyncio.run(drive(base, sc, users=2 * args.workers, duration_s=WARMUP_S, think=(0.0, 0.0), seed=99))
         warm_s = time.perf_counter() - t0
-        for name, users, think, duration in runs:
-            results[name] = asyncio.run(drive(base, sc, users, duration, think=think))
+        for name, users, think, duration, together in runs:
+            results[name] = asyncio.run(drive(base, sc, users, duration, think=think, together=together))
             print(f"\n{name}: {results[name]['requests']} requests, {results[name]['errors']} errors", flush=True)
             print("\n".join(_table(results[name])), flush=True)
         import psutil
@@ -399,7 +414,10 @@ def main(argv: list[str] | None = None) -> None:
         "the pages are the default view, a shared colour or a shared molecule), map recolouring (the "
         "`map-state → orientation-map` callback with a new colour, grouping, view or axes), a molecule click "
         "(`clickData → selected`, then the molecule panel, neighbours and selection ring callbacks for the id it "
-        f"returned, at once) and REST reads, with weights {ACTIONS} and a think time between actions. Callback payloads are "
+        f"returned, at once) and REST reads, with weights {ACTIONS} and a think time between actions. Users arrive "
+        "as in a lab: each one's first action comes after one think time, as if in the middle of a session. The "
+        "last run is the worst case of arrival: all users send their first action in the same instant, and that burst "
+        "sets most of that run's tail. Callback payloads are "
         "built from `/_dash-dependencies` as the browser builds them; responses are gzip-compressed as a browser "
         "asks; latency is to the last byte. The baseline is one user alone on the same server.",
         "",
@@ -408,6 +426,13 @@ def main(argv: list[str] | None = None) -> None:
         f"{_worst_p95(main_run, 'callback'):.0f} ms (target ≤ 200), REST reads {_worst_p95(main_run, 'rest'):.0f} ms "
         "(target ≤ 50).**",
     ]
+    burst = next((results[r[0]] for r in runs if r[4]), None)
+    if burst is not None:
+        lines += [
+            "",
+            f"**The same users all arriving in the same instant: {burst['errors']} errors. Worst p95: callbacks "
+            f"{_worst_p95(burst, 'callback'):.0f} ms, REST reads {_worst_p95(burst, 'rest'):.0f} ms.**",
+        ]
     for name, result in results.items():
         lines += ["", f"### {name} ({result['elapsed_s']:.0f} s)", "", *_table(result)]
         if result["examples"]:
