@@ -13,7 +13,7 @@ import dash
 from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_update
 from fastapi import FastAPI
 
-from app import data, panels
+from app import callback_json, data, panels
 from app.figures import angle_histogram_figure, message_figure
 from app.initial_view import (
     BASE_COLOR_OPTIONS,
@@ -331,6 +331,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
     _register(app, data_dir)
     dispatch_in_threads(server, app.config.routes_pathname_prefix)
+    callback_json.install()
     if not read_only:
         register_upload(app)
     return app
