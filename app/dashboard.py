@@ -26,7 +26,7 @@ from app.initial_view import (
 )
 from app.mapfigure import density_figure
 from app.mapview import clicked_row, map_layers
-from app.offload import dispatch_in_threads, offloaded
+from app.offload import dispatch_in_threads, guarded
 from app.pages_upload import register_upload, upload_section
 from app.request_guard import DashRequestGuard
 from app.state import GROUPINGS, ViewState
@@ -338,7 +338,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
 
 
 def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place for all callbacks
-    callback = offloaded(app.callback)
+    callback = guarded(app.callback)
 
     @callback(
         Output("url", "search"),

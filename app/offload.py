@@ -53,8 +53,8 @@ def rejecting_malformed(fn):
     return checked
 
 
-def offloaded(register):
-    """Wrap ``app.callback`` so every callback it registers rejects malformed input with a 422.
+def guarded(register):
+    """Wrap ``app.callback`` so every callback it registers answers malformed input with a 422.
 
     The callbacks run in worker threads once ``dispatch_in_threads`` has been applied to the app.
     """

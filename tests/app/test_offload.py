@@ -1,4 +1,4 @@
-"""Callbacks registered through `offloaded`, on a server with `dispatch_in_threads`, run and
+"""Callbacks registered through `guarded`, on a server with `dispatch_in_threads`, run and
 are encoded in worker threads, so slow ones overlap instead of queueing on the event loop
 (real uvicorn, real HTTP)."""
 
@@ -12,7 +12,7 @@ import pytest
 from dash import Dash, Input, Output, callback_context, dcc, html
 from fastapi import FastAPI
 
-from app.offload import dispatch_in_threads, finish_without_loop, offloaded
+from app.offload import dispatch_in_threads, finish_without_loop, guarded
 from tests.api.conftest import ServerThread
 
 
@@ -28,7 +28,7 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
 
     app = Dash(__name__, server=server, backend="fastapi")
     app.layout = html.Div([dcc.Input(id="i", value="a"), html.Div(id="o")])
-    callback = offloaded(app.callback)
+    callback = guarded(app.callback)
     running, peak, lock = [0], [0], threading.Lock()
 
     encoded_in = []
