@@ -5,13 +5,14 @@ import math
 
 import httpx
 import numpy as np
-from dash import Dash, Input, Output, dcc, html
+from dash import Input, Output, dcc, html
 from fastapi import FastAPI
 from plotly.io.json import to_json_plotly
 
 from app import callback_json
 from app.callback_json import answer_json
 from tests.api.conftest import ServerThread
+from tests.app.echo_app import echo_app, echo_request
 
 VALUES = [
     {"bdata": "AAAA/+//AAA=", "dtype": "f4", "shape": "3"},
@@ -38,21 +39,14 @@ def test_slashes_stay_as_they_are():
 
 def test_installed_encoder_answers_real_callbacks():
     server = FastAPI()
-    app = Dash(__name__, server=server, backend="fastapi")
-    app.layout = html.Div([dcc.Input(id="i", value="a"), html.Div(id="o")])
+    app = echo_app(server)
 
     @app.callback(Output("o", "children"), Input("i", "value"))
     def echo(value):
         return f"{value}/</script>"
 
     callback_json.install()
-    body = {
-        "output": "o.children",
-        "outputs": {"id": "o", "property": "children"},
-        "inputs": [{"id": "i", "property": "value", "value": "x"}],
-        "changedPropIds": ["i.value"],
-        "state": [],
-    }
+    body = echo_request("x")
     with ServerThread(server) as srv:
         r = httpx.post(f"{srv.url}/_dash-update-component", json=body, timeout=30)
     assert r.status_code == 200

@@ -9,11 +9,12 @@ import time
 
 import httpx
 import pytest
-from dash import Dash, Input, Output, callback_context, dcc, html
+from dash import Input, Output, callback_context
 from fastapi import FastAPI
 
 from app.offload import dispatch_in_threads, finish_without_loop, guarded
 from tests.api.conftest import ServerThread
+from tests.app.echo_app import echo_app, echo_request
 
 
 def test_slow_callbacks_overlap_and_keep_callback_context():
@@ -26,8 +27,7 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
         loop_thread.append(threading.get_ident())
         return {"ok": True}
 
-    app = Dash(__name__, server=server, backend="fastapi")
-    app.layout = html.Div([dcc.Input(id="i", value="a"), html.Div(id="o")])
+    app = echo_app(server)
     callback = guarded(app.callback)
     running, peak, lock = [0], [0], threading.Lock()
 
@@ -51,13 +51,7 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
             running[0] -= 1
         return Answer(f"{value}|{callback_context.triggered_id}|{threading.get_ident()}")
 
-    body = {
-        "output": "o.children",
-        "outputs": {"id": "o", "property": "children"},
-        "inputs": [{"id": "i", "property": "value", "value": "zz"}],
-        "changedPropIds": ["i.value"],
-        "state": [],
-    }
+    body = echo_request("zz")
 
     async def burst(url):
         async with httpx.AsyncClient(base_url=url, timeout=30) as c:
