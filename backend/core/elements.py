@@ -58,14 +58,40 @@ def z_to_symbols(atomic_numbers) -> list[str]:
     return [SYMBOLS[int(z)] for z in atomic_numbers]
 
 
+def _hill_from_counts(counts: dict[str, int]) -> str:
+    # Hill order: with carbon, C then H then the rest alphabetically; without
+    # carbon, everything alphabetically (H included). Decided per molecule.
+    order = ["C"] + (["H"] if "H" in counts else []) if "C" in counts else []
+    order += sorted(s for s in counts if s not in order)
+    return "".join(f"{s}{counts[s] if counts[s] > 1 else ''}" for s in order)
+
+
 def hill_formula(atomic_numbers) -> str:
-    """Hill-order formula (C, H first, then alphabetical)."""
+    """Hill-order formula of one molecule, e.g. ``CH4``, ``ClH``, ``BH3``."""
     counts: dict[str, int] = {}
     for z in atomic_numbers:
         s = SYMBOLS[int(z)]
         counts[s] = counts.get(s, 0) + 1
-    order = []
-    if "C" in counts:
-        order = ["C"] + (["H"] if "H" in counts else [])
-    order += sorted(s for s in counts if s not in order)
-    return "".join(f"{s}{counts[s] if counts[s] > 1 else ''}" for s in order)
+    return _hill_from_counts(counts)
+
+
+def hill_formulas(atomic_numbers: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """(n,) str Hill formula of each molecule, each exactly :func:`hill_formula` of its own atoms.
+
+    ``atomic_numbers`` is the flat (n_atoms,) array and ``offsets`` the (n + 1,)
+    molecule boundaries. Vectorised over distinct compositions only: each is
+    formatted once, by the same per-molecule rule.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = len(offsets) - 1
+    z = np.asarray(atomic_numbers, dtype=np.int64)
+    if n <= 0 or z.size == 0:
+        return np.full(max(n, 0), "", dtype=object).astype(str)
+    owner = np.repeat(np.arange(n), np.diff(offsets))
+    present = np.unique(z)
+    counts = np.zeros((n, len(present)), dtype=np.int64)
+    np.add.at(counts, (owner, np.searchsorted(present, z)), 1)
+    names = [SYMBOLS[int(v)] for v in present]
+    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
+    text = [_hill_from_counts({names[j]: int(c) for j, c in enumerate(row) if c > 0}) for row in uniq]
+    return np.asarray(text, dtype=object)[inverse.reshape(-1)].astype(str)

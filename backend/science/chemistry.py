@@ -23,7 +23,7 @@ from multiprocessing import current_process, get_context
 import numpy as np
 
 from backend.core.dataset import MoleculeSet
-from backend.core.elements import MAX_Z
+from backend.core.elements import hill_formulas
 
 log = logging.getLogger(__name__)
 
@@ -63,35 +63,6 @@ class Chemistry:
 
     def __len__(self) -> int:
         return len(self.ok)
-
-
-# --------------------------------------------------------------------- formulas
-def _element_symbols() -> list[str]:
-    from rdkit import Chem
-
-    table = Chem.GetPeriodicTable()
-    return [""] + [table.GetElementSymbol(z) for z in range(1, MAX_Z + 1)]
-
-
-def hill_formulas(atomic_numbers: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """(n,) Hill-order formulas (C, H, then alphabetical) of each molecule's atoms."""
-    n = len(offsets) - 1
-    owner = np.repeat(np.arange(n), np.diff(offsets))
-    z = np.asarray(atomic_numbers, dtype=np.int64)
-    present = np.unique(z)
-    col = np.searchsorted(present, z)
-    counts = np.zeros((n, len(present)), dtype=np.int64)
-    np.add.at(counts, (owner, col), 1)
-    symbols = _element_symbols()
-    names = [symbols[v] for v in present]
-    has_c = "C" in names
-    order = sorted(
-        range(len(names)),
-        key=lambda i: (0 if has_c and names[i] == "C" else 1 if has_c and names[i] == "H" else 2, names[i]),
-    )
-    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
-    text = ["".join(names[i] + (str(c) if c > 1 else "") for i in order if (c := row[i]) > 0) for row in uniq]
-    return np.asarray(text, dtype=object)[inverse.reshape(-1)].astype(str)
 
 
 # ------------------------------------------------------------------ graphs

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.elements import SYMBOLS, z_to_symbols
+from backend.core.elements import hill_formulas, z_to_symbols
 from backend.services.cache import CHEMISTRY_MOLECULES, DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
 
@@ -34,22 +34,6 @@ def _clean(value: float | None) -> float | None:
 
 
 # ---------------------------------------------------------------- derived columns
-def _computed_formulas(view: DatasetView) -> np.ndarray:
-    """(n,) Hill formula per molecule, from the atoms (one string per distinct composition)."""
-    z = view.mols.atomic_numbers.astype(np.int64)
-    owner = np.repeat(np.arange(view.mols.n_molecules), view.mols.n_atoms)
-    present = np.unique(z)
-    counts = np.zeros((view.mols.n_molecules, len(present)), dtype=np.int64)
-    np.add.at(counts, (owner, np.searchsorted(present, z)), 1)
-    counts = counts[view.rows]
-    symbols = [SYMBOLS[int(x)] for x in present]
-    order = [symbols.index(s) for s in ("C", "H") if s in symbols] if "C" in symbols else []
-    order += [i for i in np.argsort(symbols) if i not in order]
-    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
-    text = ["".join(f"{symbols[j]}{c if c > 1 else ''}" for j in order if (c := row[j]) > 0) for row in uniq]
-    return np.asarray(text, dtype=object)[inverse.reshape(-1)]
-
-
 def chemistry_table(view: DatasetView):
     """The chemistry stage's per-molecule table aligned with the view (None if not computed)."""
     return view.extra("chemistry_molecules", lambda: view.aligned_table(*CHEMISTRY_MOLECULES))
@@ -60,7 +44,7 @@ def formulas(view: DatasetView) -> np.ndarray:
         chem = chemistry_table(view)
         if chem is not None and "formula" in chem.columns and chem["formula"].notna().all():
             return chem["formula"].astype(str).to_numpy(object)
-        return _computed_formulas(view)
+        return hill_formulas(view.mols.atomic_numbers, view.mols.offsets)[view.rows].astype(object)
 
     return view.extra("formulas", build)
 

@@ -1,7 +1,7 @@
 import numpy as np
 
 from backend.core.dataset import from_molecules
-from backend.science.chemistry import FP_WORDS, compute_chemistry, hill_formulas, pack_bits
+from backend.science.chemistry import FP_WORDS, compute_chemistry, pack_bits
 
 WATER = ([8, 1, 1], [[0, 0, 0.1173], [0, 0.7572, -0.4692], [0, -0.7572, -0.4692]])
 METHANE = (
@@ -11,9 +11,9 @@ METHANE = (
 HE_PAIR = ([2, 2], [[0, 0, 0], [0, 0, 0.3]])
 
 
-def test_formulas_follow_hill_order():
+def test_formulas_follow_hill_order_per_molecule():
     mols = from_molecules([WATER, METHANE])
-    assert hill_formulas(mols.atomic_numbers, mols.offsets).tolist() == ["H2O", "CH4"]
+    assert compute_chemistry(mols).formula.tolist() == ["H2O", "CH4"]
 
 
 def test_smiles_used_and_missing_smiles_perceived_from_3d():

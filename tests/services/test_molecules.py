@@ -11,8 +11,8 @@ from backend.services.cache import get_view
 from backend.services.errors import InvalidInput, NotComputed
 from backend.services.molecules import (
     MAX_PAGE,
-    _computed_formulas,
     export_molecule,
+    formulas,
     list_molecules,
     molecule_detail,
     xyz_block,
@@ -20,10 +20,10 @@ from backend.services.molecules import (
 from tests.services.conftest import toy_set
 
 
-def test_computed_formulas_are_hill_formulas(toy_dir):
+def test_formulas_without_chemistry_are_hill_formulas(toy_dir):
     mols = toy_set()
     expected = [hill_formula(mols.atoms_of(i)[0]) for i in range(mols.n_molecules)]
-    assert list(_computed_formulas(get_view(toy_dir, "plain"))) == expected
+    assert list(formulas(get_view(toy_dir, "plain"))) == expected
     assert expected[:4] == ["H2O", "CO2", "CH4", "C6H6"]
 
 
