@@ -58,8 +58,11 @@ def available_groupings(data_dir: Path, dataset_id: str) -> list[str]:
 
 
 def smarts_mask(data_dir: Path, dataset_id: str, smarts: str) -> np.ndarray:
-    """(n,) bool: molecules matching a SMARTS pattern (DatasetError if the pattern is invalid)."""
-    return molecule_service._smarts_mask(get_view(data_dir, dataset_id), smarts)
+    """(n,) bool: molecules matching a SMARTS pattern (DatasetError if the pattern is invalid).
+
+    A scan stopped at its time limit gives the matches found so far.
+    """
+    return molecule_service.match_smarts(get_view(data_dir, dataset_id), smarts).mask
 
 
 def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:

@@ -109,6 +109,10 @@ class MoleculesPublic(_Model):
     offset: int = Field(description="Index of the first item in the filtered, sorted list.")
     limit: int = Field(description=f"Page size asked for (at most {MAX_PAGE}).")
     items: list[MoleculeSummaryPublic] = Field(description="The molecules of this page.")
+    complete: bool = Field(
+        True, description="False if a SMARTS scan stopped at its time limit: total counts the molecules scanned so far."
+    )
+    n_scanned: int | None = Field(None, description="Molecules the SMARTS scan covered (null without smarts).")
 
 
 class AxisLonLat(_Model):

@@ -90,8 +90,12 @@ def mol_from_xyz(atomic_numbers: np.ndarray, positions_angstrom: np.ndarray, cha
         raise ValueError(f"bond perception from 3D coordinates failed: {exc}".strip()) from None
 
 
-def _graph(smiles: str, z: np.ndarray, pos: np.ndarray):
-    """(mol or None, source, error) for one molecule."""
+def molecule_graph(smiles: str, z: np.ndarray, pos: np.ndarray):
+    """(RDKit mol or None, source, error) of one molecule: its SMILES if it agrees with the 3D atoms, else perceived.
+
+    ``source`` is one of :data:`SOURCES`; ``error`` says why the SMILES was
+    rejected or perception failed ("" if none).
+    """
     from rdkit import Chem
 
     heavy = int((z > 1).sum())
@@ -142,7 +146,7 @@ def _chunk_worker(smiles: list[str], z: np.ndarray, pos: np.ndarray, offsets: np
     cache: dict[str, str] = {}
     for i, smi in enumerate(smiles):
         a, b = offsets[i], offsets[i + 1]
-        mol, source, error = _graph(smi, z[a:b], pos[a:b])
+        mol, source, error = molecule_graph(smi, z[a:b], pos[a:b])
         sources.append(source)
         errors.append(error)
         if mol is None:

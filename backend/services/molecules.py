@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from backend.core.elements import hill_formulas, z_to_symbols
+from backend.science import substructure
+from backend.science.chemistry import molecule_graph
 from backend.services.cache import CHEMISTRY_MOLECULES, DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
 
@@ -20,9 +21,10 @@ GROUP_KINDS = ("scaffold", "formula", "cluster")
 POSES = ("stored", "canonical")
 EXPORT_FORMATS = ("xyz", "sdf")
 SORT_KEYS = ("index", "id", "n_atoms", "formula", "classifier_score", "degenerate")
-MAX_SMARTS_LENGTH = 256
+MAX_SMARTS_LENGTH = substructure.MAX_SMARTS_LENGTH
+SMARTS_TIMEOUT_S = substructure.DEFAULT_TIMEOUT_S  # a pathological pattern cannot hold a request longer
 _SMARTS_CACHE = 16
-SMARTS_TIMEOUT_S = 20.0  # a pathological pattern cannot hold a request (and a worker thread) longer
+SMARTS_BLOCK = substructure.BLOCK
 
 
 def _clean(value: float | None) -> float | None:
@@ -86,51 +88,59 @@ class MoleculePage:
     offset: int
     limit: int
     items: list[dict]
+    complete: bool = True  # False if a SMARTS scan stopped at its time limit
+    n_scanned: int | None = None  # molecules the SMARTS scan covered (None without smarts)
 
 
-def _mol_binaries(view: DatasetView) -> list[bytes | None]:
-    """RDKit molecules from the SMILES, kept as binary pickles (~0.3 kB each; live Mol objects take ~10x more)."""
-    from rdkit import Chem
+@dataclass(frozen=True)
+class SmartsMatches:
+    """Molecules of a view matching a SMARTS pattern.
 
-    def build():
-        out = []
-        for smi in view.smiles:
-            mol = Chem.MolFromSmiles(str(smi)) if smi else None
-            out.append(mol.ToBinary() if mol is not None else None)
-        return out
+    mask : (n,) bool in view row order; rows past ``n_scanned`` are False
+    complete : False if the scan stopped at :data:`SMARTS_TIMEOUT_S`
+    n_scanned : molecules scanned (in row order)
+    """
 
-    return view.extra("rdkit_binaries", build)
+    mask: np.ndarray
+    complete: bool
+    n_scanned: int
 
 
-def _smarts_mask(view: DatasetView, smarts: str) -> np.ndarray:
-    """(n,) bool: molecules whose SMILES contain the SMARTS pattern (cached per pattern)."""
-    from rdkit import Chem
+def _search_graphs(view: DatasetView) -> list:
+    """Per row, the molecular graph the chemistry stage uses (SMILES, or bonds perceived from 3D)."""
+    chem = chemistry_table(view)
+    if chem is not None and "smiles" in chem.columns and chem["smiles"].notna().all():
+        return chem["smiles"].astype(str).tolist()  # the stage's graphs, perceived ones written as SMILES
+    return [molecule_graph(str(view.smiles[i] or ""), *view.atoms(i))[0] for i in range(len(view))]
 
-    if len(smarts) > MAX_SMARTS_LENGTH:
-        raise InvalidInput(
-            f"smarts is {len(smarts)} characters long; at most {MAX_SMARTS_LENGTH} are accepted", ("query", "smarts")
-        )
+
+def _smarts_index(view: DatasetView) -> substructure.SubstructureIndex:
+    return view.extra("smarts_index", lambda: substructure.SubstructureIndex(_search_graphs(view)))
+
+
+def match_smarts(view: DatasetView, smarts: str) -> SmartsMatches:
+    """Molecules of ``view`` containing ``smarts`` (complete results are cached per pattern).
+
+    Raises :class:`InvalidInput` (a ``ValueError``) naming the problem if the
+    pattern is invalid or longer than :data:`MAX_SMARTS_LENGTH`.
+    """
     cache = view.extra("smarts_masks", dict)
     if smarts in cache:
         return cache[smarts]
-    pattern = Chem.MolFromSmarts(smarts)
-    if pattern is None:
-        raise InvalidInput(f"invalid SMARTS pattern {smarts!r}", ("query", "smarts"))
-    deadline = time.monotonic() + SMARTS_TIMEOUT_S
+    try:
+        substructure.parse_smarts(smarts)  # before building the index: a typo answers at once
+    except ValueError as exc:
+        raise InvalidInput(str(exc), ("query", "smarts")) from None
+    result = _smarts_index(view).search(smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
     mask = np.zeros(len(view), dtype=bool)
-    for i, b in enumerate(_mol_binaries(view)):
-        if i % 1024 == 0 and time.monotonic() > deadline:
-            raise InvalidInput(
-                f"SMARTS {smarts!r} took longer than {SMARTS_TIMEOUT_S:.0f} s to search ({i:,} of {len(view):,} "
-                "molecules); use a more specific pattern",
-                ("query", "smarts"),
-            )
-        mask[i] = b is not None and Chem.Mol(b).HasSubstructMatch(pattern)
-    with view._lock:
-        if len(cache) >= _SMARTS_CACHE:
-            cache.pop(next(iter(cache)))
-        cache[smarts] = mask
-    return mask
+    mask[result.indices] = True
+    matches = SmartsMatches(mask, result.complete, result.n_scanned)
+    if result.complete:  # a partial scan may finish next time
+        with view._lock:
+            if len(cache) >= _SMARTS_CACHE:
+                cache.pop(next(iter(cache)))
+            cache[smarts] = matches
+    return matches
 
 
 def _sort_order(view: DatasetView, sort: str, rows: np.ndarray) -> np.ndarray:
@@ -208,11 +218,15 @@ def list_molecules(
             )
         if group is not None:
             rows = rows[ids == str(group)]
+    complete, n_scanned = True, None
     if smarts:
-        rows = rows[_smarts_mask(view, smarts)[rows]]
+        matches = match_smarts(view, smarts)
+        rows = rows[matches.mask[rows]]
+        complete, n_scanned = matches.complete, matches.n_scanned
     rows = _sort_order(view, sort, rows)
     page = rows[offset : offset + limit]
-    return MoleculePage(total=len(rows), offset=offset, limit=limit, items=[molecule_item(view, int(i)) for i in page])
+    items = [molecule_item(view, int(i)) for i in page]
+    return MoleculePage(len(rows), offset, limit, items, complete, n_scanned)
 
 
 # ---------------------------------------------------------------- detail

@@ -90,6 +90,14 @@ def test_smarts_filter_matches_rdkit(client, qm9):
     assert r.status_code == 200
     assert 0 < r.json()["total"] < 400
     assert [m["id"] for m in r.json()["items"]] == expected
+    assert r.json()["complete"] is True and r.json()["n_scanned"] == 400
+
+
+def test_invalid_smarts_is_422_naming_the_problem(client):
+    r = client.get("/api/datasets/qm9/molecules", params={"smarts": "C(("})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["query", "smarts"]
+    assert "invalid SMARTS 'C(('" in r.json()["detail"][0]["msg"]
 
 
 @pytest.mark.parametrize(
@@ -103,7 +111,7 @@ def test_smarts_filter_matches_rdkit(client, qm9):
         ({"group": "CH4"}, "group_by"),
         ({"group_by": "colour"}, "group_by"),
         ({"smarts": "[C"}, "smarts"),
-        ({"smarts": "C" * 300}, "smarts"),
+        ({"smarts": "C" * 501}, "smarts"),
     ],
 )
 def test_bad_list_parameters_are_422_naming_the_field(client, params, field):

@@ -14,7 +14,7 @@ from selenium.webdriver.common.keys import Keys
 from app.figures import map_units
 from backend.services.cache import get_view
 from backend.services.map_data import load_map_data
-from backend.services.molecules import _smarts_mask
+from backend.services.molecules import match_smarts
 from tests.browser.chrome import make_driver, map_traces, quit_driver, requested_urls, serve, severe_console
 
 pytestmark = pytest.mark.browser
@@ -265,7 +265,7 @@ def test_smarts_highlights_matching_molecules(driver, base_url, qm9_store):
     box = driver.find_element(By.ID, "smarts")
     box.clear()
     box.send_keys("C=O", Keys.ENTER)
-    n_match = int(_smarts_mask(get_view(qm9_store, "qm9"), "C=O").sum())
+    n_match = int(match_smarts(get_view(qm9_store, "qm9"), "C=O").mask.sum())
     assert 0 < n_match < load_map_data(qm9_store, "qm9").n_molecules
     wait_for(
         lambda: next(t for t in map_traces(driver) if t["kind"] == "highlight")["n"] == 3 * n_match,

@@ -31,4 +31,16 @@ def test_invalid_smarts_and_limits():
     with pytest.raises(ValueError, match="non-empty"):
         search_smarts(SMILES, "  ")
     partial = SubstructureIndex(SMILES * 3).search("C", max_matches=2, block=7)
-    assert not partial.complete and len(partial.indices) >= 2
+    assert not partial.complete and len(partial.indices) >= 2 and partial.n_scanned == 7
+    stopped = SubstructureIndex(SMILES * 3).search("[#6]", timeout_s=-1.0, block=7)
+    assert not stopped.complete and stopped.n_scanned == 7 and stopped.indices.tolist() == [0, 1, 2, 4, 6]
+    with pytest.raises(ValueError, match="at most 500"):
+        search_smarts(SMILES, "C" * 501)
+
+
+def test_molecules_may_be_given_as_rdkit_molecules_or_none():
+    from rdkit import Chem
+
+    index = SubstructureIndex([Chem.MolFromSmiles("CC=O"), None, "C=O"])
+    result = index.search("C=O")
+    assert result.indices.tolist() == [0, 2] and result.complete and result.n_scanned == 3

@@ -7,6 +7,7 @@ import pytest
 from rdkit import Chem
 
 from backend.core.elements import hill_formula
+from backend.services import molecules as svc
 from backend.services.cache import get_view
 from backend.services.errors import InvalidInput, NotComputed
 from backend.services.molecules import (
@@ -17,6 +18,7 @@ from backend.services.molecules import (
     molecule_detail,
     xyz_block,
 )
+from tests.molecules import CO2, METHANE, WATER, benzene
 from tests.services.conftest import toy_set
 
 
@@ -46,6 +48,38 @@ def test_sort_and_page(toy_dir):
 def test_smarts_filter(toy_dir):
     page = list_molecules(toy_dir, "plain", smarts="[#6]=[#8]")
     assert [m["id"] for m in page.items] == ["co2"]
+    assert page.complete and page.n_scanned == 8
+
+
+def test_smarts_without_smiles_uses_bonds_perceived_from_3d(toy_dir):
+    from backend.core.dataset import from_molecules
+    from backend.pipeline.precompute import make_params, precompute
+    from backend.store.datasets import save_dataset
+
+    mols = from_molecules([WATER, CO2, METHANE, benzene()], ids=["water", "co2", "methane", "benzene"])
+    save_dataset(toy_dir, "nosmiles", mols, name="No SMILES", source="constructed")
+    precompute(toy_dir, "nosmiles", make_params(seed=0), stages=["frames"])
+    assert [m["id"] for m in list_molecules(toy_dir, "nosmiles", smarts="[#6]=[#8]").items] == ["co2"]
+    assert [m["id"] for m in list_molecules(toy_dir, "nosmiles", smarts="c1ccccc1").items] == ["benzene"]
+    assert list_molecules(toy_dir, "nosmiles", smarts="[OX2H2]").items[0]["id"] == "water"
+
+
+def test_smarts_scan_stopped_by_its_time_limit_returns_the_matches_so_far(toy_dir, monkeypatch):
+    monkeypatch.setattr(svc, "SMARTS_TIMEOUT_S", -1.0)  # every scan is past its deadline after one block
+    monkeypatch.setattr(svc, "SMARTS_BLOCK", 2)
+    page = list_molecules(toy_dir, "plain", smarts="[#6]")
+    assert not page.complete and page.n_scanned == 2
+    assert [m["id"] for m in page.items] == ["co2"]  # water has no carbon; methane (row 2) was not scanned
+    monkeypatch.setattr(svc, "SMARTS_TIMEOUT_S", 10.0)
+    page = list_molecules(toy_dir, "plain", smarts="[#6]")  # a partial result is not cached
+    assert page.complete and [m["id"] for m in page.items] == ["co2", "methane", "benzene"]
+
+
+def test_invalid_smarts_is_a_value_error_naming_the_problem(toy_dir):
+    with pytest.raises(ValueError, match=r"invalid SMARTS 'C\(\('"):
+        list_molecules(toy_dir, "plain", smarts="C((")
+    with pytest.raises(ValueError, match="at most 500"):
+        list_molecules(toy_dir, "plain", smarts="C" * 501)
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,10 @@ async def list_molecules(
     group: Annotated[str | None, Query(max_length=512, description="Keep only this group id (needs group_by).")] = None,
     smarts: Annotated[
         str | None,
-        Query(max_length=svc.MAX_SMARTS_LENGTH, description="Keep molecules whose SMILES match this SMARTS."),
+        Query(
+            max_length=svc.MAX_SMARTS_LENGTH,
+            description="Keep molecules containing this SMARTS (their SMILES, or bonds perceived from 3D).",
+        ),
     ] = None,
     sort: Annotated[
         str,
@@ -51,7 +54,8 @@ async def list_molecules(
     # SMARTS matching and sorting scan the whole dataset: never on the event loop
     hot = smarts is None and sort == "index"
     page = await (answer(svc.list_molecules, *args) if hot else run_in_threadpool(svc.list_molecules, *args))
-    return json_record({"total": page.total, "offset": page.offset, "limit": page.limit, "items": page.items})
+    record = {"total": page.total, "offset": page.offset, "limit": page.limit, "items": page.items}
+    return json_record({**record, "complete": page.complete, "n_scanned": page.n_scanned})
 
 
 @router.get("/{mol_id}", response_model=MoleculePublic, responses={**NOT_FOUND, **DOWNLOADS})
