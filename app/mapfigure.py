@@ -16,6 +16,7 @@ import orjson
 import plotly.graph_objects as go
 
 from app import data
+from app.compat import unvalidated_figure
 from app.figures import density_map_figure, orientation_map_spec, selection_ring, sphere_figure, typed_arrays
 from app.mapview import MapLayers, map_layers
 from backend.services.map_data import MapData, density_grid, frame_lines, reference_xy
@@ -92,7 +93,7 @@ def map_figure(data_dir: Path, st: dict) -> tuple[go.Figure, MapLayers]:
     elif view == "sphere":
         fig = sphere_figure(layers.md.vectors[layers.rows, layers.axes - 1], layers.color, reference=ref, title=title)
     else:
-        fig = go.Figure(**_map_spec(layers, ref, title), _validate=False)
+        fig = unvalidated_figure(**_map_spec(layers, ref, title))
     return fig, layers
 
 

@@ -4,6 +4,25 @@
   "use strict";
   var VIEW_HEIGHT = 280;
 
+  // ==================================================================== plotly.js internals
+  // The only code of this file that reads private plotly.js state (plotly.js 4.1.x, shipped by
+  // the plotly 7.1 package that pyproject.toml pins; canary: tests/app/test_compat.py, and the
+  // selection-ring browser test). plotly.js has no public way to turn data coordinates into
+  // pixels; without it the selection ring would have to be part of the figure, and any figure
+  // change makes plotly.js re-render every WebGL point: about 1 s per click in software WebGL
+  // (UI benchmark, "click" row), against a few ms for this SVG overlay.
+  var plotlyInternals = {
+    // {x: {offset, length, toPixel}, y: ...} of a drawn 2D cartesian plot, or null.
+    cartesianAxes: function (gd) {
+      var fl = gd && gd._fullLayout;
+      var xa = fl && fl.xaxis, ya = fl && fl.yaxis;
+      if (!xa || !ya || !xa.l2p || !(fl._has && fl._has("cartesian"))) { return null; }
+      function axis(a) { return { offset: a._offset, length: a._length, toPixel: function (v) { return a._offset + a.l2p(v); } }; }
+      return { x: axis(xa), y: axis(ya) };
+    }
+  };
+  // ================================================================ end of plotly.js internals
+
   function vec(p) { return { x: p[0], y: p[1], z: p[2] }; }
 
   // Multisampling costs a software renderer (SwiftShader, llvmpipe: headless or GPU-less
@@ -68,7 +87,7 @@
     var el = document.getElementById(id);
     var gd = document.querySelector("#orientation-map .js-plotly-plot");
     if (!el || typeof $3Dmol === "undefined" || el._grid) { return; }
-    var drawn = gd && gd._fullData && gd._fullData.some(function (t) { return t.meta && t.meta.kind === "points"; });
+    var drawn = gd && gd.data && gd.data.some(function (t) { return t.meta && t.meta.kind === "points"; });
     if (!drawn && tries > 0) {
       setTimeout(function () { warmViewer(id, tries - 1); }, 500);
       return;
@@ -134,10 +153,10 @@
       host.appendChild(svg);
     }
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
-    var fl = gd && gd._fullLayout;
-    var xa = fl && fl.xaxis, ya = fl && fl.yaxis;
+    var axes = plotlyInternals.cartesianAxes(gd);
     var points = host._ring || [];
-    if (!points.length || !xa || !ya || !xa.l2p || !(fl._has && fl._has("cartesian"))) { return 0; }
+    if (!points.length || !axes) { return 0; }
+    var xa = axes.x, ya = axes.y;
     var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
     svg.style.left = (box.left - hostBox.left) + "px";
     svg.style.top = (box.top - hostBox.top) + "px";
@@ -145,8 +164,8 @@
     svg.setAttribute("height", box.height);
     var shown = 0;
     points.forEach(function (p) {
-      var px = xa._offset + xa.l2p(p[0]), py = ya._offset + ya.l2p(p[1]);
-      if (px < xa._offset || px > xa._offset + xa._length || py < ya._offset || py > ya._offset + ya._length) { return; }
+      var px = xa.toPixel(p[0]), py = ya.toPixel(p[1]);
+      if (px < xa.offset || px > xa.offset + xa.length || py < ya.offset || py > ya.offset + ya.length) { return; }
       var c = document.createElementNS(SVG_NS, "circle");
       c.setAttribute("cx", px); c.setAttribute("cy", py); c.setAttribute("r", RING_RADIUS);
       svg.appendChild(c);

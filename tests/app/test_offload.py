@@ -12,7 +12,8 @@ import pytest
 from dash import Input, Output, callback_context
 from fastapi import FastAPI
 
-from app.offload import dispatch_in_threads, finish_without_loop, guarded
+from app.compat import dispatch_in_threads, finish_without_loop
+from app.offload import guarded
 from tests.api.conftest import ServerThread
 from tests.app.echo_app import echo_app, echo_request
 

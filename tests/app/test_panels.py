@@ -1,12 +1,13 @@
 """Panel contents for a view state: what both the callbacks and the first layout show."""
 
 from app import panels
+from app.dashboard import components_of
 from app.mapview import map_layers
 from app.state import ViewState
 
 
 def _ids(component) -> list:
-    return [c.id for c in component._traverse() if isinstance(getattr(c, "id", None), dict)]
+    return [c.id for c in components_of(component) if isinstance(getattr(c, "id", None), dict)]
 
 
 def test_neighbour_buttons_have_unique_ids_even_when_a_molecule_is_in_both_lists(qm9_store):
