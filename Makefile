@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8050
 
-.PHONY: help setup serve test test-fast bench lint format check loadtest clean
+.PHONY: help setup serve test test-fast bench lint lint-imports format check loadtest clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -34,9 +34,12 @@ bench: setup  ## full-data benchmarks -> BENCHMARKS.md
 loadtest: setup  ## bounded load test on loopback -> BENCHMARKS.md
 	$(BIN)/python -m tests.bench.loadtest
 
-lint: setup  ## ruff
+lint: lint-imports  ## ruff and the layer contract
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+lint-imports: setup  ## the layer contract of pyproject.toml (import-linter)
+	$(BIN)/lint-imports
 
 format: setup  ## ruff format + autofix
 	$(BIN)/ruff format .

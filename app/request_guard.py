@@ -14,7 +14,9 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CALLBACK_PATH = "/_dash-update-component"
-MAX_BODY_BYTES = 64 * 2**20  # uploads travel through callbacks; the ingest limits apply after this
+# Callback bodies carry view state and the groups table; uploads never travel through a callback (the
+# browser posts them straight to POST /api/datasets, app/pages_upload.py). This only bounds what the guard buffers.
+MAX_BODY_BYTES = 64 * 2**20
 
 
 def envelope_problem(body: bytes, known_outputs) -> str | None:

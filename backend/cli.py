@@ -304,8 +304,8 @@ def serve_cmd(
 
     import uvicorn
 
-    from backend.api.main import READ_ONLY_ENV, create_app, tune_for_serving
     from backend.core.settings import DATA_DIR_ENV, DEFAULT_DATASET, TOKEN_ENV
+    from backend.server import FACTORY, READ_ONLY_ENV, create_app, tune_for_serving
     from backend.services.datasets import READY, dataset_info
 
     root = resolve_data_dir(data_dir)
@@ -325,7 +325,7 @@ def serve_cmd(
     if workers > 1:
         os.environ[DATA_DIR_ENV] = str(root)
         os.environ[READ_ONLY_ENV] = "1" if read_only else ""
-        uvicorn.run("backend.api.main:app_from_env", factory=True, host=host, port=port, workers=workers, **logs)
+        uvicorn.run(FACTORY, factory=True, host=host, port=port, workers=workers, **logs)
     else:
         app_ = create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)
         uvicorn.run(app_, host=host, port=port, **logs)

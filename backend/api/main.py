@@ -1,20 +1,14 @@
-"""The FastAPI application: REST API under /api and, when available, the Dash dashboard at /.
+"""The FastAPI application of the REST API under /api.
 
-``create_app(data_dir)`` builds one app per call (no global state), so tests
-and several workers each get their own. ``app_from_env`` is the factory that
-``uvicorn --factory`` (and ``orientscope serve --workers N``) imports.
+``create_api(data_dir)`` builds one app per call (no global state), so tests
+and several workers each get their own. The dashboard is mounted on it by the
+composition root, ``backend/server.py``; this package never imports ``app``.
 """
 
 from __future__ import annotations
 
-import gc
-import logging
 import os
 import re
-import sys
-import threading
-import time
-from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -28,19 +22,9 @@ from backend.api.docs import install_docs
 from backend.api.errors import install_error_handlers, validation_body
 from backend.api.middleware import SelectiveGZip, install_middleware
 from backend.api.routes import ROUTERS
-from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV, resolve_data_dir
-from backend.services.cache import MAX_VIEWS
-from backend.services.datasets import READY, dataset_summary, list_datasets
-from backend.services.errors import NotComputed
-from backend.services.molecules import list_molecules
-from backend.services.neighbors import neighbors
+from backend.core.settings import resolve_data_dir
 
-log = logging.getLogger(__name__)
-
-READ_ONLY_ENV = "ORIENTSCOPE_READ_ONLY"
 API_PREFIX = "/api"
-DASH_CALLBACK_PATH = "/_dash-update-component"
-DASH_LAYOUT_PATH = "/_dash-layout"  # holds the map of the page's view (app/initial_view.py)
 DESCRIPTION = """
 Every precomputed OrientScope result, per-molecule poses and stateless canonicalisation.
 
@@ -50,17 +34,15 @@ Unknown datasets and molecules answer 404, missing pipeline stages 409, malforme
 """
 
 
-def create_app(
+def create_api(
     data_dir: str | os.PathLike | None = None,
     read_only: bool = False,
     token: str | None = None,
-    dashboard: bool = True,
-    warm: bool = False,
+    uncompressed_suffixes: tuple[str, ...] = (),
 ) -> FastAPI:
-    """The API (and the dashboard, if ``app.dashboard`` is importable) for one data directory.
+    """The REST API for one data directory.
 
-    ``warm`` loads the ready datasets into the read cache in a background thread,
-    so the first requests do not pay for reading the store.
+    ``uncompressed_suffixes`` are paths (of a mounted app) whose answers skip gzip.
     """
     settings = ApiSettings(data_dir=resolve_data_dir(data_dir), read_only=read_only, token=token or None)
     app = FastAPI(
@@ -76,7 +58,7 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(
         SelectiveGZip,
-        skip_suffixes=(DASH_CALLBACK_PATH, DASH_LAYOUT_PATH),
+        skip_suffixes=uncompressed_suffixes,
         minimum_size=4096,  # below a few kB, compressing costs more CPU than it saves on the wire
         compresslevel=5,
         exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/vnd.apache.parquet"),
@@ -100,39 +82,7 @@ def create_app(
             {"detail": f"unknown API path {request.url.path!r}; see {API_PREFIX}/docs"}, status_code=404
         )
 
-    if dashboard:
-        _mount_dashboard(app, settings)
-    if warm:
-        threading.Thread(target=_warm, args=(settings.data_dir,), name="orientscope-warm", daemon=True).start()
     return app
-
-
-def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
-    # Let uvicorn bind and answer its first requests before loading the store competes for the GIL.
-    time.sleep(delay_s)
-    for info in list_datasets(data_dir)[:MAX_VIEWS]:
-        if info.status == READY:
-            try:
-                dataset_summary(data_dir, info.id)
-                page = list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
-                for by in ("pose", "chemistry") if page.items else ():  # k-d tree and fingerprint columns
-                    try:
-                        neighbors(data_dir, info.id, page.items[0]["id"], by, 1)
-                    except NotComputed:  # no chemistry stage for this dataset
-                        pass
-            except Exception:  # a warm-up failure must never stop the server; requests will report it
-                log.exception("warming %s failed", info.id)
-    freeze_long_lived()
-
-
-def freeze_long_lived() -> None:
-    """Exempt every object alive now (modules, the app, warmed stores) from later garbage collections.
-
-    A full collection walks all tracked objects with the GIL held: about 0.1 s for a
-    warmed server's 150k objects, which stalled every request in flight.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -158,39 +108,3 @@ def _allowed_methods(request: Request) -> list[str]:
         ]
         app.state.path_patterns = patterns
     return sorted({m for rx, methods in patterns if rx.match(request.url.path) for m in methods})
-
-
-def _mount_dashboard(app: FastAPI, settings: ApiSettings) -> None:
-    try:
-        from app.dashboard import create_dash
-    except ModuleNotFoundError as err:
-        if err.name not in ("app", "app.dashboard"):
-            raise
-        log.info("app.dashboard is not available; serving the API only")
-        return
-    create_dash(server=app, data_dir=Path(settings.data_dir), read_only=settings.read_only)
-    from dash.exceptions import DependencyException
-
-    # Dash serves only registered component files and raises this for any other path: a 404, not a 500.
-    app.add_exception_handler(DependencyException, _unknown_dash_file)
-
-
-async def _unknown_dash_file(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"detail": f"no such dashboard file {request.url.path!r}"}, status_code=404)
-
-
-# Callbacks run Python in worker threads; the event loop answering REST reads waits up to one
-# switch interval for the GIL at each step, so a shorter interval keeps short requests short.
-GIL_SWITCH_S = 0.001
-
-
-def tune_for_serving() -> None:
-    """Process settings of a server process (not of tests or the CLI's batch commands)."""
-    sys.setswitchinterval(GIL_SWITCH_S)
-
-
-def app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY and _TOKEN."""
-    tune_for_serving()
-    read_only = os.environ.get(READ_ONLY_ENV, "").lower() in ("1", "true", "yes")
-    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)

@@ -26,7 +26,7 @@ UPLOAD_LIMIT_MB = 2
 
 SERVER = """
 import sys, uvicorn
-from backend.api.main import create_app
+from backend.server import create_app
 data_dir, port, read_only, token = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] or None
 uvicorn.run(create_app(data_dir, read_only=read_only, token=token, dashboard=False), host="127.0.0.1", port=port, log_level="warning")
 """

@@ -5,7 +5,7 @@ import asyncio
 
 import pyarrow.parquet as pq
 
-from backend.api.main import create_app
+from backend.server import create_app
 from tests.api.conftest import ServerThread
 from tests.bench.loadtest import build_scenario, drive
 

@@ -4,7 +4,7 @@ import re
 
 import httpx
 
-from backend.api.main import create_app
+from backend.server import create_app
 from tests.api.conftest import ServerThread
 
 

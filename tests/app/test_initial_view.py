@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from app.initial_view import PageQueryMiddleware, page_query, referer_query, resolve_view
-from backend.api.main import create_app
+from backend.server import create_app
 from tests.api.conftest import ServerThread
 
 

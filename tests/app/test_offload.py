@@ -121,7 +121,7 @@ def _callback_bodies(deps: list[dict], rng: random.Random, trials: int):
 
 
 def test_every_dashboard_callback_answers_junk_inputs_without_a_5xx(qm9_store):
-    from backend.api.main import create_app
+    from backend.server import create_app
 
     rng = random.Random(0)
     with ServerThread(create_app(qm9_store, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:

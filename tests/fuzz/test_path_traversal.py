@@ -157,7 +157,7 @@ SECRETS = ("root:x:0:0", "def serve_cmd", '"n_molecules"')  # /etc/passwd, our c
 
 @pytest.fixture(scope="module")
 def dash_url(api_data):
-    from backend.api.main import create_app
+    from backend.server import create_app
     from tests.api.conftest import ServerThread
 
     with ServerThread(create_app(api_data, read_only=True)) as server:

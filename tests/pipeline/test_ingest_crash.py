@@ -29,7 +29,7 @@ EXE = str(Path(sys.executable).parent / "orientscope")
 N_MOLECULES = 200
 SERVER = """
 import sys, uvicorn
-from backend.api.main import create_app
+from backend.server import create_app
 uvicorn.run(create_app(sys.argv[1], dashboard=False), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
 

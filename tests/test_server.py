@@ -2,11 +2,12 @@
 
 import gc
 
-from backend.api.main import _warm
+from backend.server import _warm
 from backend.services.cache import get_view
+from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 
-def test_warming_loads_the_store_then_freezes_it_out_of_garbage_collection(api_data):
+def test_warming_loads_the_store_then_freezes_it_out_of_garbage_collection(api_data):  # noqa: F811
     gc.unfreeze()
     try:
         _warm(api_data, delay_s=0)

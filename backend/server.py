@@ -1,0 +1,110 @@
+"""The composition root: the REST API with the Dash dashboard mounted at /.
+
+The only module that imports both ``backend.api`` and ``app`` (the import-linter
+contract in pyproject.toml keeps it so). ``create_app(data_dir)`` builds one app per
+call, so tests and several workers each get their own; ``app_from_env`` is the factory
+that ``uvicorn --factory`` (and ``orientscope serve --workers N``) imports.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from dash.exceptions import DependencyException
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from app.dashboard import create_dash
+from app.initial_view import LAYOUT_PATH
+from app.request_guard import CALLBACK_PATH
+from backend.api.main import create_api
+from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV
+from backend.services.cache import MAX_VIEWS
+from backend.services.datasets import READY, dataset_summary, list_datasets
+from backend.services.errors import NotComputed
+from backend.services.molecules import list_molecules
+from backend.services.neighbors import neighbors
+
+log = logging.getLogger(__name__)
+
+READ_ONLY_ENV = "ORIENTSCOPE_READ_ONLY"
+FACTORY = "backend.server:app_from_env"
+
+
+def create_app(
+    data_dir: str | os.PathLike | None = None,
+    read_only: bool = False,
+    token: str | None = None,
+    dashboard: bool = True,
+    warm: bool = False,
+) -> FastAPI:
+    """The API, with the dashboard at / unless ``dashboard`` is false, for one data directory.
+
+    ``warm`` loads the ready datasets into the read cache in a background thread,
+    so the first requests do not pay for reading the store.
+    """
+    # Dash's callback and layout answers are compressed (or not) by Dash's own rules.
+    server = create_api(data_dir, read_only=read_only, token=token, uncompressed_suffixes=(CALLBACK_PATH, LAYOUT_PATH))
+    settings = server.state.settings
+    if dashboard:
+        create_dash(server=server, data_dir=Path(settings.data_dir), read_only=settings.read_only)
+        # Dash serves only registered component files and raises this for any other path: a 404, not a 500.
+        server.add_exception_handler(DependencyException, _unknown_dash_file)
+    if warm:
+        threading.Thread(target=_warm, args=(settings.data_dir,), name="orientscope-warm", daemon=True).start()
+    return server
+
+
+async def _unknown_dash_file(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": f"no such dashboard file {request.url.path!r}"}, status_code=404)
+
+
+def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
+    # Let uvicorn bind and answer its first requests before loading the store competes for the GIL.
+    time.sleep(delay_s)
+    for info in list_datasets(data_dir)[:MAX_VIEWS]:
+        if info.status == READY:
+            try:
+                dataset_summary(data_dir, info.id)
+                page = list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
+                for by in ("pose", "chemistry") if page.items else ():  # k-d tree and fingerprint columns
+                    try:
+                        neighbors(data_dir, info.id, page.items[0]["id"], by, 1)
+                    except NotComputed:  # no chemistry stage for this dataset
+                        pass
+            except Exception:  # a warm-up failure must never stop the server; requests will report it
+                log.exception("warming %s failed", info.id)
+    freeze_long_lived()
+
+
+def freeze_long_lived() -> None:
+    """Exempt every object alive now (modules, the app, warmed stores) from later garbage collections.
+
+    A full collection walks all tracked objects with the GIL held: about 0.1 s for a
+    warmed server's 150k objects, which stalled every request in flight.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+# Callbacks run Python in worker threads; the event loop answering REST reads waits up to one
+# switch interval for the GIL at each step, so a shorter interval keeps short requests short.
+GIL_SWITCH_S = 0.001
+
+
+def tune_for_serving() -> None:
+    """Process settings of a server process (not of tests or the CLI's batch commands)."""
+    sys.setswitchinterval(GIL_SWITCH_S)
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY and _TOKEN."""
+    tune_for_serving()
+    read_only = os.environ.get(READ_ONLY_ENV, "").lower() in ("1", "true", "yes")
+    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)

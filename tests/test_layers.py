@@ -1,0 +1,52 @@
+"""The layer contract of pyproject.toml holds, and it fails on an upward or sideways import."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    # --no-cache: import-linter would otherwise write its cache into the checked tree.
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=root,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_real_tree_keeps_every_contract():
+    result = lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "contract"),
+    [
+        ("backend/core/_upward.py", "import backend.api.main", "layers"),  # the lowest layer reaches the top
+        ("backend/store/_upward.py", "from backend.pipeline import jobs", "layers"),
+        ("app/_sideways.py", "import backend.api.deps", "layers"),  # siblings stay independent
+        ("backend/cli.py", "from backend.api import deps", "composition root"),  # the CLI goes through the root
+    ],
+)
+def test_an_upward_import_breaks_the_contract(tmp_path, path, line, contract):
+    for package in ("backend", "app"):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    module = tmp_path / path
+    module.write_text((module.read_text() if module.exists() else "") + f"\n{line}\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "1 broken" in result.stdout, result.stdout
+    assert contract in result.stdout
