@@ -34,6 +34,7 @@ reports = _Lazy("backend.services.report")
 export_mod = _Lazy("backend.pipeline.export")
 ingest_mod = _Lazy("backend.pipeline.ingest")
 synth_mod = _Lazy("backend.pipeline.synth")
+datasets_svc = _Lazy("backend.services.datasets")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
@@ -165,11 +166,13 @@ class _IngestBar:
         self.bar.close()
 
 
-def _ingested(meta: dict) -> None:
+def _ingested(root: Path, meta: dict) -> None:
     skipped = f", {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
     typer.echo(f"ingested {meta['id']} ({meta['name']}): {meta['n_molecules']} molecules{skipped}")
     for problem in meta.get("problems", [])[:5]:
         typer.echo(f"  skipped: {problem}", err=True)
+    for stage, reason in datasets_svc.dataset_info(root, meta["id"]).skipped_stages.items():
+        typer.echo(f"  stage {stage} skipped: {reason}")
 
 
 @app.command("ingest")
@@ -184,13 +187,14 @@ def ingest_cmd(
 ) -> None:
     """Load PATH (a file, store folder or zip/tar of files), store it and run the whole pipeline."""
     bar = _IngestBar(f"ingest {path.name}")
+    root = resolve_data_dir(data_dir)
     try:
-        meta = ingest_mod.ingest_file(resolve_data_dir(data_dir), path, name, fmt=fmt, strict=strict, progress=bar)
+        meta = ingest_mod.ingest_file(root, path, name, fmt=fmt, strict=strict, progress=bar)
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         bar.close()
         _fail(err)
     bar.close()
-    _ingested(meta)
+    _ingested(root, meta)
 
 
 @app.command("generate")
@@ -203,15 +207,14 @@ def generate_cmd(
 ) -> None:
     """Embed SMILES with RDKit ETKDG and analyse the poses it produces."""
     bar = _IngestBar(f"generate {smiles.name}")
+    root = resolve_data_dir(data_dir)
     try:
-        meta = ingest_mod.generate_dataset(
-            resolve_data_dir(data_dir), smiles, name, seed=seed, random_coords=random_coords, progress=bar
-        )
+        meta = ingest_mod.generate_dataset(root, smiles, name, seed=seed, random_coords=random_coords, progress=bar)
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         bar.close()
         _fail(err)
     bar.close()
-    _ingested(meta)
+    _ingested(root, meta)
 
 
 @app.command("synth")

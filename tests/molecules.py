@@ -30,3 +30,26 @@ def asymmetric(seed: int = 0, n_atoms: int = 9):
     pos = rng.normal(size=(n_atoms, 3)) * np.array([2.0, 1.2, 0.6])
     z = rng.choice([1, 6, 7, 8], size=n_atoms)
     return list(z), pos
+
+
+# Three small symmetric molecules as one xyz file (no SMILES, no properties): every
+# frame is degenerate, and the set is far too small for the statistics and models.
+WATER_METHANE_FORMALDEHYDE_XYZ = """3
+water
+O 0.000 0.000 0.117
+H 0.000 0.757 -0.469
+H 0.000 -0.757 -0.469
+5
+methane
+C 0.000 0.000 0.000
+H 0.629 0.629 0.629
+H -0.629 -0.629 0.629
+H -0.629 0.629 -0.629
+H 0.629 -0.629 -0.629
+4
+formaldehyde
+C 0.000 0.000 -0.528
+O 0.000 0.000 0.677
+H 0.000 0.935 -1.116
+H 0.000 -0.935 -1.116
+"""

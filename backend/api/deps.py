@@ -9,6 +9,8 @@ from typing import Annotated
 
 from fastapi import Depends, Header, HTTPException, Request
 from fastapi import Path as PathParam
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
 
 
 @dataclass(frozen=True)
@@ -53,3 +55,40 @@ def require_write(request: Request, authorization: Annotated[str | None, Header(
 
 
 WriteAccess = Depends(require_write)
+
+
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    """Query parameter names a route declares, its dependencies' included."""
+    names = {field.alias for field in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return frozenset(names)
+
+
+async def reject_unknown_query(request: Request) -> None:
+    """422 naming the accepted parameters when the query string has one the route does not declare.
+
+    A typo such as ``limt=5`` would otherwise be ignored silently and the default used.
+    Async, so it runs on the event loop rather than costing a thread hop per request.
+    """
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    declared = _query_names(dependant)  # a few fields: cheaper than any cache keyed on the route
+    unknown = [name for name in dict.fromkeys(request.query_params) if name not in declared]
+    if unknown:
+        accepted = ", ".join(sorted(declared)) or "none"
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("query", name),
+                    "msg": f"unknown query parameter {name!r}; {request.url.path} accepts: {accepted}",
+                    "type": "value_error",
+                }
+                for name in unknown
+            ]
+        )
+
+
+KnownQueryOnly = Depends(reject_unknown_query)

@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
 from backend import __version__
-from backend.api.deps import ApiSettings
+from backend.api.deps import ApiSettings, KnownQueryOnly
 from backend.api.docs import install_docs
 from backend.api.errors import install_error_handlers, validation_body
 from backend.api.middleware import SelectiveGZip, install_middleware
@@ -67,7 +67,7 @@ def create_api(
     install_middleware(app)
     install_docs(app)
     for router in ROUTERS:
-        app.include_router(router, prefix=API_PREFIX)
+        app.include_router(router, prefix=API_PREFIX, dependencies=[KnownQueryOnly])
 
     # Registered before the dashboard so that no /api path ever falls through to Dash.
     @app.api_route(

@@ -48,6 +48,11 @@ class DatasetPublic(_Model):
     message: str = Field(description="Why the dataset is computing or failed ('' when ready).")
     result_key: str | None = Field(description="Key of the active result (frame-sign-seed[-limit]), null if none yet.")
     stages: list[str] = Field(description="Pipeline stages stored for the active result.")
+    skipped_stages: dict[str, str] = Field(
+        default_factory=dict,
+        description="Stages ('models') or parts of stages ('chemistry.similarity') that could not run on this "
+        "dataset, each with the reason (e.g. too few molecules, no SMILES, no properties).",
+    )
 
 
 class VerdictPublic(BaseModel):
@@ -81,7 +86,9 @@ class SummaryPublic(BaseModel):
     version: str = Field(description="OrientScope version that built the report.")
     control: dict[str, Any] = Field(description="The same figures for the random-rotation control copy.")
     stages: dict[str, Any] = Field(description="Per stage: seconds spent and settings.")
-    skipped_stages: dict[str, Any] = Field(description="Stages skipped on this dataset, with the reason.")
+    skipped_stages: dict[str, str] = Field(
+        description="Stages ('models') or parts of stages ('chemistry.similarity') that could not run, with the reason."
+    )
     verdict: VerdictPublic = Field(description="Plain-words verdict.")
 
 

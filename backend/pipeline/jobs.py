@@ -29,6 +29,7 @@ from backend.core.settings import validate_id
 from backend.loaders.detect import check_format
 from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
 from backend.store.atomic import atomic_write_json, read_json
+from backend.store.results import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +280,9 @@ class JobManager:
             self._write(job)
             return
         skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
+        stages_skipped = ResultStore(self.data_dir, meta["id"], meta["active_params"]).skipped_stages()
+        if stages_skipped:
+            skipped += f"; {len(stages_skipped)} analysis step(s) skipped (see skipped_stages)"
         job.update(
             state=DONE,
             progress=1.0,
@@ -290,6 +294,7 @@ class JobManager:
                 "n_molecules": meta["n_molecules"],
                 "n_skipped": meta.get("n_skipped", 0),
                 "problems": meta.get("problems", []),
+                "skipped_stages": stages_skipped,
             },
         )
         self._write(job)

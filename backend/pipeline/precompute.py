@@ -87,8 +87,12 @@ def precompute(
             t0 = time.perf_counter()
             out = stage.run(ctx)
             seconds = time.perf_counter() - t0
-            store.write_stage(stage.name, out.section(), out.tables, seconds, out.settings)
-            notify(stage.name, number, len(todo), 1.0, f"done in {seconds:.1f} s")
+            skipped = out.skipped_stages(stage.name)
+            store.write_stage(stage.name, out.section(), out.tables, seconds, out.settings, skipped)
+            for what, reason in skipped.items():
+                log.info("%s/%s %s skipped: %s", dataset_id, store.key, what, reason)
+            done = f"skipped: {out.skipped}" if out.skipped else f"done in {seconds:.1f} s"
+            notify(stage.name, number, len(todo), 1.0, done)
             log.info("%s/%s stage %s done in %.2f s", dataset_id, store.key, stage.name, seconds)
         ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
     return store

@@ -29,6 +29,8 @@ class StageOutput:
     tables : per-molecule tables written as Parquet
     settings : model settings and seeds recorded in the manifest
     skipped : a reason if the stage could not run on this dataset
+    skipped_parts : {part: reason} for parts of the stage that could not run
+        while the rest did (e.g. ``{"regression": "no numeric properties"}``)
     """
 
     report: dict = field(default_factory=dict)
@@ -36,10 +38,24 @@ class StageOutput:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
     skipped: str | None = None
+    skipped_parts: dict[str, str] = field(default_factory=dict)
 
     def section(self) -> dict:
         """The JSON section; undefined figures (NaN, e.g. a ratio of zero counts) become null."""
-        return _finite_or_null({"report": self.report, "control": self.control, "skipped": self.skipped})
+        return _finite_or_null(
+            {
+                "report": self.report,
+                "control": self.control,
+                "skipped": self.skipped,
+                "skipped_parts": self.skipped_parts,
+            }
+        )
+
+    def skipped_stages(self, stage: str) -> dict[str, str]:
+        """{"<stage>" or "<stage>.<part>": reason} for what did not run, as the manifest records it."""
+        if self.skipped:
+            return {stage: self.skipped}
+        return {f"{stage}.{part}": reason for part, reason in self.skipped_parts.items()}
 
 
 def _finite_or_null(obj):

@@ -28,6 +28,7 @@ class DatasetInfo:
     message: str
     result_key: str | None
     stages: list[str]
+    skipped_stages: dict[str, str]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -52,26 +53,27 @@ def _locked(lock_file: Path) -> bool:
         os.close(fd)
 
 
-def _status(data_dir: Path, dataset_id: str, meta: dict) -> tuple[str, str, list[str]]:
+def _status(data_dir: Path, dataset_id: str, meta: dict) -> tuple[str, str, dict]:
+    """(status, message, manifest of the active result or {})."""
     results = ds.dataset_dir(data_dir, dataset_id) / "results"
     computing = results.is_dir() and any(_locked(p / ".lock") for p in results.iterdir() if p.is_dir())
-    stages: list[str] = []
+    manifest: dict = {}
     key = meta.get("active_result")
     if key and (results / key / MANIFEST).is_file():
-        stages = list(read_json(results / key / MANIFEST).get("stages", {}))
+        manifest = read_json(results / key / MANIFEST)
     if computing:
-        return COMPUTING, "the pipeline is computing results for this dataset", stages
+        return COMPUTING, "the pipeline is computing results for this dataset", manifest
     if meta.get("status") == FAILED:
-        return FAILED, str(meta.get("message") or meta.get("error") or "the pipeline failed"), stages
-    if not key or "frames" not in stages:
-        return COMPUTING, "waiting for the pipeline: no computed results yet", stages
-    return READY, "", stages
+        return FAILED, str(meta.get("message") or meta.get("error") or "the pipeline failed"), manifest
+    if not key or "frames" not in manifest.get("stages", {}):
+        return COMPUTING, "waiting for the pipeline: no computed results yet", manifest
+    return READY, "", manifest
 
 
 def dataset_info(data_dir: Path, dataset_id: str) -> DatasetInfo:
     """Name, size, source and status of one dataset (NotFoundError if unknown)."""
     meta = ds.read_meta(data_dir, check_dataset_id(dataset_id))
-    status, message, stages = _status(data_dir, dataset_id, meta)
+    status, message, manifest = _status(data_dir, dataset_id, meta)
     return DatasetInfo(
         id=dataset_id,
         name=str(meta.get("name", dataset_id)),
@@ -80,7 +82,8 @@ def dataset_info(data_dir: Path, dataset_id: str) -> DatasetInfo:
         status=status,
         message=message,
         result_key=meta.get("active_result"),
-        stages=stages,
+        stages=list(manifest.get("stages", {})),
+        skipped_stages=dict(manifest.get("skipped_stages", {})),
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from backend import __version__
 from backend.services.results import open_result
 from backend.store import datasets as ds
+from backend.store.results import ResultStore
 
 # Internal bookkeeping that the public report does not need.
 _HIDDEN = {"reference_index"}
@@ -37,20 +38,34 @@ def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) ->
         "version": __version__,
     }
     control: dict = {"description": "every molecule rotated by a seeded Haar-uniform rotation"}
-    skipped: dict = {}
     for stage in manifest["stages"]:
         section = store.section(stage)
         report.update({k: v for k, v in section.get("report", {}).items() if k not in _HIDDEN})
         control.update({k: v for k, v in section.get("control", {}).items() if k not in _HIDDEN})
-        if section.get("skipped"):
-            skipped[stage] = section["skipped"]
     report["control"] = control
     report["stages"] = {
         name: {"seconds": s["seconds"], "settings": s.get("settings", {})} for name, s in manifest["stages"].items()
     }
-    report["skipped_stages"] = skipped
+    report["skipped_stages"] = skipped_stages(store)
     report["verdict"] = verdict(report)
     return report
+
+
+def skipped_stages(store: ResultStore) -> dict[str, str]:
+    """{"<stage>" or "<stage>.<part>": reason} of one result.
+
+    Results computed before the manifest recorded this keep the reason in each
+    stage's section; those are read as a fallback.
+    """
+    manifest = store.manifest()
+    if "skipped_stages" in manifest:
+        return dict(manifest["skipped_stages"])
+    out = {}
+    for stage in manifest["stages"]:
+        section = store.section(stage)
+        if section.get("skipped"):
+            out[stage] = section["skipped"]
+    return out
 
 
 def verdict(report: dict) -> dict:

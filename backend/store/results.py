@@ -45,6 +45,10 @@ def list_result_keys(data_dir: Path, dataset_id: str) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / MANIFEST).is_file())
 
 
+def _without_stage(skipped: dict[str, str], stage: str) -> dict[str, str]:
+    return {k: v for k, v in skipped.items() if k != stage and not k.startswith(stage + ".")}
+
+
 class ResultStore:
     """Read and write one result folder."""
 
@@ -66,6 +70,7 @@ class ResultStore:
             "seed": self.params.get("seed"),
             "version": __version__,
             "stages": {},
+            "skipped_stages": {},
         }
 
     def completed(self, stage: str) -> bool:
@@ -93,8 +98,13 @@ class ResultStore:
         tables: dict[str, pd.DataFrame | pa.Table],
         seconds: float,
         settings: dict | None = None,
+        skipped: dict[str, str] | None = None,
     ) -> None:
-        """Write a stage's files, then record it in the manifest (last, atomically)."""
+        """Write a stage's files, then record it in the manifest (last, atomically).
+
+        ``skipped`` maps the stage (or ``"<stage>.<part>"``) to the reason it did
+        not run; it replaces whatever an earlier run of this stage recorded.
+        """
         rows = {}
         for name, table in tables.items():
             tab = table if isinstance(table, pa.Table) else pa.Table.from_pandas(table, preserve_index=False)
@@ -110,13 +120,19 @@ class ResultStore:
             "version": __version__,
             "settings": settings or {},
         }
+        manifest["skipped_stages"] = {**_without_stage(manifest.get("skipped_stages", {}), stage), **(skipped or {})}
         manifest["version"] = __version__
         atomic_write_json(self.dir / MANIFEST, manifest)
 
     def drop_stage(self, stage: str) -> None:
         manifest = self.manifest()
         if manifest["stages"].pop(stage, None) is not None:
+            manifest["skipped_stages"] = _without_stage(manifest.get("skipped_stages", {}), stage)
             atomic_write_json(self.dir / MANIFEST, manifest)
+
+    def skipped_stages(self) -> dict[str, str]:
+        """{"<stage>" or "<stage>.<part>": reason} for every stage or part that could not run."""
+        return dict(self.manifest().get("skipped_stages", {}))
 
     # ------------------------------------------------------------------- read
     def section(self, stage: str) -> dict:

@@ -19,6 +19,7 @@ import pytest
 
 from backend.loaders.extxyz import write_extxyz
 from backend.science.rotations import random_rotations, rotate_molecules
+from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
 
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -129,6 +130,19 @@ def test_uniformly_rotated_upload_is_reported_not_aligned(servers, qm9_small, tm
     ids = [d["id"] for d in httpx.get(f"{url}/api/datasets", timeout=10).json()]
     assert "rotated-qm9" in ids and "qm9" in ids
     _assert_not_aligned(_summary(url, "rotated-qm9"))
+
+
+def test_three_small_symmetric_molecules_finish_with_skipped_stages(servers):
+    url = servers["w"]
+    body, job = _ingest(url, "three.xyz", WATER_METHANE_FORMALDEHYDE_XYZ.encode(), "Three small")
+    assert job["state"] == "done", job["message"]
+    skipped = job["result"]["skipped_stages"]
+    assert set(skipped) == {"statistics", "models", "chemistry.similarity"}
+    assert "at least 20 molecules, got 3" in skipped["models"]
+    info = httpx.get(f"{url}/api/datasets/{body['dataset_id']}", timeout=10).json()
+    assert info["status"] == "ready" and info["skipped_stages"] == skipped
+    report = _summary(url, body["dataset_id"])
+    assert report["skipped_stages"] == skipped and report["n_molecules"] == 3
 
 
 def test_default_etkdg_upload_is_strongly_aligned(servers, qm9_small, tmp_path):

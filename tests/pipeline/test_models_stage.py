@@ -59,4 +59,5 @@ def test_dataset_without_properties_still_classifies(tmp_path):
     precompute(tmp_path, "bare", params, stages=["frames", "models"])
     report = build_report(tmp_path, "bare", params)
     assert len(report["classifiers"]) == 3 and report["regression"] == []
-    assert "no numeric properties" in report["skipped_stages"]["models"]
+    assert "no numeric properties" in report["skipped_stages"]["models.regression"]
+    assert "models" not in report["skipped_stages"]

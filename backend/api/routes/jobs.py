@@ -34,7 +34,8 @@ class JobPublic(BaseModel):
     finished: float | None = Field(default=None, description="Unix time the job ended.")
     attempts: int = Field(default=0, description="How many times the job has been started.")
     result: dict | None = Field(
-        default=None, description="On success: n_molecules, n_skipped and skipped-record messages."
+        default=None,
+        description="On success: dataset_id, n_molecules, n_skipped, skipped-record messages (problems) and skipped_stages (analysis step → reason).",
     )
 
 

@@ -19,6 +19,8 @@ N_PERMUTATIONS = 2000
 N_RANDOM = 10
 TOP_GROUPS = 20
 GROUPINGS = ("scaffold", "formula", "cluster")
+# A neighbour pair needs two molecules; random partners come from the same pool.
+MIN_SIMILARITY_POOL = 2
 
 
 def _factorize(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -52,10 +54,35 @@ def _largest(table: pd.DataFrame) -> list[dict]:
     ]
 
 
+def _similarity(ctx: StageContext, chem, frames, control_frames) -> tuple[dict, dict, str | None]:
+    """(coupling of the stored poses, of the control, reason it was skipped or None)."""
+    pool = chem.ok & ~frames.degenerate & (np.bitwise_count(chem.fingerprints).sum(axis=1) > 0)
+    n_pool = int(pool.sum())
+    if n_pool < MIN_SIMILARITY_POOL:
+        reason = (
+            f"similarity–pose coupling needs at least {MIN_SIMILARITY_POOL} molecules with a chemical graph "
+            f"and a well-defined frame, got {n_pool} of {len(pool)}"
+        )
+        return {}, {}, reason
+    ctx.progress(0.75, "chemical nearest neighbours")
+    pair_seed = derived_seed(ctx.seed, "similarity")
+    queries, neighbours, tanimoto = neighbour_pairs(chem.fingerprints, N_PAIRS, pair_seed, pool)
+    ctx.progress(0.9, "similarity–pose coupling")
+    kw = {
+        "pool": pool,
+        "seed": derived_seed(ctx.seed, "coupling"),
+        "n_random": N_RANDOM,
+        "n_permutations": N_PERMUTATIONS,
+    }
+    similarity = coupling(frames.rotations, queries, neighbours, **kw)
+    control = coupling(control_frames.rotations, queries, neighbours, **kw)
+    similarity["control_enrichment"] = control["enrichment"]
+    similarity["median_nn_tanimoto"] = float(np.median(tanimoto))
+    return similarity, control, None
+
+
 def run(ctx: StageContext) -> StageOutput:
     mols = ctx.mols
-    if mols.n_molecules < 3:
-        return StageOutput(skipped="needs at least 3 molecules")
     ctx.progress(0.02, "molecular graphs, fingerprints and scaffolds")
     chem = compute_chemistry(mols, progress=lambda f, m: ctx.progress(0.02 + 0.5 * f, m))
     ids = mols.ids
@@ -83,21 +110,11 @@ def run(ctx: StageContext) -> StageOutput:
     }
     groups["cluster"].update({"threshold": CLUSTER_THRESHOLD, "method": "sampled leader", "sample": CLUSTER_SAMPLE})
 
-    ctx.progress(0.75, "chemical nearest neighbours")
-    pool = chem.ok & ~frames.degenerate
-    pair_seed = derived_seed(ctx.seed, "similarity")
-    queries, neighbours, tanimoto = neighbour_pairs(chem.fingerprints, N_PAIRS, pair_seed, pool)
-    ctx.progress(0.9, "similarity–pose coupling")
-    kw = {
-        "pool": pool,
-        "seed": derived_seed(ctx.seed, "coupling"),
-        "n_random": N_RANDOM,
-        "n_permutations": N_PERMUTATIONS,
-    }
-    similarity = coupling(frames.rotations, queries, neighbours, **kw)
-    control = coupling(control_frames.rotations, queries, neighbours, **kw)
-    similarity["control_enrichment"] = control["enrichment"]
-    similarity["median_nn_tanimoto"] = float(np.median(tanimoto))
+    similarity, control, similarity_skipped = _similarity(ctx, chem, frames, control_frames)
+    skipped_parts = {"similarity": similarity_skipped} if similarity_skipped else {}
+    if not chem.ok.any():
+        reason = "no molecule has a chemical graph (no SMILES, and bonds could not be perceived from 3D)"
+        skipped_parts.update({"scaffold": reason, "cluster": reason})
 
     molecules = pd.DataFrame(
         {
@@ -118,13 +135,10 @@ def run(ctx: StageContext) -> StageOutput:
     fingerprints = pd.DataFrame({"id": ids, **dict(zip(FP_COLUMNS, chem.fingerprints.T, strict=True))})
     tables.update({"molecules": molecules, "fingerprints": fingerprints})
     n_failed = int((~chem.ok).sum())
+    report = {"groups": groups, "chemistry": {"n_ok": int(chem.ok.sum()), "n_failed": n_failed}}
     return StageOutput(
-        report={
-            "similarity": similarity,
-            "groups": groups,
-            "chemistry": {"n_ok": int(chem.ok.sum()), "n_failed": n_failed},
-        },
-        control={"similarity": control},
+        report={**report, "similarity": similarity} if similarity else report,
+        control={"similarity": control} if control else {},
         tables=tables,
         settings={
             "fingerprint": "Morgan radius 2, 2048 bits",
@@ -138,6 +152,7 @@ def run(ctx: StageContext) -> StageOutput:
             "n_permutations": N_PERMUTATIONS,
             "n_random_per_query": N_RANDOM,
         },
+        skipped_parts=skipped_parts,
     )
 
 

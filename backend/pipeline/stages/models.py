@@ -48,9 +48,9 @@ def _classify(ctx: StageContext, which: str, positions: np.ndarray, start: float
 def _regression(ctx: StageContext) -> tuple[list[dict], str | None]:
     props = ctx.mols.properties.select_dtypes("number")
     if props.shape[1] == 0:
-        return [], "regression skipped: the dataset has no numeric properties"
+        return [], "the dataset has no numeric properties to predict"
     if ctx.mols.n_molecules < 2 * REGRESSION.n_neighbors:
-        return [], f"regression skipped: needs at least {2 * REGRESSION.n_neighbors} molecules"
+        return [], f"needs at least {2 * REGRESSION.n_neighbors} molecules, got {ctx.mols.n_molecules}"
     seed = derived_seed(ctx.seed, "models:regression")
     y = props.to_numpy(np.float64)
     ctx.progress(0.85, "orientation-only regression")
@@ -73,11 +73,13 @@ def _regression(ctx: StageContext) -> tuple[list[dict], str | None]:
 def run(ctx: StageContext) -> StageOutput:
     mols = ctx.mols
     if mols.n_molecules < MIN_MOLECULES:
-        return StageOutput(skipped=f"needs at least {MIN_MOLECULES} molecules, got {mols.n_molecules}")
+        return StageOutput(
+            skipped=f"the rotation classifiers need at least {MIN_MOLECULES} molecules, got {mols.n_molecules}"
+        )
     original = _classify(ctx, "original", mols.positions_angstrom, 0.0, 0.4)
     control_positions = rotate_molecules(mols.positions_angstrom, mols.offsets, ctx.control_rotations)
     control = _classify(ctx, "control", control_positions, 0.4, 0.4)
-    regression, skipped = _regression(ctx)
+    regression, regression_skipped = _regression(ctx)
     settings = {
         "classifier": {**CLASSIFIER.as_dict(), "model": "HistGradientBoostingClassifier"},
         "feature_sets": list(FEATURE_SETS),
@@ -104,7 +106,7 @@ def run(ctx: StageContext) -> StageOutput:
             "control_scores": _scores_table(mols.ids, control.scores),
         },
         settings=settings,
-        skipped=skipped,
+        skipped_parts={"regression": regression_skipped} if regression_skipped else {},
     )
 
 

@@ -11,8 +11,11 @@ N_BINS = 60
 
 
 def run(ctx: StageContext) -> StageOutput:
-    if ctx.mols.n_molecules <= K_NEIGHBOURS + 1:
-        return StageOutput(skipped=f"needs more than {K_NEIGHBOURS + 1} molecules")
+    n = ctx.mols.n_molecules
+    if n <= K_NEIGHBOURS + 1:
+        return StageOutput(
+            skipped=f"orientation statistics (KL, KS) need more than {K_NEIGHBOURS + 1} molecules, got {n}"
+        )
     ctx.progress(0.1, "orientation statistics of the stored poses")
     original = orientation_bias(
         ctx.frames("original").rotations, seed=ctx.seed, k=K_NEIGHBOURS, n_bootstrap=N_BOOTSTRAP, bins=N_BINS

@@ -1,0 +1,115 @@
+"""Tiny sets, sets without SMILES and sets without properties: every stage that
+cannot run is skipped with a stated reason, and the ingest still finishes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from backend.cli import app
+from backend.core.dataset import from_molecules
+from backend.pipeline.ingest import ingest_file
+from backend.pipeline.precompute import make_params, precompute
+from backend.pipeline.stages import STAGE_NAMES
+from backend.services.datasets import dataset_info
+from backend.services.report import build_report
+from backend.store.datasets import save_dataset
+from backend.store.results import ResultStore
+from tests.molecules import METHANE, WATER, WATER_METHANE_FORMALDEHYDE_XYZ, asymmetric, benzene
+
+# Small asymmetric molecules, embedded by RDKit and stored without their SMILES:
+# the chemistry stage has to perceive the bonds from 3D.
+NO_SMILES = ["CCO", "CCCO", "CC(=O)OC", "CC(N)C(=O)O", "CCC(C)=O", "OCC(O)CO", "CC(C)CO", "NCCO"]
+
+
+def _embedded(smiles: list[str], seed: int = 7) -> list[tuple[list[int], np.ndarray]]:
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    out = []
+    for smi in smiles:
+        mol = Chem.AddHs(Chem.MolFromSmiles(smi))
+        assert AllChem.EmbedMolecule(mol, randomSeed=seed) == 0
+        out.append(([a.GetAtomicNum() for a in mol.GetAtoms()], mol.GetConformer().GetPositions()))
+    return out
+
+
+def _run(data_dir, name: str, mols) -> dict:
+    save_dataset(data_dir, name, mols, name=name, source="constructed")
+    params = make_params(seed=3)
+    precompute(data_dir, name, params)
+    assert ResultStore(data_dir, name, params).completed_stages() == STAGE_NAMES
+    return build_report(data_dir, name, params)
+
+
+def test_three_symmetric_molecules_ingest_with_every_skip_explained(tmp_path):
+    path = tmp_path / "three.xyz"
+    path.write_text(WATER_METHANE_FORMALDEHYDE_XYZ)
+    meta = ingest_file(tmp_path / "data", path, "three small")
+    skipped = dataset_info(tmp_path / "data", meta["id"]).skipped_stages
+    assert set(skipped) == {"statistics", "models", "chemistry.similarity"}
+    assert "more than 6 molecules, got 3" in skipped["statistics"]
+    assert "at least 20 molecules, got 3" in skipped["models"]
+    assert "well-defined frame, got 0 of 3" in skipped["chemistry.similarity"]
+    report = build_report(tmp_path / "data", meta["id"])
+    assert report["skipped_stages"] == skipped
+    assert report["n_molecules"] == 3 and report["n_degenerate"] == 3
+    assert report["groups"]["formula"]["n_groups"] == 3 and "similarity" not in report
+    assert report["verdict"]["aligned"] is None
+
+
+@pytest.mark.parametrize("mols", [[WATER], [WATER, benzene()]], ids=["1 molecule", "2 molecules"])
+def test_one_and_two_molecule_sets_complete(tmp_path, mols):
+    report = _run(tmp_path, "tiny", from_molecules(mols))
+    assert {"statistics", "models", "chemistry.similarity"} <= set(report["skipped_stages"])
+    assert report["n_molecules"] == len(mols) and report["groups"]["formula"]["n_grouped"] == len(mols)
+
+
+def test_set_without_smiles_perceives_bonds_and_couples_similarity(tmp_path):
+    report = _run(tmp_path, "nosmiles", from_molecules(_embedded(NO_SMILES)))
+    assert report["chemistry"]["n_ok"] == len(NO_SMILES)
+    assert not [k for k in report["skipped_stages"] if k.startswith("chemistry")]
+    assert report["similarity"]["n_pairs"] == len(NO_SMILES)
+    assert set(report["skipped_stages"]) == {"models"}
+    assert report["kl"]["value"] is not None
+
+
+def test_set_without_graphs_or_properties_skips_only_those_parts(tmp_path):
+    # Random atom clouds: no SMILES, no perceivable bonds, no properties.
+    report = _run(tmp_path, "clouds", from_molecules([asymmetric(seed=s) for s in range(25)]))
+    skipped = report["skipped_stages"]
+    assert set(skipped) == {"chemistry.similarity", "chemistry.scaffold", "chemistry.cluster", "models.regression"}
+    assert "no numeric properties" in skipped["models.regression"]
+    assert "no molecule has a chemical graph" in skipped["chemistry.scaffold"]
+    assert len(report["classifiers"]) == 3 and report["regression"] == []
+
+
+def test_too_few_molecules_for_regression_is_a_skipped_part(tmp_path):
+    props = pd.DataFrame({"energy": np.arange(25.0)})
+    report = _run(tmp_path, "fewprops", from_molecules([asymmetric(seed=s) for s in range(25)], properties=props))
+    assert report["skipped_stages"]["models.regression"] == "needs at least 100 molecules, got 25"
+    assert "models" not in report["skipped_stages"]
+
+
+def test_recomputing_a_stage_replaces_its_skip_reasons(tmp_path):
+    save_dataset(tmp_path, "m", from_molecules([METHANE] * 8), name="m", source="constructed")
+    params = make_params(seed=0)
+    precompute(tmp_path, "m", params)
+    store = ResultStore(tmp_path, "m", params)
+    assert "models" in store.skipped_stages()
+    store.write_stage("models", {"report": {}}, {}, 0.0, skipped={"models.regression": "because"})
+    assert store.skipped_stages()["models.regression"] == "because" and "models" not in store.skipped_stages()
+    store.drop_stage("models")
+    assert not [k for k in store.skipped_stages() if k.startswith("models")]
+
+
+def test_cli_ingest_of_three_small_molecules_names_the_skipped_stages(tmp_path):
+    path = tmp_path / "three.xyz"
+    path.write_text(WATER_METHANE_FORMALDEHYDE_XYZ)
+    res = CliRunner().invoke(app, ["ingest", str(path), "--name", "three", "--data-dir", str(tmp_path / "data")])
+    assert res.exit_code == 0, res.output
+    assert "ingested three (three): 3 molecules" in res.output
+    assert "stage models skipped: the rotation classifiers need at least 20 molecules, got 3" in res.output
+    assert "stage statistics skipped:" in res.output and "stage chemistry.similarity skipped:" in res.output
