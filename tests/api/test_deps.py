@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from backend.api.main import create_app
+from backend.server import create_app
 from tests.api.conftest import ServerThread
 
 
