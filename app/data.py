@@ -12,6 +12,7 @@ import numpy as np
 
 from backend.core.errors import DatasetError, OrientScopeError
 from backend.services import groups as group_service
+from backend.services.bytecache import shared_cache
 from backend.services import molecules as molecule_service
 from backend.services import neighbors as neighbor_service
 from backend.services.cache import get_view
@@ -23,8 +24,15 @@ __all__ = ["OrientScopeError", "READY", "dataset_info", "dataset_summary", "list
 
 
 def per_result(data_dir: Path, dataset_id: str, name: str, build):
-    """``build()`` once per stored result of a dataset (kept with its cached view, rebuilt after a recompute)."""
-    return get_view(data_dir, dataset_id).extra(name, build)
+    """``build()`` once per stored result of a dataset, kept in the process's byte-bounded cache.
+
+    Keyed by the result and the modification stamps of its files, so a recompute
+    builds it again. App-level: the value may hold Dash components, which never
+    go into the services' dataset views.
+    """
+    view = get_view(data_dir, dataset_id)
+    key = (str(data_dir), dataset_id, view.result_key, view.signature)
+    return shared_cache().get_or_build(f"app:{name}", key, build)
 
 
 def property_names(data_dir: Path, dataset_id: str) -> list[str]:

@@ -10,8 +10,6 @@ one and the callbacks resolve the URL as before.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import data
 from app.state import ViewState, parse_query
+from backend.services.bytecache import shared_cache
 
 DEFAULT_DATASET = "qm9"
 LAYOUT_PATH = "/_dash-layout"
@@ -57,17 +56,14 @@ class PageQueryMiddleware:
     """Exposes the Referer's query string to the layout function of ``GET /_dash-layout``.
 
     With ``version`` (a cheap callable that changes whenever the stored datasets
-    do), finished layouts are kept per (query, version): a page view costs
-    about 0.1 s of server CPU to build and encode, a repeated one nothing.
+    do), finished layouts are kept per (query, version) in the process's byte-bounded
+    cache (about 2.5 MB each with a full-QM9 map): a page view costs about 0.1 s of
+    server CPU to build and encode, a repeated one nothing.
     """
-
-    CACHE_SIZE = 48  # about 2.5 MB each with a full-QM9 map
 
     def __init__(self, app: ASGIApp, version: Callable[[], Hashable] | None = None) -> None:
         self.app = app
         self.version = version
-        self._cache: OrderedDict[tuple, tuple[list, bytes]] = OrderedDict()
-        self._lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "GET" or not scope["path"].endswith(LAYOUT_PATH):
@@ -78,10 +74,7 @@ class PageQueryMiddleware:
         key = None
         if query is not None and self.version is not None:
             key = (query, await anyio.to_thread.run_sync(self.version))  # reads dataset metadata files
-        with self._lock:
-            hit = self._cache.get(key) if key is not None else None
-            if hit is not None:
-                self._cache.move_to_end(key)
+        hit = shared_cache().get("first_view", key) if key is not None else None
         if hit is not None:
             await send({"type": "http.response.start", "status": 200, "headers": hit[0]})
             await send({"type": "http.response.body", "body": hit[1]})
@@ -101,10 +94,8 @@ class PageQueryMiddleware:
         finally:
             _PAGE_QUERY.reset(token)
         if key is not None and sent["status"] == 200:
-            with self._lock:
-                self._cache[key] = (sent["headers"], b"".join(sent["body"]))
-                while len(self._cache) > self.CACHE_SIZE:
-                    self._cache.popitem(last=False)
+            body = b"".join(sent["body"])
+            shared_cache().put("first_view", key, (sent["headers"], body), size=len(body))
 
 
 def datasets_version(data_dir: Path) -> tuple:

@@ -2,13 +2,12 @@
 
 Building the map and encoding its arrays costs about 50 ms at 392k points;
 the same view (a shared link, a reload, another user) is then served from a
-small LRU of plain dicts whose arrays are already base64 strings.
+byte-bounded cache (``backend.services.bytecache``) of plain dicts whose arrays are
+already base64 strings.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -19,11 +18,8 @@ from app import data
 from app.compat import unvalidated_figure
 from app.figures import density_map_figure, orientation_map_spec, selection_ring, sphere_figure, typed_arrays
 from app.mapview import MapLayers, map_layers
+from backend.services.bytecache import nbytes, shared_cache
 from backend.services.map_data import MapData, density_grid, frame_lines, reference_xy
-
-_CACHE_SIZE = 64  # about 2.4 MB each at 392k points
-_cache: OrderedDict[tuple, tuple[MapLayers, dict]] = OrderedDict()
-_lock = threading.Lock()
 
 
 def density_figure(layers: MapLayers, reference, title: str) -> go.Figure:
@@ -101,18 +97,13 @@ def map_figure_json(data_dir: Path, st: dict) -> tuple[dict, MapLayers]:
     """:func:`map_figure` as a JSON-ready dict, cached per layers."""
     layers = map_layers(data_dir, st)
     key = id(layers)
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None and hit[0] is layers:  # the id of a dropped layers object may be reused
-            _cache.move_to_end(key)
-            return hit[1], layers
+    hit = shared_cache().get("map_figure", key)
+    if hit is not None and hit[0] is layers:  # the id of a dropped layers object may be reused
+        return hit[1], layers
     if st.get("view", "map") == "map":  # the common case, encoded without a go.Figure
         title, ref = _title_and_reference(data_dir, st, layers)
         payload = typed_arrays(_map_spec(layers, ref, title))
     else:
         payload = orjson.loads(map_figure(data_dir, st)[0].to_json())
-    with _lock:
-        _cache[key] = (layers, payload)
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+    shared_cache().put("map_figure", key, (layers, payload), size=nbytes(payload))  # the layers are cached apart
     return payload, layers

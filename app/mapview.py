@@ -6,8 +6,6 @@ clicked point index always maps back to the molecule that was drawn there.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,11 +14,11 @@ import numpy as np
 
 from app import data
 from app.figures import AXIS_NAMES, OKABE_ITO, OTHER_GREY, POINTS_START, ColorSpec, PointTraces, split_points
+from backend.services.bytecache import shared_cache
 from backend.services.map_data import MapData
 
 SPHERE_MAX_POINTS = 60_000
 N_GROUP_COLORS = 7
-_CACHE_SIZE = 64  # 2-5 MB each at 392k points (draw order shared); the views a lab has open
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +34,13 @@ class MapLayers:
     n_molecules: int
     n_matches: int | None
     notes: list[str] = field(default_factory=list)
+
+    def cache_nbytes(self) -> int:
+        """Bytes of this view's own arrays and point traces (the shared map data is cached on its own)."""
+        arrays = [self.rows, self.axes, self.highlight_rows, self.highlight_axes]
+        arrays += [self.color.values] if self.color.values is not None else []
+        own = sum(int(a.nbytes) for a in arrays)
+        return own + 4 * int(self.rows.size)  # the split's int32 member indices, built lazily
 
     @cached_property
     def split(self) -> PointTraces:
@@ -127,8 +132,6 @@ def _compute(data_dir: Path, state: dict) -> MapLayers:
     return MapLayers(md, rows, axes, color, hrows, haxes, n_mol, n_matches, notes)
 
 
-_cache: OrderedDict[tuple, MapLayers] = OrderedDict()
-_lock = threading.Lock()
 _STATE_KEYS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
 
 
@@ -146,15 +149,11 @@ def map_layers(data_dir: Path, state: dict) -> MapLayers:
     """Cached :class:`MapLayers` for a view state (keyed by the state and the map data's identity)."""
     md = data.load_map_data(data_dir, state["dataset"], state.get("table", "original"))
     key = (str(data_dir), id(md)) + _relevant(state)
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
+    layers = shared_cache().get("map_layers", key)
+    if layers is not None and layers.md is md:  # the id of a dropped map data object may be reused
+        return layers
     layers = _compute(data_dir, state)
-    with _lock:
-        _cache[key] = layers
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+    shared_cache().put("map_layers", key, layers)
     return layers
 
 

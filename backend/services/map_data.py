@@ -2,14 +2,13 @@
 
 Reads the stored frames table (never recomputes frames), projects the axes to
 the equal-area Mollweide plane as float32, and fixes one seeded draw order so
-that no colour group hides another. Results are cached per (data dir, dataset,
-result, table) and invalidated when the result's manifest changes.
+that no colour group hides another. Results are kept in the process's byte-bounded
+cache (``backend.services.bytecache``) per (data dir, dataset, result, table),
+and a changed manifest makes a new key.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
@@ -18,12 +17,14 @@ import numpy as np
 
 from backend.science.rotations import derived_seed
 from backend.science.sphere import SQRT2, axes_lonlat_deg, mollweide_graticule, mollweide_outline, mollweide_xy
+from backend.services.bytecache import shared_cache
 from backend.services.results import open_result
 from backend.store.results import MANIFEST
 
 TABLES = ("original", "control")
 AXES = (1, 2, 3)
-_CACHE_SIZE = 4
+# Bytes per molecule of the lazily built id -> row index (a str key and an int in a dict).
+INDEX_BYTES_PER_ID = 120
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +54,13 @@ class MapData:
     @property
     def n_molecules(self) -> int:
         return int(self.ids.size)
+
+    def cache_nbytes(self) -> int:
+        """Bytes held once every lazy piece is built: the arrays, their flat copies and the id index."""
+        arrays = (self.ids, self.x, self.y, self.vectors, self.degenerate, self.order)
+        return (
+            sum(int(a.nbytes) for a in arrays) + int(self.x.nbytes + self.y.nbytes) + INDEX_BYTES_PER_ID * self.ids.size
+        )
 
     @cached_property
     def _row_index(self) -> dict[str, int]:
@@ -110,10 +118,6 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-_cache: OrderedDict[tuple, MapData] = OrderedDict()
-_lock = threading.Lock()
-
-
 def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", params: dict | None = None) -> MapData:
     """Map data of a dataset's active (or given) result; ``table`` is "original" or "control"."""
     if table not in TABLES:
@@ -122,10 +126,10 @@ def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", para
     manifest = store.dir / MANIFEST
     stamp = manifest.stat().st_mtime_ns if manifest.is_file() else 0
     key = (str(Path(data_dir).resolve()), dataset_id, store.key, table, stamp)
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
+    return shared_cache().get_or_build("map_data", key, lambda: _build_map_data(store, dataset_id, table))
+
+
+def _build_map_data(store, dataset_id: str, table: str) -> MapData:
     cols = ["id", "degenerate"] + [f"r{i}{j}" for i in range(3) for j in range(3)]
     tab = store.table("frames", table, columns=cols)
     rot = np.column_stack([tab.column(f"r{i}{j}").to_numpy() for i in range(3) for j in range(3)]).reshape(-1, 3, 3)
@@ -133,7 +137,7 @@ def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", para
     x, y = mollweide_xy(lon, lat)
     seed = derived_seed(int(store.params.get("seed", 0)), "map-draw-order")
     n = rot.shape[0]
-    data = MapData(
+    return MapData(
         dataset_id=dataset_id,
         result_key=store.key,
         table=table,
@@ -145,11 +149,6 @@ def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", para
         order=np.random.default_rng(seed).permutation(3 * n).astype(np.int32),
         seed=seed,
     )
-    with _lock:
-        _cache[key] = data
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return data
 
 
 def reference_xy(reference_orientation) -> tuple[np.ndarray, np.ndarray]:

@@ -42,3 +42,23 @@ def test_verdict_groups_and_compare_choices(qm9_store):
     values = [o["value"] for o in panels.compare_choices(qm9_store)]
     assert values == ["qm9", "qm9::control"]
     assert panels.verdict_outputs(qm9_store, None)[3] is False  # nothing ready: keep polling
+
+
+def test_panels_keep_no_dash_components_in_the_services_dataset_view(qm9_store):
+    from dash.development.base_component import Component
+
+    from backend.services.cache import get_view
+
+    st = ViewState(dataset="qm9", color="group").map_state()
+    panels.verdict_outputs(qm9_store, st)
+    panels.map_outputs(qm9_store, st)
+    extras = get_view(qm9_store, "qm9")._extras
+    assert not [name for name, value in extras.items() if any(isinstance(c, Component) for c in _flat(value))]
+
+
+def _flat(value):
+    if isinstance(value, list | tuple):
+        for v in value:
+            yield from _flat(v)
+    else:
+        yield value

@@ -1,0 +1,160 @@
+"""One cache for derived per-view and per-result data, bounded in bytes.
+
+Map data, map layers, map figures and first page views are each a few MB at
+full-QM9 size; bounding them by count let a worker grow by whatever the largest
+entries happened to be. Every such cache is a namespace of one
+:class:`ByteBudgetCache` per process, a cachetools LRU whose size is the sum of
+its entries' bytes (:func:`nbytes`). The budget is ``ORIENTSCOPE_CACHE_MB``
+(default 256 MB: a full-QM9 view costs about 2.5 MB of figure plus 3-5 MB of
+layers, so the default keeps some 30-40 distinct views, more than the load
+test's 32 users visit, while the dataset views themselves, up to
+``backend.services.cache.MAX_VIEWS`` of them at roughly 150 MB for QM9, stay
+outside it; together that keeps a warmed worker well under 1.5 GB). An item
+larger than the whole budget is built and served but not kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import cachetools
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+CACHE_MB_ENV = "ORIENTSCOPE_CACHE_MB"
+DEFAULT_CACHE_MB = 256
+MB = 1024 * 1024
+
+
+def budget_bytes() -> int:
+    """The byte budget from ``$ORIENTSCOPE_CACHE_MB`` (a non-negative number), else 256 MB."""
+    raw = os.environ.get(CACHE_MB_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CACHE_MB * MB
+    try:
+        mb = float(raw)
+    except ValueError:
+        raise ValueError(f"{CACHE_MB_ENV}={raw!r} is not a number of megabytes") from None
+    if mb < 0:
+        raise ValueError(f"{CACHE_MB_ENV}={raw!r} must be 0 or more megabytes")
+    return int(mb * MB)
+
+
+def nbytes(value: Any, _seen: set[int] | None = None) -> int:
+    """Approximate bytes held by ``value``: arrays, strings and bytes in full, containers recursed.
+
+    An object may say its own size with a ``cache_nbytes()`` method (for example to leave
+    out data it shares with other cached entries). Objects reached twice count once.
+    """
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if hasattr(value, "cache_nbytes"):
+        return int(value.cache_nbytes())
+    if isinstance(value, np.ndarray):
+        extra = sum(nbytes(v, seen) for v in value.ravel()) if value.dtype == object else 0
+        return int(value.nbytes) + extra
+    if isinstance(value, bytes | bytearray | str):
+        return sys.getsizeof(value)
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return sys.getsizeof(value) + sum(nbytes(v, seen) for v in value)
+    if hasattr(value, "to_plotly_json"):  # Dash components and plotly figures: what they send
+        return nbytes(value.to_plotly_json(), seen)
+    fields = getattr(value, "__dict__", None)
+    if fields is not None:
+        return sys.getsizeof(value) + nbytes(fields, seen)
+    return sys.getsizeof(value)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    value: Any
+    size: int
+
+
+class ByteBudgetCache:
+    """A thread-safe LRU of built values, bounded by the sum of their sizes in bytes.
+
+    Keys are ``(namespace, key)``: every cache of a process shares one budget, so the
+    ceiling holds for the worker, whichever views its users open.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = int(max_bytes)
+        self._lru: cachetools.LRUCache = cachetools.LRUCache(maxsize=max(self.max_bytes, 1), getsizeof=_size)
+        self._lock = threading.Lock()
+
+    @property
+    def current_bytes(self) -> int:
+        with self._lock:
+            return int(self._lru.currsize)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lru)
+
+    def get(self, namespace: str, key: Hashable, default: Any = None) -> Any:
+        with self._lock:
+            entry = self._lru.get((namespace, key))
+        return default if entry is None else entry.value
+
+    def put(self, namespace: str, key: Hashable, value: Any, size: int | None = None) -> bool:
+        """Keep ``value`` (size ``nbytes(value)`` unless given); False if it is larger than the budget."""
+        size = nbytes(value) if size is None else int(size)
+        if size > self.max_bytes:
+            log.debug("not caching %s entry of %d bytes: over the %d-byte budget", namespace, size, self.max_bytes)
+            with self._lock:
+                self._lru.pop((namespace, key), None)
+            return False
+        with self._lock:
+            self._lru[(namespace, key)] = _Entry(value, size)
+        return True
+
+    def get_or_build(
+        self, namespace: str, key: Hashable, build: Callable[[], Any], size: Callable[[Any], int] | None = None
+    ) -> Any:
+        """The cached value of ``key``, else ``build()`` (kept if it fits the budget).
+
+        Two threads missing the same key at once may both build it; the last one is kept.
+        """
+        hit = self.get(namespace, key, _MISSING)
+        if hit is not _MISSING:
+            return hit
+        value = build()
+        self.put(namespace, key, value, None if size is None else size(value))
+        return value
+
+    def clear(self, namespace: str | None = None) -> None:
+        with self._lock:
+            for k in [k for k in self._lru if namespace is None or k[0] == namespace]:
+                del self._lru[k]
+
+
+_MISSING = object()
+
+
+def _size(entry: _Entry) -> int:
+    return max(entry.size, 1)
+
+
+_shared: ByteBudgetCache | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_cache() -> ByteBudgetCache:
+    """The process's cache, with the budget of ``$ORIENTSCOPE_CACHE_MB`` read at first use."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = ByteBudgetCache(budget_bytes())
+        return _shared

@@ -1,0 +1,89 @@
+"""The byte-bounded cache: the bound holds, least recently used goes first, oversize items are not kept."""
+
+import numpy as np
+import pytest
+from dash import html
+
+from backend.services.bytecache import CACHE_MB_ENV, MB, ByteBudgetCache, budget_bytes, nbytes
+
+
+def _block(n_bytes: int, fill: int = 0) -> np.ndarray:
+    return np.full(n_bytes, fill, np.uint8)
+
+
+def test_total_bytes_stay_within_the_budget_and_the_least_recently_used_go_first():
+    cache = ByteBudgetCache(max_bytes=10_000)
+    for i in range(5):
+        cache.put("maps", i, _block(3_000, i))
+        assert cache.current_bytes <= 10_000
+    # 3 blocks of 3,000 fit in 10,000: the last three stay
+    assert [cache.get("maps", i) is not None for i in range(5)] == [False, False, True, True, True]
+    cache.get("maps", 2)  # touch: now 3 is the least recently used
+    cache.put("figures", "a", _block(3_000))
+    assert cache.get("maps", 3) is None and cache.get("maps", 2) is not None
+    assert cache.current_bytes == 9_000
+
+
+def test_an_item_larger_than_the_budget_is_served_but_not_kept():
+    cache = ByteBudgetCache(max_bytes=1_000)
+    cache.put("maps", "small", _block(400))
+    builds = []
+
+    def build():
+        builds.append(1)
+        return _block(5_000, 7)
+
+    for _ in range(2):
+        value = cache.get_or_build("maps", "big", build)
+        assert value.size == 5_000 and value[0] == 7
+    assert len(builds) == 2  # built each time, never cached
+    assert cache.get("maps", "big") is None
+    assert cache.get("maps", "small") is not None  # and it evicted nothing
+
+
+def test_get_or_build_builds_once_and_keeps_none_results():
+    cache = ByteBudgetCache(max_bytes=1_000)
+    calls = []
+    for _ in range(3):
+        assert cache.get_or_build("codes", "k", lambda: calls.append(1)) is None
+    assert len(calls) == 1
+
+
+def test_clear_one_namespace():
+    cache = ByteBudgetCache(max_bytes=10_000)
+    cache.put("a", 1, _block(10))
+    cache.put("b", 1, _block(10))
+    cache.clear("a")
+    assert cache.get("a", 1) is None and cache.get("b", 1) is not None
+
+
+def test_nbytes_counts_arrays_strings_containers_and_shared_objects_once():
+    arr = _block(1_000)
+    assert nbytes(arr) == 1_000
+    assert 2_000 <= nbytes({"x": arr, "y": _block(1_000)}) < 2_500
+    assert nbytes([arr, arr]) < 1_200  # the same array twice counts once
+    assert nbytes("a" * 5_000) >= 5_000
+
+    class Sized:
+        def cache_nbytes(self):
+            return 123
+
+    assert nbytes(Sized()) == 123
+    assert nbytes(html.Div("x" * 3_000, id="d")) >= 3_000  # a component: what it sends
+
+
+def test_budget_from_the_environment(monkeypatch):
+    monkeypatch.delenv(CACHE_MB_ENV, raising=False)
+    assert budget_bytes() == 256 * MB
+    monkeypatch.setenv(CACHE_MB_ENV, "0.5")
+    assert budget_bytes() == MB // 2
+    for bad in ("lots", "-1"):
+        monkeypatch.setenv(CACHE_MB_ENV, bad)
+        with pytest.raises(ValueError, match=CACHE_MB_ENV):
+            budget_bytes()
+
+
+def test_a_zero_budget_keeps_nothing():
+    cache = ByteBudgetCache(max_bytes=0)
+    assert cache.put("a", 1, _block(1)) is False
+    assert len(cache) == 0
