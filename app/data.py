@@ -12,9 +12,9 @@ import numpy as np
 
 from backend.core.errors import DatasetError, OrientScopeError
 from backend.services import groups as group_service
-from backend.services.bytecache import shared_cache
 from backend.services import molecules as molecule_service
 from backend.services import neighbors as neighbor_service
+from backend.services.bytecache import shared_cache
 from backend.services.cache import get_view
 from backend.services.datasets import READY, dataset_info, dataset_summary, list_datasets
 from backend.services.errors import NotComputed
