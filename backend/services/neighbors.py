@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
+from backend.science.clustering import TanimotoIndex, words_from_bytes
 from backend.science.rotations import chord_to_angle
 from backend.services.cache import CHEMISTRY_FINGERPRINTS, DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
@@ -71,39 +72,14 @@ def _fingerprints(view: DatasetView) -> np.ndarray:
     return fps
 
 
-def _word_columns(fps: np.ndarray) -> np.ndarray:
-    """Packed bits as (n_words, n) uint64, one contiguous row per 64-bit word of every fingerprint.
-
-    A query then touches only the words where its own bits are set (a few of 32
-    for a sparse Morgan fingerprint), each a contiguous scan: ~50x faster than
-    intersecting whole fingerprints.
-    """
-    pad = (-fps.shape[1]) % 8
-    if pad:
-        fps = np.pad(fps, ((0, 0), (0, pad)))
-    return np.ascontiguousarray(np.ascontiguousarray(fps).view(np.uint64).T)
+def _tanimoto_index(view: DatasetView) -> TanimotoIndex:
+    return view.extra("tanimoto_index", lambda: TanimotoIndex(words_from_bytes(_fingerprints(view))))
 
 
 def chemistry_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
     """(row, Tanimoto similarity) of the k molecules most similar to row ``i``."""
-    words = view.extra("fingerprint_words", lambda: _word_columns(_fingerprints(view)))
-    counts = view.extra("fingerprint_counts", lambda: np.bitwise_count(words).sum(axis=0, dtype=np.int64))
-    query = words[:, i]
-    n = words.shape[1]
-    inter = np.zeros(n, np.uint16 if 64 * words.shape[0] <= np.iinfo(np.uint16).max else np.int64)
-    both, bits = np.empty(n, np.uint64), np.empty(n, np.uint8)
-    for w in np.flatnonzero(query):  # in place: no temporary arrays per word
-        np.bitwise_and(words[w], query[w], out=both)
-        np.add(inter, np.bitwise_count(both, out=bits), out=inter)
-    union = counts + counts[i] - inter
-    sim = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
-    sim[i] = -np.inf
-    k = min(k, len(sim) - 1)
-    if k <= 0:
-        return []
-    top = np.argpartition(-sim, k - 1)[:k]
-    top = top[np.lexsort((top, -sim[top]))]
-    return [(int(j), float(sim[j])) for j in top]
+    rows, sims = _tanimoto_index(view).most_similar(i, k)
+    return [(int(j), float(s)) for j, s in zip(rows, sims, strict=True)]
 
 
 def neighbors(data_dir: Path, dataset_id: str, mol_id: str, by: str = "pose", k: int = 10) -> dict:

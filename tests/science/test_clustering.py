@@ -4,10 +4,8 @@ import pytest
 from backend.science.chemistry import pack_bits
 from backend.science.clustering import (
     TanimotoIndex,
-    bulk_tanimoto,
     leader_clusters,
     leader_clusters_naive,
-    most_similar,
     pairwise_tanimoto,
     sampled_leader_clusters,
 )
@@ -26,9 +24,9 @@ def _families(n_per=30, seed=0):
     return pack_bits(np.array(n_bits), np.array(bits))
 
 
-def test_bulk_and_pairwise_tanimoto_known_values():
+def test_index_and_pairwise_tanimoto_known_values():
     w = pack_bits(np.array([2, 3, 0]), np.array([1, 2, 1, 2, 3]))
-    assert np.allclose(bulk_tanimoto(w, w[0]), [1.0, 2 / 3, 0.0])
+    assert np.allclose(TanimotoIndex(w).similarities(0), [1.0, 2 / 3, 0.0])
     assert np.allclose(pairwise_tanimoto(w, w)[1], [2 / 3, 1.0, 0.0])
 
 
@@ -66,9 +64,43 @@ def test_index_nearest_excludes_self_and_non_candidates():
     assert nn.tolist() == [1]
 
 
-def test_most_similar_ranks_and_excludes_self():
+def test_index_most_similar_ranks_and_excludes_self():
     w = pack_bits(np.array([3, 3, 2, 3]), np.array([1, 2, 3, 1, 2, 4, 1, 2, 1, 2, 3]))
-    idx, sim = most_similar(w, 0, k=2)
+    idx, sim = TanimotoIndex(w).most_similar(0, k=2)
     assert idx.tolist() == [3, 2] and np.allclose(sim, [1.0, 2 / 3])
     with pytest.raises(IndexError, match="row 9"):
-        most_similar(w, 9)
+        TanimotoIndex(w).most_similar(9, k=2)
+    assert TanimotoIndex(w[:1]).most_similar(0, k=3)[0].tolist() == []
+
+
+def _rdkit_fingerprints(smiles):
+    from rdkit import Chem, DataStructs
+    from rdkit.Chem import rdFingerprintGenerator
+
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    fps = [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in smiles]
+    hex_fps = "".join(DataStructs.BitVectToFPSText(fp) for fp in fps)  # little-endian, as the chemistry stage packs
+    words = np.frombuffer(bytes.fromhex(hex_fps), np.uint8).reshape(len(fps), 256).view(np.uint64)
+    return fps, words
+
+
+def test_index_agrees_with_rdkit_bulk_tanimoto(qm9_small):
+    from rdkit import DataStructs
+
+    smiles = [str(s) for s in qm9_small.smiles[:150]]
+    fps, words = _rdkit_fingerprints(smiles)
+    index = TanimotoIndex(words)
+    for i in (0, 7, 42, 149):
+        expected = np.array(DataStructs.BulkTanimotoSimilarity(fps[i], fps))
+        np.testing.assert_allclose(index.similarities(i), expected, rtol=0, atol=1e-12)
+        expected = np.round(expected, 12)  # RDKit's division may differ in the last bit: ties stay ties
+        expected[i] = -np.inf
+        order = np.lexsort((np.arange(len(expected)), -expected))[:5]  # best first, ties to the lower row
+        rows, sims = index.most_similar(i, 5)
+        assert rows.tolist() == order.tolist()
+        np.testing.assert_allclose(sims, expected[order], atol=1e-12)
+    nn, best = index.nearest(np.arange(len(smiles)))
+    for i in range(len(smiles)):
+        expected = np.round(DataStructs.BulkTanimotoSimilarity(fps[i], fps), 12)
+        expected[i] = -1.0
+        assert nn[i] == int(np.argmax(expected)) and np.isclose(best[i], expected.max())
