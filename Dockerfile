@@ -26,4 +26,6 @@ VOLUME ["/data"]
 EXPOSE 8050
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
     CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8050/api/health').status == 200 else 1)"
-CMD ["orientscope", "serve", "--host", "0.0.0.0", "--port", "8050"]
+# Read-only by default: a container listens on 0.0.0.0, and anonymous writes there are refused.
+# For uploads, run "orientscope serve --host 0.0.0.0 --port 8050" with -e ORIENTSCOPE_TOKEN.
+CMD ["orientscope", "serve", "--read-only", "--host", "0.0.0.0", "--port", "8050"]

@@ -301,14 +301,41 @@ def serve_cmd(
         bool,
         typer.Option("--access-log/--no-access-log", help="one JSON line per request on stderr, with its request id"),
     ] = True,
+    allow_anonymous_writes: Annotated[
+        bool,
+        typer.Option(
+            "--allow-anonymous-writes",
+            help="accept writes without a token on a non-loopback address (only on a trusted network)",
+        ),
+    ] = False,
 ) -> None:
-    """Serve the REST API (/api) and the dashboard (/); precomputes QM9 first if it is missing."""
+    """Serve the REST API (/api) and the dashboard (/); precomputes QM9 first if it is missing.
+
+    On an address other than loopback, writes need ORIENTSCOPE_TOKEN, or the server must be --read-only.
+    """
     import os
+
+    from backend.core.settings import (
+        ANONYMOUS_WRITES_ENV,
+        DATA_DIR_ENV,
+        DEFAULT_DATASET,
+        HOST_ENV,
+        READ_ONLY_ENV,
+        TOKEN_ENV,
+        check_write_access,
+    )
+
+    # Before any import of the server or any precompute: a refused start costs nothing.
+    try:
+        warning = check_write_access(host, read_only, os.environ.get(TOKEN_ENV), allow_anonymous_writes)
+    except OrientScopeError as err:
+        _fail(err)
+    if warning:
+        typer.echo(warning, err=True)
 
     import uvicorn
 
-    from backend.core.settings import DATA_DIR_ENV, DEFAULT_DATASET, TOKEN_ENV
-    from backend.server import FACTORY, READ_ONLY_ENV, create_app, tune_for_serving
+    from backend.server import FACTORY, create_app, tune_for_serving
     from backend.services.datasets import READY, dataset_info
 
     root = resolve_data_dir(data_dir)
@@ -328,6 +355,8 @@ def serve_cmd(
     if workers > 1:
         os.environ[DATA_DIR_ENV] = str(root)
         os.environ[READ_ONLY_ENV] = "1" if read_only else ""
+        os.environ[HOST_ENV] = host
+        os.environ[ANONYMOUS_WRITES_ENV] = "1" if allow_anonymous_writes else ""
         uvicorn.run(FACTORY, factory=True, host=host, port=port, workers=workers, **logs)
     else:
         app_ = create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)

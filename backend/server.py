@@ -24,7 +24,15 @@ from app.dashboard import create_dash
 from app.initial_view import LAYOUT_PATH
 from app.request_guard import CALLBACK_PATH
 from backend.api.main import create_api
-from backend.core.settings import DATA_DIR_ENV, TOKEN_ENV
+from backend.core.settings import (
+    ANONYMOUS_WRITES_ENV,
+    DATA_DIR_ENV,
+    HOST_ENV,
+    READ_ONLY_ENV,
+    TOKEN_ENV,
+    check_write_access,
+    env_flag,
+)
 from backend.services.cache import MAX_VIEWS
 from backend.services.datasets import READY, dataset_summary, list_datasets
 from backend.services.errors import NotComputed
@@ -33,7 +41,6 @@ from backend.services.neighbors import neighbors
 
 log = logging.getLogger(__name__)
 
-READ_ONLY_ENV = "ORIENTSCOPE_READ_ONLY"
 FACTORY = "backend.server:app_from_env"
 
 
@@ -104,7 +111,16 @@ def tune_for_serving() -> None:
 
 
 def app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY and _TOKEN."""
+    """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY, _TOKEN, _HOST
+    and _ALLOW_ANONYMOUS_WRITES.
+
+    uvicorn does not tell the factory which address it binds, so ``ORIENTSCOPE_HOST``
+    does (``orientscope serve`` sets it); without it the address counts as reachable
+    from outside and the write rule of :func:`check_write_access` applies.
+    """
+    read_only, token = env_flag(READ_ONLY_ENV), os.environ.get(TOKEN_ENV)
+    warning = check_write_access(os.environ.get(HOST_ENV), read_only, token, env_flag(ANONYMOUS_WRITES_ENV))
+    if warning:
+        log.warning(warning)
     tune_for_serving()
-    read_only = os.environ.get(READ_ONLY_ENV, "").lower() in ("1", "true", "yes")
-    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)
+    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=token, warm=True)

@@ -80,3 +80,77 @@ def test_synth_writes_shards_the_npz_loader_reads(tmp_path):
     assert last.n_molecules == 50 and last.ids[0].endswith("_0") and last.smiles[0]
     bad = run("synth", "--n", "10", "--out", str(out), "--bias", "tilted", check=False)
     assert bad.returncode == 2 and "expected one of" in bad.stderr
+
+
+# ------------------------------------------------------------------ serve: who may write
+def _serve(data_dir: Path, *args: str, token: str | None = None) -> subprocess.Popen:
+    """``orientscope serve`` from this checkout (python -m backend.cli) on a free port."""
+    import os
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORIENTSCOPE_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    if token:
+        env["ORIENTSCOPE_TOKEN"] = token
+    cmd = [sys.executable, "-m", "backend.cli", "serve", "--port", str(port), "--data-dir", str(data_dir), *args]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.port = port
+    return proc
+
+
+def _health_then_stop(proc: subprocess.Popen) -> str:
+    """Wait until the server answers /api/health on loopback, stop it; its stderr."""
+    import time
+
+    import httpx
+
+    try:
+        for _ in range(600):
+            if proc.poll() is not None:
+                raise AssertionError(f"serve exited with {proc.returncode}: {proc.stderr.read()}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{proc.port}/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("serve did not answer")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    return err
+
+
+@pytest.fixture(scope="module")
+def ready_dir(qm9_store, tmp_path_factory):
+    """A store whose QM9 is computed, so serve starts without precomputing."""
+    d = tmp_path_factory.mktemp("serve") / "data"
+    shutil.copytree(qm9_store, d)
+    return d
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]], ids=["1 worker", "2 workers"])
+def test_serve_on_open_address_without_token_or_read_only_refuses(tmp_path, workers):
+    proc = _serve(tmp_path / "empty", "--host", "0.0.0.0", *workers)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert "ORIENTSCOPE_TOKEN" in err and "--read-only" in err and "--allow-anonymous-writes" in err
+    assert not (tmp_path / "empty").exists()  # refused before any precompute
+
+
+def test_serve_on_open_address_with_token_starts(ready_dir):
+    err = _health_then_stop(_serve(ready_dir, "--host", "0.0.0.0", "--no-access-log", token="s3cret"))
+    assert "refusing" not in err and "WARNING: anonymous" not in err
+
+
+def test_serve_on_loopback_without_token_starts(ready_dir):
+    err = _health_then_stop(_serve(ready_dir, "--host", "127.0.0.1", "--no-access-log"))
+    assert "refusing" not in err and "WARNING: anonymous" not in err
+
+
+def test_serve_allow_anonymous_writes_warns_and_starts(ready_dir):
+    err = _health_then_stop(_serve(ready_dir, "--host", "0.0.0.0", "--allow-anonymous-writes", "--no-access-log"))
+    assert "WARNING: anonymous writes are allowed on '0.0.0.0'" in err

@@ -1,6 +1,8 @@
-"""Server process settings: warming the store, then exempting it from garbage collection."""
+"""Server process settings: warming the store, then exempting it from garbage collection; the factory's write rule."""
 
 import gc
+
+import pytest
 
 from backend.server import _warm
 from backend.services.cache import get_view
@@ -20,3 +22,25 @@ def test_warming_loads_the_store_then_freezes_it_out_of_garbage_collection(api_d
         assert any(o is late for o in gc.get_objects())
     finally:
         gc.unfreeze()
+
+
+def test_factory_applies_the_write_rule(tmp_path, monkeypatch):
+    from backend.core.settings import UnsafeServerError
+    from backend.server import app_from_env
+
+    monkeypatch.setenv("ORIENTSCOPE_DATA_DIR", str(tmp_path))
+    for name in (
+        "ORIENTSCOPE_TOKEN",
+        "ORIENTSCOPE_READ_ONLY",
+        "ORIENTSCOPE_HOST",
+        "ORIENTSCOPE_ALLOW_ANONYMOUS_WRITES",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    # uvicorn does not pass its address to the factory: unknown counts as reachable.
+    with pytest.raises(UnsafeServerError, match="ORIENTSCOPE_TOKEN"):
+        app_from_env()
+    monkeypatch.setenv("ORIENTSCOPE_HOST", "0.0.0.0")
+    with pytest.raises(UnsafeServerError, match="--read-only"):
+        app_from_env()
+    monkeypatch.setenv("ORIENTSCOPE_READ_ONLY", "1")
+    assert app_from_env().state.settings.read_only

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path
+
+from backend.core.errors import OrientScopeError
 
 DATA_DIR_ENV = "ORIENTSCOPE_DATA_DIR"
 TOKEN_ENV = "ORIENTSCOPE_TOKEN"
@@ -35,3 +38,59 @@ def slugify(name: str) -> str:
     """A safe id derived from a free-text name."""
     slug = re.sub(r"[^a-z0-9_\-]+", "-", name.strip().lower()).strip("-_")
     return (slug or "dataset")[:64]
+
+
+# --------------------------------------------------------------------------- who may write
+HOST_ENV = "ORIENTSCOPE_HOST"  # the address the server listens on, for the uvicorn factory
+READ_ONLY_ENV = "ORIENTSCOPE_READ_ONLY"
+ANONYMOUS_WRITES_ENV = "ORIENTSCOPE_ALLOW_ANONYMOUS_WRITES"
+_TRUE = ("1", "true", "yes", "on")
+
+
+def env_flag(name: str) -> bool:
+    """True when the environment variable ``name`` is 1, true, yes or on."""
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def is_loopback(host: str | None) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``; any other address or name may be reachable from outside."""
+    if not host:
+        return False  # unknown, or "" (every interface)
+    host = host.strip().strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class UnsafeServerError(OrientScopeError):
+    """A writable server would accept anonymous writes on an address others can reach."""
+
+
+def check_write_access(
+    host: str | None, read_only: bool, token: str | None, allow_anonymous_writes: bool = False
+) -> str | None:
+    """Apply the start-up rule for writes; a warning to show, or None.
+
+    A server on a non-loopback address (or an unknown one: ``host`` None) must
+    either need a token for writes or refuse them; otherwise anyone on the
+    network could upload, rename or delete datasets. ``allow_anonymous_writes``
+    overrides the rule and returns a warning. Raises UnsafeServerError naming
+    both ways out.
+    """
+    if read_only or (token or "").strip() or is_loopback(host):
+        return None
+    where = f"on {host!r}" if host else f"on an address it cannot check (set {HOST_ENV})"
+    if allow_anonymous_writes:
+        return (
+            f"WARNING: anonymous writes are allowed {where}: anyone who can reach this server can upload, "
+            "rename or delete datasets"
+        )
+    raise UnsafeServerError(
+        f"refusing to start a writable server without a token {where}: anyone who can reach it could upload, "
+        f"rename or delete datasets. Either set {TOKEN_ENV} (writes then need 'Authorization: Bearer <token>') "
+        f"or serve with --read-only ({READ_ONLY_ENV}=1). To accept anonymous writes on a trusted network, "
+        f"pass --allow-anonymous-writes ({ANONYMOUS_WRITES_ENV}=1)."
+    )

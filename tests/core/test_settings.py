@@ -1,0 +1,36 @@
+"""Settings: the rule that keeps anonymous writes off addresses others can reach."""
+
+import pytest
+
+from backend.core.settings import UnsafeServerError, check_write_access, is_loopback
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost", "LOCALHOST"])
+def test_loopback_addresses(host):
+    assert is_loopback(host)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "", None, "192.168.1.20", "10.0.0.1", "lab-server", "128.0.0.1"])
+def test_other_addresses_may_be_reachable(host):
+    assert not is_loopback(host)
+
+
+def test_exposed_writable_server_without_token_is_refused_naming_both_ways_out():
+    with pytest.raises(UnsafeServerError) as err:
+        check_write_access("0.0.0.0", read_only=False, token=None)
+    assert "ORIENTSCOPE_TOKEN" in str(err.value) and "--read-only" in str(err.value)
+    with pytest.raises(UnsafeServerError, match="cannot check"):
+        check_write_access(None, read_only=False, token="  ")
+
+
+@pytest.mark.parametrize(
+    ("host", "read_only", "token"),
+    [("0.0.0.0", True, None), ("0.0.0.0", False, "s3cret"), ("127.0.0.1", False, None), ("::1", False, None)],
+)
+def test_token_read_only_or_loopback_start_silently(host, read_only, token):
+    assert check_write_access(host, read_only, token) is None
+
+
+def test_anonymous_writes_can_be_allowed_with_a_warning():
+    warning = check_write_access("0.0.0.0", read_only=False, token=None, allow_anonymous_writes=True)
+    assert warning.startswith("WARNING") and "anyone who can reach" in warning
