@@ -35,6 +35,7 @@ export_mod = _Lazy("backend.pipeline.export")
 ingest_mod = _Lazy("backend.pipeline.ingest")
 synth_mod = _Lazy("backend.pipeline.synth")
 datasets_svc = _Lazy("backend.services.datasets")
+audit_mod = _Lazy("backend.pipeline.model_audit")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
@@ -256,16 +257,80 @@ def export_cmd(
     fmt: Annotated[
         str | None, typer.Option("--format", help="xyz | extxyz | sdf | asedb | npz | parquet (default: the input's)")
     ] = None,
+    copies: Annotated[
+        int | None,
+        typer.Option("--copies", help="random mode: write K rotated copies OUT-stem.copy<k> (input of audit-model)"),
+    ] = None,
 ) -> None:
     """Write DATASET with de-biased poses; the per-molecule rotations go to OUT.rotations.csv."""
     try:
-        info = export_mod.export_dataset(resolve_data_dir(data_dir), dataset, mode, out, seed=seed, fmt=fmt)
+        info = export_mod.export_dataset(
+            resolve_data_dir(data_dir), dataset, mode, out, seed=seed, fmt=fmt, copies=copies
+        )
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         _fail(err)
-    typer.echo(
-        f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {info['path']}"
-    )
+    for path in info.get("paths", [info["path"]]):
+        typer.echo(
+            f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {path}"
+        )
     typer.echo(f"rotations: {info['rotations_path']}")
+
+
+@app.command("audit-model")
+def audit_model_cmd(
+    dataset: str,
+    predictions: Path,
+    name: Annotated[str, typer.Option("--name", help="display name of the audit")],
+    data_dir: DataDir = None,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the bootstrap and the permutations")] = DEFAULT_SEED,
+    as_json: Annotated[bool, typer.Option("--json", help="print the audit as one JSON object")] = False,
+) -> None:
+    """Does a model lean on the pose? Audit PREDICTIONS (stored vs rotated poses) against DATASET and store it."""
+    bar = _IngestBar(f"audit {predictions.name}")
+    try:
+        record = audit_mod.run_audit(resolve_data_dir(data_dir), dataset, predictions, name, seed=seed, progress=bar)
+    except (OrientScopeError, ValueError, FileNotFoundError) as err:
+        bar.close()
+        _fail(err)
+    bar.close()
+    if as_json:
+        typer.echo(json.dumps(audit_summary(record)))
+    else:
+        typer.echo(format_audit(record))
+
+
+def audit_summary(record: dict) -> dict:
+    """The JSON object of ``audit-model --json``: the stored audit, under the documented keys first."""
+    return {
+        "dataset": record["dataset"],
+        "name": record["name"],
+        "audit_id": record["id"],
+        "n_unknown_ids": record["n_unknown_ids"],
+        "result_key": record["result_key"],
+        "warnings": record["warnings"],
+        "properties": record["properties"],
+    }
+
+
+def format_audit(record: dict) -> str:
+    """Human-readable audit table."""
+    lines = [
+        f"audit {record['id']} ({record['name']}) of {record['dataset']}: {record['n_molecules']} molecules, "
+        f"{record['n_unknown_ids']} unknown ids, seed {record['seed']}",
+        f"{'property':<14}{'split':<7}{'n':>7}{'mse stored':>12}{'mse rotated':>12}{'reliance':>10}"
+        f"{'95% CI':>20}{'p (Holm)':>10}  verdict",
+    ]
+    for p in record["properties"]:
+        ci = p["ci95"].get("reliance")
+        ci_text = f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-"
+        reliance = "-" if p["reliance"] is None else f"{p['reliance']:+.3f}"
+        lines.append(
+            f"{p['property']:<14}{p['split'] or 'all':<7}{p['n']:>7}{p['mse_stored']:>12.4g}{p['mse_rotated']:>12.4g}"
+            f"{reliance:>10}{ci_text:>20}{p['pvalue_holm']:>10.2g}  {p['verdict']['code']}"
+        )
+    lines += ["", *(f"{p['property']}: {p['verdict']['text']}" for p in record["properties"] if p["split"] is None)]
+    lines += [f"warning: {w}" for w in record["warnings"]]
+    return "\n".join(lines)
 
 
 @app.command("rename")

@@ -154,3 +154,49 @@ def test_serve_on_loopback_without_token_starts(ready_dir):
 def test_serve_allow_anonymous_writes_warns_and_starts(ready_dir):
     err = _health_then_stop(_serve(ready_dir, "--host", "0.0.0.0", "--allow-anonymous-writes", "--no-access-log"))
     assert "WARNING: anonymous writes are allowed on '0.0.0.0'" in err
+
+
+@pytest.fixture(scope="module")
+def audit_dir(qm9_store, tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli-audit")
+    shutil.copytree(qm9_store / "datasets", d / "datasets")
+    return d
+
+
+def test_export_copies_then_audit_model_json(audit_dir, tmp_path):
+    import pandas as pd
+
+    from backend.loaders.detect import load_path
+    from backend.store.datasets import load_dataset
+    from tests.audit_models import invariant_features, predictions_frame
+
+    out = tmp_path / "rot.npz"
+    run("export", "qm9", "--mode", "random", "--copies", "2", "--out", str(out), "--data-dir", str(audit_dir))
+    rotations = pd.read_csv(tmp_path / "rot.npz.rotations.csv")
+    assert sorted(rotations["copy"].unique()) == [0, 1]
+    copies = [load_path(tmp_path / f"rot.copy{k}.npz", "npz").mols for k in range(2)]
+    stored = load_dataset(audit_dir, "qm9")
+    frame = predictions_frame(stored, copies, invariant_features, stored.properties["gap"].to_numpy(), "gap")
+    frame.loc[len(frame)] = ["nosuch-id", "gap", 0, 0.1, 0.1]
+    frame.to_csv(tmp_path / "pred.csv", index=False, float_format="%.17g")
+    proc = run(
+        "audit-model", "qm9", str(tmp_path / "pred.csv"), "--name", "mine", "--json", "--data-dir", str(audit_dir)
+    )
+    audit = json.loads(proc.stdout)
+    assert {"dataset", "name", "n_unknown_ids", "result_key", "properties"} <= set(audit)
+    assert audit["dataset"] == "qm9" and audit["name"] == "mine" and audit["n_unknown_ids"] == 1
+    (prop,) = audit["properties"]
+    for key in ("property", "n", "mse_stored", "mse_rotated", "reliance", "ci95", "pvalue", "pvalue_holm", "verdict"):
+        assert key in prop
+    assert prop["verdict"]["code"] == "invariant"
+    table = run("audit-model", "qm9", str(tmp_path / "pred.csv"), "--name", "again", "--data-dir", str(audit_dir))
+    assert "invariant" in table.stdout and "gap" in table.stdout
+
+
+def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
+    proc = run(
+        "export", "qm9", "--mode", "canonical", "--copies", "2", "--out", str(tmp_path / "x.npz"),
+        "--data-dir", str(audit_dir), check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "--mode random" in proc.stderr
+    assert not list(tmp_path.iterdir())

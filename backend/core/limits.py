@@ -15,6 +15,7 @@ max_bad_fraction           0.05            (lenient mode only; see below)
 max_archive_members        100,000
 max_archive_ratio          250             uncompressed / compressed bytes
 max_archive_bytes          8 GiB           total uncompressed archive content
+max_prediction_rows        20,000,000      ``ORIENTSCOPE_MAX_PREDICTION_ROWS`` (model audits)
 =========================  ==============  ====================================
 
 Lenient mode (the default) skips a malformed record and counts it, but a file
@@ -48,6 +49,7 @@ class Limits:
     max_archive_members: int = 100_000
     max_archive_ratio: float = 250.0
     max_archive_bytes: int = 8 * GIB
+    max_prediction_rows: int = 20_000_000
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -60,6 +62,7 @@ class Limits:
             ("max_molecules", "ORIENTSCOPE_MAX_MOLECULES"),
             ("max_atoms_per_molecule", "ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE"),
             ("max_total_atoms", "ORIENTSCOPE_MAX_TOTAL_ATOMS"),
+            ("max_prediction_rows", "ORIENTSCOPE_MAX_PREDICTION_ROWS"),
         ):
             if env.get(var):
                 changes[field] = int(env[var])
@@ -91,4 +94,11 @@ class Limits:
             raise LimitExceeded(
                 f"{source}: more than {self.max_total_atoms:,} atoms in total, the limit "
                 "(set ORIENTSCOPE_MAX_TOTAL_ATOMS to change it)"
+            )
+
+    def check_prediction_rows(self, n_rows: int, source: str) -> None:
+        if n_rows > self.max_prediction_rows:
+            raise LimitExceeded(
+                f"{source}: more than {self.max_prediction_rows:,} prediction rows, the limit "
+                "(set ORIENTSCOPE_MAX_PREDICTION_ROWS to change it)"
             )

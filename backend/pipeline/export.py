@@ -7,6 +7,12 @@
 * ``canonical``: every molecule in its canonical pose ``R (x - centroid)``
   (PCA frame, sign rule "max"); the side file holds each ``R``.
 
+With ``copies=K`` (random mode only) K files ``<stem>.copy<k><suffix>`` are
+written, every one keeping the original ids, plus one side file with a
+``copy`` column: the input of a model audit (:mod:`backend.pipeline.model_audit`).
+Copy 0 is the single random export; copy ``k`` ≥ 1 draws its rotations from
+``derived_seed(seed, "export:copy<k>")``, molecule ``i`` taking the ``i``-th draw.
+
 Properties are kept. Lab-frame tensor and vector properties (columns
 ``<name>_xx _xy _xz _yy _yz _zz`` or ``<name>_x _y _z``, such as QM9's
 polarizability tensor) are rotated with the molecule (``R A Rᵀ``, ``R v``)
@@ -50,6 +56,7 @@ EXPORT_FORMATS = tuple(WRITERS)
 DEFAULT_FORMAT = "extxyz"
 TENSOR_SUFFIXES = ("xx", "xy", "xz", "yy", "yz", "zz")
 VECTOR_SUFFIXES = ("x", "y", "z")
+MAX_COPIES = 100
 
 
 def check_mode(mode: str) -> str:
@@ -95,11 +102,17 @@ def rotate_properties(props: pd.DataFrame, rotations: np.ndarray) -> pd.DataFram
     return out
 
 
-def debias(mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED) -> tuple[MoleculeSet, np.ndarray]:
+def copy_rotations(n_molecules: int, seed: int, copy: int = 0) -> np.ndarray:
+    """(n, 3, 3) Haar-uniform rotations of one random copy; copy 0 is the single random export's."""
+    purpose = "export" if copy == 0 else f"export:copy{copy}"
+    return random_rotations(n_molecules, derived_seed(seed, purpose))
+
+
+def debias(mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED, copy: int = 0) -> tuple[MoleculeSet, np.ndarray]:
     """The re-posed molecule set and the (n, 3, 3) rotation applied to each molecule."""
     check_mode(mode)
     if mode == "random":
-        rotations = random_rotations(mols.n_molecules, derived_seed(seed, "export"))
+        rotations = copy_rotations(mols.n_molecules, seed, copy)
         pos = rotate_molecules(mols.positions_angstrom, mols.offsets, rotations)
     else:
         frames = compute_frames(
@@ -132,14 +145,18 @@ def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
             os.unlink(tmp)
 
 
+def _write_molecules(out: Path, posed: MoleculeSet, fmt: str) -> None:
+    writer = WRITERS[fmt][1]
+    kind = {".aselmdb": "aselmdb", ".lmdb": "aselmdb", ".json": "json"}.get(out.suffix.lower(), "db")
+    _write_atomically(out, (lambda p: writer(p, posed, kind)) if fmt == "asedb" else (lambda p: writer(p, posed)))
+
+
 def export_molecules(mols: MoleculeSet, out: Path, mode: str, fmt: str, seed: int = DEFAULT_SEED) -> dict:
     """Write ``mols`` re-posed by ``mode`` to ``out`` in ``fmt`` plus the rotations side file."""
     check_export_format(fmt)
     out = Path(out)
     posed, rotations = debias(mols, mode, seed)
-    suffix, writer = WRITERS[fmt]
-    kind = {".aselmdb": "aselmdb", ".lmdb": "aselmdb", ".json": "json"}.get(out.suffix.lower(), "db")
-    _write_atomically(out, (lambda p: writer(p, posed, kind)) if fmt == "asedb" else (lambda p: writer(p, posed)))
+    _write_molecules(out, posed, fmt)
     side = out.with_name(out.name + ".rotations.csv")
     _write_atomically(
         side, lambda p: rotations_table(mols.ids, rotations, mode, seed).to_csv(p, index=False, float_format="%.12g")
@@ -154,14 +171,69 @@ def export_molecules(mols: MoleculeSet, out: Path, mode: str, fmt: str, seed: in
     }
 
 
+def copy_path(out: Path, copy: int) -> Path:
+    """Where copy ``copy`` of a multi-copy export goes: ``<stem>.copy<k><suffix>`` beside ``out``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}.copy{copy}{out.suffix}")
+
+
+def check_copies(mode: str, copies: int | None) -> int | None:
+    if copies is None:
+        return None
+    if mode != "random":
+        raise ValueError(f"copies are rotated copies: use --mode random with --copies (got --mode {mode})")
+    if not 1 <= copies <= MAX_COPIES:
+        raise ValueError(f"copies must be between 1 and {MAX_COPIES}, got {copies}")
+    return copies
+
+
+def export_copies(mols: MoleculeSet, out: Path, fmt: str, copies: int, seed: int = DEFAULT_SEED) -> dict:
+    """Write ``copies`` randomly rotated copies of ``mols`` and one rotations file with a ``copy`` column."""
+    check_export_format(fmt)
+    out = Path(out)
+    paths, tables = [], []
+    for copy in range(copies):
+        posed, rotations = debias(mols, "random", seed, copy)
+        path = copy_path(out, copy)
+        _write_molecules(path, posed, fmt)
+        paths.append(str(path))
+        tables.append(rotations_table(mols.ids, rotations, "random", seed).assign(copy=copy))
+    table = pd.concat(tables, ignore_index=True)
+    table = table[["copy", *[c for c in table.columns if c != "copy"]]]
+    side = out.with_name(out.name + ".rotations.csv")
+    _write_atomically(side, lambda p: table.to_csv(p, index=False, float_format="%.12g"))
+    return {
+        "path": paths[0],
+        "paths": paths,
+        "rotations_path": str(side),
+        "format": fmt,
+        "mode": "random",
+        "seed": seed,
+        "copies": copies,
+        "n_molecules": mols.n_molecules,
+    }
+
+
 def export_dataset(
-    data_dir: Path, dataset_id: str, mode: str, out: Path, seed: int = DEFAULT_SEED, fmt: str | None = None
+    data_dir: Path,
+    dataset_id: str,
+    mode: str,
+    out: Path,
+    seed: int = DEFAULT_SEED,
+    fmt: str | None = None,
+    copies: int | None = None,
 ) -> dict:
-    """Export a stored dataset (format: ``fmt``, else from ``out``'s suffix, else the input's, else extended XYZ)."""
+    """Export a stored dataset (format: ``fmt``, else from ``out``'s suffix, else the input's, else extended XYZ).
+
+    With ``copies`` (random mode only), that many rotated copies; see :func:`export_copies`.
+    """
     check_mode(mode)
+    check_copies(mode, copies)
     meta = ds.read_meta(data_dir, dataset_id)
     fmt = check_export_format(fmt) if fmt else EXTENSIONS.get(Path(out).suffix.lower()) or default_format(meta)
     mols = ds.load_dataset(data_dir, dataset_id)
+    if copies is not None:
+        return export_copies(mols, Path(out), fmt, copies, seed)
     return export_molecules(mols, Path(out), mode, fmt, seed)
 
 

@@ -101,6 +101,12 @@ def save_dataset(
     return meta
 
 
+def read_molecule_columns(data_dir: Path, dataset_id: str, columns: list[str]) -> pd.DataFrame:
+    """Some columns of the per-molecule table (id, smiles, properties), without the atoms."""
+    read_meta(data_dir, dataset_id)
+    return read_table(dataset_dir(data_dir, dataset_id) / "molecules.parquet", columns=columns).to_pandas()
+
+
 def load_dataset(data_dir: Path, dataset_id: str) -> MoleculeSet:
     meta = read_meta(data_dir, dataset_id)
     folder = dataset_dir(data_dir, dataset_id)

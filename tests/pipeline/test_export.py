@@ -76,3 +76,18 @@ def test_unknown_mode_and_format(tmp_path, mols):
         debias(mols, "sideways")
     with pytest.raises(ValueError, match="unknown export format 'pdb'"):
         export_molecules(mols, tmp_path / "x.pdb", "random", "pdb")
+
+
+def test_copies_keep_ids_and_copy_zero_is_the_single_export(tmp_path, mols):
+    from backend.pipeline.export import export_copies
+
+    single = export_molecules(mols, tmp_path / "one.npz", "random", "npz", seed=3)
+    info = export_copies(mols, tmp_path / "many.npz", "npz", copies=3, seed=3)
+    assert [p.split("/")[-1] for p in info["paths"]] == ["many.copy0.npz", "many.copy1.npz", "many.copy2.npz"]
+    side = pd.read_csv(info["rotations_path"])
+    assert list(side.columns[:2]) == ["copy", "id"] and len(side) == 3 * mols.n_molecules
+    first = pd.read_csv(single["rotations_path"])
+    np.testing.assert_allclose(side[side["copy"] == 0][R_COLUMNS].to_numpy(), first[R_COLUMNS].to_numpy())
+    assert not np.allclose(side[side["copy"] == 1][R_COLUMNS].to_numpy(), first[R_COLUMNS].to_numpy())
+    for path in info["paths"]:
+        assert list(load_path(path, "npz").mols.ids) == list(mols.ids)

@@ -1,0 +1,291 @@
+"""Model audit of a stored dataset: read a predictions file, match it, compute the figures, store them.
+
+The predictions (see :mod:`backend.loaders.predictions`) are matched to the
+dataset's molecules by exact id. Per property, and per split when the file
+has one, :mod:`backend.science.model_audit` computes the figures on the
+molecules found; the p-values are Holm-adjusted across every figure set of
+the audit. The classifier scores and the orientation-only regression come
+from the dataset's active result (null, with a reason, if it has none).
+
+Every random draw is seeded from ``derived_seed(seed, "audit:<property>:<split>")``,
+so one recorded seed reproduces the audit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from backend.core.errors import DatasetError
+from backend.core.limits import Limits
+from backend.core.settings import DEFAULT_SEED
+from backend.loaders.predictions import Predictions, read_predictions
+from backend.loaders.qm9 import FRAME_DEPENDENT
+from backend.science import model_audit as sci
+from backend.science.rotations import derived_seed
+from backend.store import audits as store
+from backend.store import datasets as ds
+from backend.store.results import ResultStore
+
+log = logging.getLogger(__name__)
+
+# progress(fraction 0-1, stage, message), like ingest's
+AuditProgress = Callable[[float, str, str], None]
+MODELS_STAGE = "models"
+MAX_EXAMPLES = 5
+# Shifted ids must explain at least this share of the unknown (or the matched) ids to be reported.
+SHIFT_WARNING_SHARE = 0.5
+MOLECULE_COLUMNS = (
+    "id", "property", "split", "n_copies", "stored", "true", "se_stored", "se_rotated",
+    "ae_stored", "ae_rotated", "shift", "copy_spread",
+)  # fmt: skip
+
+
+def is_frame_dependent(meta: dict, prop: str) -> bool:
+    """Whether a property changes with the lab frame by definition (e.g. tensor components)."""
+    return prop in FRAME_DEPENDENT
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _quiet(*_args) -> None:
+    return None
+
+
+def _scores_and_regression(data_dir: Path, dataset_id: str, meta: dict, ids: pd.Index):
+    """Per-molecule classifier scores (stored, control), the regression rows by property and the result key."""
+    params = meta.get("active_params")
+    if not params:
+        return None, None, {}, None
+    result = ResultStore(data_dir, dataset_id, params)
+    if not result.completed(MODELS_STAGE):
+        return None, None, {}, result.key
+    section = result.section(MODELS_STAGE)
+    regression = {row["property"]: row for row in section.get("report", {}).get("regression", [])}
+    out = []
+    for table in ("scores", "control_scores"):
+        frame = result.table(MODELS_STAGE, table, columns=["id", "classifier_score"]).to_pandas()
+        values = np.full(len(ids), np.nan)
+        where = ids.get_indexer(frame["id"].astype(str))
+        values[where[where >= 0]] = frame["classifier_score"].to_numpy(np.float64)[where >= 0]
+        out.append(values)
+    return out[0], out[1], regression, result.key
+
+
+def _integer_ids(ids: np.ndarray) -> np.ndarray | None:
+    """The ids as integers, or None if any is not a plain integer."""
+    values = pd.to_numeric(pd.Series(ids, dtype=object), errors="coerce")
+    if values.isna().any() or not np.all(values == np.round(values)):
+        return None
+    return values.to_numpy(np.int64)
+
+
+def shifted_id_warnings(unknown: np.ndarray, dataset_ids: pd.Index) -> list[str]:
+    """Warn when ids not in the dataset would match if shifted by one (0- versus 1-based numbering)."""
+    as_int = _integer_ids(unknown) if len(unknown) else None
+    if as_int is None:
+        return []
+    warnings = []
+    for step in (1, -1):
+        hits = np.count_nonzero(dataset_ids.get_indexer((as_int + step).astype(str)) >= 0)
+        if hits >= SHIFT_WARNING_SHARE * len(unknown):
+            warnings.append(
+                f"{hits:,} of the {len(unknown):,} unknown ids match a dataset id when shifted by {step:+d}: "
+                "are the ids numbered from 0 instead of 1 (or the other way)?"
+            )
+    return warnings
+
+
+def _shifted_truth_warning(
+    prop: str, errors: sci.MoleculeErrors, values: np.ndarray, dataset_ids: pd.Index
+) -> str | None:
+    """Warn when the stored predictions fit the neighbouring molecule's value much better than their own."""
+    as_int = _integer_ids(dataset_ids.to_numpy()[errors.molecule])
+    mse = float(errors.se_stored.mean())
+    if as_int is None or mse == 0:
+        return None
+    for step in (1, -1):
+        where = dataset_ids.get_indexer((as_int + step).astype(str))
+        ok = where >= 0
+        if ok.sum() < SHIFT_WARNING_SHARE * len(where):
+            continue
+        shifted = float(np.nanmean((errors.stored[ok] - values[where[ok]]) ** 2))
+        if shifted < 0.5 * mse:
+            return (
+                f"{prop}: the stored predictions match the value of id{step:+d} far better than their own "
+                f"(MSE {shifted:.3g} against {mse:.3g}): are the ids shifted by one?"
+            )
+    return None
+
+
+def _truth(rows: pd.DataFrame, mol: np.ndarray, dataset_values: np.ndarray | None) -> np.ndarray:
+    true = rows["true"].to_numpy(np.float64)
+    if dataset_values is not None:
+        fill = np.isnan(true)
+        true = np.where(fill, dataset_values[mol], true)
+    return true
+
+
+def _figure_sets(preds: Predictions) -> list[tuple[str, str | None]]:
+    splits = [None, "train", "test"] if preds.has_split else [None]
+    return [(prop, split) for prop in sorted(preds.rows["property"].unique()) for split in splits]
+
+
+def audit_predictions(
+    data_dir: Path,
+    dataset_id: str,
+    preds: Predictions,
+    seed: int = DEFAULT_SEED,
+    settings: sci.AuditSettings | None = None,
+    progress: AuditProgress | None = None,
+) -> tuple[dict, pd.DataFrame]:
+    """The audit's figures (a JSON-ready dict) and its per-molecule table, for validated predictions."""
+    settings = settings or sci.AuditSettings()
+    notify = progress or _quiet
+    meta = ds.read_meta(data_dir, dataset_id)
+    used = sorted(set(preds.rows["property"].unique()) & set(meta.get("properties", [])))
+    mol_table = ds.read_molecule_columns(data_dir, dataset_id, ["id", *used])
+    dataset_ids = pd.Index(mol_table["id"].astype(str))
+    codes, uniques = pd.factorize(preds.rows["id"])
+    where = dataset_ids.get_indexer(uniques)
+    unknown = np.asarray(uniques)[where < 0]
+    mol_all = where[codes]
+    matched = mol_all >= 0
+    rows = preds.rows[matched]
+    mol_rows = mol_all[matched]
+    warnings = shifted_id_warnings(unknown, dataset_ids)
+    if len(rows) == 0:
+        raise DatasetError(
+            f"none of the {len(uniques):,} ids in the predictions is a molecule of dataset {dataset_id!r} "
+            f"(e.g. {list(map(str, unknown[:MAX_EXAMPLES]))}; the dataset's ids look like "
+            f"{list(dataset_ids[:3])})" + "".join(f"; {w}" for w in warnings)
+        )
+    scores, control, regression, result_key = _scores_and_regression(data_dir, dataset_id, meta, dataset_ids)
+    units = meta.get("property_units", {})
+    entries, tables = [], []
+    sets = _figure_sets(preds)
+    for k, (prop, split) in enumerate(sets):
+        notify(0.2 + 0.75 * k / len(sets), "audit", f"{prop}" + (f" ({split})" if split else ""))
+        sel = (rows["property"] == prop).to_numpy()
+        if split is not None:
+            sel = sel & (rows["split"] == split).to_numpy()
+        if not sel.any():
+            continue
+        sub, mol = rows[sel], mol_rows[sel]
+        values = mol_table[prop].to_numpy(np.float64) if prop in mol_table else None
+        true = _truth(sub, mol, values)
+        ok = np.isfinite(true)
+        if not ok.any():
+            raise DatasetError(f"property {prop!r}: no molecule in the predictions has a true value")
+        errors = sci.molecule_errors(mol[ok], sub["stored"].to_numpy()[ok], sub["rotated"].to_numpy()[ok], true[ok])
+        figures = sci.audit_figures(
+            errors,
+            settings,
+            derived_seed(seed, f"audit:{prop}:{split or 'all'}"),
+            scores=None if scores is None else scores[errors.molecule],
+            control_scores=None if control is None else control[errors.molecule],
+        )
+        notes = []
+        variance = float(np.nanvar(values)) if values is not None else float(np.var(errors.true))
+        if (note := sci.units_warning(figures["mse_stored"], variance, units.get(prop, ""))) is not None:
+            notes.append(f"{prop}: {note}")
+        if split is None and values is not None:
+            if (note := _shifted_truth_warning(prop, errors, values, dataset_ids)) is not None:
+                notes.append(note)
+        entries.append({
+            "property": prop,
+            "split": split,
+            "unit": units.get(prop, ""),
+            "n_rows": int(sel.sum()),
+            "n_missing_true": int((~ok).sum()),
+            **figures,
+            "regression_improvement": (regression.get(prop) or {}).get("improvement"),
+            "warnings": notes,
+        })  # fmt: skip
+        if split is None:
+            first_split = sub["split"].to_numpy()[ok][np.unique(mol[ok], return_index=True)[1]]
+            tables.append(pd.DataFrame({
+                "id": dataset_ids.to_numpy()[errors.molecule], "property": prop, "split": first_split,
+                "n_copies": errors.n_copies, "stored": errors.stored, "true": errors.true,
+                "se_stored": errors.se_stored, "se_rotated": errors.se_rotated, "ae_stored": errors.ae_stored,
+                "ae_rotated": errors.ae_rotated, "shift": errors.shift, "copy_spread": errors.copy_spread,
+            }))  # fmt: skip
+    adjusted = sci.holm([e["pvalue"] for e in entries])
+    for entry, p_holm in zip(entries, adjusted, strict=True):
+        entry["pvalue_holm"] = p_holm
+        entry["verdict"] = sci.verdict(
+            entry, p_holm, is_frame_dependent(meta, entry["property"]), regression.get(entry["property"])
+        )
+        warnings.extend(entry["warnings"])
+    record = {
+        "n_rows": preds.n_rows,
+        "n_matched_rows": int(matched.sum()),
+        "n_molecules": int(len(np.unique(mol_rows))),
+        "n_unknown_ids": int(len(unknown)),
+        "unknown_id_examples": [str(u) for u in unknown[:MAX_EXAMPLES]],
+        "result_key": result_key,
+        "seed": int(seed),
+        "settings": settings.as_dict(),
+        "seed_rule": "derived_seed(seed, 'audit:<property>:<split or all>')",
+        "warnings": warnings,
+        "properties": entries,
+    }
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=list(MOLECULE_COLUMNS))
+    return record, table
+
+
+def run_audit(
+    data_dir: Path,
+    dataset_id: str,
+    path: Path,
+    name: str,
+    audit_id: str | None = None,
+    seed: int = DEFAULT_SEED,
+    settings: sci.AuditSettings | None = None,
+    limits: Limits | None = None,
+    progress: AuditProgress | None = None,
+    original_name: str | None = None,
+) -> dict:
+    """Audit the predictions in ``path`` against ``dataset_id`` and store the result; the stored record."""
+    data_dir, path = Path(data_dir), Path(path)
+    notify = progress or _quiet
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ValueError("an audit name must have 1 to 200 characters")
+    meta = ds.read_meta(data_dir, dataset_id)
+    if not path.is_file():
+        raise FileNotFoundError(f"no predictions file {path}")
+    notify(0.0, "load", f"reading {original_name or path.name}")
+    preds = read_predictions(path, meta.get("properties", []), limits)
+    notify(0.15, "load", f"{preds.n_rows:,} prediction rows")
+    settings = settings or sci.AuditSettings()
+    record, table = audit_predictions(data_dir, dataset_id, preds, seed, settings, notify)
+    record = {
+        "name": name,
+        "input": {
+            "filename": original_name or path.name,
+            "sha256": file_sha256(path),
+            "format": preds.format,
+            "has_true": preds.has_true,
+            "has_split": preds.has_split,
+            "has_copy": preds.has_copy,
+        },
+        "n_bootstrap": settings.n_bootstrap,
+        **record,
+    }
+    audit_id = audit_id or store.new_audit_id()
+    notify(0.97, "save", "storing the audit")
+    store.write_audit(data_dir, dataset_id, audit_id, record, table)
+    notify(1.0, "done", f"audit {audit_id!r} ready")
+    return store.read_audit(data_dir, dataset_id, audit_id)

@@ -1,0 +1,96 @@
+"""The audit's statistics on constructed errors with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backend.science import model_audit as sci
+
+SETTINGS = sci.AuditSettings(n_bootstrap=500, n_permutations=20_000)
+
+
+def test_molecule_errors_average_over_copies_first():
+    # Molecule 0 has two copies, molecule 5 one; true 1.0 everywhere.
+    e = sci.molecule_errors([5, 0, 0], stored=[2.0, 1.0, 1.0], rotated=[3.0, 2.0, 4.0], true=[1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(e.molecule, [0, 5])
+    np.testing.assert_array_equal(e.n_copies, [2, 1])
+    np.testing.assert_allclose(e.se_stored, [0.0, 1.0])
+    np.testing.assert_allclose(e.se_rotated, [(1 + 9) / 2, 4.0])
+    np.testing.assert_allclose(e.ae_rotated, [2.0, 2.0])
+    np.testing.assert_allclose(e.shift, [np.sqrt((1 + 9) / 2), 1.0])
+    np.testing.assert_allclose(e.copy_spread[0], np.std([2.0, 4.0], ddof=1))
+    assert np.isnan(e.copy_spread[1])
+
+
+def test_holm_known_values():
+    assert sci.holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None], nan_ok=True)
+    assert sci.holm([0.5, 0.9]) == [1.0, 1.0]
+
+
+def _errors(rng, n, extra):
+    true = rng.normal(size=n)
+    stored = true + rng.normal(0, 1, n)
+    rotated = true + rng.normal(0, 1 + extra, n)
+    return sci.molecule_errors(np.arange(n), stored, rotated, true)
+
+
+def test_no_reliance_when_poses_are_exchangeable():
+    f = sci.audit_figures(_errors(np.random.default_rng(0), 500, 0.0), SETTINGS, seed=1)
+    assert f["pvalue"] > 0.01 and f["ci95"]["reliance"][0] < 0 < f["ci95"]["reliance"][1]
+    v = sci.verdict(f, sci.holm([f["pvalue"]])[0], frame_dependent=False, regression=None)
+    assert v["code"] == "no_reliance"
+
+
+def test_leans_when_rotated_errors_grow():
+    f = sci.audit_figures(_errors(np.random.default_rng(0), 500, 0.5), SETTINGS, seed=1)
+    assert f["reliance"] > 0.5 and f["pvalue"] < 1e-3 and f["test"]["method"].endswith("permutations")
+    gain = {"improvement": 0.3, "improvement_std": 0.02, "control_improvement": 0.0}
+    v = sci.verdict(f, f["pvalue"], frame_dependent=False, regression=gain)
+    assert v["code"] == "leans" and "shortcut through the pose is plausible" in v["text"]
+    v = sci.verdict(f, f["pvalue"], False, {"improvement": 0.0, "improvement_std": 0.01, "control_improvement": 0.0})
+    assert "out of distribution" in v["text"]
+
+
+def test_normal_approximation_agrees_with_permutations():
+    d = np.random.default_rng(3).normal(0.08, 1.0, 1500)
+    exact = sci.sign_flip_test(d, sci.AuditSettings(n_permutations=50_000, max_permutation_molecules=2000), 0)
+    approx = sci.sign_flip_test(d, sci.AuditSettings(max_permutation_molecules=10), 0)
+    assert approx["method"] == "sign-flip, normal approximation" and approx["n_permutations"] == 0
+    assert approx["pvalue"] == pytest.approx(exact["pvalue"], abs=0.01)
+
+
+def test_bootstrap_is_seeded():
+    values = np.random.default_rng(0).normal(size=(300, 2))
+    np.testing.assert_array_equal(sci.bootstrap_means(values, 50, 4), sci.bootstrap_means(values, 50, 4))
+    assert not np.array_equal(sci.bootstrap_means(values, 50, 4), sci.bootstrap_means(values, 50, 5))
+
+
+def test_invariant_and_zero_error_cases():
+    n = 50
+    true = np.linspace(1, 2, n)
+    e = sci.molecule_errors(np.arange(n), true, true, true)  # a perfect, invariant model
+    f = sci.audit_figures(e, SETTINGS, seed=0)
+    assert f["invariant"] and f["reliance"] is None and f["ci95"]["reliance"] is None
+    assert sci.verdict(f, 1.0, False, None)["code"] == "invariant"
+    assert sci.verdict(f, 1.0, True, None)["code"] == "frame_dependent"
+
+
+def test_spearman_and_deciles_with_missing_scores():
+    rng = np.random.default_rng(2)
+    e = _errors(rng, 400, 0.3)
+    scores = e.shift + rng.normal(0, 0.01, 400)
+    scores[:10] = np.nan
+    f = sci.audit_figures(e, SETTINGS, seed=0, scores=scores, control_scores=rng.uniform(size=400))
+    assert f["shift_vs_score"]["rho"] > 0.9 and f["shift_vs_score"]["n"] == 390
+    lo, hi = f["shift_vs_control_score"]["ci95"]
+    assert lo < 0 < hi
+    assert [d["decile"] for d in f["reliance_by_decile"]] == list(range(1, 11))
+    assert sum(d["n"] for d in f["reliance_by_decile"]) == 390
+    missing = sci.audit_figures(e, SETTINGS, seed=0)
+    assert missing["shift_vs_score"]["rho"] is None and "models stage" in missing["shift_vs_score"]["reason"]
+
+
+def test_units_warning():
+    assert "units" in sci.units_warning(10.0, 1.0, "eV")
+    assert sci.units_warning(0.5, 1.0) is None
