@@ -10,8 +10,9 @@
 With ``copies=K`` (random mode only) K files ``<stem>.copy<k><suffix>`` are
 written, every one keeping the original ids, plus one side file with a
 ``copy`` column: the input of a model audit (:mod:`backend.pipeline.model_audit`).
-Copy 0 is the single random export; copy ``k`` ≥ 1 draws its rotations from
-``derived_seed(seed, "export:copy<k>")``, molecule ``i`` taking the ``i``-th draw.
+Copy 0 is the single random export; copy ``k`` ≥ 1 rotates molecule ``i`` by a
+counter-based draw of (seed, ``export:copy<k>``, ``i``), so a molecule's
+rotation does not depend on which other molecules are exported.
 
 Properties are kept. Lab-frame tensor and vector properties (columns
 ``<name>_xx _xy _xz _yy _yz _zz`` or ``<name>_x _y _z``, such as QM9's
@@ -39,6 +40,7 @@ from backend.loaders.npz import write_npz
 from backend.loaders.parquet_orientations import write_parquet
 from backend.loaders.sdf import write_sdf
 from backend.loaders.xyz import write_xyz
+from backend.science.counter_rng import haar_rotations
 from backend.science.frames import canonical_positions, compute_frames
 from backend.science.rotations import derived_seed, random_rotations, rotate_molecules
 from backend.store import datasets as ds
@@ -104,8 +106,9 @@ def rotate_properties(props: pd.DataFrame, rotations: np.ndarray) -> pd.DataFram
 
 def copy_rotations(n_molecules: int, seed: int, copy: int = 0) -> np.ndarray:
     """(n, 3, 3) Haar-uniform rotations of one random copy; copy 0 is the single random export's."""
-    purpose = "export" if copy == 0 else f"export:copy{copy}"
-    return random_rotations(n_molecules, derived_seed(seed, purpose))
+    if copy == 0:
+        return random_rotations(n_molecules, derived_seed(seed, "export"))
+    return haar_rotations(seed, f"export:copy{copy}", np.arange(n_molecules))
 
 
 def debias(mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED, copy: int = 0) -> tuple[MoleculeSet, np.ndarray]:
