@@ -10,6 +10,7 @@ parse as numbers become properties; the SMILES comes from the mol block.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -121,32 +122,96 @@ def load_sdf(
     return collect(read_sdf, path, "sdf", strict, limits, progress)
 
 
+def _atoms_molecule(atomic_numbers, positions_angstrom):
+    """An RDKit molecule of the atoms and one conformer, no bonds."""
+    from rdkit import Chem
+    from rdkit.Geometry import Point3D
+
+    rw = Chem.RWMol()
+    for a in atomic_numbers:
+        rw.AddAtom(Chem.Atom(int(a)))
+    conf = Chem.Conformer(len(atomic_numbers))
+    for k, (x, y, w) in enumerate(np.asarray(positions_angstrom, np.float64)):
+        conf.SetAtomPosition(k, Point3D(float(x), float(y), float(w)))
+    mol = rw.GetMol()
+    mol.AddConformer(conf, assignId=True)
+    return mol
+
+
+def _with_bonds(mol, smiles: str | None):
+    """Bond orders from the SMILES when it matches the atoms, else perceived from the geometry (else connectivity)."""
+    from rdkit import Chem
+    from rdkit.Chem import AllChem, rdDetermineBonds
+
+    template = Chem.MolFromSmiles(smiles) if smiles else None
+    if template is not None:
+        try:
+            conn = Chem.Mol(mol)
+            rdDetermineBonds.DetermineConnectivity(conn)
+            return AllChem.AssignBondOrdersFromTemplate(template, conn)
+        except (ValueError, RuntimeError):
+            pass
+    try:
+        bonded = Chem.Mol(mol)
+        rdDetermineBonds.DetermineBonds(bonded, charge=0)
+    except (ValueError, RuntimeError):
+        bonded = Chem.Mol(mol)
+        rdDetermineBonds.DetermineConnectivity(bonded)
+    return bonded
+
+
+def sdf_mol(atomic_numbers, positions_angstrom, title: str, smiles: str | None, properties: dict, bonds: bool):
+    """The RDKit molecule of one SDF record: ``title`` as its name, the SMILES and ``properties`` as SD fields.
+
+    With ``bonds`` the record carries bonds (see :func:`_with_bonds`); without,
+    atoms only, so reading it back gives exactly the stored atoms.
+    """
+    mol = _atoms_molecule(atomic_numbers, positions_angstrom)
+    if bonds:
+        mol = _with_bonds(mol, smiles)
+    mol.SetProp("_Name", title)
+    if smiles:
+        mol.SetProp("SMILES", smiles)
+    for name, value in properties.items():
+        if value is not None:
+            mol.SetProp(name, repr(value))
+    return mol
+
+
+def _write_records(target, mols) -> None:
+    from rdkit import Chem
+
+    writer = Chem.SDWriter(target)
+    writer.SetKekulize(False)  # aromatic bonds as stored in the SMILES, as the molecule file we read had them
+    try:
+        for mol in mols:
+            writer.write(mol)
+    finally:
+        writer.close()
+
+
+def sdf_block(
+    atomic_numbers, positions_angstrom, title: str, smiles: str | None = None, properties: dict | None = None
+) -> str:
+    """One SDF record with bonds (a single-molecule download)."""
+    buf = io.StringIO()
+    _write_records(buf, [sdf_mol(atomic_numbers, positions_angstrom, title, smiles, properties or {}, bonds=True)])
+    return buf.getvalue()
+
+
 def write_sdf(path: Path, mols) -> None:
     """SDF with the id as title and every property as an SD field.
 
     The dataset model keeps atoms and coordinates but no bonds, so the blocks
     carry atoms only; reading them back gives the same atoms, poses and properties.
     """
-    from rdkit import Chem
-    from rdkit.Geometry import Point3D
+    props = mols.properties
+    smiles = mols.smiles
 
-    writer = Chem.SDWriter(str(path))
-    try:
+    def records():
         for i in range(mols.n_molecules):
-            z, pos = mols.atoms_of(i)
-            rw = Chem.RWMol()
-            for a in z:
-                rw.AddAtom(Chem.Atom(int(a)))
-            conf = Chem.Conformer(len(z))
-            for k, (x, y, w) in enumerate(pos):
-                conf.SetAtomPosition(k, Point3D(float(x), float(y), float(w)))
-            mol = rw.GetMol()
-            mol.AddConformer(conf, assignId=True)
-            mol.SetProp("_Name", str(mols.ids[i]))
-            if mols.smiles is not None and mols.smiles[i]:
-                mol.SetProp("SMILES", str(mols.smiles[i]))
-            for col in mols.properties.columns:
-                mol.SetProp(col, repr(float(mols.properties[col].iat[i])))
-            writer.write(mol)
-    finally:
-        writer.close()
+            values = {col: float(props[col].iat[i]) for col in props.columns}
+            smi = str(smiles[i]) if smiles is not None and smiles[i] else None
+            yield sdf_mol(*mols.atoms_of(i), str(mols.ids[i]), smi, values, bonds=False)
+
+    _write_records(str(path), records())

@@ -7,12 +7,14 @@ in the original QM9 files) are accepted.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from backend.core.elements import SYMBOLS
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
 from backend.loaders.base import BadRecord, LineReader, Loaded, LoadProgress, Record, collect, element_to_z, open_text
@@ -121,14 +123,43 @@ def load_xyz(
     return collect(read_xyz, path, "xyz", strict, limits, progress)
 
 
+def read_xyz_text(text: str, limits: Limits | None = None, source: str = "xyz") -> tuple[np.ndarray, np.ndarray]:
+    """Atomic numbers (n,) and positions (n, 3) Å of the first frame of an XYZ text.
+
+    Raises DatasetError naming the line (LimitExceeded above the atom limit).
+    """
+    lines = LineReader(io.StringIO(text), source)
+    for block in iter_xyz_blocks(lines, limits or Limits()):
+        if isinstance(block, BadRecord):
+            raise DatasetError(f"{source}: {block.where}: {block.message}")
+        parsed = parse_atom_lines(block)
+        if isinstance(parsed, str):
+            raise DatasetError(f"{source}: {block.where}: {parsed}")
+        return parsed
+    raise DatasetError(f"{source}: line 1: expected an atom count, got an empty text")
+
+
+# Writing: our own formatter, not ase.io.write (its plain-XYZ writer puts one
+# comment on every frame; we need each molecule's id) nor RDKit's
+# MolToXYZBlock (it needs an RDKit molecule per frame: 2.4x slower than this
+# on 5,000 QM9 molecules, 1.45 s vs 0.60 s; busy machine, noisy).
+def xyz_block(atoms, positions_angstrom, comment: str = "", decimals: int = 10) -> str:
+    """One XYZ frame: the atom count, ``comment`` (kept on one line), then ``symbol x y z`` lines (Å).
+
+    ``atoms`` holds element symbols or atomic numbers; ``decimals`` is the
+    number of digits after the point.
+    """
+    pos = np.asarray(positions_angstrom, np.float64).reshape(-1, 3)
+    symbols = [a if isinstance(a, str) else SYMBOLS[int(a)] for a in atoms]
+    lines = [str(len(symbols)), comment.replace("\r", " ").replace("\n", " ")]
+    lines += [
+        f"{s} {x:.{decimals}f} {y:.{decimals}f} {z:.{decimals}f}" for s, (x, y, z) in zip(symbols, pos, strict=True)
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def write_xyz(path: Path, mols) -> None:
     """Plain XYZ, one frame per molecule, the molecule id on the comment line."""
-    from backend.core.elements import SYMBOLS
-
     with open(path, "w", encoding="utf-8") as fh:
         for i in range(mols.n_molecules):
-            z, pos = mols.atoms_of(i)
-            fh.write(f"{len(z)}\n{mols.ids[i]}\n")
-            fh.writelines(
-                f"{SYMBOLS[int(a)]} {x:.10f} {y:.10f} {w:.10f}\n" for a, (x, y, w) in zip(z, pos, strict=True)
-            )
+            fh.write(xyz_block(*mols.atoms_of(i), str(mols.ids[i])))

@@ -7,7 +7,9 @@ import math
 import numpy as np
 
 from backend.core.elements import MAX_Z, symbol_to_z
-from backend.core.limits import Limits
+from backend.core.errors import DatasetError
+from backend.core.limits import LimitExceeded, Limits
+from backend.loaders.xyz import read_xyz_text
 from backend.science.frames import FRAME_METHODS, SIGN_RULES, frame_of_molecule
 from backend.services.errors import InvalidInput
 
@@ -32,39 +34,6 @@ def _element(symbol, i: int) -> int:
         raise InvalidInput(f"elements[{i}]: unknown element symbol {symbol!r}", _body("elements", i)) from None
 
 
-def parse_xyz(text: str) -> tuple[list, list]:
-    """(symbols, positions) of the first frame of an XYZ text; errors name the line."""
-    lines = text.splitlines()
-    if not lines or not lines[0].strip():
-        raise InvalidInput("xyz: line 1 must hold the atom count", _body("xyz"))
-    try:
-        n = int(lines[0].split()[0])
-    except ValueError:
-        raise InvalidInput(f"xyz line 1: atom count expected, got {lines[0][:40]!r}", _body("xyz")) from None
-    if n < 1:
-        raise InvalidInput(f"xyz line 1: the molecule needs at least one atom, got {n}", _body("xyz"))
-    _check_size(n, "xyz")
-    if len(lines) < n + 2:
-        raise InvalidInput(
-            f"xyz: line 1 announces {n} atoms but only {max(len(lines) - 2, 0)} atom lines follow", _body("xyz")
-        )
-    symbols, positions = [], []
-    for k in range(2, n + 2):
-        parts = lines[k].split()
-        if len(parts) < 4:
-            raise InvalidInput(f"xyz line {k + 1}: expected 'symbol x y z', got {lines[k][:60]!r}", _body("xyz"))
-        try:
-            xyz = [float(v) for v in parts[1:4]]
-        except ValueError:
-            raise InvalidInput(
-                f"xyz line {k + 1}: coordinates must be numbers, got {parts[1:4]}", _body("xyz")
-            ) from None
-        sym = parts[0]
-        symbols.append(int(sym) if sym.isdigit() else sym)
-        positions.append(xyz)
-    return symbols, positions
-
-
 def _check_size(n: int, field: str) -> None:
     limit = Limits.from_env().max_atoms_per_molecule
     if n > limit:
@@ -76,7 +45,11 @@ def parse_molecule(elements=None, positions=None, xyz: str | None = None) -> tup
     if xyz is not None and (elements is not None or positions is not None):
         raise InvalidInput("give either elements and positions, or xyz, not both", _body("xyz"))
     if xyz is not None:
-        elements, positions = parse_xyz(xyz)
+        try:
+            z, pos = read_xyz_text(xyz, Limits.from_env())
+        except (DatasetError, LimitExceeded) as exc:
+            raise InvalidInput(str(exc), _body("xyz")) from None
+        elements, positions = z.tolist(), pos.tolist()
         where = "xyz"
     else:
         if elements is None or positions is None:

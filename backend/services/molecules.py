@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from backend.core.elements import hill_formulas, z_to_symbols
+from backend.loaders.sdf import sdf_block
+from backend.loaders.xyz import xyz_block
 from backend.science import substructure
 from backend.science.chemistry import molecule_graph
 from backend.services.cache import CHEMISTRY_MOLECULES, DatasetView, get_view
@@ -267,51 +268,6 @@ def _check_export(fmt: str, pose: str) -> None:
         raise InvalidInput(f"unknown pose {pose!r}; expected one of {POSES}", ("query", "pose"))
 
 
-def xyz_block(elements: list[str], positions: np.ndarray, comment: str) -> str:
-    """Plain XYZ text (Å)."""
-    lines = [str(len(elements)), comment.replace("\n", " ")]
-    lines += [f"{s:<2} {x:15.8f} {y:15.8f} {z:15.8f}" for s, (x, y, z) in zip(elements, positions, strict=True)]
-    return "\n".join(lines) + "\n"
-
-
-def sdf_block(elements: list[str], positions: np.ndarray, title: str, smiles: str | None, properties: dict) -> str:
-    """SDF record with bonds: orders from the SMILES when it matches, else perceived from the geometry."""
-    from rdkit import Chem
-    from rdkit.Chem import AllChem, rdDetermineBonds
-
-    mol = Chem.MolFromXYZBlock(xyz_block(elements, positions, title))
-    if mol is None:
-        raise InvalidInput(f"molecule {title!r} cannot be converted to an RDKit molecule")
-    bonded = None
-    if smiles:
-        template = Chem.MolFromSmiles(smiles)
-        if template is not None:
-            try:
-                conn = Chem.Mol(mol)
-                rdDetermineBonds.DetermineConnectivity(conn)
-                bonded = AllChem.AssignBondOrdersFromTemplate(template, conn)
-            except (ValueError, RuntimeError):
-                bonded = None
-    if bonded is None:
-        try:
-            bonded = Chem.Mol(mol)
-            rdDetermineBonds.DetermineBonds(bonded, charge=0)
-        except (ValueError, RuntimeError):
-            bonded = Chem.Mol(mol)
-            rdDetermineBonds.DetermineConnectivity(bonded)
-    bonded.SetProp("_Name", title)
-    if smiles:
-        bonded.SetProp("SMILES", smiles)
-    for name, value in properties.items():
-        if value is not None:
-            bonded.SetProp(name, repr(value))
-    buf = io.StringIO()
-    with Chem.SDWriter(buf) as writer:
-        writer.SetKekulize(False)
-        writer.write(bonded)
-    return buf.getvalue()
-
-
 def export_molecule(
     data_dir: Path, dataset_id: str, mol_id: str, fmt: str = "xyz", pose: str = "stored"
 ) -> tuple[str, str]:
@@ -322,10 +278,9 @@ def export_molecule(
     z, pos = view.atoms(i)
     if pose == "canonical":
         pos = view.canonical_positions(i)
-    elements = z_to_symbols(z)
     mol_id = str(view.ids[i])
     filename = f"{dataset_id}_{mol_id}_{pose}.{fmt}"
     if fmt == "xyz":
-        return xyz_block(elements, pos, f"{dataset_id} {mol_id} pose={pose} units=angstrom"), filename
+        return xyz_block(z, pos, f"{dataset_id} {mol_id} pose={pose} units=angstrom", decimals=8), filename
     props = {name: _clean(view.property_values[i, j]) for j, name in enumerate(view.property_names)}
-    return sdf_block(elements, pos, f"{dataset_id}_{mol_id}", str(view.smiles[i]) or None, props), filename
+    return sdf_block(z, pos, f"{dataset_id}_{mol_id}", str(view.smiles[i]) or None, props), filename

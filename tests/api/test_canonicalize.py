@@ -96,9 +96,9 @@ BAD_BODIES = [
     ({"elements": ["O"]}, ["body", "positions"], "positions is required"),
     ({"xyz": "3\n\nO 0 0 0\nH 1 0 0\n", "elements": ["O"]}, ["body", "xyz"], "not both"),
     ({"xyz": "three\n\nO 0 0 0"}, ["body", "xyz"], "line 1"),
-    ({"xyz": "3\n\nO 0 0 0\nH 1 0 0\n"}, ["body", "xyz"], "announces 3 atoms"),
+    ({"xyz": "3\n\nO 0 0 0\nH 1 0 0\n"}, ["body", "xyz"], "2 of the 3 atom lines"),
     ({"xyz": "1\n\nO 0 zero 0\n"}, ["body", "xyz"], "line 3"),
-    ({"xyz": "0\n\n"}, ["body", "xyz"], "at least one atom"),
+    ({"xyz": "0\n\n"}, ["body", "xyz"], "positive atom count"),
     ({"elements": ["O"], "positions": [[0, 0, 0]], "method": "svd"}, ["body", "method"], ""),
     ({"elements": ["O"], "positions": [[0, 0, 0]], "sign_rule": "min"}, ["body", "sign_rule"], ""),
     (

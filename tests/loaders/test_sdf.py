@@ -63,3 +63,19 @@ def test_truncated_and_corrupt_records(tmp_path):
     (tmp_path / "c.sdf").write_text(corrupt)
     with pytest.raises(DatasetError, match=r"record 5 \(line \d+\): RDKit cannot parse"):
         load_sdf(tmp_path / "c.sdf", strict=True)
+
+
+def test_one_record_with_bonds_from_the_smiles_or_the_geometry():
+    from rdkit import Chem
+
+    from backend.loaders.sdf import sdf_block
+    from tests.molecules import CO2, benzene
+
+    z, pos = benzene()
+    text = sdf_block(z, pos, "benzene", "c1ccccc1", {"energy": -1.5, "missing": None})
+    mol = Chem.MolFromMolBlock(text, removeHs=False)
+    assert Chem.MolToSmiles(Chem.RemoveHs(mol)) == "c1ccccc1"
+    assert "<energy>" in text and "-1.5" in text and "<missing>" not in text and "<SMILES>" in text
+    np.testing.assert_allclose(mol.GetConformer().GetPositions(), pos, atol=1e-4)
+    perceived = Chem.MolFromMolBlock(sdf_block(*CO2, "co2"), removeHs=False)  # no SMILES: bonds from 3D
+    assert Chem.MolToSmiles(perceived) == "O=C=O"

@@ -105,3 +105,28 @@ def test_molecule_limit(tmp_path):
     path.write_text(_frames(10))
     with pytest.raises(LimitExceeded, match="more than 5 molecules"):
         load_xyz(path, limits=Limits(max_molecules=5))
+
+
+def test_one_frame_from_text_and_its_errors_name_the_line():
+    from backend.loaders.xyz import read_xyz_text
+
+    z, pos = read_xyz_text("2\nwater-ish\nO 0 0 0\nH 0.96 0 0\nextra lines are ignored\n")
+    assert z.tolist() == [8, 1] and pos.tolist() == [[0, 0, 0], [0.96, 0, 0]]
+    for text, message in [
+        ("", "line 1"),
+        ("three\n\nO 0 0 0", "line 1"),
+        ("2\n\nO 0 0 0\n", "1 of the 2 atom lines"),
+        ("1\n\nO 0 a 0\n", "line 3"),
+    ]:
+        with pytest.raises(DatasetError, match=message):
+            read_xyz_text(text)
+    with pytest.raises(LimitExceeded):
+        read_xyz_text("3\n\nO 0 0 0\nH 1 0 0\nH 0 1 0\n", Limits(max_atoms_per_molecule=2))
+
+
+def test_xyz_block_takes_symbols_or_numbers():
+    from backend.loaders.xyz import xyz_block
+
+    a = xyz_block(["O", "H"], [[0.0, 0.0, 0.0], [0.96, 0.0, 0.0]], "water\nsecond line", decimals=3)
+    assert a == "2\nwater second line\nO 0.000 0.000 0.000\nH 0.960 0.000 0.000\n"
+    assert xyz_block(np.array([8, 1], np.int16), [[0.0, 0.0, 0.0], [0.96, 0.0, 0.0]], "water\nsecond line", 3) == a

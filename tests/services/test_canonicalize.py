@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from backend.services.canonicalize import canonicalize, parse_molecule, parse_xyz
+from backend.services.canonicalize import canonicalize, parse_molecule
 from backend.services.errors import InvalidInput
 
 
 def test_parse_xyz():
-    symbols, positions = parse_xyz("2\nwater-ish\nO 0 0 0\nH 0.96 0 0\nextra lines are ignored\n")
-    assert symbols == ["O", "H"] and positions == [[0, 0, 0], [0.96, 0, 0]]
+    z, positions = parse_molecule(xyz="2\nwater-ish\nO 0 0 0\nH 0.96 0 0\nextra lines are ignored\n")
+    assert z.tolist() == [8, 1] and positions.tolist() == [[0, 0, 0], [0.96, 0, 0]]
 
 
 @pytest.mark.parametrize(
@@ -17,14 +17,15 @@ def test_parse_xyz():
     [
         ("", "line 1"),
         ("x\n", "line 1"),
-        ("2\n\nO 0 0 0\n", "announces 2 atoms"),
+        ("2\n\nO 0 0 0\n", "line 1.*1 of the 2 atom lines"),
         ("1\n\nO 0 0\n", "line 3"),
         ("1\n\nO 0 a 0\n", "line 3"),
     ],
 )
 def test_parse_xyz_errors_name_the_line(text, message):
-    with pytest.raises(InvalidInput, match=message):
-        parse_xyz(text)
+    with pytest.raises(InvalidInput, match=message) as err:
+        parse_molecule(xyz=text)
+    assert err.value.loc == ("body", "xyz")
 
 
 def test_atom_limit_follows_the_environment(monkeypatch):

@@ -16,7 +16,6 @@ from backend.services.molecules import (
     formulas,
     list_molecules,
     molecule_detail,
-    xyz_block,
 )
 from tests.molecules import CO2, METHANE, WATER, benzene
 from tests.services.conftest import toy_set
@@ -105,10 +104,11 @@ def test_detail_of_a_degenerate_molecule(toy_dir):
     assert m["classifier_score"] is None
 
 
-def test_xyz_block_format():
-    text = xyz_block(["O", "H"], np.array([[0.0, 0.0, 0.0], [0.96, 0.0, 0.0]]), "water")
-    assert text.splitlines()[:2] == ["2", "water"]
-    assert text.splitlines()[3].split() == ["H", "0.96000000", "0.00000000", "0.00000000"]
+def test_xyz_export_format(toy_dir):
+    text, name = export_molecule(toy_dir, "plain", "water", "xyz", "stored")
+    assert name == "plain_water_stored.xyz"
+    assert text.splitlines()[:2] == ["3", "plain water pose=stored units=angstrom"]
+    assert len(text.splitlines()[2].split()[1].split(".")[1]) == 8  # 8 decimals
 
 
 def test_sdf_export_of_benzene_has_aromatic_bonds_from_smiles(toy_dir):
