@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import data
 from app.state import ViewState, parse_query
-from backend.services.bytecache import shared_cache
+from backend.services.bytecache import ByteBudgetCache, shared_cache
 
 DEFAULT_DATASET = "qm9"
 LAYOUT_PATH = "/_dash-layout"
@@ -61,9 +61,13 @@ class PageQueryMiddleware:
     server CPU to build and encode, a repeated one nothing.
     """
 
-    def __init__(self, app: ASGIApp, version: Callable[[], Hashable] | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, version: Callable[[], Hashable] | None = None, cache: ByteBudgetCache | None = None
+    ) -> None:
         self.app = app
         self.version = version
+        self.cache = cache if cache is not None else shared_cache()
+        self._own = object()  # keys of this app's layouts: another app may serve the same query
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "GET" or not scope["path"].endswith(LAYOUT_PATH):
@@ -73,8 +77,8 @@ class PageQueryMiddleware:
         query = referer_query(headers.get(b"referer"), headers.get(b"host"))
         key = None
         if query is not None and self.version is not None:
-            key = (query, await anyio.to_thread.run_sync(self.version))  # reads dataset metadata files
-        hit = shared_cache().get("first_view", key) if key is not None else None
+            key = (self._own, query, await anyio.to_thread.run_sync(self.version))  # reads dataset metadata
+        hit = self.cache.get("first_view", key) if key is not None else None
         if hit is not None:
             await send({"type": "http.response.start", "status": 200, "headers": hit[0]})
             await send({"type": "http.response.body", "body": hit[1]})
@@ -95,7 +99,7 @@ class PageQueryMiddleware:
             _PAGE_QUERY.reset(token)
         if key is not None and sent["status"] == 200:
             body = b"".join(sent["body"])
-            shared_cache().put("first_view", key, (sent["headers"], body), size=len(body))
+            self.cache.put("first_view", key, (sent["headers"], body), size=len(body))
 
 
 def datasets_version(data_dir: Path) -> tuple:

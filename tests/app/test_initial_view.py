@@ -7,6 +7,7 @@ import pytest
 
 from app.initial_view import PageQueryMiddleware, page_query, referer_query, resolve_view
 from backend.server import create_app
+from backend.services.bytecache import MB, ByteBudgetCache
 from tests.api.conftest import ServerThread
 
 
@@ -70,7 +71,7 @@ async def _get(app, path, headers):
 
 def test_middleware_passes_the_query_and_caches_per_version():
     calls, version = [], {"v": 1}
-    app = PageQueryMiddleware(_layout_app(calls), version=lambda: version["v"])
+    app = PageQueryMiddleware(_layout_app(calls), version=lambda: version["v"], cache=ByteBudgetCache(MB))
     ref = {"host": "lab", "referer": "http://lab/?dataset=qm9"}
     first = asyncio.run(_get(app, "/_dash-layout", ref))
     assert first == "layout for '?dataset=qm9' #1"
