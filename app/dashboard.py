@@ -14,7 +14,7 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from app import data, panels
+from app import data, ids, panels
 from app.compat import dispatch_in_threads, install_answer_encoder
 from app.figures import angle_histogram_figure, message_figure
 from app.initial_view import (
@@ -31,7 +31,7 @@ from app.mapview import clicked_row, map_layers
 from app.offload import guarded
 from app.pages_upload import register_upload, upload_section
 from app.request_guard import DashRequestGuard
-from app.state import GROUPINGS, ViewState
+from app.state import GROUPINGS, URL_FIELDS, ViewState, control_values
 from app.static_report import static_report_html
 
 log = logging.getLogger(__name__)
@@ -44,10 +44,10 @@ def _header(read_only: bool) -> html.Header:
     return html.Header(
         [
             html.H1(["Orient", html.Span("Scope")]),
-            html.Label(["Dataset", dcc.Dropdown(id="dataset-select", clearable=False, className="dataset-select")]),
-            html.Button("Copy link", id="copy-link", className="button"),
-            html.Span(id="copy-status", className="note"),
-            html.A("Upload a dataset", id="upload-link", href="/upload", className="nav-link", hidden=read_only),
+            html.Label(["Dataset", dcc.Dropdown(id=ids.DATASET, clearable=False, className="dataset-select")]),
+            html.Button("Copy link", id=ids.COPY_LINK, className="button"),
+            html.Span(id=ids.COPY_STATUS, className="note"),
+            html.A("Upload a dataset", id=ids.UPLOAD_LINK, href="/upload", className="nav-link", hidden=read_only),
             html.Span("read-only lab dashboard", className="badge") if read_only else None,
         ],
         className="topbar",
@@ -62,7 +62,7 @@ def _controls() -> html.Div:
                 children=[
                     "View",
                     dcc.RadioItems(
-                        id="view-mode",
+                        id=ids.VIEW_MODE,
                         options=[
                             {"label": "Mollweide map", "value": "map"},
                             {"label": "density", "value": "density"},
@@ -78,7 +78,7 @@ def _controls() -> html.Div:
                 children=[
                     "Axes",
                     dcc.Checklist(
-                        id="axes-select",
+                        id=ids.AXES,
                         options=[{"label": f" {a}", "value": str(a)} for a in (1, 2, 3)],
                         value=["1", "2", "3"],
                         inline=True,
@@ -89,32 +89,32 @@ def _controls() -> html.Div:
                 className="control",
                 children=[
                     "Colour by",
-                    dcc.Dropdown(id="color-by", clearable=False, value="axis", options=BASE_COLOR_OPTIONS),
+                    dcc.Dropdown(id=ids.COLOR, clearable=False, value="axis", options=BASE_COLOR_OPTIONS),
                 ],
             ),
             html.Label(
                 className="control",
                 children=[
                     "Grouping",
-                    dcc.Dropdown(id="grouping", options=list(GROUPINGS), value="formula", clearable=False),
+                    dcc.Dropdown(id=ids.GROUPING, options=list(GROUPINGS), value="formula", clearable=False),
                 ],
             ),
             html.Label(
                 className="control",
-                children=["Only group", dcc.Dropdown(id="group-filter", placeholder="all molecules")],
+                children=["Only group", dcc.Dropdown(id=ids.GROUP_FILTER, placeholder="all molecules")],
             ),
             html.Label(
                 className="control",
                 children=[
                     "SMARTS highlight",
-                    dcc.Input(id="smarts", type="text", debounce=True, placeholder="e.g. C=O", className="smarts"),
+                    dcc.Input(id=ids.SMARTS, type="text", debounce=True, placeholder="e.g. C=O", className="smarts"),
                 ],
             ),
             html.Div(
                 [
-                    html.Button("PNG", id="export-png", className="button small"),
-                    html.Button("SVG", id="export-svg", className="button small"),
-                    html.Button("HTML report", id="download-report-btn", className="button small"),
+                    html.Button("PNG", id=ids.EXPORT_PNG, className="button small"),
+                    html.Button("SVG", id=ids.EXPORT_SVG, className="button small"),
+                    html.Button("HTML report", id=ids.REPORT_BUTTON, className="button small"),
                 ],
                 className="exports",
             ),
@@ -126,12 +126,12 @@ def _controls() -> html.Div:
 def _molecule_panel() -> html.Div:
     return html.Div(
         [
-            html.H3(["Molecule ", html.Span(id="molecule-id", className="molecule-id")]),
-            html.Div(id="molecule-info", className="molecule-info"),
-            html.Div(id="molecule-viewer", className="viewer"),
-            html.Div(id="molecule-extra"),
+            html.H3(["Molecule ", html.Span(id=ids.MOLECULE_ID, className="molecule-id")]),
+            html.Div(id=ids.MOLECULE_INFO, className="molecule-info"),
+            html.Div(id=ids.MOLECULE_VIEWER, className="viewer"),
+            html.Div(id=ids.MOLECULE_EXTRA),
         ],
-        id="molecule-panel",
+        id=ids.MOLECULE_PANEL,
         className="panel molecule-panel",
     )
 
@@ -145,7 +145,7 @@ def _groups_section() -> html.Section:
             ),
             dcc.Loading(
                 dash_table.DataTable(
-                    id="groups-table",
+                    id=ids.GROUPS_TABLE,
                     sort_action="native",
                     row_selectable="single",
                     page_size=12,
@@ -156,7 +156,7 @@ def _groups_section() -> html.Section:
                     ],
                 )
             ),
-            html.Div(id="group-viewer", className="viewer grid"),
+            html.Div(id=ids.GROUP_VIEWER, className="viewer grid"),
         ],
         className="panel",
     )
@@ -168,12 +168,12 @@ def _compare_section() -> html.Section:
             html.H2("Compare"),
             html.Div(
                 [
-                    dcc.Dropdown(id="compare-a", placeholder="dataset A, e.g. QM9"),
-                    dcc.Dropdown(id="compare-b", placeholder="dataset B, e.g. QM9 · control"),
+                    dcc.Dropdown(id=ids.COMPARE_A, placeholder="dataset A, e.g. QM9"),
+                    dcc.Dropdown(id=ids.COMPARE_B, placeholder="dataset B, e.g. QM9 · control"),
                 ],
                 className="compare-pickers",
             ),
-            dcc.Loading(html.Div(id="compare-body", className="compare")),
+            dcc.Loading(html.Div(id=ids.COMPARE_BODY, className="compare")),
         ],
         className="panel",
     )
@@ -182,27 +182,27 @@ def _compare_section() -> html.Section:
 def build_layout(read_only: bool) -> html.Div:
     return html.Div(
         [
-            dcc.Location(id="url", refresh=False),
-            dcc.Store(id="map-state"),
-            dcc.Store(id="selected-ring"),
-            dcc.Store(id="ring-done"),
-            dcc.Store(id="selected"),
-            dcc.Store(id="viewer-spec"),
-            dcc.Store(id="viewer-done"),
-            dcc.Store(id="group-spec"),
-            dcc.Store(id="group-done"),
-            dcc.Store(id="export-done"),
-            dcc.Download(id="download-report"),
-            dcc.Interval(id="status-poll", interval=2000, disabled=True),
+            dcc.Location(id=ids.URL, refresh=False),
+            dcc.Store(id=ids.MAP_STATE),
+            dcc.Store(id=ids.SELECTED_RING),
+            dcc.Store(id=ids.RING_DONE),
+            dcc.Store(id=ids.SELECTED),
+            dcc.Store(id=ids.VIEWER_SPEC),
+            dcc.Store(id=ids.VIEWER_DONE),
+            dcc.Store(id=ids.GROUP_SPEC),
+            dcc.Store(id=ids.GROUP_DONE),
+            dcc.Store(id=ids.EXPORT_DONE),
+            dcc.Download(id=ids.DOWNLOAD_REPORT),
+            dcc.Interval(id=ids.STATUS_POLL, interval=2000, disabled=True),
             _header(read_only),
             upload_section(read_only),
-            html.Div(id="messages", className="messages"),
-            html.Div(id="progress", className="progress"),
+            html.Div(id=ids.MESSAGES, className="messages"),
+            html.Div(id=ids.PROGRESS, className="progress"),
             html.Section(
                 [
                     html.H2("Verdict"),
-                    dcc.Loading(html.Div(id="verdict", className="verdict")),
-                    dcc.Graph(id="angle-histogram", config={"displaylogo": False}),
+                    dcc.Loading(html.Div(id=ids.VERDICT, className="verdict")),
+                    dcc.Graph(id=ids.ANGLE_HISTOGRAM, config={"displaylogo": False}),
                 ],
                 className="panel",
             ),
@@ -210,13 +210,13 @@ def build_layout(read_only: bool) -> html.Div:
                 [
                     html.H2("Orientations of every molecule"),
                     _controls(),
-                    html.Div(id="map-notes", className="note"),
+                    html.Div(id=ids.MAP_NOTES, className="note"),
                     html.Div(
                         [
                             html.Div(
                                 dcc.Loading(
                                     dcc.Graph(
-                                        id="orientation-map",
+                                        id=ids.MAP,
                                         # WebGL at the screen's own resolution: plotly's default of 2x
                                         # rasterises 4x the pixels, which software WebGL pays for in full.
                                         config={"displaylogo": False, "scrollZoom": True, "plotGlPixelRatio": 1},
@@ -242,7 +242,53 @@ def build_layout(read_only: bool) -> html.Div:
     )
 
 
-# ----------------------------------------------------------------- helpers
+# ----------------------------------------------------------------- outputs
+# Where each named field of a callback's answer is shown: field -> (component id, property).
+# The callbacks answer dicts with these keys, and first_view fills the layout through the same maps.
+STATE_OUT = {
+    "search": (ids.URL, "search"),
+    **{name: ids.CONTROL_OF[name] for name in URL_FIELDS},
+    "map_state": (ids.MAP_STATE, "data"),
+    "messages": (ids.MESSAGES, "children"),
+    "dataset_options": (ids.DATASET, "options"),
+    # With the value, not later: a dropdown drops a value that is not among its options yet.
+    "color_options": (ids.COLOR, "options"),
+}
+MAP_OUT = {"figure": (ids.MAP, "figure"), "notes": (ids.MAP_NOTES, "children")}
+VERDICT_OUT = {
+    "verdict": (ids.VERDICT, "children"),
+    "histogram": (ids.ANGLE_HISTOGRAM, "figure"),
+    "progress": (ids.PROGRESS, "children"),
+    "poll_disabled": (ids.STATUS_POLL, "disabled"),
+}
+MOLECULE_OUT = {
+    "molecule_id": (ids.MOLECULE_ID, "children"),
+    "info": (ids.MOLECULE_INFO, "children"),
+    "viewer": (ids.VIEWER_SPEC, "data"),
+}
+GROUPS_OUT = {
+    "options": (ids.GROUP_FILTER, "options"),
+    "rows": (ids.GROUPS_TABLE, "data"),
+    "picked": (ids.GROUPS_TABLE, "selected_rows"),
+}
+COMPARE_OUT = {"a": (ids.COMPARE_A, "options"), "b": (ids.COMPARE_B, "options")}
+
+
+def _outputs(spec: dict[str, tuple[str, str]]) -> dict[str, Output]:
+    return {name: Output(component, prop) for name, (component, prop) in spec.items()}
+
+
+def _put(props: dict[str, dict], spec: dict[str, tuple[str, str]], values: dict) -> None:
+    """Add named ``values`` to ``props`` (component id -> props) where ``spec`` shows them."""
+    for name, value in values.items():
+        component, prop = spec[name]
+        props.setdefault(component, {})[prop] = value
+
+
+def _warnings(messages: list[str]) -> list:
+    return [html.P(m, className="warning") for m in messages]
+
+
 def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     """Component id -> props that show the view of a page URL, as the callbacks would after loading it.
 
@@ -252,42 +298,39 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     """
     resolved = resolve_view(data_dir, search)
     st = resolved.state
-    ms = st.map_state()
-    figure, notes = panels.map_outputs(data_dir, ms)
-    verdict, histogram, progress, poll_disabled = panels.verdict_outputs(data_dir, ms)
-    mol_id, mol_info, viewer = panels.molecule_outputs(data_dir, ms, st.molecule)
-    group_options, group_rows, picked = panels.group_outputs(data_dir, ms)
+    drawn = ViewState.from_map_state(st.map_state())  # what the callbacks read from the map-state store
+    props: dict[str, dict] = {}
+    _put(
+        props,
+        STATE_OUT,
+        {
+            "search": search,
+            **control_values(st),
+            "map_state": st.map_state(),
+            "messages": _warnings(resolved.messages),
+            "dataset_options": resolved.dataset_options,
+            "color_options": color_options(data_dir, st.dataset),
+        },
+    )
+    # Left unset when the URL named something unknown: sync_state then reports it and cleans the URL.
+    if resolved.messages:
+        del props[ids.URL]
+    # A Store given data=None reports a change when it mounts, which would fire its callbacks.
+    if not st.molecule:
+        del props[ids.SELECTED]
+    _put(props, MAP_OUT, panels.map_outputs(data_dir, drawn)._asdict())
+    _put(props, VERDICT_OUT, panels.verdict_outputs(data_dir, drawn)._asdict())
+    molecule = panels.molecule_outputs(data_dir, drawn, st.molecule)
+    _put(props, MOLECULE_OUT, molecule._asdict())
+    if molecule.viewer is None:
+        del props[ids.VIEWER_SPEC]
+    _put(props, GROUPS_OUT, panels.group_outputs(data_dir, drawn)._asdict())
     choices = panels.compare_choices(data_dir)
-    return {
-        # Left unset when the URL named something unknown: sync_state then reports it and cleans the URL.
-        "url": {} if resolved.messages else {"search": search},
-        "dataset-select": {"value": st.dataset, "options": resolved.dataset_options},
-        "color-by": {"value": st.color, "options": color_options(data_dir, st.dataset)},
-        "grouping": {"value": st.grouping},
-        "group-filter": {"value": st.group, "options": group_options},
-        "smarts": {"value": st.smarts or ""},
-        "view-mode": {"value": st.view},
-        "axes-select": {"value": list(st.axes)},
-        # A Store given data=None reports a change when it mounts, which would fire its callbacks.
-        "selected": {"data": st.molecule} if st.molecule else {},
-        "map-state": {"data": ms},
-        "messages": {"children": [html.P(m, className="warning") for m in resolved.messages]},
-        "orientation-map": {"figure": figure},
-        "map-notes": {"children": notes},
-        "selected-ring": {"data": panels.ring_points(data_dir, ms, st.molecule)},
-        "verdict": {"children": verdict},
-        "angle-histogram": {"figure": histogram},
-        "progress": {"children": progress},
-        "status-poll": {"disabled": poll_disabled},
-        "molecule-id": {"children": mol_id},
-        "molecule-info": {"children": mol_info},
-        "viewer-spec": {"data": viewer} if viewer else {},
-        "molecule-extra": {"children": panels.neighbour_lists(data_dir, ms, st.molecule)},
-        "groups-table": {"data": group_rows, "selected_rows": picked},
-        "group-spec": {"data": panels.group_members_spec(data_dir, ms)},
-        "compare-a": {"options": choices},
-        "compare-b": {"options": choices},
-    }
+    _put(props, COMPARE_OUT, {"a": choices, "b": choices})
+    props[ids.SELECTED_RING] = {"data": panels.ring_points(data_dir, drawn, st.molecule)}
+    props[ids.MOLECULE_EXTRA] = {"children": panels.neighbour_lists(data_dir, drawn, st.molecule)}
+    props[ids.GROUP_SPEC] = {"data": panels.group_members_spec(data_dir, drawn)}
+    return props
 
 
 def components_of(root: Component) -> list[Component]:
@@ -360,125 +403,86 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
     callback = guarded(app.callback)
 
     @callback(
-        Output("url", "search"),
-        Output("dataset-select", "value"),
-        Output("color-by", "value"),
-        Output("grouping", "value"),
-        Output("group-filter", "value"),
-        Output("smarts", "value"),
-        Output("view-mode", "value"),
-        Output("axes-select", "value"),
-        Output("selected", "data"),
-        Output("map-state", "data"),
-        Output("messages", "children"),
-        Output("dataset-select", "options"),
-        # With the value, not later: a dropdown drops a value that is not among its options yet.
-        Output("color-by", "options"),
-        Input("url", "search"),
-        Input("dataset-select", "value"),
-        Input("color-by", "value"),
-        Input("grouping", "value"),
-        Input("group-filter", "value"),
-        Input("smarts", "value"),
-        Input("view-mode", "value"),
-        Input("axes-select", "value"),
-        Input("selected", "data"),
-        State("map-state", "data"),
+        output=_outputs(STATE_OUT),
+        inputs={"search": Input(ids.URL, "search"), **{n: Input(c, p) for n, (c, p) in ids.CONTROL_OF.items()}},
+        state={"current": State(ids.MAP_STATE, "data")},
         # dcc.Location reports the URL when the page opens unless the layout already holds it
         prevent_initial_call=True,
     )
-    def sync_state(search, dataset, color, grouping, group, smarts, view, axes, selected, current):
+    def sync_state(search, current, **shown):
         """The URL and the controls mirror each other; map-state changes only when the map must redraw."""
-        n_out = 13
-        out = [no_update] * n_out
+        out = dict.fromkeys(STATE_OUT, no_update)
         trigger = ctx.triggered_id
-        messages = []
-        if trigger in (None, "url"):
+        from_url = trigger in (None, ids.URL)
+        messages: list[str] = []
+        if from_url:
             resolved = resolve_view(data_dir, search)
             st, messages, options = resolved.state, resolved.messages, resolved.dataset_options
-            wanted = [st.dataset, st.color, st.grouping, st.group, st.smarts or "", st.view, list(st.axes), st.molecule]
-            shown = [dataset, color, grouping, group or None, smarts or "", view, sorted(axes or []), selected]
+            showing = control_values(ViewState.from_controls(**shown))
             # Only what differs: a layout served for this URL already shows it (app/initial_view.py).
-            out[1:9] = [w if w != s else no_update for w, s in zip(wanted, shown, strict=True)]
-            out[0] = st.to_query() if messages else no_update
+            out |= {name: value for name, value in control_values(st).items() if value != showing[name]}
+            out["search"] = st.to_query() if messages else no_update
         else:
             options, _ = dataset_options(data_dir)
-            if trigger == "dataset-select":
-                selected, group, color = None, None, "axis" if (color or "").startswith("prop:") else color
-                out[2], out[4], out[8] = color, None, None
-            if trigger == "grouping":
-                group = None
-                out[4] = None
-            st = ViewState(
-                dataset=dataset,
-                color=color or "axis",
-                grouping=grouping or "formula",
-                group=group or None,
-                smarts=(smarts or "").strip() or None,
-                molecule=selected,
-                view=view or "map",
-                axes="".join(sorted(axes or [])) or "123",
-            )
-            out[0] = st.to_query()
-        new_map = st.map_state()
-        out[9] = new_map if new_map != current else no_update
-        out[10] = (
-            [html.P(m, className="warning") for m in messages]
-            if messages
-            else ([] if trigger in (None, "url") else no_update)
-        )
-        out[11] = options
-        if trigger in (None, "url", "dataset-select"):
-            out[12] = color_options(data_dir, st.dataset)
+            if trigger == ids.DATASET:
+                color = shown["color"]
+                shown |= {
+                    "molecule": None,
+                    "group": None,
+                    "color": "axis" if (color or "").startswith("prop:") else color,
+                }
+                out |= {"color": shown["color"], "group": None, "molecule": None}
+            if trigger == ids.GROUPING:
+                shown["group"] = out["group"] = None
+            st = ViewState.from_controls(**shown)
+            out["search"] = st.to_query()
+        if ViewState.from_map_state(current) != ViewState.from_map_state(st.map_state()):
+            out["map_state"] = st.map_state()
+        out["messages"] = _warnings(messages) if messages else ([] if from_url else no_update)
+        out["dataset_options"] = options
+        if trigger in (None, ids.URL, ids.DATASET):
+            out["color_options"] = color_options(data_dir, st.dataset)
         return out
 
     @callback(
-        Output("verdict", "children"),
-        Output("angle-histogram", "figure"),
-        Output("progress", "children"),
-        Output("status-poll", "disabled"),
-        Input("map-state", "data"),
-        Input("status-poll", "n_intervals"),
+        output=_outputs(VERDICT_OUT),
+        inputs=[Input(ids.MAP_STATE, "data"), Input(ids.STATUS_POLL, "n_intervals")],
         prevent_initial_call=True,
     )
     def show_verdict(st, _n):
-        return panels.verdict_outputs(data_dir, st)
+        return panels.verdict_outputs(data_dir, ViewState.from_map_state(st))._asdict()
 
-    @callback(
-        Output("orientation-map", "figure"),
-        Output("map-notes", "children"),
-        Input("map-state", "data"),
-        prevent_initial_call=True,
-    )
+    @callback(output=_outputs(MAP_OUT), inputs=[Input(ids.MAP_STATE, "data")], prevent_initial_call=True)
     def draw_map(st):
-        return panels.map_outputs(data_dir, st)
+        return panels.map_outputs(data_dir, ViewState.from_map_state(st))._asdict()
 
     @callback(
-        Output("selected-ring", "data"),
-        Input("selected", "data"),
-        Input("map-state", "data"),
+        Output(ids.SELECTED_RING, "data"),
+        Input(ids.SELECTED, "data"),
+        Input(ids.MAP_STATE, "data"),
         prevent_initial_call=True,
     )
     def mark_selected(selected, st):
-        return panels.ring_points(data_dir, st, selected)
+        return panels.ring_points(data_dir, ViewState.from_map_state(st), selected)
 
     @callback(
-        Output("selected", "data", allow_duplicate=True),
-        Input("orientation-map", "clickData"),
-        State("map-state", "data"),
+        Output(ids.SELECTED, "data", allow_duplicate=True),
+        Input(ids.MAP, "clickData"),
+        State(ids.MAP_STATE, "data"),
         prevent_initial_call=True,
     )
     def click_point(click, st):
-        if not click or not st:
+        st = ViewState.from_map_state(st)
+        if not click or not st.ready:
             return no_update
         point = click["points"][0]
         layers = map_layers(data_dir, st)
-        row = clicked_row(layers, st.get("view", "map"), point.get("curveNumber", -1), point.get("pointNumber", -1))
+        row = clicked_row(layers, st.view, point.get("curveNumber", -1), point.get("pointNumber", -1))
         return no_update if row is None else str(layers.md.ids[row])
 
     @callback(
-        Output("selected", "data", allow_duplicate=True),
-        Input({"type": "neighbour", "list": ALL, "id": ALL}, "n_clicks"),
+        Output(ids.SELECTED, "data", allow_duplicate=True),
+        Input({"type": ids.NEIGHBOUR, "list": ALL, "id": ALL}, "n_clicks"),
         prevent_initial_call=True,
     )
     def click_neighbour(clicks):
@@ -487,74 +491,65 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         return ctx.triggered_id["id"]
 
     @callback(
-        Output("molecule-id", "children"),
-        Output("molecule-info", "children"),
-        Output("viewer-spec", "data"),
-        Input("selected", "data"),
-        Input("map-state", "data"),
+        output=_outputs(MOLECULE_OUT),
+        inputs=[Input(ids.SELECTED, "data"), Input(ids.MAP_STATE, "data")],
         prevent_initial_call=True,
     )
     def show_molecule(selected, st):
-        return panels.molecule_outputs(data_dir, st, selected)
+        return panels.molecule_outputs(data_dir, ViewState.from_map_state(st), selected)._asdict()
 
     # Separate from the viewer: a neighbour search over the whole dataset must not delay the 3D view.
     @callback(
-        Output("molecule-extra", "children"),
-        Input("selected", "data"),
-        Input("map-state", "data"),
+        Output(ids.MOLECULE_EXTRA, "children"),
+        Input(ids.SELECTED, "data"),
+        Input(ids.MAP_STATE, "data"),
         prevent_initial_call=True,
     )
     def show_neighbours(selected, st):
-        return panels.neighbour_lists(data_dir, st, selected)
+        return panels.neighbour_lists(data_dir, ViewState.from_map_state(st), selected)
 
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "renderViewer"),
-        Output("viewer-done", "data"),
-        Input("viewer-spec", "data"),
-        State("molecule-viewer", "id"),
+        Output(ids.VIEWER_DONE, "data"),
+        Input(ids.VIEWER_SPEC, "data"),
+        State(ids.MOLECULE_VIEWER, "id"),
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "renderViewer"),
-        Output("group-done", "data"),
-        Input("group-spec", "data"),
-        State("group-viewer", "id"),
+        Output(ids.GROUP_DONE, "data"),
+        Input(ids.GROUP_SPEC, "data"),
+        State(ids.GROUP_VIEWER, "id"),
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "markSelected"),
-        Output("ring-done", "data"),
-        Input("selected-ring", "data"),
-        State("orientation-map", "id"),
+        Output(ids.RING_DONE, "data"),
+        Input(ids.SELECTED_RING, "data"),
+        State(ids.MAP, "id"),
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "copyLink"),
-        Output("copy-status", "children"),
-        Input("copy-link", "n_clicks"),
+        Output(ids.COPY_STATUS, "children"),
+        Input(ids.COPY_LINK, "n_clicks"),
         prevent_initial_call=True,
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "exportMap"),
-        Output("export-done", "data"),
-        Input("export-png", "n_clicks"),
-        Input("export-svg", "n_clicks"),
-        State("map-state", "data"),
+        Output(ids.EXPORT_DONE, "data"),
+        Input(ids.EXPORT_PNG, "n_clicks"),
+        Input(ids.EXPORT_SVG, "n_clicks"),
+        State(ids.MAP_STATE, "data"),
         prevent_initial_call=True,
     )
 
-    @callback(
-        Output("group-filter", "options"),
-        Output("groups-table", "data"),
-        Output("groups-table", "selected_rows"),
-        Input("map-state", "data"),
-        prevent_initial_call=True,
-    )
+    @callback(output=_outputs(GROUPS_OUT), inputs=[Input(ids.MAP_STATE, "data")], prevent_initial_call=True)
     def list_groups(st):
-        return panels.group_outputs(data_dir, st)
+        return panels.group_outputs(data_dir, ViewState.from_map_state(st))._asdict()
 
     @callback(
-        Output("group-filter", "value", allow_duplicate=True),
-        Input("groups-table", "selected_rows"),
-        State("groups-table", "data"),
-        State("group-filter", "value"),
+        Output(ids.GROUP_FILTER, "value", allow_duplicate=True),
+        Input(ids.GROUPS_TABLE, "selected_rows"),
+        State(ids.GROUPS_TABLE, "data"),
+        State(ids.GROUP_FILTER, "value"),
         prevent_initial_call=True,
     )
     def pick_group(selected_rows, rows, current):
@@ -563,21 +558,22 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
         group = rows[selected_rows[0]]["group"]
         return no_update if group == current else group
 
-    @callback(Output("group-spec", "data"), Input("map-state", "data"), prevent_initial_call=True)
+    @callback(Output(ids.GROUP_SPEC, "data"), Input(ids.MAP_STATE, "data"), prevent_initial_call=True)
     def show_group_members(st):
-        return panels.group_members_spec(data_dir, st)
+        return panels.group_members_spec(data_dir, ViewState.from_map_state(st))
 
     @callback(
-        Output("download-report", "data"),
-        Input("download-report-btn", "n_clicks"),
-        State("map-state", "data"),
+        Output(ids.DOWNLOAD_REPORT, "data"),
+        Input(ids.REPORT_BUTTON, "n_clicks"),
+        State(ids.MAP_STATE, "data"),
         prevent_initial_call=True,
     )
     def download_report(_n, st):
-        if not st or not st.get("dataset"):
+        st = ViewState.from_map_state(st)
+        if not st.ready:
             return no_update
-        report = data.dataset_summary(data_dir, st["dataset"])
-        layers = map_layers(data_dir, {**st, "view": "density"})
+        report = data.dataset_summary(data_dir, st.dataset)
+        layers = map_layers(data_dir, st.with_(view="density"))
         density = density_figure(layers, report.get("reference_orientation"), "Axis density (Mollweide)")
         text = static_report_html(
             report,
@@ -586,22 +582,17 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
                 density,
             ],
         )
-        return {"content": text, "filename": f"orientscope-{st['dataset']}-report.html", "type": "text/html"}
+        return {"content": text, "filename": f"orientscope-{st.dataset}-report.html", "type": "text/html"}
 
-    @callback(
-        Output("compare-a", "options"),
-        Output("compare-b", "options"),
-        Input("map-state", "data"),
-        prevent_initial_call=True,
-    )
+    @callback(output=_outputs(COMPARE_OUT), inputs=[Input(ids.MAP_STATE, "data")], prevent_initial_call=True)
     def compare_options(_st):
         opts = panels.compare_choices(data_dir)
-        return opts, opts
+        return {"a": opts, "b": opts}
 
     @callback(
-        Output("compare-body", "children"),
-        Input("compare-a", "value"),
-        Input("compare-b", "value"),
+        Output(ids.COMPARE_BODY, "children"),
+        Input(ids.COMPARE_A, "value"),
+        Input(ids.COMPARE_B, "value"),
         prevent_initial_call=True,
     )
     def compare(a, b):

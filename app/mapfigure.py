@@ -18,6 +18,7 @@ from app import data
 from app.compat import unvalidated_figure
 from app.figures import density_map_figure, orientation_map_spec, selection_ring, sphere_figure, typed_arrays
 from app.mapview import MapLayers, map_layers
+from app.state import ViewState
 from backend.services.bytecache import nbytes, shared_cache
 from backend.services.map_data import MapData, density_grid, frame_lines, reference_xy
 
@@ -35,9 +36,9 @@ def density_figure(layers: MapLayers, reference, title: str) -> go.Figure:
     )
 
 
-def selected_ring(md: MapData, st: dict, selected: str | None) -> list[list[float]]:
+def selected_ring(md: MapData, st: ViewState, selected: str | None) -> list[list[float]]:
     """Map-unit points to ring for the selected molecule (none outside the Mollweide map view)."""
-    return selection_ring(selected_xy(md, st.get("axes", "123"), selected)) if st.get("view", "map") == "map" else []
+    return selection_ring(selected_xy(md, st.axes, selected)) if st.view == "map" else []
 
 
 def selected_xy(md: MapData, axes: str, selected: str | None):
@@ -52,16 +53,16 @@ def selected_xy(md: MapData, axes: str, selected: str | None):
     return md.x[row, shown - 1], md.y[row, shown - 1]
 
 
-def _title_and_reference(data_dir: Path, st: dict, layers: MapLayers):
-    report = data.dataset_summary(data_dir, st["dataset"])
+def _title_and_reference(data_dir: Path, st: ViewState, layers: MapLayers):
+    report = data.dataset_summary(data_dir, st.dataset)
     ref = (
         report.get("reference_orientation")
-        if st.get("table", "original") == "original"
+        if st.table == "original"
         else (report.get("control", {}).get("reference_orientation"))
     )
-    title = f"{report.get('name', st['dataset'])}: {layers.rows.size:,} axis points of {layers.n_molecules:,} molecules"
+    title = f"{report.get('name', st.dataset)}: {layers.rows.size:,} axis points of {layers.n_molecules:,} molecules"
     if layers.n_matches is not None:
-        title += f" · {layers.n_matches:,} match {st['smarts']}"
+        title += f" · {layers.n_matches:,} match {st.smarts}"
     return title, ref
 
 
@@ -79,11 +80,11 @@ def _map_spec(layers: MapLayers, ref, title: str) -> dict:
     )
 
 
-def map_figure(data_dir: Path, st: dict) -> tuple[go.Figure, MapLayers]:
+def map_figure(data_dir: Path, st: ViewState) -> tuple[go.Figure, MapLayers]:
     """The map, density or sphere figure of a view state."""
     layers = map_layers(data_dir, st)
     title, ref = _title_and_reference(data_dir, st, layers)
-    view = st.get("view", "map")
+    view = st.view
     if view == "density":
         fig = density_figure(layers, ref, title)
     elif view == "sphere":
@@ -93,14 +94,14 @@ def map_figure(data_dir: Path, st: dict) -> tuple[go.Figure, MapLayers]:
     return fig, layers
 
 
-def map_figure_json(data_dir: Path, st: dict) -> tuple[dict, MapLayers]:
+def map_figure_json(data_dir: Path, st: ViewState) -> tuple[dict, MapLayers]:
     """:func:`map_figure` as a JSON-ready dict, cached per layers."""
     layers = map_layers(data_dir, st)
     key = id(layers)
     hit = shared_cache().get("map_figure", key)
     if hit is not None and hit[0] is layers:  # the id of a dropped layers object may be reused
         return hit[1], layers
-    if st.get("view", "map") == "map":  # the common case, encoded without a go.Figure
+    if st.view == "map":  # the common case, encoded without a go.Figure
         title, ref = _title_and_reference(data_dir, st, layers)
         payload = typed_arrays(_map_spec(layers, ref, title))
     else:

@@ -14,6 +14,7 @@ import numpy as np
 
 from app import data
 from app.figures import AXIS_NAMES, OKABE_ITO, OTHER_GREY, POINTS_START, ColorSpec, PointTraces, split_points
+from app.state import ViewState
 from backend.services.bytecache import shared_cache
 from backend.services.map_data import MapData
 
@@ -96,29 +97,28 @@ def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows
     return ColorSpec("categorical", codes, [AXIS_NAMES[a] for a in (1, 2, 3)], OKABE_ITO[:3], title="axis")
 
 
-def _compute(data_dir: Path, state: dict) -> MapLayers:
-    dataset_id = state["dataset"]
-    md = data.load_map_data(data_dir, dataset_id, state.get("table", "original"))
+def _compute(data_dir: Path, st: ViewState) -> MapLayers:
+    dataset_id = st.dataset
+    md = data.load_map_data(data_dir, dataset_id, st.table)
     notes: list[str] = []
-    axes_sel = tuple(int(a) for a in state.get("axes", "123"))
     mask = None
-    if state.get("group"):
-        labels = data.group_labels(data_dir, dataset_id, state["grouping"])
+    if st.group:
+        labels = data.group_labels(data_dir, dataset_id, st.grouping)
         if labels is None:
-            notes.append(f"{state['grouping']} groups are not computed; the group filter is ignored")
+            notes.append(f"{st.grouping} groups are not computed; the group filter is ignored")
         else:
-            mask = labels.astype(str) == str(state["group"])
+            mask = labels.astype(str) == str(st.group)
             if not mask.any():
-                notes.append(f"no molecule is in {state['grouping']} group {state['group']!r}")
-    rows, axes = md.points(axes_sel, mask)
-    if state.get("view") == "sphere" and rows.size > SPHERE_MAX_POINTS:
+                notes.append(f"no molecule is in {st.grouping} group {st.group!r}")
+    rows, axes = md.points(st.axis_numbers, mask)
+    if st.view == "sphere" and rows.size > SPHERE_MAX_POINTS:
         notes.append(f"3D view shows a random sample of {SPHERE_MAX_POINTS:,} of {rows.size:,} points")
         rows, axes = rows[:SPHERE_MAX_POINTS], axes[:SPHERE_MAX_POINTS]
     hrows = haxes = np.zeros(0, np.int64)
     n_matches = None
-    if state.get("smarts"):
+    if st.smarts:
         try:
-            match = data.smarts_mask(data_dir, dataset_id, state["smarts"])
+            match = data.smarts_mask(data_dir, dataset_id, st.smarts)
         except data.OrientScopeError as err:
             notes.append(str(err))
         else:
@@ -126,33 +126,27 @@ def _compute(data_dir: Path, state: dict) -> MapLayers:
             keep = match[rows]
             hrows, haxes = rows[keep], axes[keep]
     n_mol = md.n_molecules if mask is None else int(mask.sum())
-    color = _color_spec(
-        data_dir, dataset_id, state.get("color", "axis"), state.get("grouping", "formula"), rows, axes, notes
-    )
+    color = _color_spec(data_dir, dataset_id, st.color, st.grouping, rows, axes, notes)
     return MapLayers(md, rows, axes, color, hrows, haxes, n_mol, n_matches, notes)
 
 
-_STATE_KEYS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
-
-
-def _relevant(state: dict) -> tuple:
+def _relevant(st: ViewState) -> ViewState:
     """The parts of a view state that change the layers: views that differ only elsewhere share them."""
-    st = dict(state)
-    if st.get("color") != "group" and not st.get("group"):
-        st["grouping"] = None  # only colours or filters by group read the grouping
-    if st.get("view") == "density":
-        st["color"] = None  # the density view is not coloured by points
-    return tuple(str(st.get(k)) for k in _STATE_KEYS)
+    if st.color != "group" and not st.group:
+        st = st.with_(grouping=None)  # only colours or filters by group read the grouping
+    if st.view == "density":
+        st = st.with_(color=None)  # the density view is not coloured by points
+    return st.with_(molecule=None)
 
 
-def map_layers(data_dir: Path, state: dict) -> MapLayers:
+def map_layers(data_dir: Path, st: ViewState) -> MapLayers:
     """Cached :class:`MapLayers` for a view state (keyed by the state and the map data's identity)."""
-    md = data.load_map_data(data_dir, state["dataset"], state.get("table", "original"))
-    key = (str(data_dir), id(md)) + _relevant(state)
+    md = data.load_map_data(data_dir, st.dataset, st.table)
+    key = (str(data_dir), id(md), _relevant(st))
     layers = shared_cache().get("map_layers", key)
     if layers is not None and layers.md is md:  # the id of a dropped map data object may be reused
         return layers
-    layers = _compute(data_dir, state)
+    layers = _compute(data_dir, st)
     shared_cache().put("map_layers", key, layers)
     return layers
 

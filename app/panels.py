@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import NamedTuple
 
 from dash import dcc, html
 
@@ -24,6 +25,31 @@ from app.viewer import group_scenes, molecule_scenes, viewer_spec
 
 log = logging.getLogger(__name__)
 
+
+class MapPanel(NamedTuple):
+    figure: dict
+    notes: str
+
+
+class VerdictPanel(NamedTuple):
+    verdict: list
+    histogram: object
+    progress: list | None
+    poll_disabled: bool
+
+
+class MoleculePanel(NamedTuple):
+    molecule_id: str
+    info: object
+    viewer: dict | None
+
+
+class GroupsPanel(NamedTuple):
+    options: list
+    rows: list
+    picked: list
+
+
 GROUP_TABLE_ROWS = 200
 GROUP_VIEWER_MEMBERS = 8
 N_NEIGHBOURS = 6
@@ -33,50 +59,48 @@ def friendly(err: Exception) -> str:
     return str(err) if isinstance(err, data.OrientScopeError | ValueError | KeyError) else "something went wrong"
 
 
-def _ready(st: dict | None) -> bool:
-    return bool(st and st.get("dataset"))
-
-
 # ----------------------------------------------------------------- map
-def map_outputs(data_dir: Path, st: dict | None) -> tuple[dict, str]:
+def map_outputs(data_dir: Path, st: ViewState) -> MapPanel:
     """The map figure of a view state and the notes under it.
 
     Plain JSON only (no components): Dash then encodes the 2.4 MB answer in one
     orjson pass instead of walking it to convert objects first.
     """
-    if not _ready(st):
-        return message_figure("Choose a dataset."), ""
+    if not st.ready:
+        return MapPanel(message_figure("Choose a dataset."), "")
     try:
         fig, layers = map_figure_json(data_dir, st)
     except data.OrientScopeError as err:
-        return message_figure(friendly(err)), ""
-    return fig, " ".join(n + "." for n in layers.notes)
+        return MapPanel(message_figure(friendly(err)), "")
+    return MapPanel(fig, " ".join(n + "." for n in layers.notes))
 
 
-def ring_points(data_dir: Path, st: dict | None, selected: str | None) -> list:
+def ring_points(data_dir: Path, st: ViewState, selected: str | None) -> list:
     """Map-unit points of the selected molecule, for the ring drawn over the map."""
-    if not selected or not _ready(st):
+    if not selected or not st.ready:
         return []
     try:
-        md = data.load_map_data(data_dir, st["dataset"], st.get("table", "original"))
+        md = data.load_map_data(data_dir, st.dataset, st.table)
         return selected_ring(md, st, selected)
     except data.OrientScopeError:
         return []
 
 
 # ----------------------------------------------------------------- verdict
-def verdict_outputs(data_dir: Path, st: dict | None) -> tuple:
-    """(verdict children, angle histogram, progress bar, status poll disabled)."""
-    if not _ready(st):
-        return [html.P("No dataset is ready yet.", className="warning")], message_figure("", 300), None, False
-    dataset = st["dataset"]
+def verdict_outputs(data_dir: Path, st: ViewState) -> VerdictPanel:
+    """The verdict, the angle histogram, the progress bar and whether the status poll stops."""
+    if not st.ready:
+        return VerdictPanel(
+            [html.P("No dataset is ready yet.", className="warning")], message_figure("", 300), None, False
+        )
+    dataset = st.dataset
     try:
         info = data.dataset_info(data_dir, dataset)
     except data.OrientScopeError as err:
-        return [html.P(friendly(err), className="warning")], message_figure("", 300), None, True
+        return VerdictPanel([html.P(friendly(err), className="warning")], message_figure("", 300), None, True)
     if info.status != data.READY:
         bar = [html.Progress(className="busy"), html.Span(f" {info.name}: {info.status} – {info.message}")]
-        return (
+        return VerdictPanel(
             [html.P("Results will appear when the computation finishes.")],
             message_figure("", 300),
             bar,
@@ -85,9 +109,9 @@ def verdict_outputs(data_dir: Path, st: dict | None) -> tuple:
     try:
         report = data.dataset_summary(data_dir, dataset)
     except data.OrientScopeError as err:
-        return [html.P(friendly(err), className="warning")], message_figure("", 300), None, True
+        return VerdictPanel([html.P(friendly(err), className="warning")], message_figure("", 300), None, True)
     children, hist = data.per_result(data_dir, dataset, "verdict_panel", lambda: _verdict_of(report, dataset))
-    return children, hist, None, True
+    return VerdictPanel(children, hist, None, True)
 
 
 def _verdict_of(report: dict, dataset: str) -> tuple[list, object]:
@@ -102,25 +126,25 @@ def _verdict_of(report: dict, dataset: str) -> tuple[list, object]:
 
 
 # ----------------------------------------------------------------- molecule
-def molecule_outputs(data_dir: Path, st: dict | None, selected: str | None) -> tuple:
-    """(molecule id, info table, 3D viewer spec)."""
-    if not selected or not _ready(st):
-        return "", html.P("Click a point on the map to see that molecule.", className="note"), None
+def molecule_outputs(data_dir: Path, st: ViewState, selected: str | None) -> MoleculePanel:
+    """The selected molecule's id, info table and 3D viewer spec."""
+    if not selected or not st.ready:
+        return MoleculePanel("", html.P("Click a point on the map to see that molecule.", className="note"), None)
     try:
-        detail = data.molecule_detail(data_dir, st["dataset"], selected)
+        detail = data.molecule_detail(data_dir, st.dataset, selected)
     except data.OrientScopeError as err:
-        return "", html.P(friendly(err), className="warning"), None
+        return MoleculePanel("", html.P(friendly(err), className="warning"), None)
     spec = viewer_spec(molecule_scenes(detail), molecule=str(detail["id"]), cols=2)
-    return str(detail["id"]), _molecule_info(detail), spec
+    return MoleculePanel(str(detail["id"]), _molecule_info(detail), spec)
 
 
-def neighbour_lists(data_dir: Path, st: dict | None, selected: str | None):
+def neighbour_lists(data_dir: Path, st: ViewState, selected: str | None):
     """Nearest molecules in pose and in chemistry, as clickable lists (None without a valid selection)."""
-    if not selected or not _ready(st):
+    if not selected or not st.ready:
         return None
     try:
-        pose = data.neighbors(data_dir, st["dataset"], selected, "pose", N_NEIGHBOURS)
-        chem = data.neighbors(data_dir, st["dataset"], selected, "chemistry", N_NEIGHBOURS)
+        pose = data.neighbors(data_dir, st.dataset, selected, "pose", N_NEIGHBOURS)
+        chem = data.neighbors(data_dir, st.dataset, selected, "chemistry", N_NEIGHBOURS)
     except data.OrientScopeError:
         return None  # molecule_outputs reports an unknown molecule
     return html.Div(
@@ -177,32 +201,32 @@ def _molecule_info(detail: dict) -> list:
 
 
 # ----------------------------------------------------------------- groups
-def group_outputs(data_dir: Path, st: dict | None) -> tuple[list, list, list]:
-    """(group filter options, groups table rows, selected table rows)."""
-    if not _ready(st):
-        return [], [], []
+def group_outputs(data_dir: Path, st: ViewState) -> GroupsPanel:
+    """The group filter's options, the groups table's rows and the picked row."""
+    if not st.ready:
+        return GroupsPanel([], [], [])
     try:
-        rows = group_rows(data_dir, st["dataset"], st["grouping"])
+        rows = group_rows(data_dir, st.dataset, st.grouping)
     except data.OrientScopeError:
-        return [], [], []
+        return GroupsPanel([], [], [])
     options = [{"label": f"{r['group']} ({r['size']})", "value": r["group"]} for r in rows]
-    if st.get("group") and st["group"] not in {o["value"] for o in options}:
-        options.append({"label": st["group"], "value": st["group"]})
-    picked = [i for i, r in enumerate(rows) if r["group"] == st.get("group")]
-    return options, rows, picked
+    if st.group and st.group not in {o["value"] for o in options}:
+        options.append({"label": st.group, "value": st.group})
+    picked = [i for i, r in enumerate(rows) if r["group"] == st.group]
+    return GroupsPanel(options, rows, picked)
 
 
-def group_members_spec(data_dir: Path, st: dict | None):
+def group_members_spec(data_dir: Path, st: ViewState):
     """Viewer spec of the picked group's first members in their canonical pose (None without a group)."""
-    if not _ready(st) or not st.get("group"):
+    if not st.ready or not st.group:
         return None
-    labels = data.group_labels(data_dir, st["dataset"], st["grouping"])
+    labels = data.group_labels(data_dir, st.dataset, st.grouping)
     if labels is None:
         return None
-    md = data.load_map_data(data_dir, st["dataset"])
-    members = md.ids[labels.astype(str) == str(st["group"])][:GROUP_VIEWER_MEMBERS]
-    details = [data.molecule_detail(data_dir, st["dataset"], m) for m in members]
-    return viewer_spec(group_scenes(details), molecule=f"group:{st['group']}", cols=4) if details else None
+    md = data.load_map_data(data_dir, st.dataset)
+    members = md.ids[labels.astype(str) == str(st.group)][:GROUP_VIEWER_MEMBERS]
+    details = [data.molecule_detail(data_dir, st.dataset, m) for m in members]
+    return viewer_spec(group_scenes(details), molecule=f"group:{st.group}", cols=4) if details else None
 
 
 def group_rows(data_dir: Path, dataset: str, grouping: str) -> list[dict]:
@@ -259,7 +283,7 @@ def compare_column(data_dir: Path, value: str) -> html.Div:
         }
     else:
         shown = report
-    st = ViewState(dataset=dataset, view="density").map_state(table=table)
+    st = ViewState(dataset=dataset, view="density", table=table)
     fig = density_figure(map_layers(data_dir, st), shown.get("reference_orientation"), shown.get("name", dataset))
     fig.update_layout(height=340)
     return html.Div(

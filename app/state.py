@@ -1,13 +1,25 @@
-"""The whole view state as a URL query string, so a link reopens exactly the same view."""
+"""The view state: one typed value, parsed once from the URL, the controls or the map-state store.
+
+Every callback and the server-built first view turn their raw inputs into a
+:class:`ViewState` at the boundary and pass that on; nothing below reads loose
+dicts. The whole URL-visible state round-trips through a query string, so a
+link reopens exactly the same view.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from urllib.parse import parse_qsl, urlencode
 
 VIEW_MODES = ("map", "density", "sphere")
 GROUPINGS = ("scaffold", "formula", "cluster")
+TABLES = ("original", "control")
 DEFAULT_AXES = "123"
+
+# What the URL carries, and what decides what the map draws (the selection does not; the
+# table is set only by the compare view, never by a URL).
+URL_FIELDS = ("dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes")
+MAP_FIELDS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
 
 
 @dataclass(frozen=True)
@@ -19,12 +31,21 @@ class ViewState:
     smarts: str | None = None
     molecule: str | None = None
     view: str = "map"
-    axes: str = DEFAULT_AXES
+    axes: str = DEFAULT_AXES  # the shown axes, sorted digits of 1, 2, 3
+    table: str = "original"  # "control": the seeded random-rotation control (compare view)
 
-    def map_state(self, **extra) -> dict:
-        """The keys that decide what the map draws (the molecule selection does not)."""
-        keys = ("dataset", "color", "grouping", "group", "smarts", "view", "axes")
-        return {**{k: getattr(self, k) for k in keys}, **extra}
+    @property
+    def ready(self) -> bool:
+        """Whether a dataset is chosen (nothing can be drawn without one)."""
+        return bool(self.dataset)
+
+    @property
+    def axis_numbers(self) -> tuple[int, ...]:
+        return tuple(int(a) for a in self.axes)
+
+    def map_state(self) -> dict:
+        """The map-state store's JSON: the fields that decide what the map draws."""
+        return {k: getattr(self, k) for k in MAP_FIELDS}
 
     def with_(self, **changes) -> ViewState:
         return replace(self, **changes)
@@ -32,15 +53,76 @@ class ViewState:
     def to_query(self) -> str:
         """'?dataset=...&...' with defaults omitted (empty string if everything is default)."""
         default = ViewState()
-        items = {k: v for k, v in asdict(self).items() if v not in (None, "") and v != getattr(default, k)}
+        items = {
+            k: v
+            for k, v in asdict(self).items()
+            if k in URL_FIELDS and v not in (None, "") and v != getattr(default, k)
+        }
         return "?" + urlencode(items) if items else ""
+
+    @classmethod
+    def from_controls(
+        cls,
+        *,
+        dataset: str | None,
+        color: str | None,
+        grouping: str | None,
+        group: str | None,
+        smarts: str | None,
+        molecule: str | None,
+        view: str | None,
+        axes: list[str] | None,
+    ) -> ViewState:
+        """The state the controls show (their values as the browser sends them)."""
+        return cls(
+            dataset=_text(dataset, "dataset"),
+            color=_text(color, "color") or "axis",
+            grouping=_text(grouping, "grouping") or "formula",
+            group=_text(group, "group") or None,
+            smarts=(_text(smarts, "smarts") or "").strip() or None,
+            molecule=_text(molecule, "molecule"),
+            view=_text(view, "view") or "map",
+            axes=_axes(axes),
+        )
+
+    @classmethod
+    def from_map_state(cls, data: dict | None) -> ViewState:
+        """The state of the map-state store (``map_state()``); the empty state when there is none.
+
+        TypeError/ValueError for a store value the page never writes (a callback answers 422).
+        """
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise TypeError(f"map state must be an object, not {type(data).__name__}")
+        values = {k: _text(data[k], k) for k in MAP_FIELDS if data.get(k) is not None}
+        if values.get("table", "original") not in TABLES:
+            raise ValueError(f"unknown table {values['table']!r}; expected one of {TABLES}")
+        if "axes" in values:
+            values["axes"] = _axes(list(values["axes"]))
+        return cls(**values)
+
+
+def _text(value, name: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{name} must be a string, not {type(value).__name__}")
+
+
+def _axes(axes) -> str:
+    """Sorted axis digits of a checklist value (['3', '1'] -> '13'); all axes when none is valid."""
+    if axes is None:
+        return DEFAULT_AXES
+    if not isinstance(axes, list | tuple):
+        raise TypeError(f"axes must be a list, not {type(axes).__name__}")
+    return "".join(sorted({a for a in axes if isinstance(a, str) and a in ("1", "2", "3")})) or DEFAULT_AXES
 
 
 def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
     """ViewState from a query string, plus human-readable warnings for values that were ignored."""
     warnings: list[str] = []
     raw = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=False))
-    known = set(ViewState.__dataclass_fields__)
+    known = set(URL_FIELDS)
     for key in sorted(set(raw) - known):
         warnings.append(f"ignored unknown URL parameter {key!r}")
     values = {k: v for k, v in raw.items() if k in known}
@@ -56,3 +138,11 @@ def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
             warnings.append(f"axes {values['axes']!r} name no axis; expected digits from 1, 2, 3")
         values["axes"] = axes or DEFAULT_AXES
     return ViewState(**values), warnings
+
+
+def control_values(st: ViewState) -> dict[str, object]:
+    """URL field -> the value its control shows for ``st`` (the axes checklist takes a list)."""
+    shown = {f.name: getattr(st, f.name) for f in fields(st) if f.name in URL_FIELDS}
+    shown["smarts"] = st.smarts or ""
+    shown["axes"] = list(st.axes)
+    return shown

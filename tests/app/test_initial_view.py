@@ -109,7 +109,7 @@ def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
     from app.mapview import map_layers
     from app.state import ViewState
 
-    layers = map_layers(qm9_store, ViewState(dataset="qm9").map_state())
+    layers = map_layers(qm9_store, ViewState(dataset="qm9"))
     mol = str(layers.md.ids[5])
     page = f"{dash_url}/?dataset=qm9&molecule={mol}&axes=12"
     layout = httpx.get(dash_url + "/_dash-layout", headers={"Referer": page}, timeout=120).json()

@@ -12,7 +12,7 @@ from app.state import ViewState
 def test_every_drawn_point_maps_back_to_the_molecule_drawn_there(qm9_store, color):
     from app.mapfigure import map_figure
 
-    state = ViewState(dataset="qm9", color=color).map_state()
+    state = ViewState(dataset="qm9", color=color)
     fig, layers = map_figure(qm9_store, state)
     md = layers.md
     points = [(c, t) for c, t in enumerate(fig.data) if t.meta and t.meta.get("kind") == "points"]
@@ -26,7 +26,7 @@ def test_every_drawn_point_maps_back_to_the_molecule_drawn_there(qm9_store, colo
 
 
 def test_clicks_off_the_points_select_nothing(qm9_store):
-    layers = map_layers(qm9_store, ViewState(dataset="qm9").map_state())
+    layers = map_layers(qm9_store, ViewState(dataset="qm9"))
     assert clicked_row(layers, "map", 0, 0) is None  # the outline
     assert clicked_row(layers, "map", POINTS_START, 10**9) is None
     assert clicked_row(layers, "map", POINTS_START + len(layers.split.members), 0) is None  # no SMARTS
@@ -34,21 +34,18 @@ def test_clicks_off_the_points_select_nothing(qm9_store):
 
 
 def test_smarts_highlight_clicks_map_to_matching_molecules(qm9_store):
-    layers = map_layers(qm9_store, ViewState(dataset="qm9", smarts="C=O").map_state())
+    layers = map_layers(qm9_store, ViewState(dataset="qm9", smarts="C=O"))
     curve = POINTS_START + len(layers.split.members)
     rows = {clicked_row(layers, "map", curve, p) for p in range(min(20, layers.highlight_rows.size))}
     assert rows and rows <= set(np.asarray(layers.highlight_rows).tolist())
 
 
 def test_views_that_differ_only_in_what_the_map_ignores_share_layers(qm9_store):
-    by_axis = [map_layers(qm9_store, ViewState(dataset="qm9", grouping=g).map_state()) for g in ("formula", "scaffold")]
+    by_axis = [map_layers(qm9_store, ViewState(dataset="qm9", grouping=g)) for g in ("formula", "scaffold")]
     assert by_axis[0] is by_axis[1]  # the grouping only matters for group colours and filters
     by_group = [
-        map_layers(qm9_store, ViewState(dataset="qm9", color="group", grouping=g).map_state())
-        for g in ("formula", "scaffold")
+        map_layers(qm9_store, ViewState(dataset="qm9", color="group", grouping=g)) for g in ("formula", "scaffold")
     ]
     assert by_group[0] is not by_group[1]
-    density = [
-        map_layers(qm9_store, ViewState(dataset="qm9", view="density", color=c).map_state()) for c in ("axis", "score")
-    ]
+    density = [map_layers(qm9_store, ViewState(dataset="qm9", view="density", color=c)) for c in ("axis", "score")]
     assert density[0] is density[1]

@@ -11,7 +11,7 @@ def _ids(component) -> list:
 
 
 def test_neighbour_buttons_have_unique_ids_even_when_a_molecule_is_in_both_lists(qm9_store):
-    st = ViewState(dataset="qm9").map_state()
+    st = ViewState(dataset="qm9")
     md = map_layers(qm9_store, st).md
     for mol in map(str, md.ids[:10]):
         ids = _ids(panels.neighbour_lists(qm9_store, st, mol))
@@ -20,7 +20,7 @@ def test_neighbour_buttons_have_unique_ids_even_when_a_molecule_is_in_both_lists
 
 
 def test_molecule_panel_for_known_unknown_and_no_selection(qm9_store):
-    st = ViewState(dataset="qm9").map_state()
+    st = ViewState(dataset="qm9")
     mol = str(map_layers(qm9_store, st).md.ids[2])
     mol_id, _, spec = panels.molecule_outputs(qm9_store, st, mol)
     assert mol_id == mol and spec["molecule"] == mol and len(spec["scenes"]) == 2
@@ -30,18 +30,18 @@ def test_molecule_panel_for_known_unknown_and_no_selection(qm9_store):
 
 
 def test_verdict_groups_and_compare_choices(qm9_store):
-    st = ViewState(dataset="qm9", grouping="formula").map_state()
+    st = ViewState(dataset="qm9", grouping="formula")
     children, hist, progress, poll_disabled = panels.verdict_outputs(qm9_store, st)
     assert children and progress is None and poll_disabled is True
     options, rows, picked = panels.group_outputs(qm9_store, st)
     assert rows and len(options) == len(rows) and picked == []
     group = rows[0]["group"]
-    picked_st = ViewState(dataset="qm9", grouping="formula", group=group).map_state()
-    assert panels.group_outputs(qm9_store, picked_st)[2] == [0]
+    picked_st = ViewState(dataset="qm9", grouping="formula", group=group)
+    assert panels.group_outputs(qm9_store, picked_st).picked == [0]
     assert panels.group_members_spec(qm9_store, picked_st)["molecule"] == f"group:{group}"
     values = [o["value"] for o in panels.compare_choices(qm9_store)]
     assert values == ["qm9", "qm9::control"]
-    assert panels.verdict_outputs(qm9_store, None)[3] is False  # nothing ready: keep polling
+    assert panels.verdict_outputs(qm9_store, ViewState()).poll_disabled is False  # nothing ready: keep polling
 
 
 def test_panels_keep_no_dash_components_in_the_services_dataset_view(qm9_store):
@@ -49,7 +49,7 @@ def test_panels_keep_no_dash_components_in_the_services_dataset_view(qm9_store):
 
     from backend.services.cache import get_view
 
-    st = ViewState(dataset="qm9", color="group").map_state()
+    st = ViewState(dataset="qm9", color="group")
     panels.verdict_outputs(qm9_store, st)
     panels.map_outputs(qm9_store, st)
     extras = get_view(qm9_store, "qm9")._extras

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from app.state import ViewState, parse_query
+import pytest
+
+from app.state import ViewState, control_values, parse_query
 
 
 def test_round_trip_of_every_field():
@@ -37,8 +39,35 @@ def test_bad_values_are_dropped_with_a_warning_naming_them():
 def test_map_state_holds_what_the_map_draws_but_not_the_selection():
     st = ViewState(dataset="qm9", molecule="5", color="score")
     assert st.map_state() == {
-        "dataset": "qm9", "color": "score", "grouping": "formula", "group": None,
+        "dataset": "qm9", "table": "original", "color": "score", "grouping": "formula", "group": None,
         "smarts": None, "view": "map", "axes": "123",
     }  # fmt: skip
-    assert st.map_state(table="control")["table"] == "control"
     assert st.with_(molecule="6").map_state() == st.map_state()
+    assert ViewState.from_map_state(st.map_state()) == st.with_(molecule=None)
+    assert ViewState(dataset="qm9", table="control").to_query() == "?dataset=qm9"  # the table never enters a URL
+
+
+def test_from_map_state_and_from_controls_parse_what_the_page_sends():
+    assert ViewState.from_map_state(None) == ViewState() and not ViewState().ready
+    assert ViewState.from_map_state({"dataset": "qm9", "axes": "31"}).axes == "13"
+    shown = ViewState.from_controls(
+        dataset="qm9",
+        color=None,
+        grouping="scaffold",
+        group="",
+        smarts="  C=O ",
+        molecule="7",
+        view=None,
+        axes=["3", "1"],
+    )
+    assert shown == ViewState(dataset="qm9", grouping="scaffold", smarts="C=O", molecule="7", axes="13")
+    assert control_values(shown)["axes"] == ["1", "3"] and control_values(ViewState())["smarts"] == ""
+    assert parse_query(shown.to_query()) == (shown, [])  # copy-link round trip
+
+
+@pytest.mark.parametrize(
+    "junk", ["qm9", 7, ["qm9"], {"dataset": 7}, {"dataset": "qm9", "table": "other"}, {"dataset": "qm9", "axes": 5}]
+)
+def test_from_map_state_rejects_values_the_page_never_writes(junk):
+    with pytest.raises((TypeError, ValueError)):
+        ViewState.from_map_state(junk)

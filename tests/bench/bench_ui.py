@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = sys.argv[1:] if argv is None else argv
     data_dir = ensure_store(Path(argv[0] if argv else os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui")))
-    state = ViewState(dataset="qm9").map_state()
+    state = ViewState(dataset="qm9")
     layers = map_layers(data_dir, state)
     n_mol, n_points = layers.md.n_molecules, int(layers.rows.size)
     ids = [str(i) for i in layers.md.ids]

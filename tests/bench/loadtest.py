@@ -128,7 +128,7 @@ class Scenario:
             view=rng.choices(["map", "density", "sphere"], weights=[7, 2, 1])[0],
             axes=axes,
         )
-        return {k: getattr(state, k) for k in ("dataset", "color", "grouping", "group", "smarts", "view", "axes")}
+        return state.map_state()
 
 
 def build_scenario(base: str, ids: list[str], dataset: str = DATASET) -> Scenario:

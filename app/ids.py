@@ -1,0 +1,67 @@
+"""Every component id of the dashboard, in one place (layout, callbacks, first view and tests use these).
+
+The same strings appear in ``frontend_assets/orientscope.js`` and the browser tests,
+which read the page as a user's browser does.
+"""
+
+# location and stores
+URL = "url"
+MAP_STATE = "map-state"  # the view state the map draws (ViewState.map_state())
+SELECTED = "selected"  # the selected molecule id
+SELECTED_RING = "selected-ring"
+RING_DONE = "ring-done"
+VIEWER_SPEC = "viewer-spec"
+VIEWER_DONE = "viewer-done"
+GROUP_SPEC = "group-spec"
+GROUP_DONE = "group-done"
+EXPORT_DONE = "export-done"
+DOWNLOAD_REPORT = "download-report"
+STATUS_POLL = "status-poll"
+
+# header
+DATASET = "dataset-select"
+COPY_LINK = "copy-link"
+COPY_STATUS = "copy-status"
+UPLOAD_LINK = "upload-link"
+
+# controls
+VIEW_MODE = "view-mode"
+AXES = "axes-select"
+COLOR = "color-by"
+GROUPING = "grouping"
+GROUP_FILTER = "group-filter"
+SMARTS = "smarts"
+EXPORT_PNG = "export-png"
+EXPORT_SVG = "export-svg"
+REPORT_BUTTON = "download-report-btn"
+
+# panels
+MESSAGES = "messages"
+PROGRESS = "progress"
+VERDICT = "verdict"
+ANGLE_HISTOGRAM = "angle-histogram"
+MAP_NOTES = "map-notes"
+MAP = "orientation-map"
+MOLECULE_PANEL = "molecule-panel"
+MOLECULE_ID = "molecule-id"
+MOLECULE_INFO = "molecule-info"
+MOLECULE_VIEWER = "molecule-viewer"
+MOLECULE_EXTRA = "molecule-extra"
+GROUPS_TABLE = "groups-table"
+GROUP_VIEWER = "group-viewer"
+COMPARE_A = "compare-a"
+COMPARE_B = "compare-b"
+COMPARE_BODY = "compare-body"
+NEIGHBOUR = "neighbour"  # the "type" of the pattern-matched neighbour buttons
+
+# Where each URL field of the view state is shown: field -> (component id, property).
+CONTROL_OF = {
+    "dataset": (DATASET, "value"),
+    "color": (COLOR, "value"),
+    "grouping": (GROUPING, "value"),
+    "group": (GROUP_FILTER, "value"),
+    "smarts": (SMARTS, "value"),
+    "view": (VIEW_MODE, "value"),
+    "axes": (AXES, "value"),
+    "molecule": (SELECTED, "data"),
+}
