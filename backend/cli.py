@@ -48,31 +48,18 @@ Seed = Annotated[int, typer.Option("--seed", help="seed for the control rotation
 Limit = Annotated[int | None, typer.Option("--limit", help="use an evenly spread subset of N molecules")]
 
 
-class _Bar:
-    """One tqdm bar per stage, driven by the pipeline's progress callback."""
+class _ProgressBar:
+    """The CLI's view of a :class:`backend.core.progress.Progress`: one tqdm bar for the whole task."""
 
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.bar: tqdm | None = None
-        self.stage = None
+    def __init__(self, desc: str, quiet: bool = False):
+        bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}"
+        self.bar = None if quiet else tqdm(total=100, desc=desc, file=sys.stderr, bar_format=bar_format)
 
-    def __call__(self, stage: str, number: int, total: int, fraction: float, message: str) -> None:
-        if self.quiet:
+    def __call__(self, fraction: float, message: str, stage: str = "") -> None:
+        if self.bar is None:
             return
-        if stage != self.stage:
-            self.close()
-            self.stage = stage
-            self.bar = tqdm(
-                total=100,
-                desc=f"[{number}/{total}] {stage}",
-                file=sys.stderr,
-                leave=True,
-                bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}",
-            )
         self.bar.n = int(round(100 * fraction))
-        self.bar.set_postfix_str(message)
-        if fraction >= 1.0:
-            self.close()
+        self.bar.set_postfix_str((f"{stage}: {message}" if stage else message)[:60])
 
     def close(self) -> None:
         if self.bar is not None:
@@ -87,7 +74,7 @@ def _fail(err: Exception) -> None:
 
 def _run(data_dir: Path | None, dataset: str, params: dict, quiet: bool = False) -> Path:
     root = resolve_data_dir(data_dir)
-    bar = _Bar(quiet)
+    bar = _ProgressBar(f"precompute {dataset}", quiet)
     try:
         pipeline.precompute(root, dataset, params, progress=bar)
     finally:
@@ -109,7 +96,7 @@ def precompute_cmd(
     try:
         params = pipeline.make_params(frame, sign, seed, limit)
         root = resolve_data_dir(data_dir)
-        bar = _Bar(False)
+        bar = _ProgressBar(f"precompute {dataset}")
         try:
             store = pipeline.precompute(root, dataset, params, force=force, progress=bar)
         finally:
@@ -151,22 +138,6 @@ def list_cmd(data_dir: DataDir = None) -> None:
         typer.echo(f"{dataset_id}\t{meta.get('name')}\t{meta.get('n_molecules')} molecules\t{meta.get('source')}")
 
 
-class _IngestBar:
-    """One tqdm bar for a whole ingest (load, save, every stage)."""
-
-    def __init__(self, desc: str):
-        self.bar = tqdm(
-            total=100, desc=desc, file=sys.stderr, bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}"
-        )
-
-    def __call__(self, fraction: float, stage: str, message: str) -> None:
-        self.bar.n = int(round(100 * fraction))
-        self.bar.set_postfix_str(f"{stage}: {message}"[:60])
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 def _ingested(root: Path, meta: dict) -> None:
     skipped = f", {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
     typer.echo(f"ingested {meta['id']} ({meta['name']}): {meta['n_molecules']} molecules{skipped}")
@@ -187,7 +158,7 @@ def ingest_cmd(
     ] = False,
 ) -> None:
     """Load PATH (a file, store folder or zip/tar of files), store it and run the whole pipeline."""
-    bar = _IngestBar(f"ingest {path.name}")
+    bar = _ProgressBar(f"ingest {path.name}")
     root = resolve_data_dir(data_dir)
     try:
         meta = ingest_mod.ingest_file(root, path, name, fmt=fmt, strict=strict, progress=bar)
@@ -207,7 +178,7 @@ def generate_cmd(
     seed: Annotated[int, typer.Option("--seed", help="ETKDG randomSeed")] = DEFAULT_SEED,
 ) -> None:
     """Embed SMILES with RDKit ETKDG and analyse the poses it produces."""
-    bar = _IngestBar(f"generate {smiles.name}")
+    bar = _ProgressBar(f"generate {smiles.name}")
     root = resolve_data_dir(data_dir)
     try:
         meta = ingest_mod.generate_dataset(root, smiles, name, seed=seed, random_coords=random_coords, progress=bar)
@@ -286,7 +257,7 @@ def audit_model_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="print the audit as one JSON object")] = False,
 ) -> None:
     """Does a model lean on the pose? Audit PREDICTIONS (stored vs rotated poses) against DATASET and store it."""
-    bar = _IngestBar(f"audit {predictions.name}")
+    bar = _ProgressBar(f"audit {predictions.name}")
     try:
         record = audit_mod.run_audit(resolve_data_dir(data_dir), dataset, predictions, name, seed=seed, progress=bar)
     except (OrientScopeError, ValueError, FileNotFoundError) as err:

@@ -15,7 +15,8 @@ import numpy as np
 
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
-from backend.loaders.base import BadRecord, Loaded, LoadProgress, Record, collect, numeric_properties
+from backend.core.progress import Progress
+from backend.loaders.base import BadRecord, Loaded, Record, collect, numeric_properties
 
 ID_KEYS = ("name", "id", "mol_id", "identifier", "source")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -71,7 +72,7 @@ def _row_record(row, where: str) -> Record:
     )
 
 
-def read_asedb(path: Path, limits: Limits, progress: LoadProgress | None = None) -> Iterator[Record | BadRecord]:
+def read_asedb(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
     db = _connect(Path(path))
     try:
         total = db.count()
@@ -101,7 +102,7 @@ def read_asedb(path: Path, limits: Limits, progress: LoadProgress | None = None)
 
 
 def load_asedb(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
 ) -> Loaded:
     return collect(read_asedb, path, "asedb", strict, limits, progress)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,11 +23,10 @@ from backend.core.dataset import MoleculeSet
 from backend.core.elements import MAX_Z, symbol_to_z
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
+from backend.core.progress import Progress
 
 log = logging.getLogger(__name__)
 
-# progress(fraction 0-1, message)
-LoadProgress = Callable[[float, str], None]
 
 RESERVED_PROPERTY_NAMES = frozenset({"id", "smiles", "offset", "n_atoms"})
 MAX_PROBLEMS_KEPT = 20
@@ -282,7 +281,7 @@ def unique_ids(ids: list[str]) -> np.ndarray:
 class CountingReader(io.RawIOBase):
     """A binary file wrapper that reports bytes read (for progress)."""
 
-    def __init__(self, raw, total_bytes: int, progress: LoadProgress | None, label: str):
+    def __init__(self, raw, total_bytes: int, progress: Progress | None, label: str):
         self._raw = raw
         self.total = max(int(total_bytes), 1)
         self.done = 0
@@ -306,7 +305,7 @@ class CountingReader(io.RawIOBase):
         super().close()
 
 
-def open_text(path: Path, progress: LoadProgress | None = None):
+def open_text(path: Path, progress: Progress | None = None):
     """Open a text file for streaming, decoding strictly as UTF-8 and counting bytes."""
     path = Path(path)
     raw = open(path, "rb", buffering=0)  # noqa: SIM115 - handed to the wrapper that closes it
@@ -337,7 +336,7 @@ class LineReader:
         return line
 
 
-def collect(read, path: Path, fmt: str, strict: bool, limits: Limits | None, progress: LoadProgress | None) -> Loaded:
+def collect(read, path: Path, fmt: str, strict: bool, limits: Limits | None, progress: Progress | None) -> Loaded:
     """Run a record reader ``read(path, limits, progress)`` through a :class:`Collector`."""
     collector = Collector(Path(path).name, strict, limits)
     for item in read(path, collector.limits, progress):

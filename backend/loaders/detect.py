@@ -12,9 +12,10 @@ from pathlib import Path
 
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
+from backend.core.progress import Progress
 from backend.loaders.archive import ZIP_MAGIC, extract_archive, is_archive
 from backend.loaders.asedb import SQLITE_MAGIC
-from backend.loaders.base import Collector, Loaded, LoadProgress
+from backend.loaders.base import Collector, Loaded
 from backend.loaders.parquet_orientations import PARQUET_MAGIC, STORE_TABLES, is_store_folder
 
 FORMATS = ("xyz", "extxyz", "sdf", "asedb", "npz", "parquet")
@@ -83,7 +84,7 @@ def detect_format(path: Path) -> str:
     )
 
 
-def _feeders() -> dict[str, Callable[[Path, Collector, LoadProgress | None], None]]:
+def _feeders() -> dict[str, Callable[[Path, Collector, Progress | None], None]]:
     from backend.loaders.asedb import read_asedb
     from backend.loaders.extxyz import read_extxyz
     from backend.loaders.npz import feed_npz
@@ -119,7 +120,7 @@ def load_path(
     fmt: str = "auto",
     strict: bool = False,
     limits: Limits | None = None,
-    progress: LoadProgress | None = None,
+    progress: Progress | None = None,
     workdir: Path | None = None,
 ) -> Loaded:
     """Load a file, store folder or archive.

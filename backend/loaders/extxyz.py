@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from backend.core.limits import Limits
+from backend.core.progress import Progress
 from backend.loaders.base import (
     BadRecord,
     LineReader,
     Loaded,
-    LoadProgress,
     Record,
     collect,
     numeric_properties,
@@ -70,7 +70,7 @@ def _parse_frame(text: str):
     return read(io.StringIO(text), format="extxyz")
 
 
-def read_extxyz(path: Path, limits: Limits, progress: LoadProgress | None = None) -> Iterator[Record | BadRecord]:
+def read_extxyz(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
     with open_text(path, progress) as fh:
         for block in iter_xyz_blocks(LineReader(fh, Path(path).name), limits):
             if isinstance(block, BadRecord):
@@ -91,7 +91,7 @@ def read_extxyz(path: Path, limits: Limits, progress: LoadProgress | None = None
 
 
 def load_extxyz(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
 ) -> Loaded:
     return collect(read_extxyz, path, "extxyz", strict, limits, progress)
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from backend.core.errors import DatasetError, OrientScopeError
 from backend.core.limits import Limits
-from backend.loaders.base import Collector, Loaded, LoadProgress
+from backend.core.progress import Progress, scaled
+from backend.loaders.base import Collector, Loaded
 
 REQUIRED = ("z", "pos", "n_atoms")
 CHUNK_BYTES = 64 << 20
@@ -66,7 +67,7 @@ def _read_array(zf: zipfile.ZipFile, member: str, source: str, progress=None, la
     return out
 
 
-def feed_npz(path: Path, collector: Collector, progress: LoadProgress | None = None) -> None:
+def feed_npz(path: Path, collector: Collector, progress: Progress | None = None) -> None:
     """Stream an NPZ file's molecules into ``collector``; DatasetError for a corrupt file."""
     try:
         _feed_npz(Path(path), collector, progress)
@@ -79,7 +80,7 @@ def feed_npz(path: Path, collector: Collector, progress: LoadProgress | None = N
         ) from None
 
 
-def _feed_npz(path: Path, collector: Collector, progress: LoadProgress | None) -> None:
+def _feed_npz(path: Path, collector: Collector, progress: Progress | None) -> None:
     source = path.name
     limits = collector.limits
     try:
@@ -110,9 +111,9 @@ def _feed_npz(path: Path, collector: Collector, progress: LoadProgress | None) -
             )
         if counts.size and counts.max() > limits.max_atoms_per_molecule:
             limits.check_atoms(int(counts.max()), f"{source}: molecule index {int(np.argmax(counts))}")
-        say = lambda lo, hi: lambda f, m: progress(lo + (hi - lo) * f, m)  # noqa: E731 - tiny closure factory
-        z = _read_array(zf, members["z"], source, progress and say(0.0, 0.2), "z").astype(np.int64)
-        pos = _read_array(zf, members["pos"], source, progress and say(0.2, 0.9), "pos").astype(np.float64, copy=False)
+        z = _read_array(zf, members["z"], source, progress and scaled(progress, 0.0, 0.2), "z").astype(np.int64)
+        pos = _read_array(zf, members["pos"], source, progress and scaled(progress, 0.2, 0.9), "pos")
+        pos = pos.astype(np.float64, copy=False)
         extra = {}
         for key, member in members.items():
             if key in REQUIRED or shapes[key][:1] != (n_mol,) or len(shapes[key]) != 1:
@@ -128,7 +129,7 @@ def _feed_npz(path: Path, collector: Collector, progress: LoadProgress | None) -
 
 
 def load_npz(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
 ) -> Loaded:
     collector = Collector(Path(path).name, strict, limits)
     feed_npz(path, collector, progress)

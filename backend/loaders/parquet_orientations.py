@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
-from backend.loaders.base import RESERVED_PROPERTY_NAMES, Collector, Loaded, LoadProgress
+from backend.core.progress import Progress
+from backend.loaders.base import RESERVED_PROPERTY_NAMES, Collector, Loaded
 
 PARQUET_MAGIC = b"PAR1"
 STORE_TABLES = ("molecules.parquet", "atoms.parquet")
@@ -56,7 +57,7 @@ def _smiles(batch) -> list[str] | None:
     return [s or "" for s in batch.column("smiles").to_pylist()]
 
 
-def load_parquet_file(path: Path, collector: Collector, progress: LoadProgress | None = None) -> None:
+def load_parquet_file(path: Path, collector: Collector, progress: Progress | None = None) -> None:
     path = Path(path)
     pf = _open(path)
     names = pf.schema_arrow.names
@@ -136,7 +137,7 @@ def is_store_folder(path: Path) -> bool:
 
 
 def load_parquet(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
 ) -> Loaded:
     """A single Parquet file, or a folder in the store layout."""
     path = Path(path)

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from backend.core.limits import Limits
-from backend.loaders.base import BadRecord, Collector, LineReader, Loaded, LoadProgress, Record, open_text
+from backend.core.progress import Progress
+from backend.loaders.base import BadRecord, Collector, LineReader, Loaded, Record, open_text
 
 MAX_EMBED_FAILURES = 0.5
 EMBED_TIMEOUT_S = 10  # ETKDG gives up on one molecule after this long
@@ -69,7 +70,7 @@ def generate(
     names: list[str] | None = None,
     strict: bool = False,
     limits: Limits | None = None,
-    progress: LoadProgress | None = None,
+    progress: Progress | None = None,
 ) -> Loaded:
     """Embed every SMILES (a list, or a file with one "SMILES [name]" per line) with ETKDG.
 

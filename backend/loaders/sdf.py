@@ -18,11 +18,11 @@ import numpy as np
 
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
+from backend.core.progress import Progress
 from backend.loaders.base import (
     BadRecord,
     LineReader,
     Loaded,
-    LoadProgress,
     Record,
     collect,
     numeric_properties,
@@ -101,7 +101,7 @@ def parse_sd_block(where: str, block: list[str]) -> Record | BadRecord:
     return Record(where, z, pos, id=mol_id, smiles=smiles, properties=props)
 
 
-def read_sdf(path: Path, limits: Limits, progress: LoadProgress | None = None) -> Iterator[Record | BadRecord]:
+def read_sdf(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
     source = Path(path).name
     with open_text(path, progress) as fh:
         for ordinal, start, block, terminated in iter_sd_blocks(LineReader(fh, source)):
@@ -117,7 +117,7 @@ def read_sdf(path: Path, limits: Limits, progress: LoadProgress | None = None) -
 
 
 def load_sdf(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
 ) -> Loaded:
     return collect(read_sdf, path, "sdf", strict, limits, progress)
 

@@ -17,7 +17,8 @@ import numpy as np
 from backend.core.elements import SYMBOLS
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
-from backend.loaders.base import BadRecord, LineReader, Loaded, LoadProgress, Record, collect, element_to_z, open_text
+from backend.core.progress import Progress
+from backend.loaders.base import BadRecord, LineReader, Loaded, Record, collect, element_to_z, open_text
 
 
 @dataclass
@@ -102,7 +103,7 @@ def parse_atom_lines(block: XyzBlock) -> tuple[np.ndarray, np.ndarray] | str:
     return z, pos
 
 
-def read_xyz(path: Path, limits: Limits, progress: LoadProgress | None = None) -> Iterator[Record | BadRecord]:
+def read_xyz(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
     with open_text(path, progress) as fh:
         for block in iter_xyz_blocks(LineReader(fh, Path(path).name), limits):
             if isinstance(block, BadRecord):
@@ -118,7 +119,7 @@ def read_xyz(path: Path, limits: Limits, progress: LoadProgress | None = None) -
 
 
 def load_xyz(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: LoadProgress | None = None
+    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
 ) -> Loaded:
     return collect(read_xyz, path, "xyz", strict, limits, progress)
 

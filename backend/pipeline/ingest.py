@@ -14,11 +14,11 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
+from backend.core.progress import Progress, quiet, scaled
 from backend.core.settings import slugify, validate_id
 from backend.loaders.base import Loaded
 from backend.loaders.detect import load_path
@@ -26,9 +26,6 @@ from backend.pipeline.builtin import BUILTIN
 from backend.store import datasets as ds
 
 log = logging.getLogger(__name__)
-
-# progress(fraction 0-1 of the whole ingest, stage, message)
-IngestProgress = Callable[[float, str, str], None]
 
 LOAD_SHARE = 0.3  # fraction of the progress bar given to reading the file
 SAVE_SHARE = 0.05
@@ -50,10 +47,6 @@ def new_dataset_id(data_dir: Path, name: str, reserved: set[str] | frozenset[str
     return validate_id(candidate)
 
 
-def _quiet(*_args) -> None:
-    return None
-
-
 def store_and_precompute(
     data_dir: Path,
     dataset_id: str,
@@ -62,12 +55,12 @@ def store_and_precompute(
     source: str,
     extra: dict | None = None,
     params: dict | None = None,
-    progress: IngestProgress | None = None,
+    progress: Progress | None = None,
 ) -> dict:
     """Save ``loaded`` as ``dataset_id`` and run all stages, atomically (see module docstring)."""
     data_dir = Path(data_dir)
     validate_id(dataset_id)
-    notify = progress or _quiet
+    notify = progress or quiet
     # Imported here: the stages pull in scikit-learn and RDKit, which the API
     # server should not load just to list jobs.
     from backend.pipeline.precompute import make_params, precompute
@@ -78,7 +71,7 @@ def store_and_precompute(
         raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
     stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
     try:
-        notify(LOAD_SHARE, "save", f"storing {loaded.mols.n_molecules:,} molecules")
+        notify(LOAD_SHARE, f"storing {loaded.mols.n_molecules:,} molecules", "save")
         meta_extra = {
             "format": loaded.format,
             "n_skipped": loaded.n_skipped,
@@ -87,27 +80,16 @@ def store_and_precompute(
             **(extra or {}),
         }
         ds.save_dataset(stage_dir, dataset_id, loaded.mols, name=name, source=source, extra=meta_extra)
-        start = LOAD_SHARE + SAVE_SHARE
-
-        def on_stage(stage: str, number: int, total: int, fraction: float, message: str) -> None:
-            notify(start + (1 - start) * ((number - 1 + fraction) / max(total, 1)), stage, message)
-
-        precompute(stage_dir, dataset_id, params, progress=on_stage)
+        precompute(stage_dir, dataset_id, params, progress=scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0))
         final.parent.mkdir(parents=True, exist_ok=True)
         with _id_lock:
             if final.exists():
                 raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
             os.rename(ds.dataset_dir(stage_dir, dataset_id), final)
-        notify(1.0, "done", f"dataset {dataset_id!r} ready")
+        notify(1.0, f"dataset {dataset_id!r} ready", "done")
         return ds.read_meta(data_dir, dataset_id)
     finally:
         shutil.rmtree(stage_dir, ignore_errors=True)
-
-
-def _load_progress(progress: IngestProgress | None):
-    if progress is None:
-        return None
-    return lambda f, msg: progress(LOAD_SHARE * f, "load", msg)
 
 
 def ingest_file(
@@ -119,20 +101,20 @@ def ingest_file(
     dataset_id: str | None = None,
     limits: Limits | None = None,
     params: dict | None = None,
-    progress: IngestProgress | None = None,
+    progress: Progress | None = None,
     original_name: str | None = None,
 ) -> dict:
     """Load ``path`` (any supported format or archive), store it and run every stage; its meta."""
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
-    (progress or _quiet)(0.0, "load", f"reading {original_name or Path(path).name}")
+    (progress or quiet)(0.0, f"reading {original_name or Path(path).name}", "load")
     staging_root(data_dir).mkdir(parents=True, exist_ok=True)
     loaded = load_path(
         path,
         fmt,
         strict=strict,
         limits=limits or Limits.from_env(),
-        progress=_load_progress(progress),
+        progress=scaled(progress, 0.0, LOAD_SHARE, stage="load"),
         workdir=staging_root(data_dir),
     )
     source = f"uploaded {original_name or Path(path).name} ({loaded.format})"
@@ -148,7 +130,7 @@ def generate_dataset(
     random_coords: bool = False,
     dataset_id: str | None = None,
     params: dict | None = None,
-    progress: IngestProgress | None = None,
+    progress: Progress | None = None,
 ) -> dict:
     """Embed a SMILES file with RDKit ETKDG (seeded), store it and run every stage; its meta."""
     data_dir = Path(data_dir)
@@ -160,7 +142,7 @@ def generate_dataset(
         seed=seed,
         random_coords=random_coords,
         limits=Limits.from_env(),
-        progress=_load_progress(progress),
+        progress=scaled(progress, 0.0, LOAD_SHARE, stage="load"),
     )
     how = "useRandomCoords=True" if random_coords else "default embedding"
     source = f"RDKit ETKDGv3 ({how}, randomSeed={seed}) from {Path(smiles_file).name}"

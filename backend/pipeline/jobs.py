@@ -247,7 +247,7 @@ class JobManager:
         self._write(job)
         last = [0.0]
 
-        def progress(fraction: float, stage: str, message: str) -> None:
+        def progress(fraction: float, message: str, stage: str = "") -> None:
             now = time.monotonic()
             changed = stage != job["stage"]
             job.update(progress=round(min(max(fraction, job["progress"]), 1.0), 4), stage=stage, message=message)

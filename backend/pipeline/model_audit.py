@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ import pandas as pd
 
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
+from backend.core.progress import Progress, quiet
 from backend.core.settings import DEFAULT_SEED
 from backend.loaders.predictions import Predictions, read_predictions
 from backend.loaders.qm9 import FRAME_DEPENDENT
@@ -34,8 +34,6 @@ from backend.store.results import ResultStore
 
 log = logging.getLogger(__name__)
 
-# progress(fraction 0-1, stage, message), like ingest's
-AuditProgress = Callable[[float, str, str], None]
 MODELS_STAGE = "models"
 MAX_EXAMPLES = 5
 # Shifted ids must explain at least this share of the unknown (or the matched) ids to be reported.
@@ -57,10 +55,6 @@ def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _quiet(*_args) -> None:
-    return None
 
 
 def _scores_and_regression(data_dir: Path, dataset_id: str, meta: dict, ids: pd.Index):
@@ -148,11 +142,11 @@ def audit_predictions(
     preds: Predictions,
     seed: int = DEFAULT_SEED,
     settings: sci.AuditSettings | None = None,
-    progress: AuditProgress | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict, pd.DataFrame]:
     """The audit's figures (a JSON-ready dict) and its per-molecule table, for validated predictions."""
     settings = settings or sci.AuditSettings()
-    notify = progress or _quiet
+    notify = progress or quiet
     meta = ds.read_meta(data_dir, dataset_id)
     used = sorted(set(preds.rows["property"].unique()) & set(meta.get("properties", [])))
     mol_table = ds.read_molecule_columns(data_dir, dataset_id, ["id", *used])
@@ -176,7 +170,7 @@ def audit_predictions(
     entries, tables = [], []
     sets = _figure_sets(preds)
     for k, (prop, split) in enumerate(sets):
-        notify(0.2 + 0.75 * k / len(sets), "audit", f"{prop}" + (f" ({split})" if split else ""))
+        notify(0.2 + 0.75 * k / len(sets), f"{prop}" + (f" ({split})" if split else ""), "audit")
         sel = (rows["property"] == prop).to_numpy()
         if split is not None:
             sel = sel & (rows["split"] == split).to_numpy()
@@ -254,21 +248,21 @@ def run_audit(
     seed: int = DEFAULT_SEED,
     settings: sci.AuditSettings | None = None,
     limits: Limits | None = None,
-    progress: AuditProgress | None = None,
+    progress: Progress | None = None,
     original_name: str | None = None,
 ) -> dict:
     """Audit the predictions in ``path`` against ``dataset_id`` and store the result; the stored record."""
     data_dir, path = Path(data_dir), Path(path)
-    notify = progress or _quiet
+    notify = progress or quiet
     name = name.strip()
     if not name or len(name) > 200:
         raise ValueError("an audit name must have 1 to 200 characters")
     meta = ds.read_meta(data_dir, dataset_id)
     if not path.is_file():
         raise FileNotFoundError(f"no predictions file {path}")
-    notify(0.0, "load", f"reading {original_name or path.name}")
+    notify(0.0, f"reading {original_name or path.name}", "load")
     preds = read_predictions(path, meta.get("properties", []), limits)
-    notify(0.15, "load", f"{preds.n_rows:,} prediction rows")
+    notify(0.15, f"{preds.n_rows:,} prediction rows", "load")
     settings = settings or sci.AuditSettings()
     record, table = audit_predictions(data_dir, dataset_id, preds, seed, settings, notify)
     record = {
@@ -285,7 +279,7 @@ def run_audit(
         **record,
     }
     audit_id = audit_id or store.new_audit_id()
-    notify(0.97, "save", "storing the audit")
+    notify(0.97, "storing the audit", "save")
     store.write_audit(data_dir, dataset_id, audit_id, record, table)
-    notify(1.0, "done", f"audit {audit_id!r} ready")
+    notify(1.0, f"audit {audit_id!r} ready", "done")
     return store.read_audit(data_dir, dataset_id, audit_id)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from backend.core.dataset import MoleculeSet
 from backend.core.errors import NotFoundError
+from backend.core.progress import Progress, scaled
 from backend.core.settings import DEFAULT_SEED, validate_id
 from backend.loaders.qm9 import select_rows
 from backend.pipeline.builtin import BUILTIN
@@ -19,9 +19,6 @@ from backend.store import datasets as ds
 from backend.store.results import ResultStore
 
 log = logging.getLogger(__name__)
-
-# progress(stage_name, stage_number, n_stages, fraction_within_stage, message)
-PipelineProgress = Callable[[str, int, int, float, str], None]
 
 
 def make_params(frame: str = "pca", sign: str = "max", seed: int = DEFAULT_SEED, limit: int | None = None) -> dict:
@@ -61,13 +58,15 @@ def precompute(
     params: dict,
     stages: list[str] | None = None,
     force: bool = False,
-    progress: PipelineProgress | None = None,
+    progress: Progress | None = None,
 ) -> ResultStore:
-    """Compute every missing stage (or ``stages``) and mark the result active."""
+    """Compute every missing stage (or ``stages``) and mark the result active.
+
+    ``progress`` hears the fraction of all stages to run, with each stage's name.
+    """
     ensure_dataset(data_dir, dataset_id)
     store = ResultStore(data_dir, dataset_id, params)
     wanted = [stage_by_name(n) for n in stages] if stages else list(STAGES)
-    notify = progress or (lambda *a: None)
     with store.lock():
         todo = [s for s in wanted if force or not store.completed(s.name)]
         mols = load_for_params(data_dir, dataset_id, params) if todo else None
@@ -75,15 +74,9 @@ def precompute(
             missing = [r for r in stage.requires if not store.completed(r)]
             if missing:
                 raise RuntimeError(f"stage {stage.name!r} needs {missing} first")
-            ctx = StageContext(
-                data_dir,
-                dataset_id,
-                params,
-                mols,
-                store,
-                lambda f, msg, _n=stage.name, _i=number: notify(_n, _i, len(todo), f, msg),
-            )
-            notify(stage.name, number, len(todo), 0.0, "starting")
+            notify = scaled(progress, (number - 1) / len(todo), number / len(todo), stage=stage.name)
+            ctx = StageContext(data_dir, dataset_id, params, mols, store, notify)
+            notify(0.0, f"starting (stage {number} of {len(todo)})")
             t0 = time.perf_counter()
             out = stage.run(ctx)
             seconds = time.perf_counter() - t0
@@ -92,7 +85,7 @@ def precompute(
             for what, reason in skipped.items():
                 log.info("%s/%s %s skipped: %s", dataset_id, store.key, what, reason)
             done = f"skipped: {out.skipped}" if out.skipped else f"done in {seconds:.1f} s"
-            notify(stage.name, number, len(todo), 1.0, done)
+            notify(1.0, done)
             log.info("%s/%s stage %s done in %.2f s", dataset_id, store.key, stage.name, seconds)
         ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
     return store

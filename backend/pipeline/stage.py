@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 
 from backend.core.dataset import MoleculeSet
+from backend.core.progress import Progress
 from backend.pipeline.frames_table import frames_from_table
 from backend.science.frames import Frames
 from backend.science.rotations import derived_seed, random_rotations
 from backend.store.results import ResultStore
-
-ProgressFn = Callable[[float, str], None]
 
 
 @dataclass
@@ -82,7 +81,7 @@ class StageContext:
     """Inputs of a stage: the molecules, the parameters and earlier stages' outputs."""
 
     def __init__(
-        self, data_dir: Path, dataset_id: str, params: dict, mols: MoleculeSet, store: ResultStore, progress: ProgressFn
+        self, data_dir: Path, dataset_id: str, params: dict, mols: MoleculeSet, store: ResultStore, progress: Progress
     ):
         self.data_dir = data_dir
         self.dataset_id = dataset_id

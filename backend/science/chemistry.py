@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import current_process, get_context
@@ -24,6 +23,7 @@ import numpy as np
 
 from backend.core.dataset import MoleculeSet
 from backend.core.elements import hill_formulas
+from backend.core.progress import Progress, quiet
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,6 @@ FP_COLUMNS = [f"fp{i:02d}" for i in range(FP_WORDS)]
 # Below this many molecules worker processes cost more than they save.
 MIN_PARALLEL = 4000
 SOURCES = ("smiles", "3d", "failed")
-
-ProgressFn = Callable[[float, str], None]
 
 
 @dataclass(frozen=True)
@@ -184,7 +182,7 @@ def _chunks(n: int, n_chunks: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
 
 
-def compute_chemistry(mols: MoleculeSet, n_jobs: int | None = None, progress: ProgressFn | None = None) -> Chemistry:
+def compute_chemistry(mols: MoleculeSet, n_jobs: int | None = None, progress: Progress | None = None) -> Chemistry:
     """Chemistry of every molecule of ``mols``.
 
     Parameters
@@ -194,7 +192,7 @@ def compute_chemistry(mols: MoleculeSet, n_jobs: int | None = None, progress: Pr
     progress : called with (fraction, message) as chunks finish.
     """
     n = mols.n_molecules
-    notify = progress or (lambda f, m: None)
+    notify = progress or quiet
     smiles = list(mols.smiles) if mols.smiles is not None else [""] * n
     n_jobs = max(1, min(n_jobs or 2, os.cpu_count() or 1))
     # Daemon processes (e.g. a job runner's workers) may not start children.

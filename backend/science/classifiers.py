@@ -33,6 +33,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import GroupKFold
 from threadpoolctl import threadpool_limits
 
+from backend.core.progress import Progress, scaled
 from backend.science.frames import Frames, compute_frames
 from backend.science.rotations import rotate_molecules
 from backend.science.segments import owner_index
@@ -148,14 +149,18 @@ def grouped_folds(n_molecules: int, n_folds: int, seed: int) -> np.ndarray:
 
 
 def cross_fit_scores(
-    X_original: np.ndarray, X_rotated: np.ndarray, settings: ClassifierSettings, seed: int, progress=None
+    X_original: np.ndarray,
+    X_rotated: np.ndarray,
+    settings: ClassifierSettings,
+    seed: int,
+    progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold P(stored pose) of every molecule's stored and rotated copy.
 
     Parameters
     ----------
     X_original, X_rotated : (n_molecules, d) features of the two copies
-    progress : optional callable(fraction) after each fold
+    progress : reports after each fold
 
     Returns
     -------
@@ -173,7 +178,7 @@ def cross_fit_scores(
             p_orig[test] = model.predict_proba(X_original[test])[:, 1]
             p_rot[test] = model.predict_proba(X_rotated[test])[:, 1]
             if progress is not None:
-                progress((k + 1) / settings.n_folds)
+                progress((k + 1) / settings.n_folds, f"fold {k + 1} of {settings.n_folds}")
     return p_orig, p_rot
 
 
@@ -246,7 +251,7 @@ def detect_rotation(
     feature_sets=FEATURE_SETS,
     settings: ClassifierSettings | None = None,
     seed: int = 0,
-    progress=None,
+    progress: Progress | None = None,
 ) -> DetectionResult:
     """Train and evaluate stored-vs-rotated classifiers for each feature set.
 
@@ -258,7 +263,7 @@ def detect_rotation(
     frames : canonical frames of the stored poses (same method and sign rule)
     rotations : (n, 3, 3) the seeded rotations that make the negative copies;
         their frames are recomputed from the rotated coordinates
-    progress : optional callable(fraction, message)
+    progress : reports after each fold of each feature set
     """
     settings = settings or ClassifierSettings()
     for fs in feature_sets:
@@ -271,10 +276,8 @@ def detect_rotation(
         X_orig = pose_features(fs, frames, composition, positions_angstrom, offsets)
         X_rot = pose_features(fs, rotated_frames, composition, rotated, offsets)
 
-        def fold_done(f, _i=i, _fs=fs):
-            if progress is not None:
-                progress((_i + f) / len(feature_sets), f"classifier {_fs}")
-
+        n_sets = len(feature_sets)
+        fold_done = scaled(progress, i / n_sets, (i + 1) / n_sets, prefix=f"classifier {fs}: ")
         p_orig, p_rot = cross_fit_scores(X_orig, X_rot, settings, seed, fold_done)
         metrics = detection_metrics(p_orig, p_rot, settings.n_bootstrap, seed + i)
         result.metrics.append({"features": fs, **metrics})

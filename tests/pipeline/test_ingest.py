@@ -23,7 +23,7 @@ def small_file(tmp_path, qm9_small):
 def test_ingest_stores_and_precomputes(tmp_path, small_file, qm9_small):
     data_dir = tmp_path / "data"
     steps = []
-    meta = ingest_file(data_dir, small_file, "My set", progress=lambda f, stage, msg: steps.append((f, stage)))
+    meta = ingest_file(data_dir, small_file, "My set", progress=lambda f, msg, stage="": steps.append((f, stage)))
     assert meta["id"] == "my-set" and meta["name"] == "My set" and meta["format"] == "extxyz"
     assert meta["n_molecules"] == 50 and meta["n_skipped"] == 0 and meta["has_smiles"]
     assert meta["active_result"] in list_result_keys(data_dir, "my-set")

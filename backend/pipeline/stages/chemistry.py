@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from backend.core.progress import scaled
 from backend.pipeline.stage import Stage, StageContext, StageOutput
 from backend.science.chemistry import FP_COLUMNS, compute_chemistry
 from backend.science.clustering import sampled_leader_clusters
@@ -84,7 +85,7 @@ def _similarity(ctx: StageContext, chem, frames, control_frames) -> tuple[dict, 
 def run(ctx: StageContext) -> StageOutput:
     mols = ctx.mols
     ctx.progress(0.02, "molecular graphs, fingerprints and scaffolds")
-    chem = compute_chemistry(mols, progress=lambda f, m: ctx.progress(0.02 + 0.5 * f, m))
+    chem = compute_chemistry(mols, progress=scaled(ctx.progress, 0.02, 0.52))
     ids = mols.ids
     ctx.progress(0.55, f"Tanimoto clusters at {CLUSTER_THRESHOLD}")
     cluster_seed = derived_seed(ctx.seed, "cluster")

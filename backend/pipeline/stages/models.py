@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from backend.core.progress import scaled
 from backend.loaders.qm9 import FRAME_DEPENDENT
 from backend.pipeline.stage import Stage, StageContext, StageOutput
 from backend.science.classifiers import FEATURE_SETS, ClassifierSettings, detect_rotation
@@ -41,7 +42,7 @@ def _classify(ctx: StageContext, which: str, positions: np.ndarray, start: float
         positions, mols.offsets, mols.atomic_numbers, ctx.frames(which), negatives,
         frame_method=params["frame"], sign_rule=params["sign"], settings=CLASSIFIER,
         seed=derived_seed(ctx.seed, f"models:{which}:classifier"),
-        progress=lambda f, msg: ctx.progress(start + span * f, f"{which}: {msg}"),
+        progress=scaled(ctx.progress, start, start + span, prefix=f"{which}: "),
     )  # fmt: skip
 
 
