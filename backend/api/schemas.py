@@ -105,7 +105,12 @@ class MoleculeSummaryPublic(_Model):
     )
     degenerate: bool = Field(description="True if the canonical frame is ill-defined (see degenerate_reason).")
     groups: dict[str, str | None] = Field(
-        description="Group id per grouping (formula always; scaffold and cluster with the chemistry stage)."
+        description="Group code per grouping (formula always; scaffold and cluster with the chemistry stage); "
+        "null where the molecule is in no group (e.g. unclustered)."
+    )
+    group_labels: dict[str, str] = Field(
+        description="What each group code means: the formula, the scaffold SMILES or the cluster representative's "
+        "SMILES; 'unclustered' (or the grouping's ungrouped name) where the code is null."
     )
 
 
@@ -191,11 +196,22 @@ class OrientationRow(BaseModel):
 class GroupPublic(_Model):
     """One group of molecules."""
 
-    group: str = Field(description="Group id (a formula, a scaffold SMILES or a cluster number).")
+    group: str = Field(description="Group code, as the chemistry stage numbers the groups (or the formula itself).")
+    label: str = Field(
+        description="What the group is: its formula (C7H10O2), its scaffold SMILES (C1CC1) or its cluster "
+        "representative's SMILES. `group=` filters accept the code or the label."
+    )
     size: int = Field(description="Number of molecules in the group.")
     n_degenerate: int = Field(description="Molecules of the group with a degenerate frame.")
     mean_classifier_score: float | None = Field(description="Mean classifier score, null without the models stage.")
     statistics: dict[str, Any] = Field(description="Per-group statistics computed by the chemistry stage (e.g. KL).")
+
+
+class UngroupedPublic(_Model):
+    """Molecules outside every group of one kind (e.g. unclustered: no cluster leader within the threshold)."""
+
+    label: str = Field(description="What they are called: 'unclustered', 'no scaffold (no chemical graph)' ...")
+    size: int = Field(description="How many molecules are in no group.")
 
 
 class GroupsPublic(_Model):
@@ -204,6 +220,7 @@ class GroupsPublic(_Model):
     by: Literal["scaffold", "formula", "cluster"] = Field(description="The grouping.")
     total: int = Field(description="Number of groups.")
     groups: list[GroupPublic] = Field(description="The groups (the largest 1000 at most).")
+    ungrouped: UngroupedPublic = Field(description="Molecules in no group, reported apart from the groups.")
 
 
 # ---------------------------------------------------------------- neighbours

@@ -10,18 +10,17 @@ import pandas as pd
 
 from backend.services.cache import DatasetView, get_view
 from backend.services.errors import NotComputed
-from backend.services.molecules import GROUP_KINDS, check_group_kind, group_ids
+from backend.services.grouping import (
+    GROUP_KINDS,
+    UNGROUPED,
+    check_group_kind,
+    group_ids,
+    group_label_map,
+    stage_groups_table,
+    ungrouped_count,
+)
 
-CHEMISTRY_STAGE = "chemistry"
 MAX_GROUPS = 1000
-
-
-def _stage_table(view: DatasetView, by: str) -> pd.DataFrame | None:
-    """The chemistry stage's ``groups_<by>`` table, if computed."""
-    name = f"groups_{by}"
-    if not view.has_table(CHEMISTRY_STAGE, name):
-        return None
-    return view.extra(name, lambda: view.store.table(CHEMISTRY_STAGE, name).to_pandas())
 
 
 def _json_value(v):
@@ -47,6 +46,9 @@ def list_groups(data_dir: Path, dataset_id: str, by: str = "formula", limit: int
     """Groups of ``by`` (one of :data:`GROUP_KINDS`) with size, degenerate count, mean score and stage statistics.
 
     Formula groups are always available; scaffold and cluster groups need the chemistry stage.
+    Each group carries its ``group`` code and its ``label`` (formula, scaffold SMILES or the
+    cluster representative's SMILES). Molecules in no group are counted under ``ungrouped``,
+    never listed as a group.
     """
     check_group_kind(by)
     view = get_view(data_dir, dataset_id)
@@ -56,17 +58,19 @@ def list_groups(data_dir: Path, dataset_id: str, by: str = "formula", limit: int
 
     def build() -> list[dict]:
         stats = _basic_stats(view, ids)
-        extra = _stage_table(view, by)
+        extra = stage_groups_table(view, by)
+        labels = group_label_map(view, by)
         key = next((c for c in ("group", f"{by}_id", "id", by) if extra is not None and c in extra.columns), None)
         extras: dict[str, dict] = {}
         if key is not None:
-            cols = [c for c in extra.columns if c != key and c not in stats.columns]
+            cols = [c for c in extra.columns if c not in (key, "label") and c not in stats.columns]
             for rec in extra[[key, *cols]].to_dict("records"):
                 group = str(rec.pop(key))
                 extras[group] = {c: _json_value(v) for c, v in rec.items()}
         return [
             {
                 "group": str(row.group),
+                "label": labels.get(str(row.group), str(row.group)),
                 "size": int(row.size),
                 "n_degenerate": int(row.n_degenerate),
                 "mean_classifier_score": _json_value(float(row.mean_classifier_score)),
@@ -76,7 +80,8 @@ def list_groups(data_dir: Path, dataset_id: str, by: str = "formula", limit: int
         ]
 
     groups = view.extra(f"groups_list_{by}", build)
-    return {"by": by, "total": len(groups), "groups": groups[:limit]}
+    ungrouped = {"label": UNGROUPED[by], "size": ungrouped_count(view, by)}
+    return {"by": by, "total": len(groups), "groups": groups[:limit], "ungrouped": ungrouped}
 
 
 __all__ = ["GROUP_KINDS", "list_groups"]

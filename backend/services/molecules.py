@@ -8,17 +8,26 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.elements import hill_formulas, z_to_symbols
+from backend.core.elements import z_to_symbols
 from backend.loaders.sdf import sdf_block
 from backend.loaders.xyz import xyz_block
 from backend.science import substructure
 from backend.science.chemistry import molecule_graph
-from backend.services.cache import CHEMISTRY_MOLECULES, DatasetView, get_view
+from backend.services.cache import DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
+from backend.services.grouping import (
+    GROUP_KINDS,
+    UNGROUPED,
+    check_group_kind,
+    chemistry_table,
+    formulas,
+    group_ids,
+    group_label_map,
+    group_rows,
+)
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
-GROUP_KINDS = ("scaffold", "formula", "cluster")
 POSES = ("stored", "canonical")
 EXPORT_FORMATS = ("xyz", "sdf")
 SORT_KEYS = ("index", "id", "n_atoms", "formula", "classifier_score", "degenerate")
@@ -34,52 +43,6 @@ def _clean(value: float | None) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-# ---------------------------------------------------------------- derived columns
-def chemistry_table(view: DatasetView):
-    """The chemistry stage's per-molecule table aligned with the view (None if not computed)."""
-    return view.extra("chemistry_molecules", lambda: view.aligned_table(*CHEMISTRY_MOLECULES))
-
-
-def formulas(view: DatasetView) -> np.ndarray:
-    def build():
-        chem = chemistry_table(view)
-        if chem is not None and "formula" in chem.columns and chem["formula"].notna().all():
-            return chem["formula"].astype(str).to_numpy(object)
-        return hill_formulas(view.mols.atomic_numbers, view.mols.offsets)[view.rows].astype(object)
-
-    return view.extra("formulas", build)
-
-
-def _group_column(chem, by: str) -> str | None:
-    for name in (f"{by}_group", f"{by}_id", f"group_{by}", by):
-        if chem is not None and name in chem.columns:
-            return name
-    return None
-
-
-def group_ids(view: DatasetView) -> dict[str, np.ndarray]:
-    """Group id per molecule for each kind the data has: {kind: (n,) object array of str or None}."""
-
-    def build():
-        chem = chemistry_table(view)
-        out = {}
-        for by in GROUP_KINDS:
-            col = _group_column(chem, by)
-            if col is not None:
-                vals = chem[col]
-                out[by] = np.where(vals.isna(), None, vals.astype(str)).astype(object)
-        out.setdefault("formula", formulas(view))
-        return out
-
-    return view.extra("group_ids", build)
-
-
-def check_group_kind(by: str, loc: str = "by") -> str:
-    if by not in GROUP_KINDS:
-        raise InvalidInput(f"unknown grouping {by!r}; expected one of {GROUP_KINDS}", ("query", loc))
-    return by
 
 
 # ---------------------------------------------------------------- list
@@ -185,6 +148,10 @@ def molecule_item(view: DatasetView, i: int) -> dict:
         "classifier_score": _clean(view.scores[i]),
         "degenerate": bool(view.degenerate[i]),
         "groups": {by: (None if ids[i] is None else str(ids[i])) for by, ids in groups.items()},
+        "group_labels": {
+            by: UNGROUPED[by] if ids[i] is None else group_label_map(view, by).get(str(ids[i]), str(ids[i]))
+            for by, ids in groups.items()
+        },
     }
 
 
@@ -200,7 +167,9 @@ def list_molecules(
 ) -> MoleculePage:
     """One page of molecules, after filtering by group and SMARTS and sorting.
 
-    ``limit`` is capped at :data:`MAX_PAGE`; ``group`` needs ``group_by``.
+    ``limit`` is capped at :data:`MAX_PAGE`; ``group`` needs ``group_by`` and is a group
+    code or its label (``C7H10O2``, a scaffold or cluster-representative SMILES), or the
+    grouping's name for molecules in no group (``unclustered``).
     """
     if offset < 0:
         raise InvalidInput(f"offset must be >= 0, got {offset}", ("query", "offset"))
@@ -218,7 +187,7 @@ def list_molecules(
                 f"dataset {dataset_id!r} has no {group_by} groups: the chemistry stage has not been computed"
             )
         if group is not None:
-            rows = rows[ids == str(group)]
+            rows = rows[group_rows(view, group_by, str(group))]
     complete, n_scanned = True, None
     if smarts:
         matches = match_smarts(view, smarts)

@@ -15,8 +15,8 @@ def test_formula_groups(client, api_data):
     mols = load_dataset(api_data, "qm9")
     expected = Counter(hill_formula(mols.atoms_of(i)[0]) for i in range(mols.n_molecules))
     assert body["by"] == "formula" and body["total"] == len(expected)
-    # Groups are named by their formula, or by the chemistry stage's number with the formula as label.
-    names = [g["statistics"].get("label", g["group"]) for g in body["groups"]]
+    # Groups have a code (the chemistry stage numbers them) and their formula as label.
+    names = [g["label"] for g in body["groups"]]
     assert dict(zip(names, (g["size"] for g in body["groups"]), strict=True)) == dict(expected)
     sizes = [g["size"] for g in body["groups"]]
     assert sizes == sorted(sizes, reverse=True)
@@ -43,3 +43,12 @@ def test_errors(client):
     r = client.get("/api/datasets/qm9/groups", params={"by": "colour"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "by"]
     assert client.get("/api/datasets/nosuch/groups").status_code == 404
+
+
+def test_cluster_groups_have_smiles_labels_and_an_ungrouped_count(client):
+    body = client.get("/api/datasets/qm9/groups", params={"by": "cluster"}).json()
+    assert body["ungrouped"]["label"] == "unclustered"
+    assert sum(g["size"] for g in body["groups"]) + body["ungrouped"]["size"] == 400
+    from rdkit import Chem
+
+    assert all(g["group"].isdigit() and Chem.MolFromSmiles(g["label"]) is not None for g in body["groups"])

@@ -77,6 +77,20 @@ def test_group_filter(client, qm9):
     assert r.json()["items"][0]["groups"] == {"scaffold": "s1", "formula": "X"}
 
 
+def test_group_filter_accepts_the_label_and_items_carry_it(client, qm9):
+    formula = hill_formula(qm9.atoms_of(10)[0])
+    item = client.get("/api/datasets/qm9/molecules", params={"offset": 10, "limit": 1}).json()["items"][0]
+    assert item["group_labels"]["formula"] == formula and item["groups"]["formula"] != formula  # code and label
+    by_label = client.get("/api/datasets/qm9/molecules", params={"group_by": "formula", "group": formula})
+    by_code = client.get(
+        "/api/datasets/qm9/molecules", params={"group_by": "formula", "group": item["groups"]["formula"]}
+    )
+    assert by_label.status_code == 200 and by_label.json()["total"] > 0
+    assert by_label.json() == by_code.json()
+    r = client.get("/api/datasets/qm9/molecules", params={"group_by": "formula", "group": "C99"})
+    assert r.status_code == 422 and "give a group code or its label" in r.json()["detail"][0]["msg"]
+
+
 def test_scaffold_filter_without_chemistry_is_409(client):
     r = client.get("/api/datasets/nochem/molecules", params={"group_by": "scaffold", "group": "x"})
     assert r.status_code == 409

@@ -17,7 +17,14 @@ def test_formula_groups_without_chemistry(toy_dir):
 def test_scaffold_groups_merge_stage_statistics(toy_dir):
     out = list_groups(toy_dir, "toy", "scaffold")
     s2 = next(g for g in out["groups"] if g["group"] == "s2")
-    assert s2 == {"group": "s2", "size": 1, "n_degenerate": 0, "mean_classifier_score": 0.8, "statistics": {"kl": 0.2}}
+    assert s2 == {
+        "group": "s2",
+        "label": "s2",
+        "size": 1,
+        "n_degenerate": 0,
+        "mean_classifier_score": 0.8,
+        "statistics": {"kl": 0.2},
+    }
 
 
 def test_errors(toy_dir):

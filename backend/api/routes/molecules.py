@@ -33,7 +33,14 @@ async def list_molecules(
     group_by: Annotated[
         Literal["scaffold", "formula", "cluster"] | None, Query(description="Grouping that `group` refers to.")
     ] = None,
-    group: Annotated[str | None, Query(max_length=512, description="Keep only this group id (needs group_by).")] = None,
+    group: Annotated[
+        str | None,
+        Query(
+            max_length=512,
+            description="Keep only this group (needs group_by): its code or its label (C7H10O2, a scaffold or "
+            "cluster-representative SMILES), or 'unclustered' for the molecules in no cluster.",
+        ),
+    ] = None,
     smarts: Annotated[
         str | None,
         Query(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from backend.core.groups import GROUP_KINDS, UNGROUPED
 from backend.core.progress import scaled
 from backend.pipeline.stage import Stage, StageContext, StageOutput
 from backend.science.chemistry import FP_COLUMNS, compute_chemistry
@@ -19,7 +20,7 @@ N_PAIRS = 2000
 N_PERMUTATIONS = 2000
 N_RANDOM = 10
 TOP_GROUPS = 20
-GROUPINGS = ("scaffold", "formula", "cluster")
+GROUPINGS = GROUP_KINDS
 # A neighbour pair needs two molecules; random partners come from the same pool.
 MIN_SIMILARITY_POOL = 2
 
@@ -94,17 +95,21 @@ def run(ctx: StageContext) -> StageOutput:
     )
     scaffold, scaffold_labels = _factorize(np.where(chem.scaffold == "", "(acyclic)", chem.scaffold), chem.ok)
     formula, formula_labels = _factorize(chem.formula, np.ones(len(ids), bool))
-    cluster_labels = np.array([f"cluster {k} (leader {ids[i]})" for k, i in enumerate(leaders)], dtype=object)
+    # A cluster is named by its representative: the leader it was grown from.
+    cluster_labels = np.asarray(chem.smiles, dtype=object)[leaders]
     group_ids = {"scaffold": scaffold, "formula": formula, "cluster": cluster}
     group_labels = {"scaffold": scaffold_labels, "formula": formula_labels, "cluster": cluster_labels}
 
     ctx.progress(0.65, "per-group orientation statistics")
     frames, control_frames = ctx.frames("original"), ctx.frames("control")
     tables = {f"groups_{g}": _group_table(group_ids[g], group_labels[g], frames, ids) for g in GROUPINGS}
+    clusters = tables["groups_cluster"]
+    clusters["leader_id"] = ids[leaders[clusters["group"].to_numpy(np.int64)]] if len(clusters) else []
     groups = {
         g: {
             "n_groups": int(len(tables[f"groups_{g}"])),
             "n_grouped": int((group_ids[g] >= 0).sum()),
+            "ungrouped": {"label": UNGROUPED[g], "size": int((group_ids[g] < 0).sum())},
             "largest": _largest(tables[f"groups_{g}"]),
         }
         for g in GROUPINGS
