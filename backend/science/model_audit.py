@@ -147,8 +147,10 @@ def bootstrap_means(values: np.ndarray, n_bootstrap: int, seed: int) -> np.ndarr
     block = max(1, RESAMPLE_BLOCK // max(n, 1))
     for start in range(0, n_bootstrap, block):
         b = min(block, n_bootstrap - start)
-        idx = rng.integers(0, n, size=(b, n), dtype=np.int32 if n < 2**31 else np.int64)
-        out[start : start + b] = values[idx].mean(axis=1)
+        idx = rng.integers(0, n, size=(b, n))
+        # How often each molecule is drawn, then one matrix product: far faster than gathering rows.
+        counts = np.bincount((idx + n * np.arange(b)[:, None]).ravel(), minlength=b * n).reshape(b, n)
+        out[start : start + b] = (counts.astype(np.float64) @ values) / n
     return out
 
 
@@ -171,15 +173,17 @@ def sign_flip_test(differences: np.ndarray, settings: AuditSettings, seed: int) 
             "alternative": "two-sided",
         }
     rng = np.random.default_rng(seed)
-    observed = abs(float(np.sum(d)))
+    total = float(np.sum(d))
     # Flipped sums equal to the observed one up to rounding count as "as extreme".
     tolerance = 1e-9 * np.sum(np.abs(d))
     block = max(1, RESAMPLE_BLOCK // n)
     extreme = 0
     for start in range(0, settings.n_permutations, block):
         b = min(block, settings.n_permutations - start)
-        signs = rng.integers(0, 2, size=(b, n), dtype=np.int8) * 2 - 1
-        extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - tolerance))
+        # One random bit per (permutation, molecule): a set bit flips that molecule's sign.
+        bits = np.unpackbits(rng.integers(0, 256, size=(b, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
+        flipped = total - 2.0 * (bits.astype(np.float64) @ d)
+        extreme += int(np.count_nonzero(np.abs(flipped) >= abs(total) - tolerance))
     return {
         "pvalue": (extreme + 1) / (settings.n_permutations + 1),
         "method": "sign-flip, Monte Carlo permutations",
