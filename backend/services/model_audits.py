@@ -1,0 +1,115 @@
+"""Model audits of a dataset, for the API and the dashboard: check an upload, read, list, delete, download.
+
+An audit is either stored (``state`` ``done``, the full record) or still a
+job (``queued``, ``running`` or ``failed``, with the job's message); both are
+found by the audit id. Submitting goes through the job manager
+(:meth:`backend.pipeline.jobs.JobManager.submit_audit`).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pyarrow.csv as pcsv
+
+from backend.core.errors import DatasetError, NotFoundError
+from backend.loaders.predictions import check_header
+from backend.pipeline.jobs import DONE, list_jobs
+from backend.services.errors import InvalidInput
+from backend.store import audits as store
+from backend.store import datasets as ds
+
+AUDIT_JOB = "audit"
+DOWNLOAD_FORMATS = ("csv", "parquet")
+# What a listing shows of each audit; the full record is one GET away.
+SUMMARY_KEYS = ("id", "name", "dataset", "created", "n_molecules", "n_unknown_ids", "input")
+
+
+def check_upload(data_dir: Path, dataset_id: str, path: Path) -> list[str]:
+    """Check a predictions upload's header and property names before accepting it (InvalidInput otherwise)."""
+    meta = ds.read_meta(data_dir, dataset_id)
+    try:
+        return check_header(path, meta.get("properties", []))
+    except DatasetError as err:
+        raise InvalidInput(str(err), ("body", "file")) from None
+
+
+def _audit_jobs(data_dir: Path, dataset_id: str) -> list[dict]:
+    return [j for j in list_jobs(data_dir) if j.get("kind") == AUDIT_JOB and j.get("dataset_id") == dataset_id]
+
+
+def _from_job(job: dict) -> dict:
+    return {
+        "id": job["audit_id"],
+        "name": job.get("name"),
+        "dataset": job["dataset_id"],
+        "created": job.get("created"),
+        "state": job["state"],
+        "job_id": job["id"],
+        "message": job.get("message", ""),
+        "progress": job.get("progress", 0.0),
+    }
+
+
+def get_audit(data_dir: Path, dataset_id: str, audit_id: str) -> dict:
+    """The stored audit plus ``state: done``, or its job's state; NotFoundError if neither exists."""
+    ds.read_meta(data_dir, dataset_id)
+    if store.has_audit(data_dir, dataset_id, audit_id):
+        return {**store.read_audit(data_dir, dataset_id, audit_id), "state": DONE}
+    for job in _audit_jobs(data_dir, dataset_id):
+        if job.get("audit_id") == audit_id:
+            return _from_job(job)
+    raise NotFoundError(f"unknown audit {audit_id!r} of dataset {dataset_id!r}")
+
+
+def list_audits(data_dir: Path, dataset_id: str) -> list[dict]:
+    """Every audit of a dataset, stored ones and those still queued, running or failed, oldest first."""
+    ds.read_meta(data_dir, dataset_id)
+    stored = []
+    for audit_id in store.list_audit_ids(data_dir, dataset_id):
+        try:
+            record = store.read_audit(data_dir, dataset_id, audit_id)
+        except (OSError, ValueError, NotFoundError):  # deleted while listing
+            continue
+        summary = {k: record.get(k) for k in SUMMARY_KEYS}
+        summary["verdicts"] = {p["property"]: p["verdict"]["code"] for p in record["properties"] if not p["split"]}
+        stored.append({**summary, "state": DONE})
+    done = {a["id"] for a in stored}
+    pending = [_from_job(j) for j in _audit_jobs(data_dir, dataset_id) if j.get("audit_id") not in done]
+    return sorted(stored + [p for p in pending if p["state"] != DONE], key=lambda a: a.get("created") or 0)
+
+
+def delete_audit(data_dir: Path, dataset_id: str, audit_id: str) -> None:
+    ds.read_meta(data_dir, dataset_id)
+    store.delete_audit(data_dir, dataset_id, audit_id)
+
+
+def molecules_download(data_dir: Path, dataset_id: str, audit_id: str, fmt: str) -> tuple[bytes, str, str]:
+    """The per-molecule table as (bytes, media type, file name) in ``csv`` or ``parquet``."""
+    if fmt not in DOWNLOAD_FORMATS:
+        raise InvalidInput(f"format must be one of {list(DOWNLOAD_FORMATS)}, got {fmt!r}", ("query", "format"))
+    ds.read_meta(data_dir, dataset_id)
+    path = store.molecules_path(data_dir, dataset_id, audit_id)
+    name = f"{dataset_id}-{audit_id}-molecules.{fmt}"
+    if fmt == "parquet":
+        return path.read_bytes(), "application/vnd.apache.parquet", name
+    buf = io.BytesIO()
+    pcsv.write_csv(store.read_audit_molecules(data_dir, dataset_id, audit_id), buf)
+    return buf.getvalue(), "text/csv", name
+
+
+def audit_properties(data_dir: Path, dataset_id: str, audit_id: str) -> list[str]:
+    """The properties an audit covers."""
+    return sorted({p["property"] for p in store.read_audit(data_dir, dataset_id, audit_id)["properties"]})
+
+
+def prediction_shift(data_dir: Path, dataset_id: str, audit_id: str, prop: str, ids: np.ndarray) -> np.ndarray:
+    """(n,) each molecule's prediction shift (RMS over copies of rotated − stored) for ``ids``; NaN outside the audit."""
+    table = store.read_audit_molecules(data_dir, dataset_id, audit_id, columns=["id", "property", "shift"]).to_pandas()
+    table = table[table["property"] == prop]
+    if table.empty:
+        raise InvalidInput(f"audit {audit_id!r} has no property {prop!r}", ("query", "property"))
+    values = table.set_index("id")["shift"]
+    return values.reindex(np.asarray(ids).astype(str)).to_numpy(np.float64)
