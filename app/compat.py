@@ -2,7 +2,8 @@
 the marked section of ``frontend_assets/orientscope.js``).
 
 Each trick below says what it saves, measured on its own on full-QM9-sized data
-(median of 3 runs; a busy 2-core machine, so the absolute times are noisy), and
+(``python -m tests.bench.bench_compat``: median of 3 runs, on a busy 2-core machine,
+so the absolute times are noisy; a trick gaining less than 10 % is removed), and
 ``tests/app/test_compat.py`` holds a canary for each: it fails when an upgrade
 changes the internal. ``pyproject.toml`` pins ``dash`` and ``plotly`` to the
 minor versions these were tested with (``PINNED``). Nothing outside this module
