@@ -436,7 +436,8 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place
                 shown["group"] = out["group"] = None
             st = ViewState.from_controls(**shown)
             out["search"] = st.to_query()
-        if ViewState.from_map_state(current) != ViewState.from_map_state(st.map_state()):
+        # Also when the store is still empty: the panels then say that no dataset is ready, and poll.
+        if current is None or ViewState.from_map_state(current) != ViewState.from_map_state(st.map_state()):
             out["map_state"] = st.map_state()
         out["messages"] = _warnings(messages) if messages else ([] if from_url else no_update)
         out["dataset_options"] = options

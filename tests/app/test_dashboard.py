@@ -57,3 +57,30 @@ def test_the_first_view_fills_every_state_output_of_a_url(qm9_store):
     assert props[ids.URL]["search"] == st.to_query()
     assert ViewState.from_map_state(props[ids.MAP_STATE]["data"]) == st
     assert props[ids.AXES]["value"] == ["2"] and ids.SELECTED not in props
+
+
+def test_an_empty_store_still_fills_the_map_state_so_the_panels_say_so_and_poll(tmp_path):
+    with ServerThread(create_app(tmp_path, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        deps = c.get("/_dash-dependencies").json()
+        body = _sync_state_body(deps, ViewState(), f"{ids.URL}.search", None)
+        answer = c.post("/_dash-update-component", json=body).json()["response"]
+        assert ViewState.from_map_state(answer[ids.MAP_STATE]["data"]) == ViewState()
+        verdict_dep = next(d for d in deps if f"{ids.VERDICT}.children" in d["output"])
+        outputs = [
+            {"id": o.split(".")[0], "property": o.split(".")[1]} for o in verdict_dep["output"].strip(".").split("...")
+        ]
+        r = c.post(
+            "/_dash-update-component",
+            json={
+                "output": verdict_dep["output"],
+                "outputs": outputs,
+                "inputs": [
+                    {**i, "value": answer[ids.MAP_STATE]["data"] if i["id"] == ids.MAP_STATE else 0}
+                    for i in verdict_dep["inputs"]
+                ],
+                "state": [],
+                "changedPropIds": [f"{ids.MAP_STATE}.data"],
+            },
+        )
+        panel = r.json()["response"]
+        assert "No dataset is ready yet" in str(panel[ids.VERDICT]) and panel[ids.STATUS_POLL]["disabled"] is False
