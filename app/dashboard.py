@@ -31,8 +31,9 @@ from app.mapview import clicked_row, map_layers
 from app.offload import guarded
 from app.pages_upload import register_upload, upload_section
 from app.request_guard import DashRequestGuard
-from app.state import GROUPINGS, URL_FIELDS, ViewState, control_values
+from app.state import URL_FIELDS, ViewState, control_values
 from app.static_report import static_report_html
+from backend.core.groups import GROUP_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def _controls() -> html.Div:
                 className="control",
                 children=[
                     "Grouping",
-                    dcc.Dropdown(id=ids.GROUPING, options=list(GROUPINGS), value="formula", clearable=False),
+                    dcc.Dropdown(id=ids.GROUPING, options=list(GROUP_KINDS), value="formula", clearable=False),
                 ],
             ),
             html.Label(

@@ -21,9 +21,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import data
 from app.state import ViewState, parse_query
+from backend.core.settings import DEFAULT_DATASET
 from backend.services.bytecache import ByteBudgetCache, shared_cache
 
-DEFAULT_DATASET = "qm9"
 LAYOUT_PATH = "/_dash-layout"
 BASE_COLOR_OPTIONS = [
     {"label": "axis", "value": "axis"},

@@ -11,9 +11,11 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, dcc, html
 
+from backend.core.settings import FORMAT_CHOICES
+
 UPLOAD_PATH = "/upload"
 MAX_BROWSER_UPLOAD_BYTES = 200 * 1024 * 1024  # larger files: use `orientscope ingest`
-FORMAT_OPTIONS = ["auto", "xyz", "extxyz", "sdf", "asedb", "npz", "parquet"]
+FORMAT_OPTIONS = list(FORMAT_CHOICES)
 POLL_MS = 700
 
 _SHOW = f'function(pathname) {{ return pathname !== "{UPLOAD_PATH}"; }}'

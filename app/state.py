@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from urllib.parse import parse_qsl, urlencode
 
+from backend.core.groups import GROUP_KINDS
+
 VIEW_MODES = ("map", "density", "sphere")
-GROUPINGS = ("scaffold", "formula", "cluster")
 TABLES = ("original", "control")
 DEFAULT_AXES = "123"
 
@@ -129,8 +130,8 @@ def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
     if values.get("view") and values["view"] not in VIEW_MODES:
         warnings.append(f"unknown view {values['view']!r}; expected one of {', '.join(VIEW_MODES)}")
         values.pop("view")
-    if values.get("grouping") and values["grouping"] not in GROUPINGS:
-        warnings.append(f"unknown grouping {values['grouping']!r}; expected one of {', '.join(GROUPINGS)}")
+    if values.get("grouping") and values["grouping"] not in GROUP_KINDS:
+        warnings.append(f"unknown grouping {values['grouping']!r}; expected one of {', '.join(GROUP_KINDS)}")
         values.pop("grouping")
     if "axes" in values:
         axes = "".join(sorted({c for c in values["axes"] if c in "123"}))

@@ -9,6 +9,8 @@ import math
 
 from dash import html
 
+from backend.services.report import format_kl
+
 
 def _num(x, fmt: str = ".3f") -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
@@ -18,13 +20,6 @@ def _num(x, fmt: str = ".3f") -> str:
 
 def _p(x) -> str:
     return "–" if x is None else f"{x:.2g}"
-
-
-def _kl(section: dict | None) -> str:
-    if not section:
-        return "–"
-    ci = section.get("ci95") or [None, None]
-    return f"{_num(section.get('value'))} [{_num(ci[0])}, {_num(ci[1])}]"
 
 
 def _table(header: list[str], rows: list[list[str]], cls: str) -> html.Table:
@@ -39,9 +34,15 @@ def statistic_rows(report: dict) -> list[list[str]]:
     c = report.get("control", {})
     rows = []
     if "kl" in report:
-        rows.append(["KL to uniform SO(3), 95% CI", _kl(report.get("kl")), _kl(c.get("kl"))])
+        rows.append(["KL to uniform SO(3), 95% CI", format_kl(report.get("kl")), format_kl(c.get("kl"))])
     if "kl_sign_invariant" in report:
-        rows.append(["KL, axis signs ignored", _kl(report.get("kl_sign_invariant")), _kl(c.get("kl_sign_invariant"))])
+        rows.append(
+            [
+                "KL, axis signs ignored",
+                format_kl(report.get("kl_sign_invariant")),
+                format_kl(c.get("kl_sign_invariant")),
+            ]
+        )
     if "ks" in report:
         rows.append(["KS p-value (angle law)", _p(report["ks"].get("pvalue")), _p((c.get("ks") or {}).get("pvalue"))])
     return rows

@@ -12,7 +12,7 @@ import typer
 from tqdm import tqdm
 
 from backend.core.errors import OrientScopeError
-from backend.core.settings import DEFAULT_SEED, resolve_data_dir
+from backend.core.settings import DATASET_FORMATS, DEFAULT_SEED, FORMAT_CHOICES, resolve_data_dir
 from backend.store import datasets as ds
 
 
@@ -152,7 +152,7 @@ def ingest_cmd(
     path: Path,
     name: Annotated[str, typer.Option("--name", help="display name; the dataset id is derived from it")],
     data_dir: DataDir = None,
-    fmt: Annotated[str, typer.Option("--format", help="auto | xyz | extxyz | sdf | asedb | npz | parquet")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", help=" | ".join(FORMAT_CHOICES))] = "auto",
     strict: Annotated[
         bool, typer.Option("--strict", help="fail on the first malformed record instead of skipping it")
     ] = False,
@@ -226,7 +226,7 @@ def export_cmd(
     data_dir: DataDir = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the random rotations")] = DEFAULT_SEED,
     fmt: Annotated[
-        str | None, typer.Option("--format", help="xyz | extxyz | sdf | asedb | npz | parquet (default: the input's)")
+        str | None, typer.Option("--format", help=" | ".join(DATASET_FORMATS) + " (default: the input's)")
     ] = None,
     copies: Annotated[
         int | None,
@@ -445,10 +445,9 @@ def format_report(r: dict) -> str:
         f"{'measure':<32}{'dataset':>22}{'control':>22}",
     ]
     if "kl" in r:
-        lines.append(f"{'KL to uniform SO(3) (k=5)':<32}{_kl(r['kl']):>22}{_kl(c.get('kl')):>22}")
-        lines.append(
-            f"{'KL, axis signs ignored':<32}{_kl(r['kl_sign_invariant']):>22}{_kl(c.get('kl_sign_invariant')):>22}"
-        )
+        for label, key in (("KL to uniform SO(3) (k=5)", "kl"), ("KL, axis signs ignored", "kl_sign_invariant")):
+            kl, kl_control = reports.format_kl(r[key], "-"), reports.format_kl(c.get(key), "-")
+            lines.append(f"{label:<32}{kl:>22}{kl_control:>22}")
         lines.append(f"{'KS vs Haar angle law: D':<32}{r['ks']['statistic']:>22.4f}{c['ks']['statistic']:>22.4f}")
         lines.append(f"{'KS p-value':<32}{r['ks']['pvalue']:>22.3g}{c['ks']['pvalue']:>22.3g}")
     for k, v in r.items():
@@ -463,12 +462,6 @@ def format_report(r: dict) -> str:
         lines += ["", f"Reference orientation (molecule {r.get('reference_molecule')}):"]
         lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r["reference_orientation"]]
     return "\n".join(lines)
-
-
-def _kl(kl: dict | None) -> str:
-    if not kl:
-        return "-"
-    return f"{kl['value']:.3f} [{kl['ci95'][0]:.3f}, {kl['ci95'][1]:.3f}]"
 
 
 def _reasons(counts: dict) -> str:

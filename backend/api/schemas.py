@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from backend.core.groups import GROUP_KINDS
 from backend.services.canonicalize import MAX_ATOMS
 from backend.services.molecules import MAX_PAGE
 from backend.services.neighbors import MAX_K
@@ -217,7 +218,7 @@ class UngroupedPublic(_Model):
 class GroupsPublic(_Model):
     """The groups of one kind, largest first."""
 
-    by: Literal["scaffold", "formula", "cluster"] = Field(description="The grouping.")
+    by: Literal[GROUP_KINDS] = Field(description="The grouping.")
     total: int = Field(description="Number of groups.")
     groups: list[GroupPublic] = Field(description="The groups (the largest 1000 at most).")
     ungrouped: UngroupedPublic = Field(description="Molecules in no group, reported apart from the groups.")

@@ -14,6 +14,9 @@ TOKEN_ENV = "ORIENTSCOPE_TOKEN"
 DEFAULT_DATA_DIR = "./data"
 DEFAULT_DATASET = "qm9"
 DEFAULT_SEED = 0
+# Molecule file formats read by the loaders and written by the export.
+DATASET_FORMATS = ("xyz", "extxyz", "sdf", "asedb", "npz", "parquet")
+FORMAT_CHOICES = ("auto", *DATASET_FORMATS)
 
 # Ids name folders on disk, so they are restricted to a safe alphabet.
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")

@@ -13,13 +13,11 @@ from pathlib import Path
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
 from backend.core.progress import Progress
+from backend.core.settings import DATASET_FORMATS, FORMAT_CHOICES
 from backend.loaders.archive import ZIP_MAGIC, extract_archive, is_archive
 from backend.loaders.asedb import SQLITE_MAGIC
 from backend.loaders.base import Collector, Loaded
 from backend.loaders.parquet_orientations import PARQUET_MAGIC, STORE_TABLES, is_store_folder
-
-FORMATS = ("xyz", "extxyz", "sdf", "asedb", "npz", "parquet")
-FORMAT_CHOICES = ("auto", *FORMATS)
 
 EXTENSIONS = {
     ".xyz": "xyz",
@@ -51,7 +49,7 @@ def _looks_extxyz(head: str) -> bool:
 
 
 def detect_format(path: Path) -> str:
-    """One of FORMATS, or "archive"; DatasetError naming what is accepted if unknown."""
+    """One of DATASET_FORMATS, or "archive"; DatasetError naming what is accepted if unknown."""
     path = Path(path)
     if is_store_folder(path):
         return "parquet"
@@ -80,7 +78,7 @@ def detect_format(path: Path) -> str:
         return "sdf"
     raise DatasetError(
         f"{path.name}: cannot tell the format (extension {path.suffix or 'none'!r}); "
-        f"accepted: {', '.join(FORMATS)} files, a store folder, or a zip/tar of them"
+        f"accepted: {', '.join(DATASET_FORMATS)} files, a store folder, or a zip/tar of them"
     )
 
 
@@ -127,7 +125,7 @@ def load_path(
 
     Parameters
     ----------
-    fmt : "auto" or one of FORMATS; for an archive it applies to every member
+    fmt : "auto" or one of DATASET_FORMATS; for an archive it applies to every member
     strict : fail on the first malformed record instead of skipping it
     workdir : where archives are extracted (a temporary folder if None)
     """

@@ -8,6 +8,7 @@ whose ``report`` keys go to the top level and whose ``control`` keys go to
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from backend import __version__
@@ -17,6 +18,18 @@ from backend.store.results import ResultStore
 
 # Internal bookkeeping that the public report does not need.
 _HIDDEN = {"reference_index"}
+
+
+def format_kl(section: dict | None, missing: str = "–") -> str:
+    """A KL section (``value``, ``ci95``) as ``value [low, high]`` with 3 decimals; ``missing`` for absent numbers."""
+    if not section:
+        return missing
+    ci = section.get("ci95") or [None, None]
+
+    def num(x) -> str:
+        return missing if x is None or not math.isfinite(x) else f"{x:.3f}"
+
+    return f"{num(section.get('value'))} [{num(ci[0])}, {num(ci[1])}]"
 
 
 def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) -> dict:

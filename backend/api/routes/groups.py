@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 from backend.api.deps import DataDirDep, DatasetIdPath
 from backend.api.errors import NOT_COMPUTED, NOT_FOUND
 from backend.api.schemas import GroupsPublic
+from backend.core.groups import GROUP_KINDS
 from backend.services import groups as svc
 
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["groups"])
@@ -17,7 +18,7 @@ def groups(
     dataset_id: DatasetIdPath,
     data_dir: DataDirDep,
     by: Annotated[
-        Literal["scaffold", "formula", "cluster"],
+        Literal[GROUP_KINDS],
         Query(description="formula is always available; scaffold and cluster need the chemistry stage (else 409)."),
     ] = "formula",
 ) -> dict:

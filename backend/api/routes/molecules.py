@@ -9,6 +9,7 @@ from backend.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
 from backend.api.encoded import answer, json_record
 from backend.api.errors import NOT_COMPUTED, NOT_FOUND
 from backend.api.schemas import MoleculePublic, MoleculesPublic
+from backend.core.groups import GROUP_KINDS
 from backend.services import molecules as svc
 
 router = APIRouter(prefix="/datasets/{dataset_id}/molecules", tags=["molecules"])
@@ -30,9 +31,7 @@ async def list_molecules(
     limit: Annotated[
         int, Query(ge=1, le=svc.MAX_PAGE, description=f"Page size, at most {svc.MAX_PAGE}.")
     ] = svc.DEFAULT_PAGE,
-    group_by: Annotated[
-        Literal["scaffold", "formula", "cluster"] | None, Query(description="Grouping that `group` refers to.")
-    ] = None,
+    group_by: Annotated[Literal[GROUP_KINDS] | None, Query(description="Grouping that `group` refers to.")] = None,
     group: Annotated[
         str | None,
         Query(

@@ -20,7 +20,6 @@ N_PAIRS = 2000
 N_PERMUTATIONS = 2000
 N_RANDOM = 10
 TOP_GROUPS = 20
-GROUPINGS = GROUP_KINDS
 # A neighbour pair needs two molecules; random partners come from the same pool.
 MIN_SIMILARITY_POOL = 2
 
@@ -102,7 +101,7 @@ def run(ctx: StageContext) -> StageOutput:
 
     ctx.progress(0.65, "per-group orientation statistics")
     frames, control_frames = ctx.frames("original"), ctx.frames("control")
-    tables = {f"groups_{g}": _group_table(group_ids[g], group_labels[g], frames, ids) for g in GROUPINGS}
+    tables = {f"groups_{g}": _group_table(group_ids[g], group_labels[g], frames, ids) for g in GROUP_KINDS}
     clusters = tables["groups_cluster"]
     clusters["leader_id"] = ids[leaders[clusters["group"].to_numpy(np.int64)]] if len(clusters) else []
     groups = {
@@ -112,7 +111,7 @@ def run(ctx: StageContext) -> StageOutput:
             "ungrouped": {"label": UNGROUPED[g], "size": int((group_ids[g] < 0).sum())},
             "largest": _largest(tables[f"groups_{g}"]),
         }
-        for g in GROUPINGS
+        for g in GROUP_KINDS
     }
     groups["cluster"].update({"threshold": CLUSTER_THRESHOLD, "method": "sampled leader", "sample": CLUSTER_SAMPLE})
 
