@@ -435,33 +435,42 @@ def serve_logging(access_log: bool = True) -> dict:
 
 
 def format_report(r: dict) -> str:
-    """Human-readable report."""
-    c = r.get("control", {})
+    """Human-readable report: a header, then each table of figures (or why it is missing)."""
+    from backend.services.report_format import report_sections
+
     lines = [
-        f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, seed {r['seed']}",
+        f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, "
+        f"seed {r['seed']}",
         f"Verdict: {r['verdict']['text']}",
-        f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons', {}))})",
-        "",
-        f"{'measure':<32}{'dataset':>22}{'control':>22}",
+        f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons') or {})})",
     ]
-    if "kl" in r:
-        for label, key in (("KL to uniform SO(3) (k=5)", "kl"), ("KL, axis signs ignored", "kl_sign_invariant")):
-            kl, kl_control = reports.format_kl(r[key], "-"), reports.format_kl(c.get(key), "-")
-            lines.append(f"{label:<32}{kl:>22}{kl_control:>22}")
-        lines.append(f"{'KS vs Haar angle law: D':<32}{r['ks']['statistic']:>22.4f}{c['ks']['statistic']:>22.4f}")
-        lines.append(f"{'KS p-value':<32}{r['ks']['pvalue']:>22.3g}{c['ks']['pvalue']:>22.3g}")
-    for k, v in r.items():
-        if k == "classifiers":
-            for clf, ctl in zip(v, c.get("classifiers", []), strict=False):
-                lines.append(f"{'classifier ' + clf['features']:<32}{clf['accuracy']:>22.3f}{ctl['accuracy']:>22.3f}")
-        if k == "regression":
-            for reg in v:
-                label = f"R from frame: {reg['property']}"
-                lines.append(f"{label:<32}{reg['improvement']:>+22.1%}{reg['control_improvement']:>+22.1%}")
+    shown = set()
+    for section in report_sections(r):
+        lines += ["", section.title]
+        shown.add(section.skipped)
+        if section.rows:
+            lines += _table(section.header, section.rows)
+            lines += [f"  {note}" for note in section.notes]
+        else:
+            lines.append(f"  skipped: {section.skipped or 'not computed'}")
     if "reference_orientation" in r:
         lines += ["", f"Reference orientation (molecule {r.get('reference_molecule')}):"]
         lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r["reference_orientation"]]
+    others = {stage: reason for stage, reason in (r.get("skipped_stages") or {}).items() if reason not in shown}
+    if others:
+        lines += ["", "Also skipped on this dataset:"]
+        lines += [f"  {stage}: {reason}" for stage, reason in others.items()]
     return "\n".join(lines)
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Columns padded to their widest cell and separated by ' | ', under a header and a rule."""
+    widths = [max(len(str(row[j])) for row in (header, *rows)) for j in range(len(header))]
+
+    def line(cells) -> str:
+        return " | ".join(f"{str(c):<{w}}" for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return [line(header), "-+-".join("-" * w for w in widths), *(line(row) for row in rows)]
 
 
 def _reasons(counts: dict) -> str:

@@ -200,3 +200,42 @@ def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 2 and "--mode random" in proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------ the text report
+def test_text_report_aligns_columns_and_names_every_section():
+    from backend.cli import format_report
+    from tests.services.test_report_format import _report
+
+    report = _report(
+        name="QM9", dataset="qm9", n_molecules=400, frame="pca", sign_rule="max", seed=0, n_degenerate=1,
+        verdict={"text": "Aligned"}, degenerate_reasons={"eigen_gap_12": 1},
+    )  # fmt: skip
+    text = format_report(report)
+    kl = next(line for line in text.splitlines() if line.startswith("KL to uniform"))
+    assert "0.907 [0.896, 0.918] | -0.001 [-0.003, 0.002]" in kl  # dataset and control apart
+    header = next(line for line in text.splitlines() if line.startswith("measure"))
+    assert header.index("| dataset") < header.index("| control")
+    for title in ("Orientation statistics", "Rotation classifiers", "Orientation-only regression", "Similarity–pose"):
+        assert title in text
+    assert "predict the property from R alone" in text and "R from frame" not in text
+    assert "p < 1e-300" in text and "< 1e-300" in next(line for line in text.splitlines() if "KS p-value" in line)
+    assert "-0.0 %" not in text and "0.0 %" in text
+    assert "alpha_zz (bohr^3) *" in text and "lab-frame component" in text
+
+
+def test_text_report_of_three_molecules_says_what_was_skipped(tmp_path):
+    from typer.testing import CliRunner
+
+    from backend.cli import app
+    from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
+
+    (tmp_path / "three.xyz").write_text(WATER_METHANE_FORMALDEHYDE_XYZ)
+    d = ["--data-dir", str(tmp_path / "data")]
+    assert CliRunner().invoke(app, ["ingest", str(tmp_path / "three.xyz"), "--name", "three", *d]).exit_code == 0
+    res = CliRunner().invoke(app, ["report", "three", *d])
+    assert res.exit_code == 0, res.output
+    assert "skipped: orientation statistics (KL, KS) need more than 6 molecules, got 3" in res.output
+    assert res.output.count("skipped: the rotation classifiers and the orientation-only regression") == 2
+    assert "skipped: similarity–pose coupling needs at least 2 molecules" in res.output
+    assert "measure" not in res.output  # no empty table

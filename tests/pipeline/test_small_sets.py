@@ -111,5 +111,7 @@ def test_cli_ingest_of_three_small_molecules_names_the_skipped_stages(tmp_path):
     res = CliRunner().invoke(app, ["ingest", str(path), "--name", "three", "--data-dir", str(tmp_path / "data")])
     assert res.exit_code == 0, res.output
     assert "ingested three (three): 3 molecules" in res.output
-    assert "stage models skipped: the rotation classifiers need at least 20 molecules, got 3" in res.output
+    assert "stage models skipped: the rotation classifiers and the orientation-only regression need at least 20" in (
+        res.output
+    )
     assert "stage statistics skipped:" in res.output and "stage chemistry.similarity skipped:" in res.output

@@ -75,7 +75,8 @@ def run(ctx: StageContext) -> StageOutput:
     mols = ctx.mols
     if mols.n_molecules < MIN_MOLECULES:
         return StageOutput(
-            skipped=f"the rotation classifiers need at least {MIN_MOLECULES} molecules, got {mols.n_molecules}"
+            skipped=f"the rotation classifiers and the orientation-only regression need at least {MIN_MOLECULES} "
+            f"molecules, got {mols.n_molecules}"
         )
     original = _classify(ctx, "original", mols.positions_angstrom, 0.0, 0.4)
     control_positions = rotate_molecules(mols.positions_angstrom, mols.offsets, ctx.control_rotations)

@@ -1,0 +1,216 @@
+"""The report object as figures a person reads: one home for the wording and number formats.
+
+The CLI's text report, the dashboard's verdict panel and the offline HTML report
+all show the same figures; they take them from here, already formatted, so a
+p-value below the smallest float reads ``< 1e-300`` (never ``0``), a gain that
+rounds to zero reads ``0.0 %`` (never ``-0.0 %``) and a stage that did not run
+says why instead of leaving an empty table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from backend.services.report import format_kl
+
+# p-values under this are shown as a bound: below ~1e-300 a float p is 0 or denormal.
+P_FLOOR = 1e-300
+KL_SCALE_NOTE = "KL: 0 = uniform orientations (as the control should be); full QM9 as stored scores about 0.90"
+FRAME_DEPENDENT_NOTE = (
+    "* lab-frame component: it changes with the orientation by definition, so a gain is expected, not a leak"
+)
+DATASET_VS_CONTROL = ("measure", "dataset", "control")
+REGRESSION_TITLE = "Orientation-only regression (predict the property from R alone)"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of the report: a title, a header, rows of display text, and why it is empty if it is.
+
+    rows : tuples as long as ``header``; empty when ``skipped`` says why
+    skipped : the reason the stage (or part) behind this table did not run, else None
+    notes : lines to print under the table
+    """
+
+    key: str
+    title: str
+    header: tuple[str, ...]
+    rows: list[tuple[str, ...]] = field(default_factory=list)
+    skipped: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _finite(x) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x)
+
+
+def format_number(x, fmt: str = ".3f") -> str:
+    """``x`` in ``fmt``; '–' for missing or non-finite values; never a negative zero."""
+    if not _finite(x):
+        return "–"
+    text = format(x, fmt)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def format_p(p) -> str:
+    """A p-value: 2 significant digits, or ``< 1e-300`` when it underflowed."""
+    if not _finite(p):
+        return "–"
+    return f"< {P_FLOOR:.0e}" if p < P_FLOOR else f"{p:.2g}"
+
+
+def format_percent(fraction, digits: int = 1, signed: bool = True) -> str:
+    """A fraction as a percentage: ``+21.9 %``; one that rounds to zero is ``0.0 %``."""
+    if not _finite(fraction):
+        return "–"
+    value = round(100 * fraction, digits)
+    if value == 0:
+        return f"{0:.{digits}f} %"
+    return f"{value:{'+' if signed else ''}.{digits}f} %"
+
+
+def regression_rows(report: dict) -> list[dict]:
+    """The orientation-only regression per property, display-ready.
+
+    Each row keeps the report's numbers and adds:
+
+    - ``label``: property and unit, ``zpve (Hartree)``;
+    - ``frame_dependent``: the property is a lab-frame component (e.g. alpha_xx), so it
+      depends on the orientation by definition (the flag comes from the models stage,
+      which takes it from the dataset's loader);
+    - ``error_text``: cross-validated MSE vs the mean baseline, as fractions of the
+      property's variance (``0.781 vs 1.000 of variance``), readable whatever the unit;
+    - ``gain``/``gain_text``: relative MSE reduction, ``+21.9 % ± 0.4``;
+    - ``control_gain_text``: the same on the random-rotation control (about 0 %).
+    """
+    rows = []
+    for r in report.get("regression") or []:
+        unit = f" ({r['unit']})" if r.get("unit") else ""
+        std = r.get("improvement_std")
+        spread = f" ± {format_number(100 * std, '.1f')}" if _finite(std) else ""
+        rows.append(
+            {
+                **r,
+                "label": f"{r.get('property')}{unit}",
+                "frame_dependent": bool(r.get("frame_dependent")),
+                "error_text": f"{format_number(r.get('mse_normalised'))} vs "
+                f"{format_number(r.get('baseline_mse_normalised'))} of variance",
+                "gain": r.get("improvement"),
+                "gain_text": format_percent(r.get("improvement")) + spread,
+                "control_gain_text": format_percent(r.get("control_improvement")),
+            }
+        )
+    return rows
+
+
+def _skipped(report: dict, *names: str) -> str | None:
+    skipped = report.get("skipped_stages") or {}
+    return next((skipped[n] for n in names if n in skipped), None)
+
+
+def _statistics(report: dict) -> Section:
+    c = report.get("control") or {}
+    rows = []
+    if "kl" in report:
+        rows.append(("KL to uniform SO(3), 95% CI", format_kl(report.get("kl")), format_kl(c.get("kl"))))
+    if "kl_sign_invariant" in report:
+        rows.append(
+            ("KL, axis signs ignored", format_kl(report["kl_sign_invariant"]), format_kl(c.get("kl_sign_invariant")))
+        )
+    if "ks" in report:
+        ks, cks = report["ks"] or {}, c.get("ks") or {}
+        rows.append(
+            (
+                "KS vs Haar angle law: D",
+                format_number(ks.get("statistic"), ".4f"),
+                format_number(cks.get("statistic"), ".4f"),
+            )
+        )
+        rows.append(("KS p-value", format_p(ks.get("pvalue")), format_p(cks.get("pvalue"))))
+    notes = [KL_SCALE_NOTE] if rows else []
+    return Section(
+        "statistics", "Orientation statistics", DATASET_VS_CONTROL, rows, _skipped(report, "statistics"), notes
+    )
+
+
+def _accuracy_ci(clf: dict) -> list:
+    ci = clf.get("ci95") or [None, None]
+    return (ci.get("accuracy") or [None, None]) if isinstance(ci, dict) else ci
+
+
+def _classifiers(report: dict) -> Section:
+    control = {x.get("features"): x for x in (report.get("control") or {}).get("classifiers") or []}
+    rows = []
+    for clf in report.get("classifiers") or []:
+        lo, hi = _accuracy_ci(clf)
+        auc = f", AUC {format_number(clf['auc'])}" if _finite(clf.get("auc")) else ""
+        other = control.get(clf.get("features"))
+        rows.append(
+            (
+                f"accuracy, {clf.get('features')} features",
+                f"{format_number(clf.get('accuracy'))} [{format_number(lo)}, {format_number(hi)}]{auc}, "
+                f"p {format_p(clf.get('pvalue'))}",
+                f"{format_number(other.get('accuracy'))}, p {format_p(other.get('pvalue'))}" if other else "–",
+            )
+        )
+    return Section(
+        "classifiers",
+        "Rotation classifiers (stored pose vs a random rotation; 0.5 = cannot tell)",
+        DATASET_VS_CONTROL,
+        rows,
+        _skipped(report, "models"),
+    )
+
+
+def _regression(report: dict) -> Section:
+    rows, flagged = [], False
+    for r in regression_rows(report):
+        flagged |= r["frame_dependent"]
+        name = r["label"] + (" *" if r["frame_dependent"] else "")
+        rows.append((name, r["error_text"], r["gain_text"], r["control_gain_text"]))
+    return Section(
+        "regression",
+        REGRESSION_TITLE,
+        ("property", "MSE vs mean baseline", "gain", "control gain"),
+        rows,
+        _skipped(report, "models", "models.regression"),
+        [FRAME_DEPENDENT_NOTE] if flagged else [],
+    )
+
+
+def _similarity(report: dict) -> Section:
+    s = report.get("similarity") or {}
+    c = (report.get("control") or {}).get("similarity") or {}
+    rows = []
+    if s:
+        rows = [
+            ("pairs sampled", str(s.get("n_pairs", "–")), str(c.get("n_pairs", "–"))),
+            (
+                "chemical neighbours within 30°",
+                format_number(s.get("nn_within_30deg")),
+                format_number(c.get("nn_within_30deg")),
+            ),
+            (
+                "random pairs within 30°",
+                format_number(s.get("random_within_30deg")),
+                format_number(c.get("random_within_30deg")),
+            ),
+            (
+                "enrichment (neighbours / random)",
+                f"{format_number(s.get('enrichment'), '.2f')}, p {format_p(s.get('pvalue'))}",
+                f"{format_number(c.get('enrichment'), '.2f')}, p {format_p(c.get('pvalue'))}",
+            ),
+        ]
+    return Section(
+        "similarity",
+        "Similarity–pose coupling (do chemical neighbours share a pose?)",
+        DATASET_VS_CONTROL,
+        rows,
+        _skipped(report, "chemistry", "chemistry.similarity"),
+    )
+
+
+def report_sections(report: dict) -> list[Section]:
+    """The report's tables in reading order: statistics, classifiers, regression, similarity."""
+    return [_statistics(report), _classifiers(report), _regression(report), _similarity(report)]

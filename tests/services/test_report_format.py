@@ -1,0 +1,86 @@
+"""Display-ready figures: p-values that underflowed, gains that round to zero, frame-dependent properties, skips."""
+
+import pytest
+
+from backend.services.report_format import (
+    FRAME_DEPENDENT_NOTE,
+    format_number,
+    format_p,
+    format_percent,
+    regression_rows,
+    report_sections,
+)
+
+
+def _report(**extra) -> dict:
+    """A constructed report with the shape the pipeline writes."""
+    report = {
+        "kl": {"value": 0.907, "ci95": [0.896, 0.918]},
+        "kl_sign_invariant": {"value": 0.5, "ci95": [0.45, 0.55]},
+        "ks": {"statistic": 0.31, "pvalue": 0.0},
+        "classifiers": [{"features": "frame", "accuracy": 0.68, "auc": 0.74, "ci95": {"accuracy": [0.67, 0.69]}, "pvalue": 0.0}],
+        "regression": [
+            {"property": "zpve", "unit": "Hartree", "frame_dependent": False, "improvement": 0.219,
+             "improvement_std": 0.004, "mse_normalised": 0.781, "baseline_mse_normalised": 1.0,
+             "control_improvement": -5.9e-6},
+            {"property": "alpha_zz", "unit": "bohr^3", "frame_dependent": True, "improvement": 0.351,
+             "improvement_std": 0.01, "mse_normalised": 0.649, "baseline_mse_normalised": 1.0,
+             "control_improvement": 0.0002},
+        ],
+        "similarity": {"n_pairs": 2000, "nn_within_30deg": 0.4, "random_within_30deg": 0.1, "enrichment": 4.0, "pvalue": 1e-320},
+        "control": {
+            "kl": {"value": -0.001, "ci95": [-0.003, 0.002]},
+            "ks": {"statistic": 0.01, "pvalue": 0.6},
+            "classifiers": [{"features": "frame", "accuracy": 0.5, "pvalue": 0.43}],
+            "similarity": {"n_pairs": 2000, "nn_within_30deg": 0.1, "random_within_30deg": 0.1, "enrichment": 1.0, "pvalue": 0.5},
+        },
+        "skipped_stages": {},
+    }  # fmt: skip
+    return {**report, **extra}
+
+
+@pytest.mark.parametrize(
+    ("p", "text"), [(0.0, "< 1e-300"), (1e-320, "< 1e-300"), (3.2e-12, "3.2e-12"), (0.43, "0.43"), (None, "–")]
+)
+def test_p_values_never_read_zero(p, text):
+    assert format_p(p) == text
+
+
+@pytest.mark.parametrize(
+    ("fraction", "text"),
+    [(-5.9e-6, "0.0 %"), (-0.0, "0.0 %"), (0.219, "+21.9 %"), (-0.031, "-3.1 %"), (float("nan"), "–")],
+)
+def test_percentages_never_read_negative_zero(fraction, text):
+    assert format_percent(fraction) == text
+
+
+def test_numbers_never_read_negative_zero():
+    assert format_number(-0.0004) == "0.000" and format_number(-0.001) == "-0.001"
+
+
+def test_regression_rows_are_display_ready_and_flag_lab_frame_components():
+    zpve, alpha = regression_rows(_report())
+    assert zpve["label"] == "zpve (Hartree)" and not zpve["frame_dependent"]
+    assert zpve["gain"] == 0.219 and zpve["gain_text"] == "+21.9 % ± 0.4"
+    assert zpve["control_gain_text"] == "0.0 %" and zpve["error_text"] == "0.781 vs 1.000 of variance"
+    assert alpha["frame_dependent"] and alpha["gain_text"].startswith("+35.1 %")
+
+
+def test_sections_in_reading_order_with_control_columns():
+    sections = {s.key: s for s in report_sections(_report())}
+    assert list(sections) == ["statistics", "classifiers", "regression", "similarity"]
+    stats = dict((row[0], row[1:]) for row in sections["statistics"].rows)
+    assert stats["KS p-value"] == ("< 1e-300", "0.6")
+    assert stats["KL to uniform SO(3), 95% CI"] == ("0.907 [0.896, 0.918]", "-0.001 [-0.003, 0.002]")
+    assert sections["regression"].rows[1][0] == "alpha_zz (bohr^3) *"
+    assert sections["regression"].notes == [FRAME_DEPENDENT_NOTE]
+    assert sections["similarity"].rows[-1] == ("enrichment (neighbours / random)", "4.00, p < 1e-300", "1.00, p 0.5")
+
+
+def test_a_skipped_stage_gives_its_reason_instead_of_rows():
+    report = {"skipped_stages": {"models": "needs 20 molecules", "chemistry.similarity": "needs 2 graphs"}}
+    sections = {s.key: s for s in report_sections(report)}
+    assert sections["classifiers"].rows == [] and sections["classifiers"].skipped == "needs 20 molecules"
+    assert sections["regression"].skipped == "needs 20 molecules"
+    assert sections["similarity"].skipped == "needs 2 graphs"
+    assert sections["statistics"].skipped is None and sections["statistics"].rows == []
