@@ -156,12 +156,20 @@ def ingest_cmd(
     strict: Annotated[
         bool, typer.Option("--strict", help="fail on the first malformed record instead of skipping it")
     ] = False,
+    frame_dependent: Annotated[
+        str,
+        typer.Option(
+            "--frame-dependent",
+            help="comma-separated properties whose values change with the lab frame (e.g. tensor components)",
+        ),
+    ] = "",
 ) -> None:
     """Load PATH (a file, store folder or zip/tar of files), store it and run the whole pipeline."""
     bar = _ProgressBar(f"ingest {path.name}")
     root = resolve_data_dir(data_dir)
     try:
-        meta = ingest_mod.ingest_file(root, path, name, fmt=fmt, strict=strict, progress=bar)
+        names = [p.strip() for p in frame_dependent.split(",") if p.strip()]
+        meta = ingest_mod.ingest_file(root, path, name, fmt=fmt, strict=strict, progress=bar, frame_dependent=names)
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         bar.close()
         _fail(err)

@@ -28,6 +28,9 @@ class MoleculeSet:
     smiles : (n_molecules,) str or None ("" where unknown)
     properties : DataFrame with n_molecules rows, numeric columns
     property_units : column name -> unit string
+    frame_dependent : property columns whose values change with the lab frame by
+        definition (e.g. tensor components); declared by the loader or at ingest,
+        stored in the dataset's metadata (see :func:`frame_dependent_properties`)
     """
 
     atomic_numbers: np.ndarray
@@ -37,6 +40,7 @@ class MoleculeSet:
     smiles: np.ndarray | None = None
     properties: pd.DataFrame = field(default_factory=pd.DataFrame)
     property_units: dict[str, str] = field(default_factory=dict)
+    frame_dependent: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         z = np.ascontiguousarray(self.atomic_numbers, dtype=np.int16)
@@ -51,6 +55,7 @@ class MoleculeSet:
             object.__setattr__(self, "smiles", np.asarray(self.smiles).astype(str))
         props = self.properties if self.properties is not None else pd.DataFrame()
         object.__setattr__(self, "properties", props.reset_index(drop=True))
+        object.__setattr__(self, "frame_dependent", frozenset(map(str, self.frame_dependent)))
         self._validate()
 
     # ------------------------------------------------------------------ checks
@@ -90,6 +95,7 @@ class MoleculeSet:
             raise DatasetError(f"{self.smiles.shape[0]} SMILES for {n} molecules")
         if len(self.properties.columns) and len(self.properties) != n:
             raise DatasetError(f"property table has {len(self.properties)} rows for {n} molecules")
+        check_frame_dependent(self.frame_dependent, self.properties.columns)
 
     # ------------------------------------------------------------------ access
     @property
@@ -135,6 +141,7 @@ class MoleculeSet:
             if len(self.properties.columns)
             else pd.DataFrame(),
             property_units=dict(self.property_units),
+            frame_dependent=self.frame_dependent,
         )
 
     def with_positions(self, positions_angstrom: np.ndarray) -> MoleculeSet:
@@ -147,7 +154,33 @@ class MoleculeSet:
             smiles=self.smiles,
             properties=self.properties,
             property_units=dict(self.property_units),
+            frame_dependent=self.frame_dependent,
         )
+
+
+def check_frame_dependent(names, properties) -> frozenset[str]:
+    """``names`` as a set; DatasetError naming any that is not one of ``properties``."""
+    names = frozenset(map(str, names))
+    unknown = sorted(names - set(map(str, properties)))
+    if unknown:
+        raise DatasetError(
+            f"frame-dependent properties {unknown} are not properties of the dataset; it has {list(properties)}"
+        )
+    return names
+
+
+def frame_dependent_properties(meta: dict) -> frozenset[str]:
+    """Properties whose values change with the lab frame, as the dataset's metadata declares them."""
+    return frozenset(meta.get("frame_dependent", ()))
+
+
+def select_rows(n_total: int, limit: int | None) -> np.ndarray:
+    """Deterministic, evenly spread subset of row numbers (all rows if no limit)."""
+    if limit is None or limit >= n_total:
+        return np.arange(n_total)
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    return np.unique(np.linspace(0, n_total - 1, limit).round().astype(np.int64))
 
 
 def from_molecules(molecules, ids=None, smiles=None, properties=None, property_units=None):

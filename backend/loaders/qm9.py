@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import MoleculeSet
+from backend.core.dataset import MoleculeSet, select_rows
 from backend.core.elements import symbol_to_z
 
 PART_FILES = ("qm9_part1.csv", "qm9_part2.csv", "qm9_part3.csv")
@@ -86,15 +86,6 @@ def parse_symbol_lists(strings) -> np.ndarray:
     return lut[inverse]
 
 
-def select_rows(n_total: int, limit: int | None) -> np.ndarray:
-    """Deterministic, evenly spread subset of row numbers (all rows if no limit)."""
-    if limit is None or limit >= n_total:
-        return np.arange(n_total)
-    if limit < 1:
-        raise ValueError(f"limit must be >= 1, got {limit}")
-    return np.unique(np.linspace(0, n_total - 1, limit).round().astype(np.int64))
-
-
 def load_qm9(limit: int | None = None, data_dir: Path | None = None) -> MoleculeSet:
     """Load QM9 from qm9pack.
 
@@ -131,4 +122,5 @@ def load_qm9(limit: int | None = None, data_dir: Path | None = None) -> Molecule
         smiles=df["SMILES"].fillna("").astype(str).to_numpy(),
         properties=props,
         property_units=dict(PROPERTY_UNITS),
+        frame_dependent=FRAME_DEPENDENT,
     )

@@ -22,9 +22,11 @@ so they stay consistent with the new coordinates.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +46,8 @@ from backend.science.counter_rng import haar_rotations
 from backend.science.frames import canonical_positions, compute_frames
 from backend.science.rotations import derived_seed, random_rotations, rotate_molecules
 from backend.store import datasets as ds
+
+log = logging.getLogger(__name__)
 
 MODES = ("random", "canonical")
 WRITERS: dict[str, tuple[str, Callable]] = {
@@ -82,6 +86,24 @@ def default_format(meta: dict) -> str:
 def _groups(columns, suffixes) -> list[str]:
     bases = {c[: -len(suffixes[0]) - 1] for c in columns if c.endswith("_" + suffixes[0])}
     return sorted(b for b in bases if all(f"{b}_{s}" in columns for s in suffixes))
+
+
+def rotated_columns(columns) -> set[str]:
+    """The property columns :func:`rotate_properties` turns with the molecule (tensor and vector components)."""
+    cols = set(columns)
+    tensor = {f"{b}_{s}" for b in _groups(cols, TENSOR_SUFFIXES) for s in TENSOR_SUFFIXES}
+    vector = {f"{b}_{s}" for b in _groups(cols - tensor, VECTOR_SUFFIXES) for s in VECTOR_SUFFIXES}
+    return tensor | vector
+
+
+def frame_dependent_note(mols: MoleculeSet) -> dict:
+    """The dataset's frame-dependent properties, and those the export cannot rotate (still in the old frame)."""
+    not_rotated = sorted(mols.frame_dependent - rotated_columns(mols.properties.columns))
+    if not_rotated:
+        log.warning(
+            "frame-dependent properties %s are not tensor or vector components: exported unrotated", not_rotated
+        )
+    return {"frame_dependent": sorted(mols.frame_dependent), "frame_dependent_not_rotated": not_rotated}
 
 
 def rotate_properties(props: pd.DataFrame, rotations: np.ndarray) -> pd.DataFrame:
@@ -124,8 +146,7 @@ def debias(mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED, copy: int = 0
         rotations = frames.rotations
         pos = canonical_positions(mols.positions_angstrom, mols.offsets, frames)
     props = rotate_properties(mols.properties, rotations) if len(mols.properties.columns) else mols.properties
-    out = MoleculeSet(mols.atomic_numbers, pos, mols.offsets, mols.ids, mols.smiles, props, dict(mols.property_units))
-    return out, rotations
+    return replace(mols, positions_angstrom=pos, properties=props), rotations
 
 
 def rotations_table(ids: np.ndarray, rotations: np.ndarray, mode: str, seed: int) -> pd.DataFrame:
@@ -171,6 +192,7 @@ def export_molecules(mols: MoleculeSet, out: Path, mode: str, fmt: str, seed: in
         "mode": mode,
         "seed": seed,
         "n_molecules": mols.n_molecules,
+        **frame_dependent_note(mols),
     }
 
 
@@ -214,6 +236,7 @@ def export_copies(mols: MoleculeSet, out: Path, fmt: str, copies: int, seed: int
         "seed": seed,
         "copies": copies,
         "n_molecules": mols.n_molecules,
+        **frame_dependent_note(mols),
     }
 
 

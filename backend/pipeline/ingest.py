@@ -14,8 +14,11 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
+from backend.core.dataset import check_frame_dependent
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
 from backend.core.progress import Progress, quiet, scaled
@@ -56,8 +59,13 @@ def store_and_precompute(
     extra: dict | None = None,
     params: dict | None = None,
     progress: Progress | None = None,
+    frame_dependent: Iterable[str] = (),
 ) -> dict:
-    """Save ``loaded`` as ``dataset_id`` and run all stages, atomically (see module docstring)."""
+    """Save ``loaded`` as ``dataset_id`` and run all stages, atomically (see module docstring).
+
+    ``frame_dependent`` names properties whose values change with the lab frame, in
+    addition to those the loader declares; they go into the dataset's metadata.
+    """
     data_dir = Path(data_dir)
     validate_id(dataset_id)
     notify = progress or quiet
@@ -79,7 +87,11 @@ def store_and_precompute(
             "ingested": True,
             **(extra or {}),
         }
-        ds.save_dataset(stage_dir, dataset_id, loaded.mols, name=name, source=source, extra=meta_extra)
+        mols = loaded.mols
+        if frame_dependent:
+            declared = check_frame_dependent(frame_dependent, mols.properties.columns)
+            mols = replace(mols, frame_dependent=mols.frame_dependent | declared)
+        ds.save_dataset(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
         precompute(stage_dir, dataset_id, params, progress=scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0))
         final.parent.mkdir(parents=True, exist_ok=True)
         with _id_lock:
@@ -103,8 +115,12 @@ def ingest_file(
     params: dict | None = None,
     progress: Progress | None = None,
     original_name: str | None = None,
+    frame_dependent: Iterable[str] = (),
 ) -> dict:
-    """Load ``path`` (any supported format or archive), store it and run every stage; its meta."""
+    """Load ``path`` (any supported format or archive), store it and run every stage; its meta.
+
+    ``frame_dependent``: see :func:`store_and_precompute`.
+    """
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
     (progress or quiet)(0.0, f"reading {original_name or Path(path).name}", "load")
@@ -119,7 +135,7 @@ def ingest_file(
     )
     source = f"uploaded {original_name or Path(path).name} ({loaded.format})"
     extra = {"original_filename": original_name or Path(path).name, "strict": strict}
-    return store_and_precompute(data_dir, dataset_id, loaded, name, source, extra, params, progress)
+    return store_and_precompute(data_dir, dataset_id, loaded, name, source, extra, params, progress, frame_dependent)
 
 
 def generate_dataset(

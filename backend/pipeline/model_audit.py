@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from backend.core.dataset import frame_dependent_properties
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
 from backend.core.progress import Progress, quiet
 from backend.core.settings import DEFAULT_SEED
 from backend.loaders.predictions import Predictions, read_predictions
-from backend.loaders.qm9 import FRAME_DEPENDENT
 from backend.science import model_audit as sci
 from backend.science.rotations import derived_seed
 from backend.store import audits as store
@@ -46,7 +46,7 @@ MOLECULE_COLUMNS = (
 
 def is_frame_dependent(meta: dict, prop: str) -> bool:
     """Whether a property changes with the lab frame by definition (e.g. tensor components)."""
-    return prop in FRAME_DEPENDENT
+    return prop in frame_dependent_properties(meta)
 
 
 def file_sha256(path: Path, chunk: int = 1 << 20) -> str:

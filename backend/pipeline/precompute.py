@@ -6,11 +6,10 @@ import logging
 import time
 from pathlib import Path
 
-from backend.core.dataset import MoleculeSet
+from backend.core.dataset import MoleculeSet, select_rows
 from backend.core.errors import NotFoundError
 from backend.core.progress import Progress, scaled
 from backend.core.settings import DEFAULT_SEED, validate_id
-from backend.loaders.qm9 import select_rows
 from backend.pipeline.builtin import BUILTIN
 from backend.pipeline.stage import StageContext
 from backend.pipeline.stages import STAGES, stage_by_name

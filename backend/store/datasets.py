@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.core.dataset import MoleculeSet
+from backend.core.dataset import MoleculeSet, frame_dependent_properties
 from backend.core.errors import NotFoundError
 from backend.core.settings import validate_id
 from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
@@ -93,6 +93,7 @@ def save_dataset(
         "has_smiles": bool(mols.smiles is not None and (mols.smiles != "").any()),
         "properties": list(mols.properties.columns),
         "property_units": mols.property_units,
+        "frame_dependent": sorted(mols.frame_dependent),
         "created": time.time(),
         "active_result": None,
         **(extra or {}),
@@ -124,6 +125,7 @@ def load_dataset(data_dir: Path, dataset_id: str) -> MoleculeSet:
         smiles=smiles,
         properties=pd.DataFrame(props),
         property_units=meta.get("property_units", {}),
+        frame_dependent=frame_dependent_properties(meta),
     )
 
 

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.dataset import MoleculeSet, from_molecules
+from backend.core.dataset import MoleculeSet, frame_dependent_properties, from_molecules, select_rows
 from backend.core.errors import DatasetError
 from tests.molecules import CO2, WATER
 
@@ -77,3 +77,22 @@ def test_subset_keeps_atoms_and_properties_aligned():
 def test_from_molecules_checks_each_molecule():
     with pytest.raises(DatasetError, match="'m2'.*2 elements but 3 positions"):
         from_molecules([WATER, ([6, 8], CO2[1])], ids=["m1", "m2"])
+
+
+def test_select_rows_is_deterministic_and_spread():
+    rows = select_rows(1000, 10)
+    assert rows[0] == 0 and rows[-1] == 999 and len(rows) == 10
+    assert np.array_equal(rows, select_rows(1000, 10))
+    assert len(select_rows(5, None)) == 5
+
+
+def test_frame_dependent_properties_are_declared_checked_and_kept():
+    props = pd.DataFrame({"mu_x": [1.0, 2.0], "energy": [0.0, 1.0]})
+    mols = _set(properties=props, frame_dependent=["mu_x"])
+    assert mols.frame_dependent == frozenset({"mu_x"})
+    assert mols.subset([1]).frame_dependent == {"mu_x"}
+    assert mols.with_positions(mols.positions_angstrom + 1).frame_dependent == {"mu_x"}
+    with pytest.raises(DatasetError, match=r"\['mu_y'\] are not properties"):
+        _set(properties=props, frame_dependent=["mu_y"])
+    assert frame_dependent_properties({"frame_dependent": ["a", "b"]}) == {"a", "b"}
+    assert frame_dependent_properties({}) == frozenset()

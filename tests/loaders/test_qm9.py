@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from backend.loaders.qm9 import PROPERTY_UNITS, parse_float_lists, parse_symbol_lists, select_rows
+from backend.loaders.qm9 import PROPERTY_UNITS, parse_float_lists, parse_symbol_lists
 
 
 def test_parsers_are_exact():
@@ -21,13 +21,6 @@ def test_parsers_are_exact():
         parse_symbol_lists(["['C','Qx']"])
 
 
-def test_select_rows_is_deterministic_and_spread():
-    rows = select_rows(1000, 10)
-    assert rows[0] == 0 and rows[-1] == 999 and len(rows) == 10
-    assert np.array_equal(rows, select_rows(1000, 10))
-    assert len(select_rows(5, None)) == 5
-
-
 def test_small_slice_keeps_original_coordinates(qm9_small):
     m = qm9_small
     assert m.n_molecules == 400
@@ -43,3 +36,7 @@ def test_small_slice_keeps_original_coordinates(qm9_small):
     # ZPVE of methane from the QM9 paper's table: 0.044749 Ha.
     assert m.properties["zpve"].iloc[0] == pytest.approx(0.044749)
     assert m.properties.notna().all().all()
+
+
+def test_qm9_declares_its_frame_dependent_properties(qm9_small):
+    assert qm9_small.frame_dependent == {f"alpha_{c}" for c in ("xx", "xy", "xz", "yy", "yz", "zz")}

@@ -28,6 +28,8 @@ def test_random_export_round_trips_with_recorded_rotations(tmp_path, mols, fmt):
     if fmt != "xyz":  # plain XYZ has no properties
         assert set(mols.properties.columns) <= set(back.properties.columns)
         np.testing.assert_allclose(back.properties["gap"], mols.properties["gap"])
+    # QM9's frame-dependent polarizability components form a tensor: all of them turn with the molecule.
+    assert info["frame_dependent"] == sorted(mols.frame_dependent) and info["frame_dependent_not_rotated"] == []
     rot = pd.read_csv(info["rotations_path"])
     assert list(rot["id"].astype(str)) == list(mols.ids) and (rot["seed"] == 5).all()
     R = rot[R_COLUMNS].to_numpy().reshape(-1, 3, 3)
@@ -91,3 +93,11 @@ def test_copies_keep_ids_and_copy_zero_is_the_single_export(tmp_path, mols):
     assert not np.allclose(side[side["copy"] == 1][R_COLUMNS].to_numpy(), first[R_COLUMNS].to_numpy())
     for path in info["paths"]:
         assert list(load_path(path, "npz").mols.ids) == list(mols.ids)
+
+
+def test_frame_dependent_property_that_cannot_be_rotated_is_named(tmp_path, mols):
+    from dataclasses import replace
+
+    odd = replace(mols, frame_dependent=mols.frame_dependent | {"gap"})
+    info = export_molecules(odd, tmp_path / "out.npz", "random", "npz", seed=1)
+    assert info["frame_dependent_not_rotated"] == ["gap"]

@@ -7,6 +7,7 @@ from backend.core.errors import DatasetError
 from backend.loaders.extxyz import write_extxyz
 from backend.loaders.xyz import write_xyz
 from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from backend.pipeline.model_audit import is_frame_dependent
 from backend.store import datasets as ds
 from backend.store.results import list_result_keys
 
@@ -99,3 +100,16 @@ def test_cli_generate_records_the_generator(tmp_path, qm9_small):
     ids = list(ds.load_dataset(tmp_path / "d", "gen").ids)
     assert meta["n_molecules"] + meta["n_skipped"] == 60 and ids == [f"m{i}" for i in range(60) if f"m{i}" in ids]
     assert len(ids) >= 50
+
+
+def test_cli_ingest_frame_dependent_goes_into_the_metadata(tmp_path, small_file):
+    d = ["--data-dir", str(tmp_path / "data")]
+    args = ["ingest", str(small_file), "--name", "Tensor set", "--format", "extxyz", *d]
+    res = runner.invoke(app, [*args, "--frame-dependent", "gap, zpve"])
+    assert res.exit_code == 0, res.output
+    meta = ds.read_meta(tmp_path / "data", "tensor-set")
+    assert meta["frame_dependent"] == ["gap", "zpve"]
+    assert ds.load_dataset(tmp_path / "data", "tensor-set").frame_dependent == {"gap", "zpve"}
+    assert is_frame_dependent(meta, "gap") and not is_frame_dependent(meta, "homo")
+    res = runner.invoke(app, [*args, "--frame-dependent", "colour"])
+    assert res.exit_code == 2 and "['colour'] are not properties" in res.output

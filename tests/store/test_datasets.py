@@ -15,6 +15,8 @@ def test_round_trip_keeps_everything(tmp_path, qm9_small):
     assert list(back.ids) == list(sub.ids) and list(back.smiles) == list(sub.smiles)
     assert back.properties.equals(sub.properties)
     assert back.property_units == sub.property_units
+    assert back.frame_dependent == sub.frame_dependent == {f"alpha_{c}" for c in ("xx", "xy", "xz", "yy", "yz", "zz")}
+    assert ds.read_meta(tmp_path, "q")["frame_dependent"] == sorted(sub.frame_dependent)
     assert ds.list_dataset_ids(tmp_path) == ["q"]
 
 

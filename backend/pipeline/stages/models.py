@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from backend.core.dataset import frame_dependent_properties
 from backend.core.progress import scaled
-from backend.loaders.qm9 import FRAME_DEPENDENT
 from backend.pipeline.stage import Stage, StageContext, StageOutput
 from backend.science.classifiers import FEATURE_SETS, ClassifierSettings, detect_rotation
 from backend.science.regression import RegressionSettings, orientation_regression
 from backend.science.rotations import derived_seed, random_rotations, rotate_molecules
+from backend.store import datasets as ds
 
 SCORE_FEATURES = "frame+composition"
 MIN_MOLECULES = 20
@@ -58,12 +59,13 @@ def _regression(ctx: StageContext) -> tuple[list[dict], str | None]:
     original = orientation_regression(ctx.frames("original").rotations, y, REGRESSION, seed)
     ctx.progress(0.93, "orientation-only regression (control)")
     control = orientation_regression(ctx.frames("control").rotations, y, REGRESSION, seed)
+    frame_dependent = frame_dependent_properties(ds.read_meta(ctx.data_dir, ctx.dataset_id))
     rows = []
     for j, name in enumerate(props.columns):
         rows.append({
             "property": str(name),
             "unit": ctx.mols.property_units.get(name, ""),
-            "frame_dependent": name in FRAME_DEPENDENT,
+            "frame_dependent": name in frame_dependent,
             **{key: float(values[j]) for key, values in original.items()},
             "control_improvement": float(control["improvement"][j]),
             "control_improvement_std": float(control["improvement_std"][j]),
