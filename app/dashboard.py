@@ -359,7 +359,7 @@ def page_layout(read_only: bool, data_dir: Path) -> html.Div:
         return layout
     try:
         props = first_view(data_dir, search)
-    except Exception:  # noqa: BLE001 - the plain layout still works: the callbacks resolve the URL
+    except Exception:  # the plain layout still works: the callbacks resolve the URL
         log.exception("cannot prepare the view of %r; serving the plain layout", search)
         return layout
     for component in components_of(layout):
@@ -400,7 +400,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     return app
 
 
-def _register(app: dash.Dash, data_dir: Path) -> None:  # noqa: C901 - one place for all callbacks
+def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all callbacks
     callback = guarded(app.callback)
 
     @callback(

@@ -61,10 +61,6 @@ def group_labels(data_dir: Path, dataset_id: str, grouping: str) -> np.ndarray |
     return molecule_service.group_ids(get_view(data_dir, dataset_id)).get(grouping)
 
 
-def available_groupings(data_dir: Path, dataset_id: str) -> list[str]:
-    return sorted(molecule_service.group_ids(get_view(data_dir, dataset_id)))
-
-
 def smarts_mask(data_dir: Path, dataset_id: str, smarts: str) -> np.ndarray:
     """(n,) bool: molecules matching a SMARTS pattern (DatasetError if the pattern is invalid).
 

@@ -308,7 +308,7 @@ class CountingReader(io.RawIOBase):
 def open_text(path: Path, progress: Progress | None = None):
     """Open a text file for streaming, decoding strictly as UTF-8 and counting bytes."""
     path = Path(path)
-    raw = open(path, "rb", buffering=0)  # noqa: SIM115 - handed to the wrapper that closes it
+    raw = open(path, "rb", buffering=0)  # handed to the wrapper that closes it
     counted = CountingReader(raw, path.stat().st_size, progress, path.name)
     return io.TextIOWrapper(io.BufferedReader(counted, 1 << 20), encoding="utf-8", errors="strict", newline=None)
 

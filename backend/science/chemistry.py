@@ -239,8 +239,3 @@ def compute_chemistry(mols: MoleculeSet, n_jobs: int | None = None, progress: Pr
         error=errors,
         fingerprints=fps,
     )
-
-
-def fingerprints_from_columns(table) -> np.ndarray:
-    """(n, 32) uint64 fingerprints from a table with :data:`FP_COLUMNS`."""
-    return np.ascontiguousarray(table[FP_COLUMNS].to_numpy(np.uint64))

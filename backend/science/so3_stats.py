@@ -87,12 +87,6 @@ def knn_entropy_terms(kth_angle: np.ndarray) -> np.ndarray:
     return np.log(ball_volume(theta))
 
 
-def knn_entropy(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False) -> float:
-    """k-NN (Kozachenko–Leonenko) differential entropy on SO(3) w.r.t. Haar volume."""
-    terms = knn_entropy_terms(knn_angles(quaternions, k, sign_invariant)[:, k - 1])
-    return float(digamma(len(terms)) - digamma(k) + terms.mean())
-
-
 @dataclass(frozen=True)
 class KLEstimate:
     value: float

@@ -27,7 +27,7 @@ def wait_for(fn, timeout=TIMEOUT_S, what="condition"):
     while time.monotonic() < deadline:
         try:
             last = fn()
-        except Exception as err:  # noqa: BLE001 - the page may be mid-render
+        except Exception as err:  # the page may be mid-render
             last = err
         else:
             if last:

@@ -5,7 +5,10 @@ from backend.core.progress import quiet, scaled
 
 def test_scaled_maps_onto_the_parent_slice_and_names_the_stage():
     heard = []
-    parent = lambda f, msg, stage="": heard.append((round(f, 6), msg, stage))  # noqa: E731
+
+    def parent(fraction, message, stage=""):
+        heard.append((round(fraction, 6), message, stage))
+
     child = scaled(parent, 0.2, 0.6, stage="load")
     child(0.0, "start")
     child(0.5, "half", "ignored")
