@@ -36,6 +36,7 @@ ingest_mod = _Lazy("backend.pipeline.ingest")
 synth_mod = _Lazy("backend.pipeline.synth")
 datasets_svc = _Lazy("backend.services.datasets")
 audit_mod = _Lazy("backend.pipeline.model_audit")
+sharded_ingest = _Lazy("backend.pipeline.sharded_ingest")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
@@ -46,6 +47,13 @@ Frame = Annotated[str, typer.Option("--frame", help="pca | pca-mass | inertia")]
 Sign = Annotated[str, typer.Option("--sign", help="sign rule: max | count")]
 Seed = Annotated[int, typer.Option("--seed", help="seed for the control rotations, splits and bootstrap")]
 Limit = Annotated[int | None, typer.Option("--limit", help="use an evenly spread subset of N molecules")]
+Cluster = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        help="in-process | local:W | tcp://HOST:PORT (default: $ORIENTSCOPE_CLUSTER, else by the dataset's size)",
+    ),
+]
 
 
 class _ProgressBar:
@@ -72,11 +80,11 @@ def _fail(err: Exception) -> None:
     raise typer.Exit(2)
 
 
-def _run(data_dir: Path | None, dataset: str, params: dict, quiet: bool = False) -> Path:
+def _run(data_dir: Path | None, dataset: str, params: dict, quiet: bool = False, cluster: str | None = None) -> Path:
     root = resolve_data_dir(data_dir)
     bar = _ProgressBar(f"precompute {dataset}", quiet)
     try:
-        pipeline.precompute(root, dataset, params, progress=bar)
+        pipeline.precompute(root, dataset, params, progress=bar, cluster=cluster)
     finally:
         bar.close()
     return root
@@ -91,6 +99,7 @@ def precompute_cmd(
     seed: Seed = DEFAULT_SEED,
     limit: Limit = None,
     force: Annotated[bool, typer.Option("--force", help="recompute stages that are already stored")] = False,
+    cluster: Cluster = None,
 ) -> None:
     """Compute and store every result for DATASET (reuses what is already stored)."""
     try:
@@ -98,7 +107,7 @@ def precompute_cmd(
         root = resolve_data_dir(data_dir)
         bar = _ProgressBar(f"precompute {dataset}")
         try:
-            store = pipeline.precompute(root, dataset, params, force=force, progress=bar)
+            store = pipeline.precompute(root, dataset, params, force=force, progress=bar, cluster=cluster)
         finally:
             bar.close()
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
@@ -115,11 +124,12 @@ def report_cmd(
     sign: Sign = "max",
     seed: Seed = DEFAULT_SEED,
     limit: Limit = None,
+    cluster: Cluster = None,
 ) -> None:
     """Print DATASET's orientation-bias report, computing whatever is missing."""
     try:
         params = pipeline.make_params(frame, sign, seed, limit)
-        root = _run(data_dir, dataset, params)
+        root = _run(data_dir, dataset, params, cluster=cluster)
         report = reports.build_report(root, dataset, params)
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         _fail(err)
@@ -149,7 +159,7 @@ def _ingested(root: Path, meta: dict) -> None:
 
 @app.command("ingest")
 def ingest_cmd(
-    path: Path,
+    paths: Annotated[list[Path], typer.Argument(help="files, folders or glob patterns ('data/*.npz')")],
     name: Annotated[str, typer.Option("--name", help="display name; the dataset id is derived from it")],
     data_dir: DataDir = None,
     fmt: Annotated[str, typer.Option("--format", help=" | ".join(FORMAT_CHOICES))] = "auto",
@@ -163,18 +173,44 @@ def ingest_cmd(
             help="comma-separated properties whose values change with the lab frame (e.g. tensor components)",
         ),
     ] = "",
+    cluster: Cluster = None,
+    shard_size: Annotated[
+        int | None,
+        typer.Option("--shard-size", min=1, help="molecules per shard (default: $ORIENTSCOPE_SHARD_SIZE or 250000)"),
+    ] = None,
 ) -> None:
-    """Load PATH (a file, store folder or zip/tar of files), store it and run the whole pipeline."""
-    bar = _ProgressBar(f"ingest {path.name}")
+    """Load PATHS, store them as one dataset and run the pipeline.
+
+    One file (or store folder, or zip/tar) is loaded into memory and gets every
+    stage. Several files, a folder of files or a glob, or any --cluster or
+    --shard-size, make a sharded dataset: files are read in parallel on the
+    engine and the frames and statistics stages run shard by shard.
+    """
+    single = len(paths) == 1 and not any(ch in str(paths[0]) for ch in "*?[") and cluster is None
+    single = single and shard_size is None and (paths[0].is_file() or _is_store_folder(paths[0]))
+    bar = _ProgressBar(f"ingest {paths[0].name}" + (f" (+{len(paths) - 1})" if len(paths) > 1 else ""))
     root = resolve_data_dir(data_dir)
     try:
         names = [p.strip() for p in frame_dependent.split(",") if p.strip()]
-        meta = ingest_mod.ingest_file(root, path, name, fmt=fmt, strict=strict, progress=bar, frame_dependent=names)
+        if single:
+            meta = ingest_mod.ingest_file(
+                root, paths[0], name, fmt=fmt, strict=strict, progress=bar, frame_dependent=names
+            )
+        else:
+            meta = sharded_ingest.ingest_files(
+                root, paths, name, fmt=fmt, strict=strict, cluster=cluster, shard_size=shard_size, progress=bar
+            )
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         bar.close()
         _fail(err)
     bar.close()
     _ingested(root, meta)
+
+
+def _is_store_folder(path: Path) -> bool:
+    from backend.loaders.parquet_orientations import is_store_folder
+
+    return is_store_folder(path)
 
 
 @app.command("generate")

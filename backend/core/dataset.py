@@ -202,3 +202,23 @@ def from_molecules(molecules, ids=None, smiles=None, properties=None, property_u
         properties=pd.DataFrame() if properties is None else pd.DataFrame(properties),
         property_units=property_units or {},
     )
+
+
+def concat_molecule_sets(parts: list[MoleculeSet]) -> MoleculeSet:
+    """One set holding ``parts`` in order (e.g. the shards of a small sharded dataset)."""
+    if not parts:
+        raise DatasetError("no molecule sets to concatenate")
+    counts = np.concatenate([p.n_atoms for p in parts])
+    has_smiles = any(p.smiles is not None for p in parts)
+    return MoleculeSet(
+        atomic_numbers=np.concatenate([p.atomic_numbers for p in parts]),
+        positions_angstrom=np.concatenate([p.positions_angstrom for p in parts]),
+        offsets=np.concatenate([[0], np.cumsum(counts)]),
+        ids=np.concatenate([p.ids for p in parts]),
+        smiles=np.concatenate([p.smiles if p.smiles is not None else np.full(p.n_molecules, "") for p in parts])
+        if has_smiles
+        else None,
+        properties=pd.concat([p.properties for p in parts], ignore_index=True),
+        property_units=dict(parts[0].property_units),
+        frame_dependent=parts[0].frame_dependent,
+    )

@@ -120,6 +120,7 @@ def load_path(
     limits: Limits | None = None,
     progress: Progress | None = None,
     workdir: Path | None = None,
+    id_prefix: str = "",
 ) -> Loaded:
     """Load a file, store folder or archive.
 
@@ -128,6 +129,7 @@ def load_path(
     fmt : "auto" or one of DATASET_FORMATS; for an archive it applies to every member
     strict : fail on the first malformed record instead of skipping it
     workdir : where archives are extracted (a temporary folder if None)
+    id_prefix : ids of records without one are ``<id_prefix><index in file>`` (archive members: ``<stem>_<index>``)
     """
     path = Path(path)
     check_format(fmt)
@@ -138,6 +140,7 @@ def load_path(
         limits.check_upload_bytes(path.stat().st_size, path.name)
     feeders = _feeders()
     collector = Collector(path.name, strict, limits)
+    collector.id_prefix = id_prefix
     kind = detect_format(path) if fmt == "auto" or is_archive(path) else fmt
     if kind != "archive":
         feeders[kind](path, collector, progress)

@@ -120,7 +120,12 @@ def _feed_npz(path: Path, collector: Collector, progress: Progress | None) -> No
                 continue
             extra[key] = _read_array(zf, member, source)
     ids_arr = extra.pop("ids", extra.pop("id", None))
-    ids = ids_arr.astype(str) if ids_arr is not None else np.arange(1, n_mol + 1).astype(str)
+    if ids_arr is not None:
+        ids = ids_arr.astype(str)
+    elif collector.id_prefix:  # several files in one dataset: "<file stem>:<index>", as for record formats
+        ids = np.char.add(collector.id_prefix, np.arange(n_mol).astype(str))
+    else:
+        ids = np.arange(1, n_mol + 1).astype(str)
     smiles = extra.pop("smiles", None)
     props = {k: v.astype(np.float64) for k, v in extra.items() if v.dtype.kind in "biuf"}
 

@@ -11,11 +11,14 @@ from backend.core.errors import NotFoundError
 from backend.core.progress import Progress, scaled
 from backend.core.settings import DEFAULT_SEED, validate_id
 from backend.pipeline.builtin import BUILTIN
+from backend.pipeline.engine import Engine, choose_cluster, parse_cluster
+from backend.pipeline.sharded import precompute_sharded
 from backend.pipeline.stage import StageContext
 from backend.pipeline.stages import STAGES, stage_by_name
 from backend.science.frames import FRAME_METHODS, SIGN_RULES
 from backend.store import datasets as ds
 from backend.store.results import ResultStore
+from backend.store.shards import is_sharded
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +61,32 @@ def precompute(
     stages: list[str] | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    cluster: str | None = None,
+    engine: Engine | None = None,
 ) -> ResultStore:
     """Compute every missing stage (or ``stages``) and mark the result active.
 
     ``progress`` hears the fraction of all stages to run, with each stage's name.
+    A sharded dataset runs shard by shard on the engine that ``cluster`` (else
+    ``$ORIENTSCOPE_CLUSTER``, else the dataset's size) picks, or on ``engine``
+    if one is already running; a single-folder dataset runs in this process.
     """
-    ensure_dataset(data_dir, dataset_id)
+    meta = ensure_dataset(data_dir, dataset_id)
     store = ResultStore(data_dir, dataset_id, params)
     wanted = [stage_by_name(n) for n in stages] if stages else list(STAGES)
+    if is_sharded(meta):
+        spec = choose_cluster(cluster, int(meta["n_molecules"]))
+        with store.lock():
+            todo = [s.name for s in wanted if force or not store.completed(s.name)]
+            if todo and engine is not None:
+                precompute_sharded(data_dir, dataset_id, params, engine, store, todo, progress)
+            elif todo:
+                with Engine(spec) as started:
+                    precompute_sharded(data_dir, dataset_id, params, started, store, todo, progress)
+            ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
+        return store
+    if cluster:
+        parse_cluster(cluster)  # a bad value is an error even where it does not apply
     with store.lock():
         todo = [s for s in wanted if force or not store.completed(s.name)]
         mols = load_for_params(data_dir, dataset_id, params) if todo else None

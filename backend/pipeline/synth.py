@@ -1,7 +1,8 @@
 """Synthetic sets for scale tests: QM9 molecules tiled to N, each turned by a seeded rotation.
 
 Molecule ``g`` (global index) is QM9 row ``g mod n_qm9``, copy ``g div n_qm9``,
-with id ``<qm9 id>_<copy>``, its SMILES and properties. Its pose is
+with id ``<qm9 id>_<copy>``, its SMILES and properties (without the
+frame-dependent ones, which the rotation would invalidate). Its pose is
 
 * ``uniform``: a Haar-uniform rotation of the QM9 pose, so the set is unbiased;
 * ``qm9``: the QM9 pose turned by |N(0, blur)| about a uniform axis, so the
@@ -79,7 +80,8 @@ def synth_arrays(source: MoleculeSet, spec: SynthSpec, start: int, stop: int) ->
     if source.smiles is not None:
         arrays["smiles"] = source.smiles[rows]
     for col in source.properties.columns:
-        arrays[col] = source.properties[col].to_numpy(np.float64)[rows]
+        if col not in source.frame_dependent:  # lab-frame values (tensor components) would be wrong once turned
+            arrays[col] = source.properties[col].to_numpy(np.float64)[rows]
     return arrays
 
 

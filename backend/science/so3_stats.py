@@ -160,6 +160,29 @@ def kl_to_uniform_pairwise(rotations: np.ndarray, k: int = 5, block: int = 2000)
     return float(np.log(SO3_VOLUME) - digamma(n) + digamma(k) - terms.mean())
 
 
+def kernel_sums(candidates: np.ndarray, quaternions: np.ndarray, bandwidth_rad: float = 0.5, chunk: int = 128):
+    """(n_candidates,) Σ_j exp(-θ_ij² / 2h²) over the rows of ``quaternions`` (n, 4).
+
+    cos(θ/2) = |q_i · q_j| comes from one float32 matrix product per block of
+    candidates; sums over a set's parts add up to the sum over the set.
+    """
+    q = np.asarray(candidates, dtype=np.float64).astype(np.float32)
+    qt = np.ascontiguousarray(np.asarray(quaternions, dtype=np.float64).T.astype(np.float32))
+    inv = np.float32(-0.5 / bandwidth_rad**2)
+    scores = np.zeros(len(q))
+    if qt.shape[1] == 0:
+        return scores
+    for s in range(0, len(q), chunk):
+        half = np.abs(q[s : s + chunk] @ qt)
+        np.clip(half, 0.0, 1.0, out=half)
+        theta = np.arccos(half, out=half)
+        theta *= 2.0
+        np.square(theta, out=theta)
+        theta *= inv
+        scores[s : s + chunk] = np.exp(theta, out=theta).sum(axis=1, dtype=np.float64)
+    return scores
+
+
 def reference_orientation(
     quaternions: np.ndarray,
     bandwidth_rad: float = 0.5,
@@ -170,23 +193,12 @@ def reference_orientation(
     """Index of the densest orientation by a Gaussian kernel on geodesic angle.
 
     Candidates are a seeded sample of ``n_candidates`` rows; each is scored by
-    Σ_j exp(-θ_ij² / 2h²) over all rows (blocked, O(n_candidates · n)), with
-    cos(θ/2) = |q_i · q_j| from one matrix product per block.
+    :func:`kernel_sums` over all rows (O(n_candidates · n)).
     """
     q = np.asarray(quaternions, dtype=np.float64)
     rng = np.random.default_rng(seed)
     cand = np.sort(rng.choice(len(q), size=min(n_candidates, len(q)), replace=False))
-    qt = np.ascontiguousarray(q.T.astype(np.float32))
-    inv = np.float32(-0.5 / bandwidth_rad**2)
-    scores = np.empty(len(cand))
-    for s in range(0, len(cand), chunk):
-        half = np.abs(q[cand[s : s + chunk]].astype(np.float32) @ qt)
-        np.clip(half, 0.0, 1.0, out=half)
-        theta = np.arccos(half, out=half)
-        theta *= 2.0
-        np.square(theta, out=theta)
-        theta *= inv
-        scores[s : s + chunk] = np.exp(theta, out=theta).sum(axis=1, dtype=np.float64)
+    scores = kernel_sums(q[cand], q, bandwidth_rad, chunk)
     return int(cand[int(np.argmax(scores))])
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from backend import __version__
 from backend.services.results import open_result
 from backend.store import datasets as ds
-from backend.store.results import ResultStore
+from backend.store.results import IN_PROCESS_ENGINE, ResultStore
 
 # Internal bookkeeping that the public report does not need.
 _HIDDEN = {"reference_index"}
@@ -59,6 +59,7 @@ def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) ->
     report["stages"] = {
         name: {"seconds": s["seconds"], "settings": s.get("settings", {})} for name, s in manifest["stages"].items()
     }
+    report["engine"] = {name: s.get("engine", IN_PROCESS_ENGINE) for name, s in manifest["stages"].items()}
     report["skipped_stages"] = skipped_stages(store)
     report["verdict"] = verdict(report)
     return report

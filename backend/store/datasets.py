@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.core.dataset import MoleculeSet, frame_dependent_properties
+from backend.core.dataset import MoleculeSet, concat_molecule_sets, frame_dependent_properties
 from backend.core.errors import NotFoundError
 from backend.core.settings import validate_id
 from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
@@ -69,21 +69,7 @@ def save_dataset(
 ) -> dict:
     """Write a dataset's tables, then its meta file last (the meta marks it complete)."""
     folder = dataset_dir(data_dir, dataset_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    cols = {
-        "id": pa.array(mols.ids.astype(str)),
-        "smiles": pa.array(mols.smiles.astype(str) if mols.smiles is not None else [""] * mols.n_molecules),
-        "offset": pa.array(mols.offsets[:-1]),
-        "n_atoms": pa.array(mols.n_atoms),
-    }
-    for col in mols.properties.columns:
-        if col in _RESERVED:
-            raise ValueError(f"property name {col!r} is reserved")
-        cols[col] = pa.array(mols.properties[col].to_numpy(np.float64))
-    atomic_write_table(folder / "molecules.parquet", pa.table(cols))
-    pos = mols.positions_angstrom
-    atoms = pa.table({"z": mols.atomic_numbers, "x": pos[:, 0], "y": pos[:, 1], "zc": pos[:, 2]})
-    atomic_write_table(folder / "atoms.parquet", atoms)
+    write_molecule_tables(folder, mols)
     meta = {
         "id": dataset_id,
         "name": name,
@@ -104,13 +90,35 @@ def save_dataset(
 
 def read_molecule_columns(data_dir: Path, dataset_id: str, columns: list[str]) -> pd.DataFrame:
     """Some columns of the per-molecule table (id, smiles, properties), without the atoms."""
-    read_meta(data_dir, dataset_id)
-    return read_table(dataset_dir(data_dir, dataset_id) / "molecules.parquet", columns=columns).to_pandas()
-
-
-def load_dataset(data_dir: Path, dataset_id: str) -> MoleculeSet:
     meta = read_meta(data_dir, dataset_id)
     folder = dataset_dir(data_dir, dataset_id)
+    if meta.get("layout") != "sharded":
+        return read_table(folder / "molecules.parquet", columns=columns).to_pandas()
+    parts = [read_table(folder / "shards" / s["name"] / "molecules.parquet", columns=columns) for s in meta["shards"]]
+    return pd.concat([p.to_pandas() for p in parts], ignore_index=True)
+
+
+def write_molecule_tables(folder: Path, mols: MoleculeSet) -> None:
+    """``molecules.parquet`` and ``atoms.parquet`` of ``mols`` in ``folder`` (a dataset or one shard)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cols = {
+        "id": pa.array(mols.ids.astype(str)),
+        "smiles": pa.array(mols.smiles.astype(str) if mols.smiles is not None else [""] * mols.n_molecules),
+        "offset": pa.array(mols.offsets[:-1]),
+        "n_atoms": pa.array(mols.n_atoms),
+    }
+    for col in mols.properties.columns:
+        if col in _RESERVED:
+            raise ValueError(f"property name {col!r} is reserved")
+        cols[col] = pa.array(mols.properties[col].to_numpy(np.float64))
+    atomic_write_table(folder / "molecules.parquet", pa.table(cols))
+    pos = mols.positions_angstrom
+    atoms = pa.table({"z": mols.atomic_numbers, "x": pos[:, 0], "y": pos[:, 1], "zc": pos[:, 2]})
+    atomic_write_table(folder / "atoms.parquet", atoms)
+
+
+def read_molecule_tables(folder: Path, meta: dict) -> MoleculeSet:
+    """The molecules stored in ``folder`` by :func:`write_molecule_tables`."""
     mol = read_table(folder / "molecules.parquet").to_pandas()
     atoms = read_table(folder / "atoms.parquet")
     n_atoms = mol["n_atoms"].to_numpy(np.int64)
@@ -127,6 +135,16 @@ def load_dataset(data_dir: Path, dataset_id: str) -> MoleculeSet:
         property_units=meta.get("property_units", {}),
         frame_dependent=frame_dependent_properties(meta),
     )
+
+
+def load_dataset(data_dir: Path, dataset_id: str) -> MoleculeSet:
+    """The whole dataset in memory (a sharded one concatenated: for sets that fit, e.g. in tests)."""
+    meta = read_meta(data_dir, dataset_id)
+    folder = dataset_dir(data_dir, dataset_id)
+    if meta.get("layout") != "sharded":
+        return read_molecule_tables(folder, meta)
+    parts = [read_molecule_tables(folder / "shards" / s["name"], meta) for s in meta["shards"]]
+    return concat_molecule_sets(parts)
 
 
 def delete_dataset(data_dir: Path, dataset_id: str) -> None:

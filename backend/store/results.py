@@ -24,6 +24,7 @@ from backend.store.atomic import atomic_write_json, atomic_write_table, read_jso
 from backend.store.datasets import dataset_dir
 
 MANIFEST = "manifest.json"
+IN_PROCESS_ENGINE = {"where": "in-process", "workers": 1}
 
 
 def result_key(params: dict) -> str:
@@ -99,11 +100,13 @@ class ResultStore:
         seconds: float,
         settings: dict | None = None,
         skipped: dict[str, str] | None = None,
+        engine: dict | None = None,
     ) -> None:
         """Write a stage's files, then record it in the manifest (last, atomically).
 
         ``skipped`` maps the stage (or ``"<stage>.<part>"``) to the reason it did
         not run; it replaces whatever an earlier run of this stage recorded.
+        ``engine`` says where the stage ran: ``{"where": "in-process" | "local:W" | address, "workers": n}``.
         """
         rows = {}
         for name, table in tables.items():
@@ -119,6 +122,7 @@ class ResultStore:
             "completed_at": time.time(),
             "version": __version__,
             "settings": settings or {},
+            "engine": engine or IN_PROCESS_ENGINE,
         }
         manifest["skipped_stages"] = {**_without_stage(manifest.get("skipped_stages", {}), stage), **(skipped or {})}
         manifest["version"] = __version__

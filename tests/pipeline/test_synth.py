@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from backend.core.dataset import MoleculeSet
+from backend.core.dataset import MoleculeSet, concat_molecule_sets
 from backend.loaders.npz import load_npz
 from backend.pipeline.synth import MANIFEST, SynthSpec, write_synth
 from backend.science.frames import compute_frames
@@ -14,15 +14,7 @@ from backend.science.so3_stats import kl_to_uniform
 def _read(out) -> MoleculeSet:
     """All shards of a synth folder, in manifest order, through the ordinary NPZ loader."""
     manifest = json.loads((out / MANIFEST).read_text())
-    parts = [load_npz(out / s["file"]).mols for s in manifest["shards"]]
-    arrays = {
-        "atomic_numbers": np.concatenate([p.atomic_numbers for p in parts]),
-        "positions_angstrom": np.concatenate([p.positions_angstrom for p in parts]),
-        "ids": np.concatenate([p.ids for p in parts]),
-        "smiles": np.concatenate([p.smiles for p in parts]),
-    }
-    counts = np.concatenate([p.n_atoms for p in parts])
-    return MoleculeSet(offsets=np.concatenate([[0], np.cumsum(counts)]), **arrays)
+    return concat_molecule_sets([load_npz(out / s["file"]).mols for s in manifest["shards"]])
 
 
 def _frames(mols: MoleculeSet):

@@ -12,7 +12,7 @@ from backend.science.rotations import rotate_molecules
 FRAME_OPTIONS = {"pca": "pca", "pca-mass": "pca-mass", "inertia": "inertia"}
 
 
-def _degenerate_summary(frames) -> dict:
+def degenerate_summary(frames) -> dict:
     counts: dict[str, int] = {}
     for reasons in frames.reasons[frames.degenerate]:
         for code in reasons.split(";"):
@@ -36,7 +36,7 @@ def run(ctx: StageContext) -> StageOutput:
     ctx.set_frames("control", control)
     ctx.progress(0.9, "writing frames")
     n_atoms = mols.n_atoms
-    report = {"n_molecules": mols.n_molecules, "n_atoms_total": int(n_atoms.sum()), **_degenerate_summary(frames)}
+    report = {"n_molecules": mols.n_molecules, "n_atoms_total": int(n_atoms.sum()), **degenerate_summary(frames)}
     report["atoms_per_molecule"] = {
         "min": int(n_atoms.min()),
         "median": float(np.median(n_atoms)),
@@ -44,7 +44,7 @@ def run(ctx: StageContext) -> StageOutput:
     }
     return StageOutput(
         report=report,
-        control=_degenerate_summary(control),
+        control=degenerate_summary(control),
         tables={"original": frames_to_table(mols.ids, frames), "control": frames_to_table(mols.ids, control)},
         settings={
             "frame": params["frame"],

@@ -1,0 +1,202 @@
+"""Where per-shard work runs: in this process, on a local Dask cluster, or on an existing scheduler.
+
+``--cluster`` (else ``$ORIENTSCOPE_CLUSTER``) takes
+
+* ``in-process``: a plain loop in the calling process (today's behaviour);
+* ``local:W``: a ``distributed.LocalCluster`` of W single-threaded worker processes;
+* ``tcp://HOST:PORT``: an existing Dask scheduler. Its workers must import
+  this project and see the same ``--data-dir`` (a shared file system), because
+  tasks carry paths and parameters, never arrays.
+
+Without a setting, sets below ``$ORIENTSCOPE_LOCAL_CLUSTER_ABOVE`` molecules
+(default 2,000,000) run in process, larger ones on a local cluster with one
+worker per core.
+
+Tasks are retried (``TASK_RETRIES``) when they raise, and Dask reschedules the
+task of a worker that dies; task functions are pure functions of a shard, so a
+retried shard gives the same result. Each worker's BLAS/OpenMP pools are
+capped at one thread (the nanny's environment and threadpoolctl), so W
+workers use W cores instead of fighting over them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+CLUSTER_ENV = "ORIENTSCOPE_CLUSTER"
+LOCAL_ABOVE_ENV = "ORIENTSCOPE_LOCAL_CLUSTER_ABOVE"
+DEFAULT_LOCAL_ABOVE = 2_000_000
+IN_PROCESS = "in-process"
+TASK_RETRIES = 2
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+ACCEPTED = "'in-process', 'local:W' (W >= 1 worker processes) or 'tcp://HOST:PORT'"
+
+# progress(shards_done, shards_total)
+ShardProgress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A parsed ``--cluster`` value."""
+
+    kind: str  # "in-process" | "local" | "tcp"
+    workers: int = 1
+    address: str = ""
+
+    @property
+    def label(self) -> str:
+        """How the report names it: ``in-process``, ``local:W`` or the scheduler's address."""
+        return {"in-process": IN_PROCESS, "local": f"local:{self.workers}", "tcp": self.address}[self.kind]
+
+
+def parse_cluster(text: str) -> ClusterSpec:
+    """``in-process`` | ``local:W`` | ``tcp://HOST:PORT`` -> ClusterSpec; ValueError naming the accepted forms."""
+    value = str(text).strip()
+    if value == IN_PROCESS:
+        return ClusterSpec(IN_PROCESS)
+    if value.startswith("local:"):
+        count = value.removeprefix("local:")
+        if count.isdigit() and int(count) >= 1:
+            return ClusterSpec("local", workers=int(count))
+    if value.startswith("tcp://"):
+        host, _, port = value.removeprefix("tcp://").rpartition(":")
+        if host and port.isdigit() and 0 < int(port) < 65536:
+            return ClusterSpec("tcp", address=value)
+    raise ValueError(f"unknown cluster {value!r}; expected {ACCEPTED}")
+
+
+def local_cluster_above() -> int:
+    raw = os.environ.get(LOCAL_ABOVE_ENV, "")
+    if not raw:
+        return DEFAULT_LOCAL_ABOVE
+    if not raw.isdigit():
+        raise ValueError(f"{LOCAL_ABOVE_ENV}={raw!r}: expected a whole number of molecules")
+    return int(raw)
+
+
+def choose_cluster(requested: str | None, n_molecules: int) -> ClusterSpec:
+    """``--cluster``, else ``$ORIENTSCOPE_CLUSTER``, else by size: in process or one local worker per core."""
+    chosen = requested or os.environ.get(CLUSTER_ENV, "")
+    if chosen:
+        return parse_cluster(chosen)
+    if n_molecules < local_cluster_above():
+        return ClusterSpec(IN_PROCESS)
+    return ClusterSpec("local", workers=max(os.cpu_count() or 1, 1))
+
+
+def cap_threads() -> None:
+    """One BLAS/OpenMP thread in this (worker) process."""
+    for name in THREAD_ENV:
+        os.environ[name] = "1"
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # threadpoolctl comes with scikit-learn; without it the env vars still apply to new pools
+        return
+    threadpool_limits(1)
+
+
+def _threads_plugin():
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class CapThreads(WorkerPlugin):
+        """Caps the thread pools on every worker, also on clusters started without our nanny settings."""
+
+        name = "orientscope-cap-threads"
+
+        def setup(self, worker) -> None:
+            cap_threads()
+
+    return CapThreads()
+
+
+class Engine:
+    """Runs a pure per-shard function over many shards; use as a context manager.
+
+    Examples
+    --------
+    >>> with Engine(parse_cluster("in-process")) as engine:
+    ...     engine.map(abs, [-1, -2])
+    [1, 2]
+    """
+
+    def __init__(self, spec: ClusterSpec):
+        self.spec = spec
+        self._cluster = None
+        self._client = None
+
+    def __enter__(self) -> Engine:
+        if self.spec.kind == IN_PROCESS:
+            return self
+        from distributed import Client, LocalCluster
+
+        if self.spec.kind == "local":
+            self._cluster = LocalCluster(
+                n_workers=self.spec.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+                env={name: "1" for name in THREAD_ENV},
+            )
+            self._client = Client(self._cluster)
+        else:
+            self._client = Client(self.spec.address, timeout="30s")
+        self._client.register_plugin(_threads_plugin())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    @property
+    def n_workers(self) -> int:
+        if self._client is None:
+            return 1
+        return len(self._client.scheduler_info(n_workers=-1)["workers"])
+
+    def describe(self) -> dict:
+        """``{"where": "in-process" | "local:W" | scheduler address, "workers": n}`` for the report."""
+        return {"where": self.spec.label, "workers": self.n_workers}
+
+    def map(self, fn: Callable, items: Sequence, progress: ShardProgress | None = None) -> list:
+        """``[fn(item) for item in items]``, in order; ``progress(done, total)`` as shards finish.
+
+        ``fn`` must be an importable module-level function and ``items`` small
+        (paths and parameters), since they travel to the workers.
+        """
+        items = list(items)
+        total = len(items)
+        if progress:
+            progress(0, total)
+        if self._client is None:
+            out = []
+            for done, item in enumerate(items, 1):
+                out.append(fn(item))
+                if progress:
+                    progress(done, total)
+            return out
+        from distributed import as_completed
+
+        futures = self._client.map(fn, items, retries=TASK_RETRIES, pure=False)
+        for done, _ in enumerate(as_completed(futures), 1):
+            if progress:
+                progress(done, total)
+        return self._client.gather(futures)
+
+
+def run_map(spec: ClusterSpec, fn: Callable, items: Iterable, progress: ShardProgress | None = None) -> list:
+    """One-shot :meth:`Engine.map` on a fresh engine."""
+    with Engine(spec) as engine:
+        return engine.map(fn, list(items), progress)

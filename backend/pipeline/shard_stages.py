@@ -1,0 +1,221 @@
+"""The frames and statistics stages cut into per-shard tasks and merges of their small results.
+
+Every task is a module-level function of a :class:`ShardJob` (paths and
+parameters, no arrays): it reads its shard or its shard's frames from the
+store itself and returns counts, sums or a handful of rows. Every random draw
+comes from the counter-based generator keyed by the global molecule index:
+
+* control rotation: ``haar_rotations(seed, "control", index)``;
+* half split (A picks the reference, B is tested): ``half_split(seed, "split", index)``;
+* reference candidates: the ``N_CANDIDATES`` molecules of half A with the
+  smallest ``(seed, "reference")`` draws.
+
+So the result does not depend on the shard size or on where the tasks ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from backend.core.orientations_schema import Q_COLUMNS, R_COLUMNS
+from backend.pipeline.frames_table import frames_to_table
+from backend.pipeline.stage import StageOutput
+from backend.pipeline.stages.frames import degenerate_summary
+from backend.science.counter_rng import haar_rotations, half_split, subsample
+from backend.science.frames import compute_frames
+from backend.science.rotations import geodesic_angle, rotate_molecules
+from backend.science.so3_partial import fine_angle_counts, histogram_from_counts, kl_summary, ks_from_counts
+from backend.science.so3_stats import kernel_sums
+from backend.store.datasets import read_meta
+from backend.store.shards import ShardRef, read_shard, read_shard_table, write_shard_table
+
+WHICH = ("original", "control")
+K_NEIGHBOURS = 5
+N_CANDIDATES = 2000
+BANDWIDTH_RAD = 0.5
+N_BINS = 60
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard's task: where the dataset and the result live, and the run's parameters."""
+
+    data_dir: str
+    dataset_id: str
+    ref: ShardRef
+    params: dict
+    result_dir: str
+
+    @property
+    def seed(self) -> int:
+        return int(self.params["seed"])
+
+
+# ---------------------------------------------------------------------- frames
+def frames_shard(job: ShardJob) -> dict:
+    """Frames of the shard's stored poses and of its control copy, written as the shard's frame tables."""
+    mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
+    kw = {"method": job.params["frame"], "sign_rule": job.params["sign"]}
+    frames = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers, **kw)
+    turned = rotate_molecules(mols.positions_angstrom, mols.offsets, haar_rotations(job.seed, "control", job.ref.index))
+    control = compute_frames(turned, mols.offsets, mols.atomic_numbers, **kw)
+    for which, f in (("original", frames), ("control", control)):
+        write_shard_table(Path(job.result_dir), "frames", which, job.ref.number, frames_to_table(mols.ids, f))
+    return {
+        "original": degenerate_summary(frames),
+        "control": degenerate_summary(control),
+        "atom_counts": np.bincount(mols.n_atoms),
+    }
+
+
+def _merge_degenerate(parts: list[dict]) -> dict:
+    reasons: dict[str, int] = {}
+    for part in parts:
+        for code, count in part["degenerate_reasons"].items():
+            reasons[code] = reasons.get(code, 0) + count
+    return {"n_degenerate": sum(p["n_degenerate"] for p in parts), "degenerate_reasons": reasons}
+
+
+def _median_from_counts(counts: np.ndarray) -> float:
+    cum = np.cumsum(counts)
+    n = int(cum[-1])
+    lo, hi = np.searchsorted(cum, (n - 1) // 2, side="right"), np.searchsorted(cum, n // 2, side="right")
+    return float((lo + hi) / 2)
+
+
+def merge_frames(parts: list[dict], params: dict) -> StageOutput:
+    width = max(len(p["atom_counts"]) for p in parts)
+    atoms = sum(np.pad(p["atom_counts"], (0, width - len(p["atom_counts"]))) for p in parts)
+    present = np.flatnonzero(atoms)
+    report = {
+        "n_molecules": int(atoms.sum()),
+        "n_atoms_total": int((atoms * np.arange(width)).sum()),
+        **_merge_degenerate([p["original"] for p in parts]),
+        "atoms_per_molecule": {
+            "min": int(present[0]),
+            "median": _median_from_counts(atoms),
+            "max": int(present[-1]),
+        },
+    }
+    return StageOutput(
+        report=report,
+        control=_merge_degenerate([p["control"] for p in parts]),
+        settings={
+            "frame": params["frame"],
+            "sign_rule": params["sign"],
+            "control_seed": "counter-based: haar_rotations(seed, 'control', global index)",
+            "n_shards": len(parts),
+        },
+    )
+
+
+# ---------------------------------------------------------------------- statistics
+def _shard_frames(job: ShardJob, which: str, columns: list[str]) -> np.ndarray:
+    table = read_shard_table(Path(job.result_dir), "frames", which, job.ref.number, columns=columns)
+    return np.column_stack([table.column(c).to_numpy() for c in columns])
+
+
+def _half_a(job: ShardJob) -> np.ndarray:
+    return half_split(job.seed, "split", job.ref.index)
+
+
+def reference_candidates(job: ShardJob) -> dict:
+    """Per orientation set, this shard's share of the seeded reference candidates (at most N_CANDIDATES rows)."""
+    index = job.ref.index
+    chosen = subsample(job.seed, "reference", index[_half_a(job)], N_CANDIDATES)
+    rows = chosen - job.ref.start
+    ids = read_shard_table(Path(job.result_dir), "frames", "original", job.ref.number, columns=["id"])
+    out = {"index": chosen, "id": ids.column("id").to_numpy(zero_copy_only=False)[rows]}
+    for which in WHICH:
+        out[which] = _shard_frames(job, which, [*Q_COLUMNS, *R_COLUMNS])[rows]
+    return out
+
+
+def merge_candidates(parts: list[dict], seed: int) -> dict:
+    """The global candidates: the N_CANDIDATES smallest draws over all shards' candidates."""
+    index = np.concatenate([p["index"] for p in parts])
+    keep = np.isin(index, subsample(seed, "reference", index, N_CANDIDATES))
+    order = np.argsort(index[keep], kind="stable")
+    merged = {"index": index[keep][order], "id": np.concatenate([p["id"] for p in parts])[keep][order]}
+    for which in WHICH:
+        merged[which] = np.concatenate([p[which] for p in parts])[keep][order]
+    return merged
+
+
+@dataclass(frozen=True)
+class KernelJob:
+    shard: ShardJob
+    candidates_q: dict  # which -> (n_candidates, 4) quaternions
+
+
+def kernel_partial(job: KernelJob) -> dict:
+    """Per orientation set, the candidates' kernel sums over this shard's half A."""
+    in_a = _half_a(job.shard)
+    return {
+        which: kernel_sums(job.candidates_q[which], _shard_frames(job.shard, which, Q_COLUMNS)[in_a], BANDWIDTH_RAD)
+        for which in WHICH
+    }
+
+
+@dataclass(frozen=True)
+class AngleJob:
+    shard: ShardJob
+    reference: dict  # which -> (3, 3) reference orientation
+
+
+def angle_partial(job: AngleJob) -> dict:
+    """Per orientation set, fine counts of the angle between half B's frames and the reference."""
+    in_b = ~_half_a(job.shard)
+    out = {}
+    for which in WHICH:
+        R = _shard_frames(job.shard, which, R_COLUMNS)[in_b].reshape(-1, 3, 3)
+        out[which] = fine_angle_counts(geodesic_angle(np.asarray(job.reference[which])[None], R))
+    return out
+
+
+@dataclass(frozen=True)
+class KLJob:
+    shards: tuple[ShardJob, ...]
+    which: str
+
+
+def kl_task(job: KLJob) -> dict:
+    """``kl``, ``kl_sign_invariant`` and ``kl_at_n`` of one orientation set, from every shard's quaternions.
+
+    The one step whose memory grows with N: (n, 4) float64 quaternions plus a
+    KD-tree of 2n points (about 0.2 KB per molecule).
+    """
+    q = np.concatenate([_shard_frames(s, job.which, Q_COLUMNS) for s in job.shards])
+    return kl_summary(q, seed=job.shards[0].seed, k=K_NEIGHBOURS)
+
+
+def statistics_section(candidates: dict, kernels: list[dict], angles: list[dict], kls: dict) -> StageOutput:
+    """The statistics section from the merged partial results."""
+    sections = {}
+    for which in WHICH:
+        best = int(np.argmax(sum(k[which] for k in kernels)))
+        counts = sum(a[which] for a in angles)
+        R = candidates[which][best, len(Q_COLUMNS) :].reshape(3, 3)
+        sections[which] = {
+            "reference_index": int(candidates["index"][best]),
+            "reference_orientation": R.tolist(),
+            "reference_molecule": str(candidates["id"][best]),
+            **kls[which],
+            "ks": ks_from_counts(counts),
+            "angle_histogram": histogram_from_counts(counts, N_BINS),
+        }
+    return StageOutput(
+        report=sections["original"],
+        control=sections["control"],
+        settings={
+            "k": K_NEIGHBOURS,
+            "bins": N_BINS,
+            "reference_bandwidth_rad": BANDWIDTH_RAD,
+            "reference_candidates": N_CANDIDATES,
+            "split": "counter-based: half_split(seed, 'split', global index); A picks the reference, B is tested",
+            "ks_method": "fine merged histogram (245,760 bins on [0, π]); statistic within 1e-5 of the exact value",
+        },
+    )

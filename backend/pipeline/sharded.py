@@ -1,0 +1,101 @@
+"""The pipeline over shards: each stage maps per-shard tasks on the engine and merges their results.
+
+The frames and statistics stages run per shard (see shard_stages.py). The
+chemistry and models stages do not yet: on a sharded dataset they are
+recorded as skipped with that reason. Each stage's section and its
+``engine`` (where it ran, how many workers) go into the result's manifest,
+which is written last, as for the in-memory pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from backend.core.progress import Progress, scaled
+from backend.pipeline.engine import Engine
+from backend.pipeline.shard_stages import (
+    K_NEIGHBOURS,
+    WHICH,
+    AngleJob,
+    KernelJob,
+    KLJob,
+    ShardJob,
+    angle_partial,
+    frames_shard,
+    kernel_partial,
+    kl_task,
+    merge_candidates,
+    merge_frames,
+    reference_candidates,
+    statistics_section,
+)
+from backend.pipeline.stage import StageOutput
+from backend.store.datasets import read_meta
+from backend.store.results import ResultStore
+from backend.store.shards import shard_refs
+
+log = logging.getLogger(__name__)
+
+SHARDED_STAGES = ("frames", "statistics", "chemistry", "models")
+NOT_YET = "not yet computed per shard: sharded datasets get frames and statistics only (issue 15)"
+
+
+def _frames(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
+    return merge_frames(engine.map(frames_shard, jobs, say("frames of")), params)
+
+
+def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
+    n = sum(j.ref.n_molecules for j in jobs)
+    if n <= K_NEIGHBOURS + 1:
+        return StageOutput(
+            skipped=f"orientation statistics (KL, KS) need more than {K_NEIGHBOURS + 1} molecules, got {n}"
+        )
+    seed = int(params["seed"])
+    candidates = merge_candidates(engine.map(reference_candidates, jobs, say("reference candidates:")), seed)
+    cand_q = {which: candidates[which][:, :4] for which in WHICH}
+    kernels = engine.map(kernel_partial, [KernelJob(j, cand_q) for j in jobs], say("kernel sums:"))
+    best = {which: sum(k[which] for k in kernels).argmax() for which in WHICH}
+    reference = {which: candidates[which][best[which], 4:].reshape(3, 3) for which in WHICH}
+    angles = engine.map(angle_partial, [AngleJob(j, reference) for j in jobs], say("angles to the reference:"))
+    kls = engine.map(kl_task, [KLJob(tuple(jobs), which) for which in WHICH], say("k-NN KL (original, control):"))
+    return statistics_section(candidates, kernels, angles, dict(zip(WHICH, kls, strict=True)))
+
+
+RUNNERS = {"frames": _frames, "statistics": _statistics}
+
+
+def precompute_sharded(
+    data_dir: Path,
+    dataset_id: str,
+    params: dict,
+    engine: Engine,
+    store: ResultStore,
+    stages: list[str],
+    progress: Progress | None = None,
+) -> None:
+    """Run ``stages`` (names, in pipeline order) shard by shard on ``engine``; the caller holds the lock."""
+    if params.get("limit"):
+        raise ValueError("--limit is not supported for sharded datasets; run on the whole set")
+    meta = read_meta(data_dir, dataset_id)
+    jobs = [
+        ShardJob(str(data_dir), dataset_id, ref, dict(params), str(store.dir))
+        for ref in shard_refs(data_dir, dataset_id, meta)
+    ]
+    for number, name in enumerate(stages, 1):
+        notify = scaled(progress, (number - 1) / len(stages), number / len(stages), stage=name)
+
+        def say(what: str, _notify=notify):
+            """A shard progress callback: shards done of total, as the stage's fraction."""
+            return lambda done, total: _notify(done / max(total, 1), f"{what} {done}/{total} shards")
+
+        notify(0.0, f"starting (stage {number} of {len(stages)})")
+        t0 = time.perf_counter()
+        out = RUNNERS[name](engine, jobs, params, say) if name in RUNNERS else StageOutput(skipped=NOT_YET)
+        seconds = time.perf_counter() - t0
+        store.write_stage(
+            name, out.section(), {}, seconds, out.settings, out.skipped_stages(name), engine=engine.describe()
+        )
+        notify(1.0, f"skipped: {out.skipped}" if out.skipped else f"done in {seconds:.1f} s")
+        log.info("%s/%s stage %s done in %.2f s on %s", dataset_id, store.key, name, seconds, engine.describe())

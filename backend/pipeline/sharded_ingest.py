@@ -1,0 +1,220 @@
+"""Ingest many input files into a sharded dataset, reading them in parallel on the engine.
+
+Inputs (files, folders, globs) expand to a list of files in sorted path
+order, which fixes the molecule order. One task per file loads it with the
+ordinary loaders (same bad-record counting, ``--strict`` and per-molecule atom
+limit; no cap on the total by default) and writes its molecules as shards of
+at most ``shard_size``. Ids are then checked for uniqueness one hash partition
+at a time, so no process holds every id. Files without ids get
+``<file stem>:<index>``.
+
+Everything is written in a private staging data dir; the meta file (the shard
+list) is written last and the dataset folder is renamed into place only after
+the frames and statistics stages succeeded, so a failed or killed ingest
+leaves no dataset behind and never touches an existing one.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from backend.core.errors import DatasetError, OrientScopeError
+from backend.core.limits import Limits
+from backend.core.progress import Progress, quiet, scaled
+from backend.loaders.detect import EXTENSIONS, load_path
+from backend.loaders.parquet_orientations import is_store_folder
+from backend.pipeline.engine import Engine, choose_cluster
+from backend.pipeline.ingest import new_dataset_id, staging_root
+from backend.store import datasets as ds
+from backend.store.shards import (
+    DEFAULT_SHARD_SIZE,
+    SHARDED,
+    SHARDS,
+    ShardRef,
+    duplicate_in_partition,
+    write_shard,
+)
+
+IDS_PER_PARTITION = 2_000_000
+# Input bytes per molecule used to guess the set's size before reading it (NPZ of QM9-sized molecules is ~0.5 KB).
+BYTES_PER_MOLECULE_GUESS = 500
+
+
+def expand_inputs(inputs: list[str | Path]) -> list[Path]:
+    """Files named by ``inputs`` (files, folders of files, glob patterns), de-duplicated, in sorted path order."""
+    found: set[Path] = set()
+    for item in inputs:
+        text = str(item)
+        if any(ch in text for ch in "*?["):
+            matches = [Path(p) for p in glob.glob(text, recursive=True)]
+            if not matches:
+                raise FileNotFoundError(f"no file matches {text!r}")
+            found.update(p for p in matches if p.is_file() or is_store_folder(p))
+        elif Path(text).is_dir() and not is_store_folder(text):
+            inside = [p for p in Path(text).iterdir() if not p.name.startswith(".")]
+            found.update(p for p in inside if (p.is_file() and p.suffix.lower() in EXTENSIONS) or is_store_folder(p))
+        elif Path(text).exists():
+            found.add(Path(text))
+        else:
+            raise FileNotFoundError(f"no such file: {text}")
+    if not found:
+        raise FileNotFoundError(f"no input files in {[str(i) for i in inputs]}; accepted: {sorted(set(EXTENSIONS))}")
+    return sorted(p.resolve() for p in found)
+
+
+@dataclass(frozen=True)
+class FileJob:
+    path: str
+    number: int
+    fmt: str
+    strict: bool
+    limits: Limits
+    shard_root: str
+    shard_size: int
+
+
+def load_file_to_shards(job: FileJob) -> dict:
+    """Load one input file and write it as shards ``f<file>-<part>``; its entries and bad-record counts.
+
+    A bad file comes back as ``{"error": message}`` (raising would make Dask retry a file that cannot succeed).
+    """
+    path = Path(job.path)
+    try:
+        loaded = load_path(path, job.fmt, strict=job.strict, limits=job.limits, id_prefix=f"{path.stem}:")
+    except (OrientScopeError, OSError, ValueError) as err:
+        return {"error": f"{path.name}: {err}" if path.name not in str(err) else str(err)}
+    mols = loaded.mols
+    shards = []
+    for part, start in enumerate(range(0, mols.n_molecules, job.shard_size)):
+        rows = np.arange(start, min(start + job.shard_size, mols.n_molecules))
+        shards.append(write_shard(Path(job.shard_root) / f"f{job.number:05d}-{part:04d}", mols.subset(rows)))
+    return {
+        "file": path.name,
+        "format": loaded.format,
+        "shards": shards,
+        "n_skipped": loaded.n_skipped,
+        "problems": loaded.problems[:20],
+        "has_smiles": bool(mols.smiles is not None and (mols.smiles != "").any()),
+        "properties": list(mols.properties.columns),
+    }
+
+
+@dataclass(frozen=True)
+class IdCheckJob:
+    refs: tuple[ShardRef, ...]
+    partition: int
+    n_partitions: int
+
+
+def check_id_partition(job: IdCheckJob) -> str | None:
+    return duplicate_in_partition(list(job.refs), job.partition, job.n_partitions)
+
+
+def _local_limits() -> Limits:
+    """Local files: today's per-molecule limits, but no cap on the number of molecules or atoms in all."""
+    return replace(Limits.from_env(), max_molecules=2**62, max_total_atoms=2**62, max_upload_bytes=2**62)
+
+
+def ingest_files(
+    data_dir: Path,
+    inputs: list[str | Path],
+    name: str,
+    fmt: str = "auto",
+    strict: bool = False,
+    cluster: str | None = None,
+    shard_size: int | None = None,
+    params: dict | None = None,
+    progress: Progress | None = None,
+    dataset_id: str | None = None,
+) -> dict:
+    """Ingest ``inputs`` as one sharded dataset and run its frames and statistics; its meta."""
+    from backend.pipeline.precompute import make_params, precompute
+
+    data_dir = Path(data_dir)
+    files = expand_inputs(inputs)
+    shard_size = int(shard_size or os.environ.get("ORIENTSCOPE_SHARD_SIZE") or DEFAULT_SHARD_SIZE)
+    if shard_size < 1:
+        raise ValueError(f"shard size must be >= 1, got {shard_size}")
+    dataset_id = dataset_id or new_dataset_id(data_dir, name)
+    notify = progress or quiet
+    guess = sum(p.stat().st_size for p in files if p.is_file()) // BYTES_PER_MOLECULE_GUESS
+    spec = choose_cluster(cluster, int(guess))
+    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
+    folder = ds.dataset_dir(stage_dir, dataset_id)
+    final = ds.dataset_dir(data_dir, dataset_id)
+    if final.exists():
+        raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
+    try:
+        with Engine(spec) as engine:
+            jobs = [
+                FileJob(str(p), k, fmt, strict, _local_limits(), str(folder / SHARDS), shard_size)
+                for k, p in enumerate(files)
+            ]
+
+            def files_done(done: int, total: int) -> None:
+                notify(0.4 * done / max(total, 1), f"{done}/{total} files", "load")
+
+            results = engine.map(load_file_to_shards, jobs, files_done)
+            errors = [r["error"] for r in results if "error" in r]
+            if errors:
+                more = f" (and {len(errors) - 1} more file(s))" if len(errors) > 1 else ""
+                raise DatasetError(errors[0] + more)
+            shards, start = [], 0
+            for result in results:
+                for entry in result["shards"]:
+                    shards.append({**entry, "start": start})
+                    start += entry["n_molecules"]
+            refs = tuple(
+                ShardRef(k, str(folder / SHARDS / s["name"]), s["start"], s["n_molecules"])
+                for k, s in enumerate(shards)
+            )
+            n_partitions = max(1, math.ceil(start / IDS_PER_PARTITION))
+            dups = engine.map(check_id_partition, [IdCheckJob(refs, p, n_partitions) for p in range(n_partitions)])
+            dup = next((d for d in dups if d is not None), None)
+            if dup is not None:
+                raise DatasetError(
+                    f"duplicate molecule id {dup!r} across the input files; ids must be unique per dataset"
+                )
+            properties = sorted({c for r in results for c in r["properties"]})
+            meta = {
+                "id": dataset_id,
+                "name": name,
+                "source": f"{len(files)} file(s): {', '.join(p.name for p in files[:5])}{' ...' if len(files) > 5 else ''}",
+                "n_molecules": start,
+                "n_atoms": sum(s["n_atoms"] for s in shards),
+                "has_smiles": any(r["has_smiles"] for r in results),
+                "properties": properties,
+                "property_units": {},
+                "created": time.time(),
+                "active_result": None,
+                "format": "+".join(sorted({r["format"] for r in results})),
+                "n_skipped": sum(r["n_skipped"] for r in results),
+                "problems": [p for r in results for p in r["problems"]][:20],
+                "ingested": True,
+                "strict": strict,
+                "layout": SHARDED,
+                "shard_size": shard_size,
+                "shards": shards,
+                "input_files": [p.name for p in files],
+            }
+            ds.write_meta(stage_dir, dataset_id, meta)  # last: the shard list marks the dataset complete
+            notify(0.45, f"{start:,} molecules in {len(shards)} shards", "save")
+            on_stage = scaled(progress, 0.45, 1.0)
+            precompute(stage_dir, dataset_id, params or make_params(), progress=on_stage, engine=engine)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.exists():
+            raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
+        os.rename(folder, final)
+        notify(1.0, f"dataset {dataset_id!r} ready", "done")
+        return ds.read_meta(data_dir, dataset_id)
+    finally:
+        shutil.rmtree(stage_dir, ignore_errors=True)

@@ -1,0 +1,120 @@
+"""Sharded datasets: a folder of shards, each a small dataset of its own, listed by the meta file.
+
+Layout::
+
+    datasets/<id>/dataset.json             meta with "layout": "sharded" and "shards" (written last)
+    datasets/<id>/shards/<name>/molecules.parquet, atoms.parquet   (the tables of datasets.py)
+
+A shard entry is ``{"name", "start", "n_molecules", "n_atoms"}``; ``start`` is
+the global index of the shard's first molecule, so shards in list order give
+the dataset's molecule order. A dataset in the single-folder layout reads as
+one shard (its own folder), so every per-shard stage also runs on it.
+
+Shard-level result tables live next to the result's manifest, as
+``<stage>/<table>-<shard number>.parquet``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from backend.core.dataset import MoleculeSet
+from backend.store.atomic import atomic_write_table, read_table
+from backend.store.datasets import dataset_dir, read_meta, read_molecule_tables, write_molecule_tables
+
+SHARDS = "shards"
+SHARDED = "sharded"
+DEFAULT_SHARD_SIZE = 250_000
+SHARD_SIZE_ENV = "ORIENTSCOPE_SHARD_SIZE"
+
+
+@dataclass(frozen=True)
+class ShardRef:
+    """Where one shard lives and which global molecule indices it holds: [start, start + n_molecules)."""
+
+    number: int
+    folder: str
+    start: int
+    n_molecules: int
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.n_molecules
+
+    @property
+    def index(self) -> np.ndarray:
+        """(n_molecules,) global molecule indices."""
+        return np.arange(self.start, self.stop, dtype=np.int64)
+
+
+def is_sharded(meta: dict) -> bool:
+    return meta.get("layout") == SHARDED
+
+
+def shard_refs(data_dir: Path, dataset_id: str, meta: dict | None = None) -> list[ShardRef]:
+    """The dataset's shards in molecule order (one for a single-folder dataset)."""
+    meta = meta or read_meta(data_dir, dataset_id)
+    folder = dataset_dir(data_dir, dataset_id)
+    if not is_sharded(meta):
+        return [ShardRef(0, str(folder), 0, int(meta["n_molecules"]))]
+    return [
+        ShardRef(k, str(folder / SHARDS / s["name"]), int(s["start"]), int(s["n_molecules"]))
+        for k, s in enumerate(meta["shards"])
+    ]
+
+
+def write_shard(folder: Path, mols: MoleculeSet) -> dict:
+    """Write one shard's tables; its entry without ``start`` (the caller numbers the molecules)."""
+    write_molecule_tables(Path(folder), mols)
+    return {"name": Path(folder).name, "n_molecules": mols.n_molecules, "n_atoms": int(mols.offsets[-1])}
+
+
+def read_shard(ref: ShardRef, meta: dict) -> MoleculeSet:
+    return read_molecule_tables(Path(ref.folder), meta)
+
+
+def read_shard_ids(ref: ShardRef) -> np.ndarray:
+    """(n_molecules,) str: the shard's molecule ids only (one column read)."""
+    return (
+        read_table(Path(ref.folder) / "molecules.parquet", columns=["id"]).column("id").to_numpy(zero_copy_only=False)
+    )
+
+
+def id_partition(ids: np.ndarray, n_partitions: int) -> np.ndarray:
+    """(n,) int: a stable hash partition of each id (same id, same partition, in any process)."""
+    hashes = pd.util.hash_array(np.asarray(ids, dtype=object), categorize=False)
+    return (hashes % np.uint64(n_partitions)).astype(np.int64)
+
+
+def duplicate_in_partition(refs: list[ShardRef], partition: int, n_partitions: int) -> str | None:
+    """The first id that occurs twice among the ids of one hash partition, else None.
+
+    Every id lands in exactly one partition, so checking each partition on its
+    own checks the whole dataset while holding only about 1/n_partitions of the ids.
+    """
+    parts = []
+    for ref in refs:
+        ids = read_shard_ids(ref)
+        parts.append(ids[id_partition(ids, n_partitions) == partition])
+    ids = np.concatenate(parts) if parts else np.array([], dtype=str)
+    uniq, counts = np.unique(ids, return_counts=True)
+    return str(uniq[counts > 1][0]) if (counts > 1).any() else None
+
+
+def shard_table_path(result_dir: Path, stage: str, table: str, number: int) -> Path:
+    return Path(result_dir) / stage / f"{table}-{number:05d}.parquet"
+
+
+def write_shard_table(result_dir: Path, stage: str, table: str, number: int, frame: pd.DataFrame) -> Path:
+    path = shard_table_path(result_dir, stage, table, number)
+    atomic_write_table(path, pa.Table.from_pandas(frame, preserve_index=False))
+    return path
+
+
+def read_shard_table(result_dir: Path, stage: str, table: str, number: int, columns=None) -> pa.Table:
+    return read_table(shard_table_path(result_dir, stage, table, number), columns=columns)

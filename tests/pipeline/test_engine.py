@@ -1,0 +1,56 @@
+import os
+
+import pytest
+
+from backend.pipeline.engine import (
+    CLUSTER_ENV,
+    LOCAL_ABOVE_ENV,
+    ClusterSpec,
+    Engine,
+    choose_cluster,
+    parse_cluster,
+)
+
+
+def test_cluster_values_parse_and_bad_ones_name_the_accepted_forms():
+    assert parse_cluster("in-process") == ClusterSpec("in-process")
+    assert parse_cluster("local:3") == ClusterSpec("local", workers=3)
+    assert parse_cluster("tcp://10.0.0.5:8786").label == "tcp://10.0.0.5:8786"
+    for bad in ("local:0", "local:x", "tcp://host", "dask", "tcp://:80"):
+        with pytest.raises(ValueError, match="expected 'in-process', 'local:W'"):
+            parse_cluster(bad)
+
+
+def test_default_is_by_size_and_the_environment_overrides(monkeypatch):
+    monkeypatch.delenv(CLUSTER_ENV, raising=False)
+    monkeypatch.delenv(LOCAL_ABOVE_ENV, raising=False)
+    assert choose_cluster(None, 1_999_999).kind == "in-process"
+    assert choose_cluster(None, 2_000_000) == ClusterSpec("local", workers=os.cpu_count())
+    monkeypatch.setenv(LOCAL_ABOVE_ENV, "100")
+    assert choose_cluster(None, 100).kind == "local"
+    monkeypatch.setenv(CLUSTER_ENV, "local:1")
+    assert choose_cluster(None, 5) == ClusterSpec("local", workers=1)
+    assert choose_cluster("in-process", 10**9).kind == "in-process"
+    monkeypatch.setenv(LOCAL_ABOVE_ENV, "many")
+    monkeypatch.delenv(CLUSTER_ENV)
+    with pytest.raises(ValueError, match=LOCAL_ABOVE_ENV):
+        choose_cluster(None, 5)
+
+
+def _threads(_item) -> dict:
+    from threadpoolctl import threadpool_info
+
+    return {"omp": os.environ.get("OMP_NUM_THREADS"), "pools": {p["num_threads"] for p in threadpool_info()}}
+
+
+def test_map_keeps_order_reports_progress_and_caps_worker_threads():
+    seen = []
+    with Engine(parse_cluster("in-process")) as engine:
+        assert engine.map(abs, [-3, 1, -2], lambda d, t: seen.append((d, t))) == [3, 1, 2]
+        assert engine.describe() == {"where": "in-process", "workers": 1}
+    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    with Engine(parse_cluster("local:2")) as engine:
+        assert engine.describe() == {"where": "local:2", "workers": 2}
+        assert engine.map(abs, list(range(-20, 0))) == list(range(20, 0, -1))
+        caps = engine.map(_threads, [0, 1])
+    assert all(c["omp"] == "1" and c["pools"] <= {1} for c in caps)

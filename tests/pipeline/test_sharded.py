@@ -1,0 +1,125 @@
+"""Sharded ingest and the per-shard frames and statistics: the cut of the work never changes the report."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from backend.core.errors import DatasetError
+from backend.pipeline.precompute import make_params, precompute
+from backend.pipeline.sharded_ingest import expand_inputs, ingest_files
+from backend.pipeline.synth import SynthSpec, write_synth
+from backend.science.frames import compute_frames
+from backend.services.report import build_report
+from backend.store import datasets as ds
+from backend.store.results import ResultStore
+from backend.store.shards import read_shard_table, shard_refs
+
+N = 2400
+
+
+def comparable(report: dict) -> dict:
+    """The report without what legitimately differs between runs: where and how long, and the names."""
+    drop = {"engine", "stages", "dataset", "name", "source", "result_key"}
+    return {k: v for k, v in report.items() if k not in drop}
+
+
+@pytest.fixture(scope="module")
+def synth_dir(tmp_path_factory, qm9_small):
+    out = tmp_path_factory.mktemp("synth")
+    write_synth(out, SynthSpec(n=N, bias="qm9", seed=3, shard_size=1000), source=qm9_small)
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, synth_dir):
+    """In process, shards of 1000 molecules: the run every other cut must reproduce."""
+    data = tmp_path_factory.mktemp("ref")
+    meta = ingest_files(data, [synth_dir], "ref", cluster="in-process", shard_size=1000)
+    return data, meta
+
+
+def test_ingest_writes_shards_in_sorted_file_order(reference, synth_dir):
+    data, meta = reference
+    assert meta["layout"] == "sharded" and meta["n_molecules"] == N
+    assert [s["name"] for s in meta["shards"]] == ["f00000-0000", "f00001-0000", "f00002-0000"]
+    assert [s["start"] for s in meta["shards"]] == [0, 1000, 2000]
+    assert meta["input_files"] == ["shard-00000.npz", "shard-00001.npz", "shard-00002.npz"]
+    mols = ds.load_dataset(data, meta["id"])
+    assert mols.n_molecules == N and mols.ids[1000].endswith("_2")  # 400 source molecules: row 1000 is copy 2
+
+
+def test_frames_are_exact_and_the_report_has_the_engine(reference):
+    data, meta = reference
+    report = build_report(data, meta["id"])
+    assert report["n_molecules"] == N
+    assert report["engine"]["frames"] == {"where": "in-process", "workers": 1}
+    assert set(report["skipped_stages"]) == {"chemistry", "models"}
+    assert report["kl"]["value"] > 0.3 and abs(report["control"]["kl"]["value"]) < 0.1
+    assert report["kl"]["method"].startswith("exact") and report["kl"]["n_used"] == N
+    assert report["ks"]["pvalue"] < 1e-3 and report["control"]["ks"]["pvalue"] > 1e-4
+    mols = ds.load_dataset(data, meta["id"])
+    whole = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers)
+    store = ResultStore(data, meta["id"], make_params())
+    parts = [read_shard_table(store.dir, "frames", "original", ref.number) for ref in shard_refs(data, meta["id"])]
+    q = np.concatenate([np.column_stack([p.column(c).to_numpy() for c in ("qx", "qy", "qz", "qw")]) for p in parts])
+    np.testing.assert_array_equal(q, whole.quaternions)
+
+
+@pytest.mark.parametrize("shard_size", [700, 2400])
+def test_any_shard_size_gives_the_same_report(tmp_path, synth_dir, reference, shard_size):
+    data, meta = reference
+    other = ingest_files(tmp_path, [synth_dir / "*.npz"], "other", cluster="in-process", shard_size=shard_size)
+    assert comparable(build_report(tmp_path, other["id"])) == comparable(build_report(data, meta["id"]))
+
+
+def test_a_local_cluster_of_two_workers_gives_the_same_report(tmp_path, synth_dir, reference):
+    data, meta = reference
+    other = ingest_files(tmp_path, [synth_dir], "other", cluster="local:2", shard_size=500)
+    report = build_report(tmp_path, other["id"])
+    assert report["engine"]["statistics"] == {"where": "local:2", "workers": 2}
+    assert comparable(report) == comparable(build_report(data, meta["id"]))
+
+
+def test_precompute_with_another_seed_on_a_cluster_matches_in_process(tmp_path, reference):
+    data, meta = reference
+    copy = tmp_path / "copy"
+    shutil.copytree(ds.dataset_dir(data, meta["id"]), ds.dataset_dir(copy, meta["id"]))
+    params = make_params(seed=9)
+    precompute(copy, meta["id"], params, cluster="local:2")
+    precompute(data, meta["id"], params, cluster="in-process")
+    assert comparable(build_report(copy, meta["id"], params)) == comparable(build_report(data, meta["id"], params))
+
+
+def test_duplicate_ids_across_files_fail_and_leave_nothing(tmp_path, synth_dir):
+    shutil.copy(synth_dir / "shard-00000.npz", tmp_path / "again.npz")
+    with pytest.raises(DatasetError, match="duplicate molecule id"):
+        ingest_files(tmp_path / "data", [synth_dir, tmp_path / "again.npz"], "dup", cluster="in-process")
+    assert ds.list_dataset_ids(tmp_path / "data") == []
+    assert not any((tmp_path / "data" / "jobs" / ".staging").iterdir())
+
+
+def test_files_without_ids_get_stem_and_index_and_bad_records_are_counted(tmp_path):
+    rng = np.random.default_rng(0)
+    counts = np.full(30, 4)
+    pos = rng.normal(size=(120, 3))
+    pos[4 * 7] = np.nan  # molecule 7 of b.npz is malformed
+    np.savez(tmp_path / "a.npz", z=np.full(120, 6), pos=rng.normal(size=(120, 3)), n_atoms=counts)
+    np.savez(tmp_path / "b.npz", z=np.full(120, 6), pos=pos, n_atoms=counts)
+    meta = ingest_files(tmp_path / "data", [tmp_path / "*.npz"], "plain", cluster="in-process", shard_size=25)
+    assert meta["n_molecules"] == 59 and meta["n_skipped"] == 1 and "NaN" in meta["problems"][0]
+    mols = ds.load_dataset(tmp_path / "data", meta["id"])
+    assert list(mols.ids[:2]) == ["a:0", "a:1"] and mols.ids[30] == "b:0" and "b:7" not in set(mols.ids)
+    with pytest.raises(DatasetError, match="NaN"):
+        ingest_files(tmp_path / "data", [tmp_path / "*.npz"], "strict", strict=True, cluster="in-process")
+
+
+def test_inputs_expand_in_sorted_order_and_missing_ones_are_named(tmp_path):
+    for name in ("b.npz", "a.xyz", "c.txt", ".hidden.npz"):
+        (tmp_path / name).write_text("")
+    assert [p.name for p in expand_inputs([tmp_path])] == ["a.xyz", "b.npz"]
+    assert [p.name for p in expand_inputs([tmp_path / "*.npz", tmp_path / "a.xyz"])] == ["a.xyz", "b.npz"]
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        expand_inputs([tmp_path / "*.sdf"])
