@@ -1,8 +1,8 @@
-"""Background ingest jobs with progress, persisted as JSON under ``<data_dir>/jobs/``.
+"""Background jobs with progress, persisted as JSON under ``<data_dir>/jobs/``: ingests and model audits.
 
-A job is ``jobs/<job_id>.json`` (state ``queued | running | done | failed``,
-``progress`` 0-1, ``stage``, ``message``, the dataset id it will create and the
-inputs needed to run it again) plus ``jobs/<job_id>/`` holding the uploaded
+A job (``kind`` ``ingest`` or ``audit``) is ``jobs/<job_id>.json`` (state ``queued | running | done | failed``,
+``progress`` 0-1, ``stage``, ``message``, the dataset id it will create or
+audit, an audit's ``audit_id``, and the inputs needed to run it again) plus ``jobs/<job_id>/`` holding the uploaded
 file. Every update is an atomic write, so a reader never sees a torn file.
 Jobs run one at a time on a worker thread (the machine has few cores and
 the pipeline stages are already vectorised).
@@ -29,6 +29,7 @@ from backend.core.settings import validate_id
 from backend.loaders.detect import check_format
 from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
 from backend.store.atomic import atomic_write_json, read_json
+from backend.store.audits import new_audit_id
 from backend.store.results import ResultStore
 
 log = logging.getLogger(__name__)
@@ -36,10 +37,33 @@ log = logging.getLogger(__name__)
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 STATES = (QUEUED, RUNNING, DONE, FAILED)
 ACTIVE = (QUEUED, RUNNING)
+INGEST, AUDIT = "ingest", "audit"  # job kinds
 SAVE_INTERVAL_S = 0.25  # progress writes are throttled; state changes are always written
 STALE_STAGING_S = 86_400.0
 # Jobs queued or running in this process (a job of ours not listed here was orphaned).
 _LIVE: set[str] = set()
+
+
+def _job_record(job_id: str, kind: str, dataset_id: str, name: str, inputs: dict, **extra) -> dict:
+    """A new queued job; ``dataset_id`` is the dataset an ingest creates or an audit reads."""
+    return {
+        "id": job_id,
+        "kind": kind,
+        **extra,
+        "state": QUEUED,
+        "progress": 0.0,
+        "stage": "queued",
+        "message": "waiting for the worker",
+        "dataset_id": dataset_id,
+        "name": name,
+        "input": inputs,
+        "created": time.time(),
+        "started": None,
+        "finished": None,
+        "attempts": 0,
+        "pid": os.getpid(),
+        "result": None,
+    }
 
 
 def jobs_dir(data_dir: Path) -> Path:
@@ -163,23 +187,26 @@ class JobManager:
         shutil.move(str(upload), target)
         with self._lock:
             dataset_id = new_dataset_id(self.data_dir, name, self._reserved())
-            job = {
-                "id": job_id,
-                "kind": "ingest",
-                "state": QUEUED,
-                "progress": 0.0,
-                "stage": "queued",
-                "message": "waiting for the worker",
-                "dataset_id": dataset_id,
-                "name": name,
-                "input": {"file": filename, "format": fmt, "strict": bool(strict)},
-                "created": time.time(),
-                "started": None,
-                "finished": None,
-                "attempts": 0,
-                "pid": os.getpid(),
-                "result": None,
-            }
+            job = _job_record(
+                job_id, INGEST, dataset_id, name, {"file": filename, "format": fmt, "strict": bool(strict)}
+            )
+            _LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
+            self._write(job)
+        self._pool.submit(self._run, job_id)
+        return job
+
+    def submit_audit(self, upload: Path, dataset_id: str, name: str, original_name: str | None = None) -> dict:
+        """Queue a model audit of ``upload`` (a predictions file, moved into the job folder) against a dataset."""
+        name = name.strip()
+        if not name or len(name) > 200:
+            raise ValueError("an audit name must have 1 to 200 characters")
+        job_id = f"j{uuid.uuid4().hex[:16]}"
+        folder = jobs_dir(self.data_dir) / job_id
+        folder.mkdir(parents=True)
+        filename = Path(original_name or Path(upload).name).name or "predictions"
+        shutil.move(str(upload), folder / filename)
+        with self._lock:
+            job = _job_record(job_id, AUDIT, dataset_id, name, {"file": filename}, audit_id=new_audit_id())
             _LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
             self._write(job)
         self._pool.submit(self._run, job_id)
@@ -193,8 +220,9 @@ class JobManager:
                 raise OrientScopeError(f"job {job_id!r} is {job['state']}; only failed jobs can be retried")
             if not (jobs_dir(self.data_dir) / job_id / job["input"]["file"]).is_file():
                 raise OrientScopeError(f"job {job_id!r} has no stored input any more; upload the file again")
-            reserved = self._reserved() - {job["dataset_id"]}
-            job["dataset_id"] = new_dataset_id(self.data_dir, job["name"], reserved)
+            if job.get("kind", INGEST) == INGEST:  # an audit keeps its dataset and audit id
+                reserved = self._reserved() - {job["dataset_id"]}
+                job["dataset_id"] = new_dataset_id(self.data_dir, job["name"], reserved)
             job.update(
                 state=QUEUED,
                 progress=0.0,
@@ -210,6 +238,12 @@ class JobManager:
 
     def get(self, job_id: str) -> dict:
         return read_job(self.data_dir, job_id)
+
+    def upload_dir(self) -> Path:
+        """Where an upload is spooled while it streams in (its job then moves it)."""
+        folder = jobs_dir(self.data_dir) / ".incoming"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     def list(self) -> list[dict]:
         return list_jobs(self.data_dir)
@@ -228,7 +262,8 @@ class JobManager:
 
     # ------------------------------------------------------------- internals
     def _reserved(self) -> set[str]:
-        return {j["dataset_id"] for j in list_jobs(self.data_dir) if j.get("state") in ACTIVE}
+        jobs = list_jobs(self.data_dir)
+        return {j["dataset_id"] for j in jobs if j.get("state") in ACTIVE and j.get("kind", INGEST) == INGEST}
 
     def _write(self, job: dict) -> None:
         atomic_write_json(jobs_dir(self.data_dir) / f"{job['id']}.json", job)
@@ -256,18 +291,9 @@ class JobManager:
                 self._write(job)
 
         upload = jobs_dir(self.data_dir) / job_id / job["input"]["file"]
+        work = self._audit if job.get("kind") == AUDIT else self._ingest
         try:
-            meta = ingest_file(
-                self.data_dir,
-                upload,
-                job["name"],
-                fmt=job["input"]["format"],
-                strict=job["input"]["strict"],
-                dataset_id=job["dataset_id"],
-                limits=self.limits,
-                progress=progress,
-                original_name=job["input"]["file"],
-            )
+            message, result = work(job, upload, progress)
         except Exception as err:  # every failure ends the job with a message, never the worker
             expected = isinstance(err, OrientScopeError | ValueError | FileNotFoundError)
             if not expected:
@@ -279,23 +305,54 @@ class JobManager:
             )
             self._write(job)
             return
+        job.update(state=DONE, progress=1.0, stage="done", finished=time.time(), message=message, result=result)
+        self._write(job)
+        shutil.rmtree(jobs_dir(self.data_dir) / job_id, ignore_errors=True)  # the store holds the data now
+
+    def _ingest(self, job: dict, upload: Path, progress) -> tuple[str, dict]:
+        meta = ingest_file(
+            self.data_dir,
+            upload,
+            job["name"],
+            fmt=job["input"]["format"],
+            strict=job["input"]["strict"],
+            dataset_id=job["dataset_id"],
+            limits=self.limits,
+            progress=progress,
+            original_name=job["input"]["file"],
+        )
         skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
         stages_skipped = ResultStore(self.data_dir, meta["id"], meta["active_params"]).skipped_stages()
         if stages_skipped:
             skipped += f"; {len(stages_skipped)} analysis step(s) skipped (see skipped_stages)"
-        job.update(
-            state=DONE,
-            progress=1.0,
-            stage="done",
-            finished=time.time(),
-            message=f"dataset {meta['id']!r} ready: {meta['n_molecules']:,} molecules{skipped}",
-            result={
-                "dataset_id": meta["id"],
-                "n_molecules": meta["n_molecules"],
-                "n_skipped": meta.get("n_skipped", 0),
-                "problems": meta.get("problems", []),
-                "skipped_stages": stages_skipped,
-            },
+        result = {
+            "dataset_id": meta["id"],
+            "n_molecules": meta["n_molecules"],
+            "n_skipped": meta.get("n_skipped", 0),
+            "problems": meta.get("problems", []),
+            "skipped_stages": stages_skipped,
+        }
+        return f"dataset {meta['id']!r} ready: {meta['n_molecules']:,} molecules{skipped}", result
+
+    def _audit(self, job: dict, upload: Path, progress) -> tuple[str, dict]:
+        # Imported here: the audit pulls in SciPy's statistics, which listing jobs should not pay for.
+        from backend.pipeline.model_audit import run_audit
+
+        record = run_audit(
+            self.data_dir,
+            job["dataset_id"],
+            upload,
+            job["name"],
+            audit_id=job["audit_id"],
+            limits=self.limits,
+            progress=progress,
+            original_name=job["input"]["file"],
         )
-        self._write(job)
-        shutil.rmtree(jobs_dir(self.data_dir) / job_id, ignore_errors=True)  # the dataset holds the data now
+        codes = ", ".join(f"{p['property']}: {p['verdict']['code']}" for p in record["properties"] if not p["split"])
+        result = {
+            "dataset_id": job["dataset_id"],
+            "audit_id": record["id"],
+            "n_molecules": record["n_molecules"],
+            "n_unknown_ids": record["n_unknown_ids"],
+        }
+        return f"audit {record['id']!r} of {job['dataset_id']!r} ready ({codes})", result

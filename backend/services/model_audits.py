@@ -59,7 +59,7 @@ def get_audit(data_dir: Path, dataset_id: str, audit_id: str) -> dict:
     if store.has_audit(data_dir, dataset_id, audit_id):
         return {**store.read_audit(data_dir, dataset_id, audit_id), "state": DONE}
     for job in _audit_jobs(data_dir, dataset_id):
-        if job.get("audit_id") == audit_id:
+        if job.get("audit_id") == audit_id and job["state"] != DONE:  # a done job's audit was deleted
             return _from_job(job)
     raise NotFoundError(f"unknown audit {audit_id!r} of dataset {dataset_id!r}")
 

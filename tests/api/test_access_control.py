@@ -18,6 +18,7 @@ from tests.api.conftest import ServerThread
 TOKEN = "lab-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 UPLOAD_LIMIT_MB = 1
+AUDIT_CSV = b"id,property,stored,rotated\n1,gap,0.1,0.2\n"
 XYZ = b"3\nwater\nO 0 0 0.1173\nH 0 0.7572 -0.4692\nH 0 -0.7572 -0.4692\n"
 
 
@@ -53,6 +54,8 @@ def _writes(url: str, headers: dict) -> dict[str, httpx.Response]:
             "rename": c.patch("/api/datasets/qm9", json={"name": "Renamed"}),
             "delete": c.delete("/api/datasets/qm9"),
             "retry": c.post("/api/jobs/jnosuchjob/retry"),
+            "audit": c.post("/api/datasets/qm9/model-audits", files={"file": ("p.csv", AUDIT_CSV)}, data={"name": "m"}),
+            "audit-delete": c.delete("/api/datasets/qm9/model-audits/anosuchaudit"),
         }
 
 

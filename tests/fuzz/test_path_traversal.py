@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.api.routes.ingest import _safe_filename
+from backend.api.uploads import safe_filename
 from backend.core.errors import DatasetError, NotFoundError
 from backend.core.settings import ID_PATTERN, validate_id
 from backend.loaders.archive import extract_archive, safe_member_path
@@ -64,7 +64,7 @@ def test_archive_member_paths_stay_inside_the_destination(name):
 @FUZZ
 @given(name=path_like)
 def test_upload_file_names_are_reduced_to_a_safe_base_name(name):
-    safe = _safe_filename(name)
+    safe = safe_filename(name)
     assert safe and len(safe) <= 120 and not safe.startswith(".")
     assert not ({"/", "\\", "\x00", "\n", ":"} & set(safe)) and safe not in (".", "..")
 

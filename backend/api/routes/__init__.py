@@ -1,6 +1,17 @@
 """One APIRouter per resource; ``ROUTERS`` is mounted under /api in this order."""
 
-from backend.api.routes import canonicalize, datasets, groups, health, ingest, jobs, molecules, neighbors, orientations
+from backend.api.routes import (
+    canonicalize,
+    datasets,
+    groups,
+    health,
+    ingest,
+    jobs,
+    model_audits,
+    molecules,
+    neighbors,
+    orientations,
+)
 
 ROUTERS = [
     health.router,
@@ -12,4 +23,5 @@ ROUTERS = [
     canonicalize.router,
     ingest.router,
     jobs.router,
+    model_audits.router,
 ]

@@ -1,42 +1,34 @@
 """POST /api/datasets (upload), PATCH and DELETE /api/datasets/{id}, GET /api/datasets/{id}/export.
 
-The upload body is parsed as it streams in: a body larger than the upload
-limit is refused with 413 as soon as the limit is crossed, before the rest is
-read, and the file part is spooled to disk, never held in memory.
+The upload body is parsed as it streams in (``backend.api.uploads``, shared
+with the model-audit upload): a body larger than the upload limit is refused
+with 413 as soon as the limit is crossed, and the file part is spooled to disk.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, HTTPException, Query, Request, Response
-from fastapi.exceptions import RequestValidationError
+from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
-from starlette.datastructures import UploadFile
-from starlette.formparsers import MultiPartException, MultiPartParser
 
 from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
 from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
 from backend.api.schemas import DatasetPublic
+from backend.api.uploads import invalid, multipart_body, receive_upload
 from backend.loaders.detect import FORMAT_CHOICES
 from backend.pipeline import export as export_mod
 from backend.pipeline import ingest as ingest_mod
-from backend.pipeline.jobs import jobs_dir
 from backend.services import datasets as svc
 from backend.store import datasets as ds
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
-
-MULTIPART_OVERHEAD = 64 * 1024  # boundaries, part headers and the small form fields
-CHUNK = 1 << 20
 
 
 class IngestAccepted(BaseModel):
@@ -52,59 +44,12 @@ class DatasetRename(BaseModel):
     name: str = Field(min_length=1, max_length=200, description="New display name (the id stays).")
 
 
-class _TooLarge(Exception):
-    pass
-
-
-async def _limited(stream, limit: int):
-    received = 0
-    async for chunk in stream:
-        received += len(chunk)
-        if received > limit:
-            raise _TooLarge
-        yield chunk
-
-
-def _safe_filename(name: str | None) -> str:
-    base = Path(name or "").name
-    base = re.sub(r"[^A-Za-z0-9._\-]+", "_", base).lstrip(".")
-    return base[:120] or "upload"
-
-
-def _form_text(form, key: str) -> str | None:
-    value = form.get(key)
-    if value is None or isinstance(value, UploadFile):
-        return None
-    return str(value)
-
-
-UPLOAD_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "required": ["file", "name"],
-                    "properties": {
-                        "file": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "the dataset file or a zip/tar of files",
-                        },
-                        "name": {"type": "string", "description": "display name; the dataset id is derived from it"},
-                        "format": {"type": "string", "enum": list(FORMAT_CHOICES), "default": "auto"},
-                        "strict": {
-                            "type": "boolean",
-                            "default": False,
-                            "description": "fail on the first malformed record",
-                        },
-                    },
-                }
-            }
-        },
-    }
-}
+UPLOAD_BODY = multipart_body(
+    "the dataset file or a zip/tar of files",
+    "display name; the dataset id is derived from it",
+    format={"type": "string", "enum": list(FORMAT_CHOICES), "default": "auto"},
+    strict={"type": "boolean", "default": False, "description": "fail on the first malformed record"},
+)
 
 
 @router.post(
@@ -121,56 +66,30 @@ UPLOAD_BODY = {
 )
 async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
     """Upload a dataset (multipart: file, name, optional format and strict); it is ingested in the background."""
-    limit = jobs.limits.max_upload_bytes
-    too_large = HTTPException(413, f"upload larger than the limit of {limit:,} bytes (ORIENTSCOPE_MAX_UPLOAD_MB)")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit + MULTIPART_OVERHEAD:
-        raise too_large
-    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-        raise HTTPException(415, "send the dataset as multipart/form-data with a 'file' part and a 'name' field")
-    parser = MultiPartParser(
-        request.headers, _limited(request.stream(), limit + MULTIPART_OVERHEAD), max_files=1, max_fields=8
+    received = await receive_upload(
+        request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name", "format", "strict"), "the dataset"
     )
+    name = (received.fields["name"] or "").strip()
+    fmt = received.fields["format"] or "auto"
+    strict_text = (received.fields["strict"] or "false").strip().lower()
+    strict = strict_text in ("1", "true", "yes", "on")
+    problems = []
+    if not strict and strict_text not in ("0", "false", "no", "off"):
+        problems.append(("strict", f"'strict' must be true or false (got {strict_text[:20]!r})"))
+    if received.path is None:
+        problems.append(("file", "the upload needs a 'file' part with the dataset"))
+    if not name or len(name) > 200:
+        problems.append(("name", "the upload needs a 'name' field of 1 to 200 characters"))
+    if fmt not in FORMAT_CHOICES:
+        problems.append(("format", f"'format' must be one of {list(FORMAT_CHOICES)} (got {fmt!r})"))
     try:
-        form = await parser.parse()
-    except _TooLarge:
-        raise too_large from None
-    except MultiPartException as err:
-        raise HTTPException(400, f"malformed multipart body: {err.message}") from None
-    try:
-        upload = form.get("file")
-        name = (_form_text(form, "name") or "").strip()
-        fmt = _form_text(form, "format") or "auto"
-        strict_text = (_form_text(form, "strict") or "false").strip().lower()
-        strict = strict_text in ("1", "true", "yes", "on")
-        problems = []
-        if not strict and strict_text not in ("0", "false", "no", "off"):
-            problems.append(("strict", f"'strict' must be true or false (got {strict_text[:20]!r})"))
-        if not isinstance(upload, UploadFile):
-            problems.append(("file", "the upload needs a 'file' part with the dataset"))
-        if not name or len(name) > 200:
-            problems.append(("name", "the upload needs a 'name' field of 1 to 200 characters"))
-        if fmt not in FORMAT_CHOICES:
-            problems.append(("format", f"'format' must be one of {list(FORMAT_CHOICES)} (got {fmt!r})"))
         if problems:
-            raise RequestValidationError(
-                [{"loc": ("body", field), "msg": msg, "type": "value_error"} for field, msg in problems]
-            )
-        incoming = jobs_dir(jobs.data_dir) / ".incoming"
-        incoming.mkdir(parents=True, exist_ok=True)
-        filename = _safe_filename(upload.filename)
-        target = incoming / f"{uuid.uuid4().hex}-{filename}"
-        with open(target, "wb") as out:
-            while chunk := await upload.read(CHUNK):
-                out.write(chunk)
-        if target.stat().st_size == 0:
-            target.unlink()
-            raise RequestValidationError(
-                [{"loc": ("body", "file"), "msg": f"the uploaded file {filename!r} is empty", "type": "value_error"}]
-            )
-        job = jobs.submit_ingest(target, name, fmt=fmt, strict=strict, original_name=filename)
-    finally:
-        await form.close()
+            raise invalid(problems)
+        job = jobs.submit_ingest(received.path, name, fmt=fmt, strict=strict, original_name=received.filename)
+    except BaseException:
+        if received.path is not None:
+            received.path.unlink(missing_ok=True)
+        raise
     return {"job_id": job["id"], "dataset_id": job["dataset_id"]}
 
 

@@ -1,0 +1,126 @@
+"""Model audits: does a model's error depend on the pose?
+
+POST /api/datasets/{id}/model-audits (multipart ``file`` + ``name``) queues an
+audit of a predictions file; GET lists them or returns one (with ``state``);
+DELETE removes one; GET …/{audit_id}/molecules downloads the per-molecule
+table as CSV or Parquet.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi import Path as PathParam
+from pydantic import BaseModel, ConfigDict, Field
+
+from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
+from backend.api.errors import NOT_FOUND
+from backend.api.routes.jobs import JobsDep
+from backend.api.uploads import invalid, multipart_body, receive_upload
+from backend.services import model_audits as svc
+from backend.services.datasets import dataset_info
+
+router = APIRouter(prefix="/datasets/{dataset_id}/model-audits", tags=["model audits"])
+
+AuditIdPath = Annotated[str, PathParam(description="Audit id returned by the upload.", max_length=64)]
+
+
+class AuditAccepted(BaseModel):
+    """An accepted predictions file: poll GET /api/jobs/{job_id} or the audit itself."""
+
+    job_id: str = Field(description="Id of the background audit job.")
+    audit_id: str = Field(description="Id the audit has (GET …/model-audits/{audit_id}).")
+
+
+class AuditPublic(BaseModel):
+    """One audit: ``state`` and, once done, every figure (see docs/api.md, "Model audits")."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(description="Audit id.")
+    state: Literal["queued", "running", "done", "failed"] = Field(description="Where the audit is.")
+    name: str | None = Field(default=None, description="Display name given at upload.")
+    dataset: str = Field(description="Dataset id.")
+    message: str | None = Field(default=None, description="While queued or running, or why it failed.")
+    properties: list[dict[str, Any]] | None = Field(
+        default=None, description="Per property (and split): n, mse/mae stored and rotated, reliance, ci95, "
+        "pvalue, pvalue_holm, shift_rms, score correlations, verdict {code, text}.",
+    )  # fmt: skip
+
+
+UPLOAD_BODY = multipart_body(
+    "CSV or Parquet: id, property, stored, rotated [, copy, true, split]", "display name of the audit"
+)
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=AuditAccepted,
+    dependencies=[WriteAccess],
+    openapi_extra=UPLOAD_BODY,
+    responses={
+        **NOT_FOUND,
+        400: {"description": "The multipart body cannot be parsed."},
+        413: {"description": "The upload is larger than the limit."},
+        415: {"description": "The body is not multipart/form-data with a 'file' part."},
+    },
+)
+async def upload_predictions(dataset_id: DatasetIdPath, request: Request, jobs: JobsDep) -> dict:
+    """Audit a model's predictions on stored and rotated poses (multipart: file, name), in the background."""
+    dataset_info(jobs.data_dir, dataset_id)  # 404 before reading the body
+    received = await receive_upload(
+        request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name",), "the predictions"
+    )
+    name = (received.fields.get("name") or "").strip()
+    problems = []
+    if received.path is None:
+        problems.append(("file", "the upload needs a 'file' part with the predictions (CSV or Parquet)"))
+    if not name or len(name) > 200:
+        problems.append(("name", "the upload needs a 'name' field of 1 to 200 characters"))
+    try:
+        if problems:
+            raise invalid(problems)
+        svc.check_upload(jobs.data_dir, dataset_id, received.path)
+        job = jobs.submit_audit(received.path, dataset_id, name, original_name=received.filename)
+    except BaseException:
+        if received.path is not None:
+            received.path.unlink(missing_ok=True)
+        raise
+    return {"job_id": job["id"], "audit_id": job["audit_id"]}
+
+
+@router.get("", response_model=list[AuditPublic], responses=NOT_FOUND)
+def list_audits(dataset_id: DatasetIdPath, data_dir: DataDirDep) -> list[dict]:
+    """The dataset's audits (done, and queued, running or failed ones), oldest first."""
+    return svc.list_audits(data_dir, dataset_id)
+
+
+@router.get("/{audit_id}", response_model=AuditPublic, responses=NOT_FOUND)
+def get_audit(dataset_id: DatasetIdPath, audit_id: AuditIdPath, data_dir: DataDirDep) -> dict:
+    """One audit with its state and, once done, its figures and verdicts."""
+    return svc.get_audit(data_dir, dataset_id, audit_id)
+
+
+@router.delete("/{audit_id}", status_code=204, responses=NOT_FOUND, dependencies=[WriteAccess])
+def delete_audit(dataset_id: DatasetIdPath, audit_id: AuditIdPath, data_dir: DataDirDep) -> Response:
+    """Delete one audit (nothing else is touched)."""
+    svc.delete_audit(data_dir, dataset_id, audit_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{audit_id}/molecules",
+    response_class=Response,
+    responses={**NOT_FOUND, 200: {"content": {"text/csv": {}, "application/vnd.apache.parquet": {}}}},
+)
+def audit_molecules(
+    dataset_id: DatasetIdPath,
+    audit_id: AuditIdPath,
+    data_dir: DataDirDep,
+    format: Annotated[Literal["csv", "parquet"], Query(description="csv or parquet")] = "csv",
+) -> Response:
+    """Per-molecule errors and prediction shift of a finished audit."""
+    body, media, filename = svc.molecules_download(data_dir, dataset_id, audit_id, format)
+    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
