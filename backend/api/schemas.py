@@ -83,6 +83,11 @@ class SummaryPublic(BaseModel):
     frame: str = Field(description="Frame method: pca, pca-mass or inertia.")
     sign_rule: str = Field(description="Sign rule: max or count.")
     limit: int | None = Field(description="Subset size, or null for the whole dataset.")
+    frame_dependent_properties: list[str] = Field(
+        default_factory=list,
+        description="Properties the dataset declares lab-frame dependent (e.g. alpha_xx): they change with the "
+        "orientation by definition, so an orientation-only regression gain on them is expected, not a leak.",
+    )
     result_key: str = Field(description="Key of the result.")
     version: str = Field(description="OrientScope version that built the report.")
     control: dict[str, Any] = Field(description="The same figures for the random-rotation control copy.")

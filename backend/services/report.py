@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from backend import __version__
+from backend.core.dataset import frame_dependent_properties
 from backend.services.results import open_result
 from backend.store import datasets as ds
 from backend.store.results import IN_PROCESS_ENGINE, ResultStore
@@ -47,6 +48,7 @@ def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) ->
         "frame": p["frame"],
         "sign_rule": p["sign"],
         "limit": p.get("limit"),
+        "frame_dependent_properties": sorted(frame_dependent_properties(meta)),
         "result_key": store.key,
         "version": __version__,
     }

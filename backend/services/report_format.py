@@ -77,13 +77,14 @@ def regression_rows(report: dict) -> list[dict]:
 
     - ``label``: property and unit, ``zpve (Hartree)``;
     - ``frame_dependent``: the property is a lab-frame component (e.g. alpha_xx), so it
-      depends on the orientation by definition (the flag comes from the models stage,
-      which takes it from the dataset's loader);
+      depends on the orientation by definition: flagged by the models stage, or declared
+      in the dataset's metadata now (``frame_dependent_properties``, core/dataset);
     - ``error_text``: cross-validated MSE vs the mean baseline, as fractions of the
       property's variance (``0.781 vs 1.000 of variance``), readable whatever the unit;
     - ``gain``/``gain_text``: relative MSE reduction, ``+21.9 % ± 0.4``;
     - ``control_gain_text``: the same on the random-rotation control (about 0 %).
     """
+    declared = set(report.get("frame_dependent_properties") or ())
     rows = []
     for r in report.get("regression") or []:
         unit = f" ({r['unit']})" if r.get("unit") else ""
@@ -93,7 +94,7 @@ def regression_rows(report: dict) -> list[dict]:
             {
                 **r,
                 "label": f"{r.get('property')}{unit}",
-                "frame_dependent": bool(r.get("frame_dependent")),
+                "frame_dependent": bool(r.get("frame_dependent")) or r.get("property") in declared,
                 "error_text": f"{format_number(r.get('mse_normalised'))} vs "
                 f"{format_number(r.get('baseline_mse_normalised'))} of variance",
                 "gain": r.get("improvement"),

@@ -118,7 +118,8 @@ class Scenario:
         return f"?dataset={self.dataset}"
 
     def map_state(self, rng: random.Random) -> dict:
-        from app.state import GROUPINGS, ViewState
+        from app.state import ViewState
+        from backend.core.groups import GROUP_KINDS as GROUPINGS
 
         axes = rng.choice(["123", "123", "1", "12", "3"])
         state = ViewState(

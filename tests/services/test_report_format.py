@@ -64,6 +64,9 @@ def test_regression_rows_are_display_ready_and_flag_lab_frame_components():
     assert zpve["gain"] == 0.219 and zpve["gain_text"] == "+21.9 % ± 0.4"
     assert zpve["control_gain_text"] == "0.0 %" and zpve["error_text"] == "0.781 vs 1.000 of variance"
     assert alpha["frame_dependent"] and alpha["gain_text"].startswith("+35.1 %")
+    # Declared in the dataset's metadata after the result was computed: flagged all the same.
+    (declared,) = regression_rows({"regression": _report()["regression"][:1], "frame_dependent_properties": ["zpve"]})
+    assert declared["frame_dependent"]
 
 
 def test_sections_in_reading_order_with_control_columns():
