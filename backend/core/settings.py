@@ -17,6 +17,10 @@ DEFAULT_SEED = 0
 # Molecule file formats read by the loaders and written by the export.
 DATASET_FORMATS = ("xyz", "extxyz", "sdf", "asedb", "npz", "parquet")
 FORMAT_CHOICES = ("auto", *DATASET_FORMATS)
+MAP_POINT_BUDGET_ENV = "ORIENTSCOPE_MAP_POINT_BUDGET"
+# Above this many points in view the map is aggregated on the server into an image
+# (one pixel grid's worth of bytes); at or below it the browser draws the real points.
+DEFAULT_MAP_POINT_BUDGET = 200_000
 
 # Ids name folders on disk, so they are restricted to a safe alphabet.
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
@@ -26,6 +30,20 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     """--data-dir, else $ORIENTSCOPE_DATA_DIR, else ./data."""
     chosen = data_dir or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
     return Path(chosen).expanduser().resolve()
+
+
+def map_point_budget() -> int:
+    """$ORIENTSCOPE_MAP_POINT_BUDGET (a non-negative integer), else 200,000 points in view."""
+    raw = os.environ.get(MAP_POINT_BUDGET_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAP_POINT_BUDGET
+    try:
+        budget = int(raw)
+    except ValueError:
+        budget = -1
+    if budget < 0:
+        raise ValueError(f"{MAP_POINT_BUDGET_ENV}={raw!r}: expected a non-negative whole number of points")
+    return budget
 
 
 def validate_id(value: str, what: str = "dataset id") -> str:

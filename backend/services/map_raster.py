@@ -1,0 +1,390 @@
+"""The orientation map at any size: every point of a view aggregated onto the screen's pixel grid.
+
+Above the point budget (:func:`backend.core.settings.map_point_budget`) the
+points of a view inside the viewport are aggregated by datashader onto a
+``width × height`` grid whose pixel edges are ``linspace(x0, x1, width + 1)``
+and ``linspace(y0, y1, height + 1)`` (both ends inclusive, as in
+``numpy.histogram2d``; a point within rounding error of an inner edge may fall
+on either side of it), and shaded into an RGBA image. At or below the budget
+the caller gets the real points of the region instead.
+
+Shading rules (documented so that a test can check them pixel by pixel):
+
+* **categories** (axes, groups): the colour of a pixel is the count-weighted
+  mean of its categories' colours (datashader's categorical shading with
+  ``color_baseline=0``, channels truncated to integers); its opacity grows
+  with the logarithm of its point count, from ``MIN_ALPHA`` at one point to
+  255 at the most crowded pixel of the image
+  (``alpha = MIN_ALPHA + (255 - MIN_ALPHA) · ln(count) / ln(max(max_count, 2))``).
+* **a property or score**: the mean value of a pixel's points on the Cividis
+  scale between the view's 1st and 99th percentile (clipped), opaque; a pixel
+  whose points all lack a value is grey.
+* **density**: points per pixel divided by the number a uniform sphere would
+  put there (Mollweide is equal-area), on Cividis from 0 to the 99.5th
+  percentile of the image (at least 1), inside the map's ellipse.
+* **SMARTS highlight**: the image is muted (opacity × ``MUTED``) and the
+  matches are drawn over it in one colour with the same log-count opacity.
+
+Nearest-point lookup scans the view's points once (compiled with numba): at
+30M points that costs tens of milliseconds and no memory, where a k-d tree
+would hold about a gigabyte.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from dataclasses import dataclass
+from functools import cache
+
+import cachetools
+import datashader as dsh
+import datashader.transfer_functions as tf
+import numba
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from backend.core.settings import map_point_budget
+from backend.science.sphere import SQRT2
+from backend.services.errors import InvalidInput
+from backend.services.map_view import HIGHLIGHT, OTHER_GREY, MapPoints
+
+MODES = ("image", "points")
+KINDS = ("color", "density")
+MIN_ALPHA = 96
+MUTED = 0.3
+MAX_PIXELS = 4096
+CLICK_RADIUS_PX = 5.0
+# Cividis (Nuñez et al. 2018), as plotly.colors.sequential.Cividis: perceptually uniform, colour-blind safe.
+CIVIDIS = ("#00224e", "#123570", "#3b496c", "#575d6d", "#707173", "#8a8678", "#a59c74", "#c3b369", "#e1cc55", "#fee838")
+FULL_MAP = (-2 * SQRT2, 2 * SQRT2, -SQRT2, SQRT2)
+_ELLIPSE_AREA = np.pi * 2 * SQRT2 * SQRT2
+RENDER_CACHE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Viewport:
+    """A region of the Mollweide plane drawn onto ``width × height`` pixels (x to the right, y up)."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    width: int
+    height: int
+
+    def checked(self) -> Viewport:
+        """This viewport, or InvalidInput naming the bound that is wrong."""
+        for name in ("x0", "x1", "y0", "y1"):
+            if not np.isfinite(getattr(self, name)):
+                raise InvalidInput(f"{name} must be a finite number, got {getattr(self, name)!r}", ("query", name))
+        if not self.x1 > self.x0:
+            raise InvalidInput(f"x1 ({self.x1}) must be greater than x0 ({self.x0})", ("query", "x1"))
+        if not self.y1 > self.y0:
+            raise InvalidInput(f"y1 ({self.y1}) must be greater than y0 ({self.y0})", ("query", "y1"))
+        for name in ("width", "height"):
+            value = getattr(self, name)
+            if not 1 <= value <= MAX_PIXELS:
+                raise InvalidInput(f"{name} must be 1 to {MAX_PIXELS} pixels, got {value}", ("query", name))
+        return self
+
+    @property
+    def pixel_size(self) -> tuple[float, float]:
+        """(width, height) of one pixel in map units."""
+        return (self.x1 - self.x0) / self.width, (self.y1 - self.y0) / self.height
+
+    def pixel_of(self, x: float, y: float) -> tuple[int, int] | None:
+        """(column, row from the bottom) of the pixel holding map point (x, y); None outside."""
+        if not (self.x0 <= x <= self.x1 and self.y0 <= y <= self.y1):
+            return None
+        dx, dy = self.pixel_size
+        return min(int((x - self.x0) / dx), self.width - 1), min(int((y - self.y0) / dy), self.height - 1)
+
+
+@dataclass(frozen=True, eq=False)
+class MapRender:
+    """What the map draws for one view and viewport.
+
+    mode : "image" or "points"; n_points : shown points in the region; n_drawn : distinct molecules among them.
+    Image mode: ``rgba`` (height, width, 4) uint8 with the top row first, and per-pixel aggregates indexed
+    ``[row from the bottom, column]``: ``counts`` (uint32), ``dominant`` (int16 category, -1 where empty) or
+    ``mean`` (float32, NaN where empty), ``matches`` (uint32 SMARTS matches, or None), ``ratio`` (density).
+    Points mode: ``index`` (k,) int64 indices of the region's points into the view, in draw order.
+    ``scale`` describes the colours: {"kind": "categorical", "labels", "colors"} or
+    {"kind": "continuous", "title", "colors", "cmin", "cmax"}.
+    """
+
+    points: MapPoints
+    viewport: Viewport
+    kind: str
+    mode: str
+    n_points: int
+    n_drawn: int
+    scale: dict
+    rgba: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    dominant: np.ndarray | None = None
+    mean: np.ndarray | None = None
+    matches: np.ndarray | None = None
+    ratio: np.ndarray | None = None
+    index: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.rgba, self.counts, self.dominant, self.mean, self.matches, self.ratio, self.index)
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    def png(self) -> bytes:
+        """The image as PNG bytes (image mode only)."""
+        if self.rgba is None:
+            raise ValueError("a points-mode render has no image")
+        buf = io.BytesIO()
+        Image.fromarray(self.rgba, "RGBA").save(buf, format="PNG", compress_level=1)  # speed over size
+        return buf.getvalue()
+
+
+@numba.njit(cache=True, nogil=True)
+def _region_stats(x, y, rows, x0, x1, y0, y1, n_rows):  # pragma: no cover - compiled
+    """(points in [x0, x1] × [y0, y1], distinct rows among them) in one pass."""
+    seen = np.zeros(n_rows, np.bool_)
+    n_points = 0
+    n_rows_seen = 0
+    for i in range(x.size):
+        if x0 <= x[i] <= x1 and y0 <= y[i] <= y1:
+            n_points += 1
+            r = rows[i]
+            if not seen[r]:
+                seen[r] = True
+                n_rows_seen += 1
+    return n_points, n_rows_seen
+
+
+@numba.njit(cache=True, nogil=True)
+def _nearest(x, y, cx, cy, sx, sy, radius):  # pragma: no cover - compiled
+    """Index of the point nearest to (cx, cy) in pixel distance (sx, sy map units per pixel) within
+    ``radius`` pixels, the first in index order on a tie; -1 if none."""
+    best, best_d2 = -1, radius * radius
+    for i in range(x.size):
+        dx = (x[i] - cx) / sx
+        if dx > radius or dx < -radius:
+            continue
+        dy = (y[i] - cy) / sy
+        d2 = dx * dx + dy * dy
+        if d2 < best_d2 or (d2 == best_d2 and best < 0):
+            best, best_d2 = i, d2
+    return best
+
+
+def _frame(points: MapPoints) -> pd.DataFrame:
+    """The view's points as the DataFrame datashader reads (built once per view)."""
+
+    def build():
+        frame = pd.DataFrame({"x": points.x, "y": points.y}, copy=False)
+        c = points.colors
+        if c.kind == "categorical":
+            frame["c"] = pd.Categorical.from_codes(c.codes.astype(np.int8), categories=range(len(c.colors)))
+        else:
+            frame["v"] = c.values
+        return frame
+
+    return points.memo("frame", build)
+
+
+def _matches_frame(points: MapPoints) -> pd.DataFrame:
+    return points.memo("matches_frame", lambda: _frame(points)[points.highlight].reset_index(drop=True))
+
+
+def _rgba(img) -> np.ndarray:
+    """datashader Image (rows from the bottom) → (h, w, 4) uint8 with the top row first."""
+    return np.ascontiguousarray(np.asarray(img.data, np.uint32).view(np.uint8).reshape(*img.shape, 4)[::-1])
+
+
+def _shade_counts(agg, color: str, counts: np.ndarray) -> np.ndarray:
+    img = tf.shade(agg, cmap=[color, color], how="log", min_alpha=MIN_ALPHA, span=(1, max(int(counts.max()), 2)))
+    return _rgba(img)
+
+
+def _canvas(vp: Viewport) -> dsh.Canvas:
+    return dsh.Canvas(plot_width=vp.width, plot_height=vp.height, x_range=(vp.x0, vp.x1), y_range=(vp.y0, vp.y1))
+
+
+def _image_color(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
+    canvas, c = _canvas(vp), points.colors
+    frame = _frame(points)
+    if c.kind == "categorical":
+        agg = canvas.points(frame, "x", "y", dsh.count_cat("c"))
+        per_cat = agg.data  # (h, w, k) from the bottom row
+        counts = per_cat.sum(axis=2).astype(np.uint32)
+        out.update(counts=counts, dominant=np.where(counts > 0, per_cat.argmax(axis=2), -1).astype(np.int16))
+        if not counts.any():
+            return np.zeros((vp.height, vp.width, 4), np.uint8)
+        key = {k: col for k, col in enumerate(c.colors)}
+        img = tf.shade(
+            agg, color_key=key, how="log", min_alpha=MIN_ALPHA, color_baseline=0, span=(1, max(int(counts.max()), 2))
+        )
+        return _rgba(img)
+    agg = canvas.points(frame, "x", "y", dsh.summary(n=dsh.count(), mean=dsh.mean("v")))
+    counts = agg["n"].data.astype(np.uint32)
+    mean = agg["mean"].data.astype(np.float32)
+    out.update(counts=counts, mean=mean)
+    clipped = agg["mean"].clip(c.lo, c.hi)
+    rgba = _rgba(tf.shade(clipped, cmap=list(CIVIDIS), how="linear", span=(c.lo, c.hi)))
+    no_value = ((counts > 0) & ~np.isfinite(mean))[::-1]
+    rgba[no_value] = _hex_rgba(OTHER_GREY)
+    return rgba
+
+
+def _image_density(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
+    agg = _canvas(vp).points(_frame(points), "x", "y", dsh.count())
+    counts = agg.data.astype(np.uint32)
+    dx, dy = vp.pixel_size
+    expected = max(points.size, 1) * dx * dy / _ELLIPSE_AREA
+    xc = vp.x0 + (np.arange(vp.width) + 0.5) * dx
+    yc = vp.y0 + (np.arange(vp.height) + 0.5) * dy
+    inside = (xc[None, :] / (2 * SQRT2)) ** 2 + (yc[:, None] / SQRT2) ** 2 <= 1.0
+    ratio = np.where(inside, counts / expected, np.nan).astype(np.float32)
+    finite = ratio[np.isfinite(ratio)]
+    top = max(float(np.percentile(finite, 99.5)) if finite.size else 1.0, 1.0)
+    out.update(counts=counts, ratio=ratio, density_max=top)
+    shaded = agg.copy(data=np.clip(ratio, 0, top))
+    return _rgba(tf.shade(shaded, cmap=list(CIVIDIS), how="linear", span=(0, top)))
+
+
+@cache
+def _hex_rgba(color: str) -> np.ndarray:
+    h = color.lstrip("#")
+    return np.array([int(h[i : i + 2], 16) for i in (0, 2, 4)] + [255], np.uint8)
+
+
+def _with_matches(points: MapPoints, vp: Viewport, base: np.ndarray, out: dict) -> np.ndarray:
+    agg = _canvas(vp).points(_matches_frame(points), "x", "y", dsh.count())
+    matches = agg.data.astype(np.uint32)
+    out["matches"] = matches
+    base = base.copy()
+    base[..., 3] = (base[..., 3] * MUTED).astype(np.uint8)
+    if not matches.any():
+        return base
+    over = _shade_counts(agg, HIGHLIGHT, matches)
+    return _rgba(tf.stack(_as_image(base), _as_image(over)))
+
+
+def _as_image(rgba: np.ndarray) -> tf.Image:
+    """(h, w, 4) uint8 top row first → datashader Image (rows from the bottom)."""
+    flat = np.ascontiguousarray(rgba[::-1]).view(np.uint32).reshape(rgba.shape[:2])
+    return tf.Image(flat, dims=["y", "x"])
+
+
+def _scale(points: MapPoints, kind: str, out: dict) -> dict:
+    c = points.colors
+    if kind == "density":
+        return {
+            "kind": "continuous",
+            "title": "density / uniform",
+            "colors": list(CIVIDIS),
+            "cmin": 0.0,
+            "cmax": out.get("density_max", 1.0),
+        }
+    if c.kind == "categorical":
+        return {"kind": "categorical", "title": c.title, "labels": list(c.labels), "colors": list(c.colors)}
+    return {"kind": "continuous", "title": c.title, "colors": list(CIVIDIS), "cmin": c.lo, "cmax": c.hi}
+
+
+def region_stats(points: MapPoints, vp: Viewport) -> tuple[int, int]:
+    """(shown points inside the viewport, distinct molecules among them)."""
+    x0, x1, y0, y1 = points.bounds
+    if vp.x0 <= x0 and x1 <= vp.x1 and vp.y0 <= y0 and y1 <= vp.y1:  # the whole view: known without a scan
+        return points.size, points.memo("n_drawn_all", lambda: int(np.unique(points.rows).size))
+    return _region_stats(points.x, points.y, points.rows, vp.x0, vp.x1, vp.y0, vp.y1, points.md.n_molecules)
+
+
+def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budget: int | None = None) -> MapRender:
+    """The map of a view in a viewport: an aggregated image above ``budget`` points in the region, else its points.
+
+    kind : "color" (the view's colours) or "density"; budget : default :func:`map_point_budget`.
+    """
+    if kind not in KINDS:
+        raise InvalidInput(f"unknown map kind {kind!r}; expected one of {KINDS}", ("query", "kind"))
+    vp = viewport.checked()
+    budget = map_point_budget() if budget is None else budget
+    key = (id(points), vp, kind, budget)
+    with _render_lock:
+        hit = _renders.get(key)
+    if hit is not None and hit.points is points:
+        return hit
+    n_points, n_drawn = region_stats(points, vp)
+    out: dict = {}
+    if n_points <= budget:
+        inside = (points.x >= vp.x0) & (points.x <= vp.x1) & (points.y >= vp.y0) & (points.y <= vp.y1)
+        render = MapRender(
+            points, vp, kind, "points", n_points, n_drawn, _scale(points, kind, out), index=np.flatnonzero(inside)
+        )
+    else:
+        rgba = (_image_density if kind == "density" else _image_color)(points, vp, out)
+        if points.highlight is not None:
+            rgba = _with_matches(points, vp, rgba, out)
+        scale = _scale(points, kind, out)
+        out.pop("density_max", None)
+        render = MapRender(points, vp, kind, "image", n_points, n_drawn, scale, rgba=rgba, **out)
+    with _render_lock:
+        _renders[key] = render
+    return render
+
+
+_renders: cachetools.LRUCache = cachetools.LRUCache(maxsize=RENDER_CACHE_BYTES, getsizeof=lambda r: max(r.nbytes, 1))
+_render_lock = threading.Lock()
+
+
+def pixel_info(render: MapRender, x: float, y: float) -> dict | None:
+    """What the image shows at map point (x, y): {"count", "dominant" label or "mean", "matches", "ratio"};
+    None outside the viewport (image mode only)."""
+    if render.counts is None:
+        raise ValueError("a points-mode render has no pixels; hover shows the points themselves")
+    cell = render.viewport.pixel_of(x, y)
+    if cell is None:
+        return None
+    col, row = cell
+    info: dict = {"count": int(render.counts[row, col])}
+    if render.dominant is not None:
+        k = int(render.dominant[row, col])
+        info["dominant"] = render.scale["labels"][k] if k >= 0 else None
+    if render.mean is not None:
+        m = float(render.mean[row, col])
+        info["mean"] = m if np.isfinite(m) else None
+    if render.ratio is not None:
+        r = float(render.ratio[row, col])
+        info["ratio"] = r if np.isfinite(r) else None
+    if render.matches is not None:
+        info["matches"] = int(render.matches[row, col])
+    return info
+
+
+def nearest_point(
+    points: MapPoints, x: float, y: float, pixel_size: tuple[float, float], radius_px: float = CLICK_RADIUS_PX
+) -> int | None:
+    """Index (into the view's points) of the shown point nearest to map point (x, y) within ``radius_px``
+    pixels of ``pixel_size`` = (width, height) map units; None if there is none."""
+    sx, sy = (float(v) for v in pixel_size)
+    if not (np.isfinite(x) and np.isfinite(y)):
+        raise InvalidInput(f"click position ({x}, {y}) must be finite", ("query", "x"))
+    if not (sx > 0 and sy > 0 and np.isfinite(sx) and np.isfinite(sy)):
+        raise InvalidInput(f"pixel size ({sx}, {sy}) must be positive", ("query", "width"))
+    i = _nearest(points.x, points.y, np.float64(x), np.float64(y), sx, sy, float(radius_px))
+    return None if i < 0 else int(i)
+
+
+def warm_up() -> None:
+    """Compile the numba kernels and datashader's aggregation paths on a tiny set (a few seconds, once)."""
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-1, 1, (2, 64)).astype(np.float32)
+    rows = np.arange(64, dtype=np.int32)
+    _region_stats(x, y, rows, -1.0, 1.0, -1.0, 1.0, 64)
+    _nearest(x, y, 0.0, 0.0, 0.1, 0.1, 5.0)
+    frame = pd.DataFrame({"x": x, "y": y, "v": rng.uniform(size=64).astype(np.float32)})
+    frame["c"] = pd.Categorical.from_codes((rows % 3).astype(np.int8), categories=range(3))
+    canvas = dsh.Canvas(plot_width=8, plot_height=4, x_range=(-1, 1), y_range=(-1, 1))
+    agg = canvas.points(frame, "x", "y", dsh.count_cat("c"))
+    tf.shade(agg, color_key={0: "#000000", 1: "#ffffff", 2: "#ff0000"}, how="log", color_baseline=0, span=(1, 2))
+    summary = canvas.points(frame, "x", "y", dsh.summary(n=dsh.count(), mean=dsh.mean("v")))
+    tf.shade(summary["mean"], cmap=list(CIVIDIS), how="linear", span=(0, 1))
+    tf.shade(canvas.points(frame, "x", "y", dsh.count()), cmap=["#000000", "#000000"], how="log", span=(1, 2))

@@ -1,0 +1,242 @@
+"""From a map view (axes, colour-by, group filter, SMARTS) to the points it shows and their colours.
+
+The map, its server-side image (:mod:`backend.services.map_raster`) and the
+nearest-point lookup all resolve a view through :func:`view_points`, so a
+pixel, a click and a drawn point always refer to the same set of points.
+Resolved views are kept in an LRU bounded in bytes (at 30M points a view holds
+about 400 MB of arrays).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import cachetools
+import numpy as np
+
+from backend.services import molecules as molecule_service
+from backend.services.cache import get_view
+from backend.services.errors import InvalidInput
+from backend.services.map_data import AXES, TABLES, MapData, load_map_data
+
+# Okabe & Ito (2008) colour-blind-safe palette; grey for "everything else".
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+OTHER_GREY = "#BBBBBB"
+HIGHLIGHT = "#D55E00"
+AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
+N_GROUP_COLORS = 7
+COLOR_KINDS = ("axis", "group", "score", "prop:<name>")
+VIEW_CACHE_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MapQuery:
+    """What a map view shows; every field is validated by :meth:`checked`.
+
+    axes : digits of the shown axes ("123", "1", "13", ...); color : axis | group | score | prop:<name>;
+    grouping : scaffold | formula | cluster (for colour by group and the group filter);
+    group : keep only this group's molecules; smarts : highlight the molecules matching it.
+    """
+
+    dataset: str
+    table: str = "original"
+    axes: str = "123"
+    color: str = "axis"
+    grouping: str = "formula"
+    group: str | None = None
+    smarts: str | None = None
+
+    def checked(self) -> MapQuery:
+        """This query, or InvalidInput naming the field that is wrong and what it accepts."""
+        if self.table not in TABLES:
+            raise InvalidInput(f"unknown table {self.table!r}; expected one of {TABLES}", ("query", "table"))
+        if not self.axes or any(c not in "123" for c in self.axes):
+            raise InvalidInput(f"axes {self.axes!r}: expected digits from 1, 2, 3, e.g. '123'", ("query", "axes"))
+        if self.color not in ("axis", "group", "score") and not (self.color.startswith("prop:") and self.color[5:]):
+            raise InvalidInput(f"unknown colour {self.color!r}; expected one of {COLOR_KINDS}", ("query", "color"))
+        molecule_service.check_group_kind(self.grouping, "grouping")
+        return self
+
+    @property
+    def shown_axes(self) -> tuple[int, ...]:
+        return tuple(sorted({int(c) for c in self.axes}))
+
+
+@dataclass(frozen=True)
+class MapColors:
+    """Colour of each point of a view.
+
+    kind : "categorical" (``codes`` index ``labels``/``colors``) or "continuous" (``values``, NaN = no value,
+    shown between ``lo`` and ``hi``: the 1st and 99th percentile of the view's values).
+    """
+
+    kind: str
+    title: str
+    codes: np.ndarray | None = None  # (m,) uint8
+    labels: tuple[str, ...] = ()
+    colors: tuple[str, ...] = ()
+    values: np.ndarray | None = None  # (m,) float32
+    lo: float = 0.0
+    hi: float = 1.0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.codes, self.values) if a is not None)
+
+
+@dataclass(frozen=True, eq=False)
+class MapPoints:
+    """The points one view shows, in the map's seeded draw order.
+
+    x, y : (m,) float32 Mollweide coordinates; rows : (m,) int32 molecule row (into ``md.ids``);
+    axis : (m,) int8 axis 1..3; highlight : (m,) bool SMARTS match, or None without a pattern.
+    n_molecules : molecules that pass the group filter; n_matches : of them, matching the SMARTS.
+    """
+
+    query: MapQuery
+    md: MapData
+    x: np.ndarray
+    y: np.ndarray
+    rows: np.ndarray
+    axis: np.ndarray
+    colors: MapColors
+    highlight: np.ndarray | None
+    n_molecules: int
+    n_matches: int | None
+    notes: tuple[str, ...] = ()
+    _memo: dict = field(default_factory=dict, repr=False)
+    _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    def memo(self, name: str, build: Callable[[], Any]) -> Any:
+        """``build()`` once per resolved view (derived arrays such as the aggregation frame)."""
+        with self._memo_lock:
+            if name not in self._memo:
+                self._memo[name] = build()
+            return self._memo[name]
+
+    @property
+    def size(self) -> int:
+        return int(self.x.size)
+
+    @property
+    def nbytes(self) -> int:
+        extra = self.highlight.nbytes if self.highlight is not None else 0
+        return self.x.nbytes + self.y.nbytes + self.rows.nbytes + self.axis.nbytes + self.colors.nbytes + extra
+
+    @cached_property
+    def bounds(self) -> tuple[float, float, float, float]:
+        """(x0, x1, y0, y1) of every shown point; a region holding these holds them all."""
+        if not self.size:
+            return (0.0, 0.0, 0.0, 0.0)
+        return (float(self.x.min()), float(self.x.max()), float(self.y.min()), float(self.y.max()))
+
+    def ids(self, idx: np.ndarray) -> np.ndarray:
+        """Molecule ids of the points ``idx``."""
+        return self.md.ids[self.rows[idx]]
+
+
+def _group_codes(data_dir: Path, dataset_id: str, grouping: str):
+    """(colour code per molecule, labels, colours) of the largest groups, or None; once per stored result."""
+    view = get_view(data_dir, dataset_id)
+
+    def build():
+        labels = molecule_service.group_ids(view).get(grouping)
+        if labels is None:
+            return None
+        names, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
+        top = np.argsort(-counts, kind="stable")[:N_GROUP_COLORS]
+        code_of = np.full(len(names), len(top), np.uint8)
+        code_of[top] = np.arange(len(top), dtype=np.uint8)
+        lab = [f"{grouping} {names[t]} ({counts[t]})" for t in top]
+        cols = list(OKABE_ITO[: len(top)])
+        if len(names) > len(top):
+            lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
+        return code_of[inverse], tuple(lab), tuple(cols)
+
+    return view.extra(f"map_group_codes:{grouping}", build)
+
+
+def _robust_range(values: np.ndarray) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    lo, hi = (float(v) for v in np.percentile(finite, [1, 99])) if finite.size else (0.0, 1.0)
+    return lo, (hi if hi > lo else lo + 1.0)
+
+
+def _continuous(values: np.ndarray, title: str) -> MapColors:
+    values = np.asarray(values, np.float32)
+    lo, hi = _robust_range(values)
+    return MapColors("continuous", title, values=values, lo=lo, hi=hi)
+
+
+def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, notes: list[str]) -> MapColors:
+    view = get_view(data_dir, q.dataset)
+    if q.color == "group":
+        coded = _group_codes(data_dir, q.dataset, q.grouping)
+        if coded is not None:
+            codes, labels, colors = coded
+            return MapColors("categorical", q.grouping, codes=codes[rows], labels=labels, colors=colors)
+        notes.append(f"{q.grouping} groups are not computed for {q.dataset!r}; coloured by axis instead")
+    elif q.color == "score":
+        if np.isfinite(view.scores).any():
+            return _continuous(view.scores[rows], "P(stored pose)")
+        notes.append("classifier scores are not computed yet; coloured by axis instead")
+    elif q.color.startswith("prop:"):
+        name = q.color[5:]
+        if name not in view.property_names:
+            raise InvalidInput(f"unknown property {name!r}; expected one of {view.property_names}", ("query", "color"))
+        unit = view.property_units.get(name)
+        values = view.property_values[rows, view.property_names.index(name)]
+        return _continuous(values, f"{name} ({unit})" if unit else name)
+    codes = (axis - 1).astype(np.uint8)
+    return MapColors(
+        "categorical", "axis", codes=codes, labels=tuple(AXIS_NAMES[a] for a in AXES), colors=OKABE_ITO[:3]
+    )
+
+
+def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
+    md = load_map_data(data_dir, q.dataset, q.table)
+    notes: list[str] = []
+    mask = None
+    if q.group:
+        labels = molecule_service.group_ids(get_view(data_dir, q.dataset)).get(q.grouping)
+        if labels is None:
+            notes.append(f"{q.grouping} groups are not computed; the group filter is ignored")
+        else:
+            mask = labels.astype(str) == str(q.group)
+            if not mask.any():
+                notes.append(f"no molecule is in {q.grouping} group {q.group!r}")
+    rows, axis = md.points(q.shown_axes, mask)
+    x, y = md.xy(rows, axis)
+    highlight, n_matches = None, None
+    if q.smarts:
+        match = molecule_service._smarts_mask(get_view(data_dir, q.dataset), q.smarts)
+        n_matches = int(match.sum() if mask is None else (match & mask).sum())
+        highlight = match[rows]
+    n_molecules = md.n_molecules if mask is None else int(mask.sum())
+    colors = _colors(data_dir, q, rows, axis, notes)
+    return MapPoints(q, md, x, y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes))
+
+
+_views: cachetools.LRUCache = cachetools.LRUCache(maxsize=VIEW_CACHE_BYTES, getsizeof=lambda v: max(v.nbytes, 1))
+_lock = threading.Lock()
+
+
+def view_points(data_dir: Path, query: MapQuery) -> MapPoints:
+    """The points of a view (cached; InvalidInput for a malformed query, NotFoundError for an unknown dataset)."""
+    q = query.checked()
+    md = load_map_data(data_dir, q.dataset, q.table)
+    key = (str(data_dir), id(md), q)
+    with _lock:
+        hit = _views.get(key)
+    if hit is not None and hit.md is md:  # the id of a dropped MapData may be reused
+        return hit
+    points = _resolve(data_dir, q)
+    with _lock:
+        if points.nbytes <= VIEW_CACHE_BYTES:
+            _views[key] = points
+    return points
