@@ -33,9 +33,11 @@ from backend.core.settings import (
     check_write_access,
     env_flag,
 )
+from backend.services import map_raster
 from backend.services.cache import MAX_VIEWS
 from backend.services.datasets import READY, dataset_summary, list_datasets
 from backend.services.errors import NotComputed
+from backend.services.map_view import MapQuery, view_points
 from backend.services.molecules import list_molecules
 from backend.services.neighbors import neighbors
 
@@ -75,10 +77,15 @@ async def _unknown_dash_file(request: Request, exc: Exception) -> JSONResponse:
 def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
     # Let uvicorn bind and answer its first requests before loading the store competes for the GIL.
     time.sleep(delay_s)
+    try:
+        map_raster.warm_up()  # numba and datashader compile their kernels once per process (seconds)
+    except Exception:  # the first map request would compile them instead
+        log.exception("warming the map aggregation failed")
     for info in list_datasets(data_dir)[:MAX_VIEWS]:
         if info.status == READY:
             try:
                 dataset_summary(data_dir, info.id)
+                view_points(data_dir, MapQuery(info.id))  # the default map view's points
                 page = list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
                 for by in ("pose", "chemistry") if page.items else ():  # k-d tree and fingerprint columns
                     try:

@@ -297,3 +297,64 @@ class CanonicalizePublic(_Model):
     canonical_positions: list[Vector3] = Field(description="R·(x - centroid), (n_atoms, 3) in ångström.")
     degenerate: bool = Field(description="True if the frame is ill-defined; then it is not rotation-equivariant.")
     degenerate_reason: str | None = Field(description="';'-joined degeneracy codes, or null.")
+
+
+# ---------------------------------------------------------------- map
+class MapViewportPublic(_Model):
+    """A region of the Mollweide plane and its pixel grid."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    width: int
+    height: int
+
+
+class MapPointsPublic(_Model):
+    """The real points of a region (points mode), in the map's draw order."""
+
+    id: list[str] = Field(description="Molecule id of each point.")
+    x: list[float] = Field(description="Mollweide x.")
+    y: list[float] = Field(description="Mollweide y.")
+    axis: list[int] = Field(description="Canonical axis (1, 2, 3) the point shows.")
+    color: list[float | None] = Field(description="Category code into scale.labels, or the value on the colour scale.")
+    match: list[bool] | None = Field(description="SMARTS match per point; null without a pattern.")
+
+
+class MapPublic(_Model):
+    """The orientation map of one view in one viewport."""
+
+    mode: Literal["image", "points"] = Field(description="image above the point budget, else points.")
+    kind: Literal["color", "density"]
+    n_points: int = Field(description="Shown points inside the viewport.")
+    n_drawn: int = Field(description="Distinct molecules with at least one shown point inside the viewport.")
+    n_molecules: int = Field(description="Molecules that pass the group filter.")
+    n_matches: int | None = Field(description="Of them, SMARTS matches; null without a pattern.")
+    viewport: MapViewportPublic
+    scale: dict[str, Any] = Field(
+        description="Colours: {kind: categorical, labels, colors} or {kind: continuous, title, colors, cmin, cmax}."
+    )
+    notes: list[str] = Field(description="Why the view differs from the request (e.g. a colour not computed).")
+    image: str | None = Field(description="data:image/png;base64 image of the viewport (image mode).")
+    points: MapPointsPublic | None = Field(description="The region's points (points mode).")
+
+
+class MapNearestPublic(_Model):
+    """The shown point nearest to a click, within 5 pixels; every field null when none is."""
+
+    id: str | None = Field(description="Molecule id.")
+    axis: int | None = Field(description="Axis (1, 2, 3) of the point.")
+    x: float | None = Field(description="Mollweide x of the point.")
+    y: float | None = Field(description="Mollweide y of the point.")
+    distance_px: float | None = Field(description="Distance from the click in pixels.")
+
+
+class MapPixelPublic(_Model):
+    """What one pixel of the aggregated image holds."""
+
+    count: int = Field(description="Points in the pixel.")
+    dominant: str | None = Field(None, description="Most frequent category (colour by axis or group).")
+    mean: float | None = Field(None, description="Mean value (colour by property or score).")
+    ratio: float | None = Field(None, description="Density relative to uniform (kind=density).")
+    matches: int | None = Field(None, description="SMARTS matches in the pixel.")

@@ -32,14 +32,15 @@ would hold about a gigabyte.
 
 from __future__ import annotations
 
+import base64
+import importlib
 import io
 import threading
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import cachetools
-import datashader as dsh
-import datashader.transfer_functions as tf
 import numba
 import numpy as np
 import pandas as pd
@@ -48,13 +49,30 @@ from PIL import Image
 from backend.core.settings import map_point_budget
 from backend.science.sphere import SQRT2
 from backend.services.errors import InvalidInput
-from backend.services.map_view import HIGHLIGHT, OTHER_GREY, MapPoints
+from backend.services.map_view import HIGHLIGHT, OTHER_GREY, MapPoints, MapQuery, view_points
+
+class _OnFirstUse:
+    """A module imported when first used: importing datashader takes about 1.5 s, which the API,
+    the CLI and the tests need not pay until a map is aggregated."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+dsh = _OnFirstUse("datashader")
+tf = _OnFirstUse("datashader.transfer_functions")
 
 MODES = ("image", "points")
 KINDS = ("color", "density")
 MIN_ALPHA = 96
 MUTED = 0.3
-MAX_PIXELS = 4096
+MAX_PIXELS = 4096  # per side
+MAX_AREA = 2048 * 2048  # pixels per image: a 9-category aggregate of it holds 150 MB
+MAX_COORDINATE = 1000.0  # the map spans ±2√2 × ±√2; anything far beyond is a mistake
+MIN_SPAN = 1e-6  # float32 points are 2.4e-7 apart near the map's edge: no finer zoom shows more
 CLICK_RADIUS_PX = 5.0
 # Cividis (Nuñez et al. 2018), as plotly.colors.sequential.Cividis: perceptually uniform, colour-blind safe.
 CIVIDIS = ("#00224e", "#123570", "#3b496c", "#575d6d", "#707173", "#8a8678", "#a59c74", "#c3b369", "#e1cc55", "#fee838")
@@ -77,16 +95,26 @@ class Viewport:
     def checked(self) -> Viewport:
         """This viewport, or InvalidInput naming the bound that is wrong."""
         for name in ("x0", "x1", "y0", "y1"):
-            if not np.isfinite(getattr(self, name)):
-                raise InvalidInput(f"{name} must be a finite number, got {getattr(self, name)!r}", ("query", name))
-        if not self.x1 > self.x0:
-            raise InvalidInput(f"x1 ({self.x1}) must be greater than x0 ({self.x0})", ("query", "x1"))
-        if not self.y1 > self.y0:
-            raise InvalidInput(f"y1 ({self.y1}) must be greater than y0 ({self.y0})", ("query", "y1"))
+            value = getattr(self, name)
+            if not (np.isfinite(value) and abs(value) <= MAX_COORDINATE):
+                raise InvalidInput(
+                    f"{name} must be a number within ±{MAX_COORDINATE:g}, got {value!r}", ("query", name)
+                )
+        for lo, hi in (("x0", "x1"), ("y0", "y1")):
+            if not getattr(self, hi) - getattr(self, lo) >= MIN_SPAN:
+                raise InvalidInput(
+                    f"{hi} ({getattr(self, hi)}) must exceed {lo} ({getattr(self, lo)}) by at least {MIN_SPAN:g}",
+                    ("query", hi),
+                )
         for name in ("width", "height"):
             value = getattr(self, name)
             if not 1 <= value <= MAX_PIXELS:
                 raise InvalidInput(f"{name} must be 1 to {MAX_PIXELS} pixels, got {value}", ("query", name))
+        if self.width * self.height > MAX_AREA:
+            raise InvalidInput(
+                f"{self.width} × {self.height} pixels is more than the {MAX_AREA:,} an image may have",
+                ("query", "height"),
+            )
         return self
 
     @property
@@ -388,3 +416,70 @@ def warm_up() -> None:
     summary = canvas.points(frame, "x", "y", dsh.summary(n=dsh.count(), mean=dsh.mean("v")))
     tf.shade(summary["mean"], cmap=list(CIVIDIS), how="linear", span=(0, 1))
     tf.shade(canvas.points(frame, "x", "y", dsh.count()), cmap=["#000000", "#000000"], how="log", span=(1, 2))
+
+
+# ---------------------------------------------------------------- reads by dataset
+def render_view(
+    data_dir: Path, query: MapQuery, viewport: Viewport, kind: str = "color", budget: int | None = None
+) -> MapRender:
+    """:func:`render_map` of a stored dataset's view (NotFoundError, InvalidInput as :func:`view_points`)."""
+    return render_map(view_points(data_dir, query), viewport, kind, budget)
+
+
+def render_record(render: MapRender) -> dict:
+    """A render as plain JSON-ready values: counts, colour scale, notes, and the PNG (base64) or the points."""
+    pts = render.points
+    vp = render.viewport
+    record = {
+        "mode": render.mode,
+        "kind": render.kind,
+        "n_points": render.n_points,
+        "n_drawn": render.n_drawn,
+        "n_molecules": pts.n_molecules,
+        "n_matches": pts.n_matches,
+        "viewport": {"x0": vp.x0, "x1": vp.x1, "y0": vp.y0, "y1": vp.y1, "width": vp.width, "height": vp.height},
+        "scale": render.scale,
+        "notes": list(pts.notes),
+        "image": None,
+        "points": None,
+    }
+    if render.mode == "image":
+        record["image"] = "data:image/png;base64," + base64.b64encode(render.png()).decode()
+    else:
+        idx = render.index
+        c = pts.colors
+        record["points"] = {
+            "id": pts.ids(idx).tolist(),
+            "x": pts.x[idx].tolist(),
+            "y": pts.y[idx].tolist(),
+            "axis": pts.axis[idx].tolist(),
+            "color": (c.codes[idx] if c.kind == "categorical" else c.values[idx]).tolist(),
+            "match": None if pts.highlight is None else pts.highlight[idx].tolist(),
+        }
+    return record
+
+
+def nearest_molecule(data_dir: Path, query: MapQuery, viewport: Viewport, x: float, y: float) -> dict:
+    """The shown point nearest to a click at map point (x, y) within 5 px of ``viewport``'s pixels:
+    {"id", "axis", "x", "y", "distance_px"}, or all None when no point is that close."""
+    pts = view_points(data_dir, query)
+    vp = viewport.checked()
+    i = nearest_point(pts, x, y, vp.pixel_size)
+    if i is None:
+        return {"id": None, "axis": None, "x": None, "y": None, "distance_px": None}
+    sx, sy = vp.pixel_size
+    px, py = float(pts.x[i]), float(pts.y[i])
+    return {
+        "id": str(pts.md.ids[pts.rows[i]]),
+        "axis": int(pts.axis[i]),
+        "x": px,
+        "y": py,
+        "distance_px": float(np.hypot((px - x) / sx, (py - y) / sy)),
+    }
+
+
+def hover_info(data_dir: Path, query: MapQuery, viewport: Viewport, x: float, y: float, kind: str = "color") -> dict:
+    """What the aggregated image of a view shows under map point (x, y): see :func:`pixel_info`
+    ({"count": 0} outside the viewport)."""
+    render = render_view(data_dir, query, viewport, kind, budget=0)
+    return pixel_info(render, x, y) or {"count": 0}

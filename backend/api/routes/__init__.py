@@ -10,6 +10,7 @@ from backend.api.routes import (
     model_audits,
     molecules,
     neighbors,
+    orientation_map,
     orientations,
 )
 
@@ -18,6 +19,7 @@ ROUTERS = [
     datasets.router,
     molecules.router,
     orientations.router,
+    orientation_map.router,
     groups.router,
     neighbors.router,
     canonicalize.router,

@@ -1,0 +1,101 @@
+"""GET /api/datasets/{id}/map (aggregated image or points), /map/nearest (click) and /map/pixel (hover)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Response
+from starlette.concurrency import run_in_threadpool
+
+from backend.api.deps import DataDirDep, DatasetIdPath
+from backend.api.encoded import json_record
+from backend.api.errors import NOT_FOUND
+from backend.api.schemas import MapNearestPublic, MapPixelPublic, MapPublic
+from backend.services import map_raster as svc
+from backend.services.map_view import MapQuery
+
+router = APIRouter(prefix="/datasets/{dataset_id}", tags=["map"])
+X0, X1, Y0, Y1 = svc.FULL_MAP
+
+
+def map_query(
+    dataset_id: DatasetIdPath,
+    axes: Annotated[str, Query(max_length=3, description="Shown axes as digits, e.g. '123' or '1'.")] = "123",
+    color: Annotated[
+        str, Query(max_length=200, description="axis, group, score or prop:<name> (a property of the dataset).")
+    ] = "axis",
+    grouping: Annotated[
+        Literal["scaffold", "formula", "cluster"], Query(description="Groups for color=group and for `group`.")
+    ] = "formula",
+    group: Annotated[str | None, Query(max_length=500, description="Show only this group's molecules.")] = None,
+    smarts: Annotated[
+        str | None, Query(max_length=500, description="Highlight molecules matching this SMARTS.")
+    ] = None,
+    table: Annotated[
+        Literal["original", "control"], Query(description="The stored poses, or the randomly rotated control.")
+    ] = "original",
+) -> MapQuery:
+    return MapQuery(dataset_id, table, axes, color, grouping, group or None, smarts or None)
+
+
+def viewport(
+    x0: Annotated[float, Query(description="Left edge, Mollweide x (the map spans ±2√2).")] = X0,
+    x1: Annotated[float, Query(description="Right edge, Mollweide x.")] = X1,
+    y0: Annotated[float, Query(description="Bottom edge, Mollweide y (the map spans ±√2).")] = Y0,
+    y1: Annotated[float, Query(description="Top edge, Mollweide y.")] = Y1,
+    width: Annotated[int, Query(ge=1, le=svc.MAX_PIXELS, description="Image width in pixels.")] = 800,
+    height: Annotated[int, Query(ge=1, le=svc.MAX_PIXELS, description="Image height in pixels.")] = 400,
+) -> svc.Viewport:
+    return svc.Viewport(x0, x1, y0, y1, width, height)
+
+
+QueryDep = Annotated[MapQuery, Depends(map_query)]
+ViewportDep = Annotated[svc.Viewport, Depends(viewport)]
+KindQuery = Annotated[
+    Literal["color", "density"], Query(description="color: the view's colours; density: points relative to uniform.")
+]
+PNG = {200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}}
+
+
+@router.get("/map", response_model=MapPublic, responses={**NOT_FOUND, **PNG})
+async def orientation_map(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    vp: ViewportDep,
+    kind: KindQuery = "color",
+    format: Annotated[
+        Literal["json", "png"], Query(description="json: image or points by the point budget; png: always the image.")
+    ] = "json",
+):
+    """The orientation map of a view in a viewport: an aggregated image above the point budget, else the points."""
+    if format == "png":
+        render = await run_in_threadpool(svc.render_view, data_dir, query, vp, kind, 0)
+        headers = {"X-Map-Points": str(render.n_points), "X-Map-Drawn": str(render.n_drawn)}
+        return Response(await run_in_threadpool(render.png), media_type="image/png", headers=headers)
+    render = await run_in_threadpool(svc.render_view, data_dir, query, vp, kind)
+    return json_record(await run_in_threadpool(svc.render_record, render))
+
+
+@router.get("/map/nearest", response_model=MapNearestPublic, responses=NOT_FOUND)
+async def nearest(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    vp: ViewportDep,
+    x: Annotated[float, Query(description="Click position, Mollweide x.")],
+    y: Annotated[float, Query(description="Click position, Mollweide y.")],
+):
+    """The shown point nearest to a click within 5 pixels of the viewport's pixel grid (all null if none)."""
+    return json_record(await run_in_threadpool(svc.nearest_molecule, data_dir, query, vp, x, y))
+
+
+@router.get("/map/pixel", response_model=MapPixelPublic, responses=NOT_FOUND)
+async def pixel(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    vp: ViewportDep,
+    x: Annotated[float, Query(description="Cursor position, Mollweide x.")],
+    y: Annotated[float, Query(description="Cursor position, Mollweide y.")],
+    kind: KindQuery = "color",
+):
+    """What the aggregated image shows under the cursor: point count and dominant category or mean value."""
+    return json_record(await run_in_threadpool(svc.hover_info, data_dir, query, vp, x, y, kind))

@@ -1,0 +1,91 @@
+"""GET /api/datasets/{id}/map, /map/nearest and /map/pixel over real HTTP."""
+
+from __future__ import annotations
+
+import base64
+from io import BytesIO
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from backend.services.map_data import load_map_data
+
+
+def _png(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(BytesIO(data)))
+
+
+def test_below_the_budget_the_map_is_the_real_points(client, api_data):
+    body = client.get("/api/datasets/qm9/map").json()
+    md = load_map_data(api_data, "qm9")
+    assert body["mode"] == "points" and body["image"] is None
+    assert body["n_points"] == 3 * md.n_molecules and body["n_drawn"] == md.n_molecules
+    pts = body["points"]
+    assert len(pts["id"]) == body["n_points"] and set(pts["id"]) == set(md.ids.tolist())
+    row = md.row_of(pts["id"][0])
+    assert pts["x"][0] == pytest.approx(float(md.x[row, pts["axis"][0] - 1]))
+    assert body["scale"]["kind"] == "categorical" and len(body["scale"]["labels"]) == 3
+
+
+def test_above_the_budget_the_map_is_an_image_of_the_viewport(client, monkeypatch):
+    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "100")
+    body = client.get("/api/datasets/qm9/map", params={"width": 300, "height": 150, "color": "score"}).json()
+    assert body["mode"] == "image" and body["points"] is None
+    assert body["image"].startswith("data:image/png;base64,")
+    image = _png(base64.b64decode(body["image"].split(",", 1)[1]))
+    assert image.shape == (150, 300, 4) and image[..., 3].any()
+    assert body["scale"]["kind"] == "continuous" and body["scale"]["cmin"] < body["scale"]["cmax"]
+
+
+def test_png_is_always_the_image_with_counts_in_headers(client, api_data):
+    r = client.get("/api/datasets/qm9/map", params={"format": "png", "width": 64, "height": 32, "axes": "1"})
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    md = load_map_data(api_data, "qm9")
+    assert _png(r.content).shape == (32, 64, 4)
+    assert int(r.headers["x-map-points"]) == md.n_molecules == int(r.headers["x-map-drawn"])
+
+
+def test_a_click_on_a_point_finds_its_molecule_and_a_click_on_nothing_finds_none(client, api_data):
+    md = load_map_data(api_data, "qm9")
+    row = 17
+    x, y = float(md.x[row, 0]), float(md.y[row, 0])
+    body = client.get("/api/datasets/qm9/map/nearest", params={"x": x, "y": y, "axes": "1"}).json()
+    assert body["id"] == md.ids[row] and body["axis"] == 1 and body["distance_px"] == pytest.approx(0.0, abs=1e-3)
+    empty = client.get("/api/datasets/qm9/map/nearest", params={"x": 2.8, "y": 1.4}).json()
+    assert empty == {"id": None, "axis": None, "x": None, "y": None, "distance_px": None}
+
+
+def test_hover_over_the_image_reports_the_pixel(client, api_data):
+    md = load_map_data(api_data, "qm9")
+    x, y = float(md.x[5, 0]), float(md.y[5, 0])
+    body = client.get("/api/datasets/qm9/map/pixel", params={"x": x, "y": y}).json()
+    assert body["count"] >= 1 and body["dominant"].startswith("axis")
+    density = client.get("/api/datasets/qm9/map/pixel", params={"x": x, "y": y, "kind": "density"}).json()
+    assert density["count"] == body["count"] and density["ratio"] > 0
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        ("map", {"x0": 1, "x1": 0}, "x1"),
+        ("map", {"width": 0}, "width"),
+        ("map", {"height": 5000}, "height"),
+        ("map", {"axes": "4"}, "axes"),
+        ("map", {"color": "prop:nonsense"}, "color"),
+        ("map", {"kind": "heat"}, "kind"),
+        ("map", {"grouping": "element"}, "grouping"),
+        ("map", {"smarts": "C(("}, "smarts"),
+        ("map/nearest", {"y": 0}, "x"),
+        ("map/pixel", {"x": "left", "y": 0}, "x"),
+    ],
+)
+def test_bad_input_is_422_naming_the_parameter(client, path, params, field):
+    r = client.get(f"/api/datasets/qm9/{path}", params=params)
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["query", field]
+
+
+def test_unknown_dataset_is_404(client):
+    r = client.get("/api/datasets/nosuch/map")
+    assert r.status_code == 404 and "nosuch" in r.json()["detail"]

@@ -1,0 +1,68 @@
+"""A map view resolved to its points: axes, group filter, colours and SMARTS matches on the toy set."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backend.services.errors import InvalidInput
+from backend.services.map_data import load_map_data
+from backend.services.map_view import MapQuery, view_points
+from tests.services.conftest import TOY_IDS, TOY_SCORES
+
+
+def test_the_default_view_shows_every_axis_of_every_molecule(toy_dir):
+    pts = view_points(toy_dir, MapQuery("toy"))
+    md = load_map_data(toy_dir, "toy")
+    assert pts.size == 3 * len(TOY_IDS) and np.bincount(pts.rows).tolist() == [3] * len(TOY_IDS)
+    np.testing.assert_array_equal(pts.x, md.x[pts.rows, pts.axis - 1])
+    np.testing.assert_array_equal(pts.y, md.y[pts.rows, pts.axis - 1])
+    assert pts.colors.kind == "categorical" and pts.colors.title == "axis"
+    np.testing.assert_array_equal(pts.colors.codes, pts.axis - 1)
+    assert pts.highlight is None and pts.n_molecules == len(TOY_IDS)
+    assert view_points(toy_dir, MapQuery("toy")) is pts  # cached
+
+
+def test_axes_and_group_filter_select_points(toy_dir):
+    pts = view_points(toy_dir, MapQuery("toy", axes="13", group="X"))
+    assert set(pts.axis.tolist()) == {1, 3}
+    assert sorted(set(pts.ids(np.arange(pts.size)).tolist())) == ["a1", "a2", "a3", "a4"]
+    assert pts.size == 8 and pts.n_molecules == 4
+
+
+def test_colour_by_group_score_and_property(toy_dir):
+    groups = view_points(toy_dir, MapQuery("toy", color="group"))
+    label_of = dict(zip(TOY_IDS, ["H2O", "CO2", "CH4", "C6H6", "X", "X", "X", "X"], strict=True))
+    for i in range(groups.size):
+        shown = groups.colors.labels[groups.colors.codes[i]]
+        assert shown.startswith(f"formula {label_of[groups.md.ids[groups.rows[i]]]} (")
+    score = view_points(toy_dir, MapQuery("toy", color="score"))
+    np.testing.assert_allclose(score.colors.values, np.array(TOY_SCORES)[score.rows], rtol=1e-6)
+    assert score.colors.kind == "continuous" and score.colors.lo < score.colors.hi
+    energy = view_points(toy_dir, MapQuery("toy", color="prop:energy"))
+    np.testing.assert_allclose(energy.colors.values, energy.rows - 3.0)
+    assert energy.colors.title == "energy (eV)"
+
+
+def test_smarts_marks_matching_molecules(toy_dir):
+    pts = view_points(toy_dir, MapQuery("toy", smarts="[OX1,OX2]"))
+    assert pts.n_matches == 2  # water and CO2
+    assert sorted(set(pts.ids(np.flatnonzero(pts.highlight)).tolist())) == ["co2", "water"]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        (MapQuery("toy", axes="14"), "axes"),
+        (MapQuery("toy", axes=""), "axes"),
+        (MapQuery("toy", color="rainbow"), "color"),
+        (MapQuery("toy", color="prop:mass"), "color"),
+        (MapQuery("toy", table="copy"), "table"),
+        (MapQuery("toy", grouping="element"), "grouping"),
+        (MapQuery("toy", smarts="C(("), "smarts"),
+    ],
+)
+def test_a_bad_query_names_the_field(toy_dir, query, field):
+    with pytest.raises(InvalidInput) as err:
+        view_points(toy_dir, query)
+    assert err.value.loc == ("query", field)
