@@ -6,6 +6,7 @@ import pytest
 
 from backend.server import _warm
 from backend.services.cache import get_view
+from backend.services.map_raster import _nearest, _region_stats
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 
@@ -16,6 +17,7 @@ def test_warming_loads_the_store_then_freezes_it_out_of_garbage_collection(api_d
         view = get_view(api_data, "qm9")  # the warmed view, from the read cache
         assert gc.is_tracked(view)
         assert gc.get_freeze_count() > 0
+        assert _region_stats.signatures and _nearest.signatures  # the map kernels were compiled
         # Frozen objects are in no generation, so no later collection walks them.
         assert not any(o is view for o in gc.get_objects())
         late = [view]  # made after the freeze: collected as usual

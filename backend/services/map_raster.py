@@ -35,12 +35,10 @@ from __future__ import annotations
 import base64
 import importlib
 import io
-import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import cachetools
 import numba
 import numpy as np
 import pandas as pd
@@ -48,8 +46,10 @@ from PIL import Image
 
 from backend.core.settings import map_point_budget
 from backend.science.sphere import SQRT2
+from backend.services.bytecache import shared_cache
 from backend.services.errors import InvalidInput
 from backend.services.map_view import HIGHLIGHT, OTHER_GREY, MapPoints, MapQuery, view_points
+
 
 class _OnFirstUse:
     """A module imported when first used: importing datashader takes about 1.5 s, which the API,
@@ -78,7 +78,6 @@ CLICK_RADIUS_PX = 5.0
 CIVIDIS = ("#00224e", "#123570", "#3b496c", "#575d6d", "#707173", "#8a8678", "#a59c74", "#c3b369", "#e1cc55", "#fee838")
 FULL_MAP = (-2 * SQRT2, 2 * SQRT2, -SQRT2, SQRT2)
 _ELLIPSE_AREA = np.pi * 2 * SQRT2 * SQRT2
-RENDER_CACHE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -158,8 +157,8 @@ class MapRender:
     ratio: np.ndarray | None = None
     index: np.ndarray | None = None
 
-    @property
-    def nbytes(self) -> int:
+    def cache_nbytes(self) -> int:
+        """Bytes of the image and aggregates (the view's points are cached on their own)."""
         arrays = (self.rgba, self.counts, self.dominant, self.mean, self.matches, self.ratio, self.index)
         return sum(a.nbytes for a in arrays if a is not None)
 
@@ -336,8 +335,7 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
     vp = viewport.checked()
     budget = map_point_budget() if budget is None else budget
     key = (id(points), vp, kind, budget)
-    with _render_lock:
-        hit = _renders.get(key)
+    hit = shared_cache().get("map_render", key)
     if hit is not None and hit.points is points:
         return hit
     n_points, n_drawn = region_stats(points, vp)
@@ -354,13 +352,8 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
         scale = _scale(points, kind, out)
         out.pop("density_max", None)
         render = MapRender(points, vp, kind, "image", n_points, n_drawn, scale, rgba=rgba, **out)
-    with _render_lock:
-        _renders[key] = render
+    shared_cache().put("map_render", key, render)
     return render
-
-
-_renders: cachetools.LRUCache = cachetools.LRUCache(maxsize=RENDER_CACHE_BYTES, getsizeof=lambda r: max(r.nbytes, 1))
-_render_lock = threading.Lock()
 
 
 def pixel_info(render: MapRender, x: float, y: float) -> dict | None:

@@ -3,8 +3,8 @@
 The map, its server-side image (:mod:`backend.services.map_raster`) and the
 nearest-point lookup all resolve a view through :func:`view_points`, so a
 pixel, a click and a drawn point always refer to the same set of points.
-Resolved views are kept in an LRU bounded in bytes (at 30M points a view holds
-about 400 MB of arrays).
+Resolved views are kept in the process's byte-bounded cache
+(:mod:`backend.services.bytecache`; at 30M points a view holds about 400 MB).
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import cachetools
 import numpy as np
 
-from backend.services import molecules as molecule_service
+from backend.services import grouping
+from backend.services.bytecache import shared_cache
 from backend.services.cache import get_view
 from backend.services.errors import InvalidInput
 from backend.services.map_data import AXES, TABLES, MapData, load_map_data
+from backend.services.molecules import match_smarts
 
 # Okabe & Ito (2008) colour-blind-safe palette; grey for "everything else".
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -31,7 +32,6 @@ HIGHLIGHT = "#D55E00"
 AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
 N_GROUP_COLORS = 7
 COLOR_KINDS = ("axis", "group", "score", "prop:<name>")
-VIEW_CACHE_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class MapQuery:
 
     axes : digits of the shown axes ("123", "1", "13", ...); color : axis | group | score | prop:<name>;
     grouping : scaffold | formula | cluster (for colour by group and the group filter);
-    group : keep only this group's molecules; smarts : highlight the molecules matching it.
+    group : keep only this group's molecules (its code or label); smarts : highlight the molecules matching it.
     """
 
     dataset: str
@@ -59,7 +59,7 @@ class MapQuery:
             raise InvalidInput(f"axes {self.axes!r}: expected digits from 1, 2, 3, e.g. '123'", ("query", "axes"))
         if self.color not in ("axis", "group", "score") and not (self.color.startswith("prop:") and self.color[5:]):
             raise InvalidInput(f"unknown colour {self.color!r}; expected one of {COLOR_KINDS}", ("query", "color"))
-        molecule_service.check_group_kind(self.grouping, "grouping")
+        grouping.check_group_kind(self.grouping, "grouping")
         return self
 
     @property
@@ -123,10 +123,11 @@ class MapPoints:
     def size(self) -> int:
         return int(self.x.size)
 
-    @property
-    def nbytes(self) -> int:
+    def cache_nbytes(self) -> int:
+        """Bytes of this view's own arrays and derived frames (the shared map data is cached on its own)."""
         extra = self.highlight.nbytes if self.highlight is not None else 0
-        return self.x.nbytes + self.y.nbytes + self.rows.nbytes + self.axis.nbytes + self.colors.nbytes + extra
+        own = self.x.nbytes + self.y.nbytes + self.rows.nbytes + self.axis.nbytes + self.colors.nbytes + extra
+        return 2 * own  # the aggregation frame (categorical codes, matches) built from them on first use
 
     @cached_property
     def bounds(self) -> tuple[float, float, float, float]:
@@ -140,25 +141,32 @@ class MapPoints:
         return self.md.ids[self.rows[idx]]
 
 
-def _group_codes(data_dir: Path, dataset_id: str, grouping: str):
-    """(colour code per molecule, labels, colours) of the largest groups, or None; once per stored result."""
+def _group_codes(data_dir: Path, dataset_id: str, by: str):
+    """(colour code per molecule, labels, colours) of the largest groups, or None; once per stored result.
+
+    The :data:`N_GROUP_COLORS` largest groups get their own colour; all other molecules,
+    those in no group included, share "other groups".
+    """
     view = get_view(data_dir, dataset_id)
 
     def build():
-        labels = molecule_service.group_ids(view).get(grouping)
-        if labels is None:
+        codes = grouping.group_ids(view).get(by)
+        if codes is None:
             return None
-        names, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
+        known = ~np.asarray([c is None for c in codes])
+        names, inverse, counts = np.unique(codes[known].astype(str), return_inverse=True, return_counts=True)
         top = np.argsort(-counts, kind="stable")[:N_GROUP_COLORS]
         code_of = np.full(len(names), len(top), np.uint8)
         code_of[top] = np.arange(len(top), dtype=np.uint8)
-        lab = [f"{grouping} {names[t]} ({counts[t]})" for t in top]
+        per_molecule = np.full(codes.size, len(top), np.uint8)
+        per_molecule[known] = code_of[inverse]
+        lab = [f"{by} {grouping.group_label(view, by, names[t])} ({counts[t]})" for t in top]
         cols = list(OKABE_ITO[: len(top)])
-        if len(names) > len(top):
+        if len(names) > len(top) or not known.all():
             lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
-        return code_of[inverse], tuple(lab), tuple(cols)
+        return per_molecule, tuple(lab), tuple(cols)
 
-    return view.extra(f"map_group_codes:{grouping}", build)
+    return view.extra(f"map_group_codes:{by}", build)
 
 
 def _robust_range(values: np.ndarray) -> tuple[float, float]:
@@ -202,19 +210,20 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
     md = load_map_data(data_dir, q.dataset, q.table)
     notes: list[str] = []
     mask = None
+    view = get_view(data_dir, q.dataset)
     if q.group:
-        labels = molecule_service.group_ids(get_view(data_dir, q.dataset)).get(q.grouping)
-        if labels is None:
+        if q.grouping not in grouping.group_ids(view):
             notes.append(f"{q.grouping} groups are not computed; the group filter is ignored")
         else:
-            mask = labels.astype(str) == str(q.group)
-            if not mask.any():
-                notes.append(f"no molecule is in {q.grouping} group {q.group!r}")
+            mask = np.asarray(grouping.group_rows(view, q.grouping, q.group), bool)
     rows, axis = md.points(q.shown_axes, mask)
     x, y = md.xy(rows, axis)
     highlight, n_matches = None, None
     if q.smarts:
-        match = molecule_service._smarts_mask(get_view(data_dir, q.dataset), q.smarts)
+        found = match_smarts(view, q.smarts)
+        if not found.complete:
+            notes.append(f"the SMARTS search stopped after {found.n_scanned:,} of {len(view):,} molecules")
+        match = found.mask
         n_matches = int(match.sum() if mask is None else (match & mask).sum())
         highlight = match[rows]
     n_molecules = md.n_molecules if mask is None else int(mask.sum())
@@ -222,21 +231,14 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
     return MapPoints(q, md, x, y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes))
 
 
-_views: cachetools.LRUCache = cachetools.LRUCache(maxsize=VIEW_CACHE_BYTES, getsizeof=lambda v: max(v.nbytes, 1))
-_lock = threading.Lock()
-
-
 def view_points(data_dir: Path, query: MapQuery) -> MapPoints:
     """The points of a view (cached; InvalidInput for a malformed query, NotFoundError for an unknown dataset)."""
     q = query.checked()
     md = load_map_data(data_dir, q.dataset, q.table)
     key = (str(data_dir), id(md), q)
-    with _lock:
-        hit = _views.get(key)
+    hit = shared_cache().get("map_points", key)
     if hit is not None and hit.md is md:  # the id of a dropped MapData may be reused
         return hit
     points = _resolve(data_dir, q)
-    with _lock:
-        if points.nbytes <= VIEW_CACHE_BYTES:
-            _views[key] = points
+    shared_cache().put("map_points", key, points)
     return points

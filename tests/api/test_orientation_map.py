@@ -89,3 +89,8 @@ def test_bad_input_is_422_naming_the_parameter(client, path, params, field):
 def test_unknown_dataset_is_404(client):
     r = client.get("/api/datasets/nosuch/map")
     assert r.status_code == 404 and "nosuch" in r.json()["detail"]
+
+
+def test_an_unknown_parameter_is_422_listing_the_accepted_ones(client):
+    r = client.get("/api/datasets/qm9/map/nearest", params={"x": 0, "y": 0, "zoom": 2})
+    assert r.status_code == 422 and "x0" in r.json()["detail"][0]["msg"]

@@ -60,6 +60,7 @@ def test_smarts_marks_matching_molecules(toy_dir):
         (MapQuery("toy", table="copy"), "table"),
         (MapQuery("toy", grouping="element"), "grouping"),
         (MapQuery("toy", smarts="C(("), "smarts"),
+        (MapQuery("toy", group="nosuch"), "group"),
     ],
 )
 def test_a_bad_query_names_the_field(toy_dir, query, field):
