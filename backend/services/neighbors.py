@@ -40,40 +40,44 @@ def pose_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]
     return out
 
 
-def _fingerprints(view: DatasetView) -> np.ndarray:
-    """(n, n_bytes) uint8 packed fingerprints aligned with the view (NotComputed if the chemistry stage is absent)."""
-
-    def build():
-        df = view.aligned_table(*CHEMISTRY_FINGERPRINTS)
-        if df is None:
-            return None
-        cols = [c for c in df.columns if c != "id"]
-        if len(cols) != 1:
-            values = df[cols].fillna(0)
-            if all(pd.api.types.is_bool_dtype(values[c]) for c in cols):  # one column per bit
-                return np.packbits(values.to_numpy(bool), axis=1)
-            # packed 64-bit words (fp00, fp01, ...); bit order does not matter for Tanimoto
-            return np.ascontiguousarray(values.to_numpy(np.uint64)).view(np.uint8)
-        values = list(df[cols[0]])
-        first = next((v for v in values if v is not None), b"")
-        if isinstance(first, bytes | bytearray):  # already packed bits
-            width = len(first)
-            return np.stack(
-                [np.frombuffer(v, np.uint8) if v is not None else np.zeros(width, np.uint8) for v in values]
-            )
+def _fingerprint_bytes(view: DatasetView) -> np.ndarray | None:
+    """(n, n_bytes) uint8 packed fingerprints aligned with the view (None if the chemistry stage is absent)."""
+    df = view.aligned_table(*CHEMISTRY_FINGERPRINTS)
+    if df is None:
+        return None
+    cols = [c for c in df.columns if c != "id"]
+    if len(cols) != 1:
+        values = df[cols].fillna(0)
+        if all(pd.api.types.is_bool_dtype(values[c]) for c in cols):  # one column per bit
+            return np.packbits(values.to_numpy(bool), axis=1)
+        # packed 64-bit words (fp00, fp01, ...); bit order does not matter for Tanimoto
+        return np.ascontiguousarray(values.to_numpy(np.uint64)).view(np.uint8)
+    values = list(df[cols[0]])
+    first = next((v for v in values if v is not None), b"")
+    if isinstance(first, bytes | bytearray):  # already packed bits
         width = len(first)
-        return np.packbits(
-            np.stack([np.asarray(v if v is not None else np.zeros(width), dtype=bool) for v in values]), axis=1
-        )
-
-    fps = view.extra("fingerprints", build)
-    if fps is None:
-        raise NotComputed(f"dataset {view.dataset_id!r} has no fingerprints: the chemistry stage has not been computed")
-    return fps
+        return np.stack([np.frombuffer(v, np.uint8) if v is not None else np.zeros(width, np.uint8) for v in values])
+    width = len(first)
+    return np.packbits(
+        np.stack([np.asarray(v if v is not None else np.zeros(width), dtype=bool) for v in values]), axis=1
+    )
 
 
 def _tanimoto_index(view: DatasetView) -> TanimotoIndex:
-    return view.extra("tanimoto_index", lambda: TanimotoIndex(words_from_bytes(_fingerprints(view))))
+    """The view's Tanimoto index (NotComputed if the chemistry stage is absent).
+
+    Only the index is kept: it holds the packed words, so a second copy of the
+    fingerprints would only double the memory (~33 MB for QM9).
+    """
+
+    def build():
+        fps = _fingerprint_bytes(view)
+        return None if fps is None else TanimotoIndex(words_from_bytes(fps))
+
+    index = view.extra("tanimoto_index", build)
+    if index is None:
+        raise NotComputed(f"dataset {view.dataset_id!r} has no fingerprints: the chemistry stage has not been computed")
+    return index
 
 
 def chemistry_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
