@@ -15,6 +15,8 @@ from dash.development.base_component import Component
 from fastapi import FastAPI
 
 from app import data, ids, panels
+from app.audit_panel import audit_section, register_audit
+from app.audit_panel import first_view_props as audit_first_view
 from app.compat import dispatch_in_threads, install_answer_encoder
 from app.figures import angle_histogram_figure, message_figure
 from app.initial_view import (
@@ -233,6 +235,7 @@ def build_layout(read_only: bool) -> html.Div:
                 ],
                 className="panel",
             ),
+            audit_section(read_only),
             _groups_section(),
             _compare_section(),
             html.Footer(
@@ -331,6 +334,7 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     props[ids.SELECTED_RING] = {"data": panels.ring_points(data_dir, drawn, st.molecule)}
     props[ids.MOLECULE_EXTRA] = {"children": panels.neighbour_lists(data_dir, drawn, st.molecule)}
     props[ids.GROUP_SPEC] = {"data": panels.group_members_spec(data_dir, drawn)}
+    props.update(audit_first_view(data_dir, st.dataset))
     return props
 
 
@@ -393,6 +397,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     server.add_middleware(DashRequestGuard, dash_app=app)
     server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
     _register(app, data_dir)
+    register_audit(app, data_dir, read_only, guarded(app.callback))
     dispatch_in_threads(server, app.config.routes_pathname_prefix)
     install_answer_encoder()
     if not read_only:

@@ -12,6 +12,7 @@ import numpy as np
 
 from backend.core.errors import DatasetError, OrientScopeError
 from backend.services import groups as group_service
+from backend.services import model_audits as audit_service
 from backend.services import molecules as molecule_service
 from backend.services import neighbors as neighbor_service
 from backend.services.bytecache import shared_cache
@@ -87,3 +88,17 @@ def list_groups(data_dir: Path, dataset_id: str, grouping: str, limit: int) -> l
         return group_service.list_groups(data_dir, dataset_id, by=grouping, limit=limit)["groups"]
     except NotComputed:
         return None
+
+
+def list_audits(data_dir: Path, dataset_id: str) -> list[dict]:
+    """The dataset's model audits (done, queued, running or failed), oldest first."""
+    return audit_service.list_audits(data_dir, dataset_id)
+
+
+def get_audit(data_dir: Path, dataset_id: str, audit_id: str) -> dict:
+    return audit_service.get_audit(data_dir, dataset_id, audit_id)
+
+
+def prediction_shift(data_dir: Path, dataset_id: str, audit_id: str, prop: str) -> np.ndarray:
+    """(n,) each molecule's prediction shift in an audit, in map row order; NaN outside the audit."""
+    return audit_service.prediction_shift(data_dir, dataset_id, audit_id, prop, get_view(data_dir, dataset_id).ids)

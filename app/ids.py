@@ -54,6 +54,20 @@ COMPARE_B = "compare-b"
 COMPARE_BODY = "compare-body"
 NEIGHBOUR = "neighbour"  # the "type" of the pattern-matched neighbour buttons
 
+# model audit
+AUDIT_FILE = "audit-file"
+AUDIT_DROP = "audit-drop-text"
+AUDIT_NAME = "audit-name"
+AUDIT_TOKEN = "audit-token"
+AUDIT_SUBMIT = "audit-submit"
+AUDIT_STATUS = "audit-status"
+AUDIT_JOB = "audit-job"
+AUDIT_POLL = "audit-poll"
+AUDIT_DONE = "audit-done"
+AUDIT_SELECT = "audit-select"
+AUDIT_TABLE = "audit-table"
+AUDIT_TEXT = "audit-text"
+
 # Where each URL field of the view state is shown: field -> (component id, property).
 CONTROL_OF = {
     "dataset": (DATASET, "value"),

@@ -124,12 +124,19 @@ def dataset_options(data_dir: Path) -> tuple[list[dict], list[str]]:
 
 
 def color_options(data_dir: Path, dataset: str | None) -> list[dict]:
-    """Colour choices for a dataset: the fixed ones plus one per stored property."""
+    """Colour choices for a dataset: the fixed ones, one per stored property, and the prediction shift
+    of each property of each finished model audit."""
     try:
         props = data.property_names(data_dir, dataset) if dataset else []
+        audits = [a for a in data.list_audits(data_dir, dataset) if a["state"] == "done"] if dataset else []
     except data.OrientScopeError:
-        props = []
-    return BASE_COLOR_OPTIONS + [{"label": f"property: {p}", "value": f"prop:{p}"} for p in props]
+        props, audits = [], []
+    shifts = [
+        {"label": f"prediction shift: {a['name']} · {p}", "value": f"shift:{a['id']}:{p}"}
+        for a in audits
+        for p in a.get("verdicts", {})
+    ]
+    return BASE_COLOR_OPTIONS + [{"label": f"property: {p}", "value": f"prop:{p}"} for p in props] + shifts
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,17 @@ def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows
         else:
             unit = data.property_units(data_dir, dataset_id).get(name)
             return ColorSpec("continuous", values[rows].astype(np.float32), title=f"{name} ({unit})" if unit else name)
+    elif color.startswith("shift:"):
+        audit_id, _, name = color[6:].partition(":")
+        try:
+            values = data.prediction_shift(data_dir, dataset_id, audit_id, name)
+        except data.OrientScopeError as err:
+            notes.append(str(err))
+        else:
+            title = f"prediction shift: {name}"
+            return ColorSpec("continuous", values[rows].astype(np.float32), title=title)  # NaN (grey): not audited
     elif color != "axis":
-        notes.append(f"unknown colour {color!r}; expected axis, group, score or prop:<name>")
+        notes.append(f"unknown colour {color!r}; expected axis, group, score, prop:<name> or shift:<audit>:<name>")
     codes = (axes - 1).astype(np.uint8)
     return ColorSpec("categorical", codes, [AXIS_NAMES[a] for a in (1, 2, 3)], OKABE_ITO[:3], title="axis")
 

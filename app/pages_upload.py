@@ -24,31 +24,14 @@ _SUBMIT = """
 async function(n_clicks, contents, filename, name, format, strict, token) {
     if (!n_clicks) { return window.dash_clientside.no_update; }
     if (!contents) { return {error: "Choose a file first."}; }
-    // Decode the data URL by hand: the page's CSP (connect-src 'self') forbids fetch("data:...").
-    const binary = atob(contents.slice(contents.indexOf(",") + 1));
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) { bytes[i] = binary.charCodeAt(i); }
-    const blob = new Blob([bytes]);
-    const form = new FormData();
-    form.append("file", blob, filename || "upload");
-    form.append("name", (name || filename || "").trim());
-    form.append("format", format || "auto");
-    form.append("strict", strict && strict.length ? "true" : "false");
-    const headers = token ? {"Authorization": "Bearer " + token} : {};
-    let response;
-    try {
-        response = await fetch("/api/datasets", {method: "POST", body: form, headers: headers});
-    } catch (err) {
-        return {error: "Upload failed: " + err};
-    }
-    let body = {};
-    try { body = await response.json(); } catch (err) { body = {detail: response.statusText}; }
-    if (response.status !== 202) {
-        const detail = typeof body.detail === "string" ? body.detail
-            : (body.detail || []).map(d => d.msg).join("; ");
-        return {error: "Refused (" + response.status + "): " + detail};
-    }
-    return {job_id: body.job_id, dataset_id: body.dataset_id};
+    const fields = {
+        name: (name || filename || "").trim(),
+        format: format || "auto",
+        strict: strict && strict.length ? "true" : "false",
+    };
+    const sent = await window.dash_clientside.orientscope.postUpload(
+        "/api/datasets", contents, filename || "upload", fields, token);
+    return sent.error ? sent : {job_id: sent.body.job_id, dataset_id: sent.body.dataset_id};
 }
 """
 

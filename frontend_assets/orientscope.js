@@ -219,7 +219,37 @@
     return format;
   }
 
+  // POST a dcc.Upload's file and text fields as multipart to the REST API (the upload page and the
+  // model audit): {body} on 202, else {error} naming the refusal.
+  async function postUpload(path, contents, filename, fields, token) {
+    // Decode the data URL by hand: the page's CSP (connect-src 'self') forbids fetch("data:...").
+    var binary = atob(contents.slice(contents.indexOf(",") + 1));
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) { bytes[i] = binary.charCodeAt(i); }
+    var form = new FormData();
+    form.append("file", new Blob([bytes]), filename);
+    Object.keys(fields).forEach(function (k) { form.append(k, fields[k]); });
+    var headers = token ? { "Authorization": "Bearer " + token } : {};
+    var response;
+    try {
+      response = await fetch(path, { method: "POST", body: form, headers: headers });
+    } catch (err) {
+      return { error: "Upload failed: " + err };
+    }
+    var body = {};
+    try { body = await response.json(); } catch (err) { body = { detail: response.statusText }; }
+    if (response.status !== 202) {
+      var detail = typeof body.detail === "string" ? body.detail
+        : (body.detail || []).map(function (d) { return d.msg; }).join("; ");
+      return { error: "Refused (" + response.status + "): " + detail };
+    }
+    return { body: body };
+  }
+
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
-    orientscope: { renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap }
+    orientscope: {
+      renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap,
+      postUpload: postUpload
+    }
   });
 })();

@@ -133,3 +133,14 @@ return gd._fullData.map(t => ({kind: t.meta && t.meta.kind, n: t._length === und
 def map_traces(driver, with_arrays: bool = False):
     """Traces of the drawn map: kind (from meta), number of drawn points, and optionally x/y/colour arrays."""
     return driver.execute_script(MAP_JS, with_arrays)
+
+
+def wait_until(predicate, timeout_s: float = 120.0):
+    """The first truthy value of ``predicate()``, polled every 0.25 s (AssertionError after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError("timed out")

@@ -20,6 +20,17 @@ def base_url(qm9_store):
 
 
 @pytest.fixture(scope="module")
+def writable_url(qm9_store, tmp_path_factory):
+    """The dashboard over a private copy of the store, for tests that upload."""
+    import shutil
+
+    data_dir = tmp_path_factory.mktemp("writable") / "data"
+    shutil.copytree(qm9_store, data_dir)
+    with serve(data_dir) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
 def download_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("downloads")
 

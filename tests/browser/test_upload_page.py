@@ -3,48 +3,27 @@
 from __future__ import annotations
 
 import json
-import shutil
-import time
 import urllib.request
 
 import numpy as np
-import pytest
 from selenium.webdriver.common.by import By
 
 from backend.loaders.extxyz import write_extxyz
-from tests.browser.chrome import serve, severe_console
-
-
-@pytest.fixture(scope="module")
-def writable_url(qm9_store, tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("upload-page") / "data"
-    shutil.copytree(qm9_store, data_dir)
-    with serve(data_dir) as url:
-        yield url
-
-
-def _wait_for(predicate, timeout_s: float = 120.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError("timed out")
+from tests.browser.chrome import serve, severe_console, wait_until
 
 
 def test_upload_runs_the_pipeline_with_a_progress_bar(driver, writable_url, qm9_small, tmp_path):
     path = tmp_path / "page.extxyz"
     write_extxyz(path, qm9_small.subset(np.arange(80)))
     driver.get(f"{writable_url}/upload")
-    page = _wait_for(lambda: driver.find_elements(By.ID, "upload-page"))[0]
-    _wait_for(page.is_displayed)
-    _wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#upload-file input[type=file]"))[0].send_keys(str(path))
-    _wait_for(lambda: "page.extxyz" in driver.find_element(By.ID, "upload-drop-text").text)
+    page = wait_until(lambda: driver.find_elements(By.ID, "upload-page"))[0]
+    wait_until(page.is_displayed)
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#upload-file input[type=file]"))[0].send_keys(str(path))
+    wait_until(lambda: "page.extxyz" in driver.find_element(By.ID, "upload-drop-text").text)
     driver.find_element(By.ID, "upload-name").send_keys("From the page")
     driver.find_element(By.ID, "upload-submit").click()
     status = driver.find_element(By.ID, "upload-status")
-    _wait_for(lambda: status.text.startswith(("done", "failed")))
+    wait_until(lambda: status.text.startswith(("done", "failed")))
     assert status.text.startswith("done"), status.text
     assert driver.find_element(By.ID, "upload-progress").get_attribute("value") == "100"
     link = driver.find_element(By.ID, "upload-open")
@@ -58,6 +37,6 @@ def test_upload_runs_the_pipeline_with_a_progress_bar(driver, writable_url, qm9_
 def test_upload_page_is_absent_when_read_only(driver, qm9_store):
     with serve(qm9_store, read_only=True) as url:
         driver.get(f"{url}/upload")
-        _wait_for(lambda: driver.find_elements(By.ID, "verdict"))
+        wait_until(lambda: driver.find_elements(By.ID, "verdict"))
         assert driver.find_elements(By.ID, "upload-page") == []
         assert not driver.find_element(By.ID, "upload-link").is_displayed()

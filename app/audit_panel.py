@@ -1,0 +1,256 @@
+"""The "Model audit" section: upload a model's predictions, and read its audit beside the regression.
+
+What a model *could* take from the pose (the dataset's orientation-only
+regression) sits in the same table row as what this model *did* (its
+reliance on the pose). Like the upload page, the browser posts the file to
+the REST API itself (``POST /api/datasets/{id}/model-audits``) and follows the
+audit there, so the same size limit, token and read-only rules apply and no
+science runs in a callback; the upload box is left out on a read-only server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dash
+from dash import Input, Output, State, dash_table, dcc, html
+
+from app import data, ids
+from app.initial_view import color_options
+
+MAX_BROWSER_UPLOAD_BYTES = 200 * 1024 * 1024  # larger files: use `orientscope audit-model`
+POLL_MS = 700
+COLUMNS = (
+    ("property", "property"),
+    ("split", "split"),
+    ("n", "molecules"),
+    ("pose_alone", "pose alone predicts"),
+    ("mse_stored", "MSE stored"),
+    ("mse_rotated", "MSE rotated"),
+    ("reliance", "reliance"),
+    ("reliance_ci", "95 % CI"),
+    ("pvalue_holm", "p (Holm)"),
+    ("verdict", "verdict"),
+)
+
+_SUBMIT = """
+async function(n_clicks, contents, filename, name, token, dataset) {
+    if (!n_clicks) { return window.dash_clientside.no_update; }
+    if (!dataset) { return {error: "Choose a dataset first."}; }
+    if (!contents) { return {error: "Choose a predictions file first."}; }
+    const path = "/api/datasets/" + encodeURIComponent(dataset) + "/model-audits";
+    const fields = {name: (name || filename || "").trim()};
+    const sent = await window.dash_clientside.orientscope.postUpload(
+        path, contents, filename || "predictions.csv", fields, token);
+    return sent.error ? sent : {dataset: dataset, audit_id: sent.body.audit_id};
+}
+"""
+
+_POLL = """
+async function(n_intervals, job) {
+    const nu = window.dash_clientside.no_update;
+    if (!job) { return ["", true, nu]; }
+    if (job.error) { return [job.error, true, nu]; }
+    const path = "/api/datasets/" + encodeURIComponent(job.dataset) + "/model-audits/" + job.audit_id;
+    const response = await fetch(path);
+    if (!response.ok) { return ["Audit " + job.audit_id + " not found.", true, nu]; }
+    const a = await response.json();
+    if (a.state === "done") { return ["done: audit " + a.id + " is ready", true, a.id]; }
+    if (a.state === "failed") { return ["failed: " + a.message, true, nu]; }
+    return [a.state + " — " + Math.round(100 * (a.progress || 0)) + "% — " + (a.message || ""), false, nu];
+}
+"""
+
+
+def _upload_form(read_only: bool) -> html.Div | None:
+    if read_only:
+        return None
+    return html.Div(
+        [
+            dcc.Upload(
+                html.Div(["Drop a predictions file (CSV or Parquet) or ", html.A("choose one")], id=ids.AUDIT_DROP),
+                id=ids.AUDIT_FILE,
+                multiple=False,
+                max_size=MAX_BROWSER_UPLOAD_BYTES,
+                className="upload-drop",
+                style={"border": "1px dashed #888", "padding": "1em", "textAlign": "center", "cursor": "pointer"},
+            ),
+            html.Div(
+                [
+                    dcc.Input(id=ids.AUDIT_NAME, placeholder="audit name, e.g. my GNN", type="text"),
+                    dcc.Input(id=ids.AUDIT_TOKEN, placeholder="API token (if the server needs one)", type="password"),
+                    html.Button("Audit", id=ids.AUDIT_SUBMIT, n_clicks=0, className="button"),
+                ],
+                className="upload-form",
+            ),
+            html.Div(id=ids.AUDIT_STATUS, className="upload-status", role="status"),
+            dcc.Store(id=ids.AUDIT_JOB),
+            dcc.Interval(id=ids.AUDIT_POLL, interval=POLL_MS, disabled=True),
+        ]
+    )
+
+
+def audit_section(read_only: bool) -> html.Section:
+    return html.Section(
+        [
+            html.H2("Model audit"),
+            html.P(
+                [
+                    "Does your model lean on the pose? Run it on the stored poses and on rotated copies (",
+                    html.Code("orientscope export DATASET --mode random --copies 5 --format extxyz"),
+                    "), then upload a file with the columns id, property, stored, rotated "
+                    "(optional: copy, true, split). ",
+                    html.Em("Pose alone predicts"),
+                    " is what any model could take from the poses; ",
+                    html.Em("reliance"),
+                    " is how much this model's error grows on the rotated copies.",
+                ],
+                className="note",
+            ),
+            _upload_form(read_only),
+            dcc.Store(id=ids.AUDIT_DONE),
+            html.Label(
+                ["Audit", dcc.Dropdown(id=ids.AUDIT_SELECT, placeholder="no audit of this dataset yet")],
+                className="control",
+            ),
+            dash_table.DataTable(
+                id=ids.AUDIT_TABLE,
+                columns=[{"name": label, "id": key} for key, label in COLUMNS],
+                page_size=25,
+                style_table={"overflowX": "auto"},
+                style_cell={"fontFamily": "inherit", "fontSize": 13},
+            ),
+            html.Div(id=ids.AUDIT_TEXT, className="audit-text"),
+        ],
+        className="panel",
+    )
+
+
+def _number(x, fmt: str = ".4g") -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def audit_rows(record: dict) -> list[dict]:
+    """One table row per property (and split) of a stored audit."""
+    rows = []
+    for p in record.get("properties", []):
+        ci = (p.get("ci95") or {}).get("reliance")
+        gain = p.get("regression_improvement")
+        rows.append({
+            "property": p["property"],
+            "split": p.get("split") or "all",
+            "n": p["n"],
+            "pose_alone": "–" if gain is None else f"{gain:+.1%}",
+            "mse_stored": _number(p["mse_stored"]),
+            "mse_rotated": _number(p["mse_rotated"]),
+            "reliance": "–" if p.get("reliance") is None else f"{p['reliance']:+.1%}",
+            "reliance_ci": "–" if not ci else f"{ci[0]:+.1%} to {ci[1]:+.1%}",
+            "pvalue_holm": _number(p.get("pvalue_holm"), ".2g"),
+            "verdict": p["verdict"]["code"],
+        })  # fmt: skip
+    return rows
+
+
+def audit_texts(record: dict) -> list:
+    """The verdict sentences (all molecules) and the warnings, as paragraphs."""
+    texts = [
+        html.P([html.Strong(p["property"] + ": "), p["verdict"]["text"]])
+        for p in record.get("properties", [])
+        if not p.get("split")
+    ]
+    warnings = [html.P(w, className="warning") for w in record.get("warnings", [])]
+    unknown = record.get("n_unknown_ids")
+    note = [html.P(f"{unknown:,} ids of the file are not in the dataset.", className="note")] if unknown else []
+    return texts + note + warnings
+
+
+def audit_choices(data_dir: Path, dataset: str | None) -> list[dict]:
+    """Dropdown options: the dataset's finished audits, newest first."""
+    if not dataset:
+        return []
+    try:
+        audits = data.list_audits(data_dir, dataset)
+    except data.OrientScopeError:
+        return []
+    done = [a for a in audits if a["state"] == "done"]
+    return [{"label": f"{a['name']} ({a['id']})", "value": a["id"]} for a in reversed(done)]
+
+
+def register_audit(app: dash.Dash, data_dir: Path, read_only: bool, callback) -> None:
+    """The section's callbacks; ``callback`` is the dashboard's guarded ``app.callback``."""
+    if not read_only:
+        app.clientside_callback(
+            "function(f) { return f ? 'Chosen: ' + f : window.dash_clientside.no_update; }",
+            Output(ids.AUDIT_DROP, "children"),
+            Input(ids.AUDIT_FILE, "filename"),
+        )
+        app.clientside_callback(
+            _SUBMIT,
+            Output(ids.AUDIT_JOB, "data"),
+            Input(ids.AUDIT_SUBMIT, "n_clicks"),
+            State(ids.AUDIT_FILE, "contents"),
+            State(ids.AUDIT_FILE, "filename"),
+            State(ids.AUDIT_NAME, "value"),
+            State(ids.AUDIT_TOKEN, "value"),
+            State(ids.DATASET, "value"),
+            prevent_initial_call=True,
+        )
+        app.clientside_callback(
+            _POLL,
+            Output(ids.AUDIT_STATUS, "children"),
+            Output(ids.AUDIT_POLL, "disabled"),
+            Output(ids.AUDIT_DONE, "data"),
+            Input(ids.AUDIT_POLL, "n_intervals"),
+            Input(ids.AUDIT_JOB, "data"),
+            prevent_initial_call=True,
+        )
+
+    @callback(
+        Output(ids.AUDIT_SELECT, "options"),
+        Output(ids.AUDIT_SELECT, "value"),
+        Output(ids.COLOR, "options", allow_duplicate=True),  # a finished audit adds "prediction shift" colours
+        Input(ids.DATASET, "value"),
+        Input(ids.AUDIT_DONE, "data"),
+        prevent_initial_call=True,
+    )
+    def list_audits(dataset, finished):
+        return (*choose_audit(data_dir, dataset, finished), color_options(data_dir, dataset))
+
+    @callback(
+        Output(ids.AUDIT_TABLE, "data"),
+        Output(ids.AUDIT_TEXT, "children"),
+        Input(ids.AUDIT_SELECT, "value"),
+        State(ids.DATASET, "value"),
+        prevent_initial_call=True,
+    )
+    def show_audit(audit_id, dataset):
+        return audit_outputs(data_dir, dataset, audit_id)
+
+
+def choose_audit(data_dir: Path, dataset: str | None, finished: str | None = None) -> tuple[list[dict], str | None]:
+    """The audit choices and the one to show: the one just finished, else the newest."""
+    options = audit_choices(data_dir, dataset)
+    values = [o["value"] for o in options]
+    return options, finished if finished in values else (values[0] if values else None)
+
+
+def audit_outputs(data_dir: Path, dataset: str | None, audit_id: str | None) -> tuple[list[dict], list]:
+    """The table rows and the verdict texts of one audit (empty without one)."""
+    if not audit_id or not dataset:
+        return [], []
+    try:
+        record = data.get_audit(data_dir, dataset, audit_id)
+    except data.OrientScopeError as err:
+        return [], [html.P(str(err), className="warning")]
+    return audit_rows(record), audit_texts(record)
+
+
+def first_view_props(data_dir: Path, dataset: str | None) -> dict[str, dict]:
+    """Component id -> props of the section for a page's dataset (so no callback runs when it opens)."""
+    options, chosen = choose_audit(data_dir, dataset)
+    rows, texts = audit_outputs(data_dir, dataset, chosen)
+    return {
+        ids.AUDIT_SELECT: {"options": options, "value": chosen},
+        ids.AUDIT_TABLE: {"data": rows},
+        ids.AUDIT_TEXT: {"children": texts},
+    }

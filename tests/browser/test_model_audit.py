@@ -1,0 +1,30 @@
+"""The "Model audit" section in real headless Chromium: upload a predictions file, read the table."""
+
+from __future__ import annotations
+
+from selenium.webdriver.common.by import By
+
+from backend.store.datasets import load_dataset
+from tests.browser.chrome import severe_console, wait_until
+
+
+def test_upload_predictions_then_the_table_shows_the_verdict(driver, writable_url, qm9_store, tmp_path):
+    mols = load_dataset(qm9_store, "qm9")
+    gap = mols.properties["gap"].to_numpy()
+    path = tmp_path / "predictions.csv"  # an invariant model: the same prediction for every pose
+    path.write_text(
+        "id,property,stored,rotated\n" + "".join(f"{i},gap,{g},{g}\n" for i, g in zip(mols.ids, gap, strict=True))
+    )
+    driver.get(f"{writable_url}/?dataset=qm9")
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#audit-file input[type=file]"))[0].send_keys(str(path))
+    wait_until(lambda: "predictions.csv" in driver.find_element(By.ID, "audit-drop-text").text)
+    driver.find_element(By.ID, "audit-name").send_keys("page model")
+    driver.find_element(By.ID, "audit-submit").click()
+    status = driver.find_element(By.ID, "audit-status")
+    wait_until(lambda: status.text.startswith(("done", "failed", "Refused")))
+    assert status.text.startswith("done"), status.text
+    table = driver.find_element(By.ID, "audit-table")
+    wait_until(lambda: "invariant" in table.text)
+    assert "gap" in table.text and "pose alone predicts" in table.text
+    assert "Invariant" in driver.find_element(By.ID, "audit-text").text
+    assert [m for m in severe_console(driver) if "/api/" in m or "audit" in m.lower()] == []
