@@ -18,11 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from backend.core.errors import NotFoundError
 from backend.services import grouping
 from backend.services.bytecache import shared_cache
 from backend.services.cache import get_view
 from backend.services.errors import InvalidInput
 from backend.services.map_data import AXES, TABLES, MapData, load_map_data
+from backend.services.model_audits import prediction_shift
 from backend.services.molecules import match_smarts
 
 # Okabe & Ito (2008) colour-blind-safe palette; grey for "everything else".
@@ -31,14 +33,15 @@ OTHER_GREY = "#BBBBBB"
 HIGHLIGHT = "#D55E00"
 AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
 N_GROUP_COLORS = 7
-COLOR_KINDS = ("axis", "group", "score", "prop:<name>")
+COLOR_KINDS = ("axis", "group", "score", "prop:<name>", "shift:<audit_id>:<property>")
 
 
 @dataclass(frozen=True)
 class MapQuery:
     """What a map view shows; every field is validated by :meth:`checked`.
 
-    axes : digits of the shown axes ("123", "1", "13", ...); color : axis | group | score | prop:<name>;
+    axes : digits of the shown axes ("123", "1", "13", ...); color : axis | group | score | prop:<name> |
+    shift:<audit_id>:<property> (a model audit's prediction shift; molecules outside the audit have none);
     grouping : scaffold | formula | cluster (for colour by group and the group filter);
     group : keep only this group's molecules (its code or label); smarts : highlight the molecules matching it.
     """
@@ -57,7 +60,12 @@ class MapQuery:
             raise InvalidInput(f"unknown table {self.table!r}; expected one of {TABLES}", ("query", "table"))
         if not self.axes or any(c not in "123" for c in self.axes):
             raise InvalidInput(f"axes {self.axes!r}: expected digits from 1, 2, 3, e.g. '123'", ("query", "axes"))
-        if self.color not in ("axis", "group", "score") and not (self.color.startswith("prop:") and self.color[5:]):
+        shift = self.color.startswith("shift:") and all(self.color[6:].partition(":")[::2])
+        if (
+            self.color not in ("axis", "group", "score")
+            and not (self.color.startswith("prop:") and self.color[5:])
+            and not shift
+        ):
             raise InvalidInput(f"unknown colour {self.color!r}; expected one of {COLOR_KINDS}", ("query", "color"))
         grouping.check_group_kind(self.grouping, "grouping")
         return self
@@ -200,6 +208,13 @@ def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, not
         unit = view.property_units.get(name)
         values = view.property_values[rows, view.property_names.index(name)]
         return _continuous(values, f"{name} ({unit})" if unit else name)
+    elif q.color.startswith("shift:"):
+        audit_id, _, name = q.color[6:].partition(":")
+        try:
+            shift = prediction_shift(data_dir, q.dataset, audit_id, name, view.ids)
+        except NotFoundError as err:
+            raise InvalidInput(str(err), ("query", "color")) from None
+        return _continuous(shift[rows], f"prediction shift: {name}")
     codes = (axis - 1).astype(np.uint8)
     return MapColors(
         "categorical", "axis", codes=codes, labels=tuple(AXIS_NAMES[a] for a in AXES), colors=OKABE_ITO[:3]

@@ -22,7 +22,12 @@ def map_query(
     dataset_id: DatasetIdPath,
     axes: Annotated[str, Query(max_length=3, description="Shown axes as digits, e.g. '123' or '1'.")] = "123",
     color: Annotated[
-        str, Query(max_length=200, description="axis, group, score or prop:<name> (a property of the dataset).")
+        str,
+        Query(
+            max_length=200,
+            description="axis, group, score, prop:<name> (a property of the dataset) or shift:<audit_id>:<property> "
+            "(a model audit's prediction shift; molecules outside the audit have none).",
+        ),
     ] = "axis",
     grouping: Annotated[
         Literal["scaffold", "formula", "cluster"], Query(description="Groups for color=group and for `group`.")

@@ -1,0 +1,78 @@
+"""The model-audit services: check an upload, read, list, delete, download, and the map's shift colour."""
+
+from __future__ import annotations
+
+import io
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backend.core.errors import NotFoundError
+from backend.pipeline.model_audit import run_audit
+from backend.science.model_audit import AuditSettings
+from backend.services import model_audits as svc
+from backend.services.errors import InvalidInput
+from backend.services.map_view import MapQuery, view_points
+from backend.store.datasets import load_dataset
+
+
+@pytest.fixture(scope="module")
+def audited(qm9_store, tmp_path_factory):
+    """A store copy with one audit of 'gap' covering the first 100 molecules."""
+    data_dir = tmp_path_factory.mktemp("audit-svc") / "data"
+    shutil.copytree(qm9_store / "datasets", data_dir / "datasets")
+    mols = load_dataset(data_dir, "qm9")
+    gap = mols.properties["gap"].to_numpy()[:100]
+    frame = pd.DataFrame({"id": mols.ids[:100], "property": "gap", "stored": gap, "rotated": gap + 0.01})
+    path = data_dir / "p.csv"
+    frame.to_csv(path, index=False)
+    record = run_audit(data_dir, "qm9", path, "first", settings=AuditSettings(n_bootstrap=100, n_permutations=1000))
+    return data_dir, record
+
+
+def test_check_upload_names_the_file_field(audited, tmp_path):
+    data_dir, _ = audited
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,property,stored\n1,gap,0.1\n")
+    with pytest.raises(InvalidInput) as err:
+        svc.check_upload(data_dir, "qm9", bad)
+    assert err.value.loc == ("body", "file") and "rotated" in str(err.value)
+    with pytest.raises(NotFoundError):
+        svc.check_upload(data_dir, "nosuch", bad)
+
+
+def test_get_list_and_download(audited):
+    data_dir, record = audited
+    got = svc.get_audit(data_dir, "qm9", record["id"])
+    assert got["state"] == "done" and got["properties"][0]["property"] == "gap"
+    (listed,) = svc.list_audits(data_dir, "qm9")
+    assert listed["id"] == record["id"] and set(listed["verdicts"]) == {"gap"}
+    body, media, name = svc.molecules_download(data_dir, "qm9", record["id"], "csv")
+    assert media == "text/csv" and name.endswith(".csv") and len(pd.read_csv(io.BytesIO(body))) == 100
+    with pytest.raises(InvalidInput):
+        svc.molecules_download(data_dir, "qm9", record["id"], "xlsx")
+    with pytest.raises(NotFoundError):
+        svc.get_audit(data_dir, "qm9", "anosuch")
+
+
+def test_map_colour_prediction_shift(audited):
+    data_dir, record = audited
+    points = view_points(data_dir, MapQuery("qm9", color=f"shift:{record['id']}:gap"))
+    values = points.colors.values
+    assert points.colors.kind == "continuous" and "prediction shift" in points.colors.title
+    audited_rows = np.isin(points.md.ids[points.rows], load_dataset(data_dir, "qm9").ids[:100])
+    np.testing.assert_allclose(values[audited_rows], 0.01, rtol=1e-5)
+    assert np.isnan(values[~audited_rows]).all()
+    for bad in ("shift:anosuch:gap", f"shift:{record['id']}:mu", "shift:", "shift:x"):
+        with pytest.raises(InvalidInput):
+            view_points(data_dir, MapQuery("qm9", color=bad))
+
+
+def test_delete(audited):
+    data_dir, record = audited
+    svc.delete_audit(data_dir, "qm9", record["id"])
+    assert svc.list_audits(data_dir, "qm9") == []
+    with pytest.raises(NotFoundError):
+        svc.delete_audit(data_dir, "qm9", record["id"])
