@@ -53,13 +53,17 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
             skipped=f"orientation statistics (KL, KS) need more than {K_NEIGHBOURS + 1} molecules, got {n}"
         )
     seed = int(params["seed"])
-    candidates = merge_candidates(engine.map(reference_candidates, jobs, say("reference candidates:")), seed)
+    candidates = merge_candidates(engine.map(reference_candidates, jobs, say("reference candidates:", 0.0, 0.15)), seed)
     cand_q = {which: candidates[which][:, :4] for which in WHICH}
-    kernels = engine.map(kernel_partial, [KernelJob(j, cand_q) for j in jobs], say("kernel sums:"))
+    kernels = engine.map(kernel_partial, [KernelJob(j, cand_q) for j in jobs], say("kernel sums:", 0.15, 0.5))
     best = {which: sum(k[which] for k in kernels).argmax() for which in WHICH}
     reference = {which: candidates[which][best[which], 4:].reshape(3, 3) for which in WHICH}
-    angles = engine.map(angle_partial, [AngleJob(j, reference) for j in jobs], say("angles to the reference:"))
-    kls = engine.map(kl_task, [KLJob(tuple(jobs), which) for which in WHICH], say("k-NN KL (original, control):"))
+    angles = engine.map(
+        angle_partial, [AngleJob(j, reference) for j in jobs], say("angles to the reference:", 0.5, 0.6)
+    )
+    kls = engine.map(
+        kl_task, [KLJob(tuple(jobs), which) for which in WHICH], say("k-NN KL (original, control):", 0.6, 1.0)
+    )
     return statistics_section(candidates, kernels, angles, dict(zip(WHICH, kls, strict=True)))
 
 
@@ -86,9 +90,9 @@ def precompute_sharded(
     for number, name in enumerate(stages, 1):
         notify = scaled(progress, (number - 1) / len(stages), number / len(stages), stage=name)
 
-        def say(what: str, _notify=notify):
-            """A shard progress callback: shards done of total, as the stage's fraction."""
-            return lambda done, total: _notify(done / max(total, 1), f"{what} {done}/{total} shards")
+        def say(what: str, lo: float = 0.0, hi: float = 1.0, _notify=notify):
+            """A shard progress callback for one pass: shards done of total, on [lo, hi] of the stage."""
+            return lambda done, total: _notify(lo + (hi - lo) * done / max(total, 1), f"{what} {done}/{total} shards")
 
         notify(0.0, f"starting (stage {number} of {len(stages)})")
         t0 = time.perf_counter()

@@ -22,6 +22,7 @@ from backend import __version__
 from backend.core.errors import NotFoundError
 from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
 from backend.store.datasets import dataset_dir
+from backend.store.shards import shard_table_paths
 
 MANIFEST = "manifest.json"
 IN_PROCESS_ENGINE = {"where": "in-process", "workers": 1}
@@ -145,6 +146,11 @@ class ResultStore:
         return read_json(self.dir / f"{stage}.json")
 
     def table(self, stage: str, name: str, columns: list[str] | None = None) -> pa.Table:
+        """One per-molecule table; a sharded result's shard tables are concatenated in shard order."""
         if not self.completed(stage):
             raise NotFoundError(f"stage {stage!r} of {self.dataset_id}/{self.key} is not computed")
-        return read_table(self.dir / f"{stage}.{name}.parquet", columns=columns)
+        path = self.dir / f"{stage}.{name}.parquet"
+        shards = [] if path.is_file() else shard_table_paths(self.dir, stage, name)
+        if shards:
+            return pa.concat_tables([read_table(p, columns=columns) for p in shards])
+        return read_table(path, columns=columns)

@@ -110,6 +110,11 @@ def shard_table_path(result_dir: Path, stage: str, table: str, number: int) -> P
     return Path(result_dir) / stage / f"{table}-{number:05d}.parquet"
 
 
+def shard_table_paths(result_dir: Path, stage: str, table: str) -> list[Path]:
+    """Every shard's file of one result table, in shard order (empty if the result is not sharded)."""
+    return sorted((Path(result_dir) / stage).glob(f"{table}-[0-9][0-9][0-9][0-9][0-9].parquet"))
+
+
 def write_shard_table(result_dir: Path, stage: str, table: str, number: int, frame: pd.DataFrame) -> Path:
     path = shard_table_path(result_dir, stage, table, number)
     atomic_write_table(path, pa.Table.from_pandas(frame, preserve_index=False))

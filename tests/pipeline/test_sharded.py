@@ -66,6 +66,9 @@ def test_frames_are_exact_and_the_report_has_the_engine(reference):
     parts = [read_shard_table(store.dir, "frames", "original", ref.number) for ref in shard_refs(data, meta["id"])]
     q = np.concatenate([np.column_stack([p.column(c).to_numpy() for c in ("qx", "qy", "qz", "qw")]) for p in parts])
     np.testing.assert_array_equal(q, whole.quaternions)
+    # Readers of the single-table layout see the shards as one table, in molecule order.
+    table = store.table("frames", "original", columns=["id", "qw"])
+    assert table.num_rows == N and table.column("id").to_pylist() == list(mols.ids)
 
 
 @pytest.mark.parametrize("shard_size", [700, 2400])
