@@ -139,7 +139,7 @@ class Engine:
                 n_workers=self.spec.workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                dashboard_address=":0",  # a free port: never clashes with another cluster's 8787
                 silence_logs=logging.ERROR,
                 env={name: "1" for name in THREAD_ENV},
             )

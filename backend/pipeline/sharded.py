@@ -24,6 +24,7 @@ from backend.pipeline.shard_stages import (
     ShardJob,
     angle_partial,
     frames_shard,
+    kernel_fraction,
     kernel_partial,
     kl_task,
     merge_candidates,
@@ -55,7 +56,8 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
     seed = int(params["seed"])
     candidates = merge_candidates(engine.map(reference_candidates, jobs, say("reference candidates:", 0.0, 0.15)), seed)
     cand_q = {which: candidates[which][:, :4] for which in WHICH}
-    kernels = engine.map(kernel_partial, [KernelJob(j, cand_q) for j in jobs], say("kernel sums:", 0.15, 0.5))
+    fraction = kernel_fraction(n)
+    kernels = engine.map(kernel_partial, [KernelJob(j, cand_q, fraction) for j in jobs], say("kernel sums:", 0.15, 0.5))
     best = {which: sum(k[which] for k in kernels).argmax() for which in WHICH}
     reference = {which: candidates[which][best[which], 4:].reshape(3, 3) for which in WHICH}
     angles = engine.map(

@@ -35,7 +35,8 @@ COARSE_BINS = 60
 FINE_PER_COARSE = 4096
 FINE_BINS = COARSE_BINS * FINE_PER_COARSE
 EXACT_KL_LIMIT = 10_000_000
-EXACT_SIGN_INVARIANT_LIMIT = 2_000_000  # four sign copies per molecule in the tree
+EXACT_SIGN_INVARIANT_LIMIT = 250_000  # eight copies per molecule in the tree: 250k molecules take ~6 s
+SIGN_INVARIANT_SUBSAMPLES = 3
 KL_AT_N = 100_000
 MAX_SUBSAMPLES = 10
 
@@ -155,7 +156,15 @@ def kl_summary(quaternions: np.ndarray, seed: int, k: int = 5, at_n: int = KL_AT
     if n <= EXACT_SIGN_INVARIANT_LIMIT:
         signs = kl_exact(q, k, sign_invariant=True)
     else:
-        signs = kl_subsampled(q, EXACT_SIGN_INVARIANT_LIMIT, seed, "kl:signs", k, sign_invariant=True, n_subsamples=3)
+        signs = kl_subsampled(
+            q,
+            EXACT_SIGN_INVARIANT_LIMIT,
+            seed,
+            "kl:signs",
+            k,
+            sign_invariant=True,
+            n_subsamples=SIGN_INVARIANT_SUBSAMPLES,
+        )
     at = kl_subsampled(q, at_n, seed, "kl:at-n", k) if n >= at_n else None
     return {
         "kl": kl,

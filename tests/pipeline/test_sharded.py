@@ -126,3 +126,16 @@ def test_inputs_expand_in_sorted_order_and_missing_ones_are_named(tmp_path):
     assert [p.name for p in expand_inputs([tmp_path / "*.npz", tmp_path / "a.xyz"])] == ["a.xyz", "b.npz"]
     with pytest.raises(FileNotFoundError, match="no file matches"):
         expand_inputs([tmp_path / "*.sdf"])
+
+
+def test_kernel_sums_on_a_seeded_share_of_a_large_half_do_not_depend_on_the_cut(tmp_path, synth_dir, monkeypatch):
+    from backend.pipeline import shard_stages
+
+    monkeypatch.setattr(shard_stages, "KERNEL_ROWS", 300)  # 2400 molecules: a quarter of half A scores
+    assert shard_stages.kernel_fraction(N) == 0.25
+    reports = []
+    for size in (700, 1000):
+        meta = ingest_files(tmp_path / str(size), [synth_dir], "share", cluster="in-process", shard_size=size)
+        reports.append(comparable(build_report(tmp_path / str(size), meta["id"])))
+    assert reports[0] == reports[1]
+    assert reports[0]["reference_orientation"] and reports[0]["ks"]["pvalue"] < 1e-3
