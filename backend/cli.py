@@ -415,7 +415,7 @@ def serve_cmd(
 
     import uvicorn
 
-    from backend.server import FACTORY, create_app, tune_for_serving
+    from backend.server import FACTORY, create_app, serve_logging, tune_for_serving
     from backend.services.datasets import READY, dataset_info
 
     root = resolve_data_dir(data_dir)
@@ -446,36 +446,6 @@ def serve_cmd(
 # Idle keep-alive connections stay open longer than clients keep them (httpx: 5 s), so a client
 # never sends a request on a connection the server is closing at that moment.
 KEEP_ALIVE_S = 30
-
-
-def serve_logging(access_log: bool = True) -> dict:
-    """uvicorn.run arguments: uvicorn's console logging, plus our JSON access lines (uvicorn's own off).
-
-    A dict config, because uvicorn applies it in every worker process.
-    """
-    from uvicorn.config import LOGGING_CONFIG
-
-    config = {**LOGGING_CONFIG, "formatters": dict(LOGGING_CONFIG["formatters"])}
-    config["formatters"]["orientscope_json"] = {  # the message is itself a JSON object
-        "format": '{"time": "%(asctime)s", "level": "%(levelname)s", "logger": "%(name)s", "access": %(message)s}'
-    }
-    config["handlers"] = {
-        **LOGGING_CONFIG["handlers"],
-        "orientscope": {
-            "formatter": "orientscope_json",
-            "class": "logging.StreamHandler",
-            "stream": "ext://sys.stderr",
-        },
-    }
-    config["loggers"] = {
-        **LOGGING_CONFIG["loggers"],
-        "orientscope.access": {
-            "handlers": ["orientscope"],
-            "level": "INFO" if access_log else "WARNING",
-            "propagate": False,
-        },
-    }
-    return {"log_config": config, "access_log": False}
 
 
 def format_report(r: dict) -> str:

@@ -24,6 +24,7 @@ from app.dashboard import create_dash
 from app.initial_view import LAYOUT_PATH
 from app.request_guard import CALLBACK_PATH
 from backend.api.main import create_api
+from backend.api.middleware import JsonLogFormatter
 from backend.core.settings import (
     ANONYMOUS_WRITES_ENV,
     DATA_DIR_ENV,
@@ -131,3 +132,33 @@ def app_from_env() -> FastAPI:
         log.warning(warning)
     tune_for_serving()
     return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=token, warm=True)
+
+
+def serve_logging(access_log: bool = True) -> dict:
+    """uvicorn.run arguments: uvicorn's console logging, plus our JSON access lines (uvicorn's own off).
+
+    A dict config, because uvicorn applies it in every worker process.
+    """
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = {
+        **LOGGING_CONFIG,
+        "formatters": {**LOGGING_CONFIG["formatters"], "orientscope_json": {"()": JsonLogFormatter}},
+    }
+    config["handlers"] = {
+        **LOGGING_CONFIG["handlers"],
+        "orientscope": {
+            "formatter": "orientscope_json",
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stderr",
+        },
+    }
+    config["loggers"] = {
+        **LOGGING_CONFIG["loggers"],
+        "orientscope.access": {
+            "handlers": ["orientscope"],
+            "level": "INFO" if access_log else "WARNING",
+            "propagate": False,
+        },
+    }
+    return {"log_config": config, "access_log": False}

@@ -1,4 +1,5 @@
-"""Map service errors to HTTP answers: 404 unknown ids, 409 not computed, 422 bad input.
+"""Map service errors to HTTP answers: 404 unknown ids, 409 not computed or not ready, 413 too large for the
+route, 422 bad input, 429 busy, 503 unavailable in this setup.
 
 Every 422 has FastAPI's validation shape ``{"detail": [{"loc", "msg", "type"}]}``
 so clients parse one format whatever caught the problem.
@@ -12,7 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from backend.api.schemas import ErrorPublic
-from backend.core.errors import DatasetError, NotFoundError, OrientScopeError
+from backend.core.errors import Busy, DatasetError, NotFoundError, NotReady, OrientScopeError, TooLarge, Unavailable
 from backend.services.errors import InvalidInput, NotComputed
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,13 @@ async def _not_computed(_: Request, exc: NotComputed) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=409)
 
 
+def _plain(status: int):
+    async def answer(_: Request, exc: OrientScopeError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+
+    return answer
+
+
 async def _invalid(_: Request, exc: DatasetError) -> JSONResponse:
     loc = getattr(exc, "loc", ())
     return JSONResponse(validation_body(str(exc), loc), status_code=422)
@@ -51,6 +59,8 @@ async def _value_error(request: Request, exc: ValueError) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, _not_found)
     app.add_exception_handler(NotComputed, _not_computed)
+    for error, status in ((NotReady, 409), (TooLarge, 413), (Busy, 429), (Unavailable, 503)):
+        app.add_exception_handler(error, _plain(status))
     app.add_exception_handler(InvalidInput, _invalid)
     app.add_exception_handler(DatasetError, _invalid)
     app.add_exception_handler(OrientScopeError, _other)

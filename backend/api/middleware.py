@@ -81,17 +81,16 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             if access_log.isEnabledFor(logging.INFO):
+                access = {
+                    "request_id": request_id,
+                    "method": scope.get("method"),
+                    "path": scope.get("path"),
+                    "status": status["code"],
+                    "ms": round(1000 * (time.perf_counter() - started), 2),
+                    "client": (scope.get("client") or ["?"])[0],
+                }
                 access_log.info(
-                    json.dumps(
-                        {
-                            "request_id": request_id,
-                            "method": scope.get("method"),
-                            "path": scope.get("path"),
-                            "status": status["code"],
-                            "ms": round(1000 * (time.perf_counter() - started), 2),
-                            "client": (scope.get("client") or ["?"])[0],
-                        }
-                    )
+                    "%s %s %s", access["method"], access["path"], access["status"], extra={"access": access}
                 )
 
 
@@ -137,15 +136,16 @@ def install_middleware(app, origins: list[str] | None = None) -> None:
 
 
 class JsonLogFormatter(logging.Formatter):
-    """One JSON object per log line, for the server's structured logs."""
+    """One JSON object per log line: time, level, logger, and the access record of a request
+    (logged with ``extra={"access": {...}}``) or else the message."""
 
     def format(self, record: logging.LogRecord) -> str:
-        payload = {
-            "ts": round(record.created, 3),
-            "level": record.levelname,
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
+        payload = {"time": self.formatTime(record), "level": record.levelname, "logger": record.name}
+        access = getattr(record, "access", None)
+        if access is not None:
+            payload["access"] = access
+        else:
+            payload["message"] = record.getMessage()
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
         return json.dumps(payload)

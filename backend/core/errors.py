@@ -14,3 +14,19 @@ class NotFoundError(OrientScopeError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0]) if self.args else "not found"
+
+
+class TooLarge(OrientScopeError):
+    """A request asks for more than a documented limit allows on this route; the message names the alternative."""
+
+
+class NotReady(OrientScopeError):
+    """The thing exists but is not finished yet (a running export); the message says where to follow it."""
+
+
+class Busy(OrientScopeError):
+    """Too much of this work is already queued; try again later."""
+
+
+class Unavailable(OrientScopeError):
+    """The server cannot do this in its current setup (e.g. no writable export folder); the message says why."""

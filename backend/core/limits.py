@@ -16,7 +16,12 @@ max_archive_members        100,000
 max_archive_ratio          250             uncompressed / compressed bytes
 max_archive_bytes          8 GiB           total uncompressed archive content
 max_prediction_rows        20,000,000      ``ORIENTSCOPE_MAX_PREDICTION_ROWS`` (model audits)
+direct_export_max          200,000         ``ORIENTSCOPE_DIRECT_EXPORT_MAX``
 =========================  ==============  ====================================
+
+``direct_export_max`` is the largest dataset (in molecules) that ``GET
+/api/datasets/{id}/export`` writes while the request waits; larger exports go
+through the background job of ``POST /api/datasets/{id}/exports``.
 
 Lenient mode (the default) skips a malformed record and counts it, but a file
 whose malformed records exceed ``max_bad_fraction`` of all records fails: such
@@ -50,6 +55,7 @@ class Limits:
     max_archive_ratio: float = 250.0
     max_archive_bytes: int = 8 * GIB
     max_prediction_rows: int = 20_000_000
+    direct_export_max: int = 200_000
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -63,6 +69,7 @@ class Limits:
             ("max_atoms_per_molecule", "ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE"),
             ("max_total_atoms", "ORIENTSCOPE_MAX_TOTAL_ATOMS"),
             ("max_prediction_rows", "ORIENTSCOPE_MAX_PREDICTION_ROWS"),
+            ("direct_export_max", "ORIENTSCOPE_DIRECT_EXPORT_MAX"),
         ):
             if env.get(var):
                 changes[field] = int(env[var])

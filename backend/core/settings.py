@@ -11,6 +11,7 @@ from backend.core.errors import OrientScopeError
 
 DATA_DIR_ENV = "ORIENTSCOPE_DATA_DIR"
 TOKEN_ENV = "ORIENTSCOPE_TOKEN"
+EXPORT_DIR_ENV = "ORIENTSCOPE_EXPORT_DIR"
 DEFAULT_DATA_DIR = "./data"
 DEFAULT_DATASET = "qm9"
 DEFAULT_SEED = 0
@@ -44,6 +45,13 @@ def map_point_budget() -> int:
     if budget < 0:
         raise ValueError(f"{MAP_POINT_BUDGET_ENV}={raw!r}: expected a non-negative whole number of points")
     return budget
+
+
+def resolve_export_dir(data_dir: str | os.PathLike) -> Path:
+    """$ORIENTSCOPE_EXPORT_DIR, else ``<data_dir>/exports``: export files live apart from the dataset store,
+    so a read-only server (whose data dir may be mounted read-only) can still export to a writable place."""
+    chosen = os.environ.get(EXPORT_DIR_ENV) or Path(data_dir) / "exports"
+    return Path(chosen).expanduser().resolve()
 
 
 def validate_id(value: str, what: str = "dataset id") -> str:

@@ -26,7 +26,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ import pandas as pd
 
 from backend.core.dataset import MoleculeSet
 from backend.core.orientations_schema import R_COLUMNS
+from backend.core.progress import Progress, quiet
 from backend.core.settings import DEFAULT_SEED
 from backend.loaders.asedb import write_asedb
 from backend.loaders.detect import EXTENSIONS
@@ -63,6 +64,32 @@ DEFAULT_FORMAT = "extxyz"
 TENSOR_SUFFIXES = ("xx", "xy", "xz", "yy", "yz", "zz")
 VECTOR_SUFFIXES = ("x", "y", "z")
 MAX_COPIES = 100
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What to export: every parameter of an export job, in one place so that new ones are one field more.
+
+    ``format`` None means the dataset's input format where it can be written, else extended XYZ.
+    """
+
+    mode: str
+    format: str | None = None
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+        if self.format is not None:
+            check_export_format(self.format)
+        if not 0 <= self.seed < 2**63:
+            raise ValueError(f"export seed {self.seed} must be between 0 and 2**63 - 1")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> ExportRequest:
+        return cls(**values)
 
 
 def check_mode(mode: str) -> str:
@@ -175,12 +202,17 @@ def _write_molecules(out: Path, posed: MoleculeSet, fmt: str) -> None:
     _write_atomically(out, (lambda p: writer(p, posed, kind)) if fmt == "asedb" else (lambda p: writer(p, posed)))
 
 
-def export_molecules(mols: MoleculeSet, out: Path, mode: str, fmt: str, seed: int = DEFAULT_SEED) -> dict:
+def export_molecules(
+    mols: MoleculeSet, out: Path, mode: str, fmt: str, seed: int = DEFAULT_SEED, progress: Progress = quiet
+) -> dict:
     """Write ``mols`` re-posed by ``mode`` to ``out`` in ``fmt`` plus the rotations side file."""
     check_export_format(fmt)
     out = Path(out)
+    progress(0.2, f"re-posing {mols.n_molecules:,} molecules ({mode})", "pose")
     posed, rotations = debias(mols, mode, seed)
+    progress(0.4, f"writing {out.name}", "write")
     _write_molecules(out, posed, fmt)
+    progress(0.9, "writing the rotations", "write")
     side = out.with_name(out.name + ".rotations.csv")
     _write_atomically(
         side, lambda p: rotations_table(mols.ids, rotations, mode, seed).to_csv(p, index=False, float_format="%.12g")
@@ -248,19 +280,22 @@ def export_dataset(
     seed: int = DEFAULT_SEED,
     fmt: str | None = None,
     copies: int | None = None,
+    progress: Progress = quiet,
 ) -> dict:
     """Export a stored dataset (format: ``fmt``, else from ``out``'s suffix, else the input's, else extended XYZ).
 
     With ``copies`` (random mode only), that many rotated copies; see :func:`export_copies`.
+    Reads the store and writes only the export's files.
     """
     check_mode(mode)
     check_copies(mode, copies)
     meta = ds.read_meta(data_dir, dataset_id)
     fmt = check_export_format(fmt) if fmt else EXTENSIONS.get(Path(out).suffix.lower()) or default_format(meta)
+    progress(0.0, f"reading {dataset_id!r}", "load")
     mols = ds.load_dataset(data_dir, dataset_id)
     if copies is not None:
         return export_copies(mols, Path(out), fmt, copies, seed)
-    return export_molecules(mols, Path(out), mode, fmt, seed)
+    return export_molecules(mols, Path(out), mode, fmt, seed, progress)
 
 
 def export_filename(dataset_id: str, mode: str, fmt: str) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from backend.core.errors import NotFoundError, OrientScopeError
 from backend.core.limits import Limits
+from backend.core.progress import Progress
 from backend.core.settings import validate_id
 from backend.loaders.detect import check_format
 from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
@@ -40,8 +41,8 @@ ACTIVE = (QUEUED, RUNNING)
 INGEST, AUDIT = "ingest", "audit"  # job kinds
 SAVE_INTERVAL_S = 0.25  # progress writes are throttled; state changes are always written
 STALE_STAGING_S = 86_400.0
-# Jobs queued or running in this process (a job of ours not listed here was orphaned).
-_LIVE: set[str] = set()
+# Jobs queued or running in this process (a job of ours not listed here was orphaned); ingest and export jobs.
+LIVE: set[str] = set()
 
 
 def _job_record(job_id: str, kind: str, dataset_id: str, name: str, inputs: dict, **extra) -> dict:
@@ -87,7 +88,7 @@ def _orphaned(job: dict) -> bool:
     if job.get("state") not in ACTIVE:
         return False
     pid = job.get("pid")
-    return job["id"] not in _LIVE if pid == os.getpid() else not _pid_alive(pid)
+    return job["id"] not in LIVE if pid == os.getpid() else not _pid_alive(pid)
 
 
 def _interrupted(job: dict) -> dict:
@@ -99,25 +100,35 @@ def _interrupted(job: dict) -> dict:
     }
 
 
-def _as_seen(job: dict) -> dict:
+def as_seen(job: dict) -> dict:
     """A job as readers should see it: an orphan is failed even before a writable server records that
     (a read-only server never does)."""
     return _interrupted(job) if _orphaned(job) else job
 
 
 def read_job(data_dir: Path, job_id: str) -> dict:
+    return read_job_record(jobs_dir(data_dir), job_id)
+
+
+def read_job_record(folder: Path, job_id: str) -> dict:
+    """The job ``folder/<job_id>.json`` as readers should see it; NotFoundError if there is none."""
     try:
         validate_id(job_id, "job id")
     except ValueError:
         raise NotFoundError(f"unknown job {job_id!r}") from None
-    path = jobs_dir(data_dir) / f"{job_id}.json"
+    path = Path(folder) / f"{job_id}.json"
     if not path.is_file():
         raise NotFoundError(f"unknown job {job_id!r}")
-    return _as_seen(read_json(path))
+    return as_seen(read_json(path))
 
 
 def _stored_jobs(data_dir: Path) -> list[dict]:
-    folder = jobs_dir(data_dir)
+    return stored_job_records(jobs_dir(data_dir))
+
+
+def stored_job_records(folder: Path) -> list[dict]:
+    """Every job record in ``folder`` as stored, oldest first."""
+    folder = Path(folder)
     if not folder.is_dir():
         return []
     jobs = []
@@ -131,7 +142,7 @@ def _stored_jobs(data_dir: Path) -> list[dict]:
 
 def list_jobs(data_dir: Path) -> list[dict]:
     """Every job, oldest first, orphans shown as failed."""
-    return [_as_seen(job) for job in _stored_jobs(data_dir)]
+    return [as_seen(job) for job in _stored_jobs(data_dir)]
 
 
 def recover_interrupted(data_dir: Path) -> list[str]:
@@ -150,6 +161,35 @@ def recover_interrupted(data_dir: Path) -> list[str]:
             if time.time() - folder.stat().st_mtime > STALE_STAGING_S:
                 shutil.rmtree(folder, ignore_errors=True)
     return failed
+
+
+def recording_progress(job: dict, write) -> Progress:
+    """A progress callback that updates ``job`` and writes it on each new stage and at most every
+    SAVE_INTERVAL_S otherwise; progress never moves backwards."""
+    last = [0.0]
+
+    def progress(fraction: float, message: str, stage: str = "") -> None:
+        now = time.monotonic()
+        changed = stage != job["stage"]
+        job.update(progress=round(min(max(fraction, job["progress"]), 1.0), 4), stage=stage, message=message)
+        if changed or now - last[0] >= SAVE_INTERVAL_S:
+            last[0] = now
+            write(job)
+
+    return progress
+
+
+def failed(job: dict, err: Exception) -> dict:
+    """``job`` ended by ``err``: a user's error keeps its message, anything else is logged as internal."""
+    expected = isinstance(err, OrientScopeError | ValueError | FileNotFoundError)
+    if not expected:
+        log.exception("job %s failed unexpectedly", job["id"])
+    job.update(
+        state=FAILED,
+        finished=time.time(),
+        message=str(err) if expected else f"internal error: {type(err).__name__}: {err}",
+    )
+    return job
 
 
 class JobManager:
@@ -190,7 +230,7 @@ class JobManager:
             job = _job_record(
                 job_id, INGEST, dataset_id, name, {"file": filename, "format": fmt, "strict": bool(strict)}
             )
-            _LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
+            LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
             self._write(job)
         self._pool.submit(self._run, job_id)
         return job
@@ -207,7 +247,7 @@ class JobManager:
         shutil.move(str(upload), folder / filename)
         with self._lock:
             job = _job_record(job_id, AUDIT, dataset_id, name, {"file": filename}, audit_id=new_audit_id())
-            _LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
+            LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
             self._write(job)
         self._pool.submit(self._run, job_id)
         return job
@@ -231,7 +271,7 @@ class JobManager:
                 finished=None,
                 pid=os.getpid(),
             )
-            _LIVE.add(job_id)
+            LIVE.add(job_id)
             self._write(job)
         self._pool.submit(self._run, job_id)
         return job
@@ -272,7 +312,7 @@ class JobManager:
         try:
             self._execute(job_id)
         finally:
-            _LIVE.discard(job_id)
+            LIVE.discard(job_id)
 
     def _execute(self, job_id: str) -> None:
         job = read_job(self.data_dir, job_id)
@@ -280,30 +320,13 @@ class JobManager:
             state=RUNNING, started=time.time(), attempts=job.get("attempts", 0) + 1, stage="load", message="starting"
         )
         self._write(job)
-        last = [0.0]
-
-        def progress(fraction: float, message: str, stage: str = "") -> None:
-            now = time.monotonic()
-            changed = stage != job["stage"]
-            job.update(progress=round(min(max(fraction, job["progress"]), 1.0), 4), stage=stage, message=message)
-            if changed or now - last[0] >= SAVE_INTERVAL_S:
-                last[0] = now
-                self._write(job)
-
+        progress = recording_progress(job, self._write)
         upload = jobs_dir(self.data_dir) / job_id / job["input"]["file"]
         work = self._audit if job.get("kind") == AUDIT else self._ingest
         try:
             message, result = work(job, upload, progress)
         except Exception as err:  # every failure ends the job with a message, never the worker
-            expected = isinstance(err, OrientScopeError | ValueError | FileNotFoundError)
-            if not expected:
-                log.exception("job %s failed unexpectedly", job_id)
-            job.update(
-                state=FAILED,
-                finished=time.time(),
-                message=str(err) if expected else f"internal error: {type(err).__name__}: {err}",
-            )
-            self._write(job)
+            self._write(failed(job, err))
             return
         job.update(state=DONE, progress=1.0, stage="done", finished=time.time(), message=message, result=result)
         self._write(job)

@@ -59,3 +59,19 @@ def test_selective_gzip_skips_only_the_listed_paths():
         plain = c.post("/_dash-update-component")
     assert compressed.headers["content-encoding"] == "gzip" and compressed.text == "orientation " * 2000
     assert "content-encoding" not in plain.headers and plain.text == "orientation " * 2000
+
+
+def test_the_json_log_formatter_writes_access_records_as_objects_and_other_lines_as_messages():
+    import json
+    import logging
+
+    from backend.api.middleware import JsonLogFormatter
+
+    access = {"request_id": "r1", "method": "GET", "path": "/api/health", "status": 200}
+    record = logging.LogRecord("orientscope.access", logging.INFO, __file__, 1, "GET /api/health 200", (), None)
+    record.access = access
+    line = json.loads(JsonLogFormatter().format(record))
+    assert line["access"] == access and line["logger"] == "orientscope.access" and line["level"] == "INFO"
+    assert set(line) == {"time", "level", "logger", "access"}
+    other = logging.LogRecord("orientscope", logging.WARNING, __file__, 1, "disk %s full", ("/data",), None)
+    assert json.loads(JsonLogFormatter().format(other))["message"] == "disk /data full"

@@ -344,6 +344,21 @@ def _table(result: dict) -> list[str]:
     return lines
 
 
+EXERCISED = ("page /", "callback: map recolour", "callback: click", "callback: molecule panel")
+
+
+def coverage_problems(result: dict) -> list[str]:
+    """What a run failed to exercise: a request class never sent, no REST read, or a click that opened no panel."""
+    classes = result["classes"]
+    problems = [f"no {name!r} request" for name in EXERCISED if name not in classes]
+    if not any(name.startswith("rest: ") for name in classes):
+        problems.append("no REST read")
+    clicks, panels = (classes.get(k, {}).get("n", 0) for k in ("callback: click", "callback: molecule panel"))
+    if clicks != panels:
+        problems.append(f"{clicks} clicks but {panels} molecule panels")
+    return problems
+
+
 def _worst_p95(result: dict, prefix: str) -> float:
     return max((c["p95"] for n, c in result["classes"].items() if n.startswith(prefix)), default=float("nan"))
 
@@ -438,6 +453,10 @@ def main(argv: list[str] | None = None) -> None:
         lines += ["", f"### {name} ({result['elapsed_s']:.0f} s)", "", *_table(result)]
         if result["examples"]:
             lines.append(f"\nFirst errors: {'; '.join(result['examples'])}")
+        problems = coverage_problems(result)
+        lines.append(
+            f"\nCoverage: {'; '.join(problems) if problems else 'every request class sent, every click opened its molecule panel'}."
+        )
     lines += [
         "",
         f"- Server start (spawn → `/api/health` ready): {start_s:.1f} s; warm-up ({2 * args.workers} users, "

@@ -3,6 +3,7 @@
 from backend.api.routes import (
     canonicalize,
     datasets,
+    exports,
     groups,
     health,
     ingest,
@@ -24,6 +25,7 @@ ROUTERS = [
     neighbors.router,
     canonicalize.router,
     ingest.router,
+    exports.router,
     jobs.router,
     model_audits.router,
 ]

@@ -5,10 +5,10 @@ from pydantic import Field
 
 from backend import __version__
 from backend.api.deps import SettingsDep
-from backend.api.routes.jobs import get_jobs
+from backend.api.routes.jobs import start_recovery
 from backend.api.schemas import HealthPublic
-from backend.pipeline.jobs import STATES, list_jobs
 from backend.services.datasets import COMPUTING, FAILED, READY, list_datasets
+from backend.services.jobs import job_counts
 
 router = APIRouter(tags=["health"])
 
@@ -24,14 +24,11 @@ class HealthStatus(HealthPublic):
 @router.get("/health", response_model=HealthStatus)
 def health(request: Request, settings: SettingsDep) -> dict:
     """Liveness, version, readiness and counts of datasets and jobs by state."""
-    if not settings.read_only:
-        get_jobs(request)  # starting the job manager marks jobs orphaned by a crash as failed
+    start_recovery(request)
     datasets = dict.fromkeys((READY, COMPUTING, FAILED), 0)
     for info in list_datasets(settings.data_dir):
         datasets[info.status] = datasets.get(info.status, 0) + 1
-    jobs = dict.fromkeys(STATES, 0)
-    for job in list_jobs(settings.data_dir):
-        jobs[job.get("state")] = jobs.get(job.get("state"), 0) + 1
+    jobs = job_counts(settings.data_dir)
     return {
         "status": "ok",
         "version": __version__,

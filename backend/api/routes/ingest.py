@@ -1,4 +1,4 @@
-"""POST /api/datasets (upload), PATCH and DELETE /api/datasets/{id}, GET /api/datasets/{id}/export.
+"""POST /api/datasets (upload), PATCH and DELETE /api/datasets/{id}.
 
 The upload body is parsed as it streams in (``backend.api.uploads``, shared
 with the model-audit upload): a body larger than the upload limit is refused
@@ -7,26 +7,18 @@ with 413 as soon as the limit is crossed, and the file part is spooled to disk.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Request, Response
-from fastapi.responses import FileResponse
+from fastapi import APIRouter, Body, Request, Response
 from pydantic import BaseModel, Field
-from starlette.background import BackgroundTask
 
 from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
 from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
 from backend.api.schemas import DatasetPublic
 from backend.api.uploads import invalid, multipart_body, receive_upload
-from backend.loaders.detect import FORMAT_CHOICES
-from backend.pipeline import export as export_mod
-from backend.pipeline import ingest as ingest_mod
-from backend.services import datasets as svc
-from backend.store import datasets as ds
+from backend.core.settings import FORMAT_CHOICES
+from backend.services import ingest as ingest_service
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
@@ -96,46 +88,11 @@ async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
 @router.patch("/{dataset_id}", response_model=DatasetPublic, responses=NOT_FOUND, dependencies=[WriteAccess])
 def rename_dataset(dataset_id: DatasetIdPath, body: Annotated[DatasetRename, Body()], data_dir: DataDirDep) -> dict:
     """Change a dataset's display name."""
-    ds.read_meta(data_dir, dataset_id)  # 404 for unknown ids
-    ingest_mod.rename_dataset(data_dir, dataset_id, body.name)
-    return svc.dataset_info(data_dir, dataset_id).to_dict()
+    return ingest_service.rename_dataset(data_dir, dataset_id, body.name).to_dict()
 
 
 @router.delete("/{dataset_id}", status_code=204, responses=NOT_FOUND, dependencies=[WriteAccess])
 def delete_dataset(dataset_id: DatasetIdPath, data_dir: DataDirDep) -> Response:
     """Delete a dataset and its results (no other dataset is touched)."""
-    ds.read_meta(data_dir, dataset_id)
-    ingest_mod.delete_dataset(data_dir, dataset_id)
+    ingest_service.delete_dataset(data_dir, dataset_id)
     return Response(status_code=204)
-
-
-@router.get("/{dataset_id}/export", response_class=FileResponse, responses=NOT_FOUND)
-def export_dataset(
-    dataset_id: DatasetIdPath,
-    data_dir: DataDirDep,
-    mode: Annotated[
-        Literal["random", "canonical"], Query(description="random: uniformly rotated; canonical: canonical poses")
-    ],
-    format: Annotated[
-        Literal["xyz", "extxyz", "sdf", "asedb", "npz", "parquet"] | None,
-        Query(description="default: the input's format"),
-    ] = None,
-    seed: Annotated[int, Query(ge=0, le=2**63 - 1, description="seed of the random rotations")] = 0,
-    part: Annotated[
-        Literal["data", "rotations"], Query(description="the dataset file or the per-molecule rotations (CSV)")
-    ] = "data",
-) -> FileResponse:
-    """The dataset with de-biased poses (or, with part=rotations, the rotation applied to each molecule)."""
-    meta = ds.read_meta(data_dir, dataset_id)
-    fmt = format or export_mod.default_format(meta)
-    filename = export_mod.export_filename(dataset_id, mode, fmt)
-    tmp = Path(tempfile.mkdtemp(prefix="orientscope-export-"))
-    try:
-        info = export_mod.export_dataset(data_dir, dataset_id, mode, tmp / filename, seed=seed, fmt=fmt)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    path = Path(info["rotations_path"] if part == "rotations" else info["path"])
-    media = "text/csv" if part == "rotations" else "application/octet-stream"
-    cleanup = BackgroundTask(shutil.rmtree, tmp, ignore_errors=True)
-    return FileResponse(path, media_type=media, filename=path.name, background=cleanup)

@@ -1,0 +1,101 @@
+"""Exports with de-biased poses: GET /api/datasets/{id}/export (direct, for datasets up to
+ORIENTSCOPE_DIRECT_EXPORT_MAX molecules), and POST /api/datasets/{id}/exports (a background job of any size)
+with GET /api/datasets/{id}/exports/{export_id} to download its files.
+
+Exports only read the dataset store, so they are open on read-only servers and need no token.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Query
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.background import BackgroundTask
+
+from backend.api.deps import DataDirDep, DatasetIdPath
+from backend.api.errors import NOT_FOUND
+from backend.api.routes.jobs import JobsDep
+from backend.api.schemas import ErrorPublic
+from backend.services import exports as export_service
+from backend.services.exports import EXPORT_FORMATS, MODES, ExportFiles, ExportRequest
+
+router = APIRouter(prefix="/datasets", tags=["exports"])
+
+ModeField = Literal[MODES]  # type: ignore[valid-type]
+FormatField = Literal[EXPORT_FORMATS]  # type: ignore[valid-type]
+MODE_HELP = "random: every molecule uniformly rotated; canonical: every molecule in its canonical pose"
+FORMAT_HELP = "file format (default: the input's format where it can be written, else extxyz)"
+SEED_HELP = "seed of the random rotations"
+PartQuery = Annotated[
+    Literal["data", "rotations"], Query(description="the dataset file or the per-molecule rotations (CSV)")
+]
+ExportIdPath = Annotated[
+    str, PathParam(description="Export id returned by POST /api/datasets/{id}/exports.", max_length=64)
+]
+TOO_LARGE = {413: {"model": ErrorPublic, "description": "Too large to export directly: use POST …/exports."}}
+NOT_READY = {409: {"model": ErrorPublic, "description": "The export job is still running, or failed."}}
+BUSY = {
+    429: {"model": ErrorPublic, "description": "Too many exports are queued or running."},
+    503: {"model": ErrorPublic, "description": "The server has no writable export folder (ORIENTSCOPE_EXPORT_DIR)."},
+}
+
+
+class ExportBody(BaseModel):
+    """What to export."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: ModeField = Field(description=MODE_HELP)
+    format: FormatField | None = Field(default=None, description=FORMAT_HELP)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1, description=SEED_HELP)
+
+
+class ExportAccepted(BaseModel):
+    """An accepted export: follow GET /api/jobs/{job_id}, then download GET …/exports/{export_id}."""
+
+    job_id: str = Field(description="Id of the background export job.")
+    export_id: str = Field(description="Id of the export's files once the job is done.")
+
+
+def _file(files: ExportFiles, part: str) -> FileResponse:
+    path = files.rotations if part == "rotations" else files.data
+    media = "text/csv" if part == "rotations" else "application/octet-stream"
+    cleanup = BackgroundTask(files.cleanup) if files.folder is not None else None
+    return FileResponse(path, media_type=media, filename=path.name, background=cleanup)
+
+
+@router.get("/{dataset_id}/export", response_class=FileResponse, responses={**NOT_FOUND, **TOO_LARGE})
+def export_dataset(
+    dataset_id: DatasetIdPath,
+    data_dir: DataDirDep,
+    mode: Annotated[ModeField, Query(description=MODE_HELP)],
+    format: Annotated[FormatField | None, Query(description=FORMAT_HELP)] = None,
+    seed: Annotated[int, Query(ge=0, le=2**63 - 1, description=SEED_HELP)] = 0,
+    part: PartQuery = "data",
+) -> FileResponse:
+    """The dataset with de-biased poses, written while you wait (or, with part=rotations, each molecule's rotation)."""
+    files = export_service.export_now(data_dir, dataset_id, ExportRequest(mode, format, seed))
+    return _file(files, part)
+
+
+@router.post(
+    "/{dataset_id}/exports",
+    status_code=202,
+    response_model=ExportAccepted,
+    responses={**NOT_FOUND, **BUSY},
+)
+def submit_export(dataset_id: DatasetIdPath, body: Annotated[ExportBody, Body()], jobs: JobsDep) -> dict:
+    """Export the dataset with de-biased poses in the background; answers the job and export ids."""
+    job = jobs.submit_export(dataset_id, ExportRequest(body.mode, body.format, body.seed))
+    return {"job_id": job["id"], "export_id": job["export_id"]}
+
+
+@router.get("/{dataset_id}/exports/{export_id}", response_class=FileResponse, responses={**NOT_FOUND, **NOT_READY})
+def download_export(
+    dataset_id: DatasetIdPath, export_id: ExportIdPath, data_dir: DataDirDep, part: PartQuery = "data"
+) -> FileResponse:
+    """The file of a finished export (or, with part=rotations, each molecule's rotation as CSV)."""
+    return _file(export_service.export_files(data_dir, dataset_id, export_id), part)

@@ -1,0 +1,22 @@
+"""Writes to the dataset store that the API offers: rename and delete (uploads are ingest jobs, services/jobs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend.pipeline import ingest
+from backend.services.datasets import DatasetInfo, dataset_info
+from backend.store import datasets as ds
+
+
+def rename_dataset(data_dir: Path, dataset_id: str, name: str) -> DatasetInfo:
+    """Give a dataset a new display name (NotFoundError for unknown ids); its info afterwards."""
+    ds.read_meta(data_dir, dataset_id)
+    ingest.rename_dataset(data_dir, dataset_id, name)
+    return dataset_info(data_dir, dataset_id)
+
+
+def delete_dataset(data_dir: Path, dataset_id: str) -> None:
+    """Delete a dataset and its results (NotFoundError for unknown ids; no other dataset is touched)."""
+    ds.read_meta(data_dir, dataset_id)
+    ingest.delete_dataset(data_dir, dataset_id)

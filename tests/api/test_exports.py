@@ -1,0 +1,137 @@
+"""Exports over real HTTP: the direct GET, the background job (202, progress, download, rotations), 413 above
+the direct limit, 4xx on bad input, and exports on read-only and token-protected servers."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import httpx
+import pytest
+
+from backend.server import create_app
+from tests.api.conftest import ServerThread
+
+TOKEN = "export-token"
+BODY = {"mode": "random", "format": "xyz", "seed": 9}
+
+
+def _snapshot(folder) -> dict:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def store(qm9_store, tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("exports") / "data"
+    shutil.copytree(qm9_store / "datasets", data_dir / "datasets")
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def read_only(store):
+    with ServerThread(create_app(store, read_only=True, dashboard=False)) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def with_token(store):
+    with ServerThread(create_app(store, token=TOKEN, dashboard=False)) as server:
+        yield server.url
+
+
+def _finished(url: str, job_id: str) -> dict:
+    deadline = time.monotonic() + 120
+    while True:
+        job = httpx.get(f"{url}/api/jobs/{job_id}").json()
+        assert 0.0 <= job["progress"] <= 1.0
+        if job["state"] not in ("queued", "running") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.05)
+
+
+def test_an_export_job_on_a_read_only_server_downloads_what_the_direct_export_gives(read_only, store):
+    before = _snapshot(store / "datasets")
+    r = httpx.post(f"{read_only}/api/datasets/qm9/exports", json=BODY)
+    assert r.status_code == 202, r.text
+    accepted = r.json()
+    assert set(accepted) == {"job_id", "export_id"}
+    job = _finished(read_only, accepted["job_id"])
+    assert job["state"] == "done", job["message"]
+    assert (job["kind"], job["export_id"], job["dataset_id"], job["stage"]) == (
+        "export",
+        accepted["export_id"],
+        "qm9",
+        "done",
+    )
+    assert job["progress"] == 1.0 and job["result"]["n_molecules"] == 400
+    url = f"{read_only}/api/datasets/qm9/exports/{accepted['export_id']}"
+    data = httpx.get(url, timeout=60)
+    assert data.status_code == 200 and 'filename="qm9-random.xyz"' in data.headers["content-disposition"]
+    direct = httpx.get(f"{read_only}/api/datasets/qm9/export", params=BODY, timeout=60)
+    assert direct.status_code == 200 and direct.content == data.content  # same seed, same rotations
+    rotations = httpx.get(url, params={"part": "rotations"})
+    assert rotations.status_code == 200 and rotations.headers["content-type"].startswith("text/csv")
+    lines = rotations.text.splitlines()
+    assert lines[0].startswith("id,mode,seed,r00") and len(lines) == 401
+    assert lines[1].split(",")[1:3] == ["random", "9"]
+    # Nothing was written to the dataset store; the files live in the exports area.
+    assert _snapshot(store / "datasets") == before
+    assert (store / "exports" / accepted["export_id"] / "qm9-random.xyz").is_file()
+    assert accepted["job_id"] in [j["id"] for j in httpx.get(f"{read_only}/api/jobs").json()]
+    assert httpx.get(f"{read_only}/api/health").json()["jobs"]["done"] >= 1
+
+
+def test_exports_need_no_token_because_they_only_read(with_token):
+    r = httpx.post(f"{with_token}/api/datasets/qm9/exports", json={"mode": "canonical"})
+    assert r.status_code == 202, r.text
+    job = _finished(with_token, r.json()["job_id"])
+    assert job["state"] == "done" and job["result"]["n_molecules"] == 400
+    # No format given: the dataset's own format where it can be written, else extended XYZ.
+    download = httpx.get(f"{with_token}/api/datasets/qm9/exports/{r.json()['export_id']}")
+    assert download.status_code == 200 and "qm9-canonical." in download.headers["content-disposition"]
+
+
+def test_a_direct_export_above_the_limit_is_413_naming_the_job_route(read_only, monkeypatch):
+    monkeypatch.setenv("ORIENTSCOPE_DIRECT_EXPORT_MAX", "399")  # read per request
+    r = httpx.get(f"{read_only}/api/datasets/qm9/export", params=BODY)
+    assert r.status_code == 413
+    assert "400 molecules" in r.json()["detail"] and "POST /api/datasets/qm9/exports" in r.json()["detail"]
+    assert httpx.post(f"{read_only}/api/datasets/qm9/exports", json=BODY).status_code == 202
+    monkeypatch.setenv("ORIENTSCOPE_DIRECT_EXPORT_MAX", "400")
+    assert httpx.get(f"{read_only}/api/datasets/qm9/export", params=BODY, timeout=60).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"mode": "sideways"}, "mode"),
+        ({"mode": "random", "format": "pdb"}, "format"),
+        ({"mode": "random", "seed": -1}, "seed"),
+        ({"mode": "random", "seed": "nine"}, "seed"),
+        ({"format": "xyz"}, "mode"),
+        ({"mode": "random", "copies": 2}, "copies"),
+    ],
+)
+def test_bad_export_bodies_are_422_naming_the_field(read_only, body, field):
+    r = httpx.post(f"{read_only}/api/datasets/qm9/exports", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"][-1] == field
+
+
+def test_unknown_datasets_exports_and_jobs_are_404(read_only):
+    r = httpx.post(f"{read_only}/api/datasets/nope/exports", json=BODY)
+    assert r.status_code == 404 and "nope" in r.json()["detail"]
+    assert (
+        httpx.post(
+            f"{read_only}/api/datasets/qm9/exports", content=b"{", headers={"content-type": "application/json"}
+        ).status_code
+        == 422
+    )
+    for export_id in ("e0123456789abcdef", "x0123456789abcdef", "nonsense"):
+        r = httpx.get(f"{read_only}/api/datasets/qm9/exports/{export_id}")
+        assert r.status_code == 404 and export_id in r.json()["detail"]
+    accepted = httpx.post(f"{read_only}/api/datasets/qm9/exports", json=BODY).json()
+    _finished(read_only, accepted["job_id"])
+    other = httpx.get(f"{read_only}/api/datasets/toy/exports/{accepted['export_id']}")  # another dataset's id
+    assert other.status_code == 404
+    assert httpx.get(f"{read_only}/api/jobs/xdoesnotexist").status_code == 404
