@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.figures import OKABE_ITO
-from backend.loaders.xyz import xyz_block
+from backend.services.molecules import xyz_text as _xyz_text
 
 LAB_AXES = (("x", (1.0, 0.0, 0.0), "#D55E00"), ("y", (0.0, 1.0, 0.0), "#009E73"), ("z", (0.0, 0.0, 1.0), "#0072B2"))
 PRINCIPAL_COLORS = OKABE_ITO[:3]
@@ -19,7 +19,7 @@ PRINCIPAL_COLORS = OKABE_ITO[:3]
 
 def xyz_text(elements: list[str], positions_angstrom, comment: str = "") -> str:
     # 4 decimals (1e-4 Å) are plenty on screen and keep the callback payload small.
-    return xyz_block(elements, positions_angstrom, comment, decimals=4)
+    return _xyz_text(elements, positions_angstrom, comment, decimals=4)
 
 
 def _arrows(origin, directions, length: float) -> list[dict]:

@@ -5,7 +5,7 @@ An export reads a stored dataset and writes files only under the export folder
 read-only servers too:
 
 * ``<export_dir>/jobs/<job_id>.json``: the job record, shaped like an ingest job's
-  (state, progress, stage, message) plus ``export_id`` and the ``request``;
+  (state, progress, stage, message) plus ``export_id``, with the ``ExportRequest`` as its ``input``;
 * ``<export_dir>/<export_id>/``: the exported file and its ``.rotations.csv``,
   each written atomically.
 
@@ -17,7 +17,6 @@ EXPORT_TTL_S, when a later export is submitted.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import threading
 import time
@@ -32,19 +31,22 @@ from backend.pipeline.jobs import (
     ACTIVE,
     DONE,
     LIVE,
-    QUEUED,
-    RUNNING,
     as_seen,
     failed,
+    job_record,
     read_job_record,
     recording_progress,
+    run_live,
+    running,
     stored_job_records,
+    wait_for,
 )
 from backend.store import datasets as ds
 from backend.store.atomic import atomic_write_json
 
 log = logging.getLogger(__name__)
 
+EXPORT = "export"  # the job kind
 JOB_PREFIX, EXPORT_PREFIX = "x", "e"
 EXPORT_TTL_S = 3600.0  # long enough to download a finished export
 MAX_ACTIVE_EXPORTS = 4  # queued or running at once; each holds a whole dataset in memory while it runs
@@ -123,37 +125,16 @@ class ExportJobs:
                     f"cannot write exports to {self.export_dir} ({err.strerror}); "
                     "set ORIENTSCOPE_EXPORT_DIR to a writable folder"
                 ) from None
-            job = {
-                "id": job_id,
-                "kind": "export",
-                "export_id": export_id,
-                "state": QUEUED,
-                "progress": 0.0,
-                "stage": "queued",
-                "message": "waiting for the worker",
-                "dataset_id": dataset_id,
-                "name": meta.get("name", dataset_id),
-                "request": {**request.to_dict(), "format": fmt},
-                "created": time.time(),
-                "started": None,
-                "finished": None,
-                "attempts": 0,
-                "pid": os.getpid(),
-                "result": None,
-            }
+            inputs = {**request.to_dict(), "format": fmt}
+            job = job_record(job_id, EXPORT, dataset_id, meta.get("name", dataset_id), inputs, export_id=export_id)
             LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
             self._write(job)
-        self._pool.submit(self._run, job_id)
+        self._pool.submit(run_live, self._execute, job_id)
         return job
 
     def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.05) -> dict:
         """Block until the job is done or failed (for tests)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            job = read_export_job(self.export_dir, job_id)
-            if job["state"] not in ACTIVE or time.monotonic() > deadline:
-                return job
-            time.sleep(poll_s)
+        return wait_for(lambda i: read_export_job(self.export_dir, i), job_id, timeout_s, poll_s)
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
@@ -170,17 +151,10 @@ class ExportJobs:
                 shutil.rmtree(self.export_dir / job["export_id"], ignore_errors=True)
                 (export_jobs_dir(self.export_dir) / f"{job['id']}.json").unlink(missing_ok=True)
 
-    def _run(self, job_id: str) -> None:
-        try:
-            self._execute(job_id)
-        finally:
-            LIVE.discard(job_id)
-
     def _execute(self, job_id: str) -> None:
-        job = read_export_job(self.export_dir, job_id)
-        job.update(state=RUNNING, started=time.time(), attempts=1, stage="load", message="starting")
+        job = running(read_export_job(self.export_dir, job_id))
         self._write(job)
-        request = ExportRequest.from_dict(job["request"])
+        request = ExportRequest.from_dict(job["input"])
         filename = export_filename(job["dataset_id"], request.mode, request.format)
         try:
             info = export_dataset(

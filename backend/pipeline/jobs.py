@@ -20,6 +20,7 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,7 +46,7 @@ STALE_STAGING_S = 86_400.0
 LIVE: set[str] = set()
 
 
-def _job_record(job_id: str, kind: str, dataset_id: str, name: str, inputs: dict, **extra) -> dict:
+def job_record(job_id: str, kind: str, dataset_id: str, name: str, inputs: dict, **extra) -> dict:
     """A new queued job; ``dataset_id`` is the dataset an ingest creates or an audit reads."""
     return {
         "id": job_id,
@@ -107,10 +108,10 @@ def as_seen(job: dict) -> dict:
 
 
 def read_job(data_dir: Path, job_id: str) -> dict:
-    return read_job_record(jobs_dir(data_dir), job_id)
+    return readjob_record(jobs_dir(data_dir), job_id)
 
 
-def read_job_record(folder: Path, job_id: str) -> dict:
+def readjob_record(folder: Path, job_id: str) -> dict:
     """The job ``folder/<job_id>.json`` as readers should see it; NotFoundError if there is none."""
     try:
         validate_id(job_id, "job id")
@@ -161,6 +162,32 @@ def recover_interrupted(data_dir: Path) -> list[str]:
             if time.time() - folder.stat().st_mtime > STALE_STAGING_S:
                 shutil.rmtree(folder, ignore_errors=True)
     return failed
+
+
+def wait_for(read: Callable[[str], dict], job_id: str, timeout_s: float, poll_s: float) -> dict:
+    """Poll ``read(job_id)`` until the job is done or failed, or ``timeout_s`` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        job = read(job_id)
+        if job["state"] not in ACTIVE or time.monotonic() > deadline:
+            return job
+        time.sleep(poll_s)
+
+
+def run_live(execute: Callable[[str], None], job_id: str) -> None:
+    """Run a job on a worker thread; afterwards it is no longer this process's to finish."""
+    try:
+        execute(job_id)
+    finally:
+        LIVE.discard(job_id)
+
+
+def running(job: dict) -> dict:
+    """``job``, started now (one attempt more)."""
+    job.update(
+        state=RUNNING, started=time.time(), attempts=job.get("attempts", 0) + 1, stage="load", message="starting"
+    )
+    return job
 
 
 def recording_progress(job: dict, write) -> Progress:
@@ -227,12 +254,12 @@ class JobManager:
         shutil.move(str(upload), target)
         with self._lock:
             dataset_id = new_dataset_id(self.data_dir, name, self._reserved())
-            job = _job_record(
+            job = job_record(
                 job_id, INGEST, dataset_id, name, {"file": filename, "format": fmt, "strict": bool(strict)}
             )
             LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
             self._write(job)
-        self._pool.submit(self._run, job_id)
+        self._pool.submit(run_live, self._execute, job_id)
         return job
 
     def submit_audit(self, upload: Path, dataset_id: str, name: str, original_name: str | None = None) -> dict:
@@ -246,10 +273,10 @@ class JobManager:
         filename = Path(original_name or Path(upload).name).name or "predictions"
         shutil.move(str(upload), folder / filename)
         with self._lock:
-            job = _job_record(job_id, AUDIT, dataset_id, name, {"file": filename}, audit_id=new_audit_id())
+            job = job_record(job_id, AUDIT, dataset_id, name, {"file": filename}, audit_id=new_audit_id())
             LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
             self._write(job)
-        self._pool.submit(self._run, job_id)
+        self._pool.submit(run_live, self._execute, job_id)
         return job
 
     def retry(self, job_id: str) -> dict:
@@ -273,7 +300,7 @@ class JobManager:
             )
             LIVE.add(job_id)
             self._write(job)
-        self._pool.submit(self._run, job_id)
+        self._pool.submit(run_live, self._execute, job_id)
         return job
 
     def get(self, job_id: str) -> dict:
@@ -290,12 +317,7 @@ class JobManager:
 
     def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.1) -> dict:
         """Block until the job is done or failed (for the CLI and tests)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            job = self.get(job_id)
-            if job["state"] not in ACTIVE or time.monotonic() > deadline:
-                return job
-            time.sleep(poll_s)
+        return wait_for(self.get, job_id, timeout_s, poll_s)
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
@@ -308,17 +330,8 @@ class JobManager:
     def _write(self, job: dict) -> None:
         atomic_write_json(jobs_dir(self.data_dir) / f"{job['id']}.json", job)
 
-    def _run(self, job_id: str) -> None:
-        try:
-            self._execute(job_id)
-        finally:
-            LIVE.discard(job_id)
-
     def _execute(self, job_id: str) -> None:
-        job = read_job(self.data_dir, job_id)
-        job.update(
-            state=RUNNING, started=time.time(), attempts=job.get("attempts", 0) + 1, stage="load", message="starting"
-        )
+        job = running(read_job(self.data_dir, job_id))
         self._write(job)
         progress = recording_progress(job, self._write)
         upload = jobs_dir(self.data_dir) / job_id / job["input"]["file"]

@@ -37,6 +37,14 @@ _SMARTS_CACHE = 16
 SMARTS_BLOCK = substructure.BLOCK
 
 
+def xyz_text(elements, positions_angstrom, comment: str = "", decimals: int = 8) -> str:
+    """One molecule as XYZ text (``loaders.xyz.xyz_block``), for callers above the services, such as the 3D viewer.
+
+    ``elements`` are symbols or atomic numbers, ``positions_angstrom`` is (n_atoms, 3) in Å.
+    """
+    return xyz_block(elements, positions_angstrom, comment, decimals=decimals)
+
+
 def _clean(value: float | None) -> float | None:
     """JSON-safe float: NaN/inf become None."""
     if value is None:

@@ -19,21 +19,23 @@ _create_lock = threading.Lock()
 
 JobIdPath = Annotated[
     str,
-    PathParam(description="Job id returned by POST /api/datasets or POST /api/datasets/{id}/exports.", max_length=64),
+    PathParam(description="Job id returned by POST /api/datasets, …/model-audits or …/exports.", max_length=64),
 ]
 
 
 class JobPublic(BaseModel):
-    """A background job: an ingest (upload) or an export."""
+    """A background job: an ingest (dataset upload), a model audit (predictions upload) or an export."""
 
     id: str = Field(description="Job id.")
-    kind: Literal["ingest", "export"] = Field(default="ingest", description="What the job does.")
+    kind: Literal["ingest", "audit", "export"] = Field(default="ingest", description="What the job does.")
     state: Literal["queued", "running", "done", "failed"] = Field(description="Where the job is.")
     progress: float = Field(ge=0, le=1, description="Fraction done, 0-1.")
-    stage: str = Field(description="Current step: load, save, a pipeline stage name, or done.")
+    stage: str = Field(
+        description="Current step: load, save or a pipeline stage name (ingest); load, pose or write (export); done."
+    )
     message: str = Field(description="What is happening, or why the job failed (naming the line or record).")
     dataset_id: str = Field(
-        description="Ingest: id the dataset gets (it appears in /api/datasets once done). Export: the dataset exported."
+        description="Ingest: id the dataset gets (it appears in /api/datasets once done). Audit, export: the dataset."
     )
     name: str = Field(description="Display name of the dataset.")
     created: float = Field(description="Unix time the job was queued.")
@@ -45,7 +47,8 @@ class JobPublic(BaseModel):
     result: dict | None = Field(
         default=None,
         description="On success, ingests: dataset_id, n_molecules, n_skipped, skipped-record messages (problems) and "
-        "skipped_stages (analysis step → reason); exports: export_id, file and n_molecules.",
+        "skipped_stages (analysis step → reason); audits: dataset_id, audit_id, n_molecules, n_unknown_ids; "
+        "exports: export_id, file and n_molecules.",
     )
 
 
