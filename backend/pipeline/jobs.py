@@ -108,10 +108,10 @@ def as_seen(job: dict) -> dict:
 
 
 def read_job(data_dir: Path, job_id: str) -> dict:
-    return readjob_record(jobs_dir(data_dir), job_id)
+    return read_job_record(jobs_dir(data_dir), job_id)
 
 
-def readjob_record(folder: Path, job_id: str) -> dict:
+def read_job_record(folder: Path, job_id: str) -> dict:
     """The job ``folder/<job_id>.json`` as readers should see it; NotFoundError if there is none."""
     try:
         validate_id(job_id, "job id")
