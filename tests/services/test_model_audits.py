@@ -15,7 +15,7 @@ from backend.science.model_audit import AuditSettings
 from backend.services import model_audits as svc
 from backend.services.errors import InvalidInput
 from backend.services.map_view import MapQuery, view_points
-from backend.store.datasets import load_dataset
+from backend.store.datasets import delete_dataset, load_dataset
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +76,15 @@ def test_delete(audited):
     assert svc.list_audits(data_dir, "qm9") == []
     with pytest.raises(NotFoundError):
         svc.delete_audit(data_dir, "qm9", record["id"])
+
+
+def test_deleting_the_dataset_deletes_its_audits(audited, tmp_path):
+    data_dir, _ = audited
+    path = tmp_path / "p.csv"
+    ids = load_dataset(data_dir, "qm9").ids[:20]
+    path.write_text("id,property,stored,rotated\n" + "".join(f"{i},gap,0.1,0.2\n" for i in ids))
+    record = run_audit(data_dir, "qm9", path, "again", settings=AuditSettings(n_bootstrap=10, n_permutations=100))
+    folder = data_dir / "datasets" / "qm9" / "audits" / record["id"]
+    assert folder.is_dir()
+    delete_dataset(data_dir, "qm9")
+    assert not folder.exists() and not (data_dir / "datasets" / "qm9").exists()
