@@ -3,6 +3,7 @@ the direct limit, 4xx on bad input, and exports on read-only and token-protected
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 
@@ -135,3 +136,20 @@ def test_unknown_datasets_exports_and_jobs_are_404(read_only):
     other = httpx.get(f"{read_only}/api/datasets/toy/exports/{accepted['export_id']}")  # another dataset's id
     assert other.status_code == 404
     assert httpx.get(f"{read_only}/api/jobs/xdoesnotexist").status_code == 404
+
+
+def test_the_download_of_a_failed_export_is_409_with_the_reason(read_only, store):
+    broken = store / "datasets" / "broken"
+    shutil.copytree(store / "datasets" / "qm9", broken)
+    meta = json.loads((broken / "dataset.json").read_text())
+    (broken / "dataset.json").write_text(json.dumps({**meta, "id": "broken", "name": "Broken"}))
+    (broken / "atoms.parquet").unlink()  # the export job cannot read the molecules
+    try:
+        accepted = httpx.post(f"{read_only}/api/datasets/broken/exports", json=BODY).json()
+        job = _finished(read_only, accepted["job_id"])
+        assert job["state"] == "failed" and job["message"]
+        r = httpx.get(f"{read_only}/api/datasets/broken/exports/{accepted['export_id']}")
+        assert r.status_code == 409
+        assert "is not ready" in r.json()["detail"] and accepted["job_id"] in r.json()["detail"]
+    finally:
+        shutil.rmtree(broken)
