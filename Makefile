@@ -48,4 +48,4 @@ format: setup  ## ruff format + autofix
 check: lint test  ## lint and test
 
 clean:  ## remove the virtual environment and caches (keeps ./data)
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache
