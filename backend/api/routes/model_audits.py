@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request, Response
 from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
 from backend.api.errors import NOT_FOUND
@@ -82,7 +83,8 @@ async def upload_predictions(dataset_id: DatasetIdPath, request: Request, jobs: 
     try:
         if problems:
             raise invalid(problems)
-        svc.check_upload(jobs.data_dir, dataset_id, received.path)
+        # Off the event loop: the check reads up to 100,000 rows.
+        await run_in_threadpool(svc.check_upload, jobs.data_dir, dataset_id, received.path)
         job = jobs.submit_audit(received.path, dataset_id, name, original_name=received.filename)
     except BaseException:
         if received.path is not None:
