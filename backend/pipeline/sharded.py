@@ -1,7 +1,8 @@
 """The pipeline over shards: each stage maps per-shard tasks on the engine and merges their results.
 
-The frames and statistics stages run per shard (see shard_stages.py). The
-chemistry and models stages do not yet: on a sharded dataset they are
+The frames and statistics stages run per shard (see shard_stages.py), and so
+do the models stage's classifiers (shard_models.py). The chemistry stage and
+the orientation-only regression do not yet: on a sharded dataset they are
 recorded as skipped with that reason. Each stage's section and its
 ``engine`` (where it ran, how many workers) go into the result's manifest,
 which is written last, as for the in-memory pipeline.
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from backend.core.progress import Progress, scaled
 from backend.pipeline.engine import Engine
+from backend.pipeline.shard_models import run_models
 from backend.pipeline.shard_stages import (
     K_NEIGHBOURS,
     WHICH,
@@ -40,7 +42,7 @@ from backend.store.shards import shard_refs
 log = logging.getLogger(__name__)
 
 SHARDED_STAGES = ("frames", "statistics", "chemistry", "models")
-NOT_YET = "not yet computed per shard: sharded datasets get frames and statistics only (issue 15)"
+NOT_YET = "not yet computed per shard: sharded datasets get frames, statistics and the classifiers (issue 15)"
 
 
 def _frames(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
@@ -69,7 +71,7 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
     return statistics_section(candidates, kernels, angles, dict(zip(WHICH, kls, strict=True)))
 
 
-RUNNERS = {"frames": _frames, "statistics": _statistics}
+RUNNERS = {"frames": _frames, "statistics": _statistics, "models": run_models}
 
 
 def precompute_sharded(

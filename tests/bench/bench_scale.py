@@ -4,7 +4,8 @@ For each (N, workers) it runs, as a user would, in fresh processes:
 
 1. ``orientscope synth --n N --bias qm9`` (once per N, reused);
 2. ``orientscope ingest DIR --cluster local:W`` (reads the NPZ shards in
-   parallel, writes Parquet shards, runs frames and statistics per shard),
+   parallel, writes Parquet shards, runs frames, statistics and the
+   classifiers per shard),
    sampling every 0.5 s the summed RSS of the CLI process and all its
    descendants (the Dask scheduler, nanny and worker processes), and the
    largest single process.
@@ -101,8 +102,8 @@ def bench(n: int, workers: list[int], work: Path) -> list[dict]:
         stages = {k: v["seconds"] for k, v in report["stages"].items()}
         disk = sum(f.stat().st_size for f in (data / "datasets").rglob("*") if f.is_file())
         rows.append({
-            "what": f"`ingest` + frames + statistics, `local:{w}`", "n": n, "workers": w, **done,
-            "frames_s": stages["frames"], "statistics_s": stages["statistics"],
+            "what": f"`ingest` + frames + statistics + classifiers, `local:{w}`", "n": n, "workers": w, **done,
+            "frames_s": stages["frames"], "statistics_s": stages["statistics"], "models_s": stages["models"],
             "kl": report["kl"]["value"], "control_kl": report["control"]["kl"]["value"],
             "ks": report["ks"]["statistic"], "store_gb": disk / 1e9,
         })  # fmt: skip
@@ -117,11 +118,12 @@ def to_markdown(rows: list[dict]) -> str:
         "Input: `orientscope synth --bias qm9` (QM9 tiled, QM9 poses turned by |N(0, 10°)|), NPZ shards of 250k.",
         "Peak RSS is sampled every 0.5 s over the CLI process and every descendant (scheduler, nannies, workers).",
         "",
-        "| run | molecules | wall time | frames / statistics | peak RSS, all processes / largest | KL (control) | store |",
+        "| run | molecules | wall time | frames / statistics / classifiers | peak RSS, all processes / largest "
+        "| KL (control) | store |",
         "|---|---:|---:|---:|---:|---|---:|",
     ]
     for r in rows:
-        stages = f"{r['frames_s']:.0f} / {r['statistics_s']:.0f} s" if "frames_s" in r else ""
+        stages = f"{r['frames_s']:.0f} / {r['statistics_s']:.0f} / {r['models_s']:.0f} s" if "frames_s" in r else ""
         kl = f"{r['kl']:.3f} ({r['control_kl']:+.4f})" if "kl" in r else ""
         store = f"{r['store_gb']:.2f} GB" if "store_gb" in r else ""
         lines.append(

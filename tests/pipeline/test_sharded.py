@@ -56,7 +56,7 @@ def test_frames_are_exact_and_the_report_has_the_engine(reference):
     report = build_report(data, meta["id"])
     assert report["n_molecules"] == N
     assert report["engine"]["frames"] == {"where": "in-process", "workers": 1}
-    assert set(report["skipped_stages"]) == {"chemistry", "models"}
+    assert set(report["skipped_stages"]) == {"chemistry", "models.regression"}
     assert report["kl"]["value"] > 0.3 and abs(report["control"]["kl"]["value"]) < 0.1
     assert report["kl"]["method"].startswith("exact") and report["kl"]["n_used"] == N
     assert report["ks"]["pvalue"] < 1e-3 and report["control"]["ks"]["pvalue"] > 1e-4
@@ -139,3 +139,25 @@ def test_kernel_sums_on_a_seeded_share_of_a_large_half_do_not_depend_on_the_cut(
         reports.append(comparable(build_report(tmp_path / str(size), meta["id"])))
     assert reports[0] == reports[1]
     assert reports[0]["reference_orientation"] and reports[0]["ks"]["pvalue"] < 1e-3
+
+
+def test_classifiers_train_on_a_seeded_subsample_and_score_every_molecule(tmp_path, synth_dir, monkeypatch):
+    from backend.pipeline import shard_models
+
+    monkeypatch.setattr(shard_models, "TRAIN_MOLECULES", 600)
+    runs = []
+    for size, cluster in ((700, "in-process"), (1000, "local:2")):
+        data = tmp_path / str(size)
+        meta = ingest_files(data, [synth_dir], "models", cluster=cluster, shard_size=size)
+        store = ResultStore(data, meta["id"], make_params())
+        runs.append((build_report(data, meta["id"]), store.table("models", "scores").to_pandas()))
+    (report, scores), (other, other_scores) = runs
+    assert comparable(report) == comparable(other)
+    assert scores.equals(other_scores)
+    assert len(scores) == N and scores["classifier_score"].between(0, 1).all()
+    assert report["stages"]["models"]["settings"]["training_subsample"] == 600
+    by_features = {c["features"]: c for c in report["classifiers"]}
+    assert by_features["frame+composition"]["accuracy"] > 0.6 and by_features["frame+composition"]["n_test"] == 1200
+    assert all(abs(c["accuracy"] - 0.5) < 0.1 for c in report["control"]["classifiers"])
+    # Training molecules are cross-fitted; the others are scored by the model fitted on all 600.
+    assert scores["classifier_score"].nunique() > 1000
