@@ -70,15 +70,18 @@ MAX_COPIES = 100
 class ExportRequest:
     """What to export: every parameter of an export job, in one place so that new ones are one field more.
 
-    ``format`` None means the dataset's input format where it can be written, else extended XYZ.
+    ``format`` None means the dataset's input format where it can be written, else extended XYZ;
+    ``copies`` (random mode only) asks for that many rotated copies (:func:`export_copies`).
     """
 
     mode: str
     format: str | None = None
     seed: int = DEFAULT_SEED
+    copies: int | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
+        check_copies(self.mode, self.copies)
         if self.format is not None:
             check_export_format(self.format)
         if not 0 <= self.seed < 2**63:
@@ -244,12 +247,15 @@ def check_copies(mode: str, copies: int | None) -> int | None:
     return copies
 
 
-def export_copies(mols: MoleculeSet, out: Path, fmt: str, copies: int, seed: int = DEFAULT_SEED) -> dict:
+def export_copies(
+    mols: MoleculeSet, out: Path, fmt: str, copies: int, seed: int = DEFAULT_SEED, progress: Progress = quiet
+) -> dict:
     """Write ``copies`` randomly rotated copies of ``mols`` and one rotations file with a ``copy`` column."""
     check_export_format(fmt)
     out = Path(out)
     paths, tables = [], []
     for copy in range(copies):
+        progress(0.2 + 0.75 * copy / copies, f"writing copy {copy + 1} of {copies}", "write")
         posed, rotations = debias(mols, "random", seed, copy)
         path = copy_path(out, copy)
         _write_molecules(path, posed, fmt)
@@ -294,7 +300,7 @@ def export_dataset(
     progress(0.0, f"reading {dataset_id!r}", "load")
     mols = ds.load_dataset(data_dir, dataset_id)
     if copies is not None:
-        return export_copies(mols, Path(out), fmt, copies, seed)
+        return export_copies(mols, Path(out), fmt, copies, seed, progress)
     return export_molecules(mols, Path(out), mode, fmt, seed, progress)
 
 

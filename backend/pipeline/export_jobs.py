@@ -26,7 +26,7 @@ from pathlib import Path
 
 from backend.core.errors import Busy, NotFoundError, NotReady, Unavailable
 from backend.core.settings import resolve_export_dir
-from backend.pipeline.export import ExportRequest, default_format, export_dataset, export_filename
+from backend.pipeline.export import ExportRequest, copy_path, default_format, export_dataset, export_filename
 from backend.pipeline.jobs import (
     ACTIVE,
     DONE,
@@ -71,9 +71,9 @@ def list_export_jobs(export_dir: Path) -> list[dict]:
     return [as_seen(job) for job in stored_job_records(export_jobs_dir(export_dir))]
 
 
-def export_files(export_dir: Path, dataset_id: str, export_id: str) -> tuple[Path, Path]:
-    """The exported file and its rotations CSV; NotFoundError if unknown (or of another dataset),
-    NotReady while the job is queued or running or if it failed."""
+def export_files(export_dir: Path, dataset_id: str, export_id: str, copy: int = 0) -> tuple[Path, Path]:
+    """The exported file (of copy ``copy`` for a multi-copy export) and its rotations CSV; NotFoundError if
+    unknown (or of another dataset), NotReady while the job is queued or running or if it failed."""
     try:
         job = read_export_job(export_dir, job_id_of(export_id))
     except NotFoundError:
@@ -85,6 +85,10 @@ def export_files(export_dir: Path, dataset_id: str, export_id: str) -> tuple[Pat
         raise NotReady(f"export {export_id!r} is not ready: {why}; follow GET /api/jobs/{job['id']}")
     data = Path(export_dir) / export_id / job["result"]["file"]
     rotations = data.with_name(data.name + ".rotations.csv")
+    copies = job["result"].get("copies")
+    if copy and not (copies and copy < copies):
+        raise ValueError(f"export {export_id!r} has {copies or 1} file(s); copy must be 0 to {(copies or 1) - 1}")
+    data = copy_path(data, copy) if copies else data
     if not (data.is_file() and rotations.is_file()):
         raise NotFoundError(f"export {export_id!r} has expired; submit it again")
     return data, rotations
@@ -164,6 +168,7 @@ class ExportJobs:
                 self.export_dir / job["export_id"] / filename,
                 seed=request.seed,
                 fmt=request.format,
+                copies=request.copies,
                 progress=recording_progress(job, self._write),
             )
         except Exception as err:  # every failure ends the job with a message, never the worker
@@ -175,6 +180,11 @@ class ExportJobs:
             stage="done",
             finished=time.time(),
             message=f"export {job['export_id']!r} ready: {info['n_molecules']:,} molecules",
-            result={"export_id": job["export_id"], "file": filename, "n_molecules": info["n_molecules"]},
+            result={
+                "export_id": job["export_id"],
+                "file": filename,
+                "copies": request.copies,
+                "n_molecules": info["n_molecules"],
+            },
         )
         self._write(job)

@@ -17,6 +17,7 @@ from backend.core.settings import resolve_export_dir
 from backend.pipeline import export_jobs
 from backend.pipeline.export import (
     EXPORT_FORMATS,
+    MAX_COPIES,
     MODES,
     ExportRequest,
     default_format,
@@ -25,7 +26,7 @@ from backend.pipeline.export import (
 )
 from backend.store import datasets as ds
 
-__all__ = ["EXPORT_FORMATS", "MODES", "ExportFiles", "ExportRequest", "export_files", "export_now"]
+__all__ = ["EXPORT_FORMATS", "MAX_COPIES", "MODES", "ExportFiles", "ExportRequest", "export_files", "export_now"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,8 @@ def export_now(data_dir: Path, dataset_id: str, request: ExportRequest, limits: 
     return ExportFiles(Path(info["path"]), Path(info["rotations_path"]), tmp)
 
 
-def export_files(data_dir: Path, dataset_id: str, export_id: str) -> ExportFiles:
-    """The files of a finished export job (NotFoundError if unknown, NotReady while it runs or if it failed)."""
-    data, rotations = export_jobs.export_files(resolve_export_dir(data_dir), dataset_id, export_id)
+def export_files(data_dir: Path, dataset_id: str, export_id: str, copy: int = 0) -> ExportFiles:
+    """The files of a finished export job, copy ``copy`` of a multi-copy export (NotFoundError if unknown,
+    NotReady while it runs or if it failed)."""
+    data, rotations = export_jobs.export_files(resolve_export_dir(data_dir), dataset_id, export_id, copy)
     return ExportFiles(data, rotations)

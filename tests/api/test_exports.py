@@ -110,13 +110,32 @@ def test_a_direct_export_above_the_limit_is_413_naming_the_job_route(read_only, 
         ({"mode": "random", "seed": -1}, "seed"),
         ({"mode": "random", "seed": "nine"}, "seed"),
         ({"format": "xyz"}, "mode"),
-        ({"mode": "random", "copies": 2}, "copies"),
+        ({"mode": "canonical", "copies": 2}, "copies"),
+        ({"mode": "random", "copies": 0}, "copies"),
+        ({"mode": "random", "extra": 1}, "extra"),
     ],
 )
 def test_bad_export_bodies_are_422_naming_the_field(read_only, body, field):
     r = httpx.post(f"{read_only}/api/datasets/qm9/exports", json=body)
     assert r.status_code == 422, r.text
     assert r.json()["detail"][0]["loc"][-1] == field
+
+
+def test_an_export_with_copies_downloads_each_copy_and_one_rotations_file(read_only):
+    r = httpx.post(f"{read_only}/api/datasets/qm9/exports", json={**BODY, "copies": 3})
+    assert r.status_code == 202, r.text
+    job = _finished(read_only, r.json()["job_id"])
+    assert job["state"] == "done" and job["result"]["copies"] == 3, job["message"]
+    url = f"{read_only}/api/datasets/qm9/exports/{r.json()['export_id']}"
+    files = [httpx.get(url, params={"copy": k}, timeout=60) for k in range(3)]
+    assert [f.status_code for f in files] == [200, 200, 200]
+    assert 'filename="qm9-random.copy2.xyz"' in files[2].headers["content-disposition"]
+    assert len({f.content for f in files}) == 3  # three different rotations of the same molecules
+    single = httpx.get(f"{read_only}/api/datasets/qm9/export", params=BODY, timeout=60)
+    assert files[0].content == single.content  # copy 0 is the single export
+    rotations = httpx.get(url, params={"part": "rotations"}).text.splitlines()
+    assert rotations[0].startswith("copy,id,mode,seed,r00") and len(rotations) == 1 + 3 * 400
+    assert httpx.get(url, params={"copy": 3}).status_code == 422
 
 
 def test_unknown_datasets_exports_and_jobs_are_404(read_only):

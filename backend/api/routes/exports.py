@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Query
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from starlette.background import BackgroundTask
 
 from backend.api.deps import DataDirDep, DatasetIdPath
@@ -20,7 +20,7 @@ from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
 from backend.api.schemas import ErrorPublic
 from backend.services import exports as export_service
-from backend.services.exports import EXPORT_FORMATS, MODES, ExportFiles, ExportRequest
+from backend.services.exports import EXPORT_FORMATS, MAX_COPIES, MODES, ExportFiles, ExportRequest
 
 router = APIRouter(prefix="/datasets", tags=["exports"])
 
@@ -50,7 +50,23 @@ class ExportBody(BaseModel):
 
     mode: ModeField = Field(description=MODE_HELP)
     format: FormatField | None = Field(default=None, description=FORMAT_HELP)
-    seed: int = Field(default=0, ge=0, le=2**63 - 1, description=SEED_HELP)
+    # strict: a JSON true/false is not a number (pydantic would read it as 1/0)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1, strict=True, description=SEED_HELP)
+    copies: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        le=MAX_COPIES,
+        description="random mode only: write that many rotated copies (the input of a model audit); "
+        "download copy k with ?copy=k",
+    )
+
+    @field_validator("copies")
+    @classmethod
+    def _random_only(cls, copies: int | None, info: ValidationInfo) -> int | None:
+        if copies is not None and info.data.get("mode") != "random":
+            raise ValueError("copies are rotated copies: use mode 'random' with copies")
+        return copies
 
 
 class ExportAccepted(BaseModel):
@@ -89,13 +105,19 @@ def export_dataset(
 )
 def submit_export(dataset_id: DatasetIdPath, body: Annotated[ExportBody, Body()], jobs: JobsDep) -> dict:
     """Export the dataset with de-biased poses in the background; answers the job and export ids."""
-    job = jobs.submit_export(dataset_id, ExportRequest(body.mode, body.format, body.seed))
+    job = jobs.submit_export(dataset_id, ExportRequest(body.mode, body.format, body.seed, body.copies))
     return {"job_id": job["id"], "export_id": job["export_id"]}
 
 
 @router.get("/{dataset_id}/exports/{export_id}", response_class=FileResponse, responses={**NOT_FOUND, **NOT_READY})
 def download_export(
-    dataset_id: DatasetIdPath, export_id: ExportIdPath, data_dir: DataDirDep, part: PartQuery = "data"
+    dataset_id: DatasetIdPath,
+    export_id: ExportIdPath,
+    data_dir: DataDirDep,
+    part: PartQuery = "data",
+    copy: Annotated[
+        int, Query(ge=0, lt=MAX_COPIES, description="which rotated copy of an export with copies (0 first)")
+    ] = 0,
 ) -> FileResponse:
     """The file of a finished export (or, with part=rotations, each molecule's rotation as CSV)."""
-    return _file(export_service.export_files(data_dir, dataset_id, export_id), part)
+    return _file(export_service.export_files(data_dir, dataset_id, export_id, copy), part)
