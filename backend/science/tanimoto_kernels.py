@@ -6,6 +6,8 @@ with 15-30 bits set (busy 2-core machine, noisy): 200 similarity queries took
 0.68 s with numpy, 0.30 s fused. The earlier bit-major (2048, n) uint8 matrix
 (~268 MB for QM9) answered 400 nearest-neighbour queries in 1.06 s after a
 2.13 s build; these kernels take 1.39 s after a 0.09 s build, on 8x less memory.
+Build plus 1,000 nearest-neighbour queries, two runs each: 3.5 / 4.0 s before,
+2.5 / 2.2 s with these kernels.
 Compiled code is cached on disk (``cache=True``), so only the first process pays
 the ~1 s compilation.
 """
