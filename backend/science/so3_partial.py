@@ -94,7 +94,7 @@ def kl_exact(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False) 
     half = 1.96 * float(terms.std(ddof=1)) / np.sqrt(len(terms))
     return {
         "value": value,
-        "ci95": [value - half, value + half],
+        "ci95": [float(value - half), float(value + half)],
         "k": k,
         "n": len(terms),
         "n_used": len(terms),
@@ -128,7 +128,7 @@ def kl_subsampled(
     value = float(values.mean())
     if len(values) > 1:
         half = float(student_t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
-        ci = [value - half, value + half]
+        ci = [float(value - half), float(value + half)]
     else:
         ci = fits[0]["ci95"]
     return {

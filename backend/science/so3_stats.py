@@ -225,26 +225,28 @@ def split_halves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[: n // 2]), np.sort(perm[n // 2 :])
 
 
-def orientation_bias(rotations: np.ndarray, seed: int = 0, k: int = 5, n_bootstrap: int = 1000, bins: int = 60) -> dict:
-    """The full orientation-bias summary of one set of frames.
+def reference_and_ks(rotations: np.ndarray, seed: int = 0, bins: int = 60) -> dict:
+    """Reference orientation (kernel density on half A) and the KS test and histogram of half B's angles to it.
 
-    The reference orientation is picked on half A by kernel density; the
-    angle-to-reference histogram and KS test use half B only, so the test is
-    not biased by the choice of reference.
+    Using half B only keeps the test unbiased by the choice of reference.
     """
     R = np.asarray(rotations, dtype=np.float64)
     q = matrix_to_quaternion(R)
     half_a, half_b = split_halves(len(R), seed)
     ref = half_a[reference_orientation(q[half_a], seed=seed)]
     angles_b = geodesic_angle(R[ref][None], R[half_b])
-    kl = kl_to_uniform(q, k=k, n_bootstrap=n_bootstrap, seed=seed)
-    # The sign-invariant variant is secondary: a smaller bootstrap keeps the stage fast.
-    kl_signs = kl_to_uniform(q, k=k, sign_invariant=True, n_bootstrap=min(n_bootstrap, 200), seed=seed)
     return {
         "reference_index": int(ref),
         "reference_orientation": R[ref].tolist(),
-        "kl": kl.to_dict(),
-        "kl_sign_invariant": kl_signs.to_dict(),
         "ks": ks_against_haar(angles_b),
         "angle_histogram": angle_histogram(angles_b, bins),
     }
+
+
+def orientation_bias(rotations: np.ndarray, seed: int = 0, k: int = 5, n_bootstrap: int = 1000, bins: int = 60) -> dict:
+    """The full orientation-bias summary of one set of frames, KL with bootstrap CIs (see :func:`reference_and_ks`)."""
+    q = matrix_to_quaternion(np.asarray(rotations, dtype=np.float64))
+    kl = kl_to_uniform(q, k=k, n_bootstrap=n_bootstrap, seed=seed)
+    # The sign-invariant variant is secondary: a smaller bootstrap keeps the stage fast.
+    kl_signs = kl_to_uniform(q, k=k, sign_invariant=True, n_bootstrap=min(n_bootstrap, 200), seed=seed)
+    return {**reference_and_ks(rotations, seed, bins), "kl": kl.to_dict(), "kl_sign_invariant": kl_signs.to_dict()}

@@ -119,6 +119,10 @@ def _statistics(report: dict) -> Section:
         rows.append(
             ("KL, axis signs ignored", format_kl(report["kl_sign_invariant"]), format_kl(c.get("kl_sign_invariant")))
         )
+    if (report.get("kl_at_n") or {}).get("value") is not None:
+        at = report["kl_at_n"]
+        label = f"KL at n = {at['subsample_size']:,} (comparable across sizes)"
+        rows.append((label, format_kl(at), format_kl(c.get("kl_at_n"))))
     if "ks" in report:
         ks, cks = report["ks"] or {}, c.get("ks") or {}
         rows.append(
