@@ -14,11 +14,11 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from app import data, ids, panels
+from app import ids, panels
 from app.audit_panel import audit_section, register_audit
 from app.audit_panel import first_view_props as audit_first_view
 from app.compat import dispatch_in_threads, install_answer_encoder
-from app.figures import angle_histogram_figure, message_figure
+from app.figures import message_figure
 from app.initial_view import (
     BASE_COLOR_OPTIONS,
     PageQueryMiddleware,
@@ -28,18 +28,22 @@ from app.initial_view import (
     page_query,
     resolve_view,
 )
-from app.mapfigure import density_figure
 from app.mapview import clicked_row, map_layers
 from app.offload import guarded
 from app.pages_upload import register_upload, upload_section
 from app.request_guard import DashRequestGuard
 from app.state import URL_FIELDS, ViewState, control_values
-from app.static_report import static_report_html
 from backend.core.groups import GROUP_KINDS
 
 log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "frontend_assets"
+VIEW_TIPS = {
+    "density": "How densely the principal axes cover the sky, ÷ uniform (1 = uniform), beside the random-rotation "
+    "control on the same scale",
+    "map": "Every molecule's axes as points (Mollweide projection); click one to see the molecule",
+    "sphere": "The axes on a rotatable unit sphere (a sample on large sets)",
+}
 
 
 # ----------------------------------------------------------------- layout
@@ -67,11 +71,11 @@ def _controls() -> html.Div:
                     dcc.RadioItems(
                         id=ids.VIEW_MODE,
                         options=[
-                            {"label": "Mollweide map", "value": "map"},
-                            {"label": "density", "value": "density"},
-                            {"label": "3D sphere", "value": "sphere"},
+                            {"label": html.Span("density vs control", title=VIEW_TIPS["density"]), "value": "density"},
+                            {"label": html.Span("Mollweide points", title=VIEW_TIPS["map"]), "value": "map"},
+                            {"label": html.Span("3D sphere", title=VIEW_TIPS["sphere"]), "value": "sphere"},
                         ],
-                        value="map",
+                        value="density",
                         inline=True,
                     ),
                 ],
@@ -92,7 +96,13 @@ def _controls() -> html.Div:
                 className="control",
                 children=[
                     "Colour by",
-                    dcc.Dropdown(id=ids.COLOR, clearable=False, value="axis", options=BASE_COLOR_OPTIONS),
+                    dcc.Dropdown(
+                        id=ids.COLOR,
+                        clearable=False,
+                        value="axis",
+                        options=BASE_COLOR_OPTIONS,
+                        disabled=True,  # the default density view is not coloured by points
+                    ),
                 ],
             ),
             html.Label(
@@ -154,11 +164,22 @@ def _groups_section() -> html.Section:
                     page_size=12,
                     style_table={"overflowX": "auto"},
                     style_cell={"fontFamily": "inherit", "fontSize": 13},
+                    # Groups by their labels; the code travels in the row data only (the filter's value).
                     columns=[
-                        {"name": n, "id": n} for n in ("group", "size", "spread_deg", "concentration", "mean_score")
+                        {"name": "group", "id": "label"},
+                        {"name": "molecules", "id": "size"},
+                        {"name": "spread (°)", "id": "spread_deg"},
+                        {"name": "concentration", "id": "concentration"},
+                        {"name": "mean P(stored)", "id": "mean_score"},
                     ],
+                    tooltip_header={
+                        "spread_deg": "typical angle between members' poses",
+                        "concentration": "1 = all members share one pose, 0 = spread uniformly",
+                        "mean_score": "mean classifier probability that a member's pose is the stored one",
+                    },
                 )
             ),
+            html.P(id=ids.GROUPS_SUMMARY, className="note"),
             html.Div(id=ids.GROUP_VIEWER, className="viewer grid"),
         ],
         className="panel",
@@ -171,12 +192,21 @@ def _compare_section() -> html.Section:
             html.H2("Compare"),
             html.Div(
                 [
-                    dcc.Dropdown(id=ids.COMPARE_A, placeholder="dataset A, e.g. QM9"),
+                    dcc.Dropdown(id=ids.COMPARE_A, placeholder="dataset A, e.g. QM9", clearable=False),
                     dcc.Dropdown(id=ids.COMPARE_B, placeholder="dataset B, e.g. QM9 · control"),
                 ],
                 className="compare-pickers",
             ),
-            dcc.Loading(html.Div(id=ids.COMPARE_BODY, className="compare")),
+            dcc.Loading(
+                html.Div(
+                    [
+                        html.Div(id=ids.COMPARE_PANEL_A, className="compare-column"),
+                        html.Div(id=ids.COMPARE_PANEL_B, className="compare-column"),
+                    ],
+                    id=ids.COMPARE_BODY,
+                    className="compare",
+                )
+            ),
         ],
         className="panel",
     )
@@ -217,16 +247,29 @@ def build_layout(read_only: bool) -> html.Div:
                     html.Div(
                         [
                             html.Div(
-                                dcc.Loading(
-                                    dcc.Graph(
-                                        id=ids.MAP,
-                                        # WebGL at the screen's own resolution: plotly's default of 2x
-                                        # rasterises 4x the pixels, which software WebGL pays for in full.
-                                        config={"displaylogo": False, "scrollZoom": True, "plotGlPixelRatio": 1},
-                                        figure=message_figure("Loading…"),
-                                    )
-                                ),
-                                className="map",
+                                [
+                                    dcc.Loading(
+                                        dcc.Graph(
+                                            id=ids.MAP,
+                                            # WebGL at the screen's own resolution: plotly's default of 2x
+                                            # rasterises 4x the pixels, which software WebGL pays for in full.
+                                            config={"displaylogo": False, "scrollZoom": True, "plotGlPixelRatio": 1},
+                                            figure=message_figure("Loading…"),
+                                        ),
+                                        parent_className="map-cell",
+                                    ),
+                                    html.Div(
+                                        dcc.Graph(
+                                            id=ids.CONTROL_MAP,
+                                            config={"displaylogo": False},
+                                            figure=message_figure("", 200),
+                                        ),
+                                        id=ids.CONTROL_MAP_BOX,
+                                        className="map-cell",
+                                        hidden=False,
+                                    ),
+                                ],
+                                className="map maps",
                             ),
                             _molecule_panel(),
                         ],
@@ -257,8 +300,15 @@ STATE_OUT = {
     "dataset_options": (ids.DATASET, "options"),
     # With the value, not later: a dropdown drops a value that is not among its options yet.
     "color_options": (ids.COLOR, "options"),
+    "compare_a": (ids.COMPARE_A, "value"),  # dataset A of the compare view is the page's dataset
 }
-MAP_OUT = {"figure": (ids.MAP, "figure"), "notes": (ids.MAP_NOTES, "children")}
+MAP_OUT = {
+    "figure": (ids.MAP, "figure"),
+    "notes": (ids.MAP_NOTES, "children"),
+    "control": (ids.CONTROL_MAP, "figure"),
+    "control_hidden": (ids.CONTROL_MAP_BOX, "hidden"),
+    "color_disabled": (ids.COLOR, "disabled"),
+}
 VERDICT_OUT = {
     "verdict": (ids.VERDICT, "children"),
     "histogram": (ids.ANGLE_HISTOGRAM, "figure"),
@@ -274,8 +324,10 @@ GROUPS_OUT = {
     "options": (ids.GROUP_FILTER, "options"),
     "rows": (ids.GROUPS_TABLE, "data"),
     "picked": (ids.GROUPS_TABLE, "selected_rows"),
+    "summary": (ids.GROUPS_SUMMARY, "children"),
 }
 COMPARE_OUT = {"a": (ids.COMPARE_A, "options"), "b": (ids.COMPARE_B, "options")}
+COMPARE_PANELS_OUT = {"a": (ids.COMPARE_PANEL_A, "children"), "b": (ids.COMPARE_PANEL_B, "children")}
 
 
 def _outputs(spec: dict[str, tuple[str, str]]) -> dict[str, Output]:
@@ -314,6 +366,7 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
             "messages": _warnings(resolved.messages),
             "dataset_options": resolved.dataset_options,
             "color_options": color_options(data_dir, st.dataset),
+            "compare_a": st.dataset,
         },
     )
     # Left unset when the URL named something unknown: sync_state then reports it and cleans the URL.
@@ -329,8 +382,14 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     if molecule.viewer is None:
         del props[ids.VIEWER_SPEC]
     _put(props, GROUPS_OUT, panels.group_outputs(data_dir, drawn)._asdict())
-    choices = panels.compare_choices(data_dir)
-    _put(props, COMPARE_OUT, {"a": choices, "b": choices})
+    a_options, b_options = panels.compare_choices(data_dir)
+    _put(props, COMPARE_OUT, {"a": a_options, "b": b_options})
+    if st.compare:
+        _put(
+            props,
+            COMPARE_PANELS_OUT,
+            dict(zip("ab", panels.compare_panels(data_dir, st.dataset, st.compare), strict=True)),
+        )
     props[ids.SELECTED_RING] = {"data": panels.ring_points(data_dir, drawn, st.molecule)}
     props[ids.MOLECULE_EXTRA] = {"children": panels.neighbour_lists(data_dir, drawn, st.molecule)}
     props[ids.GROUP_SPEC] = {"data": panels.group_members_spec(data_dir, drawn)}
@@ -402,7 +461,25 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     install_answer_encoder()
     if not read_only:
         register_upload(app)
+        _register_upload_refresh(app, data_dir)
     return app
+
+
+def _register_upload_refresh(app: dash.Dash, data_dir: Path) -> None:
+    """When an upload finishes (its "open" link shows), the dataset lists show the new dataset without a reload."""
+
+    @guarded(app.callback)(
+        Output(ids.DATASET, "options", allow_duplicate=True),
+        Output(ids.COMPARE_A, "options", allow_duplicate=True),
+        Output(ids.COMPARE_B, "options", allow_duplicate=True),
+        Input("upload-open", "hidden"),
+        prevent_initial_call=True,
+    )
+    def refresh_lists(hidden):
+        if hidden:
+            return no_update, no_update, no_update
+        a, b = panels.compare_choices(data_dir)
+        return dataset_options(data_dir)[0], a, b
 
 
 def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all callbacks
@@ -410,15 +487,27 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
 
     @callback(
         output=_outputs(STATE_OUT),
-        inputs={"search": Input(ids.URL, "search"), **{n: Input(c, p) for n, (c, p) in ids.CONTROL_OF.items()}},
+        inputs={
+            "search": Input(ids.URL, "search"),
+            "compare_a": Input(ids.COMPARE_A, "value"),
+            **{n: Input(c, p) for n, (c, p) in ids.CONTROL_OF.items()},
+        },
         state={"current": State(ids.MAP_STATE, "data")},
         # dcc.Location reports the URL when the page opens unless the layout already holds it
         prevent_initial_call=True,
     )
-    def sync_state(search, current, **shown):
-        """The URL and the controls mirror each other; map-state changes only when the map must redraw."""
+    def sync_state(search, current, compare_a, **shown):
+        """The URL and the controls mirror each other; map-state changes only when the map must redraw.
+
+        Compare's dataset A is the page's dataset: picking A there changes the dataset.
+        """
         out = dict.fromkeys(STATE_OUT, no_update)
         trigger = ctx.triggered_id
+        if trigger == ids.COMPARE_A:
+            if not compare_a or compare_a == shown["dataset"]:
+                return out
+            shown["dataset"] = out["dataset"] = compare_a
+            trigger = ids.DATASET
         from_url = trigger in (None, ids.URL)
         messages: list[str] = []
         if from_url:
@@ -449,6 +538,8 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         out["dataset_options"] = options
         if trigger in (None, ids.URL, ids.DATASET):
             out["color_options"] = color_options(data_dir, st.dataset)
+        if st.dataset != compare_a:
+            out["compare_a"] = st.dataset
         return out
 
     @callback(
@@ -577,30 +668,17 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
     )
     def download_report(_n, st):
         st = ViewState.from_map_state(st)
-        if not st.ready:
-            return no_update
-        report = data.dataset_summary(data_dir, st.dataset)
-        layers = map_layers(data_dir, st.with_(view="density"))
-        density = density_figure(layers, report.get("reference_orientation"), "Axis density (Mollweide)")
-        text = static_report_html(
-            report,
-            [
-                angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram")),
-                density,
-            ],
-        )
-        return {"content": text, "filename": f"orientscope-{st.dataset}-report.html", "type": "text/html"}
+        return panels.report_download(data_dir, st) if st.ready else no_update
 
     @callback(output=_outputs(COMPARE_OUT), inputs=[Input(ids.MAP_STATE, "data")], prevent_initial_call=True)
     def compare_options(_st):
-        opts = panels.compare_choices(data_dir)
-        return {"a": opts, "b": opts}
+        a, b = panels.compare_choices(data_dir)
+        return {"a": a, "b": b}
 
     @callback(
-        Output(ids.COMPARE_BODY, "children"),
-        Input(ids.COMPARE_A, "value"),
-        Input(ids.COMPARE_B, "value"),
+        output=_outputs(COMPARE_PANELS_OUT),
+        inputs=[Input(ids.COMPARE_A, "value"), Input(ids.COMPARE_B, "value")],
         prevent_initial_call=True,
     )
     def compare(a, b):
-        return [panels.compare_column(data_dir, v) for v in (a, b) if v]
+        return dict(zip("ab", panels.compare_panels(data_dir, a, b), strict=True))

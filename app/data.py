@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.core.errors import DatasetError, OrientScopeError
+from backend.services import grouping
 from backend.services import groups as group_service
 from backend.services import model_audits as audit_service
 from backend.services import molecules as molecule_service
@@ -62,6 +63,25 @@ def group_labels(data_dir: Path, dataset_id: str, grouping: str) -> np.ndarray |
     return molecule_service.group_ids(get_view(data_dir, dataset_id)).get(grouping)
 
 
+def group_label_map(data_dir: Path, dataset_id: str, grouping_kind: str) -> dict[str, str]:
+    """{group code: the label a person reads (formula, scaffold SMILES, representative's SMILES)}."""
+    return grouping.group_label_map(get_view(data_dir, dataset_id), grouping_kind)
+
+
+def group_mask(data_dir: Path, dataset_id: str, grouping_kind: str, name: str) -> np.ndarray:
+    """(n,) bool: molecules of the group named by its code, its label or the ungrouped name (InvalidInput if none)."""
+    return np.asarray(grouping.group_rows(get_view(data_dir, dataset_id), grouping_kind, name), bool)
+
+
+def ungrouped_count(data_dir: Path, dataset_id: str, grouping_kind: str) -> int:
+    return grouping.ungrouped_count(get_view(data_dir, dataset_id), grouping_kind)
+
+
+def graphs_from_3d(data_dir: Path, dataset_id: str) -> bool:
+    """True when the set has no SMILES: SMARTS then match bonds perceived from the 3D coordinates."""
+    return molecule_service.graphs_from_3d(get_view(data_dir, dataset_id))
+
+
 def smarts_mask(data_dir: Path, dataset_id: str, smarts: str) -> np.ndarray:
     """(n,) bool: molecules matching a SMARTS pattern (DatasetError if the pattern is invalid).
 
@@ -82,10 +102,11 @@ def neighbors(data_dir: Path, dataset_id: str, mol_id: str, by: str, k: int = 6)
         return None
 
 
-def list_groups(data_dir: Path, dataset_id: str, grouping: str, limit: int) -> list[dict] | None:
-    """The largest groups with their statistics; None when that grouping is not computed."""
+def list_groups(data_dir: Path, dataset_id: str, grouping_kind: str, limit: int) -> dict | None:
+    """The largest groups with labels and statistics, their total and the ungrouped count
+    (``groups.list_groups``); None when that grouping is not computed."""
     try:
-        return group_service.list_groups(data_dir, dataset_id, by=grouping, limit=limit)["groups"]
+        return group_service.list_groups(data_dir, dataset_id, by=grouping_kind, limit=limit)
     except NotComputed:
         return None
 

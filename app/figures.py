@@ -26,11 +26,19 @@ import plotly.io as pio
 from plotly.colors import sample_colorscale
 
 from app.compat import unvalidated_figure
+from app.palette import (
+    AXIS_COLORS,
+    CONTINUOUS_SCALE,
+    CONTROL_SERIES,
+    DATASET_SERIES,
+    GRATICULE,
+    HIGHLIGHT,
+    OTHER_GREY,
+    OUTLINE,
+    REFERENCE_STAR,
+    SELECTION_RING,
+)
 
-# Okabe & Ito (2008) colour-blind-safe palette; grey for "everything else".
-OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
-OTHER_GREY = "#BBBBBB"
-CONTINUOUS_SCALE = "Cividis"  # perceptually uniform and colour-blind safe
 _CIVIDIS = [[i / 10, c] for i, c in enumerate(sample_colorscale(CONTINUOUS_SCALE, [i / 10 for i in range(11)]))]
 TEMPLATE = "simple_white"
 AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
@@ -91,7 +99,7 @@ def _frame_traces(frame: dict | None, scale: float = 1.0) -> list[go.Scatter]:
     empty = (np.zeros(0), np.zeros(0))
     ox, oy = (frame or {}).get("outline", empty)
     gx, gy = (frame or {}).get("graticule", empty)
-    line = {"color": "#888888", "width": 1}
+    line = {"color": OUTLINE, "width": 1}
     return [
         go.Scatter(
             x=(ox * scale).astype(np.float32),
@@ -109,7 +117,7 @@ def _frame_traces(frame: dict | None, scale: float = 1.0) -> list[go.Scatter]:
             mode="lines",
             hoverinfo="skip",
             showlegend=False,
-            line={"color": "#DDDDDD", "width": 0.7},
+            line={"color": GRATICULE, "width": 0.7},
             name="graticule",
             meta={"kind": "graticule"},
             connectgaps=False,
@@ -144,7 +152,7 @@ def _marker(spec: ColorSpec, size: float) -> dict:
             colorbar={"title": {"text": spec.title, "side": "right"}, "thickness": 12},
         )
     else:
-        marker.update(color=OKABE_ITO[0])
+        marker.update(color=AXIS_COLORS[1])
     return marker
 
 
@@ -202,7 +210,7 @@ def _classes(spec: ColorSpec, n_points: int):
         ranges[N_BINS - 1] = (ranges[N_BINS - 1][0], np.inf)
         colorbar = {"title": spec.title, "cmin": lo, "cmax": hi}
         return codes, colors, labels, ranges, colorbar
-    return np.zeros(n_points, np.int64), [OKABE_ITO[0]], ["axes"], [None], None
+    return np.zeros(n_points, np.int64), [AXIS_COLORS[1]], ["axes"], [None], None
 
 
 def split_points(spec: ColorSpec, n_points: int) -> PointTraces:
@@ -290,7 +298,7 @@ def orientation_map_spec(
     split: PointTraces | None = None,
     frame: dict | None = None,
     highlight_xy: tuple[np.ndarray, np.ndarray] | None = None,
-    reference_xy: tuple[np.ndarray, np.ndarray] | None = None,
+    reference: dict | None = None,
     title: str = "",
     n_molecules: int | None = None,
     marker_size: float | None = None,
@@ -299,28 +307,14 @@ def orientation_map_spec(
     as ``{"data": [...], "layout": {...}}`` of plain dicts and numpy arrays.
 
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
-    outline and graticule polylines (``backend.services.map_data.frame_lines``).
+    outline and graticule polylines (``backend.services.map_data.frame_lines``); ``reference`` the
+    shown axes of the reference orientation (see :func:`reference_trace`).
     """
     x, y = map_units(x), map_units(y)
     split = split or split_points(color, x.size)
     size = marker_size or (2.0 if x.size > 100_000 else 3.0 if x.size > 10_000 else 5.0)
     hx, hy = highlight_xy if highlight_xy is not None else (np.zeros(0), np.zeros(0))
-    rx, ry = reference_xy if reference_xy is not None else (np.zeros(0), np.zeros(0))
-    traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [
-        {
-            "type": "scatter",
-            "x": (np.asarray(rx, np.float64) * MAP_SCALE).astype(np.float32),
-            "y": (np.asarray(ry, np.float64) * MAP_SCALE).astype(np.float32),
-            "mode": "markers+text",
-            "name": "reference",
-            "text": [f"ref {a}" for a in range(1, np.size(rx) + 1)],
-            "textposition": "top center",
-            "marker": {"symbol": "star", "size": 16, "color": "#F0E442", "line": {"color": "#000000", "width": 1.2}},
-            "hovertemplate": "reference orientation %{text}<extra></extra>",
-            "showlegend": bool(np.size(rx)),
-            "meta": {"kind": "reference"},
-        },
-    ]
+    traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     traces += _point_traces(x, y, split, size, n_molecules)
     traces.append(
         {
@@ -329,12 +323,13 @@ def orientation_map_spec(
             "y": map_units(hy),
             "mode": "markers",
             "name": "SMARTS match",
-            "marker": {"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": "#D55E00", "width": 1.5}},
+            "marker": {"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT, "width": 1.5}},
             "showlegend": bool(np.size(hx)),
             "hoverinfo": "none",
             "meta": {"kind": "highlight", "n_points": int(np.size(hx))},
         }
     )
+    traces.append(selection_legend_trace())
     if split.colorbar is not None:
         traces.append(_colorbar_trace(split.colorbar))
     # Plain dicts: plotly's validators and figure objects cost more than the rest of the figure.
@@ -401,40 +396,94 @@ def selection_ring(xy: tuple[np.ndarray, np.ndarray] | None) -> list[list[float]
     return [[float(x) * MAP_SCALE, float(y) * MAP_SCALE] for x, y in zip(np.ravel(xy[0]), np.ravel(xy[1]), strict=True)]
 
 
+def reference_trace(reference: dict | None, kind: str = "scatter") -> dict:
+    """Yellow stars at the shown axes of the reference orientation, hover in degrees.
+
+    ``reference``: {"x", "y"} Mollweide coordinates, {"lon", "lat"} degrees and {"axis"}
+    numbers, each a list over the shown axes (None or empty: an empty trace, kept so the
+    trace order stays fixed).
+    """
+    ref = reference or {}
+    axis = list(ref.get("axis", []))
+    return {
+        "type": kind,
+        "x": (np.asarray(ref.get("x", []), np.float64) * MAP_SCALE).astype(np.float32),
+        "y": (np.asarray(ref.get("y", []), np.float64) * MAP_SCALE).astype(np.float32),
+        "mode": "markers+text",
+        "name": "reference orientation",
+        "text": [f"ref {a}" for a in axis],
+        "textposition": "top center",
+        "customdata": [[a, lo, la] for a, lo, la in zip(axis, ref.get("lon", []), ref.get("lat", []), strict=True)],
+        "marker": {"symbol": "star", "size": 16, "color": REFERENCE_STAR, "line": {"color": "#000000", "width": 1.2}},
+        "hovertemplate": "reference orientation, axis %{customdata[0]}<br>"
+        "lon %{customdata[1]:.1f}°, lat %{customdata[2]:.1f}°<extra></extra>",
+        "showlegend": bool(axis),
+        "meta": {"kind": "reference", "axes": axis},
+    }
+
+
+def selection_legend_trace() -> dict:
+    """A legend entry for the selected molecule's ring (the ring itself is an overlay outside the figure)."""
+    return {
+        "type": "scatter",
+        "x": [None],
+        "y": [None],
+        "mode": "markers",
+        "name": "selected molecule",
+        "marker": {"symbol": "circle-open", "size": 14, "color": SELECTION_RING, "line": {"width": 3}},
+        "showlegend": True,
+        "hoverinfo": "skip",
+        "meta": {"kind": "legend-selection"},
+    }
+
+
+def density_zmax(*ratios) -> float:
+    """One upper end for density maps shown together: the 99.5th percentile over all, at least 2 (1 = uniform)."""
+    finite = [np.asarray(r, np.float32)[np.isfinite(r)] for r in ratios]
+    values = np.concatenate(finite) if finite else np.zeros(0)
+    return max(float(np.percentile(values, 99.5)) if values.size else 1.0, 2.0)
+
+
+def _density_ticks(zmax: float) -> dict:
+    step = 1 if zmax <= 6 else 2 if zmax <= 12 else 5
+    vals = sorted({0.0, 1.0, *np.arange(step, zmax + 1e-9, step).tolist()})
+    return {"tickvals": vals, "ticktext": ["1 = uniform" if v == 1 else f"{v:g}" for v in vals]}
+
+
 def density_map_figure(
-    x_centers, y_centers, ratio, *, reference_xy=None, frame: dict | None = None, title: str = ""
+    x_centers,
+    y_centers,
+    ratio,
+    *,
+    reference: dict | None = None,
+    frame: dict | None = None,
+    title: str = "",
+    zmax: float | None = None,
 ) -> go.Figure:
-    """Server-binned density (ratio to a uniform sphere) as a heatmap on the Mollweide plane (map units)."""
-    rx, ry = reference_xy if reference_xy is not None else (np.zeros(0), np.zeros(0))
+    """Server-binned density (ratio to a uniform sphere) as a heatmap on the Mollweide plane (map units).
+
+    ``zmax``: the colour scale's upper end; pass one value to figures shown side by side
+    (see :func:`density_zmax`) so that equal colours mean equal densities.
+    """
     ratio = np.asarray(ratio, np.float32)
-    finite = ratio[np.isfinite(ratio)]
-    zmax = float(np.percentile(finite, 99.5)) if finite.size else 1.0
+    zmax = density_zmax(ratio) if zmax is None else zmax
     heat = go.Heatmap(
         x=(np.asarray(x_centers, np.float64) * MAP_SCALE).astype(np.float32),
         y=(np.asarray(y_centers, np.float64) * MAP_SCALE).astype(np.float32),
         z=ratio,
         colorscale=CONTINUOUS_SCALE,
         zmin=0,
-        zmax=max(zmax, 1.0),
+        zmax=zmax,
         hoverongaps=False,
-        colorbar={"title": {"text": "density / uniform", "side": "right"}, "thickness": 12},
+        colorbar={
+            "title": {"text": "density ÷ uniform", "side": "right"},
+            "thickness": 12,
+            **_density_ticks(zmax),
+        },
         hovertemplate="density %{z:.2f}× uniform<extra></extra>",
-        meta={"kind": "density"},
+        meta={"kind": "density", "zmax": zmax},
     )
-    traces = (
-        [heat]
-        + _frame_traces(frame, MAP_SCALE)
-        + [
-            go.Scatter(
-                x=(np.asarray(rx, np.float64) * MAP_SCALE).astype(np.float32),
-                y=(np.asarray(ry, np.float64) * MAP_SCALE).astype(np.float32),
-                mode="markers",
-                name="reference",
-                marker={"symbol": "star", "size": 16, "color": "#F0E442", "line": {"color": "#000000", "width": 1.2}},
-                meta={"kind": "reference"},
-            ),
-        ]
-    )
+    traces = [heat, *_frame_traces(frame, MAP_SCALE), reference_trace(reference, "scatter")]
     return unvalidated_figure(traces, layout=_map_layout(title))
 
 
@@ -478,7 +527,7 @@ def sphere_figure(vectors: np.ndarray, color: ColorSpec, *, reference=None, titl
                 mode="markers+text",
                 name="reference",
                 text=["ref 1", "ref 2", "ref 3"],
-                marker={"size": 7, "color": "#F0E442", "line": {"color": "#000", "width": 1}},
+                marker={"size": 7, "color": REFERENCE_STAR, "line": {"color": "#000", "width": 1}},
                 meta={"kind": "reference"},
             )
         )
@@ -500,7 +549,10 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
     Each argument is a report ``angle_histogram`` section: bin_edges_rad, density, haar_density.
     """
     fig = go.Figure()
-    for hist, name, color in ((data, "dataset", OKABE_ITO[0]), (control, "control (random rotations)", OKABE_ITO[1])):
+    for hist, name, color in (
+        (data, "dataset", DATASET_SERIES),
+        (control, "control (random rotations)", CONTROL_SERIES),
+    ):
         if not hist:
             continue
         edges = np.degrees(np.asarray(hist["bin_edges_rad"], np.float64))

@@ -42,16 +42,21 @@ VERDICT = "verdict"
 ANGLE_HISTOGRAM = "angle-histogram"
 MAP_NOTES = "map-notes"
 MAP = "orientation-map"
+CONTROL_MAP = "control-map"  # the control's density beside the map (density view)
+CONTROL_MAP_BOX = "control-map-box"
 MOLECULE_PANEL = "molecule-panel"
 MOLECULE_ID = "molecule-id"
 MOLECULE_INFO = "molecule-info"
 MOLECULE_VIEWER = "molecule-viewer"
 MOLECULE_EXTRA = "molecule-extra"
 GROUPS_TABLE = "groups-table"
+GROUPS_SUMMARY = "groups-summary"
 GROUP_VIEWER = "group-viewer"
 COMPARE_A = "compare-a"
 COMPARE_B = "compare-b"
 COMPARE_BODY = "compare-body"
+COMPARE_PANEL_A = "compare-panel-a"
+COMPARE_PANEL_B = "compare-panel-b"
 NEIGHBOUR = "neighbour"  # the "type" of the pattern-matched neighbour buttons
 
 # model audit
@@ -78,4 +83,5 @@ CONTROL_OF = {
     "view": (VIEW_MODE, "value"),
     "axes": (AXES, "value"),
     "molecule": (SELECTED, "data"),
+    "compare": (COMPARE_B, "value"),
 }

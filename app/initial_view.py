@@ -161,6 +161,13 @@ def resolve_view(data_dir: Path, search: str | None) -> ResolvedView:
             f"Known datasets: {', '.join(o['value'] for o in options) or 'none'}."
         )
         st = st.with_(dataset=fallback, molecule=None, group=None)
+    b_dataset, _, b_table = (st.compare or "").partition("::")
+    if st.compare and (b_dataset not in ready or b_table not in ("", "control")):
+        messages.append(
+            f"Unknown dataset {st.compare!r} to compare with; known: {', '.join(ready) or 'none'} "
+            "(a control is '<id>::control')."
+        )
+        st = st.with_(compare=None)
     if st.molecule and st.dataset:
         try:
             data.load_map_data(data_dir, st.dataset).row_of(st.molecule)

@@ -16,24 +16,50 @@ import plotly.graph_objects as go
 
 from app import data
 from app.compat import unvalidated_figure
-from app.figures import density_map_figure, orientation_map_spec, selection_ring, sphere_figure, typed_arrays
+from app.figures import (
+    density_map_figure,
+    density_zmax,
+    orientation_map_spec,
+    selection_ring,
+    sphere_figure,
+    typed_arrays,
+)
 from app.mapview import MapLayers, map_layers
 from app.state import ViewState
 from backend.services.bytecache import nbytes, shared_cache
-from backend.services.map_data import MapData, density_grid, frame_lines, reference_xy
+from backend.services.map_data import MapData, density_grid, frame_lines, reference_points
+
+
+def reference_of(reference, axes) -> dict | None:
+    """The shown axes of a reference orientation as map points (None without one)."""
+    return reference_points(reference, sorted({int(a) for a in axes})) if reference else None
+
+
+def density_figures(panels: list[tuple[MapLayers, object, str]]) -> list[go.Figure]:
+    """Density maps of (layers, reference orientation, title) on one shared colour scale (1 = uniform).
+
+    Maps shown side by side (a dataset and its control, two compared sets) must share
+    the scale, or a uniform set looks as concentrated as an aligned one.
+    """
+    grids = [density_grid(*layers.md.xy(layers.rows, layers.axes)) for layers, _, _ in panels]
+    zmax = density_zmax(*(g.ratio for g in grids))
+    return [
+        density_map_figure(
+            g.x_centers,
+            g.y_centers,
+            g.ratio,
+            reference=reference_of(ref, layers.shown),
+            frame=frame_lines(),
+            title=title,
+            zmax=zmax,
+        )
+        for g, (layers, ref, title) in zip(grids, panels, strict=True)
+    ]
 
 
 def density_figure(layers: MapLayers, reference, title: str) -> go.Figure:
     """Server-binned density of the layers' points, with the reference orientation marked."""
-    grid = density_grid(*layers.md.xy(layers.rows, layers.axes))
-    return density_map_figure(
-        grid.x_centers,
-        grid.y_centers,
-        grid.ratio,
-        reference_xy=reference_xy(reference) if reference else None,
-        frame=frame_lines(),
-        title=title,
-    )
+    return density_figures([(layers, reference, title)])[0]
 
 
 def selected_ring(md: MapData, st: ViewState, selected: str | None) -> list[list[float]]:
@@ -74,7 +100,7 @@ def _map_spec(layers: MapLayers, ref, title: str) -> dict:
         split=layers.split,
         frame=frame_lines(),
         highlight_xy=md.xy(layers.highlight_rows, layers.highlight_axes) if layers.highlight_rows.size else None,
-        reference_xy=reference_xy(ref) if ref else None,
+        reference=reference_of(ref, layers.shown),
         title=title,
         n_molecules=layers.n_molecules,
     )
@@ -107,4 +133,25 @@ def map_figure_json(data_dir: Path, st: ViewState) -> tuple[dict, MapLayers]:
     else:
         payload = orjson.loads(map_figure(data_dir, st)[0].to_json())
     shared_cache().put("map_figure", key, (layers, payload), size=nbytes(payload))  # the layers are cached apart
+    return payload, layers
+
+
+def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict], MapLayers]:
+    """The density view: the dataset's density and its control's beside it, on one colour scale, as JSON.
+
+    Cached per pair of layers, like :func:`map_figure_json`.
+    """
+    layers = map_layers(data_dir, st)
+    control = map_layers(data_dir, st.with_(table="control"))
+    key = (id(layers), id(control))
+    hit = shared_cache().get("density_pair", key)
+    if hit is not None and hit[0] is layers and hit[1] is control:
+        return hit[2], layers
+    report = data.dataset_summary(data_dir, st.dataset)
+    title, ref = _title_and_reference(data_dir, st, layers)
+    ctl_ref = (report.get("control") or {}).get("reference_orientation")
+    ctl_title = f"Control: the same molecules, each randomly rotated ({control.rows.size:,} axis points)"
+    figures = density_figures([(layers, ref, title), (control, ctl_ref, ctl_title)])
+    payload = tuple(orjson.loads(f.to_json()) for f in figures)
+    shared_cache().put("density_pair", key, (layers, control, payload), size=nbytes(payload))
     return payload, layers

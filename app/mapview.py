@@ -13,13 +13,15 @@ from pathlib import Path
 import numpy as np
 
 from app import data
-from app.figures import AXIS_NAMES, OKABE_ITO, OTHER_GREY, POINTS_START, ColorSpec, PointTraces, split_points
+from app.figures import AXIS_NAMES, POINTS_START, ColorSpec, PointTraces, split_points
+from app.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
 from app.state import ViewState
+from backend.core.groups import UNGROUPED
 from backend.services.bytecache import shared_cache
 from backend.services.map_data import MapData
 
 SPHERE_MAX_POINTS = 60_000
-N_GROUP_COLORS = 7
+N_GROUP_COLORS = len(GROUP_COLORS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +37,8 @@ class MapLayers:
     n_molecules: int
     n_matches: int | None
     notes: list[str] = field(default_factory=list)
+    shown: tuple[int, ...] = (1, 2, 3)  # the axes the view shows
+    errors: list[str] = field(default_factory=list)  # what the user asked for and cannot have (a bad SMARTS)
 
     def cache_nbytes(self) -> int:
         """Bytes of this view's own arrays and point traces (the shared map data is cached on its own)."""
@@ -50,20 +54,34 @@ class MapLayers:
 
 
 def _group_codes(data_dir: Path, dataset_id: str, grouping: str):
-    """(colour code per map row, labels, colours) of the largest groups, or None; once per stored result."""
+    """(colour code per map row, labels, colours) of the largest groups, or None; once per stored result.
+
+    Legend entries are the groups' labels (formula, scaffold SMILES, representative's SMILES),
+    never their codes. Molecules in no group (e.g. unclustered) get their own muted class,
+    never a group colour.
+    """
 
     def build():
-        labels = data.group_labels(data_dir, dataset_id, grouping)
-        if labels is None:
+        codes = data.group_labels(data_dir, dataset_id, grouping)
+        if codes is None:
             return None
-        names, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
-        top = np.argsort(-counts, kind="stable")[:N_GROUP_COLORS]
-        code_of = np.full(len(names), len(top), np.uint8)
-        code_of[top] = np.arange(len(top), dtype=np.uint8)
-        lab = [f"{grouping} {names[t]} ({counts[t]})" for t in top]
-        cols = OKABE_ITO[: len(top)]
-        if len(names) > len(top):
-            lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
+        label_of = data.group_label_map(data_dir, dataset_id, grouping)
+        outside = np.array([c is None for c in codes], bool)
+        names, inverse, counts = np.unique(
+            np.where(outside, "", codes.astype(str)), return_inverse=True, return_counts=True
+        )
+        grouped = np.flatnonzero(names != "") if outside.any() else np.arange(len(names))
+        top = grouped[np.argsort(-counts[grouped], kind="stable")][:N_GROUP_COLORS]
+        n_top = len(top)
+        other, none = n_top, n_top + 1
+        code_of = np.full(len(names), other, np.uint8)
+        code_of[top] = np.arange(n_top, dtype=np.uint8)
+        lab = [f"{label_of.get(str(names[t]), str(names[t]))} ({counts[t]:,})" for t in top]
+        cols = GROUP_COLORS[:n_top]
+        lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
+        if outside.any():
+            code_of[names == ""] = none
+            lab, cols = lab + [f"{UNGROUPED[grouping]} ({int(outside.sum()):,}, not a group)"], cols + [UNGROUPED_GREY]
         return code_of[inverse], lab, cols
 
     return data.per_result(data_dir, dataset_id, f"map_group_codes:{grouping}", build)
@@ -103,7 +121,9 @@ def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows
     elif color != "axis":
         notes.append(f"unknown colour {color!r}; expected axis, group, score, prop:<name> or shift:<audit>:<name>")
     codes = (axes - 1).astype(np.uint8)
-    return ColorSpec("categorical", codes, [AXIS_NAMES[a] for a in (1, 2, 3)], OKABE_ITO[:3], title="axis")
+    return ColorSpec(
+        "categorical", codes, [AXIS_NAMES[a] for a in (1, 2, 3)], [AXIS_COLORS[a] for a in (1, 2, 3)], title="axis"
+    )
 
 
 def _compute(data_dir: Path, st: ViewState) -> MapLayers:
@@ -111,14 +131,16 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
     md = data.load_map_data(data_dir, dataset_id, st.table)
     notes: list[str] = []
     mask = None
+    errors: list[str] = []
     if st.group:
-        labels = data.group_labels(data_dir, dataset_id, st.grouping)
-        if labels is None:
+        if data.group_labels(data_dir, dataset_id, st.grouping) is None:
             notes.append(f"{st.grouping} groups are not computed; the group filter is ignored")
         else:
-            mask = labels.astype(str) == str(st.group)
-            if not mask.any():
-                notes.append(f"no molecule is in {st.grouping} group {st.group!r}")
+            try:
+                mask = data.group_mask(data_dir, dataset_id, st.grouping, st.group)
+            except data.OrientScopeError as err:
+                errors.append(str(err))
+                mask = np.zeros(md.n_molecules, bool)
     rows, axes = md.points(st.axis_numbers, mask)
     if st.view == "sphere" and rows.size > SPHERE_MAX_POINTS:
         notes.append(f"3D view shows a random sample of {SPHERE_MAX_POINTS:,} of {rows.size:,} points")
@@ -129,14 +151,16 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
         try:
             match = data.smarts_mask(data_dir, dataset_id, st.smarts)
         except data.OrientScopeError as err:
-            notes.append(str(err))
+            errors.append(f"SMARTS pattern not used: {err}")
         else:
+            if data.graphs_from_3d(data_dir, dataset_id):
+                notes.append("this set has no SMILES: SMARTS matched bonds perceived from the 3D coordinates")
             n_matches = int(match.sum() if mask is None else (match & mask).sum())
             keep = match[rows]
             hrows, haxes = rows[keep], axes[keep]
     n_mol = md.n_molecules if mask is None else int(mask.sum())
     color = _color_spec(data_dir, dataset_id, st.color, st.grouping, rows, axes, notes)
-    return MapLayers(md, rows, axes, color, hrows, haxes, n_mol, n_matches, notes)
+    return MapLayers(md, rows, axes, color, hrows, haxes, n_mol, n_matches, notes, st.axis_numbers, errors)
 
 
 def _relevant(st: ViewState) -> ViewState:

@@ -60,9 +60,13 @@ def upload_section(read_only: bool) -> html.Section | None:
         [
             html.H2("Upload a dataset"),
             html.P(
-                "XYZ, extended XYZ, SDF/MOL, ASE .db/.aselmdb, NPZ (z, pos, n_atoms), our Parquet, "
-                "or a zip/tar of such files. The whole pipeline runs in the background; the dataset then "
-                "appears in the dataset list. Large files: use `orientscope ingest`."
+                [
+                    "XYZ, extended XYZ, SDF/MOL, ASE .db/.aselmdb, NPZ (z, pos, n_atoms), our Parquet, "
+                    "or a zip/tar of such files. The whole pipeline runs in the background; the dataset then "
+                    "appears in the dataset list. Large files: use ",
+                    html.Code("orientscope ingest"),
+                    " on the server.",
+                ]
             ),
             dcc.Upload(
                 html.Div(["Drop a file here or ", html.A("choose one")], id="upload-drop-text"),
@@ -82,7 +86,7 @@ def upload_section(read_only: bool) -> html.Section | None:
                         value=[],
                     ),
                     dcc.Input(id="upload-token", placeholder="API token (if the server needs one)", type="password"),
-                    html.Button("Upload and analyse", id="upload-submit", n_clicks=0),
+                    html.Button("Upload and analyse", id="upload-submit", n_clicks=0, className="button"),
                 ],
                 className="upload-form",
             ),

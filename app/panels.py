@@ -9,6 +9,7 @@ load, so both paths show exactly the same thing. Everything is read through
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,18 +18,23 @@ from dash import dcc, html
 from app import data
 from app.figures import angle_histogram_figure, message_figure
 from app.initial_view import dataset_options
-from app.mapfigure import density_figure, map_figure_json, selected_ring
+from app.mapfigure import density_figures, density_pair_json, map_figure_json, selected_ring
 from app.mapview import map_layers
 from app.state import ViewState
+from app.static_report import static_report_html
 from app.verdict import verdict_children
 from app.viewer import group_scenes, molecule_scenes, viewer_spec
+from backend.services.report_format import control_report
 
 log = logging.getLogger(__name__)
 
 
 class MapPanel(NamedTuple):
     figure: dict
-    notes: str
+    notes: list
+    control: dict  # the control's density beside the map (density view only)
+    control_hidden: bool
+    color_disabled: bool  # "colour by" does nothing in the density view
 
 
 class VerdictPanel(NamedTuple):
@@ -48,9 +54,11 @@ class GroupsPanel(NamedTuple):
     options: list
     rows: list
     picked: list
+    summary: str
 
 
 GROUP_TABLE_ROWS = 200
+GROUP_ROW_NAMES = {"formula": "formula group", "scaffold": "scaffold", "cluster": "cluster (representative)"}
 GROUP_VIEWER_MEMBERS = 8
 N_NEIGHBOURS = 6
 
@@ -61,18 +69,35 @@ def friendly(err: Exception) -> str:
 
 # ----------------------------------------------------------------- map
 def map_outputs(data_dir: Path, st: ViewState) -> MapPanel:
-    """The map figure of a view state and the notes under it.
+    """The map figure of a view state, the notes under it and, in the density view, the control's density.
 
-    Plain JSON only (no components): Dash then encodes the 2.4 MB answer in one
+    Plain JSON only (no components in the figures): Dash then encodes the 2.4 MB answer in one
     orjson pass instead of walking it to convert objects first.
     """
+    density = st.view == "density"
+    empty = message_figure("", 200)
     if not st.ready:
-        return MapPanel(message_figure("Choose a dataset."), "")
+        return MapPanel(message_figure("Choose a dataset."), [], empty, True, density)
     try:
-        fig, layers = map_figure_json(data_dir, st)
+        if density:
+            (fig, control), layers = density_pair_json(data_dir, st)
+        else:
+            (fig, layers), control = map_figure_json(data_dir, st), empty
     except data.OrientScopeError as err:
-        return MapPanel(message_figure(friendly(err)), "")
-    return MapPanel(fig, " ".join(n + "." for n in layers.notes))
+        return MapPanel(message_figure(friendly(err)), [], empty, True, density)
+    notes = [html.P(e, className="error", role="alert") for e in layers.errors]
+    if layers.notes:
+        notes.append(html.P(" ".join(n + "." for n in layers.notes), className="note"))
+    if density:
+        notes.append(html.P(DENSITY_NOTE, className="note"))
+    return MapPanel(fig, notes, control, not density, density)
+
+
+DENSITY_NOTE = (
+    "Density of the principal axes on the sky, ÷ what uniform random orientations give (1 = uniform); "
+    "left the stored poses, right the same molecules randomly rotated (the control), on one colour scale. "
+    "Bright spots away from 1 are preferred orientations. Other views: Mollweide points, 3D sphere."
+)
 
 
 def ring_points(data_dir: Path, st: ViewState, selected: str | None) -> list:
@@ -182,7 +207,8 @@ def _molecule_info(detail: dict) -> list:
         ("classifier score P(stored)", "not computed" if score is None else f"{score:.3f}"),
         ("degenerate frame", f"yes ({detail.get('degenerate_reason')})" if detail.get("degenerate") else "no"),
     ]
-    rows += [(f"{k} group", v) for k, v in (detail.get("groups") or {}).items() if v is not None]
+    labels = detail.get("group_labels") or {}
+    rows += [(GROUP_ROW_NAMES.get(k, f"{k} group"), v) for k, v in labels.items() if v]
     props = [
         (p["name"] + (f" ({p['unit']})" if p.get("unit") else ""), "–" if p["value"] is None else f"{p['value']:.5g}")
         for p in detail.get("properties", [])
@@ -202,45 +228,75 @@ def _molecule_info(detail: dict) -> list:
 
 # ----------------------------------------------------------------- groups
 def group_outputs(data_dir: Path, st: ViewState) -> GroupsPanel:
-    """The group filter's options, the groups table's rows and the picked row."""
+    """The group filter's options, the groups table's rows, the picked row and the line under the table.
+
+    Groups are shown by their labels (formula, scaffold SMILES, representative's SMILES);
+    the code only travels as the value. Molecules in no group are an option of their own,
+    listed apart from the groups.
+    """
     if not st.ready:
-        return GroupsPanel([], [], [])
-    try:
-        rows = group_rows(data_dir, st.dataset, st.grouping)
-    except data.OrientScopeError:
-        return GroupsPanel([], [], [])
-    options = [{"label": f"{r['group']} ({r['size']})", "value": r["group"]} for r in rows]
+        return GroupsPanel([], [], [], "")
+    listing = data.list_groups(data_dir, st.dataset, st.grouping, GROUP_TABLE_ROWS)
+    if listing is None:
+        return GroupsPanel([], [], [], f"{st.grouping} groups are not computed for this dataset.")
+    rows = group_rows(listing)
+    options = [{"label": f"{r['label']} ({r['size']:,})", "value": r["group"]} for r in rows]
+    ungrouped = listing.get("ungrouped") or {}
+    if ungrouped.get("size"):
+        options.append(
+            {"label": f"{ungrouped['label']} ({ungrouped['size']:,}, not a group)", "value": ungrouped["label"]}
+        )
     if st.group and st.group not in {o["value"] for o in options}:
-        options.append({"label": st.group, "value": st.group})
-    picked = [i for i, r in enumerate(rows) if r["group"] == st.group]
-    return GroupsPanel(options, rows, picked)
+        options.append({"label": _group_name(data_dir, st), "value": st.group})
+    picked = [i for i, r in enumerate(rows) if st.group in (r["group"], r["label"])]
+    return GroupsPanel(options, rows, picked, groups_summary(listing, len(rows)))
+
+
+def _group_name(data_dir: Path, st: ViewState) -> str:
+    try:
+        return data.group_label_map(data_dir, st.dataset, st.grouping).get(st.group, st.group)
+    except data.OrientScopeError:
+        return st.group
+
+
+def groups_summary(listing: dict, shown: int) -> str:
+    """'showing N of M groups' when truncated, and the molecules in no group, counted apart."""
+    total = listing.get("total", shown)
+    text = f"showing the {shown:,} largest of {total:,} groups" if shown < total else f"{total:,} groups"
+    ungrouped = listing.get("ungrouped") or {}
+    if ungrouped.get("size"):
+        text += f" · {ungrouped['size']:,} molecules {ungrouped['label']} (in no group; not listed, grey on the map)"
+    return text + "."
 
 
 def group_members_spec(data_dir: Path, st: ViewState):
     """Viewer spec of the picked group's first members in their canonical pose (None without a group)."""
     if not st.ready or not st.group:
         return None
-    labels = data.group_labels(data_dir, st.dataset, st.grouping)
-    if labels is None:
+    if data.group_labels(data_dir, st.dataset, st.grouping) is None:
+        return None
+    try:
+        mask = data.group_mask(data_dir, st.dataset, st.grouping, st.group)
+    except data.OrientScopeError:
         return None
     md = data.load_map_data(data_dir, st.dataset)
-    members = md.ids[labels.astype(str) == str(st.group)][:GROUP_VIEWER_MEMBERS]
+    members = md.ids[mask][:GROUP_VIEWER_MEMBERS]
     details = [data.molecule_detail(data_dir, st.dataset, m) for m in members]
     return viewer_spec(group_scenes(details), molecule=f"group:{st.group}", cols=4) if details else None
 
 
-def group_rows(data_dir: Path, dataset: str, grouping: str) -> list[dict]:
-    """Largest groups with size, spread and concentration (the last two when the chemistry stage has run)."""
-    groups = data.list_groups(data_dir, dataset, grouping, GROUP_TABLE_ROWS) or []
+def group_rows(listing: dict) -> list[dict]:
+    """Table rows of the largest groups: label, size, spread and concentration (when computed); code hidden."""
     return [
         {
-            "group": g["group"],
+            "group": str(g["group"]),
+            "label": g.get("label") or str(g["group"]),
             "size": g["size"],
             "spread_deg": _stat(g.get("statistics") or {}, "spread"),
             "concentration": _stat(g.get("statistics") or {}, "concentration"),
             "mean_score": None if g.get("mean_classifier_score") is None else round(g["mean_classifier_score"], 3),
         }
-        for g in groups
+        for g in listing.get("groups") or []
     ]
 
 
@@ -251,42 +307,74 @@ def _stat(stats: dict, word: str):
 
 
 # ----------------------------------------------------------------- compare
-def compare_choices(data_dir: Path) -> list[dict]:
-    """Each ready dataset and its control; nothing is computed until two are picked."""
+def compare_choices(data_dir: Path) -> tuple[list[dict], list[dict]]:
+    """Options of the two pickers: A is a ready dataset (the page's), B any ready dataset or a control.
+
+    Nothing is computed until B is picked.
+    """
     options, ready = dataset_options(data_dir)
-    opts = []
+    a, b = [], []
     for o in options:
         if o["value"] in ready:
-            opts += [o, {"label": f"{o['label']} · control", "value": f"{o['value']}::control"}]
-    return opts
+            a.append(o)
+            b += [o, {"label": f"{o['label']} · control", "value": f"{o['value']}{CONTROL_SUFFIX}"}]
+    return a, b
 
 
-def compare_column(data_dir: Path, value: str) -> html.Div:
-    """One side of the compare view: a dataset (or its control, ``id::control``) with its verdict and density."""
-    dataset, _, table = value.partition("::")
-    table = table or "original"
-    try:
-        report = data.dataset_summary(data_dir, dataset)
-    except data.OrientScopeError as err:
-        return html.Div(html.P(friendly(err), className="warning"))
-    if table == "control":
-        c = report.get("control", {})
-        shown = {
-            **report,
-            **{k: v for k, v in c.items() if k != "description"},
-            "control": {},
-            "name": f"{report['name']} · control",
-        }
-        shown["verdict"] = {
-            "text": "Control: every molecule rotated by a seeded Haar-uniform rotation",
-            "aligned": None,
-        }
-    else:
-        shown = report
-    st = ViewState(dataset=dataset, view="density", table=table)
-    fig = density_figure(map_layers(data_dir, st), shown.get("reference_orientation"), shown.get("name", dataset))
-    fig.update_layout(height=340)
-    return html.Div(
-        [html.Div(verdict_children(shown), className="verdict"), dcc.Graph(figure=fig, config={"displaylogo": False})],
-        className="compare-column",
-    )
+CONTROL_SUFFIX = "::control"
+
+
+def compare_panels(data_dir: Path, a: str | None, b: str | None) -> tuple[object, object]:
+    """The two sides of the compare view (``#compare-panel-a``, ``#compare-panel-b``).
+
+    Each side is a dataset or, as ``<id>::control``, its random-rotation control shown as a
+    dataset of its own (the control's own figures, never the dataset's). Both density maps
+    share one colour scale.
+    """
+    if not a or not b:
+        return html.P("Pick dataset B (another dataset, or a control) to compare.", className="note"), None
+    sides = []
+    for value in (a, b):
+        dataset, _, table = value.partition("::")
+        table = table or "original"
+        try:
+            report = data.dataset_summary(data_dir, dataset)
+            layers = map_layers(data_dir, ViewState(dataset=dataset, view="density", table=table))
+        except data.OrientScopeError as err:
+            return html.P(friendly(err), className="warning"), None
+        shown = control_report(report) if table == "control" else report
+        ref = shown.get("reference_orientation")
+        sides.append((shown, (layers, ref, shown.get("name", dataset))))
+    figures = density_figures([panel for _, panel in sides])
+    out = []
+    for (shown, _), fig in zip(sides, figures, strict=True):
+        fig.update_layout(height=340)
+        out.append(
+            [
+                html.Div(verdict_children(shown), className="verdict"),
+                dcc.Graph(figure=fig, config={"displaylogo": False}),
+            ]
+        )
+    return out[0], out[1]
+
+
+# ----------------------------------------------------------------- HTML report
+def report_download(data_dir: Path, st: ViewState) -> dict:
+    """The offline HTML report of the view: its figures follow the active group filter and SMARTS highlight."""
+    report = data.dataset_summary(data_dir, st.dataset)
+    layers = map_layers(data_dir, st.with_(view="density"))
+    panels = [(layers, report.get("reference_orientation"), f"Axis density, {layers.n_molecules:,} molecules")]
+    if st.smarts and layers.highlight_rows.size:
+        matches = replace(layers, rows=layers.highlight_rows, axes=layers.highlight_axes)
+        panels.append((matches, report.get("reference_orientation"), f"Axis density of the {st.smarts} matches"))
+    figures = [
+        angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram")),
+        *density_figures(panels),
+    ]
+    view = {
+        "group": f"{_group_name(data_dir, st)} ({st.grouping})" if st.group else "",
+        "SMARTS highlight": f"{st.smarts} ({layers.n_matches or 0:,} matching molecules)" if st.smarts else "",
+        "notes": "; ".join(layers.errors + layers.notes),
+    }
+    text = static_report_html(report, figures, view)
+    return {"content": text, "filename": f"orientscope-{st.dataset}-report.html", "type": "text/html"}

@@ -19,7 +19,7 @@ DEFAULT_AXES = "123"
 
 # What the URL carries, and what decides what the map draws (the selection does not; the
 # table is set only by the compare view, never by a URL).
-URL_FIELDS = ("dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes")
+URL_FIELDS = ("dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes", "compare")
 MAP_FIELDS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
 
 
@@ -31,9 +31,10 @@ class ViewState:
     group: str | None = None  # filter to one group of `grouping`
     smarts: str | None = None
     molecule: str | None = None
-    view: str = "map"
+    view: str = "density"  # the first screen: the density beside its control shows a bias at once
     axes: str = DEFAULT_AXES  # the shown axes, sorted digits of 1, 2, 3
     table: str = "original"  # "control": the seeded random-rotation control (compare view)
+    compare: str | None = None  # the compare view's dataset B: an id, or "<id>::control"
 
     @property
     def ready(self) -> bool:
@@ -73,6 +74,7 @@ class ViewState:
         molecule: str | None,
         view: str | None,
         axes: list[str] | None,
+        compare: str | None = None,
     ) -> ViewState:
         """The state the controls show (their values as the browser sends them)."""
         return cls(
@@ -82,8 +84,9 @@ class ViewState:
             group=_text(group, "group") or None,
             smarts=(_text(smarts, "smarts") or "").strip() or None,
             molecule=_text(molecule, "molecule"),
-            view=_text(view, "view") or "map",
+            view=_text(view, "view") or "density",
             axes=_axes(axes),
+            compare=_text(compare, "compare") or None,
         )
 
     @classmethod

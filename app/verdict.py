@@ -1,131 +1,126 @@
-"""The verdict panel: one plain-words line, then each figure next to its control.
+"""The verdict panel: three plain-words answers, then each figure next to its control.
 
-Renders whatever keys the report has (stages that have not run are simply absent).
+Is the set aligned, how strongly (KL on a scale from 0 = uniform, with full QM9 as a
+landmark) and what to do about it come first; what each figure rests on is said next
+to it, and hovering a table's title explains the measure. Wording and number formats
+come from ``backend.services.report_format`` (shared with the CLI and the HTML report);
+this module only lays them out. Stages that did not run say why.
 """
 
 from __future__ import annotations
 
-import math
-
 from dash import html
 
-from backend.services.report import format_kl
+from backend.services.report_format import KL_LANDMARK, TOOLTIPS, Section, headline, report_sections
+
+VERDICT_TEXT = "verdict-text"
+SKIPPED = "skipped-stages"
 
 
-def _num(x, fmt: str = ".3f") -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "–"
-    return format(x, fmt)
-
-
-def _p(x) -> str:
-    return "–" if x is None else f"{x:.2g}"
-
-
-def _table(header: list[str], rows: list[list[str]], cls: str) -> html.Table:
+def _table(section: Section) -> html.Table:
     return html.Table(
-        [html.Thead(html.Tr([html.Th(h) for h in header]))]
-        + [html.Tbody([html.Tr([html.Td(c) for c in r]) for r in rows])],
-        className=f"figures {cls}",
+        [html.Thead(html.Tr([html.Th(h) for h in section.header]))]
+        + [
+            html.Tbody(
+                [
+                    html.Tr(
+                        [html.Td(c) for c in row],
+                        className="frame-dependent" if section.key == "regression" and row[0].endswith(" *") else None,
+                    )
+                    for row in section.rows
+                ]
+            )
+        ],
+        className=f"figures {section.key}",
     )
 
 
-def statistic_rows(report: dict) -> list[list[str]]:
-    c = report.get("control", {})
-    rows = []
-    if "kl" in report:
-        rows.append(["KL to uniform SO(3), 95% CI", format_kl(report.get("kl")), format_kl(c.get("kl"))])
-    if "kl_sign_invariant" in report:
-        rows.append(
-            [
-                "KL, axis signs ignored",
-                format_kl(report.get("kl_sign_invariant")),
-                format_kl(c.get("kl_sign_invariant")),
-            ]
+def section_children(section: Section) -> list:
+    """A section's title (its tooltip explains the measure), its table, its notes, or why it is empty."""
+    if not section.rows and not section.skipped:
+        return []
+    out: list = [html.H4(section.title, title=TOOLTIPS.get(section.key), className="has-tooltip")]
+    if section.rows:
+        out.append(_table(section))
+    if section.skipped:
+        out.append(html.P(f"Not computed: {section.skipped}", className="skipped"))
+    out += [html.P(n, className="note") for n in section.notes]
+    return out
+
+
+def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
+    """A bar from 0 (uniform) past the QM9 landmark with the set and its control marked."""
+    if kl is None:
+        return None
+    top = max(1.0, kl * 1.1, (control or 0) * 1.1)
+
+    def at(value: float, cls: str, text: str, tip: str) -> html.Span:
+        return html.Span(
+            text, className=f"kl-mark {cls}", title=tip, style={"left": f"{100 * max(value, 0) / top:.1f}%"}
         )
-    if "ks" in report:
-        rows.append(["KS p-value (angle law)", _p(report["ks"].get("pvalue")), _p((c.get("ks") or {}).get("pvalue"))])
-    return rows
+
+    marks = [
+        at(0.0, "uniform", "0 uniform", "0 = orientations as random as a uniform rotation"),
+        at(KL_LANDMARK, "landmark", f"QM9 {KL_LANDMARK:.2f}", "full QM9 as stored (the paper's figure)"),
+        at(kl, "dataset", f"this set {kl:.2f}", "this dataset's KL to uniform"),
+    ]
+    if control is not None:
+        marks.insert(1, at(control, "control", f"control {control:.2f}", "the same molecules, randomly rotated"))
+    return html.Div([html.Div(className="kl-track"), *marks], className="kl-scale", title=TOOLTIPS["kl"])
 
 
-def classifier_rows(report: dict) -> list[list[str]]:
-    ctl = {x.get("features"): x for x in report.get("control", {}).get("classifiers", []) or []}
-    rows = []
-    for clf in report.get("classifiers", []) or []:
-        other = ctl.get(clf.get("features"), {})
-        ci = clf.get("ci95") or [None, None]
-        if isinstance(ci, dict):  # {"accuracy": [lo, hi], "auc": [lo, hi]}
-            ci = ci.get("accuracy") or [None, None]
-        auc = f", AUC {_num(clf['auc'])}" if clf.get("auc") is not None else ""
-        rows.append(
-            [
-                f"classifier accuracy: {clf.get('features')}",
-                f"{_num(clf.get('accuracy'))} [{_num(ci[0])}, {_num(ci[1])}]{auc} (p {_p(clf.get('pvalue'))})",
-                f"{_num(other.get('accuracy'))} (p {_p(other.get('pvalue'))})" if other else "–",
-            ]
+def headline_children(report: dict, main: bool = True) -> list:
+    """The three answers: is it aligned, how strongly, what to do; then what the classifiers rest on."""
+    h = headline(report)
+    badge = {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
+    control = ((report.get("control") or {}).get("kl") or {}).get("value")
+    out: list = [
+        html.P(h.answer, id=VERDICT_TEXT if main else None, className=f"verdict-line {badge}"),
+        html.P(["How strongly: ", h.strength], className="answer strength", title=TOOLTIPS["kl"]),
+        kl_scale(h.kl, control),
+    ]
+    if h.remedy:
+        out.append(html.P(["What to do: ", h.remedy], className="answer remedy"))
+    if h.evidence:
+        out.append(
+            html.Ul(
+                [html.Li(e) for e in h.evidence],
+                className="evidence",
+                title=TOOLTIPS["classifiers"],
+            )
         )
-    return rows
+    return [c for c in out if c is not None]
 
 
-def regression_rows(report: dict) -> list[list[str]]:
-    rows = []
-    for r in report.get("regression", []) or []:
-        unit = f" ({r['unit']})" if r.get("unit") else ""
-        imp, std = r.get("improvement"), r.get("improvement_std")
-        rows.append(
-            [
-                f"{r.get('property')}{unit}",
-                f"{_num(r.get('mse'), '.4g')} vs {_num(r.get('baseline_mse'), '.4g')}",
-                f"{_num(None if imp is None else 100 * imp, '.1f')}% ± {_num(None if std is None else 100 * std, '.1f')}",
-                f"{_num(None if r.get('control_improvement') is None else 100 * r['control_improvement'], '.1f')}%",
-            ]
-        )
-    return rows
-
-
-def similarity_rows(report: dict) -> list[list[str]]:
-    s = report.get("similarity")
-    if not s:
+def skipped_children(report: dict, main: bool = True) -> list:
+    """Each stage (or part) that did not run, with its reason, as a visible list."""
+    skipped = report.get("skipped_stages") or {}
+    if not skipped:
         return []
     return [
-        ["pairs sampled", str(s.get("n_pairs", "–")), ""],
-        ["chemical neighbours within 30°", _num(s.get("nn_within_30deg")), ""],
-        ["random pairs within 30°", _num(s.get("random_within_30deg")), ""],
-        [
-            "enrichment (p)",
-            f"{_num(s.get('enrichment'), '.2f')} (p {_p(s.get('pvalue'))})",
-            _num(s.get("control_enrichment"), ".2f"),
-        ],
+        html.Div(
+            [
+                html.Strong("Skipped stages"),
+                html.Ul([html.Li([html.Code(stage), f": {reason}"]) for stage, reason in skipped.items()]),
+            ],
+            id=SKIPPED if main else None,
+            className="skipped-stages",
+        )
     ]
 
 
-def verdict_children(report: dict) -> list:
-    """Children of the ``verdict`` panel for a report dict."""
-    v = report.get("verdict") or {}
-    aligned = v.get("aligned")
-    badge = {True: "aligned", False: "not-aligned"}.get(aligned, "unknown")
-    out: list = [
-        html.P(v.get("text", "No verdict yet."), id="verdict-text", className=f"verdict-line {badge}"),
+def verdict_children(report: dict, main: bool = True) -> list:
+    """Children of the ``verdict`` panel for a report dict (``main``: the page's own panel, whose parts have ids)."""
+    out = headline_children(report, main)
+    out.append(
         html.P(
             f"{report.get('name', report.get('dataset'))}: {report.get('n_molecules')} molecules, "
             f"frame {report.get('frame')}/{report.get('sign_rule')}, seed {report.get('seed')}, "
             f"{report.get('n_degenerate')} degenerate frames",
             className="verdict-meta",
-        ),
-    ]
-    stats = statistic_rows(report) + classifier_rows(report)
-    if stats:
-        out.append(_table(["measure", "dataset", "control"], stats, "stats"))
-    reg = regression_rows(report)
-    if reg:
-        out += [
-            html.H4("Orientation-only property regression"),
-            _table(["property", "MSE vs mean baseline", "improvement", "control"], reg, "regression"),
-        ]
-    sim = similarity_rows(report)
-    if sim:
-        out += [html.H4("Similarity–pose coupling"), _table(["measure", "dataset", "control"], sim, "similarity")]
-    skipped = report.get("skipped_stages") or {}
-    if skipped:
-        out.append(html.P("Skipped: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()), className="note"))
+        )
+    )
+    out += skipped_children(report, main)
+    for section in report_sections(report):
+        out += section_children(section)
     return out

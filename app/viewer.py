@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.figures import OKABE_ITO
+from app.palette import AXIS_COLORS, LAB_FRAME
 from backend.services.molecules import xyz_text as _xyz_text
 
-LAB_AXES = (("x", (1.0, 0.0, 0.0), "#D55E00"), ("y", (0.0, 1.0, 0.0), "#009E73"), ("z", (0.0, 0.0, 1.0), "#0072B2"))
-PRINCIPAL_COLORS = OKABE_ITO[:3]
+# The lab frame in one neutral colour that no data series uses: the principal axes own blue,
+# orange and green everywhere in the app, and vermillion is the SMARTS highlight.
+LAB_AXES = (
+    ("lab x", (1.0, 0.0, 0.0), LAB_FRAME),
+    ("lab y", (0.0, 1.0, 0.0), LAB_FRAME),
+    ("lab z", (0.0, 0.0, 1.0), LAB_FRAME),
+)
+PRINCIPAL_COLORS = [AXIS_COLORS[a] for a in (1, 2, 3)]
+LABEL_BEYOND = 0.25  # labels sit this far (Å) past the arrow tip, clear of the atoms the arrow passes
 
 
 def xyz_text(elements: list[str], positions_angstrom, comment: str = "") -> str:
@@ -23,9 +30,16 @@ def xyz_text(elements: list[str], positions_angstrom, comment: str = "") -> str:
 
 
 def _arrows(origin, directions, length: float) -> list[dict]:
+    """Arrows from ``origin`` (Å) along unit ``directions``, longer than the molecule so tips and labels clear it."""
     origin = np.asarray(origin, np.float64)
     return [
-        {"start": origin.tolist(), "end": (origin + length * np.asarray(vec)).tolist(), "color": color, "label": label}
+        {
+            "start": origin.tolist(),
+            "end": (origin + length * np.asarray(vec)).tolist(),
+            "label_at": (origin + (length + LABEL_BEYOND) * np.asarray(vec)).tolist(),
+            "color": color,
+            "label": label,
+        }
         for label, vec, color in directions
     ]
 

@@ -3,6 +3,7 @@
 (function () {
   "use strict";
   var VIEW_HEIGHT = 280;
+  var ZOOM_MARGIN = 0.7;
 
   // ==================================================================== plotly.js internals
   // The only code of this file that reads private plotly.js state (plotly.js 4.1.x, shipped by
@@ -51,17 +52,19 @@
       return el._grid;
     }
     el.innerHTML = "";
-    var captions = document.createElement("div");
-    captions.className = "viewer-captions";
-    captions.style.gridTemplateColumns = "repeat(" + spec.cols + ", 1fr)";
     var holder = document.createElement("div");
     holder.className = "viewer-canvas";
     holder.style.position = "relative";
     holder.style.height = spec.rows * VIEW_HEIGHT + "px";
-    el.appendChild(captions);
+    // Each caption sits in its own cell (an overlay grid of the same rows and columns).
+    var captions = document.createElement("div");
+    captions.className = "viewer-captions";
+    captions.style.gridTemplateColumns = "repeat(" + spec.cols + ", 1fr)";
+    captions.style.gridTemplateRows = "repeat(" + spec.rows + ", " + VIEW_HEIGHT + "px)";
     el.appendChild(holder);
     el._grid = $3Dmol.createViewerGrid(holder, { rows: spec.rows, cols: spec.cols, control_all: !!spec.linked },
                                        { backgroundColor: "white", antialias: !isSoftwareGL() });
+    holder.appendChild(captions);  // after the grid's canvases, so it is drawn on top of them
     el._gridKey = key;
     el._captions = captions;
     return el._grid;
@@ -72,9 +75,12 @@
     v.setStyle({}, { stick: { radius: 0.14, colorscheme: "Jmol" }, sphere: { scale: 0.22, colorscheme: "Jmol" } });
     (scene.arrows || []).forEach(function (a) {
       v.addArrow({ start: vec(a.start), end: vec(a.end), radius: 0.05, color: a.color });
-      v.addLabel(a.label, { position: vec(a.end), fontSize: 12, fontColor: a.color, backgroundOpacity: 0.0 });
+      // past the tip and on a light backing: readable where the label crosses an atom
+      v.addLabel(a.label, { position: vec(a.label_at || a.end), fontSize: 12, fontColor: a.color,
+                            backgroundColor: "white", backgroundOpacity: 0.75, inFront: true });
     });
     v.zoomTo();
+    v.zoom(ZOOM_MARGIN);  // zoomTo fits the atoms only: leave room for the arrow tips and their labels
     v.render();
     return model.selectedAtoms({}).length;
   }
@@ -128,6 +134,8 @@
       row.forEach(function (v, c) {
         var scene = spec.scenes[r * spec.cols + c];
         var cap = document.createElement("div");
+        cap.className = "viewer-caption";
+        cap.dataset.cell = r + "," + c;
         cap.textContent = scene ? scene.title : "";
         el._captions.appendChild(cap);
         if (!scene) { v.render(); return; }

@@ -158,6 +158,23 @@ def reference_xy(reference_orientation) -> tuple[np.ndarray, np.ndarray]:
     return x.astype(np.float32), y.astype(np.float32)
 
 
+def reference_points(reference_orientation, axes=(1, 2, 3)) -> dict[str, list]:
+    """The given axes of a reference rotation (rows = axes) as map points with their sky position.
+
+    Returns {"axis": [a, ...], "x": [...], "y": [...] (Mollweide), "lon": [...], "lat": [...] (degrees)}.
+    """
+    lon, lat = axes_lonlat_deg(np.asarray(reference_orientation, dtype=np.float64)[None])
+    x, y = mollweide_xy(lon[0], lat[0])
+    idx = [int(a) - 1 for a in axes]
+    return {
+        "axis": [int(a) for a in axes],
+        "x": [float(x[i]) for i in idx],
+        "y": [float(y[i]) for i in idx],
+        "lon": [float(lon[0][i]) for i in idx],
+        "lat": [float(lat[0][i]) for i in idx],
+    }
+
+
 @dataclass(frozen=True)
 class DensityGrid:
     """Point density on the Mollweide plane relative to a uniform sphere (1 = uniform).

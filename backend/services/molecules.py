@@ -86,6 +86,11 @@ def _search_graphs(view: DatasetView) -> list:
     return [molecule_graph(str(view.smiles[i] or ""), *view.atoms(i))[0] for i in range(len(view))]
 
 
+def graphs_from_3d(view: DatasetView) -> bool:
+    """True when the set carries no SMILES, so its graphs (and SMARTS matches) use bonds perceived from 3D."""
+    return view.extra("graphs_from_3d", lambda: not any(str(s or "") for s in view.smiles))
+
+
 def _smarts_index(view: DatasetView) -> substructure.SubstructureIndex:
     return view.extra("smarts_index", lambda: substructure.SubstructureIndex(_search_graphs(view)))
 

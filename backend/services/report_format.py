@@ -219,3 +219,136 @@ def _similarity(report: dict) -> Section:
 def report_sections(report: dict) -> list[Section]:
     """The report's tables in reading order: statistics, classifiers, regression, similarity."""
     return [_statistics(report), _classifiers(report), _regression(report), _similarity(report)]
+
+
+# ----------------------------------------------------------------- what the figures rest on
+# The paper's figure for full QM9 as stored: a landmark on the KL scale (0 = uniform).
+KL_LANDMARK = 0.90
+CLASSIFIER_BASIS = {
+    "frame": "reads only the canonical frame R (pure orientation); any model sees this",
+    "frame+composition": "reads R plus rotation-invariant size and composition; any model sees this",
+    "atom-order": "also reads lab-frame directions between the first atoms in file order; "
+    "only models that see atoms in order (sequence or list models) can exploit it",
+}
+REMEDY = (
+    "Before training a model that is not rotation-invariant, augment with random rotations, "
+    "or train on the de-biased export (orientscope export: every molecule randomly rotated)."
+)
+NO_REMEDY = "Nothing to do for orientation: models trained on it cannot learn a preferred pose."
+TOOLTIPS = {
+    "kl": "Kullback–Leibler divergence of the orientations from a uniform distribution over rotations (SO(3)), "
+    "k-nearest-neighbour estimate with a bootstrap 95% interval. 0 = uniform; full QM9 as stored scores about 0.90.",
+    "kl_sign_invariant": "The same divergence with the sign of each axis ignored: what is left when a frame's axis "
+    "directions are only defined up to sign.",
+    "ks": "Kolmogorov–Smirnov test of the angles to the reference orientation against the law of uniform rotations "
+    "(Haar). A small p says the angles are not those of random poses.",
+    "classifiers": "A gradient-boosted classifier tries to tell each stored pose from a randomly rotated copy; "
+    "0.5 accuracy = it cannot tell, 1.0 = it always can.",
+    "regression": "How much of each property's variance a model predicts from the orientation R alone "
+    "(cross-validated, against predicting the mean). Near 0 % = the pose carries no information about it.",
+    "similarity": "Whether chemically similar molecules (nearest Tanimoto neighbours) share a pose more often "
+    "than random pairs.",
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The three answers of the first screen, in plain words.
+
+    aligned : True, False or None (not enough molecules)
+    answer : is it aligned (one sentence)
+    strength : how strongly, on the KL scale with its landmarks
+    kl : the dataset's KL, for drawing it on a 0..landmark scale (None if not computed)
+    remedy : what to do about it
+    evidence : one sentence per classifier: its accuracy and what it rests on
+    """
+
+    aligned: bool | None
+    answer: str
+    strength: str
+    kl: float | None
+    remedy: str
+    evidence: list[str] = field(default_factory=list)
+
+
+def classifier_evidence(report: dict) -> list[str]:
+    """One sentence per rotation classifier: accuracy, p, and what the figure rests on.
+
+    Frame-only classifiers come first: the atom-order figure reads file order and must
+    never stand alone as the headline.
+    """
+    order = {name: i for i, name in enumerate(CLASSIFIER_BASIS)}
+    out = []
+    for clf in sorted(report.get("classifiers") or [], key=lambda c: order.get(c.get("features"), 99)):
+        name = clf.get("features")
+        basis = CLASSIFIER_BASIS.get(name, "")
+        out.append(
+            f"{name} classifier: {format_percent(clf.get('accuracy'), 0, signed=False)} accuracy "
+            f"(p {format_p(clf.get('pvalue'))}; 50 % = cannot tell)" + (f"; it {basis}" if basis else "")
+        )
+    return out
+
+
+def headline(report: dict) -> Headline:
+    """Is the set aligned, how strongly, and what to do: the first screen's plain words."""
+    v = report.get("verdict") or {}
+    aligned = v.get("aligned")
+    kl = (report.get("kl") or {}).get("value")
+    ctl = ((report.get("control") or {}).get("kl") or {}).get("value")
+    if aligned is None:
+        answer = v.get("text") or "Not enough molecules to say."
+    elif aligned:
+        answer = "Yes: the stored poses are aligned (far from random orientations)."
+    else:
+        answer = "Not detectably: the stored poses look like random orientations."
+    if _finite(kl):
+        strength = (
+            f"KL to uniform {format_number(kl, '.2f')} on a scale where 0 = uniform "
+            f"(this set's own random-rotation control: {format_number(ctl, '.2f')}) "
+            f"and full QM9 as stored = {KL_LANDMARK:.2f}."
+        )
+    else:
+        strength = "Orientation statistics were not computed: " + (
+            _skipped(report, "statistics") or "not enough molecules."
+        )
+    return Headline(
+        aligned=aligned,
+        answer=answer,
+        strength=strength,
+        kl=float(kl) if _finite(kl) else None,
+        remedy=REMEDY if aligned else NO_REMEDY if aligned is False else "",
+        evidence=classifier_evidence(report),
+    )
+
+
+def control_report(report: dict) -> dict:
+    """The report as seen from its random-rotation control: the control's figures in the dataset's place.
+
+    Used where the control is shown as a dataset of its own (the compare view): its
+    regression gains are the ``control_improvement`` of each property (about 0), never the
+    dataset's own gains; it has no control of its own.
+    """
+    c = report.get("control") or {}
+    regression = [
+        {
+            **r,
+            "improvement": r.get("control_improvement"),
+            "improvement_std": r.get("control_improvement_std"),
+            "mse_normalised": None,
+            "baseline_mse_normalised": None,
+            "control_improvement": None,
+            "control_improvement_std": None,
+        }
+        for r in report.get("regression") or []
+    ]
+    shown = {k: v for k, v in report.items() if k not in ("kl", "kl_sign_invariant", "ks", "classifiers", "similarity")}
+    shown.update({k: v for k, v in c.items() if k != "description"})
+    shown.update(
+        {
+            "name": f"{report.get('name', report.get('dataset'))} · control",
+            "regression": regression,
+            "control": {},
+            "verdict": {"aligned": None, "text": "Control: every molecule rotated by a seeded Haar-uniform rotation"},
+        }
+    )
+    return shown

@@ -19,7 +19,7 @@ def client(qm9_store):
 def _sync_state_body(deps: list[dict], shown: ViewState, changed: str, current: dict | None) -> dict:
     """The browser's request for sync_state, the controls showing ``shown`` and ``changed`` just changed."""
     dep = next(d for d in deps if f"{ids.URL}.search" in d["output"] and f"{ids.MAP_STATE}.data" in d["output"])
-    values = {f"{c}.{p}": v for c, p, v in [(ids.URL, "search", shown.to_query())] + [
+    values = {f"{c}.{p}": v for c, p, v in [(ids.URL, "search", shown.to_query()), (ids.COMPARE_A, "value", shown.dataset)] + [
         (*ids.CONTROL_OF[name], value) for name, value in control_values(shown).items()
     ]}  # fmt: skip
     outputs = [{"id": c, "property": p} for c, p in (s.split(".") for s in dep["output"].strip(".").split("..."))]

@@ -13,8 +13,6 @@ from app.figures import (
     MAP_SCALE,
     MAX_POINT_TRACES,
     N_BINS,
-    OKABE_ITO,
-    OTHER_GREY,
     POINTS_START,
     TRACE,
     ColorSpec,
@@ -28,6 +26,7 @@ from app.figures import (
     split_points,
     typed_arrays,
 )
+from app.palette import OKABE_ITO, OTHER_GREY
 
 
 def _axis_spec(n_points: int) -> ColorSpec:
@@ -48,13 +47,13 @@ def test_map_has_fixed_leading_traces_and_every_point_as_int16_map_units():
         x,
         y,
         spec,
-        reference_xy=(np.zeros(3), np.ones(3)),
+        reference={"axis": [1, 2, 3], "x": [0, 0, 0], "y": [1, 1, 1], "lon": [0, 0, 0], "lat": [90, 90, 90]},
         n_molecules=100,
     )
     kinds = [t.meta["kind"] for t in fig.data]
     assert kinds[:POINTS_START] == list(TRACE)
     split = split_points(spec, 300)
-    assert kinds[POINTS_START:] == ["points"] * len(split.members) + ["highlight"]
+    assert kinds[POINTS_START:] == ["points"] * len(split.members) + ["highlight", "legend-selection"]
     points = _points(fig)
     assert all(t.type == "scattergl" for t in points)
     assert sum(t.meta["n_points"] for t in points) == 300
@@ -116,7 +115,8 @@ def test_highlight_trace_holds_exactly_the_matching_points():
 
 def test_density_figure_keeps_nan_outside_and_marks_reference():
     ratio = np.array([[np.nan, 1.0], [2.0, np.nan]], np.float32)
-    fig = density_map_figure([0, 1], [0, 1], ratio, reference_xy=(np.zeros(3), np.zeros(3)))
+    ref = {"axis": [2], "x": [0.0], "y": [0.0], "lon": [10.0], "lat": [-20.0]}
+    fig = density_map_figure([0, 1], [0, 1], ratio, reference=ref)
     heat = fig.data[0]
     assert heat.type == "heatmap" and np.isnan(heat.z[0][0]) and heat.z[1][0] == 2.0
     assert [t.meta["kind"] for t in fig.data] == ["density", "outline", "graticule", "reference"]
@@ -145,7 +145,7 @@ def test_map_figure_accepts_empty_selection(kind):
     spec = ColorSpec(kind) if kind == "none" else _axis_spec(0)
     fig = orientation_map_figure(np.zeros(0), np.zeros(0), spec)
     assert _points(fig) == []
-    assert [t.meta["kind"] for t in fig.data][POINTS_START:] == ["highlight"]
+    assert [t.meta["kind"] for t in fig.data][POINTS_START:] == ["highlight", "legend-selection"]
 
 
 def test_typed_arrays_encode_the_map_as_plotly_does():

@@ -111,9 +111,9 @@ def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
 
     layers = map_layers(qm9_store, ViewState(dataset="qm9"))
     mol = str(layers.md.ids[5])
-    page = f"{dash_url}/?dataset=qm9&molecule={mol}&axes=12"
+    page = f"{dash_url}/?dataset=qm9&molecule={mol}&axes=12&view=map"
     layout = httpx.get(dash_url + "/_dash-layout", headers={"Referer": page}, timeout=120).json()
-    assert _props(layout, "url")["search"] == f"?dataset=qm9&molecule={mol}&axes=12"
+    assert _props(layout, "url")["search"] == f"?dataset=qm9&molecule={mol}&axes=12&view=map"
     assert _props(layout, "map-state")["data"]["axes"] == "12"
     assert _props(layout, "selected")["data"] == mol
     assert _props(layout, "molecule-id")["children"] == mol

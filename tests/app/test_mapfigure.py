@@ -9,11 +9,11 @@ from app.state import ViewState
 
 
 def test_cached_json_is_reused_for_the_same_view(qm9_store):
-    st = ViewState(dataset="qm9")
+    st = ViewState(dataset="qm9", view="map")
     first, layers = map_figure_json(qm9_store, st)
     again, _ = map_figure_json(qm9_store, st)
     assert again is first
-    other, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", color="group"))
+    other, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="map", color="group"))
     assert other is not first
     # the payload is what the browser gets: point arrays as base64 int16, not lists
     points = [t for t in first["data"] if t.get("meta", {}).get("kind") == "points"]
@@ -23,7 +23,7 @@ def test_cached_json_is_reused_for_the_same_view(qm9_store):
 
 
 def test_selected_ring_marks_the_molecules_shown_axes_in_the_map_view_only(qm9_store):
-    st = ViewState(dataset="qm9")
+    st = ViewState(dataset="qm9", view="map")
     layers = map_layers(qm9_store, st)
     mol = str(layers.md.ids[3])
     ring = np.array(selected_ring(layers.md, st, mol))
@@ -31,7 +31,7 @@ def test_selected_ring_marks_the_molecules_shown_axes_in_the_map_view_only(qm9_s
     assert ring.shape == (3, 2)
     np.testing.assert_allclose(ring[:, 0], x * MAP_SCALE, rtol=1e-6)
     np.testing.assert_allclose(ring[:, 1], y * MAP_SCALE, rtol=1e-6)
-    two = ViewState(dataset="qm9", axes="13")
+    two = ViewState(dataset="qm9", view="map", axes="13")
     assert len(selected_ring(layers.md, two, mol)) == 2
     sphere = ViewState(dataset="qm9", view="sphere")
     assert selected_ring(layers.md, sphere, mol) == []

@@ -12,7 +12,7 @@ from app.state import ViewState
 def test_every_drawn_point_maps_back_to_the_molecule_drawn_there(qm9_store, color):
     from app.mapfigure import map_figure
 
-    state = ViewState(dataset="qm9", color=color)
+    state = ViewState(dataset="qm9", view="map", color=color)
     fig, layers = map_figure(qm9_store, state)
     md = layers.md
     points = [(c, t) for c, t in enumerate(fig.data) if t.meta and t.meta.get("kind") == "points"]

@@ -33,14 +33,14 @@ def test_verdict_groups_and_compare_choices(qm9_store):
     st = ViewState(dataset="qm9", grouping="formula")
     children, hist, progress, poll_disabled = panels.verdict_outputs(qm9_store, st)
     assert children and progress is None and poll_disabled is True
-    options, rows, picked = panels.group_outputs(qm9_store, st)
+    options, rows, picked, _ = panels.group_outputs(qm9_store, st)
     assert rows and len(options) == len(rows) and picked == []
     group = rows[0]["group"]
     picked_st = ViewState(dataset="qm9", grouping="formula", group=group)
     assert panels.group_outputs(qm9_store, picked_st).picked == [0]
     assert panels.group_members_spec(qm9_store, picked_st)["molecule"] == f"group:{group}"
-    values = [o["value"] for o in panels.compare_choices(qm9_store)]
-    assert values == ["qm9", "qm9::control"]
+    a, b = panels.compare_choices(qm9_store)
+    assert [o["value"] for o in a] == ["qm9"] and [o["value"] for o in b] == ["qm9", "qm9::control"]
     assert panels.verdict_outputs(qm9_store, ViewState()).poll_disabled is False  # nothing ready: keep polling
 
 

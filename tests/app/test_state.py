@@ -29,7 +29,7 @@ def test_defaults_are_omitted_and_empty_query_gives_defaults():
 
 def test_bad_values_are_dropped_with_a_warning_naming_them():
     st, warnings = parse_query("?view=globe&grouping=size&axes=9&colour=red")
-    assert st.view == "map" and st.grouping == "formula" and st.axes == "123"
+    assert st.view == "density" and st.grouping == "formula" and st.axes == "123"
     assert any("'globe'" in w for w in warnings)
     assert any("'size'" in w for w in warnings)
     assert any("'9'" in w for w in warnings)
@@ -40,7 +40,7 @@ def test_map_state_holds_what_the_map_draws_but_not_the_selection():
     st = ViewState(dataset="qm9", molecule="5", color="score")
     assert st.map_state() == {
         "dataset": "qm9", "table": "original", "color": "score", "grouping": "formula", "group": None,
-        "smarts": None, "view": "map", "axes": "123",
+        "smarts": None, "view": "density", "axes": "123",
     }  # fmt: skip
     assert st.with_(molecule="6").map_state() == st.map_state()
     assert ViewState.from_map_state(st.map_state()) == st.with_(molecule=None)
