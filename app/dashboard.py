@@ -163,7 +163,10 @@ def _groups_section() -> html.Section:
                     row_selectable="single",
                     page_size=12,
                     style_table={"overflowX": "auto"},
-                    style_cell={"fontFamily": "inherit", "fontSize": 13},
+                    # Left-aligned: DataTable puts the sort arrow left of the title, so right-aligned
+                    # titles left each arrow beside the previous column's title.
+                    style_cell={"fontFamily": "inherit", "fontSize": 13, "textAlign": "left"},
+                    style_header={"textAlign": "left", "fontWeight": 600},
                     # Groups by their labels; the code travels in the row data only (the filter's value).
                     columns=[
                         {"name": "group", "id": "label"},

@@ -30,6 +30,9 @@ from backend.services.bytecache import nbytes, shared_cache
 from backend.services.map_data import MapData, density_grid, frame_lines, reference_points
 
 
+DENSITY_POINTS_PER_CELL = 5
+
+
 def reference_of(reference, axes) -> dict | None:
     """The shown axes of a reference orientation as map points (None without one)."""
     return reference_points(reference, sorted({int(a) for a in axes})) if reference else None
@@ -41,7 +44,10 @@ def density_figures(panels: list[tuple[MapLayers, object, str]]) -> list[go.Figu
     Maps shown side by side (a dataset and its control, two compared sets) must share
     the scale, or a uniform set looks as concentrated as an aligned one.
     """
-    grids = [density_grid(*layers.md.xy(layers.rows, layers.axes)) for layers, _, _ in panels]
+    # Cells sized to the larger set (about 5 expected points each, at most 144 x 72): finer cells on a
+    # small set show sampling noise, not orientation.
+    nx = int(np.clip(np.sqrt(2 * max(p[0].rows.size for p in panels) / DENSITY_POINTS_PER_CELL), 24, 144)) // 2 * 2
+    grids = [density_grid(*layers.md.xy(layers.rows, layers.axes), nx=nx, ny=nx // 2) for layers, _, _ in panels]
     zmax = density_zmax(*(g.ratio for g in grids))
     return [
         density_map_figure(
@@ -148,9 +154,10 @@ def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict],
     if hit is not None and hit[0] is layers and hit[1] is control:
         return hit[2], layers
     report = data.dataset_summary(data_dir, st.dataset)
-    title, ref = _title_and_reference(data_dir, st, layers)
+    _, ref = _title_and_reference(data_dir, st, layers)
+    title = f"{report.get('name', st.dataset)} as stored · {layers.n_molecules:,} molecules"
     ctl_ref = (report.get("control") or {}).get("reference_orientation")
-    ctl_title = f"Control: the same molecules, each randomly rotated ({control.rows.size:,} axis points)"
+    ctl_title = "Control: the same molecules, randomly rotated"
     figures = density_figures([(layers, ref, title), (control, ctl_ref, ctl_title)])
     payload = tuple(orjson.loads(f.to_json()) for f in figures)
     shared_cache().put("density_pair", key, (layers, control, payload), size=nbytes(payload))

@@ -59,8 +59,11 @@ def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
             text, className=f"kl-mark {cls}", title=tip, style={"left": f"{100 * max(value, 0) / top:.1f}%"}
         )
 
+    if control is not None and abs(kl - control) / top < 0.15:  # the two labels would overlap
+        control = None
+
     marks = [
-        at(0.0, "uniform", "0 uniform", "0 = orientations as random as a uniform rotation"),
+        at(0.0, "uniform", "0 = uniform", "0 = orientations as random as a uniform rotation"),
         at(KL_LANDMARK, "landmark", f"QM9 {KL_LANDMARK:.2f}", "full QM9 as stored (the paper's figure)"),
         at(kl, "dataset", f"this set {kl:.2f}", "this dataset's KL to uniform"),
     ]
@@ -72,7 +75,7 @@ def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
 def headline_children(report: dict, main: bool = True) -> list:
     """The three answers: is it aligned, how strongly, what to do; then what the classifiers rest on."""
     h = headline(report)
-    badge = {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
+    badge = "weak" if h.weak else {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
     control = ((report.get("control") or {}).get("kl") or {}).get("value")
     out: list = [
         html.P(h.answer, id=VERDICT_TEXT if main else None, className=f"verdict-line {badge}"),
@@ -121,6 +124,9 @@ def verdict_children(report: dict, main: bool = True) -> list:
         )
     )
     out += skipped_children(report, main)
-    for section in report_sections(report):
-        out += section_children(section)
+    tables = [c for section in report_sections(report) for c in section_children(section)]
+    if tables:
+        # The answers above come first; the tables behind them are one click away on the page's own panel.
+        summary = "All figures behind the verdict: statistics, classifiers, property regression, similarity"
+        out.append(html.Details([html.Summary(summary), *tables], open=not main, className="figures-details"))
     return out

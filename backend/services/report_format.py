@@ -256,6 +256,7 @@ class Headline:
     """The three answers of the first screen, in plain words.
 
     aligned : True, False or None (not enough molecules)
+    weak : not aligned by the orientation statistics, yet a frame-only classifier finds the stored pose
     answer : is it aligned (one sentence)
     strength : how strongly, on the KL scale with its landmarks
     kl : the dataset's KL, for drawing it on a 0..landmark scale (None if not computed)
@@ -269,6 +270,7 @@ class Headline:
     kl: float | None
     remedy: str
     evidence: list[str] = field(default_factory=list)
+    weak: bool = False
 
 
 def classifier_evidence(report: dict) -> list[str]:
@@ -295,12 +297,26 @@ def headline(report: dict) -> Headline:
     aligned = v.get("aligned")
     kl = (report.get("kl") or {}).get("value")
     ctl = ((report.get("control") or {}).get("kl") or {}).get("value")
+    weak = False
     if aligned is None:
         answer = v.get("text") or "Not enough molecules to say."
     elif aligned:
         answer = "Yes: the stored poses are aligned (far from random orientations)."
     else:
         answer = "Not detectably: the stored poses look like random orientations."
+        frame_only = [
+            c
+            for c in report.get("classifiers") or []
+            if c.get("features") != "atom-order" and _finite(c.get("pvalue")) and c["pvalue"] < 1e-3
+        ]
+        if frame_only:
+            weak = True
+            best = max(frame_only, key=lambda c: c.get("accuracy") or 0)
+            answer = (
+                "Weakly: the orientation statistics find no clear preference, but the "
+                f"{best['features']} classifier tells stored poses from random ones "
+                f"({format_percent(best.get('accuracy'), 0, signed=False)}, p {format_p(best.get('pvalue'))})."
+            )
     if _finite(kl):
         strength = (
             f"KL to uniform {format_number(kl, '.2f')} on a scale where 0 = uniform "
@@ -316,8 +332,9 @@ def headline(report: dict) -> Headline:
         answer=answer,
         strength=strength,
         kl=float(kl) if _finite(kl) else None,
-        remedy=REMEDY if aligned else NO_REMEDY if aligned is False else "",
+        remedy=REMEDY if aligned or weak else NO_REMEDY if aligned is False else "",
         evidence=classifier_evidence(report),
+        weak=weak,
     )
 
 

@@ -62,3 +62,64 @@ def _flat(value):
             yield from _flat(v)
     else:
         yield value
+
+
+def _rows_of(children) -> dict[str, list[str]]:
+    """{first cell: the row's cells} of every table row under ``children``."""
+    return {
+        str(c.children[0].children): [str(td.children) for td in c.children]
+        for root in children
+        for c in components_of(root)
+        if type(c).__name__ == "Tr" and type(c.children[0]).__name__ == "Td"
+    }
+
+
+def _zmax(graph) -> float:
+    fig = graph.figure if isinstance(graph.figure, dict) else graph.figure.to_plotly_json()
+    return next(t for t in fig["data"] if (t.get("meta") or {}).get("kind") == "density")["zmax"]
+
+
+def test_compare_with_the_control_shows_the_controls_gains_not_the_datasets(qm9_store):
+    from backend.services.datasets import dataset_summary
+    from backend.services.report_format import format_percent
+
+    report = dataset_summary(qm9_store, "qm9")
+    a, b = panels.compare_panels(qm9_store, "qm9", "qm9::control")
+    rows_a, rows_b = _rows_of(a), _rows_of(b)
+    differ = 0
+    for r in report["regression"]:
+        label = f"{r['property']} ({r['unit']})" + (" *" if r["frame_dependent"] else "")
+        # the control's own gain (its improvement on rotated poses), as the services report it
+        assert rows_b[label][2].split(" ±")[0] == format_percent(r["control_improvement"])
+        assert rows_a[label][2].split(" ±")[0] == format_percent(r["improvement"])
+        differ += rows_a[label][2] != rows_b[label][2]
+    assert differ >= 5  # the control panel no longer repeats the dataset's gains
+    graphs = [c for side in (a, b) for root in side for c in components_of(root) if type(c).__name__ == "Graph"]
+    assert len(graphs) == 2 and _zmax(graphs[0]) == _zmax(graphs[1])  # one colour scale
+    assert panels.compare_panels(qm9_store, "qm9", None)[1] is None
+
+
+def test_density_view_shows_the_control_beside_on_one_scale_and_disables_colour(qm9_store):
+    density = panels.map_outputs(qm9_store, ViewState(dataset="qm9"))
+    assert density.control_hidden is False and density.color_disabled is True
+    main = next(t for t in density.figure["data"] if t["meta"]["kind"] == "density")
+    ctl = next(t for t in density.control["data"] if t["meta"]["kind"] == "density")
+    assert main["zmax"] == ctl["zmax"] >= 2 and main["zmin"] == ctl["zmin"] == 0
+    ticks = dict(zip(main["colorbar"]["tickvals"], main["colorbar"]["ticktext"], strict=True))
+    assert ticks[1] == "1 = uniform"
+    points = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view="map"))
+    assert points.control_hidden is True and points.color_disabled is False
+
+
+def test_reference_stars_follow_the_shown_axes_and_hover_in_degrees(qm9_store):
+    for view in ("density", "map"):
+        fig = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view=view, axes="2")).figure
+        ref = next(t for t in fig["data"] if t["meta"]["kind"] == "reference")
+        assert ref["meta"]["axes"] == [2] and ref["text"] == ["ref 2"]
+        assert "lon %{customdata[1]:.1f}°" in ref["hovertemplate"]
+
+
+def test_an_invalid_smarts_is_an_error_not_a_note(qm9_store):
+    notes = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view="map", smarts="C((")).notes
+    errors = [n for n in notes if n.className == "error"]
+    assert len(errors) == 1 and "C((" in errors[0].children and errors[0].role == "alert"

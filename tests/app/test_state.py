@@ -71,3 +71,14 @@ def test_from_map_state_and_from_controls_parse_what_the_page_sends():
 def test_from_map_state_rejects_values_the_page_never_writes(junk):
     with pytest.raises((TypeError, ValueError)):
         ViewState.from_map_state(junk)
+
+
+def test_compare_travels_in_the_url_and_an_unknown_one_is_reported(qm9_store):
+    from app.initial_view import resolve_view
+
+    st, warnings = parse_query("?dataset=qm9&compare=qm9::control")
+    assert st.compare == "qm9::control" and warnings == []
+    assert parse_query(st.to_query())[0] == st
+    assert resolve_view(qm9_store, "?dataset=qm9&compare=qm9::control").state.compare == "qm9::control"
+    bad = resolve_view(qm9_store, "?dataset=qm9&compare=nope")
+    assert bad.state.compare is None and any("'nope'" in m and "::control" in m for m in bad.messages)

@@ -87,3 +87,39 @@ def test_a_skipped_stage_gives_its_reason_instead_of_rows():
     assert sections["regression"].skipped == "needs 20 molecules"
     assert sections["similarity"].skipped == "needs 2 graphs"
     assert sections["statistics"].skipped is None and sections["statistics"].rows == []
+
+
+def test_control_report_shows_the_controls_own_figures_not_the_datasets():
+    from backend.services.report_format import control_report
+
+    report = _report(name="QM9", verdict={"aligned": True, "text": "Aligned"})
+    shown = control_report(report)
+    zpve, alpha = regression_rows(shown)
+    # the control's gains (about 0), never the dataset's +21.9 % / +35.1 %
+    assert zpve["gain_text"] == "0.0 %" and alpha["gain_text"] == "0.0 %"
+    assert shown["kl"] == report["control"]["kl"] and shown["classifiers"] == report["control"]["classifiers"]
+    assert shown["name"] == "QM9 · control" and shown["control"] == {} and shown["verdict"]["aligned"] is None
+
+
+def test_headline_answers_in_plain_words_and_names_what_each_classifier_rests_on():
+    from backend.services.report_format import KL_LANDMARK, REMEDY, headline
+
+    atom_order = {"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}
+    report = _report(verdict={"aligned": True, "text": "Aligned: a classifier spots the stored pose with 95% accuracy"})
+    report["classifiers"] = [atom_order, *report["classifiers"]]
+    h = headline(report)
+    assert h.aligned is True and h.answer.startswith("Yes") and "95" not in h.answer
+    assert "0 = uniform" in h.strength and f"{KL_LANDMARK:.2f}" in h.strength and "0.91" in h.strength
+    assert h.remedy == REMEDY and "random rotations" in h.remedy and "de-biased export" in h.remedy
+    # the frame-only figure first; the atom-order one says it reads file order
+    assert h.evidence[0].startswith("frame classifier: 68 %") and "p < 1e-300" in h.evidence[0]
+    assert h.evidence[1].startswith("atom-order classifier: 95 %") and "file order" in h.evidence[1]
+
+
+def test_headline_of_a_set_too_small_for_statistics_says_why():
+    from backend.services.report_format import headline
+
+    report = {"verdict": {"aligned": None, "text": "Not enough molecules for orientation statistics."},
+              "skipped_stages": {"statistics": "needs more than 6 molecules, got 3"}}  # fmt: skip
+    h = headline(report)
+    assert h.aligned is None and h.kl is None and "got 3" in h.strength and h.remedy == ""

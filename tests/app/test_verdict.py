@@ -1,0 +1,72 @@
+"""The verdict panel and the offline report: plain-words answers, readable figures, skipped stages with reasons."""
+
+from __future__ import annotations
+
+import re
+
+from app.dashboard import components_of
+from app.static_report import static_report_html
+from app.verdict import SKIPPED, VERDICT_TEXT, verdict_children
+from tests.services.test_report_format import _report
+
+
+def _text(children) -> str:
+    """The text of components in reading order."""
+    if isinstance(children, str | int | float):
+        return str(children)
+    if isinstance(children, list | tuple):
+        return "\n".join(_text(c) for c in children if c is not None)
+    return _text(getattr(children, "children", None) or [])
+
+
+def _by_id(children, ident):
+    return next(c for root in children for c in components_of(root) if getattr(c, "id", None) == ident)
+
+
+def _aligned(**extra) -> dict:
+    report = _report(verdict={"aligned": True, "text": "Aligned: a classifier spots the stored pose with 95% accuracy"})
+    report["classifiers"] = [{"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}, *report["classifiers"]]
+    return {**report, **extra}
+
+
+def test_first_screen_answers_is_it_aligned_how_strongly_and_what_to_do():
+    children = verdict_children(_aligned())
+    text = _text(children)
+    headline = _by_id(children, VERDICT_TEXT).children
+    assert headline.startswith("Yes") and "95" not in headline  # never leads with the atom-order figure
+    assert "0 = uniform" in text and "0.90" in text and "0.91" in text  # KL on a scale with the QM9 landmark
+    assert "random rotations" in text and "de-biased export" in text
+    # each classifier's figure says what it rests on; the frame-only one comes first
+    frame, atom = text.index("frame classifier: 68 %"), text.index("atom-order classifier: 95 %")
+    assert frame < atom and "file order" in text[atom:]
+    assert (
+        not re.search(r"p 0(?![.0-9])", text) and "p < 1e-300" in text and "-0.0 %" not in text and "−0.0 %" not in text
+    )
+
+
+def test_regression_table_marks_lab_frame_components_and_reads_as_fractions_of_variance():
+    children = verdict_children(_aligned())
+    rows = [c for root in children for c in components_of(root) if type(c).__name__ == "Tr"]
+    alpha = next(r for r in rows if str(r.children[0].children).startswith("alpha_zz"))
+    assert alpha.className == "frame-dependent" and alpha.children[0].children.endswith(" *")
+    text = _text(children)
+    assert "lab-frame component" in text and "not a leak" in text
+    assert "0.781 vs 1.000 of variance" in text and "e+0" not in text
+
+
+def test_skipped_stages_are_listed_with_their_reasons_in_the_panel_and_the_report():
+    skipped = {"statistics": "needs more than 6 molecules, got 3", "models": "needs at least 20 molecules, got 3"}
+    report = {"name": "three small", "n_molecules": 3, "skipped_stages": skipped,
+              "verdict": {"aligned": None, "text": "Not enough molecules for orientation statistics."}}  # fmt: skip
+    children = verdict_children(report)
+    listed = _text([_by_id(children, SKIPPED)])
+    assert "statistics" in listed and "got 3" in listed and "models" in listed and "at least 20" in listed
+    page = static_report_html(report, [])
+    assert "id='skipped-stages'" in page and "needs more than 6 molecules, got 3" in page
+    assert "needs at least 20 molecules, got 3" in page
+
+
+def test_html_report_names_the_active_group_and_smarts():
+    page = static_report_html(_aligned(), [], {"group": "C7H10O2 (formula)", "SMARTS highlight": "C=O (12 matching)"})
+    assert "id='active-view'" in page and "C7H10O2 (formula)" in page and "C=O (12 matching)" in page
+    assert "Yes: the stored poses are aligned" in page
