@@ -29,7 +29,6 @@ from app.state import ViewState
 from backend.services.bytecache import nbytes, shared_cache
 from backend.services.map_data import MapData, density_grid, frame_lines, reference_points
 
-
 DENSITY_POINTS_PER_CELL = 5
 
 
