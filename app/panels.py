@@ -351,7 +351,7 @@ def compare_panels(data_dir: Path, a: str | None, b: str | None) -> tuple[object
         fig.update_layout(height=340)
         out.append(
             [
-                html.Div(verdict_children(shown), className="verdict"),
+                html.Div(verdict_children(shown, main=False), className="verdict"),
                 dcc.Graph(figure=fig, config={"displaylogo": False}),
             ]
         )

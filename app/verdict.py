@@ -78,7 +78,7 @@ def headline_children(report: dict, main: bool = True) -> list:
     badge = "weak" if h.weak else {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
     control = ((report.get("control") or {}).get("kl") or {}).get("value")
     out: list = [
-        html.P(h.answer, id=VERDICT_TEXT if main else None, className=f"verdict-line {badge}"),
+        html.P(h.answer, className=f"verdict-line {badge}", **({"id": VERDICT_TEXT} if main else {})),
         html.P(["How strongly: ", h.strength], className="answer strength", title=TOOLTIPS["kl"]),
         kl_scale(h.kl, control),
     ]
@@ -106,7 +106,7 @@ def skipped_children(report: dict, main: bool = True) -> list:
                 html.Strong("Skipped stages"),
                 html.Ul([html.Li([html.Code(stage), f": {reason}"]) for stage, reason in skipped.items()]),
             ],
-            id=SKIPPED if main else None,
+            **({"id": SKIPPED} if main else {}),
             className="skipped-stages",
         )
     ]
@@ -125,8 +125,10 @@ def verdict_children(report: dict, main: bool = True) -> list:
     )
     out += skipped_children(report, main)
     tables = [c for section in report_sections(report) for c in section_children(section)]
-    if tables:
+    if tables and main:
         # The answers above come first; the tables behind them are one click away on the page's own panel.
         summary = "All figures behind the verdict: statistics, classifiers, property regression, similarity"
-        out.append(html.Details([html.Summary(summary), *tables], open=not main, className="figures-details"))
+        out.append(html.Details([html.Summary(summary), *tables], className="figures-details"))
+    else:  # side by side in Compare, the tables are what is compared (and html.Details ignores open=True)
+        out += tables
     return out

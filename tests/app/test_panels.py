@@ -97,6 +97,10 @@ def test_compare_with_the_control_shows_the_controls_gains_not_the_datasets(qm9_
     graphs = [c for side in (a, b) for root in side for c in components_of(root) if type(c).__name__ == "Graph"]
     assert len(graphs) == 2 and _zmax(graphs[0]) == _zmax(graphs[1])  # one colour scale
     assert panels.compare_panels(qm9_store, "qm9", None)[1] is None
+    # the page's own verdict keeps its ids; the compare columns repeat none of them
+    assert not [
+        c for side in (a, b) for root in side for c in components_of(root) if isinstance(getattr(c, "id", None), str)
+    ]
 
 
 def test_density_view_shows_the_control_beside_on_one_scale_and_disables_colour(qm9_store):

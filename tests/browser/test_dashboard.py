@@ -100,14 +100,14 @@ def test_page_loads_without_console_errors_or_foreign_requests(driver, base_url)
     assert urls, "the performance log recorded no requests"
     assert [u for u in urls if urlparse(u).netloc != origin] == []
     assert any("/assets/3Dmol-min.js" in u for u in urls)
-    assert "Aligned" in text_of(driver, "verdict") or "aligned" in text_of(driver, "verdict")
+    assert "0 = uniform" in text_of(driver, "verdict") and text_of(driver, "verdict-text")
 
 
 def test_a_shared_link_opens_fully_drawn_without_any_callback(driver, base_url, qm9_store):
     """The layout request carries the page's view (same-origin Referer), so nothing waits on callbacks."""
     mol = str(load_map_data(qm9_store, "qm9").ids[11])
     requested_urls(driver)
-    open_page(driver, f"{base_url}/?dataset=qm9&molecule={mol}&color=group")
+    open_page(driver, f"{base_url}/?dataset=qm9&molecule={mol}&color=group&view=map")
     assert text_of(driver, "molecule-id") == mol
     wait_for(lambda: viewer_molecule(driver) == mol, what="the viewer")
     assert text_of(driver, "color-by").strip() == "group"
@@ -118,7 +118,7 @@ def test_a_shared_link_opens_fully_drawn_without_any_callback(driver, base_url, 
 
 
 def test_map_holds_one_point_per_axis_per_molecule(driver, base_url, qm9_store):
-    open_page(driver, base_url + "/?dataset=qm9")
+    open_page(driver, base_url + "/?dataset=qm9&view=map")
     n = load_map_data(qm9_store, "qm9").n_molecules
     assert n_points(driver) == 3 * n
     kinds = [t["kind"] for t in map_traces(driver)]
@@ -150,7 +150,7 @@ def _isolated_point_pixel(driver):
 
 
 def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
-    open_page(driver, base_url + "/?dataset=qm9")
+    open_page(driver, base_url + "/?dataset=qm9&view=map")
     target = _isolated_point_pixel(driver)
     assert target["gap"] > 4
     md = load_map_data(qm9_store, "qm9")
@@ -174,7 +174,7 @@ def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
 
 def test_url_restores_the_selection_and_neighbour_click_selects(driver, base_url, qm9_store):
     mol = str(load_map_data(qm9_store, "qm9").ids[7])
-    open_page(driver, f"{base_url}/?dataset=qm9&molecule={mol}")
+    open_page(driver, f"{base_url}/?dataset=qm9&molecule={mol}&view=map")
     wait_for(lambda: text_of(driver, "molecule-id") == mol, what="restored molecule-id")
     wait_for(lambda: viewer_molecule(driver) == mol, what="restored viewer")
     wait_for(
@@ -191,7 +191,7 @@ def test_url_restores_the_selection_and_neighbour_click_selects(driver, base_url
 
 def test_url_restores_colour_and_axes(driver, base_url, qm9_store):
     """A shared link with a property colour keeps it: the options arrive with the value."""
-    open_page(driver, f"{base_url}/?dataset=qm9&color=prop%3Amu&axes=12")
+    open_page(driver, f"{base_url}/?dataset=qm9&color=prop%3Amu&axes=12&view=map")
     md = load_map_data(qm9_store, "qm9")
     wait_for(lambda: n_points(driver) == 2 * md.n_molecules, what="two axes per molecule")
     traces = map_traces(driver)
@@ -223,7 +223,7 @@ def _choose(driver, dropdown_id, label):
 
 
 def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_store):
-    open_page(driver, base_url + "/?dataset=qm9")
+    open_page(driver, base_url + "/?dataset=qm9&view=map")
     before = [t["color"] for t in point_traces(driver, True)]
     _choose(driver, "color-by", "property: mu")
     wait_for(lambda: "color=prop" in driver.current_url, what="colour in the URL")
@@ -261,7 +261,7 @@ def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_stor
 
 
 def test_smarts_highlights_matching_molecules(driver, base_url, qm9_store):
-    open_page(driver, base_url + "/?dataset=qm9")
+    open_page(driver, base_url + "/?dataset=qm9&view=map")
     box = driver.find_element(By.ID, "smarts")
     box.clear()
     box.send_keys("C=O", Keys.ENTER)
@@ -284,7 +284,7 @@ def test_export_buttons_produce_files(driver, base_url, download_dir):
         wait_for(lambda p=path: p.stat().st_size > 1000, what=f"{path.name} written")
     html = next(p for p in download_dir.iterdir() if p.suffix == ".html").read_text()
     assert "<script src=" not in html.replace('<script src="data:', "")  # plotly.js is inline: opens offline
-    assert "Aligned" in html or "aligned" in html
+    assert "id='verdict'" in html and "0 = uniform" in html
     assert next(p for p in download_dir.iterdir() if p.suffix == ".png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -30,6 +30,13 @@ def test_upload_runs_the_pipeline_with_a_progress_bar(driver, writable_url, qm9_
     assert link.is_displayed() and link.get_attribute("href").endswith("/?dataset=from-the-page")
     with urllib.request.urlopen(f"{writable_url}/api/datasets/from-the-page") as r:
         assert json.load(r)["n_molecules"] == 80
+    # the dataset list knows the new set without a reload
+    driver.find_element(By.ID, "dataset-select").click()
+    _wait_for(
+        lambda: [
+            e for e in driver.find_elements(By.XPATH, "//*[contains(text(), 'From the page')]") if e.is_displayed()
+        ]
+    )
     # Only this page's errors: the dashboard's own panels are tested in test_dashboard.py.
     assert [m for m in severe_console(driver) if "/api/" in m or "upload" in m.lower()] == []
 
@@ -40,3 +47,26 @@ def test_upload_page_is_absent_when_read_only(driver, qm9_store):
         wait_until(lambda: driver.find_elements(By.ID, "verdict"))
         assert driver.find_elements(By.ID, "upload-page") == []
         assert not driver.find_element(By.ID, "upload-link").is_displayed()
+
+
+def test_upload_page_reads_cleanly_and_a_tiny_upload_lists_its_skipped_stages(driver, writable_url, tmp_path):
+    from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
+
+    driver.get(f"{writable_url}/upload")
+    page = _wait_for(lambda: driver.find_elements(By.ID, "upload-page"))[0]
+    _wait_for(page.is_displayed)
+    assert "`" not in page.text and "orientscope ingest" in page.text
+    button = driver.find_element(By.ID, "upload-submit")
+    assert "button" in button.get_attribute("class").split()
+    assert driver.execute_script("return getComputedStyle(arguments[0]).backgroundColor", button) == "rgb(0, 114, 178)"
+    path = tmp_path / "three.xyz"
+    path.write_text(WATER_METHANE_FORMALDEHYDE_XYZ)
+    driver.find_element(By.CSS_SELECTOR, "#upload-file input[type=file]").send_keys(str(path))
+    driver.find_element(By.ID, "upload-name").send_keys("three small")
+    button.click()
+    status = driver.find_element(By.ID, "upload-status")
+    _wait_for(lambda: status.text.startswith(("done", "failed")))
+    assert status.text.startswith("done"), status.text
+    driver.find_element(By.ID, "upload-open").click()
+    box = _wait_for(lambda: [e for e in driver.find_elements(By.ID, "skipped-stages") if e.is_displayed()])[0]
+    assert "statistics" in box.text and "got 3" in box.text and "models" in box.text
