@@ -56,10 +56,10 @@ def test_prediction_shift_colour_greys_molecules_outside_the_audit(audited):
     data_dir, record, half = audited
     value = f"shift:{record['id']}:gap"
     assert value in [o["value"] for o in color_options(data_dir, "qm9")]
-    layers = map_layers(data_dir, ViewState(dataset="qm9", color=value))
+    layers = map_layers(data_dir, ViewState(dataset="qm9", view="map", color=value))
     assert layers.color.kind == "continuous" and "prediction shift" in layers.color.title
     shown = layers.color.values
     n_nan = int(np.isnan(shown).sum())
     assert 0 < n_nan < shown.size and n_nan == 3 * (layers.n_molecules - len(half))  # three axes per molecule
-    bad = map_layers(data_dir, ViewState(dataset="qm9", color="shift:anosuch:gap"))
+    bad = map_layers(data_dir, ViewState(dataset="qm9", view="map", color="shift:anosuch:gap"))
     assert bad.color.title == "axis" and any("anosuch" in n for n in bad.notes)

@@ -32,7 +32,7 @@ def test_upload_runs_the_pipeline_with_a_progress_bar(driver, writable_url, qm9_
         assert json.load(r)["n_molecules"] == 80
     # the dataset list knows the new set without a reload
     driver.find_element(By.ID, "dataset-select").click()
-    _wait_for(
+    wait_until(
         lambda: [
             e for e in driver.find_elements(By.XPATH, "//*[contains(text(), 'From the page')]") if e.is_displayed()
         ]
@@ -53,8 +53,8 @@ def test_upload_page_reads_cleanly_and_a_tiny_upload_lists_its_skipped_stages(dr
     from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
 
     driver.get(f"{writable_url}/upload")
-    page = _wait_for(lambda: driver.find_elements(By.ID, "upload-page"))[0]
-    _wait_for(page.is_displayed)
+    page = wait_until(lambda: driver.find_elements(By.ID, "upload-page"))[0]
+    wait_until(page.is_displayed)
     assert "`" not in page.text and "orientscope ingest" in page.text
     button = driver.find_element(By.ID, "upload-submit")
     assert "button" in button.get_attribute("class").split()
@@ -65,8 +65,8 @@ def test_upload_page_reads_cleanly_and_a_tiny_upload_lists_its_skipped_stages(dr
     driver.find_element(By.ID, "upload-name").send_keys("three small")
     button.click()
     status = driver.find_element(By.ID, "upload-status")
-    _wait_for(lambda: status.text.startswith(("done", "failed")))
+    wait_until(lambda: status.text.startswith(("done", "failed")))
     assert status.text.startswith("done"), status.text
     driver.find_element(By.ID, "upload-open").click()
-    box = _wait_for(lambda: [e for e in driver.find_elements(By.ID, "skipped-stages") if e.is_displayed()])[0]
+    box = wait_until(lambda: [e for e in driver.find_elements(By.ID, "skipped-stages") if e.is_displayed()])[0]
     assert "statistics" in box.text and "got 3" in box.text and "models" in box.text
