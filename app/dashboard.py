@@ -475,10 +475,13 @@ def _register_upload_refresh(app: dash.Dash, data_dir: Path) -> None:
         Output(ids.DATASET, "options", allow_duplicate=True),
         Output(ids.COMPARE_A, "options", allow_duplicate=True),
         Output(ids.COMPARE_B, "options", allow_duplicate=True),
-        Input("upload-open", "hidden"),
+        # The link's href is set only while a job is followed (its "hidden" is also set on page load,
+        # which must not cost a callback); the lists refresh once the job is done and the link shows.
+        Input("upload-open", "href"),
+        State("upload-open", "hidden"),
         prevent_initial_call=True,
     )
-    def refresh_lists(hidden):
+    def refresh_lists(_href, hidden):
         if hidden:
             return no_update, no_update, no_update
         a, b = panels.compare_choices(data_dir)
