@@ -18,13 +18,15 @@ SKIPPED = "skipped-stages"
 
 
 def _table(section: Section) -> html.Table:
+    # A column with no value in any row (the control's own "control" column in Compare) is left out.
+    keep = [0] + [i for i in range(1, len(section.header)) if any(row[i] != "–" for row in section.rows)]
     return html.Table(
-        [html.Thead(html.Tr([html.Th(h) for h in section.header]))]
+        [html.Thead(html.Tr([html.Th(section.header[i]) for i in keep]))]
         + [
             html.Tbody(
                 [
                     html.Tr(
-                        [html.Td(c) for c in row],
+                        [html.Td(row[i]) for i in keep],
                         className="frame-dependent" if section.key == "regression" and row[0].endswith(" *") else None,
                     )
                     for row in section.rows

@@ -96,7 +96,9 @@ def regression_rows(report: dict) -> list[dict]:
                 "label": f"{r.get('property')}{unit}",
                 "frame_dependent": bool(r.get("frame_dependent")) or r.get("property") in declared,
                 "error_text": f"{format_number(r.get('mse_normalised'))} vs "
-                f"{format_number(r.get('baseline_mse_normalised'))} of variance",
+                f"{format_number(r.get('baseline_mse_normalised'))} of variance"
+                if _finite(r.get("mse_normalised")) or _finite(r.get("baseline_mse_normalised"))
+                else "–",
                 "gain": r.get("improvement"),
                 "gain_text": format_percent(r.get("improvement")) + spread,
                 "control_gain_text": format_percent(r.get("control_improvement")),
@@ -204,7 +206,7 @@ def _similarity(report: dict) -> Section:
             (
                 "enrichment (neighbours / random)",
                 f"{format_number(s.get('enrichment'), '.2f')}, p {format_p(s.get('pvalue'))}",
-                f"{format_number(c.get('enrichment'), '.2f')}, p {format_p(c.get('pvalue'))}",
+                f"{format_number(c.get('enrichment'), '.2f')}, p {format_p(c.get('pvalue'))}" if c else "–",
             ),
         ]
     return Section(
@@ -318,9 +320,9 @@ def headline(report: dict) -> Headline:
                 f"({format_percent(best.get('accuracy'), 0, signed=False)}, p {format_p(best.get('pvalue'))})."
             )
     if _finite(kl):
+        own = f" (this set's own random-rotation control: {format_number(ctl, '.2f')})" if _finite(ctl) else ""
         strength = (
-            f"KL to uniform {format_number(kl, '.2f')} on a scale where 0 = uniform "
-            f"(this set's own random-rotation control: {format_number(ctl, '.2f')}) "
+            f"KL to uniform {format_number(kl, '.2f')} on a scale where 0 = uniform{own} "
             f"and full QM9 as stored = {KL_LANDMARK:.2f}."
         )
     else:

@@ -70,3 +70,16 @@ def test_html_report_names_the_active_group_and_smarts():
     page = static_report_html(_aligned(), [], {"group": "C7H10O2 (formula)", "SMARTS highlight": "C=O (12 matching)"})
     assert "id='active-view'" in page and "C7H10O2 (formula)" in page and "C=O (12 matching)" in page
     assert "Yes: the stored poses are aligned" in page
+
+
+def test_a_column_without_any_value_is_left_out():
+    from backend.services.report_format import control_report
+
+    children = verdict_children(control_report(_aligned()), main=False)
+    heads = [[th.children for th in t.children[0].children.children] for t in _tables(children)]
+    assert heads and all("control" not in h and "control gain" not in h for h in heads)
+    assert "– vs –" not in _text(children) and "this set's own random-rotation control" not in _text(children)
+
+
+def _tables(children):
+    return [c for root in children for c in components_of(root) if type(c).__name__ == "Table"]

@@ -61,8 +61,8 @@ def test_compare_against_the_control_from_a_shared_url(driver, base_url, qm9_sto
     open_page(driver, base_url + "/?dataset=qm9&compare=qm9%3A%3Acontrol")
     rows_b = wait_for(lambda: driver.execute_script(REGRESSION_JS, "#compare-panel-b"), what="panel B's regression")
     rows_a = driver.execute_script(REGRESSION_JS, "#compare-panel-a")
-    gains_a = {r[0]: r[2].split(" ±")[0] for r in rows_a}
-    gains_b = {r[0]: r[2].split(" ±")[0] for r in rows_b}
+    gains_a = {r[0]: next(c for c in r[1:] if "%" in c).split(" ±")[0] for r in rows_a}
+    gains_b = {r[0]: next(c for c in r[1:] if "%" in c).split(" ±")[0] for r in rows_b}
     differ = 0
     for r in report["regression"]:
         label = f"{r['property']} ({r['unit']})" + (" *" if r["frame_dependent"] else "")
