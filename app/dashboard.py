@@ -223,6 +223,8 @@ def build_layout(read_only: bool) -> html.Div:
             dcc.Store(id=ids.SELECTED_RING),
             dcc.Store(id=ids.RING_DONE),
             dcc.Store(id=ids.SELECTED),
+            dcc.Store(id=ids.MAP_VIEWPORT),
+            dcc.Store(id=ids.MAP_DRAWN),
             dcc.Store(id=ids.VIEWER_SPEC),
             dcc.Store(id=ids.VIEWER_DONE),
             dcc.Store(id=ids.GROUP_SPEC),
@@ -278,6 +280,7 @@ def build_layout(read_only: bool) -> html.Div:
                         ],
                         className="explore",
                     ),
+                    html.P(id=ids.MAP_HINT, className="note map-hint"),
                 ],
                 className="panel",
             ),
@@ -556,9 +559,14 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
     def show_verdict(st, _n):
         return panels.verdict_outputs(data_dir, ViewState.from_map_state(st))._asdict()
 
-    @callback(output=_outputs(MAP_OUT), inputs=[Input(ids.MAP_STATE, "data")], prevent_initial_call=True)
-    def draw_map(st):
-        return panels.map_outputs(data_dir, ViewState.from_map_state(st))._asdict()
+    @callback(
+        output=_outputs(MAP_OUT),
+        inputs=[Input(ids.MAP_STATE, "data"), Input(ids.MAP_VIEWPORT, "data")],
+        prevent_initial_call=True,
+    )
+    def draw_map(st, viewport):
+        """The view's map in the region the browser shows: zoom and pan re-aggregate it at full resolution."""
+        return panels.map_outputs(data_dir, ViewState.from_map_state(st), viewport)._asdict()
 
     @callback(
         Output(ids.SELECTED_RING, "data"),
@@ -576,12 +584,13 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         prevent_initial_call=True,
     )
     def click_point(click, st):
+        """A click on the 3D sphere's points (the flat map's clicks go to the server's nearest point, in JS)."""
         st = ViewState.from_map_state(st)
-        if not click or not st.ready:
+        if not click or not st.ready or st.view != "sphere":
             return no_update
         point = click["points"][0]
         layers = map_layers(data_dir, st)
-        row = clicked_row(layers, st.view, point.get("curveNumber", -1), point.get("pointNumber", -1))
+        row = clicked_row(layers, point.get("curveNumber", -1), point.get("pointNumber", -1))
         return no_update if row is None else str(layers.md.ids[row])
 
     @callback(
@@ -623,6 +632,12 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         Output(ids.GROUP_DONE, "data"),
         Input(ids.GROUP_SPEC, "data"),
         State(ids.GROUP_VIEWER, "id"),
+    )
+    app.clientside_callback(
+        dash.ClientsideFunction("orientscope", "watchMap"),
+        Output(ids.MAP_DRAWN, "data"),
+        Input(ids.MAP, "figure"),
+        State(ids.MAP, "id"),
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "markSelected"),

@@ -54,6 +54,8 @@ N_BINS = 10  # continuous colours are drawn in this many solid-colour bins
 # wholly on top of another (the draw order within a colour is already shuffled).
 MAX_SLICES = 4
 MAX_POINT_TRACES = 24
+MAX_RINGED_MATCHES = 2_000  # SMARTS matches drawn as rings; more are drawn as dots over a muted map
+MUTED_OPACITY = 0.25
 
 
 def map_units(values) -> np.ndarray:
@@ -232,10 +234,15 @@ def split_points(spec: ColorSpec, n_points: int) -> PointTraces:
     return PointTraces(members, category, colors, labels, ranges, colorbar)
 
 
-def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None) -> list[dict]:
+def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None, hover_ids=None) -> list[dict]:
     traces, shown = [], set()
     for idx, k in zip(split.members, split.category, strict=True):
         legend = split.colorbar is None or split.ranges[k] is None
+        hover = (
+            {"hoverinfo": "none"}
+            if hover_ids is None
+            else {"text": np.asarray(hover_ids)[idx], "hovertemplate": "molecule %{text}<extra></extra>"}
+        )
         traces.append(
             {
                 "type": "scattergl",
@@ -246,7 +253,7 @@ def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None
                 "name": split.labels[k],
                 "legendgroup": f"c{k}",
                 "showlegend": legend and k not in shown,
-                "hoverinfo": "none",
+                **hover,
                 "meta": {
                     "kind": "points",
                     "n_points": int(idx.size),
@@ -285,6 +292,75 @@ def _colorbar_trace(colorbar: dict) -> dict:
     }
 
 
+def orientation_image_spec(
+    image: str,
+    extent: tuple[float, float, float, float],
+    scale: dict,
+    *,
+    frame: dict | None = None,
+    reference: dict | None = None,
+    highlight: bool = False,
+    title: str = "",
+) -> dict:
+    """The map as a server-aggregated image under vector overlays, as plain dicts.
+
+    image : a PNG data URL covering ``extent`` = (x0, x1, y0, y1) in Mollweide units;
+    scale : the image's colours, {"kind": "categorical", "labels", "colors"} (a legend) or
+    {"kind": "continuous", "title", "colors", "cmin", "cmax"} (a colour bar).
+    The outline, graticule, reference markers and legend are traces drawn over the image.
+    """
+    x0, x1, y0, y1 = extent
+    traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
+    if scale["kind"] == "categorical":
+        for k, (label, color) in enumerate(zip(scale["labels"], scale["colors"], strict=True)):
+            traces.append(_legend_entry(label, color, {"kind": "legend", "class": k}))
+    else:
+        stops = scale["colors"]
+        colorscale = [[i / (len(stops) - 1), c] for i, c in enumerate(stops)]
+        traces.append(
+            {
+                **_colorbar_trace({"title": scale["title"], "cmin": scale["cmin"], "cmax": scale["cmax"]}),
+                "type": "scatter",
+            }
+        )
+        traces[-1]["marker"]["colorscale"] = colorscale
+    if highlight:
+        traces.append(_legend_entry("SMARTS match", HIGHLIGHT, {"kind": "highlight"}))
+    traces.append(selection_legend_trace())
+    layout = _map_layout(title)
+    layout["images"] = [
+        {
+            "source": image,
+            "xref": "x",
+            "yref": "y",
+            "x": x0 * MAP_SCALE,
+            "y": y1 * MAP_SCALE,
+            "sizex": (x1 - x0) * MAP_SCALE,
+            "sizey": (y1 - y0) * MAP_SCALE,
+            "xanchor": "left",
+            "yanchor": "top",
+            "sizing": "stretch",
+            "layer": "below",
+        }
+    ]
+    return {"data": traces, "layout": layout}
+
+
+def _legend_entry(label: str, color: str, meta: dict) -> dict:
+    """A legend entry without points (the image carries the colours)."""
+    return {
+        "type": "scatter",
+        "x": [None],
+        "y": [None],
+        "mode": "markers",
+        "marker": {"color": color, "size": 9},
+        "name": label,
+        "showlegend": True,
+        "hoverinfo": "skip",
+        "meta": meta,
+    }
+
+
 def orientation_map_figure(*args, **kwargs) -> go.Figure:
     """:func:`orientation_map_spec` as a ``go.Figure``, for callers that want figure objects (tests)."""
     return unvalidated_figure(**orientation_map_spec(*args, **kwargs))
@@ -302,20 +378,33 @@ def orientation_map_spec(
     title: str = "",
     n_molecules: int | None = None,
     marker_size: float | None = None,
+    hover_ids: np.ndarray | None = None,
 ) -> dict:
     """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units,
     as ``{"data": [...], "layout": {...}}`` of plain dicts and numpy arrays.
 
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
     outline and graticule polylines (``backend.services.map_data.frame_lines``); ``reference`` the
-    shown axes of the reference orientation (see :func:`reference_trace`).
+    shown axes of the reference orientation (see :func:`reference_trace`); ``hover_ids``
+    (one molecule id per point) makes hovering a point show its molecule.
     """
     x, y = map_units(x), map_units(y)
     split = split or split_points(color, x.size)
     size = marker_size or (2.0 if x.size > 100_000 else 3.0 if x.size > 10_000 else 5.0)
     hx, hy = highlight_xy if highlight_xy is not None else (np.zeros(0), np.zeros(0))
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
-    traces += _point_traces(x, y, split, size, n_molecules)
+    many = np.size(hx) > MAX_RINGED_MATCHES
+    base = _point_traces(x, y, split, size, n_molecules, hover_ids)
+    if np.size(hx):  # the matches stand out over a muted map
+        for trace in base:
+            trace["marker"]["opacity"] = MUTED_OPACITY
+    traces += base
+    # A few matches get rings, which find them at a glance; many get solid dots, which rings would bury the map under.
+    mark = (
+        {"size": size + 1, "color": HIGHLIGHT, "opacity": 0.9}
+        if many
+        else {"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT, "width": 1.5}}
+    )
     traces.append(
         {
             "type": "scattergl",
@@ -323,7 +412,7 @@ def orientation_map_spec(
             "y": map_units(hy),
             "mode": "markers",
             "name": "SMARTS match",
-            "marker": {"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT, "width": 1.5}},
+            "marker": mark,
             "showlegend": bool(np.size(hx)),
             "hoverinfo": "none",
             "meta": {"kind": "highlight", "n_points": int(np.size(hx))},
@@ -533,12 +622,15 @@ def sphere_figure(vectors: np.ndarray, color: ColorSpec, *, reference=None, titl
         )
     fig = _base_layout(go.Figure(traces + _legend_traces(color)), title)
     fig.update_layout(
+        # the legend entries are 2D traces: without this plotly draws empty 2D axes around the scene
+        xaxis={"visible": False},
+        yaxis={"visible": False},
         scene={
             "aspectmode": "cube",
             "xaxis": {"range": [-1.1, 1.1]},
             "yaxis": {"range": [-1.1, 1.1]},
             "zaxis": {"range": [-1.1, 1.1]},
-        }
+        },
     )
     return fig
 

@@ -8,6 +8,8 @@ which read the page as a user's browser does.
 URL = "url"
 MAP_STATE = "map-state"  # the view state the map draws (ViewState.map_state())
 SELECTED = "selected"  # the selected molecule id
+MAP_VIEWPORT = "map-viewport"  # the map region the browser shows: {x0, x1, y0, y1 Mollweide, width, height px}
+MAP_DRAWN = "map-drawn"
 SELECTED_RING = "selected-ring"
 RING_DONE = "ring-done"
 VIEWER_SPEC = "viewer-spec"
@@ -44,6 +46,7 @@ MAP_NOTES = "map-notes"
 MAP = "orientation-map"
 CONTROL_MAP = "control-map"  # the control's density beside the map (density view)
 CONTROL_MAP_BOX = "control-map-box"
+MAP_HINT = "map-hint"  # a short line under the map (a click with no molecule near it)
 MOLECULE_PANEL = "molecule-panel"
 MOLECULE_ID = "molecule-id"
 MOLECULE_INFO = "molecule-info"

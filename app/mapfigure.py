@@ -1,13 +1,17 @@
-"""From a view state to the map figure the browser draws, cached as ready-to-send JSON.
+"""From a view state and a viewport to the map figure the browser draws, cached as ready-to-send JSON.
 
-Building the map and encoding its arrays costs about 50 ms at 392k points;
-the same view (a shared link, a reload, another user) is then served from a
-byte-bounded cache (``backend.services.bytecache``) of plain dicts whose arrays are
-already base64 strings.
+Above the point budget (``ORIENTSCOPE_MAP_POINT_BUDGET``) the flat map is the
+server's aggregated image of the viewport (``backend.services.map_raster``) under
+vector overlays; at or below it, the region's real points with their molecule ids.
+Every figure's ``layout.meta.map`` tells the browser what was drawn (mode, distinct
+molecules, the REST query for clicks and hover). The same view is served from a
+byte-bounded cache (``backend.services.bytecache``) of plain dicts.
 """
 
 from __future__ import annotations
 
+import base64
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +21,12 @@ import plotly.graph_objects as go
 from app import data
 from app.compat import unvalidated_figure
 from app.figures import (
+    MAP_RANGE_X,
+    MAP_RANGE_Y,
+    MAP_SCALE,
     density_map_figure,
     density_zmax,
+    orientation_image_spec,
     orientation_map_spec,
     selection_ring,
     sphere_figure,
@@ -28,6 +36,7 @@ from app.mapview import MapLayers, map_layers
 from app.state import ViewState
 from backend.services.bytecache import nbytes, shared_cache
 from backend.services.map_data import MapData, density_grid, frame_lines, reference_points
+from backend.services.map_raster import MapRender, Viewport, render_map
 
 DENSITY_POINTS_PER_CELL = 5
 
@@ -97,46 +106,91 @@ def _title_and_reference(data_dir: Path, st: ViewState, layers: MapLayers):
     return title, ref
 
 
-def _map_spec(layers: MapLayers, ref, title: str) -> dict:
-    md = layers.md
-    return orientation_map_spec(
-        *md.xy(layers.rows, layers.axes),
-        layers.color,
-        split=layers.split,
-        frame=frame_lines(),
-        highlight_xy=md.xy(layers.highlight_rows, layers.highlight_axes) if layers.highlight_rows.size else None,
-        reference=reference_of(ref, layers.shown),
-        title=title,
-        n_molecules=layers.n_molecules,
-    )
+# The first draw of a view, before the browser has said how large its plot is: the whole map
+# range at about the pixel size of a wide plot. Zooming or panning then re-aggregates the
+# visible region at the plot's own size (the map-viewport store, set by orientscope.js).
+DEFAULT_VIEWPORT = Viewport(MAP_RANGE_X[0] / MAP_SCALE, MAP_RANGE_X[1] / MAP_SCALE, MAP_RANGE_Y[0] / MAP_SCALE,
+                            MAP_RANGE_Y[1] / MAP_SCALE, 900, 458)  # fmt: skip
+
+
+def viewport_of(raw: dict | None) -> Viewport:
+    """The viewport a browser reported ({x0, x1, y0, y1 Mollweide units, width, height pixels}), else the default."""
+    if not raw:
+        return DEFAULT_VIEWPORT
+    try:
+        return Viewport(*(float(raw[k]) for k in ("x0", "x1", "y0", "y1")), int(raw["width"]), int(raw["height"]))
+    except (KeyError, TypeError, ValueError):
+        return DEFAULT_VIEWPORT
+
+
+def _draw_meta(st: ViewState, mode: str, drawn: int, token: str, render: MapRender | None = None) -> dict:
+    """What the browser needs about a drawn map: the test hook's values and the REST query of its points."""
+    query = {"axes": st.axes, "color": st.color, "grouping": st.grouping or "formula", "table": st.table}
+    query |= {k: v for k, v in (("group", st.group), ("smarts", st.smarts)) if v}
+    meta = {"view": st.view, "mode": mode, "drawn": int(drawn), "dataset": st.dataset, "query": query, "token": token}
+    if render is not None:
+        vp = render.viewport
+        meta |= {"kind": render.kind, "n_points": render.n_points}
+        meta["viewport"] = {"x0": vp.x0, "x1": vp.x1, "y0": vp.y0, "y1": vp.y1, "width": vp.width, "height": vp.height}
+    return meta
+
+
+def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
+    """The Mollweide map of a region: its aggregated image above the point budget, else its points."""
+    layers = map_layers(data_dir, st)
+    points = layers.raster_points
+    render = render_map(points, vp)
+    title, ref = _title_and_reference(data_dir, st, layers)
+    reference = reference_of(ref, layers.shown)
+    if render.mode == "image":
+        image = "data:image/png;base64," + base64.b64encode(render.png()).decode("ascii")
+        spec = orientation_image_spec(
+            image, (vp.x0, vp.x1, vp.y0, vp.y1), render.scale, frame=frame_lines(), reference=reference,
+            highlight=points.highlight is not None, title=title,
+        )  # fmt: skip
+    else:
+        keep = render.index
+        rows, axes = layers.rows[keep], layers.axes[keep]
+        md = layers.md
+        matched = points.highlight[keep] if points.highlight is not None else np.zeros(keep.size, bool)
+        color = replace(layers.color, values=None if layers.color.values is None else layers.color.values[keep])
+        spec = orientation_map_spec(
+            *md.xy(rows, axes), color, frame=frame_lines(),
+            highlight_xy=md.xy(rows[matched], axes[matched]) if matched.any() else None,
+            reference=reference, title=title, n_molecules=layers.n_molecules, hover_ids=md.ids[rows],
+        )  # fmt: skip
+    spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, f"{id(render):x}", render)}
+    return spec
 
 
 def map_figure(data_dir: Path, st: ViewState) -> tuple[go.Figure, MapLayers]:
-    """The map, density or sphere figure of a view state."""
+    """The density, sphere or whole-map figure of a view state (the map as the dashboard first draws it)."""
     layers = map_layers(data_dir, st)
     title, ref = _title_and_reference(data_dir, st, layers)
-    view = st.view
-    if view == "density":
+    if st.view == "density":
         fig = density_figure(layers, ref, title)
-    elif view == "sphere":
+    elif st.view == "sphere":
         fig = sphere_figure(layers.md.vectors[layers.rows, layers.axes - 1], layers.color, reference=ref, title=title)
     else:
-        fig = unvalidated_figure(**_map_spec(layers, ref, title))
+        fig = unvalidated_figure(**_flat_figure(data_dir, st, DEFAULT_VIEWPORT))
     return fig, layers
 
 
-def map_figure_json(data_dir: Path, st: ViewState) -> tuple[dict, MapLayers]:
-    """:func:`map_figure` as a JSON-ready dict, cached per layers."""
+def map_figure_json(data_dir: Path, st: ViewState, viewport: Viewport | None = None) -> tuple[dict, MapLayers]:
+    """:func:`map_figure` as a JSON-ready dict (the flat map in ``viewport``, default the whole map), cached."""
     layers = map_layers(data_dir, st)
-    key = id(layers)
+    vp = viewport if viewport is not None and st.view == "map" else DEFAULT_VIEWPORT
+    key = (id(layers), vp)
     hit = shared_cache().get("map_figure", key)
     if hit is not None and hit[0] is layers:  # the id of a dropped layers object may be reused
         return hit[1], layers
     if st.view == "map":  # the common case, encoded without a go.Figure
-        title, ref = _title_and_reference(data_dir, st, layers)
-        payload = typed_arrays(_map_spec(layers, ref, title))
+        payload = typed_arrays(_flat_figure(data_dir, st, vp))
     else:
         payload = orjson.loads(map_figure(data_dir, st)[0].to_json())
+        drawn = int(np.unique(layers.rows).size)
+        mode = "image" if st.view == "density" else "points"  # a density is server-binned counts
+        payload["layout"]["meta"] = {"map": _draw_meta(st, mode, drawn, f"{st.view[0]}{id(layers):x}")}
     shared_cache().put("map_figure", key, (layers, payload), size=nbytes(payload))  # the layers are cached apart
     return payload, layers
 
@@ -159,5 +213,8 @@ def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict],
     ctl_title = "Control: the same molecules, randomly rotated"
     figures = density_figures([(layers, ref, title), (control, ctl_ref, ctl_title)])
     payload = tuple(orjson.loads(f.to_json()) for f in figures)
+    # server-binned counts: an image in the test hook's terms, drawing every molecule of the view
+    drawn = int(np.unique(layers.rows).size)
+    payload[0]["layout"]["meta"] = {"map": _draw_meta(st, "image", drawn, f"d{id(layers):x}")}
     shared_cache().put("density_pair", key, (layers, control, payload), size=nbytes(payload))
     return payload, layers

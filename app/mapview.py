@@ -1,7 +1,9 @@
 """From a view state to the arrays the map draws: which points, in which order, in which colour.
 
-The same function serves the figure callback and the click callback, so a
-clicked point index always maps back to the molecule that was drawn there.
+The same layers feed the vector points, the server's aggregated image of the map
+(:attr:`MapLayers.raster_points`, read by ``backend.services.map_raster``) and the
+sphere's click callback, so a clicked sphere point maps back to the molecule drawn there.
+The flat map's clicks go to the server's nearest shown point (``/api/.../map/nearest``).
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ from pathlib import Path
 import numpy as np
 
 from app import data
-from app.figures import AXIS_NAMES, POINTS_START, ColorSpec, PointTraces, split_points
+from app.figures import AXIS_NAMES, ColorSpec, PointTraces, split_points
 from app.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
 from app.state import ViewState
 from backend.core.groups import UNGROUPED
 from backend.services.bytecache import shared_cache
 from backend.services.map_data import MapData
+from backend.services.map_view import MapColors, MapPoints, MapQuery, continuous_colors
 
-SPHERE_MAX_POINTS = 60_000
+# A stated sample the 3D view draws within the flat map's time budget (software WebGL pays for
+# every 3D marker on each frame of a rotation).
+SPHERE_MAX_POINTS = 5_000
+SPHERE_POINTS_TRACE = 1  # after the wire sphere (app/figures.py sphere_figure)
 N_GROUP_COLORS = len(GROUP_COLORS)
 
 
@@ -51,6 +57,29 @@ class MapLayers:
     def split(self) -> PointTraces:
         """The solid-colour point traces of the map (shared by the figure and click lookups)."""
         return split_points(self.color, int(self.rows.size))
+
+    @cached_property
+    def raster_points(self) -> MapPoints:
+        """These layers as the points the server aggregates into the map's image (same colours)."""
+        x, y = self.md.xy(self.rows, self.axes)
+        c = self.color
+        if c.kind == "categorical":
+            colors = MapColors(
+                "categorical", c.title, codes=np.asarray(c.values, np.uint8), labels=tuple(c.labels),
+                colors=tuple(c.colors),
+            )  # fmt: skip
+        else:
+            colors = continuous_colors(c.values, c.title)
+        highlight = None
+        if self.n_matches is not None:
+            matched = np.zeros(self.md.n_molecules, bool)
+            matched[self.highlight_rows] = True
+            highlight = matched[self.rows]
+        query = MapQuery(self.md.dataset_id, self.md.table)
+        return MapPoints(
+            query, self.md, x, y, self.rows.astype(np.int32, copy=False), self.axes.astype(np.int8, copy=False),
+            colors, highlight, self.n_molecules, self.n_matches, tuple(self.notes),
+        )  # fmt: skip
 
 
 def _group_codes(data_dir: Path, dataset_id: str, grouping: str):
@@ -184,17 +213,13 @@ def map_layers(data_dir: Path, st: ViewState) -> MapLayers:
     return layers
 
 
-def clicked_row(layers: MapLayers, view: str, curve: int, point: int) -> int | None:
-    """Map row of a clicked point (None if the click was not on a molecule's point)."""
-    if view == "sphere":
-        pool = layers.rows if curve == 1 else None
-    else:
-        members = layers.split.members
-        t = curve - POINTS_START
-        if 0 <= t < len(members):
-            pool = layers.rows[members[t]]
-        else:
-            pool = layers.highlight_rows if t == len(members) else None
-    if pool is None or not 0 <= point < pool.size:
+def map_query(st: ViewState) -> MapQuery:
+    """The services' description of the points a view state shows (for clicks through the REST API)."""
+    return MapQuery(st.dataset, st.table, st.axes, "axis", st.grouping or "formula", st.group, st.smarts)
+
+
+def clicked_row(layers: MapLayers, curve: int, point: int) -> int | None:
+    """Map row of a clicked point of the 3D sphere (None if the click was not on a molecule's point)."""
+    if curve != SPHERE_POINTS_TRACE or not 0 <= point < layers.rows.size:
         return None
-    return int(pool[point])
+    return int(layers.rows[point])

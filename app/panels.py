@@ -18,7 +18,7 @@ from dash import dcc, html
 from app import data
 from app.figures import angle_histogram_figure, message_figure
 from app.initial_view import dataset_options
-from app.mapfigure import density_figures, density_pair_json, map_figure_json, selected_ring
+from app.mapfigure import density_figures, density_pair_json, map_figure, map_figure_json, selected_ring, viewport_of
 from app.mapview import map_layers
 from app.state import ViewState
 from app.static_report import static_report_html
@@ -68,8 +68,9 @@ def friendly(err: Exception) -> str:
 
 
 # ----------------------------------------------------------------- map
-def map_outputs(data_dir: Path, st: ViewState) -> MapPanel:
-    """The map figure of a view state, the notes under it and, in the density view, the control's density.
+def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> MapPanel:
+    """The map figure of a view state in the viewport the browser shows (default: the whole map), the notes
+    under it and, in the density view, the control's density.
 
     Plain JSON only (no components in the figures): Dash then encodes the 2.4 MB answer in one
     orjson pass instead of walking it to convert objects first.
@@ -82,7 +83,7 @@ def map_outputs(data_dir: Path, st: ViewState) -> MapPanel:
         if density:
             (fig, control), layers = density_pair_json(data_dir, st)
         else:
-            (fig, layers), control = map_figure_json(data_dir, st), empty
+            (fig, layers), control = map_figure_json(data_dir, st, viewport_of(viewport)), empty
     except data.OrientScopeError as err:
         return MapPanel(message_figure(friendly(err)), [], empty, True, density)
     notes = [html.P(e, className="error", role="alert") for e in layers.errors]
@@ -370,6 +371,9 @@ def report_download(data_dir: Path, st: ViewState) -> dict:
     figures = [
         angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram")),
         *density_figures(panels),
+        # the map as the dashboard first draws it: above the point budget, the server's image under
+        # the vector outline, graticule, reference markers and legend
+        map_figure(data_dir, st.with_(view="map"))[0],
     ]
     view = {
         "group": f"{_group_name(data_dir, st)} ({st.grouping})" if st.group else "",

@@ -86,7 +86,7 @@ def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
         if info.status == READY:
             try:
                 dataset_summary(data_dir, info.id)
-                view_points(data_dir, MapQuery(info.id))  # the default map view's points
+                map_raster.prepare(view_points(data_dir, MapQuery(info.id)))  # the default map view, indexed
                 page = list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
                 for by in ("pose", "chemistry") if page.items else ():  # k-d tree and fingerprint columns
                     try:

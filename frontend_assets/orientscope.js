@@ -11,14 +11,20 @@
   // selection-ring browser test). plotly.js has no public way to turn data coordinates into
   // pixels; without it the selection ring would have to be part of the figure, and any figure
   // change makes plotly.js re-render every WebGL point: about 1 s per click in software WebGL
-  // (UI benchmark, "click" row), against a few ms for this SVG overlay.
+  // (UI benchmark, "click" row), against a few ms for this SVG overlay. The map's clicks, hover
+  // and zoom (section "the map at any size") turn mouse pixels into map coordinates the same way.
   var plotlyInternals = {
-    // {x: {offset, length, toPixel}, y: ...} of a drawn 2D cartesian plot, or null.
+    // {x: {offset, length, toPixel, toValue}, y: ...} of a drawn 2D cartesian plot, or null
+    // (pixels relative to the plot's top-left corner; values in data units).
     cartesianAxes: function (gd) {
       var fl = gd && gd._fullLayout;
       var xa = fl && fl.xaxis, ya = fl && fl.yaxis;
       if (!xa || !ya || !xa.l2p || !(fl._has && fl._has("cartesian"))) { return null; }
-      function axis(a) { return { offset: a._offset, length: a._length, toPixel: function (v) { return a._offset + a.l2p(v); } }; }
+      function axis(a) {
+        return { offset: a._offset, length: a._length,
+                 toPixel: function (v) { return a._offset + a.l2p(v); },
+                 toValue: function (p) { return a.p2l(p - a._offset); } };
+      }
       return { x: axis(xa), y: axis(ya) };
     }
   };
@@ -254,10 +260,198 @@
     return { body: body };
   }
 
+  // ==================================================================== the map at any size
+  // The server draws the map as an aggregated image above its point budget, or as the
+  // region's points below it (app/mapfigure.py); layout.meta.map says which, and how many
+  // distinct molecules are drawn. A click anywhere asks the server for the nearest shown
+  // point within 5 px; hovering the image asks it what the pixel holds; zooming or panning
+  // sends the visible region back so the server re-aggregates it at the plot's resolution.
+  var MAP_SCALE = 10000;  // map units per Mollweide unit (app/figures.py MAP_SCALE)
+  var HOVER_MS = 120;
+
+  function plotOf(host) { return host && host.querySelector(".js-plotly-plot"); }
+
+  function mapMeta(gd) { return gd && gd.layout && gd.layout.meta && gd.layout.meta.map; }
+
+  // The visible region in Mollweide units and its size in pixels, from the plot's axes.
+  function shownViewport(gd) {
+    var axes = plotlyInternals.cartesianAxes(gd);
+    var xr = gd.layout.xaxis && gd.layout.xaxis.range, yr = gd.layout.yaxis && gd.layout.yaxis.range;
+    if (!axes || !xr || !yr) { return null; }
+    return { x0: Math.min(xr[0], xr[1]) / MAP_SCALE, x1: Math.max(xr[0], xr[1]) / MAP_SCALE,
+             y0: Math.min(yr[0], yr[1]) / MAP_SCALE, y1: Math.max(yr[0], yr[1]) / MAP_SCALE,
+             width: Math.max(1, Math.round(axes.x.length)), height: Math.max(1, Math.round(axes.y.length)) };
+  }
+
+  // Mollweide (x, y) under a mouse event, or null outside the plot area.
+  function eventPoint(gd, ev) {
+    var axes = plotlyInternals.cartesianAxes(gd);
+    if (!axes) { return null; }
+    var box = gd.getBoundingClientRect();
+    var px = ev.clientX - box.left, py = ev.clientY - box.top;
+    if (px < axes.x.offset || px > axes.x.offset + axes.x.length ||
+        py < axes.y.offset || py > axes.y.offset + axes.y.length) { return null; }
+    return { x: axes.x.toValue(px) / MAP_SCALE, y: axes.y.toValue(py) / MAP_SCALE, px: px, py: py };
+  }
+
+  function mapUrl(meta, path, extra) {
+    var params = Object.assign({}, meta.query, extra);
+    var q = Object.keys(params).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
+    }).join("&");
+    return "/api/datasets/" + encodeURIComponent(meta.dataset) + "/" + path + "?" + q;
+  }
+
+  function setHint(text) {
+    var el = document.getElementById("map-hint");
+    if (el) { el.textContent = text || ""; }
+  }
+
+  function onMapClick(host, ev) {
+    var gd = plotOf(host), meta = mapMeta(gd), down = host._mouseDown;
+    if (!meta || meta.view === "sphere") { return; }
+    if (down && Math.abs(down.x - ev.clientX) + Math.abs(down.y - ev.clientY) > 4) { return; }  // the end of a pan
+    var p = eventPoint(gd, ev), vp = shownViewport(gd);
+    if (!p || !vp) { return; }
+    host.dataset.clicked = "";
+    fetch(mapUrl(meta, "map/nearest", Object.assign({ x: p.x, y: p.y }, vp)))
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (hit) {
+        if (!hit) { return; }
+        if (hit.id === null) {
+          setHint("No molecule within 5 px of that click; click closer to a point or zoom in.");
+          host.dataset.clicked = "none";
+          return;
+        }
+        setHint("");
+        host.dataset.clicked = hit.id;
+        window.dash_clientside.set_props("selected", { data: hit.id });
+      })
+      .catch(function () { /* the server is gone: nothing to select */ });
+  }
+
+  function tooltipOf(host) {
+    var tip = host.querySelector(".map-tooltip");
+    if (!tip) {
+      tip = document.createElement("div");
+      tip.className = "map-tooltip";
+      tip.hidden = true;
+      host.appendChild(tip);
+    }
+    return tip;
+  }
+
+  function describePixel(info) {
+    if (!info || !info.count) { return ""; }
+    var parts = [info.count + (info.count === 1 ? " point" : " points")];
+    if (info.dominant) { parts.push("mostly " + info.dominant); }
+    if (info.mean !== undefined && info.mean !== null) { parts.push("mean " + Number(info.mean).toPrecision(4)); }
+    if (info.ratio !== undefined && info.ratio !== null) { parts.push(Number(info.ratio).toFixed(2) + "× uniform"); }
+    if (info.matches) { parts.push(info.matches + " SMARTS " + (info.matches === 1 ? "match" : "matches")); }
+    return parts.join(" · ");
+  }
+
+  function onMapHover(host, ev) {
+    var gd = plotOf(host), meta = mapMeta(gd), tip = tooltipOf(host);
+    if (ev.buttons) { tip.hidden = true; return; }  // panning
+    if (!meta || meta.mode !== "image") { tip.hidden = true; return; }
+    var p = eventPoint(gd, ev);
+    if (!p) { tip.hidden = true; return; }
+    clearTimeout(host._hoverTimer);
+    host._hoverTimer = setTimeout(function () {
+      var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
+      fetch(mapUrl(meta, "map/pixel", Object.assign({ x: p.x, y: p.y, kind: meta.kind }, meta.viewport)))
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (info) {
+          if (asked !== host._hoverAsked) { return; }  // a later hover already asked
+          var text = describePixel(info);
+          var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+          tip.textContent = text;
+          tip.hidden = !text;
+          tip.style.left = (box.left - hostBox.left + p.px + 12) + "px";
+          tip.style.top = (box.top - hostBox.top + p.py + 12) + "px";
+        })
+        .catch(function () { tip.hidden = true; });
+    }, HOVER_MS);
+  }
+
+  function onRelayout(host, ev) {
+    var keys = Object.keys(ev || {});
+    if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
+    var gd = plotOf(host);
+    host.removeAttribute("data-drawn");
+    host.removeAttribute("data-mode");
+    tooltipOf(host).hidden = true;
+    clearTimeout(host._zoomTimer);
+    host._zoomTimer = setTimeout(function () {
+      var vp = shownViewport(gd);
+      if (vp) { window.dash_clientside.set_props("map-viewport", { data: vp }); }
+    }, 150);
+  }
+
+  function bindMap(host, gd) {
+    if (host._boundPlot === gd) { return; }
+    host._boundPlot = gd;
+    gd.addEventListener("mousedown", function (ev) { host._mouseDown = { x: ev.clientX, y: ev.clientY }; }, true);
+    gd.addEventListener("click", function (ev) { onMapClick(host, ev); });
+    gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
+    gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; });
+    gd.on("plotly_relayout", function (ev) { onRelayout(host, ev); });
+  }
+
+  // Resolves once an image has been decoded, so that setting the hook means pixels are on screen.
+  function decoded(src) {
+    if (!src) { return Promise.resolve(); }
+    var img = new Image();
+    img.src = src;
+    return (img.decode ? img.decode() : Promise.resolve()).catch(function () {});
+  }
+
+  // The test hook: data-drawn and data-mode on #orientation-map once this figure is on screen.
+  function watchMap(figure, id) {
+    var host = document.getElementById(id);
+    if (!host) { return window.dash_clientside.no_update; }
+    host.removeAttribute("data-drawn");
+    host.removeAttribute("data-mode");
+    var meta = figure && figure.layout && figure.layout.meta && figure.layout.meta.map;
+    if (!meta) { return null; }
+    var token = meta.token;
+    host._mapToken = token;
+    var tries = 0;
+    (function wait() {
+      if (host._mapToken !== token) { return; }  // a newer figure took over
+      var gd = plotOf(host);
+      if (!(gd && gd.on && (mapMeta(gd) || {}).token === token)) {  // Plotly has not taken this figure yet
+        if (++tries < 1200) { setTimeout(wait, 25); }
+        return;
+      }
+      if (meta.view !== "sphere") { bindMap(host, gd); }
+      var images = (gd.layout.images || []).map(function (im) { return decoded(im.source); });
+      Promise.all(images).then(function () {
+        requestAnimationFrame(function () {
+          requestAnimationFrame(function () {  // the frame with the new pixels has been painted
+            if (host._mapToken !== token) { return; }
+            host.setAttribute("data-mode", meta.mode);
+            host.setAttribute("data-drawn", meta.drawn);
+          });
+        });
+      });
+    })();
+    return token;
+  }
+  // Dash does not run watchMap for the figure a page's layout already holds (its Output is
+  // another callback's Input), and the loading wrapper may re-create the map's element; a
+  // light watchdog picks up any drawn figure that no watch has claimed.
+  setInterval(function () {
+    var host = document.getElementById("orientation-map"), gd = plotOf(host), meta = mapMeta(gd);
+    if (host && host._mapToken === undefined && meta) { watchMap({ layout: gd.layout }, "orientation-map"); }
+  }, 100);
+  // ================================================================ end of the map at any size
+
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     orientscope: {
       renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap,
-      postUpload: postUpload
+      postUpload: postUpload, watchMap: watchMap
     }
   });
 })();

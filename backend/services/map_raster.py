@@ -203,23 +203,60 @@ def _nearest(x, y, cx, cy, sx, sy, radius):  # pragma: no cover - compiled
     return best
 
 
-def _frame(points: MapPoints) -> pd.DataFrame:
-    """The view's points as the DataFrame datashader reads (built once per view)."""
+@dataclass(frozen=True, eq=False)
+class _SortedView:
+    """A view's points sorted by x, as the DataFrame datashader reads: a region is then a slab of rows.
+
+    frame columns: x, y (float32), c (category) or v (float32 value), r (int32 molecule row),
+    i (int32 index of the point in the view's draw order).
+    """
+
+    frame: pd.DataFrame
+    x: np.ndarray  # (m,) float32, ascending
+
+    def slab(self, x0: float, x1: float) -> pd.DataFrame:
+        """The rows with x0 <= x <= x1 (a view of the frame, no copy)."""
+        # Bounds in the array's own dtype: a float64 bound would make numpy convert all of x first.
+        lo, hi = self.x.dtype.type(x0), self.x.dtype.type(x1)
+        if float(lo) < x0:  # rounded down (compared as Python floats: numpy would compare in float32)
+            lo = np.nextafter(lo, self.x.dtype.type(np.inf))
+        if float(hi) > x1:
+            hi = np.nextafter(hi, self.x.dtype.type(-np.inf))
+        a, b = np.searchsorted(self.x, lo, side="left"), np.searchsorted(self.x, hi, side="right")
+        return self.frame.iloc[int(a) : int(b)]
+
+
+def _sorted(points: MapPoints) -> _SortedView:
+    """The view's x-sorted frame (built once per view: one argsort of its points)."""
 
     def build():
-        frame = pd.DataFrame({"x": points.x, "y": points.y}, copy=False)
+        order = np.argsort(points.x).astype(np.int32)  # ties in any order: aggregation does not care
+        columns = {"x": points.x[order], "y": points.y[order]}
         c = points.colors
         if c.kind == "categorical":
-            frame["c"] = pd.Categorical.from_codes(c.codes.astype(np.int8), categories=range(len(c.colors)))
+            columns["c"] = pd.Categorical.from_codes(c.codes[order].astype(np.int8), categories=range(len(c.colors)))
         else:
-            frame["v"] = c.values
-        return frame
+            columns["v"] = c.values[order]
+        columns |= {"r": points.rows[order].astype(np.int32, copy=False), "i": order}
+        frame = pd.DataFrame(columns, copy=False)
+        return _SortedView(frame, frame["x"].to_numpy())
 
-    return points.memo("frame", build)
+    return points.memo("sorted", build)
 
 
-def _matches_frame(points: MapPoints) -> pd.DataFrame:
-    return points.memo("matches_frame", lambda: _frame(points)[points.highlight].reset_index(drop=True))
+def _frame(points: MapPoints, vp: Viewport) -> pd.DataFrame:
+    """The rows datashader aggregates for a viewport: the view's points whose x falls inside it."""
+    return _sorted(points).slab(vp.x0, vp.x1)
+
+
+def _matches(points: MapPoints) -> _SortedView:
+    def build():
+        frame = _sorted(points).frame
+        keep = points.highlight[frame["i"].to_numpy()]
+        sub = frame[keep].reset_index(drop=True)
+        return _SortedView(sub, sub["x"].to_numpy())
+
+    return points.memo("matches", build)
 
 
 def _rgba(img) -> np.ndarray:
@@ -238,7 +275,7 @@ def _canvas(vp: Viewport) -> dsh.Canvas:
 
 def _image_color(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
     canvas, c = _canvas(vp), points.colors
-    frame = _frame(points)
+    frame = _frame(points, vp)
     if c.kind == "categorical":
         agg = canvas.points(frame, "x", "y", dsh.count_cat("c"))
         per_cat = agg.data  # (h, w, k) from the bottom row
@@ -263,7 +300,7 @@ def _image_color(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
 
 
 def _image_density(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
-    agg = _canvas(vp).points(_frame(points), "x", "y", dsh.count())
+    agg = _canvas(vp).points(_frame(points, vp), "x", "y", dsh.count())
     counts = agg.data.astype(np.uint32)
     dx, dy = vp.pixel_size
     expected = max(points.size, 1) * dx * dy / _ELLIPSE_AREA
@@ -285,7 +322,7 @@ def _hex_rgba(color: str) -> np.ndarray:
 
 
 def _with_matches(points: MapPoints, vp: Viewport, base: np.ndarray, out: dict) -> np.ndarray:
-    agg = _canvas(vp).points(_matches_frame(points), "x", "y", dsh.count())
+    agg = _canvas(vp).points(_matches(points).slab(vp.x0, vp.x1), "x", "y", dsh.count())
     matches = agg.data.astype(np.uint32)
     out["matches"] = matches
     base = base.copy()
@@ -320,9 +357,21 @@ def _scale(points: MapPoints, kind: str, out: dict) -> dict:
 def region_stats(points: MapPoints, vp: Viewport) -> tuple[int, int]:
     """(shown points inside the viewport, distinct molecules among them)."""
     x0, x1, y0, y1 = points.bounds
-    if vp.x0 <= x0 and x1 <= vp.x1 and vp.y0 <= y0 and y1 <= vp.y1:  # the whole view: known without a scan
-        return points.size, points.memo("n_drawn_all", lambda: int(np.unique(points.rows).size))
-    return _region_stats(points.x, points.y, points.rows, vp.x0, vp.x1, vp.y0, vp.y1, points.md.n_molecules)
+    n_rows = points.md.n_molecules
+    if vp.x0 <= x0 and x1 <= vp.x1 and vp.y0 <= y0 and y1 <= vp.y1:  # the whole view: counted once
+        everything = (-np.inf, np.inf, -np.inf, np.inf)
+        return points.memo("whole", lambda: _region_stats(points.x, points.y, points.rows, *everything, n_rows))
+    slab = _frame(points, vp)
+    x, y, r = (slab[k].to_numpy() for k in ("x", "y", "r"))
+    return _region_stats(x, y, r, vp.x0, vp.x1, vp.y0, vp.y1, n_rows)
+
+
+def _region_index(points: MapPoints, vp: Viewport) -> np.ndarray:
+    """Indices (into the view's points, in draw order) of the points inside the viewport."""
+    slab = _frame(points, vp)
+    y = slab["y"].to_numpy()
+    inside = (y >= vp.y0) & (y <= vp.y1)
+    return np.sort(slab["i"].to_numpy()[inside]).astype(np.int64)
 
 
 def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budget: int | None = None) -> MapRender:
@@ -341,10 +390,8 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
     n_points, n_drawn = region_stats(points, vp)
     out: dict = {}
     if n_points <= budget:
-        inside = (points.x >= vp.x0) & (points.x <= vp.x1) & (points.y >= vp.y0) & (points.y <= vp.y1)
-        render = MapRender(
-            points, vp, kind, "points", n_points, n_drawn, _scale(points, kind, out), index=np.flatnonzero(inside)
-        )
+        index = _region_index(points, vp)
+        render = MapRender(points, vp, kind, "points", n_points, n_drawn, _scale(points, kind, out), index=index)
     else:
         rgba = (_image_density if kind == "density" else _image_color)(points, vp, out)
         if points.highlight is not None:
@@ -353,6 +400,8 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
         out.pop("density_max", None)
         render = MapRender(points, vp, kind, "image", n_points, n_drawn, scale, rgba=rgba, **out)
     shared_cache().put("map_render", key, render)
+    if render.mode == "image":  # the same image as when every budget forces one (hover asks with budget 0)
+        shared_cache().put("map_render", (id(points), vp, kind, 0), render)
     return render
 
 
@@ -384,31 +433,50 @@ def nearest_point(
     points: MapPoints, x: float, y: float, pixel_size: tuple[float, float], radius_px: float = CLICK_RADIUS_PX
 ) -> int | None:
     """Index (into the view's points) of the shown point nearest to map point (x, y) within ``radius_px``
-    pixels of ``pixel_size`` = (width, height) map units; None if there is none."""
+    pixels of ``pixel_size`` = (width, height) map units; None if there is none (equally near points: any one)."""
     sx, sy = (float(v) for v in pixel_size)
     if not (np.isfinite(x) and np.isfinite(y)):
         raise InvalidInput(f"click position ({x}, {y}) must be finite", ("query", "x"))
     if not (sx > 0 and sy > 0 and np.isfinite(sx) and np.isfinite(sy)):
         raise InvalidInput(f"pixel size ({sx}, {sy}) must be positive", ("query", "width"))
-    i = _nearest(points.x, points.y, np.float64(x), np.float64(y), sx, sy, float(radius_px))
-    return None if i < 0 else int(i)
+    slab = _sorted(points).slab(x - radius_px * sx, x + radius_px * sx)  # only points that close in x can be
+    i = _nearest(slab["x"].to_numpy(), slab["y"].to_numpy(), np.float64(x), np.float64(y), sx, sy, float(radius_px))
+    return None if i < 0 else int(slab["i"].to_numpy()[i])
+
+
+def prepare(points: MapPoints) -> None:
+    """Build a view's sorted frame and whole-map counts ahead of its first request (seconds at 30M points)."""
+    _sorted(points)
+    region_stats(points, Viewport(*FULL_MAP, 1, 1))
 
 
 def warm_up() -> None:
-    """Compile the numba kernels and datashader's aggregation paths on a tiny set (a few seconds, once)."""
+    """Compile the numba kernels and datashader's aggregation paths on a tiny view (a few seconds, once),
+    through the same code a request runs, so that every specialisation is compiled."""
+    from backend.services.map_data import MapData
+    from backend.services.map_view import OKABE_ITO, MapColors, MapQuery
+
     rng = np.random.default_rng(0)
-    x, y = rng.uniform(-1, 1, (2, 64)).astype(np.float32)
-    rows = np.arange(64, dtype=np.int32)
-    _region_stats(x, y, rows, -1.0, 1.0, -1.0, 1.0, 64)
-    _nearest(x, y, 0.0, 0.0, 0.1, 0.1, 5.0)
-    frame = pd.DataFrame({"x": x, "y": y, "v": rng.uniform(size=64).astype(np.float32)})
-    frame["c"] = pd.Categorical.from_codes((rows % 3).astype(np.int8), categories=range(3))
-    canvas = dsh.Canvas(plot_width=8, plot_height=4, x_range=(-1, 1), y_range=(-1, 1))
-    agg = canvas.points(frame, "x", "y", dsh.count_cat("c"))
-    tf.shade(agg, color_key={0: "#000000", 1: "#ffffff", 2: "#ff0000"}, how="log", color_baseline=0, span=(1, 2))
-    summary = canvas.points(frame, "x", "y", dsh.summary(n=dsh.count(), mean=dsh.mean("v")))
-    tf.shade(summary["mean"], cmap=list(CIVIDIS), how="linear", span=(0, 1))
-    tf.shade(canvas.points(frame, "x", "y", dsh.count()), cmap=["#000000", "#000000"], how="log", span=(1, 2))
+    n = 64
+    x, y = rng.uniform(-1, 1, (2, n, 3)).astype(np.float32)
+    ids = np.arange(n).astype(str)
+    md = MapData("warm-up", "", "original", ids, x, y, np.zeros((n, 3, 3), np.float32), np.zeros(n, bool),
+                 np.arange(3 * n, dtype=np.int32), 0)  # fmt: skip
+    rows, axes = md.points()
+    px, py = md.xy(rows, axes)
+    categorical = MapColors("categorical", "axis", codes=(axes - 1).astype(np.uint8), labels=("1", "2", "3"),
+                            colors=OKABE_ITO[:3])  # fmt: skip
+    continuous = MapColors("continuous", "v", values=rng.uniform(size=rows.size).astype(np.float32))
+    match = rng.uniform(size=rows.size) < 0.3
+    vp, small = Viewport(-1, 1, -1, 1, 16, 8), Viewport(-0.2, 0.2, -0.2, 0.2, 16, 8)
+    for colors in (categorical, continuous):
+        for highlight in (None, match):
+            pts = MapPoints(MapQuery("warm-up"), md, px, py, rows.astype(np.int32), axes, colors, highlight, n, None)
+            for kind in KINDS:
+                render_map(pts, vp, kind, budget=0)
+            render_map(pts, small, budget=10**6)
+            nearest_point(pts, 0.0, 0.0, vp.pixel_size)
+    shared_cache().clear("map_render")
 
 
 # ---------------------------------------------------------------- reads by dataset

@@ -183,7 +183,8 @@ def _robust_range(values: np.ndarray) -> tuple[float, float]:
     return lo, (hi if hi > lo else lo + 1.0)
 
 
-def _continuous(values: np.ndarray, title: str) -> MapColors:
+def continuous_colors(values: np.ndarray, title: str) -> MapColors:
+    """Colours by value, shown between the 1st and 99th percentile of ``values`` (NaN: no value)."""
     values = np.asarray(values, np.float32)
     lo, hi = _robust_range(values)
     return MapColors("continuous", title, values=values, lo=lo, hi=hi)
@@ -199,7 +200,7 @@ def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, not
         notes.append(f"{q.grouping} groups are not computed for {q.dataset!r}; coloured by axis instead")
     elif q.color == "score":
         if np.isfinite(view.scores).any():
-            return _continuous(view.scores[rows], "P(stored pose)")
+            return continuous_colors(view.scores[rows], "P(stored pose)")
         notes.append("classifier scores are not computed yet; coloured by axis instead")
     elif q.color.startswith("prop:"):
         name = q.color[5:]
@@ -207,14 +208,14 @@ def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, not
             raise InvalidInput(f"unknown property {name!r}; expected one of {view.property_names}", ("query", "color"))
         unit = view.property_units.get(name)
         values = view.property_values[rows, view.property_names.index(name)]
-        return _continuous(values, f"{name} ({unit})" if unit else name)
+        return continuous_colors(values, f"{name} ({unit})" if unit else name)
     elif q.color.startswith("shift:"):
         audit_id, _, name = q.color[6:].partition(":")
         try:
             shift = prediction_shift(data_dir, q.dataset, audit_id, name, view.ids)
         except NotFoundError as err:
             raise InvalidInput(str(err), ("query", "color")) from None
-        return _continuous(shift[rows], f"prediction shift: {name}")
+        return continuous_colors(shift[rows], f"prediction shift: {name}")
     codes = (axis - 1).astype(np.uint8)
     return MapColors(
         "categorical", "axis", codes=codes, labels=tuple(AXIS_NAMES[a] for a in AXES), colors=OKABE_ITO[:3]

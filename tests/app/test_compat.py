@@ -76,7 +76,7 @@ def test_canary_plotly_figures_accept_validate_false_and_skip_validation():
 def test_canary_bundled_plotly_js_has_the_internals_orientscope_js_reads():
     bundle = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()
     assert re.search(r"plotly\.js v4\.1\.\d", bundle[:200]), bundle[:200]
-    for name in ("_fullLayout", ".l2p", "._offset", "._length", "._has"):
+    for name in ("_fullLayout", ".l2p", ".p2l", "._offset", "._length", "._has"):
         assert name in bundle, name
 
 
@@ -129,7 +129,7 @@ def test_installed_encoder_serves_our_dispatch_and_leaves_other_dash_apps_alone(
 
 # ----------------------------------------------------------------- private names stay here
 PRIVATE_PY = re.compile(r"dash\._\w|\._traverse\(|_validate=False|coro\.send\(|\.send\(None\)")
-PRIVATE_JS = re.compile(r"_full\w*|\bl2p\b|\._offset\b|\._length\b|\._has\b")
+PRIVATE_JS = re.compile(r"_full\w*|\bl2p\b|\bp2l\b|\._offset\b|\._length\b|\._has\b")
 JS_SECTION = re.compile(r"// =+ plotly\.js internals\n.*?// =+ end of plotly\.js internals\n", re.S)
 
 

@@ -157,3 +157,20 @@ def test_typed_arrays_encode_the_map_as_plotly_does():
     fast = typed_arrays(spec)
     assert fast["data"][POINTS_START]["x"]["dtype"] == "i2"
     assert json.loads(json.dumps(fast)) == json.loads(pio.to_json(go.Figure(**spec, _validate=False)))
+
+
+def test_smarts_matches_stay_readable_at_any_count():
+    from app.figures import MAX_RINGED_MATCHES, MUTED_OPACITY, ColorSpec, orientation_map_spec
+
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-2, 2, (2, 5000))
+    spec = ColorSpec("categorical", (np.arange(5000) % 3).astype(np.uint8), ["a", "b", "c"], ["#000", "#111", "#222"])
+    for n_matches, ringed in ((10, True), (MAX_RINGED_MATCHES + 1, False)):
+        fig = orientation_map_spec(x, y, spec, highlight_xy=(x[:n_matches], y[:n_matches]))
+        points = [t for t in fig["data"] if t["meta"]["kind"] == "points"]
+        match = next(t for t in fig["data"] if t["meta"]["kind"] == "highlight")
+        assert all(t["marker"]["opacity"] == MUTED_OPACITY for t in points)  # the map stays visible, muted
+        assert match["meta"]["n_points"] == n_matches
+        assert (match["marker"]["color"] == "rgba(0,0,0,0)") is ringed  # rings for a few, solid dots for many
+    plain = orientation_map_spec(x, y, spec)
+    assert all(t["marker"]["opacity"] == 0.75 for t in plain["data"] if t["meta"]["kind"] == "points")

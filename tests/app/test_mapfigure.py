@@ -6,6 +6,7 @@ from app.figures import MAP_SCALE, TRACE
 from app.mapfigure import map_figure, map_figure_json, selected_ring, selected_xy
 from app.mapview import map_layers
 from app.state import ViewState
+from backend.services.map_raster import Viewport
 
 
 def test_cached_json_is_reused_for_the_same_view(qm9_store):
@@ -39,9 +40,44 @@ def test_selected_ring_marks_the_molecules_shown_axes_in_the_map_view_only(qm9_s
 
 
 def test_density_and_sphere_views(qm9_store):
-    for view, kind in (("density", "density"), ("sphere", "points")):
-        st = ViewState(dataset="qm9", view=view)
-        fig, layers = map_figure(qm9_store, st)
-        assert any(t.meta and t.meta.get("kind") == kind for t in fig.data)
+    density, layers = map_figure_json(qm9_store, ViewState(dataset="qm9", view="density"))
+    meta = density["layout"]["meta"]["map"]
+    assert meta["mode"] == "image" and meta["drawn"] == layers.md.n_molecules  # server-binned counts
+    sphere, layers = map_figure(qm9_store, ViewState(dataset="qm9", view="sphere"))
+    assert any(t.meta and t.meta.get("kind") == "points" for t in sphere.data)
+    assert sphere.layout.xaxis.visible is False and sphere.layout.yaxis.visible is False  # no 2D axes around it
+    payload, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="sphere"))
+    assert payload["layout"]["meta"]["map"]["drawn"] == layers.md.n_molecules  # 1200 points < the sample
     layers = map_layers(qm9_store, ViewState(dataset="qm9"))
     assert selected_xy(layers.md, "123", "no-such-molecule") is None and selected_xy(layers.md, "123", None) is None
+
+
+def test_above_the_budget_the_map_is_an_image_under_vector_overlays(qm9_store, monkeypatch):
+    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "1000")  # the store's map has 1200 points
+    fig, layers = map_figure_json(qm9_store, ViewState(dataset="qm9", view="map", color="score"))
+    meta = fig["layout"]["meta"]["map"]
+    assert meta["mode"] == "image" and meta["drawn"] == layers.md.n_molecules and meta["n_points"] == 1200
+    image = fig["layout"]["images"][0]
+    assert image["layer"] == "below" and image["xref"] == "x" and image["sizing"] == "stretch"
+    kinds = [t["meta"]["kind"] for t in fig["data"]]
+    assert kinds[:3] == ["outline", "graticule", "reference"] and "colorbar" in kinds and "points" not in kinds
+    bar = next(t for t in fig["data"] if t["meta"]["kind"] == "colorbar")["marker"]
+    assert bar["cmin"] < bar["cmax"] and bar["colorbar"]["title"]["text"] == "P(stored pose)"
+    legend, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="map", smarts="C=O"))
+    names = [t["name"] for t in legend["data"] if t["meta"]["kind"] in ("legend", "highlight")]
+    assert names == ["axis 1 (largest spread)", "axis 2", "axis 3 (smallest spread)", "SMARTS match"]
+
+
+def test_a_small_region_is_drawn_as_its_points_with_molecule_ids(qm9_store, monkeypatch):
+    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "1000")
+    md = map_layers(qm9_store, ViewState(dataset="qm9")).md
+    vp = Viewport(-0.5, 0.5, -0.3, 0.3, 400, 240)
+    fig, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="map"), vp)
+    inside = (md.x >= vp.x0) & (md.x <= vp.x1) & (md.y >= vp.y0) & (md.y <= vp.y1)
+    meta = fig["layout"]["meta"]["map"]
+    assert meta["mode"] == "points" and meta["n_points"] == inside.sum() and meta["drawn"] == inside.any(axis=1).sum()
+    traces = [t for t in fig["data"] if t["meta"]["kind"] == "points"]
+    ids = [i for t in traces for i in t["text"]]
+    assert len(ids) == inside.sum() and set(ids) == set(md.ids[inside.any(axis=1)].tolist())
+    assert all(t["hovertemplate"] == "molecule %{text}<extra></extra>" for t in traces)
+    assert meta["viewport"] == {"x0": -0.5, "x1": 0.5, "y0": -0.3, "y1": 0.3, "width": 400, "height": 240}

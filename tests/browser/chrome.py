@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -29,14 +30,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0):
-    """Run the dashboard (tests/browser/server.py) in a subprocess on a free port; yield its base URL."""
+def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0, env: dict | None = None):
+    """Run the dashboard (tests/browser/server.py) in a subprocess on a free port; yield its base URL.
+
+    ``env`` adds environment variables of the server process (e.g. ORIENTSCOPE_MAP_POINT_BUDGET).
+    """
     port = free_port()
     cmd = [sys.executable, str(Path(__file__).with_name("server.py")), str(data_dir), str(port)]
     if read_only:
         cmd.append("--read-only")
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
@@ -128,6 +132,18 @@ return gd._fullData.map(t => ({kind: t.meta && t.meta.kind, n: t._length === und
                                type: t.type, meta: t.meta || null, x: arguments[0] ? arr(t.x) : null,
                                y: arguments[0] ? arr(t.y) : null, color: arguments[0] && t.marker ? arr(t.marker.color) : null}));
 """
+
+
+MAP_DRAWN_JS = """
+const m = document.getElementById('orientation-map');
+return m && m.getAttribute('data-drawn') !== null ? {drawn: Number(m.getAttribute('data-drawn')),
+                                                     mode: m.getAttribute('data-mode')} : null;
+"""
+
+
+def map_drawn(driver) -> dict | None:
+    """{"drawn": distinct molecules drawn, "mode": "image" | "points"} once the map's pixels are on screen."""
+    return driver.execute_script(MAP_DRAWN_JS)
 
 
 def map_traces(driver, with_arrays: bool = False):

@@ -15,7 +15,15 @@ from app.figures import map_units
 from backend.services.cache import get_view
 from backend.services.map_data import load_map_data
 from backend.services.molecules import match_smarts
-from tests.browser.chrome import make_driver, map_traces, quit_driver, requested_urls, serve, severe_console
+from tests.browser.chrome import (
+    make_driver,
+    map_drawn,
+    map_traces,
+    quit_driver,
+    requested_urls,
+    serve,
+    severe_console,
+)
 
 pytestmark = pytest.mark.browser
 TIMEOUT_S = 40
@@ -73,9 +81,7 @@ def settle(driver):
 
 def open_page(driver, url):
     driver.get(url)
-    wait_for(
-        lambda: any(t["kind"] in ("points", "density") for t in map_traces(driver) or []), what="the orientation map"
-    )
+    wait_for(lambda: map_drawn(driver), what="the orientation map")
     wait_for(lambda: text_of(driver, "verdict"), what="the verdict")
     settle(driver)
 

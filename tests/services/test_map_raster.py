@@ -243,3 +243,19 @@ def test_png_is_the_rgba_image():
     render = mr.render_map(_points(), VP, budget=0)
     decoded = np.asarray(Image.open(BytesIO(render.png())))
     np.testing.assert_array_equal(decoded, render.rgba)
+
+
+def test_region_bounds_hold_exactly_for_float32_points():
+    pts = _points()
+    # points on both sides of bounds that float32 cannot represent exactly (float32(0.3) is above 0.3)
+    below, above = np.nextafter(np.float32(0.1), np.float32(-1)), np.nextafter(np.float32(0.1), np.float32(1))
+    x = pts.x.copy()
+    x[:4] = [below, np.float32(0.1), above, np.float32(0.3)]
+    y = pts.y.copy()
+    y[:4] = 0.0
+    moved = MapPoints(pts.query, pts.md, x, y, pts.rows, pts.axis, pts.colors, None, pts.n_molecules, None)
+    vp = mr.Viewport(0.1, 0.3, -0.5, 0.5, 20, 10)
+    inside = (x.astype(float) >= 0.1) & (x.astype(float) <= 0.3) & (y >= -0.5) & (y <= 0.5)
+    render = mr.render_map(moved, vp, budget=10**6)
+    np.testing.assert_array_equal(render.index, np.flatnonzero(inside))
+    assert mr.render_map(moved, vp, budget=0).n_points == inside.sum()

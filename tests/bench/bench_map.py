@@ -1,0 +1,143 @@
+"""Server side of the map at any size on 30M synthetic map points -> section `map` of BENCHMARKS.md.
+
+10M molecules × 3 axes: 70 % uniform on the sphere (uniform in the equal-area Mollweide ellipse) and
+30 % in six tight clusters, as an aligned set would put them. Times the datashader aggregation of the
+whole map, of zoomed regions above the budget, of a region small enough for points mode, the PNG
+encoding and the nearest-point lookup of a click, and counts the bytes the view holds.
+
+Usage: python -m tests.bench.bench_map [N_MOLECULES]   (default 10,000,000; about 2 GB of RAM)
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from tests.bench.common import write_section
+
+SQRT2 = np.sqrt(2.0)
+SEED = 0
+
+
+def synthetic_xy(n_points: int, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
+    """(n_points,) float32 Mollweide x, y: uniform in the ellipse plus six clusters."""
+    rng = np.random.default_rng(seed)
+    x = np.empty(n_points, np.float32)
+    y = np.empty(n_points, np.float32)
+    n_uniform = int(0.7 * n_points)
+    filled = 0
+    while filled < n_uniform:  # rejection sampling in the bounding box, in chunks
+        k = min(4_000_000, 2 * (n_uniform - filled))
+        cx = rng.uniform(-2 * SQRT2, 2 * SQRT2, k)
+        cy = rng.uniform(-SQRT2, SQRT2, k)
+        keep = (cx / (2 * SQRT2)) ** 2 + (cy / SQRT2) ** 2 <= 1
+        take = min(int(keep.sum()), n_uniform - filled)
+        x[filled : filled + take] = cx[keep][:take]
+        y[filled : filled + take] = cy[keep][:take]
+        filled += take
+    centres = rng.uniform([-2.0, -1.0], [2.0, 1.0], (6, 2))
+    which = rng.integers(0, 6, n_points - n_uniform)
+    x[n_uniform:] = centres[which, 0] + rng.normal(0, 0.05, which.size)
+    y[n_uniform:] = centres[which, 1] + rng.normal(0, 0.05, which.size)
+    order = rng.permutation(n_points)  # mixed, as the map's seeded draw order is
+    return x[order], y[order]
+
+
+def build_points(n_molecules: int):
+    from backend.services.map_data import MapData
+    from backend.services.map_view import AXIS_NAMES, OKABE_ITO, MapColors, MapPoints, MapQuery
+
+    x, y = synthetic_xy(3 * n_molecules)
+    rows = (np.arange(3 * n_molecules, dtype=np.int32) // 3).astype(np.int32)
+    axis = (np.arange(3 * n_molecules) % 3 + 1).astype(np.int8)
+    md = MapData(
+        "synthetic", "bench", "original", np.arange(n_molecules), x.reshape(-1, 3), y.reshape(-1, 3),
+        np.broadcast_to(np.zeros((1, 3, 3), np.float32), (n_molecules, 3, 3)), np.zeros(n_molecules, bool),
+        np.arange(0, dtype=np.int32), SEED,
+    )  # fmt: skip
+    colors = MapColors(
+        "categorical", "axis", codes=(axis - 1).astype(np.uint8), labels=tuple(AXIS_NAMES.values()),
+        colors=OKABE_ITO[:3],
+    )  # fmt: skip
+    return MapPoints(MapQuery("synthetic"), md, x, y, rows, axis, colors, None, n_molecules, None)
+
+
+def _median_s(fn, repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        out = fn(i)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main(argv: list[str] | None = None) -> None:
+    from backend.services import map_raster as mr
+
+    argv = sys.argv[1:] if argv is None else argv
+    n_molecules = int(argv[0]) if argv else 10_000_000
+    load_before = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    mr.warm_up()
+    warm_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    points = build_points(n_molecules)
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mr.prepare(points)  # what the server's warm-up does for every ready dataset's default view
+    prepare_s = time.perf_counter() - t0
+    W, H = 900, 458  # the dashboard's first draw
+    full = lambda i: mr.Viewport(-2.95, 2.95, -1.5 - 1e-6 * i, 1.5, W, H)  # noqa: E731  (distinct: no cache hits)
+    first_s = _median_s(lambda i: mr.render_map(points, full(100 + i), budget=200_000), 1)[0]
+    full_s, render = _median_s(lambda i: mr.render_map(points, full(i), budget=200_000), 3)
+    png_s, png = _median_s(lambda i: render.png(), 3)
+    zoom = lambda i: mr.Viewport(0.1 * i, 0.1 * i + 0.6, 0.2, 0.5, W, H)  # noqa: E731
+    zoom_s, zoomed = _median_s(lambda i: mr.render_map(points, zoom(i), budget=200_000), 3)
+    deep = lambda i: mr.Viewport(-0.6 + 0.01 * i, -0.55 + 0.01 * i, 0.1, 0.125, W, H)  # noqa: E731
+    deep_s, deep_render = _median_s(lambda i: mr.render_map(points, deep(i), budget=200_000), 3)
+    px = (5.9 / W, 3.0 / H)
+    rng = np.random.default_rng(1)
+    clicks = rng.uniform([-2.5, -1.2], [2.5, 1.2], (10, 2))
+    click_s, _ = _median_s(lambda i: mr.nearest_point(points, *clicks[i], px), 10)
+    view_mb = points.cache_nbytes() / 2 / 1e6  # the arrays themselves (cache_nbytes doubles for derived frames)
+    frame_mb = sum(points.memo("sorted", lambda: None).frame.memory_usage(deep=False)) / 1e6
+    rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    text = f"""## Map aggregation at 30M points (server side)
+
+{n_molecules:,} synthetic molecules, {points.size:,} map points (70 % uniform, 30 % in six clusters);
+`python -m tests.bench.bench_map`; datashader {_version("datashader")}, numba {_version("numba")}; 2 shared CPU
+cores (1-min load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after: timings are noisy).
+
+| step | time | target (issue 16, end to end in the browser) |
+|---|---|---|
+| numba/datashader JIT warm-up at server start (once) | {warm_s:.1f} s | — |
+| index of the view: its points sorted by x, whole-map counts (once per view, at server warm-up for the default view) | {prepare_s:.1f} s | — |
+| whole map, {W}×{H} px, colour by axis (first aggregation) | {first_s * 1000:.0f} ms | — |
+| whole map, {W}×{H} px, colour by axis (median of 3) | {full_s * 1000:.0f} ms | navigation ≤ 1.5 s |
+| PNG encoding of that image ({len(png) / 1e3:.0f} kB) | {png_s * 1000:.0f} ms | |
+| zoomed region above the budget ({zoomed.n_points:,} points, {zoomed.mode}) | {zoom_s * 1000:.0f} ms | zoom ≤ 400 ms |
+| small region below the budget ({deep_render.n_points:,} points, {deep_render.mode}) | {deep_s * 1000:.0f} ms | |
+| nearest point within 5 px of a click (scan of the x-slab within 5 px, median of 10) | {click_s * 1000:.0f} ms | click ≤ 300 ms |
+
+Memory: the view's arrays hold {view_mb:.0f} MB (x, y float32; molecule row int32; axis and colour int8),
+the x-sorted frame datashader reads {frame_mb:.0f} MB more (x, y, int8 category, row and draw index); peak RSS of this process
+{rss_gb:.2f} GB (including the synthetic generation). Building the synthetic points took {build_s:.1f} s.
+Not measured here: the browser side at 10M molecules (no 10M-molecule store was built on this shared machine).
+"""
+    print(text)
+    write_section("map", text)
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""The map at any size, in real headless Chromium: above a (lowered) point budget the map is the
+server's image; a click anywhere opens the nearest molecule within 5 px, zooming in brings back
+real points with hover, and the 3D sphere is clickable."""
+
+from __future__ import annotations
+
+import math
+import time
+from urllib.parse import urlparse
+
+import numpy as np
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+from app.figures import MAP_SCALE
+from backend.services.map_data import load_map_data
+from tests.browser.chrome import map_drawn, requested_urls, serve, severe_console
+from tests.browser.test_dashboard import settle, text_of, wait_for
+
+pytestmark = pytest.mark.browser
+BUDGET = 300  # the store's map has 1,200 points: the whole map is an image, a small region is points
+
+# Pixel (relative to the plot's centre, as ActionChains offsets are) of map units, and back.
+TO_PIXEL_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+return arguments[0].map(p => [xa._offset + xa.l2p(p[0]) - r.width / 2, ya._offset + ya.l2p(p[1]) - r.height / 2]);
+"""
+PIXEL_SIZE_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+return [(xa.range[1] - xa.range[0]) / xa._length, (ya.range[1] - ya.range[0]) / ya._length];
+"""
+
+
+@pytest.fixture(scope="module")
+def image_url(qm9_store):
+    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": str(BUDGET)}) as url:
+        yield url
+
+
+def _open(driver, url):
+    driver.get(url)
+    wait_for(lambda: map_drawn(driver), what="the map's test hook")
+    settle(driver)
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+    return graph
+
+
+def _pixels(driver, md, rows) -> np.ndarray:
+    """(len(rows), 3, 2) on-screen offsets from the plot centre of each molecule's three axis points."""
+    pts = [[float(md.x[r, a]) * MAP_SCALE, float(md.y[r, a]) * MAP_SCALE] for r in rows for a in range(3)]
+    return np.array(driver.execute_script(TO_PIXEL_JS, pts)).reshape(len(rows), 3, 2)
+
+
+def _clicked(driver) -> str | None:
+    """The molecule id the last map click found (set by orientscope.js when the server answers)."""
+    return driver.execute_script("return document.getElementById('orientation-map').dataset.clicked") or None
+
+
+def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm9_store):
+    requested_urls(driver)
+    driver.get_log("browser")
+    graph = _open(driver, image_url + "/?dataset=qm9")
+    md = load_map_data(qm9_store, "qm9")
+    assert map_drawn(driver) == {"drawn": md.n_molecules, "mode": "image"}
+    assert driver.execute_script(
+        "return document.querySelector('#orientation-map .js-plotly-plot').layout.images.length"
+    )
+    rng = np.random.default_rng(0)
+    clicks = 0
+    for row in rng.permutation(md.n_molecules)[:40]:
+        target = _pixels(driver, md, [row])[0, 0] + [2, -1]  # 2.2 px from the molecule's first axis
+        if np.abs(target).max() > 150:  # keep clicks well inside the plot
+            continue
+        ActionChains(driver).move_to_element_with_offset(graph, int(target[0]), int(target[1])).click().perform()
+        chosen = wait_for(lambda: _clicked(driver), what="the server's nearest molecule")
+        wait_for(lambda c=chosen: text_of(driver, "molecule-id") == c, what=f"molecule {chosen} to open")
+        # the opened molecule has a shown point within 5 px of the click
+        where = _pixels(driver, md, [md.row_of(chosen)])[0]
+        assert np.hypot(*(where - np.round(target)).T).min() <= 5.0 + 1.0  # +1: the click lands on whole pixels
+        wait_for(lambda c=chosen: f"molecule={c}" in driver.current_url, what="the URL to name it")
+        clicks += 1
+        if clicks == 3:
+            break
+    assert clicks >= 3
+    assert severe_console(driver) == []
+    origin = urlparse(image_url).netloc
+    urls = [u for u in requested_urls(driver) if not u.startswith(("data:", "blob:"))]
+    assert any("/map/nearest" in u for u in urls)
+    assert [u for u in urls if urlparse(u).netloc != origin] == []
+
+
+def test_a_click_far_from_every_point_selects_nothing_and_says_so(driver, image_url, qm9_store):
+    graph = _open(driver, image_url + "/?dataset=qm9")
+    before = text_of(driver, "molecule-id")
+    # just inside the plot's lower left corner: outside the Mollweide ellipse, where no point lies
+    size = graph.size
+    ActionChains(driver).move_to_element_with_offset(
+        graph, -size["width"] // 2 + 25, size["height"] // 2 - 60
+    ).click().perform()
+    wait_for(lambda: "No molecule within 5 px" in text_of(driver, "map-hint"), what="the hint")
+    assert text_of(driver, "molecule-id") == before
+
+
+def test_hovering_the_image_shows_the_pixels_count_and_dominant_axis(driver, image_url, qm9_store):
+    graph = _open(driver, image_url + "/?dataset=qm9")
+    md = load_map_data(qm9_store, "qm9")
+    for row in range(40):
+        target = _pixels(driver, md, [row])[0, 0]
+        if np.abs(target).max() > 150:
+            continue
+        ActionChains(driver).move_to_element_with_offset(graph, int(target[0]), int(target[1])).perform()
+        try:
+            text = wait_for(
+                lambda: driver.execute_script(
+                    "const t = document.querySelector('#orientation-map .map-tooltip');"
+                    "return t && !t.hidden && t.textContent"
+                ),
+                timeout=5,
+                what="the tooltip",
+            )
+        except AssertionError:
+            continue  # the point's pixel edge fell beside the cursor: try another
+        assert "point" in text and "mostly axis" in text
+        return
+    pytest.fail("no hover over 40 molecules' points showed a tooltip")
+
+
+def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image_url, qm9_store):
+    graph = _open(driver, image_url + "/?dataset=qm9")
+    md = load_map_data(qm9_store, "qm9")
+    # a region around a molecule's first axis, small enough to hold fewer than BUDGET points
+    cx, cy = float(md.x[0, 0]), float(md.y[0, 0])
+    half = 0.4
+    driver.execute_script(
+        "Plotly.relayout(document.querySelector('#orientation-map .js-plotly-plot'),"
+        "{'xaxis.range': arguments[0], 'yaxis.range': arguments[1]})",
+        [(cx - half) * MAP_SCALE, (cx + half) * MAP_SCALE],
+        [(cy - half / 2) * MAP_SCALE, (cy + half / 2) * MAP_SCALE],
+    )
+    shown = wait_for(lambda: (m := map_drawn(driver)) and m["mode"] == "points" and m, what="points mode")
+    x0, x1, y0, y1 = driver.execute_script(
+        "const v = document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map.viewport;"
+        "return [v.x0, v.x1, v.y0, v.y1]"
+    )
+    inside = (md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)
+    assert 0 < inside.sum() <= BUDGET and shown["drawn"] == inside.any(axis=1).sum()
+    # hover the molecule's point: plotly's label names it
+    target = _pixels(driver, md, [0])[0, 0]
+    ActionChains(driver).move_to_element_with_offset(graph, int(target[0]), int(target[1])).perform()
+    label = wait_for(
+        lambda: " ".join(
+            e.text for e in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .hoverlayer .hovertext")
+        ),
+        what="a hover label",
+    )
+    names = {w for w in label.replace("molecule", " ").split()}
+    near = [str(md.ids[r]) for r in np.flatnonzero(inside.any(axis=1))]
+    assert names & set(near), (label, near[:5])
+    # and a click there opens a molecule (points mode: the same server lookup)
+    ActionChains(driver).click().perform()
+    wait_for(lambda: text_of(driver, "molecule-id") in near, what="the clicked molecule")
+    sx, sy = driver.execute_script(PIXEL_SIZE_JS)
+    assert math.isclose(sx, sy, rel_tol=0.02)  # equal-area map: square pixels
+
+
+def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_store):
+    graph = _open(driver, image_url + "/?dataset=qm9&view=sphere")
+    md = load_map_data(qm9_store, "qm9")
+    assert map_drawn(driver) == {"drawn": md.n_molecules, "mode": "points"}
+    assert driver.find_elements(By.CSS_SELECTOR, "#orientation-map .xtick, #orientation-map .ytick") == []
+    driver.execute_script(
+        "const gd = document.querySelector('#orientation-map .js-plotly-plot');"
+        "window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.points[0]; });"
+    )
+    hovered = None
+    for r in range(0, 100, 5):  # a spiral from the centre until the cursor is over a point
+        for k in range(max(1, r // 3)):
+            angle = 2 * math.pi * k / max(1, r // 3)
+            ActionChains(driver).move_to_element_with_offset(
+                graph, int(r * math.cos(angle)), int(r * math.sin(angle)) - 10
+            ).pause(0.05).perform()
+            hovered = driver.execute_script("return window.__hovered")
+            if hovered and hovered.get("curveNumber") == 1:
+                break
+            hovered = None
+        if hovered:
+            break
+    assert hovered, "no point of the sphere came under the cursor"
+    # a click as a hand makes it: WebGL 3D picks the point under the cursor on a frame between press and release
+    ActionChains(driver).click_and_hold().pause(0.1).release().perform()
+    chosen = wait_for(lambda: text_of(driver, "molecule-id"), what="the clicked molecule")
+    v = md.vectors[md.row_of(chosen)]
+    assert np.abs(v - [hovered["x"], hovered["y"], hovered["z"]]).sum(axis=1).min() < 1e-3
+    time.sleep(0.5)
+    assert severe_console(driver) == []
