@@ -63,7 +63,7 @@ def _clicked(driver) -> str | None:
 def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm9_store):
     requested_urls(driver)
     driver.get_log("browser")
-    graph = _open(driver, image_url + "/?dataset=qm9")
+    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     assert map_drawn(driver) == {"drawn": md.n_molecules, "mode": "image"}
     assert driver.execute_script(
@@ -94,7 +94,7 @@ def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm
 
 
 def test_a_click_far_from_every_point_selects_nothing_and_says_so(driver, image_url, qm9_store):
-    graph = _open(driver, image_url + "/?dataset=qm9")
+    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
     before = text_of(driver, "molecule-id")
     # just inside the plot's lower left corner: outside the Mollweide ellipse, where no point lies
     size = graph.size
@@ -106,7 +106,7 @@ def test_a_click_far_from_every_point_selects_nothing_and_says_so(driver, image_
 
 
 def test_hovering_the_image_shows_the_pixels_count_and_dominant_axis(driver, image_url, qm9_store):
-    graph = _open(driver, image_url + "/?dataset=qm9")
+    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     for row in range(40):
         target = _pixels(driver, md, [row])[0, 0]
@@ -130,7 +130,7 @@ def test_hovering_the_image_shows_the_pixels_count_and_dominant_axis(driver, ima
 
 
 def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image_url, qm9_store):
-    graph = _open(driver, image_url + "/?dataset=qm9")
+    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     # a region around a molecule's first axis, small enough to hold fewer than BUDGET points
     cx, cy = float(md.x[0, 0]), float(md.y[0, 0])
