@@ -60,6 +60,8 @@ class ViewState:
             for k, v in asdict(self).items()
             if k in URL_FIELDS and v not in (None, "") and v != getattr(default, k)
         }
+        if self.molecule and self.view == "density":
+            items["view"] = self.view  # parse_query opens a molecule without a view in the point map
         return "?" + urlencode(items) if items else ""
 
     @classmethod
@@ -141,6 +143,10 @@ def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
         if not axes:
             warnings.append(f"axes {values['axes']!r} name no axis; expected digits from 1, 2, 3")
         values["axes"] = axes or DEFAULT_AXES
+    if values.get("molecule") and not values.get("view"):
+        # A link to a molecule (links made before the density view became the default carry no view):
+        # open the view that shows it, not the density view, which has no molecule panel.
+        values["view"] = "map"
     return ViewState(**values), warnings
 
 

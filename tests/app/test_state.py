@@ -82,3 +82,9 @@ def test_compare_travels_in_the_url_and_an_unknown_one_is_reported(qm9_store):
     assert resolve_view(qm9_store, "?dataset=qm9&compare=qm9::control").state.compare == "qm9::control"
     bad = resolve_view(qm9_store, "?dataset=qm9&compare=nope")
     assert bad.state.compare is None and any("'nope'" in m and "::control" in m for m in bad.messages)
+
+
+def test_a_link_to_a_molecule_without_a_view_opens_the_point_map():
+    assert parse_query("?dataset=qm9&molecule=7")[0].view == "map"
+    assert parse_query("?dataset=qm9&molecule=7&view=sphere")[0].view == "sphere"
+    assert parse_query("?dataset=qm9")[0].view == "density"
