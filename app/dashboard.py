@@ -240,7 +240,6 @@ def build_layout(read_only: bool) -> html.Div:
                 [
                     html.H2("Verdict"),
                     dcc.Loading(html.Div(id=ids.VERDICT, className="verdict")),
-                    dcc.Graph(id=ids.ANGLE_HISTOGRAM, config={"displaylogo": False}),
                 ],
                 className="panel",
             ),
@@ -285,6 +284,14 @@ def build_layout(read_only: bool) -> html.Div:
                 className="panel",
             ),
             audit_section(read_only),
+            # Below the maps: the first screen is the answers and the density beside its control.
+            html.Section(
+                [
+                    html.H2("Angles to the reference orientation"),
+                    dcc.Graph(id=ids.ANGLE_HISTOGRAM, config={"displaylogo": False}),
+                ],
+                className="panel",
+            ),
             _groups_section(),
             _compare_section(),
             html.Footer(
