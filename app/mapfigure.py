@@ -11,7 +11,6 @@ byte-bounded cache (``backend.services.bytecache``) of plain dicts.
 from __future__ import annotations
 
 import base64
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from app.figures import (
     MAP_RANGE_X,
     MAP_RANGE_Y,
     MAP_SCALE,
+    ColorSpec,
     density_map_figure,
     density_zmax,
     orientation_image_spec,
@@ -32,7 +32,7 @@ from app.figures import (
     sphere_figure,
     typed_arrays,
 )
-from app.mapview import MapLayers, map_layers
+from app.mapview import MapLayers, map_layers, shown_points
 from app.state import ViewState
 from backend.services.bytecache import nbytes, shared_cache
 from backend.services.map_data import MapData, density_grid, frame_lines, reference_points
@@ -135,10 +135,17 @@ def _draw_meta(st: ViewState, mode: str, drawn: int, token: str, render: MapRend
     return meta
 
 
+def _color_spec(colors, keep: np.ndarray) -> ColorSpec:
+    """The dashboard's colour spec of the points ``keep`` of a view."""
+    if colors.kind == "categorical":
+        return ColorSpec("categorical", colors.codes[keep], list(colors.labels), list(colors.colors), colors.title)
+    return ColorSpec("continuous", colors.values[keep], title=colors.title)
+
+
 def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
     """The Mollweide map of a region: its aggregated image above the point budget, else its points."""
     layers = map_layers(data_dir, st)
-    points = layers.raster_points
+    points = shown_points(data_dir, st, layers)
     render = render_map(points, vp)
     title, ref = _title_and_reference(data_dir, st, layers)
     reference = reference_of(ref, layers.shown)
@@ -150,14 +157,12 @@ def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
         )  # fmt: skip
     else:
         keep = render.index
-        rows, axes = layers.rows[keep], layers.axes[keep]
-        md = layers.md
+        x, y = points.x[keep], points.y[keep]
         matched = points.highlight[keep] if points.highlight is not None else np.zeros(keep.size, bool)
-        color = replace(layers.color, values=None if layers.color.values is None else layers.color.values[keep])
         spec = orientation_map_spec(
-            *md.xy(rows, axes), color, frame=frame_lines(),
-            highlight_xy=md.xy(rows[matched], axes[matched]) if matched.any() else None,
-            reference=reference, title=title, n_molecules=layers.n_molecules, hover_ids=md.ids[rows],
+            x, y, _color_spec(points.colors, keep), frame=frame_lines(),
+            highlight_xy=(x[matched], y[matched]) if matched.any() else None,
+            reference=reference, title=title, n_molecules=points.n_molecules, hover_ids=points.ids(keep),
         )  # fmt: skip
     spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, f"{id(render):x}", render)}
     return spec

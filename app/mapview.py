@@ -21,7 +21,7 @@ from app.state import ViewState
 from backend.core.groups import UNGROUPED
 from backend.services.bytecache import shared_cache
 from backend.services.map_data import MapData
-from backend.services.map_view import MapColors, MapPoints, MapQuery, continuous_colors
+from backend.services.map_view import MapColors, MapPoints, MapQuery, continuous_colors, view_points
 
 # A stated sample the 3D view draws within the flat map's time budget (software WebGL pays for
 # every 3D marker on each frame of a rotation).
@@ -213,9 +213,24 @@ def map_layers(data_dir: Path, st: ViewState) -> MapLayers:
     return layers
 
 
-def map_query(st: ViewState) -> MapQuery:
-    """The services' description of the points a view state shows (for clicks through the REST API)."""
-    return MapQuery(st.dataset, st.table, st.axes, "axis", st.grouping or "formula", st.group, st.smarts)
+def map_query(st: ViewState, color: str = "axis") -> MapQuery:
+    """The services' description of the points a view state shows, coloured by ``color``."""
+    return MapQuery(st.dataset, st.table, st.axes, color, st.grouping or "formula", st.group, st.smarts)
+
+
+def shown_points(data_dir: Path, st: ViewState, layers: MapLayers) -> MapPoints:
+    """The points the server aggregates for a view state's flat map.
+
+    The services' resolved view (the one the REST clicks and hover read, indexed at server start
+    for the default view) wherever its colours are the dashboard's; for group colours, which the
+    dashboard draws from its own palette, the layers' own points.
+    """
+    if st.color != "group":
+        try:
+            return view_points(data_dir, map_query(st, st.color))
+        except data.OrientScopeError:  # e.g. a bad SMARTS: the layers skip the highlight and say why
+            pass
+    return layers.raster_points
 
 
 def clicked_row(layers: MapLayers, curve: int, point: int) -> int | None:

@@ -375,10 +375,18 @@
     }, HOVER_MS);
   }
 
+  function sameViewport(a, b) {
+    if (!a || !b) { return false; }
+    var tol = 1e-6 * Math.max(1, Math.abs(a.x1 - a.x0));
+    return ["x0", "x1", "y0", "y1"].every(function (k) { return Math.abs(a[k] - b[k]) <= tol; }) &&
+      a.width === b.width && a.height === b.height;
+  }
+
   function onRelayout(host, ev) {
     var keys = Object.keys(ev || {});
     if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
-    var gd = plotOf(host);
+    var gd = plotOf(host), meta = mapMeta(gd);
+    if (!meta || meta.view !== "map" || sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
     tooltipOf(host).hidden = true;

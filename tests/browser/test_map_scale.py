@@ -197,3 +197,22 @@ def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_sto
     assert np.abs(v - [hovered["x"], hovered["y"], hovered["z"]]).sum(axis=1).min() < 1e-3
     time.sleep(0.5)
     assert severe_console(driver) == []
+
+
+def test_exports_of_the_image_map_keep_vectors_and_embed_the_image(driver, image_url, download_dir):
+    _open(driver, image_url + "/?dataset=qm9&view=map")
+    assert map_drawn(driver)["mode"] == "image"
+    for old in download_dir.iterdir():
+        old.unlink()
+    for button, suffix in (("export-svg", ".svg"), ("export-png", ".png"), ("download-report-btn", ".html")):
+        driver.find_element(By.ID, button).click()
+        path = wait_for(
+            lambda s=suffix: [p for p in download_dir.iterdir() if p.name.endswith(s)], what=f"a {suffix} file"
+        )[0]
+        wait_for(lambda p=path: p.stat().st_size > 1000, what=f"{path.name} written")
+    svg = next(p for p in download_dir.iterdir() if p.suffix == ".svg").read_text()
+    assert "data:image/png;base64," in svg  # the aggregated image, embedded
+    assert svg.count("<path") >= 2 and "reference" in svg  # outline, graticule and legend stay vectors
+    assert next(p for p in download_dir.iterdir() if p.suffix == ".png").read_bytes()[:4] == b"\x89PNG"
+    html = next(p for p in download_dir.iterdir() if p.suffix == ".html").read_text()
+    assert "data:image/png;base64," in html  # the report's map is the same image under vectors
