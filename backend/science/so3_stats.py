@@ -56,13 +56,19 @@ def _tree_points(quaternions: np.ndarray, sign_invariant: bool) -> tuple[np.ndar
     return np.concatenate([copies, -copies]), len(copies) // len(q) * 2
 
 
-def knn_angles(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False) -> np.ndarray:
+QUERY_BLOCK = 500_000  # rows per KD-tree query: bounds the (block, k + copies) distance and index arrays
+
+
+def knn_angles(
+    quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False, block: int = QUERY_BLOCK
+) -> np.ndarray:
     """(n, k) geodesic angles (rad) from each orientation to its k nearest others.
 
     Uses a KD-tree over the quaternions (with both q and -q, and the sign-flip
     copies if ``sign_invariant``): the chord distance between unit quaternions
     is monotone in the rotation angle, so Euclidean neighbours are geodesic ones.
-    O(n log n).
+    O(n log n); queried in blocks of ``block`` rows, so the memory beyond the
+    tree is O(block), and the result does not depend on ``block``.
     """
     q = np.asarray(quaternions, dtype=np.float64)
     n = len(q)
@@ -70,15 +76,18 @@ def knn_angles(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False
         raise ValueError(f"need more than k={k} orientations, got {n}")
     points, n_copies = _tree_points(q, sign_invariant)
     tree = cKDTree(points)
+    del points  # the tree holds what it needs
     # The query's own copies (q and, if sign-invariant, its flips) sit among
     # the nearest points; query enough extra neighbours to drop them.
     extra = n_copies // 2
-    dist, idx = tree.query(q, k=k + extra, workers=-1)
-    owner = idx % n
-    own = owner == np.arange(n)[:, None]
-    dist = np.where(own, np.inf, dist)
-    dist.sort(axis=1)
-    return chord_to_angle(dist[:, :k])
+    out = np.empty((n, k))
+    for start in range(0, n, block):
+        rows = np.arange(start, min(start + block, n))
+        dist, idx = tree.query(q[rows], k=k + extra, workers=-1)
+        dist[idx % n == rows[:, None]] = np.inf
+        dist.sort(axis=1)
+        out[rows] = chord_to_angle(dist[:, :k])
+    return out
 
 
 def knn_entropy_terms(kth_angle: np.ndarray) -> np.ndarray:

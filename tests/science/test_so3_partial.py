@@ -68,3 +68,11 @@ def test_kl_summary_states_kl_at_n_or_why_not():
     summary = kl_summary(q, seed=0, at_n=1000)
     assert summary["kl_at_n"]["n_used"] == 3000 and summary["kl_sign_invariant"]["sign_invariant"]
     assert kl_summary(q, seed=0, at_n=5000)["kl_at_n"]["value"] is None
+
+
+def test_knn_angles_do_not_depend_on_the_query_block():
+    from backend.science.so3_stats import knn_angles
+
+    q = haar_quaternions(4, "q", np.arange(3000))
+    for signs in (False, True):
+        np.testing.assert_array_equal(knn_angles(q, 5, signs, block=10**6), knn_angles(q, 5, signs, block=701))
