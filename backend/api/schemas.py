@@ -303,12 +303,12 @@ class CanonicalizePublic(_Model):
 class MapViewportPublic(_Model):
     """A region of the Mollweide plane and its pixel grid."""
 
-    x0: float
-    x1: float
-    y0: float
-    y1: float
-    width: int
-    height: int
+    x0: float = Field(description="Left edge, Mollweide x.")
+    x1: float = Field(description="Right edge, Mollweide x.")
+    y0: float = Field(description="Bottom edge, Mollweide y.")
+    y1: float = Field(description="Top edge, Mollweide y.")
+    width: int = Field(description="Pixel columns of the grid.")
+    height: int = Field(description="Pixel rows of the grid.")
 
 
 class MapPointsPublic(_Model):
@@ -326,12 +326,12 @@ class MapPublic(_Model):
     """The orientation map of one view in one viewport."""
 
     mode: Literal["image", "points"] = Field(description="image above the point budget, else points.")
-    kind: Literal["color", "density"]
+    kind: Literal["color", "density"] = Field(description="color: points coloured by the view; density: counts.")
     n_points: int = Field(description="Shown points inside the viewport.")
     n_drawn: int = Field(description="Distinct molecules with at least one shown point inside the viewport.")
     n_molecules: int = Field(description="Molecules that pass the group filter.")
     n_matches: int | None = Field(description="Of them, SMARTS matches; null without a pattern.")
-    viewport: MapViewportPublic
+    viewport: MapViewportPublic = Field(description="The region drawn and its pixel grid.")
     scale: dict[str, Any] = Field(
         description="Colours: {kind: categorical, labels, colors} or {kind: continuous, title, colors, cmin, cmax}."
     )
