@@ -47,6 +47,14 @@ def invalid(problems: list[tuple[str, str]]) -> RequestValidationError:
     )
 
 
+# The answers every multipart upload route may give besides its own.
+UPLOAD_RESPONSES = {
+    400: {"description": "The multipart body cannot be parsed."},
+    413: {"description": "The upload is larger than the limit."},
+    415: {"description": "The body is not multipart/form-data with a 'file' part."},
+}
+
+
 def multipart_body(file_help: str, name_help: str, **more: dict) -> dict:
     """``openapi_extra`` documenting an upload body: a binary ``file``, a ``name`` and ``more`` fields."""
     properties = {

@@ -16,7 +16,7 @@ from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
 from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
 from backend.api.schemas import DatasetPublic
-from backend.api.uploads import invalid, multipart_body, receive_upload
+from backend.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
 from backend.core.settings import FORMAT_CHOICES
 from backend.services import ingest as ingest_service
 
@@ -51,9 +51,7 @@ UPLOAD_BODY = multipart_body(
     dependencies=[WriteAccess],
     openapi_extra=UPLOAD_BODY,
     responses={
-        400: {"description": "The multipart body cannot be parsed."},
-        413: {"description": "The upload is larger than the limit."},
-        415: {"description": "The body is not multipart/form-data with a 'file' part."},
+        **UPLOAD_RESPONSES,
     },
 )
 async def upload_dataset(request: Request, jobs: JobsDep) -> dict:

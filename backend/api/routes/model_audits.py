@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
 from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
-from backend.api.uploads import invalid, multipart_body, receive_upload
+from backend.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
 from backend.services import model_audits as svc
 from backend.services.datasets import dataset_info
 
@@ -63,9 +63,7 @@ UPLOAD_BODY = multipart_body(
     openapi_extra=UPLOAD_BODY,
     responses={
         **NOT_FOUND,
-        400: {"description": "The multipart body cannot be parsed."},
-        413: {"description": "The upload is larger than the limit."},
-        415: {"description": "The body is not multipart/form-data with a 'file' part."},
+        **UPLOAD_RESPONSES,
     },
 )
 async def upload_predictions(dataset_id: DatasetIdPath, request: Request, jobs: JobsDep) -> dict:
