@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from app import ids, panels
 from app.audit_panel import audit_section, register_audit
 from app.audit_panel import first_view_props as audit_first_view
-from app.compat import dispatch_in_threads, install_answer_encoder
+from app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
 from app.figures import message_figure
 from app.initial_view import (
     BASE_COLOR_OPTIONS,
@@ -38,6 +38,7 @@ from backend.core.groups import GROUP_KINDS
 log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "frontend_assets"
+LAZY_ASSETS = r"3Dmol-min\.js$"  # served from /assets/, but not put into the page
 VIEW_TIPS = {
     "density": "How densely the principal axes cover the sky, ÷ uniform (1 = uniform), beside the random-rotation "
     "control on the same scale",
@@ -462,7 +463,11 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
         compress=not has_gzip,
         serve_locally=True,
         update_title=None,
-        eager_loading=True,  # plotly.js loads with the page instead of after the first callbacks
+        # Only what the first screen draws with loads with the page (app/compat.py, section 4);
+        # 3Dmol.js loads when a molecule is first shown (frontend_assets/orientscope.js).
+        eager_loading=False,
+        external_scripts=first_screen_scripts(),
+        assets_ignore=LAZY_ASSETS,
     )
     app.layout = lambda: page_layout(read_only, data_dir)
     # Added after Dash's own middleware, so they run first.

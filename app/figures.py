@@ -26,7 +26,7 @@ import plotly.io as pio
 from plotly.colors import sample_colorscale
 
 from app.compat import unvalidated_figure
-from app.palette import (
+from backend.core.palette import (
     AXIS_COLORS,
     CONTINUOUS_SCALE,
     CONTROL_SERIES,
@@ -41,7 +41,6 @@ from app.palette import (
 
 _CIVIDIS = [[i / 10, c] for i, c in enumerate(sample_colorscale(CONTINUOUS_SCALE, [i / 10 for i in range(11)]))]
 TEMPLATE = "simple_white"
-AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
 
 # Fixed leading traces of the map figure; point traces follow from POINTS_START.
 TRACE = {"outline": 0, "graticule": 1, "reference": 2}

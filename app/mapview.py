@@ -1,33 +1,39 @@
 """From a view state to the arrays the map draws: which points, in which order, in which colour.
 
 The same layers feed the vector points, the server's aggregated image of the map
-(:attr:`MapLayers.raster_points`, read by ``backend.services.map_raster``) and the
+(through the services' resolved view, :func:`shown_points`) and the
 sphere's click callback, so a clicked sphere point maps back to the molecule drawn there.
 The flat map's clicks go to the server's nearest shown point (``/api/.../map/nearest``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from app import data
-from app.figures import AXIS_NAMES, ColorSpec, PointTraces, split_points
-from app.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
+from app.figures import ColorSpec, PointTraces, split_points
 from app.state import ViewState
-from backend.core.groups import UNGROUPED
+from backend.core.palette import AXIS_COLORS
 from backend.services.bytecache import shared_cache
 from backend.services.map_data import MapData
-from backend.services.map_view import MapColors, MapPoints, MapQuery, continuous_colors, view_points
+from backend.services.map_view import (
+    AXIS_NAMES,
+    MapColors,
+    MapPoints,
+    MapQuery,
+    continuous_colors,
+    group_colors,
+    view_points,
+)
 
 # A stated sample the 3D view draws within the flat map's time budget (software WebGL pays for
 # every 3D marker on each frame of a rotation).
 SPHERE_MAX_POINTS = 5_000
 SPHERE_POINTS_TRACE = 1  # after the wire sphere (app/figures.py sphere_figure)
-N_GROUP_COLORS = len(GROUP_COLORS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,48 +88,14 @@ class MapLayers:
         )  # fmt: skip
 
 
-def _group_codes(data_dir: Path, dataset_id: str, grouping: str):
-    """(colour code per map row, labels, colours) of the largest groups, or None; once per stored result.
-
-    Legend entries are the groups' labels (formula, scaffold SMILES, representative's SMILES),
-    never their codes. Molecules in no group (e.g. unclustered) get their own muted class,
-    never a group colour.
-    """
-
-    def build():
-        codes = data.group_labels(data_dir, dataset_id, grouping)
-        if codes is None:
-            return None
-        label_of = data.group_label_map(data_dir, dataset_id, grouping)
-        outside = np.array([c is None for c in codes], bool)
-        names, inverse, counts = np.unique(
-            np.where(outside, "", codes.astype(str)), return_inverse=True, return_counts=True
-        )
-        grouped = np.flatnonzero(names != "") if outside.any() else np.arange(len(names))
-        top = grouped[np.argsort(-counts[grouped], kind="stable")][:N_GROUP_COLORS]
-        n_top = len(top)
-        other, none = n_top, n_top + 1
-        code_of = np.full(len(names), other, np.uint8)
-        code_of[top] = np.arange(n_top, dtype=np.uint8)
-        lab = [f"{label_of.get(str(names[t]), str(names[t]))} ({counts[t]:,})" for t in top]
-        cols = GROUP_COLORS[:n_top]
-        lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
-        if outside.any():
-            code_of[names == ""] = none
-            lab, cols = lab + [f"{UNGROUPED[grouping]} ({int(outside.sum()):,}, not a group)"], cols + [UNGROUPED_GREY]
-        return code_of[inverse], lab, cols
-
-    return data.per_result(data_dir, dataset_id, f"map_group_codes:{grouping}", build)
-
-
 def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows, axes, notes) -> ColorSpec:
     if color == "group":
-        coded = _group_codes(data_dir, dataset_id, grouping)
+        coded = group_colors(data_dir, dataset_id, grouping)
         if coded is None:
             notes.append(f"{grouping} groups are not computed for {dataset_id!r}; coloured by axis instead")
         else:
             codes, lab, cols = coded
-            return ColorSpec("categorical", codes[rows], lab, cols, title=grouping)
+            return ColorSpec("categorical", codes[rows], list(lab), list(cols), title=grouping)
     elif color == "score":
         scores = data.classifier_scores(data_dir, dataset_id)
         if np.isfinite(scores).any():
@@ -221,16 +193,18 @@ def map_query(st: ViewState, color: str = "axis") -> MapQuery:
 def shown_points(data_dir: Path, st: ViewState, layers: MapLayers) -> MapPoints:
     """The points the server aggregates for a view state's flat map.
 
-    The services' resolved view (the one the REST clicks and hover read, indexed at server start
-    for the default view) wherever its colours are the dashboard's; for group colours, which the
-    dashboard draws from its own palette, the layers' own points.
+    The services' resolved view, the one the REST clicks and hover read (indexed at server start
+    for the default view): both colour from ``backend.core.palette`` and the services' group
+    table, so the dashboard keeps no second copy of a view's points. A SMARTS the layers could
+    not use is left out, as the layers leave it out (and say why).
     """
-    if st.color != "group":
-        try:
-            return view_points(data_dir, map_query(st, st.color))
-        except data.OrientScopeError:  # e.g. a bad SMARTS: the layers skip the highlight and say why
-            pass
-    return layers.raster_points
+    query = map_query(st, st.color)
+    if layers.n_matches is None:
+        query = replace(query, smarts=None)
+    try:
+        return view_points(data_dir, query)
+    except data.OrientScopeError:  # e.g. an unknown group or property: the layers say why
+        return layers.raster_points
 
 
 def clicked_row(layers: MapLayers, curve: int, point: int) -> int | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.palette import AXIS_COLORS, LAB_FRAME
+from backend.core.palette import AXIS_COLORS, LAB_FRAME
 from backend.services.molecules import xyz_text as _xyz_text
 
 # The lab frame in one neutral colour that no data series uses: the principal axes own blue,

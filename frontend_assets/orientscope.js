@@ -91,15 +91,33 @@
     return model.selectedAtoms({}).length;
   }
 
+  // 3Dmol.js (540 kB) is not in the page (app/dashboard.py LAZY_ASSETS): the first screen does not
+  // show a molecule, so a new visitor's browser parses it only when one is shown, or once the map is
+  // drawn and the page is idle (warmViewer).
+  var threeDmolLoading = null;
+  function load3Dmol() {
+    if (typeof $3Dmol !== "undefined") { return Promise.resolve(); }
+    if (!threeDmolLoading) {
+      threeDmolLoading = new Promise(function (resolve, reject) {
+        var s = document.createElement("script");
+        s.src = "/assets/3Dmol-min.js";
+        s.onload = function () { resolve(); };
+        s.onerror = function () { threeDmolLoading = null; reject(new Error("3Dmol.js did not load")); };
+        document.head.appendChild(s);
+      });
+    }
+    return threeDmolLoading;
+  }
+
   // The first draw in a WebGL context compiles its shaders (about 0.5 s in software GL).
   // Pay that once the map is drawn, not on the user's first click.
   var WARM_SCENE = { xyz: "2\nwarm-up\nC 0 0 0\nH 0 0 1.09\n",
                      arrows: [{ start: [0, 0, 0], end: [1, 0, 0], color: "#000000", label: "x" }] };
   function warmViewer(id, tries) {
     var el = document.getElementById(id);
-    var gd = document.querySelector("#orientation-map .js-plotly-plot");
-    if (!el || typeof $3Dmol === "undefined" || el._grid) { return; }
-    var drawn = gd && gd.data && gd.data.some(function (t) { return t.meta && t.meta.kind === "points"; });
+    var map = document.getElementById("orientation-map");
+    if (!el || el._grid) { return; }
+    var drawn = map && map.hasAttribute("data-drawn");  // the map's test hook: its pixels are on screen
     if (!drawn && tries > 0) {
       setTimeout(function () { warmViewer(id, tries - 1); }, 500);
       return;
@@ -109,11 +127,13 @@
     requestAnimationFrame(function () {
       setTimeout(function () {
         idle(function () {
-          if (el._grid) { return; }
-          var grid = ensureGrid(el, { rows: 1, cols: 2, linked: true });
-          grid.forEach(function (row) {
-            row.forEach(function (v) { drawScene(v, WARM_SCENE); v.clear(); v.render(); });
-          });
+          load3Dmol().then(function () {
+            if (el._grid) { return; }
+            var grid = ensureGrid(el, { rows: 1, cols: 2, linked: true });
+            grid.forEach(function (row) {
+              row.forEach(function (v) { drawScene(v, WARM_SCENE); v.clear(); v.render(); });
+            });
+          }, function () {});
         }, { timeout: 3000 });
       }, 1000);
     });
@@ -130,8 +150,10 @@
       return null;
     }
     if (typeof $3Dmol === "undefined") {
-      el.textContent = "3Dmol.js did not load";
-      return null;
+      return load3Dmol().then(function () { return renderViewer(spec, id); }, function () {
+        el.textContent = "3Dmol.js did not load";
+        return null;
+      });
     }
     var grid = ensureGrid(el, spec);
     el._captions.innerHTML = "";

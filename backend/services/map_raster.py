@@ -44,11 +44,12 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from backend.core.palette import HIGHLIGHT, OKABE_ITO, OTHER_GREY
 from backend.core.settings import map_point_budget
 from backend.science.sphere import SQRT2
 from backend.services.bytecache import shared_cache
 from backend.services.errors import InvalidInput
-from backend.services.map_view import HIGHLIGHT, OTHER_GREY, MapPoints, MapQuery, view_points
+from backend.services.map_view import MapPoints, MapQuery, view_points
 
 
 class _OnFirstUse:
@@ -454,7 +455,7 @@ def warm_up() -> None:
     """Compile the numba kernels and datashader's aggregation paths on a tiny view (a few seconds, once),
     through the same code a request runs, so that every specialisation is compiled."""
     from backend.services.map_data import MapData
-    from backend.services.map_view import OKABE_ITO, MapColors, MapQuery
+    from backend.services.map_view import MapColors, MapQuery
 
     rng = np.random.default_rng(0)
     n = 64

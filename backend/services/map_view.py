@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from backend.core.errors import NotFoundError
+from backend.core.groups import UNGROUPED
+from backend.core.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
 from backend.services import grouping
 from backend.services.bytecache import shared_cache
 from backend.services.cache import get_view
@@ -27,12 +29,8 @@ from backend.services.map_data import AXES, TABLES, MapData, load_map_data
 from backend.services.model_audits import prediction_shift
 from backend.services.molecules import match_smarts
 
-# Okabe & Ito (2008) colour-blind-safe palette; grey for "everything else".
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-OTHER_GREY = "#BBBBBB"
-HIGHLIGHT = "#D55E00"
 AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
-N_GROUP_COLORS = 7
+N_GROUP_COLORS = len(GROUP_COLORS)
 COLOR_KINDS = ("axis", "group", "score", "prop:<name>", "shift:<audit_id>:<property>")
 
 
@@ -149,11 +147,14 @@ class MapPoints:
         return self.md.ids[self.rows[idx]]
 
 
-def _group_codes(data_dir: Path, dataset_id: str, by: str):
+def group_colors(data_dir: Path, dataset_id: str, by: str):
     """(colour code per molecule, labels, colours) of the largest groups, or None; once per stored result.
 
-    The :data:`N_GROUP_COLORS` largest groups get their own colour; all other molecules,
-    those in no group included, share "other groups".
+    The :data:`N_GROUP_COLORS` largest groups get their own colour, all other groups share
+    "other groups". Molecules in no group (e.g. unclustered) get their own muted class, never a
+    group colour. Labels are what a person reads (formula, scaffold SMILES, representative's
+    SMILES), never the groups' codes. The map image, the dashboard's points and the legend all
+    read this one table.
     """
     view = get_view(data_dir, dataset_id)
 
@@ -161,18 +162,25 @@ def _group_codes(data_dir: Path, dataset_id: str, by: str):
         codes = grouping.group_ids(view).get(by)
         if codes is None:
             return None
-        known = ~np.asarray([c is None for c in codes])
-        names, inverse, counts = np.unique(codes[known].astype(str), return_inverse=True, return_counts=True)
-        top = np.argsort(-counts, kind="stable")[:N_GROUP_COLORS]
-        code_of = np.full(len(names), len(top), np.uint8)
-        code_of[top] = np.arange(len(top), dtype=np.uint8)
-        per_molecule = np.full(codes.size, len(top), np.uint8)
-        per_molecule[known] = code_of[inverse]
-        lab = [f"{by} {grouping.group_label(view, by, names[t])} ({counts[t]})" for t in top]
-        cols = list(OKABE_ITO[: len(top)])
-        if len(names) > len(top) or not known.all():
-            lab, cols = lab + ["other groups"], cols + [OTHER_GREY]
-        return per_molecule, tuple(lab), tuple(cols)
+        label_of = grouping.group_label_map(view, by)
+        outside = np.array([c is None for c in codes], bool)
+        names, inverse, counts = np.unique(
+            np.where(outside, "", codes.astype(str)), return_inverse=True, return_counts=True
+        )
+        grouped = np.flatnonzero(names != "") if outside.any() else np.arange(len(names))
+        top = grouped[np.argsort(-counts[grouped], kind="stable")][:N_GROUP_COLORS]
+        n_top = len(top)
+        other, none = n_top, n_top + 1
+        code_of = np.full(len(names), other, np.uint8)
+        code_of[top] = np.arange(n_top, dtype=np.uint8)
+        labels = [f"{label_of.get(str(names[t]), str(names[t]))} ({counts[t]:,})" for t in top]
+        colors = GROUP_COLORS[:n_top]
+        labels, colors = labels + ["other groups"], colors + [OTHER_GREY]
+        if outside.any():
+            code_of[names == ""] = none
+            labels += [f"{UNGROUPED[by]} ({int(outside.sum()):,}, not a group)"]
+            colors += [UNGROUPED_GREY]
+        return code_of[inverse], tuple(labels), tuple(colors)
 
     return view.extra(f"map_group_codes:{by}", build)
 
@@ -193,7 +201,7 @@ def continuous_colors(values: np.ndarray, title: str) -> MapColors:
 def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, notes: list[str]) -> MapColors:
     view = get_view(data_dir, q.dataset)
     if q.color == "group":
-        coded = _group_codes(data_dir, q.dataset, q.grouping)
+        coded = group_colors(data_dir, q.dataset, q.grouping)
         if coded is not None:
             codes, labels, colors = coded
             return MapColors("categorical", q.grouping, codes=codes[rows], labels=labels, colors=colors)
@@ -218,7 +226,11 @@ def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, not
         return continuous_colors(shift[rows], f"prediction shift: {name}")
     codes = (axis - 1).astype(np.uint8)
     return MapColors(
-        "categorical", "axis", codes=codes, labels=tuple(AXIS_NAMES[a] for a in AXES), colors=OKABE_ITO[:3]
+        "categorical",
+        "axis",
+        codes=codes,
+        labels=tuple(AXIS_NAMES[a] for a in AXES),
+        colors=tuple(AXIS_COLORS[a] for a in AXES),
     )
 
 

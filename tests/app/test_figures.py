@@ -26,7 +26,7 @@ from app.figures import (
     split_points,
     typed_arrays,
 )
-from app.palette import OKABE_ITO, OTHER_GREY
+from backend.core.palette import OKABE_ITO, OTHER_GREY
 
 
 def _axis_spec(n_points: int) -> ColorSpec:

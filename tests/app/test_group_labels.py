@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 
 from app import panels
-from app.mapview import map_layers
-from app.palette import GROUP_COLORS, UNGROUPED_GREY
+from app.mapview import map_layers, map_query, shown_points
 from app.state import ViewState
+from backend.core.palette import GROUP_COLORS, UNGROUPED_GREY
 from backend.services.cache import get_view
 from backend.services.grouping import group_ids, group_label_map
+from backend.services.map_view import view_points
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +92,17 @@ def test_groups_summary_says_when_the_table_is_truncated():
     listing = {"total": 399, "groups": [{}] * 200, "ungrouped": {"label": "unclustered", "size": 0}}
     assert panels.groups_summary(listing, 200) == "showing the 200 largest of 399 groups."
     assert panels.groups_summary({"total": 12}, 12) == "12 groups."
+
+
+def test_the_map_image_of_group_colours_is_the_services_view_with_the_dashboards_legend(unclustered_store):
+    """One palette and one group table: the image the server draws for colour-by-group is the
+    services' resolved view (no second copy of the points), coloured exactly as the legend says."""
+    st = ViewState(dataset="qm9", view="map", color="group", grouping="cluster")
+    layers = map_layers(unclustered_store, st)
+    points = shown_points(unclustered_store, st, layers)
+    assert points is view_points(unclustered_store, map_query(st, "group"))
+    assert list(points.colors.labels) == list(layers.color.labels)
+    assert list(points.colors.colors) == list(layers.color.colors)
+    drawn = dict(zip(layers.rows.tolist(), np.asarray(layers.color.values).tolist(), strict=True))
+    served = dict(zip(points.rows.tolist(), points.colors.codes.tolist(), strict=True))
+    assert drawn == served

@@ -49,8 +49,9 @@ def synthetic_xy(n_points: int, seed: int = SEED) -> tuple[np.ndarray, np.ndarra
 
 
 def build_points(n_molecules: int):
+    from backend.core.palette import OKABE_ITO
     from backend.services.map_data import MapData
-    from backend.services.map_view import AXIS_NAMES, OKABE_ITO, MapColors, MapPoints, MapQuery
+    from backend.services.map_view import AXIS_NAMES, MapColors, MapPoints, MapQuery
 
     x, y = synthetic_xy(3 * n_molecules)
     rows = (np.arange(3 * n_molecules, dtype=np.int32) // 3).astype(np.int32)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from backend.core.palette import OKABE_ITO
 from backend.services import map_raster as mr
 from backend.services.errors import InvalidInput
 from backend.services.map_data import MapData
-from backend.services.map_view import OKABE_ITO, MapColors, MapPoints, MapQuery
+from backend.services.map_view import MapColors, MapPoints, MapQuery
 
 N = 2000
 VP = mr.Viewport(-2.0, 2.0, -1.0, 1.0, 40, 20)

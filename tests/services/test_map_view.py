@@ -35,7 +35,8 @@ def test_colour_by_group_score_and_property(toy_dir):
     label_of = dict(zip(TOY_IDS, ["H2O", "CO2", "CH4", "C6H6", "X", "X", "X", "X"], strict=True))
     for i in range(groups.size):
         shown = groups.colors.labels[groups.colors.codes[i]]
-        assert shown.startswith(f"formula {label_of[groups.md.ids[groups.rows[i]]]} (")
+        assert shown.startswith(f"{label_of[groups.md.ids[groups.rows[i]]]} (")  # the legend's title says formula
+    assert groups.colors.title == "formula"
     score = view_points(toy_dir, MapQuery("toy", color="score"))
     np.testing.assert_allclose(score.colors.values, np.array(TOY_SCORES)[score.rows], rtol=1e-6)
     assert score.colors.kind == "continuous" and score.colors.lo < score.colors.hi

@@ -1,4 +1,7 @@
-"""Every colour the dashboard draws with, in one place, each meaning one thing.
+"""Every colour the map, the dashboard and the exports draw with, in one place, each meaning one thing.
+
+In the core layer so that the services' server-side map image and the dashboard's figures
+colour a view identically (and can share one resolved view).
 
 Okabe & Ito (2008) colour-blind-safe hues. The three principal axes own blue,
 orange and green; the SMARTS highlight owns vermillion; the lab frame of the
