@@ -208,15 +208,15 @@ def _nearest(x, y, cx, cy, sx, sy, radius):  # pragma: no cover - compiled
 class _SortedView:
     """A view's points sorted by x, as the DataFrame datashader reads: a region is then a slab of rows.
 
-    frame columns: x, y (float32), c (category) or v (float32 value), r (int32 molecule row),
-    i (int32 index of the point in the view's draw order).
+    frame columns: x, y (float32), c (category) or v (float32 value), r (int32 molecule row), and
+    i (int32 index of the point in the view's arrays) unless the view is stored sorted by x.
     """
 
     frame: pd.DataFrame
     x: np.ndarray  # (m,) float32, ascending
 
-    def slab(self, x0: float, x1: float) -> pd.DataFrame:
-        """The rows with x0 <= x <= x1 (a view of the frame, no copy)."""
+    def span(self, x0: float, x1: float) -> tuple[int, int]:
+        """[a, b): the rows with x0 <= x <= x1."""
         # Bounds in the array's own dtype: a float64 bound would make numpy convert all of x first.
         lo, hi = self.x.dtype.type(x0), self.x.dtype.type(x1)
         if float(lo) < x0:  # rounded down (compared as Python floats: numpy would compare in float32)
@@ -224,21 +224,33 @@ class _SortedView:
         if float(hi) > x1:
             hi = np.nextafter(hi, self.x.dtype.type(-np.inf))
         a, b = np.searchsorted(self.x, lo, side="left"), np.searchsorted(self.x, hi, side="right")
-        return self.frame.iloc[int(a) : int(b)]
+        return int(a), int(b)
+
+    def slab(self, x0: float, x1: float) -> pd.DataFrame:
+        """The rows with x0 <= x <= x1 (a view of the frame, no copy)."""
+        a, b = self.span(x0, x1)
+        return self.frame.iloc[a:b]
 
 
 def _sorted(points: MapPoints) -> _SortedView:
     """The view's x-sorted frame (built once per view: one argsort of its points)."""
 
     def build():
-        order = np.argsort(points.x).astype(np.int32)  # ties in any order: aggregation does not care
-        columns = {"x": points.x[order], "y": points.y[order]}
         c = points.colors
-        if c.kind == "categorical":
-            columns["c"] = pd.Categorical.from_codes(c.codes[order].astype(np.int8), categories=range(len(c.colors)))
+        if points.draw is not None:  # stored sorted (map_view.sorted_by_x): the frame reads its arrays
+            order, columns = None, {"x": points.x, "y": points.y}
         else:
-            columns["v"] = c.values[order]
-        columns |= {"r": points.rows[order].astype(np.int32, copy=False), "i": order}
+            order = np.argsort(points.x).astype(np.int32)  # ties in any order: aggregation does not care
+            columns = {"x": points.x[order], "y": points.y[order]}
+        take = (lambda a: a) if order is None else (lambda a: a[order])
+        if c.kind == "categorical":
+            codes = take(c.codes).view(np.int8) if len(c.colors) < 128 else take(c.codes).astype(np.int16)
+            columns["c"] = pd.Categorical.from_codes(codes, categories=range(len(c.colors)))
+        else:
+            columns["v"] = take(c.values)
+        columns["r"] = take(points.rows).astype(np.int32, copy=False)
+        if order is not None:
+            columns["i"] = order
         frame = pd.DataFrame(columns, copy=False)
         return _SortedView(frame, frame["x"].to_numpy())
 
@@ -253,7 +265,7 @@ def _frame(points: MapPoints, vp: Viewport) -> pd.DataFrame:
 def _matches(points: MapPoints) -> _SortedView:
     def build():
         frame = _sorted(points).frame
-        keep = points.highlight[frame["i"].to_numpy()]
+        keep = points.highlight if points.draw is not None else points.highlight[frame["i"].to_numpy()]
         sub = frame[keep].reset_index(drop=True)
         return _SortedView(sub, sub["x"].to_numpy())
 
@@ -369,10 +381,13 @@ def region_stats(points: MapPoints, vp: Viewport) -> tuple[int, int]:
 
 def _region_index(points: MapPoints, vp: Viewport) -> np.ndarray:
     """Indices (into the view's points, in draw order) of the points inside the viewport."""
-    slab = _frame(points, vp)
+    view = _sorted(points)
+    a, b = view.span(vp.x0, vp.x1)
+    slab = view.frame.iloc[a:b]
     y = slab["y"].to_numpy()
-    inside = (y >= vp.y0) & (y <= vp.y1)
-    return np.sort(slab["i"].to_numpy()[inside]).astype(np.int64)
+    inside = np.flatnonzero((y >= vp.y0) & (y <= vp.y1))
+    idx = a + inside if points.draw is not None else slab["i"].to_numpy()[inside]
+    return points.in_draw_order(idx.astype(np.int64))
 
 
 def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budget: int | None = None) -> MapRender:
@@ -440,9 +455,13 @@ def nearest_point(
         raise InvalidInput(f"click position ({x}, {y}) must be finite", ("query", "x"))
     if not (sx > 0 and sy > 0 and np.isfinite(sx) and np.isfinite(sy)):
         raise InvalidInput(f"pixel size ({sx}, {sy}) must be positive", ("query", "width"))
-    slab = _sorted(points).slab(x - radius_px * sx, x + radius_px * sx)  # only points that close in x can be
+    view = _sorted(points)
+    a, b = view.span(x - radius_px * sx, x + radius_px * sx)  # only points that close in x can be
+    slab = view.frame.iloc[a:b]
     i = _nearest(slab["x"].to_numpy(), slab["y"].to_numpy(), np.float64(x), np.float64(y), sx, sy, float(radius_px))
-    return None if i < 0 else int(slab["i"].to_numpy()[i])
+    if i < 0:
+        return None
+    return a + int(i) if points.draw is not None else int(slab["i"].to_numpy()[i])
 
 
 def prepare(points: MapPoints) -> None:

@@ -115,6 +115,7 @@ class MapPoints:
     n_molecules: int
     n_matches: int | None
     notes: tuple[str, ...] = ()
+    draw: np.ndarray | None = None  # (m,) int32 place of each point in the draw order, when stored sorted by x
     _memo: dict = field(default_factory=dict, repr=False)
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -133,6 +134,8 @@ class MapPoints:
         """Bytes of this view's own arrays and derived frames (the shared map data is cached on its own)."""
         extra = self.highlight.nbytes if self.highlight is not None else 0
         own = self.x.nbytes + self.y.nbytes + self.rows.nbytes + self.axis.nbytes + self.colors.nbytes + extra
+        if self.draw is not None:  # the aggregation frame reads these arrays: only category codes are copied
+            return own + self.draw.nbytes + self.size
         return 2 * own  # the aggregation frame (categorical codes, matches) built from them on first use
 
     @cached_property
@@ -141,6 +144,12 @@ class MapPoints:
         if not self.size:
             return (0.0, 0.0, 0.0, 0.0)
         return (float(self.x.min()), float(self.x.max()), float(self.y.min()), float(self.y.max()))
+
+    def in_draw_order(self, idx: np.ndarray) -> np.ndarray:
+        """The point indices ``idx`` reordered as the seeded draw order draws them."""
+        if self.draw is None:
+            return np.sort(idx)
+        return idx[np.argsort(self.draw[idx], kind="stable")]
 
     def ids(self, idx: np.ndarray) -> np.ndarray:
         """Molecule ids of the points ``idx``."""
@@ -256,7 +265,28 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
         highlight = match[rows]
     n_molecules = md.n_molecules if mask is None else int(mask.sum())
     colors = _colors(data_dir, q, rows, axis, notes)
-    return MapPoints(q, md, x, y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes))
+    return sorted_by_x(MapPoints(q, md, x, y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes)))
+
+
+def sorted_by_x(points: MapPoints) -> MapPoints:
+    """The same view stored sorted by x, with each point's place in the draw order kept in ``draw``.
+
+    The aggregation reads a region as a slab of x-sorted rows; stored this way, the view is that
+    frame itself (at 30M points 540 MB, against 420 MB of arrays plus a 510 MB sorted copy).
+    """
+    if points.draw is not None:
+        return points
+    order = np.argsort(points.x, kind="stable").astype(np.int32)
+    c = points.colors
+    colors = MapColors(
+        c.kind, c.title, codes=None if c.codes is None else c.codes[order], labels=c.labels, colors=c.colors,
+        values=None if c.values is None else c.values[order], lo=c.lo, hi=c.hi,
+    )  # fmt: skip
+    return MapPoints(
+        points.query, points.md, points.x[order], points.y[order], points.rows[order].astype(np.int32, copy=False),
+        points.axis[order], colors, None if points.highlight is None else points.highlight[order],
+        points.n_molecules, points.n_matches, points.notes, draw=order,  # sorted point k was drawn order[k]-th
+    )  # fmt: skip
 
 
 def view_points(data_dir: Path, query: MapQuery) -> MapPoints:

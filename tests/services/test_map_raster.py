@@ -9,7 +9,7 @@ from backend.core.palette import OKABE_ITO
 from backend.services import map_raster as mr
 from backend.services.errors import InvalidInput
 from backend.services.map_data import MapData
-from backend.services.map_view import MapColors, MapPoints, MapQuery
+from backend.services.map_view import MapColors, MapPoints, MapQuery, sorted_by_x
 
 N = 2000
 VP = mr.Viewport(-2.0, 2.0, -1.0, 1.0, 40, 20)
@@ -260,3 +260,29 @@ def test_region_bounds_hold_exactly_for_float32_points():
     render = mr.render_map(moved, vp, budget=10**6)
     np.testing.assert_array_equal(render.index, np.flatnonzero(inside))
     assert mr.render_map(moved, vp, budget=0).n_points == inside.sum()
+
+
+@pytest.mark.parametrize("colors", ["categorical", "continuous"])
+def test_a_view_stored_sorted_by_x_draws_clicks_and_counts_as_the_draw_ordered_one(colors):
+    """sorted_by_x (how view_points stores a view, without a second sorted copy) changes no answer."""
+    plain = _points(colors, highlight=True, seed=3)
+    stored = sorted_by_x(plain)
+    assert np.all(np.diff(stored.x) >= 0) and stored.draw is not None
+    np.testing.assert_array_equal(stored.rows[np.argsort(stored.draw)], plain.rows)  # the draw order is kept
+    image_a, image_b = mr.render_map(plain, VP, budget=0), mr.render_map(stored, VP, budget=0)
+    np.testing.assert_array_equal(image_a.rgba, image_b.rgba)
+    np.testing.assert_array_equal(image_a.counts, image_b.counts)
+    small = mr.Viewport(-0.3, 0.2, -0.2, 0.3, 40, 20)
+    pts_a, pts_b = mr.render_map(plain, small, budget=10**6), mr.render_map(stored, small, budget=10**6)
+    assert pts_a.mode == pts_b.mode == "points" and pts_a.index.size > 10
+    np.testing.assert_array_equal(plain.rows[pts_a.index], stored.rows[pts_b.index])  # same points, same order
+    np.testing.assert_array_equal(plain.x[pts_a.index], stored.x[pts_b.index])
+    rng = np.random.default_rng(4)
+    for cx, cy in rng.uniform([-2, -1], [2, 1], (30, 2)):
+        a = mr.nearest_point(plain, cx, cy, VP.pixel_size)
+        b = mr.nearest_point(stored, cx, cy, VP.pixel_size)
+        assert (a is None) == (b is None)
+        if a is not None:  # equally near points may differ; their distance may not
+            da = np.hypot((plain.x[a] - cx) / VP.pixel_size[0], (plain.y[a] - cy) / VP.pixel_size[1])
+            db = np.hypot((stored.x[b] - cx) / VP.pixel_size[0], (stored.y[b] - cy) / VP.pixel_size[1])
+            assert da == pytest.approx(db)
