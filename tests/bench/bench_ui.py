@@ -297,7 +297,9 @@ Above `ORIENTSCOPE_MAP_POINT_BUDGET` (200,000 points in view) the page's layout 
 datashader image of the map (PNG) under vector overlays, so no callback runs before the map draws; a zoom
 sends the visible region back and is timed until the new image or points are on screen (`data-drawn`). A
 click asks the server for the nearest shown point within 5 px and is timed until the first task after the
-next frame, whose commit waits for the 3D viewer's WebGL draw.
+next frame, whose commit waits for the 3D viewer's WebGL draw. The page carries only the scripts the first
+screen draws with (Dash, plotly.js, the dcc graph and dropdown chunks: about 6 MB to parse instead of 10 MB
+with Dash's eager loading); 3Dmol.js loads once the map is drawn or a molecule is shown.
 Machine: 1-min load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after; a fixed Python loop took
 {cpu_before:.2f} s before and {cpu_reference_s():.2f} s after (0.65 s on a quiet moment of this shared 2-core machine,
 up to 1.1 s on a busy one; the map's software-WebGL draw alone takes 0.8-1.9 s).
