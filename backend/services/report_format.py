@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from backend.services.report import format_kl
+from backend.services.report import format_kl, format_number
 
 # p-values under this are shown as a bound: below ~1e-300 a float p is 0 or denormal.
 P_FLOOR = 1e-300
@@ -43,14 +43,6 @@ class Section:
 
 def _finite(x) -> bool:
     return isinstance(x, int | float) and math.isfinite(x)
-
-
-def format_number(x, fmt: str = ".3f") -> str:
-    """``x`` in ``fmt``; '–' for missing or non-finite values; never a negative zero."""
-    if not _finite(x):
-        return "–"
-    text = format(x, fmt)
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def format_p(p) -> str:
