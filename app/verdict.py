@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dash import html
 
-from backend.services.report_format import KL_LANDMARK, TOOLTIPS, Section, headline, report_sections
+from backend.services.report_format import KL_LANDMARK, TOOLTIPS, Section, format_number, headline, report_sections
 
 VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"
@@ -67,10 +67,13 @@ def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
     marks = [
         at(0.0, "uniform", "0 = uniform", "0 = orientations as random as a uniform rotation"),
         at(KL_LANDMARK, "landmark", f"QM9 {KL_LANDMARK:.2f}", "full QM9 as stored (the paper's figure)"),
-        at(kl, "dataset", f"this set {kl:.2f}", "this dataset's KL to uniform"),
+        at(kl, "dataset", f"this set {format_number(kl, '.2f')}", "this dataset's KL to uniform"),
     ]
     if control is not None:
-        marks.insert(1, at(control, "control", f"control {control:.2f}", "the same molecules, randomly rotated"))
+        marks.insert(
+            1,
+            at(control, "control", f"control {format_number(control, '.2f')}", "the same molecules, randomly rotated"),
+        )
     return html.Div([html.Div(className="kl-track"), *marks], className="kl-scale", title=TOOLTIPS["kl"])
 
 

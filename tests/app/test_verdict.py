@@ -83,3 +83,10 @@ def test_a_column_without_any_value_is_left_out():
 
 def _tables(children):
     return [c for root in children for c in components_of(root) if type(c).__name__ == "Table"]
+
+
+def test_kl_scale_never_shows_a_negative_zero():
+    from app.verdict import kl_scale
+
+    text = _text(kl_scale(0.907, -0.0004))
+    assert "control 0.00" in text and "-0.00" not in text and "this set 0.91" in text
