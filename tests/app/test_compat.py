@@ -150,3 +150,24 @@ def test_private_dash_and_plotly_names_appear_only_in_the_compat_places():
     # and the compat module really holds them (so the grep above looks for the right spellings)
     assert PRIVATE_PY.search((ROOT / "app" / "compat.py").read_text())
     assert PRIVATE_JS.search(JS_SECTION.search(js).group())
+
+
+def test_canary_first_screen_scripts_are_dashs_own_long_cached_urls_and_the_graph_reuses_window_plotly():
+    import dash
+    from fastapi.testclient import TestClient
+
+    server = FastAPI()
+    app = dash.Dash(
+        __name__, server=server, backend="fastapi", serve_locally=True, eager_loading=False,
+        external_scripts=compat.first_screen_scripts(),
+    )  # fmt: skip
+    app.layout = html.Div([dcc.Graph(id="g"), dcc.Dropdown(id="d")])
+    with TestClient(server) as client:
+        index = client.get("/").text
+        assert "async-mathjax" not in index and "async-markdown" not in index  # not eagerly loaded
+        for url in compat.first_screen_scripts():
+            assert url in index
+            answer = client.get(url)
+            assert answer.status_code == 200 and "max-age=31536000" in answer.headers["cache-control"], url
+    library = (Path(dash.__file__).parent / "dcc" / "dash_core_components.js").read_text()
+    assert "window.Plotly||" in library  # the lazy graph takes plotly.js from the page when it is there
