@@ -22,11 +22,11 @@ t1 = time.perf_counter()
 ensure_dataset(data_dir, "qm9")
 t2 = time.perf_counter()
 stages = {}
-def progress(stage, i, n, f, msg):
-    if f == 0.0:
-        stages[stage] = time.perf_counter()
-    elif f >= 1.0:
-        stages[stage] = time.perf_counter() - stages[stage]
+first = {}
+def progress(fraction, message, stage=""):
+    now = time.perf_counter()
+    first.setdefault(stage, now)
+    stages[stage] = now - first[stage]
 precompute(data_dir, "qm9", make_params(), stages=["frames", "statistics"], progress=progress)
 t3 = time.perf_counter()
 from backend.services.report import build_report

@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from backend.science.substructure import SubstructureIndex, search_smarts
@@ -15,14 +14,32 @@ def test_smarts_finds_the_right_ids_with_and_without_prefilter():
     assert result.indices.tolist() == [0, 1, 2, 4, 6] and result.complete
 
 
-def test_matches_agree_with_full_scan_on_real_molecules(qm9_small):
-    with_pf, without = (
-        SubstructureIndex(list(qm9_small.smiles)),
-        SubstructureIndex(list(qm9_small.smiles), prefilter=False),
-    )
-    for smarts in ["C=O", "[#7]~[#6]~[#8]", "C1CC1", "[OH]", "C#N", "[R2]"]:
-        a, b = with_pf.search(smarts).indices, without.search(smarts).indices
-        assert np.array_equal(a, b) and len(a) > 0
+TRICKY = [
+    "[NH3+]CC([O-])=O",
+    "C[C@H](N)C(=O)O",
+    "c1cc[nH]c1",
+    "O=[N+]([O-])c1ccccc1",
+    "F/C=C/F",
+    "[2H]C",
+    "C1CC2CCC1C2",
+]
+
+
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_matches_agree_with_a_plain_rdkit_scan(qm9_small, prefilter):
+    from rdkit import Chem
+
+    smiles = list(qm9_small.smiles) + TRICKY
+    mols = [Chem.MolFromSmiles(s) for s in smiles]
+    index = SubstructureIndex(smiles, prefilter=prefilter)
+    queries = ["C=O", "[#7]~[#6]~[#8]", "C1CC1", "[OH]", "C#N", "[R2]", "[nH]", "[N+]", "[O-]", "[C@H]", "[2H]", "[x3]"]
+    for smarts in queries:
+        pattern = Chem.MolFromSmarts(smarts)
+        expected = [i for i, m in enumerate(mols) if m is not None and m.HasSubstructMatch(pattern)]
+        assert index.search(smarts).indices.tolist() == expected, smarts
+    n = len(qm9_small.smiles)
+    assert {n, n + 3} <= set(index.search("[N+]").indices.tolist()) and n + 2 in index.search("[nH]").indices
+    assert n + 1 in index.search("[C@H]").indices and n + 5 in index.search("[2H]").indices
 
 
 def test_invalid_smarts_and_limits():
