@@ -67,6 +67,8 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     if isinstance(value, dict):
         return sys.getsizeof(value) + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
     if isinstance(value, list | tuple | set | frozenset):
+        if set(map(type, value)) <= _SCALARS:  # e.g. a map's 130k hover ids: sized in C, not walked one by one
+            return sys.getsizeof(value) + sum(map(sys.getsizeof, value))
         return sys.getsizeof(value) + sum(nbytes(v, seen) for v in value)
     if hasattr(value, "to_plotly_json"):  # Dash components and plotly figures: what they send
         return nbytes(value.to_plotly_json(), seen)
@@ -74,6 +76,9 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     if fields is not None:
         return sys.getsizeof(value) + nbytes(fields, seen)
     return sys.getsizeof(value)
+
+
+_SCALARS = {str, bytes, int, float, bool, type(None)}
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """The byte-bounded cache: the bound holds, least recently used goes first, oversize items are not kept."""
 
+import sys
+
 import numpy as np
 import pytest
 from dash import html
@@ -70,6 +72,14 @@ def test_nbytes_counts_arrays_strings_containers_and_shared_objects_once():
 
     assert nbytes(Sized()) == 123
     assert nbytes(html.Div("x" * 3_000, id="d")) >= 3_000  # a component: what it sends
+
+
+def test_nbytes_of_a_list_of_scalars_counts_every_element():
+    ids = [f"gdb_{i:06d}" for i in range(10_000)]
+    assert nbytes(ids) == sys.getsizeof(ids) + sum(sys.getsizeof(s) for s in ids)
+    mixed = [1, 2.5, None, True, b"xy", "z" * 1_000]
+    assert nbytes(mixed) == sys.getsizeof(mixed) + sum(sys.getsizeof(v) for v in mixed)
+    assert nbytes(["a" * 1_000, _block(5_000)]) >= 6_000  # not all scalars: walked, the array counted in full
 
 
 def test_budget_from_the_environment(monkeypatch):
