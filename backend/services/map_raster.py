@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import base64
 import importlib
-import io
+import struct
+import zlib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -42,7 +43,6 @@ from pathlib import Path
 import numba
 import numpy as np
 import pandas as pd
-from PIL import Image
 
 from backend.core.palette import HIGHLIGHT, OKABE_ITO, OTHER_GREY
 from backend.core.settings import map_point_budget
@@ -167,9 +167,25 @@ class MapRender:
         """The image as PNG bytes (image mode only)."""
         if self.rgba is None:
             raise ValueError("a points-mode render has no image")
-        buf = io.BytesIO()
-        Image.fromarray(self.rgba, "RGBA").save(buf, format="PNG", compress_level=1)  # speed over size
-        return buf.getvalue()
+        return png_rgba(self.rgba)
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png_rgba(rgba: np.ndarray) -> bytes:
+    """(h, w, 4) uint8 RGBA, top row first, as a PNG: no row filter, zlib level 1.
+
+    A map image is half transparent and speckled: PIL's per-row filter search cost three times
+    as long (45 ms against 14 ms for 900 × 458 pixels) and gave a larger file (470 against 300 kB).
+    """
+    h, w, _ = rgba.shape
+    raw = np.zeros((h, 4 * w + 1), np.uint8)  # each row: filter type 0 (none), then its pixels
+    raw[:, 1:] = rgba.reshape(h, 4 * w)
+    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)  # 8 bits per channel, RGBA, no interlace
+    idat = zlib.compress(raw.tobytes(), 1)
+    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
 
 
 @numba.njit(cache=True, nogil=True)
@@ -186,6 +202,46 @@ def _region_stats(x, y, rows, x0, x1, y0, y1, n_rows):  # pragma: no cover - com
                 seen[r] = True
                 n_rows_seen += 1
     return n_points, n_rows_seen
+
+
+@numba.njit(cache=True, nogil=True)
+def _shade_categories(per_cat, rgb, min_alpha):  # pragma: no cover - compiled
+    """The categorical shading rule (module docstring) in two passes over the aggregate.
+
+    per_cat : (h, w, k) counts, rows from the bottom; rgb : (k, 3) float64 category colours.
+    Returns rgba (h, w, 4) uint8 top row first, counts (h, w) uint32 and dominant (h, w) int16
+    (the first most frequent category, -1 where empty), rows from the bottom.
+    """
+    h, w, k = per_cat.shape
+    counts = np.zeros((h, w), np.uint32)
+    dominant = np.full((h, w), -1, np.int16)
+    top = 2
+    for i in range(h):
+        for j in range(w):
+            total, best, best_n = 0, -1, 0
+            for c in range(k):
+                n = per_cat[i, j, c]
+                total += n
+                if n > best_n:
+                    best, best_n = c, n
+            counts[i, j] = total
+            dominant[i, j] = best
+            top = max(top, total)
+    rgba = np.zeros((h, w, 4), np.uint8)
+    scale = (255.0 - min_alpha) / np.log(top)
+    for i in range(h):
+        for j in range(w):
+            total = counts[i, j]
+            if total == 0:
+                continue
+            out = rgba[h - 1 - i, j]
+            for ch in range(3):
+                acc = 0.0
+                for c in range(k):
+                    acc += per_cat[i, j, c] * rgb[c, ch]
+                out[ch] = min(int(acc / total), 255)
+            out[3] = min(int(min_alpha + scale * np.log(total)), 255)
+    return rgba, counts, dominant
 
 
 @numba.njit(cache=True, nogil=True)
@@ -290,25 +346,55 @@ def _image_color(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
     canvas, c = _canvas(vp), points.colors
     frame = _frame(points, vp)
     if c.kind == "categorical":
-        agg = canvas.points(frame, "x", "y", dsh.count_cat("c"))
-        per_cat = agg.data  # (h, w, k) from the bottom row
-        counts = per_cat.sum(axis=2).astype(np.uint32)
-        out.update(counts=counts, dominant=np.where(counts > 0, per_cat.argmax(axis=2), -1).astype(np.int16))
-        if not counts.any():
-            return np.zeros((vp.height, vp.width, 4), np.uint8)
-        key = {k: col for k, col in enumerate(c.colors)}
-        img = tf.shade(
-            agg, color_key=key, how="log", min_alpha=MIN_ALPHA, color_baseline=0, span=(1, max(int(counts.max()), 2))
-        )
-        return _rgba(img)
+        per_cat = canvas.points(frame, "x", "y", dsh.count_cat("c")).data  # (h, w, k) from the bottom row
+        # datashader's own categorical shading took 75 ms of a QM9 map's 100 ms; this one pass takes ~3 ms
+        rgb = np.stack([_hex_rgba(col)[:3] for col in c.colors]).astype(np.float64)
+        rgba, counts, dominant = _shade_categories(per_cat, rgb, float(MIN_ALPHA))
+        out.update(counts=counts, dominant=dominant)
+        return rgba
     agg = canvas.points(frame, "x", "y", dsh.summary(n=dsh.count(), mean=dsh.mean("v")))
     counts = agg["n"].data.astype(np.uint32)
     mean = agg["mean"].data.astype(np.float32)
     out.update(counts=counts, mean=mean)
-    clipped = agg["mean"].clip(c.lo, c.hi)
-    rgba = _rgba(tf.shade(clipped, cmap=list(CIVIDIS), how="linear", span=(c.lo, c.hi)))
-    no_value = ((counts > 0) & ~np.isfinite(mean))[::-1]
-    rgba[no_value] = _hex_rgba(OTHER_GREY)
+    return _shade_values(agg["mean"].data, counts, c.lo, c.hi)
+
+
+def _shade_values(mean: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """The property rule (module docstring): Cividis interpolated linearly between ``lo`` and ``hi``
+    (clipped, channels truncated), opaque; grey where a pixel's points have no value.
+
+    mean, counts : (h, w) rows from the bottom → rgba (h, w, 4) top row first; the same pixels as
+    datashader's ``shade(how="linear")`` in a tenth of its time (it copies the whole grid several times).
+    """
+    stops = np.linspace(0.0, hi - lo, len(CIVIDIS))
+    palette = np.stack([_hex_rgba(c)[:3] for c in CIVIDIS]).astype(np.float64)
+    return _shade_kernel(mean, counts, float(lo), float(hi), stops, palette, _hex_rgba(OTHER_GREY))
+
+
+@numba.njit(cache=True, nogil=True)
+def _shade_kernel(mean, counts, lo, hi, stops, palette, grey):  # pragma: no cover - compiled
+    h, w = mean.shape
+    rgba = np.zeros((h, w, 4), np.uint8)
+    last = stops.size - 1
+    for i in range(h):
+        r = h - 1 - i
+        for j in range(w):
+            m = mean[i, j]
+            if np.isnan(m):
+                if counts[i, j] > 0:
+                    for ch in range(4):
+                        rgba[r, j, ch] = grey[ch]
+                continue
+            v = min(max(m, lo), hi) - lo
+            k = np.searchsorted(stops, v, side="right") - 1  # stops[k] <= v < stops[k + 1], as numpy.interp
+            for ch in range(3):
+                if k >= last:
+                    c = palette[last, ch]
+                else:
+                    slope = (palette[k + 1, ch] - palette[k, ch]) / (stops[k + 1] - stops[k])
+                    c = slope * (v - stops[k]) + palette[k, ch]
+                rgba[r, j, ch] = np.uint8(c)
+            rgba[r, j, 3] = 255
     return rgba
 
 
