@@ -35,7 +35,7 @@ from backend.core.settings import (
     env_flag,
 )
 from backend.services import map_raster
-from backend.services.cache import MAX_VIEWS
+from backend.services.cache import view_cache
 from backend.services.datasets import READY, dataset_summary, list_datasets
 from backend.services.errors import NotComputed
 from backend.services.map_view import MapQuery, view_points
@@ -82,19 +82,29 @@ def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
         map_raster.warm_up()  # numba and datashader compile their kernels once per process (seconds)
     except Exception:  # the first map request would compile them instead
         log.exception("warming the map aggregation failed")
-    for info in list_datasets(data_dir)[:MAX_VIEWS]:
-        if info.status == READY:
-            try:
-                dataset_summary(data_dir, info.id)
-                map_raster.prepare(view_points(data_dir, MapQuery(info.id)))  # the default map view, indexed
-                page = list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
-                for by in ("pose", "chemistry") if page.items else ():  # k-d tree and fingerprint columns
-                    try:
-                        neighbors(data_dir, info.id, page.items[0]["id"], by, 1)
-                    except NotComputed:  # no chemistry stage for this dataset
-                        pass
-            except Exception:  # a warm-up failure must never stop the server; requests will report it
-                log.exception("warming %s failed", info.id)
+    # Warm datasets in listed order while the view cache has room for one more of the largest seen
+    # so far, so warming never evicts a dataset it has just loaded.
+    views = view_cache()
+    largest = 0
+    for info in list_datasets(data_dir):
+        if info.status != READY:
+            continue
+        if views.max_bytes - views.current_bytes < largest:  # the next one would likely evict a warmed one
+            break
+        before = views.current_bytes
+        try:
+            dataset_summary(data_dir, info.id)
+            map_raster.prepare(view_points(data_dir, MapQuery(info.id)))  # the default map view, indexed
+            page = list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
+            for by in ("pose", "chemistry") if page.items else ():  # k-d tree and fingerprint columns
+                try:
+                    neighbors(data_dir, info.id, page.items[0]["id"], by, 1)
+                except NotComputed:  # no chemistry stage for this dataset
+                    pass
+            views.get(data_dir, info.id)  # re-weighs the view with the pieces just built
+        except Exception:  # a warm-up failure must never stop the server; requests will report it
+            log.exception("warming %s failed", info.id)
+        largest = max(largest, views.current_bytes - before)
     freeze_long_lived()
 
 

@@ -92,6 +92,11 @@ class SubstructureIndex:
             self.library_ = rdSubstructLibrary.SubstructLibrary(holder)
         self.prefilter = prefilter
         self.n_threads = n_threads
+        self.nbytes_ = sum(len(b) for b in binaries) + self.valid_.nbytes  # the holder keeps the binaries
+
+    def cache_nbytes(self) -> int:
+        """Bytes held, about (the molecules' binaries, not the RDKit objects unpacked while matching)."""
+        return self.nbytes_
 
     def __len__(self) -> int:
         return len(self.valid_)

@@ -7,10 +7,10 @@ entries happened to be. Every such cache is a namespace of one
 its entries' bytes (:func:`nbytes`). The budget is ``ORIENTSCOPE_CACHE_MB``
 (default 256 MB: a full-QM9 view costs about 2.5 MB of figure plus 3-5 MB of
 layers, so the default keeps some 30-40 distinct views, more than the load
-test's 32 users visit, while the dataset views themselves, up to
-``backend.services.cache.MAX_VIEWS`` of them at roughly 150 MB for QM9, stay
-outside it; together that keeps a warmed worker well under 1.5 GB). An item
-larger than the whole budget is built and served but not kept.
+test's 32 users visit). The dataset views themselves (about 360 MB each for a
+warmed QM9) are a second instance with their own budget, see
+:mod:`backend.services.cache`. An item larger than a budget is built and served
+but not kept.
 """
 
 from __future__ import annotations
@@ -25,25 +25,28 @@ from typing import Any
 
 import cachetools
 import numpy as np
+import pandas as pd
+from scipy.spatial import cKDTree
 
 log = logging.getLogger(__name__)
 
 CACHE_MB_ENV = "ORIENTSCOPE_CACHE_MB"
 DEFAULT_CACHE_MB = 256
 MB = 1024 * 1024
+_KDTREE_NODE_BYTES = 100  # scipy's ckdtreenode: split dim and value, bounds, children, start/end indices
 
 
-def budget_bytes() -> int:
-    """The byte budget from ``$ORIENTSCOPE_CACHE_MB`` (a non-negative number), else 256 MB."""
-    raw = os.environ.get(CACHE_MB_ENV, "").strip()
+def budget_bytes(env: str = CACHE_MB_ENV, default_mb: float = DEFAULT_CACHE_MB) -> int:
+    """The byte budget from ``$env`` (a non-negative number of MB), else ``default_mb``."""
+    raw = os.environ.get(env, "").strip()
     if not raw:
-        return DEFAULT_CACHE_MB * MB
+        return int(default_mb * MB)
     try:
         mb = float(raw)
     except ValueError:
-        raise ValueError(f"{CACHE_MB_ENV}={raw!r} is not a number of megabytes") from None
+        raise ValueError(f"{env}={raw!r} is not a number of megabytes") from None
     if mb < 0:
-        raise ValueError(f"{CACHE_MB_ENV}={raw!r} must be 0 or more megabytes")
+        raise ValueError(f"{env}={raw!r} must be 0 or more megabytes")
     return int(mb * MB)
 
 
@@ -59,6 +62,10 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     seen.add(id(value))
     if hasattr(value, "cache_nbytes"):
         return int(value.cache_nbytes())
+    if isinstance(value, pd.DataFrame | pd.Series):
+        return int(np.sum(value.memory_usage(index=True, deep=True)))
+    if isinstance(value, cKDTree):  # points, their order and about one node per 8 points (leafsize 16)
+        return int(value.data.nbytes + value.indices.nbytes + value.size * _KDTREE_NODE_BYTES)
     if isinstance(value, np.ndarray):
         extra = sum(nbytes(v, seen) for v in value.ravel()) if value.dtype == object else 0
         return int(value.nbytes) + extra
@@ -107,6 +114,12 @@ class ByteBudgetCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._lru)
+
+    def entry_size(self, namespace: str, key: Hashable) -> int | None:
+        """The size ``key`` was kept with (None if not cached)."""
+        with self._lock:
+            entry = self._lru.get((namespace, key))
+        return None if entry is None else entry.size
 
     def get(self, namespace: str, key: Hashable, default: Any = None) -> Any:
         with self._lock:

@@ -2,8 +2,8 @@
 
 A :class:`DatasetView` holds the molecules and the per-molecule tables of the
 dataset's active result as NumPy arrays, so a request for one molecule is a
-dictionary lookup plus a few slices. Views live in a small LRU keyed by
-(data dir, dataset id); each lookup compares the modification times of
+dictionary lookup plus a few slices. Views live in an LRU bounded in bytes
+(``ORIENTSCOPE_VIEW_CACHE_MB``) keyed by (data dir, dataset id); each lookup compares the modification times of
 ``dataset.json`` and of the result's ``manifest.json`` with the ones the view
 was built from, so a recomputed or re-activated result is picked up at once.
 Expensive pieces (report, export bytes, k-d tree, chemistry tables) are built
@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,13 +26,23 @@ from backend.core.dataset import MoleculeSet
 from backend.core.errors import NotFoundError
 from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
 from backend.core.settings import validate_id
+from backend.services.bytecache import ByteBudgetCache, budget_bytes, nbytes
 from backend.services.results import open_result
 from backend.store import datasets as ds
 from backend.store.results import MANIFEST, ResultStore
 
 log = logging.getLogger(__name__)
 
-MAX_VIEWS = 4
+# Loaded dataset views get their own byte budget, apart from ORIENTSCOPE_CACHE_MB's cache of
+# derived data: a full-QM9 view is ~210 MB at load and ~360 MB once its panels, k-d tree,
+# fingerprint and SMARTS indexes are built, so in one shared budget a single view would evict
+# every map figure and first page (or be refused outright), while a burst of small map entries
+# would evict the view that costs seconds to reload. The default holds one warmed QM9-sized
+# view plus some small datasets; with the 256 MB of derived data a warmed worker stays near
+# 1.1 GB after `make loadtest` (one dataset) and under ~1.5 GB with the view budget full.
+VIEW_CACHE_MB_ENV = "ORIENTSCOPE_VIEW_CACHE_MB"
+DEFAULT_VIEW_CACHE_MB = 512
+_VIEWS = "views"
 
 # Optional stages written by other parts of the pipeline: (stage, table).
 MODELS_SCORES = ("models", "scores")
@@ -121,6 +130,8 @@ class DatasetView:
         )
         self.property_units: dict[str, str] = dict(self.mols.property_units)
         self.scores = self._scores()
+        self._extra_bytes = 0
+        self._base_bytes = nbytes([v for k, v in vars(self).items() if k not in _UNSIZED])
 
     # ------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -129,6 +140,10 @@ class DatasetView:
     @property
     def result_key(self) -> str:
         return self.store.key
+
+    def cache_nbytes(self) -> int:
+        """Bytes held: the arrays read at load plus every lazy piece built so far."""
+        return self._base_bytes + self._extra_bytes
 
     def has_stage(self, stage: str) -> bool:
         return stage in self.manifest.get("stages", {})
@@ -180,48 +195,73 @@ class DatasetView:
             raise WouldBlock(name)
         with self._lock:
             if name not in self._extras:
-                self._extras[name] = build()
+                value = build()
+                self._extra_bytes += nbytes(value)
+                self._extras[name] = value
             return self._extras[name]
 
 
-class ViewCache:
-    """LRU of :class:`DatasetView` objects, invalidated by file modification times."""
+# Attributes of a view that are not its data (the store handle, locks, the lazy pieces counted apart).
+_UNSIZED = frozenset({"data_dir", "store", "_lock", "_extras", "_extra_bytes"})
 
-    def __init__(self, max_views: int = MAX_VIEWS):
-        self.max_views = max_views
-        self._views: OrderedDict[tuple[str, str], DatasetView] = OrderedDict()
+
+class ViewCache:
+    """LRU of :class:`DatasetView` objects bounded in bytes, invalidated by file modification times.
+
+    A view's size is measured when it is loaded and grows as its lazy pieces are built;
+    the cache re-weighs a view on each hit, so those pieces count against the budget too.
+    A view larger than the whole budget is served but not kept (each request reloads it).
+    """
+
+    def __init__(self, max_bytes: int | None = None):
+        self._cache = ByteBudgetCache(
+            budget_bytes(VIEW_CACHE_MB_ENV, DEFAULT_VIEW_CACHE_MB) if max_bytes is None else max_bytes
+        )
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[str, str], threading.Lock] = {}
+
+    @property
+    def max_bytes(self) -> int:
+        return self._cache.max_bytes
+
+    @property
+    def current_bytes(self) -> int:
+        return self._cache.current_bytes
 
     def _signature(self, data_dir: Path, dataset_id: str, result_key: str | None) -> tuple:
         folder = ds.dataset_dir(data_dir, dataset_id)
         manifest = folder / "results" / result_key / MANIFEST if result_key else None
         return (_mtime(folder / ds.META), _mtime(manifest) if manifest else -1)
 
+    def _fresh(self, key: tuple[str, str], data_dir: Path, dataset_id: str) -> DatasetView | None:
+        view = self._cache.get(_VIEWS, key)
+        if view is None or view.signature != self._signature(data_dir, dataset_id, view.result_key):
+            return None
+        size = view.cache_nbytes()
+        if self._cache.entry_size(_VIEWS, key) != size:  # lazy pieces were built since it was weighed
+            self._cache.put(_VIEWS, key, view, size=size)
+        return view
+
     def get(self, data_dir: Path, dataset_id: str) -> DatasetView:
         check_dataset_id(dataset_id)
         key = (str(data_dir), dataset_id)
-        with self._lock:
-            view = self._views.get(key)
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        if view is not None and view.signature == self._signature(data_dir, dataset_id, view.result_key):
-            with self._lock:
-                if key in self._views:
-                    self._views.move_to_end(key)
+        view = self._fresh(key, data_dir, dataset_id)
+        if view is not None:
             return view
         if _WARM_ONLY.get():
             raise WouldBlock(dataset_id)
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:  # one loader per dataset; others wait for it
-            with self._lock:
-                view = self._views.get(key)
-            if view is not None and view.signature == self._signature(data_dir, dataset_id, view.result_key):
+            view = self._fresh(key, data_dir, dataset_id)
+            if view is not None:
                 return view
             view = self._load(data_dir, dataset_id)
-            with self._lock:
-                self._views[key] = view
-                self._views.move_to_end(key)
-                while len(self._views) > self.max_views:
-                    self._views.popitem(last=False)
+            if not self._cache.put(_VIEWS, key, view, size=view.cache_nbytes()):
+                log.warning(
+                    "%s needs %.0f MB, more than %s=%.0f MB: serving it uncached (every request reloads it)",
+                    dataset_id, view.cache_nbytes() / 2**20, VIEW_CACHE_MB_ENV, self.max_bytes / 2**20,
+                )  # fmt: skip
             return view
 
     def _load(self, data_dir: Path, dataset_id: str) -> DatasetView:
@@ -234,8 +274,7 @@ class ViewCache:
         return DatasetView(data_dir, dataset_id, meta, store, signature)
 
     def clear(self) -> None:
-        with self._lock:
-            self._views.clear()
+        self._cache.clear()
 
 
 _CACHE = ViewCache()
@@ -244,6 +283,11 @@ _CACHE = ViewCache()
 def get_view(data_dir: Path, dataset_id: str) -> DatasetView:
     """The cached view of ``dataset_id``'s active result (NotFoundError if unknown or not computed)."""
     return _CACHE.get(Path(data_dir), dataset_id)
+
+
+def view_cache() -> ViewCache:
+    """The process's cache of dataset views."""
+    return _CACHE
 
 
 def clear_cache() -> None:

@@ -13,6 +13,7 @@ from backend.loaders.sdf import sdf_block
 from backend.loaders.xyz import xyz_block
 from backend.science import substructure
 from backend.science.chemistry import molecule_graph
+from backend.services.bytecache import shared_cache
 from backend.services.cache import DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
 from backend.services.grouping import (
@@ -33,7 +34,6 @@ EXPORT_FORMATS = ("xyz", "sdf")
 SORT_KEYS = ("index", "id", "n_atoms", "formula", "classifier_score", "degenerate")
 MAX_SMARTS_LENGTH = substructure.MAX_SMARTS_LENGTH
 SMARTS_TIMEOUT_S = substructure.DEFAULT_TIMEOUT_S  # a pathological pattern cannot hold a request longer
-_SMARTS_CACHE = 16
 SMARTS_BLOCK = substructure.BLOCK
 
 
@@ -101,9 +101,11 @@ def match_smarts(view: DatasetView, smarts: str) -> SmartsMatches:
     Raises :class:`InvalidInput` (a ``ValueError``) naming the problem if the
     pattern is invalid or longer than :data:`MAX_SMARTS_LENGTH`.
     """
-    cache = view.extra("smarts_masks", dict)
-    if smarts in cache:
-        return cache[smarts]
+    # Keyed by the view's identity and freshness: a reloaded or recomputed result misses, its old masks age out.
+    key = (str(view.data_dir), view.dataset_id, view.result_key, view.signature, smarts)
+    hit = shared_cache().get("smarts_mask", key)
+    if hit is not None:
+        return hit
     try:
         substructure.parse_smarts(smarts)  # before building the index: a typo answers at once
     except ValueError as exc:
@@ -113,10 +115,7 @@ def match_smarts(view: DatasetView, smarts: str) -> SmartsMatches:
     mask[result.indices] = True
     matches = SmartsMatches(mask, result.complete, result.n_scanned)
     if result.complete:  # a partial scan may finish next time
-        with view._lock:
-            if len(cache) >= _SMARTS_CACHE:
-                cache.pop(next(iter(cache)))
-            cache[smarts] = matches
+        shared_cache().put("smarts_mask", key, matches)
     return matches
 
 

@@ -97,3 +97,29 @@ def test_a_zero_budget_keeps_nothing():
     cache = ByteBudgetCache(max_bytes=0)
     assert cache.put("a", 1, _block(1)) is False
     assert len(cache) == 0
+
+
+def test_nbytes_of_frames_and_kd_trees():
+    import pandas as pd
+    from scipy.spatial import cKDTree
+
+    df = pd.DataFrame({"x": np.zeros(10_000), "s": ["abc" * 10] * 10_000})
+    assert nbytes(df) >= 80_000 + 10_000 * 8  # the floats and at least a pointer per string
+    points = np.random.default_rng(0).random((10_000, 4))
+    tree = cKDTree(points)
+    assert nbytes(tree) >= points.nbytes + 10_000 * 8  # its own copy of the points and their order
+
+
+def test_a_second_budget_reads_its_own_setting(monkeypatch):
+    monkeypatch.setenv("OTHER_MB", "2")
+    assert budget_bytes("OTHER_MB", 5) == 2 * MB
+    monkeypatch.delenv("OTHER_MB")
+    assert budget_bytes("OTHER_MB", 5) == 5 * MB
+
+
+def test_entry_size_is_the_size_kept():
+    cache = ByteBudgetCache(max_bytes=10_000)
+    cache.put("a", 1, _block(10), size=500)
+    assert cache.entry_size("a", 1) == 500 and cache.entry_size("a", 2) is None
+    cache.put("a", 1, cache.get("a", 1), size=700)  # re-weighed in place
+    assert cache.entry_size("a", 1) == 700 and cache.current_bytes == 700

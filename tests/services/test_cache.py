@@ -1,5 +1,7 @@
 """The view cache: alignment with the frames table, invalidation, LRU and unknown ids."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -52,11 +54,73 @@ def test_view_is_rebuilt_when_the_manifest_changes(tmp_path):
     np.testing.assert_allclose(second.scores, TOY_SCORES)
 
 
-def test_lru_keeps_at_most_max_views(toy_dir):
-    cache = ViewCache(max_views=1)
-    a = cache.get(toy_dir, "toy")
-    cache.get(toy_dir, "plain")
-    assert cache.get(toy_dir, "toy") is not a
+def _sizes(data_dir, ids):
+    """Bytes of each dataset's freshly loaded view."""
+    return [ViewCache(max_bytes=1 << 40).get(data_dir, i).cache_nbytes() for i in ids]
+
+
+def test_views_are_bounded_by_bytes_not_count(toy_dir):
+    toy, plain = _sizes(toy_dir, ["toy", "plain"])
+    assert toy > 0 and plain > 0
+    roomy = ViewCache(max_bytes=2 * (toy + plain))  # both fit: no count limit sends one away
+    a, b = roomy.get(toy_dir, "toy"), roomy.get(toy_dir, "plain")
+    assert roomy.get(toy_dir, "toy") is a and roomy.get(toy_dir, "plain") is b
+    assert roomy.current_bytes == a.cache_nbytes() + b.cache_nbytes()
+    tight = ViewCache(max_bytes=max(toy, plain) + min(toy, plain) // 2)  # room for one: the least recent goes
+    a = tight.get(toy_dir, "toy")
+    b = tight.get(toy_dir, "plain")
+    assert tight.current_bytes == b.cache_nbytes()
+    assert tight.get(toy_dir, "toy") is not a
+
+
+def test_a_view_larger_than_the_budget_is_served_but_not_kept(toy_dir):
+    cache = ViewCache(max_bytes=1_000)
+    first = cache.get(toy_dir, "toy")
+    assert list(first.ids) == TOY_IDS and first.cache_nbytes() > 1_000
+    second = cache.get(toy_dir, "toy")
+    assert second is not first and list(second.ids) == TOY_IDS
+    assert cache.current_bytes == 0
+
+
+def test_lazy_pieces_count_against_the_budget(toy_dir):
+    cache = ViewCache(max_bytes=1 << 30)
+    view = cache.get(toy_dir, "toy")
+    loaded = cache.current_bytes
+    assert loaded == view.cache_nbytes()
+    view.extra("big_piece", lambda: np.zeros(100_000))  # 800,000 bytes
+    assert cache.get(toy_dir, "toy") is view  # a hit re-weighs it
+    assert cache.current_bytes == loaded + 800_000
+
+
+def test_concurrent_gets_load_each_view_once_and_stay_aligned(toy_dir):
+    cache = ViewCache(max_bytes=1 << 30)
+    ids = ["toy", "plain"] * 16
+
+    def get(dataset_id):
+        view = cache.get(toy_dir, dataset_id)
+        assert view.dataset_id == dataset_id and list(view.ids) == TOY_IDS
+        return view
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        views = list(pool.map(get, ids))
+    assert len({id(v) for v in views if v.dataset_id == "toy"}) == 1  # one loader per dataset
+    assert len({id(v) for v in views if v.dataset_id == "plain"}) == 1
+
+
+def test_concurrent_gets_with_room_for_one_view_stay_correct(toy_dir):
+    toy, plain = _sizes(toy_dir, ["toy", "plain"])
+    cache = ViewCache(max_bytes=max(toy, plain) + min(toy, plain) // 2)  # the two datasets keep evicting each other
+    rng = np.random.default_rng(0)
+    ids = [str(x) for x in rng.choice(["toy", "plain"], 40)]
+
+    def get(dataset_id):
+        view = cache.get(toy_dir, dataset_id)
+        return view.dataset_id, list(view.ids), view.cache_nbytes()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(get, ids))
+    assert [a[0] for a in answers] == ids and all(a[1] == TOY_IDS for a in answers)
+    assert cache.current_bytes <= cache.max_bytes
 
 
 @pytest.mark.parametrize("dataset_id", ["nosuch", "../etc", "UPPER"])

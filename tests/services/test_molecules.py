@@ -74,6 +74,20 @@ def test_smarts_scan_stopped_by_its_time_limit_returns_the_matches_so_far(toy_di
     assert page.complete and [m["id"] for m in page.items] == ["co2", "methane", "benzene"]
 
 
+def test_complete_smarts_masks_are_kept_in_the_byte_budgeted_cache(toy_dir):
+    from backend.services.bytecache import shared_cache
+
+    view = get_view(toy_dir, "plain")
+    first = svc.match_smarts(view, "[#8]")
+    assert first.complete and svc.match_smarts(view, "[#8]") is first  # served from the cache
+    key = (str(view.data_dir), view.dataset_id, view.result_key, view.signature, "[#8]")
+    assert shared_cache().get("smarts_mask", key) is first
+    assert shared_cache().entry_size("smarts_mask", key) >= first.mask.nbytes  # weighed in bytes
+    shared_cache().clear("smarts_mask")
+    again = svc.match_smarts(view, "[#8]")  # evicted: recomputed, same answer
+    assert again is not first and np.array_equal(again.mask, first.mask)
+
+
 def test_invalid_smarts_is_a_value_error_naming_the_problem(toy_dir):
     with pytest.raises(ValueError, match=r"invalid SMARTS 'C\(\('"):
         list_molecules(toy_dir, "plain", smarts="C((")
