@@ -79,9 +79,12 @@ class SubstructureIndex:
         mols = _to_molecules(molecules)
         self.valid_ = np.array([m is not None for m in mols], bool)
         holder = rdSubstructLibrary.CachedTrustedSmilesMolHolder()
+        self.nbytes_ = self.valid_.nbytes  # plus the SMILES the holder keeps
         for m in mols:
             # RDKit wrote these SMILES from a sanitised molecule, so re-reading them unsanitised is exact
-            holder.AddSmiles(Chem.MolToSmiles(m) if m is not None else "")
+            smiles = Chem.MolToSmiles(m) if m is not None else ""
+            holder.AddSmiles(smiles)
+            self.nbytes_ += len(smiles) + 32  # a std::string each
         if prefilter:
             patterns = rdSubstructLibrary.PatternHolder(PATTERN_BITS)
             empty = Chem.Mol()
@@ -92,10 +95,9 @@ class SubstructureIndex:
             self.library_ = rdSubstructLibrary.SubstructLibrary(holder)
         self.prefilter = prefilter
         self.n_threads = n_threads
-        self.nbytes_ = sum(len(b) for b in binaries) + self.valid_.nbytes  # the holder keeps the binaries
 
     def cache_nbytes(self) -> int:
-        """Bytes held, about (the molecules' binaries, not the RDKit objects unpacked while matching)."""
+        """Bytes held, about (the molecules' SMILES, not the RDKit objects parsed while matching)."""
         return self.nbytes_
 
     def __len__(self) -> int:
