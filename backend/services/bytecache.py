@@ -74,7 +74,10 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     if isinstance(value, dict):
         return sys.getsizeof(value) + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
     if isinstance(value, list | tuple | set | frozenset):
-        if set(map(type, value)) <= _SCALARS:  # e.g. a map's 130k hover ids: sized in C, not walked one by one
+        types = set(map(type, value))
+        if types == {str}:  # e.g. a map's 130k hover ids: 2 ms where getsizeof on each took 30 ms
+            return sys.getsizeof(value) + _EMPTY_STR * len(value) + sum(map(len, value))  # exact for ASCII
+        if types <= _SCALARS:
             return sys.getsizeof(value) + sum(map(sys.getsizeof, value))
         return sys.getsizeof(value) + sum(nbytes(v, seen) for v in value)
     if hasattr(value, "to_plotly_json"):  # Dash components and plotly figures: what they send
@@ -86,6 +89,7 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
 
 
 _SCALARS = {str, bytes, int, float, bool, type(None)}
+_EMPTY_STR = sys.getsizeof("")
 
 
 @dataclass(frozen=True)

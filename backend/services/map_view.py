@@ -4,13 +4,15 @@ The map, its server-side image (:mod:`backend.services.map_raster`) and the
 nearest-point lookup all resolve a view through :func:`view_points`, so a
 pixel, a click and a drawn point always refer to the same set of points.
 Resolved views are kept in the process's byte-bounded cache
-(:mod:`backend.services.bytecache`; at 30M points a view holds about 400 MB).
+(:mod:`backend.services.bytecache`). A view's points, sorted by x, are shared by all
+its colourings (at 30M points they hold about 400 MB; a colouring adds 30-120 MB).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -116,6 +118,7 @@ class MapPoints:
     n_matches: int | None
     notes: tuple[str, ...] = ()
     draw: np.ndarray | None = None  # (m,) int32 place of each point in the draw order, when stored sorted by x
+    geometry: Any = None  # the x-sorted points shared with the view's other colourings (cached on their own)
     _memo: dict = field(default_factory=dict, repr=False)
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -133,6 +136,8 @@ class MapPoints:
     def cache_nbytes(self) -> int:
         """Bytes of this view's own arrays and derived frames (the shared map data is cached on its own)."""
         extra = self.highlight.nbytes if self.highlight is not None else 0
+        if self.geometry is not None:  # its arrays are cached on their own; the frame adds category codes
+            return self.colors.nbytes + extra + self.size
         own = self.x.nbytes + self.y.nbytes + self.rows.nbytes + self.axis.nbytes + self.colors.nbytes + extra
         if self.draw is not None:  # the aggregation frame reads these arrays: only category codes are copied
             return own + self.draw.nbytes + self.size
@@ -243,6 +248,50 @@ def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, not
     )
 
 
+@dataclass(frozen=True, eq=False)
+class _Geometry:
+    """The points of a view sorted by x, whatever their colour: shared by every colouring of the view.
+
+    x, y : (m,) float32; rows : (m,) int32; axis : (m,) int8; draw : (m,) int32 place in the draw order.
+    """
+
+    md: MapData
+    x: np.ndarray
+    y: np.ndarray
+    rows: np.ndarray
+    axis: np.ndarray
+    draw: np.ndarray
+
+    def cache_nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.x, self.y, self.rows, self.axis, self.draw))
+
+
+# Geometries still held by a cached view after their own cache entry went: found again, never built twice.
+_live_geometries: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_geometry_lock = threading.Lock()
+
+
+def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_key: Hashable) -> _Geometry:
+    """The x-sorted points of ``axes`` of the molecules in ``mask`` (cached per map data, axes and filter).
+
+    A recolour (colour, grouping) reuses it: only the colours are gathered, in its order, instead
+    of sorting the view's points again (about 50 ms and 8 MB per QM9 view).
+    """
+    key = (id(md), axes, mask_key)
+    with _geometry_lock:
+        hit = shared_cache().get("map_geometry", key) or _live_geometries.get(key)
+    if hit is not None and hit.md is md:  # the id of a dropped MapData may be reused
+        return hit
+    rows, axis = md.points(axes, mask)
+    x, y = md.xy(rows, axis)
+    order = _x_order(x)
+    geo = _Geometry(md, x[order], y[order], rows[order].astype(np.int32, copy=False), axis[order], order)
+    with _geometry_lock:
+        _live_geometries[key] = geo
+    shared_cache().put("map_geometry", key, geo)
+    return geo
+
+
 def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
     md = load_map_data(data_dir, q.dataset, q.table)
     notes: list[str] = []
@@ -253,8 +302,8 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
             notes.append(f"{q.grouping} groups are not computed; the group filter is ignored")
         else:
             mask = np.asarray(grouping.group_rows(view, q.grouping, q.group), bool)
-    rows, axis = md.points(q.shown_axes, mask)
-    x, y = md.xy(rows, axis)
+    geo = _geometry(md, q.shown_axes, mask, None if mask is None else (q.grouping, q.group))
+    rows, axis = geo.rows, geo.axis
     highlight, n_matches = None, None
     if q.smarts:
         found = match_smarts(view, q.smarts)
@@ -264,8 +313,16 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
         n_matches = int(match.sum() if mask is None else (match & mask).sum())
         highlight = match[rows]
     n_molecules = md.n_molecules if mask is None else int(mask.sum())
-    colors = _colors(data_dir, q, rows, axis, notes)
-    return sorted_by_x(MapPoints(q, md, x, y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes)))
+    colors = _colors(data_dir, q, rows, axis, notes)  # gathered in the geometry's x order: no sort per colour
+    return MapPoints(
+        q, md, geo.x, geo.y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes), draw=geo.draw,
+        geometry=geo,
+    )  # fmt: skip
+
+
+def _x_order(x: np.ndarray) -> np.ndarray:
+    """(m,) int32 permutation sorting ``x``, equal values in draw order: sorted point k was drawn order[k]-th."""
+    return np.argsort(x, kind="stable").astype(np.int32)
 
 
 def sorted_by_x(points: MapPoints) -> MapPoints:
@@ -276,7 +333,7 @@ def sorted_by_x(points: MapPoints) -> MapPoints:
     """
     if points.draw is not None:
         return points
-    order = np.argsort(points.x, kind="stable").astype(np.int32)
+    order = _x_order(points.x)
     c = points.colors
     colors = MapColors(
         c.kind, c.title, codes=None if c.codes is None else c.codes[order], labels=c.labels, colors=c.colors,

@@ -68,3 +68,18 @@ def test_a_bad_query_names_the_field(toy_dir, query, field):
     with pytest.raises(InvalidInput) as err:
         view_points(toy_dir, query)
     assert err.value.loc == ("query", field)
+
+
+def test_colourings_of_one_view_share_its_x_sorted_points_and_keep_the_draw_order(toy_dir):
+    md = load_map_data(toy_dir, "toy")
+    by_axis = view_points(toy_dir, MapQuery("toy", axes="12"))
+    by_score = view_points(toy_dir, MapQuery("toy", axes="12", color="score"))
+    assert by_score.x is by_axis.x and by_score.rows is by_axis.rows  # one sorted copy for every colour
+    assert (np.diff(by_axis.x) >= 0).all()
+    rows, axis = md.points((1, 2))  # the seeded draw order
+    np.testing.assert_array_equal(rows[by_axis.draw], by_axis.rows)
+    np.testing.assert_array_equal(axis[by_axis.draw], by_axis.axis)
+    np.testing.assert_allclose(by_score.colors.values, np.array(TOY_SCORES)[by_score.rows], rtol=1e-6)
+    filtered = view_points(toy_dir, MapQuery("toy", axes="12", group="X"))
+    assert filtered.x is not by_axis.x and filtered.size == 8  # a filter is another set of points
+    assert view_points(toy_dir, MapQuery("toy", axes="12", group="X", color="score")).x is filtered.x
