@@ -49,7 +49,7 @@ from backend.core.settings import map_point_budget
 from backend.science.sphere import SQRT2
 from backend.services.bytecache import shared_cache
 from backend.services.errors import InvalidInput
-from backend.services.map_view import MapPoints, MapQuery, view_points
+from backend.services.map_view import N_GROUP_COLORS, MapPoints, MapQuery, sorted_by_x, view_points
 
 
 class _OnFirstUse:
@@ -301,7 +301,7 @@ def _sorted(points: MapPoints) -> _SortedView:
         take = (lambda a: a) if order is None else (lambda a: a[order])
         if c.kind == "categorical":
             codes = take(c.codes).view(np.int8) if len(c.colors) < 128 else take(c.codes).astype(np.int16)
-            columns["c"] = pd.Categorical.from_codes(codes, categories=range(len(c.colors)))
+            columns["c"] = pd.Categorical.from_codes(codes, categories=range(category_slots(len(c.colors))))
         else:
             columns["v"] = take(c.values)
         columns["r"] = take(points.rows).astype(np.int32, copy=False)
@@ -311,6 +311,16 @@ def _sorted(points: MapPoints) -> _SortedView:
         return _SortedView(frame, frame["x"].to_numpy())
 
     return points.memo("sorted", build)
+
+
+def category_slots(n: int) -> int:
+    """Categories of a view's frame for ``n`` colours: 3 (axes) or room for every group colour.
+
+    datashader compiles its aggregation once per frame schema, and the number of categories is part
+    of it: a worker met a new one with each group colouring (0.5 s of compiling, inside a request).
+    Padded to two sizes, :func:`warm_up` compiles both before the first request.
+    """
+    return n if n > N_GROUP_COLORS + 2 else (3 if n <= 3 else N_GROUP_COLORS + 2)
 
 
 def _frame(points: MapPoints, vp: Viewport) -> pd.DataFrame:
@@ -339,7 +349,10 @@ def _shade_counts(agg, color: str, counts: np.ndarray) -> np.ndarray:
 
 
 def _canvas(vp: Viewport) -> dsh.Canvas:
-    return dsh.Canvas(plot_width=vp.width, plot_height=vp.height, x_range=(vp.x0, vp.x1), y_range=(vp.y0, vp.y1))
+    # Ranges always as floats: numba compiles datashader's kernels per argument type, and an integer
+    # bound (a test's or the warm-up's viewport) would compile them again at a request's float bounds.
+    x_range, y_range = (float(vp.x0), float(vp.x1)), (float(vp.y0), float(vp.y1))
+    return dsh.Canvas(plot_width=vp.width, plot_height=vp.height, x_range=x_range, y_range=y_range)
 
 
 def _image_color(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
@@ -348,7 +361,8 @@ def _image_color(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
     if c.kind == "categorical":
         per_cat = canvas.points(frame, "x", "y", dsh.count_cat("c")).data  # (h, w, k) from the bottom row
         # datashader's own categorical shading took 75 ms of a QM9 map's 100 ms; this one pass takes ~3 ms
-        rgb = np.stack([_hex_rgba(col)[:3] for col in c.colors]).astype(np.float64)
+        rgb = np.zeros((per_cat.shape[2], 3))  # padded categories (category_slots) hold no points
+        rgb[: len(c.colors)] = [_hex_rgba(col)[:3] for col in c.colors]
         rgba, counts, dominant = _shade_categories(per_cat, rgb, float(MIN_ALPHA))
         out.update(counts=counts, dominant=dominant)
         return rgba
@@ -462,7 +476,7 @@ def region_stats(points: MapPoints, vp: Viewport) -> tuple[int, int]:
         return points.memo("whole", lambda: _region_stats(points.x, points.y, points.rows, *everything, n_rows))
     slab = _frame(points, vp)
     x, y, r = (slab[k].to_numpy() for k in ("x", "y", "r"))
-    return _region_stats(x, y, r, vp.x0, vp.x1, vp.y0, vp.y1, n_rows)
+    return _region_stats(x, y, r, float(vp.x0), float(vp.x1), float(vp.y0), float(vp.y1), n_rows)  # one signature
 
 
 def _region_index(points: MapPoints, vp: Viewport) -> np.ndarray:
@@ -570,18 +584,21 @@ def warm_up() -> None:
                  np.arange(3 * n, dtype=np.int32), 0)  # fmt: skip
     rows, axes = md.points()
     px, py = md.xy(rows, axes)
-    categorical = MapColors("categorical", "axis", codes=(axes - 1).astype(np.uint8), labels=("1", "2", "3"),
-                            colors=OKABE_ITO[:3])  # fmt: skip
-    continuous = MapColors("continuous", "v", values=rng.uniform(size=rows.size).astype(np.float32))
+    codes = (axes - 1).astype(np.uint8)
+    schemas = [MapColors("continuous", "v", values=rng.uniform(size=rows.size).astype(np.float32))]
+    for k in sorted({category_slots(n) for n in range(1, N_GROUP_COLORS + 3)}):  # every padded size a view has
+        palette = tuple(OKABE_ITO[i % len(OKABE_ITO)] for i in range(k))
+        schemas.append(MapColors("categorical", "c", codes=codes, labels=tuple(map(str, range(k))), colors=palette))
     match = rng.uniform(size=rows.size) < 0.3
-    vp, small = Viewport(-1, 1, -1, 1, 16, 8), Viewport(-0.2, 0.2, -0.2, 0.2, 16, 8)
-    for colors in (categorical, continuous):
+    vp, small = Viewport(-1.0, 1.0, -1.0, 1.0, 16, 8), Viewport(-0.2, 0.2, -0.2, 0.2, 16, 8)
+    for colors in schemas:
         for highlight in (None, match):
-            pts = MapPoints(MapQuery("warm-up"), md, px, py, rows.astype(np.int32), axes, colors, highlight, n, None)
-            for kind in KINDS:
-                render_map(pts, vp, kind, budget=0)
-            render_map(pts, small, budget=10**6)
-            nearest_point(pts, 0.0, 0.0, vp.pixel_size)
+            drawn = MapPoints(MapQuery("warm-up"), md, px, py, rows.astype(np.int32), axes, colors, highlight, n, None)
+            for pts in (drawn, sorted_by_x(drawn)):  # the frame of a resolved view, and of a dashboard-only one
+                for kind in KINDS:
+                    render_map(pts, vp, kind, budget=0)
+                render_map(pts, small, budget=10**6)
+                nearest_point(pts, 0.0, 0.0, vp.pixel_size)
     shared_cache().clear("map_render")
 
 

@@ -9,7 +9,7 @@ from backend.core.palette import OKABE_ITO
 from backend.services import map_raster as mr
 from backend.services.errors import InvalidInput
 from backend.services.map_data import MapData
-from backend.services.map_view import MapColors, MapPoints, MapQuery, sorted_by_x
+from backend.services.map_view import N_GROUP_COLORS, MapColors, MapPoints, MapQuery, sorted_by_x
 
 N = 2000
 VP = mr.Viewport(-2.0, 2.0, -1.0, 1.0, 40, 20)
@@ -286,3 +286,36 @@ def test_a_view_stored_sorted_by_x_draws_clicks_and_counts_as_the_draw_ordered_o
             da = np.hypot((plain.x[a] - cx) / VP.pixel_size[0], (plain.y[a] - cy) / VP.pixel_size[1])
             db = np.hypot((stored.x[b] - cx) / VP.pixel_size[0], (stored.y[b] - cy) / VP.pixel_size[1])
             assert da == pytest.approx(db)
+
+
+def _compiled() -> set[tuple[int, str]]:
+    """Every (dispatcher, signature) numba has compiled in this process (datashader's kernels and ours)."""
+    import gc
+
+    found = set()
+    for obj in gc.get_objects():
+        try:
+            if "Dispatcher" in type(obj).__name__:
+                found |= {(id(obj), str(sig)) for sig in obj.signatures}
+        except Exception:  # dead weak proxies and other objects that refuse inspection
+            continue
+    return found
+
+
+def test_after_warm_up_no_request_compiles_anything():
+    mr.warm_up()
+    before = _compiled()
+    for n_colors in (1, 3, 5, N_GROUP_COLORS + 2):  # axes, small and full group colourings
+        pts = sorted_by_x(_points(highlight=True))
+        codes = (pts.colors.codes % n_colors).astype(np.uint8)
+        spec = MapColors("categorical", "c", codes=codes, labels=tuple("abcdefgh"[:n_colors]),
+                            colors=OKABE_ITO[:n_colors])  # fmt: skip
+        pts = MapPoints(pts.query, pts.md, pts.x, pts.y, pts.rows, pts.axis, spec, pts.highlight, N, 1, draw=pts.draw)
+        for kind in mr.KINDS:
+            mr.render_map(pts, mr.Viewport(-1.7, 1.3, -0.9, 0.8, 33, 21), kind, budget=0)
+        mr.render_map(pts, mr.Viewport(-0.3, 0.2, -0.1, 0.3, 50, 40), budget=10**6)
+        mr.nearest_point(pts, 0.1, 0.2, (0.01, 0.01))
+    for pts in (_points("continuous"), sorted_by_x(_points("continuous", highlight=True))):
+        for kind in mr.KINDS:
+            mr.render_map(pts, mr.Viewport(-1.7, 1.3, -0.9, 0.8, 33, 21), kind, budget=0)
+    assert _compiled() == before
