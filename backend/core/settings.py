@@ -63,6 +63,19 @@ def validate_id(value: str, what: str = "dataset id") -> str:
     return value
 
 
+MAX_NAME_LENGTH = 200
+
+
+def display_name(name: str, what: str = "dataset") -> str:
+    """``name`` without surrounding spaces, else ValueError if that leaves 0 or over 200 characters."""
+    name = name.strip()
+    if not name or len(name) > MAX_NAME_LENGTH:
+        raise ValueError(
+            f"a{'n' if what[0] in 'aeiou' else ''} {what} name must have 1 to {MAX_NAME_LENGTH} characters"
+        )
+    return name
+
+
 def slugify(name: str) -> str:
     """A safe id derived from a free-text name."""
     slug = re.sub(r"[^a-z0-9_\-]+", "-", name.strip().lower()).strip("-_")

@@ -22,7 +22,7 @@ from backend.core.dataset import check_frame_dependent
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
 from backend.core.progress import Progress, quiet, scaled
-from backend.core.settings import slugify, validate_id
+from backend.core.settings import display_name, slugify, validate_id
 from backend.loaders.base import Loaded
 from backend.loaders.detect import load_path
 from backend.pipeline.builtin import BUILTIN
@@ -168,10 +168,7 @@ def generate_dataset(
 
 def rename_dataset(data_dir: Path, dataset_id: str, name: str) -> dict:
     """Change a dataset's display name (its id, and so its URLs, stay the same)."""
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise ValueError("a dataset name must have 1 to 200 characters")
-    return ds.update_meta(data_dir, dataset_id, name=name)
+    return ds.update_meta(data_dir, dataset_id, name=display_name(name))
 
 
 def delete_dataset(data_dir: Path, dataset_id: str) -> None:

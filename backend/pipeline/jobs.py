@@ -27,7 +27,7 @@ from pathlib import Path
 from backend.core.errors import NotFoundError, OrientScopeError
 from backend.core.limits import Limits
 from backend.core.progress import Progress
-from backend.core.settings import validate_id
+from backend.core.settings import display_name, validate_id
 from backend.loaders.detect import check_format
 from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
 from backend.store.atomic import atomic_write_json, read_json
@@ -243,41 +243,24 @@ class JobManager:
     ) -> dict:
         """Queue an ingest of ``upload`` (moved into the job folder); the job record."""
         check_format(fmt)
-        name = name.strip()
-        if not name or len(name) > 200:
-            raise ValueError("a dataset name must have 1 to 200 characters")
-        job_id = f"j{uuid.uuid4().hex[:16]}"
-        folder = jobs_dir(self.data_dir) / job_id
-        folder.mkdir(parents=True)
-        filename = Path(original_name or Path(upload).name).name or "upload"
-        target = folder / filename
-        shutil.move(str(upload), target)
-        with self._lock:
+        name = display_name(name)
+
+        def record(job_id: str, filename: str) -> dict:
             dataset_id = new_dataset_id(self.data_dir, name, self._reserved())
-            job = job_record(
+            return job_record(
                 job_id, INGEST, dataset_id, name, {"file": filename, "format": fmt, "strict": bool(strict)}
             )
-            LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
-            self._write(job)
-        self._pool.submit(run_live, self._execute, job_id)
-        return job
+
+        return self._submit(upload, original_name or Path(upload).name, "upload", record)
 
     def submit_audit(self, upload: Path, dataset_id: str, name: str, original_name: str | None = None) -> dict:
         """Queue a model audit of ``upload`` (a predictions file, moved into the job folder) against a dataset."""
-        name = name.strip()
-        if not name or len(name) > 200:
-            raise ValueError("an audit name must have 1 to 200 characters")
-        job_id = f"j{uuid.uuid4().hex[:16]}"
-        folder = jobs_dir(self.data_dir) / job_id
-        folder.mkdir(parents=True)
-        filename = Path(original_name or Path(upload).name).name or "predictions"
-        shutil.move(str(upload), folder / filename)
-        with self._lock:
-            job = job_record(job_id, AUDIT, dataset_id, name, {"file": filename}, audit_id=new_audit_id())
-            LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
-            self._write(job)
-        self._pool.submit(run_live, self._execute, job_id)
-        return job
+        name = display_name(name, "audit")
+
+        def record(job_id: str, filename: str) -> dict:
+            return job_record(job_id, AUDIT, dataset_id, name, {"file": filename}, audit_id=new_audit_id())
+
+        return self._submit(upload, original_name or Path(upload).name, "predictions", record)
 
     def retry(self, job_id: str) -> dict:
         """Run a failed job again from its stored input."""
@@ -323,6 +306,20 @@ class JobManager:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
 
     # ------------------------------------------------------------- internals
+    def _submit(self, upload: Path, filename: str, fallback: str, record: Callable[[str, str], dict]) -> dict:
+        """Move ``upload`` into a new job folder as ``filename``, write ``record(job_id, filename)``, queue it."""
+        job_id = f"j{uuid.uuid4().hex[:16]}"
+        folder = jobs_dir(self.data_dir) / job_id
+        folder.mkdir(parents=True)
+        filename = Path(filename).name or fallback  # never a path out of the folder
+        shutil.move(str(upload), folder / filename)
+        with self._lock:  # ids are reserved against the other queued jobs
+            job = record(job_id, filename)
+            LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
+            self._write(job)
+        self._pool.submit(run_live, self._execute, job_id)
+        return job
+
     def _reserved(self) -> set[str]:
         jobs = list_jobs(self.data_dir)
         return {j["dataset_id"] for j in jobs if j.get("state") in ACTIVE and j.get("kind", INGEST) == INGEST}

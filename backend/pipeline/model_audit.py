@@ -24,7 +24,7 @@ from backend.core.dataset import frame_dependent_properties
 from backend.core.errors import DatasetError
 from backend.core.limits import Limits
 from backend.core.progress import Progress, quiet
-from backend.core.settings import DEFAULT_SEED
+from backend.core.settings import DEFAULT_SEED, display_name
 from backend.loaders.predictions import Predictions, read_predictions
 from backend.science import model_audit as sci
 from backend.science.rotations import derived_seed
@@ -254,9 +254,7 @@ def run_audit(
     """Audit the predictions in ``path`` against ``dataset_id`` and store the result; the stored record."""
     data_dir, path = Path(data_dir), Path(path)
     notify = progress or quiet
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise ValueError("an audit name must have 1 to 200 characters")
+    name = display_name(name, "audit")
     meta = ds.read_meta(data_dir, dataset_id)
     if not path.is_file():
         raise FileNotFoundError(f"no predictions file {path}")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from backend.core.settings import UnsafeServerError, check_write_access, is_loopback
+from backend.core.settings import UnsafeServerError, check_write_access, display_name, is_loopback
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost", "LOCALHOST"])
@@ -34,3 +34,13 @@ def test_token_read_only_or_loopback_start_silently(host, read_only, token):
 def test_anonymous_writes_can_be_allowed_with_a_warning():
     warning = check_write_access("0.0.0.0", read_only=False, token=None, allow_anonymous_writes=True)
     assert warning.startswith("WARNING") and "anyone who can reach" in warning
+
+
+def test_display_names_are_trimmed_and_bounded():
+    assert display_name("  QM9 subset ") == "QM9 subset"
+    assert display_name("x" * 200) == "x" * 200
+    for bad in ("", "   ", "x" * 201):
+        with pytest.raises(ValueError, match="a dataset name must have 1 to 200 characters"):
+            display_name(bad)
+    with pytest.raises(ValueError, match="an audit name"):
+        display_name("", "audit")

@@ -17,7 +17,7 @@ from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
 from backend.api.schemas import DatasetPublic
 from backend.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
-from backend.core.settings import FORMAT_CHOICES
+from backend.core.settings import FORMAT_CHOICES, MAX_NAME_LENGTH
 from backend.services import ingest as ingest_service
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
@@ -68,8 +68,8 @@ async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
         problems.append(("strict", f"'strict' must be true or false (got {strict_text[:20]!r})"))
     if received.path is None:
         problems.append(("file", "the upload needs a 'file' part with the dataset"))
-    if not name or len(name) > 200:
-        problems.append(("name", "the upload needs a 'name' field of 1 to 200 characters"))
+    if not name or len(name) > MAX_NAME_LENGTH:
+        problems.append(("name", f"the upload needs a 'name' field of 1 to {MAX_NAME_LENGTH} characters"))
     if fmt not in FORMAT_CHOICES:
         problems.append(("format", f"'format' must be one of {list(FORMAT_CHOICES)} (got {fmt!r})"))
     try:

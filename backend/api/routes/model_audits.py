@@ -19,6 +19,7 @@ from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
 from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
 from backend.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
+from backend.core.settings import MAX_NAME_LENGTH
 from backend.services import model_audits as svc
 from backend.services.datasets import dataset_info
 
@@ -76,8 +77,8 @@ async def upload_predictions(dataset_id: DatasetIdPath, request: Request, jobs: 
     problems = []
     if received.path is None:
         problems.append(("file", "the upload needs a 'file' part with the predictions (CSV or Parquet)"))
-    if not name or len(name) > 200:
-        problems.append(("name", "the upload needs a 'name' field of 1 to 200 characters"))
+    if not name or len(name) > MAX_NAME_LENGTH:
+        problems.append(("name", f"the upload needs a 'name' field of 1 to {MAX_NAME_LENGTH} characters"))
     try:
         if problems:
             raise invalid(problems)
