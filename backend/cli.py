@@ -198,7 +198,15 @@ def ingest_cmd(
             )
         else:
             meta = sharded_ingest.ingest_files(
-                root, paths, name, fmt=fmt, strict=strict, cluster=cluster, shard_size=shard_size, progress=bar
+                root,
+                paths,
+                name,
+                fmt=fmt,
+                strict=strict,
+                cluster=cluster,
+                shard_size=shard_size,
+                progress=bar,
+                frame_dependent=names,
             )
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         bar.close()

@@ -14,7 +14,8 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from backend.core.errors import DatasetError
 from backend.core.limits import Limits
 from backend.core.progress import Progress, quiet, scaled
 from backend.core.settings import display_name, slugify, validate_id
-from backend.loaders.base import Loaded
+from backend.loaders.base import MAX_PROBLEMS_KEPT, Loaded
 from backend.loaders.detect import load_path
 from backend.pipeline.builtin import BUILTIN
 from backend.store import datasets as ds
@@ -50,6 +51,43 @@ def new_dataset_id(data_dir: Path, name: str, reserved: set[str] | frozenset[str
     return validate_id(candidate)
 
 
+def ingest_meta(loaded_format: str, n_skipped: int, problems: list, strict: bool | None = None, **extra) -> dict:
+    """The meta fields every ingested dataset records about its reading (in-memory or sharded)."""
+    meta = {
+        "format": loaded_format,
+        "n_skipped": int(n_skipped),
+        "problems": list(problems)[:MAX_PROBLEMS_KEPT],
+        "ingested": True,
+    }
+    if strict is not None:
+        meta["strict"] = bool(strict)
+    return {**meta, **extra}
+
+
+@contextmanager
+def staging(data_dir: Path, dataset_id: str) -> Iterator[Path]:
+    """A private data dir to build ``dataset_id`` in, removed afterwards; DatasetError if the id is taken."""
+    if ds.dataset_dir(data_dir, dataset_id).exists():
+        raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
+    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
+    try:
+        yield stage_dir
+    finally:
+        shutil.rmtree(stage_dir, ignore_errors=True)
+
+
+def publish(stage_dir: Path, data_dir: Path, dataset_id: str, progress: Progress | None = None) -> dict:
+    """Rename the finished dataset from ``stage_dir`` into the store (never over another); its meta."""
+    final = ds.dataset_dir(data_dir, dataset_id)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with _id_lock:
+        if final.exists():
+            raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
+        os.rename(ds.dataset_dir(stage_dir, dataset_id), final)
+    (progress or quiet)(1.0, f"dataset {dataset_id!r} ready", "done")
+    return ds.read_meta(data_dir, dataset_id)
+
+
 def store_and_precompute(
     data_dir: Path,
     dataset_id: str,
@@ -74,34 +112,16 @@ def store_and_precompute(
     from backend.pipeline.precompute import make_params, precompute
 
     params = params or make_params()
-    final = ds.dataset_dir(data_dir, dataset_id)
-    if final.exists():
-        raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
-    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
-    try:
+    with staging(data_dir, dataset_id) as stage_dir:
         notify(LOAD_SHARE, f"storing {loaded.mols.n_molecules:,} molecules", "save")
-        meta_extra = {
-            "format": loaded.format,
-            "n_skipped": loaded.n_skipped,
-            "problems": loaded.problems,
-            "ingested": True,
-            **(extra or {}),
-        }
+        meta_extra = {**ingest_meta(loaded.format, loaded.n_skipped, loaded.problems), **(extra or {})}
         mols = loaded.mols
         if frame_dependent:
             declared = check_frame_dependent(frame_dependent, mols.properties.columns)
             mols = replace(mols, frame_dependent=mols.frame_dependent | declared)
         ds.save_dataset(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
         precompute(stage_dir, dataset_id, params, progress=scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0))
-        final.parent.mkdir(parents=True, exist_ok=True)
-        with _id_lock:
-            if final.exists():
-                raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
-            os.rename(ds.dataset_dir(stage_dir, dataset_id), final)
-        notify(1.0, f"dataset {dataset_id!r} ready", "done")
-        return ds.read_meta(data_dir, dataset_id)
-    finally:
-        shutil.rmtree(stage_dir, ignore_errors=True)
+        return publish(stage_dir, data_dir, dataset_id, progress)
 
 
 def ingest_file(

@@ -19,21 +19,20 @@ from __future__ import annotations
 import glob
 import math
 import os
-import shutil
-import time
-import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from backend.core.dataset import check_frame_dependent
 from backend.core.errors import DatasetError, OrientScopeError
 from backend.core.limits import Limits
 from backend.core.progress import Progress, quiet, scaled
 from backend.loaders.detect import EXTENSIONS, load_path
 from backend.loaders.parquet_orientations import is_store_folder
 from backend.pipeline.engine import Engine, choose_cluster
-from backend.pipeline.ingest import new_dataset_id, staging_root
+from backend.pipeline.ingest import ingest_meta, new_dataset_id, publish, staging
 from backend.store import datasets as ds
 from backend.store.shards import (
     DEFAULT_SHARD_SIZE,
@@ -102,9 +101,11 @@ def load_file_to_shards(job: FileJob) -> dict:
         "format": loaded.format,
         "shards": shards,
         "n_skipped": loaded.n_skipped,
-        "problems": loaded.problems[:20],
+        "problems": loaded.problems,
         "has_smiles": bool(mols.smiles is not None and (mols.smiles != "").any()),
         "properties": list(mols.properties.columns),
+        "property_units": dict(mols.property_units),
+        "frame_dependent": sorted(mols.frame_dependent),
     }
 
 
@@ -135,8 +136,13 @@ def ingest_files(
     params: dict | None = None,
     progress: Progress | None = None,
     dataset_id: str | None = None,
+    frame_dependent: Iterable[str] = (),
 ) -> dict:
-    """Ingest ``inputs`` as one sharded dataset and run its frames and statistics; its meta."""
+    """Ingest ``inputs`` as one sharded dataset and run its frames and statistics; its meta.
+
+    ``frame_dependent`` names properties whose values change with the lab frame, in
+    addition to those the loaders declare (see :func:`~backend.pipeline.ingest.store_and_precompute`).
+    """
     from backend.pipeline.precompute import make_params, precompute
 
     data_dir = Path(data_dir)
@@ -148,12 +154,8 @@ def ingest_files(
     notify = progress or quiet
     guess = sum(p.stat().st_size for p in files if p.is_file()) // BYTES_PER_MOLECULE_GUESS
     spec = choose_cluster(cluster, int(guess))
-    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
-    folder = ds.dataset_dir(stage_dir, dataset_id)
-    final = ds.dataset_dir(data_dir, dataset_id)
-    if final.exists():
-        raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
-    try:
+    with staging(data_dir, dataset_id) as stage_dir:
+        folder = ds.dataset_dir(stage_dir, dataset_id)
         with Engine(spec) as engine:
             jobs = [
                 FileJob(str(p), k, fmt, strict, _local_limits(), str(folder / SHARDS), shard_size)
@@ -185,36 +187,31 @@ def ingest_files(
                     f"duplicate molecule id {dup!r} across the input files; ids must be unique per dataset"
                 )
             properties = sorted({c for r in results for c in r["properties"]})
-            meta = {
-                "id": dataset_id,
-                "name": name,
-                "source": f"{len(files)} file(s): {', '.join(p.name for p in files[:5])}{' ...' if len(files) > 5 else ''}",
-                "n_molecules": start,
-                "n_atoms": sum(s["n_atoms"] for s in shards),
-                "has_smiles": any(r["has_smiles"] for r in results),
-                "properties": properties,
-                "property_units": {},
-                "created": time.time(),
-                "active_result": None,
-                "format": "+".join(sorted({r["format"] for r in results})),
-                "n_skipped": sum(r["n_skipped"] for r in results),
-                "problems": [p for r in results for p in r["problems"]][:20],
-                "ingested": True,
-                "strict": strict,
-                "layout": SHARDED,
-                "shard_size": shard_size,
-                "shards": shards,
-                "input_files": [p.name for p in files],
-            }
+            declared = {c for r in results for c in r["frame_dependent"]}
+            declared |= check_frame_dependent(frame_dependent, properties)
+            meta = ds.new_meta(
+                dataset_id,
+                name,
+                f"{len(files)} file(s): {', '.join(p.name for p in files[:5])}{' ...' if len(files) > 5 else ''}",
+                n_molecules=start,
+                n_atoms=sum(s["n_atoms"] for s in shards),
+                has_smiles=any(r["has_smiles"] for r in results),
+                properties=properties,
+                property_units={k: v for r in results for k, v in r["property_units"].items()},
+                frame_dependent=declared,
+                extra=ingest_meta(
+                    "+".join(sorted({r["format"] for r in results})),
+                    sum(r["n_skipped"] for r in results),
+                    [p for r in results for p in r["problems"]],
+                    strict,
+                    layout=SHARDED,
+                    shard_size=shard_size,
+                    shards=shards,
+                    input_files=[p.name for p in files],
+                ),
+            )
             ds.write_meta(stage_dir, dataset_id, meta)  # last: the shard list marks the dataset complete
             notify(0.45, f"{start:,} molecules in {len(shards)} shards", "save")
             on_stage = scaled(progress, 0.45, 1.0)
             precompute(stage_dir, dataset_id, params or make_params(), progress=on_stage, engine=engine)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        if final.exists():
-            raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
-        os.rename(folder, final)
-        notify(1.0, f"dataset {dataset_id!r} ready", "done")
-        return ds.read_meta(data_dir, dataset_id)
-    finally:
-        shutil.rmtree(stage_dir, ignore_errors=True)
+        return publish(stage_dir, data_dir, dataset_id, progress)

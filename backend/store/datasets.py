@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -70,22 +71,50 @@ def save_dataset(
     """Write a dataset's tables, then its meta file last (the meta marks it complete)."""
     folder = dataset_dir(data_dir, dataset_id)
     write_molecule_tables(folder, mols)
-    meta = {
+    meta = new_meta(
+        dataset_id,
+        name,
+        source,
+        n_molecules=mols.n_molecules,
+        n_atoms=int(mols.offsets[-1]),
+        has_smiles=bool(mols.smiles is not None and (mols.smiles != "").any()),
+        properties=list(mols.properties.columns),
+        property_units=mols.property_units,
+        frame_dependent=mols.frame_dependent,
+        extra=extra,
+    )
+    write_meta(data_dir, dataset_id, meta)
+    return meta
+
+
+def new_meta(
+    dataset_id: str,
+    name: str,
+    source: str,
+    *,
+    n_molecules: int,
+    n_atoms: int,
+    has_smiles: bool,
+    properties: list[str],
+    property_units: dict[str, str],
+    frame_dependent: Iterable[str],
+    extra: dict | None = None,
+) -> dict:
+    """The meta record of a new dataset (in-memory or sharded: the same fields), before any result."""
+    return {
         "id": dataset_id,
         "name": name,
         "source": source,
-        "n_molecules": mols.n_molecules,
-        "n_atoms": int(mols.offsets[-1]),
-        "has_smiles": bool(mols.smiles is not None and (mols.smiles != "").any()),
-        "properties": list(mols.properties.columns),
-        "property_units": mols.property_units,
-        "frame_dependent": sorted(mols.frame_dependent),
+        "n_molecules": int(n_molecules),
+        "n_atoms": int(n_atoms),
+        "has_smiles": bool(has_smiles),
+        "properties": list(properties),
+        "property_units": dict(property_units),
+        "frame_dependent": sorted(frame_dependent),
         "created": time.time(),
         "active_result": None,
         **(extra or {}),
     }
-    write_meta(data_dir, dataset_id, meta)
-    return meta
 
 
 def read_molecule_columns(data_dir: Path, dataset_id: str, columns: list[str]) -> pd.DataFrame:

@@ -161,3 +161,26 @@ def test_classifiers_train_on_a_seeded_subsample_and_score_every_molecule(tmp_pa
     assert all(abs(c["accuracy"] - 0.5) < 0.1 for c in report["control"]["classifiers"])
     # Training molecules are cross-fitted; the others are scored by the model fitted on all 600.
     assert scores["classifier_score"].nunique() > 1000
+
+
+def test_sharded_and_in_memory_ingest_record_the_same_meta(tmp_path, synth_dir):
+    from backend.pipeline.ingest import ingest_file
+
+    with np.load(synth_dir / "shard-00000.npz") as arrays:  # its first 40 molecules: every stage runs fast
+        n = 40
+        n_atoms = int(arrays["n_atoms"][:n].sum())
+        cut = {k: arrays[k][:n_atoms] if k in ("z", "pos") else arrays[k][:n] for k in arrays.files}
+    one = tmp_path / "one.npz"
+    np.savez(one, **cut)
+    prop = sorted(set(cut) - {"z", "pos", "n_atoms", "ids", "smiles"})[0]
+    sharded = ingest_files(tmp_path / "a", [one], "s", cluster="in-process", frame_dependent=[prop])
+    plain = ingest_file(tmp_path / "b", one, "p", frame_dependent=[prop])
+    only_plain = {"original_filename"}  # the upload's name
+    only_sharded = {"layout", "shard_size", "shards", "input_files"}
+    assert set(plain) - only_plain == set(sharded) - only_sharded
+    for key in ("n_molecules", "n_atoms", "has_smiles", "property_units", "frame_dependent", "format"):
+        assert sharded[key] == plain[key], key
+    assert sharded["properties"] == sorted(plain["properties"])  # the union over files, sorted
+    assert sharded["frame_dependent"] == [prop]  # --frame-dependent reaches a sharded dataset too
+    with pytest.raises(DatasetError, match="not properties"):
+        ingest_files(tmp_path / "c", [one], "x", cluster="in-process", frame_dependent=["nope"])
