@@ -100,7 +100,7 @@ def _title_and_reference(data_dir: Path, st: ViewState, layers: MapLayers):
         if st.table == "original"
         else (report.get("control", {}).get("reference_orientation"))
     )
-    title = f"{report.get('name', st.dataset)}: {layers.rows.size:,} axis points of {layers.n_molecules:,} molecules"
+    title = f"{report.get('name', st.dataset)}: {layers.n_points:,} axis points of {layers.n_molecules:,} molecules"
     if layers.n_matches is not None:
         title += f" · {layers.n_matches:,} match {st.smarts}"
     return title, ref
@@ -175,7 +175,7 @@ def map_figure(data_dir: Path, st: ViewState) -> tuple[go.Figure, MapLayers]:
     if st.view == "density":
         fig = density_figure(layers, ref, title)
     elif st.view == "sphere":
-        fig = sphere_figure(layers.md.vectors[layers.rows, layers.axes - 1], layers.color, reference=ref, title=title)
+        fig = sphere_figure(layers.md.vectors(layers.rows, layers.axes), layers.color, reference=ref, title=title)
     else:
         fig = unvalidated_figure(**_flat_figure(data_dir, st, DEFAULT_VIEWPORT))
     return fig, layers

@@ -36,28 +36,106 @@ SPHERE_MAX_POINTS = 5_000
 SPHERE_POINTS_TRACE = 1  # after the wire sphere (app/figures.py sphere_figure)
 
 
+@dataclass(frozen=True)
+class ColorSource:
+    """Colours of a view per molecule (``per_row``, indexed by map row) or, with None, by axis."""
+
+    kind: str
+    per_row: np.ndarray | None = None
+    labels: tuple[str, ...] = ()
+    colors: tuple[str, ...] = ()
+    title: str = ""
+
+    def spec(self, rows: np.ndarray, axes: np.ndarray) -> ColorSpec:
+        if self.per_row is None:
+            return ColorSpec("categorical", (axes - 1).astype(np.uint8), list(self.labels), list(self.colors), "axis")
+        values = self.per_row[rows]
+        values = values.astype(np.float32) if self.kind == "continuous" else values
+        return ColorSpec(self.kind, values, list(self.labels), list(self.colors), title=self.title)
+
+
+AXIS_SOURCE = ColorSource(
+    "categorical", None, tuple(AXIS_NAMES[a] for a in (1, 2, 3)), tuple(AXIS_COLORS[a] for a in (1, 2, 3)), "axis"
+)
+
+
 @dataclass(frozen=True, eq=False)
 class MapLayers:
-    """Points of the map for one view state; rows/axes are (n_points,) in draw order."""
+    """What the map of one view state shows: its molecules, colours and SMARTS matches.
+
+    The points themselves (``rows``, ``axes``: (n_points,) map rows and axes 1..3; ``color``;
+    ``highlight_rows``/``highlight_axes``) are built on first use: the flat map draws the
+    services' resolved view (:func:`shown_points`) and reads only the counts and notes here,
+    so a 10M-molecule map holds no second copy of its 30M points. The sphere's stated sample is
+    the first :data:`SPHERE_MAX_POINTS` points of the seeded draw order, in that order.
+    """
 
     md: MapData
-    rows: np.ndarray
-    axes: np.ndarray
-    color: ColorSpec
-    highlight_rows: np.ndarray
-    highlight_axes: np.ndarray
     n_molecules: int
     n_matches: int | None
     notes: list[str] = field(default_factory=list)
     shown: tuple[int, ...] = (1, 2, 3)  # the axes the view shows
     errors: list[str] = field(default_factory=list)  # what the user asked for and cannot have (a bad SMARTS)
+    mask: np.ndarray | None = None  # (n,) bool molecules the group filter keeps; None: all
+    match: np.ndarray | None = None  # (n,) bool SMARTS matches; None without a pattern
+    source: ColorSource = AXIS_SOURCE
+    sample: int | None = None  # draw only this many points (the sphere's stated sample)
+    only_matches: bool = False
 
-    def cache_nbytes(self) -> int:
-        """Bytes of this view's own arrays and point traces (the shared map data is cached on its own)."""
-        arrays = [self.rows, self.axes, self.highlight_rows, self.highlight_axes]
-        arrays += [self.color.values] if self.color.values is not None else []
-        own = sum(int(a.nbytes) for a in arrays)
-        return own + 4 * int(self.rows.size)  # the split's int32 member indices, built lazily
+    @property
+    def n_points(self) -> int:
+        """Points the view shows (counted without building them)."""
+        n = self.n_molecules if not self.only_matches else int(self.n_matches or 0)
+        n *= len(self.shown)
+        return n if self.sample is None else min(n, self.sample)
+
+    def matches(self) -> MapLayers:
+        """The same view with only its SMARTS matches (for their density)."""
+        return replace(self, only_matches=True)
+
+    def cache_nbytes(self, with_points: bool = True) -> int:
+        """Bytes of this view's own arrays, with its points as if built unless not ``with_points``
+        (the map data and the per-molecule colours are cached on their own)."""
+        per_mol = sum(int(a.nbytes) for a in (self.mask, self.match) if a is not None)
+        return per_mol + (9 * self.n_points if with_points else 0)  # rows int32, axes int8, colour float32
+
+    @cached_property
+    def _points(self) -> tuple[np.ndarray, np.ndarray]:
+        keep = self.mask
+        if self.only_matches:
+            keep = self.match if keep is None else keep & self.match
+        rows, axes = self.md.points(self.shown, keep)
+        if self.sample is not None and rows.size > self.sample:
+            first = self.md.first_in_draw_order(rows, axes, self.sample)
+            rows, axes = rows[first], axes[first]
+        return rows, axes
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._points[0]
+
+    @property
+    def axes(self) -> np.ndarray:
+        return self._points[1]
+
+    @cached_property
+    def color(self) -> ColorSpec:
+        return self.source.spec(self.rows, self.axes)
+
+    @cached_property
+    def _highlight(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.match is None:
+            return np.zeros(0, np.int32), np.zeros(0, np.int8)
+        keep = self.match[self.rows]
+        return self.rows[keep], self.axes[keep]
+
+    @property
+    def highlight_rows(self) -> np.ndarray:
+        return self._highlight[0]
+
+    @property
+    def highlight_axes(self) -> np.ndarray:
+        return self._highlight[1]
 
     @cached_property
     def split(self) -> PointTraces:
@@ -76,11 +154,7 @@ class MapLayers:
             )  # fmt: skip
         else:
             colors = continuous_colors(c.values, c.title)
-        highlight = None
-        if self.n_matches is not None:
-            matched = np.zeros(self.md.n_molecules, bool)
-            matched[self.highlight_rows] = True
-            highlight = matched[self.rows]
+        highlight = None if self.match is None else self.match[self.rows]
         query = MapQuery(self.md.dataset_id, self.md.table)
         return MapPoints(
             query, self.md, x, y, self.rows.astype(np.int32, copy=False), self.axes.astype(np.int8, copy=False),
@@ -88,18 +162,18 @@ class MapLayers:
         )  # fmt: skip
 
 
-def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows, axes, notes) -> ColorSpec:
+def _color_source(data_dir: Path, dataset_id: str, color: str, grouping: str, notes) -> ColorSource:
     if color == "group":
         coded = group_colors(data_dir, dataset_id, grouping)
         if coded is None:
             notes.append(f"{grouping} groups are not computed for {dataset_id!r}; coloured by axis instead")
         else:
             codes, lab, cols = coded
-            return ColorSpec("categorical", codes[rows], list(lab), list(cols), title=grouping)
+            return ColorSource("categorical", codes, tuple(lab), tuple(cols), title=grouping)
     elif color == "score":
         scores = data.classifier_scores(data_dir, dataset_id)
         if np.isfinite(scores).any():
-            return ColorSpec("continuous", scores[rows].astype(np.float32), title="P(stored pose)")
+            return ColorSource("continuous", scores, title="P(stored pose)")
         notes.append("classifier scores are not computed yet; coloured by axis instead")
     elif color.startswith("prop:"):
         name = color[5:]
@@ -109,7 +183,7 @@ def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows
             notes.append(str(err))
         else:
             unit = data.property_units(data_dir, dataset_id).get(name)
-            return ColorSpec("continuous", values[rows].astype(np.float32), title=f"{name} ({unit})" if unit else name)
+            return ColorSource("continuous", values, title=f"{name} ({unit})" if unit else name)
     elif color.startswith("shift:"):
         audit_id, _, name = color[6:].partition(":")
         try:
@@ -117,14 +191,10 @@ def _color_spec(data_dir: Path, dataset_id: str, color: str, grouping: str, rows
         except data.OrientScopeError as err:
             notes.append(str(err))
         else:
-            title = f"prediction shift: {name}"
-            return ColorSpec("continuous", values[rows].astype(np.float32), title=title)  # NaN (grey): not audited
+            return ColorSource("continuous", values, title=f"prediction shift: {name}")  # NaN (grey): not audited
     elif color != "axis":
         notes.append(f"unknown colour {color!r}; expected axis, group, score, prop:<name> or shift:<audit>:<name>")
-    codes = (axes - 1).astype(np.uint8)
-    return ColorSpec(
-        "categorical", codes, [AXIS_NAMES[a] for a in (1, 2, 3)], [AXIS_COLORS[a] for a in (1, 2, 3)], title="axis"
-    )
+    return AXIS_SOURCE
 
 
 def _compute(data_dir: Path, st: ViewState) -> MapLayers:
@@ -142,26 +212,24 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
             except data.OrientScopeError as err:
                 errors.append(str(err))
                 mask = np.zeros(md.n_molecules, bool)
-    rows, axes = md.points(st.axis_numbers, mask)
-    if st.view == "sphere" and rows.size > SPHERE_MAX_POINTS:
-        notes.append(f"3D view shows a random sample of {SPHERE_MAX_POINTS:,} of {rows.size:,} points")
-        rows, axes = rows[:SPHERE_MAX_POINTS], axes[:SPHERE_MAX_POINTS]
-    hrows = haxes = np.zeros(0, np.int64)
-    n_matches = None
+    n_mol = md.n_molecules if mask is None else int(np.count_nonzero(mask))
+    n_points = n_mol * len(st.axis_numbers)
+    sample = None
+    if st.view == "sphere" and n_points > SPHERE_MAX_POINTS:
+        notes.append(f"3D view shows a random sample of {SPHERE_MAX_POINTS:,} of {n_points:,} points")
+        sample = SPHERE_MAX_POINTS
+    match, n_matches = None, None
     if st.smarts:
         try:
-            match = data.smarts_mask(data_dir, dataset_id, st.smarts)
+            match = np.asarray(data.smarts_mask(data_dir, dataset_id, st.smarts), bool)
         except data.OrientScopeError as err:
             errors.append(f"SMARTS pattern not used: {err}")
         else:
             if data.graphs_from_3d(data_dir, dataset_id):
                 notes.append("this set has no SMILES: SMARTS matched bonds perceived from the 3D coordinates")
             n_matches = int(match.sum() if mask is None else (match & mask).sum())
-            keep = match[rows]
-            hrows, haxes = rows[keep], axes[keep]
-    n_mol = md.n_molecules if mask is None else int(mask.sum())
-    color = _color_spec(data_dir, dataset_id, st.color, st.grouping, rows, axes, notes)
-    return MapLayers(md, rows, axes, color, hrows, haxes, n_mol, n_matches, notes, st.axis_numbers, errors)
+    source = _color_source(data_dir, dataset_id, st.color, st.grouping, notes)
+    return MapLayers(md, n_mol, n_matches, notes, st.axis_numbers, errors, mask, match, source, sample)
 
 
 def _relevant(st: ViewState) -> ViewState:
@@ -181,7 +249,8 @@ def map_layers(data_dir: Path, st: ViewState) -> MapLayers:
     if layers is not None and layers.md is md:  # the id of a dropped map data object may be reused
         return layers
     layers = _compute(data_dir, st)
-    shared_cache().put("map_layers", key, layers)
+    # the flat map draws the services' view and never builds these points (see MapLayers)
+    shared_cache().put("map_layers", key, layers, size=layers.cache_nbytes(with_points=st.view != "map"))
     return layers
 
 

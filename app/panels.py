@@ -9,7 +9,6 @@ load, so both paths show exactly the same thing. Everything is read through
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -366,7 +365,7 @@ def report_download(data_dir: Path, st: ViewState) -> dict:
     layers = map_layers(data_dir, st.with_(view="density"))
     panels = [(layers, report.get("reference_orientation"), f"Axis density, {layers.n_molecules:,} molecules")]
     if st.smarts and layers.highlight_rows.size:
-        matches = replace(layers, rows=layers.highlight_rows, axes=layers.highlight_axes)
+        matches = layers.matches()
         panels.append((matches, report.get("reference_orientation"), f"Axis density of the {st.smarts} matches"))
     figures = [
         angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram")),

@@ -41,6 +41,21 @@ def mollweide_xy(lon_deg: np.ndarray, lat_deg: np.ndarray, iterations: int = 30)
     return x, y
 
 
+def mollweide_vectors(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Unit vectors of Mollweide points (the inverse of :func:`mollweide_xy` after :func:`axes_lonlat_deg`).
+
+    x, y : (n,) -> (n, 3) float64; θ = asin(y/√2), sin φ = (2θ + sin 2θ)/π, λ = π x / (2√2 cos θ).
+    At the poles (cos θ = 0) the longitude is undefined and taken as 0.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    theta = np.arcsin(np.clip(np.asarray(y, dtype=np.float64) / SQRT2, -1.0, 1.0))
+    sin_phi = np.clip((2 * theta + np.sin(2 * theta)) / np.pi, -1.0, 1.0)
+    cos_theta = np.cos(theta)
+    lam = np.where(cos_theta > 1e-12, np.pi * x / (2 * SQRT2 * np.where(cos_theta > 1e-12, cos_theta, 1.0)), 0.0)
+    cos_phi = np.sqrt(1.0 - sin_phi**2)
+    return np.stack([cos_phi * np.cos(lam), cos_phi * np.sin(lam), sin_phi], axis=-1)
+
+
 def mollweide_outline(n: int = 181) -> tuple[np.ndarray, np.ndarray]:
     """Closed ellipse bounding the Mollweide map."""
     t = np.linspace(0, 2 * np.pi, n)

@@ -1,30 +1,89 @@
 """Orientation-map data: every molecule's three canonical axes on the sphere, ready to draw.
 
-Reads the stored frames table (never recomputes frames), projects the axes to
-the equal-area Mollweide plane as float32, and fixes one seeded draw order so
-that no colour group hides another. Results are kept in the process's byte-bounded
-cache (``backend.services.bytecache``) per (data dir, dataset, result, table),
-and a changed manifest makes a new key.
+Reads the stored frames table (never recomputes frames) one shard at a time,
+projects the axes to the equal-area Mollweide plane as float32, and draws
+points in one seeded order so that no colour group hides another: the order of
+the counter-based keys of (seed, point), so it is never stored and any subset of
+points sorts into it on its own. At 10M molecules the map data holds about
+370 MB (x, y 240 MB, ids as one Arrow string column 120 MB, degenerate flags).
+Results are kept in the process's byte-bounded cache
+(``backend.services.bytecache``) per (data dir, dataset, result, table), and a
+changed manifest makes a new key.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from backend.science.counter_rng import random_bits
 from backend.science.rotations import derived_seed
-from backend.science.sphere import SQRT2, axes_lonlat_deg, mollweide_graticule, mollweide_outline, mollweide_xy
-from backend.services.bytecache import shared_cache
+from backend.science.sphere import (
+    SQRT2,
+    axes_lonlat_deg,
+    mollweide_graticule,
+    mollweide_outline,
+    mollweide_vectors,
+    mollweide_xy,
+)
+from backend.services.bytecache import map_cache, release_freed_memory
 from backend.services.results import open_result
+from backend.store.atomic import read_table
 from backend.store.results import MANIFEST
+from backend.store.shards import shard_table_paths
 
 TABLES = ("original", "control")
 AXES = (1, 2, 3)
-# Bytes per molecule of the lazily built id -> row index (a str key and an int in a dict).
-INDEX_BYTES_PER_ID = 120
+DRAW_STREAM = "map-draw-order"
+
+
+class IdColumn:
+    """Molecule ids of a map as one Arrow string column (about 12 bytes an id, against 40+ as a NumPy
+    str array); indexed like a NumPy array, answering ``str`` for one row and a str array otherwise."""
+
+    def __init__(self, ids):
+        arr = ids if isinstance(ids, pa.Array | pa.ChunkedArray) else pa.array(np.asarray(ids).astype(str))
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        self._arr = arr.cast(pa.large_string()) if arr.nbytes > 2**31 - 1 else arr.cast(pa.string())
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._arr.nbytes)
+
+    @property
+    def size(self) -> int:
+        return len(self._arr)
+
+    def __len__(self) -> int:
+        return len(self._arr)
+
+    def __getitem__(self, key):
+        if isinstance(key, int | np.integer):
+            return self._arr[int(key)].as_py()
+        if isinstance(key, slice):
+            return self._arr[key].to_numpy(zero_copy_only=False).astype(str)
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        return self._arr.take(pa.array(idx.astype(np.int64, copy=False))).to_numpy(zero_copy_only=False).astype(str)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self._arr.to_numpy(zero_copy_only=False).astype(str)
+        return out if dtype is None else out.astype(dtype)
+
+    def tolist(self) -> list[str]:
+        return self._arr.to_pylist()
+
+    def index_of(self, mol_id: str) -> int:
+        """First row holding ``mol_id``, else -1 (a scan in Arrow's C++: about 40 ms at 10M ids, no index held)."""
+        return int(pc.index(self._arr, pa.scalar(str(mol_id), self._arr.type)).as_py())
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,74 +92,91 @@ class MapData:
 
     Attributes
     ----------
-    ids : (n,) str molecule ids, in dataset row order
+    ids : (n,) molecule ids in dataset row order (:class:`IdColumn`; a str array or list is converted)
     x, y : (n, 3) float32 Mollweide coordinates of axes 1..3 (x in [-2√2, 2√2], y in [-√2, √2])
-    vectors : (n, 3, 3) float32 unit axis vectors (rows = axes) for the 3D sphere view
     degenerate : (n,) bool frames flagged as degenerate
-    order : (3n,) int32 seeded draw order over flat points ``row * 3 + (axis - 1)``
+    seed : key of the draw order (:meth:`draw_keys`)
     """
 
     dataset_id: str
     result_key: str
     table: str
-    ids: np.ndarray
+    ids: IdColumn
     x: np.ndarray
     y: np.ndarray
-    vectors: np.ndarray
     degenerate: np.ndarray
-    order: np.ndarray
     seed: int
+
+    def __post_init__(self):
+        if not isinstance(self.ids, IdColumn):
+            object.__setattr__(self, "ids", IdColumn(self.ids))
 
     @property
     def n_molecules(self) -> int:
         return int(self.ids.size)
 
     def cache_nbytes(self) -> int:
-        """Bytes held once every lazy piece is built: the arrays, their flat copies and the id index."""
-        arrays = (self.ids, self.x, self.y, self.vectors, self.degenerate, self.order)
-        return (
-            sum(int(a.nbytes) for a in arrays) + int(self.x.nbytes + self.y.nbytes) + INDEX_BYTES_PER_ID * self.ids.size
-        )
-
-    @cached_property
-    def _row_index(self) -> dict[str, int]:
-        index: dict[str, int] = {}
-        for i, mol_id in enumerate(self.ids.tolist()):
-            index.setdefault(mol_id, i)  # the first row of a repeated id, as before
-        return index
+        """Bytes held: coordinates, ids and flags (nothing is built lazily)."""
+        return int(self.x.nbytes + self.y.nbytes + self.ids.nbytes + self.degenerate.nbytes)
 
     def row_of(self, mol_id: str) -> int:
-        row = self._row_index.get(str(mol_id))
-        if row is None:
+        """Row of a molecule id (the first, if repeated); KeyError naming it otherwise."""
+        row = self.ids.index_of(mol_id)
+        if row < 0:
             raise KeyError(f"unknown molecule id {mol_id!r} in dataset {self.dataset_id!r}")
         return row
 
     def points(self, axes=AXES, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, axes) of the points to draw, in the shuffled draw order.
+        """(rows, axes) of the shown points, (m,) int32 and (m,) int8, in row order (axes ascending within a row).
 
         axes : subset of (1, 2, 3); mask : optional (n,) bool keep-molecule mask.
+        Sort them by :meth:`draw_keys` to draw them.
         """
         axes = sorted({int(a) for a in axes})
         bad = [a for a in axes if a not in AXES]
         if bad:
             raise ValueError(f"unknown axis {bad[0]!r}; expected some of {AXES}")
-        rows, axis = self._draw_rows, self._draw_axes
-        if axes == list(AXES) and mask is None:
-            return rows, axis
-        wanted = np.zeros(len(AXES) + 1, bool)
-        wanted[axes] = True
-        keep = wanted[axis]
-        if mask is not None:
-            keep &= np.asarray(mask, bool)[rows]
-        return rows[keep], axis[keep]
+        kept = np.arange(self.n_molecules, dtype=np.int32) if mask is None else np.flatnonzero(mask).astype(np.int32)
+        rows = np.repeat(kept, len(axes))
+        axis = np.tile(np.asarray(axes, np.int8), kept.size)
+        return rows, axis
 
-    @cached_property
-    def _draw_rows(self) -> np.ndarray:
-        return _read_only((self.order // 3).astype(np.int32))
+    def draw_keys(self, rows: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        """(m,) uint64 draw key of each point: points are drawn in ascending key order.
 
-    @cached_property
-    def _draw_axes(self) -> np.ndarray:
-        return _read_only((self.order % 3 + 1).astype(np.int8))
+        A counter-based hash of (seed, row * 3 + axis - 1): a seeded shuffle of all points
+        that is never stored, and any subset of points sorts into the same relative order.
+        """
+        flat = np.asarray(rows, np.int64) * 3 + (np.asarray(axes, np.int64) - 1)
+        return random_bits(self.seed, DRAW_STREAM, flat)[:, 0]
+
+    def in_draw_order(self, rows: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        """(m,) int64 permutation that puts the points (rows, axes) in the seeded draw order."""
+        return np.argsort(self.draw_keys(rows, axes), kind="stable")
+
+    def first_in_draw_order(self, rows: np.ndarray, axes: np.ndarray, k: int, chunk: int = 1 << 22) -> np.ndarray:
+        """(min(k, m),) int64 indices of the first ``k`` points (rows, axes) in the draw order, in that order;
+        the keys are drawn in chunks, so a sample of 30M points never holds all their keys at once."""
+        m = int(np.size(rows))
+        k = min(int(k), m)
+        if k <= 0:
+            return np.zeros(0, np.int64)
+        cand_idx, cand_key = [], []
+        for a in range(0, m, chunk):
+            keys = self.draw_keys(rows[a : a + chunk], axes[a : a + chunk])
+            top = np.argpartition(keys, k - 1)[:k] if keys.size > k else np.arange(keys.size)
+            cand_idx.append(top + a)
+            cand_key.append(keys[top])
+        if not cand_idx:
+            return np.zeros(0, np.int64)
+        idx, keys = np.concatenate(cand_idx), np.concatenate(cand_key)
+        return idx[np.argsort(keys, kind="stable")[:k]].astype(np.int64)
+
+    def vectors(self, rows: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        """(m, 3) float32 unit axis vectors of the points (rows, axes), back from their map position
+        (for the 3D sphere view: a sample, so nothing is stored)."""
+        x, y = self.xy(rows, axes)
+        return mollweide_vectors(x, y).astype(np.float32)
 
     @cached_property
     def _flat_xy(self) -> tuple[np.ndarray, np.ndarray]:
@@ -113,11 +189,6 @@ class MapData:
         return fx.take(flat), fy.take(flat)
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False  # shared by every view of the map
-    return a
-
-
 def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", params: dict | None = None) -> MapData:
     """Map data of a dataset's active (or given) result; ``table`` is "original" or "control"."""
     if table not in TABLES:
@@ -126,29 +197,51 @@ def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", para
     manifest = store.dir / MANIFEST
     stamp = manifest.stat().st_mtime_ns if manifest.is_file() else 0
     key = (str(Path(data_dir).resolve()), dataset_id, store.key, table, stamp)
-    return shared_cache().get_or_build("map_data", key, lambda: _build_map_data(store, dataset_id, table))
+    return map_cache().get_or_build("map_data", key, lambda: _build_map_data(store, dataset_id, table))
+
+
+_ROTATION = [f"r{i}{j}" for i in range(3) for j in range(3)]
+
+
+def _frame_parts(store, table: str) -> list:
+    """Readers of the frames table in parts: one per shard of a sharded result (never the whole float64
+    table at once), else the one table."""
+    columns = ["id", "degenerate", *_ROTATION]
+    single = store.dir / f"frames.{table}.parquet"
+    paths = [] if single.is_file() or not store.completed("frames") else shard_table_paths(store.dir, "frames", table)
+    if not paths:  # NotFoundError naming the stage if it is not computed
+        return [lambda: store.table("frames", table, columns=columns)]
+    return [lambda p=p: read_table(p, columns=columns) for p in paths]
+
+
+def _project(read) -> tuple[np.ndarray, np.ndarray, list, np.ndarray]:
+    """(x, y) float32 (k, 3), id chunks and degenerate flags of one part of the frames table."""
+    part = read()
+    rot = np.column_stack([part.column(c).to_numpy() for c in _ROTATION]).reshape(-1, 3, 3)
+    x, y = mollweide_xy(*axes_lonlat_deg(rot))
+    degenerate = part.column("degenerate").to_numpy(zero_copy_only=False).astype(bool)
+    return x.astype(np.float32), y.astype(np.float32), part.column("id").chunks, degenerate
 
 
 def _build_map_data(store, dataset_id: str, table: str) -> MapData:
-    cols = ["id", "degenerate"] + [f"r{i}{j}" for i in range(3) for j in range(3)]
-    tab = store.table("frames", table, columns=cols)
-    rot = np.column_stack([tab.column(f"r{i}{j}").to_numpy() for i in range(3) for j in range(3)]).reshape(-1, 3, 3)
-    lon, lat = axes_lonlat_deg(rot)
-    x, y = mollweide_xy(lon, lat)
-    seed = derived_seed(int(store.params.get("seed", 0)), "map-draw-order")
-    n = rot.shape[0]
-    return MapData(
+    # Shards are read and projected on two threads (parquet reads and NumPy release the GIL): the
+    # projection's Newton iterations are most of the minute a 10M-molecule map takes to build.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="map-data") as pool:
+        parts = list(pool.map(_project, _frame_parts(store, table)))
+    ids = [chunk for _, _, chunks, _ in parts for chunk in chunks]
+    md = MapData(
         dataset_id=dataset_id,
         result_key=store.key,
         table=table,
-        ids=tab.column("id").to_numpy(zero_copy_only=False).astype(str),
-        x=x.astype(np.float32),
-        y=y.astype(np.float32),
-        vectors=rot.astype(np.float32),
-        degenerate=tab.column("degenerate").to_numpy(zero_copy_only=False).astype(bool),
-        order=np.random.default_rng(seed).permutation(3 * n).astype(np.int32),
-        seed=seed,
+        ids=IdColumn(pa.chunked_array(ids, ids[0].type if ids else pa.string())),
+        x=np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.float32),
+        y=np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, 3), np.float32),
+        degenerate=np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, bool),
+        seed=derived_seed(int(store.params.get("seed", 0)), DRAW_STREAM),
     )
+    del parts, ids
+    release_freed_memory()
+    return md
 
 
 def reference_xy(reference_orientation) -> tuple[np.ndarray, np.ndarray]:

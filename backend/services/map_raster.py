@@ -293,7 +293,7 @@ def _sorted(points: MapPoints) -> _SortedView:
 
     def build():
         c = points.colors
-        if points.draw is not None:  # stored sorted (map_view.sorted_by_x): the frame reads its arrays
+        if points.x_sorted:  # stored sorted (as view_points stores a view): the frame reads its arrays
             order, columns = None, {"x": points.x, "y": points.y}
         else:
             order = np.argsort(points.x).astype(np.int32)  # ties in any order: aggregation does not care
@@ -331,7 +331,7 @@ def _frame(points: MapPoints, vp: Viewport) -> pd.DataFrame:
 def _matches(points: MapPoints) -> _SortedView:
     def build():
         frame = _sorted(points).frame
-        keep = points.highlight if points.draw is not None else points.highlight[frame["i"].to_numpy()]
+        keep = points.highlight if points.x_sorted else points.highlight[frame["i"].to_numpy()]
         sub = frame[keep].reset_index(drop=True)
         return _SortedView(sub, sub["x"].to_numpy())
 
@@ -486,7 +486,7 @@ def _region_index(points: MapPoints, vp: Viewport) -> np.ndarray:
     slab = view.frame.iloc[a:b]
     y = slab["y"].to_numpy()
     inside = np.flatnonzero((y >= vp.y0) & (y <= vp.y1))
-    idx = a + inside if points.draw is not None else slab["i"].to_numpy()[inside]
+    idx = a + inside if points.x_sorted else slab["i"].to_numpy()[inside]
     return points.in_draw_order(idx.astype(np.int64))
 
 
@@ -561,7 +561,7 @@ def nearest_point(
     i = _nearest(slab["x"].to_numpy(), slab["y"].to_numpy(), np.float64(x), np.float64(y), sx, sy, float(radius_px))
     if i < 0:
         return None
-    return a + int(i) if points.draw is not None else int(slab["i"].to_numpy()[i])
+    return a + int(i) if points.x_sorted else int(slab["i"].to_numpy()[i])
 
 
 def prepare(points: MapPoints) -> None:
@@ -580,8 +580,7 @@ def warm_up() -> None:
     n = 64
     x, y = rng.uniform(-1, 1, (2, n, 3)).astype(np.float32)
     ids = np.arange(n).astype(str)
-    md = MapData("warm-up", "", "original", ids, x, y, np.zeros((n, 3, 3), np.float32), np.zeros(n, bool),
-                 np.arange(3 * n, dtype=np.int32), 0)  # fmt: skip
+    md = MapData("warm-up", "", "original", ids, x, y, np.zeros(n, bool), 0)
     rows, axes = md.points()
     px, py = md.xy(rows, axes)
     codes = (axes - 1).astype(np.uint8)

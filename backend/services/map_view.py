@@ -3,9 +3,9 @@
 The map, its server-side image (:mod:`backend.services.map_raster`) and the
 nearest-point lookup all resolve a view through :func:`view_points`, so a
 pixel, a click and a drawn point always refer to the same set of points.
-Resolved views are kept in the process's byte-bounded cache
-(:mod:`backend.services.bytecache`). A view's points, sorted by x, are shared by all
-its colourings (at 30M points they hold about 400 MB; a colouring adds 30-120 MB).
+Resolved views are kept in the process's byte-bounded map cache
+(:func:`backend.services.bytecache.map_cache`). A view's points, sorted by x, are shared by all
+its colourings (at 30M points they hold about 390 MB; a colouring adds 30-120 MB).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from backend.core.errors import NotFoundError
 from backend.core.groups import UNGROUPED
 from backend.core.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
 from backend.services import grouping
-from backend.services.bytecache import shared_cache
+from backend.services.bytecache import map_cache, release_freed_memory
 from backend.services.cache import get_view
 from backend.services.errors import InvalidInput
 from backend.services.map_data import AXES, TABLES, MapData, load_map_data
@@ -99,11 +99,13 @@ class MapColors:
 
 @dataclass(frozen=True, eq=False)
 class MapPoints:
-    """The points one view shows, in the map's seeded draw order.
+    """The points one view shows.
 
     x, y : (m,) float32 Mollweide coordinates; rows : (m,) int32 molecule row (into ``md.ids``);
     axis : (m,) int8 axis 1..3; highlight : (m,) bool SMARTS match, or None without a pattern.
     n_molecules : molecules that pass the group filter; n_matches : of them, matching the SMARTS.
+    x_sorted : the arrays are sorted by x (as :func:`view_points` stores a view); the draw order is
+    the map data's seeded key order either way (:meth:`in_draw_order`).
     """
 
     query: MapQuery
@@ -117,7 +119,7 @@ class MapPoints:
     n_molecules: int
     n_matches: int | None
     notes: tuple[str, ...] = ()
-    draw: np.ndarray | None = None  # (m,) int32 place of each point in the draw order, when stored sorted by x
+    x_sorted: bool = False
     geometry: Any = None  # the x-sorted points shared with the view's other colourings (cached on their own)
     _memo: dict = field(default_factory=dict, repr=False)
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -139,9 +141,9 @@ class MapPoints:
         if self.geometry is not None:  # its arrays are cached on their own; the frame adds category codes
             return self.colors.nbytes + extra + self.size
         own = self.x.nbytes + self.y.nbytes + self.rows.nbytes + self.axis.nbytes + self.colors.nbytes + extra
-        if self.draw is not None:  # the aggregation frame reads these arrays: only category codes are copied
-            return own + self.draw.nbytes + self.size
-        return 2 * own  # the aggregation frame (categorical codes, matches) built from them on first use
+        if self.x_sorted:  # the aggregation frame reads these arrays in place
+            return own
+        return 2 * own  # the aggregation frame (sorted copies) built from them on first use
 
     @cached_property
     def bounds(self) -> tuple[float, float, float, float]:
@@ -152,9 +154,8 @@ class MapPoints:
 
     def in_draw_order(self, idx: np.ndarray) -> np.ndarray:
         """The point indices ``idx`` reordered as the seeded draw order draws them."""
-        if self.draw is None:
-            return np.sort(idx)
-        return idx[np.argsort(self.draw[idx], kind="stable")]
+        idx = np.asarray(idx, np.int64)
+        return idx[self.md.in_draw_order(self.rows[idx], self.axis[idx])]
 
     def ids(self, idx: np.ndarray) -> np.ndarray:
         """Molecule ids of the points ``idx``."""
@@ -213,6 +214,11 @@ def continuous_colors(values: np.ndarray, title: str) -> MapColors:
 
 
 def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, notes: list[str]) -> MapColors:
+    if q.color == "axis":
+        return MapColors(
+            "categorical", "axis", codes=(axis - 1).astype(np.uint8), labels=tuple(AXIS_NAMES[a] for a in AXES),
+            colors=tuple(AXIS_COLORS[a] for a in AXES),
+        )  # fmt: skip
     view = get_view(data_dir, q.dataset)
     if q.color == "group":
         coded = group_colors(data_dir, q.dataset, q.grouping)
@@ -238,21 +244,20 @@ def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, not
         except NotFoundError as err:
             raise InvalidInput(str(err), ("query", "color")) from None
         return continuous_colors(shift[rows], f"prediction shift: {name}")
-    codes = (axis - 1).astype(np.uint8)
-    return MapColors(
-        "categorical",
-        "axis",
-        codes=codes,
-        labels=tuple(AXIS_NAMES[a] for a in AXES),
-        colors=tuple(AXIS_COLORS[a] for a in AXES),
-    )
+    return _colors(data_dir, replace(q, color="axis"), rows, axis, notes)
+
+
+def _needs_view(q: MapQuery) -> bool:
+    """Whether a view reads the dataset's molecules (groups, SMARTS, values): the default map does not,
+    so a 10M-molecule map is drawn from its frames alone."""
+    return bool(q.group or q.smarts) or q.color != "axis"
 
 
 @dataclass(frozen=True, eq=False)
 class _Geometry:
     """The points of a view sorted by x, whatever their colour: shared by every colouring of the view.
 
-    x, y : (m,) float32; rows : (m,) int32; axis : (m,) int8; draw : (m,) int32 place in the draw order.
+    x, y : (m,) float32; rows : (m,) int32; axis : (m,) int8 (the draw order is the map data's key order).
     """
 
     md: MapData
@@ -260,10 +265,9 @@ class _Geometry:
     y: np.ndarray
     rows: np.ndarray
     axis: np.ndarray
-    draw: np.ndarray
 
     def cache_nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.x, self.y, self.rows, self.axis, self.draw))
+        return sum(a.nbytes for a in (self.x, self.y, self.rows, self.axis))
 
 
 # Geometries still held by a cached view after their own cache entry went: found again, never built twice.
@@ -279,16 +283,14 @@ def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_
     """
     key = (id(md), axes, mask_key)
     with _geometry_lock:
-        hit = shared_cache().get("map_geometry", key) or _live_geometries.get(key)
+        hit = map_cache().get("map_geometry", key) or _live_geometries.get(key)
     if hit is not None and hit.md is md:  # the id of a dropped MapData may be reused
         return hit
-    rows, axis = md.points(axes, mask)
-    x, y = md.xy(rows, axis)
-    order = _x_order(x)
-    geo = _Geometry(md, x[order], y[order], rows[order].astype(np.int32, copy=False), axis[order], order)
+    geo = _Geometry(md, *_sorted_points(md, axes, mask))
+    release_freed_memory()  # the unsorted copies (about 600 MB at 30M points)
     with _geometry_lock:
         _live_geometries[key] = geo
-    shared_cache().put("map_geometry", key, geo)
+    map_cache().put("map_geometry", key, geo)
     return geo
 
 
@@ -296,7 +298,7 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
     md = load_map_data(data_dir, q.dataset, q.table)
     notes: list[str] = []
     mask = None
-    view = get_view(data_dir, q.dataset)
+    view = get_view(data_dir, q.dataset) if _needs_view(q) else None
     if q.group:
         if q.grouping not in grouping.group_ids(view):
             notes.append(f"{q.grouping} groups are not computed; the group filter is ignored")
@@ -315,25 +317,34 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
     n_molecules = md.n_molecules if mask is None else int(mask.sum())
     colors = _colors(data_dir, q, rows, axis, notes)  # gathered in the geometry's x order: no sort per colour
     return MapPoints(
-        q, md, geo.x, geo.y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes), draw=geo.draw,
+        q, md, geo.x, geo.y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes), x_sorted=True,
         geometry=geo,
     )  # fmt: skip
 
 
-def _x_order(x: np.ndarray) -> np.ndarray:
-    """(m,) int32 permutation sorting ``x``, equal values in draw order: sorted point k was drawn order[k]-th."""
-    return np.argsort(x, kind="stable").astype(np.int32)
+def _sorted_points(md: MapData, axes, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x, y, rows, axis) of the shown points sorted by x, each array replaced as soon as it is sorted
+    (at 30M points the build peaks near 0.6 GB above the map data instead of 1.2 GB)."""
+    rows, axis = md.points(axes, mask)
+    x, y = md.xy(rows, axis)
+    order = np.argsort(x, kind="stable").astype(np.int32)
+    x = x[order]
+    y = y[order]
+    rows = rows[order]
+    axis = axis[order]
+    return x, y, rows, axis
 
 
 def sorted_by_x(points: MapPoints) -> MapPoints:
-    """The same view stored sorted by x, with each point's place in the draw order kept in ``draw``.
+    """The same view stored sorted by x.
 
     The aggregation reads a region as a slab of x-sorted rows; stored this way, the view is that
-    frame itself (at 30M points 540 MB, against 420 MB of arrays plus a 510 MB sorted copy).
+    frame itself (at 30M points 420 MB, against 420 MB of arrays plus a 510 MB sorted copy), and
+    the draw order needs no array of its own (it is the map data's key order).
     """
-    if points.draw is not None:
+    if points.x_sorted:
         return points
-    order = _x_order(points.x)
+    order = np.argsort(points.x, kind="stable")
     c = points.colors
     colors = MapColors(
         c.kind, c.title, codes=None if c.codes is None else c.codes[order], labels=c.labels, colors=c.colors,
@@ -342,7 +353,7 @@ def sorted_by_x(points: MapPoints) -> MapPoints:
     return MapPoints(
         points.query, points.md, points.x[order], points.y[order], points.rows[order].astype(np.int32, copy=False),
         points.axis[order], colors, None if points.highlight is None else points.highlight[order],
-        points.n_molecules, points.n_matches, points.notes, draw=order,  # sorted point k was drawn order[k]-th
+        points.n_molecules, points.n_matches, points.notes, x_sorted=True,
     )  # fmt: skip
 
 
@@ -351,9 +362,9 @@ def view_points(data_dir: Path, query: MapQuery) -> MapPoints:
     q = query.checked()
     md = load_map_data(data_dir, q.dataset, q.table)
     key = (str(data_dir), id(md), q)
-    hit = shared_cache().get("map_points", key)
+    hit = map_cache().get("map_points", key)
     if hit is not None and hit.md is md:  # the id of a dropped MapData may be reused
         return hit
     points = _resolve(data_dir, q)
-    shared_cache().put("map_points", key, points)
+    map_cache().put("map_points", key, points)
     return points

@@ -193,7 +193,7 @@ def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_sto
     # a click as a hand makes it: WebGL 3D picks the point under the cursor on a frame between press and release
     ActionChains(driver).click_and_hold().pause(0.1).release().perform()
     chosen = wait_for(lambda: text_of(driver, "molecule-id"), what="the clicked molecule")
-    v = md.vectors[md.row_of(chosen)]
+    v = md.vectors(np.full(3, md.row_of(chosen)), np.array([1, 2, 3]))
     assert np.abs(v - [hovered["x"], hovered["y"], hovered["z"]]).sum(axis=1).min() < 1e-3
     time.sleep(0.5)
     assert severe_console(driver) == []

@@ -38,3 +38,14 @@ def test_outline_and_graticule_shapes():
     assert np.isclose(x[0], x[-1]) and np.isclose(y[0], y[-1])
     gx, gy = mollweide_graticule()
     assert np.isnan(gx).sum() == np.isnan(gy).sum() > 0
+
+
+def test_mollweide_vectors_invert_the_projection():
+    from backend.science.sphere import mollweide_vectors
+
+    rng = np.random.default_rng(4)
+    v = rng.normal(size=(5000, 3))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    x, y = mollweide_xy(np.degrees(np.arctan2(v[:, 1], v[:, 0])), np.degrees(np.arcsin(v[:, 2])))
+    np.testing.assert_allclose(mollweide_vectors(x, y), v, atol=1e-9)
+    np.testing.assert_allclose(mollweide_vectors(np.array([0.0]), np.array([np.sqrt(2)])), [[0, 0, 1]], atol=1e-12)

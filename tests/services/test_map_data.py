@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from backend.core.orientations_schema import R_COLUMNS
 from backend.services.map_data import density_grid, load_map_data, reference_xy
 from backend.services.results import open_result
 
@@ -16,9 +18,37 @@ def test_every_axis_of_every_molecule_is_projected(qm9_store):
     # Mollweide bounds, and the poles / equator known answers via the stored lon/lat
     assert np.all((md.x / (2 * np.sqrt(2))) ** 2 + (md.y / np.sqrt(2)) ** 2 <= 1 + 1e-5)
     np.testing.assert_allclose(np.sign(md.y), np.sign(frames[["lat1", "lat2", "lat3"]].to_numpy()), atol=0)
-    # draw order is a permutation of all 3n points, identical on reload (seeded)
-    assert np.array_equal(np.sort(md.order), np.arange(3 * len(frames)))
     assert load_map_data(qm9_store, "qm9") is md
+
+
+def test_the_draw_order_is_a_seeded_shuffle_that_any_subset_keeps(qm9_store):
+    md = load_map_data(qm9_store, "qm9")
+    rows, axes = md.points()
+    order = md.in_draw_order(rows, axes)
+    assert not np.array_equal(order, np.arange(rows.size))  # shuffled: no colour group drawn last
+    assert np.bincount(axes[order[: rows.size // 3]], minlength=4)[1:].min() > rows.size / 9 * 0.8
+    sub = np.flatnonzero(rows % 7 == 0)  # a subset sorts into the same relative order
+    np.testing.assert_array_equal(sub[md.in_draw_order(rows[sub], axes[sub])], order[np.isin(order, sub)])
+    first = md.first_in_draw_order(rows, axes, 50, chunk=64)  # in small chunks: the same first points
+    np.testing.assert_array_equal(first, order[:50])
+
+
+def test_ids_and_the_row_of_an_id(qm9_store):
+    md = load_map_data(qm9_store, "qm9")
+    ids = np.asarray(md.ids)
+    assert md.ids[3] == ids[3] and isinstance(md.ids[3], str)
+    np.testing.assert_array_equal(md.ids[np.array([5, 1])], ids[[5, 1]])
+    np.testing.assert_array_equal(md.ids[ids == ids[7]], ids[[7]])
+    assert md.row_of(ids[42]) == 42 and md.ids.tolist() == ids.tolist()
+    with pytest.raises(KeyError, match="no-such-id"):
+        md.row_of("no-such-id")
+
+
+def test_axis_vectors_come_back_from_their_map_position(qm9_store):
+    md = load_map_data(qm9_store, "qm9")
+    rot = open_result(qm9_store, "qm9").table("frames", "original").to_pandas()[R_COLUMNS].to_numpy()
+    rows, axes = md.points()
+    np.testing.assert_allclose(md.vectors(rows, axes), rot.reshape(-1, 3, 3)[rows, axes - 1], atol=2e-3)
 
 
 def test_points_filter_by_axis_and_mask(qm9_store):
