@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import mmap
 import os
 import sys
 import threading
@@ -75,6 +76,8 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     if isinstance(value, cKDTree):  # points, their order and about one node per 8 points (leafsize 16)
         return int(value.data.nbytes + value.indices.nbytes + value.size * _KDTREE_NODE_BYTES)
     if isinstance(value, np.ndarray):
+        if _memory_mapped(value):  # file pages the OS may drop, not this process's heap
+            return 0
         extra = sum(nbytes(v, seen) for v in value.ravel()) if value.dtype == object else 0
         return int(value.nbytes) + extra
     if isinstance(value, bytes | bytearray | str):
@@ -98,6 +101,16 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
 
 _SCALARS = {str, bytes, int, float, bool, type(None)}
 _EMPTY_STR = sys.getsizeof("")
+
+
+def _memory_mapped(array: np.ndarray) -> bool:
+    """True if ``array`` is (a view of) a memory-mapped file."""
+    base = array
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return True
+        base = getattr(base, "base", None)
+    return False
 
 
 @dataclass(frozen=True)

@@ -17,27 +17,31 @@ KINDS = ("pose", "chemistry")
 MAX_K = 100
 
 
+def _hemisphere(q: np.ndarray) -> np.ndarray:
+    """(n, 4) float32 quaternions flipped to w >= 0 (q and -q are the same rotation)."""
+    q = np.asarray(q, dtype=np.float32)
+    return np.where(q[:, 3:4] < 0, -q, q)
+
+
 def _pose_tree(view: DatasetView) -> cKDTree:
-    # q and -q are the same rotation: index both so the Euclidean nearest copy is the geodesic nearest.
-    q = view.quaternions
-    return view.extra("pose_tree", lambda: cKDTree(np.concatenate([q, -q])))
+    # One point per molecule (w >= 0); the query is made with q and -q, so the nearer of the
+    # two copies of each rotation is found without indexing both (half the memory: ~400 MB at 10M).
+    # The tree ranks candidates; their angles are then measured on the stored float64 quaternions.
+    return view.extra("pose_tree", lambda: cKDTree(_hemisphere(view.quaternions), balanced_tree=False))
 
 
 def pose_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
     """(row, angle in degrees) of the k molecules whose frames are closest to row ``i``'s."""
-    n = len(view)
-    want = min(2 * (k + 1), 2 * n)
-    dist, idx = _pose_tree(view).query(view.quaternions[i], k=want)
-    out, seen = [], {i}
-    for d, j in zip(np.atleast_1d(dist), np.atleast_1d(idx), strict=True):
-        j = int(j) % n
-        if j in seen:
-            continue
-        seen.add(j)
-        out.append((j, float(np.degrees(chord_to_angle(d)))))
-        if len(out) == k:
-            break
-    return out
+    want = min(k + 1, len(view))
+    q = _hemisphere(view.quaternions[i : i + 1])[0]
+    _, idx = _pose_tree(view).query(np.stack([q, -q]), k=want)
+    idx = np.asarray(idx).reshape(-1)
+    rows = np.unique(idx[(idx < len(view)) & (idx != i)])  # a tree with fewer than k points pads with n
+    qi = np.asarray(view.quaternions[i], dtype=np.float64)
+    qj = np.asarray(view.quaternions[rows], dtype=np.float64)
+    chord = np.minimum(np.linalg.norm(qj - qi, axis=1), np.linalg.norm(qj + qi, axis=1))
+    order = np.lexsort((rows, chord))[:k]
+    return [(int(rows[o]), float(np.degrees(chord_to_angle(chord[o])))) for o in order]
 
 
 def _fingerprint_bytes(view: DatasetView) -> np.ndarray | None:

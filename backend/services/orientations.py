@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from backend.core.orientations_schema import EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
-from backend.services.cache import get_view
+from backend.services.cache import ColumnView, DatasetView, get_view
 from backend.services.errors import InvalidInput
 
 FORMATS = ("json", "csv", "parquet")
@@ -27,22 +29,26 @@ COLUMNS = [
 ]
 
 
+STREAM_BLOCK = 100_000  # rows encoded at a time for views too large to encode whole (~40 MB of JSON)
+
+
+def _block(view: DatasetView, a: int, b: int) -> pd.DataFrame:
+    """Rows ``a:b`` of the orientations table."""
+    data = {"id": np.asarray(view.ids[a:b])}
+    data.update(zip(R_COLUMNS, np.asarray(view.rotations[a:b]).reshape(-1, 9).T, strict=True))
+    data.update(zip(Q_COLUMNS, np.asarray(view.quaternions[a:b]).T, strict=True))
+    data.update(zip(EV_COLUMNS, np.asarray(view.eigenvalues[a:b]).T, strict=True))
+    data["degenerate"] = np.asarray(view.degenerate[a:b])
+    data["degenerate_reason"] = np.asarray(view.reasons[a:b])
+    data.update(zip(LONLAT_COLUMNS, np.asarray(view.lonlat[a:b]).reshape(-1, 6).T, strict=True))
+    data["classifier_score"] = np.asarray(view.scores[a:b])
+    return pd.DataFrame(data, columns=COLUMNS)
+
+
 def orientations_table(data_dir: Path, dataset_id: str) -> pd.DataFrame:
     """One row per molecule with the :data:`COLUMNS` (R rows r00..r22, quaternion x,y,z,w, eigenvalues, score)."""
     view = get_view(data_dir, dataset_id)
-
-    def build() -> pd.DataFrame:
-        data = {"id": view.ids}
-        data.update(zip(R_COLUMNS, view.rotations.reshape(-1, 9).T, strict=True))
-        data.update(zip(Q_COLUMNS, view.quaternions.T, strict=True))
-        data.update(zip(EV_COLUMNS, view.eigenvalues.T, strict=True))
-        data["degenerate"] = view.degenerate
-        data["degenerate_reason"] = view.reasons
-        data.update(zip(LONLAT_COLUMNS, view.lonlat.reshape(-1, 6).T, strict=True))
-        data["classifier_score"] = view.scores
-        return pd.DataFrame(data, columns=COLUMNS)
-
-    return view.extra("orientations_table", build)
+    return view.extra("orientations_table", lambda: _block(view, 0, len(view)))
 
 
 def _encode(df: pd.DataFrame, fmt: str) -> bytes:
@@ -62,3 +68,50 @@ def orientations_bytes(data_dir: Path, dataset_id: str, fmt: str = "json") -> tu
     view = get_view(data_dir, dataset_id)
     data = view.extra(f"orientations_{fmt}", lambda: _encode(orientations_table(data_dir, dataset_id), fmt))
     return data, MEDIA_TYPES[fmt], f"{dataset_id}_{view.result_key}_orientations.{fmt}"
+
+
+def _encode_blocks(view: DatasetView, fmt: str, block: int) -> Iterator[bytes]:
+    """The table of ``view`` encoded ``block`` rows at a time: the same rows and values as :func:`_encode`."""
+    starts = range(0, len(view), block)
+    if fmt == "parquet":
+        sink = io.BytesIO()
+        writer = None
+        for a in starts:
+            table = pa.Table.from_pandas(_block(view, a, a + block), preserve_index=False)
+            writer = writer or pq.ParquetWriter(sink, table.schema, compression="zstd")
+            writer.write_table(table)
+            yield sink.getvalue()
+            sink.seek(0)
+            sink.truncate()
+        if writer is not None:
+            writer.close()
+            yield sink.getvalue()
+        return
+    if fmt == "json":
+        yield b"["
+    for a in starts:
+        df = _block(view, a, a + block)
+        if fmt == "json":
+            yield (b"," if a else b"") + df.to_json(orient="records", double_precision=15).encode()[1:-1]
+        else:
+            yield df.to_csv(index=False, header=a == 0, float_format="%.17g").encode()
+    if fmt == "json":
+        yield b"]"
+
+
+def orientations_stream(
+    data_dir: Path, dataset_id: str, fmt: str = "json", block: int = STREAM_BLOCK
+) -> tuple[Iterator[bytes], int | None, str, str]:
+    """(chunks, total bytes or None, media type, file name) of the orientations table.
+
+    A dataset served from memory-mapped columns is encoded ``block`` rows at a time while
+    it is sent (its size is not known in advance); any other is :func:`orientations_bytes`.
+    """
+    view = get_view(data_dir, dataset_id)
+    if not isinstance(view, ColumnView):
+        data, media, name = orientations_bytes(data_dir, dataset_id, fmt)
+        return iter([data]), len(data), media, name
+    if fmt not in FORMATS:
+        raise InvalidInput(f"unknown format {fmt!r}; expected one of {FORMATS}", ("query", "format"))
+    name = f"{dataset_id}_{view.result_key}_orientations.{fmt}"
+    return _encode_blocks(view, fmt, block), None, MEDIA_TYPES[fmt], name

@@ -4,6 +4,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import DataDirDep, DatasetIdPath
 from backend.api.encoded import answer
@@ -26,10 +27,12 @@ RESPONSES = {
 }
 
 
-async def _chunks(data: bytes):
-    view = memoryview(data)
-    for start in range(0, len(view), CHUNK):
-        yield view[start : start + CHUNK]
+async def _chunks(parts):
+    # Large datasets are encoded block by block while they are sent: each block in a worker thread.
+    while (data := await run_in_threadpool(next, parts, None)) is not None:
+        view = memoryview(data)
+        for start in range(0, len(view), CHUNK):
+            yield view[start : start + CHUNK]
 
 
 @router.get("/orientations", response_model=list[OrientationRow], responses=RESPONSES)
@@ -39,8 +42,8 @@ async def orientations(
     format: Annotated[Literal["json", "csv", "parquet"], Query(description="json records, csv or parquet.")] = "json",
 ) -> StreamingResponse:
     """Every molecule's orientation, to redo the plots elsewhere (streamed)."""
-    data, media_type, filename = await answer(svc.orientations_bytes, data_dir, dataset_id, format)
-    headers = {"Content-Length": str(len(data))}
+    parts, size, media_type, filename = await answer(svc.orientations_stream, data_dir, dataset_id, format)
+    headers = {} if size is None else {"Content-Length": str(size)}
     if format != "json":
         headers["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return StreamingResponse(_chunks(data), media_type=media_type, headers=headers)
+    return StreamingResponse(_chunks(parts), media_type=media_type, headers=headers)

@@ -1,0 +1,183 @@
+"""Memory-mapped columns of a large sharded dataset, for serving it without loading it.
+
+A sharded dataset's Parquet tables are compressed in row groups of up to a million
+rows, so one molecule read from them costs a whole row group (tens of ms). A server
+converts them once into plain ``.npy`` files in a cache folder outside the store
+(the store may be read-only) and memory-maps them: a molecule is then a few slices,
+and only the pages a request touches are read.
+
+Layout of one cache folder (row ``i`` is the ``i``-th molecule of the result, in shard order)::
+
+    ids.npy (n,) U          smiles.npy (n,) U        formula.npy (n,) U     n_atoms.npy (n,) int32
+    offsets.npy (n+1,) int64 into z.npy (n_atoms,) uint8 and positions.npy (n_atoms, 3) float64 Å
+    rotations.npy (n, 3, 3)  quaternions.npy (n, 4)  eigenvalues.npy (n, 3) centroids.npy (n, 3)
+    lonlat.npy (n, 3, 2) deg degenerate.npy (n,) bool reason_codes.npy (n,) int32 into meta "reasons"
+    scores.npy (n,) float64 (NaN without a models stage)   properties.npy (n, p) float64
+    id_hash.npy (n,) uint64 sorted, id_order.npy (n,) int64: row of each sorted hash (id lookup)
+    columns.json            property names, reasons, formulas; written last (marks the folder complete)
+
+On disk this is about 1 KB per molecule of ~18 atoms (positions are kept in float64
+so every answer equals the in-memory one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+from numpy.lib.format import open_memmap
+
+from backend.core.elements import hill_formulas
+from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
+from backend.store.atomic import atomic_write_json, read_json, read_table
+from backend.store.shards import ShardRef, read_shard_table, shard_refs
+
+log = logging.getLogger(__name__)
+
+COLUMNS_DIR_ENV = "ORIENTSCOPE_COLUMNS_DIR"
+META = "columns.json"
+_RESERVED = {"id", "smiles", "offset", "n_atoms"}
+_FLOAT_BLOCKS = {
+    "rotations": (R_COLUMNS, (3, 3)),
+    "quaternions": (Q_COLUMNS, (4,)),
+    "eigenvalues": (EV_COLUMNS, (3,)),
+    "centroids": (C_COLUMNS, (3,)),
+    "lonlat": (LONLAT_COLUMNS, (3, 2)),
+}
+
+
+def columns_root() -> Path:
+    """Where column caches live: ``$ORIENTSCOPE_COLUMNS_DIR``, else ``<tmp>/orientscope-columns``."""
+    return Path(os.environ.get(COLUMNS_DIR_ENV) or Path(tempfile.gettempdir()) / "orientscope-columns")
+
+
+def hash_ids(ids: np.ndarray) -> np.ndarray:
+    """(n,) uint64 hash of each id (the same in every process)."""
+    return pd.util.hash_array(np.asarray(ids, dtype=object), categorize=False)
+
+
+def columns_folder(data_dir: Path, dataset_id: str, result_key: str, signature: tuple) -> Path:
+    """The cache folder of one (data dir, dataset, result, file modification times)."""
+    tag = hashlib.sha1(repr((str(Path(data_dir).resolve()), signature)).encode()).hexdigest()[:12]
+    return columns_root() / f"{dataset_id}-{result_key}-{tag}"
+
+
+def _max_len(refs: list[ShardRef], column: str) -> int:
+    import pyarrow.compute as pc
+
+    width = 1
+    for ref in refs:
+        col = read_table(Path(ref.folder) / "molecules.parquet", columns=[column]).column(column)
+        if len(col):
+            width = max(width, int(pc.max(pc.utf8_length(col)).as_py() or 0))
+    return width
+
+
+def build_columns(
+    data_dir: Path, dataset_id: str, meta: dict, result_dir: Path, folder: Path, has_scores: bool
+) -> Path:
+    """Write the column cache of a sharded dataset's result into ``folder`` (atomically, by rename).
+
+    Reads one shard at a time, so memory stays at about one shard's tables. ``has_scores``:
+    the result has a models stage with per-shard ``scores`` tables.
+    """
+    if (folder / META).is_file():
+        return folder
+    refs = shard_refs(data_dir, dataset_id, meta)
+    n = sum(r.n_molecules for r in refs)
+    n_atoms_total = int(sum(int(s["n_atoms"]) for s in meta["shards"]))
+    schema = pq.read_schema(Path(refs[0].folder) / "molecules.parquet")
+    names = [c for c in schema.names if c not in _RESERVED]  # the order a loaded view has
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        out = {
+            "ids": open_memmap(tmp / "ids.npy", "w+", f"<U{_max_len(refs, 'id')}", (n,)),
+            "smiles": open_memmap(tmp / "smiles.npy", "w+", f"<U{_max_len(refs, 'smiles')}", (n,)),
+            "n_atoms": open_memmap(tmp / "n_atoms.npy", "w+", np.int32, (n,)),
+            "offsets": open_memmap(tmp / "offsets.npy", "w+", np.int64, (n + 1,)),
+            "z": open_memmap(tmp / "z.npy", "w+", np.uint8, (n_atoms_total,)),
+            "positions": open_memmap(tmp / "positions.npy", "w+", np.float64, (n_atoms_total, 3)),
+            "degenerate": open_memmap(tmp / "degenerate.npy", "w+", bool, (n,)),
+            "reason_codes": open_memmap(tmp / "reason_codes.npy", "w+", np.int32, (n,)),
+            "scores": open_memmap(tmp / "scores.npy", "w+", np.float64, (n,)),
+            "properties": open_memmap(tmp / "properties.npy", "w+", np.float64, (n, len(names))),
+            "id_hash": open_memmap(tmp / "id_hash.npy", "w+", np.uint64, (n,)),
+        }
+        for name, (_, shape) in _FLOAT_BLOCKS.items():
+            out[name] = open_memmap(tmp / f"{name}.npy", "w+", np.float64, (n, *shape))
+        reasons: dict[str, int] = {}
+        formula_parts = []
+        out["offsets"][0] = atom = 0
+        for ref in refs:
+            a, b = ref.start, ref.stop
+            mol = read_table(Path(ref.folder) / "molecules.parquet").to_pandas()
+            atoms = read_table(Path(ref.folder) / "atoms.parquet")
+            frames = read_shard_table(result_dir, "frames", "original", ref.number).to_pandas()
+            ids = mol["id"].to_numpy(str)
+            if not np.array_equal(frames["id"].to_numpy(str), ids):
+                raise ValueError(f"frames of shard {ref.number} of {dataset_id!r} are not in the dataset's order")
+            counts = mol["n_atoms"].to_numpy(np.int64)
+            stop = atom + int(counts.sum())
+            z = atoms.column("z").to_numpy()
+            out["ids"][a:b] = ids
+            out["smiles"][a:b] = mol["smiles"].to_numpy(str)
+            out["n_atoms"][a:b] = counts
+            out["offsets"][a + 1 : b + 1] = atom + np.cumsum(counts)
+            out["z"][atom:stop] = z
+            for k, c in enumerate(("x", "y", "zc")):
+                out["positions"][atom:stop, k] = atoms.column(c).to_numpy()
+            out["id_hash"][a:b] = hash_ids(ids)
+            for j, name in enumerate(names):
+                out["properties"][a:b, j] = mol[name].to_numpy(np.float64)
+            for name, (cols, shape) in _FLOAT_BLOCKS.items():
+                out[name][a:b] = frames[cols].to_numpy(np.float64).reshape(-1, *shape)
+            out["degenerate"][a:b] = frames["degenerate"].to_numpy(bool)
+            text = frames["reason"].fillna("").astype(str).to_numpy()
+            out["reason_codes"][a:b] = [reasons.setdefault(r, len(reasons)) for r in text]
+            out["scores"][a:b] = _shard_scores(result_dir, ref, ids) if has_scores else np.nan
+            formula_parts.append(hill_formulas(z, np.concatenate([[0], np.cumsum(counts)])))
+            atom = stop
+            log.info("columns of %s: shard %d of %d", dataset_id, ref.number + 1, len(refs))
+        width = max((int(np.char.str_len(f).max()) for f in formula_parts if len(f)), default=1)
+        formula = open_memmap(tmp / "formula.npy", "w+", f"<U{width}", (n,))
+        for ref, part in zip(refs, formula_parts, strict=True):
+            formula[ref.start : ref.stop] = part
+        formulas = sorted(set().union(*(np.unique(f).tolist() for f in formula_parts)))
+        del formula_parts
+        order = np.argsort(out["id_hash"], kind="stable")
+        np.save(tmp / "id_order.npy", order)
+        sorted_hash = out["id_hash"][order]
+        out["id_hash"][:] = sorted_hash
+        del order, sorted_hash
+        for array in [*out.values(), formula]:
+            array.flush()
+        del out, formula
+        texts = sorted(reasons, key=reasons.get)
+        atomic_write_json(tmp / META, {"n_molecules": n, "properties": names, "reasons": texts, "formulas": formulas})
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
+
+
+def _shard_scores(result_dir: Path, ref: ShardRef, ids: np.ndarray) -> np.ndarray:
+    df = read_shard_table(result_dir, "models", "scores", ref.number, columns=["id", "classifier_score"]).to_pandas()
+    df["id"] = df["id"].astype(str)
+    scores = df.drop_duplicates("id").set_index("id")["classifier_score"].reindex(ids)
+    return pd.to_numeric(scores, errors="coerce").to_numpy(np.float64)
+
+
+def open_columns(folder: Path) -> tuple[dict[str, np.ndarray], dict]:
+    """({column: read-only memory-mapped array}, the folder's meta) of a built cache folder."""
+    meta = read_json(folder / META)
+    arrays = {p.stem: np.load(p, mmap_mode="r") for p in sorted(folder.glob("*.npy"))}
+    return arrays, meta
