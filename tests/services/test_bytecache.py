@@ -123,3 +123,10 @@ def test_entry_size_is_the_size_kept():
     assert cache.entry_size("a", 1) == 500 and cache.entry_size("a", 2) is None
     cache.put("a", 1, cache.get("a", 1), size=700)  # re-weighed in place
     assert cache.entry_size("a", 1) == 700 and cache.current_bytes == 700
+
+
+def test_memory_mapped_arrays_weigh_nothing_but_their_copies_do(tmp_path):
+    np.save(tmp_path / "a.npy", np.arange(1000, dtype=np.float64))
+    mapped = np.load(tmp_path / "a.npy", mmap_mode="r")
+    assert nbytes(mapped) == 0 and nbytes(mapped[10:20]) == 0
+    assert nbytes(mapped[[1, 2, 3]]) == 24 and nbytes(np.array(mapped)) == 8000
