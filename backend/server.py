@@ -8,6 +8,7 @@ that ``uvicorn --factory`` (and ``orientscope serve --workers N``) imports.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
 import os
@@ -123,9 +124,31 @@ def freeze_long_lived() -> None:
 GIL_SWITCH_S = 0.001
 
 
+# glibc gives each thread that allocates its own malloc arena (up to 8 per core), and memory freed
+# in one arena is not reused by the others: a worker's callback and REST threads each kept
+# their own high-water mark of map arrays. Measured under the load test's 32 users: resident
+# memory grew to 1382 MB with the default, stayed at 1076 MB with 2 arenas, at the same latency.
+MALLOC_ARENAS = 2
+_M_ARENA_MAX = -8  # mallopt parameter number (glibc's malloc.h)
+
+
+def limit_malloc_arenas(n: int = MALLOC_ARENAS) -> bool:
+    """Cap the C library's malloc arenas at ``n`` for threads that allocate from now on.
+
+    True if the C library took it (glibc); False where there is no ``mallopt`` (macOS, musl).
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return mallopt(_M_ARENA_MAX, n) == 1
+
+
 def tune_for_serving() -> None:
     """Process settings of a server process (not of tests or the CLI's batch commands)."""
     sys.setswitchinterval(GIL_SWITCH_S)
+    limit_malloc_arenas()
 
 
 def app_from_env() -> FastAPI:

@@ -1,10 +1,15 @@
-"""Server process settings: warming the store, then exempting it from garbage collection; the factory's write rule."""
+"""Server process settings: warming the store, then exempting it from garbage collection; the factory's write rule;
+two malloc arenas."""
 
+import ctypes
 import gc
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from backend.server import _warm
+from backend.server import MALLOC_ARENAS, _warm
 from backend.services.cache import get_view
 from backend.services.map_raster import _nearest, _region_stats
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
@@ -46,3 +51,42 @@ def test_factory_applies_the_write_rule(tmp_path, monkeypatch):
         app_from_env()
     monkeypatch.setenv("ORIENTSCOPE_READ_ONLY", "1")
     assert app_from_env().state.settings.read_only
+
+
+_ARENAS = """
+import ctypes, sys, tempfile, threading
+import numpy as np
+if sys.argv[1] == "limit":
+    from backend.server import limit_malloc_arenas
+    assert limit_malloc_arenas()
+barrier = threading.Barrier(8)
+def work():
+    barrier.wait()
+    keep = [np.ones(2000) for _ in range(200)]  # 16 kB blocks: below the mmap threshold, from an arena
+    barrier.wait()
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+with tempfile.NamedTemporaryFile(suffix=".xml") as f:
+    fp = ctypes.c_void_p(libc.fopen(f.name.encode(), b"w"))
+    libc.malloc_info(0, fp)
+    libc.fclose(fp)
+    print(open(f.name).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "malloc_info"), reason="glibc only")
+def test_a_serving_process_keeps_its_threads_to_two_malloc_arenas():
+    def arenas(mode: str) -> int:
+        root = Path(__file__).resolve().parents[1]  # `python -c` imports from its working directory
+        done = subprocess.run(
+            [sys.executable, "-c", _ARENAS, mode], capture_output=True, text=True, check=True, cwd=root
+        )
+        return int(done.stdout)
+
+    assert arenas("default") > MALLOC_ARENAS  # eight allocating threads: glibc would give them their own
+    assert arenas("limit") <= MALLOC_ARENAS
