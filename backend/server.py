@@ -93,9 +93,12 @@ def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
         if views.max_bytes - views.current_bytes < largest:  # the next one would likely evict a warmed one
             break
         before = views.current_bytes
+        try:  # the default map view, indexed: it reads only the frames, so it is ready first whatever the size
+            map_raster.prepare(view_points(data_dir, MapQuery(info.id)))
+        except Exception:
+            log.exception("warming the map of %s failed", info.id)
         try:
             dataset_summary(data_dir, info.id)
-            map_raster.prepare(view_points(data_dir, MapQuery(info.id)))  # the default map view, indexed
             page = list_molecules(data_dir, info.id, limit=1)  # formulas and group ids
             for by in ("pose", "chemistry") if page.items else ():  # k-d tree and fingerprint columns
                 try:

@@ -257,12 +257,9 @@ def main(argv: list[str] | None = None) -> None:
             results["reload"] = [time_reload_select(driver, base, ids[layers.rows[i]]) for i in (11, 222)]
             folder = Path(os.environ.get("TMPDIR", "/tmp")) / "os-bench-ui-baseline"
             folder.mkdir(exist_ok=True)
-            lon = (
-                np.degrees(np.arctan2(layers.md.vectors[..., 1], layers.md.vectors[..., 0]))
-                .reshape(-1)
-                .astype(np.float64)
-            )
-            lat = np.degrees(np.arcsin(np.clip(layers.md.vectors[..., 2], -1, 1))).reshape(-1).astype(np.float64)
+            v = layers.md.vectors(*layers.md.points())  # (3n, 3) every axis, back from its map position
+            lon = np.degrees(np.arctan2(v[:, 1], v[:, 0])).astype(np.float64)
+            lat = np.degrees(np.arcsin(np.clip(v[:, 2], -1, 1))).astype(np.float64)
             baseline_page(folder, lon, lat)
             httpd = serve_folder(folder)
             try:
