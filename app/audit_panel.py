@@ -17,9 +17,8 @@ from dash import Input, Output, State, dash_table, dcc, html
 
 from app import data, ids
 from app.initial_view import color_options
+from app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
 
-MAX_BROWSER_UPLOAD_BYTES = 200 * 1024 * 1024  # larger files: use `orientscope audit-model`
-POLL_MS = 700
 COLUMNS = (
     ("property", "property"),
     ("split", "split"),
@@ -52,12 +51,11 @@ async function(n_intervals, job) {
     if (!job) { return ["", true, nu]; }
     if (job.error) { return [job.error, true, nu]; }
     const path = "/api/datasets/" + encodeURIComponent(job.dataset) + "/model-audits/" + job.audit_id;
-    const response = await fetch(path);
-    if (!response.ok) { return ["Audit " + job.audit_id + " not found.", true, nu]; }
-    const a = await response.json();
-    if (a.state === "done") { return ["done: audit " + a.id + " is ready", true, a.id]; }
-    if (a.state === "failed") { return ["failed: " + a.message, true, nu]; }
-    return [a.state + " — " + Math.round(100 * (a.progress || 0)) + "% — " + (a.message || ""), false, nu];
+    const p = await window.dash_clientside.orientscope.pollRecord(path, "Audit " + job.audit_id);
+    if (p.error) { return [p.error, true, nu]; }
+    if (p.record.state === "done") { return ["done: audit " + p.record.id + " is ready", true, p.record.id]; }
+    if (p.record.state === "failed") { return ["failed: " + p.record.message, true, nu]; }
+    return [p.text, false, nu];
 }
 """
 
@@ -67,13 +65,11 @@ def _upload_form(read_only: bool) -> html.Div | None:
         return None
     return html.Div(
         [
-            dcc.Upload(
-                html.Div(["Drop a predictions file (CSV or Parquet) or ", html.A("choose one")], id=ids.AUDIT_DROP),
-                id=ids.AUDIT_FILE,
-                multiple=False,
-                max_size=MAX_BROWSER_UPLOAD_BYTES,
-                className="upload-drop",
-                style={"border": "1px dashed #888", "padding": "1em", "textAlign": "center", "cursor": "pointer"},
+            drop_zone(
+                ["Drop a predictions file (CSV or Parquet) or ", html.A("choose one")],
+                ids.AUDIT_FILE,
+                ids.AUDIT_DROP,
+                padding="1em",
             ),
             html.Div(
                 [
@@ -179,11 +175,7 @@ def audit_choices(data_dir: Path, dataset: str | None) -> list[dict]:
 def register_audit(app: dash.Dash, data_dir: Path, read_only: bool, callback) -> None:
     """The section's callbacks; ``callback`` is the dashboard's guarded ``app.callback``."""
     if not read_only:
-        app.clientside_callback(
-            "function(f) { return f ? 'Chosen: ' + f : window.dash_clientside.no_update; }",
-            Output(ids.AUDIT_DROP, "children"),
-            Input(ids.AUDIT_FILE, "filename"),
-        )
+        register_chosen_label(app, ids.AUDIT_FILE, ids.AUDIT_DROP)
         app.clientside_callback(
             _SUBMIT,
             Output(ids.AUDIT_JOB, "data"),

@@ -11,12 +11,11 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, dcc, html
 
+from app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
 from backend.core.settings import FORMAT_CHOICES
 
 UPLOAD_PATH = "/upload"
-MAX_BROWSER_UPLOAD_BYTES = 200 * 1024 * 1024  # larger files: use `orientscope ingest`
 FORMAT_OPTIONS = list(FORMAT_CHOICES)
-POLL_MS = 700
 
 _SHOW = f'function(pathname) {{ return pathname !== "{UPLOAD_PATH}"; }}'
 
@@ -40,14 +39,10 @@ async function(n_intervals, job) {
     const nu = window.dash_clientside.no_update;
     if (!job) { return [0, "", true, nu, true]; }
     if (job.error) { return [0, job.error, true, nu, true]; }
-    const response = await fetch("/api/jobs/" + job.job_id);
-    if (!response.ok) { return [0, "Job " + job.job_id + " not found.", true, nu, true]; }
-    const j = await response.json();
-    const pct = Math.round(100 * j.progress);
-    const text = j.state + " — " + pct + "% — " + j.stage + ": " + j.message;
-    const finished = j.state === "done" || j.state === "failed";
-    const href = "/?dataset=" + encodeURIComponent(j.dataset_id);
-    return [pct, text, finished, href, j.state !== "done"];
+    const p = await window.dash_clientside.orientscope.pollRecord("/api/jobs/" + job.job_id, "Job " + job.job_id);
+    if (p.error) { return [0, p.error, true, nu, true]; }
+    const href = "/?dataset=" + encodeURIComponent(p.record.dataset_id);
+    return [p.pct, p.text, p.finished, href, p.record.state !== "done"];
 }
 """
 
@@ -68,14 +63,7 @@ def upload_section(read_only: bool) -> html.Section | None:
                     " on the server.",
                 ]
             ),
-            dcc.Upload(
-                html.Div(["Drop a file here or ", html.A("choose one")], id="upload-drop-text"),
-                id="upload-file",
-                multiple=False,
-                max_size=MAX_BROWSER_UPLOAD_BYTES,
-                className="upload-drop",
-                style={"border": "1px dashed #888", "padding": "1.5em", "textAlign": "center", "cursor": "pointer"},
-            ),
+            drop_zone(["Drop a file here or ", html.A("choose one")], "upload-file", "upload-drop-text"),
             html.Div(
                 [
                     dcc.Input(id="upload-name", placeholder="dataset name", type="text", debounce=False),
@@ -105,11 +93,7 @@ def upload_section(read_only: bool) -> html.Section | None:
 def register_upload(app: dash.Dash) -> None:
     """Clientside callbacks of the upload page (register only when the section is in the layout)."""
     app.clientside_callback(_SHOW, Output("upload-page", "hidden"), Input("url", "pathname"))
-    app.clientside_callback(
-        "function(filename) { return filename ? 'Chosen: ' + filename : window.dash_clientside.no_update; }",
-        Output("upload-drop-text", "children"),
-        Input("upload-file", "filename"),
-    )
+    register_chosen_label(app, "upload-file", "upload-drop-text")
     app.clientside_callback(
         _SUBMIT,
         Output("upload-job", "data"),

@@ -282,6 +282,26 @@
     return { body: body };
   }
 
+  // The name of a chosen file under its drop zone (the upload page and the model audit).
+  function chosenFile(filename) {
+    return filename ? "Chosen: " + filename : window.dash_clientside.no_update;
+  }
+
+  // One poll of a background job or audit record at `path` (the upload page and the model audit):
+  // {record, pct, text, finished}, or {error} naming `what` when it cannot be read.
+  async function pollRecord(path, what) {
+    var response;
+    try { response = await fetch(path); } catch (err) { return { error: what + ": " + err }; }
+    if (!response.ok) { return { error: what + " not found." }; }
+    var record = await response.json();
+    var pct = Math.round(100 * (record.progress || 0));
+    var stage = record.stage ? record.stage + ": " : "";
+    return {
+      record: record, pct: pct, text: record.state + " — " + pct + "% — " + stage + (record.message || ""),
+      finished: record.state === "done" || record.state === "failed"
+    };
+  }
+
   // ==================================================================== the map at any size
   // The server draws the map as an aggregated image above its point budget, or as the
   // region's points below it (app/mapfigure.py); layout.meta.map says which, and how many
@@ -481,7 +501,7 @@
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     orientscope: {
       renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap,
-      postUpload: postUpload, watchMap: watchMap
+      postUpload: postUpload, chosenFile: chosenFile, pollRecord: pollRecord, watchMap: watchMap
     }
   });
 })();
