@@ -70,8 +70,11 @@ def install_answer_encoder() -> Callable[[], None]:
 
     Dash looks its encoder up as a module global, so the replacement is process-wide; it
     uses :func:`answer_json` only inside our dispatch (a context variable), and every other
-    Dash app of the process keeps plotly's encoding. Returns a function that puts Dash's own
-    encoder back (tests use it).
+    Dash app of the process keeps plotly's encoding. Checked for Dash 4.4 (2026-12): there is
+    no per-app or per-backend encoder setting to use instead (``Dash(...)`` takes none, and the
+    callback wrapper in ``dash._callback`` calls ``to_json(response)`` itself), so the swap
+    cannot be narrowed further (the encoding canary of the tests fails if that changes). Returns a
+    function that puts Dash's own encoder back (tests use it).
     """
     previous = dash._callback.to_json
     dash._callback.to_json = _encode_answer  # idempotent: a second install changes nothing
