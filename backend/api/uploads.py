@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,8 @@ from fastapi import HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
+
+from backend.core.settings import MAX_NAME_LENGTH
 
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries, part headers and the small form fields
 CHUNK = 1 << 20
@@ -73,6 +77,30 @@ class Received:
     path: Path | None
     filename: str
     fields: dict[str, str | None]
+
+    @property
+    def name(self) -> str:
+        """The ``name`` field without surrounding spaces ("" if absent)."""
+        return (self.fields.get("name") or "").strip()
+
+    def problems(self, file_help: str) -> list[tuple[str, str]]:
+        """What every upload route checks: a ``file`` part (``file_help`` says what) and a name it can keep."""
+        problems = []
+        if self.path is None:
+            problems.append(("file", f"the upload needs a 'file' part with {file_help}"))
+        if not self.name or len(self.name) > MAX_NAME_LENGTH:
+            problems.append(("name", f"the upload needs a 'name' field of 1 to {MAX_NAME_LENGTH} characters"))
+        return problems
+
+    @contextmanager
+    def removed_on_failure(self) -> Iterator[None]:
+        """Delete the spooled file if the block fails (a queued job moves it away instead)."""
+        try:
+            yield
+        except BaseException:
+            if self.path is not None:
+                self.path.unlink(missing_ok=True)
+            raise
 
 
 async def receive_upload(request: Request, limit: int, incoming: Path, fields: tuple[str, ...], what: str) -> Received:

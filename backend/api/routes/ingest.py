@@ -17,7 +17,7 @@ from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
 from backend.api.schemas import DatasetPublic
 from backend.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
-from backend.core.settings import FORMAT_CHOICES, MAX_NAME_LENGTH
+from backend.core.settings import FORMAT_CHOICES
 from backend.services import ingest as ingest_service
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
@@ -59,27 +59,18 @@ async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
     received = await receive_upload(
         request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name", "format", "strict"), "the dataset"
     )
-    name = (received.fields["name"] or "").strip()
     fmt = received.fields["format"] or "auto"
     strict_text = (received.fields["strict"] or "false").strip().lower()
     strict = strict_text in ("1", "true", "yes", "on")
-    problems = []
+    problems = received.problems("the dataset")
     if not strict and strict_text not in ("0", "false", "no", "off"):
         problems.append(("strict", f"'strict' must be true or false (got {strict_text[:20]!r})"))
-    if received.path is None:
-        problems.append(("file", "the upload needs a 'file' part with the dataset"))
-    if not name or len(name) > MAX_NAME_LENGTH:
-        problems.append(("name", f"the upload needs a 'name' field of 1 to {MAX_NAME_LENGTH} characters"))
     if fmt not in FORMAT_CHOICES:
         problems.append(("format", f"'format' must be one of {list(FORMAT_CHOICES)} (got {fmt!r})"))
-    try:
+    with received.removed_on_failure():
         if problems:
             raise invalid(problems)
-        job = jobs.submit_ingest(received.path, name, fmt=fmt, strict=strict, original_name=received.filename)
-    except BaseException:
-        if received.path is not None:
-            received.path.unlink(missing_ok=True)
-        raise
+        job = jobs.submit_ingest(received.path, received.name, fmt=fmt, strict=strict, original_name=received.filename)
     return {"job_id": job["id"], "dataset_id": job["dataset_id"]}
 
 

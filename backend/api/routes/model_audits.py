@@ -19,7 +19,6 @@ from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
 from backend.api.errors import NOT_FOUND
 from backend.api.routes.jobs import JobsDep
 from backend.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
-from backend.core.settings import MAX_NAME_LENGTH
 from backend.services import model_audits as svc
 from backend.services.datasets import dataset_info
 
@@ -73,22 +72,13 @@ async def upload_predictions(dataset_id: DatasetIdPath, request: Request, jobs: 
     received = await receive_upload(
         request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name",), "the predictions"
     )
-    name = (received.fields.get("name") or "").strip()
-    problems = []
-    if received.path is None:
-        problems.append(("file", "the upload needs a 'file' part with the predictions (CSV or Parquet)"))
-    if not name or len(name) > MAX_NAME_LENGTH:
-        problems.append(("name", f"the upload needs a 'name' field of 1 to {MAX_NAME_LENGTH} characters"))
-    try:
+    problems = received.problems("the predictions (CSV or Parquet)")
+    with received.removed_on_failure():
         if problems:
             raise invalid(problems)
         # Off the event loop: the check reads up to 100,000 rows.
         await run_in_threadpool(svc.check_upload, jobs.data_dir, dataset_id, received.path)
-        job = jobs.submit_audit(received.path, dataset_id, name, original_name=received.filename)
-    except BaseException:
-        if received.path is not None:
-            received.path.unlink(missing_ok=True)
-        raise
+        job = jobs.submit_audit(received.path, dataset_id, received.name, original_name=received.filename)
     return {"job_id": job["id"], "audit_id": job["audit_id"]}
 
 
