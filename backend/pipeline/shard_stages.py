@@ -29,7 +29,16 @@ from backend.pipeline.stages.frames import degenerate_summary
 from backend.science.counter_rng import haar_rotations, half_split, subsample, uniforms
 from backend.science.frames import compute_frames
 from backend.science.rotations import geodesic_angle, rotate_molecules
-from backend.science.so3_partial import fine_angle_counts, histogram_from_counts, kl_summary, ks_from_counts
+from backend.science.so3_partial import (
+    KL_AT_N,
+    KLPart,
+    fine_angle_counts,
+    histogram_from_counts,
+    kl_exact,
+    kl_from_fits,
+    kl_plan,
+    ks_from_counts,
+)
 from backend.science.so3_stats import kernel_sums
 from backend.store.datasets import read_meta
 from backend.store.shards import ShardRef, read_shard, read_shard_table, write_shard_table
@@ -193,18 +202,54 @@ def angle_partial(job: AngleJob) -> dict:
 
 @dataclass(frozen=True)
 class KLJob:
+    """One k-NN KL fit of one orientation set: the rows of ``part`` read from every shard."""
+
     shards: tuple[ShardJob, ...]
     which: str
+    name: str  # kl, kl_sign_invariant or kl_at_n
+    part: KLPart
 
 
-def kl_task(job: KLJob) -> dict:
-    """``kl``, ``kl_sign_invariant`` and ``kl_at_n`` of one orientation set, from every shard's quaternions.
+def kl_jobs(jobs: list[ShardJob], limits: dict | None = None) -> list[KLJob]:
+    """One task per KL fit and orientation set, largest fits first so the small ones fill in behind them.
 
-    The one step whose memory grows with N: (n, 4) float64 quaternions plus a
-    KD-tree of 2n points (about 0.2 KB per molecule).
+    ``limits`` (``exact_limit``, ``sign_limit``, ``at_n``) default to
+    so3_partial's; tests lower them to reach the subsampled paths on small sets.
     """
-    q = np.concatenate([_shard_frames(s, job.which, Q_COLUMNS) for s in job.shards])
-    return kl_summary(q, seed=job.shards[0].seed, k=K_NEIGHBOURS)
+    plan = kl_plan(sum(j.ref.n_molecules for j in jobs), **(limits or {}))
+    return [KLJob(tuple(jobs), which, name, part) for name, parts in plan.items() for which in WHICH for part in parts]
+
+
+def kl_part_task(job: KLJob) -> dict:
+    """The k-NN KL fit of one part: reads only its rows, shard by shard, into one (m, 4) float64 array.
+
+    The one step whose memory grows with its size m (up to the exact limit,
+    10M): the quaternions, which the KD-tree shares, its index and nodes and
+    the k-th distances, about 56 B per molecule (see ``kth_neighbour_angles``),
+    about 0.6 GB for 10M rows; every other part is at most 250k rows.
+    """
+    seed, part = job.shards[0].seed, job.part
+    # Group membership shard by shard (never an index array of the whole set), then the trim over the group.
+    group = np.concatenate([s.ref.index[part.members(seed, s.ref.index)] for s in job.shards])
+    keep = group[part.trim(seed, group)]
+    del group
+    q = np.empty((len(keep), len(Q_COLUMNS)))
+    for shard in job.shards:
+        lo, hi = np.searchsorted(keep, [shard.ref.start, shard.ref.stop])
+        if hi > lo:
+            q[lo:hi] = _shard_frames(shard, job.which, Q_COLUMNS)[keep[lo:hi] - shard.ref.start]
+    return kl_exact(q, K_NEIGHBOURS, part.sign_invariant, overwrite=True)
+
+
+def merge_kl(jobs: list[KLJob], fits: list[dict], n: int, at_n: int = KL_AT_N) -> dict:
+    """Per orientation set, ``kl``, ``kl_sign_invariant`` and ``kl_at_n`` from the parts' fits."""
+    out = {}
+    for which in WHICH:
+        mine = [(j, f) for j, f in zip(jobs, fits, strict=True) if j.which == which]
+        plan = {name: [j.part for j, _ in mine if j.name == name] for name in ("kl", "kl_sign_invariant", "kl_at_n")}
+        by_name = {name: [f for j, f in mine if j.name == name] for name in plan}
+        out[which] = kl_from_fits(plan, by_name, n, K_NEIGHBOURS, at_n)
+    return out
 
 
 def statistics_section(candidates: dict, kernels: list[dict], angles: list[dict], kls: dict) -> StageOutput:
@@ -232,6 +277,8 @@ def statistics_section(candidates: dict, kernels: list[dict], angles: list[dict]
             "reference_candidates": N_CANDIDATES,
             "reference_kernel_rows": f"all of half A up to {KERNEL_ROWS:,}, else a seeded share of about that many",
             "split": "counter-based: half_split(seed, 'split', global index); A picks the reference, B is tested",
+            "kl_tasks": "one engine task per k-NN KL fit (the exact one, or each seeded subsample), reading only "
+            "its rows; the exact fit holds about 56 B per molecule (0.6 GB at 10M)",
             "ks_method": "fine merged histogram (245,760 bins on [0, π]); statistic within 1e-5 of the exact value",
         },
     )

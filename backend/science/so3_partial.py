@@ -10,25 +10,30 @@ the order of the shards never changes a count; float sums agree to rounding.
   CDF from F(l) to F(r), so taking max(E(r) − F(l), F(r) − E(l)) overstates
   the exact statistic by at most F(r) − F(l) ≤ (2/π)·π/FINE_BINS < 1e-5.
 * KL: the k-NN (Kozachenko–Leonenko) estimate over all molecules up to
-  ``EXACT_KL_LIMIT``; beyond it, and for ``kl_at_n``, the mean over seeded
-  disjoint subsamples with a t interval over the subsamples.
+  ``EXACT_KL_LIMIT``; beyond it, and for the sign-invariant variant and
+  ``kl_at_n``, the mean over seeded disjoint subsamples with a t interval over
+  the subsamples. Each fit is a :class:`KLPart`: which molecules belong to it
+  is a function of (seed, global index) alone, so one task per part can read
+  only its rows from the shards, and any cut gives the same subsamples.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import digamma
 from scipy.stats import kstwo
 from scipy.stats import t as student_t
 
-from backend.science.counter_rng import random_bits
+from backend.science.counter_rng import subsample, uniforms
 from backend.science.so3_stats import (
     SO3_MOD_SIGNS_VOLUME,
     SO3_VOLUME,
     haar_angle_cdf,
     haar_angle_density,
-    knn_angles,
     knn_entropy_terms,
+    kth_neighbour_angles,
 )
 
 COARSE_BINS = 60
@@ -78,18 +83,20 @@ def histogram_from_counts(counts: np.ndarray, bins: int = COARSE_BINS) -> dict:
 
 
 # ---------------------------------------------------------------------- KL
-def _kl_terms(q: np.ndarray, k: int, sign_invariant: bool) -> tuple[float, np.ndarray]:
-    terms = knn_entropy_terms(knn_angles(q, k, sign_invariant)[:, k - 1])
+def _kl_terms(q: np.ndarray, k: int, sign_invariant: bool, overwrite: bool) -> tuple[float, np.ndarray]:
+    terms = knn_entropy_terms(kth_neighbour_angles(q, k, sign_invariant, overwrite))
     log_vol = np.log(SO3_MOD_SIGNS_VOLUME if sign_invariant else SO3_VOLUME)
     return float(log_vol - digamma(len(terms)) + digamma(k)), terms
 
 
-def kl_exact(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False) -> dict:
+def kl_exact(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False, overwrite: bool = False) -> dict:
     """k-NN KL to Haar-uniform over every row, with a normal-approximation CI of the mean term.
 
-    The CI is the one a bootstrap of the per-molecule terms converges to, at no extra cost.
+    The CI is the one a bootstrap of the per-molecule terms converges to, at no
+    extra cost. ``overwrite`` lets the k-NN search turn the caller's float64
+    array to w ≥ 0 in place instead of copying it (same orientations, same KL).
     """
-    const, terms = _kl_terms(np.asarray(quaternions, dtype=np.float64), k, sign_invariant)
+    const, terms = _kl_terms(np.asarray(quaternions, dtype=np.float64), k, sign_invariant, overwrite)
     value = const - float(terms.mean())
     half = 1.96 * float(terms.std(ddof=1)) / np.sqrt(len(terms))
     return {
@@ -103,27 +110,78 @@ def kl_exact(quaternions: np.ndarray, k: int = 5, sign_invariant: bool = False) 
     }
 
 
-def disjoint_subsamples(index: np.ndarray, m: int, n_subsamples: int, seed: int, stream: str) -> list[np.ndarray]:
-    """Up to ``n_subsamples`` disjoint sets of ``m`` rows of ``index``, seeded per global index."""
-    index = np.asarray(index, dtype=np.int64)
-    order = index[np.lexsort((index, random_bits(seed, stream, index)[:, 0]))]
-    count = min(n_subsamples, len(index) // m)
-    return [np.sort(order[b * m : (b + 1) * m]) for b in range(count)]
+@dataclass(frozen=True)
+class KLPart:
+    """One k-NN KL fit: the molecules of subsample ``group`` of ``n_groups``, at most ``size`` of them.
+
+    A uniform draw per molecule, ``uniforms(seed, stream, index)``, puts it in
+    one of ``n_groups`` disjoint groups; with ``size`` set, the group keeps its
+    ``size`` molecules with the smallest ``(seed, stream + ":trim")`` draws.
+    Both are functions of the global index, so a task can pick its rows shard
+    by shard.
+    """
+
+    stream: str
+    group: int
+    n_groups: int
+    size: int | None
+    sign_invariant: bool
+
+    def members(self, seed: int, index: np.ndarray) -> np.ndarray:
+        """(len(index),) bool: which of these global indices fall in this part's group."""
+        if self.n_groups == 1:
+            return np.ones(len(index), dtype=bool)
+        u = uniforms(seed, self.stream, index)[:, 0]
+        return np.floor(u * self.n_groups).astype(np.int64) == self.group
+
+    def trim(self, seed: int, index: np.ndarray) -> np.ndarray:
+        """Positions in the group's sorted global ``index`` of the molecules the fit uses."""
+        if self.size is None or len(index) <= self.size:
+            return np.arange(len(index))
+        return np.searchsorted(index, subsample(seed, self.stream + ":trim", index, self.size))
 
 
-def kl_subsampled(
-    quaternions: np.ndarray, m: int, seed: int, stream: str, k: int = 5, sign_invariant: bool = False,
-    n_subsamples: int = MAX_SUBSAMPLES,
-) -> dict:  # fmt: skip
-    """Mean k-NN KL over seeded disjoint subsamples of ``m`` rows, with a t interval over the subsamples.
+def _fixed_size(n: int, m: int, count: int, stream: str, sign_invariant: bool) -> list[KLPart]:
+    # Groups of about m + 4√m molecules, so each nearly always holds m to keep.
+    n_groups = max(1, int(n // (m + 4.0 * np.sqrt(m))))
+    return [KLPart(stream, g, n_groups, m, sign_invariant) for g in range(min(n_groups, count))]
+
+
+def kl_plan(
+    n: int, exact_limit: int = EXACT_KL_LIMIT, sign_limit: int = EXACT_SIGN_INVARIANT_LIMIT, at_n: int = KL_AT_N
+) -> dict[str, list[KLPart]]:
+    """The fits behind ``kl``, ``kl_sign_invariant`` and ``kl_at_n`` of a set of ``n`` molecules.
+
+    ``kl`` is one exact fit up to ``exact_limit`` molecules, else ⌈n / limit⌉
+    disjoint groups that together use every molecule; the sign-invariant
+    variant is exact up to ``sign_limit`` (eight copies per molecule in the
+    tree), else ``SIGN_INVARIANT_SUBSAMPLES`` subsamples of ``sign_limit``;
+    ``kl_at_n`` is up to ``MAX_SUBSAMPLES`` subsamples of ``at_n`` (none below ``at_n``).
+    """
+    groups = max(1, -(-n // exact_limit))
+    return {
+        "kl": [KLPart("kl", g, groups, None, False) for g in range(groups)],
+        "kl_sign_invariant": [KLPart("kl:signs", 0, 1, None, True)]
+        if n <= sign_limit
+        else _fixed_size(n, sign_limit, SIGN_INVARIANT_SUBSAMPLES, "kl:signs", True),
+        "kl_at_n": _fixed_size(n, at_n, MAX_SUBSAMPLES, "kl:at-n", False) if n >= at_n else [],
+    }
+
+
+def part_rows(part: KLPart, seed: int, index: np.ndarray) -> np.ndarray:
+    """The sorted global indices of ``index`` (sorted) that ``part`` fits."""
+    group = index[part.members(seed, index)]
+    return group[part.trim(seed, group)]
+
+
+def combine_kl(fits: list[dict], n: int, k: int, sign_invariant: bool, exact: bool = True) -> dict:
+    """One ``kl`` entry from its parts' fits: the exact fit (if ``exact`` and it covers all ``n``), or
+    their mean with a t interval.
 
     With a single subsample the interval is that subsample's normal-approximation CI.
     """
-    q = np.asarray(quaternions, dtype=np.float64)
-    blocks = disjoint_subsamples(np.arange(len(q)), m, n_subsamples, seed, stream)
-    if not blocks:
-        raise ValueError(f"need at least m={m} orientations, got {len(q)}")
-    fits = [kl_exact(q[rows], k, sign_invariant) for rows in blocks]
+    if exact and len(fits) == 1 and fits[0]["n"] == n:
+        return fits[0]
     values = np.array([f["value"] for f in fits])
     value = float(values.mean())
     if len(values) > 1:
@@ -131,43 +189,43 @@ def kl_subsampled(
         ci = [float(value - half), float(value + half)]
     else:
         ci = fits[0]["ci95"]
+    sizes = [f["n"] for f in fits]
+    size = f"{sizes[0]:,}" if min(sizes) == max(sizes) else f"{min(sizes):,}-{max(sizes):,}"
     return {
         "value": value,
         "ci95": ci,
         "k": k,
-        "n": len(q),
-        "n_used": m * len(blocks),
+        "n": n,
+        "n_used": int(sum(sizes)),
         "sign_invariant": sign_invariant,
-        "subsample_size": m,
-        "n_subsamples": len(blocks),
-        "method": f"mean k-NN KL over {len(blocks)} seeded disjoint subsample(s) of {m:,}; "
-        "CI: t interval over the subsamples",
+        "subsample_size": int(round(np.mean(sizes))),
+        "n_subsamples": len(fits),
+        "method": f"mean k-NN KL over {len(fits)} seeded disjoint subsample(s) of {size} "
+        "(a uniform draw per molecule picks its subsample); CI: t interval over the subsamples",
     }
 
 
-def kl_summary(quaternions: np.ndarray, seed: int, k: int = 5, at_n: int = KL_AT_N) -> dict:
-    """``kl``, ``kl_sign_invariant`` and ``kl_at_n`` of one set of orientations (n, 4)."""
+def kl_from_fits(plan: dict[str, list[KLPart]], fits: dict[str, list[dict]], n: int, k: int, at_n: int) -> dict:
+    """``kl``, ``kl_sign_invariant`` and ``kl_at_n`` from each part's fit (same order as ``plan``)."""
+    out = {
+        # kl_at_n always reads as a subsample of at_n, even when that is the whole set.
+        name: combine_kl(fits[name], n, k, parts[0].sign_invariant, exact=name != "kl_at_n")
+        for name, parts in plan.items()
+        if parts
+    }
+    out.setdefault("kl_at_n", {"n": at_n, "value": None, "skipped": f"needs {at_n:,} molecules"})
+    return out
+
+
+def kl_summary(
+    quaternions: np.ndarray, seed: int, k: int = 5, at_n: int = KL_AT_N, exact_limit: int = EXACT_KL_LIMIT
+) -> dict:
+    """``kl``, ``kl_sign_invariant`` and ``kl_at_n`` of one set of orientations (n, 4), global index = row."""
     q = np.asarray(quaternions, dtype=np.float64)
-    n = len(q)
-    if n <= EXACT_KL_LIMIT:
-        kl = kl_exact(q, k)
-    else:
-        kl = kl_subsampled(q, EXACT_KL_LIMIT, seed, "kl", k, n_subsamples=n // EXACT_KL_LIMIT)
-    if n <= EXACT_SIGN_INVARIANT_LIMIT:
-        signs = kl_exact(q, k, sign_invariant=True)
-    else:
-        signs = kl_subsampled(
-            q,
-            EXACT_SIGN_INVARIANT_LIMIT,
-            seed,
-            "kl:signs",
-            k,
-            sign_invariant=True,
-            n_subsamples=SIGN_INVARIANT_SUBSAMPLES,
-        )
-    at = kl_subsampled(q, at_n, seed, "kl:at-n", k) if n >= at_n else None
-    return {
-        "kl": kl,
-        "kl_sign_invariant": signs,
-        "kl_at_n": at or {"n": at_n, "value": None, "skipped": f"needs {at_n:,} molecules"},
+    index = np.arange(len(q))
+    plan = kl_plan(len(q), exact_limit=exact_limit, at_n=at_n)
+    fits = {
+        name: [kl_exact(q[part_rows(p, seed, index)], k, p.sign_invariant, overwrite=True) for p in parts]
+        for name, parts in plan.items()
     }
+    return kl_from_fits(plan, fits, len(q), k, at_n)

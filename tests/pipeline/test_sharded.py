@@ -184,3 +184,23 @@ def test_sharded_and_in_memory_ingest_record_the_same_meta(tmp_path, synth_dir):
     assert sharded["frame_dependent"] == [prop]  # --frame-dependent reaches a sharded dataset too
     with pytest.raises(DatasetError, match="not properties"):
         ingest_files(tmp_path / "c", [one], "x", cluster="in-process", frame_dependent=["nope"])
+
+
+def test_kl_beyond_the_exact_limit_runs_one_task_per_subsample_and_does_not_depend_on_the_cut(
+    tmp_path, synth_dir, monkeypatch
+):
+    from backend.pipeline import sharded
+
+    # 2400 molecules: KL from 3 groups of ~800, sign-invariant and kl_at_n from subsamples of 500 and 600.
+    monkeypatch.setattr(sharded, "KL_LIMITS", {"exact_limit": 1000, "sign_limit": 500, "at_n": 600})
+    reports = []
+    for size, cluster in ((700, "in-process"), (1000, "local:2")):
+        meta = ingest_files(tmp_path / str(size), [synth_dir], "kl", cluster=cluster, shard_size=size)
+        reports.append(comparable(build_report(tmp_path / str(size), meta["id"])))
+    assert reports[0] == reports[1]
+    kl, signs, at_n = (reports[0][name] for name in ("kl", "kl_sign_invariant", "kl_at_n"))
+    assert kl["n_subsamples"] == 3 and kl["n_used"] == N and "disjoint" in kl["method"]
+    assert signs["n_used"] == 1500 and signs["subsample_size"] == 500 and signs["sign_invariant"]
+    assert at_n["n_used"] == 1800 and at_n["subsample_size"] == 600
+    assert kl["value"] > 0.3 and kl["ci95"][0] < kl["value"] < kl["ci95"][1]
+    assert abs(reports[0]["control"]["kl"]["value"]) < 0.1
