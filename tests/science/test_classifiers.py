@@ -10,6 +10,7 @@ from backend.core.dataset import from_molecules
 from backend.science.classifiers import (
     ORDER_PAIRS,
     ClassifierSettings,
+    _BootstrapAUC,
     atom_order_directions,
     composition_features,
     detect_rotation,
@@ -81,6 +82,19 @@ def test_detection_metrics_known_answers():
     assert m["auc"] == pytest.approx(expected)
     lo, hi = m["ci95"]["auc"]
     assert lo < expected < hi and hi - lo < 0.15
+
+
+def test_bootstrap_auc_is_the_auc_of_the_resampled_rows():
+    # Scores rounded to 0.05 so that stored and rotated copies tie often.
+    rng = np.random.default_rng(1)
+    p1, p0 = np.round(rng.random(300) ** 0.6 / 0.05) * 0.05, np.round(rng.random(300) / 0.05) * 0.05
+    auc_of = _BootstrapAUC(p1, p0)
+    labels = np.r_[np.ones(300), np.zeros(300)]
+    assert auc_of(np.arange(300)) == pytest.approx(roc_auc_score(labels, np.r_[p1, p0]), abs=1e-12)
+    for _ in range(5):
+        draws = rng.integers(0, 300, 300)
+        expected = roc_auc_score(labels, np.r_[p1[draws], p0[draws]])
+        assert auc_of(draws) == pytest.approx(expected, abs=1e-12)
 
 
 def test_composition_and_atom_order_features():
