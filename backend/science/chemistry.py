@@ -14,10 +14,8 @@ Fingerprints are Morgan (radius 2, 2048 bits) packed little-endian into
 from __future__ import annotations
 
 import logging
-import os
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing import current_process, get_context
 
 import numpy as np
 
@@ -31,8 +29,6 @@ FP_RADIUS = 2
 FP_BITS = 2048
 FP_WORDS = FP_BITS // 64
 FP_COLUMNS = [f"fp{i:02d}" for i in range(FP_WORDS)]
-# Below this many molecules worker processes cost more than they save.
-MIN_PARALLEL = 4000
 SOURCES = ("smiles", "3d", "failed")
 
 
@@ -88,23 +84,28 @@ def mol_from_xyz(atomic_numbers: np.ndarray, positions_angstrom: np.ndarray, cha
         raise ValueError(f"bond perception from 3D coordinates failed: {exc}".strip()) from None
 
 
+def smiles_graph(smiles: str, n_heavy: int):
+    """(RDKit mol, "") of a SMILES whose heavy-atom count is ``n_heavy``, else (None, why it is not trusted)."""
+    from rdkit import Chem
+
+    mol = Chem.MolFromSmiles(smiles)
+    if mol is None:
+        return None, f"unparsable SMILES {smiles!r}"
+    if mol.GetNumHeavyAtoms() != n_heavy:
+        return None, f"SMILES {smiles!r} has {mol.GetNumHeavyAtoms()} heavy atoms, the 3D structure {n_heavy}"
+    return mol, ""
+
+
 def molecule_graph(smiles: str, z: np.ndarray, pos: np.ndarray):
     """(RDKit mol or None, source, error) of one molecule: its SMILES if it agrees with the 3D atoms, else perceived.
 
     ``source`` is one of :data:`SOURCES`; ``error`` says why the SMILES was
     rejected or perception failed ("" if none).
     """
-    from rdkit import Chem
-
-    heavy = int((z > 1).sum())
     error = ""
     if smiles:
-        mol = Chem.MolFromSmiles(smiles)
-        if mol is None:
-            error = f"unparsable SMILES {smiles!r}"
-        elif mol.GetNumHeavyAtoms() != heavy:
-            error = f"SMILES {smiles!r} has {mol.GetNumHeavyAtoms()} heavy atoms, the 3D structure {heavy}"
-        else:
+        mol, error = smiles_graph(smiles, int((z > 1).sum()))
+        if mol is not None:
             return mol, "smiles", ""
     try:
         return mol_from_xyz(z, pos), "3d", error
@@ -132,33 +133,70 @@ def murcko_scaffolds(mol, cache: dict | None = None) -> tuple[str, str]:
     return exact, cache[exact]
 
 
-def _chunk_worker(smiles: list[str], z: np.ndarray, pos: np.ndarray, offsets: np.ndarray):
-    """Graphs, packed fingerprints and scaffolds of one chunk (runs in a worker)."""
-    from rdkit import Chem, DataStructs, RDLogger
+def _graph_record(mol, smiles: str, source: str, gen, cache: dict) -> tuple[str, str, str, str]:
+    """(graph SMILES, scaffold, generic scaffold, FPS hex fingerprint) of one built graph."""
+    from rdkit import Chem, DataStructs
+
+    exact, generic = murcko_scaffolds(mol, cache)
+    # FPS text is the bit vector as little-endian hex: bytes.fromhex packs it as we store it.
+    hex_fp = DataStructs.BitVectToFPSText(gen.GetFingerprint(mol))
+    return (smiles if source == "smiles" else Chem.MolToSmiles(mol)), exact, generic, hex_fp
+
+
+def heavy_atom_counts(atomic_numbers: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """(n,) int64 atoms heavier than hydrogen per molecule."""
+    n = len(offsets) - 1
+    member = np.repeat(np.arange(n), np.diff(offsets))
+    return np.bincount(member, weights=np.asarray(atomic_numbers) > 1, minlength=n).astype(np.int64)
+
+
+def chemistry_chunk(chunk: tuple) -> tuple:
+    """Graphs, packed fingerprints and scaffolds of one chunk ``(smiles, z, pos, offsets)``.
+
+    Molecules that repeat a SMILES (conformers, tiled copies) share one RDKit
+    parse, fingerprint and scaffold: the work is done once per distinct
+    (SMILES, heavy-atom count), since a SMILES graph does not depend on the
+    coordinates. Only molecules whose SMILES is missing or rejected are
+    perceived from their own 3D atoms. Returns (smiles, sources, errors,
+    scaffolds, generic scaffolds) lists and (n, FP_WORDS) uint64 fingerprints.
+    """
+    from rdkit import RDLogger
     from rdkit.Chem import rdFingerprintGenerator
 
+    smiles, z, pos, offsets = chunk
     RDLogger.DisableLog("rdApp.*")
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=FP_RADIUS, fpSize=FP_BITS)
     empty = "0" * (FP_BITS // 4)
-    out_smiles, sources, errors, scaffolds, generics, hex_fps = [], [], [], [], [], []
+    failed = ("", "", "", empty)
+    heavy = heavy_atom_counts(z, offsets)
     cache: dict[str, str] = {}
+    by_smiles: dict[tuple[str, int], tuple] = {}  # (SMILES, heavy atoms) -> (record or None, error)
+    records, sources, errors = [], [], []
     for i, smi in enumerate(smiles):
-        a, b = offsets[i], offsets[i + 1]
-        mol, source, error = molecule_graph(smi, z[a:b], pos[a:b])
-        sources.append(source)
-        errors.append(error)
-        if mol is None:
-            out_smiles.append("")
-            scaffolds.append("")
-            generics.append("")
-            hex_fps.append(empty)
+        key = (smi, int(heavy[i]))
+        if smi and key not in by_smiles:
+            mol, error = smiles_graph(smi, key[1])
+            by_smiles[key] = (None if mol is None else _graph_record(mol, smi, "smiles", gen, cache), error)
+        record, error = by_smiles[key] if smi else (None, "")
+        if record is not None:
+            records.append(record)
+            sources.append("smiles")
+            errors.append("")
             continue
-        out_smiles.append(smi if source == "smiles" else Chem.MolToSmiles(mol))
-        exact, generic = murcko_scaffolds(mol, cache)
-        scaffolds.append(exact)
-        generics.append(generic)
-        # FPS text is the bit vector as little-endian hex: bytes.fromhex packs it as we store it.
-        hex_fps.append(DataStructs.BitVectToFPSText(gen.GetFingerprint(mol)))
+        a, b = offsets[i], offsets[i + 1]
+        try:
+            mol = mol_from_xyz(z[a:b], pos[a:b])
+        except ValueError as exc:
+            records.append(failed)
+            sources.append("failed")
+            errors.append("; ".join(e for e in (error, str(exc)) if e))
+            continue
+        records.append(_graph_record(mol, smi, "3d", gen, cache))
+        sources.append("3d")
+        errors.append(error)
+    out_smiles, scaffolds, generics, hex_fps = (
+        (list(col) for col in zip(*records, strict=True)) if records else ([],) * 4
+    )
     fps = np.frombuffer(bytes.fromhex("".join(hex_fps)), dtype=np.uint8).reshape(len(smiles), FP_BITS // 8)
     return out_smiles, sources, errors, scaffolds, generics, fps.view(np.uint64)
 
@@ -177,48 +215,53 @@ def pack_bits(n_bits: np.ndarray, bits: np.ndarray, n_words: int = FP_WORDS, chu
     return out
 
 
-def _chunks(n: int, n_chunks: int) -> list[tuple[int, int]]:
-    edges = np.linspace(0, n, n_chunks + 1).round().astype(int)
-    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
-
-
-def compute_chemistry(mols: MoleculeSet, n_jobs: int | None = None, progress: Progress | None = None) -> Chemistry:
-    """Chemistry of every molecule of ``mols``.
-
-    Parameters
-    ----------
-    n_jobs : worker processes (default: up to 2, the CPUs we budget for);
-        small sets run in-process.
-    progress : called with (fraction, message) as chunks finish.
-    """
+def chemistry_chunks(mols: MoleculeSet, n_chunks: int) -> list[tuple]:
+    """``mols`` cut into ``n_chunks`` contiguous ``(smiles, z, pos, offsets)`` inputs of :func:`chemistry_chunk`."""
     n = mols.n_molecules
-    notify = progress or quiet
     smiles = list(mols.smiles) if mols.smiles is not None else [""] * n
-    n_jobs = max(1, min(n_jobs or 2, os.cpu_count() or 1))
-    # Daemon processes (e.g. a job runner's workers) may not start children.
-    serial = n < MIN_PARALLEL or n_jobs == 1 or current_process().daemon
-    n_chunks = 1 if serial else 8 * n_jobs
-    spans = _chunks(n, n_chunks)
     off = mols.offsets
-
-    def args(lo, hi):
-        return (
+    edges = np.linspace(0, n, max(n_chunks, 1) + 1).round().astype(int)
+    return [
+        (
             smiles[lo:hi],
             mols.atomic_numbers[off[lo] : off[hi]],
             mols.positions_angstrom[off[lo] : off[hi]],
             off[lo : hi + 1] - off[lo],
         )
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+        if hi > lo
+    ]
 
-    if len(spans) == 1:
-        results = [_chunk_worker(*args(*spans[0]))] if spans else []
-    else:
-        results = []
-        # forkserver: the parent may hold threads (pyarrow), which fork would copy unsafely.
-        with ProcessPoolExecutor(n_jobs, mp_context=get_context("forkserver")) as pool:
-            futures = [pool.submit(_chunk_worker, *args(lo, hi)) for lo, hi in spans]
-            for k, fut in enumerate(futures):
-                results.append(fut.result())
-                notify((k + 1) / len(futures), f"parsed {spans[k][1]:,} of {n:,} molecules")
+
+def serial_map(fn: Callable, items: list, progress: Callable | None = None) -> list:
+    """``[fn(item) for item in items]`` with ``progress(done, total)``: the in-process default of ``map_chunks``."""
+    out = []
+    for done, item in enumerate(items, 1):
+        out.append(fn(item))
+        if progress:
+            progress(done, len(items))
+    return out
+
+
+def compute_chemistry(
+    mols: MoleculeSet, map_chunks: Callable | None = None, n_chunks: int = 1, progress: Progress | None = None
+) -> Chemistry:
+    """Chemistry of every molecule of ``mols``.
+
+    Parameters
+    ----------
+    map_chunks : ``map_chunks(fn, items, progress)`` -> list in order, e.g. the
+        pipeline engine's ``map``; default: in this process.
+    n_chunks : how many pieces ``mols`` is cut into for ``map_chunks``.
+    progress : called with (fraction, message) as chunks finish.
+    """
+    n = mols.n_molecules
+    notify = progress or quiet
+    chunks = chemistry_chunks(mols, n_chunks)
+    mapper = map_chunks or serial_map
+    results = mapper(
+        chemistry_chunk, chunks, lambda done, total: notify(done / max(total, 1), f"parsed {done}/{total} chunks")
+    )
 
     def cat(i, dtype):
         parts = [np.asarray(r[i], dtype=dtype) for r in results]

@@ -13,13 +13,17 @@ Fingerprints are ``(n, n_words)`` uint64 rows (see :mod:`backend.science.chemist
 * :func:`sampled_leader_clusters`: exact leader clustering is still ~N² work
   on QM9 (at Tanimoto 0.6 most molecules are their own leader), so for whole
   datasets the leaders are found on a seeded sample and every other molecule
-  joins its most similar leader if that is >= the threshold (else -1).
+  joins its most similar leader if that is >= the threshold (else -1). The
+  sample and the visiting order are counter-based draws by global index
+  (:mod:`backend.science.counter_rng`), so a sharded run finds the same clusters.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+from backend.science.counter_rng import subsample, uniforms
 
 # Re-compact the inverted index once this fraction of its entries is assigned.
 COMPACT_FRACTION = 0.2
@@ -262,6 +266,26 @@ def leader_clusters_naive(
     return labels, np.asarray(leaders, np.int64)
 
 
+CLUSTER_STREAM = "cluster"
+
+
+def cluster_sample(seed: int, index: np.ndarray, sample_size: int) -> np.ndarray:
+    """Sorted global indices of the clustering sample: the ``sample_size`` smallest counter-based draws of ``index``.
+
+    A function of (seed, the indices) only, so per-cut samples merge into the same sample (see ``subsample``).
+    """
+    return subsample(seed, CLUSTER_STREAM, index, sample_size)
+
+
+def seeded_leaders(sample_index: np.ndarray, sample_words: np.ndarray, threshold: float, seed: int):
+    """Exact leader clustering of the sample, visited in the order of counter-based draws by global index.
+
+    Returns (labels (m,) int64 of the sample, leaders (k,) int64 positions in the sample).
+    """
+    order = np.argsort(uniforms(seed, f"{CLUSTER_STREAM}:order", sample_index)[:, 0], kind="stable")
+    return leader_clusters(sample_words, threshold, order=order)
+
+
 def sampled_leader_clusters(
     words: np.ndarray,
     threshold: float,
@@ -272,11 +296,12 @@ def sampled_leader_clusters(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Leader clustering of a seeded sample, then assignment of everyone to their best leader.
 
-    Molecules of the sample are clustered exactly (:func:`leader_clusters`,
-    seeded random order). Every other active molecule joins the leader with
-    the highest Tanimoto if it is >= ``threshold`` (ties: the first leader);
-    others get -1. The assignment is exact given the leaders and costs
-    O(n x n_leaders x bits per molecule).
+    Molecules of the sample (:func:`cluster_sample`, row numbers as global
+    indices) are clustered exactly (:func:`seeded_leaders`). Every other
+    active molecule joins the leader with the highest Tanimoto if it is >=
+    ``threshold`` (ties: the first leader); others get -1. The assignment is
+    exact given the leaders (:func:`assign_to_leaders`), so cutting the rows
+    into shards and assigning each on its own gives the same labels.
 
     Returns
     -------
@@ -287,42 +312,58 @@ def sampled_leader_clusters(
     _check_threshold(threshold)
     words = np.ascontiguousarray(words, dtype=np.uint64)
     n = len(words)
-    rng = np.random.default_rng(seed)
     counts = popcounts(words)
     active = counts > 0
     if mask is not None:
         active &= np.asarray(mask, bool)
-    pool = np.flatnonzero(active)
-    sample = np.sort(rng.choice(pool, min(sample_size, len(pool)), replace=False))
-    sample_labels, local_leaders = leader_clusters(words[sample], threshold, order=rng.permutation(len(sample)))
+    sample = cluster_sample(seed, np.flatnonzero(active), sample_size)
+    sample_labels, local_leaders = seeded_leaders(sample, words[sample], threshold, seed)
     leaders = sample[local_leaders]
     labels = np.full(n, -1, np.int64)
-    labels[sample] = sample_labels
     in_sample = np.zeros(n, bool)
     in_sample[sample] = True
     rest = np.flatnonzero(active & ~in_sample)
-    if len(rest) == 0 or len(leaders) == 0:
-        return labels, leaders, _own_leader_similarity(words, counts, labels, leaders)
+    labels[rest] = assign_to_leaders(words[rest], words[leaders], threshold, chunk)[0]
+    labels[sample] = sample_labels
+    return labels, leaders, leader_similarity(words, labels, words[leaders])
 
-    # Exact intersections with every leader: sparse (molecules x bits) @ dense (bits x leaders).
+
+def assign_to_leaders(
+    words: np.ndarray, leader_words: np.ndarray, threshold: float, chunk: int = 8192
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's most similar leader if its Tanimoto is >= ``threshold`` (ties: the first leader), else -1.
+
+    Exact: intersections with every leader as a sparse (molecules x bits) @
+    dense (bits x leaders) product, O(n x n_leaders x bits per molecule).
+
+    Returns (labels (n,) int64 leader position or -1, Tanimoto to that leader (n,) float64, 0 where -1).
+    """
+    words = np.ascontiguousarray(words, dtype=np.uint64)
+    labels = np.full(len(words), -1, np.int64)
+    similarity = np.zeros(len(words))
+    if len(words) == 0 or len(leader_words) == 0:
+        return labels, similarity
+    counts, leader_counts = popcounts(words), popcounts(leader_words)
     n_bits = 64 * words.shape[1]
-    leader_bits = _unpack(words[leaders]).T.astype(np.float32)
-    for lo in range(0, len(rest), chunk):
-        mol = rest[lo : lo + chunk]
-        r, c = np.nonzero(_unpack(words[mol]))
-        x = sp.csr_matrix((np.ones(len(r), np.float32), (r, c)), shape=(len(mol), n_bits))
-        inter = np.asarray(x @ leader_bits)
-        sim = tanimoto_from_counts(inter, counts[mol, None], counts[leaders][None, :])
+    leader_bits = _unpack(leader_words).T.astype(np.float32)
+    for lo in range(0, len(words), chunk):
+        r, c = np.nonzero(_unpack(words[lo : lo + chunk]))
+        rows = min(chunk, len(words) - lo)
+        x = sp.csr_matrix((np.ones(len(r), np.float32), (r, c)), shape=(rows, n_bits))
+        sim = tanimoto_from_counts(np.asarray(x @ leader_bits), counts[lo : lo + rows, None], leader_counts[None, :])
         best = np.argmax(sim, axis=1)
-        hit = sim[np.arange(len(mol)), best] >= threshold
-        labels[mol[hit]] = best[hit]
-    return labels, leaders, _own_leader_similarity(words, counts, labels, leaders)
+        top = sim[np.arange(rows), best]
+        hit = top >= threshold
+        labels[lo : lo + rows][hit] = best[hit]
+        similarity[lo : lo + rows][hit] = top[hit]
+    return labels, similarity
 
 
-def _own_leader_similarity(words, counts, labels, leaders) -> np.ndarray:
+def leader_similarity(words: np.ndarray, labels: np.ndarray, leader_words: np.ndarray) -> np.ndarray:
+    """(n,) Tanimoto of each row to its own leader ``leader_words[labels]`` (0 where the label is -1)."""
     sim = np.zeros(len(words))
     member = np.flatnonzero(labels >= 0)
-    lead = leaders[labels[member]]
-    inter = np.bitwise_count(words[member] & words[lead]).sum(axis=1, dtype=np.int64)
-    sim[member] = tanimoto_from_counts(inter, counts[member], counts[lead])
+    a, b = words[member], leader_words[labels[member]]
+    inter = np.bitwise_count(a & b).sum(axis=1, dtype=np.int64)
+    sim[member] = tanimoto_from_counts(inter, popcounts(a), popcounts(b))
     return sim

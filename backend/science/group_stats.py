@@ -29,6 +29,54 @@ def _segment_reduce(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.add.reduceat(values, starts, axis=0)
 
 
+def group_sums(groups: np.ndarray, quaternions: np.ndarray, rotations: np.ndarray) -> dict:
+    """Per-group sums that add up over any cut of the molecules (negative ids ignored).
+
+    Returns ``{"group": (k,) ids ascending, "size": (k,), "scatter": (k, 4, 4) Σ q qᵀ,
+    "axes": (k, 3, 3) Σ R}``; the sums of two cuts' entries for one group are
+    the sums of the whole group.
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    rows = np.flatnonzero(groups >= 0)
+    rows = rows[np.argsort(groups[rows], kind="stable")]
+    ids, starts, sizes = np.unique(groups[rows], return_index=True, return_counts=True)
+    if rows.size == 0:
+        return {"group": ids, "size": sizes, "scatter": np.zeros((0, 4, 4)), "axes": np.zeros((0, 3, 3))}
+    q = np.asarray(quaternions, dtype=np.float64)[rows]
+    return {
+        "group": ids,
+        "size": sizes,
+        "scatter": _segment_reduce(np.einsum("ni,nj->nij", q, q), starts),
+        "axes": _segment_reduce(np.asarray(rotations, dtype=np.float64)[rows], starts),
+    }
+
+
+def merge_group_sums(parts: list[dict]) -> dict:
+    """The :func:`group_sums` of the union of the molecules behind ``parts``."""
+    ids = np.concatenate([p["group"] for p in parts])
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    out = {"group": uniq}
+    for key, shape in (("size", ()), ("scatter", (4, 4)), ("axes", (3, 3))):
+        total = np.zeros((len(uniq), *shape), dtype=np.float64 if shape else np.int64)
+        np.add.at(total, inverse, np.concatenate([p[key] for p in parts]))
+        out[key] = total
+    return out
+
+
+def means_from_scatter(scatter: np.ndarray) -> np.ndarray:
+    """(k, 4) sign-invariant means (w >= 0) from (k, 4, 4) Σ q qᵀ: each principal eigenvector."""
+    if len(scatter) == 0:
+        return np.zeros((0, 4))
+    _, vecs = np.linalg.eigh(scatter)
+    mean = vecs[:, :, -1]
+    return mean * np.where(mean[:, 3:4] < 0, -1.0, 1.0)
+
+
+def concentration_from_axes(axes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """(k,) mean resultant length of the three principal axes from (k, 3, 3) Σ R and (k,) sizes."""
+    return (np.linalg.norm(axes, axis=2) / np.asarray(sizes)[:, None]).mean(axis=1)
+
+
 def group_orientation_stats(groups: np.ndarray, quaternions: np.ndarray, rotations: np.ndarray) -> pd.DataFrame:
     """Per-group orientation statistics, vectorised over all groups.
 
@@ -49,15 +97,12 @@ def group_orientation_stats(groups: np.ndarray, quaternions: np.ndarray, rotatio
     if rows.size == 0:
         return pd.DataFrame({c: [] for c in GROUP_COLUMNS})
     rows = rows[np.argsort(groups[rows], kind="stable")]
-    g = groups[rows]
-    ids, starts, sizes = np.unique(g, return_index=True, return_counts=True)
-    q = np.asarray(quaternions, dtype=np.float64)[rows]
-    scatter = _segment_reduce(np.einsum("ni,nj->nij", q, q), starts)
-    _, vecs = np.linalg.eigh(scatter)
-    mean = vecs[:, :, -1]
-    mean *= np.where(mean[:, 3:4] < 0, -1.0, 1.0)
+    sums = group_sums(groups, quaternions, rotations)
+    ids, sizes = sums["group"], sums["size"]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    mean = means_from_scatter(sums["scatter"])
     member = np.repeat(np.arange(len(ids)), sizes)
-    angle = quaternion_angle(q, mean[member])
+    angle = quaternion_angle(np.asarray(quaternions, dtype=np.float64)[rows], mean[member])
     # Sort members by (group, angle): the first is the typical member, the middle the median.
     by_angle = np.lexsort((angle, member))
     sorted_angle = angle[by_angle]
@@ -65,8 +110,11 @@ def group_orientation_stats(groups: np.ndarray, quaternions: np.ndarray, rotatio
     hi = starts + sizes // 2
     spread = 0.5 * (sorted_angle[lo] + sorted_angle[hi])
     typical = rows[by_angle[starts]]
-    axes = _segment_reduce(np.asarray(rotations, dtype=np.float64)[rows], starts)
-    concentration = (np.linalg.norm(axes, axis=2) / sizes[:, None]).mean(axis=1)
+    return group_frame(ids, sizes, mean, np.degrees(spread), concentration_from_axes(sums["axes"], sizes), typical)
+
+
+def group_frame(ids, sizes, mean, spread_deg, concentration, typical_index) -> pd.DataFrame:
+    """The :data:`GROUP_COLUMNS` table, sorted by size (descending, then group id)."""
     out = pd.DataFrame(
         {
             "group": ids,
@@ -75,9 +123,70 @@ def group_orientation_stats(groups: np.ndarray, quaternions: np.ndarray, rotatio
             "qy": mean[:, 1],
             "qz": mean[:, 2],
             "qw": mean[:, 3],
-            "spread_deg": np.degrees(spread),
+            "spread_deg": spread_deg,
             "concentration": concentration,
-            "typical_index": typical,
+            "typical_index": typical_index,
         }
     )
     return out.sort_values(["size", "group"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+# ------------------------------------------------- the median spread and typical member over cuts
+# The median angle of a group split over many cuts comes from merged counts in
+# fine bins: the spread is a bin's midpoint, within SPREAD_BIN_DEG / 2 of the exact median.
+SPREAD_BIN_DEG = 0.01
+N_SPREAD_BINS = int(round(180.0 / SPREAD_BIN_DEG))
+
+
+def member_angles_deg(groups: np.ndarray, quaternions: np.ndarray, group_ids: np.ndarray, means: np.ndarray):
+    """(rows with a group, their angle to their group's mean in degrees); ``means`` (k, 4) align with ``group_ids``."""
+    groups = np.asarray(groups, dtype=np.int64)
+    rows = np.flatnonzero(groups >= 0)
+    pos = np.searchsorted(group_ids, groups[rows])
+    angle = quaternion_angle(np.asarray(quaternions, dtype=np.float64)[rows], means[pos])
+    return rows, np.degrees(angle)
+
+
+def angle_partials(groups: np.ndarray, angles_deg: np.ndarray, index: np.ndarray) -> dict:
+    """Per cut: sparse (group, angle bin) counts and each group's closest member.
+
+    Parameters
+    ----------
+    groups, angles_deg, index : (m,) group id, angle to the group mean (degrees)
+        and global molecule index of the cut's grouped molecules
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    bins = np.minimum((np.asarray(angles_deg) / SPREAD_BIN_DEG).astype(np.int64), N_SPREAD_BINS - 1)
+    keys, counts = np.unique(groups * N_SPREAD_BINS + bins, return_counts=True)
+    order = np.lexsort((index, angles_deg, groups))
+    first = order[np.r_[True, groups[order][1:] != groups[order][:-1]]] if len(order) else order
+    return {
+        "keys": keys,
+        "counts": counts,
+        "typical": {"group": groups[first], "angle": np.asarray(angles_deg)[first], "index": np.asarray(index)[first]},
+    }
+
+
+def merge_angle_partials(parts: list[dict], group_ids: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """((k,) median spread in degrees, within SPREAD_BIN_DEG / 2; (k,) global index of the typical member).
+
+    The typical member is the one closest to the mean, ties to the lower index,
+    as in :func:`group_orientation_stats`. ``group_ids`` ascending, ``sizes`` their member counts.
+    """
+    keys, inverse = np.unique(np.concatenate([p["keys"] for p in parts]), return_inverse=True)
+    counts = np.bincount(inverse, weights=np.concatenate([p["counts"] for p in parts])).astype(np.int64)
+    cum = np.cumsum(counts)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+
+    def midpoint(rank: np.ndarray) -> np.ndarray:
+        """Midpoint (degrees) of the bin holding each group's ``rank``-th smallest angle."""
+        return (keys[np.searchsorted(cum, starts + rank, side="right")] % N_SPREAD_BINS + 0.5) * SPREAD_BIN_DEG
+
+    spread = 0.5 * (midpoint((sizes - 1) // 2) + midpoint(sizes // 2))
+    typ = {k: np.concatenate([p["typical"][k] for p in parts]) for k in ("group", "angle", "index")}
+    order = np.lexsort((typ["index"], typ["angle"], typ["group"]))
+    g = typ["group"][order]
+    first = order[np.r_[True, g[1:] != g[:-1]]] if len(order) else order
+    typical = np.full(len(group_ids), -1, np.int64)
+    typical[np.searchsorted(group_ids, typ["group"][first])] = typ["index"][first]
+    return spread, typical

@@ -1,6 +1,7 @@
 """Similarity–pose coupling: do chemical nearest neighbours share canonical frames?
 
-For a seeded sample of molecules, each one's chemical nearest neighbour
+For a seeded sample of molecules (counter-based draws by global index,
+:func:`pair_queries`), each one's chemical nearest neighbour
 (highest Tanimoto, itself excluded, searched over the whole candidate pool) is
 found and the geodesic angle between the two canonical frames measured. The
 fraction of neighbour pairs closer than ``threshold_deg`` is compared with the
@@ -20,6 +21,7 @@ import numpy as np
 from scipy.stats import binom
 
 from backend.science.clustering import TanimotoIndex
+from backend.science.counter_rng import subsample
 from backend.science.rotations import geodesic_angle
 
 DEFAULT_THRESHOLD_DEG = 30.0
@@ -42,10 +44,23 @@ def neighbour_pairs(
     members = np.flatnonzero(allowed)
     if len(members) < 2:
         raise ValueError(f"need at least 2 molecules with fingerprints for neighbour pairs, got {len(members)}")
-    rng = np.random.default_rng(seed)
-    queries = np.sort(rng.choice(members, min(n_sample, len(members)), replace=False))
+    queries = pair_queries(seed, members, n_sample)
     nn, sim = TanimotoIndex(words, candidates=allowed).nearest(queries)
     return queries, nn, sim
+
+
+def pair_queries(seed: int, pool_index: np.ndarray, n_sample: int) -> np.ndarray:
+    """Sorted global indices of the query sample: the ``n_sample`` smallest counter-based draws of the pool."""
+    return subsample(seed, "pairs", pool_index, n_sample)
+
+
+def partner_pool(seed: int, pool_index: np.ndarray, n_partners: int) -> np.ndarray:
+    """Sorted global indices random partners are drawn from: a seeded subsample of the pool.
+
+    A sharded run gathers only these frames, and the in-memory run uses the
+    same subsample, so both draw identical random pairs.
+    """
+    return subsample(seed, "partners", pool_index, n_partners)
 
 
 def _close_fraction(angles_deg: np.ndarray, threshold_deg: float) -> float:

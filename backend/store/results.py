@@ -22,7 +22,11 @@ from backend import __version__
 from backend.core.errors import NotFoundError
 from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
 from backend.store.datasets import dataset_dir
-from backend.store.shards import shard_table_paths
+from backend.store.shards import open_shard_arrays, shard_table_paths
+
+# Shard arrays (``<stage>/<name>-NNNNN.npy``) that also read as a table: name ->
+# (the stage's table whose "id" column is row-aligned with the arrays, column name prefix).
+ARRAY_TABLES = {"fingerprints": ("molecules", "fp")}
 
 MANIFEST = "manifest.json"
 IN_PROCESS_ENGINE = {"where": "in-process", "workers": 1}
@@ -102,14 +106,16 @@ class ResultStore:
         settings: dict | None = None,
         skipped: dict[str, str] | None = None,
         engine: dict | None = None,
+        shard_rows: dict[str, int] | None = None,
     ) -> None:
         """Write a stage's files, then record it in the manifest (last, atomically).
 
         ``skipped`` maps the stage (or ``"<stage>.<part>"``) to the reason it did
         not run; it replaces whatever an earlier run of this stage recorded.
         ``engine`` says where the stage ran: ``{"where": "in-process" | "local:W" | address, "workers": n}``.
+        ``shard_rows`` names per-shard tables or arrays the stage's tasks already wrote, with their total rows.
         """
-        rows = {}
+        rows = dict(shard_rows or {})
         for name, table in tables.items():
             tab = table if isinstance(table, pa.Table) else pa.Table.from_pandas(table, preserve_index=False)
             atomic_write_table(self.dir / f"{stage}.{name}.parquet", tab)
@@ -117,7 +123,7 @@ class ResultStore:
         atomic_write_json(self.dir / f"{stage}.json", section)
         manifest = self.manifest()
         manifest["stages"][stage] = {
-            "tables": sorted(tables),
+            "tables": sorted(rows),
             "rows": rows,
             "seconds": round(seconds, 3),
             "completed_at": time.time(),
@@ -153,4 +159,17 @@ class ResultStore:
         shards = [] if path.is_file() else shard_table_paths(self.dir, stage, name)
         if shards:
             return pa.concat_tables([read_table(p, columns=columns) for p in shards])
+        if not path.is_file() and name in ARRAY_TABLES:
+            arrays = open_shard_arrays(self.dir, stage, name)
+            if arrays:
+                return self._array_table(stage, name, arrays, columns)
         return read_table(path, columns=columns)
+
+    def _array_table(self, stage: str, name: str, arrays: list, columns: list[str] | None) -> pa.Table:
+        """Shard arrays as one table: the row-aligned ids and one column per array column."""
+        id_table, prefix = ARRAY_TABLES[name]
+        ids = self.table(stage, id_table, columns=["id"]).column("id")
+        width = arrays[0].shape[1]
+        data = {"id": ids, **{f"{prefix}{i:02d}": pa.chunked_array([a[:, i] for a in arrays]) for i in range(width)}}
+        table = pa.table(data)
+        return table.select(columns) if columns else table

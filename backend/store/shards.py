@@ -11,11 +11,27 @@ the dataset's molecule order. A dataset in the single-folder layout reads as
 one shard (its own folder), so every per-shard stage also runs on it.
 
 Shard-level result tables live next to the result's manifest, as
-``<stage>/<table>-<shard number>.parquet``.
+``<stage>/<table>-<shard number>.parquet``; shard-level arrays that a server
+memory-maps are plain NumPy files, ``<stage>/<name>-<shard number>.npy``.
+
+Packed fingerprints of a sharded result (written by the chemistry stage)::
+
+    results/<key>/chemistry/fingerprints-00000.npy   (n_molecules of shard 0, 32) uint64, C order
+    results/<key>/chemistry/molecules-00000.parquet  the same shard's rows: "id", "smiles", ..., in the same order
+
+Row r of ``fingerprints-NNNNN.npy`` is the molecule of row r of
+``molecules-NNNNN.parquet`` (and of the dataset shard NNNNN, global index
+``start + r``). Each row is a 2048-bit Morgan fingerprint (radius 2) packed
+little-endian into 32 words: bit b is bit ``b % 64`` of word ``b // 64``, the
+layout of ``science.clustering.TanimotoIndex`` (which wants the transpose,
+word-major). A molecule without a graph has an all-zero row. Open one with
+``np.load(path, mmap_mode="r")`` (:func:`open_shard_arrays`); files are
+written atomically and named in the manifest only once every shard is done.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from backend.core.dataset import MoleculeSet
-from backend.store.atomic import atomic_write_table, read_table
+from backend.store.atomic import atomic_write_bytes, atomic_write_table, read_table
 from backend.store.datasets import dataset_dir, read_meta, read_molecule_tables, write_molecule_tables
 
 SHARDS = "shards"
@@ -123,3 +139,27 @@ def write_shard_table(result_dir: Path, stage: str, table: str, number: int, fra
 
 def read_shard_table(result_dir: Path, stage: str, table: str, number: int, columns=None) -> pa.Table:
     return read_table(shard_table_path(result_dir, stage, table, number), columns=columns)
+
+
+def shard_array_path(result_dir: Path, stage: str, name: str, number: int) -> Path:
+    return Path(result_dir) / stage / f"{name}-{number:05d}.npy"
+
+
+def shard_array_paths(result_dir: Path, stage: str, name: str) -> list[Path]:
+    """Every shard's ``.npy`` file of one result array, in shard order (empty if there is none)."""
+    return sorted((Path(result_dir) / stage).glob(f"{name}-[0-9][0-9][0-9][0-9][0-9].npy"))
+
+
+def write_shard_array(result_dir: Path, stage: str, name: str, number: int, array: np.ndarray) -> Path:
+    """One shard's array as a plain ``.npy`` file (C order, so it memory-maps as is), written atomically."""
+    path = shard_array_path(result_dir, stage, name, number)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
+def open_shard_arrays(result_dir: Path, stage: str, name: str) -> list[np.ndarray]:
+    """Every shard's array memory-mapped read-only, in shard order."""
+    return [np.load(p, mmap_mode="r", allow_pickle=False) for p in shard_array_paths(result_dir, stage, name)]
