@@ -146,6 +146,7 @@ def coupling_sections(gathered, rotations, queries, neighbours, tanimoto, partne
     queries, neighbours : (q,) molecule indices of the pairs; tanimoto (q,) their similarity
     partners : (p,) molecule indices random partners are drawn from
     """
+
     def local(index: np.ndarray) -> np.ndarray:
         return np.searchsorted(gathered, index)
 
