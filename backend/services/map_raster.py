@@ -499,9 +499,11 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
         raise InvalidInput(f"unknown map kind {kind!r}; expected one of {KINDS}", ("query", "kind"))
     vp = viewport.checked()
     budget = map_point_budget() if budget is None else budget
-    key = (id(points), vp, kind, budget)
+    # One entry per view, viewport and kind: a cached render serves every budget that draws it the
+    # same way (the dashboard's figure and the hover, which asks with budget 0, share one image).
+    key = (id(points), vp, kind)
     hit = shared_cache().get("map_render", key)
-    if hit is not None and hit.points is points:
+    if hit is not None and hit.points is points and (hit.mode == "image") == (hit.n_points > budget):
         return hit
     n_points, n_drawn = region_stats(points, vp)
     out: dict = {}
@@ -516,8 +518,6 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
         out.pop("density_max", None)
         render = MapRender(points, vp, kind, "image", n_points, n_drawn, scale, rgba=rgba, **out)
     shared_cache().put("map_render", key, render)
-    if render.mode == "image":  # the same image as when every budget forces one (hover asks with budget 0)
-        shared_cache().put("map_render", (id(points), vp, kind, 0), render)
     return render
 
 

@@ -162,6 +162,8 @@ def test_budget_switches_between_image_and_the_real_points_of_the_region():
     assert as_points.n_points == n and as_points.n_drawn == np.unique(pts.rows[inside]).size
     as_image = mr.render_map(pts, small, budget=n - 1)
     assert as_image.mode == "image" and as_image.n_points == n and as_image.n_drawn == as_points.n_drawn
+    assert mr.render_map(pts, small, budget=0) is as_image  # one cached image for every budget that draws it
+    assert mr.render_map(pts, small, budget=n).mode == "points"  # never the image where points fit
     whole = mr.render_map(pts, mr.Viewport(-3, 3, -3, 3, 10, 10), budget=0)
     assert whole.n_points == pts.size and whole.n_drawn == N
 
