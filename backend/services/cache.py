@@ -104,14 +104,7 @@ class DatasetView:
     """
 
     def __init__(self, data_dir: Path, dataset_id: str, meta: dict, store: ResultStore, signature: tuple):
-        self.data_dir = data_dir
-        self.dataset_id = dataset_id
-        self.meta = meta
-        self.store = store
-        self.signature = signature
-        self.manifest = store.manifest()
-        self._lock = threading.RLock()
-        self._extras: dict[str, Any] = {}
+        self._open(data_dir, dataset_id, meta, store, signature)
 
         self.mols: MoleculeSet = ds.load_dataset(data_dir, dataset_id)
         frames = store.table("frames", "original").to_pandas()
@@ -149,6 +142,17 @@ class DatasetView:
     @property
     def result_key(self) -> str:
         return self.store.key
+
+    def _open(self, data_dir: Path, dataset_id: str, meta: dict, store: ResultStore, signature: tuple) -> None:
+        """What every kind of view keeps before reading its arrays: where it is from, its manifest, no pieces."""
+        self.data_dir = data_dir
+        self.dataset_id = dataset_id
+        self.meta = meta
+        self.store = store
+        self.signature = signature
+        self.manifest = store.manifest()
+        self._lock = threading.RLock()
+        self._extras: dict[str, Any] = {}
 
     def cache_nbytes(self) -> int:
         """Bytes held: the arrays read at load plus every lazy piece built so far."""
@@ -223,14 +227,7 @@ class ColumnView(DatasetView):
     """
 
     def __init__(self, data_dir: Path, dataset_id: str, meta: dict, store: ResultStore, signature: tuple):
-        self.data_dir = data_dir
-        self.dataset_id = dataset_id
-        self.meta = meta
-        self.store = store
-        self.signature = signature
-        self.manifest = store.manifest()
-        self._lock = threading.RLock()
-        self._extras: dict[str, Any] = {}
+        self._open(data_dir, dataset_id, meta, store, signature)
         folder = cols.columns_folder(data_dir, dataset_id, store.key, signature)
         if not (folder / cols.META).is_file():
             log.info("writing memory-mapped columns of %s [%s] to %s", dataset_id, store.key, folder)
