@@ -74,6 +74,13 @@ class _ProgressBar:
             self.bar.close()
             self.bar = None
 
+    # A with-block closes the bar before an error is printed (the error then reads on its own line).
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 def _fail(err: Exception) -> None:
     typer.echo(f"error: {err}", err=True)
@@ -82,11 +89,8 @@ def _fail(err: Exception) -> None:
 
 def _run(data_dir: Path | None, dataset: str, params: dict, quiet: bool = False, cluster: str | None = None) -> Path:
     root = resolve_data_dir(data_dir)
-    bar = _ProgressBar(f"precompute {dataset}", quiet)
-    try:
+    with _ProgressBar(f"precompute {dataset}", quiet) as bar:
         pipeline.precompute(root, dataset, params, progress=bar, cluster=cluster)
-    finally:
-        bar.close()
     return root
 
 
@@ -105,11 +109,8 @@ def precompute_cmd(
     try:
         params = pipeline.make_params(frame, sign, seed, limit)
         root = resolve_data_dir(data_dir)
-        bar = _ProgressBar(f"precompute {dataset}")
-        try:
+        with _ProgressBar(f"precompute {dataset}") as bar:
             store = pipeline.precompute(root, dataset, params, force=force, progress=bar, cluster=cluster)
-        finally:
-            bar.close()
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         _fail(err)
     typer.echo(f"stored {dataset} [{store.key}] in {store.dir}")
@@ -188,30 +189,22 @@ def ingest_cmd(
     """
     single = len(paths) == 1 and not any(ch in str(paths[0]) for ch in "*?[") and cluster is None
     single = single and shard_size is None and (paths[0].is_file() or _is_store_folder(paths[0]))
-    bar = _ProgressBar(f"ingest {paths[0].name}" + (f" (+{len(paths) - 1})" if len(paths) > 1 else ""))
     root = resolve_data_dir(data_dir)
+    names = [p.strip() for p in frame_dependent.split(",") if p.strip()]
+    desc = f"ingest {paths[0].name}" + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")
     try:
-        names = [p.strip() for p in frame_dependent.split(",") if p.strip()]
-        if single:
-            meta = ingest_mod.ingest_file(
-                root, paths[0], name, fmt=fmt, strict=strict, progress=bar, frame_dependent=names
-            )
-        else:
-            meta = sharded_ingest.ingest_files(
-                root,
-                paths,
-                name,
-                fmt=fmt,
-                strict=strict,
-                cluster=cluster,
-                shard_size=shard_size,
-                progress=bar,
-                frame_dependent=names,
-            )
+        with _ProgressBar(desc) as bar:
+            if single:
+                meta = ingest_mod.ingest_file(
+                    root, paths[0], name, fmt=fmt, strict=strict, progress=bar, frame_dependent=names
+                )
+            else:
+                meta = sharded_ingest.ingest_files(
+                    root, paths, name, fmt=fmt, strict=strict, cluster=cluster, shard_size=shard_size,
+                    progress=bar, frame_dependent=names,
+                )  # fmt: skip
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        bar.close()
         _fail(err)
-    bar.close()
     _ingested(root, meta)
 
 
@@ -230,14 +223,12 @@ def generate_cmd(
     seed: Annotated[int, typer.Option("--seed", help="ETKDG randomSeed")] = DEFAULT_SEED,
 ) -> None:
     """Embed SMILES with RDKit ETKDG and analyse the poses it produces."""
-    bar = _ProgressBar(f"generate {smiles.name}")
     root = resolve_data_dir(data_dir)
     try:
-        meta = ingest_mod.generate_dataset(root, smiles, name, seed=seed, random_coords=random_coords, progress=bar)
+        with _ProgressBar(f"generate {smiles.name}") as bar:
+            meta = ingest_mod.generate_dataset(root, smiles, name, seed=seed, random_coords=random_coords, progress=bar)
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        bar.close()
         _fail(err)
-    bar.close()
     _ingested(root, meta)
 
 
@@ -257,13 +248,11 @@ def synth_cmd(
         spec = synth_mod.SynthSpec(n=n, bias=bias, blur_deg=blur, seed=seed, shard_size=shard_size)
     except ValueError as err:
         _fail(err)
-    bar = tqdm(total=-(-n // shard_size), desc=f"synth {n:,} ({bias})", unit="shard", file=sys.stderr)
     try:
-        manifest = synth_mod.write_synth(out, spec, progress=lambda done, total: bar.update(done - bar.n))
+        with tqdm(total=-(-n // shard_size), desc=f"synth {n:,} ({bias})", unit="shard", file=sys.stderr) as bar:
+            manifest = synth_mod.write_synth(out, spec, progress=lambda done, total: bar.update(done - bar.n))
     except (OSError, FileNotFoundError) as err:
-        bar.close()
         _fail(err)
-    bar.close()
     typer.echo(
         f"wrote {manifest['n_molecules']:,} molecules in {len(manifest['shards'])} shards to {out} "
         f"({manifest['seconds']:.1f} s)"
@@ -309,13 +298,13 @@ def audit_model_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="print the audit as one JSON object")] = False,
 ) -> None:
     """Does a model lean on the pose? Audit PREDICTIONS (stored vs rotated poses) against DATASET and store it."""
-    bar = _ProgressBar(f"audit {predictions.name}")
     try:
-        record = audit_mod.run_audit(resolve_data_dir(data_dir), dataset, predictions, name, seed=seed, progress=bar)
+        with _ProgressBar(f"audit {predictions.name}") as bar:
+            record = audit_mod.run_audit(
+                resolve_data_dir(data_dir), dataset, predictions, name, seed=seed, progress=bar
+            )
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        bar.close()
         _fail(err)
-    bar.close()
     if as_json:
         typer.echo(json.dumps(audit_summary(record)))
     else:
