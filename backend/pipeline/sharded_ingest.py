@@ -137,8 +137,9 @@ def ingest_files(
     progress: Progress | None = None,
     dataset_id: str | None = None,
     frame_dependent: Iterable[str] = (),
+    stages: list[str] | None = None,
 ) -> dict:
-    """Ingest ``inputs`` as one sharded dataset and run its frames and statistics; its meta.
+    """Ingest ``inputs`` as one sharded dataset and run its stages (all, or ``stages``); its meta.
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
     addition to those the loaders declare (see :func:`~backend.pipeline.ingest.store_and_precompute`).
@@ -213,5 +214,5 @@ def ingest_files(
             ds.write_meta(stage_dir, dataset_id, meta)  # last: the shard list marks the dataset complete
             notify(0.45, f"{start:,} molecules in {len(shards)} shards", "save")
             on_stage = scaled(progress, 0.45, 1.0)
-            precompute(stage_dir, dataset_id, params or make_params(), progress=on_stage, engine=engine)
+            precompute(stage_dir, dataset_id, params or make_params(), stages, progress=on_stage, engine=engine)
         return publish(stage_dir, data_dir, dataset_id, progress)
