@@ -56,3 +56,17 @@ def nearest(columns, counts, allowed, i, inter):
         if sim > best:
             best_j, best = j, sim
     return best_j, best
+
+
+@numba.njit(nogil=True, cache=True)
+def row_intersections(words, query, out):
+    """out[j] = bits ``query`` shares with row j; ``words`` is (n, n_words) uint64 row-major (e.g. memory-mapped).
+
+    One pass over the rows, reading only the words where the query has bits.
+    """
+    used = np.flatnonzero(query != 0)
+    for j in range(words.shape[0]):
+        s = 0
+        for w in used:
+            s += popcount(words[j, w] & query[w])
+        out[j] = s

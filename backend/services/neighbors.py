@@ -8,10 +8,11 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from backend.science.clustering import TanimotoIndex, words_from_bytes
+from backend.science.clustering import ShardedTanimotoScan, TanimotoIndex, words_from_bytes
 from backend.science.rotations import chord_to_angle
-from backend.services.cache import CHEMISTRY_FINGERPRINTS, DatasetView, get_view
+from backend.services.cache import CHEMISTRY_FINGERPRINTS, ColumnView, DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
+from backend.store.columns import fingerprint_shards
 
 KINDS = ("pose", "chemistry")
 MAX_K = 100
@@ -67,7 +68,7 @@ def _fingerprint_bytes(view: DatasetView) -> np.ndarray | None:
     )
 
 
-def _tanimoto_index(view: DatasetView) -> TanimotoIndex:
+def _tanimoto_index(view: DatasetView) -> TanimotoIndex | ShardedTanimotoScan:
     """The view's Tanimoto index (NotComputed if the chemistry stage is absent).
 
     Only the index is kept: it holds the packed words, so a second copy of the
@@ -75,6 +76,9 @@ def _tanimoto_index(view: DatasetView) -> TanimotoIndex:
     """
 
     def build():
+        if isinstance(view, ColumnView):  # scan the shards' memory-mapped fingerprints; hold only bit counts
+            shards = fingerprint_shards(view.store.dir, len(view.meta["shards"]))
+            return None if shards is None else ShardedTanimotoScan(shards)
         fps = _fingerprint_bytes(view)
         return None if fps is None else TanimotoIndex(words_from_bytes(fps))
 

@@ -181,3 +181,15 @@ def open_columns(folder: Path) -> tuple[dict[str, np.ndarray], dict]:
     meta = read_json(folder / META)
     arrays = {p.stem: np.load(p, mmap_mode="r") for p in sorted(folder.glob("*.npy"))}
     return arrays, meta
+
+
+def fingerprint_shards(result_dir: Path, n_shards: int) -> list[np.ndarray] | None:
+    """Every shard's packed fingerprints, memory-mapped read-only, in shard order; None unless all are there.
+
+    The chemistry stage of a sharded result writes ``chemistry/fingerprints-NNNNN.npy``,
+    (n_molecules of shard NNNNN, n_words) uint64, row r being the shard's molecule r.
+    """
+    paths = sorted((Path(result_dir) / "chemistry").glob("fingerprints-[0-9][0-9][0-9][0-9][0-9].npy"))
+    if len(paths) != n_shards:
+        return None
+    return [np.load(p, mmap_mode="r", allow_pickle=False) for p in paths]

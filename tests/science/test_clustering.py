@@ -3,6 +3,7 @@ import pytest
 
 from backend.science.chemistry import pack_bits
 from backend.science.clustering import (
+    ShardedTanimotoScan,
     TanimotoIndex,
     leader_clusters,
     leader_clusters_naive,
@@ -104,3 +105,21 @@ def test_index_agrees_with_rdkit_bulk_tanimoto(qm9_small):
         expected = np.round(DataStructs.BulkTanimotoSimilarity(fps[i], fps), 12)
         expected[i] = -1.0
         assert nn[i] == int(np.argmax(expected)) and np.isclose(best[i], expected.max())
+
+
+@pytest.mark.parametrize("cuts", [[300], [1, 120, 179], [100, 100, 100]])
+def test_sharded_scan_answers_as_the_index(cuts):
+    rng = np.random.default_rng(7)
+    bits = rng.random((300, 128)) < 0.05  # sparse and short: many tied similarities
+    bits[17] = False  # an empty fingerprint: Tanimoto 0 with everything
+    words = np.packbits(bits, axis=1, bitorder="little").view(np.uint64)
+    shards = np.split(words, np.cumsum(cuts)[:-1])
+    scan, index = ShardedTanimotoScan(shards), TanimotoIndex(words)
+    assert len(scan) == 300
+    for i in (0, 17, 99, 100, 150, 299):
+        for k in (1, 5, 40):
+            got, want = scan.most_similar(i, k), index.most_similar(i, k)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_allclose(got[1], want[1], rtol=0, atol=0)
+    with pytest.raises(IndexError):
+        scan.most_similar(300, 3)
