@@ -159,12 +159,20 @@ class ShardedTanimotoScan:
     Parameters
     ----------
     shards : list of (n_s, n_words) uint64, rows in global order
+    after_scan : called with each shard once a query has read it (e.g. to release its mapped pages)
     """
 
-    def __init__(self, shards: list[np.ndarray]):
+    def __init__(self, shards: list[np.ndarray], after_scan=None):
         self.shards_ = list(shards)
+        self.after_scan = after_scan
         self.starts_ = np.cumsum([0] + [len(s) for s in self.shards_])
-        self.counts_ = np.concatenate([popcounts(s).astype(np.int32) for s in self.shards_] or [np.zeros(0, np.int32)])
+        self.counts_ = np.concatenate([self._counts(s) for s in self.shards_] or [np.zeros(0, np.int32)])
+
+    def _counts(self, words: np.ndarray) -> np.ndarray:
+        counts = popcounts(words).astype(np.int32)
+        if self.after_scan is not None:
+            self.after_scan(words)
+        return counts
 
     def __len__(self) -> int:
         return int(self.starts_[-1])
@@ -188,6 +196,8 @@ class ShardedTanimotoScan:
         for start, words in zip(self.starts_, self.shards_, strict=False):
             inter = np.empty(len(words), np.int64)
             row_intersections(words, query, inter)
+            if self.after_scan is not None:
+                self.after_scan(words)
             sim = tanimoto_from_counts(inter, self.counts_[i], self.counts_[start : start + len(words)])
             if start <= i < start + len(words):
                 sim[i - start] = -np.inf

@@ -257,6 +257,20 @@ class ColumnView(DatasetView):
         self._extras["group_labels:formula"] = {f: f for f in info["formulas"]}
         self._extra_bytes = nbytes(self._extras["group_labels:formula"])
         self._base_bytes = 0  # memory maps: the page cache holds them, not this process's heap
+        self._maps = list(arrays.values())
+
+    def extra(self, name: str, build: Callable[[], Any]) -> Any:
+        """As :meth:`DatasetView.extra`; after a piece is built, the pages it read are unmapped.
+
+        Building a piece (a sort order, the pose tree) reads whole columns; left mapped they
+        would count ~1 KB per molecule in the server's RSS, though the page cache keeps them.
+        """
+        if name in self._extras:
+            return self._extras[name]
+        value = super().extra(name, build)
+        for array in self._maps:
+            cols.release_pages(array)
+        return value
 
     def row_of(self, mol_id: str) -> int:
         mol_id = str(mol_id)

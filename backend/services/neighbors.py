@@ -12,7 +12,7 @@ from backend.science.clustering import ShardedTanimotoScan, TanimotoIndex, words
 from backend.science.rotations import chord_to_angle
 from backend.services.cache import CHEMISTRY_FINGERPRINTS, ColumnView, DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
-from backend.store.columns import fingerprint_shards
+from backend.store.columns import fingerprint_shards, release_pages
 
 KINDS = ("pose", "chemistry")
 MAX_K = 100
@@ -78,7 +78,7 @@ def _tanimoto_index(view: DatasetView) -> TanimotoIndex | ShardedTanimotoScan:
     def build():
         if isinstance(view, ColumnView):  # scan the shards' memory-mapped fingerprints; hold only bit counts
             shards = fingerprint_shards(view.store.dir, len(view.meta["shards"]))
-            return None if shards is None else ShardedTanimotoScan(shards)
+            return None if shards is None else ShardedTanimotoScan(shards, after_scan=release_pages)
         fps = _fingerprint_bytes(view)
         return None if fps is None else TanimotoIndex(words_from_bytes(fps))
 
