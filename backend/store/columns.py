@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from backend.core.elements import hill_formulas
 from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
 from backend.store.atomic import atomic_write_json, read_json, read_table
-from backend.store.shards import ShardRef, read_shard_table, shard_refs
+from backend.store.shards import ShardRef, open_shard_arrays, read_shard_table, shard_refs
 
 log = logging.getLogger(__name__)
 
@@ -211,15 +211,9 @@ def open_columns(folder: Path) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def fingerprint_shards(result_dir: Path, n_shards: int) -> list[np.ndarray] | None:
-    """Every shard's packed fingerprints, memory-mapped read-only, in shard order; None unless all are there.
-
-    The chemistry stage of a sharded result writes ``chemistry/fingerprints-NNNNN.npy``,
-    (n_molecules of shard NNNNN, n_words) uint64, row r being the shard's molecule r.
-    """
-    paths = sorted((Path(result_dir) / "chemistry").glob("fingerprints-[0-9][0-9][0-9][0-9][0-9].npy"))
-    if len(paths) != n_shards:
-        return None
-    return [np.load(p, mmap_mode="r", allow_pickle=False) for p in paths]
+    """Every shard's packed fingerprints (``store.shards`` layout), memory-mapped, in shard order; None unless all are there."""
+    arrays = open_shard_arrays(result_dir, "chemistry", "fingerprints")
+    return arrays if len(arrays) == n_shards else None
 
 
 def release_pages(array: np.ndarray) -> None:
