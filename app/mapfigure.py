@@ -76,6 +76,14 @@ def density_figure(layers: MapLayers, reference, title: str) -> go.Figure:
     return density_figures([(layers, reference, title)])[0]
 
 
+def distinct_molecules(layers: MapLayers) -> int:
+    """Molecules with at least one point in the layers (a pass over the rows, not a sort: 1 ms against
+    50 ms for QM9's 392k points)."""
+    seen = np.zeros(layers.md.n_molecules, bool)
+    seen[layers.rows] = True
+    return int(np.count_nonzero(seen))
+
+
 def selected_ring(md: MapData, st: ViewState, selected: str | None) -> list[list[float]]:
     """Map-unit points to ring for the selected molecule (none outside the Mollweide map view)."""
     return selection_ring(selected_xy(md, st.axes, selected)) if st.view == "map" else []
@@ -193,7 +201,7 @@ def map_figure_json(data_dir: Path, st: ViewState, viewport: Viewport | None = N
         payload = typed_arrays(_flat_figure(data_dir, st, vp))
     else:
         payload = orjson.loads(map_figure(data_dir, st)[0].to_json())
-        drawn = int(np.unique(layers.rows).size)
+        drawn = distinct_molecules(layers)
         mode = "image" if st.view == "density" else "points"  # a density is server-binned counts
         payload["layout"]["meta"] = {"map": _draw_meta(st, mode, drawn, f"{st.view[0]}{id(layers):x}")}
     shared_cache().put("map_figure", key, (layers, payload), size=nbytes(payload))  # the layers are cached apart
@@ -219,7 +227,7 @@ def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict],
     figures = density_figures([(layers, ref, title), (control, ctl_ref, ctl_title)])
     payload = tuple(orjson.loads(f.to_json()) for f in figures)
     # server-binned counts: an image in the test hook's terms, drawing every molecule of the view
-    drawn = int(np.unique(layers.rows).size)
+    drawn = distinct_molecules(layers)
     payload[0]["layout"]["meta"] = {"map": _draw_meta(st, "image", drawn, f"d{id(layers):x}")}
     shared_cache().put("density_pair", key, (layers, control, payload), size=nbytes(payload))
     return payload, layers

@@ -234,10 +234,10 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
 
 def _relevant(st: ViewState) -> ViewState:
     """The parts of a view state that change the layers: views that differ only elsewhere share them."""
-    if st.color != "group" and not st.group:
-        st = st.with_(grouping=None)  # only colours or filters by group read the grouping
     if st.view == "density":
         st = st.with_(color=None)  # the density view is not coloured by points
+    if st.color != "group" and not st.group:
+        st = st.with_(grouping=None)  # only colours or filters by group read the grouping (not a density)
     return st.with_(molecule=None)
 
 

@@ -48,6 +48,8 @@ def test_density_and_sphere_views(qm9_store):
     assert sphere.layout.xaxis.visible is False and sphere.layout.yaxis.visible is False  # no 2D axes around it
     payload, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="sphere"))
     assert payload["layout"]["meta"]["map"]["drawn"] == layers.md.n_molecules  # 1200 points < the sample
+    one_axis, layers = map_figure_json(qm9_store, ViewState(dataset="qm9", view="density", axes="1", group="C7H10O2"))
+    assert 0 < one_axis["layout"]["meta"]["map"]["drawn"] == layers.n_molecules < layers.md.n_molecules
     layers = map_layers(qm9_store, ViewState(dataset="qm9"))
     assert selected_xy(layers.md, "123", "no-such-molecule") is None and selected_xy(layers.md, "123", None) is None
 

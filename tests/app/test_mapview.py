@@ -44,8 +44,12 @@ def test_views_that_differ_only_in_what_the_map_ignores_share_layers(qm9_store):
     by_axis = [map_layers(qm9_store, ViewState(dataset="qm9", grouping=g)) for g in ("formula", "scaffold")]
     assert by_axis[0] is by_axis[1]  # the grouping only matters for group colours and filters
     by_group = [
-        map_layers(qm9_store, ViewState(dataset="qm9", color="group", grouping=g)) for g in ("formula", "scaffold")
+        map_layers(qm9_store, ViewState(dataset="qm9", view="map", color="group", grouping=g))
+        for g in ("formula", "scaffold")
     ]
     assert by_group[0] is not by_group[1]
-    density = [map_layers(qm9_store, ViewState(dataset="qm9", view="density", color=c)) for c in ("axis", "score")]
-    assert density[0] is density[1]
+    density = [
+        map_layers(qm9_store, ViewState(dataset="qm9", view="density", color=c, grouping=g))
+        for c, g in (("axis", "formula"), ("score", "formula"), ("group", "formula"), ("group", "scaffold"))
+    ]
+    assert all(d is density[0] for d in density)  # a density is not coloured: neither colour nor grouping counts

@@ -80,6 +80,23 @@ def test_uniform_points_have_density_near_one():
     assert np.isnan(grid.ratio[0, 0])  # corner cell lies outside the ellipse
 
 
+def test_density_counts_equal_numpy_histogram2d_on_the_edges_too():
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-3.0, 3.0, 50_000)
+    y = rng.uniform(-1.5, 1.5, 50_000)
+    xe, ye = np.linspace(-2 * np.sqrt(2), 2 * np.sqrt(2), 25), np.linspace(-np.sqrt(2), np.sqrt(2), 13)
+    # points exactly on every edge, outside, and NaN: each lands where numpy puts it (or nowhere)
+    x[: xe.size], y[: xe.size] = xe, 0.3
+    y[100 : 100 + ye.size], x[100 : 100 + ye.size] = ye, -0.7
+    x[200], y[201] = np.nan, np.nan
+    grid = density_grid(x, y, nx=24, ny=12)
+    counts = np.histogram2d(y, x, bins=[ye, xe])[0]
+    inside = np.isfinite(grid.ratio)
+    expected = counts / (grid.n_points * (xe[1] - xe[0]) * (ye[1] - ye[0]) / (np.pi * 4))
+    # ~200 points a cell: one point in the wrong cell would move its ratio by 0.5 %
+    np.testing.assert_allclose(grid.ratio[inside], expected[inside], rtol=1e-5)
+
+
 def test_frame_lines_are_the_mollweide_ellipse_and_a_graticule():
     from backend.services.map_data import frame_lines
 
