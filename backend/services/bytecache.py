@@ -1,16 +1,22 @@
-"""One cache for derived per-view and per-result data, bounded in bytes.
+"""One facility for caches of derived per-view and per-result data, bounded in bytes.
 
 Map data, map layers, map figures and first page views are each a few MB at
 full-QM9 size; bounding them by count let a worker grow by whatever the largest
-entries happened to be. Every such cache is a namespace of one
-:class:`ByteBudgetCache` per process, a cachetools LRU whose size is the sum of
-its entries' bytes (:func:`nbytes`). The budget is ``ORIENTSCOPE_CACHE_MB``
-(default 256 MB: a full-QM9 view costs about 2.5 MB of figure plus 3-5 MB of
-layers, so the default keeps some 30-40 distinct views, more than the load
-test's 32 users visit). The dataset views themselves (about 360 MB each for a
-warmed QM9) are a second instance with their own budget, see
-:mod:`backend.services.cache`. An item larger than a budget is built and served
-but not kept.
+entries happened to be. Every such cache is a namespace of a
+:class:`ByteBudgetCache`, a cachetools LRU whose size is the sum of its
+entries' bytes (:func:`nbytes`). A process has three instances, each with its own
+budget so that entries of very different sizes do not evict each other:
+
+* :func:`shared_cache`, ``ORIENTSCOPE_CACHE_MB`` (default 256 MB): figures, first
+  page views, layers, panels, SMARTS matches (a full-QM9 view costs about 2.5 MB of
+  figure plus 3-5 MB of layers: some 30-40 distinct views, more than the load
+  test's 32 users visit);
+* :func:`map_cache`, ``ORIENTSCOPE_MAP_CACHE_MB``: the map's points (hundreds of MB
+  at 10M molecules, 15 MB for QM9);
+* the loaded dataset views, ``ORIENTSCOPE_VIEW_CACHE_MB`` (about 360 MB for a
+  warmed QM9), see :mod:`backend.services.cache`.
+
+An item larger than its budget is built and served but not kept.
 """
 
 from __future__ import annotations
