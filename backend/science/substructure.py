@@ -53,12 +53,11 @@ def parse_smarts(smarts: str):
     return query
 
 
-def _to_molecules(molecules) -> list:
-    """Sanitised RDKit molecules (None where a SMILES is empty or does not parse)."""
-    from rdkit import Chem, RDLogger
+def _molecule(m):
+    """A sanitised RDKit molecule from a SMILES string (None if empty or unparsable) or an RDKit molecule."""
+    from rdkit import Chem
 
-    RDLogger.DisableLog("rdApp.*")
-    return [(Chem.MolFromSmiles(m) if m else None) if isinstance(m, str) else m for m in molecules]
+    return (Chem.MolFromSmiles(m) if m else None) if isinstance(m, str) else m
 
 
 class SubstructureIndex:
@@ -73,23 +72,28 @@ class SubstructureIndex:
     """
 
     def __init__(self, molecules, prefilter: bool = False, n_threads: int = 2):
-        from rdkit import Chem
+        from rdkit import Chem, RDLogger
         from rdkit.Chem import rdSubstructLibrary
 
-        mols = _to_molecules(molecules)
-        self.valid_ = np.array([m is not None for m in mols], bool)
+        RDLogger.DisableLog("rdApp.*")
         holder = rdSubstructLibrary.CachedTrustedSmilesMolHolder()
-        self.nbytes_ = self.valid_.nbytes  # plus the SMILES the holder keeps
-        for m in mols:
+        patterns = rdSubstructLibrary.PatternHolder(PATTERN_BITS) if prefilter else None
+        empty = Chem.Mol()
+        valid = []
+        self.nbytes_ = 0  # the SMILES the holder keeps
+        # One molecule alive at a time: all of QM9's at once is ~850 MB that the C heap then keeps.
+        for m in molecules:
+            mol = _molecule(m)
+            valid.append(mol is not None)
             # RDKit wrote these SMILES from a sanitised molecule, so re-reading them unsanitised is exact
-            smiles = Chem.MolToSmiles(m) if m is not None else ""
+            smiles = Chem.MolToSmiles(mol) if mol is not None else ""
             holder.AddSmiles(smiles)
             self.nbytes_ += len(smiles) + 32  # a std::string each
-        if prefilter:
-            patterns = rdSubstructLibrary.PatternHolder(PATTERN_BITS)
-            empty = Chem.Mol()
-            for m in mols:
-                patterns.AddFingerprint(patterns.MakeFingerprint(m if m is not None else empty))
+            if patterns is not None:
+                patterns.AddFingerprint(patterns.MakeFingerprint(mol if mol is not None else empty))
+        self.valid_ = np.array(valid, bool)
+        self.nbytes_ += self.valid_.nbytes
+        if patterns is not None:
             self.library_ = rdSubstructLibrary.SubstructLibrary(holder, patterns)
         else:
             self.library_ = rdSubstructLibrary.SubstructLibrary(holder)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,12 +79,15 @@ class SmartsMatches:
     n_scanned: int
 
 
-def _search_graphs(view: DatasetView) -> list:
-    """Per row, the molecular graph the chemistry stage uses (SMILES, or bonds perceived from 3D)."""
+def _search_graphs(view: DatasetView) -> Iterable:
+    """Per row, the molecular graph the chemistry stage uses (SMILES, or bonds perceived from 3D).
+
+    Perceived graphs are RDKit molecules, made one at a time as the index reads them.
+    """
     chem = chemistry_table(view)
     if chem is not None and "smiles" in chem.columns and chem["smiles"].notna().all():
         return chem["smiles"].astype(str).tolist()  # the stage's graphs, perceived ones written as SMILES
-    return [molecule_graph(str(view.smiles[i] or ""), *view.atoms(i))[0] for i in range(len(view))]
+    return (molecule_graph(str(view.smiles[i] or ""), *view.atoms(i))[0] for i in range(len(view)))
 
 
 def graphs_from_3d(view: DatasetView) -> bool:
