@@ -84,18 +84,22 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     if isinstance(value, np.ndarray):
         if _memory_mapped(value):  # file pages the OS may drop, not this process's heap
             return 0
-        extra = sum(nbytes(v, seen) for v in value.ravel()) if value.dtype == object else 0
-        return int(value.nbytes) + extra
+        if value.dtype != object:
+            return int(value.nbytes)
+        items = value.ravel().tolist()
+        flat = _scalars_nbytes(items)
+        return int(value.nbytes) + (sum(nbytes(v, seen) for v in items) if flat is None else flat)
     if isinstance(value, bytes | bytearray | str):
         return sys.getsizeof(value)
     if isinstance(value, dict):
+        keys, values = _scalars_nbytes(value.keys()), _scalars_nbytes(value.values())
+        if keys is not None and values is not None:  # e.g. a view's id -> row index: 134k entries at QM9
+            return sys.getsizeof(value) + keys + values
         return sys.getsizeof(value) + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
     if isinstance(value, list | tuple | set | frozenset):
-        types = set(map(type, value))
-        if types == {str}:  # e.g. a map's 130k hover ids: 2 ms where getsizeof on each took 30 ms
-            return sys.getsizeof(value) + _EMPTY_STR * len(value) + sum(map(len, value))  # exact for ASCII
-        if types <= _SCALARS:
-            return sys.getsizeof(value) + sum(map(sys.getsizeof, value))
+        flat = _scalars_nbytes(value)
+        if flat is not None:
+            return sys.getsizeof(value) + flat
         return sys.getsizeof(value) + sum(nbytes(v, seen) for v in value)
     if hasattr(value, "to_plotly_json"):  # Dash components and plotly figures: what they send
         return nbytes(value.to_plotly_json(), seen)
@@ -105,8 +109,18 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     return sys.getsizeof(value)
 
 
-_SCALARS = {str, bytes, int, float, bool, type(None)}
+_SCALAR_BASES = (str, bytes, int, float, bool, type(None), np.generic)
 _EMPTY_STR = sys.getsizeof("")
+
+
+def _scalars_nbytes(items) -> int | None:
+    """Bytes of a collection's items if all are scalars (counted in C, not one call each), else None."""
+    types = set(map(type, items))
+    if types == {str}:  # e.g. a map's 130k hover ids: 2 ms where getsizeof on each took 30 ms
+        return _EMPTY_STR * len(items) + sum(map(len, items))  # exact for ASCII
+    if all(issubclass(t, _SCALAR_BASES) for t in types):  # also NumPy scalars, e.g. np.str_ ids
+        return sum(map(sys.getsizeof, items))
+    return None
 
 
 def _memory_mapped(array: np.ndarray) -> bool:

@@ -109,8 +109,9 @@ class DatasetView:
         self.mols: MoleculeSet = ds.load_dataset(data_dir, dataset_id)
         frames = store.table("frames", "original").to_pandas()
         self.ids: np.ndarray = frames["id"].to_numpy(str)
-        self.index: dict[str, int] = {mol_id: i for i, mol_id in enumerate(self.ids)}
-        dataset_rows = {mol_id: i for i, mol_id in enumerate(self.mols.ids)}
+        # Plain str keys (tolist): NumPy's str_ scalars take ~30 bytes more each (4 MB at QM9).
+        self.index: dict[str, int] = {mol_id: i for i, mol_id in enumerate(self.ids.tolist())}
+        dataset_rows = {mol_id: i for i, mol_id in enumerate(self.mols.ids.tolist())}
         self.rows = np.fromiter((dataset_rows[m] for m in self.ids), dtype=np.int64, count=len(self.ids))
         self.rotations = frames[R_COLUMNS].to_numpy(np.float64).reshape(-1, 3, 3)
         self.quaternions = frames[Q_COLUMNS].to_numpy(np.float64)

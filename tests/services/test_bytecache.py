@@ -130,3 +130,20 @@ def test_memory_mapped_arrays_weigh_nothing_but_their_copies_do(tmp_path):
     mapped = np.load(tmp_path / "a.npy", mmap_mode="r")
     assert nbytes(mapped) == 0 and nbytes(mapped[10:20]) == 0
     assert nbytes(mapped[[1, 2, 3]]) == 24 and nbytes(np.array(mapped)) == 8000
+
+
+def test_nbytes_of_scalar_dicts_and_object_arrays_counts_every_item():
+    import sys
+
+    ids = [f"gdb_{i}" for i in range(1_000, 3_000)]
+    index = {mol_id: i for i, mol_id in enumerate(ids, start=1_000)}  # ints past the small-int cache
+    expected = sys.getsizeof(index) + sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in index.items())
+    assert nbytes(index) == expected
+    smiles = np.array(["C" * (i % 30 + 1) for i in range(2_000)], dtype=object)
+    assert nbytes(smiles) == smiles.nbytes + sum(sys.getsizeof(s) for s in smiles)
+    numpy_keys = {k: v for k, v in zip(np.array(ids), range(1_000, 3_000), strict=True)}  # np.str_ keys
+    assert nbytes(numpy_keys) == sys.getsizeof(numpy_keys) + sum(
+        sys.getsizeof(k) + sys.getsizeof(v) for k, v in numpy_keys.items()
+    )
+    mixed = np.array([_block(100), "x"], dtype=object)  # not all scalars: recursed
+    assert nbytes(mixed) >= 100
