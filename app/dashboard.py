@@ -19,6 +19,8 @@ from app.audit_panel import audit_section, register_audit
 from app.audit_panel import first_view_props as audit_first_view
 from app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
 from app.figures import message_figure
+from app.first_paint import FirstPaintMiddleware
+from app.first_paint import install as install_first_paint
 from app.initial_view import (
     BASE_COLOR_OPTIONS,
     PageQueryMiddleware,
@@ -473,6 +475,8 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     # Added after Dash's own middleware, so they run first.
     server.add_middleware(DashRequestGuard, dash_app=app)
     server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
+    server.add_middleware(FirstPaintMiddleware, data_dir=data_dir, path=app.config.routes_pathname_prefix)
+    install_first_paint(app)
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
     dispatch_in_threads(server, app.config.routes_pathname_prefix)

@@ -136,14 +136,19 @@ return gd._fullData.map(t => ({kind: t.meta && t.meta.kind, n: t._length === und
 
 MAP_DRAWN_JS = """
 const m = document.getElementById('orientation-map');
-return m && m.getAttribute('data-drawn') !== null ? {drawn: Number(m.getAttribute('data-drawn')),
-                                                     mode: m.getAttribute('data-mode')} : null;
+if (!m || m.getAttribute('data-drawn') === null || (!arguments[0] && m.hasAttribute('data-first-paint'))) return null;
+return {drawn: Number(m.getAttribute('data-drawn')), mode: m.getAttribute('data-mode'),
+        first_paint: m.hasAttribute('data-first-paint')};
 """
 
 
-def map_drawn(driver) -> dict | None:
-    """{"drawn": distinct molecules drawn, "mode": "image" | "points"} once the map's pixels are on screen."""
-    return driver.execute_script(MAP_DRAWN_JS)
+def map_drawn(driver, first_paint: bool = False) -> dict | None:
+    """{"drawn": distinct molecules drawn, "mode": "image" | "points"} once the map's pixels are on screen.
+
+    By default only the interactive plot counts; ``first_paint=True`` also accepts the static image
+    the page's HTML carries before its scripts run (app/first_paint.py).
+    """
+    return driver.execute_script(MAP_DRAWN_JS, first_paint)
 
 
 def map_traces(driver, with_arrays: bool = False):

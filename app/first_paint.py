@@ -1,0 +1,129 @@
+"""The map's first paint: the server's aggregated image inside the page HTML, on screen before any script runs.
+
+A cold navigation spends about 2 s parsing Dash and plotly.js before the layout
+is even asked for. When a page asks for the Mollweide map and the map is an
+image (above the point budget), the page's HTML already carries that image (the
+same PNG the layout will hold) under its outline and graticule as inline SVG, in
+place of Dash's "Loading..." placeholder. Dash then renders the real page over it.
+
+The placeholder carries the map's test hook (``data-drawn``, ``data-mode``, set by
+its image's load event, after the next frame) plus ``data-first-paint``, so a test
+can tell the static first paint from the interactive plot that replaces it.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from contextvars import ContextVar
+from pathlib import Path
+
+import anyio
+import numpy as np
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
+from app.initial_view import resolve_view
+from app.mapfigure import map_figure_json
+from backend.services.map_data import frame_lines
+
+log = logging.getLogger(__name__)
+
+_FIRST_PAINT: ContextVar[str] = ContextVar("first_paint", default="")
+# Dash's placeholder inside #react-entry-point (dash.dash._app_entry), replaced by the first paint.
+DASH_LOADING = re.compile(r'<div class="_dash-loading">.*?</div>', re.S)
+
+# Set the hook once the image is decoded and a frame has been drawn with it (as orientscope.js
+# does for the plot): the first task after the next animation frame. The performance mark lets a
+# benchmark read when that was, since a navigation returns only after the page's scripts have run.
+HOOK_JS = (
+    "var m=document.getElementById('orientation-map');requestAnimationFrame(function(){setTimeout(function(){"
+    "if(m&&m.isConnected){m.setAttribute('data-mode','image');m.setAttribute('data-drawn','{drawn}');"
+    "performance.mark('orientscope:first-paint');}},0);});"
+)
+
+
+def polyline_path(x: np.ndarray, y: np.ndarray) -> str:
+    """SVG path data of a polyline in map units with NaN breaks (y flipped: SVG's y grows downwards)."""
+    parts, pen_down = [], False
+    for xi, yi in zip(x.tolist(), y.tolist(), strict=True):
+        if xi != xi or yi != yi:  # NaN: lift the pen
+            pen_down = False
+            continue
+        parts.append(f"{'L' if pen_down else 'M'}{xi * MAP_SCALE:.0f} {-yi * MAP_SCALE:.0f}")
+        pen_down = True
+    return "".join(parts)
+
+
+def first_paint_html(payload: dict) -> str:
+    """The static map of an image-mode figure payload (``map_figure_json``), or "" for any other figure."""
+    meta = payload.get("layout", {}).get("meta", {}).get("map") or {}
+    images = payload.get("layout", {}).get("images") or []
+    if meta.get("view") != "map" or meta.get("mode") != "image" or not images:
+        return ""
+    im = images[0]
+    x0, x1 = MAP_RANGE_X
+    y0, y1 = MAP_RANGE_Y
+    lines = frame_lines()
+    title = payload["layout"].get("title", {})
+    title = title.get("text", "") if isinstance(title, dict) else str(title or "")
+    return (
+        f'<div id="orientation-map" class="first-paint" data-first-paint="1" style="max-width:900px">'
+        f'<p style="font:14px sans-serif;margin:4px 0">{html.escape(title)}</p>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.0f} {-y1:.0f} {x1 - x0:.0f} {y1 - y0:.0f}" '
+        f'width="100%" role="img" aria-label="{html.escape(title)}">'
+        f'<image href="{im["source"]}" x="{im["x"]:.0f}" y="{-im["y"]:.0f}" width="{im["sizex"]:.0f}" '
+        f'height="{im["sizey"]:.0f}" preserveAspectRatio="none" '
+        f'onload="{HOOK_JS.replace("{drawn}", str(int(meta["drawn"])))}"/>'
+        f'<path d="{polyline_path(*lines["graticule"])}" fill="none" stroke="#bbb" stroke-width="25"/>'
+        f'<path d="{polyline_path(*lines["outline"])}" fill="none" stroke="#555" stroke-width="40"/>'
+        "</svg></div>"
+    )
+
+
+def page_first_paint(data_dir: Path, search: str) -> str:
+    """The first paint of the page at ``?search`` ("" unless it shows the Mollweide map as an image)."""
+    try:
+        st = resolve_view(data_dir, search).state
+        if st.view != "map" or st.dataset is None:
+            return ""
+        payload, _ = map_figure_json(data_dir, st)  # cached: the layout request reuses it
+        return first_paint_html(payload)
+    except Exception:  # the page still works without it: Dash draws the map
+        log.exception("cannot prepare the first paint of %r", search)
+        return ""
+
+
+class FirstPaintMiddleware:
+    """Prepares the first paint of ``GET /`` (in a worker thread) for :func:`install`'s index hook."""
+
+    def __init__(self, app: ASGIApp, data_dir: Path, path: str = "/") -> None:
+        self.app = app
+        self.data_dir = Path(data_dir)
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        query = scope.get("query_string", b"").decode("latin-1")
+        paint = await anyio.to_thread.run_sync(page_first_paint, self.data_dir, f"?{query}" if query else "")
+        token = _FIRST_PAINT.set(paint)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _FIRST_PAINT.reset(token)
+
+
+def install(dash_app) -> None:
+    """Put the prepared first paint in place of Dash's loading placeholder (Dash's public index override)."""
+    plain = dash_app.interpolate_index
+
+    def interpolate_index(**kwargs):
+        paint = _FIRST_PAINT.get()
+        if paint:
+            kwargs["app_entry"] = DASH_LOADING.sub(lambda _: paint, kwargs.get("app_entry", ""), count=1)
+        return plain(**kwargs)
+
+    dash_app.interpolate_index = interpolate_index
