@@ -34,13 +34,14 @@ _FIRST_PAINT: ContextVar[str] = ContextVar("first_paint", default="")
 # Dash's placeholder inside #react-entry-point (dash.dash._app_entry), replaced by the first paint.
 DASH_LOADING = re.compile(r'<div class="_dash-loading">.*?</div>', re.S)
 
-# Set the hook once the image is decoded and a frame has been drawn with it (as orientscope.js
-# does for the plot): the first task after the next animation frame. The performance mark lets a
-# benchmark read when that was, since a navigation returns only after the page's scripts have run.
+# Set the hook once the image is decoded and the frame with it has been painted (two animation frames,
+# as orientscope.js does for the plot). The performance mark lets a benchmark read when that was, since
+# a navigation returns only after the page's scripts have run.
 HOOK_JS = (
-    "var m=document.getElementById('orientation-map');requestAnimationFrame(function(){setTimeout(function(){"
+    "var m=document.getElementById('orientation-map'),i=this;(i.decode?i.decode():Promise.resolve()).catch(function(){})"
+    ".then(function(){requestAnimationFrame(function(){requestAnimationFrame(function(){"
     "if(m&&m.isConnected){m.setAttribute('data-mode','image');m.setAttribute('data-drawn','{drawn}');"
-    "performance.mark('orientscope:first-paint');}},0);});"
+    "performance.mark('orientscope:first-paint');}});});});"
 )
 
 
@@ -51,7 +52,7 @@ def polyline_path(x: np.ndarray, y: np.ndarray) -> str:
         if xi != xi or yi != yi:  # NaN: lift the pen
             pen_down = False
             continue
-        parts.append(f"{'L' if pen_down else 'M'}{xi * MAP_SCALE:.0f} {-yi * MAP_SCALE:.0f}")
+        parts.append(f"{'L' if pen_down else 'M'}{xi * MAP_SCALE + 0.0:.0f} {-yi * MAP_SCALE + 0.0:.0f}")  # no "-0"
         pen_down = True
     return "".join(parts)
 

@@ -117,7 +117,8 @@
     var el = document.getElementById(id);
     var map = document.getElementById("orientation-map");
     if (!el || el._grid) { return; }
-    var drawn = map && map.hasAttribute("data-drawn");  // the map's test hook: its pixels are on screen
+    // the map's test hook: the interactive plot's pixels are on screen (not the page's static first paint)
+    var drawn = map && map.hasAttribute("data-drawn") && !map.hasAttribute("data-first-paint");
     if (!drawn && tries > 0) {
       setTimeout(function () { warmViewer(id, tries - 1); }, 500);
       return;

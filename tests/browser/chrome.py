@@ -137,8 +137,7 @@ return gd._fullData.map(t => ({kind: t.meta && t.meta.kind, n: t._length === und
 MAP_DRAWN_JS = """
 const m = document.getElementById('orientation-map');
 if (!m || m.getAttribute('data-drawn') === null || (!arguments[0] && m.hasAttribute('data-first-paint'))) return null;
-return {drawn: Number(m.getAttribute('data-drawn')), mode: m.getAttribute('data-mode'),
-        first_paint: m.hasAttribute('data-first-paint')};
+return {drawn: Number(m.getAttribute('data-drawn')), mode: m.getAttribute('data-mode')};
 """
 
 

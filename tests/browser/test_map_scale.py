@@ -93,6 +93,18 @@ def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm
     assert [u for u in urls if urlparse(u).netloc != origin] == []
 
 
+def test_the_page_html_shows_the_image_map_with_its_hook_before_dash_draws_the_plot(driver, image_url, qm9_store):
+    driver.get_log("browser")
+    driver.get(image_url + "/?dataset=qm9&view=map")
+    wait_for(lambda: map_drawn(driver), what="the interactive map's test hook")
+    # the static first paint's image loaded and set the hook (app/first_paint.py) ...
+    assert driver.execute_script("return performance.getEntriesByName('orientscope:first-paint').length") == 1
+    # ... and Dash's page replaced it with the plot, which carries the hook again
+    assert driver.find_elements(By.CSS_SELECTOR, "[data-first-paint]") == []
+    assert map_drawn(driver) == {"drawn": load_map_data(qm9_store, "qm9").n_molecules, "mode": "image"}
+    assert severe_console(driver) == []
+
+
 def test_a_click_far_from_every_point_selects_nothing_and_says_so(driver, image_url, qm9_store):
     graph = _open(driver, image_url + "/?dataset=qm9&view=map")
     before = text_of(driver, "molecule-id")

@@ -1,0 +1,48 @@
+"""The map's first paint in the page HTML: the layout's own image, its outline and the test hook (real HTTP)."""
+
+import base64
+import json
+import re
+import shutil
+
+import httpx
+import numpy as np
+
+from app.first_paint import first_paint_html, polyline_path
+from backend.server import create_app
+from tests.api.conftest import ServerThread
+
+
+def test_a_polyline_becomes_svg_path_data_in_map_units_with_y_down_and_breaks_at_nan():
+    x = np.array([0.0, 1.0, np.nan, 2.0, 2.5])
+    y = np.array([0.0, 0.5, np.nan, -1.0, -1.0])
+    assert polyline_path(x, y) == "M0 0L10000 -5000M20000 10000L25000 10000"
+
+
+def test_a_points_mode_figure_has_no_first_paint():
+    payload = {"data": [], "layout": {"meta": {"map": {"view": "map", "mode": "points", "drawn": 5}}}}
+    assert first_paint_html(payload) == ""
+
+
+def _image_source(text: str) -> str:
+    return re.search(r'<image href="(data:image/png;base64,[^"]+)"', text).group(1)
+
+
+def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_do_not(qm9_store, tmp_path, monkeypatch):
+    data_dir = tmp_path / "store"  # its own map caches: the budget below is not part of their keys
+    shutil.copytree(qm9_store, data_dir)
+    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "0")  # the small store's map becomes an image
+    with ServerThread(create_app(data_dir, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        page = c.get("/?dataset=qm9&view=map").text
+        layout = c.get("/_dash-layout", headers={"Referer": f"{srv.url}/?dataset=qm9&view=map"}).json()
+        density = c.get("/?dataset=qm9&view=density").text
+    shipped = json.dumps(layout)
+    sources = re.findall(r"data:image/png;base64,[A-Za-z0-9+/=]+", shipped)
+    assert page.count('id="orientation-map"') == 1 and 'data-first-paint="1"' in page
+    assert "_dash-loading" not in page and 'id="react-entry-point"' in page
+    src = _image_source(page)
+    assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert src in sources  # the same image the interactive plot then draws
+    drawn = re.search(r"setAttribute\('data-drawn','(\d+)'\)", page).group(1)
+    assert f'"drawn": {drawn},' in shipped
+    assert "data-first-paint" not in density and "_dash-loading" in density
