@@ -301,8 +301,9 @@ zooms {", ".join(f"{v:.2f} ({m})" for v, m in results["zooms"])}; sphere {", ".j
 clicks {", ".join(f"{v:.3f}" for v in results["clicks"])}; reload {", ".join(f"{v:.2f}" for v in results["reload"])}.
 The page's HTML carries the server's image of the map under its outline and graticule (inline SVG) in place
 of Dash's loading placeholder, so the map is on screen before any script runs; its test hook is set once the
-image has loaded and a frame is drawn (timed by a performance mark, since a navigation returns only after the
-page's scripts have run). Dash then renders the page and the interactive plot over it.
+image is decoded and the frame with it painted (timed by a performance mark, since a navigation returns only
+after the page's scripts have run). Dash then renders the page and the interactive plot over it; that row is
+the path every page took before the first paint, so it is this run's before-figure for the map.
 Above `ORIENTSCOPE_MAP_POINT_BUDGET` (200,000 points in view) the page's layout request holds the server's
 datashader image of the map (PNG) under vector overlays, so no callback runs before the map draws; a zoom
 sends the visible region back and is timed until the new image or points are on screen (`data-drawn`). A
