@@ -1,9 +1,9 @@
 """The pipeline over shards: each stage maps per-shard tasks on the engine and merges their results.
 
 The frames and statistics stages run per shard (see shard_stages.py), and so
-do the models stage's classifiers (shard_models.py). The chemistry stage and
-the orientation-only regression do not yet: on a sharded dataset they are
-recorded as skipped with that reason. Each stage's section and its
+do the models stage's classifiers (shard_models.py) and the chemistry stage
+(shard_chemistry.py). The orientation-only regression does not yet: on a
+sharded dataset it is recorded as skipped with that reason. Each stage's section and its
 ``engine`` (where it ran, how many workers) go into the result's manifest,
 which is written last, as for the in-memory pipeline.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from backend.core.progress import Progress, scaled
 from backend.pipeline.engine import Engine
+from backend.pipeline.shard_chemistry import run_chemistry
 from backend.pipeline.shard_models import run_models
 from backend.pipeline.shard_stages import (
     K_NEIGHBOURS,
@@ -76,7 +77,7 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
     return statistics_section(candidates, kernels, angles, kls)
 
 
-RUNNERS = {"frames": _frames, "statistics": _statistics, "models": run_models}
+RUNNERS = {"frames": _frames, "statistics": _statistics, "chemistry": run_chemistry, "models": run_models}
 
 
 def precompute_sharded(
@@ -107,8 +108,7 @@ def precompute_sharded(
         t0 = time.perf_counter()
         out = RUNNERS[name](engine, jobs, params, say) if name in RUNNERS else StageOutput(skipped=NOT_YET)
         seconds = time.perf_counter() - t0
-        store.write_stage(
-            name, out.section(), {}, seconds, out.settings, out.skipped_stages(name), engine=engine.describe()
-        )
+        store.write_stage(name, out.section(), out.tables, seconds, out.settings, out.skipped_stages(name),
+                          engine=engine.describe(), shard_rows=out.shard_rows)  # fmt: skip
         notify(1.0, f"skipped: {out.skipped}" if out.skipped else f"done in {seconds:.1f} s")
         log.info("%s/%s stage %s done in %.2f s on %s", dataset_id, store.key, name, seconds, engine.describe())

@@ -30,6 +30,7 @@ class StageOutput:
     skipped : a reason if the stage could not run on this dataset
     skipped_parts : {part: reason} for parts of the stage that could not run
         while the rest did (e.g. ``{"regression": "no numeric properties"}``)
+    shard_rows : {name: rows} of per-shard tables or arrays the stage's tasks wrote themselves
     """
 
     report: dict = field(default_factory=dict)
@@ -38,6 +39,7 @@ class StageOutput:
     settings: dict = field(default_factory=dict)
     skipped: str | None = None
     skipped_parts: dict[str, str] = field(default_factory=dict)
+    shard_rows: dict[str, int] = field(default_factory=dict)
 
     def section(self) -> dict:
         """The JSON section; undefined figures (NaN, e.g. a ratio of zero counts) become null."""

@@ -56,7 +56,8 @@ def test_frames_are_exact_and_the_report_has_the_engine(reference):
     report = build_report(data, meta["id"])
     assert report["n_molecules"] == N
     assert report["engine"]["frames"] == {"where": "in-process", "workers": 1}
-    assert set(report["skipped_stages"]) == {"chemistry", "models.regression"}
+    assert set(report["skipped_stages"]) == {"models.regression"}
+    assert report["groups"]["formula"]["n_grouped"] == N and report["engine"]["chemistry"]["where"] == "in-process"
     assert report["kl"]["value"] > 0.3 and abs(report["control"]["kl"]["value"]) < 0.1
     assert report["kl"]["method"].startswith("exact") and report["kl"]["n_used"] == N
     assert report["ks"]["pvalue"] < 1e-3 and report["control"]["ks"]["pvalue"] > 1e-4

@@ -1,0 +1,115 @@
+"""The chemistry stage per shard equals the in-memory stage on the same molecules, whatever the cut."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backend.core.progress import quiet
+from backend.pipeline.frames_table import frames_from_table
+from backend.pipeline.precompute import make_params
+from backend.pipeline.sharded_ingest import ingest_files
+from backend.pipeline.stage import StageContext
+from backend.pipeline.stages import chemistry as memory_stage
+from backend.pipeline.synth import SynthSpec, write_synth
+from backend.science.group_stats import SPREAD_BIN_DEG
+from backend.store import datasets as ds
+from backend.store.results import ResultStore
+from backend.store.shards import open_shard_arrays, shard_refs
+
+N = 2400
+GROUPINGS = ("scaffold", "formula", "cluster")
+
+
+@pytest.fixture(scope="module")
+def synth_dir(tmp_path_factory, qm9_small):
+    out = tmp_path_factory.mktemp("synth")
+    write_synth(out, SynthSpec(n=N, bias="qm9", seed=5, shard_size=1000), source=qm9_small)
+    return out
+
+
+def _sharded(root, synth_dir, shard_size: int, cluster: str):
+    meta = ingest_files(root, [synth_dir], "chem", cluster=cluster, shard_size=shard_size)
+    store = ResultStore(root, meta["id"], make_params())
+    return meta, store
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory, synth_dir):
+    """Shards of 700 molecules (the last one short), in process."""
+    return _sharded(tmp_path_factory.mktemp("a"), synth_dir, 700, "in-process")
+
+
+@pytest.fixture(scope="module")
+def in_memory(sharded):
+    """The in-memory stage on the same molecules and the same frames (the sharded run's control copy)."""
+    meta, store = sharded
+    root = store.dir.parents[3]
+    mols = ds.load_dataset(root, meta["id"])
+    ctx = StageContext(root, meta["id"], make_params(), mols, store, quiet)
+    for which in ("original", "control"):
+        ctx.set_frames(which, frames_from_table(store.table("frames", which).to_pandas()))
+    return memory_stage.run(ctx)
+
+
+def _section(store) -> dict:
+    return store.section("chemistry")
+
+
+def test_per_molecule_tables_and_fingerprint_files_equal_the_in_memory_stage(sharded, in_memory):
+    meta, store = sharded
+    molecules = store.table("chemistry", "molecules").to_pandas()
+    pd.testing.assert_frame_equal(molecules, in_memory.tables["molecules"], check_dtype=False)
+    assert molecules["chemistry_ok"].all() and molecules["cluster_group"].ge(0).mean() > 0.5
+    files = open_shard_arrays(store.dir, "chemistry", "fingerprints")
+    refs = shard_refs(store.dir.parents[3], meta["id"])
+    assert [f.shape for f in files] == [(r.n_molecules, 32) for r in refs] and files[0].dtype == np.uint64
+    words = np.concatenate(files)
+    expected = in_memory.tables["fingerprints"].drop(columns="id").to_numpy(np.uint64)
+    np.testing.assert_array_equal(words, expected)
+    # Existing readers still see one fingerprints table.
+    table = store.table("chemistry", "fingerprints").to_pandas()
+    pd.testing.assert_frame_equal(table, in_memory.tables["fingerprints"], check_dtype=False)
+
+
+def test_report_and_group_tables_equal_the_in_memory_stage_within_the_stated_spread_error(sharded, in_memory):
+    _, store = sharded
+    section = _section(store)
+    expected = in_memory.section()
+    assert section["skipped_parts"] == expected["skipped_parts"] == {}
+    # The coupling sees the same pairs, partners and frames: identical figures.
+    assert section["report"]["similarity"] == expected["report"]["similarity"]
+    assert section["control"] == expected["control"]
+    assert section["report"]["chemistry"] == expected["report"]["chemistry"]
+    for g in GROUPINGS:
+        got, want = store.table("chemistry", f"groups_{g}").to_pandas(), in_memory.tables[f"groups_{g}"]
+        assert len(got) > 1 and list(got.columns) == list(want.columns)
+        exact = [c for c in want.columns if c not in ("qx", "qy", "qz", "qw", "spread_deg", "concentration")]
+        pd.testing.assert_frame_equal(got[exact], want[exact], check_dtype=False)
+        np.testing.assert_allclose(
+            got[["qx", "qy", "qz", "qw", "concentration"]], want[["qx", "qy", "qz", "qw", "concentration"]], atol=1e-9
+        )
+        assert np.abs(got["spread_deg"] - want["spread_deg"]).max() <= SPREAD_BIN_DEG / 2 + 1e-9
+        mine, theirs = section["report"]["groups"][g], expected["report"]["groups"][g]
+        assert {k: v for k, v in mine.items() if k != "largest"} == {k: v for k, v in theirs.items() if k != "largest"}
+    assert section["report"]["similarity"]["n_pairs"] == memory_stage.N_PAIRS
+    assert section["report"]["similarity"]["enrichment"] > 1.5
+
+
+def _comparable(store) -> tuple[dict, dict]:
+    tables = {g: store.table("chemistry", f"groups_{g}").to_pandas() for g in GROUPINGS}
+    tables["molecules"] = store.table("chemistry", "molecules").to_pandas()
+    return _section(store), tables
+
+
+def test_shard_size_and_a_two_worker_cluster_give_the_same_result(tmp_path, synth_dir, sharded):
+    _, store = sharded
+    section, tables = _comparable(store)
+    _, other = _sharded(tmp_path, synth_dir, 1000, "local:2")
+    assert other.manifest()["stages"]["chemistry"]["engine"] == {"where": "local:2", "workers": 2}
+    other_section, other_tables = _comparable(other)
+    # Group sums are fixed point, so they add up bit for bit whatever the cut.
+    assert other_section == section
+    for name, table in tables.items():
+        pd.testing.assert_frame_equal(other_tables[name], table)
