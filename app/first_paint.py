@@ -4,7 +4,9 @@ A cold navigation spends about 2 s parsing Dash and plotly.js before the layout
 is even asked for. When a page asks for the Mollweide map and the map is an
 image (above the point budget), the page's HTML already carries that image (the
 same PNG the layout will hold) under its outline and graticule as inline SVG, in
-place of Dash's "Loading..." placeholder. Dash then renders the real page over it.
+place of Dash's "Loading..." placeholder. The 3D sphere view likewise carries its
+points (the same sample the scene draws) seen along the scene's default camera, as
+SVG. Dash then renders the real page over it.
 
 The placeholder carries the map's test hook (``data-drawn``, ``data-mode``, set by
 its image's load event, after the next frame) plus ``data-first-paint``, so a test
@@ -38,9 +40,9 @@ DASH_LOADING = re.compile(r'<div class="_dash-loading">.*?</div>', re.S)
 # as orientscope.js does for the plot). The performance mark lets a benchmark read when that was, since
 # a navigation returns only after the page's scripts have run.
 HOOK_JS = (
-    "var m=document.getElementById('orientation-map'),i=this;(i.decode?i.decode():Promise.resolve()).catch(function(){})"
+    "var m=document.getElementById('orientation-map'),i=this;(i&&i.decode?i.decode():Promise.resolve()).catch(function(){})"
     ".then(function(){requestAnimationFrame(function(){requestAnimationFrame(function(){"
-    "if(m&&m.isConnected){m.setAttribute('data-mode','image');m.setAttribute('data-drawn','{drawn}');"
+    "if(m&&m.isConnected){m.setAttribute('data-mode','{mode}');m.setAttribute('data-drawn','{drawn}');"
     "performance.mark('orientscope:first-paint');}});});});"
 )
 
@@ -57,6 +59,50 @@ def polyline_path(x: np.ndarray, y: np.ndarray) -> str:
     return "".join(parts)
 
 
+def hook_js(meta: dict) -> str:
+    """The hook's script for a figure's ``layout.meta.map`` (mode and distinct molecules drawn)."""
+    return HOOK_JS.replace("{mode}", str(meta["mode"])).replace("{drawn}", str(int(meta["drawn"])))
+
+
+def _title(payload: dict) -> str:
+    title = payload["layout"].get("title", {})
+    return html.escape(title.get("text", "") if isinstance(title, dict) else str(title or ""))
+
+
+# The direction plotly's 3D scene looks from by default (camera eye (1.25, 1.25, 1.25), z up), as
+# screen right, screen up and towards the viewer: the static sphere shows what the scene then shows.
+SPHERE_RIGHT = np.array([-1.0, 1.0, 0.0]) / np.sqrt(2.0)
+SPHERE_UP = np.array([-1.0, -1.0, 2.0]) / np.sqrt(6.0)
+SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
+
+
+def sphere_paint_html(payload: dict, vectors: np.ndarray, color) -> str:
+    """The static sphere of a 3D sphere figure payload: its points (n, 3) seen along plotly's default camera.
+
+    ``color`` is the points' ColorSpec; only categorical colours are painted ("" otherwise, as for any
+    other figure), back to front with the far hemisphere faded.
+    """
+    meta = payload.get("layout", {}).get("meta", {}).get("map") or {}
+    if meta.get("view") != "sphere" or color.kind != "categorical" or len(vectors) == 0:
+        return ""
+    v = np.asarray(vectors, np.float64).reshape(-1, 3)
+    # rounded, then + 0.0: no "-0.000" for a point at the centre
+    sx, sy = np.round(v @ SPHERE_RIGHT, 3) + 0.0, np.round(-(v @ SPHERE_UP), 3) + 0.0
+    depth = v @ SPHERE_TOWARDS
+    codes = np.asarray(color.values).astype(int)
+    dots = []
+    for k in np.argsort(depth, kind="stable"):
+        fade = ' fill-opacity=".35"' if depth[k] < 0 else ""
+        dots.append(f'<circle cx="{sx[k]:.3f}" cy="{sy[k]:.3f}" r=".012" fill="{color.colors[codes[k]]}"{fade}/>')
+    return (
+        f'<div id="orientation-map" class="first-paint" data-first-paint="1" style="max-width:460px">'
+        f'<p style="font:14px sans-serif;margin:4px 0">{_title(payload)}</p>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="-1.1 -1.1 2.2 2.2" width="100%" role="img" '
+        f'aria-label="{_title(payload)}"><circle r="1" fill="#f4f4f4" stroke="#bbb" stroke-width=".005"/>'
+        f"{''.join(dots)}</svg><script>(function(){{{hook_js(meta)}}}).call(null)</script></div>"
+    )
+
+
 def first_paint_html(payload: dict) -> str:
     """The static map of an image-mode figure payload (``map_figure_json``), or "" for any other figure."""
     meta = payload.get("layout", {}).get("meta", {}).get("map") or {}
@@ -67,29 +113,30 @@ def first_paint_html(payload: dict) -> str:
     x0, x1 = MAP_RANGE_X
     y0, y1 = MAP_RANGE_Y
     lines = frame_lines()
-    title = payload["layout"].get("title", {})
-    title = title.get("text", "") if isinstance(title, dict) else str(title or "")
+    title = _title(payload)
     return (
         f'<div id="orientation-map" class="first-paint" data-first-paint="1" style="max-width:900px">'
-        f'<p style="font:14px sans-serif;margin:4px 0">{html.escape(title)}</p>'
+        f'<p style="font:14px sans-serif;margin:4px 0">{title}</p>'
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.0f} {-y1:.0f} {x1 - x0:.0f} {y1 - y0:.0f}" '
-        f'width="100%" role="img" aria-label="{html.escape(title)}">'
+        f'width="100%" role="img" aria-label="{title}">'
         f'<image href="{im["source"]}" x="{im["x"]:.0f}" y="{-im["y"]:.0f}" width="{im["sizex"]:.0f}" '
         f'height="{im["sizey"]:.0f}" preserveAspectRatio="none" '
-        f'onload="{HOOK_JS.replace("{drawn}", str(int(meta["drawn"])))}"/>'
-        f'<path d="{polyline_path(*lines["graticule"])}" fill="none" stroke="#bbb" stroke-width="25"/>'
-        f'<path d="{polyline_path(*lines["outline"])}" fill="none" stroke="#555" stroke-width="40"/>'
+        f'onload="{hook_js(meta)}"/>'
+        f'<path d="{polyline_path(*lines["graticule"])}" fill="none" stroke="#999" stroke-width="45"/>'
+        f'<path d="{polyline_path(*lines["outline"])}" fill="none" stroke="#555" stroke-width="60"/>'
         "</svg></div>"
     )
 
 
 def page_first_paint(data_dir: Path, search: str) -> str:
-    """The first paint of the page at ``?search`` ("" unless it shows the Mollweide map as an image)."""
+    """The first paint of the page at ``?search`` ("" unless it shows the Mollweide map as an image or the sphere)."""
     try:
         st = resolve_view(data_dir, search).state
-        if st.view != "map" or st.dataset is None:
+        if st.view not in ("map", "sphere") or st.dataset is None:
             return ""
-        payload, _ = map_figure_json(data_dir, st)  # cached: the layout request reuses it
+        payload, layers = map_figure_json(data_dir, st)  # cached: the layout request reuses it
+        if st.view == "sphere":
+            return sphere_paint_html(payload, layers.md.vectors(layers.rows, layers.axes), layers.color)
         return first_paint_html(payload)
     except Exception:  # the page still works without it: Dash draws the map
         log.exception("cannot prepare the first paint of %r", search)

