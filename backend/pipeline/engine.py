@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -194,6 +194,26 @@ class Engine:
             if progress:
                 progress(done, total)
         return self._client.gather(futures)
+
+    def as_completed(self, fn: Callable, items: Sequence) -> Iterator[tuple[int, object]]:
+        """``(position, fn(item))`` as each task finishes (in order in process), for streaming results.
+
+        Closing the generator early (e.g. at a time limit) cancels the tasks not yet finished.
+        """
+        items = list(items)
+        if self._client is None:
+            for position, item in enumerate(items):
+                yield position, fn(item)
+            return
+        from distributed import as_completed
+
+        futures = self._client.map(fn, items, retries=TASK_RETRIES, pure=False)
+        position = {f.key: k for k, f in enumerate(futures)}
+        try:
+            for future in as_completed(futures):
+                yield position[future.key], future.result()
+        finally:
+            self._client.cancel([f for f in futures if not f.done()])
 
 
 def run_map(spec: ClusterSpec, fn: Callable, items: Iterable, progress: ShardProgress | None = None) -> list:

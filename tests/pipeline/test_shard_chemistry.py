@@ -113,3 +113,33 @@ def test_shard_size_and_a_two_worker_cluster_give_the_same_result(tmp_path, synt
     assert other_section == section
     for name, table in tables.items():
         pd.testing.assert_frame_equal(other_tables[name], table)
+
+
+@pytest.mark.parametrize("smarts", ["C=O", "c1ccccc1", "[#7]~[#6]", "C1CC1"])
+def test_smarts_over_shards_matches_the_in_memory_index_and_reports_progress(sharded, in_memory, smarts):
+    from backend.pipeline.engine import Engine, parse_cluster
+    from backend.pipeline.shard_smarts import search_shards
+    from backend.science.substructure import SubstructureIndex
+
+    _, store = sharded
+    seen, streamed = [], []
+    with Engine(parse_cluster("in-process")) as engine:
+        found = search_shards(engine, store.dir, smarts, progress=lambda d, t: seen.append((d, t)),
+                              on_matches=streamed.append)  # fmt: skip
+    expected = SubstructureIndex(in_memory.tables["molecules"]["smiles"].tolist()).search(smarts).indices
+    np.testing.assert_array_equal(found.indices, expected)
+    assert found.complete and found.n_scanned == N
+    assert len(found.indices) > 100 or smarts not in ("C=O", "[#7]~[#6]")
+    total = len(open_shard_arrays(store.dir, "chemistry", "fingerprints"))
+    assert total > 2 and seen == [(k, total) for k in range(total + 1)] and sum(len(s) for s in streamed) == len(expected)
+
+
+def test_smarts_over_shards_rejects_bad_patterns(sharded):
+    from backend.pipeline.engine import Engine, parse_cluster
+    from backend.pipeline.shard_smarts import search_shards
+
+    _, store = sharded
+    with Engine(parse_cluster("in-process")) as engine, pytest.raises(ValueError, match="invalid SMARTS"):
+        search_shards(engine, store.dir, "C(")
+    with Engine(parse_cluster("in-process")) as engine, pytest.raises(ValueError, match="at most 500"):
+        search_shards(engine, store.dir, "C" * 501)
