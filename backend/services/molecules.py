@@ -12,6 +12,8 @@ import numpy as np
 from backend.core.elements import z_to_symbols
 from backend.loaders.sdf import sdf_block
 from backend.loaders.xyz import xyz_block
+from backend.pipeline.engine import IN_PROCESS, Engine, parse_cluster
+from backend.pipeline.shard_smarts import search_shards, sharded_result
 from backend.science import substructure
 from backend.science.chemistry import molecule_graph
 from backend.services.bytecache import shared_cache
@@ -114,7 +116,12 @@ def match_smarts(view: DatasetView, smarts: str) -> SmartsMatches:
         substructure.parse_smarts(smarts)  # before building the index: a typo answers at once
     except ValueError as exc:
         raise InvalidInput(str(exc), ("query", "smarts")) from None
-    result = _smarts_index(view).search(smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
+    if sharded_result(view.store.dir):
+        # Shard by shard on the engine: no index of the whole set is built in the server.
+        with Engine(parse_cluster(IN_PROCESS)) as engine:
+            result = search_shards(engine, view.store.dir, smarts, timeout_s=SMARTS_TIMEOUT_S)
+    else:
+        result = _smarts_index(view).search(smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
     mask = np.zeros(len(view), dtype=bool)
     mask[result.indices] = True
     matches = SmartsMatches(mask, result.complete, result.n_scanned)

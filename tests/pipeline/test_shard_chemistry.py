@@ -131,7 +131,9 @@ def test_smarts_over_shards_matches_the_in_memory_index_and_reports_progress(sha
     assert found.complete and found.n_scanned == N
     assert len(found.indices) > 100 or smarts not in ("C=O", "[#7]~[#6]")
     total = len(open_shard_arrays(store.dir, "chemistry", "fingerprints"))
-    assert total > 2 and seen == [(k, total) for k in range(total + 1)] and sum(len(s) for s in streamed) == len(expected)
+    assert (
+        total > 2 and seen == [(k, total) for k in range(total + 1)] and sum(len(s) for s in streamed) == len(expected)
+    )
 
 
 def test_smarts_over_shards_rejects_bad_patterns(sharded):
@@ -143,3 +145,15 @@ def test_smarts_over_shards_rejects_bad_patterns(sharded):
         search_shards(engine, store.dir, "C(")
     with Engine(parse_cluster("in-process")) as engine, pytest.raises(ValueError, match="at most 500"):
         search_shards(engine, store.dir, "C" * 501)
+
+
+def test_the_molecules_service_searches_a_sharded_set_shard_by_shard(sharded, in_memory):
+    from backend.science.substructure import SubstructureIndex
+    from backend.services.molecules import list_molecules
+
+    meta, store = sharded
+    page = list_molecules(store.dir.parents[3], meta["id"], smarts="[#7]~[#6]", limit=1000)
+    expected = SubstructureIndex(in_memory.tables["molecules"]["smiles"].tolist()).search("[#7]~[#6]").indices
+    assert page.complete and page.n_scanned == N and page.total == len(expected) > 100
+    ids = in_memory.tables["molecules"]["id"].to_numpy()
+    assert [item["id"] for item in page.items] == list(ids[expected[:1000]])
