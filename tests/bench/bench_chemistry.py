@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from backend.loaders.qm9 import load_qm9
+from backend.pipeline.engine import Engine
 from backend.pipeline.stages import chemistry as stage
 from backend.science.chemistry import compute_chemistry
 from backend.science.clustering import leader_clusters, leader_clusters_naive, sampled_leader_clusters
@@ -75,8 +76,9 @@ def main() -> None:
     rotated = rotate_molecules(mols.positions_angstrom, mols.offsets, random_rotations(mols.n_molecules, SEED + 1))
     control = compute_frames(rotated, mols.offsets, mols.atomic_numbers)
 
-    with timer(t, "chemistry (parse, fingerprints, scaffolds; 2 workers)"):
-        chem = compute_chemistry(mols)
+    with timer(t, "chemistry (parse, fingerprints, scaffolds; the stage's engine: local Dask, 2 workers)"):
+        with Engine(stage.chemistry_spec(mols.n_molecules)) as engine:
+            chem = compute_chemistry(mols, engine.map, 8 * engine.n_workers)
     fps = chem.fingerprints
     with timer(t, "sampled leader clustering"):
         labels, leaders, _ = sampled_leader_clusters(
@@ -98,7 +100,7 @@ def main() -> None:
     # Worker processes' CPU is invisible to getrusage (they are the forkserver's children):
     # measure the serial CPU cost on every 13th molecule and scale up.
     c0 = time.process_time()
-    compute_chemistry(mols.subset(np.arange(0, mols.n_molecules, 13)), n_jobs=1)
+    compute_chemistry(mols.subset(np.arange(0, mols.n_molecules, 13)))
     serial_cpu = (time.process_time() - c0) * 13
     total = sum(w for w, _ in t.values())
     total_cpu = sum(c for _, c in t.values())
