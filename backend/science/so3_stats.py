@@ -45,48 +45,71 @@ def ball_volume(theta: np.ndarray) -> np.ndarray:
     return 8.0 * np.pi * (theta - np.sin(theta))
 
 
-def _tree_points(quaternions: np.ndarray, sign_invariant: bool, overwrite: bool = False) -> tuple[np.ndarray, int]:
-    """Every quaternion copy that represents the same orientation (q, and its sign flips), on the w ≥ 0 side.
+# The quaternions that send a frame to one that represents the same orientation: ±1 for q and −q, and
+# with the axis signs ignored the quaternion group {±1, ±i, ±j, ±k} (the sign flips are rotations by π
+# about x, y and z). Identity first. Multiplying by them only permutes and negates components: exact.
+_PLUS_MINUS = np.array([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, -1.0]])
+_FLIP_GROUP = np.concatenate([sign_flip_quaternions(), -sign_flip_quaternions()])
 
-    Returns the (n_copies · n, 4) float64 points and n_copies (1, or 4 with the
-    flips). q and −q are one orientation; only the w ≥ 0 one goes in the tree,
-    which halves its memory (see :func:`_knn_chords` for the −q side).
-    With ``overwrite`` and no flips, the caller's float64 array is used in place.
+
+def _symmetry(sign_invariant: bool) -> np.ndarray:
+    """(m, 4) scalar-last quaternions g, identity first: g·q is the same orientation as q."""
+    return _FLIP_GROUP if sign_invariant else _PLUS_MINUS
+
+
+def _tree_points(quaternions: np.ndarray, sign_invariant: bool, overwrite: bool = False) -> np.ndarray:
+    """(n, 4) float64: each orientation's copy g·q with the largest w (ties: the first g).
+
+    That copy lies in the cell of the identity, {w ≥ |x|, |y|, |z|} with the
+    axis signs ignored, else {w ≥ 0}; the tree holds one point per molecule
+    (see :func:`_knn_chords` for the other cells). With ``overwrite`` and no
+    flips, the caller's float64 array is turned in place.
     """
     q = np.asarray(quaternions, dtype=np.float64)
-    if sign_invariant:
-        points = quaternion_multiply(sign_flip_quaternions()[:, None, :], q[None, :, :]).reshape(-1, 4)
-    else:
-        points = q if overwrite and q.flags.c_contiguous else np.array(q, dtype=np.float64, order="C")
-    points[points[:, 3] < 0] *= -1.0
-    return points, len(points) // len(q)
+    points = q if overwrite and q.flags.c_contiguous else np.array(q, dtype=np.float64, order="C")
+    if not sign_invariant:
+        points[points[:, 3] < 0] *= -1.0
+        return points
+    best = points.copy()
+    for g in _FLIP_GROUP[1:]:
+        copy = quaternion_multiply(g, points)
+        better = copy[:, 3] > best[:, 3]
+        best[better] = copy[better]
+    return best
 
 
-QUERY_BLOCK = 500_000  # rows per KD-tree query: bounds the (block, k + copies) distance and index arrays
+QUERY_BLOCK = 500_000  # rows per KD-tree query: bounds the (block, k + 1) distance and index arrays
 
 
-def _knn_chords(points: np.ndarray, n: int, k: int, extra: int, block: int):
-    """Yield (rows, (len(rows), k) sorted chord distances) from each of the first ``n`` points to its k nearest others.
+def _knn_chords(points: np.ndarray, k: int, sign_invariant: bool, block: int):
+    """Yield (rows, (len(rows), k) sorted chord distances) from each point to its k nearest other orientations.
 
-    The tree holds only w ≥ 0 copies. The true distance to an orientation c is
-    min(|p − c|, |p + c|); |p + c| ≥ p_w + c_w ≥ p_w, so the −p side can only
-    hold a nearer neighbour when p_w ≤ the k-th distance found on the +p side:
-    only those rows (near the w = 0 boundary) are queried a second time. The
-    union of both queries is the neighbour list of a tree holding ±c, exactly.
+    The distance to orientation c is min over the symmetry g of |p − g·c| =
+    |g⁻¹·p − c|. The tree holds each c in the identity's cell; g·c lies in g's
+    cell, so |p − g·c| is at least p's distance to the face between the two
+    cells, p·(e − g)/|e − g|. Only rows with a face nearer than the k-th
+    distance found so far query g⁻¹·p as well (the few near a cell boundary),
+    and the union is the neighbour list of a tree holding every copy, exactly.
     """
+    n = len(points)
+    group = _symmetry(sign_invariant)
     tree = cKDTree(points, copy_data=False)
     for start in range(0, n, block):
         rows = np.arange(start, min(start + block, n))
-        dist, idx = tree.query(points[rows], k=k + extra, workers=-1)
-        dist[idx % n == rows[:, None]] = np.inf  # the query's own copies
+        dist, idx = tree.query(points[rows], k=k + 1, workers=-1)
+        dist[idx == rows[:, None]] = np.inf  # the query itself
         dist.sort(axis=1)
-        near = np.flatnonzero(points[rows, 3] <= dist[:, k - 1])
-        if len(near):
-            d2, i2 = tree.query(-points[rows[near]], k=k + extra, workers=-1)
-            d2[i2 % n == rows[near][:, None]] = np.inf
+        for g in group[1:]:
+            face = (group[0] - g) / np.linalg.norm(group[0] - g)
+            near = np.flatnonzero(points[rows] @ face <= dist[:, k - 1])
+            if not len(near):
+                continue
+            inverse = g * np.array([-1.0, -1.0, -1.0, 1.0])  # the conjugate of a unit quaternion
+            d2, i2 = tree.query(quaternion_multiply(inverse, points[rows[near]]), k=k + 1, workers=-1)
+            d2[i2 == rows[near][:, None]] = np.inf
             both = np.concatenate([dist[near], d2], axis=1)
             both.sort(axis=1)
-            dist[near] = both[:, : k + extra]
+            dist[near] = both[:, : k + 1]
         yield rows, dist[:, :k]
 
 
@@ -95,8 +118,8 @@ def knn_angles(
 ) -> np.ndarray:
     """(n, k) geodesic angles (rad) from each orientation to its k nearest others.
 
-    Uses a KD-tree over the quaternions (w ≥ 0 copies, and the sign-flip copies
-    if ``sign_invariant``): the chord distance between unit quaternions is
+    Uses a KD-tree over one quaternion per orientation (see :func:`_knn_chords`;
+    with ``sign_invariant``, modulo the axis sign flips): the chord distance between unit quaternions is
     monotone in the rotation angle, so Euclidean neighbours are geodesic ones.
     O(n log n); queried in blocks of ``block`` rows, so the memory beyond the
     tree is O(block), and the result does not depend on ``block``.
@@ -104,10 +127,9 @@ def knn_angles(
     n = len(quaternions)
     if n <= k:
         raise ValueError(f"need more than k={k} orientations, got {n}")
-    points, n_copies = _tree_points(quaternions, sign_invariant)
+    points = _tree_points(quaternions, sign_invariant)
     out = np.empty((n, k))
-    # The query's own copies (its flips) can sit among the nearest points; query enough extra to drop them.
-    for rows, dist in _knn_chords(points, n, k, n_copies, block):
+    for rows, dist in _knn_chords(points, k, sign_invariant, block):
         out[rows] = chord_to_angle(dist)
     return out
 
@@ -121,14 +143,14 @@ def kth_neighbour_angles(
     Memory: the (n, 4) float64 points (shared with the tree; with ``overwrite``
     and no flips the caller's array itself, turned to w ≥ 0), the tree's index
     and nodes (≈ 16 B per point) and the (n,) result: ≈ 56 B per molecule,
-    ≈ 0.56 GB at 10M, plus O(block) per query.
+    ≈ 0.56 GB at 10M, plus O(block) per query. The same with the flips.
     """
     n = len(quaternions)
     if n <= k:
         raise ValueError(f"need more than k={k} orientations, got {n}")
-    points, n_copies = _tree_points(quaternions, sign_invariant, overwrite)
+    points = _tree_points(quaternions, sign_invariant, overwrite)
     out = np.empty(n)
-    for rows, dist in _knn_chords(points, n, k, n_copies, block):
+    for rows, dist in _knn_chords(points, k, sign_invariant, block):
         out[rows] = chord_to_angle(dist[:, k - 1])
     return out
 
