@@ -112,8 +112,9 @@ def _start_server(data_dir: Path, port: int) -> tuple[subprocess.Popen, float]:
         "--port",
         str(port),
     ]
+    env = {**os.environ, VIEW_CACHE_MB_ENV: os.environ.get(VIEW_CACHE_MB_ENV, str(VIEW_CACHE_MB))}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     while True:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code == 200:
