@@ -253,10 +253,12 @@ class ColumnView(DatasetView):
         self.scores = arrays["scores"]
         self._z, self._positions, self._offsets = arrays["z"], arrays["positions"], arrays["offsets"]
         self._id_hash, self._id_order = arrays["id_hash"], arrays["id_order"]
-        # Known at build time, so grouping never scans 10M formulas to name them.
-        self._extras["formulas"] = arrays["formula"]
-        self._extras["group_labels:formula"] = {f: f for f in info["formulas"]}
-        self._extra_bytes = nbytes(self._extras["group_labels:formula"])
+        if not self.has_table(*CHEMISTRY_MOLECULES):
+            # Known at build time, so grouping never scans 10M formulas to name them. With a
+            # chemistry stage, its own formula groups (codes and labels) are used instead.
+            self._extras["formulas"] = arrays["formula"]
+            self._extras["group_labels:formula"] = {f: f for f in info["formulas"]}
+        self._extra_bytes = nbytes(self._extras)
         self._base_bytes = 0  # memory maps: the page cache holds them, not this process's heap
         self._maps = list(arrays.values())
 
