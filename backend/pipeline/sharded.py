@@ -48,7 +48,7 @@ SHARDED_STAGES = ("frames", "statistics", "chemistry", "models")
 # Overrides of so3_partial's KL limits (exact_limit, sign_limit, at_n); tests lower them to reach the
 # subsampled fits on small sets. Read in the client, so they travel inside the tasks.
 KL_LIMITS: dict = {}
-NOT_YET = "not yet computed per shard: sharded datasets get frames, statistics and the classifiers (issue 15)"
+NOT_YET = "not yet computed per shard (issue 15)"
 
 
 def _frames(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
