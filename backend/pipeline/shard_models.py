@@ -1,15 +1,20 @@
-"""The models stage over shards: classifiers trained on a seeded subsample, every molecule scored per shard.
+"""The models stage over shards: classifiers and the orientation-only regression (shard_regression.py)
+trained on a seeded subsample, every molecule scored per shard.
 
 1. The training subsample: the ``TRAIN_MOLECULES`` molecules with the smallest
    ``(seed, "models:train")`` draws (all of them for smaller sets).
 2. Per shard, a task computes the subsample's features for the stored pose and
    for a negative copy turned by ``haar_rotations(seed, "models:<which>:negatives", index)``.
-3. One task per (orientation set, feature set) cross-fits the classifier on the
-   subsample exactly as the in-memory stage does (grouped folds, out-of-fold
-   P(stored pose) for every training molecule, the same metrics and
-   bootstrap), then fits one model on the whole subsample and stores it.
-4. Per shard, a task scores every molecule's stored pose: training molecules
-   keep their out-of-fold score (cross-fitting), the others get the full model's.
+3. One task per fold of each (orientation set, feature set) fits the fold's
+   model on the other folds of the subsample, exactly as the in-memory stage's
+   cross-fitting does (grouped folds, same seeds), and returns its out-of-fold
+   P(stored pose). The costliest folds go first, so the workers finish together.
+4. One pass computes, in parallel, the metrics and bootstrap of each
+   out-of-fold set (as in memory) and, per shard, the score of every
+   molecule's stored pose: training molecules keep their out-of-fold score
+   (cross-fitting); every other molecule is scored by one fold model, picked by
+   a counter-based draw on its global index (no extra fit on the whole
+   subsample: that fit on all rows cost half as much again as the three folds).
 
 Tasks read and write the store themselves; they carry paths, parameters and
 the (small) out-of-fold scores of their own shard.
@@ -23,20 +28,24 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
+from backend.core.dataset import frame_dependent_properties
 from backend.pipeline.engine import Engine
 from backend.pipeline.frames_table import frames_from_table
+from backend.pipeline.shard_regression import RegressionJob, regression_partial, regression_section
 from backend.pipeline.shard_stages import WHICH, ShardJob
 from backend.pipeline.stage import StageOutput
-from backend.pipeline.stages.models import CLASSIFIER, SCORE_FEATURES, score_column
+from backend.pipeline.stages.models import CLASSIFIER, NO_PROPERTIES, REGRESSION, SCORE_FEATURES, score_column
 from backend.science.classifiers import (
     FEATURE_SETS,
     composition_features,
-    cross_fit_scores,
     detection_metrics,
+    fold_model,
+    grouped_folds,
     pose_features,
 )
-from backend.science.counter_rng import haar_rotations, subsample
+from backend.science.counter_rng import haar_rotations, subsample, uniforms
 from backend.science.frames import compute_frames
 from backend.science.rotations import derived_seed, rotate_molecules
 from backend.store.datasets import read_meta
@@ -51,9 +60,11 @@ def training_rows(n_molecules: int, seed: int, size: int = TRAIN_MOLECULES) -> n
     return subsample(seed, "models:train", np.arange(n_molecules), size)
 
 
-def _poses(job: ShardJob, which: str, rows: np.ndarray | None):
-    """(molecules, frames) of the shard's rows (all if None) in the pose ``which`` (stored or control copy)."""
-    mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
+def _poses(job: ShardJob, which: str, rows: np.ndarray | None, mols=None):
+    """(molecules, frames, global indices) of the shard's rows (all if None) in the pose ``which``
+    (stored or control copy); ``mols``: the shard if already read."""
+    if mols is None:
+        mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
     local = np.arange(mols.n_molecules) if rows is None else np.asarray(rows, dtype=np.int64) - job.ref.start
     mols = mols.subset(local)
     if which == "control":
@@ -63,8 +74,8 @@ def _poses(job: ShardJob, which: str, rows: np.ndarray | None):
     return mols, frames_from_table(table.iloc[local].reset_index(drop=True)), job.ref.start + local
 
 
-def _features(job: ShardJob, which: str, rows: np.ndarray | None, negatives: bool) -> dict:
-    mols, frames, index = _poses(job, which, rows)
+def _features(job: ShardJob, which: str, rows: np.ndarray | None, negatives: bool, mols=None) -> dict:
+    mols, frames, index = _poses(job, which, rows, mols)
     composition = composition_features(mols.atomic_numbers, mols.offsets)
     pos, off = mols.positions_angstrom, mols.offsets
     out = {fs: [pose_features(fs, frames, composition, pos, off)] for fs in FEATURE_SETS}
@@ -85,111 +96,236 @@ class FeatureJob:
 
 
 def training_features(job: FeatureJob) -> dict:
-    """{which: {feature set: (X_stored, X_negative)}} of this shard's training molecules."""
-    return {which: _features(job.shard, which, job.rows, negatives=True) for which in WHICH}
+    """{which: {feature set: (X_stored, X_negative)}, "y": (m, p) properties} of this shard's training molecules."""
+    mols = read_shard(job.shard.ref, read_meta(Path(job.shard.data_dir), job.shard.dataset_id))
+    out = {which: _features(job.shard, which, job.rows, negatives=True, mols=mols) for which in WHICH}
+    out["y"] = _properties(mols)[np.asarray(job.rows, dtype=np.int64) - job.shard.ref.start]
+    return out
+
+
+def _properties(mols) -> np.ndarray:
+    """(n, p) the numeric properties, as the in-memory stage picks them."""
+    return mols.properties.select_dtypes("number").to_numpy(np.float64)
 
 
 @dataclass(frozen=True)
-class FitJob:
+class FoldJob:
+    """One fold of one (orientation set, feature set): its model is fitted on the other folds."""
+
     features_path: str
     which: str
     feature_set: str
     seed: int
+    fold: int
     model_path: str
 
+    @property
+    def cost(self) -> int:
+        """Relative fit cost (features per row; the control's fits stop early): larger jobs go first."""
+        dims = {"frame": 1, "frame+composition": 2, "atom-order": 4}[self.feature_set]
+        return dims * (2 if self.which == "original" else 1)
 
-def fit_classifier(job: FitJob) -> dict:
-    """Cross-fit on the subsample (out-of-fold scores, metrics), then fit and store one model on all of it."""
+    def run(self) -> tuple[np.ndarray, np.ndarray]:
+        return fit_fold(self)
+
+
+def fit_fold(job: FoldJob) -> tuple[np.ndarray, np.ndarray]:
+    """Fit and store the fold's model; its out-of-fold P(stored pose) of the fold's stored and rotated copies."""
     with np.load(job.features_path) as data:
         X_orig, X_rot = data[f"{job.feature_set}:stored"], data[f"{job.feature_set}:negative"]
-    p_orig, p_rot = cross_fit_scores(X_orig, X_rot, CLASSIFIER, job.seed)
-    offset = FEATURE_SETS.index(job.feature_set)
-    metrics = detection_metrics(p_orig, p_rot, CLASSIFIER.n_bootstrap, job.seed + offset)
-    from threadpoolctl import threadpool_limits
-
+    fold = grouped_folds(len(X_orig), CLASSIFIER.n_folds, job.seed)
+    model = fold_model(X_orig, X_rot, fold, job.fold, CLASSIFIER, job.seed)
+    test = fold == job.fold
     with threadpool_limits(limits=CLASSIFIER.n_threads, user_api="openmp"):
-        y = np.r_[np.ones(len(X_orig)), np.zeros(len(X_rot))]
-        model = CLASSIFIER.make_model(job.seed + CLASSIFIER.n_folds).fit(np.vstack([X_orig, X_rot]), y)
+        p_orig, p_rot = model.predict_proba(X_orig[test])[:, 1], model.predict_proba(X_rot[test])[:, 1]
     Path(job.model_path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(job.model_path).with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps(model))
     tmp.replace(job.model_path)
-    return {"metrics": {"features": job.feature_set, **metrics}, "oof": p_orig}
+    return p_orig, p_rot
+
+
+@dataclass(frozen=True)
+class MetricsJob:
+    oof_path: str
+    feature_set: str
+    seed: int
+
+    def run(self) -> dict:
+        with np.load(self.oof_path) as data:
+            p_orig, p_rot = data[f"{self.feature_set}:stored"], data[f"{self.feature_set}:negative"]
+        metrics = detection_metrics(p_orig, p_rot, CLASSIFIER.n_bootstrap, self.seed)
+        return {"features": self.feature_set, **metrics}
+
+
+def score_fold(seed: int, which: str, index: np.ndarray) -> np.ndarray:
+    """(n,) the fold model that scores each molecule outside the training subsample: a draw by global index."""
+    u = uniforms(seed, f"models:{which}:score-fold", index)[:, 0]
+    return np.minimum((u * CLASSIFIER.n_folds).astype(np.int64), CLASSIFIER.n_folds - 1)
 
 
 @dataclass(frozen=True)
 class ScoreJob:
     shard: ShardJob
-    which: str
-    model_paths: dict  # feature set -> pickled model
+    model_paths: dict  # which -> feature set -> pickled model per fold
     train_rows: np.ndarray  # global indices of this shard's training molecules
-    train_scores: dict  # feature set -> their out-of-fold scores
+    train_scores: dict  # which -> feature set -> their out-of-fold scores
+    regression: dict | None = None  # which -> fitted RegressionJob (None: no properties)
+    train_slice: slice | None = None  # this shard's training molecules' rows in the subsample
+
+    def run(self) -> dict:
+        """Write the shard's score tables (cross-fitted scores for training molecules); the regression's sums."""
+        job = self.shard
+        mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
+        in_train = self.train_rows - job.ref.start
+        ids = mols.ids
+        regression = {}
+        for which in WHICH:
+            features = _features(job, which, None, negatives=False, mols=mols)
+            fold = score_fold(job.seed, which, job.ref.index)
+            scores = {}
+            for fs in FEATURE_SETS:
+                p = np.empty(mols.n_molecules)
+                with threadpool_limits(limits=CLASSIFIER.n_threads, user_api="openmp"):
+                    for k, path in enumerate(self.model_paths[which][fs]):
+                        rows = fold == k
+                        if not rows.any():  # predict_proba refuses zero rows
+                            continue
+                        model = pickle.loads(Path(path).read_bytes())
+                        p[rows] = model.predict_proba(features[fs][0][rows])[:, 1]
+                p[in_train] = self.train_scores[which][fs]
+                scores[fs] = p
+            table = {"id": np.asarray(ids).astype(str), "classifier_score": scores[SCORE_FEATURES]}
+            table.update({score_column(fs): s for fs, s in scores.items()})
+            name = "scores" if which == "original" else "control_scores"
+            write_shard_table(Path(job.result_dir), "models", name, job.ref.number, pd.DataFrame(table))
+            if self.regression:
+                rotations = features["frame"][0][:, :9].reshape(-1, 3, 3)
+                regression[which] = regression_partial(
+                    self.regression[which], rotations, _properties(mols), job.ref.start, in_train, self.train_slice
+                )
+        return {"regression": regression}
 
 
-def score_shard(job: ScoreJob) -> int:
-    """Write the shard's score table (cross-fitted scores for training molecules); the number of rows."""
-    features = _features(job.shard, job.which, None, negatives=False)
-    in_train = job.train_rows - job.shard.ref.start
-    scores = {}
-    for fs in FEATURE_SETS:
-        model = pickle.loads(Path(job.model_paths[fs]).read_bytes())
-        p = model.predict_proba(features[fs][0])[:, 1]
-        p[in_train] = job.train_scores[fs]
-        scores[fs] = p
-    ids = read_shard_table(Path(job.shard.result_dir), "frames", job.which, job.shard.ref.number, columns=["id"])
-    table = {"id": ids.column("id").to_numpy(zero_copy_only=False), "classifier_score": scores[SCORE_FEATURES]}
-    table.update({score_column(fs): s for fs, s in scores.items()})
-    name = "scores" if job.which == "original" else "control_scores"
-    write_shard_table(Path(job.shard.result_dir), "models", name, job.shard.ref.number, pd.DataFrame(table))
-    return len(ids)
+def run_job(job) -> object:
+    """Run a job object (metrics or scores): one engine pass can mix both kinds."""
+    return job.run()
+
+
+def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int) -> tuple[dict, str | None]:
+    """{which: RegressionJob} on the subsample's frames and properties, or ({}, why it is skipped)."""
+    y = np.concatenate([p["y"] for p in parts])
+    if y.shape[1] == 0:
+        return {}, NO_PROPERTIES
+    if n_train < 2 * REGRESSION.n_neighbors:
+        return {}, f"needs at least {2 * REGRESSION.n_neighbors} molecules, got {n_train}"
+    arrays = {f"{which}:rotations": np.concatenate([p[which]["frame"][0][:, :9] for p in parts]) for which in WHICH}
+    np.savez(folder / "train-regression.npz", y=y, **arrays)
+    reg_seed = derived_seed(seed, "models:regression")
+    return {
+        which: RegressionJob(str(folder / "train-regression.npz"), which, reg_seed, str(folder / f"reg-{which}.npz"))
+        for which in WHICH
+    }, None
+
+
+def _fold_jobs(folder: Path, parts: list[dict], seed: int) -> tuple[list[FoldJob], dict]:
+    """The classifier folds on the subsample's features, and each orientation set's classifier seed."""
+    folds, clf_seed = [], {}
+    for which in WHICH:
+        arrays = {}
+        for fs in FEATURE_SETS:
+            arrays[f"{fs}:stored"] = np.concatenate([p[which][fs][0] for p in parts])
+            arrays[f"{fs}:negative"] = np.concatenate([p[which][fs][1] for p in parts])
+        np.savez(folder / f"train-{which}.npz", **arrays)
+        clf_seed[which] = derived_seed(seed, f"models:{which}:classifier")
+        folds += [
+            FoldJob(str(folder / f"train-{which}.npz"), which, fs, clf_seed[which], k,
+                    str(folder / f"model-{which}-{fs}-{k}.pkl"))
+            for fs in FEATURE_SETS for k in range(CLASSIFIER.n_folds)
+        ]  # fmt: skip
+    return folds, clf_seed
+
+
+def _out_of_fold(folder: Path, folds: list[FoldJob], fitted: list, clf_seed: dict, n_train: int) -> dict:
+    """{which: {"<feature set>:stored" | ":negative": (n_train,)}} assembled from the folds (also saved)."""
+    oof = {}
+    for which in WHICH:
+        fold_of = grouped_folds(n_train, CLASSIFIER.n_folds, clf_seed[which])
+        arrays = {f"{fs}:{side}": np.empty(n_train) for fs in FEATURE_SETS for side in ("stored", "negative")}
+        for f, (p_orig, p_rot) in zip(folds, fitted, strict=True):
+            if f.which == which:
+                arrays[f"{f.feature_set}:stored"][fold_of == f.fold] = p_orig
+                arrays[f"{f.feature_set}:negative"][fold_of == f.fold] = p_rot
+        oof[which] = arrays
+        np.savez(folder / f"oof-{which}.npz", **arrays)
+    return oof
 
 
 def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
     n = sum(j.ref.n_molecules for j in jobs)
     if n < MIN_MOLECULES:
-        return StageOutput(skipped=f"the rotation classifiers need at least {MIN_MOLECULES} molecules, got {n}")
+        return StageOutput(
+            skipped=f"the rotation classifiers and the orientation-only regression need at least {MIN_MOLECULES} "
+            f"molecules, got {n}"
+        )
     seed = int(params["seed"])
+    meta = read_meta(Path(jobs[0].data_dir), jobs[0].dataset_id)
     train = training_rows(n, seed, TRAIN_MOLECULES)
     per_shard = [train[(train >= j.ref.start) & (train < j.ref.stop)] for j in jobs]
     parts = engine.map(training_features, [FeatureJob(j, r) for j, r in zip(jobs, per_shard, strict=True)],
-                       say("training features:", 0.0, 0.2))  # fmt: skip
+                       say("training features:", 0.0, 0.1))  # fmt: skip
     folder = Path(jobs[0].result_dir) / "models"
     folder.mkdir(parents=True, exist_ok=True)
-    fits = []
-    for which in WHICH:
-        path = folder / f"train-{which}.npz"
-        arrays = {}
-        for fs in FEATURE_SETS:
-            arrays[f"{fs}:stored"] = np.concatenate([p[which][fs][0] for p in parts])
-            arrays[f"{fs}:negative"] = np.concatenate([p[which][fs][1] for p in parts])
-        np.savez(path, **arrays)
-        clf_seed = derived_seed(seed, f"models:{which}:classifier")
-        fits += [FitJob(str(path), which, fs, clf_seed, str(folder / f"model-{which}-{fs}.pkl")) for fs in FEATURE_SETS]
-    fitted = engine.map(fit_classifier, fits, say("classifiers (cross-fitted):", 0.2, 0.8))
-    result = {(f.which, f.feature_set): r for f, r in zip(fits, fitted, strict=True)}
+    folds, clf_seed = _fold_jobs(folder, parts, seed)
+    regression, regression_skipped = _regression_jobs(folder, parts, seed, len(train))
+    del parts
+    # One task per classifier fold and per regression, the costliest first, so that the workers finish together.
+    fits = sorted([*folds, *regression.values()], key=lambda f: -f.cost)
+    fitted = dict(zip(fits, engine.map(run_job, fits, say("classifier folds, regression:", 0.1, 0.75)), strict=True))
+    oof = _out_of_fold(folder, folds, [fitted[f] for f in folds], clf_seed, len(train))
     bounds = np.cumsum([0, *[len(r) for r in per_shard]])
-    scoring = [
-        ScoreJob(j, which, {fs: str(folder / f"model-{which}-{fs}.pkl") for fs in FEATURE_SETS}, per_shard[k],
-                 {fs: result[(which, fs)]["oof"][bounds[k] : bounds[k + 1]] for fs in FEATURE_SETS})
-        for which in WHICH for k, j in enumerate(jobs)
+    models = {w: {fs: [str(folder / f"model-{w}-{fs}-{k}.pkl") for k in range(CLASSIFIER.n_folds)]
+                  for fs in FEATURE_SETS} for w in WHICH}  # fmt: skip
+    metric_jobs = [
+        MetricsJob(str(folder / f"oof-{which}.npz"), fs, clf_seed[which] + i)
+        for which in WHICH for i, fs in enumerate(FEATURE_SETS)
     ]  # fmt: skip
-    engine.map(score_shard, scoring, say("scores of every molecule:", 0.8, 1.0))
-    for which in WHICH:
-        (folder / f"train-{which}.npz").unlink(missing_ok=True)
-    metrics = {which: [result[(which, fs)]["metrics"] for fs in FEATURE_SETS] for which in WHICH}
+    scoring = [
+        ScoreJob(j, models, per_shard[k],
+                 {w: {fs: oof[w][f"{fs}:stored"][bounds[k] : bounds[k + 1]] for fs in FEATURE_SETS} for w in WHICH},
+                 regression or None, slice(int(bounds[k]), int(bounds[k + 1])))
+        for k, j in enumerate(jobs)
+    ]  # fmt: skip
+    done = engine.map(run_job, [*metric_jobs, *scoring], say("metrics and scores of every molecule:", 0.75, 1.0))
+    for path in folder.glob("*.npz"):
+        path.unlink(missing_ok=True)
+    for path in folder.glob("reg-*.pkl"):
+        path.unlink(missing_ok=True)
+    per_set = len(FEATURE_SETS)
+    metrics = {which: done[i * per_set : (i + 1) * per_set] for i, which in enumerate(WHICH)}
+    rows = []
+    if regression:
+        partials = {which: [d["regression"][which] for d in done[len(metric_jobs) :]] for which in WHICH}
+        rows = regression_section(meta, list(meta.get("properties", [])), partials, frame_dependent_properties(meta))
     return StageOutput(
-        report={"classifiers": metrics["original"]},
+        report={"classifiers": metrics["original"], "regression": rows},
         control={"classifiers": metrics["control"]},
         settings={
             "classifier": {**CLASSIFIER.as_dict(), "model": "HistGradientBoostingClassifier"},
             "feature_sets": list(FEATURE_SETS),
             "score_features": SCORE_FEATURES,
+            "regression": REGRESSION.as_dict(),
             "training_subsample": int(len(train)),
             "training_rule": f"the {TRAIN_MOLECULES:,} molecules with the smallest (seed, 'models:train') draws",
             "negatives": "counter-based: haar_rotations(seed, 'models:<which>:negatives', global index)",
             "metrics": "out-of-fold (cross-fitted) over the training subsample; molecule-level bootstrap CI",
-            "scores": "training molecules: out-of-fold; others: a model fitted on the whole subsample",
-            "seed_rule": "derived_seed(seed, 'models:<which>:classifier')",
+            "scores": "training molecules: out-of-fold; others: the model of fold "
+            "floor(n_folds * uniforms(seed, 'models:<which>:score-fold', index))",
+            "regression_scores": "over every molecule: training molecules out-of-fold (their fold is their group), "
+            "others by the model fitted on the whole subsample (group: a draw on (seed, "
+            "'models:regression:group', index)); means over the groups",
+            "seed_rule": "derived_seed(seed, 'models:<which>:classifier'); regression: derived_seed(seed, "
+            "'models:regression')",
         },
-        skipped_parts={"regression": "the orientation-only regression is not yet computed per shard"},
+        skipped_parts={"regression": regression_skipped} if regression_skipped else {},
     )

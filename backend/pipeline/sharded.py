@@ -1,9 +1,8 @@
 """The pipeline over shards: each stage maps per-shard tasks on the engine and merges their results.
 
 The frames and statistics stages run per shard (see shard_stages.py), and so
-do the models stage's classifiers (shard_models.py) and the chemistry stage
-(shard_chemistry.py). The orientation-only regression does not yet: on a
-sharded dataset it is recorded as skipped with that reason. Each stage's section and its
+does the models stage (shard_models.py, shard_regression.py) and the
+chemistry stage (shard_chemistry.py). Each stage's section and its
 ``engine`` (where it ran, how many workers) go into the result's manifest,
 which is written last, as for the in-memory pipeline.
 """

@@ -148,6 +148,23 @@ def grouped_folds(n_molecules: int, n_folds: int, seed: int) -> np.ndarray:
     return fold
 
 
+def fold_model(
+    X_original: np.ndarray, X_rotated: np.ndarray, fold: np.ndarray, k: int, settings: ClassifierSettings, seed: int
+) -> HistGradientBoostingClassifier:
+    """The model of fold ``k``: fitted on both copies of every molecule outside it (labels 1 stored, 0 rotated).
+
+    Parameters
+    ----------
+    X_original, X_rotated : (n_molecules, d) features of the two copies
+    fold : (n_molecules,) from :func:`grouped_folds`
+    """
+    train = fold != k
+    X = np.vstack([X_original[train], X_rotated[train]])
+    y = np.r_[np.ones(train.sum()), np.zeros(train.sum())]
+    with threadpool_limits(limits=settings.n_threads, user_api="openmp"):
+        return settings.make_model(seed + k).fit(X, y)
+
+
 def cross_fit_scores(
     X_original: np.ndarray,
     X_rotated: np.ndarray,
@@ -171,10 +188,8 @@ def cross_fit_scores(
     p_orig, p_rot = np.empty(n), np.empty(n)
     with threadpool_limits(limits=settings.n_threads, user_api="openmp"):
         for k in range(settings.n_folds):
-            train, test = fold != k, fold == k
-            X = np.vstack([X_original[train], X_rotated[train]])
-            y = np.r_[np.ones(train.sum()), np.zeros(train.sum())]
-            model = settings.make_model(seed + k).fit(X, y)
+            test = fold == k
+            model = fold_model(X_original, X_rotated, fold, k, settings, seed)
             p_orig[test] = model.predict_proba(X_original[test])[:, 1]
             p_rot[test] = model.predict_proba(X_rotated[test])[:, 1]
             if progress is not None:

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from backend.science.classifiers import grouped_folds
+from backend.science.ordered_sums import ordered_sums
 from backend.science.rotations import matrix_to_quaternion
 
 
@@ -47,10 +48,11 @@ class SO3NeighborsRegressor:
     than the mean.
     """
 
-    def __init__(self, n_neighbors: int = 50, n_calibration: int = 20000, seed: int = 0):
+    def __init__(self, n_neighbors: int = 50, n_calibration: int = 20000, seed: int = 0, workers: int = -1):
         self.n_neighbors = n_neighbors
         self.n_calibration = n_calibration
         self.seed = seed
+        self.workers = workers  # threads of the neighbour search (-1: all cores; 1 on a Dask worker)
 
     @staticmethod
     def _quaternions(rotations: np.ndarray) -> np.ndarray:
@@ -70,7 +72,7 @@ class SO3NeighborsRegressor:
         rng = np.random.default_rng(self.seed)
         rows = rng.choice(len(q), size=min(self.n_calibration, len(q)), replace=False)
         # Leave-one-out: query one extra neighbour and drop the row itself.
-        _, idx = self.tree_.query(q[rows], k=self.n_neighbors + 1, workers=-1)
+        _, idx = self.tree_.query(q[rows], k=self.n_neighbors + 1, workers=self.workers)
         idx = idx % len(q)
         own = idx == rows[:, None]
         # Where the row is not among its own hits (duplicates), drop the farthest.
@@ -83,12 +85,15 @@ class SO3NeighborsRegressor:
         self.shrinkage_ = np.clip(slope, 0.0, 1.0)
         return self
 
-    def predict(self, rotations: np.ndarray) -> np.ndarray:
-        """(m,) or (m, p) predictions for (m, 3, 3) rotations."""
+    def predict(self, rotations: np.ndarray, chunk: int = 20000) -> np.ndarray:
+        """(m,) or (m, p) predictions for (m, 3, 3) rotations, ``chunk`` rows at a time
+        (the neighbours' targets take chunk * k * p floats)."""
         q = self._quaternions(rotations)
-        _, idx = self.tree_.query(q, k=self.n_neighbors, workers=-1)
-        idx = idx.reshape(len(q), -1) % len(self.y_)
-        pred = self.mean_ + self.shrinkage_ * (self.y_[idx].mean(axis=1) - self.mean_)
+        pred = np.empty((len(q), self.n_outputs_))
+        for lo in range(0, len(q), chunk):
+            _, idx = self.tree_.query(q[lo : lo + chunk], k=self.n_neighbors, workers=self.workers)
+            idx = idx.reshape(len(idx), -1) % len(self.y_)
+            pred[lo : lo + chunk] = self.mean_ + self.shrinkage_ * (self.y_[idx].mean(axis=1) - self.mean_)
         return pred[:, 0] if self._squeeze else pred
 
 
@@ -100,6 +105,81 @@ class RegressionSettings:
 
     def as_dict(self) -> dict:
         return {"model": "SO3NeighborsRegressor", **{k: getattr(self, k) for k in self.__dataclass_fields__}}
+
+
+def fit_regressor(
+    rotations: np.ndarray, y: np.ndarray, settings: RegressionSettings, seed: int, workers: int = -1
+) -> tuple[SO3NeighborsRegressor, np.ndarray]:
+    """The regressor fitted on ``rotations`` (n, 3, 3) and ``y`` (n, p), NaNs imputed with the
+    column mean, and that mean (p,) (the mean predictor's value)."""
+    finite = np.isfinite(y)
+    fill = np.nanmean(np.where(finite, y, np.nan), axis=0)
+    model = SO3NeighborsRegressor(settings.n_neighbors, settings.n_calibration, seed, workers)
+    return model.fit(rotations, np.where(finite, y, fill)), fill
+
+
+def cross_fit_predictions(
+    rotations: np.ndarray, y: np.ndarray, settings: RegressionSettings, seed: int, workers: int = -1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """k-fold out-of-fold predictions of each property from the frame alone.
+
+    Parameters
+    ----------
+    rotations : (n, 3, 3) canonical frames
+    y : (n, p) properties
+
+    Returns
+    -------
+    pred : (n, p) each row predicted by the model of the folds it is not in
+    baseline : (n, p) the mean predictor's value for the row (its training folds' mean)
+    fold : (n,) the row's fold, from :func:`grouped_folds` (seed)
+    """
+    fold = grouped_folds(len(y), settings.n_folds, seed)
+    pred, baseline = np.empty(y.shape), np.empty(y.shape)
+    for k in range(settings.n_folds):
+        train, test = fold != k, fold == k
+        model, fill = fit_regressor(rotations[train], y[train], settings, seed + k, workers)
+        pred[test] = model.predict(rotations[test]).reshape(-1, y.shape[1])
+        baseline[test] = fill
+    return pred, baseline, fold
+
+
+def error_terms(y: np.ndarray, pred: np.ndarray, baseline: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """(n, 5 p) per-row terms whose sums over a group give its scores (see :func:`regression_summary`):
+    finite count, squared error of ``pred`` and of ``baseline``, and y - centre and its square
+    (for the variance; ``centre`` (p,) is any fixed value near the mean). NaN targets count zero."""
+    ok = np.isfinite(y)
+    y0 = np.where(ok, y, 0.0)
+    d = np.where(ok, y - centre, 0.0)
+    return np.hstack([ok.astype(np.float64), ok * (pred - y0) ** 2, ok * (baseline - y0) ** 2, d, d**2])
+
+
+def regression_summary(sums: np.ndarray) -> dict[str, np.ndarray]:
+    """The scores from the (n_groups, 5 p) sums of :func:`error_terms` per group (fold).
+
+    Returns
+    -------
+    dict of (p,) arrays, means over groups unless named ``*_std``:
+    ``mse``, ``baseline_mse`` (predicting the training folds' mean), both in
+    unit², ``improvement`` = 1 - mse / baseline_mse and ``improvement_std``,
+    and ``mse_normalised`` / ``baseline_mse_normalised`` (divided by the
+    property's variance over all rows).
+    """
+    count, err, base, d, d2 = np.split(np.asarray(sums, dtype=np.float64), 5, axis=1)
+    n_ok = np.maximum(count, 1)
+    mse, base = err / n_ok, base / n_ok
+    improvement = 1.0 - mse / np.where(base > 0, base, np.inf)
+    total = np.maximum(count.sum(axis=0), 1)
+    variance = d2.sum(axis=0) / total - (d.sum(axis=0) / total) ** 2
+    variance = np.where(variance > 0, variance, 1.0)
+    return {
+        "mse": mse.mean(axis=0),
+        "baseline_mse": base.mean(axis=0),
+        "improvement": improvement.mean(axis=0),
+        "improvement_std": improvement.std(axis=0),
+        "mse_normalised": mse.mean(axis=0) / variance,
+        "baseline_mse_normalised": base.mean(axis=0) / variance,
+    }
 
 
 def orientation_regression(
@@ -116,39 +196,10 @@ def orientation_regression(
 
     Returns
     -------
-    dict of (p,) arrays, means over folds unless named ``*_std``:
-    ``mse``, ``baseline_mse`` (predicting the training-fold mean), both in
-    unit², ``improvement`` = 1 - mse / baseline_mse and ``improvement_std``,
-    and ``mse_normalised`` / ``baseline_mse_normalised`` (divided by the
-    property's variance over the whole set).
+    the scores of :func:`regression_summary`, one group per fold.
     """
     settings = settings or RegressionSettings()
     y = np.asarray(y, dtype=np.float64).reshape(len(rotations), -1)
-    finite = np.isfinite(y)
-    fold = grouped_folds(len(y), settings.n_folds, seed)
-    mse, base = [], []
-    for k in range(settings.n_folds):
-        train, test = fold != k, fold == k
-        fill = np.nanmean(np.where(finite[train], y[train], np.nan), axis=0)
-        y_train = np.where(finite[train], y[train], fill)
-        model = SO3NeighborsRegressor(settings.n_neighbors, settings.n_calibration, seed + k).fit(
-            rotations[train], y_train
-        )
-        pred = model.predict(rotations[test])
-        ok = finite[test]
-        n_ok = np.maximum(ok.sum(axis=0), 1)
-        y_test = np.where(ok, y[test], 0.0)
-        mse.append(np.sum(ok * (pred - y_test) ** 2, axis=0) / n_ok)
-        base.append(np.sum(ok * (fill - y_test) ** 2, axis=0) / n_ok)
-    mse, base = np.array(mse), np.array(base)
-    improvement = 1.0 - mse / np.where(base > 0, base, np.inf)
-    variance = np.nanvar(y, axis=0)
-    variance = np.where(variance > 0, variance, 1.0)
-    return {
-        "mse": mse.mean(axis=0),
-        "baseline_mse": base.mean(axis=0),
-        "improvement": improvement.mean(axis=0),
-        "improvement_std": improvement.std(axis=0),
-        "mse_normalised": mse.mean(axis=0) / variance,
-        "baseline_mse_normalised": base.mean(axis=0) / variance,
-    }
+    pred, baseline, fold = cross_fit_predictions(rotations, y, settings, seed)
+    centre = np.nan_to_num(np.nanmean(np.where(np.isfinite(y), y, np.nan), axis=0))
+    return regression_summary(ordered_sums(error_terms(y, pred, baseline, centre), fold, settings.n_folds))

@@ -56,7 +56,7 @@ def test_frames_are_exact_and_the_report_has_the_engine(reference):
     report = build_report(data, meta["id"])
     assert report["n_molecules"] == N
     assert report["engine"]["frames"] == {"where": "in-process", "workers": 1}
-    assert set(report["skipped_stages"]) == {"models.regression"}
+    assert set(report["skipped_stages"]) == set()
     assert report["groups"]["formula"]["n_grouped"] == N and report["engine"]["chemistry"]["where"] == "in-process"
     assert report["kl"]["value"] > 0.3 and abs(report["control"]["kl"]["value"]) < 0.1
     assert report["kl"]["method"].startswith("exact") and report["kl"]["n_used"] == N
@@ -160,8 +160,35 @@ def test_classifiers_train_on_a_seeded_subsample_and_score_every_molecule(tmp_pa
     by_features = {c["features"]: c for c in report["classifiers"]}
     assert by_features["frame+composition"]["accuracy"] > 0.6 and by_features["frame+composition"]["n_test"] == 1200
     assert all(abs(c["accuracy"] - 0.5) < 0.1 for c in report["control"]["classifiers"])
-    # Training molecules are cross-fitted; the others are scored by the model fitted on all 600.
+    # Training molecules are cross-fitted; the others are scored by one of the fold models.
     assert scores["classifier_score"].nunique() > 1000
+    # The orientation-only regression: same rows for both cuts (compared above), every property, a null control.
+    rows = {r["property"]: r for r in report["regression"]}
+    assert set(rows) == set(ds.read_meta(tmp_path / "700", report["dataset"])["properties"]) and len(rows) > 3
+    assert all(abs(r["control_improvement"]) < 0.05 for r in rows.values())
+    assert report["stages"]["models"]["settings"]["regression"]["n_neighbors"] == 50
+
+
+def test_regression_on_a_subsample_of_the_whole_set_is_the_in_memory_regression(reference):
+    from backend.pipeline.stages.models import REGRESSION
+    from backend.science.regression import orientation_regression
+    from backend.science.rotations import derived_seed
+
+    data, meta = reference
+    report = build_report(data, meta["id"])
+    store = ResultStore(data, meta["id"], make_params())
+    y = ds.load_dataset(data, meta["id"]).properties.select_dtypes("number")
+    seed = derived_seed(0, "models:regression")
+    expected = {}
+    for which in ("original", "control"):
+        table = store.table("frames", which).to_pandas()
+        rotations = table[[f"r{i}{j}" for i in range(3) for j in range(3)]].to_numpy().reshape(-1, 3, 3)
+        expected[which] = orientation_regression(rotations, y.to_numpy(np.float64), REGRESSION, seed)
+    assert [r["property"] for r in report["regression"]] == list(y.columns)
+    for j, row in enumerate(report["regression"]):
+        for key in ("mse", "baseline_mse", "improvement", "improvement_std", "mse_normalised"):
+            assert row[key] == pytest.approx(expected["original"][key][j], rel=1e-12, abs=1e-15)
+        assert row["control_improvement"] == pytest.approx(expected["control"]["improvement"][j], rel=1e-12, abs=1e-15)
 
 
 def test_sharded_and_in_memory_ingest_record_the_same_meta(tmp_path, synth_dir):

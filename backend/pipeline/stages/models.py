@@ -24,6 +24,7 @@ SCORE_FEATURES = "frame+composition"
 MIN_MOLECULES = 20
 CLASSIFIER = ClassifierSettings()
 REGRESSION = RegressionSettings()
+NO_PROPERTIES = "the dataset has no numeric properties to predict"
 
 
 def score_column(feature_set: str) -> str:
@@ -47,10 +48,25 @@ def _classify(ctx: StageContext, which: str, positions: np.ndarray, start: float
     )  # fmt: skip
 
 
+def regression_rows(names, units: dict, frame_dependent, original: dict, control: dict) -> list[dict]:
+    """The report's rows, one per property, from the scores of the stored poses and of the control."""
+    rows = []
+    for j, name in enumerate(names):
+        rows.append({
+            "property": str(name),
+            "unit": units.get(name, ""),
+            "frame_dependent": name in frame_dependent,
+            **{key: float(values[j]) for key, values in original.items()},
+            "control_improvement": float(control["improvement"][j]),
+            "control_improvement_std": float(control["improvement_std"][j]),
+        })  # fmt: skip
+    return rows
+
+
 def _regression(ctx: StageContext) -> tuple[list[dict], str | None]:
     props = ctx.mols.properties.select_dtypes("number")
     if props.shape[1] == 0:
-        return [], "the dataset has no numeric properties to predict"
+        return [], NO_PROPERTIES
     if ctx.mols.n_molecules < 2 * REGRESSION.n_neighbors:
         return [], f"needs at least {2 * REGRESSION.n_neighbors} molecules, got {ctx.mols.n_molecules}"
     seed = derived_seed(ctx.seed, "models:regression")
@@ -60,17 +76,7 @@ def _regression(ctx: StageContext) -> tuple[list[dict], str | None]:
     ctx.progress(0.93, "orientation-only regression (control)")
     control = orientation_regression(ctx.frames("control").rotations, y, REGRESSION, seed)
     frame_dependent = frame_dependent_properties(ds.read_meta(ctx.data_dir, ctx.dataset_id))
-    rows = []
-    for j, name in enumerate(props.columns):
-        rows.append({
-            "property": str(name),
-            "unit": ctx.mols.property_units.get(name, ""),
-            "frame_dependent": name in frame_dependent,
-            **{key: float(values[j]) for key, values in original.items()},
-            "control_improvement": float(control["improvement"][j]),
-            "control_improvement_std": float(control["improvement_std"][j]),
-        })  # fmt: skip
-    return rows, None
+    return regression_rows(props.columns, ctx.mols.property_units, frame_dependent, original, control), None
 
 
 def run(ctx: StageContext) -> StageOutput:

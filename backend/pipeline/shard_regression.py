@@ -1,0 +1,99 @@
+"""The orientation-only regression over shards: fitted on the models stage's training subsample,
+every molecule scored shard by shard.
+
+1. :class:`RegressionJob` (one per orientation set, stored poses and control)
+   cross-fits the regressor on the subsample exactly as the in-memory stage
+   does (its folds and seeds): every training molecule gets its out-of-fold
+   prediction and its training folds' mean (the baseline). It also fits one
+   model on the whole subsample.
+2. Per shard, :func:`regression_partial` predicts every other molecule with
+   that model (baseline: the subsample's mean) and puts it in a group drawn by
+   its global index, one of ``n_folds``; training molecules stay in their fold.
+   The squared errors are summed per group in fixed global blocks
+   (science/ordered_sums), so the merge gives the same bits for any cut.
+3. :func:`regression_section` turns the merged sums into the in-memory stage's
+   rows: means over the groups, ``improvement_std`` their spread, the
+   normalised columns divided by the variance over every molecule.
+
+With a subsample of the whole set this is exactly the in-memory computation.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from backend.pipeline.stages.models import REGRESSION, regression_rows
+from backend.science.counter_rng import uniforms
+from backend.science.ordered_sums import block_partial, merge_block_partials
+from backend.science.regression import cross_fit_predictions, error_terms, fit_regressor, regression_summary
+
+
+@dataclass(frozen=True)
+class RegressionJob:
+    """Cross-fit and fit the regressor of one orientation set on the training subsample."""
+
+    train_path: str  # npz: rotations (m, 9) and y (m, p) of the subsample, in global index order
+    which: str
+    seed: int
+    out_path: str  # npz: out-of-fold pred, baseline, fold, and the fitted model (pickled) beside it
+
+    cost = 1  # relative to the classifier folds (see shard_models.FoldJob.cost)
+
+    @property
+    def model_path(self) -> str:
+        return str(Path(self.out_path).with_suffix(".pkl"))
+
+    def run(self) -> str:
+        with np.load(self.train_path) as data:
+            rotations, y = data[f"{self.which}:rotations"].reshape(-1, 3, 3), data["y"]
+        pred, baseline, fold = cross_fit_predictions(rotations, y, REGRESSION, self.seed, workers=1)
+        model, fill = fit_regressor(rotations, y, REGRESSION, self.seed + REGRESSION.n_folds, workers=1)
+        tmp = Path(self.model_path).with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps({"model": model, "fill": fill}))
+        tmp.replace(self.model_path)
+        np.savez(self.out_path, pred=pred, baseline=baseline, fold=fold)
+        return self.out_path
+
+
+def score_group(seed: int, index: np.ndarray) -> np.ndarray:
+    """(n,) the group of each molecule outside the subsample: a draw by global index, one of ``n_folds``."""
+    u = uniforms(seed, "models:regression:group", index)[:, 0]
+    return np.minimum((u * REGRESSION.n_folds).astype(np.int64), REGRESSION.n_folds - 1)
+
+
+def regression_partial(
+    fitted: RegressionJob, rotations: np.ndarray, y: np.ndarray, start: int, train_local: np.ndarray, train_slice: slice
+) -> dict:
+    """One shard's ordered sums of :func:`error_terms` per group.
+
+    Parameters
+    ----------
+    rotations : (n, 3, 3) frames of the shard's molecules in this orientation set
+    y : (n, p) their properties
+    start : global index of the shard's first molecule
+    train_local : (m,) shard rows of the training molecules; ``train_slice`` their rows in the subsample
+    """
+    saved = pickle.loads(Path(fitted.model_path).read_bytes())
+    pred = saved["model"].predict(rotations).reshape(len(y), -1)
+    baseline = np.broadcast_to(saved["fill"], y.shape).copy()
+    group = score_group(fitted.seed, start + np.arange(len(y)))
+    with np.load(fitted.out_path) as oof:
+        pred[train_local] = oof["pred"][train_slice]
+        baseline[train_local] = oof["baseline"][train_slice]
+        group[train_local] = oof["fold"][train_slice]
+    centre = np.nan_to_num(saved["fill"])
+    return block_partial(error_terms(y, pred, baseline, centre), group, REGRESSION.n_folds, start)
+
+
+def regression_section(meta: dict, names: list[str], partials: dict, frame_dependent) -> list[dict]:
+    """The report's regression rows from each orientation set's shard partials (in shard order)."""
+    scores = {
+        which: regression_summary(merge_block_partials(parts, REGRESSION.n_folds)) for which, parts in partials.items()
+    }
+    return regression_rows(
+        names, meta.get("property_units", {}), frame_dependent, scores["original"], scores["control"]
+    )
