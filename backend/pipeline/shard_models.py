@@ -100,6 +100,7 @@ def training_features(job: FeatureJob) -> dict:
     mols = read_shard(job.shard.ref, read_meta(Path(job.shard.data_dir), job.shard.dataset_id))
     out = {which: _features(job.shard, which, job.rows, negatives=True, mols=mols) for which in WHICH}
     out["y"] = _properties(mols)[np.asarray(job.rows, dtype=np.int64) - job.shard.ref.start]
+    out["properties"] = list(mols.properties.select_dtypes("number").columns)
     return out
 
 
@@ -276,6 +277,7 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
                        say("training features:", 0.0, 0.1))  # fmt: skip
     folder = Path(jobs[0].result_dir) / "models"
     folder.mkdir(parents=True, exist_ok=True)
+    names = list(parts[0]["properties"])  # the columns of y, in the order every shard reads them
     folds, clf_seed = _fold_jobs(folder, parts, seed)
     regression, regression_skipped = _regression_jobs(folder, parts, seed, len(train))
     del parts
@@ -306,7 +308,7 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
     rows = []
     if regression:
         partials = {which: [d["regression"][which] for d in done[len(metric_jobs) :]] for which in WHICH}
-        rows = regression_section(meta, list(meta.get("properties", [])), partials, frame_dependent_properties(meta))
+        rows = regression_section(meta, names, partials, frame_dependent_properties(meta))
     return StageOutput(
         report={"classifiers": metrics["original"], "regression": rows},
         control={"classifiers": metrics["control"]},
