@@ -40,11 +40,13 @@ log = logging.getLogger(__name__)
 # derived data: a full-QM9 view is ~210 MB at load and ~360 MB once its panels, k-d tree,
 # fingerprint and SMARTS indexes are built, so in one shared budget a single view would evict
 # every map figure and first page (or be refused outright), while a burst of small map entries
-# would evict the view that costs seconds to reload. The default holds one warmed QM9-sized
-# view plus some small datasets; with the 256 MB of derived data a warmed worker stays near
-# 1.1 GB after `make loadtest` (one dataset) and under ~1.5 GB with the view budget full.
+# would evict the view that costs seconds to reload. The default holds one warmed 10M-molecule
+# column view (~600 MB with its k-d tree; at 512 MB it was reloaded on every request, 20-80 s
+# each) or two or three warmed QM9-sized views; with the 256 MB of derived data a warmed worker
+# stays near 1.1 GB after `make loadtest` (one dataset). Several large datasets used in turn
+# fill it: lower it to bound a worker (e.g. 512 MB holds one warmed QM9).
 VIEW_CACHE_MB_ENV = "ORIENTSCOPE_VIEW_CACHE_MB"
-DEFAULT_VIEW_CACHE_MB = 512
+DEFAULT_VIEW_CACHE_MB = 1024
 _VIEWS = "views"
 
 # Sharded datasets of at least this many molecules are served from memory-mapped
