@@ -33,7 +33,7 @@ from backend.services.map_data import frame_lines
 log = logging.getLogger(__name__)
 
 _FIRST_PAINT: ContextVar[str] = ContextVar("first_paint", default="")
-# Dash's placeholder inside #react-entry-point (dash.dash._app_entry), replaced by the first paint.
+# Dash's placeholder inside #react-entry-point (its {%app_entry%} markup), replaced by the first paint.
 DASH_LOADING = re.compile(r'<div class="_dash-loading">.*?</div>', re.S)
 
 # Set the hook once the image is decoded and the frame with it has been painted (two animation frames,

@@ -179,7 +179,10 @@ def main(args: list[str]) -> None:
         n, ws, *scope = arg.split(":")
         plan.append((int(n), [int(w) for w in ws.split(",")], scope[0] if scope else "all"))
     work = Path(os.environ.get("ORIENTSCOPE_BENCH_DIR") or tempfile.mkdtemp(prefix="orientscope-scale-"))
-    rows = []
+    # Rows of earlier runs to keep in the table (the row-*.json files `bench` writes), so a
+    # long 10M row need not be re-run beside a new 1M one; each keeps its own load and timings.
+    kept = [p for p in os.environ.get("ORIENTSCOPE_BENCH_KEEP_ROWS", "").split(",") if p]
+    rows = [json.loads(Path(p).read_text()) for p in kept]
     for n, workers, scope in plan:
         rows += bench(n, workers, scope, work)
         print(json.dumps([{k: v for k, v in r.items() if k != "samples"} for r in rows], indent=1), flush=True)
