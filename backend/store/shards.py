@@ -122,13 +122,22 @@ def duplicate_in_partition(refs: list[ShardRef], partition: int, n_partitions: i
     return str(uniq[counts > 1][0]) if (counts > 1).any() else None
 
 
+def _shard_file(result_dir: Path, stage: str, name: str, number: int, suffix: str) -> Path:
+    return Path(result_dir) / stage / f"{name}-{number:05d}{suffix}"
+
+
+def _shard_files(result_dir: Path, stage: str, name: str, suffix: str) -> list[Path]:
+    """Every shard's file of one result, in shard order (five-digit numbers sort as text)."""
+    return sorted((Path(result_dir) / stage).glob(f"{name}-[0-9][0-9][0-9][0-9][0-9]{suffix}"))
+
+
 def shard_table_path(result_dir: Path, stage: str, table: str, number: int) -> Path:
-    return Path(result_dir) / stage / f"{table}-{number:05d}.parquet"
+    return _shard_file(result_dir, stage, table, number, ".parquet")
 
 
 def shard_table_paths(result_dir: Path, stage: str, table: str) -> list[Path]:
     """Every shard's file of one result table, in shard order (empty if the result is not sharded)."""
-    return sorted((Path(result_dir) / stage).glob(f"{table}-[0-9][0-9][0-9][0-9][0-9].parquet"))
+    return _shard_files(result_dir, stage, table, ".parquet")
 
 
 def write_shard_table(result_dir: Path, stage: str, table: str, number: int, frame: pd.DataFrame) -> Path:
@@ -142,12 +151,12 @@ def read_shard_table(result_dir: Path, stage: str, table: str, number: int, colu
 
 
 def shard_array_path(result_dir: Path, stage: str, name: str, number: int) -> Path:
-    return Path(result_dir) / stage / f"{name}-{number:05d}.npy"
+    return _shard_file(result_dir, stage, name, number, ".npy")
 
 
 def shard_array_paths(result_dir: Path, stage: str, name: str) -> list[Path]:
     """Every shard's ``.npy`` file of one result array, in shard order (empty if there is none)."""
-    return sorted((Path(result_dir) / stage).glob(f"{name}-[0-9][0-9][0-9][0-9][0-9].npy"))
+    return _shard_files(result_dir, stage, name, ".npy")
 
 
 def write_shard_array(result_dir: Path, stage: str, name: str, number: int, array: np.ndarray) -> Path:

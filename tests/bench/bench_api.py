@@ -57,14 +57,19 @@ def _start_server(data_dir: Path, port: int) -> tuple[subprocess.Popen, float]:
     cmd = [sys.executable, "-m", "backend.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, wait_until_healthy(proc, port, t0, limit_s=120)
+
+
+def wait_until_healthy(proc: subprocess.Popen, port: int, t0: float, limit_s: float) -> float:
+    """Seconds from ``t0`` until the server on ``port`` answers /api/health; RuntimeError if it dies or times out."""
     url = f"http://127.0.0.1:{port}/api/health"
     while True:
         try:
             if httpx.get(url, timeout=1).status_code == 200:
-                return proc, time.perf_counter() - t0
+                return time.perf_counter() - t0
         except httpx.HTTPError:
             pass
-        if proc.poll() is not None or time.perf_counter() - t0 > 120:
+        if proc.poll() is not None or time.perf_counter() - t0 > limit_s:
             raise RuntimeError("the server did not start")
         time.sleep(0.05)
 

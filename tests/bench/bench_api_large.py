@@ -33,7 +33,7 @@ import pandas as pd
 import psutil
 
 from backend.services.cache import VIEW_CACHE_MB_ENV
-from tests.bench.bench_api import _free_port
+from tests.bench.bench_api import _free_port, wait_until_healthy
 from tests.bench.common import write_section
 from tests.bench.http_load import drive
 
@@ -115,15 +115,7 @@ def _start_server(data_dir: Path, port: int) -> tuple[subprocess.Popen, float]:
     env = {**os.environ, VIEW_CACHE_MB_ENV: os.environ.get(VIEW_CACHE_MB_ENV, str(VIEW_CACHE_MB))}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code == 200:
-                return proc, time.perf_counter() - t0
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.perf_counter() - t0 > 600:
-            raise RuntimeError("the server did not start")
-        time.sleep(0.1)
+    return proc, wait_until_healthy(proc, port, t0, limit_s=600)  # a 10M set maps its columns first
 
 
 def _memory(pid: int) -> dict[str, float]:
