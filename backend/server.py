@@ -67,9 +67,17 @@ def create_app(
         create_dash(server=server, data_dir=Path(settings.data_dir), read_only=settings.read_only)
         # Dash serves only registered component files and raises this for any other path: a 404, not a 500.
         server.add_exception_handler(DependencyException, _unknown_dash_file)
+    server.state.warming = warm  # /api/health reports it: latencies measured before it clears are not a warm server's
     if warm:
-        threading.Thread(target=_warm, args=(settings.data_dir,), name="orientscope-warm", daemon=True).start()
+        threading.Thread(target=_warm_then_clear, args=(server,), name="orientscope-warm", daemon=True).start()
     return server
+
+
+def _warm_then_clear(server: FastAPI) -> None:
+    try:
+        _warm(server.state.settings.data_dir)
+    finally:
+        server.state.warming = False
 
 
 async def _unknown_dash_file(request: Request, exc: Exception) -> JSONResponse:

@@ -90,3 +90,25 @@ def test_a_serving_process_keeps_its_threads_to_two_malloc_arenas():
 
     assert arenas("default") > MALLOC_ARENAS  # eight allocating threads: glibc would give them their own
     assert arenas("limit") <= MALLOC_ARENAS
+
+
+def test_health_says_warming_until_the_background_warm_up_ends(api_data):  # noqa: F811
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from backend.server import create_app
+
+    gc.unfreeze()
+    try:
+        with TestClient(create_app(api_data, dashboard=False, warm=True)) as client:
+            seen = [client.get("/api/health").json()["warming"]]
+            deadline = time.monotonic() + 300
+            while seen[-1] and time.monotonic() < deadline:
+                time.sleep(0.2)
+                seen.append(client.get("/api/health").json()["warming"])
+        assert seen[0] is True and seen[-1] is False  # the thread waits 2 s before it starts loading
+        with TestClient(create_app(api_data, dashboard=False)) as client:  # no warm-up asked: never warming
+            assert client.get("/api/health").json()["warming"] is False
+    finally:
+        gc.unfreeze()

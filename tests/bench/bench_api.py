@@ -74,6 +74,20 @@ def wait_until_healthy(proc: subprocess.Popen, port: int, t0: float, limit_s: fl
         time.sleep(0.05)
 
 
+def wait_until_warm(port: int, t0: float, limit_s: float) -> float:
+    """Seconds from ``t0`` until /api/health stops reporting the start-up warm-up; RuntimeError on time-out.
+
+    Requests measured during the warm-up share the cores with it (map index, k-d tree, fingerprints):
+    on full QM9 it doubled the 32-client p95 of molecules/{id}.
+    """
+    url = f"http://127.0.0.1:{port}/api/health"
+    while time.perf_counter() - t0 < limit_s:
+        if not httpx.get(url, timeout=5).json().get("warming"):
+            return time.perf_counter() - t0
+        time.sleep(0.2)
+    raise RuntimeError("the server did not finish warming up")
+
+
 def main() -> None:
     data_dir = Path(os.environ.get("ORIENTSCOPE_BENCH_DATA", "/tmp/os-bench-api"))
     precompute_s = _ensure_store(data_dir)
@@ -86,6 +100,7 @@ def main() -> None:
     proc, start_s = _start_server(data_dir, port)
     base = f"http://127.0.0.1:{port}"
     try:
+        warm_s = wait_until_warm(port, time.perf_counter() - start_s, limit_s=600)
         t0 = time.perf_counter()
         httpx.get(f"{base}/api/datasets/qm9/summary", timeout=120).raise_for_status()
         first_s = time.perf_counter() - t0
@@ -126,7 +141,9 @@ def main() -> None:
     lines += [
         "",
         f"- Server start with a warm store (spawn → `/api/health` 200): **{start_s:.2f} s** (target ≤ 5 s).",
-        f"- First `summary` request (loads the dataset into the read cache): {first_s:.2f} s.",
+        f"- Start-up warm-up (spawn → `/api/health` stops reporting `warming`; every figure is measured after it): "
+        f"{warm_s:.1f} s.",
+        f"- First `summary` request after the warm-up: {first_s:.2f} s.",
         f"- Resident memory after the load test, full QM9 loaded: **{rss_mb:.0f} MB** (target ≤ 2 GB).",
     ]
     if precompute_s:

@@ -19,6 +19,10 @@ class HealthStatus(HealthPublic):
     ready: bool = Field(description="True once at least one dataset is ready to browse.")
     datasets: dict[str, int] = Field(description="How many datasets are ready, computing and failed.")
     jobs: dict[str, int] = Field(description="How many background jobs are queued, running, done and failed.")
+    warming: bool = Field(
+        description="True while the server loads its ready datasets, map indexes and search trees in the background "
+        "after start; requests are answered meanwhile, some of them slower."
+    )
 
 
 @router.get("/health", response_model=HealthStatus)
@@ -36,4 +40,5 @@ def health(request: Request, settings: SettingsDep) -> dict:
         "ready": datasets[READY] > 0,
         "datasets": datasets,
         "jobs": jobs,
+        "warming": bool(getattr(request.app.state, "warming", False)),
     }
