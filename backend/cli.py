@@ -37,6 +37,7 @@ synth_mod = _Lazy("backend.pipeline.synth")
 datasets_svc = _Lazy("backend.services.datasets")
 audit_mod = _Lazy("backend.pipeline.model_audit")
 sharded_ingest = _Lazy("backend.pipeline.sharded_ingest")
+map_data = _Lazy("backend.services.map_data")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
@@ -114,6 +115,25 @@ def precompute_cmd(
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         _fail(err)
     typer.echo(f"stored {dataset} [{store.key}] in {store.dir}")
+
+
+@app.command("map")
+def map_cmd(
+    dataset: str,
+    data_dir: DataDir = None,
+    table: Annotated[
+        list[str] | None, typer.Option("--table", help="original | control (repeat for both; default both)")
+    ] = None,
+) -> None:
+    """Store DATASET's orientation map (projected axes, the x-sorted default view) in its active result,
+    so a server memory-maps it at start instead of building it (a minute or two at 10M molecules)."""
+    try:
+        root = resolve_data_dir(data_dir)
+        folders = map_data.store_map_arrays(root, dataset, tuple(table or map_data.TABLES))
+    except (OrientScopeError, ValueError, FileNotFoundError) as err:
+        _fail(err)
+    for folder in folders:
+        typer.echo(f"stored the map of {dataset} in {folder}")
 
 
 @app.command("report")

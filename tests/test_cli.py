@@ -61,6 +61,17 @@ def test_report_reuses_stored_results_and_reads_env_dir(cli_dir):
     assert manifest.read_text() == before
 
 
+def test_map_stores_the_map_in_the_active_result(cli_dir):
+    out = run("map", "qm9", "--table", "original", "--data-dir", str(cli_dir)).stdout
+    folder = cli_dir / "datasets/qm9/results/pca-max-s5-n300/map/original"
+    assert f"stored the map of qm9 in {folder}" in out
+    meta = json.loads((folder / "map.json").read_text())
+    assert meta["n_molecules"] == 300 and meta["n_points"] == 900 and meta["whole"] == [900, 300]
+    assert not (folder.parent / "control").exists()
+    proc = run("map", "qm9", "--table", "sideways", "--data-dir", str(cli_dir), check=False)
+    assert proc.returncode == 2 and "unknown table 'sideways'" in proc.stderr
+
+
 def test_unknown_dataset_and_bad_option_fail_cleanly(tmp_path):
     proc = run("report", "nope", "--data-dir", str(tmp_path), check=False)
     assert proc.returncode == 2 and "unknown dataset 'nope'" in proc.stderr

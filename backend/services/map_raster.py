@@ -473,6 +473,9 @@ def region_stats(points: MapPoints, vp: Viewport) -> tuple[int, int]:
     n_rows = points.md.n_molecules
     if vp.x0 <= x0 and x1 <= vp.x1 and vp.y0 <= y0 and y1 <= vp.y1:  # the whole view: counted once
         everything = (-np.inf, np.inf, -np.inf, np.inf)
+        geo = points.geometry
+        if geo is not None and geo.whole is not None and geo.x is points.x:  # stored with the view
+            return geo.whole
         return points.memo("whole", lambda: _region_stats(points.x, points.y, points.rows, *everything, n_rows))
     slab = _frame(points, vp)
     x, y, r = (slab[k].to_numpy() for k in ("x", "y", "r"))

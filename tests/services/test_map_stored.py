@@ -1,0 +1,153 @@
+"""Stored map arrays (store.map_arrays): a memory-mapped map answers exactly as the map built in memory."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from backend.pipeline.sharded_ingest import ingest_files
+from backend.pipeline.synth import SynthSpec, write_synth
+from backend.services import map_data as mdata
+from backend.services import map_raster as mr
+from backend.services.bytecache import map_cache, shared_cache
+from backend.services.map_view import MapQuery, view_points
+from backend.services.results import open_result
+from backend.store import map_arrays
+
+N = 900
+VP = mr.Viewport(-2.9, 2.9, -1.45, 1.45, 60, 30)
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory, qm9_small):
+    """A synthetic set ingested as three shards of 300 molecules, frames computed per shard."""
+    src = tmp_path_factory.mktemp("synth")
+    write_synth(src, SynthSpec(n=N, bias="qm9", seed=7, shard_size=300), source=qm9_small)
+    data = tmp_path_factory.mktemp("data")
+    meta = ingest_files(data, [src], "big", cluster="in-process", shard_size=300)
+    return data, meta["id"]
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """A server just started: empty map caches and an empty column-cache folder of its own."""
+    monkeypatch.setenv("ORIENTSCOPE_COLUMNS_DIR", str(tmp_path / "columns"))
+    for cache in (map_cache(), shared_cache()):
+        cache.clear()
+    yield tmp_path / "columns"
+    for cache in (map_cache(), shared_cache()):
+        cache.clear()
+
+
+def _in_memory(data, dataset_id, table="original"):
+    store = open_result(data, dataset_id)
+    return mdata._build_map_data(store, dataset_id, table)
+
+
+def _same_answers(stored, memory):
+    """The stored view and the in-memory one draw, count and click the same points."""
+    assert stored.size == memory.size
+    np.testing.assert_array_equal(stored.x, memory.x)
+    np.testing.assert_array_equal(stored.rows, memory.rows)
+    assert stored.bounds == memory.bounds
+    for vp in (VP, mr.Viewport(-1.0, 0.5, -0.6, 0.4, 40, 20)):
+        a, b = mr.render_map(stored, vp, budget=0), mr.render_map(memory, vp, budget=0)
+        assert a.mode == b.mode == "image" and (a.n_points, a.n_drawn) == (b.n_points, b.n_drawn)
+        np.testing.assert_array_equal(a.counts, b.counts)
+        np.testing.assert_array_equal(a.rgba, b.rgba)
+    a, b = mr.render_map(stored, VP, "density", budget=0), mr.render_map(memory, VP, "density", budget=0)
+    np.testing.assert_array_equal(a.rgba, b.rgba)
+    small = mr.Viewport(-0.5, 0.5, -0.3, 0.3, 60, 30)
+    pa_, pb = mr.render_map(stored, small, budget=10**6), mr.render_map(memory, small, budget=10**6)
+    assert pa_.mode == pb.mode == "points" and pa_.index.size > 5
+    np.testing.assert_array_equal(stored.ids(pa_.index), memory.ids(pb.index))
+    rng = np.random.default_rng(3)
+    found = 0
+    for cx, cy in rng.uniform([-2.5, -1.2], [2.5, 1.2], (40, 2)):
+        i, j = mr.nearest_point(stored, cx, cy, VP.pixel_size), mr.nearest_point(memory, cx, cy, VP.pixel_size)
+        assert (i is None) == (j is None)
+        if i is not None:
+            found += 1
+            assert i == j
+    assert found > 10
+
+
+def test_a_large_sharded_map_is_stored_on_first_use_and_memory_mapped(sharded, fresh, monkeypatch):
+    data, dataset_id = sharded
+    monkeypatch.setenv("ORIENTSCOPE_COLUMN_VIEW_ABOVE", "500")  # 900 molecules count as a large set
+    served = view_points(data, MapQuery(dataset_id))
+    md = served.md
+    assert isinstance(md.x, np.memmap) and isinstance(served.x, np.memmap) and md.ids.mapped
+    assert md.cache_nbytes() == 0  # file pages, not the heap
+    folders = list(fresh.glob(f"map-{dataset_id}-*-original-*"))
+    assert len(folders) == 1 and (folders[0] / map_arrays.META).is_file()
+    memory = _in_memory(data, dataset_id)
+    assert md.ids.tolist() == memory.ids.tolist()
+    np.testing.assert_array_equal(md.x, memory.x)
+    np.testing.assert_array_equal(md.y, memory.y)
+    np.testing.assert_array_equal(md.degenerate, memory.degenerate)
+    ids = memory.ids.tolist()
+    for row in (0, 1, 299, 300, N - 1):
+        assert md.row_of(ids[row]) == row == memory.row_of(ids[row])
+    with pytest.raises(KeyError, match="no-such-id"):
+        md.row_of("no-such-id")
+    # the same view resolved from the in-memory map: every answer equal
+    monkeypatch.setenv("ORIENTSCOPE_COLUMN_VIEW_ABOVE", str(10**9))
+    map_cache().clear()
+    monkeypatch.setenv("ORIENTSCOPE_COLUMNS_DIR", str(fresh.parent / "elsewhere"))
+    in_memory = view_points(data, MapQuery(dataset_id))
+    assert not isinstance(in_memory.md.x, np.memmap) and in_memory.md.default_view is None
+    _same_answers(served, in_memory)
+    assert mr.region_stats(served, VP) == mr.region_stats(in_memory, VP) == (3 * N, N)
+
+
+def test_a_restarted_server_opens_the_stored_map_without_building(sharded, fresh, monkeypatch):
+    data, dataset_id = sharded
+    monkeypatch.setenv("ORIENTSCOPE_COLUMN_VIEW_ABOVE", "500")
+    first = view_points(data, MapQuery(dataset_id, table="control"))
+    map_cache().clear()
+
+    def no_build(*args):
+        raise AssertionError("the map was built again")
+
+    monkeypatch.setattr(mdata, "_build_map_data", no_build)
+    again = view_points(data, MapQuery(dataset_id, table="control"))
+    assert again.md is not first.md and isinstance(again.x, np.memmap)
+    np.testing.assert_array_equal(again.x, first.x)
+    # another view of the stored map (a subset of axes) is built from the memory maps
+    two = view_points(data, MapQuery(dataset_id, axes="13", table="control"))
+    assert two.size == 2 * N and set(np.unique(two.axis)) == {1, 3}
+
+
+def test_the_map_stored_in_the_store_is_used_and_a_stale_one_ignored(sharded, fresh, monkeypatch):
+    data, dataset_id = sharded
+    folders = mdata.store_map_arrays(data, dataset_id, ("original",))
+    store = open_result(data, dataset_id)
+    assert folders == [map_arrays.store_map_folder(store.dir, "original")]
+    served = view_points(data, MapQuery(dataset_id))  # a small set: it is stored, so it is used
+    assert isinstance(served.x, np.memmap) and not fresh.exists()
+    _same_answers(served, _sorted_in_memory(data, dataset_id))
+    # frames recomputed since: the stored signature no longer matches and the map is built in memory
+    meta_path = folders[0] / map_arrays.META
+    meta = json.loads(meta_path.read_text())
+    meta["signature"]["frames_completed_at"] = 1.0
+    meta_path.write_text(json.dumps(meta))
+    map_cache().clear()
+    again = view_points(data, MapQuery(dataset_id))
+    assert not isinstance(again.x, np.memmap)
+    np.testing.assert_array_equal(again.x, served.x)
+
+
+def _sorted_in_memory(data, dataset_id):
+    """The default view of the in-memory map (no stored arrays), resolved as a server resolves it."""
+    from backend.services import map_view
+
+    md = _in_memory(data, dataset_id)
+    geo = map_view._Geometry(md, *mdata.sorted_points(md, mdata.AXES, None))
+    colors = map_view._colors(data, MapQuery(dataset_id), geo.rows, geo.axis, [])
+    return map_view.MapPoints(
+        MapQuery(dataset_id), md, geo.x, geo.y, geo.rows, geo.axis, colors, None, md.n_molecules, None,
+        x_sorted=True, geometry=geo,
+    )  # fmt: skip
