@@ -4,13 +4,15 @@ Three passes of per-shard tasks on the engine, each followed by a small merge:
 
 1. **graphs** (:func:`graphs_shard`): parse, perceive bonds, fingerprint and
    find scaffolds of one shard (repeated SMILES once); write the shard's
-   packed fingerprints (``chemistry/fingerprints-NNNNN.npy``, the layout in
-   ``backend/store/shards.py``) and its graph table; return the shard's
-   scaffold and formula labels and its share of the seeded samples (the
-   clustering sample, the coupling's queries and random partners: the
-   smallest counter-based draws by global index, which merge exactly).
+   packed fingerprints and their bit counts (``chemistry/fingerprints-NNNNN.npy``
+   and ``popcounts-NNNNN.npy``, the layout in ``backend/store/shards.py``) and
+   its graph table; return the shard's scaffold and formula labels and its
+   share of the seeded samples (the clustering sample, the coupling's queries
+   and random partners: the smallest counter-based draws by global index,
+   which merge exactly).
    The merge numbers the labels (sorted, as the in-memory stage does) and
-   clusters the sample exactly (the leaders).
+   clusters the sample exactly (the leaders). Each pass-2 task then gets the
+   merged codes of its own shard's labels only, not every label of the set.
 2. **groups** (:func:`groups_shard`): give every molecule its scaffold,
    formula and cluster (best leader, exact) and write the shard's molecules
    table; return per-group sums (size, Σ q qᵀ, Σ R) and each query's nearest
@@ -89,6 +91,7 @@ from backend.store.shards import (
 
 STAGE = "chemistry"
 GROUP_COLUMNS = {g: f"{g}_group" for g in GROUP_KINDS}
+LABEL_KEYS = {"scaffold": "scaffolds", "formula": "formulas"}  # grouping -> its labels in a pass-1 part
 
 
 def _seeds(seed: int) -> tuple[int, int]:
@@ -118,6 +121,8 @@ def graphs_shard(job: ShardJob) -> dict:
     chem = compute_chemistry(mols)  # in this task: the engine runs the shards in parallel
     result = Path(job.result_dir)
     write_shard_array(result, STAGE, "fingerprints", job.ref.number, chem.fingerprints)
+    counts = popcounts(chem.fingerprints)
+    write_shard_array(result, STAGE, "popcounts", job.ref.number, counts.astype(np.uint16))
     values = [
         mols.ids,
         chem.smiles,
@@ -132,7 +137,7 @@ def graphs_shard(job: ShardJob) -> dict:
         result, STAGE, "graphs", job.ref.number, pd.DataFrame(dict(zip(MOLECULE_COLUMNS, values, strict=True)))
     )
     index, words = job.ref.index, chem.fingerprints
-    active = chem.ok & (popcounts(words) > 0)
+    active = chem.ok & (counts > 0)
     degenerate = _frames(job, "original", ["degenerate"])[:, 0].astype(bool)
     pool = similarity_pool(chem.ok, degenerate, words)
     cluster_seed, pair_seed = _seeds(job.seed)
@@ -164,10 +169,12 @@ def _smallest(parts: list[dict], key: str, keep: np.ndarray) -> dict:
 
 @dataclass(frozen=True)
 class Plan:
-    """What every shard of pass 2 needs: the merged labels, the clustering and the queries."""
+    """What every shard of pass 2 needs: the clustering and the queries (a few thousand rows).
 
-    scaffold_labels: np.ndarray
-    formula_labels: np.ndarray
+    The merged scaffold and formula labels are not in it: they can number millions on a
+    diverse set, so each task gets only the codes of its own shard's labels (:class:`GroupsJob`).
+    """
+
     sample_index: np.ndarray  # (m,) global indices of the clustering sample
     sample_labels: np.ndarray  # (m,) their cluster
     leader_words: np.ndarray  # (k, 32) uint64
@@ -176,7 +183,8 @@ class Plan:
 
 
 def merge_graphs(parts: list[dict], seed: int) -> tuple[Plan, dict]:
-    """(the plan of pass 2, the leaders' {"index", "smiles", "id"} and the coupling's partners)."""
+    """(the plan of pass 2, {"labels": merged scaffold and formula labels (sorted), "leaders":
+    {"index", "smiles", "id"}, "partners": the coupling's partners})."""
     cluster_seed, pair_seed = _seeds(seed)
     sample = _smallest(
         parts,
@@ -191,8 +199,6 @@ def merge_graphs(parts: list[dict], seed: int) -> tuple[Plan, dict]:
         parts, "queries", pair_queries(pair_seed, np.concatenate([p["queries"]["index"] for p in parts]), N_PAIRS)
     )
     plan = Plan(
-        scaffold_labels=np.unique(np.concatenate([p["scaffolds"] for p in parts])),
-        formula_labels=np.unique(np.concatenate([p["formulas"] for p in parts])),
         sample_index=sample["index"],
         sample_labels=labels,
         leader_words=sample["words"][local],
@@ -201,7 +207,13 @@ def merge_graphs(parts: list[dict], seed: int) -> tuple[Plan, dict]:
     )
     leaders = {k: sample[k][local] for k in ("index", "smiles", "id")}
     partners = partner_pool(pair_seed, np.concatenate([p["partners"] for p in parts]), N_PAIRS * N_RANDOM)
-    return plan, {"leaders": leaders, "partners": partners}
+    labels = {g: np.unique(np.concatenate([p[key] for p in parts])) for g, key in LABEL_KEYS.items()}
+    return plan, {"labels": labels, "leaders": leaders, "partners": partners}
+
+
+def shard_codes(part: dict, labels: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """{grouping: (n_labels of the shard,) int64 merged code of each of the shard's own sorted labels}."""
+    return {g: np.searchsorted(labels[g], part[key]) for g, key in LABEL_KEYS.items()}
 
 
 # ---------------------------------------------------------------- pass 2: groups
@@ -209,6 +221,7 @@ def merge_graphs(parts: list[dict], seed: int) -> tuple[Plan, dict]:
 class GroupsJob:
     shard: ShardJob
     plan: Plan
+    codes: dict  # grouping -> merged code of each of this shard's sorted labels (:func:`shard_codes`)
 
 
 def _nearest_in_shard(words: np.ndarray, pool: np.ndarray, job: GroupsJob) -> tuple[np.ndarray, np.ndarray]:
@@ -236,8 +249,15 @@ def groups_shard(job: GroupsJob) -> dict:
     ok = chem["chemistry_ok"].to_numpy(bool)
     words = np.ascontiguousarray(_fingerprints(shard))
     groups = {g: np.full(len(chem), -1, np.int64) for g in GROUP_KINDS}
-    groups["scaffold"][ok] = np.searchsorted(plan.scaffold_labels, scaffold_keys(chem["scaffold"].to_numpy(str)[ok]))
-    groups["formula"][:] = np.searchsorted(plan.formula_labels, chem["formula"].to_numpy(str))
+    # The shard's own labels, sorted as pass 1 sent them: local position -> merged code.
+    keys = {"scaffold": scaffold_keys(chem["scaffold"].to_numpy(str)[ok]), "formula": chem["formula"].to_numpy(str)}
+    for g, values in keys.items():
+        own, local = np.unique(values, return_inverse=True)
+        if len(own) != len(job.codes[g]):
+            raise ValueError(
+                f"shard {shard.ref.number}: {len(own)} {g} labels, pass 1 sent codes for {len(job.codes[g])}"
+            )
+        groups[g][ok if g == "scaffold" else slice(None)] = job.codes[g][local.reshape(-1)]
     active = np.flatnonzero(ok & (popcounts(words) > 0))
     groups["cluster"][active] = assign_to_leaders(words[active], plan.leader_words, CLUSTER_THRESHOLD)[0]
     in_sample = (plan.sample_index >= shard.ref.start) & (plan.sample_index < shard.ref.stop)
@@ -302,7 +322,8 @@ def run_chemistry(engine: Engine, jobs: list[ShardJob], params: dict, say) -> St
     seed = int(params["seed"])
     graphs = engine.map(graphs_shard, jobs, say("graphs, fingerprints, scaffolds:", 0.0, 0.7))
     plan, extra = merge_graphs(graphs, seed)
-    passes = engine.map(groups_shard, [GroupsJob(j, plan) for j in jobs], say("groups and neighbours:", 0.7, 0.85))
+    group_jobs = [GroupsJob(j, plan, shard_codes(part, extra["labels"])) for j, part in zip(jobs, graphs, strict=True)]
+    passes = engine.map(groups_shard, group_jobs, say("groups and neighbours:", 0.7, 0.85))
     sums = {g: merge_group_sums([p["sums"][g] for p in passes]) for g in GROUP_KINDS}
     means = {g: (sums[g]["group"], means_from_scatter(sums[g]["scatter"])) for g in GROUP_KINDS}
     neighbours, tanimoto = merge_nearest([p["nearest"] for p in passes])
@@ -315,8 +336,7 @@ def run_chemistry(engine: Engine, jobs: list[ShardJob], params: dict, say) -> St
     )
     angles = engine.map(angles_shard, [AnglesJob(j, means, gather) for j in jobs], say("group spreads:", 0.85, 1.0))
 
-    labels = {"scaffold": plan.scaffold_labels, "formula": plan.formula_labels,
-              "cluster": np.asarray(extra["leaders"]["smiles"], dtype=object)}  # fmt: skip
+    labels = {**extra["labels"], "cluster": np.asarray(extra["leaders"]["smiles"], dtype=object)}
     typical_ids = {}
     for part in angles:
         typical_ids.update(part["typical_id"])

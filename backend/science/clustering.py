@@ -20,6 +20,8 @@ Fingerprints are ``(n, n_words)`` uint64 rows (see :mod:`backend.science.chemist
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -150,26 +152,43 @@ class TanimotoIndex:
 
 
 class ShardedTanimotoScan:
-    """Exact Tanimoto search by scanning row-major fingerprint shards (e.g. memory-mapped ``.npy`` files).
+    """Exact Tanimoto search over row-major fingerprint shards (e.g. memory-mapped ``.npy`` files).
 
     Gives the answers of :class:`TanimotoIndex` over the shards' rows concatenated, without
-    holding the fingerprints: each query reads every shard once (~2.5 GB for 10M 2048-bit
-    fingerprints, served by the page cache once warm). Only the (n,) bit counts are kept.
+    holding the fingerprints: only the (n,) uint16 bit counts are kept (20 MB at 10M).
+    A query is one fused pass over the rows (:func:`~backend.science.tanimoto_kernels.top_k_scan`)
+    holding a running top-k. Since T(a, b) <= min(|a|, |b|) / max(|a|, |b|), once k rows
+    are held a row whose bit count cannot beat the k-th is skipped without reading its
+    fingerprint. Its pages are then never touched: on a set where the query's best matches
+    are exact (copies, conformers of one molecule: Tanimoto 1) almost every row is skipped
+    after the first few matches. The shards are cut into ``n_threads`` contiguous runs,
+    each scanned with its own top-k by a thread (the kernel releases the GIL); the
+    runs' top-k lists merge exactly, since each holds every row of its run that can be
+    in the overall top-k.
 
     Parameters
     ----------
     shards : list of (n_s, n_words) uint64, rows in global order
+    counts : list of (n_s,) set bits per row of each shard (e.g. written beside the
+        fingerprints by the chemistry stage); counted from the shards if None
     after_scan : called with each shard once a query has read it (e.g. to release its mapped pages)
+    n_threads : threads per query (the machine's cores)
     """
 
-    def __init__(self, shards: list[np.ndarray], after_scan=None):
+    def __init__(self, shards: list[np.ndarray], counts=None, after_scan=None, n_threads: int = 2):
         self.shards_ = list(shards)
         self.after_scan = after_scan
+        self.n_threads = max(1, int(n_threads))
         self.starts_ = np.cumsum([0] + [len(s) for s in self.shards_])
-        self.counts_ = np.concatenate([self._counts(s) for s in self.shards_] or [np.zeros(0, np.int32)])
+        if counts is None:
+            counts = [self._counts(s) for s in self.shards_]
+        self.counts_ = [np.array(c, dtype=np.uint16) for c in counts]  # copied: the maps are not kept
+        if [len(c) for c in self.counts_] != [len(s) for s in self.shards_]:
+            raise ValueError("bit counts do not match the fingerprint shards row for row")
+        self.n_bits_ = 64 * (self.shards_[0].shape[1] if self.shards_ else 0)
 
     def _counts(self, words: np.ndarray) -> np.ndarray:
-        counts = popcounts(words).astype(np.int32)
+        counts = popcounts(words)
         if self.after_scan is not None:
             self.after_scan(words)
         return counts
@@ -182,33 +201,48 @@ class ShardedTanimotoScan:
         s = int(np.searchsorted(self.starts_, i, "right")) - 1
         return np.array(self.shards_[s][i - self.starts_[s]], dtype=np.uint64)
 
+    def _runs(self) -> list[list[int]]:
+        """Shard numbers cut into up to ``n_threads`` contiguous runs of about equal rows."""
+        total = max(len(self), 1)
+        cut = np.searchsorted(self.starts_[1:], np.arange(1, self.n_threads) * total / self.n_threads, "left") + 1
+        return [run.tolist() for run in np.split(np.arange(len(self.shards_)), cut) if len(run)]
+
+    def _scan(self, shard_numbers: list[int], query, query_count: int, skip: int, bound, k: int):
+        from backend.science.tanimoto_kernels import top_k_scan
+
+        top_sim, top_row, n_top = np.full(k, -np.inf), np.full(k, -1, np.int64), 0
+        for s in shard_numbers:
+            words = self.shards_[s]
+            n_top = top_k_scan(words, self.counts_[s], int(self.starts_[s]), query, query_count, skip, bound,
+                               top_sim, top_row, n_top)  # fmt: skip
+            if self.after_scan is not None:
+                self.after_scan(words)
+        return top_row[:n_top], top_sim[:n_top]
+
     def most_similar(self, i: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`TanimotoIndex.most_similar`: k rows most similar to row ``i``, best first, ties to lower rows."""
-        from backend.science.tanimoto_kernels import row_intersections
-
         if not 0 <= i < len(self):
             raise IndexError(f"row {i} out of range for {len(self)} fingerprints")
         k = min(k, len(self) - 1)
         if k <= 0:
             return np.zeros(0, np.int64), np.zeros(0)
         query = self.row(i)
-        rows, sims = [], []
-        for start, words in zip(self.starts_, self.shards_, strict=False):
-            inter = np.empty(len(words), np.int64)
-            row_intersections(words, query, inter)
-            if self.after_scan is not None:
-                self.after_scan(words)
-            sim = tanimoto_from_counts(inter, self.counts_[i], self.counts_[start : start + len(words)])
-            if start <= i < start + len(words):
-                sim[i - start] = -np.inf
-            kk = min(k, len(sim))
-            kth = sim[np.argpartition(-sim, kk - 1)[kk - 1]]
-            top = np.flatnonzero(sim >= kth)  # every row tied with this shard's k-th
-            rows.append(top + start)
-            sims.append(sim[top])
-        rows, sims = np.concatenate(rows), np.concatenate(sims)
+        query_count = int(np.bitwise_count(query).sum())
+        c = np.arange(self.n_bits_ + 1)
+        low, high = np.minimum(c, query_count), np.maximum(c, query_count)
+        bound = np.divide(low, high, out=np.zeros(len(c)), where=high > 0)  # as tanimoto_from_counts rounds
+        args = (query, query_count, int(i), bound, k)
+        runs = self._runs()
+        if len(runs) == 1:
+            parts = [self._scan(runs[0], *args)]
+        else:
+            with ThreadPoolExecutor(max_workers=len(runs) - 1, thread_name_prefix="tanimoto-scan") as pool:
+                futures = [pool.submit(self._scan, run, *args) for run in runs[1:]]
+                parts = [self._scan(runs[0], *args)] + [f.result() for f in futures]
+        rows = np.concatenate([p[0] for p in parts])
+        sims = np.concatenate([p[1] for p in parts])
         best = np.lexsort((rows, -sims))[:k]
-        return rows[best].astype(np.int64), sims[best]
+        return rows[best], sims[best]
 
 
 def _check_threshold(threshold: float) -> None:

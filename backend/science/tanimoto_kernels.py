@@ -59,14 +59,42 @@ def nearest(columns, counts, allowed, i, inter):
 
 
 @numba.njit(nogil=True, cache=True)
-def row_intersections(words, query, out):
-    """out[j] = bits ``query`` shares with row j; ``words`` is (n, n_words) uint64 row-major (e.g. memory-mapped).
+def top_k_scan(words, counts, start, query, query_count, skip, bound, top_sim, top_row, n_top):
+    """Fold the rows of one row-major shard into a running top-k; returns the new number of entries.
 
-    One pass over the rows, reading only the words where the query has bits.
+    ``words`` (n, n_words) uint64 (e.g. memory-mapped), ``counts`` (n,) their set bits, ``start``
+    the global index of row 0, ``skip`` a global row never returned (the query itself).
+    ``top_sim`` / ``top_row`` (k,) hold the best ``n_top`` so far, best first: higher
+    Tanimoto, ties to the lower global row (the order of ``tanimoto_from_counts`` then a sort).
+    ``bound`` (n_bits + 1,) is max Tanimoto to the query of a row with c bits,
+    min(c, |q|) / max(c, |q|): once k rows are held, a row whose bound cannot beat the k-th
+    is skipped on its bit count alone, without reading its fingerprint. A row that could at
+    best tie the k-th is skipped too: the held rows were all met earlier, so they are lower
+    rows and win the tie (the shards of one run are scanned in row order, from an empty top-k).
     """
-    used = np.flatnonzero(query != 0)
-    for j in range(words.shape[0]):
-        s = 0
+    k = top_sim.shape[0]
+    used = np.flatnonzero(query != 0)  # only the query's own words can intersect
+    for r in range(words.shape[0]):
+        g = start + r
+        c = counts[r]
+        if n_top == k and bound[c] <= top_sim[k - 1]:
+            continue
+        if g == skip:
+            continue
+        inter = 0
         for w in used:
-            s += popcount(words[j, w] & query[w])
-        out[j] = s
+            inter += popcount(words[r, w] & query[w])
+        union = query_count + c - inter
+        sim = inter / union if union > 0 else 0.0
+        if n_top < k:
+            pos = n_top
+            n_top += 1
+        elif sim > top_sim[k - 1] or (sim == top_sim[k - 1] and g < top_row[k - 1]):
+            pos = k - 1
+        else:
+            continue
+        while pos > 0 and (sim > top_sim[pos - 1] or (sim == top_sim[pos - 1] and g < top_row[pos - 1])):
+            top_sim[pos], top_row[pos] = top_sim[pos - 1], top_row[pos - 1]
+            pos -= 1
+        top_sim[pos], top_row[pos] = sim, g
+    return n_top

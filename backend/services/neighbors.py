@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +13,12 @@ from backend.science.clustering import ShardedTanimotoScan, TanimotoIndex, words
 from backend.science.rotations import chord_to_angle
 from backend.services.cache import CHEMISTRY_FINGERPRINTS, ColumnView, DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
-from backend.store.columns import fingerprint_shards, release_pages
+from backend.store.columns import fingerprint_counts, fingerprint_shards, release_pages
 
 KINDS = ("pose", "chemistry")
 MAX_K = 100
+# Threads per chemistry-neighbour scan of a large set: the machine's cores (the scan releases the GIL).
+SCAN_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
 def _hemisphere(q: np.ndarray) -> np.ndarray:
@@ -77,8 +80,12 @@ def _tanimoto_index(view: DatasetView) -> TanimotoIndex | ShardedTanimotoScan:
 
     def build():
         if isinstance(view, ColumnView):  # scan the shards' memory-mapped fingerprints; hold only bit counts
-            shards = fingerprint_shards(view.store.dir, len(view.meta["shards"]))
-            return None if shards is None else ShardedTanimotoScan(shards, after_scan=release_pages)
+            n_shards = len(view.meta["shards"])
+            shards = fingerprint_shards(view.store.dir, n_shards)
+            if shards is None:
+                return None
+            counts = fingerprint_counts(view.store.dir, n_shards)  # else counted here: reads every fingerprint
+            return ShardedTanimotoScan(shards, counts, after_scan=release_pages, n_threads=SCAN_THREADS)
         fps = _fingerprint_bytes(view)
         return None if fps is None else TanimotoIndex(words_from_bytes(fps))
 

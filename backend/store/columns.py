@@ -216,6 +216,16 @@ def fingerprint_shards(result_dir: Path, n_shards: int) -> list[np.ndarray] | No
     return arrays if len(arrays) == n_shards else None
 
 
+def fingerprint_counts(result_dir: Path, n_shards: int) -> list[np.ndarray] | None:
+    """Every shard's (n_molecules,) uint16 set bits per fingerprint, memory-mapped; None unless all are there.
+
+    Written beside the fingerprints by the chemistry stage (``chemistry/popcounts-NNNNN.npy``);
+    results written before it have none, and a reader counts the bits itself.
+    """
+    arrays = open_shard_arrays(result_dir, "chemistry", "popcounts")
+    return arrays if len(arrays) == n_shards else None
+
+
 def release_pages(array: np.ndarray) -> None:
     """Drop a memory-mapped array's pages from this process (they stay in the page cache).
 

@@ -17,6 +17,7 @@ memory-maps are plain NumPy files, ``<stage>/<name>-<shard number>.npy``.
 Packed fingerprints of a sharded result (written by the chemistry stage)::
 
     results/<key>/chemistry/fingerprints-00000.npy   (n_molecules of shard 0, 32) uint64, C order
+    results/<key>/chemistry/popcounts-00000.npy      (n_molecules of shard 0,) uint16: set bits per row
     results/<key>/chemistry/molecules-00000.parquet  the same shard's rows: "id", "smiles", ..., in the same order
 
 Row r of ``fingerprints-NNNNN.npy`` is the molecule of row r of
@@ -24,7 +25,9 @@ Row r of ``fingerprints-NNNNN.npy`` is the molecule of row r of
 ``start + r``). Each row is a 2048-bit Morgan fingerprint (radius 2) packed
 little-endian into 32 words: bit b is bit ``b % 64`` of word ``b // 64``, the
 layout of ``science.clustering.TanimotoIndex`` (which wants the transpose,
-word-major). A molecule without a graph has an all-zero row. Open one with
+word-major). A molecule without a graph has an all-zero row. The bit counts let a
+server bound every row's Tanimoto to a query without reading its fingerprint
+(``science.clustering.ShardedTanimotoScan``) and load in 2 bytes per molecule. Open one with
 ``np.load(path, mmap_mode="r")`` (:func:`open_shard_arrays`); files are
 written atomically and named in the manifest only once every shard is done.
 """

@@ -9,6 +9,7 @@ import pytest
 from backend.core.progress import quiet
 from backend.pipeline.frames_table import frames_from_table
 from backend.pipeline.precompute import make_params
+from backend.pipeline.shard_chemistry import shard_codes
 from backend.pipeline.sharded_ingest import ingest_files
 from backend.pipeline.stage import StageContext
 from backend.pipeline.stages import chemistry as memory_stage
@@ -68,9 +69,25 @@ def test_per_molecule_tables_and_fingerprint_files_equal_the_in_memory_stage(sha
     words = np.concatenate(files)
     expected = in_memory.tables["fingerprints"].drop(columns="id").to_numpy(np.uint64)
     np.testing.assert_array_equal(words, expected)
+    counts = open_shard_arrays(store.dir, "chemistry", "popcounts")  # beside them, their set bits
+    assert [c.dtype for c in counts] == [np.uint16] * len(refs)
+    np.testing.assert_array_equal(np.concatenate(counts), np.bitwise_count(expected).sum(axis=1))
     # Existing readers still see one fingerprints table.
     table = store.table("chemistry", "fingerprints").to_pandas()
     pd.testing.assert_frame_equal(table, in_memory.tables["fingerprints"], check_dtype=False)
+
+
+def test_each_groups_task_gets_the_merged_codes_of_its_own_labels_only():
+    parts = [
+        {"scaffolds": np.array(["C1CC1", "c1ccccc1"]), "formulas": np.array(["CH4", "H2O"])},
+        {"scaffolds": np.array(["C1CC1", "C1CCC1"]), "formulas": np.array(["C2H6"])},
+        {"scaffolds": np.array([], dtype=str), "formulas": np.array(["H2O"])},
+    ]
+    labels = {g: np.unique(np.concatenate([p[f"{g}s"] for p in parts])) for g in ("scaffold", "formula")}
+    assert labels["scaffold"].tolist() == ["C1CC1", "C1CCC1", "c1ccccc1"]
+    codes = [shard_codes(p, labels) for p in parts]
+    assert [c["scaffold"].tolist() for c in codes] == [[0, 2], [0, 1], []]
+    assert [c["formula"].tolist() for c in codes] == [[1, 2], [0], [2]]
 
 
 def test_report_and_group_tables_equal_the_in_memory_stage_within_the_stated_spread_error(sharded, in_memory):

@@ -8,6 +8,7 @@ from backend.science.clustering import (
     leader_clusters,
     leader_clusters_naive,
     pairwise_tanimoto,
+    popcounts,
     sampled_leader_clusters,
 )
 
@@ -107,19 +108,53 @@ def test_index_agrees_with_rdkit_bulk_tanimoto(qm9_small):
         assert nn[i] == int(np.argmax(expected)) and np.isclose(best[i], expected.max())
 
 
-@pytest.mark.parametrize("cuts", [[300], [1, 120, 179], [100, 100, 100]])
-def test_sharded_scan_answers_as_the_index(cuts):
-    rng = np.random.default_rng(7)
-    bits = rng.random((300, 128)) < 0.05  # sparse and short: many tied similarities
-    bits[17] = False  # an empty fingerprint: Tanimoto 0 with everything
-    words = np.packbits(bits, axis=1, bitorder="little").view(np.uint64)
-    shards = np.split(words, np.cumsum(cuts)[:-1])
-    scan, index = ShardedTanimotoScan(shards), TanimotoIndex(words)
-    assert len(scan) == 300
-    for i in (0, 17, 99, 100, 150, 299):
-        for k in (1, 5, 40):
-            got, want = scan.most_similar(i, k), index.most_similar(i, k)
-            np.testing.assert_array_equal(got[0], want[0])
-            np.testing.assert_allclose(got[1], want[1], rtol=0, atol=0)
+def _tied_fingerprints(seed: int) -> np.ndarray:
+    """(300, 2) uint64: sparse short random fingerprints (many tied similarities), exact copies, empty rows."""
+    rng = np.random.default_rng(seed)
+    bits = rng.random((300, 128)) < 0.05
+    bits[17] = bits[150] = False  # empty fingerprints: Tanimoto 0 with everything, even each other
+    bits[200:260] = bits[rng.integers(0, 40, 60)]  # copies of early rows: ties at Tanimoto 1 across shards
+    bits[[5, 99, 299]] = bits[3]
+    return np.packbits(bits, axis=1, bitorder="little").view(np.uint64)
+
+
+@pytest.mark.parametrize("cuts", [[300], [1, 120, 179], [100, 100, 100], [7] * 42 + [6]])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_sharded_scan_answers_as_the_index(cuts, n_threads):
+    for seed in (7, 8):
+        words = _tied_fingerprints(seed)
+        shards = np.split(words, np.cumsum(cuts)[:-1])
+        index = TanimotoIndex(words)
+        counted = ShardedTanimotoScan(shards, n_threads=n_threads)
+        given = ShardedTanimotoScan(shards, counts=[popcounts(s) for s in shards], n_threads=n_threads)
+        assert len(counted) == 300
+        for i in (0, 3, 5, 17, 99, 100, 150, 201, 299):
+            for k in (1, 2, 5, 40, 299, 500):
+                want = index.most_similar(i, k)
+                for scan in (counted, given):
+                    got = scan.most_similar(i, k)
+                    np.testing.assert_array_equal(got[0], want[0])
+                    np.testing.assert_array_equal(got[1], want[1])  # bit for bit
     with pytest.raises(IndexError):
-        scan.most_similar(300, 3)
+        counted.most_similar(300, 3)
+    with pytest.raises(ValueError, match="row for row"):
+        ShardedTanimotoScan(shards, counts=[popcounts(s)[:-1] for s in shards])
+
+
+def test_sharded_scan_answers_as_the_index_on_subsets_and_supersets():
+    # Subsets and supersets of a few parents: their Tanimoto to one another equals the bound
+    # min(|a|, |b|) / max(|a|, |b|) exactly, so pruning on bit counts must keep exactly the
+    # rows that can still enter the top-k.
+    rng = np.random.default_rng(11)
+    parents = rng.random((40, 512)) < 0.05
+    bits = parents[rng.integers(0, 40, 3000)]
+    bits[:1500] &= rng.random((1500, 512)) > 0.1
+    bits[1500:] |= rng.random((1500, 512)) < 0.004
+    words = np.packbits(bits, axis=1, bitorder="little").view(np.uint64)
+    index = TanimotoIndex(words)
+    scan = ShardedTanimotoScan(np.array_split(words, 7), n_threads=2)
+    for i in rng.choice(3000, 25, replace=False):
+        for k in (1, 10, 100):
+            got, want = scan.most_similar(int(i), k), index.most_similar(int(i), k)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
