@@ -8,18 +8,40 @@ so clients parse one format whatever caught the problem.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from pydantic import Field
 
 from backend.api.schemas import ErrorPublic
 from backend.core.errors import Busy, DatasetError, NotFoundError, NotReady, OrientScopeError, TooLarge, Unavailable
-from backend.services.errors import InvalidInput, NotComputed
+from backend.services.errors import InvalidInput, NotComputed, SearchPending
 
 log = logging.getLogger(__name__)
 
 NOT_FOUND = {404: {"model": ErrorPublic, "description": "Unknown dataset or molecule (the message names it)."}}
 NOT_COMPUTED = {409: {"model": ErrorPublic, "description": "The pipeline stage this needs has not been computed."}}
+
+
+class SearchPendingPublic(ErrorPublic):
+    """A SMARTS search that runs as a background job has not finished."""
+
+    job_id: str | None = Field(None, description="The search job: follow GET /api/jobs/{job_id}.")
+    search_id: str | None = Field(None, description="Id of the search's kept result.")
+    state: Literal["queued", "running", "done", "failed"] | None = Field(None, description="Where the job is.")
+    progress: float | None = Field(None, ge=0, le=1, description="Fraction of the shards scanned, 0-1.")
+
+
+SEARCH_PENDING = {
+    409: {
+        "model": SearchPendingPublic,
+        "description": "With `smarts` on a large sharded set (above ORIENTSCOPE_SMARTS_JOB_ABOVE molecules): the "
+        "search runs as a background job that has not finished (or not been started with POST …/smarts). The body "
+        "adds job_id, search_id, state and progress when there is a job; the Location header names GET "
+        "/api/jobs/{job_id}. Also 409 when a pipeline stage this needs has not been computed.",
+    }
+}
 
 
 def validation_body(message: str, loc: tuple = ()) -> dict:
@@ -41,6 +63,15 @@ def _plain(status: int):
     return answer
 
 
+async def _search_pending(_: Request, exc: SearchPending) -> JSONResponse:
+    job = exc.job
+    if job is None:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+    body = {"detail": str(exc), "job_id": job["id"], "search_id": job.get("search_id")}
+    body |= {"state": job["state"], "progress": job["progress"]}
+    return JSONResponse(body, status_code=409, headers={"Location": f"/api/jobs/{job['id']}"})
+
+
 async def _invalid(_: Request, exc: DatasetError) -> JSONResponse:
     loc = getattr(exc, "loc", ())
     return JSONResponse(validation_body(str(exc), loc), status_code=422)
@@ -59,6 +90,7 @@ async def _value_error(request: Request, exc: ValueError) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, _not_found)
     app.add_exception_handler(NotComputed, _not_computed)
+    app.add_exception_handler(SearchPending, _search_pending)
     for error, status in ((NotReady, 409), (TooLarge, 413), (Busy, 429), (Unavailable, 503)):
         app.add_exception_handler(error, _plain(status))
     app.add_exception_handler(InvalidInput, _invalid)

@@ -1,7 +1,10 @@
 """SMARTS search over a sharded result: one task per shard on the engine, matches streamed as shards finish.
 
 Each task reads its shard's graphs (the chemistry stage's ``smiles`` column,
-perceived graphs written as SMILES) and scans them with
+perceived graphs written as SMILES; for a set whose chemistry stage was not
+run per shard, the ingested shard's SMILES where they agree with the atoms,
+else bonds perceived from 3D, as ``science.chemistry.molecule_graph`` decides)
+and scans them with
 ``science.substructure.SubstructureIndex`` (its 500-character limit and
 per-scan time limit). The search stops taking results at ``timeout_s``: the
 result then holds the shards done so far and says it is not complete, with
@@ -19,7 +22,9 @@ import numpy as np
 
 from backend.pipeline.engine import Engine, ShardProgress
 from backend.science import substructure
-from backend.store.shards import read_shard_table, shard_table_paths
+from backend.science.chemistry import molecule_graph
+from backend.store.datasets import read_meta, read_molecule_tables
+from backend.store.shards import is_sharded, read_shard_table, shard_refs, shard_table_paths
 
 STAGE = "chemistry"
 
@@ -31,19 +36,35 @@ class SmartsJob:
     start: int  # global index of its first molecule
     smarts: str
     timeout_s: float
+    molecules_folder: str = ""  # the ingested shard, read when the chemistry stage has no table for it
+    has_smiles: bool = False
+
+
+def _graphs(job: SmartsJob):
+    """The shard's molecular graphs: SMILES strings, or RDKit molecules made one at a time as the index reads them."""
+    if not job.molecules_folder:
+        table = read_shard_table(Path(job.result_dir), STAGE, "molecules", job.number, columns=["smiles"])
+        return table.column("smiles").to_pylist()
+    mols = read_molecule_tables(Path(job.molecules_folder), {"has_smiles": job.has_smiles})
+    smiles = mols.smiles if mols.smiles is not None else [""] * mols.n_molecules
+    return (molecule_graph(str(smiles[i] or ""), *mols.atoms_of(i))[0] for i in range(mols.n_molecules))
 
 
 def smarts_shard(job: SmartsJob) -> dict:
     """Global indices of the shard's molecules that contain the pattern, and how many were scanned."""
-    table = read_shard_table(Path(job.result_dir), STAGE, "molecules", job.number, columns=["smiles"])
-    smiles = table.column("smiles").to_pylist()
-    found = substructure.SubstructureIndex(smiles, n_threads=1).search(job.smarts, timeout_s=job.timeout_s)
+    found = substructure.SubstructureIndex(_graphs(job), n_threads=1).search(job.smarts, timeout_s=job.timeout_s)
     return {"index": found.indices + job.start, "n_scanned": found.n_scanned, "complete": found.complete}
 
 
 def sharded_result(result_dir: Path) -> bool:
     """True when the chemistry stage of this result was written per shard."""
     return bool(shard_table_paths(Path(result_dir), STAGE, "molecules"))
+
+
+def searchable_shards(data_dir: Path, dataset_id: str, result_dir: Path) -> bool:
+    """True when the dataset is searched shard by shard: its chemistry stage ran per shard, or it is stored
+    as shards (whose ingested molecules are then read)."""
+    return sharded_result(result_dir) or is_sharded(read_meta(Path(data_dir), dataset_id))
 
 
 def search_shards(
@@ -60,12 +81,47 @@ def search_shards(
     shard as it finishes. Raises ``ValueError`` for an invalid or too long pattern.
     """
     substructure.parse_smarts(smarts)  # a typo answers before any task starts
-    t0 = time.perf_counter()
     paths = shard_table_paths(Path(result_dir), STAGE, "molecules")
     numbers = [int(p.stem.rsplit("-", 1)[1]) for p in paths]
     sizes = [read_shard_table(Path(result_dir), STAGE, "molecules", k, columns=["id"]).num_rows for k in numbers]
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
     jobs = [SmartsJob(str(result_dir), k, int(s), smarts, timeout_s) for k, s in zip(numbers, starts, strict=True)]
+    return _run(engine, jobs, timeout_s, progress, on_matches)
+
+
+def search_dataset(
+    engine: Engine,
+    data_dir: Path,
+    dataset_id: str,
+    result_dir: Path,
+    smarts: str,
+    timeout_s: float = substructure.DEFAULT_TIMEOUT_S,
+    progress: ShardProgress | None = None,
+    on_matches: Callable[[np.ndarray], None] | None = None,
+) -> substructure.SearchResult:
+    """Like :func:`search_shards` for any sharded dataset: over the chemistry stage's shard tables when it
+    wrote them, else over the dataset's ingested shards."""
+    if sharded_result(result_dir):
+        return search_shards(engine, result_dir, smarts, timeout_s, progress, on_matches)
+    substructure.parse_smarts(smarts)
+    meta = read_meta(Path(data_dir), dataset_id)
+    has_smiles = bool(meta.get("has_smiles"))
+    jobs = [
+        SmartsJob(str(result_dir), ref.number, ref.start, smarts, timeout_s, ref.folder, has_smiles)
+        for ref in shard_refs(Path(data_dir), dataset_id, meta)
+    ]
+    return _run(engine, jobs, timeout_s, progress, on_matches)
+
+
+def _run(
+    engine: Engine,
+    jobs: list[SmartsJob],
+    timeout_s: float,
+    progress: ShardProgress | None,
+    on_matches: Callable[[np.ndarray], None] | None,
+) -> substructure.SearchResult:
+    """Run the shard tasks, streaming their matches, until all are done or ``timeout_s`` has passed."""
+    t0 = time.perf_counter()
     hits, n_scanned, complete, done = [], 0, True, 0
     if progress:
         progress(0, len(jobs))

@@ -53,6 +53,17 @@ def parse_smarts(smarts: str):
     return query
 
 
+def canonical_smarts(smarts: str) -> str:
+    """RDKit's SMARTS written back from the parsed query: one spelling for patterns that differ only in form
+    (``"C=O"`` and ``" [C]=[O] "`` give the same string), the key under which a search's result is kept.
+
+    Raises ``ValueError`` like :func:`parse_smarts`.
+    """
+    from rdkit import Chem
+
+    return Chem.MolToSmarts(parse_smarts(smarts))
+
+
 def _molecule(m):
     """A sanitised RDKit molecule from a SMILES string (None if empty or unparsable) or an RDKit molecule."""
     from rdkit import Chem

@@ -16,6 +16,7 @@ from backend.pipeline import export_jobs
 from backend.pipeline.export import ExportRequest
 from backend.pipeline.jobs import STATES, JobManager, read_job
 from backend.pipeline.jobs import list_jobs as list_ingest_jobs
+from backend.services import smarts_search
 
 
 class BackgroundJobs:
@@ -83,16 +84,21 @@ class BackgroundJobs:
 
 
 def get_job(data_dir: Path, job_id: str) -> dict:
-    """An ingest or export job by id (NotFoundError if neither)."""
+    """An ingest, audit, export or SMARTS search job by id (NotFoundError if none)."""
     try:
         return read_job(data_dir, job_id)
     except NotFoundError:
+        pass
+    try:
         return export_jobs.read_export_job(resolve_export_dir(data_dir), job_id)
+    except NotFoundError:
+        return smarts_search.get_job(data_dir, job_id)
 
 
 def list_jobs(data_dir: Path) -> list[dict]:
-    """Every ingest and export job, oldest first."""
-    jobs = list_ingest_jobs(data_dir) + export_jobs.list_export_jobs(resolve_export_dir(data_dir))
+    """Every ingest, audit, export and SMARTS search job, oldest first."""
+    export_dir = resolve_export_dir(data_dir)
+    jobs = list_ingest_jobs(data_dir) + export_jobs.list_export_jobs(export_dir) + smarts_search.list_jobs(data_dir)
     return sorted(jobs, key=lambda j: j.get("created", 0))
 
 

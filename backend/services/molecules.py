@@ -13,9 +13,10 @@ from backend.core.elements import z_to_symbols
 from backend.loaders.sdf import sdf_block
 from backend.loaders.xyz import xyz_block
 from backend.pipeline.engine import IN_PROCESS, Engine, parse_cluster
-from backend.pipeline.shard_smarts import search_shards, sharded_result
+from backend.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
 from backend.science import substructure
 from backend.science.chemistry import molecule_graph
+from backend.services import smarts_search
 from backend.services.bytecache import shared_cache
 from backend.services.cache import DatasetView, get_view
 from backend.services.errors import InvalidInput, NotComputed
@@ -101,11 +102,14 @@ def _smarts_index(view: DatasetView) -> substructure.SubstructureIndex:
     return view.extra("smarts_index", lambda: substructure.SubstructureIndex(_search_graphs(view)))
 
 
-def match_smarts(view: DatasetView, smarts: str) -> SmartsMatches:
+def match_smarts(view: DatasetView, smarts: str, start: bool = False) -> SmartsMatches:
     """Molecules of ``view`` containing ``smarts`` (complete results are cached per pattern).
 
-    Raises :class:`InvalidInput` (a ``ValueError``) naming the problem if the
-    pattern is invalid or longer than :data:`MAX_SMARTS_LENGTH`.
+    A sharded set above ``ORIENTSCOPE_SMARTS_JOB_ABOVE`` molecules answers from its
+    background search's kept result, else raises :class:`SearchPending` naming the
+    job (``start`` queues it if there is none). Raises :class:`InvalidInput` (a
+    ``ValueError``) naming the problem if the pattern is invalid or longer than
+    :data:`MAX_SMARTS_LENGTH`.
     """
     # Keyed by the view's identity and freshness: a reloaded or recomputed result misses, its old masks age out.
     key = (str(view.data_dir), view.dataset_id, view.result_key, view.signature, smarts)
@@ -116,6 +120,11 @@ def match_smarts(view: DatasetView, smarts: str) -> SmartsMatches:
         substructure.parse_smarts(smarts)  # before building the index: a typo answers at once
     except ValueError as exc:
         raise InvalidInput(str(exc), ("query", "smarts")) from None
+    if smarts_search.needs_job(view):
+        kept = smarts_search.stored_or_pending(view, smarts, start=start)
+        matches = SmartsMatches(kept.mask, kept.complete, kept.n_scanned)
+        shared_cache().put("smarts_mask", key, matches)  # a kept result is final, complete or not
+        return matches
     if sharded_result(view.store.dir):
         # Shard by shard on the engine: no index of the whole set is built in the server.
         with Engine(parse_cluster(IN_PROCESS)) as engine:
@@ -128,6 +137,21 @@ def match_smarts(view: DatasetView, smarts: str) -> SmartsMatches:
     if result.complete:  # a partial scan may finish next time
         shared_cache().put("smarts_mask", key, matches)
     return matches
+
+
+def submit_search(data_dir: Path, dataset_id: str, smarts: str) -> dict:
+    """Start (or find) the search of ``smarts`` over a dataset; its job record, with ``search_id``.
+
+    A sharded set is searched by a background job on the engine, whatever its size.
+    Another set is searched now, as its reads do (10 s), and kept as a finished job,
+    so every client follows one protocol.
+    """
+    view = get_view(data_dir, dataset_id)
+    pattern = smarts_search.canonical(smarts, ("body", "smarts"))
+    if searchable_shards(view.data_dir, view.dataset_id, view.store.dir):
+        return smarts_search.submit(view, pattern)
+    found = match_smarts(view, pattern)
+    return smarts_search.record(view, pattern, found.mask, found.complete, found.n_scanned)
 
 
 def _sort_order(view: DatasetView, sort: str, rows: np.ndarray) -> np.ndarray:

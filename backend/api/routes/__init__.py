@@ -13,12 +13,14 @@ from backend.api.routes import (
     neighbors,
     orientation_map,
     orientations,
+    smarts,
 )
 
 ROUTERS = [
     health.router,
     datasets.router,
     molecules.router,
+    smarts.router,
     orientations.router,
     orientation_map.router,
     groups.router,

@@ -1,4 +1,5 @@
-"""GET /api/jobs, /api/jobs/{job_id} and POST /api/jobs/{job_id}/retry: background ingest and export jobs."""
+"""GET /api/jobs, /api/jobs/{job_id} and POST /api/jobs/{job_id}/retry: background ingest, audit, export and
+SMARTS search jobs."""
 
 from __future__ import annotations
 
@@ -19,19 +20,23 @@ _create_lock = threading.Lock()
 
 JobIdPath = Annotated[
     str,
-    PathParam(description="Job id returned by POST /api/datasets, …/model-audits or …/exports.", max_length=64),
+    PathParam(
+        description="Job id returned by POST /api/datasets, …/model-audits, …/exports or …/smarts.", max_length=64
+    ),
 ]
 
 
 class JobPublic(BaseModel):
-    """A background job: an ingest (dataset upload), a model audit (predictions upload) or an export."""
+    """A background job: an ingest (dataset upload), a model audit (predictions upload), an export or a SMARTS
+    search."""
 
     id: str = Field(description="Job id.")
-    kind: Literal["ingest", "audit", "export"] = Field(default="ingest", description="What the job does.")
+    kind: Literal["ingest", "audit", "export", "smarts"] = Field(default="ingest", description="What the job does.")
     state: Literal["queued", "running", "done", "failed"] = Field(description="Where the job is.")
     progress: float = Field(ge=0, le=1, description="Fraction done, 0-1.")
     stage: str = Field(
-        description="Current step: load, save or a pipeline stage name (ingest); load, pose or write (export); done."
+        description="Current step: load, save or a pipeline stage name (ingest); load, pose or write (export); "
+        "scan (smarts); done."
     )
     message: str = Field(description="What is happening, or why the job failed (naming the line or record).")
     dataset_id: str = Field(
@@ -44,11 +49,18 @@ class JobPublic(BaseModel):
     export_id: str | None = Field(
         default=None, description="Export jobs: GET /api/datasets/{dataset_id}/exports/{export_id} once done."
     )
+    search_id: str | None = Field(
+        default=None, description="SMARTS jobs: the kept result read by …/molecules?smarts= and …/map?smarts=."
+    )
+    shards: list[int] | None = Field(
+        default=None, description="SMARTS jobs: [shards scanned, shards in all] (progress is their ratio)."
+    )
     result: dict | None = Field(
         default=None,
         description="On success, ingests: dataset_id, n_molecules, n_skipped, skipped-record messages (problems) and "
         "skipped_stages (analysis step → reason); audits: dataset_id, audit_id, n_molecules, n_unknown_ids; "
-        "exports: export_id, file and n_molecules.",
+        "exports: export_id, file and n_molecules; SMARTS searches: search_id, n_matches, n_scanned and complete "
+        "(false if the scan stopped at its time limit).",
     )
 
 

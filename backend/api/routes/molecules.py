@@ -7,7 +7,7 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
 from backend.api.encoded import answer, json_record
-from backend.api.errors import NOT_COMPUTED, NOT_FOUND
+from backend.api.errors import NOT_COMPUTED, NOT_FOUND, SEARCH_PENDING
 from backend.api.schemas import MoleculePublic, MoleculesPublic
 from backend.core.groups import GROUP_KINDS
 from backend.services import molecules as svc
@@ -23,7 +23,7 @@ DOWNLOADS = {
 }
 
 
-@router.get("", response_model=MoleculesPublic, responses={**NOT_FOUND, **NOT_COMPUTED})
+@router.get("", response_model=MoleculesPublic, responses={**NOT_FOUND, **NOT_COMPUTED, **SEARCH_PENDING})
 async def list_molecules(
     dataset_id: DatasetIdPath,
     data_dir: DataDirDep,
@@ -44,7 +44,10 @@ async def list_molecules(
         str | None,
         Query(
             max_length=svc.MAX_SMARTS_LENGTH,
-            description="Keep molecules containing this SMARTS (their SMILES, or bonds perceived from 3D).",
+            description="Keep molecules containing this SMARTS (their SMILES, or bonds perceived from 3D). "
+            "Small sets are scanned while you wait (at most 10 s; `complete` false and `n_scanned` if it stops). "
+            "A sharded set above ORIENTSCOPE_SMARTS_JOB_ABOVE molecules answers from its background search "
+            "(POST /api/datasets/{id}/smarts), or 409 with the job to follow.",
         ),
     ] = None,
     sort: Annotated[

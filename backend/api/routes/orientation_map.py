@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.api.deps import DataDirDep, DatasetIdPath
 from backend.api.encoded import json_record
-from backend.api.errors import NOT_FOUND
+from backend.api.errors import NOT_FOUND, SEARCH_PENDING
 from backend.api.schemas import MapNearestPublic, MapPixelPublic, MapPublic
 from backend.services import map_raster as svc
 from backend.services.map_view import MapQuery
@@ -34,7 +34,13 @@ def map_query(
     ] = "formula",
     group: Annotated[str | None, Query(max_length=500, description="Show only this group's molecules.")] = None,
     smarts: Annotated[
-        str | None, Query(max_length=500, description="Highlight molecules matching this SMARTS.")
+        str | None,
+        Query(
+            max_length=500,
+            description="Highlight molecules matching this SMARTS. On a sharded set above "
+            "ORIENTSCOPE_SMARTS_JOB_ABOVE molecules it is the kept result of its background search "
+            "(POST /api/datasets/{id}/smarts), or 409 with the job to follow.",
+        ),
     ] = None,
     table: Annotated[
         Literal["original", "control"], Query(description="The stored poses, or the randomly rotated control.")
@@ -62,7 +68,7 @@ KindQuery = Annotated[
 PNG = {200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}}
 
 
-@router.get("/map", response_model=MapPublic, responses={**NOT_FOUND, **PNG})
+@router.get("/map", response_model=MapPublic, responses={**NOT_FOUND, **PNG, **SEARCH_PENDING})
 async def orientation_map(
     data_dir: DataDirDep,
     query: QueryDep,
@@ -81,7 +87,7 @@ async def orientation_map(
     return json_record(await run_in_threadpool(svc.render_record, render))
 
 
-@router.get("/map/nearest", response_model=MapNearestPublic, responses=NOT_FOUND)
+@router.get("/map/nearest", response_model=MapNearestPublic, responses={**NOT_FOUND, **SEARCH_PENDING})
 async def nearest(
     data_dir: DataDirDep,
     query: QueryDep,
@@ -93,7 +99,7 @@ async def nearest(
     return json_record(await run_in_threadpool(svc.nearest_molecule, data_dir, query, vp, x, y))
 
 
-@router.get("/map/pixel", response_model=MapPixelPublic, responses=NOT_FOUND)
+@router.get("/map/pixel", response_model=MapPixelPublic, responses={**NOT_FOUND, **SEARCH_PENDING})
 async def pixel(
     data_dir: DataDirDep,
     query: QueryDep,

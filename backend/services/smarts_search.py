@@ -1,0 +1,117 @@
+"""SMARTS searches that outgrow a request: background jobs on the engine, and their kept results.
+
+A sharded set above ``ORIENTSCOPE_SMARTS_JOB_ABOVE`` molecules is searched by a
+job (``backend.pipeline.smarts_jobs``); reads of its matches answer from the
+kept result, or raise :class:`SearchPending` naming the job to follow. Smaller
+sets keep the in-request scan of ``services.molecules.match_smarts`` (10 s).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from backend.core.settings import resolve_export_dir
+from backend.pipeline import smarts_jobs
+from backend.pipeline.jobs import ACTIVE, DONE
+from backend.pipeline.shard_smarts import searchable_shards
+from backend.pipeline.smarts_jobs import SearchTarget, SmartsSearches, StoredSearch, smarts_job_above
+from backend.science import substructure
+from backend.services.cache import DatasetView
+from backend.services.errors import InvalidInput, SearchPending
+
+__all__ = ["SearchPending", "StoredSearch", "canonical", "get_job", "list_jobs", "needs_job", "stored_or_pending"]
+
+_REGISTRY: dict[Path, SmartsSearches] = {}
+_LOCK = threading.Lock()
+
+
+def searches(data_dir: Path) -> SmartsSearches:
+    """The search jobs of ``data_dir``'s server area (one worker per area in this process)."""
+    export_dir = resolve_export_dir(data_dir)
+    with _LOCK:
+        found = _REGISTRY.get(export_dir)
+        if found is None:
+            found = _REGISTRY[export_dir] = SmartsSearches(export_dir)
+        return found
+
+
+def canonical(smarts: str, loc: tuple = ("query", "smarts")) -> str:
+    """The pattern's canonical spelling (InvalidInput naming ``loc`` if it is invalid or too long)."""
+    try:
+        return substructure.canonical_smarts(smarts)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), loc) from None
+
+
+def needs_job(view: DatasetView) -> bool:
+    """True when the view's set is searched by a background job: sharded and above the threshold."""
+    return len(view) > smarts_job_above() and searchable_shards(view.data_dir, view.dataset_id, view.store.dir)
+
+
+def target(view: DatasetView) -> SearchTarget:
+    return SearchTarget(
+        data_dir=Path(view.data_dir),
+        dataset_id=view.dataset_id,
+        name=str(view.meta.get("name", view.dataset_id)),
+        result_key=view.result_key,
+        result_dir=Path(view.store.dir),
+        stamp=int(view.signature[1]),
+        n_molecules=len(view),
+    )
+
+
+def _pending(view: DatasetView, job: dict | None, smarts: str) -> SearchPending:
+    base = f"/api/datasets/{view.dataset_id}"
+    if job is None:
+        return SearchPending(
+            f"dataset {view.dataset_id!r} has {len(view):,} molecules: its SMARTS search for {smarts!r} runs as a "
+            f'background job; start it with POST {base}/smarts {{"smarts": ...}}, then follow GET /api/jobs/{{job_id}}'
+        )
+    if job["state"] in ACTIVE:
+        shards = job.get("shards") or [0, 0]
+        where = f"{shards[0]} of {shards[1]} shards scanned" if shards[1] else job["state"]
+        why = f"is {job['state']} ({where})"
+    else:
+        why = f"failed: {job['message']}; POST {base}/smarts again to retry"
+    return SearchPending(f"the SMARTS search for {smarts!r} {why}; follow GET /api/jobs/{job['id']}", job)
+
+
+def stored_or_pending(view: DatasetView, smarts: str, start: bool = False) -> StoredSearch:
+    """The kept result of a job-searched set's SMARTS search, else SearchPending naming the job to follow.
+
+    ``start`` queues the job when there is none yet (the dashboard); the REST reads leave that to POST.
+    """
+    pattern = canonical(smarts)
+    jobs = searches(view.data_dir)
+    aim = target(view)
+    job = jobs.submit(aim, pattern) if start else jobs.lookup(aim, pattern)
+    if job is not None and job["state"] == DONE:
+        try:
+            return jobs.result(job)
+        except FileNotFoundError:  # pruned between the two reads
+            job = None
+    raise _pending(view, job, smarts)
+
+
+def submit(view: DatasetView, smarts: str) -> dict:
+    """The job of a search of a sharded set (queued now, or the one already queued, running or done)."""
+    return searches(view.data_dir).submit(target(view), canonical(smarts, ("body", "smarts")))
+
+
+def record(view: DatasetView, smarts: str, mask: np.ndarray, complete: bool, n_scanned: int) -> dict:
+    """Keep a search that ran while the request waited as a finished job."""
+    return searches(view.data_dir).record(
+        target(view), canonical(smarts, ("body", "smarts")), mask, complete, n_scanned
+    )
+
+
+def get_job(data_dir: Path, job_id: str) -> dict:
+    """A search job by id (NotFoundError if there is none)."""
+    return smarts_jobs.read_search_job(resolve_export_dir(data_dir), job_id)
+
+
+def list_jobs(data_dir: Path) -> list[dict]:
+    return smarts_jobs.list_search_jobs(resolve_export_dir(data_dir))
