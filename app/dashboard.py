@@ -14,7 +14,7 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from app import ids, panels
+from app import ids, panels, smarts_progress
 from app.audit_panel import audit_section, register_audit
 from app.audit_panel import first_view_props as audit_first_view
 from app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
@@ -124,6 +124,7 @@ def _controls() -> html.Div:
                 children=[
                     "SMARTS highlight",
                     dcc.Input(id=ids.SMARTS, type="text", debounce=True, placeholder="e.g. C=O", className="smarts"),
+                    *smarts_progress.widgets(),
                 ],
             ),
             html.Div(
@@ -479,6 +480,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     install_first_paint(app)
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
+    smarts_progress.register(app, data_dir, guarded(app.callback))
     dispatch_in_threads(server, app.config.routes_pathname_prefix)
     install_answer_encoder()
     if not read_only:
@@ -577,10 +579,11 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
 
     @callback(
         output=_outputs(MAP_OUT),
-        inputs=[Input(ids.MAP_STATE, "data"), Input(ids.MAP_VIEWPORT, "data")],
+        # SMARTS_DONE: a background SMARTS search finished, so the map now shows its matches
+        inputs=[Input(ids.MAP_STATE, "data"), Input(ids.MAP_VIEWPORT, "data"), Input(ids.SMARTS_DONE, "data")],
         prevent_initial_call=True,
     )
-    def draw_map(st, viewport):
+    def draw_map(st, viewport, _search_done):
         """The view's map in the region the browser shows: zoom and pan re-aggregate it at full resolution."""
         return panels.map_outputs(data_dir, ViewState.from_map_state(st), viewport)._asdict()
 

@@ -19,10 +19,19 @@ from backend.services import neighbors as neighbor_service
 from backend.services.bytecache import shared_cache
 from backend.services.cache import get_view
 from backend.services.datasets import READY, dataset_info, dataset_summary, list_datasets
-from backend.services.errors import NotComputed
+from backend.services.errors import NotComputed, SearchPending
 from backend.services.map_data import MapData, load_map_data
 
-__all__ = ["OrientScopeError", "READY", "dataset_info", "dataset_summary", "list_datasets", "load_map_data", "MapData"]
+__all__ = [
+    "OrientScopeError",
+    "SearchPending",
+    "READY",
+    "dataset_info",
+    "dataset_summary",
+    "list_datasets",
+    "load_map_data",
+    "MapData",
+]
 
 
 def per_result(data_dir: Path, dataset_id: str, name: str, build):
@@ -85,9 +94,20 @@ def graphs_from_3d(data_dir: Path, dataset_id: str) -> bool:
 def smarts_mask(data_dir: Path, dataset_id: str, smarts: str) -> np.ndarray:
     """(n,) bool: molecules matching a SMARTS pattern (DatasetError if the pattern is invalid).
 
-    A scan stopped at its time limit gives the matches found so far.
+    A scan stopped at its time limit gives the matches found so far. A large sharded set
+    answers from its background search, which this starts if needed; until it is done
+    this raises :class:`SearchPending`.
     """
-    return molecule_service.match_smarts(get_view(data_dir, dataset_id), smarts).mask
+    return molecule_service.match_smarts(get_view(data_dir, dataset_id), smarts, start=True).mask
+
+
+def smarts_search_job(data_dir: Path, dataset_id: str, smarts: str) -> dict | None:
+    """The background search job of a SMARTS pattern over a large sharded set, started if needed;
+    None when the set is searched while the page waits (or the pattern is invalid: the map says why)."""
+    try:
+        return molecule_service.search_job(get_view(data_dir, dataset_id), smarts)
+    except DatasetError:
+        return None
 
 
 def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:

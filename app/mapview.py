@@ -81,6 +81,7 @@ class MapLayers:
     source: ColorSource = AXIS_SOURCE
     sample: int | None = None  # draw only this many points (the sphere's stated sample)
     only_matches: bool = False
+    pending: bool = False  # its SMARTS search still runs in the background: drawn without it, never cached
 
     @property
     def n_points(self) -> int:
@@ -218,10 +219,14 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
     if st.view == "sphere" and n_points > SPHERE_MAX_POINTS:
         notes.append(f"3D view shows a random sample of {SPHERE_MAX_POINTS:,} of {n_points:,} points")
         sample = SPHERE_MAX_POINTS
-    match, n_matches = None, None
+    match, n_matches, pending = None, None, False
     if st.smarts:
         try:
             match = np.asarray(data.smarts_mask(data_dir, dataset_id, st.smarts), bool)
+        except data.SearchPending:
+            pending = True
+            notes.append(f"the SMARTS search for {st.smarts} runs in the background (its progress shows under the "
+                         "SMARTS box); the matches are highlighted when it is done")  # fmt: skip
         except data.OrientScopeError as err:
             errors.append(f"SMARTS pattern not used: {err}")
         else:
@@ -229,7 +234,7 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
                 notes.append("this set has no SMILES: SMARTS matched bonds perceived from the 3D coordinates")
             n_matches = int(match.sum() if mask is None else (match & mask).sum())
     source = _color_source(data_dir, dataset_id, st.color, st.grouping, notes)
-    return MapLayers(md, n_mol, n_matches, notes, st.axis_numbers, errors, mask, match, source, sample)
+    return MapLayers(md, n_mol, n_matches, notes, st.axis_numbers, errors, mask, match, source, sample, pending=pending)
 
 
 def _relevant(st: ViewState) -> ViewState:
@@ -249,6 +254,8 @@ def map_layers(data_dir: Path, st: ViewState) -> MapLayers:
     if layers is not None and layers.md is md:  # the id of a dropped map data object may be reused
         return layers
     layers = _compute(data_dir, st)
+    if layers.pending:  # drawn again when the search is done
+        return layers
     # the flat map draws the services' view and never builds these points (see MapLayers)
     shared_cache().put("map_layers", key, layers, size=layers.cache_nbytes(with_points=st.view != "map"))
     return layers

@@ -139,6 +139,13 @@ def match_smarts(view: DatasetView, smarts: str, start: bool = False) -> SmartsM
     return matches
 
 
+def search_job(view: DatasetView, smarts: str) -> dict | None:
+    """The background job searching ``view`` for ``smarts`` (started if there is none), or None when the
+    set is searched while a request waits (InvalidInput for a bad pattern)."""
+    pattern = smarts_search.canonical(smarts)
+    return smarts_search.submit(view, pattern) if smarts_search.needs_job(view) else None
+
+
 def submit_search(data_dir: Path, dataset_id: str, smarts: str) -> dict:
     """Start (or find) the search of ``smarts`` over a dataset; its job record, with ``search_id``.
 
