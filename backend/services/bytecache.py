@@ -79,8 +79,9 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
         return int(value.cache_nbytes())
     if isinstance(value, pd.DataFrame | pd.Series):
         return int(np.sum(value.memory_usage(index=True, deep=True)))
-    if isinstance(value, cKDTree):  # points, their order and about one node per 8 points (leafsize 16)
-        return int(value.data.nbytes + value.indices.nbytes + value.size * _KDTREE_NODE_BYTES)
+    if isinstance(value, cKDTree):  # points (unless memory-mapped), their order and about one node per 8 points
+        points = 0 if _memory_mapped(value.data) else value.data.nbytes
+        return int(points + value.indices.nbytes + value.size * _KDTREE_NODE_BYTES)
     if isinstance(value, np.ndarray):
         if _memory_mapped(value):  # file pages the OS may drop, not this process's heap
             return 0

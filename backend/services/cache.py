@@ -81,9 +81,9 @@ def warm_only(fn: Callable[..., Any], *args: Any) -> Any:
         _WARM_ONLY.reset(token)
 
 
-def _mtime(path: Path) -> int:
+def _mtime(path: str) -> int:
     try:
-        return path.stat().st_mtime_ns
+        return os.stat(path).st_mtime_ns
     except FileNotFoundError:
         return -1
 
@@ -182,10 +182,21 @@ class DatasetView:
         """(atomic numbers (n,), stored positions (n, 3) Å) of result row ``i``."""
         return self.mols.atoms_of(int(self.rows[i]))
 
-    def canonical_positions(self, i: int) -> np.ndarray:
-        """(n, 3) Å: R @ (x - centroid), exactly as the pipeline defines it."""
-        _, pos = self.atoms(i)
-        return (pos - self.centroids[i]) @ self.rotations[i].T
+    def canonical_positions(self, i: int, positions: np.ndarray | None = None) -> np.ndarray:
+        """(n, 3) Å: R @ (x - centroid), exactly as the pipeline defines it.
+
+        ``positions``: row ``i``'s stored positions if the caller has read them already.
+        """
+        pos = self.atoms(i)[1] if positions is None else positions
+        return (pos - self.cell("centroids", i)) @ self.cell("rotations", i).T
+
+    def cell(self, column: str, i: int) -> Any:
+        """Row ``i`` of one per-molecule array (``ids``, ``rotations``, ``property_values``, ...)."""
+        return getattr(self, column)[i]
+
+    def cells(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """Rows ``rows`` (a few; an int array) of one per-molecule array."""
+        return getattr(self, column)[rows]
 
     def aligned_table(self, stage: str, table: str) -> pd.DataFrame | None:
         """A per-molecule table of an optional stage, reindexed to this result's rows (None if absent)."""
@@ -237,6 +248,13 @@ class ColumnView(DatasetView):
             cols.build_columns(data_dir, dataset_id, meta, store.dir, folder, self.has_table(*MODELS_SCORES))
         arrays, info = cols.open_columns(folder)
         self.columns_dir = folder
+        # Single molecules (details, page rows, neighbours) are read with pread, whole columns through the maps.
+        self._reader = cols.ColumnReader(
+            folder, [*_ROW_COLUMNS.values(), "offsets", "z", "positions", "id_hash", "id_order"]
+        )
+        self._id_index = cols.IdIndex(self._reader, arrays["id_hash"])
+        self._labels = np.asarray(info["reasons"], dtype=str)
+        self._reads = 0
         self.mols = None
         self.rows = None  # result rows are the dataset's rows (no limit)
         self.ids = arrays["ids"]
@@ -253,8 +271,6 @@ class ColumnView(DatasetView):
         self.property_values = arrays["properties"]
         self.property_units = dict(meta.get("property_units", {}))
         self.scores = arrays["scores"]
-        self._z, self._positions, self._offsets = arrays["z"], arrays["positions"], arrays["offsets"]
-        self._id_hash, self._id_order = arrays["id_hash"], arrays["id_order"]
         if not self.has_table(*CHEMISTRY_MOLECULES):
             # Known at build time, so grouping never scans 10M formulas to name them. With a
             # chemistry stage, its own formula groups (codes and labels) are used instead.
@@ -278,17 +294,62 @@ class ColumnView(DatasetView):
         return value
 
     def row_of(self, mol_id: str) -> int:
-        mol_id = str(mol_id)
-        h = cols.hash_ids(np.array([mol_id]))[0]
-        lo, hi = np.searchsorted(self._id_hash, h, "left"), np.searchsorted(self._id_hash, h, "right")
-        for row in self._id_order[lo:hi]:
-            if self.ids[row] == mol_id:
-                return int(row)
-        raise NotFoundError(f"unknown molecule {mol_id!r} in dataset {self.dataset_id!r}")
+        row = self._id_index.row_of(str(mol_id))
+        if row is None:
+            raise NotFoundError(f"unknown molecule {mol_id!r} in dataset {self.dataset_id!r}")
+        return row
 
     def atoms(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        a, b = int(self._offsets[i]), int(self._offsets[i + 1])
-        return np.asarray(self._z[a:b], dtype=np.int16), np.array(self._positions[a:b])
+        a, b = self._reader.span("offsets", self._check(i), i + 2).tolist()
+        return self._reader.span("z", a, b).astype(np.int16), self._reader.span("positions", a, b)
+
+    def cell(self, column: str, i: int) -> Any:
+        name = _ROW_COLUMNS.get(column)
+        if name is None:
+            return super().cell(column, i)
+        value = self._reader.row(name, self._check(i))
+        return self._labels[value] if column == "reasons" else value
+
+    def cells(self, column: str, rows: np.ndarray) -> np.ndarray:
+        name = _ROW_COLUMNS.get(column)
+        rows = np.asarray(rows, dtype=np.int64)
+        if name is None or len(rows) > _PREAD_MAX_ROWS:
+            return super().cells(column, rows)
+        for i in rows.tolist():
+            self._check(i)
+        values = self._reader.take(name, rows)
+        return self._labels[values] if column == "reasons" else values
+
+    def _check(self, i: int) -> int:
+        """``i`` if it is a row; every so many reads, unmap the pages whole-column reads left mapped."""
+        if not 0 <= i < len(self):
+            raise IndexError(f"row {i} of dataset {self.dataset_id!r} with {len(self)} molecules")
+        self._reads += 1
+        if self._reads % _RELEASE_EVERY == 0:
+            # Lists (formulas, group codes) and the pose tree's points are read through the maps; the
+            # kernel maps whole folios around each touched page, so random rows would map the columns.
+            for array in self._maps:
+                cols.release_pages(array)
+        return i
+
+
+# Per-molecule arrays of a view and the column files a ColumnView reads their rows from.
+_ROW_COLUMNS = {
+    "ids": "ids",
+    "smiles": "smiles",
+    "n_atoms": "n_atoms",
+    "scores": "scores",
+    "degenerate": "degenerate",
+    "reasons": "reason_codes",
+    "rotations": "rotations",
+    "quaternions": "quaternions",
+    "eigenvalues": "eigenvalues",
+    "centroids": "centroids",
+    "lonlat": "lonlat",
+    "property_values": "properties",
+}
+_PREAD_MAX_ROWS = 4096  # more rows than this are read through the maps (one read each would be slower)
+_RELEASE_EVERY = 4096  # row reads between two releases of the mapped pages (~0.05 ms each)
 
 
 class _Labelled:
@@ -331,6 +392,7 @@ class ViewCache:
         )
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._paths: dict[tuple, tuple[str, str | None]] = {}
 
     @property
     def max_bytes(self) -> int:
@@ -341,9 +403,13 @@ class ViewCache:
         return self._cache.current_bytes
 
     def _signature(self, data_dir: Path, dataset_id: str, result_key: str | None) -> tuple:
-        folder = ds.dataset_dir(data_dir, dataset_id)
-        manifest = folder / "results" / result_key / MANIFEST if result_key else None
-        return (_mtime(folder / ds.META), _mtime(manifest) if manifest else -1)
+        paths = self._paths.get((data_dir, dataset_id, result_key))
+        if paths is None:  # building the Path objects cost more than the two stat calls (0.1 ms a request)
+            folder = ds.dataset_dir(data_dir, dataset_id)
+            manifest = str(folder / "results" / result_key / MANIFEST) if result_key else None
+            paths = self._paths[(data_dir, dataset_id, result_key)] = (str(folder / ds.META), manifest)
+        meta, manifest = paths
+        return (_mtime(meta), _mtime(manifest) if manifest else -1)
 
     def _fresh(self, key: tuple[str, str], data_dir: Path, dataset_id: str) -> DatasetView | None:
         view = self._cache.get(_VIEWS, key)
@@ -394,7 +460,7 @@ _CACHE = ViewCache()
 
 def get_view(data_dir: Path, dataset_id: str) -> DatasetView:
     """The cached view of ``dataset_id``'s active result (NotFoundError if unknown or not computed)."""
-    return _CACHE.get(Path(data_dir), dataset_id)
+    return _CACHE.get(data_dir if isinstance(data_dir, Path) else Path(data_dir), dataset_id)
 
 
 def view_cache() -> ViewCache:

@@ -196,12 +196,12 @@ def molecule_item(view: DatasetView, i: int) -> dict:
     """The short record of result row ``i`` used in lists."""
     groups = group_ids(view)
     return {
-        "id": str(view.ids[i]),
-        "smiles": str(view.smiles[i]) or None,
+        "id": str(view.cell("ids", i)),
+        "smiles": str(view.cell("smiles", i)) or None,
         "formula": str(formulas(view)[i]),
-        "n_atoms": int(view.n_atoms[i]),
-        "classifier_score": _clean(view.scores[i]),
-        "degenerate": bool(view.degenerate[i]),
+        "n_atoms": int(view.cell("n_atoms", i)),
+        "classifier_score": _clean(view.cell("scores", i)),
+        "degenerate": bool(view.cell("degenerate", i)),
         "groups": {by: (None if ids[i] is None else str(ids[i])) for by, ids in groups.items()},
         "group_labels": {
             by: UNGROUPED[by] if ids[i] is None else group_label_map(view, by).get(str(ids[i]), str(ids[i]))
@@ -231,7 +231,7 @@ def list_molecules(
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}", ("query", "limit"))
     view = get_view(data_dir, dataset_id)
-    rows = np.arange(len(view))
+    keep = None  # (n,) bool of the rows the filters keep; None: every row
     if group is not None and group_by is None:
         raise InvalidInput(f"group needs group_by (one of {GROUP_KINDS})", ("query", "group_by"))
     if group_by is not None:
@@ -242,14 +242,17 @@ def list_molecules(
                 f"dataset {dataset_id!r} has no {group_by} groups: the chemistry stage has not been computed"
             )
         if group is not None:
-            rows = rows[group_rows(view, group_by, str(group))]
+            keep = np.asarray(group_rows(view, group_by, str(group)), dtype=bool)
     complete, n_scanned = True, None
     if smarts:
         matches = match_smarts(view, smarts)
-        rows = rows[matches.mask[rows]]
+        keep = matches.mask if keep is None else keep & matches.mask
         complete, n_scanned = matches.complete, matches.n_scanned
-    if len(rows) == len(view):  # the whole set: its order is kept (4-8 bytes a molecule), seconds at 10M
-        rows = view.extra(f"sort_order:{sort}", lambda: _sort_order(view, sort, rows))
+    rows = None if keep is None else np.flatnonzero(keep)
+    if rows is None or len(rows) == len(view):
+        # The whole set: its order is kept (4-8 bytes a molecule, seconds to sort at 10M), and no
+        # per-request row numbers are made (80 MB at 10M: they made sorted pages take seconds under load).
+        rows = view.extra(f"sort_order:{sort}", lambda: _sort_order(view, sort, np.arange(len(view))))
     else:
         rows = _sort_order(view, sort, rows)
     page = rows[offset : offset + limit]
@@ -263,23 +266,22 @@ def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
     view = get_view(data_dir, dataset_id)
     i = view.row_of(mol_id)
     z, pos = view.atoms(i)
-    lonlat = view.lonlat[i]
+    lonlat = view.cell("lonlat", i).tolist()
+    values = view.cell("property_values", i).tolist()
     record = molecule_item(view, i)
     record.update(
         {
             "elements": z_to_symbols(z),
             "positions": pos.tolist(),
-            "canonical_positions": view.canonical_positions(i).tolist(),
-            "rotation": view.rotations[i].tolist(),
-            "quaternion": view.quaternions[i].tolist(),
-            "eigenvalues": view.eigenvalues[i].tolist(),
-            "degenerate_reason": str(view.reasons[i]) or None,
-            "axes_lonlat": [
-                {"axis": a + 1, "lon_deg": float(lonlat[a, 0]), "lat_deg": float(lonlat[a, 1])} for a in range(3)
-            ],
+            "canonical_positions": view.canonical_positions(i, pos).tolist(),
+            "rotation": view.cell("rotations", i).tolist(),
+            "quaternion": view.cell("quaternions", i).tolist(),
+            "eigenvalues": view.cell("eigenvalues", i).tolist(),
+            "degenerate_reason": str(view.cell("reasons", i)) or None,
+            "axes_lonlat": [{"axis": a + 1, "lon_deg": lon, "lat_deg": lat} for a, (lon, lat) in enumerate(lonlat)],
             "properties": [
-                {"name": name, "value": _clean(view.property_values[i, j]), "unit": view.property_units.get(name)}
-                for j, name in enumerate(view.property_names)
+                {"name": name, "value": _clean(value), "unit": view.property_units.get(name)}
+                for name, value in zip(view.property_names, values, strict=True)
             ],
             "result_key": view.result_key,
         }
@@ -304,10 +306,10 @@ def export_molecule(
     i = view.row_of(mol_id)
     z, pos = view.atoms(i)
     if pose == "canonical":
-        pos = view.canonical_positions(i)
-    mol_id = str(view.ids[i])
+        pos = view.canonical_positions(i, pos)
+    mol_id = str(view.cell("ids", i))
     filename = f"{dataset_id}_{mol_id}_{pose}.{fmt}"
     if fmt == "xyz":
         return xyz_block(z, pos, f"{dataset_id} {mol_id} pose={pose} units=angstrom", decimals=8), filename
-    props = {name: _clean(view.property_values[i, j]) for j, name in enumerate(view.property_names)}
-    return sdf_block(z, pos, f"{dataset_id}_{mol_id}", str(view.smiles[i]) or None, props), filename
+    props = dict(zip(view.property_names, map(_clean, view.cell("property_values", i).tolist()), strict=True))
+    return sdf_block(z, pos, f"{dataset_id}_{mol_id}", str(view.cell("smiles", i)) or None, props), filename

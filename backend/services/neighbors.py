@@ -21,28 +21,23 @@ MAX_K = 100
 SCAN_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
-def _hemisphere(q: np.ndarray) -> np.ndarray:
-    """(n, 4) float32 quaternions flipped to w >= 0 (q and -q are the same rotation)."""
-    q = np.asarray(q, dtype=np.float32)
-    return np.where(q[:, 3:4] < 0, -q, q)
-
-
 def _pose_tree(view: DatasetView) -> cKDTree:
-    # One point per molecule (w >= 0); the query is made with q and -q, so the nearer of the
-    # two copies of each rotation is found without indexing both (half the memory: ~400 MB at 10M).
-    # The tree ranks candidates; their angles are then measured on the stored float64 quaternions.
-    return view.extra("pose_tree", lambda: cKDTree(_hemisphere(view.quaternions), balanced_tree=False))
+    # One point per molecule, the stored quaternion as it is; the query is made with q and -q, so
+    # the nearer of the two copies of each rotation is found without indexing both: a molecule among
+    # the k nearest by min(|p - q|, |p + q|) is among the k nearest to q or to -q. The tree keeps the
+    # view's float64 array itself (cKDTree copies only other dtypes: a float32 copy cost 320 MB at
+    # 10M), which for a column view is a memory map.
+    return view.extra("pose_tree", lambda: cKDTree(view.quaternions, balanced_tree=False))
 
 
 def pose_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
     """(row, angle in degrees) of the k molecules whose frames are closest to row ``i``'s."""
     want = min(k + 1, len(view))
-    q = _hemisphere(view.quaternions[i : i + 1])[0]
-    _, idx = _pose_tree(view).query(np.stack([q, -q]), k=want)
+    qi = np.asarray(view.cell("quaternions", i), dtype=np.float64)
+    _, idx = _pose_tree(view).query(np.stack([qi, -qi]), k=want)
     idx = np.asarray(idx).reshape(-1)
     rows = np.unique(idx[(idx < len(view)) & (idx != i)])  # a tree with fewer than k points pads with n
-    qi = np.asarray(view.quaternions[i], dtype=np.float64)
-    qj = np.asarray(view.quaternions[rows], dtype=np.float64)
+    qj = np.asarray(view.cells("quaternions", rows), dtype=np.float64)
     chord = np.minimum(np.linalg.norm(qj - qi, axis=1), np.linalg.norm(qj + qi, axis=1))
     order = np.lexsort((rows, chord))[:k]
     return [(int(rows[o]), float(np.degrees(chord_to_angle(chord[o])))) for o in order]
@@ -117,12 +112,12 @@ def neighbors(data_dir: Path, dataset_id: str, mol_id: str, by: str = "pose", k:
         metric = "tanimoto"
     items = [
         {
-            "id": str(view.ids[j]),
-            "smiles": str(view.smiles[j]) or None,
-            "degenerate": bool(view.degenerate[j]),
+            "id": str(view.cell("ids", j)),
+            "smiles": str(view.cell("smiles", j)) or None,
+            "degenerate": bool(view.cell("degenerate", j)),
             "angle_deg": value if by == "pose" else None,
             "tanimoto": value if by == "chemistry" else None,
         }
         for j, value in pairs
     ]
-    return {"id": str(view.ids[i]), "by": by, "metric": metric, "k": k, "items": items}
+    return {"id": str(view.cell("ids", i)), "by": by, "metric": metric, "k": k, "items": items}

@@ -126,3 +126,34 @@ def test_chemistry_neighbours_scan_the_shards_fingerprints(clients):
         assert rb.json() == ra.json()
         sims = [item["tanimoto"] for item in rb.json()["items"]]
         assert len(sims) == 15 and sims == sorted(sims, reverse=True)
+
+
+@pytest.mark.parametrize("fmt,pose", [("xyz", "stored"), ("xyz", "canonical"), ("sdf", "canonical")])
+def test_molecule_files_equal_the_loaded_ones(clients, fmt, pose):
+    for row in (0, SHARD, N - 1):
+        mol = clients[0].get("/api/datasets/big/molecules", params={"offset": row, "limit": 1}).json()["items"][0]
+        ra, rb = both(clients, f"/api/datasets/big/molecules/{mol['id']}", format=fmt, pose=pose)
+        assert ra.status_code == 200
+        assert rb.text == ra.text and mol["id"] in rb.text
+
+
+def test_every_molecule_read_by_rows_equals_the_loaded_view(clients, stores):
+    """The column view reads single rows with pread (cell, cells, atoms, row_of): every molecule, every array."""
+    loaded_dir, columns_dir, dataset_id = stores
+    loaded, columns = cache.get_view(loaded_dir, dataset_id), cache.get_view(columns_dir, dataset_id)
+    assert isinstance(columns, cache.ColumnView) and type(loaded) is cache.DatasetView
+    names = ["ids", "smiles", "n_atoms", "scores", "degenerate", "reasons", "rotations", "quaternions"]
+    names += ["eigenvalues", "centroids", "lonlat", "property_values"]
+    for i in range(N):
+        mol_id = str(loaded.ids[i])
+        assert columns.row_of(mol_id) == i
+        for a, b in zip(loaded.atoms(i), columns.atoms(i), strict=True):
+            np.testing.assert_array_equal(b, a)
+        for name in names:
+            np.testing.assert_array_equal(columns.cell(name, i), loaded.cell(name, i))
+    rows = np.random.default_rng(2).choice(N, 30, replace=False)
+    for name in names:
+        np.testing.assert_array_equal(columns.cells(name, rows), loaded.cells(name, rows))
+    for bad in (N, -1):
+        with pytest.raises(IndexError):
+            columns.cell("quaternions", bad)
