@@ -249,15 +249,20 @@ def list_molecules(
         keep = matches.mask if keep is None else keep & matches.mask
         complete, n_scanned = matches.complete, matches.n_scanned
     rows = None if keep is None else np.flatnonzero(keep)
-    if rows is None or len(rows) == len(view):
-        # The whole set: its order is kept (4-8 bytes a molecule, seconds to sort at 10M), and no
-        # per-request row numbers are made (80 MB at 10M: they made sorted pages take seconds under load).
-        rows = view.extra(f"sort_order:{sort}", lambda: _sort_order(view, sort, np.arange(len(view))))
+    n = len(view)
+    if rows is None and sort.lstrip("-+") == "index":  # the stored order or its reverse: no order array to keep
+        page = np.arange(offset, max(offset, min(offset + limit, n)))
+        total, page = n, (n - 1 - page if sort.startswith("-") else page)
     else:
-        rows = _sort_order(view, sort, rows)
-    page = rows[offset : offset + limit]
+        if rows is None or len(rows) == n:
+            # The whole set: its order is kept (4-8 bytes a molecule, seconds to sort at 10M), and no
+            # per-request row numbers are made (80 MB at 10M: they made sorted pages take seconds under load).
+            rows = view.extra(f"sort_order:{sort}", lambda: _sort_order(view, sort, np.arange(n)))
+        else:
+            rows = _sort_order(view, sort, rows)
+        total, page = len(rows), rows[offset : offset + limit]
     items = [molecule_item(view, int(i)) for i in page]
-    return MoleculePage(len(rows), offset, limit, items, complete, n_scanned)
+    return MoleculePage(total, offset, limit, items, complete, n_scanned)
 
 
 # ---------------------------------------------------------------- detail

@@ -44,6 +44,19 @@ def test_sort_and_page(toy_dir):
     assert page.items[0]["id"] == "water"  # energy = index - 3
 
 
+@pytest.mark.parametrize("sort", ["index", "+index", "-index"])
+@pytest.mark.parametrize("offset,limit", [(0, 3), (2, 5), (6, 10), (8, 1), (20, 4)])
+def test_pages_in_stored_order_need_no_order_array(toy_dir, sort, offset, limit):
+    ids = list(get_view(toy_dir, "plain").ids)
+    order = ids[::-1] if sort == "-index" else ids
+    page = list_molecules(toy_dir, "plain", sort=sort, offset=offset, limit=limit)
+    assert page.total == 8 and [m["id"] for m in page.items] == order[offset : offset + limit]
+    # The same order as the general path's (used for filtered sets).
+    view = get_view(toy_dir, "plain")
+    general = svc._sort_order(view, sort, np.arange(len(view)))[offset : offset + limit]
+    assert [m["id"] for m in page.items] == [ids[i] for i in general]
+
+
 def test_smarts_filter(toy_dir):
     page = list_molecules(toy_dir, "plain", smarts="[#6]=[#8]")
     assert [m["id"] for m in page.items] == ["co2"]
