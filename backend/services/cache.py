@@ -271,10 +271,11 @@ class ColumnView(DatasetView):
         self.property_values = arrays["properties"]
         self.property_units = dict(meta.get("property_units", {}))
         self.scores = arrays["scores"]
+        # Known at build time (the chemistry stage's formulas are the same Hill formulas), so
+        # nothing loads the chemistry tables (gigabytes at 10M) or scans 10M formulas for them.
+        self._extras["formulas"] = arrays["formula"]
         if not self.has_table(*CHEMISTRY_MOLECULES):
-            # Known at build time, so grouping never scans 10M formulas to name them. With a
-            # chemistry stage, its own formula groups (codes and labels) are used instead.
-            self._extras["formulas"] = arrays["formula"]
+            # With a chemistry stage, its own formula groups (codes and labels) are used instead.
             self._extras["group_labels:formula"] = {f: f for f in info["formulas"]}
         self._extra_bytes = nbytes(self._extras)
         self._base_bytes = 0  # memory maps: the page cache holds them, not this process's heap

@@ -12,14 +12,18 @@ and are reported apart under :data:`UNGROUPED`, never as one more group.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from backend.core.elements import hill_formulas
 from backend.core.groups import GROUP_KINDS, UNGROUPED
-from backend.services.cache import CHEMISTRY_MOLECULES, DatasetView
+from backend.services.cache import CHEMISTRY_MOLECULES, ColumnView, DatasetView
 from backend.services.errors import InvalidInput
+from backend.store.atomic import read_table
+from backend.store.shards import shard_table_paths
 
 CHEMISTRY_STAGE = "chemistry"
 _LEADER_IN_OLD_LABEL = re.compile(r"\(leader (.+)\)$")  # results written before clusters had a leader_id column
@@ -32,8 +36,34 @@ def check_group_kind(by: str, loc: str = "by") -> str:
 
 
 def chemistry_table(view: DatasetView) -> pd.DataFrame | None:
-    """The chemistry stage's per-molecule table aligned with the view (None if not computed)."""
+    """The chemistry stage's per-molecule table aligned with the view (None if not computed).
+
+    Loads every column: for a loaded view only. A column view (10M molecules: gigabytes of
+    SMILES and scaffolds) reads the columns it needs shard by shard (:func:`_group_table`).
+    """
     return view.extra("chemistry_molecules", lambda: view.aligned_table(*CHEMISTRY_MOLECULES))
+
+
+def _shard_tables(view: DatasetView) -> list[Path]:
+    """A column view's per-shard chemistry molecules tables, in row order (empty if it has none)."""
+    return shard_table_paths(view.store.dir, CHEMISTRY_STAGE, "molecules") if isinstance(view, ColumnView) else []
+
+
+def _group_table(view: DatasetView) -> pd.DataFrame | None:
+    """The chemistry stage's group columns aligned with the view (None if not computed).
+
+    A column view reads only these integer columns of its shards' tables (~80 MB per grouping
+    at 10M): they hold the dataset's molecules in shard order, which is the view's row order.
+    """
+    paths = _shard_tables(view)
+    if not paths or not view.has_table(*CHEMISTRY_MOLECULES):
+        return chemistry_table(view)
+    names = pq.read_schema(paths[0]).names
+    columns = [c for c in (_group_column(names, by) for by in GROUP_KINDS) if c is not None]
+    table = pd.concat([read_table(p, columns=columns).to_pandas() for p in paths], ignore_index=True)
+    if len(table) != len(view):
+        raise ValueError(f"the chemistry tables of {view.dataset_id!r} hold {len(table)} rows, not {len(view)}")
+    return table
 
 
 def formulas(view: DatasetView) -> np.ndarray:
@@ -48,30 +78,36 @@ def formulas(view: DatasetView) -> np.ndarray:
     return view.extra("formulas", build)
 
 
-def _group_column(chem, by: str) -> str | None:
+def _group_column(columns, by: str) -> str | None:
     for name in (f"{by}_group", f"{by}_id", f"group_{by}", by):
-        if chem is not None and name in chem.columns:
+        if name in columns:
             return name
     return None
 
 
 def _codes(values: pd.Series) -> np.ndarray:
-    """Codes as strings; missing values and the stage's -1 ("in no group") become None."""
-    text = values.astype(str).to_numpy(object)
-    outside = values.isna().to_numpy()
+    """Codes as strings; missing values and the stage's -1 ("in no group") become None.
+
+    One str per distinct code, shared by its molecules: 8 bytes a molecule (a str each
+    would cost ~60, 600 MB per grouping at 10M).
+    """
+    inverse, uniques = pd.factorize(values)  # missing values: -1
+    text = pd.Series(uniques, dtype=values.dtype).astype(str).to_numpy(object)
+    outside = np.asarray(pd.isna(uniques), bool)
     if pd.api.types.is_numeric_dtype(values):
-        outside = outside | (values.fillna(-1).to_numpy() < 0)
-    return np.where(outside, None, text).astype(object)
+        outside = outside | (np.asarray(uniques, dtype=np.float64) < 0)
+    text[outside] = None
+    return np.append(text, None).astype(object)[inverse]  # -1 picks the appended None
 
 
 def group_ids(view: DatasetView) -> dict[str, np.ndarray]:
     """Group code per molecule for each grouping the data has: {by: (n,) object array of str, None if in no group}."""
 
     def build():
-        chem = chemistry_table(view)
+        chem = _group_table(view)
         out = {}
         for by in GROUP_KINDS:
-            col = _group_column(chem, by)
+            col = None if chem is None else _group_column(chem.columns, by)
             if col is not None:
                 out[by] = _codes(chem[col])
         out.setdefault("formula", formulas(view))
@@ -88,25 +124,40 @@ def stage_groups_table(view: DatasetView, by: str) -> pd.DataFrame | None:
     return view.extra(name, lambda: view.store.table(CHEMISTRY_STAGE, name).to_pandas())
 
 
-def _smiles_of(view: DatasetView) -> dict[str, str]:
-    """{molecule id: SMILES of the graph the chemistry stage used}."""
+def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:
+    """{molecule id: SMILES of the graph the chemistry stage used} of the ``wanted`` ids (e.g. cluster leaders).
+
+    A column view reads its shards' id and SMILES columns one shard at a time.
+    """
+    paths = _shard_tables(view)
+    if paths:
+        out = {}
+        for path in paths:
+            chem = read_table(path, columns=["id", "smiles"]).to_pandas()
+            chem = chem[chem["id"].astype(str).isin(wanted)]
+            out.update(zip(chem["id"].astype(str), chem["smiles"].fillna("").astype(str), strict=True))
+        return out
     chem = chemistry_table(view)
     if chem is not None and "smiles" in chem.columns:
         smiles = chem["smiles"].fillna("").astype(str).to_numpy()
     else:
         smiles = np.asarray(view.smiles).astype(str)
-    return dict(zip(view.ids.tolist(), smiles.tolist(), strict=True))
+    return {m: s for m, s in zip(view.ids.tolist(), smiles.tolist(), strict=True) if m in wanted}
 
 
-def _cluster_label(row: dict, smiles: dict[str, str]) -> str | None:
-    """SMILES of the cluster's leader, or None if it is not known."""
+def _leader_id(row: dict) -> str | None:
+    """Id of the cluster's leader, or None if it is not known."""
     leader = row.get("leader_id")
     if leader is None:
         found = _LEADER_IN_OLD_LABEL.search(str(row.get("label", "")))
         leader = found.group(1) if found else None
-    if leader is None:
-        return None
-    return smiles.get(str(leader)) or None
+    return None if leader is None else str(leader)
+
+
+def _cluster_label(row: dict, smiles: dict[str, str]) -> str | None:
+    """SMILES of the cluster's leader, or None if it is not known."""
+    leader = _leader_id(row)
+    return None if leader is None else smiles.get(leader) or None
 
 
 def group_label_map(view: DatasetView, by: str) -> dict[str, str]:
@@ -119,8 +170,9 @@ def group_label_map(view: DatasetView, by: str) -> dict[str, str]:
         table = stage_groups_table(view, by)
         if table is None or "group" not in table.columns:
             return labels
-        smiles = _smiles_of(view) if by == "cluster" else {}
-        for row in table.to_dict("records"):
+        rows = table.to_dict("records")
+        smiles = _smiles_of(view, {_leader_id(row) for row in rows} - {None}) if by == "cluster" else {}
+        for row in rows:
             code = str(row["group"])
             label = _cluster_label(row, smiles) if by == "cluster" else row.get("label")
             if label is not None and str(label) != "":

@@ -157,3 +157,17 @@ def test_every_molecule_read_by_rows_equals_the_loaded_view(clients, stores):
     for bad in (N, -1):
         with pytest.raises(IndexError):
             columns.cell("quaternions", bad)
+
+
+@pytest.mark.parametrize("by", ["formula", "scaffold", "cluster"])
+def test_groups_and_group_filters_equal_the_loaded_answers(clients, stores, by):
+    ra, rb = both(clients, "/api/datasets/big/groups", by=by)
+    assert ra.status_code == 200 and rb.json() == ra.json()
+    groups = ra.json()["groups"]
+    assert groups and all(g["label"] for g in groups)
+    for name in (groups[0]["group"], groups[-1]["label"], ra.json()["ungrouped"]["label"]):
+        ra, rb = both(clients, "/api/datasets/big/molecules", group_by=by, group=name, limit=50)
+        assert ra.status_code == 200 and rb.json() == ra.json()
+    # The column view read only the group columns of its shards' chemistry tables, never the whole table.
+    _, columns_dir, dataset_id = stores
+    assert "chemistry_molecules" not in cache.get_view(columns_dir, dataset_id)._extras
