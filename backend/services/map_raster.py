@@ -25,9 +25,11 @@ Shading rules (documented so that a test can check them pixel by pixel):
 * **SMARTS highlight**: the image is muted (opacity × ``MUTED``) and the
   matches are drawn over it in one colour with the same log-count opacity.
 
-Nearest-point lookup scans the view's points once (compiled with numba): at
-30M points that costs tens of milliseconds and no memory, where a k-d tree
-would hold about a gigabyte.
+A view's points are held sorted by x within 32 bands of y
+(:func:`backend.services.map_data.banded_order`): a viewport reads one run of
+rows per band it crosses, and the nearest-point lookup of a click scans the
+runs within its radius (compiled with numba): at 30M points a few
+milliseconds and no memory, where a k-d tree would hold about a gigabyte.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from backend.core.settings import map_point_budget
 from backend.science.sphere import SQRT2
 from backend.services.bytecache import shared_cache
 from backend.services.errors import InvalidInput
+from backend.services.map_data import band_ranges, band_starts, banded_order
 from backend.services.map_view import N_GROUP_COLORS, MapPoints, MapQuery, sorted_by_x, view_points
 
 
@@ -189,9 +192,9 @@ def png_rgba(rgba: np.ndarray) -> bytes:
 
 
 @numba.njit(cache=True, nogil=True)
-def _region_stats(x, y, rows, x0, x1, y0, y1, n_rows):  # pragma: no cover - compiled
-    """(points in [x0, x1] × [y0, y1], distinct rows among them) in one pass."""
-    seen = np.zeros(n_rows, np.bool_)
+def _region_stats(x, y, rows, x0, x1, y0, y1, seen):  # pragma: no cover - compiled
+    """(points in [x0, x1] × [y0, y1], distinct rows among them not yet in ``seen``) in one pass;
+    marks those rows in ``seen`` ((n_molecules,) bool), so runs of one region share it."""
     n_points = 0
     n_rows_seen = 0
     for i in range(x.size):
@@ -246,8 +249,8 @@ def _shade_categories(per_cat, rgb, min_alpha):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def _nearest(x, y, cx, cy, sx, sy, radius):  # pragma: no cover - compiled
-    """Index of the point nearest to (cx, cy) in pixel distance (sx, sy map units per pixel) within
-    ``radius`` pixels, the first in index order on a tie; -1 if none."""
+    """(index, squared pixel distance) of the point nearest to (cx, cy) in pixel distance (sx, sy map
+    units per pixel) within ``radius`` pixels, the first in index order on a tie; index -1 if none."""
     best, best_d2 = -1, radius * radius
     for i in range(x.size):
         dx = (x[i] - cx) / sx
@@ -257,47 +260,76 @@ def _nearest(x, y, cx, cy, sx, sy, radius):  # pragma: no cover - compiled
         d2 = dx * dx + dy * dy
         if d2 < best_d2 or (d2 == best_d2 and best < 0):
             best, best_d2 = i, d2
-    return best
+    return best, best_d2
+
+
+_BAND_RANGES = band_ranges()
 
 
 @dataclass(frozen=True, eq=False)
 class _SortedView:
-    """A view's points sorted by x, as the DataFrame datashader reads: a region is then a slab of rows.
+    """A view's points sorted by x within bands of y (:func:`backend.services.map_data.banded_order`), as
+    the DataFrame datashader reads: a region is then one run of rows per band it crosses.
 
     frame columns: x, y (float32), c (category) or v (float32 value), r (int32 molecule row), and
-    i (int32 index of the point in the view's arrays) unless the view is stored sorted by x.
+    i (int32 index of the point in the view's arrays) unless the view is stored in this order.
     """
 
     frame: pd.DataFrame
-    x: np.ndarray  # (m,) float32, ascending
+    x: np.ndarray  # (m,) float32, ascending within each band
+    starts: np.ndarray  # (N_BANDS + 1,) int64 first row of each band, and the end
 
-    def span(self, x0: float, x1: float) -> tuple[int, int]:
-        """[a, b): the rows with x0 <= x <= x1."""
+    def runs(self, x0: float, x1: float, y0: float = -np.inf, y1: float = np.inf) -> list[tuple[int, int]]:
+        """[a, b) runs, in row order, of the rows with x0 <= x <= x1 in every band that can hold a y in
+        [y0, y1] (adjacent runs merged, empty ones left out)."""
         # Bounds in the array's own dtype: a float64 bound would make numpy convert all of x first.
         lo, hi = self.x.dtype.type(x0), self.x.dtype.type(x1)
         if float(lo) < x0:  # rounded down (compared as Python floats: numpy would compare in float32)
             lo = np.nextafter(lo, self.x.dtype.type(np.inf))
         if float(hi) > x1:
             hi = np.nextafter(hi, self.x.dtype.type(-np.inf))
-        a, b = np.searchsorted(self.x, lo, side="left"), np.searchsorted(self.x, hi, side="right")
-        return int(a), int(b)
+        out: list[tuple[int, int]] = []
+        for band in np.flatnonzero((_BAND_RANGES[:, 0] <= y1) & (_BAND_RANGES[:, 1] >= y0)):
+            start, stop = int(self.starts[band]), int(self.starts[band + 1])
+            xs = self.x[start:stop]
+            a, b = start + int(np.searchsorted(xs, lo, "left")), start + int(np.searchsorted(xs, hi, "right"))
+            if a >= b:
+                continue
+            if out and out[-1][1] == a:
+                out[-1] = (out[-1][0], b)
+            else:
+                out.append((a, b))
+        return out
 
-    def slab(self, x0: float, x1: float) -> pd.DataFrame:
-        """The rows with x0 <= x <= x1 (a view of the frame, no copy)."""
-        a, b = self.span(x0, x1)
-        return self.frame.iloc[a:b]
+    def slab(self, x0: float, x1: float, y0: float = -np.inf, y1: float = np.inf) -> pd.DataFrame:
+        """The rows of :meth:`runs` (a view of the frame when they are one run, else a copy of them)."""
+        runs = self.runs(x0, x1, y0, y1)
+        if len(runs) <= 1:
+            a, b = runs[0] if runs else (0, 0)
+            return self.frame.iloc[a:b]
+        return self.frame.take(run_rows(runs))
+
+
+def run_rows(runs: list[tuple[int, int]]) -> np.ndarray:
+    """(k,) int64 rows of [a, b) runs, in order."""
+    if not runs:
+        return np.zeros(0, np.int64)
+    return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in runs])
 
 
 def _sorted(points: MapPoints) -> _SortedView:
-    """The view's x-sorted frame (built once per view: one argsort of its points)."""
+    """The view's frame in banded order (built once per view unless stored so: one sort of its points)."""
 
     def build():
         c = points.colors
-        if points.x_sorted:  # stored sorted (as view_points stores a view): the frame reads its arrays
+        geo = points.geometry
+        if points.x_sorted:  # stored in order (as view_points stores a view): the frame reads its arrays
             order, columns = None, {"x": points.x, "y": points.y}
+            starts = geo.starts if geo is not None and geo.x is points.x else band_starts(points.y)
         else:
-            order = np.argsort(points.x).astype(np.int32)  # ties in any order: aggregation does not care
+            order = banded_order(points.x, points.y)
             columns = {"x": points.x[order], "y": points.y[order]}
+            starts = band_starts(columns["y"])
         take = (lambda a: a) if order is None else (lambda a: a[order])
         if c.kind == "categorical":
             codes = take(c.codes).view(np.int8) if len(c.colors) < 128 else take(c.codes).astype(np.int16)
@@ -308,7 +340,7 @@ def _sorted(points: MapPoints) -> _SortedView:
         if order is not None:
             columns["i"] = order
         frame = pd.DataFrame(columns, copy=False)
-        return _SortedView(frame, frame["x"].to_numpy())
+        return _SortedView(frame, frame["x"].to_numpy(), np.asarray(starts, np.int64))
 
     return points.memo("sorted", build)
 
@@ -324,16 +356,19 @@ def category_slots(n: int) -> int:
 
 
 def _frame(points: MapPoints, vp: Viewport) -> pd.DataFrame:
-    """The rows datashader aggregates for a viewport: the view's points whose x falls inside it."""
-    return _sorted(points).slab(vp.x0, vp.x1)
+    """The rows datashader aggregates for a viewport: the view's points whose x falls inside it, in the
+    bands its y crosses (datashader leaves out the few beyond y0, y1)."""
+    return _sorted(points).slab(vp.x0, vp.x1, vp.y0, vp.y1)
 
 
 def _matches(points: MapPoints) -> _SortedView:
     def build():
-        frame = _sorted(points).frame
+        view = _sorted(points)
+        frame = view.frame
         keep = points.highlight if points.x_sorted else points.highlight[frame["i"].to_numpy()]
-        sub = frame[keep].reset_index(drop=True)
-        return _SortedView(sub, sub["x"].to_numpy())
+        sub = frame[keep].reset_index(drop=True)  # still in banded order
+        kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+        return _SortedView(sub, sub["x"].to_numpy(), kept_before[view.starts])
 
     return points.memo("matches", build)
 
@@ -435,7 +470,7 @@ def _hex_rgba(color: str) -> np.ndarray:
 
 
 def _with_matches(points: MapPoints, vp: Viewport, base: np.ndarray, out: dict) -> np.ndarray:
-    agg = _canvas(vp).points(_matches(points).slab(vp.x0, vp.x1), "x", "y", dsh.count())
+    agg = _canvas(vp).points(_matches(points).slab(vp.x0, vp.x1, vp.y0, vp.y1), "x", "y", dsh.count())
     matches = agg.data.astype(np.uint32)
     out["matches"] = matches
     base = base.copy()
@@ -476,20 +511,26 @@ def region_stats(points: MapPoints, vp: Viewport) -> tuple[int, int]:
         geo = points.geometry
         if geo is not None and geo.whole is not None and geo.x is points.x:  # stored with the view
             return geo.whole
-        return points.memo("whole", lambda: _region_stats(points.x, points.y, points.rows, *everything, n_rows))
-    slab = _frame(points, vp)
-    x, y, r = (slab[k].to_numpy() for k in ("x", "y", "r"))
-    return _region_stats(x, y, r, float(vp.x0), float(vp.x1), float(vp.y0), float(vp.y1), n_rows)  # one signature
+        return points.memo(
+            "whole", lambda: _region_stats(points.x, points.y, points.rows, *everything, np.zeros(n_rows, np.bool_))
+        )
+    view = _sorted(points)
+    x, y, r = (view.frame[k].to_numpy() for k in ("x", "y", "r"))
+    bounds = (float(vp.x0), float(vp.x1), float(vp.y0), float(vp.y1))  # one signature
+    seen, n_points, n_drawn = np.zeros(n_rows, np.bool_), 0, 0
+    for a, b in view.runs(vp.x0, vp.x1, vp.y0, vp.y1):
+        n, d = _region_stats(x[a:b], y[a:b], r[a:b], *bounds, seen)
+        n_points, n_drawn = n_points + n, n_drawn + d
+    return n_points, n_drawn
 
 
 def _region_index(points: MapPoints, vp: Viewport) -> np.ndarray:
     """Indices (into the view's points, in draw order) of the points inside the viewport."""
     view = _sorted(points)
-    a, b = view.span(vp.x0, vp.x1)
-    slab = view.frame.iloc[a:b]
-    y = slab["y"].to_numpy()
-    inside = np.flatnonzero((y >= vp.y0) & (y <= vp.y1))
-    idx = a + inside if points.x_sorted else slab["i"].to_numpy()[inside]
+    rows = run_rows(view.runs(vp.x0, vp.x1, vp.y0, vp.y1))
+    y = view.frame["y"].to_numpy()[rows]
+    rows = rows[(y >= vp.y0) & (y <= vp.y1)]
+    idx = rows if points.x_sorted else view.frame["i"].to_numpy()[rows]
     return points.in_draw_order(idx.astype(np.int64))
 
 
@@ -559,12 +600,16 @@ def nearest_point(
     if not (sx > 0 and sy > 0 and np.isfinite(sx) and np.isfinite(sy)):
         raise InvalidInput(f"pixel size ({sx}, {sy}) must be positive", ("query", "width"))
     view = _sorted(points)
-    a, b = view.span(x - radius_px * sx, x + radius_px * sx)  # only points that close in x can be
-    slab = view.frame.iloc[a:b]
-    i = _nearest(slab["x"].to_numpy(), slab["y"].to_numpy(), np.float64(x), np.float64(y), sx, sy, float(radius_px))
-    if i < 0:
+    fx, fy = view.frame["x"].to_numpy(), view.frame["y"].to_numpy()
+    rx, ry = radius_px * sx, radius_px * sy  # only points that close in x and y can be
+    best, best_d2 = -1, np.inf
+    for a, b in view.runs(x - rx, x + rx, y - ry, y + ry):  # in row order: the first wins a tie
+        i, d2 = _nearest(fx[a:b], fy[a:b], np.float64(x), np.float64(y), sx, sy, float(radius_px))
+        if i >= 0 and d2 < best_d2:
+            best, best_d2 = a + int(i), d2
+    if best < 0:
         return None
-    return a + int(i) if points.x_sorted else int(slab["i"].to_numpy()[i])
+    return best if points.x_sorted else int(view.frame["i"].to_numpy()[best])
 
 
 def prepare(points: MapPoints) -> None:

@@ -4,7 +4,7 @@ The map, its server-side image (:mod:`backend.services.map_raster`) and the
 nearest-point lookup all resolve a view through :func:`view_points`, so a
 pixel, a click and a drawn point always refer to the same set of points.
 Resolved views are kept in the process's byte-bounded map cache
-(:func:`backend.services.bytecache.map_cache`). A view's points, sorted by x, are shared by all
+(:func:`backend.services.bytecache.map_cache`). A view's points, sorted by x within bands of y, are shared by all
 its colourings (at 30M points they hold about 390 MB; a colouring adds 30-120 MB).
 """
 
@@ -27,7 +27,7 @@ from backend.services import grouping
 from backend.services.bytecache import map_cache, nbytes, release_freed_memory
 from backend.services.cache import get_view
 from backend.services.errors import InvalidInput
-from backend.services.map_data import AXES, TABLES, MapData, load_map_data, sorted_points
+from backend.services.map_data import AXES, TABLES, MapData, banded_order, load_map_data, sorted_points
 from backend.services.model_audits import prediction_shift
 from backend.services.molecules import match_smarts
 
@@ -104,7 +104,8 @@ class MapPoints:
     x, y : (m,) float32 Mollweide coordinates; rows : (m,) int32 molecule row (into ``md.ids``);
     axis : (m,) int8 axis 1..3; highlight : (m,) bool SMARTS match, or None without a pattern.
     n_molecules : molecules that pass the group filter; n_matches : of them, matching the SMARTS.
-    x_sorted : the arrays are sorted by x (as :func:`view_points` stores a view); the draw order is
+    x_sorted : the arrays are sorted by x within bands of y (:func:`backend.services.map_data.banded_order`,
+    as :func:`view_points` stores a view); the draw order is
     the map data's seeded key order either way (:meth:`in_draw_order`).
     """
 
@@ -120,7 +121,7 @@ class MapPoints:
     n_matches: int | None
     notes: tuple[str, ...] = ()
     x_sorted: bool = False
-    geometry: Any = None  # the x-sorted points shared with the view's other colourings (cached on their own)
+    geometry: Any = None  # the banded points shared with the view's other colourings (cached on their own)
     _memo: dict = field(default_factory=dict, repr=False)
     _memo_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -257,7 +258,7 @@ def _needs_view(q: MapQuery) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class _Geometry:
-    """The points of a view sorted by x, whatever their colour: shared by every colouring of the view.
+    """The points of a view sorted by x within bands of y, whatever their colour: shared by every colouring of the view.
 
     x, y : (m,) float32; rows : (m,) int32; axis : (m,) int8 (the draw order is the map data's key order).
     """
@@ -267,6 +268,7 @@ class _Geometry:
     y: np.ndarray
     rows: np.ndarray
     axis: np.ndarray
+    starts: np.ndarray  # (N_BANDS + 1,) first row of each band of y
     whole: tuple[int, int] | None = None  # (points, molecules) of the whole view, when stored
     bounds: tuple[float, float, float, float] | None = None  # of its points, when stored
 
@@ -280,7 +282,7 @@ _geometry_lock = threading.Lock()
 
 
 def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_key: Hashable) -> _Geometry:
-    """The x-sorted points of ``axes`` of the molecules in ``mask`` (cached per map data, axes and filter).
+    """The banded, x-sorted points of ``axes`` of the molecules in ``mask`` (cached per map data, axes and filter).
 
     A recolour (colour, grouping) reuses it: only the colours are gathered, in its order, instead
     of sorting the view's points again (about 50 ms and 8 MB per QM9 view).
@@ -292,7 +294,7 @@ def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_
         return hit
     stored = md.default_view
     if stored is not None and mask is None and tuple(axes) == AXES:  # memory-mapped: nothing to sort
-        geo = _Geometry(md, stored.x, stored.y, stored.rows, stored.axis, stored.whole, stored.bounds)
+        geo = _Geometry(md, stored.x, stored.y, stored.rows, stored.axis, stored.starts, stored.whole, stored.bounds)
     else:
         geo = _Geometry(md, *sorted_points(md, axes, mask))
         release_freed_memory()  # the unsorted copies (about 600 MB at 30M points)
@@ -331,15 +333,15 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
 
 
 def sorted_by_x(points: MapPoints) -> MapPoints:
-    """The same view stored sorted by x.
+    """The same view stored sorted by x within bands of y (:func:`backend.services.map_data.banded_order`).
 
-    The aggregation reads a region as a slab of x-sorted rows; stored this way, the view is that
-    frame itself (at 30M points 420 MB, against 420 MB of arrays plus a 510 MB sorted copy), and
+    The aggregation reads a region as a few runs of rows (an x-span in each band it crosses); stored
+    this way, the view is that frame itself (at 30M points 420 MB, against 420 MB of arrays plus a 510 MB sorted copy), and
     the draw order needs no array of its own (it is the map data's key order).
     """
     if points.x_sorted:
         return points
-    order = np.argsort(points.x, kind="stable")
+    order = banded_order(points.x, points.y)
     c = points.colors
     colors = MapColors(
         c.kind, c.title, codes=None if c.codes is None else c.codes[order], labels=c.labels, colors=c.colors,

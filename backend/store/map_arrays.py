@@ -14,12 +14,15 @@ Layout of one map folder (row ``i`` is the ``i``-th molecule of the result, in s
     ids.arrow                        Arrow IPC file: one string column "id" in one record batch
     id_hash.npy (n,) uint64 sorted, id_order.npy (n,) int64: row of each sorted hash (id lookup)
     view-x.npy, view-y.npy (m,) float32, view-rows.npy (m,) int32, view-axis.npy (m,) int8:
-                                     the default view (axes 1, 2, 3, no filter) sorted by x (stable sort)
-    map.json                         {"signature", "n_molecules", "n_points", "whole", "bounds"}; written last
+                                     the default view (axes 1, 2, 3, no filter) sorted by x within
+                                     bands of y (backend.services.map_data.banded_order)
+    map.json                         {"signature", "n_molecules", "n_points", "whole", "bounds",
+                                     "band_starts"}; written last
 
-``signature`` names the frames the arrays were projected from (a folder whose signature
-differs from the result's is stale and ignored); ``whole`` is [points, distinct molecules]
-of the default view and ``bounds`` its [x0, x1, y0, y1].
+``signature`` names the frames the arrays were projected from and the view's order (a folder
+whose signature differs from the result's is stale and ignored); ``whole`` is [points,
+distinct molecules] of the default view, ``bounds`` its [x0, x1, y0, y1] and ``band_starts``
+the first row of each band of y (and the end).
 """
 
 from __future__ import annotations
