@@ -103,10 +103,11 @@ def smarts_mask(data_dir: Path, dataset_id: str, smarts: str) -> np.ndarray:
 
 def smarts_search_job(data_dir: Path, dataset_id: str, smarts: str) -> dict | None:
     """The background search job of a SMARTS pattern over a large sharded set, started if needed;
-    None when the set is searched while the page waits (or the pattern is invalid: the map says why)."""
+    None when the set is searched while the page waits, or when it cannot be (an invalid pattern, no
+    writable search folder, too many searches running): the map says why."""
     try:
         return molecule_service.search_job(get_view(data_dir, dataset_id), smarts)
-    except DatasetError:
+    except OrientScopeError:
         return None
 
 
