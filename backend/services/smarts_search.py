@@ -58,7 +58,7 @@ def target(view: DatasetView) -> SearchTarget:
         name=str(view.meta.get("name", view.dataset_id)),
         result_key=view.result_key,
         result_dir=Path(view.store.dir),
-        stamp=int(view.signature[1]),
+        stamp=int(view.signature[1]),  # the result manifest's mtime (ns): (meta, manifest) stamps
         n_molecules=len(view),
     )
 
