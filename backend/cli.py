@@ -38,6 +38,7 @@ datasets_svc = _Lazy("backend.services.datasets")
 audit_mod = _Lazy("backend.pipeline.model_audit")
 sharded_ingest = _Lazy("backend.pipeline.sharded_ingest")
 map_data = _Lazy("backend.services.map_data")
+migrate_mod = _Lazy("backend.pipeline.migrate")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
@@ -54,6 +55,11 @@ Cluster = Annotated[
         "--cluster",
         help="in-process | local:W | tcp://HOST:PORT (default: $ORIENTSCOPE_CLUSTER, else by the dataset's size)",
     ),
+]
+
+ShardSize = Annotated[
+    int | None,
+    typer.Option("--shard-size", min=1, help="molecules per shard (default: $ORIENTSCOPE_SHARD_SIZE or 250000)"),
 ]
 
 
@@ -106,12 +112,21 @@ def precompute_cmd(
     force: Annotated[bool, typer.Option("--force", help="recompute stages that are already stored")] = False,
     cluster: Cluster = None,
 ) -> None:
-    """Compute and store every result for DATASET (reuses what is already stored)."""
+    """Compute and store every result for DATASET (reuses what is already stored).
+
+    A dataset of the single-folder layout is migrated to shards first (its results
+    re-cut, not recomputed), except for a --limit run, which leaves it as it is.
+    """
     try:
         params = pipeline.make_params(frame, sign, seed, limit)
         root = resolve_data_dir(data_dir)
+        migrate = limit is None and migrate_mod.needs_migration(root, dataset)
+        if migrate:
+            typer.echo(f"{dataset} is in the single-folder layout: migrating it to shards first", err=True)
         with _ProgressBar(f"precompute {dataset}") as bar:
-            store = pipeline.precompute(root, dataset, params, force=force, progress=bar, cluster=cluster)
+            store = pipeline.precompute(
+                root, dataset, params, force=force, progress=bar, cluster=cluster, migrate=migrate
+            )
     except (OrientScopeError, ValueError, FileNotFoundError) as err:
         _fail(err)
     typer.echo(f"stored {dataset} [{store.key}] in {store.dir}")
@@ -134,6 +149,26 @@ def map_cmd(
         _fail(err)
     for folder in folders:
         typer.echo(f"stored the map of {dataset} in {folder}")
+
+
+@app.command("migrate")
+def migrate_cmd(
+    dataset: str,
+    data_dir: DataDir = None,
+    shard_size: ShardSize = None,
+) -> None:
+    """Turn DATASET of the single-folder layout into a sharded one; its stored results are re-cut, not recomputed."""
+    try:
+        root = resolve_data_dir(data_dir)
+        if not migrate_mod.needs_migration(root, dataset):
+            meta = ds.read_meta(root, dataset)  # NotFoundError for an unknown dataset
+            typer.echo(f"{dataset} is already sharded ({len(meta['shards'])} shards); nothing to do")
+            return
+        with _ProgressBar(f"migrate {dataset}") as bar:
+            meta = migrate_mod.migrate_dataset(root, dataset, shard_size=shard_size, progress=bar)
+    except (OrientScopeError, ValueError, FileNotFoundError) as err:
+        _fail(err)
+    typer.echo(f"migrated {dataset}: {meta['n_molecules']} molecules in {len(meta['shards'])} shards")
 
 
 @app.command("report")
@@ -195,10 +230,7 @@ def ingest_cmd(
         ),
     ] = "",
     cluster: Cluster = None,
-    shard_size: Annotated[
-        int | None,
-        typer.Option("--shard-size", min=1, help="molecules per shard (default: $ORIENTSCOPE_SHARD_SIZE or 250000)"),
-    ] = None,
+    shard_size: ShardSize = None,
 ) -> None:
     """Load PATHS, store them as one dataset and run the pipeline.
 
@@ -456,7 +488,7 @@ def serve_cmd(
         os.environ[ANONYMOUS_WRITES_ENV] = "1" if allow_anonymous_writes else ""
         uvicorn.run(FACTORY, factory=True, host=host, port=port, workers=workers, **logs)
     else:
-        app_ = create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True)
+        app_ = create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True, migrate=True)
         uvicorn.run(app_, host=host, port=port, **logs)
 
 

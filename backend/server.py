@@ -40,6 +40,7 @@ from backend.services.cache import view_cache
 from backend.services.datasets import READY, dataset_summary, list_datasets
 from backend.services.errors import NotComputed
 from backend.services.map_view import MapQuery, view_points
+from backend.services.migration import start_migration
 from backend.services.molecules import list_molecules
 from backend.services.neighbors import neighbors
 
@@ -54,11 +55,14 @@ def create_app(
     token: str | None = None,
     dashboard: bool = True,
     warm: bool = False,
+    migrate: bool = False,
 ) -> FastAPI:
     """The API, with the dashboard at / unless ``dashboard`` is false, for one data directory.
 
     ``warm`` loads the ready datasets into the read cache in a background thread,
-    so the first requests do not pay for reading the store.
+    so the first requests do not pay for reading the store. ``migrate`` turns
+    datasets of the single-folder layout into sharded ones in another background
+    thread (``app.state.migration``), unless the server is read-only.
     """
     # Dash's callback and layout answers are compressed (or not) by Dash's own rules.
     server = create_api(data_dir, read_only=read_only, token=token, uncompressed_suffixes=(CALLBACK_PATH, LAYOUT_PATH))
@@ -68,6 +72,7 @@ def create_app(
         # Dash serves only registered component files and raises this for any other path: a 404, not a 500.
         server.add_exception_handler(DependencyException, _unknown_dash_file)
     server.state.warming = warm  # /api/health reports it: latencies measured before it clears are not a warm server's
+    server.state.migration = start_migration(settings.data_dir) if migrate and not settings.read_only else None
     if warm:
         threading.Thread(target=_warm_then_clear, args=(server,), name="orientscope-warm", daemon=True).start()
     return server
@@ -175,7 +180,7 @@ def app_from_env() -> FastAPI:
     if warning:
         log.warning(warning)
     tune_for_serving()
-    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=token, warm=True)
+    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=token, warm=True, migrate=True)
 
 
 def serve_logging(access_log: bool = True) -> dict:

@@ -35,3 +35,22 @@ def qm9_store(tmp_path_factory) -> Path:
     )
     precompute(data_dir, "qm9", make_params(seed=0))
     return data_dir
+
+
+OLD_LAYOUT_N = 150
+
+
+@pytest.fixture(scope="session")
+def old_layout_store(tmp_path_factory, qm9_small) -> Path:
+    """A data dir with dataset "old" in the single-folder layout (150 QM9 molecules, every stage, seed 0).
+
+    Built by the project's own writers of that layout (``save_dataset`` and the in-memory
+    pipeline); tests that change it work on a copy.
+    """
+    from backend.pipeline.precompute import make_params, precompute
+    from backend.store.datasets import save_dataset
+
+    data_dir = tmp_path_factory.mktemp("old-layout")
+    save_dataset(data_dir, "old", qm9_small.subset(range(OLD_LAYOUT_N)), name="Old", source="qm9pack subset")
+    precompute(data_dir, "old", make_params(seed=0))
+    return data_dir

@@ -250,3 +250,52 @@ def test_text_report_of_three_molecules_says_what_was_skipped(tmp_path):
     assert res.output.count("skipped: the rotation classifiers and the orientation-only regression") == 2
     assert "skipped: similarity–pose coupling needs at least 2 molecules" in res.output
     assert "measure" not in res.output  # no empty table
+
+
+# ------------------------------------------------------------------ migrate: single-folder datasets to shards
+@pytest.fixture()
+def old_dir(old_layout_store, tmp_path):
+    d = tmp_path / "data"
+    shutil.copytree(old_layout_store, d)
+    return d
+
+
+def _layout(data_dir: Path, dataset: str) -> tuple[str | None, int]:
+    meta = json.loads((data_dir / "datasets" / dataset / "dataset.json").read_text())
+    return meta.get("layout"), len(meta.get("shards", []))
+
+
+def test_migrate_cuts_an_old_dataset_into_shards_once(old_dir):
+    out = run("migrate", "old", "--shard-size", "40", "--data-dir", str(old_dir))
+    assert "migrated old: 150 molecules in 4 shards" in out.stdout
+    assert _layout(old_dir, "old") == ("sharded", 4)
+    out = run("migrate", "old", "--data-dir", str(old_dir))
+    assert "old is already sharded (4 shards); nothing to do" in out.stdout
+    proc = run("migrate", "nope", "--data-dir", str(old_dir), check=False)
+    assert proc.returncode == 2 and "unknown dataset 'nope'" in proc.stderr
+
+
+def test_precompute_migrates_an_old_dataset_first_and_the_report_stays(old_dir, monkeypatch):
+    before = json.loads(run("report", "old", "--json", "--data-dir", str(old_dir)).stdout)
+    assert _layout(old_dir, "old") == (None, 0)  # report alone never migrates
+    monkeypatch.setenv("ORIENTSCOPE_SHARD_SIZE", "40")
+    proc = run("precompute", "old", "--data-dir", str(old_dir))
+    assert "old is in the single-folder layout: migrating it to shards first" in proc.stderr
+    assert _layout(old_dir, "old") == ("sharded", 4)
+    assert json.loads(run("report", "old", "--json", "--data-dir", str(old_dir)).stdout) == before
+
+
+def test_writable_serve_migrates_in_the_background(qm9_store, tmp_path):
+    import time
+
+    d = tmp_path / "data"
+    shutil.copytree(qm9_store, d)
+    proc = _serve(d, "--no-access-log")
+    try:
+        for _ in range(3000):  # up to 5 minutes on a busy machine
+            if _layout(d, "qm9")[0] == "sharded" or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+    finally:
+        err = _health_then_stop(proc)
+    assert _layout(d, "qm9") == ("sharded", 1), err  # 400 molecules: one shard of the default size

@@ -28,6 +28,7 @@ from backend.loaders.base import MAX_PROBLEMS_KEPT, Loaded
 from backend.loaders.detect import load_path
 from backend.pipeline.builtin import BUILTIN
 from backend.store import datasets as ds
+from backend.store.atomic import swap_dirs
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,12 @@ def ingest_meta(loaded_format: str, n_skipped: int, problems: list, strict: bool
 
 
 @contextmanager
-def staging(data_dir: Path, dataset_id: str) -> Iterator[Path]:
-    """A private data dir to build ``dataset_id`` in, removed afterwards; DatasetError if the id is taken."""
-    if ds.dataset_dir(data_dir, dataset_id).exists():
+def staging(data_dir: Path, dataset_id: str, replace: bool = False) -> Iterator[Path]:
+    """A private data dir to build ``dataset_id`` in, removed afterwards.
+
+    DatasetError if the id is taken, unless ``replace`` (a new build of an existing dataset, see :func:`publish`).
+    """
+    if not replace and ds.dataset_dir(data_dir, dataset_id).exists():
         raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
     stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
     try:
@@ -76,14 +80,28 @@ def staging(data_dir: Path, dataset_id: str) -> Iterator[Path]:
         shutil.rmtree(stage_dir, ignore_errors=True)
 
 
-def publish(stage_dir: Path, data_dir: Path, dataset_id: str, progress: Progress | None = None) -> dict:
-    """Rename the finished dataset from ``stage_dir`` into the store (never over another); its meta."""
+def publish(
+    stage_dir: Path, data_dir: Path, dataset_id: str, progress: Progress | None = None, replace: bool = False
+) -> dict:
+    """Rename the finished dataset from ``stage_dir`` into the store; its meta.
+
+    Never over another dataset, unless ``replace``: then the new folder and the
+    existing one swap places in one atomic exchange (readers see the old dataset
+    or the new one, complete), and the old one is removed with ``stage_dir``.
+    The caller holds :func:`~backend.store.datasets.dataset_lock` when replacing.
+    """
     final = ds.dataset_dir(data_dir, dataset_id)
     final.parent.mkdir(parents=True, exist_ok=True)
+    built = ds.dataset_dir(stage_dir, dataset_id)
     with _id_lock:
-        if final.exists():
+        if replace:
+            if not ds.has_dataset(data_dir, dataset_id):
+                raise DatasetError(f"dataset {dataset_id!r} was deleted while it was rebuilt; nothing was written")
+            swap_dirs(built, final)  # fails, changing nothing, if it is deleted right now
+        elif final.exists():
             raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
-        os.rename(ds.dataset_dir(stage_dir, dataset_id), final)
+        else:
+            os.rename(built, final)
     (progress or quiet)(1.0, f"dataset {dataset_id!r} ready", "done")
     return ds.read_meta(data_dir, dataset_id)
 

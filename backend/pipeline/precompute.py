@@ -12,6 +12,7 @@ from backend.core.progress import Progress, scaled
 from backend.core.settings import DEFAULT_SEED, validate_id
 from backend.pipeline.builtin import BUILTIN
 from backend.pipeline.engine import Engine, choose_cluster, parse_cluster
+from backend.pipeline.migrate import migrate_dataset
 from backend.pipeline.sharded import precompute_sharded
 from backend.pipeline.stage import StageContext
 from backend.pipeline.stages import STAGES, stage_by_name
@@ -21,6 +22,8 @@ from backend.store.results import ResultStore
 from backend.store.shards import is_sharded
 
 log = logging.getLogger(__name__)
+
+MIGRATE_SHARE = 0.2  # of the progress bar, when a single-folder dataset is migrated first
 
 
 def make_params(frame: str = "pca", sign: str = "max", seed: int = DEFAULT_SEED, limit: int | None = None) -> dict:
@@ -63,18 +66,27 @@ def precompute(
     progress: Progress | None = None,
     cluster: str | None = None,
     engine: Engine | None = None,
+    migrate: bool = False,
 ) -> ResultStore:
     """Compute every missing stage (or ``stages``) and mark the result active.
 
     ``progress`` hears the fraction of all stages to run, with each stage's name.
+    ``migrate`` first turns a dataset of the single-folder layout into a sharded
+    one (its stored results re-cut, not recomputed; see ``pipeline.migrate``);
+    a ``limit`` run on a migrated dataset still runs in memory, as before it.
     A sharded dataset runs shard by shard on the engine that ``cluster`` (else
     ``$ORIENTSCOPE_CLUSTER``, else the dataset's size) picks, or on ``engine``
     if one is already running; a single-folder dataset runs in this process.
     """
     meta = ensure_dataset(data_dir, dataset_id)
+    if migrate and not is_sharded(meta):
+        log.info("%s is in the single-folder layout: migrating it to shards first", dataset_id)
+        meta = migrate_dataset(data_dir, dataset_id, progress=scaled(progress, 0.0, MIGRATE_SHARE))
+        progress = scaled(progress, MIGRATE_SHARE, 1.0) if progress else None
     store = ResultStore(data_dir, dataset_id, params)
     wanted = [stage_by_name(n) for n in stages] if stages else list(STAGES)
-    if is_sharded(meta):
+    # A migrated dataset was small enough for memory, so a --limit run on it still gets the in-memory stages.
+    if is_sharded(meta) and not (params.get("limit") and meta.get("migrated")):
         spec = choose_cluster(cluster, int(meta["n_molecules"]))
         with store.lock():
             todo = [s.name for s in wanted if force or not store.completed(s.name)]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import glob
 import math
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,11 +34,11 @@ from backend.pipeline.engine import Engine, choose_cluster
 from backend.pipeline.ingest import ingest_meta, new_dataset_id, publish, staging
 from backend.store import datasets as ds
 from backend.store.shards import (
-    DEFAULT_SHARD_SIZE,
     SHARDED,
     SHARDS,
     ShardRef,
     duplicate_in_partition,
+    shard_size_setting,
     write_shard,
 )
 
@@ -148,9 +147,7 @@ def ingest_files(
 
     data_dir = Path(data_dir)
     files = expand_inputs(inputs)
-    shard_size = int(shard_size or os.environ.get("ORIENTSCOPE_SHARD_SIZE") or DEFAULT_SHARD_SIZE)
-    if shard_size < 1:
-        raise ValueError(f"shard size must be >= 1, got {shard_size}")
+    shard_size = shard_size_setting(shard_size)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
     notify = progress or quiet
     guess = sum(p.stat().st_size for p in files if p.is_file()) // BYTES_PER_MOLECULE_GUESS

@@ -6,10 +6,12 @@ one, never a half-written file.
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -82,3 +84,58 @@ def atomic_write_table(path: Path, table: pa.Table) -> None:
 
 def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
     return pq.read_table(path, columns=columns, memory_map=True)
+
+
+def iter_table_slices(path: Path, sizes: Iterable[int], columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """Consecutive slices of a Parquet table with ``sizes`` rows each, streamed batch by batch.
+
+    Memory holds about one slice plus one read batch, never the whole table.
+    """
+    source = pq.ParquetFile(path, memory_map=True)
+    empty = source.schema_arrow.empty_table()
+    empty = empty.select(columns) if columns is not None else empty
+    batches = source.iter_batches(batch_size=65_536, columns=columns)
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for size in sizes:
+        while held < size:
+            batch = next(batches, None)
+            if batch is None:
+                raise ValueError(f"{path} has fewer rows than the {size} asked for")
+            pending.append(batch)
+            held += batch.num_rows
+        table = pa.Table.from_batches(pending, schema=empty.schema)
+        rest = table.slice(size)
+        pending, held = rest.to_batches(), rest.num_rows
+        yield table.slice(0, size)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h: swap two paths atomically
+_AT_FDCWD = -100
+
+
+def swap_dirs(a: Path, b: Path) -> None:
+    """Exchange two folders: afterwards ``a`` holds what ``b`` held and the other way round.
+
+    One ``renameat2(RENAME_EXCHANGE)`` where the kernel offers it, so a reader sees
+    either folder complete at ``b``, never none. Elsewhere two renames; if the
+    second fails, the first is undone.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is not None:
+        if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+            _fsync_dir(Path(a).parent)
+            _fsync_dir(Path(b).parent)
+            return
+        errno = ctypes.get_errno()
+        if errno not in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: no exchange here, fall back
+            raise OSError(errno, os.strerror(errno), str(a))
+    aside = Path(b).with_name(f".{Path(b).name}.swap-{os.getpid()}")
+    os.rename(b, aside)
+    try:
+        os.rename(a, b)
+    except BaseException:
+        os.rename(aside, b)
+        raise
+    os.rename(aside, a)

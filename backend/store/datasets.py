@@ -10,9 +10,11 @@ Layout::
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +61,23 @@ def update_meta(data_dir: Path, dataset_id: str, **changes) -> dict:
     meta.update(changes)
     write_meta(data_dir, dataset_id, meta)
     return meta
+
+
+@contextmanager
+def dataset_lock(data_dir: Path, dataset_id: str) -> Iterator[None]:
+    """Exclusive lock on one dataset's folder as a whole (e.g. while it is replaced by a new layout).
+
+    The lock file lives beside the folders (``datasets/.locks/<id>.lock``), so it
+    holds across a rename of the dataset's folder.
+    """
+    path = datasets_root(data_dir) / ".locks" / f"{validate_id(dataset_id)}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def has_dataset(data_dir: Path, dataset_id: str) -> bool:
@@ -148,8 +167,12 @@ def write_molecule_tables(folder: Path, mols: MoleculeSet) -> None:
 
 def read_molecule_tables(folder: Path, meta: dict) -> MoleculeSet:
     """The molecules stored in ``folder`` by :func:`write_molecule_tables`."""
-    mol = read_table(folder / "molecules.parquet").to_pandas()
-    atoms = read_table(folder / "atoms.parquet")
+    return molecules_from_tables(read_table(folder / "molecules.parquet"), read_table(folder / "atoms.parquet"), meta)
+
+
+def molecules_from_tables(molecules: pa.Table, atoms: pa.Table, meta: dict) -> MoleculeSet:
+    """The molecules of a ``molecules.parquet`` table (or a run of its rows) and their rows of ``atoms.parquet``."""
+    mol = molecules.to_pandas()
     n_atoms = mol["n_atoms"].to_numpy(np.int64)
     props = mol.drop(columns=[c for c in _RESERVED if c in mol.columns])
     smiles = mol["smiles"].to_numpy(str) if meta.get("has_smiles") else None

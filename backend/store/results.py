@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import fcntl
 import time
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -49,6 +50,27 @@ def list_result_keys(data_dir: Path, dataset_id: str) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if (p / MANIFEST).is_file())
+
+
+@contextmanager
+def _result_lock(folder: Path) -> Iterator[None]:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def all_results_locked(data_dir: Path, dataset_id: str) -> Iterator[list[str]]:
+    """Hold the lock of every stored result of the dataset (waiting for running pipelines); their keys."""
+    keys = list_result_keys(data_dir, dataset_id)
+    with ExitStack() as stack:
+        for key in keys:
+            stack.enter_context(_result_lock(result_dir(data_dir, dataset_id, key)))
+        yield keys
 
 
 def _without_stage(skipped: dict[str, str], stage: str) -> dict[str, str]:
@@ -88,13 +110,8 @@ class ResultStore:
     @contextmanager
     def lock(self):
         """Exclusive lock so two processes never compute the same result at once."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / ".lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with _result_lock(self.dir):
+            yield
 
     # ------------------------------------------------------------------ write
     def write_stage(

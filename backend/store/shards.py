@@ -35,6 +35,7 @@ written atomically and named in the manifest only once every shard is done.
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +70,19 @@ class ShardRef:
     def index(self) -> np.ndarray:
         """(n_molecules,) global molecule indices."""
         return np.arange(self.start, self.stop, dtype=np.int64)
+
+
+def shard_size_setting(shard_size: int | None = None) -> int:
+    """Molecules per shard: ``shard_size`` if given, else ``$ORIENTSCOPE_SHARD_SIZE``, else the default."""
+    size = int(shard_size or os.environ.get(SHARD_SIZE_ENV) or DEFAULT_SHARD_SIZE)
+    if size < 1:
+        raise ValueError(f"shard size must be >= 1, got {size}")
+    return size
+
+
+def shard_sizes(n_molecules: int, shard_size: int) -> list[int]:
+    """Molecules in each shard when ``n_molecules`` are cut in order into shards of ``shard_size``."""
+    return [min(shard_size, n_molecules - start) for start in range(0, n_molecules, shard_size)]
 
 
 def is_sharded(meta: dict) -> bool:

@@ -54,3 +54,57 @@ def test_sigkill_during_writes_never_leaves_a_torn_file(tmp_path):
     # Killed runs may leave hidden temp files behind, never a torn target.
     assert all(p.name.startswith(".") or p == target for p in tmp_path.iterdir())
     assert os.path.getsize(target) > 0
+
+
+@pytest.mark.parametrize("sizes", [[7, 0, 5, 88], [100], [0, 0, 100], [1] * 100])
+def test_table_slices_are_consecutive_runs_of_the_asked_sizes(tmp_path, sizes, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"i": list(range(100)), "s": [f"m{i}" for i in range(100)]}), path, row_group_size=9)
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", _small_batches(pq.ParquetFile.iter_batches))
+    parts = list(atomic.iter_table_slices(path, sizes))
+    assert [p.num_rows for p in parts] == sizes
+    assert [i for p in parts for i in p.column("i").to_pylist()] == list(range(100))
+    assert list(atomic.iter_table_slices(path, [3], columns=["s"]))[0].to_pydict() == {"s": ["m0", "m1", "m2"]}
+
+
+def _small_batches(original):
+    """Batches of 4 rows, so that slices span several batches and row groups."""
+
+    def iter_batches(self, batch_size=65_536, **kwargs):
+        return original(self, batch_size=4, **kwargs)
+
+    return iter_batches
+
+
+def test_table_slices_past_the_end_fail(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"i": [1, 2, 3]}), tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match="fewer rows"):
+        list(atomic.iter_table_slices(tmp_path / "t.parquet", [2, 2]))
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two renames"])
+def test_swap_dirs_exchanges_two_folders(tmp_path, exchange, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "new").write_text("new")
+    (b / "old").write_text("old")
+    if not exchange:  # a kernel or file system without RENAME_EXCHANGE
+        monkeypatch.setattr(atomic, "_RENAME_EXCHANGE", 1 << 30)  # an unknown flag: EINVAL
+    atomic.swap_dirs(a, b)
+    assert [p.name for p in b.iterdir()] == ["new"] and [p.name for p in a.iterdir()] == ["old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+
+
+def test_swap_dirs_with_a_missing_folder_changes_nothing(tmp_path):
+    a = tmp_path / "a"
+    a.mkdir()
+    with pytest.raises(OSError):
+        atomic.swap_dirs(a, tmp_path / "gone")
+    assert [p.name for p in tmp_path.iterdir()] == ["a"]

@@ -1,0 +1,110 @@
+"""Migrate a dataset of the single-folder (in-memory) layout to the sharded layout, in place and atomically.
+
+The new folder is built in a private staging data dir (``ingest.staging``):
+the molecules cut into shards of the configured size and every stored result
+re-cut per shard (``backend.store.relayout``; nothing is recomputed, so every
+report figure, KL and classifier result stays the same), the meta file with
+the shard list written last. Under the dataset's lock, and with every result's
+lock held (a running pipeline is waited for), the new folder then takes the
+old one's place in one atomic exchange (``ingest.publish``). Until then the
+old dataset is untouched and served as before; a failed or killed migration
+leaves it as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from backend import __version__
+from backend.core.errors import DatasetError, OrientScopeError
+from backend.core.progress import Progress, quiet
+from backend.pipeline.ingest import publish, staging
+from backend.store import datasets as ds
+from backend.store.atomic import read_json
+from backend.store.relayout import copy_other_entries, cut_molecules, cut_result
+from backend.store.results import MANIFEST, all_results_locked, list_result_keys
+from backend.store.shards import SHARDED, is_sharded, shard_refs, shard_size_setting
+
+log = logging.getLogger(__name__)
+
+MOLECULES_SHARE = 0.5  # of the progress bar: cutting the molecules; the results take the rest
+
+
+def needs_migration(data_dir: Path, dataset_id: str) -> bool:
+    """True if the dataset is stored in the single-folder layout."""
+    return ds.has_dataset(data_dir, dataset_id) and not is_sharded(ds.read_meta(data_dir, dataset_id))
+
+
+def migrate_dataset(
+    data_dir: Path, dataset_id: str, shard_size: int | None = None, progress: Progress | None = None
+) -> dict:
+    """Turn ``dataset_id`` into a sharded dataset of ``shard_size`` molecules per shard; its new meta.
+
+    A dataset already sharded is left as it is. Raises DatasetError (the old
+    dataset untouched) if a stored table does not match the dataset or a result
+    changed while the migration ran.
+    """
+    data_dir = Path(data_dir)
+    shard_size = shard_size_setting(shard_size)
+    notify = progress or quiet
+    with ds.dataset_lock(data_dir, dataset_id):
+        meta = ds.read_meta(data_dir, dataset_id)
+        if is_sharded(meta):
+            return meta
+        t0 = time.perf_counter()
+        src = ds.dataset_dir(data_dir, dataset_id)
+        log.info("migrating %s (%s molecules) to the sharded layout", dataset_id, meta["n_molecules"])
+        notify(0.0, f"migrating {dataset_id} to the sharded layout (shards of {shard_size:,})", "migrate")
+        with staging(data_dir, dataset_id, replace=True) as stage_dir:
+            dst = ds.dataset_dir(stage_dir, dataset_id)
+
+            def shards_done(done: int, total: int) -> None:
+                notify(MOLECULES_SHARE * done / total, f"molecules: {done}/{total} shards", "migrate")
+
+            shards = cut_molecules(src, dst, meta, shard_size, shards_done)
+            staged = {**meta, "layout": SHARDED, "shard_size": shard_size, "shards": shards}
+            refs = shard_refs(stage_dir, dataset_id, staged)
+            keys = list_result_keys(data_dir, dataset_id)
+            manifests, cut = {}, {}
+            for k, key in enumerate(keys):
+                manifests[key] = (src / "results" / key / MANIFEST).read_bytes()
+                cut[key] = cut_result(src / "results" / key, dst / "results" / key, refs)
+                share = MOLECULES_SHARE + (1 - MOLECULES_SHARE) * (k + 1) / len(keys)
+                notify(share, f"results: {k + 1}/{len(keys)} re-cut per shard", "migrate")
+            copy_other_entries(src, dst)
+            with all_results_locked(data_dir, dataset_id) as now:
+                if now != keys or any(
+                    (src / "results" / key / MANIFEST).read_bytes() != manifests[key] for key in keys
+                ):
+                    raise DatasetError(f"the results of {dataset_id!r} changed while it was migrated; run it again")
+                # The current meta (a rename may have happened meanwhile), with the shard list; written last.
+                current = read_json(src / ds.META)
+                migrated = {"from": "single-folder", "at": time.time(), "version": __version__, "tables_cut": cut}
+                ds.write_meta(stage_dir, dataset_id, {**current, **_layout(staged), "migrated": migrated})
+                new_meta = publish(stage_dir, data_dir, dataset_id, replace=True)
+        seconds = time.perf_counter() - t0
+        log.info("migrated %s to %d shards in %.1f s", dataset_id, len(shards), seconds)
+        notify(1.0, f"migrated {dataset_id} to {len(shards)} shards in {seconds:.1f} s", "migrate")
+        return new_meta
+
+
+def _layout(meta: dict) -> dict:
+    return {k: meta[k] for k in ("layout", "shard_size", "shards")}
+
+
+def migrate_all(data_dir: Path, shard_size: int | None = None) -> list[str]:
+    """Migrate every single-folder dataset of the store, one after the other; the ids migrated.
+
+    A dataset that fails is logged and left as it is; the others still migrate.
+    """
+    done = []
+    for dataset_id in ds.list_dataset_ids(data_dir):
+        try:
+            if needs_migration(data_dir, dataset_id):
+                migrate_dataset(data_dir, dataset_id, shard_size)
+                done.append(dataset_id)
+        except (OrientScopeError, OSError, ValueError):
+            log.exception("migrating %s to the sharded layout failed; it stays in the single-folder layout", dataset_id)
+    return done
