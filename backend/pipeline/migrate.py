@@ -17,15 +17,25 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
+
 from backend import __version__
 from backend.core.errors import DatasetError, OrientScopeError
 from backend.core.progress import Progress, quiet
 from backend.pipeline.ingest import publish, staging
+from backend.science.clustering import popcounts
 from backend.store import datasets as ds
 from backend.store.atomic import read_json
 from backend.store.relayout import copy_other_entries, cut_molecules, cut_result
 from backend.store.results import MANIFEST, all_results_locked, list_result_keys
-from backend.store.shards import SHARDED, is_sharded, shard_refs, shard_size_setting
+from backend.store.shards import (
+    SHARDED,
+    is_sharded,
+    shard_array_path,
+    shard_refs,
+    shard_size_setting,
+    write_shard_array,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +81,8 @@ def migrate_dataset(
             for k, key in enumerate(keys):
                 manifests[key] = (src / "results" / key / MANIFEST).read_bytes()
                 cut[key] = cut_result(src / "results" / key, dst / "results" / key, refs)
+                if "chemistry.fingerprints" in cut[key]:
+                    _write_popcounts(dst / "results" / key, refs)
                 share = MOLECULES_SHARE + (1 - MOLECULES_SHARE) * (k + 1) / len(keys)
                 notify(share, f"results: {k + 1}/{len(keys)} re-cut per shard", "migrate")
             copy_other_entries(src, dst)
@@ -88,6 +100,13 @@ def migrate_dataset(
         log.info("migrated %s to %d shards in %.1f s", dataset_id, len(shards), seconds)
         notify(1.0, f"migrated {dataset_id} to {len(shards)} shards in {seconds:.1f} s", "migrate")
         return new_meta
+
+
+def _write_popcounts(result: Path, refs: list) -> None:
+    """Each shard's fingerprint bit counts, which the sharded chemistry stage writes beside its fingerprints."""
+    for ref in refs:
+        words = np.load(shard_array_path(result, "chemistry", "fingerprints", ref.number), mmap_mode="r")
+        write_shard_array(result, "chemistry", "popcounts", ref.number, popcounts(words).astype(np.uint16))
 
 
 def _layout(meta: dict) -> dict:

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from backend.core.errors import DatasetError
 from backend.store.atomic import atomic_write_json, atomic_write_table, iter_table_slices, read_json, read_table
 from backend.store.datasets import META, molecules_from_tables
+from backend.store.map_arrays import MAP_DIR
 from backend.store.results import MANIFEST
 from backend.store.shards import (
     SHARDS,
@@ -82,7 +83,7 @@ def cut_result(src: Path, dst: Path, refs: list[ShardRef]) -> list[str]:
     """Copy result folder ``src`` to ``dst`` with its per-molecule tables cut by the shards ``refs`` (of ``dst``).
 
     Only the stages the manifest names are taken (files of an unfinished stage
-    are left behind); the manifest is written last. Each cut table's ids must
+    are left behind), with the stored orientation map; the manifest is written last. Each cut table's ids must
     be the shard's ids in order, else DatasetError. Returns the tables cut, as
     ``"<stage>.<table>"``.
     """
@@ -101,6 +102,8 @@ def cut_result(src: Path, dst: Path, refs: list[ShardRef]) -> list[str]:
                 cut.append(f"{stage}.{table}")
             else:
                 link_or_copy(path, dst / path.name)
+    if aligned and (src / MAP_DIR).is_dir():  # the stored map: rows in molecule order, signed by the frames' stage
+        shutil.copytree(src / MAP_DIR, dst / MAP_DIR, copy_function=link_or_copy)
     atomic_write_json(dst / MANIFEST, manifest)
     return cut
 

@@ -19,6 +19,7 @@ from backend.core.dataset import select_rows
 from backend.core.errors import DatasetError
 from backend.pipeline import ingest, migrate
 from backend.pipeline.precompute import MIGRATE_SHARE, make_params, precompute
+from backend.science.clustering import popcounts
 from backend.services.report import build_report
 from backend.store import datasets as ds
 from backend.store import relayout
@@ -90,6 +91,10 @@ def test_migration_cuts_molecules_and_results_into_shards_without_changing_them(
     fingerprints = shard_array_paths(store.dir, "chemistry", "fingerprints")
     assert [np.load(p).shape for p in fingerprints] == [(40, 32), (40, 32), (40, 32), (30, 32)]
     assert np.load(fingerprints[0]).dtype == np.uint64
+    counts = shard_array_paths(store.dir, "chemistry", "popcounts")
+    assert len(counts) == 4 and np.load(counts[0]).dtype == np.uint16
+    for fp, count in zip(fingerprints, counts, strict=True):
+        np.testing.assert_array_equal(np.load(count), popcounts(np.load(fp)))
     assert sorted(meta["migrated"]["tables_cut"][store.key]) == sorted(
         ["frames.original", "frames.control", "chemistry.molecules", "chemistry.fingerprints", "models.scores",
          "models.control_scores"]
@@ -241,3 +246,16 @@ def test_a_limit_run_on_a_migrated_dataset_still_runs_in_memory(old):
     ids = store.table("frames", "original", columns=["id"]).column("id").to_pylist()
     assert ids == list(mols.ids[select_rows(OLD_LAYOUT_N, 60)])
     assert (store.dir / "frames.original.parquet").is_file()
+
+
+def test_a_stored_orientation_map_is_carried_over_and_still_opens(old):
+    from backend.services.map_data import load_map_data, store_map_arrays
+
+    folders = store_map_arrays(old, "old", ("original",))
+    before = load_map_data(old, "old", "original")
+    migrate.migrate_dataset(old, "old")
+    store = ResultStore(old, "old", make_params(seed=0))
+    assert (store.dir / "map" / "original" / "map.json").is_file() and folders
+    after = load_map_data(old, "old", "original")
+    assert after.ids.mapped
+    np.testing.assert_array_equal(np.asarray(after.x), np.asarray(before.x))
