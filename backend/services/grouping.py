@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from backend.core.elements import hill_formulas
 from backend.core.groups import GROUP_KINDS, UNGROUPED
+from backend.services.bytecache import nbytes
 from backend.services.cache import CHEMISTRY_MOLECULES, ColumnView, DatasetView
 from backend.services.errors import InvalidInput
 from backend.store.atomic import read_table
@@ -85,8 +86,8 @@ def _group_column(columns, by: str) -> str | None:
     return None
 
 
-def _codes(values: pd.Series) -> np.ndarray:
-    """Codes as strings; missing values and the stage's -1 ("in no group") become None.
+def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes as strings, the distinct strings); missing values and the stage's -1 ("in no group") become None.
 
     One str per distinct code, shared by its molecules: 8 bytes a molecule (a str each
     would cost ~60, 600 MB per grouping at 10M).
@@ -97,7 +98,23 @@ def _codes(values: pd.Series) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(values):
         outside = outside | (np.asarray(uniques, dtype=np.float64) < 0)
     text[outside] = None
-    return np.append(text, None).astype(object)[inverse]  # -1 picks the appended None
+    return np.append(text, None).astype(object)[inverse], text  # -1 picks the appended None
+
+
+class GroupCodes(dict):
+    """{grouping: (n,) object array of codes} that knows its own size.
+
+    Weighing each of 10M shared strings as if it were a copy would put a 10M view's group codes
+    at ~1.5 GB, over the view budget (the view would be reloaded on every request); counting
+    the distinct strings would take seconds per weighing.
+    """
+
+    def __init__(self, codes: dict[str, np.ndarray], size_bytes: int):
+        super().__init__(codes)
+        self.size_bytes = size_bytes
+
+    def cache_nbytes(self) -> int:
+        return self.size_bytes
 
 
 def group_ids(view: DatasetView) -> dict[str, np.ndarray]:
@@ -105,13 +122,16 @@ def group_ids(view: DatasetView) -> dict[str, np.ndarray]:
 
     def build():
         chem = _group_table(view)
-        out = {}
+        out, size = {}, 0
         for by in GROUP_KINDS:
             col = None if chem is None else _group_column(chem.columns, by)
             if col is not None:
-                out[by] = _codes(chem[col])
-        out.setdefault("formula", formulas(view))
-        return out
+                out[by], distinct = _codes(chem[col])
+                size += out[by].nbytes + nbytes(distinct)
+        if "formula" not in out:
+            out["formula"] = formulas(view)
+            size += nbytes(out["formula"])
+        return GroupCodes(out, size)
 
     return view.extra("group_ids", build)
 

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from backend.core.groups import UNGROUPED
+from backend.services.bytecache import nbytes
 from backend.services.cache import get_view
 from backend.services.errors import InvalidInput
 from backend.services.grouping import (
@@ -22,6 +23,19 @@ from backend.services.molecules import list_molecules
 @pytest.fixture(scope="module")
 def qm9(qm9_store):
     return get_view(qm9_store, "qm9")
+
+
+def test_group_codes_share_one_str_per_group_and_are_weighed_so(qm9):
+    groups = group_ids(qm9)
+    assert set(groups) == {"scaffold", "formula", "cluster"}
+    n_distinct = 0
+    for by, codes in groups.items():
+        distinct = {c for c in codes if c is not None}
+        assert len({id(c) for c in codes if c is not None}) == len(distinct), by  # one object per code
+        assert distinct == set(chemistry_table(qm9)[f"{by}_group"].pipe(lambda s: s[s >= 0]).astype(str)), by
+        n_distinct += len(distinct)
+    pointers = sum(codes.nbytes for codes in groups.values())
+    assert pointers <= nbytes(groups) <= pointers + 100 * (n_distinct + 3)  # not ~60 bytes per molecule
 
 
 def test_formula_codes_are_labelled_by_their_members_formula(qm9):
