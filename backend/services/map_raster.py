@@ -302,10 +302,14 @@ class _SortedView:
         return out
 
     def slab(self, x0: float, x1: float, y0: float = -np.inf, y1: float = np.inf) -> pd.DataFrame:
-        """The rows of :meth:`runs` (a view of the frame when they are one run, else a copy of them)."""
+        """The rows of :meth:`runs` for datashader, which leaves out points beyond the viewport itself: a
+        view of the frame from the first run to the last when the runs fill at least half of it (reading
+        the rows between them costs less than copying the runs), else a copy of the runs' rows."""
         runs = self.runs(x0, x1, y0, y1)
-        if len(runs) <= 1:
-            a, b = runs[0] if runs else (0, 0)
+        if not runs:
+            return self.frame.iloc[0:0]
+        a, b = runs[0][0], runs[-1][1]
+        if 2 * sum(stop - start for start, stop in runs) >= b - a:
             return self.frame.iloc[a:b]
         return self.frame.take(run_rows(runs))
 
