@@ -7,6 +7,7 @@ import pytest
 
 from backend.core.palette import OKABE_ITO
 from backend.services import map_raster as mr
+from backend.services.bytecache import shared_cache
 from backend.services.errors import InvalidInput
 from backend.services.map_data import MapData, band_of
 from backend.services.map_view import N_GROUP_COLORS, MapColors, MapPoints, MapQuery, sorted_by_x
@@ -348,3 +349,15 @@ def test_regions_and_clicks_across_bands_match_a_scan_of_every_point():
             found += 1
             assert i is not None and d[i] == d.min()
     assert found > 20
+
+
+@pytest.mark.parametrize("kind", ["color", "density"])
+def test_counts_aggregated_in_two_halves_on_two_threads_give_the_same_image(kind, monkeypatch):
+    pts = sorted_by_x(_points("categorical", highlight=True, seed=5))
+    whole = mr.render_map(pts, VP, kind, budget=0)
+    shared_cache().clear("map_render")
+    monkeypatch.setattr(mr, "PARALLEL_ROWS", 10)  # every region of more than 10 rows is split
+    split = mr.render_map(pts, VP, kind, budget=0)
+    assert split is not whole and whole.n_points > 1000
+    np.testing.assert_array_equal(split.counts, whole.counts)
+    np.testing.assert_array_equal(split.rgba, whole.rgba)
