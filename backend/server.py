@@ -62,7 +62,8 @@ def create_app(
     ``warm`` loads the ready datasets into the read cache in a background thread,
     so the first requests do not pay for reading the store. ``migrate`` turns
     datasets of the single-folder layout into sharded ones in another background
-    thread (``app.state.migration``), unless the server is read-only.
+    thread (``app.state.migration``), unless the server is read-only; the warm-up
+    waits for it, and ``/api/health`` says ``warming`` until both are done.
     """
     # Dash's callback and layout answers are compressed (or not) by Dash's own rules.
     server = create_api(data_dir, read_only=read_only, token=token, uncompressed_suffixes=(CALLBACK_PATH, LAYOUT_PATH))
@@ -80,6 +81,8 @@ def create_app(
 
 def _warm_then_clear(server: FastAPI) -> None:
     try:
+        if server.state.migration is not None:  # warm the new layout once, not the old one and then the new
+            server.state.migration.join()
         _warm(server.state.settings.data_dir)
     finally:
         server.state.warming = False

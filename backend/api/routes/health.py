@@ -21,7 +21,8 @@ class HealthStatus(HealthPublic):
     jobs: dict[str, int] = Field(description="How many background jobs are queued, running, done and failed.")
     warming: bool = Field(
         description="True while the server loads its ready datasets, map indexes and search trees in the background "
-        "after start; requests are answered meanwhile, some of them slower."
+        "after start (a writable server first migrates single-folder datasets to shards); requests are answered "
+        "meanwhile, some of them slower."
     )
 
 
