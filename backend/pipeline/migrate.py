@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from backend import __version__
-from backend.core.errors import DatasetError, OrientScopeError
+from backend.core.errors import DatasetError
 from backend.core.progress import Progress, quiet
 from backend.pipeline.ingest import publish, staging
 from backend.science.clustering import popcounts
@@ -124,6 +124,6 @@ def migrate_all(data_dir: Path, shard_size: int | None = None) -> list[str]:
             if needs_migration(data_dir, dataset_id):
                 migrate_dataset(data_dir, dataset_id, shard_size)
                 done.append(dataset_id)
-        except (OrientScopeError, OSError, ValueError):
+        except Exception:  # in a server's background thread: one bad dataset must not stop the others
             log.exception("migrating %s to the sharded layout failed; it stays in the single-folder layout", dataset_id)
     return done

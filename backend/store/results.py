@@ -65,12 +65,14 @@ def _result_lock(folder: Path) -> Iterator[None]:
 
 @contextmanager
 def all_results_locked(data_dir: Path, dataset_id: str) -> Iterator[list[str]]:
-    """Hold the lock of every stored result of the dataset (waiting for running pipelines); their keys."""
-    keys = list_result_keys(data_dir, dataset_id)
+    """Hold the lock of every result folder of the dataset, waiting for running pipelines (a first run
+    too, whose manifest is not written yet); the keys of the stored results."""
+    root = dataset_dir(data_dir, dataset_id) / "results"
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
     with ExitStack() as stack:
-        for key in keys:
-            stack.enter_context(_result_lock(result_dir(data_dir, dataset_id, key)))
-        yield keys
+        for folder in folders:
+            stack.enter_context(_result_lock(folder))
+        yield list_result_keys(data_dir, dataset_id)
 
 
 def _without_stage(skipped: dict[str, str], stage: str) -> dict[str, str]:

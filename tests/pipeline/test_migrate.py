@@ -259,3 +259,31 @@ def test_a_stored_orientation_map_is_carried_over_and_still_opens(old):
     after = load_map_data(old, "old", "original")
     assert after.ids.mapped
     np.testing.assert_array_equal(np.asarray(after.x), np.asarray(before.x))
+
+
+def test_a_first_run_in_progress_is_waited_for_and_stops_the_migration(old, monkeypatch):
+    import threading
+
+    store = ResultStore(old, "old", make_params(seed=5))  # no manifest yet: a first run
+    locked, finish = threading.Event(), threading.Event()
+
+    def first_run():
+        with store.lock():
+            locked.set()
+            finish.wait(120)
+            store.write_stage("frames", {"report": {}}, {}, 0.0)
+
+    runner = threading.Thread(target=first_run)
+    runner.start()
+    assert locked.wait(60)
+    copy = relayout.copy_other_entries
+
+    def then_finish(src, dst):  # the run ends only once the migration waits on its lock
+        copy(src, dst)
+        finish.set()
+
+    monkeypatch.setattr(migrate, "copy_other_entries", then_finish)
+    with pytest.raises(DatasetError, match="changed while it was migrated"):
+        migrate.migrate_dataset(old, "old")
+    runner.join()
+    assert migrate.needs_migration(old, "old") and store.completed("frames")
