@@ -8,6 +8,11 @@ place of Dash's "Loading..." placeholder. The 3D sphere view likewise carries it
 points (the same sample the scene draws) seen along the scene's default camera, as
 SVG. Dash then renders the real page over it.
 
+The first paint works before Dash does: ``frontend_assets/first_paint.js``, inlined
+after it, answers clicks (the server's nearest point within 5 px on the map, the
+nearest dot on the sphere) and hover, and hands the chosen molecule to Dash through
+the page URL. Its settings travel in the placeholder's ``data-map`` attribute.
+
 The placeholder carries the map's test hook (``data-drawn``, ``data-mode``, set by
 its image's load event, after the next frame) plus ``data-first-paint``, so a test
 can tell the static first paint from the interactive plot that replaces it.
@@ -16,9 +21,11 @@ can tell the static first paint from the interactive plot that replaces it.
 from __future__ import annotations
 
 import html
+import json
 import logging
 import re
 from contextvars import ContextVar
+from functools import cache
 from pathlib import Path
 
 import anyio
@@ -45,6 +52,24 @@ HOOK_JS = (
     "if(m&&m.isConnected){m.setAttribute('data-mode','{mode}');m.setAttribute('data-drawn','{drawn}');"
     "performance.mark('orientscope:first-paint');}});});});"
 )
+
+
+SCRIPT = Path(__file__).resolve().parent.parent / "frontend_assets" / "first_paint.js"
+
+
+@cache
+def script_html() -> str:
+    """``first_paint.js`` as an inline script (read once: it runs before any script file could load)."""
+    text = SCRIPT.read_text(encoding="utf-8")
+    if "</" in text:  # would end the inline <script> element early
+        raise ValueError(f"{SCRIPT} must not contain '</'")
+    return f"<script>{text}</script>"
+
+
+def _settings(meta: dict, **extra) -> str:
+    """The ``data-map`` attribute first_paint.js reads: what its REST calls ask for."""
+    settings = {"view": meta["view"], "dataset": meta.get("dataset"), **extra}
+    return f' data-map="{html.escape(json.dumps(settings, separators=(",", ":")), quote=True)}"'
 
 
 def polyline_path(x: np.ndarray, y: np.ndarray) -> str:
@@ -76,11 +101,12 @@ SPHERE_UP = np.array([-1.0, -1.0, 2.0]) / np.sqrt(6.0)
 SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
 
 
-def sphere_paint_html(payload: dict, vectors: np.ndarray, color) -> str:
+def sphere_paint_html(payload: dict, vectors: np.ndarray, color, ids) -> str:
     """The static sphere of a 3D sphere figure payload: its points (n, 3) seen along plotly's default camera.
 
     ``color`` is the points' ColorSpec; only categorical colours are painted ("" otherwise, as for any
-    other figure), back to front with the far hemisphere faded.
+    other figure), back to front with the far hemisphere faded. ``ids`` (n,) are the points' molecule
+    ids: a click on a dot opens its molecule.
     """
     meta = payload.get("layout", {}).get("meta", {}).get("map") or {}
     if meta.get("view") != "sphere" or color.kind != "categorical" or len(vectors) == 0:
@@ -91,15 +117,18 @@ def sphere_paint_html(payload: dict, vectors: np.ndarray, color) -> str:
     depth = v @ SPHERE_TOWARDS
     codes = np.asarray(color.values).astype(int)
     dots = []
-    for k in np.argsort(depth, kind="stable"):
+    order = np.argsort(depth, kind="stable")
+    for k in order:
         fade = ' fill-opacity=".35"' if depth[k] < 0 else ""
         dots.append(f'<circle cx="{sx[k]:.3f}" cy="{sy[k]:.3f}" r=".012" fill="{color.colors[codes[k]]}"{fade}/>')
     return (
-        f'<div id="orientation-map" class="first-paint" data-first-paint="1" style="max-width:460px">'
+        f'<div id="orientation-map" class="first-paint" data-first-paint="1"'
+        f'{_settings(meta, ids=[str(i) for i in np.asarray(ids)[order]])} style="max-width:460px;position:relative">'
         f'<p style="font:14px sans-serif;margin:4px 0">{_title(payload)}</p>'
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="-1.1 -1.1 2.2 2.2" width="100%" role="img" '
         f'aria-label="{_title(payload)}"><circle r="1" fill="#f4f4f4" stroke="#bbb" stroke-width=".005"/>'
-        f"{''.join(dots)}</svg><script>(function(){{{hook_js(meta)}}}).call(null)</script></div>"
+        f'<g class="dots">{"".join(dots)}</g></svg><p class="note map-hint"></p>'
+        f"<script>(function(){{{hook_js(meta)}}}).call(null)</script>{script_html()}</div>"
     )
 
 
@@ -115,7 +144,9 @@ def first_paint_html(payload: dict) -> str:
     lines = frame_lines()
     title = _title(payload)
     return (
-        f'<div id="orientation-map" class="first-paint" data-first-paint="1" style="max-width:900px">'
+        f'<div id="orientation-map" class="first-paint" data-first-paint="1"'
+        f"{_settings(meta, query=meta['query'], kind=meta['kind'], viewport=meta['viewport'], scale=MAP_SCALE)}"
+        ' style="max-width:900px;position:relative">'
         f'<p style="font:14px sans-serif;margin:4px 0">{title}</p>'
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.0f} {-y1:.0f} {x1 - x0:.0f} {y1 - y0:.0f}" '
         f'width="100%" role="img" aria-label="{title}">'
@@ -124,7 +155,7 @@ def first_paint_html(payload: dict) -> str:
         f'onload="{hook_js(meta)}"/>'
         f'<path d="{polyline_path(*lines["graticule"])}" fill="none" stroke="#999" stroke-width="45"/>'
         f'<path d="{polyline_path(*lines["outline"])}" fill="none" stroke="#555" stroke-width="60"/>'
-        "</svg></div>"
+        f'</svg><p class="note map-hint"></p>{script_html()}</div>'
     )
 
 
@@ -136,7 +167,8 @@ def page_first_paint(data_dir: Path, search: str) -> str:
             return ""
         payload, layers = map_figure_json(data_dir, st)  # cached: the layout request reuses it
         if st.view == "sphere":
-            return sphere_paint_html(payload, layers.md.vectors(layers.rows, layers.axes), layers.color)
+            vectors = layers.md.vectors(layers.rows, layers.axes)
+            return sphere_paint_html(payload, vectors, layers.color, layers.md.ids[layers.rows])
         return first_paint_html(payload)
     except Exception:  # the page still works without it: Dash draws the map
         log.exception("cannot prepare the first paint of %r", search)

@@ -384,16 +384,6 @@
     return tip;
   }
 
-  function describePixel(info) {
-    if (!info || !info.count) { return ""; }
-    var parts = [info.count + (info.count === 1 ? " point" : " points")];
-    if (info.dominant) { parts.push("mostly " + info.dominant); }
-    if (info.mean !== undefined && info.mean !== null) { parts.push("mean " + Number(info.mean).toPrecision(4)); }
-    if (info.ratio !== undefined && info.ratio !== null) { parts.push(Number(info.ratio).toFixed(2) + "× uniform"); }
-    if (info.matches) { parts.push(info.matches + " SMARTS " + (info.matches === 1 ? "match" : "matches")); }
-    return parts.join(" · ");
-  }
-
   function onMapHover(host, ev) {
     var gd = plotOf(host), meta = mapMeta(gd), tip = tooltipOf(host);
     if (ev.buttons) { tip.hidden = true; return; }  // panning
@@ -407,7 +397,7 @@
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (info) {
           if (asked !== host._hoverAsked) { return; }  // a later hover already asked
-          var text = describePixel(info);
+          var text = window.orientscopeMap.describePixel(info);  // first_paint.js
           var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
           tip.textContent = text;
           tip.hidden = !text;

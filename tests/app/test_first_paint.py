@@ -1,6 +1,7 @@
 """The map's first paint in the page HTML: the layout's own image, its outline and the test hook (real HTTP)."""
 
 import base64
+import html
 import json
 import re
 import shutil
@@ -8,11 +9,12 @@ import shutil
 import httpx
 import numpy as np
 
-from app.figures import ColorSpec
+from app.figures import MAP_SCALE, ColorSpec
 from app.first_paint import first_paint_html, polyline_path, sphere_paint_html
 from backend.server import create_app
 from backend.services.map_data import load_map_data
 from tests.api.conftest import ServerThread
+from tests.app.test_initial_view import _props
 
 
 def test_a_polyline_becomes_svg_path_data_in_map_units_with_y_down_and_breaks_at_nan():
@@ -24,6 +26,10 @@ def test_a_polyline_becomes_svg_path_data_in_map_units_with_y_down_and_breaks_at
 def test_a_points_mode_figure_has_no_first_paint():
     payload = {"data": [], "layout": {"meta": {"map": {"view": "map", "mode": "points", "drawn": 5}}}}
     assert first_paint_html(payload) == ""
+
+
+def _settings(text: str) -> dict:
+    return json.loads(html.unescape(re.search(r'data-map="([^"]*)"', text).group(1)))
 
 
 def _image_source(text: str) -> str:
@@ -46,6 +52,13 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     src = _image_source(page)
     assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     assert src in sources  # the same image the interactive plot then draws
+    # what first_paint.js needs to ask the server for clicks and hover: the layout's own REST query and viewport
+    meta = _props(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
+    assert _settings(page) == {
+        "view": "map", "dataset": "qm9", "query": meta["query"], "kind": "color", "viewport": meta["viewport"],
+        "scale": MAP_SCALE,
+    }  # fmt: skip
+    assert "/map/nearest" in page and "/map/pixel" in page
     drawn = re.search(r"setAttribute\('data-drawn','(\d+)'\)", page).group(1)
     assert f'"drawn": {drawn},' in shipped
     assert "data-first-paint" not in density and "_dash-loading" in density
@@ -59,7 +72,7 @@ def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with
     towards = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
     vectors = np.array([towards, [0.0, 0.0, 1.0], -towards])  # near centre, top, far centre
     color = ColorSpec("categorical", np.array([0, 1, 2], np.float32), ["1", "2", "3"], ["#a00", "#0a0", "#00a"])
-    text = sphere_paint_html(payload, vectors, color)
+    text = sphere_paint_html(payload, vectors, color, ["a", "b", "c"])
     circles = re.findall(r'<circle cx="([-\d.]+)" cy="([-\d.]+)" r="\.012" fill="(#\w+)"( fill-opacity)?', text)
     # drawn far to near: the far point first (faded), the near one last, both at the centre
     assert circles[0] == ("0.000", "0.000", "#00a", " fill-opacity")
@@ -67,4 +80,7 @@ def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with
     # the pole is straight up on screen (SVG y down), at 2/sqrt(6) of the radius
     assert circles[1][:3] == ("0.000", f"{-2 / np.sqrt(6):.3f}", "#0a0")
     assert "setAttribute('data-mode','points')" in text and "setAttribute('data-drawn','3')" in text
-    assert sphere_paint_html(payload, vectors, ColorSpec("continuous", np.zeros(3, np.float32))) == ""
+    # each dot's molecule, in the dots' order, for first_paint.js's clicks
+    assert _settings(text) == {"view": "sphere", "dataset": None, "ids": ["c", "b", "a"]}
+    assert text.count("<script>") == 2 and "nearestDot" in text
+    assert sphere_paint_html(payload, vectors, ColorSpec("continuous", np.zeros(3, np.float32)), ["a", "b", "c"]) == ""

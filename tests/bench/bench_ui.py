@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.store.atomic import atomic_write_bytes
-from tests.browser.chrome import make_driver, map_drawn, quit_driver, serve
+from tests.browser.chrome import first_paint_pixels, make_driver, map_drawn, quit_driver, serve
 
 REPO = Path(__file__).resolve().parents[2]
 SECTION = "ui"
@@ -103,6 +103,52 @@ const gd = document.querySelector('#orientation-map .js-plotly-plot');
 window.__zoomed = performance.now();
 Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]});
 """
+
+
+FIRST_PAINT_CLICK_JS = (
+    "const m = performance.getEntriesByName('orientscope:first-paint-click')[0];"
+    "return m ? [m.startTime / 1000, m.duration / 1000] : null"
+)
+# When the molecule panel's viewer first shows a molecule, in seconds since navigation start.
+PANEL_PROBE_JS = """
+window.__panel = null;
+new MutationObserver(() => {
+  const v = document.getElementById('molecule-viewer');
+  if (v && v.dataset.molecule && window.__panel === null) { window.__panel = performance.now() / 1000; }
+}).observe(document.documentElement, {subtree: true, attributes: true, attributeFilter: ['data-molecule']});
+"""
+
+
+def time_first_paint_click(url: str, md) -> dict:
+    """A click on the first paint's map as soon as it is drawn, while the page's scripts still load.
+
+    Returns seconds since navigation start: ``drawn`` (the first paint's hook), ``clicked`` (the click's
+    input event), ``answered`` (the frame with the server's nearest molecule ringed and named), ``panel``
+    (Dash's molecule panel shows it) and ``scripts`` (DOMContentLoaded).
+    """
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    from app.figures import MAP_SCALE
+
+    driver = make_driver(page_load_strategy="none")  # get() returns at once: the click lands during the load
+    try:
+        driver.get(url)
+        drawn = _wait(lambda: driver.execute_script(FIRST_PAINT_JS), poll=0.01)
+        rows = np.arange(0, md.n_molecules, 9973)
+        pixels = first_paint_pixels(driver, [[md.x[r, 0] * MAP_SCALE, -md.y[r, 0] * MAP_SCALE] for r in rows])
+        target = next(p for p in pixels if abs(p[0]) < 300 and abs(p[1]) < 150)
+        svg = driver.find_element(By.CSS_SELECTOR, "#orientation-map[data-first-paint] svg")
+        driver.execute_script(PANEL_PROBE_JS)
+        ActionChains(driver).move_to_element_with_offset(
+            svg, int(round(target[0])), int(round(target[1]))
+        ).click().perform()
+        clicked, took = _wait(lambda: driver.execute_script(FIRST_PAINT_CLICK_JS), timeout=60)
+        panel = _wait(lambda: driver.execute_script("return window.__panel"), timeout=60)
+        scripts = _wait(lambda: driver.execute_script(SCRIPTS_DONE_JS), timeout=60) / 1000.0
+        return {"drawn": drawn, "clicked": clicked, "answered": clicked + took, "panel": panel, "scripts": scripts}
+    finally:
+        quit_driver(driver)
 
 
 def time_zooms(driver, regions: list[tuple[float, float, float, float]]) -> list[tuple[float, str]]:
@@ -252,6 +298,7 @@ def main(argv: list[str] | None = None) -> None:
                 results.setdefault("first_paint", []).append(driver.execute_script(FIRST_PAINT_JS))
                 results.setdefault("scripts", []).append(driver.execute_script(SCRIPTS_DONE_JS) / 1000.0)
             results["mode"] = map_drawn(driver)["mode"]
+            results["fp_click"] = [time_first_paint_click(f"{base}/?dataset=qm9&view=map", layers.md) for _ in range(3)]
             results["clicks"] = time_clicks(driver, layers.md)
             s = MAP_SCALE
             regions = [(-1.2 * s, 0.3 * s, -0.5 * s, 0.3 * s), (0.2 * s, 0.8 * s, 0.1 * s, 0.4 * s),
@@ -281,6 +328,7 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             quit_driver(driver)
     med = statistics.median
+    fp = results["fp_click"]
     base_map = med(results["baseline_map"])
     base_txt = f"{base_map:.2f} s" if np.isfinite(base_map) else f"not drawn within {BASELINE_TIMEOUT_S:.0f} s"
     text = f"""## UI (headless Chromium, software WebGL, full QM9)
@@ -290,6 +338,8 @@ def main(argv: list[str] | None = None) -> None:
 | measure | OrientScope | naive baseline (same run) | target |
 |---|---|---|---|
 | navigation (new browser context, cold cache) → Mollweide map drawn, `data-drawn` set by the first paint in the page HTML (median of {N_NAV}) | {med(results["first_paint"]):.2f} s | {base_txt} (Scattergeo Mollweide, float64 JSON lists, {results["baseline_bytes"] / 1e6:.1f} MB uncompressed) | ≤ 1.0 s |
+| a click on that first paint as soon as it is drawn (while the page's scripts load) → the server's nearest molecule ringed and named on it (median of {len(fp)}; clicked {med(c["clicked"] for c in fp):.2f} s after navigation) | {med(c["answered"] - c["clicked"] for c in fp) * 1000:.0f} ms | — | ≤ 300 ms |
+| that click → Dash's molecule panel shows it (handed over through the page URL; scripts done at {med(c["scripts"] for c in fp):.2f} s) | {med(c["panel"] - c["clicked"] for c in fp):.2f} s | — | — |
 | navigation (same loads) → the interactive plot drawn over it, `data-drawn` set again (median; mode {results["mode"]}); the whole page before the first paint | {med(results["map"]):.2f} s | — | — |
 | of which: the page's scripts loaded and run (DOMContentLoaded, median) | {med(results["scripts"]):.2f} s | — | — |
 | navigation (cold cache) → the first screen's density map drawn (median of {len(results["default"])}) | {med(results["default"]):.2f} s | — | — |
@@ -300,9 +350,12 @@ def main(argv: list[str] | None = None) -> None:
 
 Raw (s): first paint {", ".join(f"{v:.2f}" for v in results["first_paint"])}; interactive map {", ".join(f"{v:.2f}" for v in results["map"])}; first screen {", ".join(f"{v:.2f}" for v in results["default"])}; baseline {", ".join(f"{v:.2f}" for v in results["baseline_map"])};
 zooms {", ".join(f"{v:.2f} ({m})" for v, m in results["zooms"])}; sphere first paint {", ".join(f"{v:.2f}" for v in results["sphere_paint"])}; sphere scene {", ".join(f"{v:.2f}" for v in results["sphere"])};
-clicks {", ".join(f"{v:.3f}" for v in results["clicks"])}; reload {", ".join(f"{v:.2f}" for v in results["reload"])}.
+clicks {", ".join(f"{v:.3f}" for v in results["clicks"])}; reload {", ".join(f"{v:.2f}" for v in results["reload"])};
+first-paint clicks (drawn / clicked / answered / panel, s since navigation) {"; ".join(f"{c['drawn']:.2f} / {c['clicked']:.2f} / {c['answered']:.2f} / {c['panel']:.2f}" for c in fp)}.
 The page's HTML carries the server's image of the map under its outline and graticule (inline SVG) in place
-of Dash's loading placeholder, so the map is on screen before any script runs; its test hook is set once the
+of Dash's loading placeholder, so the map is on screen before any script runs, and a small inline script
+(frontend_assets/first_paint.js) answers clicks (the server's nearest point within 5 px) and hover on it
+from then on, handing the chosen molecule to Dash through the page URL; its test hook is set once the
 image is decoded and the frame with it painted (timed by a performance mark, since a navigation returns only
 after the page's scripts have run). Dash then renders the page and the interactive plot over it; that row is
 the path every page took before the first paint, so it is this run's before-figure for the map. The sphere

@@ -14,6 +14,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 REPO = Path(__file__).resolve().parents[2]
@@ -66,13 +68,17 @@ def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0, env:
         log.close()
 
 
-def make_driver(download_dir: Path | None = None, width: int = 1500, height: int = 1100):
+def make_driver(
+    download_dir: Path | None = None, width: int = 1500, height: int = 1100, page_load_strategy: str = "normal"
+):
+    """Headless Chromium; ``page_load_strategy="none"``: ``get`` returns at once, not after the page has loaded."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     profile = tempfile.mkdtemp(prefix="os-chrome-")
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
+    opts.page_load_strategy = page_load_strategy
     for arg in (
         "--headless=new",
         "--no-sandbox",
@@ -148,6 +154,20 @@ def map_drawn(driver, first_paint: bool = False) -> dict | None:
     the page's HTML carries before its scripts run (app/first_paint.py).
     """
     return driver.execute_script(MAP_DRAWN_JS, first_paint)
+
+
+# Offsets from the static drawing's centre (as ActionChains offsets are) of points in its SVG viewBox units.
+FIRST_PAINT_PIXELS_JS = """
+const svg = document.querySelector('#orientation-map[data-first-paint] svg');
+const vb = svg.viewBox.baseVal, r = svg.getBoundingClientRect();
+return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
+                              (p[1] - vb.y) / vb.height * r.height - r.height / 2]);
+"""
+
+
+def first_paint_pixels(driver, points) -> np.ndarray:
+    """(n, 2) on-screen offsets from the first paint's centre of (n, 2) points in its SVG units (map units, y down)."""
+    return np.array(driver.execute_script(FIRST_PAINT_PIXELS_JS, np.asarray(points, float).tolist())).reshape(-1, 2)
 
 
 def map_traces(driver, with_arrays: bool = False):

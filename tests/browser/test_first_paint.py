@@ -1,0 +1,162 @@
+"""The first paint at work before Dash has loaded (app/first_paint.py, frontend_assets/first_paint.js), in real
+headless Chromium: a click on the page HTML's static map opens the nearest molecule within 5 px, hovering shows
+what the pixel holds, and a dot of the static sphere opens its molecule."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+import numpy as np
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+from app.figures import MAP_SCALE
+from app.first_paint import SPHERE_RIGHT, SPHERE_UP
+from backend.services.map_data import load_map_data
+from tests.browser.chrome import first_paint_pixels, make_driver, map_drawn, quit_driver, serve
+from tests.browser.test_dashboard import text_of, wait_for
+from tests.browser.test_map_scale import BUDGET
+
+pytestmark = pytest.mark.browser
+FIRST_PAINT = "#orientation-map[data-first-paint]"
+FIRST_PAINT_JS = "const m = document.querySelector(arguments[0]); return m ? m.dataset[arguments[1]] || null : null"
+TOOLTIP_JS = (
+    "const t = document.querySelector('#orientation-map[data-first-paint] .map-tooltip');"
+    "return t && !t.hidden && t.textContent"
+)
+
+
+@pytest.fixture(scope="module")
+def image_url(qm9_store):
+    """The dashboard with a point budget below the store's points: the whole map is an image."""
+    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": str(BUDGET)}) as url:
+        yield url
+
+
+@pytest.fixture
+def without_scripts(driver):
+    """The module's browser with every script file of Dash blocked: only the page HTML runs."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/_dash-component-suites/*", "*/assets/*.js*"]})
+    yield driver
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+
+
+def _map_pixels(driver, md, rows) -> np.ndarray:
+    """(len(rows), 3, 2) offsets of each molecule's three axis points on the static map (SVG y is down)."""
+    pts = [[float(md.x[r, a]) * MAP_SCALE, -float(md.y[r, a]) * MAP_SCALE] for r in rows for a in range(3)]
+    return first_paint_pixels(driver, pts).reshape(len(rows), 3, 2)
+
+
+def _targets(driver, md, n: int, seed: int = 0):
+    """(row, click offset) 2.2 px beside the first axis of up to ``n`` molecules, well inside the drawing."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for row in rng.permutation(md.n_molecules)[:60]:
+        target = _map_pixels(driver, md, [row])[0, 0] + [2, -1]
+        if np.abs(target).max() < 150:
+            out.append((row, target))
+        if len(out) == n:
+            break
+    return out
+
+
+def _static_map(driver, url):
+    driver.get(url)
+    wait_for(lambda: map_drawn(driver, first_paint=True), what="the first paint's test hook")
+    assert driver.execute_script("return typeof window.Plotly + typeof window.dash_clientside") == "undefinedundefined"
+    return driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " svg")
+
+
+def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_file_loaded(
+    without_scripts,
+    image_url,
+    qm9_store,
+):
+    driver = without_scripts
+    svg = _static_map(driver, image_url + "/?dataset=qm9&view=map")
+    md = load_map_data(qm9_store, "qm9")
+    (_, target), *_ = _targets(driver, md, 1)
+    ActionChains(driver).move_to_element_with_offset(svg, int(target[0]), int(target[1])).perform()
+    tip = wait_for(lambda: driver.execute_script(TOOLTIP_JS), what="the tooltip")
+    assert "point" in tip and "mostly axis" in tip
+    clicks = 0
+    for _row, target in _targets(driver, md, 3, seed=1):
+        ActionChains(driver).move_to_element_with_offset(svg, int(target[0]), int(target[1])).click().perform()
+        chosen = wait_for(lambda: driver.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked"), what="the nearest")
+        # the opened molecule has a shown point within 5 px of the click (+1: clicks land on whole pixels)
+        where = _map_pixels(driver, md, [md.row_of(chosen)])[0]
+        assert np.hypot(*(where - np.round(target)).T).min() <= 5.0 + 1.0
+        # named under the map, ringed on it, and handed to Dash through the page URL
+        wait_for(
+            lambda c=chosen: f"Molecule {c} ·" in driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .map-hint").text
+        )
+        assert f"molecule={chosen}" in driver.current_url
+        assert len(driver.find_elements(By.CSS_SELECTOR, FIRST_PAINT + " circle.first-paint-ring")) == 1
+        driver.execute_script(f"document.querySelector('{FIRST_PAINT}').dataset.clicked = ''")
+        clicks += 1
+    assert clicks == 3
+    # outside the Mollweide ellipse: nothing near, and the hint says so
+    size = svg.size
+    ActionChains(driver).move_to_element_with_offset(
+        svg, -size["width"] // 2 + 8, size["height"] // 2 - 8
+    ).click().perform()
+    wait_for(lambda: driver.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked") == "none", what="no molecule")
+    assert "No molecule within 5 px" in driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .map-hint").text
+
+
+def test_a_dot_of_the_static_sphere_opens_its_molecule(without_scripts, image_url, qm9_store):
+    driver = without_scripts
+    svg = _static_map(driver, image_url + "/?dataset=qm9&view=sphere")
+    md = load_map_data(qm9_store, "qm9")
+    # the nearest-to-the-viewer dot (drawn last, on top of every other)
+    cx, cy = driver.execute_script(
+        f"const c = [...document.querySelectorAll('{FIRST_PAINT} g.dots circle')].pop(); return [c.cx.baseVal.value, c.cy.baseVal.value]"
+    )
+    target = first_paint_pixels(driver, [[cx, cy]])[0]
+    ActionChains(driver).move_to_element_with_offset(
+        svg, int(round(target[0])), int(round(target[1]))
+    ).click().perform()
+    chosen = wait_for(lambda: driver.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked"), what="the clicked dot")
+    assert f"molecule={chosen}" in driver.current_url
+    # one of the chosen molecule's axes is seen there, along plotly's default camera
+    v = md.vectors(np.full(3, md.row_of(chosen)), np.array([1, 2, 3]))
+    seen = np.stack([v @ SPHERE_RIGHT, -(v @ SPHERE_UP)], axis=1)
+    assert np.hypot(*(seen - [cx, cy]).T).min() < 1e-3
+
+
+def test_a_click_on_the_static_map_while_dash_loads_opens_the_molecule_in_the_panel(image_url, qm9_store):
+    # A browser that does not wait for pages to load, on a slow network: the page's scripts arrive
+    # seconds after its first paint, and the click lands in between.
+    drv = make_driver(page_load_strategy="none")
+    try:
+        drv.execute_cdp_cmd("Network.enable", {})
+        drv.execute_cdp_cmd(
+            "Network.emulateNetworkConditions",
+            {"offline": False, "latency": 1000, "downloadThroughput": -1, "uploadThroughput": -1},
+        )
+        drv.get(image_url + "/?dataset=qm9&view=map")
+        wait_for(lambda: map_drawn(drv, first_paint=True), what="the first paint's test hook")
+        assert drv.execute_script("return typeof window.Plotly") == "undefined"
+        svg = drv.find_element(By.CSS_SELECTOR, FIRST_PAINT + " svg")
+        md = load_map_data(qm9_store, "qm9")
+        (_, target), *_ = _targets(drv, md, 1, seed=2)
+        every = _map_pixels(drv, md, np.arange(md.n_molecules))  # where each molecule is drawn when clicked
+        ActionChains(drv).move_to_element_with_offset(svg, int(target[0]), int(target[1])).click().perform()
+        # the first paint answered the click (whether Dash takes it over through the URL or its store) ...
+        wait_for(
+            lambda: drv.execute_script("return performance.getEntriesByName('orientscope:first-paint-click').length"),
+            what="the first paint's answer",
+        )
+        # ... and once Dash is up, its molecule panel shows the molecule the URL names
+        chosen = wait_for(
+            lambda: (q := drv.current_url.partition("molecule=")[2]) and unquote(q.split("&")[0]),
+            what="the URL to name it",
+        )
+        wait_for(lambda: text_of(drv, "molecule-id") == chosen, what=f"molecule {chosen} in the panel")
+        where = every[md.row_of(chosen)]
+        assert np.hypot(*(where - np.round(target)).T).min() <= 5.0 + 1.0
+        assert map_drawn(drv) == {"drawn": md.n_molecules, "mode": "image"}  # the interactive plot took over
+    finally:
+        quit_driver(drv)
