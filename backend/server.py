@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 
 from app.dashboard import create_dash
 from app.initial_view import LAYOUT_PATH
+from app.mapfigure import DEFAULT_VIEWPORT
 from app.request_guard import CALLBACK_PATH
 from backend.api.main import create_api
 from backend.api.middleware import JsonLogFormatter
@@ -110,7 +111,10 @@ def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
             break
         before = views.current_bytes
         try:  # the default map view, indexed: it reads only the frames, so it is ready first whatever the size
-            map_raster.prepare(view_points(data_dir, MapQuery(info.id)))
+            points = view_points(data_dir, MapQuery(info.id))
+            map_raster.prepare(points)
+            # and its first image, as a page's first paint draws it (about a second at 10M molecules)
+            map_raster.render_map(points, DEFAULT_VIEWPORT)
         except Exception:
             log.exception("warming the map of %s failed", info.id)
         try:
