@@ -132,3 +132,28 @@ def test_unknown_or_malformed_ids_are_not_found(toy_dir, dataset_id):
 def test_unknown_molecule_names_it(toy_dir):
     with pytest.raises(NotFoundError, match="'nope'.*'toy'"):
         get_view(toy_dir, "toy").row_of("nope")
+
+
+def test_a_view_loaded_while_its_folder_is_swapped_by_a_migration_is_read_again(
+    old_layout_store, tmp_path, monkeypatch
+):
+    import shutil
+
+    from backend.pipeline.migrate import migrate_dataset
+    from backend.store import datasets as ds
+
+    data = tmp_path / "data"
+    shutil.copytree(old_layout_store, data)
+    read = ds.read_molecule_tables
+    calls = []
+
+    def migrated_meanwhile(folder, meta):  # the old meta is read; then the new folder takes the old one's place
+        if not calls:
+            migrate_dataset(data, "old", shard_size=40)
+        calls.append(folder)
+        return read(folder, meta)
+
+    monkeypatch.setattr(ds, "read_molecule_tables", migrated_meanwhile)
+    view = ViewCache().get(data, "old")
+    assert len(view) == 150 and view.meta["layout"] == "sharded"
+    assert calls[0] == ds.dataset_dir(data, "old") and len(calls) == 1 + 4  # the failed read, then the 4 shards
