@@ -198,6 +198,10 @@ class DatasetView:
         """Rows ``rows`` (a few; an int array) of one per-molecule array."""
         return getattr(self, column)[rows]
 
+    def span(self, column: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of one per-molecule array."""
+        return np.asarray(getattr(self, column)[start:stop])
+
     def aligned_table(self, stage: str, table: str) -> pd.DataFrame | None:
         """A per-molecule table of an optional stage, reindexed to this result's rows (None if absent)."""
         if not self.has_table(stage, table):
@@ -319,6 +323,14 @@ class ColumnView(DatasetView):
         for i in rows.tolist():
             self._check(i)
         values = self._reader.take(name, rows)
+        return self._labels[values] if column == "reasons" else values
+
+    def span(self, column: str, start: int, stop: int) -> np.ndarray:
+        name = _ROW_COLUMNS.get(column)
+        if name is None:
+            return super().span(column, start, stop)
+        start, stop, _ = slice(start, stop).indices(len(self))
+        values = self._reader.span(name, start, max(start, stop))
         return self._labels[values] if column == "reasons" else values
 
     def _check(self, i: int) -> int:

@@ -154,6 +154,9 @@ def test_every_molecule_read_by_rows_equals_the_loaded_view(clients, stores):
     rows = np.random.default_rng(2).choice(N, 30, replace=False)
     for name in names:
         np.testing.assert_array_equal(columns.cells(name, rows), loaded.cells(name, rows))
+    for name in names:
+        for a, b in [(0, 7), (SHARD - 3, SHARD + 4), (N - 5, N + 20), (N, N + 1), (9, 9)]:
+            np.testing.assert_array_equal(columns.span(name, a, b), loaded.span(name, a, b))
     for bad in (N, -1):
         with pytest.raises(IndexError):
             columns.cell("quaternions", bad)
