@@ -258,7 +258,7 @@ class ColumnView(DatasetView):
         )
         self._id_index = cols.IdIndex(self._reader, arrays["id_hash"])
         self._labels = np.asarray(info["reasons"], dtype=str)
-        self._reads = 0
+        self._reads, self._n = 0, len(arrays["ids"])
         self.mols = None
         self.rows = None  # result rows are the dataset's rows (no limit)
         self.ids = arrays["ids"]
@@ -335,7 +335,7 @@ class ColumnView(DatasetView):
 
     def _check(self, i: int) -> int:
         """``i`` if it is a row; every so many reads, unmap the pages whole-column reads left mapped."""
-        if not 0 <= i < len(self):
+        if not 0 <= i < self._n:
             raise IndexError(f"row {i} of dataset {self.dataset_id!r} with {len(self)} molecules")
         self._reads += 1
         if self._reads % _RELEASE_EVERY == 0:
