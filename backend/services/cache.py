@@ -27,7 +27,7 @@ from backend.core.dataset import MoleculeSet
 from backend.core.errors import NotFoundError
 from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
 from backend.core.settings import validate_id
-from backend.services.bytecache import ByteBudgetCache, budget_bytes, nbytes
+from backend.services.bytecache import ByteBudgetCache, budget_bytes, nbytes, release_freed_memory
 from backend.services.results import open_result
 from backend.store import columns as cols
 from backend.store import datasets as ds
@@ -202,6 +202,10 @@ class DatasetView:
         """Rows ``start:stop`` of one per-molecule array."""
         return np.asarray(getattr(self, column)[start:stop])
 
+    def value_at(self, array: np.ndarray, i: int) -> Any:
+        """``array[i]`` for a per-molecule array of this view or one of its pieces (e.g. formulas, group codes)."""
+        return array[i]
+
     def aligned_table(self, stage: str, table: str) -> pd.DataFrame | None:
         """A per-molecule table of an optional stage, reindexed to this result's rows (None if absent)."""
         if not self.has_table(stage, table):
@@ -250,12 +254,14 @@ class ColumnView(DatasetView):
         if not (folder / cols.META).is_file():
             log.info("writing memory-mapped columns of %s [%s] to %s", dataset_id, store.key, folder)
             cols.build_columns(data_dir, dataset_id, meta, store.dir, folder, self.has_table(*MODELS_SCORES))
+            release_freed_memory()  # the build's per-shard tables and id sort: 350 MB kept by the allocators at 10M
         arrays, info = cols.open_columns(folder)
         self.columns_dir = folder
         # Single molecules (details, page rows, neighbours) are read with pread, whole columns through the maps.
         self._reader = cols.ColumnReader(
-            folder, [*_ROW_COLUMNS.values(), "offsets", "z", "positions", "id_hash", "id_order"]
+            folder, [*_ROW_COLUMNS.values(), "formula", "offsets", "z", "positions", "id_hash", "id_order"]
         )
+        self._mapped = {id(array): name for name, array in arrays.items()}  # for value_at
         self._id_index = cols.IdIndex(self._reader, arrays["id_hash"])
         self._labels = np.asarray(info["reasons"], dtype=str)
         self._reads, self._n = 0, len(arrays["ids"])
@@ -332,6 +338,12 @@ class ColumnView(DatasetView):
         start, stop, _ = slice(start, stop).indices(len(self))
         values = self._reader.span(name, start, max(start, stop))
         return self._labels[values] if column == "reasons" else values
+
+    def value_at(self, array: np.ndarray, i: int) -> Any:
+        name = self._mapped.get(id(array))
+        if name != "formula":  # the one mapped column handed out as a piece (formulas, formula group codes)
+            return super().value_at(array, i)
+        return self._reader.row(name, self._check(i))
 
     def _check(self, i: int) -> int:
         """``i`` if it is a row; every so many reads, unmap the pages whole-column reads left mapped."""

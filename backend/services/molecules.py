@@ -194,18 +194,18 @@ def _sort_order(view: DatasetView, sort: str, rows: np.ndarray) -> np.ndarray:
 
 def molecule_item(view: DatasetView, i: int) -> dict:
     """The short record of result row ``i`` used in lists."""
-    groups = group_ids(view)
+    codes = {by: view.value_at(ids, i) for by, ids in group_ids(view).items()}
     return {
         "id": str(view.cell("ids", i)),
         "smiles": str(view.cell("smiles", i)) or None,
-        "formula": str(formulas(view)[i]),
+        "formula": str(view.value_at(formulas(view), i)),
         "n_atoms": int(view.cell("n_atoms", i)),
         "classifier_score": _clean(view.cell("scores", i)),
         "degenerate": bool(view.cell("degenerate", i)),
-        "groups": {by: (None if ids[i] is None else str(ids[i])) for by, ids in groups.items()},
+        "groups": {by: (None if code is None else str(code)) for by, code in codes.items()},
         "group_labels": {
-            by: UNGROUPED[by] if ids[i] is None else group_label_map(view, by).get(str(ids[i]), str(ids[i]))
-            for by, ids in groups.items()
+            by: UNGROUPED[by] if code is None else group_label_map(view, by).get(str(code), str(code))
+            for by, code in codes.items()
         },
     }
 

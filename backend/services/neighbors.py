@@ -30,13 +30,27 @@ def _pose_tree(view: DatasetView) -> cKDTree:
     return view.extra("pose_tree", lambda: cKDTree(view.quaternions, balanced_tree=False))
 
 
+def nearest_quaternions(tree: cKDTree, q: np.ndarray, want: int) -> np.ndarray:
+    """Sorted unique rows of ``tree``'s points among which are the ``want`` nearest to ``q`` or ``-q``.
+
+    Nearest by min(|p - q|, |p + q|) (q and -q are one rotation), so a caller ranks these
+    candidates itself. The mirror query only needs points nearer to -q than the ``want``-th
+    found near q: unbounded it explored most of the tree, as -q lies where the stored
+    quaternions are not (p95 46 ms, worst 0.8 s at 10M; bounded p95 0.08 ms).
+    """
+    dist, idx = tree.query(q, k=want)
+    bound = float(np.atleast_1d(dist)[-1])
+    _, mirror = tree.query(-q, k=want, distance_upper_bound=bound * (1 + 1e-9) + 1e-12)  # the slack keeps ties
+    idx = np.concatenate([np.atleast_1d(idx), np.atleast_1d(mirror)])
+    return np.unique(idx[idx < tree.n])  # the tree pads missing neighbours with its size
+
+
 def pose_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
     """(row, angle in degrees) of the k molecules whose frames are closest to row ``i``'s."""
     want = min(k + 1, len(view))
     qi = np.asarray(view.cell("quaternions", i), dtype=np.float64)
-    _, idx = _pose_tree(view).query(np.stack([qi, -qi]), k=want)
-    idx = np.asarray(idx).reshape(-1)
-    rows = np.unique(idx[(idx < len(view)) & (idx != i)])  # a tree with fewer than k points pads with n
+    rows = nearest_quaternions(_pose_tree(view), qi, want)
+    rows = rows[rows != i]
     qj = np.asarray(view.cells("quaternions", rows), dtype=np.float64)
     chord = np.minimum(np.linalg.norm(qj - qi, axis=1), np.linalg.norm(qj + qi, axis=1))
     order = np.lexsort((rows, chord))[:k]

@@ -174,3 +174,38 @@ def test_groups_and_group_filters_equal_the_loaded_answers(clients, stores, by):
     # The column view read only the group columns of its shards' chemistry tables, never the whole table.
     _, columns_dir, dataset_id = stores
     assert "chemistry_molecules" not in cache.get_view(columns_dir, dataset_id)._extras
+
+
+@pytest.fixture(scope="module")
+def frames_only(tmp_path_factory, qm9_small):
+    """(loaded view, column view) of a sharded set with frames only: formulas come from the columns."""
+    root = tmp_path_factory.mktemp("frames-only")
+    write_synth(root / "npz", SynthSpec(n=900, bias="uniform", seed=8, shard_size=400), source=qm9_small)
+    meta = ingest_files(
+        root / "loaded", [root / "npz"], "thin", cluster="in-process", shard_size=400, stages=["frames"]
+    )
+    shutil.copytree(root / "loaded", root / "columns")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ORIENTSCOPE_COLUMNS_DIR", str(root / "columns-cache"))
+    mp.setenv(cache.COLUMN_VIEW_ABOVE_ENV, "1")
+    columns = cache.get_view(root / "columns", meta["id"])
+    mp.setenv(cache.COLUMN_VIEW_ABOVE_ENV, "100000")
+    loaded = cache.get_view(root / "loaded", meta["id"])
+    yield root, meta["id"], loaded, columns
+    mp.undo()
+    cache.clear_cache()
+
+
+def test_records_without_chemistry_read_formulas_from_the_columns(frames_only):
+    from backend.services.molecules import list_molecules, molecule_detail
+
+    root, dataset_id, loaded, columns = frames_only
+    assert isinstance(columns, cache.ColumnView) and not columns.has_stage("chemistry")
+    for i in range(len(loaded)):
+        mol_id = str(loaded.ids[i])
+        a = molecule_detail(root / "loaded", dataset_id, mol_id)
+        b = molecule_detail(root / "columns", dataset_id, mol_id)
+        assert b == a and b["groups"] == {"formula": a["formula"]}
+    for sort in ("formula", "-n_atoms", "index"):
+        a = list_molecules(root / "loaded", dataset_id, offset=380, limit=40, sort=sort).items
+        assert list_molecules(root / "columns", dataset_id, offset=380, limit=40, sort=sort).items == a
