@@ -41,10 +41,10 @@ log = logging.getLogger(__name__)
 # fingerprint and SMARTS indexes are built, so in one shared budget a single view would evict
 # every map figure and first page (or be refused outright), while a burst of small map entries
 # would evict the view that costs seconds to reload. The default holds one warmed 10M-molecule
-# column view (~600 MB with its k-d tree; at 512 MB it was reloaded on every request, 20-80 s
-# each) or two or three warmed QM9-sized views; with the 256 MB of derived data a warmed worker
-# stays near 1.1 GB after `make loadtest` (one dataset). Several large datasets used in turn
-# fill it: lower it to bound a worker (e.g. 512 MB holds one warmed QM9).
+# column view (~290 MB with its k-d tree and one sort order; ~600 MB before the tree kept the mapped quaternions;
+# at 512 MB it was reloaded on every request, 20-80 s each) or two or three warmed QM9-sized views; with the
+# 256 MB of derived data a warmed worker stays near 1.1 GB after `make loadtest` (one dataset). Several large
+# datasets used in turn fill it: lower it to bound a worker (e.g. 512 MB holds one warmed QM9).
 VIEW_CACHE_MB_ENV = "ORIENTSCOPE_VIEW_CACHE_MB"
 DEFAULT_VIEW_CACHE_MB = 1024
 _VIEWS = "views"
