@@ -141,7 +141,7 @@ def test_a_click_on_the_static_map_while_dash_loads_opens_the_molecule_in_the_pa
         drv.execute_cdp_cmd("Network.enable", {})
         drv.execute_cdp_cmd(
             "Network.emulateNetworkConditions",
-            {"offline": False, "latency": 1000, "downloadThroughput": -1, "uploadThroughput": -1},
+            {"offline": False, "latency": 2000, "downloadThroughput": -1, "uploadThroughput": -1},
         )
         drv.get(image_url + "/?dataset=qm9&view=map")
         wait_for(lambda: map_drawn(drv, first_paint=True), what="the first paint's test hook")
