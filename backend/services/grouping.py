@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from backend.core.elements import hill_formulas
@@ -151,10 +153,10 @@ def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:
     """
     paths = _shard_tables(view)
     if paths:
-        out = {}
+        out, value_set = {}, pa.array(sorted(wanted), pa.string())
         for path in paths:
-            chem = read_table(path, columns=["id", "smiles"]).to_pandas()
-            chem = chem[chem["id"].astype(str).isin(wanted)]
+            chem = read_table(path, columns=["id", "smiles"])
+            chem = chem.filter(pc.is_in(chem.column("id").cast(pa.string()), value_set=value_set)).to_pandas()
             out.update(zip(chem["id"].astype(str), chem["smiles"].fillna("").astype(str), strict=True))
         return out
     chem = chemistry_table(view)
