@@ -20,6 +20,7 @@ Fingerprints are ``(n, n_words)`` uint64 rows (see :mod:`backend.science.chemist
 
 from __future__ import annotations
 
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -29,6 +30,9 @@ from backend.science.counter_rng import subsample, uniforms
 
 # Re-compact the inverted index once this fraction of its entries is assigned.
 COMPACT_FRACTION = 0.2
+# Bands of the Tanimoto bound min(|a|, |b|) / max(|a|, |b|) a sharded scan visits, best first:
+# [1, inf) holds the rows with the query's bit count (exact copies among them), then [0.9, 1), ...
+BOUND_BANDS = (np.inf, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.3, -np.inf)
 
 
 def _unpack(words: np.ndarray) -> np.ndarray:
@@ -156,12 +160,13 @@ class ShardedTanimotoScan:
 
     Gives the answers of :class:`TanimotoIndex` over the shards' rows concatenated, without
     holding the fingerprints: only the (n,) uint16 bit counts are kept (20 MB at 10M).
-    A query is one fused pass over the rows (:func:`~backend.science.tanimoto_kernels.top_k_scan`)
-    holding a running top-k. Since T(a, b) <= min(|a|, |b|) / max(|a|, |b|), once k rows
-    are held a row whose bit count cannot beat the k-th is skipped without reading its
-    fingerprint. Its pages are then never touched: on a set where the query's best matches
-    are exact (copies, conformers of one molecule: Tanimoto 1) almost every row is skipped
-    after the first few matches. The shards are cut into ``n_threads`` contiguous runs,
+    A query holds a running top-k (:func:`~backend.science.tanimoto_kernels.top_k_scan`).
+    Since T(a, b) <= min(|a|, |b|) / max(|a|, |b|), the bound of a row follows from its bit
+    count: the rows are visited in bands of that bound, best first (:data:`BOUND_BANDS`; each
+    band a pass over the bit counts), and once k rows are held a row whose bound cannot beat
+    the k-th is skipped without reading its fingerprint. On a set where the query's best
+    matches are exact (copies, conformers of one molecule: Tanimoto 1) the first band, the
+    rows with the query's own bit count, holds them, and the other bands are never read. The shards are cut into ``n_threads`` contiguous runs,
     each scanned with its own top-k by a thread (the kernel releases the GIL); the
     runs' top-k lists merge exactly, since each holds every row of its run that can be
     in the overall top-k.
@@ -211,12 +216,15 @@ class ShardedTanimotoScan:
         from backend.science.tanimoto_kernels import top_k_scan
 
         top_sim, top_row, n_top = np.full(k, -np.inf), np.full(k, -1, np.int64), 0
-        for s in shard_numbers:
-            words = self.shards_[s]
-            n_top = top_k_scan(words, self.counts_[s], int(self.starts_[s]), query, query_count, skip, bound,
-                               top_sim, top_row, n_top)  # fmt: skip
-            if self.after_scan is not None:
-                self.after_scan(words)
+        for hi, lo in itertools.pairwise(BOUND_BANDS):
+            if n_top == k and top_sim[k - 1] >= hi:  # every row left has a bound below the k-th
+                break
+            for s in shard_numbers:
+                n_top = top_k_scan(self.shards_[s], self.counts_[s], int(self.starts_[s]), query, query_count, skip,
+                                   bound, lo, hi, top_sim, top_row, n_top)  # fmt: skip
+        if self.after_scan is not None:
+            for s in shard_numbers:
+                self.after_scan(self.shards_[s])
         return top_row[:n_top], top_sim[:n_top]
 
     def most_similar(self, i: int, k: int) -> tuple[np.ndarray, np.ndarray]:

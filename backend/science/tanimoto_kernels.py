@@ -59,7 +59,7 @@ def nearest(columns, counts, allowed, i, inter):
 
 
 @numba.njit(nogil=True, cache=True)
-def top_k_scan(words, counts, start, query, query_count, skip, bound, top_sim, top_row, n_top):
+def top_k_scan(words, counts, start, query, query_count, skip, bound, band_lo, band_hi, top_sim, top_row, n_top):
     """Fold the rows of one row-major shard into a running top-k; returns the new number of entries.
 
     ``words`` (n, n_words) uint64 (e.g. memory-mapped), ``counts`` (n,) their set bits, ``start``
@@ -67,17 +67,19 @@ def top_k_scan(words, counts, start, query, query_count, skip, bound, top_sim, t
     ``top_sim`` / ``top_row`` (k,) hold the best ``n_top`` so far, best first: higher
     Tanimoto, ties to the lower global row (the order of ``tanimoto_from_counts`` then a sort).
     ``bound`` (n_bits + 1,) is max Tanimoto to the query of a row with c bits,
-    min(c, |q|) / max(c, |q|): once k rows are held, a row whose bound cannot beat the k-th
-    is skipped on its bit count alone, without reading its fingerprint. A row that could at
-    best tie the k-th is skipped too: the held rows were all met earlier, so they are lower
-    rows and win the tie (the shards of one run are scanned in row order, from an empty top-k).
+    min(c, |q|) / max(c, |q|). Only rows with ``band_lo <= bound < band_hi`` are visited (the
+    caller passes the bands best first), and once k rows are held, a row whose bound cannot
+    beat the k-th is skipped on its bit count alone, without reading its fingerprint.
     """
     k = top_sim.shape[0]
     used = np.flatnonzero(query != 0)  # only the query's own words can intersect
     for r in range(words.shape[0]):
-        g = start + r
         c = counts[r]
-        if n_top == k and bound[c] <= top_sim[k - 1]:
+        b = bound[c]
+        if b < band_lo or b >= band_hi:
+            continue
+        g = start + r
+        if n_top == k and (b < top_sim[k - 1] or (b == top_sim[k - 1] and g > top_row[k - 1])):
             continue
         if g == skip:
             continue
