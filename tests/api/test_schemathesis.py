@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 schemathesis = pytest.importorskip("schemathesis")
-from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
+from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance  # noqa: E402
 
 MAX_EXAMPLES = 30
 
@@ -42,5 +42,10 @@ def fuzz_url(api_data, tmp_path_factory):
 def test_api_conforms_to_its_schema(case, fuzz_url):
     # Schema-valid input may still be semantically invalid (a malformed SMARTS, an unknown sort key)
     # and is then rightly answered 422, so "positive data acceptance" does not apply.
-    response = case.call_and_validate(base_url=fuzz_url, excluded_checks=[positive_data_acceptance])
+    excluded = [positive_data_acceptance]
+    if case.media_type == "multipart/form-data":
+        # Every multipart field arrives as text: a "name" generated as an object is sent as its JSON text,
+        # which is a valid name, so a type-violating negative case cannot be told apart from a valid one.
+        excluded.append(negative_data_rejection)
+    response = case.call_and_validate(base_url=fuzz_url, excluded_checks=excluded)
     assert response.status_code < 500

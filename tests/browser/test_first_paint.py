@@ -164,6 +164,8 @@ def test_a_click_on_the_static_map_while_dash_loads_opens_the_molecule_in_the_pa
         wait_for(lambda: text_of(drv, "molecule-id") == chosen, what=f"molecule {chosen} in the panel")
         where = every[md.row_of(chosen)]
         assert np.hypot(*(where - np.round(target)).T).min() <= 5.0 + 1.0
-        assert map_drawn(drv) == {"drawn": md.n_molecules, "mode": "image"}  # the interactive plot took over
+        # the interactive plot takes over (the panel may show the molecule before the plot has drawn)
+        drawn = wait_for(lambda: map_drawn(drv), what="the interactive plot's test hook")
+        assert drawn == {"drawn": md.n_molecules, "mode": "image"}
     finally:
         quit_driver(drv)

@@ -51,8 +51,11 @@ def test_a_pattern_on_a_large_set_is_searched_in_the_background_then_highlighted
         lambda: next(t for t in map_traces(driver) if t["kind"] == "highlight")["n"] == 3 * n_match,
         what="highlighted matches",
     )
-    progress = driver.find_element(By.ID, "smarts-progress").text
-    assert progress == "" or progress.startswith("SMARTS search done"), progress
+    # The map may draw the kept result before the progress line's next poll says the job is done.
+    wait_for(
+        lambda: (t := driver.find_element(By.ID, "smarts-progress").text) == "" or t.startswith("SMARTS search done"),
+        what="the progress line to say the search is done",
+    )
     assert severe_console(driver) == []
     origin = urlparse(url).netloc
     urls = [u for u in requested_urls(driver) if not u.startswith(("data:", "blob:"))]

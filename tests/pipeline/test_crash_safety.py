@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from backend.store.datasets import save_dataset
 from backend.store.results import list_result_keys
+from backend.store.shards import shard_array_paths, shard_table_paths
 
 EXE = str(Path(sys.executable).parent / "orientscope")
 
@@ -29,9 +30,19 @@ def _check_store(data_dir: Path) -> list[str]:
         for stage, info in manifest["stages"].items():
             json.loads((folder / f"{stage}.json").read_text())
             for table, rows in info["rows"].items():
-                assert pq.read_table(folder / f"{stage}.{table}.parquet").num_rows == rows
+                assert _stored_rows(folder, stage, table) == rows
             done.append(stage)
     return done
+
+
+def _stored_rows(folder: Path, stage: str, table: str) -> int:
+    """Rows of one stage table: one file, or (once precompute has migrated the set to shards) one per shard."""
+    single = folder / f"{stage}.{table}.parquet"
+    if single.exists():
+        return pq.read_table(single).num_rows
+    tables, arrays = shard_table_paths(folder, stage, table), shard_array_paths(folder, stage, table)
+    assert tables or arrays, f"{stage}.{table}: no stored files"
+    return sum(pq.read_table(p).num_rows for p in tables) + sum(len(np.load(p, mmap_mode="r")) for p in arrays)
 
 
 def _report(data_dir: Path) -> dict:
