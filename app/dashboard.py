@@ -14,7 +14,7 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from app import ids, panels, smarts_progress
+from app import ids, panels, smarts_progress, viewer_route
 from app.audit_panel import audit_section, register_audit
 from app.audit_panel import first_view_props as audit_first_view
 from app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
@@ -478,6 +478,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
     server.add_middleware(FirstPaintMiddleware, data_dir=data_dir, path=app.config.routes_pathname_prefix)
     install_first_paint(app)
+    viewer_route.install(server, data_dir)
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))

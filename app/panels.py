@@ -22,7 +22,7 @@ from app.mapview import map_layers
 from app.state import ViewState
 from app.static_report import static_report_html
 from app.verdict import verdict_children
-from app.viewer import group_scenes, molecule_scenes, viewer_spec
+from app.viewer import group_scenes, molecule_viewer_spec, viewer_spec
 from backend.services.report_format import control_report
 
 log = logging.getLogger(__name__)
@@ -159,8 +159,7 @@ def molecule_outputs(data_dir: Path, st: ViewState, selected: str | None) -> Mol
         detail = data.molecule_detail(data_dir, st.dataset, selected)
     except data.OrientScopeError as err:
         return MoleculePanel("", html.P(friendly(err), className="warning"), None)
-    spec = viewer_spec(molecule_scenes(detail), molecule=str(detail["id"]), cols=2)
-    return MoleculePanel(str(detail["id"]), _molecule_info(detail), spec)
+    return MoleculePanel(str(detail["id"]), _molecule_info(detail), molecule_viewer_spec(detail))
 
 
 def neighbour_lists(data_dir: Path, st: ViewState, selected: str | None):

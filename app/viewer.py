@@ -77,6 +77,11 @@ def viewer_spec(scenes: list[dict], molecule: str | None = None, cols: int | Non
     return {"molecule": molecule, "rows": rows, "cols": cols, "linked": linked, "scenes": scenes}
 
 
+def molecule_viewer_spec(detail: dict) -> dict:
+    """The molecule panel's viewer: the stored and the canonical pose side by side, rotations linked."""
+    return viewer_spec(molecule_scenes(detail), molecule=str(detail["id"]), cols=2)
+
+
 def group_scenes(details: list[dict]) -> list[dict]:
     """Members of a group, each in its canonical pose with the principal axes."""
     out = []

@@ -4,8 +4,10 @@ real points with hover, and the 3D sphere is clickable."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
+import urllib.request
 from urllib.parse import urlparse
 
 import numpy as np
@@ -15,8 +17,9 @@ from selenium.webdriver.common.by import By
 
 from app.figures import MAP_SCALE
 from backend.services.map_data import load_map_data
+from backend.services.molecules import molecule_detail
 from tests.browser.chrome import map_drawn, requested_urls, serve, severe_console
-from tests.browser.test_dashboard import settle, text_of, wait_for
+from tests.browser.test_dashboard import settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
 BUDGET = 300  # the store's map has 1,200 points: the whole map is an image, a small region is points
@@ -91,6 +94,72 @@ def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm
     urls = [u for u in requested_urls(driver) if not u.startswith(("data:", "blob:"))]
     assert any("/map/nearest" in u for u in urls)
     assert [u for u in urls if urlparse(u).netloc != origin] == []
+
+
+# Counts the molecule viewer's draws (each writes its scenes' captions afresh) and notes, when the viewer
+# shows a new molecule, the molecule the page URL names then (Dash updates the URL from the selection).
+VIEWER_PROBE_JS = """
+const v = document.getElementById('molecule-viewer');
+window.__viewer = {captions: 0, urlAtDraw: {}};
+new MutationObserver(records => records.forEach(r => {
+  if (r.type === 'attributes' && v.dataset.molecule) {
+    window.__viewer.urlAtDraw[v.dataset.molecule] = new URLSearchParams(location.search).get('molecule');
+  }
+  r.addedNodes.forEach(n => { if (n.classList && n.classList.contains('viewer-caption')) window.__viewer.captions++; });
+})).observe(v, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-molecule']});
+"""
+
+
+def _get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.load(r)
+
+
+@pytest.mark.parametrize("server", ["image_url", "base_url"])  # the small store's whole map is points in base_url
+def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_changes_nothing(
+    driver, server, request, qm9_store
+):
+    url = request.getfixturevalue(server)
+    graph = _open(driver, url + "/?dataset=qm9&view=map")
+    assert map_drawn(driver)["mode"] == ("image" if server == "image_url" else "points")
+    md = load_map_data(qm9_store, "qm9")
+    requested_urls(driver)
+    driver.execute_script(VIEWER_PROBE_JS)
+    row = next(r for r in range(md.n_molecules) if np.abs(_pixels(driver, md, [r])[0, 0]).max() < 150)
+    target = _pixels(driver, md, [row])[0, 0] + [2, -1]
+    ActionChains(driver).move_to_element_with_offset(graph, int(target[0]), int(target[1])).click().perform()
+    chosen = wait_for(lambda: _clicked(driver), what="the server's nearest molecule")
+    wait_for(lambda: viewer_molecule(driver) == chosen, what=f"the viewer to show {chosen}")
+    # the server's nearest point of that click, asked again: the molecule the viewer shows
+    nearest = [u for u in requested_urls(driver) if "/map/nearest?" in u]
+    assert len(nearest) == 1 and _get_json(nearest[0])["id"] == chosen
+    # drawn before Dash had heard of it (the URL is one of Dash's answers to the selection) ...
+    assert driver.execute_script("return window.__viewer.urlAtDraw")[chosen] != chosen
+    # ... and then the Dash panel agrees: id, info, URL, ring and neighbour lists
+    detail = molecule_detail(qm9_store, "qm9", chosen)
+    wait_for(lambda: text_of(driver, "molecule-id") == chosen, what="the panel's molecule id")
+    wait_for(lambda: detail["formula"] in text_of(driver, "molecule-info"), what="the panel's info")
+    wait_for(lambda: f"molecule={chosen}" in driver.current_url, what="the URL to name it")
+    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#orientation-map svg.selection-ring circle"), what="ring")
+    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#molecule-extra .link-button"), what="neighbour lists")
+    time.sleep(0.5)  # Dash's copy of the spec has reached the viewer (the info came in the same answer)
+    n_atoms = len(detail["elements"])
+    assert driver.execute_script("return document.getElementById('molecule-viewer').dataset.atoms") == (
+        f"{n_atoms},{n_atoms}"
+    )
+    assert driver.execute_script("return window.__viewer.captions") == 2  # one draw of the two poses, not two
+    # a click with no point within 5 px (outside the Mollweide ellipse): a hint, and nothing else changes
+    shown = (text_of(driver, "molecule-id"), viewer_molecule(driver), driver.current_url)
+    size = graph.size
+    ActionChains(driver).move_to_element_with_offset(
+        graph, -size["width"] // 2 + 25, size["height"] // 2 - 60
+    ).click().perform()
+    wait_for(lambda: _clicked(driver) == "none", what="the server's answer")
+    assert "No molecule within 5 px" in text_of(driver, "map-hint")
+    time.sleep(0.5)
+    assert (text_of(driver, "molecule-id"), viewer_molecule(driver), driver.current_url) == shown
+    assert driver.execute_script("return window.__viewer.captions") == 2
+    assert severe_console(driver) == []
 
 
 def test_the_page_html_shows_the_image_map_with_its_hook_before_dash_draws_the_plot(driver, image_url, qm9_store):
