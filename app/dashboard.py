@@ -646,6 +646,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         Output(ids.VIEWER_DONE, "data"),
         Input(ids.VIEWER_SPEC, "data"),
         State(ids.MOLECULE_VIEWER, "id"),
+        State(ids.SELECTED, "data"),  # a spec of an earlier selection, answered late, is not drawn
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "renderViewer"),

@@ -140,9 +140,14 @@
     });
   }
 
-  function renderViewer(spec, id) {
+  // `selected`: the molecule selected now (the molecule viewer's callback passes it). A spec for
+  // another one answers an earlier selection late, after a map click drew a newer one: not drawn.
+  function renderViewer(spec, id, selected) {
     var el = document.getElementById(id);
     if (!el) { return window.dash_clientside.no_update; }
+    if (selected && spec && spec.molecule && String(spec.molecule) !== String(selected)) {
+      return window.dash_clientside.no_update;
+    }
     if (!spec || !spec.scenes || !spec.scenes.length) {
       if (!el._grid && id === "molecule-viewer") { setTimeout(function () { warmViewer(id, 40); }, 1000); }
       if (el._grid) { el._grid.forEach(function (row) { row.forEach(function (v) { v.clear(); v.render(); }); }); }
@@ -152,7 +157,7 @@
       return null;
     }
     if (typeof $3Dmol === "undefined") {
-      return load3Dmol().then(function () { return renderViewer(spec, id); }, function () {
+      return load3Dmol().then(function () { return renderViewer(spec, id, selected); }, function () {
         el.textContent = "3Dmol.js did not load";
         return null;
       });

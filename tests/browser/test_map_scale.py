@@ -159,6 +159,16 @@ def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_
     time.sleep(0.5)
     assert (text_of(driver, "molecule-id"), viewer_molecule(driver), driver.current_url) == shown
     assert driver.execute_script("return window.__viewer.captions") == 2
+    # a viewer spec of another molecule arriving now (an earlier selection's late answer) is not drawn
+    other = str(md.ids[(md.row_of(chosen) + 1) % md.n_molecules])
+    driver.execute_script(
+        "fetch('/_molecule-viewer?dataset=qm9&molecule=' + arguments[0]).then(r => r.json())"
+        ".then(s => { window.dash_clientside.set_props('viewer-spec', {data: s}); window.__late = true; })",
+        other,
+    )
+    wait_for(lambda: driver.execute_script("return window.__late"), what="the late spec")
+    time.sleep(0.5)
+    assert viewer_molecule(driver) == chosen and driver.execute_script("return window.__viewer.captions") == 2
     assert severe_console(driver) == []
 
 
