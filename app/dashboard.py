@@ -140,19 +140,6 @@ def _controls() -> html.Div:
     )
 
 
-def _molecule_panel() -> html.Div:
-    return html.Div(
-        [
-            html.H3(["Molecule ", html.Span(id=ids.MOLECULE_ID, className="molecule-id")]),
-            html.Div(id=ids.MOLECULE_INFO, className="molecule-info"),
-            html.Div(id=ids.MOLECULE_VIEWER, className="viewer"),
-            html.Div(id=ids.MOLECULE_EXTRA),
-        ],
-        id=ids.MOLECULE_PANEL,
-        className="panel molecule-panel",
-    )
-
-
 def _groups_section() -> html.Section:
     return html.Section(
         [
@@ -279,7 +266,7 @@ def build_layout(read_only: bool) -> html.Div:
                                 ],
                                 className="map maps",
                             ),
-                            _molecule_panel(),
+                            panels.molecule_panel(),
                         ],
                         className="explore",
                     ),

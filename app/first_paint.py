@@ -6,12 +6,23 @@ image (above the point budget), the page's HTML already carries that image (the
 same PNG the layout will hold) under its outline and graticule as inline SVG, in
 place of Dash's "Loading..." placeholder. The 3D sphere view likewise carries its
 points (the same sample the scene draws) seen along the scene's default camera, as
-SVG. Dash then renders the real page over it.
+SVG. Dash's renderer first puts its own placeholder in; the first paint then
+stays on screen just after it until Dash's page has rendered, and leaves in that
+frame (first_paint.js).
+
+Beside the map sits the molecule panel, rendered from the same components as
+the layout's (``panels.molecule_panel``, filled by ``panels.molecule_outputs``, as
+the callbacks fill it), within the same page structure, so it has the width it
+will have once Dash has rendered the page.
 
 The first paint works before Dash does: ``frontend_assets/first_paint.js``, inlined
 after it, answers clicks (the server's nearest point within 5 px on the map, the
-nearest dot on the sphere) and hover, and hands the chosen molecule to Dash through
-the page URL. Its settings travel in the placeholder's ``data-map`` attribute.
+nearest dot on the sphere) and hover, shows the chosen molecule in the panel
+(``GET /_first-paint/molecule-panel?<page query>``: the panel's id, info and 3D
+viewer spec, drawn with 3Dmol.js) and hands the molecule to Dash through the page
+URL, or Dash's stores when its layout was asked for before the click; Dash's
+viewer takes the drawn one over. Its settings travel in the placeholder's
+``data-map`` attribute.
 
 The placeholder carries the map's test hook (``data-drawn``, ``data-mode``, set by
 its image's load event, after the next frame) plus ``data-first-paint``, so a test
@@ -30,11 +41,15 @@ from pathlib import Path
 
 import anyio
 import numpy as np
+from plotly.io.json import to_json_plotly
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app import panels
 from app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
 from app.initial_view import resolve_view
 from app.mapfigure import map_figure_json
+from app.static_html import to_html
 from backend.services.map_data import frame_lines
 
 log = logging.getLogger(__name__)
@@ -54,6 +69,7 @@ HOOK_JS = (
 )
 
 
+PANEL_ROUTE = "_first-paint/molecule-panel"  # under the dashboard's path
 SCRIPT = Path(__file__).resolve().parent.parent / "frontend_assets" / "first_paint.js"
 
 
@@ -101,6 +117,18 @@ SPHERE_UP = np.array([-1.0, -1.0, 2.0]) / np.sqrt(6.0)
 SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
 
 
+def page_html(map_html: str, shown: panels.MoleculePanel) -> str:
+    """The static map beside the molecule panel showing ``shown``, inside the page's own structure
+    (``app/dashboard.py`` build_layout); the panel's viewer spec travels in ``data-viewer``."""
+    viewer = json.dumps(shown.viewer, separators=(",", ":")) if shown.viewer else ""
+    return (
+        '<div class="page first-paint-page"><section class="panel">'
+        f'<div class="explore" data-first-paint="1" data-viewer="{html.escape(viewer, quote=True)}">'
+        f'<div class="map">{map_html}</div>{to_html(panels.molecule_panel(shown))}{script_html()}'
+        "</div></section></div>"
+    )
+
+
 def sphere_paint_html(payload: dict, vectors: np.ndarray, color, ids) -> str:
     """The static sphere of a 3D sphere figure payload: its points (n, 3) seen along plotly's default camera.
 
@@ -128,7 +156,7 @@ def sphere_paint_html(payload: dict, vectors: np.ndarray, color, ids) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="-1.1 -1.1 2.2 2.2" width="100%" role="img" '
         f'aria-label="{_title(payload)}"><circle r="1" fill="#f4f4f4" stroke="#bbb" stroke-width=".005"/>'
         f'<g class="dots">{"".join(dots)}</g></svg><p class="note map-hint"></p>'
-        f"<script>(function(){{{hook_js(meta)}}}).call(null)</script>{script_html()}</div>"
+        f"<script>(function(){{{hook_js(meta)}}}).call(null)</script></div>"
     )
 
 
@@ -155,7 +183,7 @@ def first_paint_html(payload: dict) -> str:
         f'onload="{hook_js(meta)}"/>'
         f'<path d="{polyline_path(*lines["graticule"])}" fill="none" stroke="#999" stroke-width="45"/>'
         f'<path d="{polyline_path(*lines["outline"])}" fill="none" stroke="#555" stroke-width="60"/>'
-        f'</svg><p class="note map-hint"></p>{script_html()}</div>'
+        f'</svg><p class="note map-hint"></p></div>'
     )
 
 
@@ -168,26 +196,43 @@ def page_first_paint(data_dir: Path, search: str) -> str:
         payload, layers = map_figure_json(data_dir, st)  # cached: the layout request reuses it
         if st.view == "sphere":
             vectors = layers.md.vectors(layers.rows, layers.axes)
-            return sphere_paint_html(payload, vectors, layers.color, layers.md.ids[layers.rows])
-        return first_paint_html(payload)
+            map_html = sphere_paint_html(payload, vectors, layers.color, layers.md.ids[layers.rows])
+        else:
+            map_html = first_paint_html(payload)
+        return page_html(map_html, panels.molecule_outputs(data_dir, st, st.molecule)) if map_html else ""
     except Exception:  # the page still works without it: Dash draws the map
         log.exception("cannot prepare the first paint of %r", search)
         return ""
 
 
+def panel_json(data_dir: Path, search: str) -> bytes:
+    """The molecule panel of the page at ``?search`` (its ``molecule``): what the show_molecule callback
+    answers (``molecule_id``, ``info`` as components, ``viewer``), plus ``info_html``, the info as HTML."""
+    st = resolve_view(data_dir, search).state
+    shown = panels.molecule_outputs(data_dir, st, st.molecule)
+    answer = {**shown._asdict(), "info_html": to_html(shown.info)}
+    return to_json_plotly(answer).encode()
+
+
 class FirstPaintMiddleware:
-    """Prepares the first paint of ``GET /`` (in a worker thread) for :func:`install`'s index hook."""
+    """Prepares the first paint of ``GET /`` (in a worker thread) for :func:`install`'s index hook, and
+    answers the first paint's ``GET /_first-paint/molecule-panel`` (:func:`panel_json`)."""
 
     def __init__(self, app: ASGIApp, data_dir: Path, path: str = "/") -> None:
         self.app = app
         self.data_dir = Path(data_dir)
         self.path = path
+        self.panel_path = path + PANEL_ROUTE
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] != self.path:
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in (self.path, self.panel_path):
             await self.app(scope, receive, send)
             return
         query = scope.get("query_string", b"").decode("latin-1")
+        if scope["path"] == self.panel_path:
+            body = await anyio.to_thread.run_sync(panel_json, self.data_dir, f"?{query}" if query else "")
+            await Response(body, media_type="application/json")(scope, receive, send)
+            return
         paint = await anyio.to_thread.run_sync(page_first_paint, self.data_dir, f"?{query}" if query else "")
         token = _FIRST_PAINT.set(paint)
         try:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from dash import dcc, html
 
-from app import data
+from app import data, ids
 from app.figures import angle_histogram_figure, message_figure
 from app.initial_view import dataset_options
 from app.mapfigure import density_figures, density_pair_json, map_figure, map_figure_json, selected_ring, viewport_of
@@ -160,6 +160,24 @@ def molecule_outputs(data_dir: Path, st: ViewState, selected: str | None) -> Mol
     except data.OrientScopeError as err:
         return MoleculePanel("", html.P(friendly(err), className="warning"), None)
     return MoleculePanel(str(detail["id"]), _molecule_info(detail), molecule_viewer_spec(detail))
+
+
+def molecule_panel(shown: MoleculePanel | None = None) -> html.Div:
+    """The molecule panel of the layout, empty or showing ``shown`` (its id and info; the viewer stays empty).
+
+    The layout holds it empty and the callbacks fill it; the page's first paint renders it filled, as
+    HTML (app/first_paint.py), so that both are the same markup.
+    """
+    return html.Div(
+        [
+            html.H3(["Molecule ", html.Span(shown and shown.molecule_id, id=ids.MOLECULE_ID, className="molecule-id")]),
+            html.Div(shown and shown.info, id=ids.MOLECULE_INFO, className="molecule-info"),
+            html.Div(id=ids.MOLECULE_VIEWER, className="viewer"),
+            html.Div(id=ids.MOLECULE_EXTRA),
+        ],
+        id=ids.MOLECULE_PANEL,
+        className="panel molecule-panel",
+    )
 
 
 def neighbour_lists(data_dir: Path, st: ViewState, selected: str | None):

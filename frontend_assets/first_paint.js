@@ -1,17 +1,24 @@
 /* The first paint at work before Dash and plotly.js have loaded: app/first_paint.py inlines this
-   file into the page HTML right after the static map or sphere, so it runs as soon as they are
-   parsed, about 1.5 s before the page's 6 MB of scripts have run. No plotly.js, no Dash.
+   file into the page HTML right after the static map or sphere and the molecule panel beside it, so
+   it runs as soon as they are parsed, about 1.5 s before the page's 6 MB of scripts have run. No
+   plotly.js, no Dash.
 
    Map: a click asks the server for the nearest shown point within 5 px (GET .../map/nearest, as
    the interactive plot does), rings it and names it; hovering the image asks what the pixel
    holds (GET .../map/pixel). Sphere: a click or hover picks the nearest drawn dot within 5 px
-   (its molecule id travels with the dots). Dash also loads this file as an asset, for the
-   interactive map's share of it (window.orientscopeMap).
+   (its molecule id travels with the dots). The chosen molecule then shows in the static molecule
+   panel: its id and info as the server renders them for Dash (GET _first-paint/molecule-panel) and
+   its 3D viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
 
    The choice is handed to Dash through the page URL (?molecule=), which Dash reads when it
-   starts: the layout request's Referer carries it (app/initial_view.py). A choice made after
-   Dash has asked for its layout goes to the page's "selected" store once the page is rendered. */
-(function (host) {
+   starts: the layout request's Referer carries it (app/initial_view.py). When Dash renders its
+   page over the first paint, its molecule viewer takes over the drawn 3Dmol viewer (no second
+   WebGL context, no redraw from scratch), and a choice its layout does not carry goes to the
+   panel and the page's "selected" store.
+
+   Dash also loads this file as an asset: it then only shares window.orientscopeMap (the pixel's
+   description and the viewer), which the interactive page's orientscope.js uses. */
+(function (root) {
   "use strict";
   // What a pixel of the server's map holds (GET .../map/pixel) in words: count, dominant category or
   // mean. Shared with the interactive map (orientscope.js), which loads this file as an asset.
@@ -25,8 +32,152 @@
     return parts.join(" · ");
   }
 
-  window.orientscopeMap = { describePixel: describePixel };
-  if (!host || !host.hasAttribute("data-map")) { return; }  // loaded as an asset: nothing to paint
+  // ---------------------------------------------------------------- 3D viewer specs (app/viewer.py)
+  // Rendered with 3Dmol.js in one WebGL context per element (a viewer grid, rotation linked), by the
+  // first paint's panel and by Dash's clientside callbacks alike (orientscope.js renderViewer).
+  var VIEW_HEIGHT = 280;
+  var ZOOM_MARGIN = 0.7;
+
+  function vec(p) { return { x: p[0], y: p[1], z: p[2] }; }
+
+  // Multisampling costs a software renderer (SwiftShader, llvmpipe: headless or GPU-less
+  // machines) about 0.8 s per redraw of a small molecule, and a GPU nothing.
+  var softwareGL = null;
+  function isSoftwareGL() {
+    if (softwareGL !== null) { return softwareGL; }
+    softwareGL = false;
+    try {
+      var gl = document.createElement("canvas").getContext("webgl");
+      if (gl) {
+        var info = gl.getExtension("WEBGL_debug_renderer_info");
+        var name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+        softwareGL = /swiftshader|llvmpipe|softpipe|software/i.test(name);
+        var lose = gl.getExtension("WEBGL_lose_context");
+        if (lose) { lose.loseContext(); }
+      }
+    } catch (e) { softwareGL = false; }
+    return softwareGL;
+  }
+
+  function ensureGrid(el, spec) {
+    var key = spec.rows + "x" + spec.cols + ":" + spec.linked;
+    if (el._grid && el._gridKey === key) {
+      el._grid.forEach(function (row) { row.forEach(function (v) { v.clear(); }); });
+      return el._grid;
+    }
+    el.innerHTML = "";
+    var holder = document.createElement("div");
+    holder.className = "viewer-canvas";
+    holder.style.position = "relative";
+    holder.style.height = spec.rows * VIEW_HEIGHT + "px";
+    // Each caption sits in its own cell (an overlay grid of the same rows and columns).
+    var captions = document.createElement("div");
+    captions.className = "viewer-captions";
+    captions.style.gridTemplateColumns = "repeat(" + spec.cols + ", 1fr)";
+    captions.style.gridTemplateRows = "repeat(" + spec.rows + ", " + VIEW_HEIGHT + "px)";
+    el.appendChild(holder);
+    el._grid = $3Dmol.createViewerGrid(holder, { rows: spec.rows, cols: spec.cols, control_all: !!spec.linked },
+                                       { backgroundColor: "white", antialias: !isSoftwareGL() });
+    holder.appendChild(captions);  // after the grid's canvases, so it is drawn on top of them
+    el._gridKey = key;
+    el._captions = captions;
+    return el._grid;
+  }
+
+  function drawScene(v, scene) {
+    var model = v.addModel(scene.xyz, "xyz");
+    v.setStyle({}, { stick: { radius: 0.14, colorscheme: "Jmol" }, sphere: { scale: 0.22, colorscheme: "Jmol" } });
+    (scene.arrows || []).forEach(function (a) {
+      v.addArrow({ start: vec(a.start), end: vec(a.end), radius: 0.05, color: a.color });
+      // past the tip and on a light backing: readable where the label crosses an atom
+      v.addLabel(a.label, { position: vec(a.label_at || a.end), fontSize: 12, fontColor: a.color,
+                            backgroundColor: "white", backgroundOpacity: 0.75, inFront: true });
+    });
+    v.zoomTo();
+    v.zoom(ZOOM_MARGIN);  // zoomTo fits the atoms only: leave room for the arrow tips and their labels
+    v.render();
+    return model.selectedAtoms({}).length;
+  }
+
+  // 3Dmol.js (540 kB) is not in the page (app/dashboard.py LAZY_ASSETS): the first screen does not
+  // show a molecule, so a new visitor's browser parses it only when one is shown, or once the map is
+  // drawn and the page is idle (orientscope.js warmViewer).
+  var threeDmolLoading = null;
+  function load3Dmol() {
+    if (typeof $3Dmol !== "undefined") { return Promise.resolve(); }
+    if (!threeDmolLoading) {
+      threeDmolLoading = new Promise(function (resolve, reject) {
+        var s = document.createElement("script");
+        s.src = "/assets/3Dmol-min.js";
+        s.onload = function () { resolve(); };
+        s.onerror = function () { threeDmolLoading = null; reject(new Error("3Dmol.js did not load")); };
+        document.head.appendChild(s);
+      });
+    }
+    return threeDmolLoading;
+  }
+
+  // Draws a viewer spec into `el` (3Dmol.js loaded): its scenes, captions, and data-molecule (the
+  // molecule shown) and data-atoms (atoms drawn per scene) for tests. Returns the spec's molecule.
+  function drawSpec(el, spec) {
+    // Dash's copy of a spec the viewer already shows (a map click or the first paint drew it first, or
+    // a control changed and the molecule callback answered the same molecule again): drawing it again
+    // would cost a redraw and reset the user's rotation.
+    var key = JSON.stringify(spec);
+    if (el._grid && el._shownKey === key) { return spec.molecule || ""; }
+    var grid = ensureGrid(el, spec);
+    el._shownKey = key;
+    el._captions.innerHTML = "";
+    var atoms = [];
+    grid.forEach(function (row, r) {
+      row.forEach(function (v, c) {
+        var scene = spec.scenes[r * spec.cols + c];
+        var cap = document.createElement("div");
+        cap.className = "viewer-caption";
+        cap.dataset.cell = r + "," + c;
+        cap.textContent = scene ? scene.title : "";
+        el._captions.appendChild(cap);
+        if (!scene) { v.render(); return; }
+        atoms.push(drawScene(v, scene));
+      });
+    });
+    el.dataset.molecule = spec.molecule || "";
+    el.dataset.atoms = atoms.join(",");
+    return spec.molecule || "";
+  }
+
+  // The first paint's drawn molecule viewer (handOverFrom), until Dash's molecule viewer, an element of
+  // the same id, takes it over (takeOver): the WebGL context, its compiled shaders and its picture
+  // move along, so the molecule stays on screen, and Dash's next draw of it reuses them.
+  var handedOver = null;
+  function handOverFrom(el) { handedOver = el; }
+
+  function takeOver(el) {
+    var from = handedOver;
+    if (!el || !from || from === el || from.id !== el.id || !from._grid || el._grid ||
+        document.getElementById(el.id) !== el) { return false; }
+    handedOver = null;
+    var holder = from.querySelector(".viewer-canvas"), width = holder.clientWidth;
+    el.appendChild(holder);
+    ["_grid", "_gridKey", "_captions", "_shownKey"].forEach(function (k) { el[k] = from[k]; from[k] = undefined; });
+    el.dataset.molecule = from.dataset.molecule || "";
+    el.dataset.atoms = from.dataset.atoms || "";
+    el._fromFirstPaint = true;  // shown until Dash has a viewer spec of its own (orientscope.js renderViewer)
+    if (holder.clientWidth !== width) {
+      el._grid.forEach(function (row) { row.forEach(function (v) { v.resize(); v.render(); }); });
+    }
+    return true;
+  }
+
+  // One copy per page: the inline first paint's and the asset's share the 3Dmol.js loader and the viewers.
+  window.orientscopeMap = window.orientscopeMap || {
+    describePixel: describePixel,
+    viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
+              handOverFrom: handOverFrom, takeOver: takeOver }
+  };
+  if (!root || !root.hasAttribute("data-first-paint")) { return; }  // loaded as an asset: nothing to paint
+  var viewer = window.orientscopeMap.viewer;
+  var host = root.querySelector("#orientation-map");
   var SVG_NS = "http://www.w3.org/2000/svg";
   var PICK_PX = 5;  // as the server's nearest point (backend/services/map_raster.py)
   var RING_PX = 9;  // the interactive map's selection ring (orientscope.js RING_RADIUS)
@@ -80,42 +231,102 @@
     svg.appendChild(c);
   }
 
-  // Hand the chosen molecule to Dash (see the top of this file).
+  // ---------------------------------------------------------------- the molecule panel
+  // Dash's panel, rendered on the server (app/first_paint.py), filled here until Dash's takes over.
+  var PANEL_URL = window.location.pathname + "_first-paint/molecule-panel";
+  var panel = root.querySelector("#molecule-panel");
+  var staticViewer = root.querySelector("#molecule-viewer");
+  var pick = null;  // the molecule chosen here: {id, answer (the panel route's), spec}
+
+  // After the next frame: the panel's id and info are on screen before 3Dmol.js (540 kB) is parsed and
+  // the viewer drawn (about 0.5 s of software WebGL for the first molecule).
+  function drawViewer(spec) {
+    requestAnimationFrame(function () {
+      setTimeout(function () {
+        viewer.load().then(function () {
+          if (!root.isConnected || !pick || pick.spec !== spec) { return; }  // Dash took over, or a later pick
+          viewer.draw(staticViewer, spec);
+          viewer.handOverFrom(staticViewer);
+          requestAnimationFrame(function () { performance.mark("orientscope:first-paint-viewer"); });
+        }, function () { staticViewer.textContent = "3Dmol.js did not load"; });
+      }, 0);
+    });
+  }
+
+  function showPanel(answer) {
+    panel.querySelector("#molecule-id").textContent = answer.molecule_id;
+    panel.querySelector("#molecule-info").innerHTML = answer.info_html;  // rendered by our own server
+    requestAnimationFrame(function () { performance.mark("orientscope:first-paint-panel"); });
+    if (answer.viewer) { drawViewer(pick.spec = answer.viewer); }
+  }
+
+  // Once Dash's page is rendered, its viewer takes this one's WebGL viewer over, and its panel shows
+  // the chosen molecule: its layout carries one chosen before the layout was asked for (through the
+  // URL's Referer); one chosen later goes to its panel at once (the route's answer is Dash's own
+  // components) and to the "selected" store, which opens it in the rest of the page (map ring,
+  // neighbours).
+  function toDash(tries) {
+    var shown = document.getElementById("molecule-id"), clientside = window.dash_clientside;
+    if (!shown || root.contains(shown) || !(clientside && clientside.set_props)) {
+      if (tries > 0) { setTimeout(function () { toDash(tries - 1); }, 50); }
+      return;
+    }
+    viewer.takeOver(document.getElementById("molecule-viewer"));
+    if (!pick || shown.textContent === pick.id) { return; }
+    if (pick.answer) {
+      clientside.set_props("molecule-id", { children: pick.answer.molecule_id });
+      clientside.set_props("molecule-info", { children: pick.answer.info });
+    }
+    clientside.set_props("selected", { data: pick.id });
+  }
+
+  // Dash's renderer first replaces the page's content by its "Loading..." placeholder, and its page
+  // comes a request later: until then, the first paint stays on screen just after Dash's root
+  // (style.css hides the placeholder meanwhile), and it leaves in the frame Dash's page arrives in.
+  var page = root.closest(".first-paint-page"), entry = document.getElementById("react-entry-point");
+  if (page && entry) {
+    new MutationObserver(function (_, watch) {
+      var dashPanel = entry.querySelector("#molecule-panel");
+      if (dashPanel && !page.contains(dashPanel)) {
+        watch.disconnect();
+        page.remove();
+        toDash(600);
+      } else if (!page.isConnected) {
+        entry.after(page);
+      }
+    }).observe(document.body, { childList: true, subtree: true });
+  }
+
+  // Hand the chosen molecule to Dash through the URL (see the top of this file).
   function choose(id) {
     var url = new URL(window.location.href);
     url.searchParams.set("molecule", id);
     window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
-    // Dash's renderer (`var renderer = new DashRenderer()`, Dash's default `app.renderer`, the page's
-    // last script) asks for the layout: until it has run, the URL is enough. After that the layout may
-    // be on its way without the molecule, and dcc.Location keeps the layout's URL: once the page is
-    // rendered, put the molecule in the store its panel reads.
-    if (typeof window.renderer === "undefined" && document.readyState === "loading") { return; }
-    (function handOver(tries) {
-      var panel = document.getElementById("molecule-id");
-      var clientside = window.dash_clientside;
-      if (!panel || !(clientside && clientside.set_props)) {
-        if (tries > 0) { setTimeout(function () { handOver(tries - 1); }, 50); }
-        return;
-      }
-      if (panel.textContent !== id) { clientside.set_props("selected", { data: id }); }
-    })(600);
   }
 
-  // A chosen molecule: ringed at (x, y) in viewBox units and named at once, opened by Dash.
+  // A chosen molecule: ringed at (x, y) in viewBox units and named at once, then shown in the panel.
   function chosen(ev, id, x, y, unit) {
     ring(x, y, unit);
     host.dataset.clicked = id;
-    say("Molecule " + id + " — opening…");
+    say("Molecule " + id);
     choose(id);
     requestAnimationFrame(function () {  // the frame with the ring: how long the click took to answer
       performance.measure("orientscope:first-paint-click", { start: ev.timeStamp, end: performance.now() });
     });
-    getJson("/api/datasets/" + encodeURIComponent(cfg.dataset) + "/molecules/" + encodeURIComponent(id))
-      .then(function (m) {
-        if (m && host.dataset.clicked === id) {
-          say("Molecule " + id + " · " + m.formula + (m.smiles ? " · " + m.smiles : "") + " — opening…");
-        }
-      });
+    pick = { id: id, answer: null, spec: null };
+    if (!root.isConnected) { toDash(600); return; }  // Dash's page is up: its panel shows it
+    getJson(PANEL_URL + window.location.search).then(function (answer) {
+      if (!answer || !pick || pick.id !== id) { return; }
+      pick.answer = answer;
+      if (root.isConnected) { showPanel(answer); } else { toDash(600); }
+    });
+  }
+
+  // A page opened on a molecule: the server filled the panel in; draw its viewer.
+  if (root.dataset.viewer) {
+    var opened = JSON.parse(root.dataset.viewer);
+    pick = { id: opened.molecule, answer: null, spec: opened };
+    drawViewer(opened);
   }
 
   function nothingNear() {

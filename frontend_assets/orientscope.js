@@ -2,8 +2,6 @@
    with 3Dmol.js from this folder, copy the view link, export the map. No network access. */
 (function () {
   "use strict";
-  var VIEW_HEIGHT = 280;
-  var ZOOM_MARGIN = 0.7;
 
   // ==================================================================== plotly.js internals
   // The only code of this file that reads private plotly.js state (plotly.js 4.1.x, shipped by
@@ -30,84 +28,9 @@
   };
   // ================================================================ end of plotly.js internals
 
-  function vec(p) { return { x: p[0], y: p[1], z: p[2] }; }
-
-  // Multisampling costs a software renderer (SwiftShader, llvmpipe: headless or GPU-less
-  // machines) about 0.8 s per redraw of a small molecule, and a GPU nothing.
-  var softwareGL = null;
-  function isSoftwareGL() {
-    if (softwareGL !== null) { return softwareGL; }
-    softwareGL = false;
-    try {
-      var gl = document.createElement("canvas").getContext("webgl");
-      if (gl) {
-        var info = gl.getExtension("WEBGL_debug_renderer_info");
-        var name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
-        softwareGL = /swiftshader|llvmpipe|softpipe|software/i.test(name);
-        var lose = gl.getExtension("WEBGL_lose_context");
-        if (lose) { lose.loseContext(); }
-      }
-    } catch (e) { softwareGL = false; }
-    return softwareGL;
-  }
-
-  function ensureGrid(el, spec) {
-    var key = spec.rows + "x" + spec.cols + ":" + spec.linked;
-    if (el._grid && el._gridKey === key) {
-      el._grid.forEach(function (row) { row.forEach(function (v) { v.clear(); }); });
-      return el._grid;
-    }
-    el.innerHTML = "";
-    var holder = document.createElement("div");
-    holder.className = "viewer-canvas";
-    holder.style.position = "relative";
-    holder.style.height = spec.rows * VIEW_HEIGHT + "px";
-    // Each caption sits in its own cell (an overlay grid of the same rows and columns).
-    var captions = document.createElement("div");
-    captions.className = "viewer-captions";
-    captions.style.gridTemplateColumns = "repeat(" + spec.cols + ", 1fr)";
-    captions.style.gridTemplateRows = "repeat(" + spec.rows + ", " + VIEW_HEIGHT + "px)";
-    el.appendChild(holder);
-    el._grid = $3Dmol.createViewerGrid(holder, { rows: spec.rows, cols: spec.cols, control_all: !!spec.linked },
-                                       { backgroundColor: "white", antialias: !isSoftwareGL() });
-    holder.appendChild(captions);  // after the grid's canvases, so it is drawn on top of them
-    el._gridKey = key;
-    el._captions = captions;
-    return el._grid;
-  }
-
-  function drawScene(v, scene) {
-    var model = v.addModel(scene.xyz, "xyz");
-    v.setStyle({}, { stick: { radius: 0.14, colorscheme: "Jmol" }, sphere: { scale: 0.22, colorscheme: "Jmol" } });
-    (scene.arrows || []).forEach(function (a) {
-      v.addArrow({ start: vec(a.start), end: vec(a.end), radius: 0.05, color: a.color });
-      // past the tip and on a light backing: readable where the label crosses an atom
-      v.addLabel(a.label, { position: vec(a.label_at || a.end), fontSize: 12, fontColor: a.color,
-                            backgroundColor: "white", backgroundOpacity: 0.75, inFront: true });
-    });
-    v.zoomTo();
-    v.zoom(ZOOM_MARGIN);  // zoomTo fits the atoms only: leave room for the arrow tips and their labels
-    v.render();
-    return model.selectedAtoms({}).length;
-  }
-
-  // 3Dmol.js (540 kB) is not in the page (app/dashboard.py LAZY_ASSETS): the first screen does not
-  // show a molecule, so a new visitor's browser parses it only when one is shown, or once the map is
-  // drawn and the page is idle (warmViewer).
-  var threeDmolLoading = null;
-  function load3Dmol() {
-    if (typeof $3Dmol !== "undefined") { return Promise.resolve(); }
-    if (!threeDmolLoading) {
-      threeDmolLoading = new Promise(function (resolve, reject) {
-        var s = document.createElement("script");
-        s.src = "/assets/3Dmol-min.js";
-        s.onload = function () { resolve(); };
-        s.onerror = function () { threeDmolLoading = null; reject(new Error("3Dmol.js did not load")); };
-        document.head.appendChild(s);
-      });
-    }
-    return threeDmolLoading;
-  }
+  // The 3D viewer's code is shared with the page's first paint, which may have drawn the molecule
+  // viewer already (first_paint.js, loaded before this file).
+  function viewerCode() { return window.orientscopeMap.viewer; }
 
   // The first draw in a WebGL context compiles its shaders (about 0.5 s in software GL).
   // Pay that once the map is drawn, not on the user's first click.
@@ -128,11 +51,12 @@
     requestAnimationFrame(function () {
       setTimeout(function () {
         idle(function () {
-          load3Dmol().then(function () {
+          var code = viewerCode();
+          code.load().then(function () {
             if (el._grid) { return; }
-            var grid = ensureGrid(el, { rows: 1, cols: 2, linked: true });
+            var grid = code.ensureGrid(el, { rows: 1, cols: 2, linked: true });
             grid.forEach(function (row) {
-              row.forEach(function (v) { drawScene(v, WARM_SCENE); v.clear(); v.render(); });
+              row.forEach(function (v) { code.drawScene(v, WARM_SCENE); v.clear(); v.render(); });
             });
           }, function () {});
         }, { timeout: 3000 });
@@ -143,12 +67,19 @@
   // `selected`: the molecule selected now (the molecule viewer's callback passes it). A spec for
   // another one answers an earlier selection late, after a map click drew a newer one: not drawn.
   function renderViewer(spec, id, selected) {
-    var el = document.getElementById(id);
+    var el = document.getElementById(id), code = viewerCode();
     if (!el) { return window.dash_clientside.no_update; }
+    if (el.closest("[data-first-paint]")) {  // the page's first paint, still on screen: wait for Dash's element
+      return new Promise(function (resolve) {
+        setTimeout(function () { resolve(renderViewer(spec, id, selected)); }, 20);
+      });
+    }
+    code.takeOver(el);
     if (selected && spec && spec.molecule && String(spec.molecule) !== String(selected)) {
       return window.dash_clientside.no_update;
     }
     if (!spec || !spec.scenes || !spec.scenes.length) {
+      if (el._fromFirstPaint) { return window.dash_clientside.no_update; }  // until Dash opens that molecule too
       if (!el._grid && id === "molecule-viewer") { setTimeout(function () { warmViewer(id, 40); }, 1000); }
       if (el._grid) { el._grid.forEach(function (row) { row.forEach(function (v) { v.clear(); v.render(); }); }); }
       if (el._captions) { el._captions.innerHTML = ""; }
@@ -156,36 +87,14 @@
       el.removeAttribute("data-molecule");
       return null;
     }
+    el._fromFirstPaint = false;
     if (typeof $3Dmol === "undefined") {
-      return load3Dmol().then(function () { return renderViewer(spec, id, selected); }, function () {
+      return code.load().then(function () { return renderViewer(spec, id, selected); }, function () {
         el.textContent = "3Dmol.js did not load";
         return null;
       });
     }
-    // Dash's copy of a spec the viewer already shows (a map click drew it first, or a control
-    // changed and the molecule callback answered the same molecule again): drawing it again would
-    // cost a redraw and reset the user's rotation.
-    var key = JSON.stringify(spec);
-    if (el._grid && el._shownKey === key) { return spec.molecule || ""; }
-    var grid = ensureGrid(el, spec);
-    el._shownKey = key;
-    el._captions.innerHTML = "";
-    var atoms = [];
-    grid.forEach(function (row, r) {
-      row.forEach(function (v, c) {
-        var scene = spec.scenes[r * spec.cols + c];
-        var cap = document.createElement("div");
-        cap.className = "viewer-caption";
-        cap.dataset.cell = r + "," + c;
-        cap.textContent = scene ? scene.title : "";
-        el._captions.appendChild(cap);
-        if (!scene) { v.render(); return; }
-        atoms.push(drawScene(v, scene));
-      });
-    });
-    el.dataset.molecule = spec.molecule || "";
-    el.dataset.atoms = atoms.join(",");
-    return spec.molecule || "";
+    return code.draw(el, spec);
   }
 
   // The selected molecule's ring is an SVG overlay, not part of the figure: any figure

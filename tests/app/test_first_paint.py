@@ -65,6 +65,43 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     # the sphere's sample, one dot per point of the 3D scene, with the scene's drawn count
     n = load_map_data(data_dir, "qm9").n_molecules  # small: every axis point is in the scene
     assert sphere.count('r=".012"') == 3 * n and f"setAttribute('data-drawn','{n}')" in sphere
+    assert "nearestDot" in sphere  # first_paint.js, once per page
+
+
+def _panel(page: str) -> str:
+    return re.search(r'<div id="molecule-panel".*?(?=<script>)', page, re.S).group(0)
+
+
+def test_the_page_carries_dashs_molecule_panel_and_its_route_answers_what_the_callback_shows(
+    qm9_store, tmp_path, monkeypatch
+):
+    data_dir = tmp_path / "store"
+    shutil.copytree(qm9_store, data_dir)
+    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "0")
+    mol = str(load_map_data(data_dir, "qm9").ids[3])
+    query = f"?dataset=qm9&view=map&molecule={mol}"
+    with ServerThread(create_app(data_dir, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        page = c.get("/" + query).text
+        plain = c.get("/?dataset=qm9&view=map").text
+        layout = c.get("/_dash-layout", headers={"Referer": f"{srv.url}/{query}"}).json()
+        answer = c.get("/_first-paint/molecule-panel" + query)
+        unknown = c.get("/_first-paint/molecule-panel?dataset=qm9&view=map&molecule=no-such-molecule").json()
+    # the panel of the layout, filled as the layout's own props fill it, as HTML; its viewer spec beside it
+    shown = {k: _props(layout, k) for k in ("molecule-id", "molecule-info", "viewer-spec")}
+    assert f'<span id="molecule-id" class="molecule-id">{mol}</span>' in _panel(page)
+    viewer = json.loads(html.unescape(re.search(r'data-viewer="([^"]*)"', page).group(1)))
+    assert viewer == shown["viewer-spec"]["data"] and viewer["molecule"] == mol
+    assert 'class="page first-paint-page"' in page and page.index('id="molecule-panel"') < page.index("nearestDot")
+    # a page without a molecule: the panel's hint, as the layout shows it, and no viewer
+    assert "Click a point on the map to see that molecule." in _panel(plain) and 'data-viewer=""' in plain
+    # the route answers the show_molecule callback's outputs (components as Dash encodes them) and the info's HTML
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
+    body = answer.json()
+    assert body["molecule_id"] == mol and body["viewer"] == shown["viewer-spec"]["data"]
+    assert body["info"] == shown["molecule-info"]["children"]
+    assert body["info_html"] in _panel(page)
+    # an unknown molecule: the panel's hint, no viewer
+    assert unknown["molecule_id"] == "" and unknown["viewer"] is None and "Click a point" in unknown["info_html"]
 
 
 def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with_the_far_side_faded():
@@ -82,5 +119,5 @@ def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with
     assert "setAttribute('data-mode','points')" in text and "setAttribute('data-drawn','3')" in text
     # each dot's molecule, in the dots' order, for first_paint.js's clicks
     assert _settings(text) == {"view": "sphere", "dataset": None, "ids": ["c", "b", "a"]}
-    assert text.count("<script>") == 2 and "nearestDot" in text
+    assert text.count("<script>") == 1  # the hook; first_paint.js comes once per page (page_html)
     assert sphere_paint_html(payload, vectors, ColorSpec("continuous", np.zeros(3, np.float32)), ["a", "b", "c"]) == ""

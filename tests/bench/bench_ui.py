@@ -109,14 +109,31 @@ FIRST_PAINT_CLICK_JS = (
     "const m = performance.getEntriesByName('orientscope:first-paint-click')[0];"
     "return m ? [m.startTime / 1000, m.duration / 1000] : null"
 )
-# Installed before the page's own scripts: when the molecule panel's viewer first shows a molecule, and the
-# longest task of the load (what a click waits behind), in seconds since navigation start.
+# Installed before the page's own scripts, in seconds since navigation start: when the first paint's molecule
+# panel shows the clicked molecule's id and info (firstPanel) and its viewer has drawn it (firstViewer), when
+# Dash's molecule panel shows it (panel), and the longest task of the load (what a click waits behind).
+# Once the first paint's panel shows a molecule, every frame checks that a panel still shows it with its
+# structure (blank counts the frames without, e.g. as Dash's page replaces the first paint).
 PAGE_PROBE_JS = """
-window.__panel = null; window.__longest = 0;
+window.__panel = null; window.__firstPanel = null; window.__firstViewer = null; window.__longest = 0;
+window.__blank = 0; window.__frames = 0;
+const now = () => performance.now() / 1000;
 new MutationObserver(() => {
-  const v = document.getElementById('molecule-viewer');
-  if (v && v.dataset.molecule && window.__panel === null) { window.__panel = performance.now() / 1000; }
-}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-molecule']});
+  const v = document.getElementById('molecule-viewer'), id = document.getElementById('molecule-id');
+  const first = v && v.closest('[data-first-paint]');
+  if (first && id && id.textContent && window.__firstPanel === null) { window.__firstPanel = now(); }
+  if (first && v.dataset.molecule && window.__firstViewer === null) { window.__firstViewer = now(); }
+  if (v && !first && v.dataset.molecule && window.__panel === null) { window.__panel = now(); }
+}).observe(document, {subtree: true, childList: true, characterData: true, attributes: true,
+                     attributeFilter: ['data-molecule']});
+(function frame() {
+  if (window.__firstViewer !== null) {
+    const v = document.getElementById('molecule-viewer'), id = document.getElementById('molecule-id');
+    window.__frames += 1;
+    if (!(v && v.dataset.molecule && id && id.textContent === v.dataset.molecule)) { window.__blank += 1; }
+  }
+  if (window.__frames < 600) { requestAnimationFrame(frame); }
+})();
 new PerformanceObserver(l => l.getEntries().forEach(e => { window.__longest = Math.max(window.__longest, e.duration / 1000); }))
   .observe({type: 'longtask'});
 """
@@ -169,9 +186,14 @@ def time_first_paint_click(url: str, md, target_of=map_target) -> dict:
             return {"drawn": drawn, "missed": True}
         panel = _wait(lambda: driver.execute_script("return window.__panel"), timeout=60)
         scripts = _wait(lambda: driver.execute_script(SCRIPTS_DONE_JS), timeout=60) / 1000.0
-        longest = driver.execute_script("return window.__longest")
+        time.sleep(1.0)  # the frames after Dash's panel took over
+        probe = driver.execute_script(
+            "return [window.__longest, window.__firstPanel, window.__firstViewer, window.__blank, window.__frames]"
+        )
+        longest, first_panel, first_viewer, blank, frames = (float("nan") if v is None else v for v in probe)
         return {"drawn": drawn, "clicked": clicked, "answered": clicked + took, "panel": panel, "scripts": scripts,
-                "longest": longest, "missed": False}  # fmt: skip
+                "longest": longest, "first_panel": first_panel, "first_viewer": first_viewer, "blank": blank,
+                "frames": frames, "missed": False}  # fmt: skip
     finally:
         quit_driver(driver)
 
@@ -371,7 +393,9 @@ def main(argv: list[str] | None = None) -> None:
 |---|---|---|---|
 | navigation (new browser context, cold cache) → Mollweide map drawn and answering clicks and hover, `data-drawn` set by the first paint in the page HTML (median of {N_NAV}) | {med(results["first_paint"]):.2f} s | {base_txt} (Scattergeo Mollweide, float64 JSON lists, {results["baseline_bytes"] / 1e6:.1f} MB uncompressed) | ≤ 1.0 s |
 | a click on that first paint as soon as it is drawn (while the page's scripts load) → the server's nearest molecule ringed and named on it (median of {len(fp)}; clicked {med(c["clicked"] for c in fp):.2f} s after navigation) | {med(c["answered"] - c["clicked"] for c in fp) * 1000:.0f} ms | — | ≤ 300 ms |
-| that click → Dash's molecule panel shows it (handed over through the page URL; scripts done at {med(c["scripts"] for c in fp):.2f} s; the load's longest task, which a click waits behind: {med(c["longest"] for c in fp):.2f} s) | {med(c["panel"] - c["clicked"] for c in fp):.2f} s | — | — |
+| that click → the first paint's molecule panel shows it: id and info (median; the load's longest task, which a click waits behind: {med(c["longest"] for c in fp):.2f} s) | {med(c["first_panel"] - c["clicked"] for c in fp) * 1000:.0f} ms | — | ≤ 300 ms |
+| that click → its structure drawn there by 3Dmol.js (median) | {med(c["first_viewer"] - c["clicked"] for c in fp):.2f} s | — | — |
+| that click → Dash's molecule panel shows it, having taken the first paint's over (scripts done at {med(c["scripts"] for c in fp):.2f} s; frames without the molecule on screen meanwhile: {sum(c["blank"] for c in fp)} of {sum(c["frames"] for c in fp)}) | {med(c["panel"] - c["clicked"] for c in fp):.2f} s | — | — |
 | navigation (same loads) → the interactive plot drawn over it, `data-drawn` set again (median; mode {results["mode"]}); the whole page before the first paint | {med(results["map"]):.2f} s | — | — |
 | of which: the page's scripts loaded and run (DOMContentLoaded, median) | {med(results["scripts"]):.2f} s | — | — |
 | navigation (cold cache) → the first screen's density map drawn (median of {len(results["default"])}) | {med(results["default"]):.2f} s | — | — |
@@ -385,13 +409,14 @@ def main(argv: list[str] | None = None) -> None:
 Raw (s): first paint {", ".join(f"{v:.2f}" for v in results["first_paint"])}; interactive map {", ".join(f"{v:.2f}" for v in results["map"])}; first screen {", ".join(f"{v:.2f}" for v in results["default"])}; baseline {", ".join(f"{v:.2f}" for v in results["baseline_map"])};
 zooms {", ".join(f"{v:.2f} ({m})" for v, m in results["zooms"])}; sphere first paint {", ".join(f"{v:.2f}" for v in results["sphere_paint"])}; sphere scene {", ".join(f"{v:.2f}" for v in results["sphere"])};
 clicks {", ".join(f"{v:.3f}" for v in results["clicks"])}; reload {", ".join(f"{v:.2f}" for v in results["reload"])};
-first-paint clicks (drawn / clicked / answered / panel, s since navigation) {"; ".join(f"{c['drawn']:.2f} / {c['clicked']:.2f} / {c['answered']:.2f} / {c['panel']:.2f}" for c in fp)};
+first-paint clicks (drawn / clicked / answered / first paint's panel / its structure / Dash's panel, s since navigation) {"; ".join(f"{c['drawn']:.2f} / {c['clicked']:.2f} / {c['answered']:.2f} / {c['first_panel']:.2f} / {c['first_viewer']:.2f} / {c['panel']:.2f}" for c in fp)};
 first-paint clicks that arrived after Dash had replaced the first paint (left out above): {missed};
 sphere first-paint clicks {"; ".join(f"{c['drawn']:.2f} / {c['clicked']:.2f} / {c['answered']:.2f} / {c['panel']:.2f}" for c in sc)}.
 The page's HTML carries the server's image of the map under its outline and graticule (inline SVG) in place
 of Dash's loading placeholder, so the map is on screen before any script runs, and a small inline script
 (frontend_assets/first_paint.js) answers clicks (the server's nearest point within 5 px) and hover on it
-from then on, handing the chosen molecule to Dash through the page URL; its test hook is set once the
+from then on, showing the chosen molecule in the page's static molecule panel (Dash's panel rendered on the
+server; its structure drawn by 3Dmol.js) and handing it to Dash, whose panel takes the drawn viewer over; its test hook is set once the
 image is decoded and the frame with it painted (timed by a performance mark, since a navigation returns only
 after the page's scripts have run). Dash then renders the page and the interactive plot over it; that row is
 the path every page took before the first paint, so it is this run's before-figure for the map. The sphere

@@ -1,10 +1,11 @@
 """The first paint at work before Dash has loaded (app/first_paint.py, frontend_assets/first_paint.js), in real
-headless Chromium: a click on the page HTML's static map opens the nearest molecule within 5 px, hovering shows
-what the pixel holds, and a dot of the static sphere opens its molecule."""
+headless Chromium: a click on the page HTML's static map opens the nearest molecule within 5 px in the static
+molecule panel, hovering shows what the pixel holds, a dot of the static sphere opens its molecule, and Dash's
+page takes the panel over when it renders."""
 
 from __future__ import annotations
 
-from urllib.parse import unquote
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pytest
@@ -14,13 +15,22 @@ from selenium.webdriver.common.by import By
 from app.figures import MAP_SCALE
 from app.first_paint import SPHERE_RIGHT, SPHERE_UP
 from backend.services.map_data import load_map_data
-from tests.browser.chrome import first_paint_pixels, make_driver, map_drawn, quit_driver, serve
+from tests.browser.chrome import (
+    first_paint_pixels,
+    make_driver,
+    map_drawn,
+    quit_driver,
+    requested_urls,
+    serve,
+    severe_console,
+)
 from tests.browser.test_dashboard import text_of, wait_for
 from tests.browser.test_map_scale import BUDGET
 
 pytestmark = pytest.mark.browser
 FIRST_PAINT = "#orientation-map[data-first-paint]"
 FIRST_PAINT_JS = "const m = document.querySelector(arguments[0]); return m ? m.dataset[arguments[1]] || null : null"
+PANEL_JS = "const e = document.querySelector('[data-first-paint] #' + arguments[0]); return e && e.textContent"
 TOOLTIP_JS = (
     "const t = document.querySelector('#orientation-map[data-first-paint] .map-tooltip');"
     "return t && !t.hidden && t.textContent"
@@ -95,10 +105,11 @@ def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_fil
         # the opened molecule has a shown point within 5 px of the click (+1: clicks land on whole pixels)
         where = _map_pixels(driver, md, [md.row_of(chosen)])[0]
         assert np.hypot(*(where - np.round(target)).T).min() <= 5.0 + 1.0
-        # named under the map, ringed on it, and handed to Dash through the page URL
-        wait_for(
-            lambda c=chosen: f"Molecule {c} ·" in driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .map-hint").text
-        )
+        # named under the map and shown in the page's static molecule panel (3Dmol.js is a blocked script file
+        # here: the structure is not drawn), ringed on the map, and handed to Dash through the page URL
+        assert driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .map-hint").text == f"Molecule {chosen}"
+        wait_for(lambda c=chosen: driver.execute_script(PANEL_JS, "molecule-id") == c, what="the static panel")
+        assert "formula" in driver.execute_script(PANEL_JS, "molecule-info")
         assert f"molecule={chosen}" in driver.current_url
         assert len(driver.find_elements(By.CSS_SELECTOR, FIRST_PAINT + " circle.first-paint-ring")) == 1
         driver.execute_script(f"document.querySelector('{FIRST_PAINT}').dataset.clicked = ''")
@@ -167,5 +178,93 @@ def test_a_click_on_the_static_map_while_dash_loads_opens_the_molecule_in_the_pa
         # the interactive plot takes over (the panel may show the molecule before the plot has drawn)
         drawn = wait_for(lambda: map_drawn(drv), what="the interactive plot's test hook")
         assert drawn == {"drawn": md.n_molecules, "mode": "image"}
+    finally:
+        quit_driver(drv)
+
+
+# Installed before the page's scripts: Dash is held back until the test releases it (window.__release), either
+# before its renderer starts (it then asks for its layout after the click) or with its layout's answer held (it
+# asked before the click). From the frame the first paint's viewer has drawn a molecule on, every frame counts
+# whether no molecule panel shows that molecule with its structure (window.__blank).
+HOLD_JS = """
+const held = new Promise(resolve => { window.__release = resolve; });
+if (HOLD === 'renderer') {
+  let real;
+  Object.defineProperty(window, 'DashRenderer', {configurable: true, set(v) { real = v; },
+    get() { return real && function () { held.then(() => new real()); }; }});
+} else {
+  const plainFetch = window.fetch;
+  window.fetch = function (url) {
+    const answer = plainFetch.apply(this, arguments);
+    return /_dash-layout/.test(String(url)) ? answer.then(r => held.then(() => r)) : answer;
+  };
+}
+window.__blank = 0; window.__frames = 0;
+(function frame() {
+  const v = document.getElementById('molecule-viewer'), id = document.getElementById('molecule-id');
+  if (window.__frames || (v && v.dataset.molecule)) {
+    window.__frames += 1;
+    const shown = v && v.dataset.molecule && v.querySelector('canvas') && id && id.textContent === v.dataset.molecule;
+    if (!shown) { window.__blank += 1; }
+  }
+  requestAnimationFrame(frame);
+})();
+"""
+DASH_JS = (
+    "const v = document.querySelector('#react-entry-point #molecule-viewer'), i = document.querySelector("
+    "'#react-entry-point #molecule-id'); return v && !document.querySelector('[data-first-paint]') && "
+    "[i.textContent, v.dataset.molecule || null, !!v.querySelector('canvas[data-first-paint-canvas]')]"
+)
+
+
+@pytest.mark.parametrize("hold", ["renderer", "layout"])
+def test_a_click_before_dash_is_ready_shows_the_molecule_panel_which_dash_takes_over(image_url, qm9_store, hold):
+    drv = make_driver()
+    try:
+        drv.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": HOLD_JS.replace("HOLD", repr(hold))})
+        requested_urls(drv)  # the browser's own start page
+        drv.get(image_url + "/?dataset=qm9&view=map")
+        wait_for(lambda: map_drawn(drv, first_paint=True), what="the first paint's test hook")
+        if hold == "layout":  # Dash's renderer has replaced the page's content; the first paint stays on screen
+            wait_for(lambda: drv.execute_script("return !!document.querySelector('#react-entry-point ._dash-loading')"))
+        svg = drv.find_element(By.CSS_SELECTOR, FIRST_PAINT + " svg")
+        assert svg.is_displayed()
+        md = load_map_data(qm9_store, "qm9")
+        (_, target), *_ = _targets(drv, md, 1, seed=3)
+        ActionChains(drv).move_to_element_with_offset(svg, int(target[0]), int(target[1])).click().perform()
+        chosen = wait_for(lambda: drv.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked"), what="the nearest")
+        # the static panel shows it: id, info and the structure drawn by 3Dmol.js, while Dash has not rendered
+        static_viewer = "[data-first-paint] #molecule-viewer"
+        wait_for(
+            lambda: drv.execute_script(f"return document.querySelector('{static_viewer}').dataset.molecule") == chosen,
+            what="the structure in the static panel",
+        )
+        assert drv.execute_script(PANEL_JS, "molecule-id") == chosen
+        assert "formula" in drv.execute_script(PANEL_JS, "molecule-info")
+        atoms = drv.execute_script(f"return document.querySelector('{static_viewer}').dataset.atoms")
+        n_atoms = drv.execute_script(
+            "return [...document.querySelectorAll('[data-first-paint] #molecule-info th')]"
+            ".find(th => th.textContent === 'atoms').nextElementSibling.textContent"
+        )
+        assert atoms == f"{n_atoms},{n_atoms}"  # both poses drawn, every atom
+        dash_panels = (
+            "return [...document.querySelectorAll('#molecule-panel')].filter(p => !p.closest('[data-first-paint]'))"
+        )
+        assert drv.execute_script(dash_panels) == []  # Dash's own panel is not there yet
+        drv.execute_script(f"document.querySelector('{static_viewer} canvas').dataset.firstPaintCanvas = '1'")
+        # Dash renders: its panel shows the same molecule in the same WebGL canvas, and opens it in the rest of
+        # the page (the neighbour lists); no frame in between showed the panel without it
+        drv.execute_script("window.__release()")
+        assert wait_for(lambda: drv.execute_script(DASH_JS), what="Dash's panel") == [chosen, chosen, True]
+        wait_for(lambda: "Nearest in pose" in text_of(drv, "molecule-extra"), what="the neighbour lists")
+        assert drv.execute_script(DASH_JS) == [chosen, chosen, True]
+        assert f"molecule={chosen}" in drv.current_url
+        assert drv.execute_script("return [window.__frames > 0, window.__blank]") == [True, 0]
+        assert wait_for(lambda: map_drawn(drv), what="the interactive map")["mode"] == "image"
+        assert severe_console(drv) == []
+        origin = urlparse(image_url).netloc
+        urls = [u for u in requested_urls(drv) if not u.startswith(("data:", "blob:"))]
+        assert [u for u in urls if urlparse(u).netloc != origin] == []
+        assert sum("/_first-paint/molecule-panel" in u for u in urls) == 1
     finally:
         quit_driver(drv)
