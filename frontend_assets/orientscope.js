@@ -385,11 +385,16 @@
     if (!meta || meta.view !== "map" || sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
+    host._askedViewport = shownViewport(gd);  // until then no figure of another region counts as drawn
+    host._mapToken = null;  // nor does the one on screen when its pending hook fires
     tooltipOf(host).hidden = true;
     clearTimeout(host._zoomTimer);
     host._zoomTimer = setTimeout(function () {
       var vp = shownViewport(gd);
-      if (vp) { window.dash_clientside.set_props("map-viewport", { data: vp }); }
+      if (vp) {
+        host._askedViewport = vp;
+        window.dash_clientside.set_props("map-viewport", { data: vp });
+      }
     }, 150);
   }
 
@@ -415,9 +420,15 @@
   function watchMap(figure, id) {
     var host = document.getElementById(id);
     if (!host) { return window.dash_clientside.no_update; }
+    var meta = figure && figure.layout && figure.layout.meta && figure.layout.meta.map;
+    // A zoom's first figure is the graph's own copy of the old one with the new axis ranges
+    // (dcc.Graph echoes every relayout into its figure prop): not the region asked for, so the
+    // hook waits for the server's figure of that region.
+    if (meta && meta.viewport && host._askedViewport && !sameViewport(meta.viewport, host._askedViewport)) {
+      return window.dash_clientside.no_update;
+    }
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
-    var meta = figure && figure.layout && figure.layout.meta && figure.layout.meta.map;
     if (!meta) { return null; }
     var token = meta.token;
     host._mapToken = token;

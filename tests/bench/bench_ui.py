@@ -199,7 +199,12 @@ def time_first_paint_click(url: str, md, target_of=map_target) -> dict:
 
 
 def time_zooms(driver, regions: list[tuple[float, float, float, float]]) -> list[tuple[float, str]]:
-    """(seconds from a zoom until the re-aggregated region is drawn, its mode) per region (map units)."""
+    """(seconds from a zoom until the re-aggregated region is drawn, its mode) per region (map units).
+
+    The hook is set only by the server's figure of the zoomed region (orientscope.js ``watchMap``):
+    dcc.Graph first echoes the zoom into its figure prop, and until 2026-12-01 that echo of the old
+    figure set it again, so the zoom figures measured before then (about 150 ms) timed the echo.
+    """
     out = []
     for x0, x1, y0, y1 in regions:
         t0 = time.perf_counter()
@@ -424,7 +429,8 @@ view's HTML likewise carries its 5,000-point sample (the points the 3D scene dra
 default camera as SVG dots, far side faded; the interactive scene row is its before-figure.
 Above `ORIENTSCOPE_MAP_POINT_BUDGET` (200,000 points in view) the page's layout request holds the server's
 datashader image of the map (PNG) under vector overlays, so no callback runs before the map draws; a zoom
-sends the visible region back and is timed until the new image or points are on screen (`data-drawn`). A
+sends the visible region back and is timed until the new image or points of that region are on screen
+(`data-drawn`; zoom figures before 2026-12-01, about 150 ms, timed dcc.Graph's echo of the old figure instead). A
 click asks the server for the nearest shown point within 5 px and is timed until the first task after the
 next frame, whose commit waits for the 3D viewer's WebGL draw. The page carries only the scripts the first
 screen draws with (Dash, plotly.js, the dcc graph and dropdown chunks: about 6 MB to parse instead of 10 MB

@@ -220,6 +220,35 @@ def test_hovering_the_image_shows_the_pixels_count_and_dominant_axis(driver, ima
     pytest.fail("no hover over 40 molecules' points showed a tooltip")
 
 
+# What the map's figure was drawn for: its token and the viewport (Mollweide units) the server drew.
+FIGURE_META_JS = """
+const m = document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map;
+return {token: m.token, viewport: m.viewport};
+"""
+
+
+def test_after_a_zoom_the_hook_waits_for_the_zoomed_regions_figure(driver, image_url):
+    _open(driver, image_url + "/?dataset=qm9&view=map")
+    # dcc.Graph first echoes the zoom into its figure (the old map at the new ranges): that is not
+    # the region drawn, so the hook must stay unset until the server's figure of the region is drawn
+    for y0, y1 in ((-0.6, 0.4), (0.1, 0.3)):
+        before = driver.execute_script(FIGURE_META_JS)
+        # the ranges plotly shows once it has fitted the region to the map's aspect ratio
+        ranges = driver.execute_script(
+            "const gd = document.querySelector('#orientation-map .js-plotly-plot');"
+            "return Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]})"
+            ".then(() => [gd.layout.xaxis.range, gd.layout.yaxis.range])",
+            [-0.5 * MAP_SCALE, 0.5 * MAP_SCALE],
+            [y0 * MAP_SCALE, y1 * MAP_SCALE],
+        )
+        wait_for(lambda: map_drawn(driver), what="the zoomed map's test hook")
+        shown = driver.execute_script(FIGURE_META_JS)
+        assert shown["token"] != before["token"]  # not the old figure, echoed at the new ranges
+        vp = shown["viewport"]
+        drawn_for = [sorted((vp["x0"], vp["x1"])), sorted((vp["y0"], vp["y1"]))]
+        assert np.allclose(drawn_for, np.sort(np.array(ranges) / MAP_SCALE, axis=1))
+
+
 def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image_url, qm9_store):
     graph = _open(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
