@@ -8,11 +8,15 @@ import shutil
 
 import httpx
 import numpy as np
+import pytest
 
 from app.figures import MAP_SCALE, ColorSpec
 from app.first_paint import first_paint_html, polyline_path, sphere_paint_html
+from backend.pipeline.sharded_ingest import ingest_files
+from backend.pipeline.synth import SynthSpec, write_synth
 from backend.server import create_app
-from backend.services.map_data import load_map_data
+from backend.services.cache import WouldBlock, get_view, warm_only
+from backend.services.map_data import load_map_data, store_map_arrays
 from tests.api.conftest import ServerThread
 from tests.app.test_initial_view import _props
 
@@ -121,3 +125,28 @@ def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with
     assert _settings(text) == {"view": "sphere", "dataset": None, "ids": ["c", "b", "a"]}
     assert text.count("<script>") == 1  # the hook; first_paint.js comes once per page (page_html)
     assert sphere_paint_html(payload, vectors, ColorSpec("continuous", np.zeros(3, np.float32)), ["a", "b", "c"]) == ""
+
+
+def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone(tmp_path, qm9_small, monkeypatch):
+    # A 10M-molecule store's page must not wait for its per-molecule tables (minutes of memory-mapped
+    # columns on a server's first load): a small sharded set with its map stored as `orientscope map` does.
+    n = 900
+    write_synth(tmp_path / "npz", SynthSpec(n=n, bias="qm9", seed=3, shard_size=300), source=qm9_small)
+    meta = ingest_files(tmp_path / "data", [tmp_path / "npz"], "big", cluster="in-process", shard_size=300,
+                        stages=["frames", "statistics"])  # fmt: skip
+    data_dir, dataset_id = tmp_path / "data", meta["id"]
+    store_map_arrays(data_dir, dataset_id)
+    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "0")  # its map becomes an image
+    monkeypatch.setenv("ORIENTSCOPE_COLUMNS_DIR", str(tmp_path / "columns"))
+    url = f"/?dataset={dataset_id}&view=map"
+    with ServerThread(create_app(data_dir, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        page = c.get(url).text
+        with pytest.raises(WouldBlock):  # the page request loaded no view of the dataset
+            warm_only(get_view, data_dir, dataset_id)
+        layout = c.get("/_dash-layout", headers={"Referer": srv.url + url}).json()
+    assert page.count('id="orientation-map"') == 1 and 'data-first-paint="1"' in page
+    assert f"setAttribute('data-drawn','{n}')" in page and "setAttribute('data-mode','image')" in page
+    assert f"{3 * n:,} axis points of {n:,} molecules" in page  # its title, from the stored report
+    meta = _props(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
+    assert (meta["mode"], meta["drawn"]) == ("image", n) and _image_source(page) in json.dumps(layout)
+    assert not (tmp_path / "columns").exists() or not any((tmp_path / "columns").glob("map-*"))  # the stored map

@@ -13,7 +13,9 @@ Usage: python -m tests.bench.bench_map [N_MOLECULES]   (default 10,000,000; abou
 
        python -m tests.bench.bench_map browser DATA_DIR DATASET  -> section `map-10m-browser`
            `orientscope serve --read-only` on DATA_DIR, headless Chromium with a new context per
-           navigation: navigation -> map drawn, zoom -> re-aggregated view drawn, click -> molecule shown.
+           navigation: navigation -> the first paint drawn and a click on it answered, the interactive
+           map drawn, zoom -> re-aggregated view drawn, click -> molecule shown; the SMARTS highlight
+           (its search job once, kept in $ORIENTSCOPE_BENCH_SMARTS_DIR), then its map and zooms.
 """
 
 from __future__ import annotations

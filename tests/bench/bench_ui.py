@@ -94,12 +94,36 @@ def time_dashboard_map(driver, url: str) -> float:
     return time.perf_counter() - t0
 
 
+def cold_navigations(url: str, n: int) -> dict:
+    """``n`` navigations to ``url``, each in a new browser context (a cold cache, as a first visit).
+
+    Returns lists of seconds since navigation start: ``first_paint`` (the first paint in the page HTML
+    drawn, its hook set; None without one), ``map`` (the interactive plot drawn over it) and ``scripts``
+    (the page's scripts loaded and run); and ``mode``, the interactive map's.
+    """
+    out: dict = {"first_paint": [], "map": [], "scripts": [], "mode": None}
+    for _ in range(n):
+        driver = make_driver()
+        try:
+            out["map"].append(time_dashboard_map(driver, url))
+            out["first_paint"].append(driver.execute_script(FIRST_PAINT_JS))
+            out["scripts"].append(driver.execute_script(SCRIPTS_DONE_JS) / 1000.0)
+            out["mode"] = map_drawn(driver)["mode"]
+        finally:
+            quit_driver(driver)
+    return out
+
+
 # When the page's scripts (Dash, plotly.js, ...) have loaded and run: the part of a cold navigation
 # that does not depend on the map.
 SCRIPTS_DONE_JS = "return performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"
 
+# The hook is cleared first: plotly emits the relayout event on which orientscope.js clears it only once
+# the relayout has been applied, so the wait could otherwise read the previous view's hook (and mode).
 ZOOM_JS = """
 const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const host = document.getElementById('orientation-map');
+host.removeAttribute('data-drawn'); host.removeAttribute('data-mode');
 window.__zoomed = performance.now();
 Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]});
 """
@@ -338,18 +362,11 @@ def main(argv: list[str] | None = None) -> None:
             driver.get(base + "/")  # warm the server caches and the browser's HTTP cache once
             time_dashboard_map(driver, base + "/?dataset=qm9&view=map")
             time.sleep(SETTLE_S)
-            results["default"], results["map"] = [], []
-            for _ in range(3):  # the first screen (the density beside its control)
-                quit_driver(driver)
-                driver = make_driver()
-                results["default"].append(time_dashboard_map(driver, f"{base}/?dataset=qm9"))
-            for _ in range(N_NAV):  # a new browser context each time: a cold cache, as a first visit
-                quit_driver(driver)
-                driver = make_driver()
-                results["map"].append(time_dashboard_map(driver, f"{base}/?dataset=qm9&view=map"))
-                results.setdefault("first_paint", []).append(driver.execute_script(FIRST_PAINT_JS))
-                results.setdefault("scripts", []).append(driver.execute_script(SCRIPTS_DONE_JS) / 1000.0)
-            results["mode"] = map_drawn(driver)["mode"]
+            results["default"] = cold_navigations(f"{base}/?dataset=qm9", 3)["map"]  # the first screen (densities)
+            results |= cold_navigations(f"{base}/?dataset=qm9&view=map", N_NAV)
+            quit_driver(driver)
+            driver = make_driver()
+            time_dashboard_map(driver, f"{base}/?dataset=qm9&view=map")
             results["fp_click"] = [time_first_paint_click(f"{base}/?dataset=qm9&view=map", layers.md) for _ in range(3)]
             results["clicks"] = time_clicks(driver, layers.md)
             s = MAP_SCALE

@@ -31,16 +31,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _warming(base: str) -> bool:
+    """Whether the server at ``base`` is still running its start-up warm-up (GET /api/health)."""
+    with urllib.request.urlopen(base + "/api/health", timeout=10) as r:
+        return bool(json.load(r)["warming"])
+
+
 @contextmanager
-def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0, env: dict | None = None):
+def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0, env: dict | None = None, warm=False):
     """Run the dashboard (tests/browser/server.py) in a subprocess on a free port; yield its base URL.
 
-    ``env`` adds environment variables of the server process (e.g. ORIENTSCOPE_MAP_POINT_BUDGET).
+    ``env`` adds environment variables of the server process (e.g. ORIENTSCOPE_MAP_POINT_BUDGET);
+    ``warm`` runs the served app's start-up warm-up and yields once it is done.
     """
     port = free_port()
     cmd = [sys.executable, str(Path(__file__).with_name("server.py")), str(data_dir), str(port)]
     if read_only:
         cmd.append("--read-only")
+    if warm:
+        cmd.append("--warm")
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}"
@@ -58,6 +67,10 @@ def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0, env:
                         f"dashboard server did not start:\n{log.read().decode(errors='replace')}"
                     ) from None
                 time.sleep(0.2)
+        while warm and _warming(base):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("dashboard server did not finish its warm-up")
+            time.sleep(0.5)
         yield base
     finally:
         proc.terminate()

@@ -1,6 +1,18 @@
 """Dataset listing, status (ready / computing / failed) and the cached summary."""
 
-from backend.services.datasets import COMPUTING, FAILED, READY, dataset_info, dataset_summary, list_datasets
+import pytest
+
+from backend.pipeline.precompute import make_params, precompute
+from backend.services.cache import WouldBlock, get_view, warm_only
+from backend.services.datasets import (
+    COMPUTING,
+    FAILED,
+    READY,
+    dataset_info,
+    dataset_summary,
+    list_datasets,
+    stored_report,
+)
 from backend.services.report import build_report
 from backend.services.results import open_result
 from backend.store.datasets import save_dataset, update_meta
@@ -33,3 +45,14 @@ def test_no_results_yet_and_failed(tmp_path):
 def test_summary_is_the_report(toy_dir):
     assert dataset_summary(toy_dir, "toy") == build_report(toy_dir, "toy")
     assert dataset_summary(toy_dir, "toy") is dataset_summary(toy_dir, "toy")  # cached
+
+
+def test_the_stored_report_is_the_summary_without_loading_the_view_and_follows_the_metadata(tmp_path):
+    save_dataset(tmp_path, "set", toy_set(), name="Before", source="constructed")
+    precompute(tmp_path, "set", make_params(seed=0), stages=["frames"])
+    report = stored_report(tmp_path, "set")
+    with pytest.raises(WouldBlock):  # no view of the dataset was loaded for it
+        warm_only(get_view, tmp_path, "set")
+    assert report == dataset_summary(tmp_path, "set") and report is stored_report(tmp_path, "set")
+    update_meta(tmp_path, "set", name="After")  # a renamed dataset: a new dataset.json
+    assert stored_report(tmp_path, "set")["name"] == "After"
