@@ -14,7 +14,7 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from app import ids, panels, smarts_progress, viewer_route
+from app import ids, map_route, panels, smarts_progress, viewer_route
 from app.audit_panel import audit_section, register_audit
 from app.audit_panel import first_view_props as audit_first_view
 from app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
@@ -466,6 +466,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     server.add_middleware(FirstPaintMiddleware, data_dir=data_dir, path=app.config.routes_pathname_prefix)
     install_first_paint(app)
     viewer_route.install(server, data_dir)
+    map_route.install(server, data_dir)
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))
@@ -568,11 +569,14 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
     @callback(
         output=_outputs(MAP_OUT),
         # SMARTS_DONE: a background SMARTS search finished, so the map now shows its matches
-        inputs=[Input(ids.MAP_STATE, "data"), Input(ids.MAP_VIEWPORT, "data"), Input(ids.SMARTS_DONE, "data")],
+        # The viewport is a State: a zoom or pan draws its region through app/map_route.py, and then
+        # tells this store, so that a new colour or filter keeps the region shown.
+        inputs=[Input(ids.MAP_STATE, "data"), Input(ids.SMARTS_DONE, "data")],
+        state=[State(ids.MAP_VIEWPORT, "data")],
         prevent_initial_call=True,
     )
-    def draw_map(st, viewport, _search_done):
-        """The view's map in the region the browser shows: zoom and pan re-aggregate it at full resolution."""
+    def draw_map(st, _search_done, viewport):
+        """The view's map in the region the browser shows, e.g. after a new colour or filter."""
         return panels.map_outputs(data_dir, ViewState.from_map_state(st), viewport)._asdict()
 
     @callback(

@@ -11,6 +11,8 @@ byte-bounded cache (``backend.services.bytecache``) of plain dicts.
 from __future__ import annotations
 
 import base64
+import itertools
+import secrets
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,15 @@ from backend.services.map_data import MapData, density_grid, frame_lines, refere
 from backend.services.map_raster import MapRender, Viewport, render_map
 
 DENSITY_POINTS_PER_CELL = 5
+
+# Each drawn flat map's token, unique across the server's life and its restarts (an object id may be
+# reused): the browser's test hook tells figures apart by it.
+_PROCESS = secrets.token_hex(3)
+_DRAWS = itertools.count()
+
+
+def _new_token() -> str:
+    return f"{_PROCESS}-{next(_DRAWS):x}"
 
 
 def reference_of(reference, axes) -> dict | None:
@@ -140,6 +151,7 @@ def _draw_meta(st: ViewState, mode: str, drawn: int, token: str, render: MapRend
         vp = render.viewport
         meta |= {"kind": render.kind, "n_points": render.n_points}
         meta["viewport"] = {"x0": vp.x0, "x1": vp.x1, "y0": vp.y0, "y1": vp.y1, "width": vp.width, "height": vp.height}
+        meta["state"] = st.map_state()  # what a zoom asks the map-figure route for (app/map_route.py)
     return meta
 
 
@@ -172,7 +184,7 @@ def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
             highlight_xy=(x[matched], y[matched]) if matched.any() else None,
             reference=reference, title=title, n_molecules=points.n_molecules, hover_ids=points.ids(keep),
         )  # fmt: skip
-    spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, f"{id(render):x}", render)}
+    spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, _new_token(), render)}
     return spec
 
 

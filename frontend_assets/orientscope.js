@@ -385,17 +385,32 @@
     if (!meta || meta.view !== "map" || sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
-    host._askedViewport = shownViewport(gd);  // until then no figure of another region counts as drawn
+    var vp = shownViewport(gd);
+    host._askedViewport = vp;  // until then no figure of another region counts as drawn
     host._mapToken = null;  // nor does the one on screen when its pending hook fires
     tooltipOf(host).hidden = true;
-    clearTimeout(host._zoomTimer);
-    host._zoomTimer = setTimeout(function () {
-      var vp = shownViewport(gd);
-      if (vp) {
-        host._askedViewport = vp;
-        window.dash_clientside.set_props("map-viewport", { data: vp });
-      }
-    }, 150);
+    if (vp && meta.state) { askRegion(host, meta.state, vp); }
+  }
+
+  // The zoomed region's figure, asked for at once and straight from the server (app/map_route.py):
+  // through Dash's viewport store the request left only after dcc.Graph had replotted its echo of
+  // the old figure (every WebGL point again) and Dash had dispatched the callback. plotly.js fires
+  // plotly_relayout once per drag and already gathers a wheel's ticks; of several answers in
+  // flight only the newest zoom's is drawn.
+  var FIGURE_PATH = "/_map-figure";
+
+  function askRegion(host, state, vp) {
+    var seq = host._regionSeq = (host._regionSeq || 0) + 1;
+    var params = Object.assign({ state: JSON.stringify(state) }, vp);
+    var q = Object.keys(params).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
+    }).join("&");
+    var clientside = window.dash_clientside;
+    getJson(FIGURE_PATH + "?" + q).then(function (figure) {
+      if (seq !== host._regionSeq) { return; }  // a later zoom took over
+      clientside.set_props("map-viewport", { data: vp });  // a new colour or filter keeps this region
+      if (figure) { clientside.set_props("orientation-map", { figure: figure }); }
+    }, function () {});  // the server is gone: the old figure stays, zoomed
   }
 
   function bindMap(host, gd) {

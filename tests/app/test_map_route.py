@@ -1,0 +1,43 @@
+"""GET /_map-figure: a zoom's figure of a region is the one the map callback answers for it (real HTTP)."""
+
+import httpx
+import orjson
+import pytest
+
+from app import panels
+from app.map_route import PATH
+from app.state import ViewState
+from backend.server import create_app
+from tests.api.conftest import ServerThread
+
+
+@pytest.fixture(scope="module")
+def client(qm9_store):
+    with ServerThread(create_app(qm9_store, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        yield c
+
+
+def _params(st: ViewState, vp: dict) -> dict:
+    return {"state": orjson.dumps(st.map_state()).decode(), **vp}
+
+
+def test_the_region_drawn_is_the_map_callbacks_figure_of_that_viewport(client, qm9_store):
+    st = ViewState(dataset="qm9", view="map", color="axis")
+    vp = {"x0": -0.5, "x1": 0.4, "y0": -0.2, "y1": 0.3, "width": 640, "height": 320}
+    r = client.get(PATH, params=_params(st, vp))
+    assert r.status_code == 200
+    fig = r.json()
+    meta = fig["layout"]["meta"]["map"]
+    assert meta["viewport"] == vp and meta["state"] == st.map_state()  # a later zoom asks with this state
+    expected = orjson.loads(orjson.dumps(panels.map_outputs(qm9_store, st, vp).figure))
+    assert fig == expected  # cached: the same figure, token included, so the hook waits for no other
+
+
+def test_bad_states_and_other_views_are_422_and_unknown_datasets_404(client):
+    vp = {"x0": -1, "x1": 1, "y0": -0.5, "y1": 0.5, "width": 400, "height": 200}
+    assert client.get(PATH, params={"state": "{not json", **vp}).status_code == 422
+    sphere = ViewState(dataset="qm9", view="sphere")
+    assert client.get(PATH, params=_params(sphere, vp)).status_code == 422
+    assert client.get(PATH, params=_params(ViewState(dataset="qm9", view="map"), {**vp, "width": 0})).status_code == 422
+    r = client.get(PATH, params=_params(ViewState(dataset="no-such-set", view="map"), vp))
+    assert r.status_code == 404 and "no-such-set" in r.json()["detail"]
