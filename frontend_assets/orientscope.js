@@ -24,6 +24,23 @@
                  toValue: function (p) { return a.p2l(p - a._offset); } };
       }
       return { x: axis(xa), y: axis(ya) };
+    },
+    // dcc.Graph (Dash 4.4) answers every plotly_relayout by copying the changed layout keys into
+    // its figure prop, unless that prop's layout already holds them; the copy makes it replot
+    // the whole figure again (every WebGL point of the old region, 50-200 ms on full QM9 in
+    // software WebGL) just as a zoom's new region arrives. `figure`, the very object handed to
+    // the graph through set_props (Dash keeps it, uncopied), is brought up to date with the
+    // drawn axes after each plot (plotly_afterplot comes before plotly_relayout), so that
+    // dcc.Graph finds nothing to copy. Dash's behaviour rather than plotly.js's, kept here with the
+    // other internals; canary: test_a_zoom_draws_the_old_figure_once_and_then_the_regions_figure
+    // (tests/browser/test_map_scale.py).
+    keepAxesInFigure: function (gd, figure) {
+      var layout = figure && figure.layout;
+      if (!layout || !gd.layout) { return; }
+      ["xaxis", "yaxis"].forEach(function (k) {
+        var drawn = gd.layout[k];
+        if (drawn && JSON.stringify(drawn) !== JSON.stringify(layout[k])) { layout[k] = JSON.parse(JSON.stringify(drawn)); }
+      });
     }
   };
   // ================================================================ end of plotly.js internals
@@ -409,7 +426,10 @@
     getJson(FIGURE_PATH + "?" + q).then(function (figure) {
       if (seq !== host._regionSeq) { return; }  // a later zoom took over
       clientside.set_props("map-viewport", { data: vp });  // a new colour or filter keeps this region
-      if (figure) { clientside.set_props("orientation-map", { figure: figure }); }
+      if (figure) {
+        host._figure = figure;
+        clientside.set_props("orientation-map", { figure: figure });
+      }
     }, function () {});  // the server is gone: the old figure stays, zoomed
   }
 
@@ -421,6 +441,10 @@
     gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
     gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; });
     gd.on("plotly_relayout", function (ev) { onRelayout(host, ev); });
+    gd.on("plotly_afterplot", function () {
+      var fig = host._figure, meta = mapMeta(gd);
+      if (meta && meta.token === (mapMeta(fig) || {}).token) { plotlyInternals.keepAxesInFigure(gd, fig); }
+    });
   }
 
   // Resolves once an image has been decoded, so that setting the hook means pixels are on screen.
@@ -446,6 +470,9 @@
     host.removeAttribute("data-mode");
     if (!meta) { return null; }
     var token = meta.token;
+    if (figure.data && (!host._figure || mapMeta(host._figure).token !== token)) {
+      host._figure = figure;  // the graph's figure prop, which a zoom keeps in step (keepAxesInFigure)
+    }
     host._mapToken = token;
     var tries = 0;
     (function wait() {
