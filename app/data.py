@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.errors import DatasetError, OrientScopeError
+from backend.core.errors import DatasetError, NotFoundError, OrientScopeError
 from backend.services import grouping
 from backend.services import groups as group_service
 from backend.services import model_audits as audit_service
@@ -24,6 +24,7 @@ from backend.services.map_data import MapData, load_map_data
 
 __all__ = [
     "OrientScopeError",
+    "NotFoundError",
     "SearchPending",
     "READY",
     "dataset_info",

@@ -44,8 +44,10 @@ def install(server: FastAPI, data_dir: Path) -> None:
         viewport = viewport_of({"x0": x0, "x1": x1, "y0": y0, "y1": y1, "width": width, "height": height})
         try:
             payload, _ = map_figure_json(data_dir, st, viewport)
-        except data.OrientScopeError as err:
+        except data.NotFoundError as err:
             return JSONResponse({"detail": str(err)}, status_code=404)
+        except data.OrientScopeError as err:  # a region no map can show (NaN, inverted, far off)
+            return JSONResponse({"detail": str(err)}, status_code=422)
         return Response(orjson.dumps(payload), media_type="application/json")
 
     server.add_api_route(PATH, map_figure, methods=["GET"], include_in_schema=False)

@@ -39,5 +39,8 @@ def test_bad_states_and_other_views_are_422_and_unknown_datasets_404(client):
     sphere = ViewState(dataset="qm9", view="sphere")
     assert client.get(PATH, params=_params(sphere, vp)).status_code == 422
     assert client.get(PATH, params=_params(ViewState(dataset="qm9", view="map"), {**vp, "width": 0})).status_code == 422
+    for bad in ({"x0": "nan"}, {"x0": "inf"}, {"x0": 1, "x1": 1}, {"x0": 2, "x1": 1}, {"y0": -1e308}):
+        r = client.get(PATH, params=_params(ViewState(dataset="qm9", view="map"), {**vp, **bad}))
+        assert r.status_code == 422 and ("x0" in r.json()["detail"] or "y0" in r.json()["detail"]), (bad, r.text)
     r = client.get(PATH, params=_params(ViewState(dataset="no-such-set", view="map"), vp))
     assert r.status_code == 404 and "no-such-set" in r.json()["detail"]
