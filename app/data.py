@@ -18,7 +18,7 @@ from backend.services import molecules as molecule_service
 from backend.services import neighbors as neighbor_service
 from backend.services.bytecache import shared_cache
 from backend.services.cache import get_view
-from backend.services.datasets import READY, dataset_info, dataset_summary, list_datasets, stored_report
+from backend.services.datasets import READY, dataset_info, dataset_summary, list_datasets
 from backend.services.errors import NotComputed, SearchPending
 from backend.services.map_data import MapData, load_map_data
 
@@ -30,7 +30,6 @@ __all__ = [
     "dataset_info",
     "dataset_summary",
     "list_datasets",
-    "stored_report",
     "load_map_data",
     "MapData",
 ]

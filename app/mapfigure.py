@@ -113,7 +113,7 @@ def selected_xy(md: MapData, axes: str, selected: str | None):
 
 
 def _title_and_reference(data_dir: Path, st: ViewState, layers: MapLayers):
-    report = data.stored_report(data_dir, st.dataset)  # not the dataset's view: a map needs only its map arrays
+    report = data.dataset_summary(data_dir, st.dataset)  # not the dataset's view: a map needs only its map arrays
     ref = (
         report.get("reference_orientation")
         if st.table == "original"
@@ -231,7 +231,7 @@ def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict],
     hit = shared_cache().get("density_pair", key)
     if hit is not None and hit[0] is layers and hit[1] is control:
         return hit[2], layers
-    report = data.stored_report(data_dir, st.dataset)
+    report = data.dataset_summary(data_dir, st.dataset)
     _, ref = _title_and_reference(data_dir, st, layers)
     title = f"{report.get('name', st.dataset)} as stored · {layers.n_molecules:,} molecules"
     ctl_ref = (report.get("control") or {}).get("reference_orientation")

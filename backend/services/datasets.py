@@ -100,25 +100,27 @@ def list_datasets(data_dir: Path) -> list[DatasetInfo]:
 
 
 def dataset_summary(data_dir: Path, dataset_id: str) -> dict:
-    """The report object of the active result (what ``orientscope report ID --json`` prints), cached."""
-    view = get_view(data_dir, dataset_id)
-    return view.extra("report", lambda: build_report(data_dir, dataset_id))
+    """The report object of the active result (what ``orientscope report ID --json`` prints), cached.
 
-
-def stored_report(data_dir: Path, dataset_id: str) -> dict:
-    """The report of the active result (as :func:`dataset_summary`) from the store's metadata files alone.
-
-    Loads no view of the dataset (its per-molecule tables: at 10M molecules a first load writes
-    gigabytes of memory-mapped columns), so a page's map and its first paint need only the map
-    arrays. Cached per the modification times of ``dataset.json`` and of the result's manifest.
+    Built from the store's metadata files alone, never from a view of the dataset (its per-molecule
+    tables: at 10M molecules a first load writes gigabytes of memory-mapped columns), so a page's map
+    and its first paint need only the map arrays. Cached per the modification times of
+    ``dataset.json`` and of the active result's manifest, which every stage rewrites.
     """
     meta = ds.read_meta(data_dir, check_dataset_id(dataset_id))  # NotFoundError naming an unknown dataset
     folder = ds.dataset_dir(data_dir, dataset_id)
     key = meta.get("active_result")
     manifest = folder / "results" / key / MANIFEST if key else None
-    stamps = ((folder / ds.META).stat().st_mtime_ns, manifest.stat().st_mtime_ns if manifest else None)
+    stamps = (_mtime(folder / ds.META), _mtime(manifest) if manifest else None)
     cache_key = (str(Path(data_dir).resolve()), dataset_id, key, stamps)
-    return shared_cache().get_or_build("stored_report", cache_key, lambda: build_report(data_dir, dataset_id))
+    return shared_cache().get_or_build("report", cache_key, lambda: build_report(data_dir, dataset_id))
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:  # a result replaced while it is read: the next call sees the new one
+        return -1
 
 
 def summary_json(data_dir: Path, dataset_id: str) -> bytes:

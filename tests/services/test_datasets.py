@@ -11,7 +11,6 @@ from backend.services.datasets import (
     dataset_info,
     dataset_summary,
     list_datasets,
-    stored_report,
 )
 from backend.services.report import build_report
 from backend.services.results import open_result
@@ -47,12 +46,14 @@ def test_summary_is_the_report(toy_dir):
     assert dataset_summary(toy_dir, "toy") is dataset_summary(toy_dir, "toy")  # cached
 
 
-def test_the_stored_report_is_the_summary_without_loading_the_view_and_follows_the_metadata(tmp_path):
+def test_the_summary_loads_no_view_and_follows_the_metadata(tmp_path):
     save_dataset(tmp_path, "set", toy_set(), name="Before", source="constructed")
     precompute(tmp_path, "set", make_params(seed=0), stages=["frames"])
-    report = stored_report(tmp_path, "set")
+    report = dataset_summary(tmp_path, "set")
     with pytest.raises(WouldBlock):  # no view of the dataset was loaded for it
         warm_only(get_view, tmp_path, "set")
-    assert report == dataset_summary(tmp_path, "set") and report is stored_report(tmp_path, "set")
+    assert report == build_report(tmp_path, "set")
     update_meta(tmp_path, "set", name="After")  # a renamed dataset: a new dataset.json
-    assert stored_report(tmp_path, "set")["name"] == "After"
+    assert dataset_summary(tmp_path, "set")["name"] == "After"
+    precompute(tmp_path, "set", make_params(seed=0), stages=["statistics"])  # a stage rewrites the manifest
+    assert "statistics" in dataset_summary(tmp_path, "set")["stages"] and "statistics" not in report["stages"]
