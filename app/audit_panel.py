@@ -15,9 +15,9 @@ from pathlib import Path
 import dash
 from dash import Input, Output, State, dash_table, dcc, html
 
-from app import data, ids
-from app.initial_view import color_options
-from app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
+from orientscope.app import data, ids
+from orientscope.app.initial_view import color_options
+from orientscope.app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
 
 COLUMNS = (
     ("property", "property"),
@@ -173,7 +173,7 @@ def audit_choices(data_dir: Path, dataset: str | None) -> list[dict]:
 
 
 def register_audit(app: dash.Dash, data_dir: Path, read_only: bool, callback) -> None:
-    """The section's callbacks; ``callback`` is the dashboard's guarded ``app.callback``."""
+    """The section's callbacks; ``callback`` is the dashboard's guarded ``orientscope.app.callback``."""
     if not read_only:
         register_chosen_label(app, ids.AUDIT_FILE, ids.AUDIT_DROP)
         app.clientside_callback(

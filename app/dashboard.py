@@ -14,14 +14,14 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from app import ids, map_route, panels, smarts_progress, viewer_route
-from app.audit_panel import audit_section, register_audit
-from app.audit_panel import first_view_props as audit_first_view
-from app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
-from app.figures import message_figure
-from app.first_paint import FirstPaintMiddleware
-from app.first_paint import install as install_first_paint
-from app.initial_view import (
+from orientscope.app import ids, map_route, panels, smarts_progress, viewer_route
+from orientscope.app.audit_panel import audit_section, register_audit
+from orientscope.app.audit_panel import first_view_props as audit_first_view
+from orientscope.app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
+from orientscope.app.figures import message_figure
+from orientscope.app.first_paint import FirstPaintMiddleware
+from orientscope.app.first_paint import install as install_first_paint
+from orientscope.app.initial_view import (
     BASE_COLOR_OPTIONS,
     PageQueryMiddleware,
     color_options,
@@ -30,12 +30,12 @@ from app.initial_view import (
     page_query,
     resolve_view,
 )
-from app.mapview import clicked_row, map_layers
-from app.offload import guarded
-from app.pages_upload import register_upload, upload_section
-from app.request_guard import DashRequestGuard
-from app.state import URL_FIELDS, ViewState, control_values
-from backend.core.groups import GROUP_KINDS
+from orientscope.app.mapview import clicked_row, map_layers
+from orientscope.app.offload import guarded
+from orientscope.app.pages_upload import register_upload, upload_section
+from orientscope.app.request_guard import DashRequestGuard
+from orientscope.app.state import URL_FIELDS, ViewState, control_values
+from orientscope.core.groups import GROUP_KINDS
 
 log = logging.getLogger(__name__)
 

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.errors import DatasetError, NotFoundError, OrientScopeError
-from backend.services import grouping
-from backend.services import groups as group_service
-from backend.services import model_audits as audit_service
-from backend.services import molecules as molecule_service
-from backend.services import neighbors as neighbor_service
-from backend.services.bytecache import shared_cache
-from backend.services.cache import get_view
-from backend.services.datasets import READY, dataset_info, dataset_summary, list_datasets
-from backend.services.errors import NotComputed, SearchPending
-from backend.services.map_data import MapData, load_map_data
+from orientscope.core.errors import DatasetError, NotFoundError, OrientScopeError
+from orientscope.services import grouping
+from orientscope.services import groups as group_service
+from orientscope.services import model_audits as audit_service
+from orientscope.services import molecules as molecule_service
+from orientscope.services import neighbors as neighbor_service
+from orientscope.services.bytecache import shared_cache
+from orientscope.services.cache import get_view
+from orientscope.services.datasets import READY, dataset_info, dataset_summary, list_datasets
+from orientscope.services.errors import NotComputed, SearchPending
+from orientscope.services.map_data import MapData, load_map_data
 
 __all__ = [
     "OrientScopeError",

@@ -25,8 +25,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import sample_colorscale
 
-from app.compat import unvalidated_figure
-from backend.core.palette import (
+from orientscope.app.compat import unvalidated_figure
+from orientscope.core.palette import (
     AXIS_COLORS,
     CONTINUOUS_SCALE,
     CONTROL_SERIES,
@@ -383,7 +383,7 @@ def orientation_map_spec(
     as ``{"data": [...], "layout": {...}}`` of plain dicts and numpy arrays.
 
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
-    outline and graticule polylines (``backend.services.map_data.frame_lines``); ``reference`` the
+    outline and graticule polylines (``orientscope.services.map_data.frame_lines``); ``reference`` the
     shown axes of the reference orientation (see :func:`reference_trace`); ``hover_ids``
     (one molecule id per point) makes hovering a point show its molecule.
     """

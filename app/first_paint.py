@@ -45,12 +45,12 @@ from plotly.io.json import to_json_plotly
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app import panels
-from app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
-from app.initial_view import resolve_view
-from app.mapfigure import map_figure_json
-from app.static_html import to_html
-from backend.services.map_data import frame_lines
+from orientscope.app import panels
+from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
+from orientscope.app.initial_view import resolve_view
+from orientscope.app.mapfigure import map_figure_json
+from orientscope.app.static_html import to_html
+from orientscope.services.map_data import frame_lines
 
 log = logging.getLogger(__name__)
 

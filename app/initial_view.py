@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app import data
-from app.state import ViewState, parse_query
-from backend.core.settings import DEFAULT_DATASET
-from backend.services.bytecache import ByteBudgetCache, shared_cache
+from orientscope.app import data
+from orientscope.app.state import ViewState, parse_query
+from orientscope.core.settings import DEFAULT_DATASET
+from orientscope.services.bytecache import ByteBudgetCache, shared_cache
 
 LAYOUT_PATH = "/_dash-layout"
 BASE_COLOR_OPTIONS = [

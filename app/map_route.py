@@ -17,9 +17,9 @@ import orjson
 from fastapi import FastAPI, Query
 from starlette.responses import JSONResponse, Response
 
-from app import data
-from app.mapfigure import map_figure_json, viewport_of
-from app.state import ViewState
+from orientscope.app import data
+from orientscope.app.mapfigure import map_figure_json, viewport_of
+from orientscope.app.state import ViewState
 
 PATH = "/_map-figure"
 MAX_PIXELS = 8192  # a plot wider or taller than any screen is not a map view

@@ -1,11 +1,11 @@
 """From a view state and a viewport to the map figure the browser draws, cached as ready-to-send JSON.
 
 Above the point budget (``ORIENTSCOPE_MAP_POINT_BUDGET``) the flat map is the
-server's aggregated image of the viewport (``backend.services.map_raster``) under
+server's aggregated image of the viewport (``orientscope.services.map_raster``) under
 vector overlays; at or below it, the region's real points with their molecule ids.
 Every figure's ``layout.meta.map`` tells the browser what was drawn (mode, distinct
 molecules, the REST query for clicks and hover). The same view is served from a
-byte-bounded cache (``backend.services.bytecache``) of plain dicts.
+byte-bounded cache (``orientscope.services.bytecache``) of plain dicts.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 import orjson
 import plotly.graph_objects as go
 
-from app import data
-from app.compat import unvalidated_figure
-from app.figures import (
+from orientscope.app import data
+from orientscope.app.compat import unvalidated_figure
+from orientscope.app.figures import (
     MAP_RANGE_X,
     MAP_RANGE_Y,
     MAP_SCALE,
@@ -34,11 +34,11 @@ from app.figures import (
     sphere_figure,
     typed_arrays,
 )
-from app.mapview import MapLayers, map_layers, shown_points
-from app.state import ViewState
-from backend.services.bytecache import nbytes, shared_cache
-from backend.services.map_data import MapData, density_grid, frame_lines, reference_points
-from backend.services.map_raster import MapRender, Viewport, render_map
+from orientscope.app.mapview import MapLayers, map_layers, shown_points
+from orientscope.app.state import ViewState
+from orientscope.services.bytecache import nbytes, shared_cache
+from orientscope.services.map_data import MapData, density_grid, frame_lines, reference_points
+from orientscope.services.map_raster import MapRender, Viewport, render_map
 
 DENSITY_POINTS_PER_CELL = 5
 

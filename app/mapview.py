@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from app import data
-from app.figures import ColorSpec, PointTraces, split_points
-from app.state import ViewState
-from backend.core.palette import AXIS_COLORS
-from backend.services.bytecache import shared_cache
-from backend.services.map_data import MapData
-from backend.services.map_view import (
+from orientscope.app import data
+from orientscope.app.figures import ColorSpec, PointTraces, split_points
+from orientscope.app.state import ViewState
+from orientscope.core.palette import AXIS_COLORS
+from orientscope.services.bytecache import shared_cache
+from orientscope.services.map_data import MapData
+from orientscope.services.map_view import (
     AXIS_NAMES,
     MapColors,
     MapPoints,
@@ -270,7 +270,7 @@ def shown_points(data_dir: Path, st: ViewState, layers: MapLayers) -> MapPoints:
     """The points the server aggregates for a view state's flat map.
 
     The services' resolved view, the one the REST clicks and hover read (indexed at server start
-    for the default view): both colour from ``backend.core.palette`` and the services' group
+    for the default view): both colour from ``orientscope.core.palette`` and the services' group
     table, so the dashboard keeps no second copy of a view's points. A SMARTS the layers could
     not use is left out, as the layers leave it out (and say why).
     """

@@ -1,7 +1,7 @@
 """Callbacks that answer malformed input with a 422 naming the callback, instead of Dash's 500.
 
-The callbacks run in worker threads once ``app.compat.dispatch_in_threads`` has
-replaced Dash's callback route; that route turns :class:`app.compat.RejectedInput`
+The callbacks run in worker threads once ``orientscope.app.compat.dispatch_in_threads`` has
+replaced Dash's callback route; that route turns :class:`orientscope.app.compat.RejectedInput`
 into the 422.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 
-from app.compat import RejectedInput
+from orientscope.app.compat import RejectedInput
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def rejecting_malformed(fn):
 
 
 def guarded(register):
-    """Wrap ``app.callback`` so every callback it registers answers malformed input with a 422."""
+    """Wrap ``orientscope.app.callback`` so every callback it registers answers malformed input with a 422."""
 
     def with_dependencies(*args, **kwargs):
         add = register(*args, **kwargs)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, dcc, html
 
-from app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
-from backend.core.settings import FORMAT_CHOICES
+from orientscope.app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
+from orientscope.core.settings import FORMAT_CHOICES
 
 UPLOAD_PATH = "/upload"
 FORMAT_OPTIONS = list(FORMAT_CHOICES)

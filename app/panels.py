@@ -1,9 +1,9 @@
 """What each dashboard panel shows for a view state: Dash components and figures, nothing else.
 
-The callbacks in ``app.dashboard`` return these when a control changes, and
-``app.dashboard.first_view`` puts the same values into the layout of a page
+The callbacks in ``orientscope.app.dashboard`` return these when a control changes, and
+``orientscope.app.dashboard.first_view`` puts the same values into the layout of a page
 load, so both paths show exactly the same thing. Everything is read through
-``app.data`` (backend services); nothing here computes science.
+``orientscope.app.data`` (backend services); nothing here computes science.
 """
 
 from __future__ import annotations
@@ -14,16 +14,23 @@ from typing import NamedTuple
 
 from dash import dcc, html
 
-from app import data, ids
-from app.figures import angle_histogram_figure, message_figure
-from app.initial_view import dataset_options
-from app.mapfigure import density_figures, density_pair_json, map_figure, map_figure_json, selected_ring, viewport_of
-from app.mapview import map_layers
-from app.state import ViewState
-from app.static_report import static_report_html
-from app.verdict import verdict_children
-from app.viewer import group_scenes, molecule_viewer_spec, viewer_spec
-from backend.services.report_format import control_report
+from orientscope.app import data, ids
+from orientscope.app.figures import angle_histogram_figure, message_figure
+from orientscope.app.initial_view import dataset_options
+from orientscope.app.mapfigure import (
+    density_figures,
+    density_pair_json,
+    map_figure,
+    map_figure_json,
+    selected_ring,
+    viewport_of,
+)
+from orientscope.app.mapview import map_layers
+from orientscope.app.state import ViewState
+from orientscope.app.static_report import static_report_html
+from orientscope.app.verdict import verdict_children
+from orientscope.app.viewer import group_scenes, molecule_viewer_spec, viewer_spec
+from orientscope.services.report_format import control_report
 
 log = logging.getLogger(__name__)
 

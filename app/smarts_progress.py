@@ -15,9 +15,9 @@ from pathlib import Path
 import dash
 from dash import Input, Output, State, dcc, html, no_update
 
-from app import data, ids
-from app.state import ViewState
-from app.upload_widgets import POLL_MS
+from orientscope.app import data, ids
+from orientscope.app.state import ViewState
+from orientscope.app.upload_widgets import POLL_MS
 
 # Only a view with a pattern asks the server (a page without one costs no callback).
 _ASK = """

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from urllib.parse import parse_qsl, urlencode
 
-from backend.core.groups import GROUP_KINDS
+from orientscope.core.groups import GROUP_KINDS
 
 VIEW_MODES = ("map", "density", "sphere")
 TABLES = ("original", "control")

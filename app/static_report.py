@@ -1,7 +1,7 @@
 """A self-contained HTML report of one dataset: verdict, tables and figures, with plotly.js inlined.
 
 It opens offline (no script or style is fetched from anywhere). Wording and numbers come
-from ``backend.services.report_format``, as in the dashboard and the CLI report.
+from ``orientscope.services.report_format``, as in the dashboard and the CLI report.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 
 import plotly.graph_objects as go
 
-from backend.services.report_format import headline, report_sections
+from orientscope.services.report_format import headline, report_sections
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}

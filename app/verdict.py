@@ -3,7 +3,7 @@
 Is the set aligned, how strongly (KL on a scale from 0 = uniform, with full QM9 as a
 landmark) and what to do about it come first; what each figure rests on is said next
 to it, and hovering a table's title explains the measure. Wording and number formats
-come from ``backend.services.report_format`` (shared with the CLI and the HTML report);
+come from ``orientscope.services.report_format`` (shared with the CLI and the HTML report);
 this module only lays them out. Stages that did not run say why.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dash import html
 
-from backend.services.report_format import KL_LANDMARK, TOOLTIPS, Section, format_number, headline, report_sections
+from orientscope.services.report_format import KL_LANDMARK, TOOLTIPS, Section, format_number, headline, report_sections
 
 VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"

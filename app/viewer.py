@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.core.palette import AXIS_COLORS, LAB_FRAME
-from backend.services.molecules import xyz_text as _xyz_text
+from orientscope.core.palette import AXIS_COLORS, LAB_FRAME
+from orientscope.services.molecules import xyz_text as _xyz_text
 
 # The lab frame in one neutral colour that no data series uses: the principal axes own blue,
 # orange and green everywhere in the app, and vermillion is the SMARTS highlight.

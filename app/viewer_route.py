@@ -17,8 +17,8 @@ from typing import Annotated
 from fastapi import FastAPI, Query
 from starlette.responses import JSONResponse
 
-from app import data
-from app.viewer import molecule_viewer_spec
+from orientscope.app import data
+from orientscope.app.viewer import molecule_viewer_spec
 
 PATH = "/_molecule-viewer"
 IdQuery = Annotated[str, Query(min_length=1, max_length=200)]

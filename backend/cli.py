@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 from tqdm import tqdm
 
-from backend.core.errors import OrientScopeError
-from backend.core.settings import DATASET_FORMATS, DEFAULT_SEED, FORMAT_CHOICES, resolve_data_dir
-from backend.store import datasets as ds
+from orientscope.core.errors import OrientScopeError
+from orientscope.core.settings import DATASET_FORMATS, DEFAULT_SEED, FORMAT_CHOICES, resolve_data_dir
+from orientscope.store import datasets as ds
 
 
 class _Lazy:
@@ -29,16 +29,16 @@ class _Lazy:
         return getattr(importlib.import_module(self._module), name)
 
 
-pipeline = _Lazy("backend.pipeline.precompute")
-reports = _Lazy("backend.services.report")
-export_mod = _Lazy("backend.pipeline.export")
-ingest_mod = _Lazy("backend.pipeline.ingest")
-synth_mod = _Lazy("backend.pipeline.synth")
-datasets_svc = _Lazy("backend.services.datasets")
-audit_mod = _Lazy("backend.pipeline.model_audit")
-sharded_ingest = _Lazy("backend.pipeline.sharded_ingest")
-map_data = _Lazy("backend.services.map_data")
-migrate_mod = _Lazy("backend.pipeline.migrate")
+pipeline = _Lazy("orientscope.pipeline.precompute")
+reports = _Lazy("orientscope.services.report")
+export_mod = _Lazy("orientscope.pipeline.export")
+ingest_mod = _Lazy("orientscope.pipeline.ingest")
+synth_mod = _Lazy("orientscope.pipeline.synth")
+datasets_svc = _Lazy("orientscope.services.datasets")
+audit_mod = _Lazy("orientscope.pipeline.model_audit")
+sharded_ingest = _Lazy("orientscope.pipeline.sharded_ingest")
+map_data = _Lazy("orientscope.services.map_data")
+migrate_mod = _Lazy("orientscope.pipeline.migrate")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
@@ -64,7 +64,7 @@ ShardSize = Annotated[
 
 
 class _ProgressBar:
-    """The CLI's view of a :class:`backend.core.progress.Progress`: one tqdm bar for the whole task."""
+    """The CLI's view of a :class:`orientscope.core.progress.Progress`: one tqdm bar for the whole task."""
 
     def __init__(self, desc: str, quiet: bool = False):
         bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}"
@@ -261,7 +261,7 @@ def ingest_cmd(
 
 
 def _is_store_folder(path: Path) -> bool:
-    from backend.loaders.parquet_orientations import is_store_folder
+    from orientscope.loaders.parquet_orientations import is_store_folder
 
     return is_store_folder(path)
 
@@ -444,7 +444,7 @@ def serve_cmd(
     """
     import os
 
-    from backend.core.settings import (
+    from orientscope.core.settings import (
         ANONYMOUS_WRITES_ENV,
         DATA_DIR_ENV,
         DEFAULT_DATASET,
@@ -464,8 +464,8 @@ def serve_cmd(
 
     import uvicorn
 
-    from backend.server import FACTORY, create_app, serve_logging, tune_for_serving
-    from backend.services.datasets import READY, dataset_info
+    from orientscope.server import FACTORY, create_app, serve_logging, tune_for_serving
+    from orientscope.services.datasets import READY, dataset_info
 
     root = resolve_data_dir(data_dir)
     ready = ds.has_dataset(root, DEFAULT_DATASET) and dataset_info(root, DEFAULT_DATASET).status == READY
@@ -499,7 +499,7 @@ KEEP_ALIVE_S = 30
 
 def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
-    from backend.services.report_format import report_sections
+    from orientscope.services.report_format import report_sections
 
     lines = [
         f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, "

@@ -1,6 +1,6 @@
 """The composition root: the REST API with the Dash dashboard mounted at /.
 
-The only module that imports both ``backend.api`` and ``app`` (the import-linter
+The only module that imports both ``orientscope.api`` and ``app`` (the import-linter
 contract in pyproject.toml keeps it so). ``create_app(data_dir)`` builds one app per
 call, so tests and several workers each get their own; ``app_from_env`` is the factory
 that ``uvicorn --factory`` (and ``orientscope serve --workers N``) imports.
@@ -21,13 +21,13 @@ from dash.exceptions import DependencyException
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.dashboard import create_dash
-from app.initial_view import LAYOUT_PATH
-from app.mapfigure import DEFAULT_VIEWPORT
-from app.request_guard import CALLBACK_PATH
-from backend.api.main import create_api
-from backend.api.middleware import JsonLogFormatter
-from backend.core.settings import (
+from orientscope.api.main import create_api
+from orientscope.api.middleware import JsonLogFormatter
+from orientscope.app.dashboard import create_dash
+from orientscope.app.initial_view import LAYOUT_PATH
+from orientscope.app.mapfigure import DEFAULT_VIEWPORT
+from orientscope.app.request_guard import CALLBACK_PATH
+from orientscope.core.settings import (
     ANONYMOUS_WRITES_ENV,
     DATA_DIR_ENV,
     HOST_ENV,
@@ -36,18 +36,18 @@ from backend.core.settings import (
     check_write_access,
     env_flag,
 )
-from backend.services import map_raster
-from backend.services.cache import view_cache
-from backend.services.datasets import READY, dataset_summary, list_datasets
-from backend.services.errors import NotComputed
-from backend.services.map_view import MapQuery, view_points
-from backend.services.migration import start_migration
-from backend.services.molecules import list_molecules
-from backend.services.neighbors import neighbors
+from orientscope.services import map_raster
+from orientscope.services.cache import view_cache
+from orientscope.services.datasets import READY, dataset_summary, list_datasets
+from orientscope.services.errors import NotComputed
+from orientscope.services.map_view import MapQuery, view_points
+from orientscope.services.migration import start_migration
+from orientscope.services.molecules import list_molecules
+from orientscope.services.neighbors import neighbors
 
 log = logging.getLogger(__name__)
 
-FACTORY = "backend.server:app_from_env"
+FACTORY = "orientscope.server:app_from_env"
 
 
 def create_app(
@@ -63,7 +63,7 @@ def create_app(
     ``warm`` loads the ready datasets into the read cache in a background thread,
     so the first requests do not pay for reading the store. ``migrate`` turns
     datasets of the single-folder layout into sharded ones in another background
-    thread (``app.state.migration``), unless the server is read-only; the warm-up
+    thread (``orientscope.app.state.migration``), unless the server is read-only; the warm-up
     waits for it, and ``/api/health`` says ``warming`` until both are done.
     """
     # Dash's callback and layout answers are compressed (or not) by Dash's own rules.

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import MoleculeSet
-from backend.loaders.detect import load_path
-from backend.pipeline.export import export_dataset
+from orientscope.core.dataset import MoleculeSet
+from orientscope.loaders.detect import load_path
+from orientscope.pipeline.export import export_dataset
 
 ELEMENTS = (1, 6, 7, 8, 9)
 

@@ -13,7 +13,7 @@ SMALL_QM9 = int(os.environ.get("ORIENTSCOPE_TEST_QM9", "400"))
 @pytest.fixture(scope="session")
 def qm9_small(tmp_path_factory):
     """The first-stage QM9 subset (evenly spread, deterministic) as a MoleculeSet."""
-    from backend.loaders.qm9 import load_qm9
+    from orientscope.loaders.qm9 import load_qm9
 
     return load_qm9(limit=SMALL_QM9)
 
@@ -25,9 +25,9 @@ def qm9_store(tmp_path_factory) -> Path:
     The subset is materialised as its own dataset "qm9" so that reads need no
     parameters (its active result is the one computed here).
     """
-    from backend.loaders.qm9 import load_qm9
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store.datasets import save_dataset
+    from orientscope.loaders.qm9 import load_qm9
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import save_dataset
 
     data_dir = tmp_path_factory.mktemp("store")
     save_dataset(
@@ -47,8 +47,8 @@ def old_layout_store(tmp_path_factory, qm9_small) -> Path:
     Built by the project's own writers of that layout (``save_dataset`` and the in-memory
     pipeline); tests that change it work on a copy.
     """
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store.datasets import save_dataset
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import save_dataset
 
     data_dir = tmp_path_factory.mktemp("old-layout")
     save_dataset(data_dir, "old", qm9_small.subset(range(OLD_LAYOUT_N)), name="Old", source="qm9pack subset")

@@ -80,7 +80,7 @@ def test_unknown_dataset_and_bad_option_fail_cleanly(tmp_path):
 
 
 def test_synth_writes_shards_the_npz_loader_reads(tmp_path):
-    from backend.loaders.npz import load_npz
+    from orientscope.loaders.npz import load_npz
 
     out = tmp_path / "synth"
     proc = run("synth", "--n", "250", "--out", str(out), "--bias", "qm9", "--blur", "5", "--shard-size", "100")
@@ -95,7 +95,7 @@ def test_synth_writes_shards_the_npz_loader_reads(tmp_path):
 
 # ------------------------------------------------------------------ serve: who may write
 def _serve(data_dir: Path, *args: str, token: str | None = None) -> subprocess.Popen:
-    """``orientscope serve`` from this checkout (python -m backend.cli) on a free port."""
+    """``orientscope serve`` from this checkout (python -m orientscope.cli) on a free port."""
     import os
     import socket
 
@@ -106,7 +106,7 @@ def _serve(data_dir: Path, *args: str, token: str | None = None) -> subprocess.P
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     if token:
         env["ORIENTSCOPE_TOKEN"] = token
-    cmd = [sys.executable, "-m", "backend.cli", "serve", "--port", str(port), "--data-dir", str(data_dir), *args]
+    cmd = [sys.executable, "-m", "orientscope.cli", "serve", "--port", str(port), "--data-dir", str(data_dir), *args]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.port = port
     return proc
@@ -177,8 +177,8 @@ def audit_dir(qm9_store, tmp_path_factory):
 def test_export_copies_then_audit_model_json(audit_dir, tmp_path):
     import pandas as pd
 
-    from backend.loaders.detect import load_path
-    from backend.store.datasets import load_dataset
+    from orientscope.loaders.detect import load_path
+    from orientscope.store.datasets import load_dataset
     from tests.audit_models import invariant_features, predictions_frame
 
     out = tmp_path / "rot.npz"
@@ -215,7 +215,7 @@ def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
 
 # ------------------------------------------------------------------ the text report
 def test_text_report_aligns_columns_and_names_every_section():
-    from backend.cli import format_report
+    from orientscope.cli import format_report
     from tests.services.test_report_format import _report
 
     report = _report(
@@ -238,7 +238,7 @@ def test_text_report_aligns_columns_and_names_every_section():
 def test_text_report_of_three_molecules_says_what_was_skipped(tmp_path):
     from typer.testing import CliRunner
 
-    from backend.cli import app
+    from orientscope.cli import app
     from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
 
     (tmp_path / "three.xyz").write_text(WATER_METHANE_FORMALDEHYDE_XYZ)

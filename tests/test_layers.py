@@ -34,10 +34,10 @@ def test_the_real_tree_keeps_every_contract():
 @pytest.mark.parametrize(
     ("path", "line", "contract"),
     [
-        ("backend/core/_upward.py", "import backend.api.main", "layers"),  # the lowest layer reaches the top
-        ("backend/store/_upward.py", "from backend.pipeline import jobs", "layers"),
-        ("app/_sideways.py", "import backend.api.deps", "layers"),  # siblings stay independent
-        ("backend/cli.py", "from backend.api import deps", "composition root"),  # the CLI goes through the root
+        ("backend/core/_upward.py", "import orientscope.api.main", "layers"),  # the lowest layer reaches the top
+        ("backend/store/_upward.py", "from orientscope.pipeline import jobs", "layers"),
+        ("app/_sideways.py", "import orientscope.api.deps", "layers"),  # siblings stay independent
+        ("backend/cli.py", "from orientscope.api import deps", "composition root"),  # the CLI goes through the root
     ],
 )
 def test_an_upward_import_breaks_the_contract(tmp_path, path, line, contract):

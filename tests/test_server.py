@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import MALLOC_ARENAS, _warm
-from backend.services.cache import get_view
-from backend.services.map_raster import _nearest, _region_stats
+from orientscope.server import MALLOC_ARENAS, _warm
+from orientscope.services.cache import get_view
+from orientscope.services.map_raster import _nearest, _region_stats
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 
@@ -32,8 +32,8 @@ def test_warming_loads_the_store_then_freezes_it_out_of_garbage_collection(api_d
 
 
 def test_factory_applies_the_write_rule(tmp_path, monkeypatch):
-    from backend.core.settings import UnsafeServerError
-    from backend.server import app_from_env
+    from orientscope.core.settings import UnsafeServerError
+    from orientscope.server import app_from_env
 
     monkeypatch.setenv("ORIENTSCOPE_DATA_DIR", str(tmp_path))
     for name in (
@@ -57,7 +57,7 @@ _ARENAS = """
 import ctypes, sys, tempfile, threading
 import numpy as np
 if sys.argv[1] == "limit":
-    from backend.server import limit_malloc_arenas
+    from orientscope.server import limit_malloc_arenas
     assert limit_malloc_arenas()
 barrier = threading.Barrier(8)
 def work():
@@ -97,7 +97,7 @@ def test_health_says_warming_until_the_background_warm_up_ends(api_data):  # noq
 
     from fastapi.testclient import TestClient
 
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     gc.unfreeze()
     try:

@@ -13,7 +13,7 @@ import orjson
 from fastapi import Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from backend.services.cache import WouldBlock, warm_only
+from orientscope.services.cache import WouldBlock, warm_only
 
 T = TypeVar("T")
 

@@ -14,9 +14,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from backend.api.schemas import ErrorPublic
-from backend.core.errors import Busy, DatasetError, NotFoundError, NotReady, OrientScopeError, TooLarge, Unavailable
-from backend.services.errors import InvalidInput, NotComputed, SearchPending
+from orientscope.api.schemas import ErrorPublic
+from orientscope.core.errors import Busy, DatasetError, NotFoundError, NotReady, OrientScopeError, TooLarge, Unavailable
+from orientscope.services.errors import InvalidInput, NotComputed, SearchPending
 
 log = logging.getLogger(__name__)
 

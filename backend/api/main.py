@@ -16,13 +16,13 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES
 
-from backend import __version__
-from backend.api.deps import ApiSettings, KnownQueryOnly
-from backend.api.docs import install_docs
-from backend.api.errors import install_error_handlers, validation_body
-from backend.api.middleware import SelectiveGZip, install_middleware
-from backend.api.routes import ROUTERS
-from backend.core.settings import resolve_data_dir
+from orientscope import __version__
+from orientscope.api.deps import ApiSettings, KnownQueryOnly
+from orientscope.api.docs import install_docs
+from orientscope.api.errors import install_error_handlers, validation_body
+from orientscope.api.middleware import SelectiveGZip, install_middleware
+from orientscope.api.routes import ROUTERS
+from orientscope.core.settings import resolve_data_dir
 
 API_PREFIX = "/api"
 DESCRIPTION = """

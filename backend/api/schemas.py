@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from backend.core.groups import GROUP_KINDS
-from backend.services.canonicalize import MAX_ATOMS
-from backend.services.molecules import MAX_PAGE
-from backend.services.neighbors import MAX_K
+from orientscope.core.groups import GROUP_KINDS
+from orientscope.services.canonicalize import MAX_ATOMS
+from orientscope.services.molecules import MAX_PAGE
+from orientscope.services.neighbors import MAX_K
 
 Vector3 = list[float]
 Matrix3 = list[list[float]]

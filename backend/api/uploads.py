@@ -19,7 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from backend.core.settings import MAX_NAME_LENGTH
+from orientscope.core.settings import MAX_NAME_LENGTH
 
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries, part headers and the small form fields
 CHUNK = 1 << 20

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from backend.core.elements import MAX_Z
-from backend.core.errors import DatasetError
+from orientscope.core.elements import MAX_Z
+from orientscope.core.errors import DatasetError
 
 
 @dataclass(frozen=True, eq=False)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from backend.core.errors import OrientScopeError
+from orientscope.core.errors import OrientScopeError
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB

@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from backend.core.errors import OrientScopeError
+from orientscope.core.errors import OrientScopeError
 
 DATA_DIR_ENV = "ORIENTSCOPE_DATA_DIR"
 TOKEN_ENV = "ORIENTSCOPE_TOKEN"

@@ -19,8 +19,8 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from backend.core.errors import DatasetError
-from backend.core.limits import LimitExceeded, Limits
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import LimitExceeded, Limits
 
 CHUNK = 1 << 20
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
-from backend.core.progress import Progress
-from backend.loaders.base import BadRecord, Loaded, Record, collect, numeric_properties
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
+from orientscope.loaders.base import BadRecord, Loaded, Record, collect, numeric_properties
 
 ID_KEYS = ("name", "id", "mol_id", "identifier", "source")
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import MoleculeSet
-from backend.core.elements import MAX_Z, symbol_to_z
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
-from backend.core.progress import Progress
+from orientscope.core.dataset import MoleculeSet
+from orientscope.core.elements import MAX_Z, symbol_to_z
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
 
 log = logging.getLogger(__name__)
 

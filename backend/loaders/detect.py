@@ -10,14 +10,14 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
-from backend.core.progress import Progress
-from backend.core.settings import DATASET_FORMATS, FORMAT_CHOICES
-from backend.loaders.archive import ZIP_MAGIC, extract_archive, is_archive
-from backend.loaders.asedb import SQLITE_MAGIC
-from backend.loaders.base import Collector, Loaded
-from backend.loaders.parquet_orientations import PARQUET_MAGIC, STORE_TABLES, is_store_folder
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
+from orientscope.core.settings import DATASET_FORMATS, FORMAT_CHOICES
+from orientscope.loaders.archive import ZIP_MAGIC, extract_archive, is_archive
+from orientscope.loaders.asedb import SQLITE_MAGIC
+from orientscope.loaders.base import Collector, Loaded
+from orientscope.loaders.parquet_orientations import PARQUET_MAGIC, STORE_TABLES, is_store_folder
 
 EXTENSIONS = {
     ".xyz": "xyz",
@@ -83,12 +83,12 @@ def detect_format(path: Path) -> str:
 
 
 def _feeders() -> dict[str, Callable[[Path, Collector, Progress | None], None]]:
-    from backend.loaders.asedb import read_asedb
-    from backend.loaders.extxyz import read_extxyz
-    from backend.loaders.npz import feed_npz
-    from backend.loaders.parquet_orientations import load_parquet_file, load_store_tables
-    from backend.loaders.sdf import read_sdf
-    from backend.loaders.xyz import read_xyz
+    from orientscope.loaders.asedb import read_asedb
+    from orientscope.loaders.extxyz import read_extxyz
+    from orientscope.loaders.npz import feed_npz
+    from orientscope.loaders.parquet_orientations import load_parquet_file, load_store_tables
+    from orientscope.loaders.sdf import read_sdf
+    from orientscope.loaders.xyz import read_xyz
 
     def records(read):
         def feed(path, collector, progress):

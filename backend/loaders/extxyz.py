@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.limits import Limits
-from backend.core.progress import Progress
-from backend.loaders.base import (
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
+from orientscope.loaders.base import (
     BadRecord,
     LineReader,
     Loaded,
@@ -25,7 +25,7 @@ from backend.loaders.base import (
     numeric_properties,
     open_text,
 )
-from backend.loaders.xyz import iter_xyz_blocks
+from orientscope.loaders.xyz import iter_xyz_blocks
 
 ID_KEYS = ("id", "name", "mol_id", "identifier")
 SMILES_KEYS = ("smiles", "SMILES", "canonical_smiles")

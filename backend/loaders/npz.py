@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.errors import DatasetError, OrientScopeError
-from backend.core.limits import Limits
-from backend.core.progress import Progress, scaled
-from backend.loaders.base import Collector, Loaded
+from orientscope.core.errors import DatasetError, OrientScopeError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress, scaled
+from orientscope.loaders.base import Collector, Loaded
 
 REQUIRED = ("z", "pos", "n_atoms")
 CHUNK_BYTES = 64 << 20

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
-from backend.core.progress import Progress
-from backend.loaders.base import RESERVED_PROPERTY_NAMES, Collector, Loaded
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
+from orientscope.loaders.base import RESERVED_PROPERTY_NAMES, Collector, Loaded
 
 PARQUET_MAGIC = b"PAR1"
 STORE_TABLES = ("molecules.parquet", "atoms.parquet")

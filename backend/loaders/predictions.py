@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
 
 REQUIRED = ("id", "property", "stored", "rotated")
 OPTIONAL = ("copy", "true", "split")

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import MoleculeSet, select_rows
-from backend.core.elements import symbol_to_z
+from orientscope.core.dataset import MoleculeSet, select_rows
+from orientscope.core.elements import symbol_to_z
 
 PART_FILES = ("qm9_part1.csv", "qm9_part2.csv", "qm9_part3.csv")
 POLARIZABILITY_FILE = "qm9_polarizability.csv"

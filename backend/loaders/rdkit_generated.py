@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.limits import Limits
-from backend.core.progress import Progress
-from backend.loaders.base import BadRecord, Collector, LineReader, Loaded, Record, open_text
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
+from orientscope.loaders.base import BadRecord, Collector, LineReader, Loaded, Record, open_text
 
 MAX_EMBED_FAILURES = 0.5
 EMBED_TIMEOUT_S = 10  # ETKDG gives up on one molecule after this long

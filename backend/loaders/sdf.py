@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
-from backend.core.progress import Progress
-from backend.loaders.base import (
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
+from orientscope.loaders.base import (
     BadRecord,
     LineReader,
     Loaded,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.elements import SYMBOLS
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
-from backend.core.progress import Progress
-from backend.loaders.base import BadRecord, LineReader, Loaded, Record, collect, element_to_z, open_text
+from orientscope.core.elements import SYMBOLS
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
+from orientscope.loaders.base import BadRecord, LineReader, Loaded, Record, collect, element_to_z, open_text
 
 
 @dataclass

@@ -9,7 +9,7 @@
 
 With ``copies=K`` (random mode only) K files ``<stem>.copy<k><suffix>`` are
 written, every one keeping the original ids, plus one side file with a
-``copy`` column: the input of a model audit (:mod:`backend.pipeline.model_audit`).
+``copy`` column: the input of a model audit (:mod:`orientscope.pipeline.model_audit`).
 Copy 0 is the single random export; copy ``k`` ≥ 1 rotates molecule ``i`` by a
 counter-based draw of (seed, ``export:copy<k>``, ``i``), so a molecule's
 rotation does not depend on which other molecules are exported.
@@ -32,21 +32,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import MoleculeSet
-from backend.core.orientations_schema import R_COLUMNS
-from backend.core.progress import Progress, quiet
-from backend.core.settings import DEFAULT_SEED
-from backend.loaders.asedb import write_asedb
-from backend.loaders.detect import EXTENSIONS
-from backend.loaders.extxyz import write_extxyz
-from backend.loaders.npz import write_npz
-from backend.loaders.parquet_orientations import write_parquet
-from backend.loaders.sdf import write_sdf
-from backend.loaders.xyz import write_xyz
-from backend.science.counter_rng import haar_rotations
-from backend.science.frames import canonical_positions, compute_frames
-from backend.science.rotations import derived_seed, random_rotations, rotate_molecules
-from backend.store import datasets as ds
+from orientscope.core.dataset import MoleculeSet
+from orientscope.core.orientations_schema import R_COLUMNS
+from orientscope.core.progress import Progress, quiet
+from orientscope.core.settings import DEFAULT_SEED
+from orientscope.loaders.asedb import write_asedb
+from orientscope.loaders.detect import EXTENSIONS
+from orientscope.loaders.extxyz import write_extxyz
+from orientscope.loaders.npz import write_npz
+from orientscope.loaders.parquet_orientations import write_parquet
+from orientscope.loaders.sdf import write_sdf
+from orientscope.loaders.xyz import write_xyz
+from orientscope.science.counter_rng import haar_rotations
+from orientscope.science.frames import canonical_positions, compute_frames
+from orientscope.science.rotations import derived_seed, random_rotations, rotate_molecules
+from orientscope.store import datasets as ds
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from backend.core.errors import Busy, NotFoundError, NotReady, Unavailable
-from backend.core.settings import resolve_export_dir
-from backend.pipeline.export import ExportRequest, copy_path, default_format, export_dataset, export_filename
-from backend.pipeline.jobs import (
+from orientscope.core.errors import Busy, NotFoundError, NotReady, Unavailable
+from orientscope.core.settings import resolve_export_dir
+from orientscope.pipeline.export import ExportRequest, copy_path, default_format, export_dataset, export_filename
+from orientscope.pipeline.jobs import (
     ACTIVE,
     DONE,
     LIVE,
@@ -41,8 +41,8 @@ from backend.pipeline.jobs import (
     stored_job_records,
     wait_for,
 )
-from backend.store import datasets as ds
-from backend.store.atomic import atomic_write_json
+from orientscope.store import datasets as ds
+from orientscope.store.atomic import atomic_write_json
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
-from backend.science.frames import Frames
-from backend.science.sphere import axes_lonlat_deg
+from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
+from orientscope.science.frames import Frames
+from orientscope.science.sphere import axes_lonlat_deg
 
 
 def frames_to_table(ids: np.ndarray, frames: Frames) -> pd.DataFrame:

@@ -19,16 +19,16 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from backend.core.dataset import check_frame_dependent
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
-from backend.core.progress import Progress, quiet, scaled
-from backend.core.settings import display_name, slugify, validate_id
-from backend.loaders.base import MAX_PROBLEMS_KEPT, Loaded
-from backend.loaders.detect import load_path
-from backend.pipeline.builtin import BUILTIN
-from backend.store import datasets as ds
-from backend.store.atomic import swap_dirs
+from orientscope.core.dataset import check_frame_dependent
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress, quiet, scaled
+from orientscope.core.settings import display_name, slugify, validate_id
+from orientscope.loaders.base import MAX_PROBLEMS_KEPT, Loaded
+from orientscope.loaders.detect import load_path
+from orientscope.pipeline.builtin import BUILTIN
+from orientscope.store import datasets as ds
+from orientscope.store.atomic import swap_dirs
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def publish(
     Never over another dataset, unless ``replace``: then the new folder and the
     existing one swap places in one atomic exchange (readers see the old dataset
     or the new one, complete), and the old one is removed with ``stage_dir``.
-    The caller holds :func:`~backend.store.datasets.dataset_lock` when replacing.
+    The caller holds :func:`~orientscope.store.datasets.dataset_lock` when replacing.
     """
     final = ds.dataset_dir(data_dir, dataset_id)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -127,7 +127,7 @@ def store_and_precompute(
     notify = progress or quiet
     # Imported here: the stages pull in scikit-learn and RDKit, which the API
     # server should not load just to list jobs.
-    from backend.pipeline.precompute import make_params, precompute
+    from orientscope.pipeline.precompute import make_params, precompute
 
     params = params or make_params()
     with staging(data_dir, dataset_id) as stage_dir:
@@ -189,7 +189,7 @@ def generate_dataset(
     """Embed a SMILES file with RDKit ETKDG (seeded), store it and run every stage; its meta."""
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
-    from backend.loaders.rdkit_generated import generate
+    from orientscope.loaders.rdkit_generated import generate
 
     loaded = generate(
         Path(smiles_file),

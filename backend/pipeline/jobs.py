@@ -24,15 +24,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from backend.core.errors import NotFoundError, OrientScopeError
-from backend.core.limits import Limits
-from backend.core.progress import Progress
-from backend.core.settings import display_name, validate_id
-from backend.loaders.detect import check_format
-from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
-from backend.store.atomic import atomic_write_json, read_json
-from backend.store.audits import new_audit_id
-from backend.store.results import ResultStore
+from orientscope.core.errors import NotFoundError, OrientScopeError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress
+from orientscope.core.settings import display_name, validate_id
+from orientscope.loaders.detect import check_format
+from orientscope.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from orientscope.store.atomic import atomic_write_json, read_json
+from orientscope.store.audits import new_audit_id
+from orientscope.store.results import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -369,7 +369,7 @@ class JobManager:
 
     def _audit(self, job: dict, upload: Path, progress) -> tuple[str, dict]:
         # Imported here: the audit pulls in SciPy's statistics, which listing jobs should not pay for.
-        from backend.pipeline.model_audit import run_audit
+        from orientscope.pipeline.model_audit import run_audit
 
         record = run_audit(
             self.data_dir,

@@ -2,7 +2,7 @@
 
 The new folder is built in a private staging data dir (``ingest.staging``):
 the molecules cut into shards of the configured size and every stored result
-re-cut per shard (``backend.store.relayout``; nothing is recomputed, so every
+re-cut per shard (``orientscope.store.relayout``; nothing is recomputed, so every
 report figure, KL and classifier result stays the same), the meta file with
 the shard list written last. Under the dataset's lock, and with every result's
 lock held (a running pipeline is waited for), the new folder then takes the
@@ -19,16 +19,16 @@ from pathlib import Path
 
 import numpy as np
 
-from backend import __version__
-from backend.core.errors import DatasetError
-from backend.core.progress import Progress, quiet
-from backend.pipeline.ingest import publish, staging
-from backend.science.clustering import popcounts
-from backend.store import datasets as ds
-from backend.store.atomic import read_json
-from backend.store.relayout import copy_other_entries, cut_molecules, cut_result
-from backend.store.results import MANIFEST, all_results_locked, list_result_keys
-from backend.store.shards import (
+from orientscope import __version__
+from orientscope.core.errors import DatasetError
+from orientscope.core.progress import Progress, quiet
+from orientscope.pipeline.ingest import publish, staging
+from orientscope.science.clustering import popcounts
+from orientscope.store import datasets as ds
+from orientscope.store.atomic import read_json
+from orientscope.store.relayout import copy_other_entries, cut_molecules, cut_result
+from orientscope.store.results import MANIFEST, all_results_locked, list_result_keys
+from orientscope.store.shards import (
     SHARDED,
     is_sharded,
     shard_array_path,

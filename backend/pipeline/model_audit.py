@@ -1,8 +1,8 @@
 """Model audit of a stored dataset: read a predictions file, match it, compute the figures, store them.
 
-The predictions (see :mod:`backend.loaders.predictions`) are matched to the
+The predictions (see :mod:`orientscope.loaders.predictions`) are matched to the
 dataset's molecules by exact id. Per property, and per split when the file
-has one, :mod:`backend.science.model_audit` computes the figures on the
+has one, :mod:`orientscope.science.model_audit` computes the figures on the
 molecules found; the p-values are Holm-adjusted across every figure set of
 the audit. The classifier scores and the orientation-only regression come
 from the dataset's active result (null, with a reason, if it has none).
@@ -20,17 +20,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import frame_dependent_properties
-from backend.core.errors import DatasetError
-from backend.core.limits import Limits
-from backend.core.progress import Progress, quiet
-from backend.core.settings import DEFAULT_SEED, display_name
-from backend.loaders.predictions import Predictions, read_predictions
-from backend.science import model_audit as sci
-from backend.science.rotations import derived_seed
-from backend.store import audits as store
-from backend.store import datasets as ds
-from backend.store.results import ResultStore
+from orientscope.core.dataset import frame_dependent_properties
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress, quiet
+from orientscope.core.settings import DEFAULT_SEED, display_name
+from orientscope.loaders.predictions import Predictions, read_predictions
+from orientscope.science import model_audit as sci
+from orientscope.science.rotations import derived_seed
+from orientscope.store import audits as store
+from orientscope.store import datasets as ds
+from orientscope.store.results import ResultStore
 
 log = logging.getLogger(__name__)
 

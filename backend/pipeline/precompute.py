@@ -6,20 +6,20 @@ import logging
 import time
 from pathlib import Path
 
-from backend.core.dataset import MoleculeSet, select_rows
-from backend.core.errors import NotFoundError
-from backend.core.progress import Progress, scaled
-from backend.core.settings import DEFAULT_SEED, validate_id
-from backend.pipeline.builtin import BUILTIN
-from backend.pipeline.engine import Engine, choose_cluster, parse_cluster
-from backend.pipeline.migrate import migrate_dataset
-from backend.pipeline.sharded import precompute_sharded
-from backend.pipeline.stage import StageContext
-from backend.pipeline.stages import STAGES, stage_by_name
-from backend.science.frames import FRAME_METHODS, SIGN_RULES
-from backend.store import datasets as ds
-from backend.store.results import ResultStore
-from backend.store.shards import is_sharded
+from orientscope.core.dataset import MoleculeSet, select_rows
+from orientscope.core.errors import NotFoundError
+from orientscope.core.progress import Progress, scaled
+from orientscope.core.settings import DEFAULT_SEED, validate_id
+from orientscope.pipeline.builtin import BUILTIN
+from orientscope.pipeline.engine import Engine, choose_cluster, parse_cluster
+from orientscope.pipeline.migrate import migrate_dataset
+from orientscope.pipeline.sharded import precompute_sharded
+from orientscope.pipeline.stage import StageContext
+from orientscope.pipeline.stages import STAGES, stage_by_name
+from orientscope.science.frames import FRAME_METHODS, SIGN_RULES
+from orientscope.store import datasets as ds
+from orientscope.store.results import ResultStore
+from orientscope.store.shards import is_sharded
 
 log = logging.getLogger(__name__)
 

@@ -37,12 +37,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.groups import GROUP_KINDS
-from backend.core.orientations_schema import Q_COLUMNS, R_COLUMNS
-from backend.pipeline.engine import Engine
-from backend.pipeline.shard_stages import ShardJob
-from backend.pipeline.stage import StageOutput
-from backend.pipeline.stages.chemistry import (
+from orientscope.core.groups import GROUP_KINDS
+from orientscope.core.orientations_schema import Q_COLUMNS, R_COLUMNS
+from orientscope.pipeline.engine import Engine
+from orientscope.pipeline.shard_stages import ShardJob
+from orientscope.pipeline.stage import StageOutput
+from orientscope.pipeline.stages.chemistry import (
     CLUSTER_SAMPLE,
     CLUSTER_THRESHOLD,
     MOLECULE_COLUMNS,
@@ -57,8 +57,8 @@ from backend.pipeline.stages.chemistry import (
     similarity_pool,
     stage_output,
 )
-from backend.science.chemistry import compute_chemistry
-from backend.science.clustering import (
+from orientscope.science.chemistry import compute_chemistry
+from orientscope.science.clustering import (
     TanimotoIndex,
     assign_to_leaders,
     cluster_sample,
@@ -66,7 +66,7 @@ from backend.science.clustering import (
     popcounts,
     seeded_leaders,
 )
-from backend.science.group_stats import (
+from orientscope.science.group_stats import (
     SPREAD_BIN_DEG,
     angle_partials,
     concentration_from_axes,
@@ -77,10 +77,10 @@ from backend.science.group_stats import (
     merge_angle_partials,
     merge_group_sums,
 )
-from backend.science.rotations import derived_seed
-from backend.science.similarity import pair_queries, partner_pool
-from backend.store.datasets import read_meta
-from backend.store.shards import (
+from orientscope.science.rotations import derived_seed
+from orientscope.science.similarity import pair_queries, partner_pool
+from orientscope.store.datasets import read_meta
+from orientscope.store.shards import (
     read_shard,
     read_shard_table,
     shard_array_path,

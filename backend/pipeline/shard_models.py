@@ -30,14 +30,14 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from backend.core.dataset import frame_dependent_properties
-from backend.pipeline.engine import Engine
-from backend.pipeline.frames_table import frames_from_table
-from backend.pipeline.shard_regression import RegressionJob, regression_partial, regression_section
-from backend.pipeline.shard_stages import WHICH, ShardJob
-from backend.pipeline.stage import StageOutput
-from backend.pipeline.stages.models import CLASSIFIER, NO_PROPERTIES, REGRESSION, SCORE_FEATURES, score_column
-from backend.science.classifiers import (
+from orientscope.core.dataset import frame_dependent_properties
+from orientscope.pipeline.engine import Engine
+from orientscope.pipeline.frames_table import frames_from_table
+from orientscope.pipeline.shard_regression import RegressionJob, regression_partial, regression_section
+from orientscope.pipeline.shard_stages import WHICH, ShardJob
+from orientscope.pipeline.stage import StageOutput
+from orientscope.pipeline.stages.models import CLASSIFIER, NO_PROPERTIES, REGRESSION, SCORE_FEATURES, score_column
+from orientscope.science.classifiers import (
     FEATURE_SETS,
     composition_features,
     detection_metrics,
@@ -45,11 +45,11 @@ from backend.science.classifiers import (
     grouped_folds,
     pose_features,
 )
-from backend.science.counter_rng import haar_rotations, subsample, uniforms
-from backend.science.frames import compute_frames
-from backend.science.rotations import derived_seed, rotate_molecules
-from backend.store.datasets import read_meta
-from backend.store.shards import read_shard, read_shard_table, write_shard_table
+from orientscope.science.counter_rng import haar_rotations, subsample, uniforms
+from orientscope.science.frames import compute_frames
+from orientscope.science.rotations import derived_seed, rotate_molecules
+from orientscope.store.datasets import read_meta
+from orientscope.store.shards import read_shard, read_shard_table, write_shard_table
 
 TRAIN_MOLECULES = 200_000
 MIN_MOLECULES = 20

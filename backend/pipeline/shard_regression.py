@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.pipeline.stages.models import REGRESSION, regression_rows
-from backend.science.counter_rng import uniforms
-from backend.science.ordered_sums import block_partial, merge_block_partials
-from backend.science.regression import cross_fit_predictions, error_terms, fit_regressor, regression_summary
+from orientscope.pipeline.stages.models import REGRESSION, regression_rows
+from orientscope.science.counter_rng import uniforms
+from orientscope.science.ordered_sums import block_partial, merge_block_partials
+from orientscope.science.regression import cross_fit_predictions, error_terms, fit_regressor, regression_summary
 
 
 @dataclass(frozen=True)

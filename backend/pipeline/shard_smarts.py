@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.pipeline.engine import Engine, ShardProgress
-from backend.science import substructure
-from backend.science.chemistry import molecule_graph
-from backend.store.datasets import read_meta, read_molecule_tables
-from backend.store.shards import is_sharded, read_shard_table, shard_refs, shard_table_paths
+from orientscope.pipeline.engine import Engine, ShardProgress
+from orientscope.science import substructure
+from orientscope.science.chemistry import molecule_graph
+from orientscope.store.datasets import read_meta, read_molecule_tables
+from orientscope.store.shards import is_sharded, read_shard_table, shard_refs, shard_table_paths
 
 STAGE = "chemistry"
 

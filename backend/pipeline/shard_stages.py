@@ -22,14 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.orientations_schema import Q_COLUMNS, R_COLUMNS
-from backend.pipeline.frames_table import frames_to_table
-from backend.pipeline.stage import StageOutput
-from backend.pipeline.stages.frames import degenerate_summary
-from backend.science.counter_rng import haar_rotations, half_split, subsample, uniforms
-from backend.science.frames import compute_frames
-from backend.science.rotations import geodesic_angle, rotate_molecules
-from backend.science.so3_partial import (
+from orientscope.core.orientations_schema import Q_COLUMNS, R_COLUMNS
+from orientscope.pipeline.frames_table import frames_to_table
+from orientscope.pipeline.stage import StageOutput
+from orientscope.pipeline.stages.frames import degenerate_summary
+from orientscope.science.counter_rng import haar_rotations, half_split, subsample, uniforms
+from orientscope.science.frames import compute_frames
+from orientscope.science.rotations import geodesic_angle, rotate_molecules
+from orientscope.science.so3_partial import (
     KL_AT_N,
     KLPart,
     fine_angle_counts,
@@ -39,9 +39,9 @@ from backend.science.so3_partial import (
     kl_plan,
     ks_from_counts,
 )
-from backend.science.so3_stats import kernel_sums
-from backend.store.datasets import read_meta
-from backend.store.shards import ShardRef, read_shard, read_shard_table, write_shard_table
+from orientscope.science.so3_stats import kernel_sums
+from orientscope.store.datasets import read_meta
+from orientscope.store.shards import ShardRef, read_shard, read_shard_table, write_shard_table
 
 WHICH = ("original", "control")
 K_NEIGHBOURS = 5

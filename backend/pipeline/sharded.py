@@ -13,11 +13,11 @@ import logging
 import time
 from pathlib import Path
 
-from backend.core.progress import Progress, scaled
-from backend.pipeline.engine import Engine
-from backend.pipeline.shard_chemistry import run_chemistry
-from backend.pipeline.shard_models import run_models
-from backend.pipeline.shard_stages import (
+from orientscope.core.progress import Progress, scaled
+from orientscope.pipeline.engine import Engine
+from orientscope.pipeline.shard_chemistry import run_chemistry
+from orientscope.pipeline.shard_models import run_models
+from orientscope.pipeline.shard_stages import (
     K_NEIGHBOURS,
     WHICH,
     AngleJob,
@@ -35,11 +35,11 @@ from backend.pipeline.shard_stages import (
     reference_candidates,
     statistics_section,
 )
-from backend.pipeline.stage import StageOutput
-from backend.science.so3_partial import KL_AT_N
-from backend.store.datasets import read_meta
-from backend.store.results import ResultStore
-from backend.store.shards import shard_refs
+from orientscope.pipeline.stage import StageOutput
+from orientscope.science.so3_partial import KL_AT_N
+from orientscope.store.datasets import read_meta
+from orientscope.store.results import ResultStore
+from orientscope.store.shards import shard_refs
 
 log = logging.getLogger(__name__)
 

@@ -24,16 +24,16 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.dataset import check_frame_dependent
-from backend.core.errors import DatasetError, OrientScopeError
-from backend.core.limits import Limits
-from backend.core.progress import Progress, quiet, scaled
-from backend.loaders.detect import EXTENSIONS, load_path
-from backend.loaders.parquet_orientations import is_store_folder
-from backend.pipeline.engine import Engine, choose_cluster
-from backend.pipeline.ingest import ingest_meta, new_dataset_id, publish, staging
-from backend.store import datasets as ds
-from backend.store.shards import (
+from orientscope.core.dataset import check_frame_dependent
+from orientscope.core.errors import DatasetError, OrientScopeError
+from orientscope.core.limits import Limits
+from orientscope.core.progress import Progress, quiet, scaled
+from orientscope.loaders.detect import EXTENSIONS, load_path
+from orientscope.loaders.parquet_orientations import is_store_folder
+from orientscope.pipeline.engine import Engine, choose_cluster
+from orientscope.pipeline.ingest import ingest_meta, new_dataset_id, publish, staging
+from orientscope.store import datasets as ds
+from orientscope.store.shards import (
     SHARDED,
     SHARDS,
     ShardRef,
@@ -141,9 +141,9 @@ def ingest_files(
     """Ingest ``inputs`` as one sharded dataset and run its stages (all, or ``stages``); its meta.
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
-    addition to those the loaders declare (see :func:`~backend.pipeline.ingest.store_and_precompute`).
+    addition to those the loaders declare (see :func:`~orientscope.pipeline.ingest.store_and_precompute`).
     """
-    from backend.pipeline.precompute import make_params, precompute
+    from orientscope.pipeline.precompute import make_params, precompute
 
     data_dir = Path(data_dir)
     files = expand_inputs(inputs)

@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.errors import Busy, NotFoundError, Unavailable
-from backend.pipeline.engine import Engine, choose_cluster
-from backend.pipeline.jobs import (
+from orientscope.core.errors import Busy, NotFoundError, Unavailable
+from orientscope.pipeline.engine import Engine, choose_cluster
+from orientscope.pipeline.jobs import (
     ACTIVE,
     DONE,
     FAILED,
@@ -51,8 +51,8 @@ from backend.pipeline.jobs import (
     stored_job_records,
     wait_for,
 )
-from backend.pipeline.shard_smarts import search_dataset
-from backend.store.atomic import atomic_write_bytes, atomic_write_json
+from orientscope.pipeline.shard_smarts import search_dataset
+from orientscope.store.atomic import atomic_write_bytes, atomic_write_json
 
 log = logging.getLogger(__name__)
 

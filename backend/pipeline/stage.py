@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import MoleculeSet
-from backend.core.progress import Progress
-from backend.pipeline.frames_table import frames_from_table
-from backend.science.frames import Frames
-from backend.science.rotations import derived_seed, random_rotations
-from backend.store.results import ResultStore
+from orientscope.core.dataset import MoleculeSet
+from orientscope.core.progress import Progress
+from orientscope.pipeline.frames_table import frames_from_table
+from orientscope.science.frames import Frames
+from orientscope.science.rotations import derived_seed, random_rotations
+from orientscope.store.results import ResultStore
 
 
 @dataclass

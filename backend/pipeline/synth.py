@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.dataset import MoleculeSet
-from backend.science.counter_rng import axis_angle_rotations, haar_rotations, normals, unit_vectors
-from backend.science.rotations import rotate_molecules
+from orientscope.core.dataset import MoleculeSet
+from orientscope.science.counter_rng import axis_angle_rotations, haar_rotations, normals, unit_vectors
+from orientscope.science.rotations import rotate_molecules
 
 BIASES = ("uniform", "qm9")
 DEFAULT_BLUR_DEG = 10.0
@@ -102,7 +102,7 @@ def write_synth(
     manifest comes last, so a folder with ``synth.json`` is a whole set.
     """
     if source is None:
-        from backend.loaders.qm9 import load_qm9
+        from orientscope.loaders.qm9 import load_qm9
 
         source = load_qm9()
     out_dir = Path(out_dir)

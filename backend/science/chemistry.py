@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backend.core.dataset import MoleculeSet
-from backend.core.elements import hill_formulas
-from backend.core.progress import Progress, quiet
+from orientscope.core.dataset import MoleculeSet
+from orientscope.core.elements import hill_formulas
+from orientscope.core.progress import Progress, quiet
 
 log = logging.getLogger(__name__)
 

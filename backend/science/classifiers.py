@@ -33,10 +33,10 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import GroupKFold
 from threadpoolctl import threadpool_limits
 
-from backend.core.progress import Progress, scaled
-from backend.science.frames import Frames, compute_frames
-from backend.science.rotations import rotate_molecules
-from backend.science.segments import owner_index
+from orientscope.core.progress import Progress, scaled
+from orientscope.science.frames import Frames, compute_frames
+from orientscope.science.rotations import rotate_molecules
+from orientscope.science.segments import owner_index
 
 FEATURE_SETS = ("frame", "frame+composition", "atom-order")
 COMPOSITION_ELEMENTS = (1, 6, 7, 8, 9)  # H, C, N, O, F; everything else counts as "other"

@@ -1,6 +1,6 @@
 """Tanimoto search and clustering over packed fingerprints, without an N x N matrix.
 
-Fingerprints are ``(n, n_words)`` uint64 rows (see :mod:`backend.science.chemistry`).
+Fingerprints are ``(n, n_words)`` uint64 rows (see :mod:`orientscope.science.chemistry`).
 
 * :class:`TanimotoIndex`: exact Tanimoto search (k most similar, nearest
   neighbour of many queries) keeping the packed 64-bit words, word-major.
@@ -15,7 +15,7 @@ Fingerprints are ``(n, n_words)`` uint64 rows (see :mod:`backend.science.chemist
   datasets the leaders are found on a seeded sample and every other molecule
   joins its most similar leader if that is >= the threshold (else -1). The
   sample and the visiting order are counter-based draws by global index
-  (:mod:`backend.science.counter_rng`), so a sharded run finds the same clusters.
+  (:mod:`orientscope.science.counter_rng`), so a sharded run finds the same clusters.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from backend.science.counter_rng import subsample, uniforms
+from orientscope.science.counter_rng import subsample, uniforms
 
 # Re-compact the inverted index once this fraction of its entries is assigned.
 COMPACT_FRACTION = 0.2
@@ -90,7 +90,7 @@ class TanimotoIndex:
     QM9's 134k 2048-bit fingerprints): a query touches only the words where
     its own bits are set (a few of 32 for a sparse Morgan fingerprint), each a
     contiguous scan. The loops are fused numba kernels
-    (:mod:`backend.science.tanimoto_kernels`, which says why).
+    (:mod:`orientscope.science.tanimoto_kernels`, which says why).
 
     Parameters
     ----------
@@ -110,7 +110,7 @@ class TanimotoIndex:
     def intersections(self, i: int) -> np.ndarray:
         """(n,) int64 number of bits row ``i`` shares with every row."""
         inter = np.zeros(len(self), np.int64)
-        from backend.science.tanimoto_kernels import intersections
+        from orientscope.science.tanimoto_kernels import intersections
 
         intersections(self.columns_, int(i), inter)
         return inter
@@ -146,7 +146,7 @@ class TanimotoIndex:
         nn = np.full(len(queries), -1, np.int64)
         best = np.zeros(len(queries))
         inter = np.zeros(len(self), np.int64)
-        from backend.science.tanimoto_kernels import nearest as kernel
+        from orientscope.science.tanimoto_kernels import nearest as kernel
 
         for k, i in enumerate(queries):
             j, sim = kernel(self.columns_, self.counts_, self.candidates_, int(i), inter)
@@ -160,7 +160,7 @@ class ShardedTanimotoScan:
 
     Gives the answers of :class:`TanimotoIndex` over the shards' rows concatenated, without
     holding the fingerprints: only the (n,) uint16 bit counts are kept (20 MB at 10M).
-    A query holds a running top-k (:func:`~backend.science.tanimoto_kernels.top_k_scan`).
+    A query holds a running top-k (:func:`~orientscope.science.tanimoto_kernels.top_k_scan`).
     Since T(a, b) <= min(|a|, |b|) / max(|a|, |b|), the bound of a row follows from its bit
     count: the rows are visited in bands of that bound, best first (:data:`BOUND_BANDS`; each
     band a pass over the bit counts), and once k rows are held a row whose bound cannot beat
@@ -213,7 +213,7 @@ class ShardedTanimotoScan:
         return [run.tolist() for run in np.split(np.arange(len(self.shards_)), cut) if len(run)]
 
     def _scan(self, shard_numbers: list[int], query, query_count: int, skip: int, bound, k: int):
-        from backend.science.tanimoto_kernels import top_k_scan
+        from orientscope.science.tanimoto_kernels import top_k_scan
 
         top_sim, top_row, n_top = np.full(k, -np.inf), np.full(k, -1, np.int64), 0
         for hi, lo in itertools.pairwise(BOUND_BANDS):

@@ -18,7 +18,7 @@ import hashlib
 
 import numpy as np
 
-from backend.science.rotations import quaternion_to_matrix
+from orientscope.science.rotations import quaternion_to_matrix
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backend.core.elements import MASSES_DA
-from backend.science.rotations import matrix_to_quaternion
-from backend.science.segments import owner_index, segment_max, segment_sum
+from orientscope.core.elements import MASSES_DA
+from orientscope.science.rotations import matrix_to_quaternion
+from orientscope.science.segments import owner_index, segment_max, segment_sum
 
 FRAME_METHODS = ("pca", "pca-mass", "inertia")
 SIGN_RULES = ("max", "count")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.science.rotations import quaternion_angle
+from orientscope.science.rotations import quaternion_angle
 
 GROUP_COLUMNS = ["group", "size", "qx", "qy", "qz", "qw", "spread_deg", "concentration", "typical_index"]
 

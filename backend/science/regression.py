@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from backend.science.classifiers import grouped_folds
-from backend.science.ordered_sums import ordered_sums
-from backend.science.rotations import matrix_to_quaternion
+from orientscope.science.classifiers import grouped_folds
+from orientscope.science.ordered_sums import ordered_sums
+from orientscope.science.rotations import matrix_to_quaternion
 
 
 class SO3NeighborsRegressor:

@@ -12,7 +12,7 @@ import hashlib
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from backend.science.segments import owner_index, segment_sum
+from orientscope.science.segments import owner_index, segment_sum
 
 # Proper diagonal sign flips diag(s0, s1, s0*s1): the ambiguity of PCA axes signs.
 SIGN_FLIPS = np.array(

@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import binom
 
-from backend.science.clustering import TanimotoIndex
-from backend.science.counter_rng import subsample
-from backend.science.rotations import geodesic_angle
+from orientscope.science.clustering import TanimotoIndex
+from orientscope.science.counter_rng import subsample
+from orientscope.science.rotations import geodesic_angle
 
 DEFAULT_THRESHOLD_DEG = 30.0
 

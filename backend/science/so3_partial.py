@@ -26,8 +26,8 @@ from scipy.special import digamma
 from scipy.stats import kstwo
 from scipy.stats import t as student_t
 
-from backend.science.counter_rng import subsample, uniforms
-from backend.science.so3_stats import (
+from orientscope.science.counter_rng import subsample, uniforms
+from orientscope.science.so3_stats import (
     SO3_MOD_SIGNS_VOLUME,
     SO3_VOLUME,
     haar_angle_cdf,

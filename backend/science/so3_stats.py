@@ -15,7 +15,7 @@ from scipy.spatial import cKDTree
 from scipy.special import digamma
 from scipy.stats import kstest
 
-from backend.science.rotations import (
+from orientscope.science.rotations import (
     chord_to_angle,
     geodesic_angle,
     matrix_to_quaternion,

@@ -1,4 +1,4 @@
-"""Numba kernels of :class:`backend.science.clustering.TanimotoIndex` (imported on first use).
+"""Numba kernels of :class:`orientscope.science.clustering.TanimotoIndex` (imported on first use).
 
 Why numba: numpy needs three passes per fingerprint word (AND, popcount, add)
 where a fused loop needs one. Measured on 130k random 2048-bit fingerprints

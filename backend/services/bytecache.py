@@ -14,7 +14,7 @@ budget so that entries of very different sizes do not evict each other:
 * :func:`map_cache`, ``ORIENTSCOPE_MAP_CACHE_MB``: the map's points (hundreds of MB
   at 10M molecules, 15 MB for QM9);
 * the loaded dataset views, ``ORIENTSCOPE_VIEW_CACHE_MB`` (about 360 MB for a
-  warmed QM9), see :mod:`backend.services.cache`.
+  warmed QM9), see :mod:`orientscope.services.cache`.
 
 An item larger than its budget is built and served but not kept.
 """

@@ -23,16 +23,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import MoleculeSet
-from backend.core.errors import NotFoundError
-from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
-from backend.core.settings import validate_id
-from backend.services.bytecache import ByteBudgetCache, budget_bytes, nbytes, release_freed_memory
-from backend.services.results import open_result
-from backend.store import columns as cols
-from backend.store import datasets as ds
-from backend.store.results import MANIFEST, ResultStore
-from backend.store.shards import is_sharded, shard_table_paths
+from orientscope.core.dataset import MoleculeSet
+from orientscope.core.errors import NotFoundError
+from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
+from orientscope.core.settings import validate_id
+from orientscope.services.bytecache import ByteBudgetCache, budget_bytes, nbytes, release_freed_memory
+from orientscope.services.results import open_result
+from orientscope.store import columns as cols
+from orientscope.store import datasets as ds
+from orientscope.store.results import MANIFEST, ResultStore
+from orientscope.store.shards import is_sharded, shard_table_paths
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 
-from backend.core.elements import MAX_Z, symbol_to_z
-from backend.core.errors import DatasetError
-from backend.core.limits import LimitExceeded, Limits
-from backend.loaders.xyz import read_xyz_text
-from backend.science.frames import FRAME_METHODS, SIGN_RULES, frame_of_molecule
-from backend.services.errors import InvalidInput
+from orientscope.core.elements import MAX_Z, symbol_to_z
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import LimitExceeded, Limits
+from orientscope.loaders.xyz import read_xyz_text
+from orientscope.science.frames import FRAME_METHODS, SIGN_RULES, frame_of_molecule
+from orientscope.services.errors import InvalidInput
 
 # Default atom limit of one canonicalisation request (ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE overrides it).
 MAX_ATOMS = Limits().max_atoms_per_molecule

@@ -9,12 +9,12 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from backend.services.bytecache import shared_cache
-from backend.services.cache import check_dataset_id, get_view
-from backend.services.report import build_report
-from backend.store import datasets as ds
-from backend.store.atomic import read_json
-from backend.store.results import MANIFEST
+from orientscope.services.bytecache import shared_cache
+from orientscope.services.cache import check_dataset_id, get_view
+from orientscope.services.report import build_report
+from orientscope.store import datasets as ds
+from orientscope.store.atomic import read_json
+from orientscope.store.results import MANIFEST
 
 READY, COMPUTING, FAILED = "ready", "computing", "failed"
 

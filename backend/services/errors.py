@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from backend.core.errors import DatasetError, NotReady, OrientScopeError
+from orientscope.core.errors import DatasetError, NotReady, OrientScopeError
 
 
 class InvalidInput(DatasetError):

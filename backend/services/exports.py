@@ -11,11 +11,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.core.errors import TooLarge
-from backend.core.limits import Limits
-from backend.core.settings import resolve_export_dir
-from backend.pipeline import export_jobs
-from backend.pipeline.export import (
+from orientscope.core.errors import TooLarge
+from orientscope.core.limits import Limits
+from orientscope.core.settings import resolve_export_dir
+from orientscope.pipeline import export_jobs
+from orientscope.pipeline.export import (
     EXPORT_FORMATS,
     MAX_COPIES,
     MODES,
@@ -24,7 +24,7 @@ from backend.pipeline.export import (
     export_dataset,
     export_filename,
 )
-from backend.store import datasets as ds
+from orientscope.store import datasets as ds
 
 __all__ = ["EXPORT_FORMATS", "MAX_COPIES", "MODES", "ExportFiles", "ExportRequest", "export_files", "export_now"]
 

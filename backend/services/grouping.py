@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from backend.core.elements import hill_formulas
-from backend.core.groups import GROUP_KINDS, UNGROUPED
-from backend.services.bytecache import nbytes
-from backend.services.cache import CHEMISTRY_MOLECULES, ColumnView, DatasetView
-from backend.services.errors import InvalidInput
-from backend.store.atomic import read_table
-from backend.store.shards import shard_table_paths
+from orientscope.core.elements import hill_formulas
+from orientscope.core.groups import GROUP_KINDS, UNGROUPED
+from orientscope.services.bytecache import nbytes
+from orientscope.services.cache import CHEMISTRY_MOLECULES, ColumnView, DatasetView
+from orientscope.services.errors import InvalidInput
+from orientscope.store.atomic import read_table
+from orientscope.store.shards import shard_table_paths
 
 CHEMISTRY_STAGE = "chemistry"
 _LEADER_IN_OLD_LABEL = re.compile(r"\(leader (.+)\)$")  # results written before clusters had a leader_id column

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.services.cache import DatasetView, get_view
-from backend.services.errors import NotComputed
-from backend.services.grouping import (
+from orientscope.services.cache import DatasetView, get_view
+from orientscope.services.errors import NotComputed
+from orientscope.services.grouping import (
     GROUP_KINDS,
     UNGROUPED,
     check_group_kind,

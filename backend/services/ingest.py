@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.pipeline import ingest
-from backend.services.datasets import DatasetInfo, dataset_info
-from backend.store import datasets as ds
+from orientscope.pipeline import ingest
+from orientscope.services.datasets import DatasetInfo, dataset_info
+from orientscope.store import datasets as ds
 
 
 def rename_dataset(data_dir: Path, dataset_id: str, name: str) -> DatasetInfo:

@@ -1,7 +1,7 @@
 """Background jobs of one server: ingest and model-audit jobs (writes) and export jobs (reads), and their state.
 
 The API keeps one ``BackgroundJobs`` per app and calls these functions only; the
-job managers of ``backend.pipeline`` do the work.
+job managers of ``orientscope.pipeline`` do the work.
 """
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from backend.core.errors import NotFoundError
-from backend.core.limits import Limits
-from backend.core.settings import resolve_export_dir
-from backend.pipeline import export_jobs
-from backend.pipeline.export import ExportRequest
-from backend.pipeline.jobs import STATES, JobManager, read_job
-from backend.pipeline.jobs import list_jobs as list_ingest_jobs
-from backend.services import smarts_search
+from orientscope.core.errors import NotFoundError
+from orientscope.core.limits import Limits
+from orientscope.core.settings import resolve_export_dir
+from orientscope.pipeline import export_jobs
+from orientscope.pipeline.export import ExportRequest
+from orientscope.pipeline.jobs import STATES, JobManager, read_job
+from orientscope.pipeline.jobs import list_jobs as list_ingest_jobs
+from orientscope.services import smarts_search
 
 
 class BackgroundJobs:

@@ -7,7 +7,7 @@ the counter-based keys of (seed, point), so it is never stored and any subset of
 points sorts into it on its own. At 10M molecules the map data holds about
 370 MB (x, y 240 MB, ids as one Arrow string column 120 MB, degenerate flags).
 Results are kept in the process's byte-bounded cache
-(``backend.services.bytecache``) per (data dir, dataset, result, table), and a
+(``orientscope.services.bytecache``) per (data dir, dataset, result, table), and a
 changed manifest makes a new key.
 """
 
@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from backend.science.counter_rng import random_bits
-from backend.science.rotations import derived_seed
-from backend.science.sphere import (
+from orientscope.science.counter_rng import random_bits
+from orientscope.science.rotations import derived_seed
+from orientscope.science.sphere import (
     SQRT2,
     axes_lonlat_deg,
     mollweide_graticule,
@@ -33,15 +33,15 @@ from backend.science.sphere import (
     mollweide_vectors,
     mollweide_xy,
 )
-from backend.services.bytecache import map_cache, nbytes, release_freed_memory
-from backend.services.cache import column_view_above
-from backend.services.results import open_result
-from backend.store import map_arrays
-from backend.store.atomic import read_table
-from backend.store.columns import hash_ids
-from backend.store.datasets import read_meta
-from backend.store.results import MANIFEST
-from backend.store.shards import is_sharded, shard_table_paths
+from orientscope.services.bytecache import map_cache, nbytes, release_freed_memory
+from orientscope.services.cache import column_view_above
+from orientscope.services.results import open_result
+from orientscope.store import map_arrays
+from orientscope.store.atomic import read_table
+from orientscope.store.columns import hash_ids
+from orientscope.store.datasets import read_meta
+from orientscope.store.results import MANIFEST
+from orientscope.store.shards import is_sharded, shard_table_paths
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class MapData:
     seed : key of the draw order (:meth:`draw_keys`)
     id_index : (sorted id hashes, row of each) for :meth:`row_of` without a scan, or None
     default_view : the stored x-sorted points of axes 1, 2, 3 without a filter, or None
-    (both come with map arrays stored by :mod:`backend.store.map_arrays`)
+    (both come with map arrays stored by :mod:`orientscope.store.map_arrays`)
     """
 
     dataset_id: str
@@ -239,7 +239,7 @@ class MapData:
 def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", params: dict | None = None) -> MapData:
     """Map data of a dataset's active (or given) result; ``table`` is "original" or "control".
 
-    Stored map arrays (:mod:`backend.store.map_arrays`) are memory-mapped when there are any; a large
+    Stored map arrays (:mod:`orientscope.store.map_arrays`) are memory-mapped when there are any; a large
     sharded set without them has them written beside its memory-mapped columns on first use, so a
     restarted server opens them in milliseconds; any other set is projected into memory.
     """

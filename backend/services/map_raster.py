@@ -1,6 +1,6 @@
 """The orientation map at any size: every point of a view aggregated onto the screen's pixel grid.
 
-Above the point budget (:func:`backend.core.settings.map_point_budget`) the
+Above the point budget (:func:`orientscope.core.settings.map_point_budget`) the
 points of a view inside the viewport are aggregated by datashader onto a
 ``width × height`` grid whose pixel edges are ``linspace(x0, x1, width + 1)``
 and ``linspace(y0, y1, height + 1)`` (both ends inclusive, as in
@@ -26,7 +26,7 @@ Shading rules (documented so that a test can check them pixel by pixel):
   matches are drawn over it in one colour with the same log-count opacity.
 
 A view's points are held sorted by x within 32 bands of y
-(:func:`backend.services.map_data.banded_order`): a viewport reads one run of
+(:func:`orientscope.services.map_data.banded_order`): a viewport reads one run of
 rows per band it crosses, and the nearest-point lookup of a click scans the
 runs within its radius (compiled with numba): at 30M points a few
 milliseconds and no memory, where a k-d tree would hold about a gigabyte.
@@ -47,13 +47,13 @@ import numba
 import numpy as np
 import pandas as pd
 
-from backend.core.palette import HIGHLIGHT, OKABE_ITO, OTHER_GREY
-from backend.core.settings import map_point_budget
-from backend.science.sphere import SQRT2
-from backend.services.bytecache import shared_cache
-from backend.services.errors import InvalidInput
-from backend.services.map_data import band_ranges, band_starts, banded_order
-from backend.services.map_view import N_GROUP_COLORS, MapPoints, MapQuery, sorted_by_x, view_points
+from orientscope.core.palette import HIGHLIGHT, OKABE_ITO, OTHER_GREY
+from orientscope.core.settings import map_point_budget
+from orientscope.science.sphere import SQRT2
+from orientscope.services.bytecache import shared_cache
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_data import band_ranges, band_starts, banded_order
+from orientscope.services.map_view import N_GROUP_COLORS, MapPoints, MapQuery, sorted_by_x, view_points
 
 
 class _OnFirstUse:
@@ -269,7 +269,7 @@ _BAND_RANGES = band_ranges()
 
 @dataclass(frozen=True, eq=False)
 class _SortedView:
-    """A view's points sorted by x within bands of y (:func:`backend.services.map_data.banded_order`), as
+    """A view's points sorted by x within bands of y (:func:`orientscope.services.map_data.banded_order`), as
     the DataFrame datashader reads: a region is then one run of rows per band it crosses.
 
     frame columns: x, y (float32), c (category) or v (float32 value), r (int32 molecule row), and
@@ -645,8 +645,8 @@ def prepare(points: MapPoints) -> None:
 def warm_up() -> None:
     """Compile the numba kernels and datashader's aggregation paths on a tiny view (a few seconds, once),
     through the same code a request runs, so that every specialisation is compiled."""
-    from backend.services.map_data import MapData
-    from backend.services.map_view import MapColors, MapQuery
+    from orientscope.services.map_data import MapData
+    from orientscope.services.map_view import MapColors, MapQuery
 
     rng = np.random.default_rng(0)
     n = 64

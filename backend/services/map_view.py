@@ -1,10 +1,10 @@
 """From a map view (axes, colour-by, group filter, SMARTS) to the points it shows and their colours.
 
-The map, its server-side image (:mod:`backend.services.map_raster`) and the
+The map, its server-side image (:mod:`orientscope.services.map_raster`) and the
 nearest-point lookup all resolve a view through :func:`view_points`, so a
 pixel, a click and a drawn point always refer to the same set of points.
 Resolved views are kept in the process's byte-bounded map cache
-(:func:`backend.services.bytecache.map_cache`). A view's points, sorted by x within bands of y, are shared by all
+(:func:`orientscope.services.bytecache.map_cache`). A view's points, sorted by x within bands of y, are shared by all
 its colourings (at 30M points they hold about 390 MB; a colouring adds 30-120 MB).
 """
 
@@ -20,16 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from backend.core.errors import NotFoundError
-from backend.core.groups import UNGROUPED
-from backend.core.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
-from backend.services import grouping
-from backend.services.bytecache import map_cache, nbytes, release_freed_memory
-from backend.services.cache import get_view
-from backend.services.errors import InvalidInput
-from backend.services.map_data import AXES, TABLES, MapData, banded_order, load_map_data, sorted_points
-from backend.services.model_audits import prediction_shift
-from backend.services.molecules import match_smarts
+from orientscope.core.errors import NotFoundError
+from orientscope.core.groups import UNGROUPED
+from orientscope.core.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
+from orientscope.services import grouping
+from orientscope.services.bytecache import map_cache, nbytes, release_freed_memory
+from orientscope.services.cache import get_view
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_data import AXES, TABLES, MapData, banded_order, load_map_data, sorted_points
+from orientscope.services.model_audits import prediction_shift
+from orientscope.services.molecules import match_smarts
 
 AXIS_NAMES = {1: "axis 1 (largest spread)", 2: "axis 2", 3: "axis 3 (smallest spread)"}
 N_GROUP_COLORS = len(GROUP_COLORS)
@@ -104,7 +104,7 @@ class MapPoints:
     x, y : (m,) float32 Mollweide coordinates; rows : (m,) int32 molecule row (into ``md.ids``);
     axis : (m,) int8 axis 1..3; highlight : (m,) bool SMARTS match, or None without a pattern.
     n_molecules : molecules that pass the group filter; n_matches : of them, matching the SMARTS.
-    x_sorted : the arrays are sorted by x within bands of y (:func:`backend.services.map_data.banded_order`,
+    x_sorted : the arrays are sorted by x within bands of y (:func:`orientscope.services.map_data.banded_order`,
     as :func:`view_points` stores a view); the draw order is
     the map data's seeded key order either way (:meth:`in_draw_order`).
     """
@@ -333,7 +333,7 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
 
 
 def sorted_by_x(points: MapPoints) -> MapPoints:
-    """The same view stored sorted by x within bands of y (:func:`backend.services.map_data.banded_order`).
+    """The same view stored sorted by x within bands of y (:func:`orientscope.services.map_data.banded_order`).
 
     The aggregation reads a region as a few runs of rows (an x-span in each band it crosses); stored
     this way, the view is that frame itself (at 30M points 420 MB, against 420 MB of arrays plus a 510 MB sorted copy), and

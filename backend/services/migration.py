@@ -6,7 +6,7 @@ import logging
 import threading
 from pathlib import Path
 
-from backend.pipeline.migrate import migrate_all
+from orientscope.pipeline.migrate import migrate_all
 
 log = logging.getLogger(__name__)
 

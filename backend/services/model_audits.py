@@ -3,7 +3,7 @@
 An audit is either stored (``state`` ``done``, the full record) or still a
 job (``queued``, ``running`` or ``failed``, with the job's message); both are
 found by the audit id. Submitting goes through the job manager
-(:meth:`backend.pipeline.jobs.JobManager.submit_audit`).
+(:meth:`orientscope.pipeline.jobs.JobManager.submit_audit`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow.csv as pcsv
 
-from backend.core.errors import DatasetError, NotFoundError
-from backend.loaders.predictions import check_header
-from backend.pipeline.jobs import DONE, list_jobs
-from backend.services.errors import InvalidInput
-from backend.store import audits as store
-from backend.store import datasets as ds
+from orientscope.core.errors import DatasetError, NotFoundError
+from orientscope.loaders.predictions import check_header
+from orientscope.pipeline.jobs import DONE, list_jobs
+from orientscope.services.errors import InvalidInput
+from orientscope.store import audits as store
+from orientscope.store import datasets as ds
 
 AUDIT_JOB = "audit"
 DOWNLOAD_FORMATS = ("csv", "parquet")

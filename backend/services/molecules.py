@@ -9,18 +9,18 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.elements import z_to_symbols
-from backend.loaders.sdf import sdf_block
-from backend.loaders.xyz import xyz_block
-from backend.pipeline.engine import IN_PROCESS, Engine, parse_cluster
-from backend.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
-from backend.science import substructure
-from backend.science.chemistry import molecule_graph
-from backend.services import smarts_search
-from backend.services.bytecache import shared_cache
-from backend.services.cache import DatasetView, get_view
-from backend.services.errors import InvalidInput, NotComputed
-from backend.services.grouping import (
+from orientscope.core.elements import z_to_symbols
+from orientscope.loaders.sdf import sdf_block
+from orientscope.loaders.xyz import xyz_block
+from orientscope.pipeline.engine import IN_PROCESS, Engine, parse_cluster
+from orientscope.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
+from orientscope.science import substructure
+from orientscope.science.chemistry import molecule_graph
+from orientscope.services import smarts_search
+from orientscope.services.bytecache import shared_cache
+from orientscope.services.cache import DatasetView, get_view
+from orientscope.services.errors import InvalidInput, NotComputed
+from orientscope.services.grouping import (
     GROUP_KINDS,
     UNGROUPED,
     check_group_kind,

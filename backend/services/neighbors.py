@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from backend.science.clustering import ShardedTanimotoScan, TanimotoIndex, words_from_bytes
-from backend.science.rotations import chord_to_angle
-from backend.services.cache import CHEMISTRY_FINGERPRINTS, ColumnView, DatasetView, get_view
-from backend.services.errors import InvalidInput, NotComputed
-from backend.store.columns import fingerprint_counts, fingerprint_shards, release_pages
+from orientscope.science.clustering import ShardedTanimotoScan, TanimotoIndex, words_from_bytes
+from orientscope.science.rotations import chord_to_angle
+from orientscope.services.cache import CHEMISTRY_FINGERPRINTS, ColumnView, DatasetView, get_view
+from orientscope.services.errors import InvalidInput, NotComputed
+from orientscope.store.columns import fingerprint_counts, fingerprint_shards, release_pages
 
 KINDS = ("pose", "chemistry")
 MAX_K = 100

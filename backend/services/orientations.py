@@ -10,9 +10,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from backend.core.orientations_schema import EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
-from backend.services.cache import ColumnView, DatasetView, get_view
-from backend.services.errors import InvalidInput
+from orientscope.core.orientations_schema import EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
+from orientscope.services.cache import ColumnView, DatasetView, get_view
+from orientscope.services.errors import InvalidInput
 
 FORMATS = ("json", "csv", "parquet")
 MEDIA_TYPES = {"json": "application/json", "csv": "text/csv", "parquet": "application/vnd.apache.parquet"}

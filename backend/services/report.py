@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from backend import __version__
-from backend.core.dataset import frame_dependent_properties
-from backend.services.results import open_result
-from backend.store import datasets as ds
-from backend.store.results import IN_PROCESS_ENGINE, ResultStore
+from orientscope import __version__
+from orientscope.core.dataset import frame_dependent_properties
+from orientscope.services.results import open_result
+from orientscope.store import datasets as ds
+from orientscope.store.results import IN_PROCESS_ENGINE, ResultStore
 
 # Internal bookkeeping that the public report does not need.
 _HIDDEN = {"reference_index"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from backend.services.report import format_kl, format_number
+from orientscope.services.report import format_kl, format_number
 
 # p-values under this are shown as a bound: below ~1e-300 a float p is 0 or denormal.
 P_FLOOR = 1e-300

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.core.errors import NotFoundError
-from backend.store import datasets as ds
-from backend.store.results import ResultStore
+from orientscope.core.errors import NotFoundError
+from orientscope.store import datasets as ds
+from orientscope.store.results import ResultStore
 
 
 def open_result(data_dir: Path, dataset_id: str, params: dict | None = None) -> ResultStore:

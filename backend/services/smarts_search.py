@@ -1,7 +1,7 @@
 """SMARTS searches that outgrow a request: background jobs on the engine, and their kept results.
 
 A sharded set above ``ORIENTSCOPE_SMARTS_JOB_ABOVE`` molecules is searched by a
-job (``backend.pipeline.smarts_jobs``); reads of its matches answer from the
+job (``orientscope.pipeline.smarts_jobs``); reads of its matches answer from the
 kept result, or raise :class:`SearchPending` naming the job to follow. Smaller
 sets keep the in-request scan of ``services.molecules.match_smarts`` (10 s).
 """
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.core.settings import resolve_export_dir
-from backend.pipeline import smarts_jobs
-from backend.pipeline.jobs import ACTIVE, DONE
-from backend.pipeline.shard_smarts import searchable_shards
-from backend.pipeline.smarts_jobs import SearchTarget, SmartsSearches, StoredSearch, smarts_job_above
-from backend.science import substructure
-from backend.services.cache import DatasetView
-from backend.services.errors import InvalidInput, SearchPending
+from orientscope.core.settings import resolve_export_dir
+from orientscope.pipeline import smarts_jobs
+from orientscope.pipeline.jobs import ACTIVE, DONE
+from orientscope.pipeline.shard_smarts import searchable_shards
+from orientscope.pipeline.smarts_jobs import SearchTarget, SmartsSearches, StoredSearch, smarts_job_above
+from orientscope.science import substructure
+from orientscope.services.cache import DatasetView
+from orientscope.services.errors import InvalidInput, SearchPending
 
 __all__ = ["SearchPending", "StoredSearch", "canonical", "get_job", "list_jobs", "needs_job", "stored_or_pending"]
 

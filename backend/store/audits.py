@@ -19,10 +19,10 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from backend.core.errors import NotFoundError
-from backend.core.settings import validate_id
-from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
-from backend.store.datasets import dataset_dir
+from orientscope.core.errors import NotFoundError
+from orientscope.core.settings import validate_id
+from orientscope.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
+from orientscope.store.datasets import dataset_dir
 
 RECORD = "audit.json"
 MOLECULES = "molecules.parquet"

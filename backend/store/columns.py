@@ -34,10 +34,10 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from backend.core.elements import hill_formulas
-from backend.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
-from backend.store.atomic import atomic_write_json, read_json, read_table
-from backend.store.shards import ShardRef, open_shard_arrays, read_shard_table, shard_refs
+from orientscope.core.elements import hill_formulas
+from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
+from orientscope.store.atomic import atomic_write_json, read_json, read_table
+from orientscope.store.shards import ShardRef, open_shard_arrays, read_shard_table, shard_refs
 
 log = logging.getLogger(__name__)
 

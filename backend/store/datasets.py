@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.core.dataset import MoleculeSet, concat_molecule_sets, frame_dependent_properties
-from backend.core.errors import NotFoundError
-from backend.core.settings import validate_id
-from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
+from orientscope.core.dataset import MoleculeSet, concat_molecule_sets, frame_dependent_properties
+from orientscope.core.errors import NotFoundError
+from orientscope.core.settings import validate_id
+from orientscope.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
 
 META = "dataset.json"
 _RESERVED = {"id", "smiles", "offset", "n_atoms"}

@@ -4,7 +4,7 @@ Projecting 10M molecules' frames onto the map and sorting their 30M points by x 
 one to two minutes; stored once, a server opens them in milliseconds and holds only the
 pages its requests touch. The folder is written by ``orientscope map`` into the store
 (``<result dir>/map/<table>/``), or by a server on first use into a folder beside the
-memory-mapped columns (:func:`backend.store.columns.columns_root`), so a read-only store
+memory-mapped columns (:func:`orientscope.store.columns.columns_root`), so a read-only store
 works too.
 
 Layout of one map folder (row ``i`` is the ``i``-th molecule of the result, in shard order)::
@@ -15,7 +15,7 @@ Layout of one map folder (row ``i`` is the ``i``-th molecule of the result, in s
     id_hash.npy (n,) uint64 sorted, id_order.npy (n,) int64: row of each sorted hash (id lookup)
     view-x.npy, view-y.npy (m,) float32, view-rows.npy (m,) int32, view-axis.npy (m,) int8:
                                      the default view (axes 1, 2, 3, no filter) sorted by x within
-                                     bands of y (backend.services.map_data.banded_order)
+                                     bands of y (orientscope.services.map_data.banded_order)
     map.json                         {"signature", "n_molecules", "n_points", "whole", "bounds",
                                      "band_starts"}; written last
 
@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from backend.store.atomic import atomic_write_json, read_json
-from backend.store.columns import columns_root, hash_ids
+from orientscope.store.atomic import atomic_write_json, read_json
+from orientscope.store.columns import columns_root, hash_ids
 
 MAP_DIR = "map"
 META = "map.json"

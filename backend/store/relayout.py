@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from backend.core.errors import DatasetError
-from backend.store.atomic import atomic_write_json, atomic_write_table, iter_table_slices, read_json, read_table
-from backend.store.datasets import META, molecules_from_tables
-from backend.store.map_arrays import MAP_DIR
-from backend.store.results import MANIFEST
-from backend.store.shards import (
+from orientscope.core.errors import DatasetError
+from orientscope.store.atomic import atomic_write_json, atomic_write_table, iter_table_slices, read_json, read_table
+from orientscope.store.datasets import META, molecules_from_tables
+from orientscope.store.map_arrays import MAP_DIR
+from orientscope.store.results import MANIFEST
+from orientscope.store.shards import (
     SHARDS,
     ShardRef,
     read_shard_ids,

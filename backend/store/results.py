@@ -19,11 +19,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from backend import __version__
-from backend.core.errors import NotFoundError
-from backend.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
-from backend.store.datasets import dataset_dir
-from backend.store.shards import open_shard_arrays, shard_table_paths
+from orientscope import __version__
+from orientscope.core.errors import NotFoundError
+from orientscope.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
+from orientscope.store.datasets import dataset_dir
+from orientscope.store.shards import open_shard_arrays, shard_table_paths
 
 # Shard arrays (``<stage>/<name>-NNNNN.npy``) that also read as a table: name ->
 # (the stage's table whose "id" column is row-aligned with the arrays, column name prefix).

@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from backend.core.dataset import MoleculeSet
-from backend.store.atomic import atomic_write_bytes, atomic_write_table, read_table
-from backend.store.datasets import dataset_dir, read_meta, read_molecule_tables, write_molecule_tables
+from orientscope.core.dataset import MoleculeSet
+from orientscope.store.atomic import atomic_write_bytes, atomic_write_table, read_table
+from orientscope.store.datasets import dataset_dir, read_meta, read_molecule_tables, write_molecule_tables
 
 SHARDS = "shards"
 SHARDED = "sharded"

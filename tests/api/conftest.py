@@ -45,7 +45,7 @@ class ServerThread:
 
 @pytest.fixture(scope="session")
 def api_url(api_data) -> str:  # noqa: F811
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     with ServerThread(create_app(api_data, dashboard=False)) as server:
         yield server.url

@@ -12,7 +12,7 @@ import shutil
 import httpx
 import pytest
 
-from backend.server import create_app
+from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 
 TOKEN = "lab-token-0123456789"

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from backend.core.elements import z_to_symbols
-from backend.science.frames import frame_of_molecule
-from backend.science.rotations import random_rotations
-from backend.store.datasets import load_dataset
+from orientscope.core.elements import z_to_symbols
+from orientscope.science.frames import frame_of_molecule
+from orientscope.science.rotations import random_rotations
+from orientscope.store.datasets import load_dataset
 from tests.molecules import CO2, WATER, asymmetric
 
 

@@ -4,8 +4,8 @@ import json
 
 from typer.testing import CliRunner
 
-from backend.cli import app as cli
-from backend.services.report import build_report
+from orientscope.cli import app as cli
+from orientscope.services.report import build_report
 
 
 def test_list_datasets(client):

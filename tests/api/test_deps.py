@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from backend.server import create_app
+from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 
 

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from backend.api.encoded import answer
-from backend.services.cache import WouldBlock, clear_cache, warm_only
-from backend.services.datasets import summary_json
+from orientscope.api.encoded import answer
+from orientscope.services.cache import WouldBlock, clear_cache, warm_only
+from orientscope.services.datasets import summary_json
 
 
 def test_summary_is_the_same_object_with_and_without_gzip(client):

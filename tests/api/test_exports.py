@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from backend.server import create_app
+from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 
 TOKEN = "export-token"

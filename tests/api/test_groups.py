@@ -4,8 +4,8 @@ from collections import Counter
 
 import pytest
 
-from backend.core.elements import hill_formula
-from backend.store.datasets import load_dataset
+from orientscope.core.elements import hill_formula
+from orientscope.store.datasets import load_dataset
 
 
 def test_formula_groups(client, api_data):

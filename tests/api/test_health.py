@@ -1,6 +1,6 @@
 """GET /api/health, the OpenAPI document, the docs page and unknown /api paths."""
 
-from backend import __version__
+from orientscope import __version__
 
 
 def test_health(client):

@@ -17,8 +17,8 @@ import httpx
 import numpy as np
 import pytest
 
-from backend.loaders.extxyz import write_extxyz
-from backend.science.rotations import random_rotations, rotate_molecules
+from orientscope.loaders.extxyz import write_extxyz
+from orientscope.science.rotations import random_rotations, rotate_molecules
 from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
 
 TOKEN = "s3cret-token"
@@ -27,7 +27,7 @@ UPLOAD_LIMIT_MB = 2
 
 SERVER = """
 import sys, uvicorn
-from backend.server import create_app
+from orientscope.server import create_app
 data_dir, port, read_only, token = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] or None
 uvicorn.run(create_app(data_dir, read_only=read_only, token=token, dashboard=False), host="127.0.0.1", port=port, log_level="warning")
 """

@@ -1,7 +1,7 @@
 """A sharded dataset served from memory-mapped columns answers exactly as the same dataset loaded in memory.
 
 Two copies of one small sharded dataset are served over real HTTP: one loaded as usual,
-one (``ORIENTSCOPE_COLUMN_VIEW_ABOVE=1``) through :class:`backend.services.cache.ColumnView`.
+one (``ORIENTSCOPE_COLUMN_VIEW_ABOVE=1``) through :class:`orientscope.services.cache.ColumnView`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.pipeline.precompute import make_params
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.services import cache
-from backend.store.results import ResultStore
+from orientscope.pipeline.precompute import make_params
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.services import cache
+from orientscope.store.results import ResultStore
 from tests.api.conftest import ServerThread
 
 N = 2400
@@ -41,7 +41,7 @@ def stores(tmp_path_factory, qm9_small):
 @pytest.fixture(scope="module")
 def clients(stores, tmp_path_factory):
     """(loaded client, column client); each copy's view is built under its own threshold."""
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     loaded_dir, columns_dir, dataset_id = stores
     mp = pytest.MonkeyPatch()
@@ -197,7 +197,7 @@ def frames_only(tmp_path_factory, qm9_small):
 
 
 def test_records_without_chemistry_read_formulas_from_the_columns(frames_only):
-    from backend.services.molecules import list_molecules, molecule_detail
+    from orientscope.services.molecules import list_molecules, molecule_detail
 
     root, dataset_id, loaded, columns = frames_only
     assert isinstance(columns, cache.ColumnView) and not columns.has_stage("chemistry")

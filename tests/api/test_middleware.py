@@ -4,7 +4,7 @@ import re
 
 import httpx
 
-from backend.server import create_app
+from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 
 
@@ -47,7 +47,7 @@ def test_selective_gzip_skips_only_the_listed_paths():
     from starlette.responses import PlainTextResponse
     from starlette.routing import Route
 
-    from backend.api.middleware import SelectiveGZip
+    from orientscope.api.middleware import SelectiveGZip
 
     def big(request):
         return PlainTextResponse("orientation " * 2000)
@@ -65,7 +65,7 @@ def test_the_json_log_formatter_writes_access_records_as_objects_and_other_lines
     import json
     import logging
 
-    from backend.api.middleware import JsonLogFormatter
+    from orientscope.api.middleware import JsonLogFormatter
 
     access = {"request_id": "r1", "method": "GET", "path": "/api/health", "status": 200}
     record = logging.LogRecord("orientscope.access", logging.INFO, __file__, 1, "GET /api/health 200", (), None)

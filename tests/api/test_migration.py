@@ -12,10 +12,10 @@ import time
 import httpx
 import pytest
 
-from backend.pipeline.migrate import needs_migration
-from backend.services import cache
-from backend.store import datasets as ds
-from backend.store.shards import SHARD_SIZE_ENV
+from orientscope.pipeline.migrate import needs_migration
+from orientscope.services import cache
+from orientscope.store import datasets as ds
+from orientscope.store.shards import SHARD_SIZE_ENV
 from tests.api.conftest import ServerThread
 
 PAGES = [{"limit": 50, "offset": 30, "sort": "-classifier_score"}, {"limit": 7, "offset": 143}]
@@ -49,7 +49,7 @@ def stores(tmp_path, old_layout_store, monkeypatch):
 
 
 def test_read_only_server_serves_the_old_layout_and_never_migrates(stores):
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     read_only, _ = stores
     app = create_app(read_only, read_only=True, dashboard=False, migrate=True)
@@ -62,7 +62,7 @@ def test_read_only_server_serves_the_old_layout_and_never_migrates(stores):
 
 
 def test_writable_server_migrates_in_the_background_and_answers_the_same(stores):
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     read_only, writable = stores
     with ServerThread(create_app(read_only, read_only=True, dashboard=False)) as server:
@@ -84,8 +84,8 @@ def test_writable_server_migrates_in_the_background_and_answers_the_same(stores)
 
 def test_a_migrated_dataset_served_from_memory_mapped_columns_answers_the_same(stores, tmp_path, monkeypatch):
     """The large-set serving path (ColumnView, per-shard fingerprints) reads the re-cut results too."""
-    from backend.pipeline.migrate import migrate_dataset
-    from backend.server import create_app
+    from orientscope.pipeline.migrate import migrate_dataset
+    from orientscope.server import create_app
 
     read_only, writable = stores
     with ServerThread(create_app(read_only, read_only=True, dashboard=False)) as server:

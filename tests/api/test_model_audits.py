@@ -10,8 +10,8 @@ import httpx
 import pandas as pd
 import pytest
 
-from backend.server import create_app
-from backend.store.datasets import load_dataset
+from orientscope.server import create_app
+from orientscope.store.datasets import load_dataset
 from tests.api.conftest import ServerThread
 from tests.audit_models import exported_copies, invariant_features, predictions_frame
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from rdkit import Chem
 
-from backend.core.elements import hill_formula
-from backend.science.frames import frame_of_molecule
-from backend.store.datasets import load_dataset
+from orientscope.core.elements import hill_formula
+from orientscope.science.frames import frame_of_molecule
+from orientscope.store.datasets import load_dataset
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from backend.core.orientations_schema import R_COLUMNS
-from backend.science.rotations import geodesic_angle
-from backend.services.results import open_result
+from orientscope.core.orientations_schema import R_COLUMNS
+from orientscope.science.rotations import geodesic_angle
+from orientscope.services.results import open_result
 
 
 def test_pose_neighbours_are_the_brute_force_nearest(client, api_data):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from backend.services.map_data import load_map_data
+from orientscope.services.map_data import load_map_data
 
 
 def _png(data: bytes) -> np.ndarray:

@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from backend.core.orientations_schema import R_COLUMNS
-from backend.services.results import open_result
+from orientscope.core.orientations_schema import R_COLUMNS
+from orientscope.services.results import open_result
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ MAX_EXAMPLES = 30
 
 def _spec() -> dict:
     # The schema does not depend on the data, so it is taken from an app over an empty dir.
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     return create_app("/nonexistent-orientscope-data", dashboard=False).openapi()
 
@@ -28,7 +28,7 @@ schema = schemathesis.openapi.from_dict(_spec())
 @pytest.fixture(scope="module")
 def fuzz_url(api_data, tmp_path_factory):
     """A server of its own over a copy of the data: fuzzed writes (uploads, deletes) touch nothing else."""
-    from backend.server import create_app
+    from orientscope.server import create_app
     from tests.api.conftest import ServerThread
 
     data_dir = tmp_path_factory.mktemp("fuzz-data")

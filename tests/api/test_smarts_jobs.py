@@ -15,12 +15,12 @@ import httpx
 import numpy as np
 import pytest
 
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.smarts_jobs import SMARTS_JOB_ABOVE_ENV
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.services import cache, smarts_search
-from backend.services.bytecache import shared_cache
-from backend.services.molecules import match_smarts
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.smarts_jobs import SMARTS_JOB_ABOVE_ENV
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.services import cache, smarts_search
+from orientscope.services.bytecache import shared_cache
+from orientscope.services.molecules import match_smarts
 from tests.api.conftest import ServerThread
 
 N = 2400
@@ -49,7 +49,7 @@ def env(store):
 
 @pytest.fixture(scope="module")
 def client(store, env):
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     with (
         ServerThread(create_app(store[0], dashboard=False, read_only=True)) as server,

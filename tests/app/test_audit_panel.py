@@ -7,14 +7,14 @@ import shutil
 import numpy as np
 import pytest
 
-from app import ids
-from app.audit_panel import audit_rows, first_view_props
-from app.initial_view import color_options
-from app.mapview import map_layers
-from app.state import ViewState
-from backend.pipeline.model_audit import run_audit
-from backend.science.model_audit import AuditSettings
-from backend.store.datasets import load_dataset
+from orientscope.app import ids
+from orientscope.app.audit_panel import audit_rows, first_view_props
+from orientscope.app.initial_view import color_options
+from orientscope.app.mapview import map_layers
+from orientscope.app.state import ViewState
+from orientscope.pipeline.model_audit import run_audit
+from orientscope.science.model_audit import AuditSettings
+from orientscope.store.datasets import load_dataset
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ from dash import Input, Output, dcc, html
 from fastapi import FastAPI
 from plotly.io.json import to_json_plotly
 
-from app import compat
-from app.compat import PINNED, answer_json, dispatch_in_threads, install_answer_encoder, unvalidated_figure
+from orientscope.app import compat
+from orientscope.app.compat import PINNED, answer_json, dispatch_in_threads, install_answer_encoder, unvalidated_figure
 from tests.api.conftest import ServerThread
 from tests.app.echo_app import echo_app, echo_request
 

@@ -3,10 +3,10 @@
 import httpx
 import pytest
 
-from app import ids
-from app.dashboard import STATE_OUT, first_view
-from app.state import ViewState, control_values, parse_query
-from backend.server import create_app
+from orientscope.app import ids
+from orientscope.app.dashboard import STATE_OUT, first_view
+from orientscope.app.state import ViewState, control_values, parse_query
+from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 
 

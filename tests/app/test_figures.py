@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from app.figures import (
+from orientscope.app.figures import (
     MAP_SCALE,
     MAX_POINT_TRACES,
     N_BINS,
@@ -26,7 +26,7 @@ from app.figures import (
     split_points,
     typed_arrays,
 )
-from backend.core.palette import OKABE_ITO, OTHER_GREY
+from orientscope.core.palette import OKABE_ITO, OTHER_GREY
 
 
 def _axis_spec(n_points: int) -> ColorSpec:
@@ -160,7 +160,7 @@ def test_typed_arrays_encode_the_map_as_plotly_does():
 
 
 def test_smarts_matches_stay_readable_at_any_count():
-    from app.figures import MAX_RINGED_MATCHES, MUTED_OPACITY, ColorSpec, orientation_map_spec
+    from orientscope.app.figures import MAX_RINGED_MATCHES, MUTED_OPACITY, ColorSpec, orientation_map_spec
 
     rng = np.random.default_rng(0)
     x, y = rng.uniform(-2, 2, (2, 5000))

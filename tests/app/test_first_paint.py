@@ -10,13 +10,13 @@ import httpx
 import numpy as np
 import pytest
 
-from app.figures import MAP_SCALE, ColorSpec
-from app.first_paint import first_paint_html, polyline_path, sphere_paint_html
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.server import create_app
-from backend.services.cache import WouldBlock, get_view, warm_only
-from backend.services.map_data import load_map_data, store_map_arrays
+from orientscope.app.figures import MAP_SCALE, ColorSpec
+from orientscope.app.first_paint import first_paint_html, polyline_path, sphere_paint_html
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.server import create_app
+from orientscope.services.cache import WouldBlock, get_view, warm_only
+from orientscope.services.map_data import load_map_data, store_map_arrays
 from tests.api.conftest import ServerThread
 from tests.app.test_initial_view import _props
 

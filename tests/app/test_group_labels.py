@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app import panels
-from app.mapview import map_layers, map_query, shown_points
-from app.state import ViewState
-from backend.core.palette import GROUP_COLORS, UNGROUPED_GREY
-from backend.services.cache import get_view
-from backend.services.grouping import group_ids, group_label_map
-from backend.services.map_view import view_points
+from orientscope.app import panels
+from orientscope.app.mapview import map_layers, map_query, shown_points
+from orientscope.app.state import ViewState
+from orientscope.core.palette import GROUP_COLORS, UNGROUPED_GREY
+from orientscope.services.cache import get_view
+from orientscope.services.grouping import group_ids, group_label_map
+from orientscope.services.map_view import view_points
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ import asyncio
 import httpx
 import pytest
 
-from app.initial_view import PageQueryMiddleware, page_query, referer_query, resolve_view
-from backend.server import create_app
-from backend.services.bytecache import MB, ByteBudgetCache
+from orientscope.app.initial_view import PageQueryMiddleware, page_query, referer_query, resolve_view
+from orientscope.server import create_app
+from orientscope.services.bytecache import MB, ByteBudgetCache
 from tests.api.conftest import ServerThread
 
 
@@ -106,8 +106,8 @@ def _props(layout: dict, wanted: str) -> dict:
 
 
 def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
-    from app.mapview import map_layers
-    from app.state import ViewState
+    from orientscope.app.mapview import map_layers
+    from orientscope.app.state import ViewState
 
     layers = map_layers(qm9_store, ViewState(dataset="qm9"))
     mol = str(layers.md.ids[5])

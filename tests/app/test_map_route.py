@@ -4,10 +4,10 @@ import httpx
 import orjson
 import pytest
 
-from app import panels
-from app.map_route import PATH
-from app.state import ViewState
-from backend.server import create_app
+from orientscope.app import panels
+from orientscope.app.map_route import PATH
+from orientscope.app.state import ViewState
+from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 
 

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from app.figures import MAP_SCALE, TRACE
-from app.mapfigure import map_figure, map_figure_json, selected_ring, selected_xy
-from app.mapview import map_layers
-from app.state import ViewState
-from backend.services.map_raster import Viewport
+from orientscope.app.figures import MAP_SCALE, TRACE
+from orientscope.app.mapfigure import map_figure, map_figure_json, selected_ring, selected_xy
+from orientscope.app.mapview import map_layers
+from orientscope.app.state import ViewState
+from orientscope.services.map_raster import Viewport
 
 
 def test_cached_json_is_reused_for_the_same_view(qm9_store):

@@ -2,14 +2,14 @@
 
 import pytest
 
-from app.figures import map_units
-from app.mapview import SPHERE_POINTS_TRACE, clicked_row, map_layers
-from app.state import ViewState
+from orientscope.app.figures import map_units
+from orientscope.app.mapview import SPHERE_POINTS_TRACE, clicked_row, map_layers
+from orientscope.app.state import ViewState
 
 
 @pytest.mark.parametrize("color", ["axis", "prop:mu", "group"])
 def test_every_drawn_point_carries_the_molecule_drawn_there(qm9_store, color):
-    from app.mapfigure import map_figure
+    from orientscope.app.mapfigure import map_figure
 
     state = ViewState(dataset="qm9", view="map", color=color)
     fig, layers = map_figure(qm9_store, state)  # 1200 points, below the budget: the points are drawn
@@ -33,7 +33,7 @@ def test_sphere_clicks_map_back_to_the_sampled_points(qm9_store):
 
 
 def test_the_sphere_draws_a_stated_sample(qm9_store, monkeypatch):
-    import app.mapview as mapview
+    import orientscope.app.mapview as mapview
 
     monkeypatch.setattr(mapview, "SPHERE_MAX_POINTS", 500)
     layers = mapview._compute(qm9_store, ViewState(dataset="qm9", view="sphere"))

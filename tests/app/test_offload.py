@@ -12,8 +12,8 @@ import pytest
 from dash import Input, Output, callback_context
 from fastapi import FastAPI
 
-from app.compat import dispatch_in_threads, finish_without_loop
-from app.offload import guarded
+from orientscope.app.compat import dispatch_in_threads, finish_without_loop
+from orientscope.app.offload import guarded
 from tests.api.conftest import ServerThread
 from tests.app.echo_app import echo_app, echo_request
 
@@ -121,7 +121,7 @@ def _callback_bodies(deps: list[dict], rng: random.Random, trials: int):
 
 
 def test_every_dashboard_callback_answers_junk_inputs_without_a_5xx(qm9_store):
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     rng = random.Random(0)
     with ServerThread(create_app(qm9_store, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:

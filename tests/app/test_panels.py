@@ -1,9 +1,9 @@
 """Panel contents for a view state: what both the callbacks and the first layout show."""
 
-from app import panels
-from app.dashboard import components_of
-from app.mapview import map_layers
-from app.state import ViewState
+from orientscope.app import panels
+from orientscope.app.dashboard import components_of
+from orientscope.app.mapview import map_layers
+from orientscope.app.state import ViewState
 
 
 def _ids(component) -> list:
@@ -47,7 +47,7 @@ def test_verdict_groups_and_compare_choices(qm9_store):
 def test_panels_keep_no_dash_components_in_the_services_dataset_view(qm9_store):
     from dash.development.base_component import Component
 
-    from backend.services.cache import get_view
+    from orientscope.services.cache import get_view
 
     st = ViewState(dataset="qm9", color="group")
     panels.verdict_outputs(qm9_store, st)
@@ -85,8 +85,8 @@ def _zmax(graph) -> float:
 
 
 def test_compare_with_the_control_shows_the_controls_gains_not_the_datasets(qm9_store):
-    from backend.services.datasets import dataset_summary
-    from backend.services.report_format import format_percent
+    from orientscope.services.datasets import dataset_summary
+    from orientscope.services.report_format import format_percent
 
     report = dataset_summary(qm9_store, "qm9")
     a, b = panels.compare_panels(qm9_store, "qm9", "qm9::control")
@@ -136,9 +136,9 @@ def test_an_invalid_smarts_is_an_error_not_a_note(qm9_store):
 
 
 def test_html_report_follows_the_active_group_and_smarts(qm9_store):
-    from backend.services.cache import get_view
-    from backend.services.grouping import group_ids, group_label_map
-    from backend.services.molecules import match_smarts
+    from orientscope.services.cache import get_view
+    from orientscope.services.grouping import group_ids, group_label_map
+    from orientscope.services.molecules import match_smarts
 
     view = get_view(qm9_store, "qm9")
     code = group_ids(view)["formula"][0]

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.request_guard import envelope_problem
-from backend.server import create_app
+from orientscope.app.request_guard import envelope_problem
+from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 
 GOOD = {

@@ -10,14 +10,14 @@ import httpx
 import numpy as np
 import pytest
 
-from app import ids, smarts_progress
-from app.mapview import map_layers
-from app.state import ViewState
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.smarts_jobs import SMARTS_JOB_ABOVE_ENV
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.services import cache, smarts_search
-from backend.services.bytecache import shared_cache
+from orientscope.app import ids, smarts_progress
+from orientscope.app.mapview import map_layers
+from orientscope.app.state import ViewState
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.smarts_jobs import SMARTS_JOB_ABOVE_ENV
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.services import cache, smarts_search
+from orientscope.services.bytecache import shared_cache
 from tests.api.conftest import ServerThread
 
 N = 1200
@@ -62,7 +62,7 @@ def test_a_view_without_a_pattern_or_with_a_bad_one_follows_no_job(data_dir):
 
 
 def test_the_page_redraws_the_map_when_a_search_is_done(data_dir):
-    from backend.server import create_app
+    from orientscope.server import create_app
 
     with (
         ServerThread(create_app(data_dir, dashboard=True)) as srv,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.state import ViewState, control_values, parse_query
+from orientscope.app.state import ViewState, control_values, parse_query
 
 
 def test_round_trip_of_every_field():
@@ -74,7 +74,7 @@ def test_from_map_state_rejects_values_the_page_never_writes(junk):
 
 
 def test_compare_travels_in_the_url_and_an_unknown_one_is_reported(qm9_store):
-    from app.initial_view import resolve_view
+    from orientscope.app.initial_view import resolve_view
 
     st, warnings = parse_query("?dataset=qm9&compare=qm9::control")
     assert st.compare == "qm9::control" and warnings == []

@@ -3,7 +3,7 @@
 import pytest
 from dash import dcc, html
 
-from app.static_html import to_html
+from orientscope.app.static_html import to_html
 
 
 def test_components_become_markup_with_their_attributes_and_escaped_text():

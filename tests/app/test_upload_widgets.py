@@ -6,7 +6,7 @@ from pathlib import Path
 import dash
 from dash import html
 
-from app.upload_widgets import MAX_BROWSER_UPLOAD_BYTES, drop_zone, register_chosen_label
+from orientscope.app.upload_widgets import MAX_BROWSER_UPLOAD_BYTES, drop_zone, register_chosen_label
 
 ASSETS = Path(__file__).resolve().parents[2] / "frontend_assets" / "orientscope.js"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from app.dashboard import components_of
-from app.static_report import static_report_html
-from app.verdict import SKIPPED, VERDICT_TEXT, verdict_children
+from orientscope.app.dashboard import components_of
+from orientscope.app.static_report import static_report_html
+from orientscope.app.verdict import SKIPPED, VERDICT_TEXT, verdict_children
 from tests.services.test_report_format import _report
 
 
@@ -73,7 +73,7 @@ def test_html_report_names_the_active_group_and_smarts():
 
 
 def test_a_column_without_any_value_is_left_out():
-    from backend.services.report_format import control_report
+    from orientscope.services.report_format import control_report
 
     children = verdict_children(control_report(_aligned()), main=False)
     heads = [[th.children for th in t.children[0].children.children] for t in _tables(children)]
@@ -86,7 +86,7 @@ def _tables(children):
 
 
 def test_kl_scale_never_shows_a_negative_zero():
-    from app.verdict import kl_scale
+    from orientscope.app.verdict import kl_scale
 
     text = _text(kl_scale(0.907, -0.0004))
     assert "control 0.00" in text and "-0.00" not in text and "this set 0.91" in text

@@ -3,11 +3,11 @@
 import httpx
 import pytest
 
-from app import panels
-from app.state import ViewState
-from app.viewer_route import PATH
-from backend.server import create_app
-from backend.services.map_data import load_map_data
+from orientscope.app import panels
+from orientscope.app.state import ViewState
+from orientscope.app.viewer_route import PATH
+from orientscope.server import create_app
+from orientscope.services.map_data import load_map_data
 from tests.api.conftest import ServerThread
 
 

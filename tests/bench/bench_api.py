@@ -44,9 +44,9 @@ def _free_port() -> int:
 
 def _ensure_store(data_dir: Path) -> float:
     """Precompute full QM9 if needed; seconds spent (0 when warm)."""
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.services.datasets import READY, dataset_info
-    from backend.store.datasets import has_dataset
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.services.datasets import READY, dataset_info
+    from orientscope.store.datasets import has_dataset
 
     if has_dataset(data_dir, "qm9") and dataset_info(data_dir, "qm9").status == READY:
         return 0.0
@@ -56,7 +56,7 @@ def _ensure_store(data_dir: Path) -> float:
 
 
 def _start_server(data_dir: Path, port: int) -> tuple[subprocess.Popen, float]:
-    cmd = [sys.executable, "-m", "backend.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)]
+    cmd = [sys.executable, "-m", "orientscope.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, wait_until_healthy(proc, port, t0, limit_s=120)
@@ -100,7 +100,7 @@ def wait_until_warm(port: int, t0: float, limit_s: float) -> float:
 def main() -> None:
     data_dir = Path(os.environ.get("ORIENTSCOPE_BENCH_DATA", "/tmp/os-bench-api"))
     precompute_s = _ensure_store(data_dir)
-    from backend.store.datasets import load_dataset
+    from orientscope.store.datasets import load_dataset
 
     ids = list(load_dataset(data_dir, "qm9").ids)
     rng = random.Random(SEED)

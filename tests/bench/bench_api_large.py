@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import psutil
 
-from backend.services.cache import VIEW_CACHE_MB_ENV
+from orientscope.services.cache import VIEW_CACHE_MB_ENV
 from tests.bench.bench_api import _free_port, wait_until_healthy, wait_until_warm
 from tests.bench.common import write_section
 from tests.bench.http_load import drive
@@ -58,7 +58,7 @@ def _large_store() -> tuple[Path, str]:
 
 
 def _qm9_fingerprints(qm9_data: Path) -> tuple[dict[str, int], np.ndarray]:
-    from backend.services.results import open_result
+    from orientscope.services.results import open_result
 
     table = open_result(qm9_data, "qm9").table("chemistry", "fingerprints").to_pandas()
     words = np.ascontiguousarray(table[[c for c in table.columns if c != "id"]].to_numpy(np.uint64))
@@ -67,10 +67,10 @@ def _qm9_fingerprints(qm9_data: Path) -> tuple[dict[str, int], np.ndarray]:
 
 def _overlay(data: Path, dataset_id: str, qm9_data: Path, root: Path) -> Path:
     """A data dir linking to the large store's dataset, plus tiled per-shard fingerprints."""
-    from backend.services.cache import view_cache
-    from backend.store import columns as cols
-    from backend.store.atomic import read_json
-    from backend.store.shards import shard_refs
+    from orientscope.services.cache import view_cache
+    from orientscope.store import columns as cols
+    from orientscope.store.atomic import read_json
+    from orientscope.store.shards import shard_refs
 
     src = data / "datasets" / dataset_id
     dst = root / "datasets" / dataset_id
@@ -107,7 +107,7 @@ def _start_server(data_dir: Path, port: int) -> tuple[subprocess.Popen, float]:
     cmd = [
         sys.executable,
         "-m",
-        "backend.cli",
+        "orientscope.cli",
         "serve",
         "--read-only",
         "--data-dir",
@@ -196,8 +196,8 @@ def _run(data: Path, dataset_id: str, ids: list[str], chemistry: bool) -> dict:
 
 
 def _sample_ids(data: Path, dataset_id: str, k: int) -> list[str]:
-    from backend.store.atomic import read_json
-    from backend.store.shards import read_shard_ids, shard_refs
+    from orientscope.store.atomic import read_json
+    from orientscope.store.shards import read_shard_ids, shard_refs
 
     meta = read_json(data / "datasets" / dataset_id / "dataset.json")
     rng = random.Random(SEED)
@@ -226,7 +226,7 @@ def main() -> None:
     load_before = os.getloadavg()
     large = _run(overlay, dataset_id, _sample_ids(data, dataset_id, 2000), chemistry=True)
     print("large", large, flush=True)
-    from backend.store.datasets import read_molecule_columns
+    from orientscope.store.datasets import read_molecule_columns
 
     qm9_ids = random.Random(SEED).sample(list(read_molecule_columns(qm9_data, "qm9", ["id"])["id"].astype(str)), 2000)
     qm9 = _run(qm9_data, "qm9", qm9_ids, chemistry=True)

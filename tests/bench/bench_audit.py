@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import MoleculeSet
-from backend.pipeline.model_audit import run_audit
-from backend.science.model_audit import AuditSettings
-from backend.store.datasets import save_dataset
+from orientscope.core.dataset import MoleculeSet
+from orientscope.pipeline.model_audit import run_audit
+from orientscope.science.model_audit import AuditSettings
+from orientscope.store.datasets import save_dataset
 from tests.bench.common import write_section
 
 N_MOLECULES = 100_000

@@ -14,16 +14,16 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from backend.loaders.qm9 import load_qm9
-from backend.pipeline.engine import Engine
-from backend.pipeline.stages import chemistry as stage
-from backend.science.chemistry import compute_chemistry
-from backend.science.clustering import leader_clusters, leader_clusters_naive, sampled_leader_clusters
-from backend.science.frames import compute_frames
-from backend.science.group_stats import group_orientation_stats
-from backend.science.rotations import random_rotations, rotate_molecules
-from backend.science.similarity import coupling, neighbour_pairs
-from backend.science.substructure import SubstructureIndex
+from orientscope.loaders.qm9 import load_qm9
+from orientscope.pipeline.engine import Engine
+from orientscope.pipeline.stages import chemistry as stage
+from orientscope.science.chemistry import compute_chemistry
+from orientscope.science.clustering import leader_clusters, leader_clusters_naive, sampled_leader_clusters
+from orientscope.science.frames import compute_frames
+from orientscope.science.group_stats import group_orientation_stats
+from orientscope.science.rotations import random_rotations, rotate_molecules
+from orientscope.science.similarity import coupling, neighbour_pairs
+from orientscope.science.substructure import SubstructureIndex
 from tests.bench.common import write_section
 
 SEED = 0

@@ -30,8 +30,8 @@ def median_ms(fn, inner: int = 1) -> float:
 
 def map_spec() -> dict:
     """The map figure of full QM9 coloured by axis, as the map callback builds it."""
-    from app.figures import OKABE_ITO, ColorSpec, orientation_map_spec
-    from backend.services.map_data import frame_lines
+    from orientscope.app.figures import OKABE_ITO, ColorSpec, orientation_map_spec
+    from orientscope.services.map_data import frame_lines
 
     rng = np.random.default_rng(0)
     n = 3 * N_MOLECULES
@@ -44,8 +44,8 @@ def map_spec() -> dict:
 def answer_encoding(spec: dict) -> str:
     from plotly.io.json import to_json_plotly
 
-    from app.compat import answer_json
-    from app.figures import typed_arrays
+    from orientscope.app.compat import answer_json
+    from orientscope.app.figures import typed_arrays
 
     answer = {"multi": True, "response": {"orientation-map": {"figure": typed_arrays(spec)}}}
     ours, plotly = median_ms(lambda: answer_json(answer), 3), median_ms(lambda: to_json_plotly(answer), 3)
@@ -56,9 +56,9 @@ def answer_encoding(spec: dict) -> str:
 def figure_validation(spec: dict) -> str:
     import plotly.graph_objects as go
 
-    import app.figures as figures
-    from app.compat import unvalidated_figure
-    from backend.services.map_data import density_grid, frame_lines
+    import orientscope.app.figures as figures
+    from orientscope.app.compat import unvalidated_figure
+    from orientscope.services.map_data import density_grid, frame_lines
 
     rng = np.random.default_rng(1)
     grid = density_grid(rng.uniform(-2.8, 2.8, 3 * N_MOLECULES), rng.uniform(-1.4, 1.4, 3 * N_MOLECULES))
@@ -85,8 +85,8 @@ def dispatch(spec: dict) -> str:
     from dash import Input, Output
     from fastapi import FastAPI
 
-    from app.compat import dispatch_in_threads, install_answer_encoder
-    from app.figures import typed_arrays
+    from orientscope.app.compat import dispatch_in_threads, install_answer_encoder
+    from orientscope.app.figures import typed_arrays
     from tests.api.conftest import ServerThread
     from tests.app.echo_app import echo_app, echo_request
 
@@ -135,7 +135,7 @@ def dispatch(spec: dict) -> str:
 
 
 def layout_walk() -> str:
-    from app.dashboard import build_layout, components_of
+    from orientscope.app.dashboard import build_layout, components_of
 
     layout = build_layout(False)
     ours = median_ms(lambda: components_of(layout), 200)

@@ -16,7 +16,7 @@ PRECOMPUTE = """
 import json, resource, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from backend.pipeline.precompute import ensure_dataset, make_params, precompute
+from orientscope.pipeline.precompute import ensure_dataset, make_params, precompute
 data_dir = Path(sys.argv[1])
 t1 = time.perf_counter()
 ensure_dataset(data_dir, "qm9")
@@ -29,7 +29,7 @@ def progress(fraction, message, stage=""):
     stages[stage] = now - first[stage]
 precompute(data_dir, "qm9", make_params(), stages=["frames", "statistics"], progress=progress)
 t3 = time.perf_counter()
-from backend.services.report import build_report
+from orientscope.services.report import build_report
 r = build_report(data_dir, "qm9")
 acc = {"kl": r["kl"], "ks": r["ks"], "kl_sign_invariant": r["kl_sign_invariant"], "n_degenerate": r["n_degenerate"],
        "control_kl": r["control"]["kl"], "control_ks": r["control"]["ks"]}
@@ -50,9 +50,9 @@ def cold_precompute() -> dict:
 
 
 def knn_vs_pairwise(n: int = 20000) -> dict:
-    from backend.loaders.qm9 import load_qm9
-    from backend.science.frames import compute_frames
-    from backend.science.so3_stats import kl_to_uniform, kl_to_uniform_pairwise
+    from orientscope.loaders.qm9 import load_qm9
+    from orientscope.science.frames import compute_frames
+    from orientscope.science.so3_stats import kl_to_uniform, kl_to_uniform_pairwise
 
     mols = load_qm9()
     t0 = time.perf_counter()

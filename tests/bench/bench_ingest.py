@@ -45,15 +45,15 @@ def measure(code: str) -> dict:
 
 
 def make_small(path: Path) -> None:
-    from backend.loaders.extxyz import write_extxyz
-    from backend.loaders.qm9 import load_qm9
+    from orientscope.loaders.extxyz import write_extxyz
+    from orientscope.loaders.qm9 import load_qm9
 
     write_extxyz(path, load_qm9(limit=N_SMALL))
 
 
 def make_large(path: Path, n: int) -> None:
     """n copies of a rigid 9-atom molecule (ethanol-like), each uniformly rotated, written in 100k chunks."""
-    from backend.science.rotations import random_rotations
+    from orientscope.science.rotations import random_rotations
 
     rng = np.random.default_rng(0)
     base = rng.normal(scale=1.2, size=(ATOMS_LARGE, 3))
@@ -74,7 +74,7 @@ def main(n_large: int = N_LARGE) -> dict:
         r = {
             "small_baseline": measure(f"from ase.io import read; extra = {{'n': len(read({str(small)!r}, ':'))}}"),
             "small_ingest": measure(
-                "from backend.pipeline.ingest import ingest_file\n"
+                "from orientscope.pipeline.ingest import ingest_file\n"
                 f"meta = ingest_file({str(tmp / 'd1')!r}, {str(small)!r}, 'bench small')\n"
                 "extra = {'n': meta['n_molecules']}"
             ),
@@ -86,7 +86,7 @@ def main(n_large: int = N_LARGE) -> dict:
             f"import numpy as np; f = np.load({str(large)!r}); extra = {{'n': len(f['n_atoms']), 'atoms': len(f['z'])}}; f['pos']"
         )
         r["large_ingest"] = measure(
-            "from backend.pipeline.ingest import ingest_file\n"
+            "from orientscope.pipeline.ingest import ingest_file\n"
             f"meta = ingest_file({str(tmp / 'd2')!r}, {str(large)!r}, 'bench large')\n"
             "extra = {'n': meta['n_molecules']}"
         )

@@ -61,9 +61,9 @@ def synthetic_xy(n_points: int, seed: int = SEED) -> tuple[np.ndarray, np.ndarra
 
 
 def build_points(n_molecules: int):
-    from backend.core.palette import OKABE_ITO
-    from backend.services.map_data import MapData
-    from backend.services.map_view import AXIS_NAMES, MapColors, MapPoints, MapQuery
+    from orientscope.core.palette import OKABE_ITO
+    from orientscope.services.map_data import MapData
+    from orientscope.services.map_view import AXIS_NAMES, MapColors, MapPoints, MapQuery
 
     x, y = synthetic_xy(3 * n_molecules)
     rows = (np.arange(3 * n_molecules, dtype=np.int32) // 3).astype(np.int32)
@@ -89,8 +89,8 @@ def _median_s(fn, repeats: int) -> tuple[float, object]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from backend.services import map_raster as mr
-    from backend.services.map_view import sorted_by_x
+    from orientscope.services import map_raster as mr
+    from orientscope.services.map_view import sorted_by_x
 
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "store":
@@ -163,9 +163,9 @@ The map of a real 10M-molecule store, and the browser at 10M: sections `map-10m`
 
 def main_store(data_dir: Path, dataset_id: str) -> None:
     """The map of a stored dataset through the services, from a cold process: the ≤ 1 GB memory figure."""
-    from backend.services import map_raster as mr
-    from backend.services.map_data import load_map_data
-    from backend.services.map_view import MapQuery, view_points
+    from orientscope.services import map_raster as mr
+    from orientscope.services.map_data import load_map_data
+    from orientscope.services.map_view import MapQuery, view_points
 
     load_before = os.getloadavg()[0]
     mr.warm_up()

@@ -52,7 +52,7 @@ BASELINE_ENV = "ORIENTSCOPE_BENCH_BASELINE"  # DATA_DIR:DATASET of the same-run 
 
 def _regions() -> list[tuple[float, float, float, float]]:
     """Zoomed regions (map units): three wide, one a pan, one small enough for points."""
-    from app.figures import MAP_SCALE as s
+    from orientscope.app.figures import MAP_SCALE as s
 
     return [(-1.2 * s, 0.3 * s, -0.5 * s, 0.3 * s), (0.2 * s, 0.8 * s, 0.1 * s, 0.4 * s),
             (0.3 * s, 0.9 * s, 0.1 * s, 0.4 * s), (-0.5 * s, 2.5 * s, -1.2 * s, 0.2 * s),
@@ -109,7 +109,7 @@ def measure_smarts(base: str, dataset_id: str, smarts: str) -> dict:
 def measure(data_dir: Path, dataset_id: str, zooms: bool = True, smarts: str | None = None) -> dict:
     """Warm the server once, then navigation (cold contexts), first-paint clicks, zoom and click timings of one
     dataset's map, and with ``smarts`` its highlighted map."""
-    from backend.services.map_data import load_map_data
+    from orientscope.services.map_data import load_map_data
 
     md = load_map_data(data_dir, dataset_id)  # click targets: positions of every 9973rd molecule's first axis
     url = f"/?dataset={dataset_id}&view=map"

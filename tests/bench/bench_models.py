@@ -19,15 +19,15 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from backend.pipeline.frames_table import frames_from_table
-from backend.pipeline.precompute import make_params, precompute
-from backend.pipeline.stage import StageContext
-from backend.pipeline.stages import models
-from backend.science.classifiers import ClassifierSettings, composition_features, grouped_folds, pose_features
-from backend.science.frames import compute_frames
-from backend.science.regression import SO3NeighborsRegressor
-from backend.science.rotations import random_rotations, rotate_molecules
-from backend.store import datasets as ds
+from orientscope.pipeline.frames_table import frames_from_table
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.pipeline.stage import StageContext
+from orientscope.pipeline.stages import models
+from orientscope.science.classifiers import ClassifierSettings, composition_features, grouped_folds, pose_features
+from orientscope.science.frames import compute_frames
+from orientscope.science.regression import SO3NeighborsRegressor
+from orientscope.science.rotations import random_rotations, rotate_molecules
+from orientscope.store import datasets as ds
 from tests.bench.common import write_section
 
 DATA_DIR = Path(os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-models"))

@@ -36,12 +36,12 @@ import psutil
 from tests.bench.common import ROOT, write_section
 
 FS_ONLY = (
-    "import sys; from backend.pipeline.sharded_ingest import ingest_files; "
+    "import sys; from orientscope.pipeline.sharded_ingest import ingest_files; "
     "ingest_files(sys.argv[1], [sys.argv[2]], 'scale', cluster=sys.argv[3], stages=['frames', 'statistics'])"
 )
 
 READ_REPORT = (
-    "import json, sys; from pathlib import Path; from backend.services.report import build_report; "
+    "import json, sys; from pathlib import Path; from orientscope.services.report import build_report; "
     "d = Path(sys.argv[1]); print(json.dumps(build_report(d, next((d / 'datasets').iterdir()).name), default=str))"
 )
 
@@ -107,7 +107,7 @@ def phase_peaks(samples: list[tuple[float, int, int]], stages: dict) -> dict:
 
 def bench(n: int, workers: list[int], scope: str, work: Path) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cli = [sys.executable, "-m", "backend.cli"]
+    cli = [sys.executable, "-m", "orientscope.cli"]
     given = dict(pair.split("=", 1) for pair in os.environ.get("ORIENTSCOPE_BENCH_INPUTS", "").split(",") if pair)
     synth = Path(given.get(str(n)) or work / f"synth-{n}")
     rows = []

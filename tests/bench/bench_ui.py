@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.store.atomic import atomic_write_bytes
+from orientscope.store.atomic import atomic_write_bytes
 from tests.browser.chrome import first_paint_pixels, make_driver, map_drawn, quit_driver, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ return arguments[0].map(p => ({dx: xa._offset + xa.l2p(p[0]) - r.width / 2, dy: 
 
 def click_targets(driver, md, n: int) -> list[dict]:
     """On-screen offsets (from the plot centre) of the first axis of every 9973rd molecule, inside the plot."""
-    from app.figures import MAP_SCALE
+    from orientscope.app.figures import MAP_SCALE
 
     rows = np.arange(0, md.n_molecules, 9973)
     pts = [[float(md.x[r, 0]) * MAP_SCALE, float(md.y[r, 0]) * MAP_SCALE] for r in rows]
@@ -61,8 +61,8 @@ def click_targets(driver, md, n: int) -> list[dict]:
 
 
 def ensure_store(data_dir: Path) -> Path:
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store import datasets as ds
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store import datasets as ds
 
     if not (ds.has_dataset(data_dir, "qm9") and ds.read_meta(data_dir, "qm9").get("active_result")):
         precompute(data_dir, "qm9", make_params(seed=0), stages=["frames", "statistics"])
@@ -169,7 +169,7 @@ CENTRE_JS = (
 
 def map_target(driver, md) -> np.ndarray:
     """Offset from the static map's centre of the first axis of the first of every 9973rd molecule well inside it."""
-    from app.figures import MAP_SCALE
+    from orientscope.app.figures import MAP_SCALE
 
     rows = np.arange(0, md.n_molecules, 9973)
     pixels = first_paint_pixels(driver, [[md.x[r, 0] * MAP_SCALE, -md.y[r, 0] * MAP_SCALE] for r in rows])
@@ -343,9 +343,9 @@ def write_section(text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from app.figures import MAP_SCALE
-    from app.mapview import map_layers
-    from app.state import ViewState
+    from orientscope.app.figures import MAP_SCALE
+    from orientscope.app.mapview import map_layers
+    from orientscope.app.state import ViewState
 
     argv = sys.argv[1:] if argv is None else argv
     data_dir = ensure_store(Path(argv[0] if argv else os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui")))

@@ -8,7 +8,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from backend.store.atomic import atomic_write_bytes
+from orientscope.store.atomic import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_FILE = ROOT / "BENCHMARKS.md"

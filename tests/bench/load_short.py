@@ -10,7 +10,7 @@ import asyncio
 
 import pyarrow.parquet as pq
 
-from backend.server import create_app
+from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 from tests.bench.loadtest import build_scenario, coverage_problems, drive
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)

@@ -118,8 +118,8 @@ class Scenario:
         return f"?dataset={self.dataset}"
 
     def map_state(self, rng: random.Random) -> dict:
-        from app.state import ViewState
-        from backend.core.groups import GROUP_KINDS as GROUPINGS
+        from orientscope.app.state import ViewState
+        from orientscope.core.groups import GROUP_KINDS as GROUPINGS
 
         axes = rng.choice(["123", "123", "1", "12", "3"])
         state = ViewState(
@@ -134,7 +134,7 @@ class Scenario:
 
 def build_scenario(base: str, ids: list[str], dataset: str = DATASET) -> Scenario:
     """Read the callback graph and the colour options from a running server."""
-    from app.figures import POINTS_START
+    from orientscope.app.figures import POINTS_START
 
     with httpx.Client(base_url=base, timeout=120) as c:
         deps = c.get("/_dash-dependencies").raise_for_status().json()
@@ -296,9 +296,9 @@ async def drive(
 # --------------------------------------------------------------- the bench
 def _ensure_store(data_dir: Path) -> float:
     """Precompute QM9 into ``data_dir`` unless it is ready; seconds spent."""
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.services.datasets import READY, dataset_info
-    from backend.store.datasets import has_dataset
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.services.datasets import READY, dataset_info
+    from orientscope.store.datasets import has_dataset
 
     if has_dataset(data_dir, DATASET) and dataset_info(data_dir, DATASET).status == READY:
         return 0.0
@@ -314,7 +314,7 @@ def _molecule_ids(data_dir: Path) -> list[str]:
 
 
 def _serve(data_dir: Path, port: int, workers: int) -> tuple[subprocess.Popen, float]:
-    cmd = [sys.executable, "-m", "backend.cli", "serve", "--data-dir", str(data_dir), "--port", str(port),
+    cmd = [sys.executable, "-m", "orientscope.cli", "serve", "--data-dir", str(data_dir), "--port", str(port),
            "--read-only", "--workers", str(workers)]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import uvicorn
 
-from backend.server import create_app
+from orientscope.server import create_app
 
 if __name__ == "__main__":
     server = create_app(Path(sys.argv[1]), read_only="--read-only" in sys.argv, token=None, warm="--warm" in sys.argv)

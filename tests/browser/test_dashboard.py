@@ -11,10 +11,10 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from app.figures import map_units
-from backend.services.cache import get_view
-from backend.services.map_data import load_map_data
-from backend.services.molecules import match_smarts
+from orientscope.app.figures import map_units
+from orientscope.services.cache import get_view
+from orientscope.services.map_data import load_map_data
+from orientscope.services.molecules import match_smarts
 from tests.browser.chrome import (
     make_driver,
     map_drawn,
@@ -255,7 +255,7 @@ def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_stor
             assert np.any((values >= lo - 1e-4) & (values <= hi + 1e-4)), (x, y, values, lo, hi)
     # group filter through the groups table: the map keeps only that group's molecules
     labels = get_view(qm9_store, "qm9")
-    from backend.services.molecules import group_ids
+    from orientscope.services.molecules import group_ids
 
     formulas = group_ids(labels)["formula"].astype(str)
     names, counts = np.unique(formulas, return_counts=True)

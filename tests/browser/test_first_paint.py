@@ -12,9 +12,9 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from app.figures import MAP_SCALE
-from app.first_paint import SPHERE_RIGHT, SPHERE_UP
-from backend.services.map_data import load_map_data
+from orientscope.app.figures import MAP_SCALE
+from orientscope.app.first_paint import SPHERE_RIGHT, SPHERE_UP
+from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import (
     first_paint_pixels,
     make_driver,

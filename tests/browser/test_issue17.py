@@ -8,10 +8,10 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from backend.services.cache import get_view
-from backend.services.datasets import dataset_summary
-from backend.services.grouping import group_ids, group_label_map
-from backend.services.report_format import format_percent
+from orientscope.services.cache import get_view
+from orientscope.services.datasets import dataset_summary
+from orientscope.services.grouping import group_ids, group_label_map
+from orientscope.services.report_format import format_percent
 from tests.browser.chrome import serve
 from tests.browser.test_dashboard import _choose, map_traces, open_page, settle, text_of, wait_for
 
@@ -133,10 +133,10 @@ def test_an_invalid_smarts_shows_a_visible_error(driver, base_url):
 @pytest.fixture(scope="module")
 def small_sets_url(tmp_path_factory):
     """Three small symmetric molecules (stages skipped) and a set without SMILES, computed."""
-    from backend.core.dataset import from_molecules
-    from backend.pipeline.ingest import ingest_file
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store.datasets import save_dataset
+    from orientscope.core.dataset import from_molecules
+    from orientscope.pipeline.ingest import ingest_file
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import save_dataset
     from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
     from tests.pipeline.test_small_sets import NO_SMILES, _embedded
 

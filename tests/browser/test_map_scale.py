@@ -15,9 +15,9 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from app.figures import MAP_SCALE
-from backend.services.map_data import load_map_data
-from backend.services.molecules import molecule_detail
+from orientscope.app.figures import MAP_SCALE
+from orientscope.services.map_data import load_map_data
+from orientscope.services.molecules import molecule_detail
 from tests.browser.chrome import map_drawn, requested_urls, serve, severe_console
 from tests.browser.test_dashboard import settle, text_of, viewer_molecule, wait_for
 

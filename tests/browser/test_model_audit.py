@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from selenium.webdriver.common.by import By
 
-from backend.store.datasets import load_dataset
+from orientscope.store.datasets import load_dataset
 from tests.browser.chrome import severe_console, wait_until
 
 

@@ -12,12 +12,12 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from backend.pipeline.engine import Engine, parse_cluster
-from backend.pipeline.precompute import make_params
-from backend.pipeline.shard_smarts import search_shards
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.store.results import ResultStore
+from orientscope.pipeline.engine import Engine, parse_cluster
+from orientscope.pipeline.precompute import make_params
+from orientscope.pipeline.shard_smarts import search_shards
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.store.results import ResultStore
 from tests.browser.chrome import map_traces, requested_urls, serve, severe_console
 from tests.browser.test_dashboard import open_page, wait_for
 

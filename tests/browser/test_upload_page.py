@@ -8,7 +8,7 @@ import urllib.request
 import numpy as np
 from selenium.webdriver.common.by import By
 
-from backend.loaders.extxyz import write_extxyz
+from orientscope.loaders.extxyz import write_extxyz
 from tests.browser.chrome import serve, severe_console, wait_until
 
 

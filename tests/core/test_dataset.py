@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.dataset import MoleculeSet, frame_dependent_properties, from_molecules, select_rows
-from backend.core.errors import DatasetError
+from orientscope.core.dataset import MoleculeSet, frame_dependent_properties, from_molecules, select_rows
+from orientscope.core.errors import DatasetError
 from tests.molecules import CO2, WATER
 
 

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backend.core.elements import hill_formula, hill_formulas
+from orientscope.core.elements import hill_formula, hill_formulas
 
 CH4 = [6, 1, 1, 1, 1]
 HCL = [1, 17]

@@ -1,6 +1,6 @@
 """The one progress type: sub-tasks map their 0-1 onto a slice of the parent's."""
 
-from backend.core.progress import quiet, scaled
+from orientscope.core.progress import quiet, scaled
 
 
 def test_scaled_maps_onto_the_parent_slice_and_names_the_stage():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from backend.core.settings import UnsafeServerError, check_write_access, display_name, is_loopback
+from orientscope.core.settings import UnsafeServerError, check_write_access, display_name, is_loopback
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost", "LOCALHOST"])

@@ -16,9 +16,9 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from backend.core.dataset import from_molecules
-from backend.core.errors import OrientScopeError
-from backend.core.limits import MIB, Limits
+from orientscope.core.dataset import from_molecules
+from orientscope.core.errors import OrientScopeError
+from orientscope.core.limits import MIB, Limits
 from tests.molecules import CO2, METHANE, WATER, asymmetric, benzene
 
 # 1000 generated cases per parser, reproducible in CI (derandomize), no shrinking database on disk.

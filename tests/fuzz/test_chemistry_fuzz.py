@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.loaders.rdkit_generated import generate
-from backend.science.substructure import MAX_SMARTS_LENGTH, SubstructureIndex, parse_smarts
+from orientscope.loaders.rdkit_generated import generate
+from orientscope.science.substructure import MAX_SMARTS_LENGTH, SubstructureIndex, parse_smarts
 from tests.fuzz.hostile import FUZZ, LIMITS, bounded, check_loaded, expect_documented, mutated
 
 # Embedding cost grows steeply with size: larger molecules are refused before embedding (that
@@ -108,7 +108,7 @@ def test_pathological_smarts_over_http_is_answered_in_bounded_time(client, smart
 
 
 def test_a_smarts_search_past_its_deadline_returns_a_partial_result_not_hung(api_data, monkeypatch):
-    from backend.services import molecules as svc
+    from orientscope.services import molecules as svc
 
     monkeypatch.setattr(svc, "SMARTS_TIMEOUT_S", -1.0)  # every search is already past its deadline
     monkeypatch.setattr(svc, "SMARTS_BLOCK", 100)

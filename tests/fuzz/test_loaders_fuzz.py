@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.loaders.asedb import write_asedb
-from backend.loaders.detect import load_path
-from backend.loaders.extxyz import write_extxyz
-from backend.loaders.npz import write_npz
-from backend.loaders.sdf import write_sdf
-from backend.loaders.xyz import write_xyz
+from orientscope.loaders.asedb import write_asedb
+from orientscope.loaders.detect import load_path
+from orientscope.loaders.extxyz import write_extxyz
+from orientscope.loaders.npz import write_npz
+from orientscope.loaders.sdf import write_sdf
+from orientscope.loaders.xyz import write_xyz
 from tests.fuzz.hostile import FUZZ, LIMITS, MEMORY_GROWTH_MB, check_loaded, expect_documented, mutated, peak_rss_mb
 
 EXTENSIONS = {"xyz": ".xyz", "extxyz": ".extxyz", "sdf": ".sdf", "asedb": ".db", "npz": ".npz"}

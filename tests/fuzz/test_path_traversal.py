@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.api.uploads import safe_filename
-from backend.core.errors import DatasetError, NotFoundError
-from backend.core.settings import ID_PATTERN, validate_id
-from backend.loaders.archive import extract_archive, safe_member_path
-from backend.pipeline.jobs import read_job
-from backend.store.datasets import dataset_dir
+from orientscope.api.uploads import safe_filename
+from orientscope.core.errors import DatasetError, NotFoundError
+from orientscope.core.settings import ID_PATTERN, validate_id
+from orientscope.loaders.archive import extract_archive, safe_member_path
+from orientscope.pipeline.jobs import read_job
+from orientscope.store.datasets import dataset_dir
 from tests.fuzz.hostile import FUZZ, LIMITS
 
 HOSTILE_NAMES = [
@@ -157,7 +157,7 @@ SECRETS = ("root:x:0:0", "def serve_cmd", '"n_molecules"')  # /etc/passwd, our c
 
 @pytest.fixture(scope="module")
 def dash_url(api_data):
-    from backend.server import create_app
+    from orientscope.server import create_app
     from tests.api.conftest import ServerThread
 
     with ServerThread(create_app(api_data, read_only=True)) as server:

@@ -5,11 +5,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.core.limits import LimitExceeded, Limits
-from backend.loaders.archive import extract_archive
-from backend.loaders.detect import load_path
-from backend.loaders.xyz import write_xyz
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import LimitExceeded, Limits
+from orientscope.loaders.archive import extract_archive
+from orientscope.loaders.detect import load_path
+from orientscope.loaders.xyz import write_xyz
 
 
 def _xyz_bytes(tmp_path, mols, name) -> bytes:

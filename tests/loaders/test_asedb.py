@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.loaders.asedb import load_asedb, write_asedb
+from orientscope.core.errors import DatasetError
+from orientscope.loaders.asedb import load_asedb, write_asedb
 
 
 @pytest.mark.parametrize(("filename", "kind"), [("a.db", "db"), ("a.aselmdb", "aselmdb")])

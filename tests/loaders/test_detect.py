@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.loaders.detect import detect_format, load_path
+from orientscope.core.errors import DatasetError
+from orientscope.loaders.detect import detect_format, load_path
 
 
 def test_detection_by_extension_and_content(tmp_path, small_atoms):

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.loaders.extxyz import load_extxyz, write_extxyz
+from orientscope.core.errors import DatasetError
+from orientscope.loaders.extxyz import load_extxyz, write_extxyz
 
 
 def test_round_trip_with_ase_properties_and_calculator_energy(tmp_path, small_atoms):

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.core.limits import LimitExceeded, Limits
-from backend.loaders.npz import load_npz, write_npz
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import LimitExceeded, Limits
+from orientscope.loaders.npz import load_npz, write_npz
 
 
 def _arrays(n: int = 30, seed: int = 0):

@@ -3,9 +3,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.loaders.parquet_orientations import load_parquet, write_parquet
-from backend.store.datasets import dataset_dir, save_dataset
+from orientscope.core.errors import DatasetError
+from orientscope.loaders.parquet_orientations import load_parquet, write_parquet
+from orientscope.store.datasets import dataset_dir, save_dataset
 
 
 def test_one_file_round_trip(tmp_path, qm9_small):

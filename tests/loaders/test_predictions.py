@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.core.limits import LimitExceeded, Limits
-from backend.loaders.predictions import check_header, read_predictions
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import LimitExceeded, Limits
+from orientscope.loaders.predictions import check_header, read_predictions
 
 KNOWN = {"gap", "r2"}
 

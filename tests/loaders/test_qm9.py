@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from backend.loaders.qm9 import PROPERTY_UNITS, parse_float_lists, parse_symbol_lists
+from orientscope.loaders.qm9 import PROPERTY_UNITS, parse_float_lists, parse_symbol_lists
 
 
 def test_parsers_are_exact():

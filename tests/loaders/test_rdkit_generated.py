@@ -1,7 +1,7 @@
 import numpy as np
 
-from backend.loaders.rdkit_generated import generate
-from backend.science.frames import compute_frames
+from orientscope.loaders.rdkit_generated import generate
+from orientscope.science.frames import compute_frames
 
 SMILES = ["CCO", "CC(=O)O", "c1ccccc1", "CCN(CC)CC", "OCC(O)CO", "CC(C)Cc1ccccc1", "C1CCCCC1O", "CC#N"]
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.loaders.sdf import load_sdf, write_sdf
+from orientscope.core.errors import DatasetError
+from orientscope.loaders.sdf import load_sdf, write_sdf
 
 
 def _qmugs_style(path, n_mols: int = 3, n_confs: int = 3):
@@ -68,7 +68,7 @@ def test_truncated_and_corrupt_records(tmp_path):
 def test_one_record_with_bonds_from_the_smiles_or_the_geometry():
     from rdkit import Chem
 
-    from backend.loaders.sdf import sdf_block
+    from orientscope.loaders.sdf import sdf_block
     from tests.molecules import CO2, benzene
 
     z, pos = benzene()

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.core.limits import LimitExceeded, Limits
-from backend.loaders.xyz import load_xyz, write_xyz
+from orientscope.core.errors import DatasetError
+from orientscope.core.limits import LimitExceeded, Limits
+from orientscope.loaders.xyz import load_xyz, write_xyz
 
 
 def _frames(n: int, bad: dict | None = None) -> str:
@@ -108,7 +108,7 @@ def test_molecule_limit(tmp_path):
 
 
 def test_one_frame_from_text_and_its_errors_name_the_line():
-    from backend.loaders.xyz import read_xyz_text
+    from orientscope.loaders.xyz import read_xyz_text
 
     z, pos = read_xyz_text("2\nwater-ish\nO 0 0 0\nH 0.96 0 0\nextra lines are ignored\n")
     assert z.tolist() == [8, 1] and pos.tolist() == [[0, 0, 0], [0.96, 0, 0]]
@@ -125,7 +125,7 @@ def test_one_frame_from_text_and_its_errors_name_the_line():
 
 
 def test_xyz_block_takes_symbols_or_numbers():
-    from backend.loaders.xyz import xyz_block
+    from orientscope.loaders.xyz import xyz_block
 
     a = xyz_block(["O", "H"], [[0.0, 0.0, 0.0], [0.96, 0.0, 0.0]], "water\nsecond line", decimals=3)
     assert a == "2\nwater second line\nO 0.000 0.000 0.000\nH 0.960 0.000 0.000\n"

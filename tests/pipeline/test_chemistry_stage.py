@@ -1,10 +1,10 @@
 import numpy as np
 
-from backend.store.results import ResultStore
+from orientscope.store.results import ResultStore
 
 
 def _store(data_dir):
-    from backend.store.datasets import read_meta
+    from orientscope.store.datasets import read_meta
 
     meta = read_meta(data_dir, "qm9")
     return ResultStore(data_dir, "qm9", meta["active_params"])
@@ -35,7 +35,7 @@ def test_chemistry_stage_tables_and_report(qm9_store, qm9_small):
 
 
 def test_report_exposes_similarity_keys(qm9_store):
-    from backend.services.report import build_report
+    from orientscope.services.report import build_report
 
     report = build_report(qm9_store, "qm9")
     for key in ("n_pairs", "nn_within_30deg", "random_within_30deg", "enrichment", "pvalue", "control_enrichment"):

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from backend.store.datasets import save_dataset
-from backend.store.results import list_result_keys
-from backend.store.shards import shard_array_paths, shard_table_paths
+from orientscope.store.datasets import save_dataset
+from orientscope.store.results import list_result_keys
+from orientscope.store.shards import shard_array_paths, shard_table_paths
 
 EXE = str(Path(sys.executable).parent / "orientscope")
 

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from backend.pipeline.engine import (
+from orientscope.pipeline.engine import (
     CLUSTER_ENV,
     LOCAL_ABOVE_ENV,
     ClusterSpec,

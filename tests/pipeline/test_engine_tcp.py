@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from backend.pipeline.precompute import make_params, precompute
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.services.report import build_report
-from backend.store import datasets as ds
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.services.report import build_report
+from orientscope.store import datasets as ds
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

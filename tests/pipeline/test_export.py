@@ -2,11 +2,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.orientations_schema import R_COLUMNS
-from backend.loaders.detect import load_path
-from backend.pipeline.export import EXPORT_FORMATS, debias, export_molecules, rotate_properties
-from backend.science.frames import canonical_positions, compute_frames
-from backend.science.rotations import random_rotations
+from orientscope.core.orientations_schema import R_COLUMNS
+from orientscope.loaders.detect import load_path
+from orientscope.pipeline.export import EXPORT_FORMATS, debias, export_molecules, rotate_properties
+from orientscope.science.frames import canonical_positions, compute_frames
+from orientscope.science.rotations import random_rotations
 
 
 @pytest.fixture()
@@ -81,7 +81,7 @@ def test_unknown_mode_and_format(tmp_path, mols):
 
 
 def test_copies_keep_ids_and_copy_zero_is_the_single_export(tmp_path, mols):
-    from backend.pipeline.export import export_copies
+    from orientscope.pipeline.export import export_copies
 
     single = export_molecules(mols, tmp_path / "one.npz", "random", "npz", seed=3)
     info = export_copies(mols, tmp_path / "many.npz", "npz", copies=3, seed=3)

@@ -8,12 +8,12 @@ import time
 import numpy as np
 import pytest
 
-from backend.core.errors import Busy, NotFoundError, NotReady, Unavailable
-from backend.pipeline import export_jobs
-from backend.pipeline.export import ExportRequest
-from backend.pipeline.export_jobs import ExportJobs, export_files, export_jobs_dir, read_export_job
-from backend.pipeline.jobs import DONE, FAILED, QUEUED
-from backend.store import datasets as ds
+from orientscope.core.errors import Busy, NotFoundError, NotReady, Unavailable
+from orientscope.pipeline import export_jobs
+from orientscope.pipeline.export import ExportRequest
+from orientscope.pipeline.export_jobs import ExportJobs, export_files, export_jobs_dir, read_export_job
+from orientscope.pipeline.jobs import DONE, FAILED, QUEUED
+from orientscope.store import datasets as ds
 
 
 @pytest.fixture()

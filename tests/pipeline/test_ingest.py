@@ -2,14 +2,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from backend.cli import app
-from backend.core.errors import DatasetError
-from backend.loaders.extxyz import write_extxyz
-from backend.loaders.xyz import write_xyz
-from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
-from backend.pipeline.model_audit import is_frame_dependent
-from backend.store import datasets as ds
-from backend.store.results import list_result_keys
+from orientscope.cli import app
+from orientscope.core.errors import DatasetError
+from orientscope.loaders.extxyz import write_extxyz
+from orientscope.loaders.xyz import write_xyz
+from orientscope.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from orientscope.pipeline.model_audit import is_frame_dependent
+from orientscope.store import datasets as ds
+from orientscope.store.results import list_result_keys
 
 runner = CliRunner()
 

@@ -22,14 +22,14 @@ import httpx
 import numpy as np
 import pyarrow.parquet as pq
 
-from backend.loaders.extxyz import write_extxyz
-from backend.store.datasets import list_dataset_ids, load_dataset, read_meta
+from orientscope.loaders.extxyz import write_extxyz
+from orientscope.store.datasets import list_dataset_ids, load_dataset, read_meta
 
 EXE = str(Path(sys.executable).parent / "orientscope")
 N_MOLECULES = 200
 SERVER = """
 import sys, uvicorn
-from backend.server import create_app
+from orientscope.server import create_app
 uvicorn.run(create_app(sys.argv[1], dashboard=False), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
 

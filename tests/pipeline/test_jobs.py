@@ -5,9 +5,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from backend.loaders.extxyz import write_extxyz
-from backend.pipeline.jobs import DONE, FAILED, JobManager, jobs_dir, list_jobs, read_job
-from backend.store import datasets as ds
+from orientscope.loaders.extxyz import write_extxyz
+from orientscope.pipeline.jobs import DONE, FAILED, JobManager, jobs_dir, list_jobs, read_job
+from orientscope.store import datasets as ds
 
 
 @pytest.fixture()

@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.dataset import select_rows
-from backend.core.errors import DatasetError
-from backend.pipeline import ingest, migrate
-from backend.pipeline.precompute import MIGRATE_SHARE, make_params, precompute
-from backend.science.clustering import popcounts
-from backend.services.report import build_report
-from backend.store import datasets as ds
-from backend.store import relayout
-from backend.store.results import ResultStore
-from backend.store.shards import SHARD_SIZE_ENV, is_sharded, shard_array_paths, shard_refs, shard_table_paths
+from orientscope.core.dataset import select_rows
+from orientscope.core.errors import DatasetError
+from orientscope.pipeline import ingest, migrate
+from orientscope.pipeline.precompute import MIGRATE_SHARE, make_params, precompute
+from orientscope.science.clustering import popcounts
+from orientscope.services.report import build_report
+from orientscope.store import datasets as ds
+from orientscope.store import relayout
+from orientscope.store.results import ResultStore
+from orientscope.store.shards import SHARD_SIZE_ENV, is_sharded, shard_array_paths, shard_refs, shard_table_paths
 from tests.conftest import OLD_LAYOUT_N
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,7 +206,7 @@ def test_a_killed_migration_leaves_the_old_dataset_readable_and_a_rerun_succeeds
     # A real SIGKILL in the middle: after the molecules are cut, while the results are.
     script = textwrap.dedent(f"""
         import os, signal
-        from backend.pipeline import migrate
+        from orientscope.pipeline import migrate
         def killed(*args):
             os.kill(os.getpid(), signal.SIGKILL)
         migrate.cut_result = killed
@@ -249,7 +249,7 @@ def test_a_limit_run_on_a_migrated_dataset_still_runs_in_memory(old):
 
 
 def test_a_stored_orientation_map_is_carried_over_and_still_opens(old):
-    from backend.services.map_data import load_map_data, store_map_arrays
+    from orientscope.services.map_data import load_map_data, store_map_arrays
 
     folders = store_map_arrays(old, "old", ("original",))
     before = load_map_data(old, "old", "original")

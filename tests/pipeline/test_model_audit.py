@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.pipeline.model_audit import run_audit, shifted_id_warnings
-from backend.science.model_audit import AuditSettings
-from backend.store import audits as store
-from backend.store.datasets import load_dataset
+from orientscope.core.errors import DatasetError
+from orientscope.pipeline.model_audit import run_audit, shifted_id_warnings
+from orientscope.science.model_audit import AuditSettings
+from orientscope.store import audits as store
+from orientscope.store.datasets import load_dataset
 from tests.audit_models import (
     exported_copies,
     invariant_features,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.core.dataset import from_molecules
-from backend.pipeline.precompute import make_params, precompute
-from backend.services.report import build_report
-from backend.services.results import open_result
-from backend.store.datasets import save_dataset
+from orientscope.core.dataset import from_molecules
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.services.report import build_report
+from orientscope.services.results import open_result
+from orientscope.store.datasets import save_dataset
 
 
 def test_report_has_classifiers_regression_and_control(qm9_store):

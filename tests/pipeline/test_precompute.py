@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from backend.pipeline.precompute import make_params, precompute
-from backend.services.report import build_report
-from backend.store.datasets import save_dataset
-from backend.store.results import ResultStore
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.services.report import build_report
+from orientscope.store.datasets import save_dataset
+from orientscope.store.results import ResultStore
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def test_control_frames_are_the_stored_frames_rotated(small_dir):
 
 
 def test_unknown_dataset_and_bad_params(tmp_path):
-    from backend.core.errors import NotFoundError
+    from orientscope.core.errors import NotFoundError
 
     with pytest.raises(NotFoundError, match="unknown dataset 'nope'"):
         precompute(tmp_path, "nope", make_params())
@@ -54,14 +54,14 @@ def test_unknown_dataset_and_bad_params(tmp_path):
 
 
 def test_undefined_figures_are_stored_as_null():
-    from backend.pipeline.stage import StageOutput
+    from orientscope.pipeline.stage import StageOutput
 
     out = StageOutput(report={"ratio": float("nan"), "xs": [1.0, float("inf")], "arr": np.array([np.nan])})
     assert out.section()["report"] == {"ratio": None, "xs": [1.0, None], "arr": [None]}
 
 
 def test_tiny_and_graphless_datasets_run_every_stage(tmp_path):
-    from backend.core.dataset import from_molecules
+    from orientscope.core.dataset import from_molecules
 
     rng = np.random.default_rng(0)
     odd = [([6], [[0.0, 0.0, 0.0]]), ([1, 1], [[0.0, 0.0, 0.0], [0.74, 0.0, 0.0]])]

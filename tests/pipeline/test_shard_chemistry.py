@@ -6,18 +6,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.progress import quiet
-from backend.pipeline.frames_table import frames_from_table
-from backend.pipeline.precompute import make_params
-from backend.pipeline.shard_chemistry import shard_codes
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.stage import StageContext
-from backend.pipeline.stages import chemistry as memory_stage
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.science.group_stats import SPREAD_BIN_DEG
-from backend.store import datasets as ds
-from backend.store.results import ResultStore
-from backend.store.shards import open_shard_arrays, shard_refs
+from orientscope.core.progress import quiet
+from orientscope.pipeline.frames_table import frames_from_table
+from orientscope.pipeline.precompute import make_params
+from orientscope.pipeline.shard_chemistry import shard_codes
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.stage import StageContext
+from orientscope.pipeline.stages import chemistry as memory_stage
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.science.group_stats import SPREAD_BIN_DEG
+from orientscope.store import datasets as ds
+from orientscope.store.results import ResultStore
+from orientscope.store.shards import open_shard_arrays, shard_refs
 
 N = 2400
 GROUPINGS = ("scaffold", "formula", "cluster")
@@ -134,9 +134,9 @@ def test_shard_size_and_a_two_worker_cluster_give_the_same_result(tmp_path, synt
 
 @pytest.mark.parametrize("smarts", ["C=O", "c1ccccc1", "[#7]~[#6]", "C1CC1"])
 def test_smarts_over_shards_matches_the_in_memory_index_and_reports_progress(sharded, in_memory, smarts):
-    from backend.pipeline.engine import Engine, parse_cluster
-    from backend.pipeline.shard_smarts import search_shards
-    from backend.science.substructure import SubstructureIndex
+    from orientscope.pipeline.engine import Engine, parse_cluster
+    from orientscope.pipeline.shard_smarts import search_shards
+    from orientscope.science.substructure import SubstructureIndex
 
     _, store = sharded
     seen, streamed = [], []
@@ -154,8 +154,8 @@ def test_smarts_over_shards_matches_the_in_memory_index_and_reports_progress(sha
 
 
 def test_smarts_over_shards_rejects_bad_patterns(sharded):
-    from backend.pipeline.engine import Engine, parse_cluster
-    from backend.pipeline.shard_smarts import search_shards
+    from orientscope.pipeline.engine import Engine, parse_cluster
+    from orientscope.pipeline.shard_smarts import search_shards
 
     _, store = sharded
     with Engine(parse_cluster("in-process")) as engine, pytest.raises(ValueError, match="invalid SMARTS"):
@@ -165,8 +165,8 @@ def test_smarts_over_shards_rejects_bad_patterns(sharded):
 
 
 def test_the_molecules_service_searches_a_sharded_set_shard_by_shard(sharded, in_memory):
-    from backend.science.substructure import SubstructureIndex
-    from backend.services.molecules import list_molecules
+    from orientscope.science.substructure import SubstructureIndex
+    from orientscope.services.molecules import list_molecules
 
     meta, store = sharded
     page = list_molecules(store.dir.parents[3], meta["id"], smarts="[#7]~[#6]", limit=1000)

@@ -7,15 +7,15 @@ import shutil
 import numpy as np
 import pytest
 
-from backend.core.errors import DatasetError
-from backend.pipeline.precompute import make_params, precompute
-from backend.pipeline.sharded_ingest import expand_inputs, ingest_files
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.science.frames import compute_frames
-from backend.services.report import build_report
-from backend.store import datasets as ds
-from backend.store.results import ResultStore
-from backend.store.shards import read_shard_table, shard_refs
+from orientscope.core.errors import DatasetError
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.pipeline.sharded_ingest import expand_inputs, ingest_files
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.science.frames import compute_frames
+from orientscope.services.report import build_report
+from orientscope.store import datasets as ds
+from orientscope.store.results import ResultStore
+from orientscope.store.shards import read_shard_table, shard_refs
 
 N = 2400
 
@@ -130,7 +130,7 @@ def test_inputs_expand_in_sorted_order_and_missing_ones_are_named(tmp_path):
 
 
 def test_kernel_sums_on_a_seeded_share_of_a_large_half_do_not_depend_on_the_cut(tmp_path, synth_dir, monkeypatch):
-    from backend.pipeline import shard_stages
+    from orientscope.pipeline import shard_stages
 
     monkeypatch.setattr(shard_stages, "KERNEL_ROWS", 300)  # 2400 molecules: a quarter of half A scores
     assert shard_stages.kernel_fraction(N) == 0.25
@@ -143,7 +143,7 @@ def test_kernel_sums_on_a_seeded_share_of_a_large_half_do_not_depend_on_the_cut(
 
 
 def test_classifiers_train_on_a_seeded_subsample_and_score_every_molecule(tmp_path, synth_dir, monkeypatch):
-    from backend.pipeline import shard_models
+    from orientscope.pipeline import shard_models
 
     monkeypatch.setattr(shard_models, "TRAIN_MOLECULES", 600)
     runs = []
@@ -170,9 +170,9 @@ def test_classifiers_train_on_a_seeded_subsample_and_score_every_molecule(tmp_pa
 
 
 def test_regression_on_a_subsample_of_the_whole_set_is_the_in_memory_regression(reference):
-    from backend.pipeline.stages.models import REGRESSION
-    from backend.science.regression import orientation_regression
-    from backend.science.rotations import derived_seed
+    from orientscope.pipeline.stages.models import REGRESSION
+    from orientscope.science.regression import orientation_regression
+    from orientscope.science.rotations import derived_seed
 
     data, meta = reference
     # seed 0 named: another test adds a seed-9 result to the shared reference store
@@ -193,7 +193,7 @@ def test_regression_on_a_subsample_of_the_whole_set_is_the_in_memory_regression(
 
 
 def test_sharded_and_in_memory_ingest_record_the_same_meta(tmp_path, synth_dir):
-    from backend.pipeline.ingest import ingest_file
+    from orientscope.pipeline.ingest import ingest_file
 
     with np.load(synth_dir / "shard-00000.npz") as arrays:  # its first 40 molecules: every stage runs fast
         n = 40
@@ -218,7 +218,7 @@ def test_sharded_and_in_memory_ingest_record_the_same_meta(tmp_path, synth_dir):
 def test_kl_beyond_the_exact_limit_runs_one_task_per_subsample_and_does_not_depend_on_the_cut(
     tmp_path, synth_dir, monkeypatch
 ):
-    from backend.pipeline import sharded
+    from orientscope.pipeline import sharded
 
     # 2400 molecules: KL from 3 groups of ~800, sign-invariant and kl_at_n from subsamples of 500 and 600.
     monkeypatch.setattr(sharded, "KL_LIMITS", {"exact_limit": 1000, "sign_limit": 500, "at_n": 600})

@@ -8,15 +8,15 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from backend.cli import app
-from backend.core.dataset import from_molecules
-from backend.pipeline.ingest import ingest_file
-from backend.pipeline.precompute import make_params, precompute
-from backend.pipeline.stages import STAGE_NAMES
-from backend.services.datasets import dataset_info
-from backend.services.report import build_report
-from backend.store.datasets import save_dataset
-from backend.store.results import ResultStore
+from orientscope.cli import app
+from orientscope.core.dataset import from_molecules
+from orientscope.pipeline.ingest import ingest_file
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.pipeline.stages import STAGE_NAMES
+from orientscope.services.datasets import dataset_info
+from orientscope.services.report import build_report
+from orientscope.store.datasets import save_dataset
+from orientscope.store.results import ResultStore
 from tests.molecules import METHANE, WATER, WATER_METHANE_FORMALDEHYDE_XYZ, asymmetric, benzene
 
 # Small asymmetric molecules, embedded by RDKit and stored without their SMILES:

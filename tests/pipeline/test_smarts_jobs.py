@@ -8,21 +8,21 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from backend.pipeline.engine import Engine, parse_cluster
-from backend.pipeline.jobs import DONE, FAILED
-from backend.pipeline.precompute import make_params
-from backend.pipeline.shard_smarts import search_dataset, search_shards, sharded_result
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.smarts_jobs import (
+from orientscope.pipeline.engine import Engine, parse_cluster
+from orientscope.pipeline.jobs import DONE, FAILED
+from orientscope.pipeline.precompute import make_params
+from orientscope.pipeline.shard_smarts import search_dataset, search_shards, sharded_result
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.smarts_jobs import (
     SMARTS_JOB_ABOVE_ENV,
     SearchTarget,
     SmartsSearches,
     search_dir,
     smarts_job_above,
 )
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.store.results import MANIFEST, ResultStore
-from backend.store.shards import shard_table_paths
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.store.results import MANIFEST, ResultStore
+from orientscope.store.shards import shard_table_paths
 
 N = 1200
 

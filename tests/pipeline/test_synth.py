@@ -3,12 +3,12 @@ import json
 import numpy as np
 import pytest
 
-from backend.core.dataset import MoleculeSet, concat_molecule_sets
-from backend.loaders.npz import load_npz
-from backend.pipeline.synth import MANIFEST, SynthSpec, write_synth
-from backend.science.frames import compute_frames
-from backend.science.rotations import geodesic_angle, matrix_to_quaternion
-from backend.science.so3_stats import kl_to_uniform
+from orientscope.core.dataset import MoleculeSet, concat_molecule_sets
+from orientscope.loaders.npz import load_npz
+from orientscope.pipeline.synth import MANIFEST, SynthSpec, write_synth
+from orientscope.science.frames import compute_frames
+from orientscope.science.rotations import geodesic_angle, matrix_to_quaternion
+from orientscope.science.so3_stats import kl_to_uniform
 
 
 def _read(out) -> MoleculeSet:

@@ -1,7 +1,7 @@
 import numpy as np
 
-from backend.core.dataset import from_molecules
-from backend.science.chemistry import FP_WORDS, compute_chemistry, pack_bits
+from orientscope.core.dataset import from_molecules
+from orientscope.science.chemistry import FP_WORDS, compute_chemistry, pack_bits
 
 WATER = ([8, 1, 1], [[0, 0, 0.1173], [0, 0.7572, -0.4692], [0, -0.7572, -0.4692]])
 METHANE = (
@@ -35,7 +35,7 @@ def test_failed_molecule_is_flagged_not_dropped():
 def test_scaffolds_and_packed_bits():
     from rdkit import Chem
 
-    from backend.science.chemistry import murcko_scaffolds
+    from orientscope.science.chemistry import murcko_scaffolds
 
     assert murcko_scaffolds(Chem.MolFromSmiles("Cc1ccccc1")) == ("c1ccccc1", "C1CCCCC1")
     assert murcko_scaffolds(Chem.MolFromSmiles("CCO")) == ("", "")

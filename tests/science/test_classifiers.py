@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from backend.core.dataset import from_molecules
-from backend.science.classifiers import (
+from orientscope.core.dataset import from_molecules
+from orientscope.science.classifiers import (
     ORDER_PAIRS,
     ClassifierSettings,
     _BootstrapAUC,
@@ -18,8 +18,8 @@ from backend.science.classifiers import (
     grouped_folds,
     pose_features,
 )
-from backend.science.frames import canonical_positions, compute_frames
-from backend.science.rotations import random_rotations, rotate_molecules
+from orientscope.science.frames import canonical_positions, compute_frames
+from orientscope.science.rotations import random_rotations, rotate_molecules
 
 FAST = ClassifierSettings(max_iter=40, max_leaf_nodes=15, n_folds=3, n_bootstrap=200)
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from backend.science.chemistry import pack_bits
-from backend.science.clustering import (
+from orientscope.science.chemistry import pack_bits
+from orientscope.science.clustering import (
     ShardedTanimotoScan,
     TanimotoIndex,
     leader_clusters,

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.stats import kstest
 
-from backend.science.counter_rng import (
+from orientscope.science.counter_rng import (
     axis_angle_rotations,
     haar_rotations,
     half_split,
@@ -12,8 +12,8 @@ from backend.science.counter_rng import (
     uniforms,
     unit_vectors,
 )
-from backend.science.rotations import geodesic_angle
-from backend.science.so3_stats import haar_angle_cdf
+from orientscope.science.rotations import geodesic_angle
+from orientscope.science.so3_stats import haar_angle_cdf
 
 N = 20_000
 

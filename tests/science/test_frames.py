@@ -3,9 +3,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from backend.core.dataset import from_molecules
-from backend.science.frames import canonical_positions, compute_frames, frame_of_molecule
-from backend.science.rotations import random_rotations
+from orientscope.core.dataset import from_molecules
+from orientscope.science.frames import canonical_positions, compute_frames, frame_of_molecule
+from orientscope.science.rotations import random_rotations
 from tests.molecules import ACETYLENE, CO2, METHANE, WATER, asymmetric, benzene
 
 
@@ -107,7 +107,7 @@ def test_vectorised_matches_single_molecule_path():
 def test_real_qm9_frames_equivariant(qm9_small):
     m = qm9_small
     f0 = compute_frames(m.positions_angstrom, m.offsets, m.atomic_numbers)
-    from backend.science.rotations import rotate_molecules
+    from orientscope.science.rotations import rotate_molecules
 
     Q = random_rotations(m.n_molecules, 123)
     f1 = compute_frames(rotate_molecules(m.positions_angstrom, m.offsets, Q), m.offsets, m.atomic_numbers)

@@ -1,7 +1,7 @@
 import numpy as np
 
-from backend.science.group_stats import group_orientation_stats, quaternion_mean
-from backend.science.rotations import matrix_to_quaternion, quaternion_angle, quaternion_to_matrix, random_rotations
+from orientscope.science.group_stats import group_orientation_stats, quaternion_mean
+from orientscope.science.rotations import matrix_to_quaternion, quaternion_angle, quaternion_to_matrix, random_rotations
 
 
 def _around(center_q, n, sigma_rad, seed):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.science import model_audit as sci
+from orientscope.science import model_audit as sci
 
 SETTINGS = sci.AuditSettings(n_bootstrap=500, n_permutations=20_000)
 

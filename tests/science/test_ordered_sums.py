@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.science.ordered_sums import BLOCK, block_partial, group_sums, merge_block_partials, ordered_sums
+from orientscope.science.ordered_sums import BLOCK, block_partial, group_sums, merge_block_partials, ordered_sums
 
 
 def test_group_sums_known_answer():

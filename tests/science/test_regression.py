@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.science.regression import RegressionSettings, SO3NeighborsRegressor, orientation_regression
-from backend.science.rotations import random_rotations
+from orientscope.science.regression import RegressionSettings, SO3NeighborsRegressor, orientation_regression
+from orientscope.science.rotations import random_rotations
 
 SETTINGS = RegressionSettings(n_neighbors=20, n_calibration=2000, n_folds=4)
 

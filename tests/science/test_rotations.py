@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from backend.science.rotations import (
+from orientscope.science.rotations import (
     SIGN_FLIPS,
     derived_seed,
     geodesic_angle,

@@ -1,8 +1,8 @@
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from backend.science.chemistry import pack_bits
-from backend.science.similarity import coupling, neighbour_pairs
+from orientscope.science.chemistry import pack_bits
+from orientscope.science.similarity import coupling, neighbour_pairs
 
 
 def _planted(n_families=40, per=6, seed=0):

@@ -1,15 +1,15 @@
 import numpy as np
 import pytest
 
-from backend.science.counter_rng import haar_quaternions
-from backend.science.rotations import (
+from orientscope.science.counter_rng import haar_quaternions
+from orientscope.science.rotations import (
     chord_to_angle,
     geodesic_angle,
     quaternion_multiply,
     quaternion_to_matrix,
     sign_flip_quaternions,
 )
-from backend.science.so3_partial import (
+from orientscope.science.so3_partial import (
     FINE_BINS,
     fine_angle_counts,
     histogram_from_counts,
@@ -19,7 +19,7 @@ from backend.science.so3_partial import (
     ks_from_counts,
     part_rows,
 )
-from backend.science.so3_stats import (
+from orientscope.science.so3_stats import (
     angle_histogram,
     kl_to_uniform,
     knn_angles,
@@ -99,7 +99,7 @@ def test_kl_summary_states_kl_at_n_or_why_not():
 
 
 def test_knn_angles_do_not_depend_on_the_query_block():
-    from backend.science.so3_stats import knn_angles
+    from orientscope.science.so3_stats import knn_angles
 
     q = haar_quaternions(4, "q", np.arange(3000))
     for signs in (False, True):

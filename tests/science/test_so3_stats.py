@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from backend.science import so3_stats as s
-from backend.science.rotations import matrix_to_quaternion, random_rotations
+from orientscope.science import so3_stats as s
+from orientscope.science.rotations import matrix_to_quaternion, random_rotations
 
 
 def _concentrated(n, sigma, seed):
@@ -47,7 +47,7 @@ def test_knn_angles_are_true_geodesic_neighbours():
     R = random_rotations(400, 3)
     q = matrix_to_quaternion(R)
     ang = s.knn_angles(q, k=3)
-    from backend.science.rotations import geodesic_angle
+    from orientscope.science.rotations import geodesic_angle
 
     full = geodesic_angle(R[:, None], R[None, :])
     np.fill_diagonal(full, np.inf)
@@ -55,7 +55,7 @@ def test_knn_angles_are_true_geodesic_neighbours():
 
 
 def test_sign_invariant_variant_ignores_axis_sign_flips():
-    from backend.science.rotations import SIGN_FLIPS
+    from orientscope.science.rotations import SIGN_FLIPS
 
     R = _concentrated(4000, 0.15, 4)
     flips = SIGN_FLIPS[np.random.default_rng(0).integers(0, 4, len(R))]
@@ -75,7 +75,7 @@ def test_reference_orientation_finds_the_mode():
     R = np.concatenate([_concentrated(1500, 0.1, 5), random_rotations(1500, 6)])
     q = matrix_to_quaternion(R)
     ref = s.reference_orientation(q, seed=0)
-    from backend.science.rotations import geodesic_angle
+    from orientscope.science.rotations import geodesic_angle
 
     assert geodesic_angle(R[ref], np.eye(3)) < 0.15
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from backend.science.sphere import axes_lonlat_deg, mollweide_graticule, mollweide_outline, mollweide_xy
+from orientscope.science.sphere import axes_lonlat_deg, mollweide_graticule, mollweide_outline, mollweide_xy
 
 
 def test_lonlat_of_lab_axes():
@@ -41,7 +41,7 @@ def test_outline_and_graticule_shapes():
 
 
 def test_mollweide_vectors_invert_the_projection():
-    from backend.science.sphere import mollweide_vectors
+    from orientscope.science.sphere import mollweide_vectors
 
     rng = np.random.default_rng(4)
     v = rng.normal(size=(5000, 3))

@@ -1,6 +1,6 @@
 import pytest
 
-from backend.science.substructure import SubstructureIndex, search_smarts
+from orientscope.science.substructure import SubstructureIndex, search_smarts
 
 SMILES = ["CCO", "CC=O", "c1ccccc1", "", "CC(=O)O", "not-smiles", "C#N"]
 

@@ -37,7 +37,7 @@ TOY_SCAFFOLDS = ["", "", "", "c1ccccc1", "s1", "s1", "s2", "s1"]
 
 
 def toy_set():
-    from backend.core.dataset import from_molecules
+    from orientscope.core.dataset import from_molecules
 
     mols = [WATER, CO2, METHANE, benzene(), *(asymmetric(seed=s) for s in range(4))]
     props = pd.DataFrame({"energy": np.arange(8, dtype=float) - 3.0})
@@ -46,9 +46,9 @@ def toy_set():
 
 def add_toy(data_dir: Path) -> None:
     """Store "toy" with the frames stage, then the optional stages as other engineers' stages write them."""
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store.datasets import save_dataset
-    from backend.store.results import ResultStore
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import save_dataset
+    from orientscope.store.results import ResultStore
 
     save_dataset(data_dir, "toy", toy_set(), name="Toy", source="constructed")
     params = make_params(seed=0)
@@ -75,8 +75,8 @@ def api_data(qm9_store, tmp_path_factory) -> Path:
     yet) and nochem (60 real molecules with frames and statistics only, no chemistry stage)."""
     import numpy as np
 
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store.datasets import load_dataset, save_dataset
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import load_dataset, save_dataset
 
     data_dir = tmp_path_factory.mktemp("api-data")
     shutil.copytree(Path(qm9_store) / "datasets", data_dir / "datasets")
@@ -91,8 +91,8 @@ def api_data(qm9_store, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def toy_dir(tmp_path_factory) -> Path:
     """Only constructed data: "toy" (with optional stages) and "plain" (frames only)."""
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store.datasets import save_dataset
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import save_dataset
 
     data_dir = tmp_path_factory.mktemp("toy-data")
     add_toy(data_dir)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from dash import html
 
-from backend.services.bytecache import CACHE_MB_ENV, MB, ByteBudgetCache, budget_bytes, nbytes
+from orientscope.services.bytecache import CACHE_MB_ENV, MB, ByteBudgetCache, budget_bytes, nbytes
 
 
 def _block(n_bytes: int, fill: int = 0) -> np.ndarray:

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.errors import NotFoundError
-from backend.pipeline.precompute import make_params, precompute
-from backend.services.cache import ViewCache, get_view
-from backend.services.results import open_result
+from orientscope.core.errors import NotFoundError
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.services.cache import ViewCache, get_view
+from orientscope.services.results import open_result
 from tests.services.conftest import TOY_IDS, TOY_SCORES, toy_set
 
 
@@ -27,7 +27,7 @@ def test_view_is_aligned_with_the_stored_molecules(toy_dir):
 
 
 def test_result_with_a_limit_maps_rows_by_id(tmp_path):
-    from backend.store.datasets import save_dataset
+    from orientscope.store.datasets import save_dataset
 
     save_dataset(tmp_path, "sub", toy_set(), name="Sub", source="constructed")
     precompute(tmp_path, "sub", make_params(seed=0, limit=3), stages=["frames"])
@@ -39,7 +39,7 @@ def test_result_with_a_limit_maps_rows_by_id(tmp_path):
 
 
 def test_view_is_rebuilt_when_the_manifest_changes(tmp_path):
-    from backend.store.datasets import save_dataset
+    from orientscope.store.datasets import save_dataset
 
     save_dataset(tmp_path, "t", toy_set(), name="T", source="constructed")
     precompute(tmp_path, "t", make_params(seed=0), stages=["frames"])
@@ -139,8 +139,8 @@ def test_a_view_loaded_while_its_folder_is_swapped_by_a_migration_is_read_again(
 ):
     import shutil
 
-    from backend.pipeline.migrate import migrate_dataset
-    from backend.store import datasets as ds
+    from orientscope.pipeline.migrate import migrate_dataset
+    from orientscope.store import datasets as ds
 
     data = tmp_path / "data"
     shutil.copytree(old_layout_store, data)

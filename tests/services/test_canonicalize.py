@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from backend.services.canonicalize import canonicalize, parse_molecule
-from backend.services.errors import InvalidInput
+from orientscope.services.canonicalize import canonicalize, parse_molecule
+from orientscope.services.errors import InvalidInput
 
 
 def test_parse_xyz():

@@ -2,9 +2,9 @@
 
 import pytest
 
-from backend.pipeline.precompute import make_params, precompute
-from backend.services.cache import WouldBlock, get_view, warm_only
-from backend.services.datasets import (
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.services.cache import WouldBlock, get_view, warm_only
+from orientscope.services.datasets import (
     COMPUTING,
     FAILED,
     READY,
@@ -12,9 +12,9 @@ from backend.services.datasets import (
     dataset_summary,
     list_datasets,
 )
-from backend.services.report import build_report
-from backend.services.results import open_result
-from backend.store.datasets import save_dataset, update_meta
+from orientscope.services.report import build_report
+from orientscope.services.results import open_result
+from orientscope.store.datasets import save_dataset, update_meta
 from tests.services.conftest import toy_set
 
 

@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.groups import UNGROUPED
-from backend.services.bytecache import nbytes
-from backend.services.cache import get_view
-from backend.services.errors import InvalidInput
-from backend.services.grouping import (
+from orientscope.core.groups import UNGROUPED
+from orientscope.services.bytecache import nbytes
+from orientscope.services.cache import get_view
+from orientscope.services.errors import InvalidInput
+from orientscope.services.grouping import (
     chemistry_table,
     group_ids,
     group_label,
@@ -16,8 +16,8 @@ from backend.services.grouping import (
     group_rows,
     ungrouped_count,
 )
-from backend.services.groups import list_groups
-from backend.services.molecules import list_molecules
+from orientscope.services.groups import list_groups
+from orientscope.services.molecules import list_molecules
 
 
 @pytest.fixture(scope="module")
@@ -94,10 +94,10 @@ def test_unknown_group_names_both_accepted_forms(qm9_store):
 
 def test_unclustered_molecules_are_apart_and_old_results_get_smiles_labels(tmp_path):
     """Cluster -1 is no group; old results named clusters 'cluster k (leader <id>)': the label is its SMILES."""
-    from backend.core.dataset import from_molecules
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store.datasets import save_dataset
-    from backend.store.results import ResultStore
+    from orientscope.core.dataset import from_molecules
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import save_dataset
+    from orientscope.store.results import ResultStore
     from tests.molecules import CO2, METHANE, WATER
 
     save_dataset(tmp_path, "old", from_molecules([WATER, CO2, METHANE], ids=["w", "c", "m"]), name="o", source="t")

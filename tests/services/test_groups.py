@@ -2,8 +2,8 @@
 
 import pytest
 
-from backend.services.errors import InvalidInput, NotComputed
-from backend.services.groups import list_groups
+from orientscope.services.errors import InvalidInput, NotComputed
+from orientscope.services.groups import list_groups
 
 
 def test_formula_groups_without_chemistry(toy_dir):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.core.orientations_schema import R_COLUMNS
-from backend.services.map_data import density_grid, load_map_data, reference_xy
-from backend.services.results import open_result
+from orientscope.core.orientations_schema import R_COLUMNS
+from orientscope.services.map_data import density_grid, load_map_data, reference_xy
+from orientscope.services.results import open_result
 
 
 def test_every_axis_of_every_molecule_is_projected(qm9_store):
@@ -71,7 +71,7 @@ def test_uniform_points_have_density_near_one():
     rng = np.random.default_rng(1)
     v = rng.normal(size=(200_000, 3))
     v /= np.linalg.norm(v, axis=1, keepdims=True)
-    from backend.science.sphere import mollweide_xy
+    from orientscope.science.sphere import mollweide_xy
 
     x, y = mollweide_xy(np.degrees(np.arctan2(v[:, 1], v[:, 0])), np.degrees(np.arcsin(v[:, 2])))
     grid = density_grid(x, y, nx=24, ny=12)
@@ -98,7 +98,7 @@ def test_density_counts_equal_numpy_histogram2d_on_the_edges_too():
 
 
 def test_frame_lines_are_the_mollweide_ellipse_and_a_graticule():
-    from backend.services.map_data import frame_lines
+    from orientscope.services.map_data import frame_lines
 
     lines = frame_lines()
     ox, oy = lines["outline"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.core.palette import OKABE_ITO
-from backend.services import map_raster as mr
-from backend.services.bytecache import shared_cache
-from backend.services.errors import InvalidInput
-from backend.services.map_data import MapData, band_of
-from backend.services.map_view import N_GROUP_COLORS, MapColors, MapPoints, MapQuery, sorted_by_x
+from orientscope.core.palette import OKABE_ITO
+from orientscope.services import map_raster as mr
+from orientscope.services.bytecache import shared_cache
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_data import MapData, band_of
+from orientscope.services.map_view import N_GROUP_COLORS, MapColors, MapPoints, MapQuery, sorted_by_x
 
 N = 2000
 VP = mr.Viewport(-2.0, 2.0, -1.0, 1.0, 40, 20)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.core.palette import AXIS_COLORS
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.science.frames import compute_frames
-from backend.science.sphere import axes_lonlat_deg, mollweide_xy
-from backend.services import map_raster as mr
-from backend.services.map_data import MapData
-from backend.services.map_view import AXIS_NAMES, MapColors, MapPoints, MapQuery, view_points
-from backend.store import datasets as ds
+from orientscope.core.palette import AXIS_COLORS
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.science.frames import compute_frames
+from orientscope.science.sphere import axes_lonlat_deg, mollweide_xy
+from orientscope.services import map_raster as mr
+from orientscope.services.map_data import MapData
+from orientscope.services.map_view import AXIS_NAMES, MapColors, MapPoints, MapQuery, view_points
+from orientscope.store import datasets as ds
 
 N = 900
 VP = mr.Viewport(-2.9, 2.9, -1.45, 1.45, 60, 30)
@@ -80,7 +80,7 @@ def test_the_sharded_map_is_the_map_of_the_same_molecules_in_memory(sharded):
 def test_the_default_map_of_a_sharded_set_reads_only_its_frames(sharded, monkeypatch):
     """Axis colours, no group, no SMARTS: the map never loads the dataset's molecules (at 10M, 180M atoms)."""
     data, dataset_id = sharded
-    import backend.services.map_view as mv
+    import orientscope.services.map_view as mv
 
     def no_molecules(*args):
         raise AssertionError("the default map loaded the dataset view")

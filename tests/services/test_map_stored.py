@@ -7,14 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.services import map_data as mdata
-from backend.services import map_raster as mr
-from backend.services.bytecache import map_cache, shared_cache
-from backend.services.map_view import MapQuery, view_points
-from backend.services.results import open_result
-from backend.store import map_arrays
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.services import map_data as mdata
+from orientscope.services import map_raster as mr
+from orientscope.services.bytecache import map_cache, shared_cache
+from orientscope.services.map_view import MapQuery, view_points
+from orientscope.services.results import open_result
+from orientscope.store import map_arrays
 
 N = 900
 VP = mr.Viewport(-2.9, 2.9, -1.45, 1.45, 60, 30)
@@ -142,7 +142,7 @@ def test_the_map_stored_in_the_store_is_used_and_a_stale_one_ignored(sharded, fr
 
 def _sorted_in_memory(data, dataset_id):
     """The default view of the in-memory map (no stored arrays), resolved as a server resolves it."""
-    from backend.services import map_view
+    from orientscope.services import map_view
 
     md = _in_memory(data, dataset_id)
     geo = map_view._Geometry(md, *mdata.sorted_points(md, mdata.AXES, None))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.services.errors import InvalidInput
-from backend.services.map_data import band_of, load_map_data
-from backend.services.map_view import MapQuery, view_points
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_data import band_of, load_map_data
+from orientscope.services.map_view import MapQuery, view_points
 from tests.services.conftest import TOY_IDS, TOY_SCORES
 
 

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.errors import NotFoundError
-from backend.pipeline.model_audit import run_audit
-from backend.science.model_audit import AuditSettings
-from backend.services import model_audits as svc
-from backend.services.errors import InvalidInput
-from backend.services.map_view import MapQuery, view_points
-from backend.store.datasets import delete_dataset, load_dataset
+from orientscope.core.errors import NotFoundError
+from orientscope.pipeline.model_audit import run_audit
+from orientscope.science.model_audit import AuditSettings
+from orientscope.services import model_audits as svc
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_view import MapQuery, view_points
+from orientscope.store.datasets import delete_dataset, load_dataset
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from rdkit import Chem
 
-from backend.core.elements import hill_formula
-from backend.services import molecules as svc
-from backend.services.cache import get_view
-from backend.services.errors import InvalidInput, NotComputed
-from backend.services.molecules import (
+from orientscope.core.elements import hill_formula
+from orientscope.services import molecules as svc
+from orientscope.services.cache import get_view
+from orientscope.services.errors import InvalidInput, NotComputed
+from orientscope.services.molecules import (
     MAX_PAGE,
     export_molecule,
     formulas,
@@ -64,9 +64,9 @@ def test_smarts_filter(toy_dir):
 
 
 def test_smarts_without_smiles_uses_bonds_perceived_from_3d(toy_dir):
-    from backend.core.dataset import from_molecules
-    from backend.pipeline.precompute import make_params, precompute
-    from backend.store.datasets import save_dataset
+    from orientscope.core.dataset import from_molecules
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import save_dataset
 
     mols = from_molecules([WATER, CO2, METHANE, benzene()], ids=["water", "co2", "methane", "benzene"])
     save_dataset(toy_dir, "nosmiles", mols, name="No SMILES", source="constructed")
@@ -88,7 +88,7 @@ def test_smarts_scan_stopped_by_its_time_limit_returns_the_matches_so_far(toy_di
 
 
 def test_complete_smarts_masks_are_kept_in_the_byte_budgeted_cache(toy_dir):
-    from backend.services.bytecache import shared_cache
+    from orientscope.services.bytecache import shared_cache
 
     view = get_view(toy_dir, "plain")
     first = svc.match_smarts(view, "[#8]")

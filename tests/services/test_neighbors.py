@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from backend.science.rotations import geodesic_angle
-from backend.services.cache import get_view
-from backend.services.errors import InvalidInput, NotComputed
-from backend.services.neighbors import nearest_quaternions, neighbors
+from orientscope.science.rotations import geodesic_angle
+from orientscope.services.cache import get_view
+from orientscope.services.errors import InvalidInput, NotComputed
+from orientscope.services.neighbors import nearest_quaternions, neighbors
 
 
 def test_pose_neighbours_match_brute_force(toy_dir):

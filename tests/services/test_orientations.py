@@ -6,8 +6,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from backend.services.errors import InvalidInput
-from backend.services.orientations import COLUMNS, orientations_bytes, orientations_table
+from orientscope.services.errors import InvalidInput
+from orientscope.services.orientations import COLUMNS, orientations_bytes, orientations_table
 from tests.services.conftest import TOY_IDS, TOY_SCORES
 
 

@@ -1,6 +1,6 @@
 """The report's figures as text, shared by the CLI and the dashboard."""
 
-from backend.services.report import format_kl
+from orientscope.services.report import format_kl
 
 
 def test_format_kl():
@@ -11,8 +11,8 @@ def test_format_kl():
 
 
 def test_report_names_the_frame_dependent_properties_and_the_rows_flag_them(qm9_store):
-    from backend.services.report import build_report
-    from backend.services.report_format import regression_rows
+    from orientscope.services.report import build_report
+    from orientscope.services.report_format import regression_rows
 
     report = build_report(qm9_store, "qm9")
     lab_frame = {f"alpha_{c}" for c in ("xx", "xy", "yy", "xz", "yz", "zz")}
@@ -35,7 +35,7 @@ def _qm9_like(frame_acc=0.68, order_acc=0.95, ctl=-0.0004):
 
 
 def test_verdict_leads_with_the_scale_and_the_frame_classifier_not_the_atom_order_one():
-    from backend.services.report import verdict
+    from orientscope.services.report import verdict
 
     text = verdict(_qm9_like())["text"]
     assert text.startswith("Aligned: KL to uniform 0.91 (0 = uniform; control 0.00")
@@ -44,7 +44,7 @@ def test_verdict_leads_with_the_scale_and_the_frame_classifier_not_the_atom_orde
 
 
 def test_verdict_of_a_uniform_set_says_so_without_negative_zero():
-    from backend.services.report import verdict
+    from orientscope.services.report import verdict
 
     report = {
         "kl": {"value": -0.001, "ci95": [-0.003, 0.002]},

@@ -2,7 +2,7 @@
 
 import pytest
 
-from backend.services.report_format import (
+from orientscope.services.report_format import (
     FRAME_DEPENDENT_NOTE,
     format_number,
     format_p,
@@ -90,7 +90,7 @@ def test_a_skipped_stage_gives_its_reason_instead_of_rows():
 
 
 def test_control_report_shows_the_controls_own_figures_not_the_datasets():
-    from backend.services.report_format import control_report
+    from orientscope.services.report_format import control_report
 
     report = _report(name="QM9", verdict={"aligned": True, "text": "Aligned"})
     shown = control_report(report)
@@ -102,7 +102,7 @@ def test_control_report_shows_the_controls_own_figures_not_the_datasets():
 
 
 def test_headline_answers_in_plain_words_and_names_what_each_classifier_rests_on():
-    from backend.services.report_format import KL_LANDMARK, REMEDY, headline
+    from orientscope.services.report_format import KL_LANDMARK, REMEDY, headline
 
     atom_order = {"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}
     report = _report(verdict={"aligned": True, "text": "Aligned: a classifier spots the stored pose with 95% accuracy"})
@@ -117,7 +117,7 @@ def test_headline_answers_in_plain_words_and_names_what_each_classifier_rests_on
 
 
 def test_headline_of_a_set_too_small_for_statistics_says_why():
-    from backend.services.report_format import headline
+    from orientscope.services.report_format import headline
 
     report = {"verdict": {"aligned": None, "text": "Not enough molecules for orientation statistics."},
               "skipped_stages": {"statistics": "needs more than 6 molecules, got 3"}}  # fmt: skip

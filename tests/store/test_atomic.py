@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from backend.store import atomic
+from orientscope.store import atomic
 
 
 def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch):
@@ -31,7 +31,7 @@ def test_json_rejects_nan(tmp_path):
 
 WRITER = """
 import sys
-from backend.store.atomic import atomic_write_bytes
+from orientscope.store.atomic import atomic_write_bytes
 from pathlib import Path
 i = 0
 while True:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.pipeline.precompute import make_params
-from backend.pipeline.sharded_ingest import ingest_files
-from backend.pipeline.synth import SynthSpec, write_synth
-from backend.services.bytecache import _memory_mapped
-from backend.store import columns as cols
-from backend.store import datasets as ds
-from backend.store.results import ResultStore
+from orientscope.pipeline.precompute import make_params
+from orientscope.pipeline.sharded_ingest import ingest_files
+from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.services.bytecache import _memory_mapped
+from orientscope.store import columns as cols
+from orientscope.store import datasets as ds
+from orientscope.store.results import ResultStore
 
 N = 1500
 

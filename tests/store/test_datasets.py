@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from backend.core.errors import NotFoundError
-from backend.store import datasets as ds
+from orientscope.core.errors import NotFoundError
+from orientscope.store import datasets as ds
 
 
 def test_round_trip_keeps_everything(tmp_path, qm9_small):

@@ -4,12 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.core.dataset import from_molecules
-from backend.core.errors import DatasetError
-from backend.store import datasets as ds
-from backend.store.relayout import cut_molecules, cut_result
-from backend.store.results import ResultStore
-from backend.store.shards import SHARDED, shard_array_paths, shard_refs, shard_table_paths
+from orientscope.core.dataset import from_molecules
+from orientscope.core.errors import DatasetError
+from orientscope.store import datasets as ds
+from orientscope.store.relayout import cut_molecules, cut_result
+from orientscope.store.results import ResultStore
+from orientscope.store.shards import SHARDED, shard_array_paths, shard_refs, shard_table_paths
 from tests.molecules import CO2, METHANE, WATER, asymmetric
 
 IDS = ["water", "co2", "methane", "a0", "a1", "a2", "a3"]

@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
 
-from backend.core.errors import NotFoundError
-from backend.store.results import ResultStore, list_result_keys, result_key
+from orientscope.core.errors import NotFoundError
+from orientscope.store.results import ResultStore, list_result_keys, result_key
 
 PARAMS = {"frame": "pca", "sign": "max", "seed": 3, "limit": None}
 
@@ -24,7 +24,7 @@ def test_stage_counts_only_once_the_manifest_names_it(tmp_path, monkeypatch):
     assert manifest["stages"]["frames"]["rows"] == {"t": 2}
 
     # Simulated crash after the data files but before the manifest update.
-    from backend.store import results as mod
+    from orientscope.store import results as mod
 
     real = mod.atomic_write_json
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import concat_molecule_sets, from_molecules
-from backend.store import datasets as ds
-from backend.store.shards import (
+from orientscope.core.dataset import concat_molecule_sets, from_molecules
+from orientscope.store import datasets as ds
+from orientscope.store.shards import (
     ShardRef,
     duplicate_in_partition,
     id_partition,

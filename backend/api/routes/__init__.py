@@ -1,6 +1,6 @@
 """One APIRouter per resource; ``ROUTERS`` is mounted under /api in this order."""
 
-from backend.api.routes import (
+from orientscope.api.routes import (
     canonicalize,
     datasets,
     exports,

@@ -2,8 +2,8 @@
 
 from fastapi import APIRouter
 
-from backend.api.schemas import CanonicalizePublic, CanonicalizeRequest
-from backend.services import canonicalize as svc
+from orientscope.api.schemas import CanonicalizePublic, CanonicalizeRequest
+from orientscope.services import canonicalize as svc
 
 router = APIRouter(tags=["canonicalize"])
 

@@ -2,11 +2,11 @@
 
 from fastapi import APIRouter, Request, Response
 
-from backend.api.deps import DataDirDep, DatasetIdPath
-from backend.api.encoded import answer, json_bytes
-from backend.api.errors import NOT_FOUND
-from backend.api.schemas import DatasetPublic, SummaryPublic
-from backend.services import datasets as svc
+from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.encoded import answer, json_bytes
+from orientscope.api.errors import NOT_FOUND
+from orientscope.api.schemas import DatasetPublic, SummaryPublic
+from orientscope.services import datasets as svc
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 

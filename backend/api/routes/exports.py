@@ -15,12 +15,12 @@ from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from starlette.background import BackgroundTask
 
-from backend.api.deps import DataDirDep, DatasetIdPath
-from backend.api.errors import NOT_FOUND
-from backend.api.routes.jobs import JobsDep
-from backend.api.schemas import ErrorPublic
-from backend.services import exports as export_service
-from backend.services.exports import EXPORT_FORMATS, MAX_COPIES, MODES, ExportFiles, ExportRequest
+from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.errors import NOT_FOUND
+from orientscope.api.routes.jobs import JobsDep
+from orientscope.api.schemas import ErrorPublic
+from orientscope.services import exports as export_service
+from orientscope.services.exports import EXPORT_FORMATS, MAX_COPIES, MODES, ExportFiles, ExportRequest
 
 router = APIRouter(prefix="/datasets", tags=["exports"])
 

@@ -4,11 +4,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from backend.api.deps import DataDirDep, DatasetIdPath
-from backend.api.errors import NOT_COMPUTED, NOT_FOUND
-from backend.api.schemas import GroupsPublic
-from backend.core.groups import GROUP_KINDS
-from backend.services import groups as svc
+from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.errors import NOT_COMPUTED, NOT_FOUND
+from orientscope.api.schemas import GroupsPublic
+from orientscope.core.groups import GROUP_KINDS
+from orientscope.services import groups as svc
 
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["groups"])
 

@@ -3,12 +3,12 @@
 from fastapi import APIRouter, Request
 from pydantic import Field
 
-from backend import __version__
-from backend.api.deps import SettingsDep
-from backend.api.routes.jobs import start_recovery
-from backend.api.schemas import HealthPublic
-from backend.services.datasets import COMPUTING, FAILED, READY, list_datasets
-from backend.services.jobs import job_counts
+from orientscope import __version__
+from orientscope.api.deps import SettingsDep
+from orientscope.api.routes.jobs import start_recovery
+from orientscope.api.schemas import HealthPublic
+from orientscope.services.datasets import COMPUTING, FAILED, READY, list_datasets
+from orientscope.services.jobs import job_counts
 
 router = APIRouter(tags=["health"])
 

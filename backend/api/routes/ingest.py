@@ -1,6 +1,6 @@
 """POST /api/datasets (upload), PATCH and DELETE /api/datasets/{id}.
 
-The upload body is parsed as it streams in (``backend.api.uploads``, shared
+The upload body is parsed as it streams in (``orientscope.api.uploads``, shared
 with the model-audit upload): a body larger than the upload limit is refused
 with 413 as soon as the limit is crossed, and the file part is spooled to disk.
 """
@@ -12,13 +12,13 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import BaseModel, Field
 
-from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
-from backend.api.errors import NOT_FOUND
-from backend.api.routes.jobs import JobsDep
-from backend.api.schemas import DatasetPublic
-from backend.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
-from backend.core.settings import FORMAT_CHOICES
-from backend.services import ingest as ingest_service
+from orientscope.api.deps import DataDirDep, DatasetIdPath, WriteAccess
+from orientscope.api.errors import NOT_FOUND
+from orientscope.api.routes.jobs import JobsDep
+from orientscope.api.schemas import DatasetPublic
+from orientscope.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
+from orientscope.core.settings import FORMAT_CHOICES
+from orientscope.services import ingest as ingest_service
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 

@@ -10,10 +10,10 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi import Path as PathParam
 from pydantic import BaseModel, Field
 
-from backend.api.deps import DataDirDep, WriteAccess
-from backend.api.errors import NOT_FOUND
-from backend.core.errors import NotFoundError, OrientScopeError
-from backend.services import jobs as job_service
+from orientscope.api.deps import DataDirDep, WriteAccess
+from orientscope.api.errors import NOT_FOUND
+from orientscope.core.errors import NotFoundError, OrientScopeError
+from orientscope.services import jobs as job_service
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 _create_lock = threading.Lock()

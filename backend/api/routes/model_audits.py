@@ -15,12 +15,12 @@ from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import DataDirDep, DatasetIdPath, WriteAccess
-from backend.api.errors import NOT_FOUND
-from backend.api.routes.jobs import JobsDep
-from backend.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
-from backend.services import model_audits as svc
-from backend.services.datasets import dataset_info
+from orientscope.api.deps import DataDirDep, DatasetIdPath, WriteAccess
+from orientscope.api.errors import NOT_FOUND
+from orientscope.api.routes.jobs import JobsDep
+from orientscope.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
+from orientscope.services import model_audits as svc
+from orientscope.services.datasets import dataset_info
 
 router = APIRouter(prefix="/datasets/{dataset_id}/model-audits", tags=["model audits"])
 

@@ -5,12 +5,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
-from backend.api.encoded import answer, json_record
-from backend.api.errors import NOT_COMPUTED, NOT_FOUND, SEARCH_PENDING
-from backend.api.schemas import MoleculePublic, MoleculesPublic
-from backend.core.groups import GROUP_KINDS
-from backend.services import molecules as svc
+from orientscope.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
+from orientscope.api.encoded import answer, json_record
+from orientscope.api.errors import NOT_COMPUTED, NOT_FOUND, SEARCH_PENDING
+from orientscope.api.schemas import MoleculePublic, MoleculesPublic
+from orientscope.core.groups import GROUP_KINDS
+from orientscope.services import molecules as svc
 
 router = APIRouter(prefix="/datasets/{dataset_id}/molecules", tags=["molecules"])
 

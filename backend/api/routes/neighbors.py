@@ -4,11 +4,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from backend.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
-from backend.api.encoded import answer, json_record
-from backend.api.errors import NOT_COMPUTED, NOT_FOUND
-from backend.api.schemas import NeighborsPublic
-from backend.services import neighbors as svc
+from orientscope.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
+from orientscope.api.encoded import answer, json_record
+from orientscope.api.errors import NOT_COMPUTED, NOT_FOUND
+from orientscope.api.schemas import NeighborsPublic
+from orientscope.services import neighbors as svc
 
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["neighbors"])
 

@@ -7,12 +7,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import DataDirDep, DatasetIdPath
-from backend.api.encoded import json_record
-from backend.api.errors import NOT_FOUND, SEARCH_PENDING
-from backend.api.schemas import MapNearestPublic, MapPixelPublic, MapPublic
-from backend.services import map_raster as svc
-from backend.services.map_view import MapQuery
+from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.encoded import json_record
+from orientscope.api.errors import NOT_FOUND, SEARCH_PENDING
+from orientscope.api.schemas import MapNearestPublic, MapPixelPublic, MapPublic
+from orientscope.services import map_raster as svc
+from orientscope.services.map_view import MapQuery
 
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["map"])
 X0, X1, Y0, Y1 = svc.FULL_MAP

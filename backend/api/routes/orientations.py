@@ -6,11 +6,11 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import DataDirDep, DatasetIdPath
-from backend.api.encoded import answer
-from backend.api.errors import NOT_FOUND
-from backend.api.schemas import OrientationRow
-from backend.services import orientations as svc
+from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.encoded import answer
+from orientscope.api.errors import NOT_FOUND
+from orientscope.api.schemas import OrientationRow
+from orientscope.services import orientations as svc
 
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["orientations"])
 

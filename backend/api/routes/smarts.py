@@ -15,10 +15,10 @@ from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from backend.api.deps import DataDirDep, DatasetIdPath
-from backend.api.errors import NOT_FOUND
-from backend.api.schemas import ErrorPublic
-from backend.services import molecules as svc
+from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.errors import NOT_FOUND
+from orientscope.api.schemas import ErrorPublic
+from orientscope.services import molecules as svc
 
 router = APIRouter(prefix="/datasets", tags=["molecules"])
 

@@ -1,6 +1,6 @@
 """The ordered list of pipeline stages. Later stages may read earlier ones."""
 
-from backend.pipeline.stages import chemistry, frames, models, statistics
+from orientscope.pipeline.stages import chemistry, frames, models, statistics
 
 STAGES = [frames.STAGE, statistics.STAGE, chemistry.STAGE, models.STAGE]
 STAGE_NAMES = [s.name for s in STAGES]

@@ -1,11 +1,11 @@
 """Stage "chemistry": per-molecule chemistry, groupings, per-group poses and the similarity–pose coupling.
 
 The graphs, fingerprints and scaffolds are computed in chunks on the engine
-(``backend.pipeline.engine``): in this process for small sets, else on a local
+(``orientscope.pipeline.engine``): in this process for small sets, else on a local
 Dask cluster of up to two workers (or ``$ORIENTSCOPE_CLUSTER``). Every seeded
 sample (the clustering sample and its visiting order, the coupling's queries
 and random partners) is a counter-based draw by molecule index, so the sharded
-stage (``backend.pipeline.shard_chemistry``) reproduces this one exactly; the
+stage (``orientscope.pipeline.shard_chemistry``) reproduces this one exactly; the
 helpers both use live here.
 """
 
@@ -17,15 +17,15 @@ from multiprocessing import current_process
 import numpy as np
 import pandas as pd
 
-from backend.core.groups import GROUP_KINDS, UNGROUPED
-from backend.core.progress import scaled
-from backend.pipeline.engine import CLUSTER_ENV, ClusterSpec, Engine, parse_cluster
-from backend.pipeline.stage import Stage, StageContext, StageOutput
-from backend.science.chemistry import FP_COLUMNS, compute_chemistry
-from backend.science.clustering import sampled_leader_clusters
-from backend.science.group_stats import group_orientation_stats
-from backend.science.rotations import derived_seed
-from backend.science.similarity import coupling, neighbour_pairs, partner_pool
+from orientscope.core.groups import GROUP_KINDS, UNGROUPED
+from orientscope.core.progress import scaled
+from orientscope.pipeline.engine import CLUSTER_ENV, ClusterSpec, Engine, parse_cluster
+from orientscope.pipeline.stage import Stage, StageContext, StageOutput
+from orientscope.science.chemistry import FP_COLUMNS, compute_chemistry
+from orientscope.science.clustering import sampled_leader_clusters
+from orientscope.science.group_stats import group_orientation_stats
+from orientscope.science.rotations import derived_seed
+from orientscope.science.similarity import coupling, neighbour_pairs, partner_pool
 
 CLUSTER_THRESHOLD = 0.5
 CLUSTER_SAMPLE = 1000

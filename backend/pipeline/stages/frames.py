@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.pipeline.frames_table import frames_to_table
-from backend.pipeline.stage import Stage, StageContext, StageOutput
-from backend.science.frames import compute_frames
-from backend.science.rotations import rotate_molecules
+from orientscope.pipeline.frames_table import frames_to_table
+from orientscope.pipeline.stage import Stage, StageContext, StageOutput
+from orientscope.science.frames import compute_frames
+from orientscope.science.rotations import rotate_molecules
 
 FRAME_OPTIONS = {"pca": "pca", "pca-mass": "pca-mass", "inertia": "inertia"}
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backend.core.dataset import frame_dependent_properties
-from backend.core.progress import scaled
-from backend.pipeline.stage import Stage, StageContext, StageOutput
-from backend.science.classifiers import FEATURE_SETS, ClassifierSettings, detect_rotation
-from backend.science.regression import RegressionSettings, orientation_regression
-from backend.science.rotations import derived_seed, random_rotations, rotate_molecules
-from backend.store import datasets as ds
+from orientscope.core.dataset import frame_dependent_properties
+from orientscope.core.progress import scaled
+from orientscope.pipeline.stage import Stage, StageContext, StageOutput
+from orientscope.science.classifiers import FEATURE_SETS, ClassifierSettings, detect_rotation
+from orientscope.science.regression import RegressionSettings, orientation_regression
+from orientscope.science.rotations import derived_seed, random_rotations, rotate_molecules
+from orientscope.store import datasets as ds
 
 SCORE_FEATURES = "frame+composition"
 MIN_MOLECULES = 20

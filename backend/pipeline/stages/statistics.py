@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from backend.pipeline.stage import Stage, StageContext, StageOutput
-from backend.science.so3_partial import kl_summary
-from backend.science.so3_stats import reference_and_ks
+from orientscope.pipeline.stage import Stage, StageContext, StageOutput
+from orientscope.science.so3_partial import kl_summary
+from orientscope.science.so3_stats import reference_and_ks
 
 K_NEIGHBOURS = 5
 N_BINS = 60
