@@ -1,23 +1,24 @@
-# Multi-stage build: dependencies are installed in one stage (editable, so the
-# code and frontend_assets stay side by side under /app); the runtime image
-# only carries the virtual environment and the code, and runs as non-root.
+# Multi-stage build: the first stage builds OrientScope's wheel (the one import package `orientscope`,
+# with its browser assets as package data) and installs it with its dependencies into a virtual
+# environment; the runtime image carries only that environment, no source tree, and runs as non-root.
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-WORKDIR /app
+WORKDIR /src
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY backend ./backend
 COPY app ./app
 COPY frontend_assets ./frontend_assets
-RUN pip install --upgrade pip && pip install -e .
+RUN pip install --upgrade pip \
+    && pip wheel --no-deps --wheel-dir /wheels . \
+    && pip install /wheels/orientscope-*.whl
 
 FROM python:3.11-slim AS runtime
 RUN useradd --create-home --uid 10001 orientscope \
     && mkdir /data && chown orientscope /data
 COPY --from=build /opt/venv /opt/venv
-COPY --from=build /app /app
-WORKDIR /app
+WORKDIR /home/orientscope
 ENV PATH=/opt/venv/bin:$PATH \
     ORIENTSCOPE_DATA_DIR=/data \
     PYTHONUNBUFFERED=1

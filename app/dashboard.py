@@ -36,10 +36,11 @@ from orientscope.app.pages_upload import register_upload, upload_section
 from orientscope.app.request_guard import DashRequestGuard
 from orientscope.app.state import URL_FIELDS, ViewState, control_values
 from orientscope.core.groups import GROUP_KINDS
+from orientscope.core.resources import frontend_asset
 
 log = logging.getLogger(__name__)
 
-ASSETS = Path(__file__).resolve().parent.parent / "frontend_assets"
+ASSETS = frontend_asset()
 LAZY_ASSETS = r"3Dmol-min\.js$"  # served from /assets/, but not put into the page
 VIEW_TIPS = {
     "density": "How densely the principal axes cover the sky, ÷ uniform (1 = uniform), beside the random-rotation "

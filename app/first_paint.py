@@ -50,6 +50,7 @@ from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
 from orientscope.app.initial_view import resolve_view
 from orientscope.app.mapfigure import map_figure_json
 from orientscope.app.static_html import to_html
+from orientscope.core.resources import frontend_asset
 from orientscope.services.map_data import frame_lines
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ HOOK_JS = (
 
 
 PANEL_ROUTE = "_first-paint/molecule-panel"  # under the dashboard's path
-SCRIPT = Path(__file__).resolve().parent.parent / "frontend_assets" / "first_paint.js"
+SCRIPT = frontend_asset("first_paint.js")
 
 
 @cache

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-STATIC = Path(__file__).resolve().parent / "static"
+from orientscope.core.resources import package_path
+
+STATIC = package_path("api", "static")
 
 
 def install_docs(app: FastAPI, prefix: str = "/api") -> None:

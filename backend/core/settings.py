@@ -12,7 +12,6 @@ from orientscope.core.errors import OrientScopeError
 DATA_DIR_ENV = "ORIENTSCOPE_DATA_DIR"
 TOKEN_ENV = "ORIENTSCOPE_TOKEN"
 EXPORT_DIR_ENV = "ORIENTSCOPE_EXPORT_DIR"
-DEFAULT_DATA_DIR = "./data"
 DEFAULT_DATASET = "qm9"
 DEFAULT_SEED = 0
 # Molecule file formats read by the loaders and written by the export.
@@ -28,9 +27,34 @@ ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
-    """--data-dir, else $ORIENTSCOPE_DATA_DIR, else ./data."""
-    chosen = data_dir or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
+    """The data folder, in one order for every entry point (CLI, server, Python).
+
+    An explicit argument, else $ORIENTSCOPE_DATA_DIR, else ``data/`` of the OrientScope checkout the
+    working directory is in (so ``make serve`` keeps ./data), else the platform's user data folder:
+    a wheel install never writes into site-packages.
+    """
+    chosen = data_dir or os.environ.get(DATA_DIR_ENV)
+    if not chosen:
+        checkout = find_checkout(Path.cwd())
+        chosen = checkout / "data" if checkout else user_data_dir()
     return Path(chosen).expanduser().resolve()
+
+
+def find_checkout(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding OrientScope's own pyproject.toml, if any."""
+    for folder in (start, *start.parents):
+        project = folder / "pyproject.toml"
+        if project.is_file() and (folder / "backend" / "cli.py").is_file():
+            if re.search(r'(?m)^name\s*=\s*"orientscope"', project.read_text(encoding="utf-8", errors="replace")):
+                return folder
+    return None
+
+
+def user_data_dir() -> Path:
+    """The platform's per-user data folder for OrientScope (``~/.local/share/orientscope`` on Linux)."""
+    import platformdirs  # only needed outside a checkout and without $ORIENTSCOPE_DATA_DIR
+
+    return Path(platformdirs.user_data_dir("orientscope", appauthor=False))
 
 
 def map_point_budget() -> int:

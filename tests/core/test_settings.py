@@ -1,5 +1,7 @@
 """Settings: the rule that keeps anonymous writes off addresses others can reach."""
 
+from pathlib import Path
+
 import pytest
 
 from orientscope.core.settings import UnsafeServerError, check_write_access, display_name, is_loopback
@@ -44,3 +46,34 @@ def test_display_names_are_trimmed_and_bounded():
             display_name(bad)
     with pytest.raises(ValueError, match="an audit name"):
         display_name("", "audit")
+
+
+def test_the_data_folder_is_resolved_in_one_order(tmp_path, monkeypatch):
+    from orientscope.core.settings import DATA_DIR_ENV, resolve_data_dir, user_data_dir
+
+    repo = Path(__file__).resolve().parents[2]
+    outside = tmp_path / "notebook"
+    outside.mkdir()
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(outside)
+    # outside a checkout: the user's data folder, never site-packages
+    assert resolve_data_dir() == user_data_dir().resolve() == (tmp_path / "xdg" / "orientscope").resolve()
+    # inside a checkout (any sub-folder): its data/, as make serve has always used
+    monkeypatch.chdir(repo / "tests")
+    assert resolve_data_dir() == repo / "data"
+    # the environment beats the checkout, and an explicit argument beats both
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "env"))
+    assert resolve_data_dir() == tmp_path / "env"
+    assert resolve_data_dir(tmp_path / "arg") == tmp_path / "arg"
+
+
+def test_a_folder_with_another_projects_pyproject_is_not_a_checkout(tmp_path):
+    from orientscope.core.settings import find_checkout
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "my-model"\n')
+    (tmp_path / "backend").mkdir()
+    (tmp_path / "backend" / "cli.py").write_text("")
+    assert find_checkout(tmp_path / "sub") is None
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "orientscope"\n')
+    assert find_checkout(tmp_path) == tmp_path

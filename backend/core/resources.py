@@ -1,0 +1,23 @@
+"""Files the server reads (browser assets, Swagger UI), found as package data of ``orientscope``.
+
+They ship inside the wheel, so a non-editable install serves the same dashboard as a checkout.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+
+def package_path(*parts: str) -> Path:
+    """A file or folder of the installed ``orientscope`` package, as a filesystem path.
+
+    The package is always installed unzipped (wheel or editable), so the traversable is a real path,
+    which Dash's assets folder and Starlette's StaticFiles need.
+    """
+    return Path(str(resources.files("orientscope").joinpath(*parts)))
+
+
+def frontend_asset(name: str = "") -> Path:
+    """``frontend_assets/NAME`` (the folder itself when no name is given)."""
+    return package_path("frontend_assets", name) if name else package_path("frontend_assets")
