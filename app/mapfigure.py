@@ -27,7 +27,6 @@ from app.figures import (
     MAP_SCALE,
     ColorSpec,
     density_map_figure,
-    density_zmax,
     orientation_image_spec,
     orientation_map_spec,
     selection_ring,
@@ -37,7 +36,7 @@ from app.figures import (
 from app.mapview import MapLayers, map_layers, shown_points
 from app.state import ViewState
 from backend.services.bytecache import nbytes, shared_cache
-from backend.services.map_data import MapData, density_grid, frame_lines, reference_points
+from backend.services.map_data import MapData, density_grid, frame_lines, reference_points, shared_density_ceiling
 from backend.services.map_raster import MapRender, Viewport, render_map
 
 DENSITY_POINTS_PER_CELL = 5
@@ -67,7 +66,7 @@ def density_figures(panels: list[tuple[MapLayers, object, str]]) -> list[go.Figu
     # small set show sampling noise, not orientation.
     nx = int(np.clip(np.sqrt(2 * max(p[0].rows.size for p in panels) / DENSITY_POINTS_PER_CELL), 24, 144)) // 2 * 2
     grids = [density_grid(*layers.md.xy(layers.rows, layers.axes), nx=nx, ny=nx // 2) for layers, _, _ in panels]
-    zmax = density_zmax(*(g.ratio for g in grids))
+    zmax = shared_density_ceiling(grids)
     return [
         density_map_figure(
             g.x_centers,

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from backend.server import MALLOC_ARENAS, _warm
+from backend.science.nearest_point import _nearest
 from backend.services.cache import get_view
-from backend.services.map_raster import _nearest, _region_stats
+from backend.services.map_raster import _region_stats
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 

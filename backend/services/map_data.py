@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from backend.science.counter_rng import random_bits
+from backend.science.map_scales import density_ceiling, density_ratio
+from backend.science.nearest_point import point_keys
 from backend.science.rotations import derived_seed
 from backend.science.sphere import (
     SQRT2,
@@ -231,9 +233,14 @@ class MapData:
 
     def xy(self, rows: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """float32 Mollweide coordinates of the given (row, axis) points."""
-        flat = np.asarray(rows, np.int64) * 3 + (np.asarray(axes, np.int64) - 1)  # one 1-D take, not 2-D fancy indexing
+        flat = self.point_keys(rows, axes)  # one 1-D take, not 2-D fancy indexing
         fx, fy = self._flat_xy
         return fx.take(flat), fy.take(flat)
+
+    def point_keys(self, rows: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        """(m,) int64 index of each (row, axis) point into the flattened (n, 3) map arrays: also the key
+        that breaks a tie between equally near points of a click (:mod:`backend.science.nearest_point`)."""
+        return point_keys(rows, axes)
 
 
 def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", params: dict | None = None) -> MapData:
@@ -500,13 +507,15 @@ def density_grid(x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72) -> D
     ok = (ix >= 0) & (iy >= 0)
     counts = np.bincount(iy[ok] * nx + ix[ok], minlength=ny * nx).reshape(ny, nx).astype(np.float64)
     xc, yc = (xe[:-1] + xe[1:]) / 2, (ye[:-1] + ye[1:]) / 2
-    inside = (xc[None, :] / (2 * SQRT2)) ** 2 + (yc[:, None] / SQRT2) ** 2 <= 1.0
-    cell = (xe[1] - xe[0]) * (ye[1] - ye[0])
-    ellipse_area = np.pi * 2 * SQRT2 * SQRT2
     n = int(np.size(x))
-    expected = max(n, 1) * cell / ellipse_area
-    ratio = np.where(inside, counts / expected, np.nan).astype(np.float32)
+    ratio = density_ratio(counts, xc, yc, (xe[1] - xe[0]) * (ye[1] - ye[0]), n)
     return DensityGrid(xc.astype(np.float32), yc.astype(np.float32), ratio, n)
+
+
+def shared_density_ceiling(grids: list[DensityGrid]) -> float:
+    """The top of one colour scale for density grids shown side by side, so that equal colours mean
+    equal densities (:func:`backend.science.map_scales.density_ceiling`)."""
+    return density_ceiling(*(g.ratio for g in grids))
 
 
 @cache
