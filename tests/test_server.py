@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.server import MALLOC_ARENAS, _warm
 from backend.science.nearest_point import _nearest
+from backend.server import MALLOC_ARENAS, _warm
 from backend.services.cache import get_view
 from backend.services.map_raster import _region_stats
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
