@@ -540,7 +540,7 @@ def density_map_figure(
     """Server-binned density (ratio to a uniform sphere) as a heatmap on the Mollweide plane (map units).
 
     ``zmax``: the colour scale's upper end, from the services
-    (:func:`backend.services.map_data.shared_density_ceiling`); one value for figures shown side by
+    (:func:`backend.services.map_data.density_grids`); one value for figures shown side by
     side, so that equal colours mean equal densities.
     """
     ratio = np.asarray(ratio, np.float32)

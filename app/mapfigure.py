@@ -36,10 +36,8 @@ from app.figures import (
 from app.mapview import MapLayers, map_layers, shown_points
 from app.state import ViewState
 from backend.services.bytecache import nbytes, shared_cache
-from backend.services.map_data import MapData, density_grid, frame_lines, reference_points, shared_density_ceiling
+from backend.services.map_data import MapData, density_grids, frame_lines, reference_points
 from backend.services.map_raster import MapRender, Viewport, render_map
-
-DENSITY_POINTS_PER_CELL = 5
 
 # Each drawn flat map's token, unique across the server's life and its restarts (an object id may be
 # reused): the browser's test hook tells figures apart by it.
@@ -62,11 +60,7 @@ def density_figures(panels: list[tuple[MapLayers, object, str]]) -> list[go.Figu
     Maps shown side by side (a dataset and its control, two compared sets) must share
     the scale, or a uniform set looks as concentrated as an aligned one.
     """
-    # Cells sized to the larger set (about 5 expected points each, at most 144 x 72): finer cells on a
-    # small set show sampling noise, not orientation.
-    nx = int(np.clip(np.sqrt(2 * max(p[0].rows.size for p in panels) / DENSITY_POINTS_PER_CELL), 24, 144)) // 2 * 2
-    grids = [density_grid(*layers.md.xy(layers.rows, layers.axes), nx=nx, ny=nx // 2) for layers, _, _ in panels]
-    zmax = shared_density_ceiling(grids)
+    grids, zmax = density_grids([layers.md.xy(layers.rows, layers.axes) for layers, _, _ in panels])
     return [
         density_map_figure(
             g.x_centers,

@@ -499,6 +499,9 @@ def uniform_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return idx
 
 
+DENSITY_POINTS_PER_CELL = 5
+
+
 def density_grid(x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72) -> DensityGrid:
     """Bin projected points; Mollweide is equal-area so equal cells hold equal sphere area."""
     xe = np.linspace(-2 * SQRT2, 2 * SQRT2, nx + 1)
@@ -512,10 +515,18 @@ def density_grid(x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72) -> D
     return DensityGrid(xc.astype(np.float32), yc.astype(np.float32), ratio, n)
 
 
-def shared_density_ceiling(grids: list[DensityGrid]) -> float:
-    """The top of one colour scale for density grids shown side by side, so that equal colours mean
-    equal densities (:func:`backend.science.map_scales.density_ceiling`)."""
-    return density_ceiling(*(g.ratio for g in grids))
+def density_grids(point_sets: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[DensityGrid], float]:
+    """Density grids of point sets (x, y) shown side by side, on one grid and one colour scale: (grids,
+    the scale's top, :func:`backend.science.map_scales.density_ceiling`), so that equal colours mean
+    equal densities and a uniform set does not look as concentrated as an aligned one.
+
+    Cells are sized to the larger set, about :data:`DENSITY_POINTS_PER_CELL` expected points each,
+    between 24 x 12 and 144 x 72: finer cells on a small set show sampling noise, not orientation.
+    """
+    n = max(int(np.size(x)) for x, _ in point_sets)
+    nx = int(np.clip(np.sqrt(2 * n / DENSITY_POINTS_PER_CELL), 24, 144)) // 2 * 2
+    grids = [density_grid(x, y, nx=nx, ny=nx // 2) for x, y in point_sets]
+    return grids, density_ceiling(*(g.ratio for g in grids))
 
 
 @cache
