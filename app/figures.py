@@ -28,6 +28,7 @@ from plotly.colors import sample_colorscale
 from orientscope.app.compat import unvalidated_figure
 from orientscope.core.palette import (
     AXIS_COLORS,
+    CIVIDIS,
     CONTINUOUS_SCALE,
     CONTROL_SERIES,
     DATASET_SERIES,
@@ -38,8 +39,9 @@ from orientscope.core.palette import (
     REFERENCE_STAR,
     SELECTION_RING,
 )
+from orientscope.services.map_view import color_range
 
-_CIVIDIS = [[i / 10, c] for i, c in enumerate(sample_colorscale(CONTINUOUS_SCALE, [i / 10 for i in range(11)]))]
+_CIVIDIS = [[i / 10, c] for i, c in enumerate(sample_colorscale(list(CIVIDIS), [i / 10 for i in range(11)]))]
 TEMPLATE = "simple_white"
 
 # Fixed leading traces of the map figure; point traces follow from POINTS_START.
@@ -126,12 +128,6 @@ def _frame_traces(frame: dict | None, scale: float = 1.0) -> list[go.Scatter]:
     ]
 
 
-def _robust_range(values: np.ndarray) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    lo, hi = (float(v) for v in np.percentile(finite, [1, 99])) if finite.size else (0.0, 1.0)
-    return lo, (hi if hi > lo else lo + 1.0)
-
-
 def _marker(spec: ColorSpec, size: float) -> dict:
     """Per-point colour marker, for the 3D view (which shows at most a sample of points)."""
     marker: dict = {"size": size, "opacity": 0.75}
@@ -143,7 +139,7 @@ def _marker(spec: ColorSpec, size: float) -> dict:
         marker.update(color=spec.values, colorscale=scale, cmin=-0.5, cmax=k - 0.5, showscale=False)
     elif spec.kind == "continuous":
         vals = np.asarray(spec.values, np.float32)
-        lo, hi = _robust_range(vals)
+        lo, hi = color_range(vals)
         marker.update(
             color=vals,
             colorscale=CONTINUOUS_SCALE,
@@ -199,7 +195,7 @@ def _classes(spec: ColorSpec, n_points: int):
         return codes, list(spec.colors), list(spec.labels), [None] * len(spec.colors), None
     if spec.kind == "continuous" and spec.values is not None:
         vals = np.asarray(spec.values, np.float64)
-        lo, hi = _robust_range(vals)
+        lo, hi = color_range(vals)
         edges = np.linspace(lo, hi, N_BINS + 1)
         scaled = np.nan_to_num((vals - lo) / (hi - lo) * N_BINS, nan=0.0, posinf=N_BINS, neginf=0.0)
         codes = np.clip(np.floor(scaled), 0, N_BINS - 1).astype(np.int64)
@@ -525,13 +521,6 @@ def selection_legend_trace() -> dict:
     }
 
 
-def density_zmax(*ratios) -> float:
-    """One upper end for density maps shown together: the 99.5th percentile over all, at least 2 (1 = uniform)."""
-    finite = [np.asarray(r, np.float32)[np.isfinite(r)] for r in ratios]
-    values = np.concatenate(finite) if finite else np.zeros(0)
-    return max(float(np.percentile(values, 99.5)) if values.size else 1.0, 2.0)
-
-
 def _density_ticks(zmax: float) -> dict:
     step = 1 if zmax <= 6 else 2 if zmax <= 12 else 5
     vals = sorted({0.0, 1.0, *np.arange(step, zmax + 1e-9, step).tolist()})
@@ -546,15 +535,15 @@ def density_map_figure(
     reference: dict | None = None,
     frame: dict | None = None,
     title: str = "",
-    zmax: float | None = None,
+    zmax: float,
 ) -> go.Figure:
     """Server-binned density (ratio to a uniform sphere) as a heatmap on the Mollweide plane (map units).
 
-    ``zmax``: the colour scale's upper end; pass one value to figures shown side by side
-    (see :func:`density_zmax`) so that equal colours mean equal densities.
+    ``zmax``: the colour scale's upper end, from the services
+    (:func:`orientscope.services.map_data.density_grids`); one value for figures shown side by
+    side, so that equal colours mean equal densities.
     """
     ratio = np.asarray(ratio, np.float32)
-    zmax = density_zmax(ratio) if zmax is None else zmax
     heat = go.Heatmap(
         x=(np.asarray(x_centers, np.float64) * MAP_SCALE).astype(np.float32),
         y=(np.asarray(y_centers, np.float64) * MAP_SCALE).astype(np.float32),

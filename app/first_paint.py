@@ -130,12 +130,13 @@ def page_html(map_html: str, shown: panels.MoleculePanel) -> str:
     )
 
 
-def sphere_paint_html(payload: dict, vectors: np.ndarray, color, ids) -> str:
+def sphere_paint_html(payload: dict, vectors: np.ndarray, color, ids, keys) -> str:
     """The static sphere of a 3D sphere figure payload: its points (n, 3) seen along plotly's default camera.
 
     ``color`` is the points' ColorSpec; only categorical colours are painted ("" otherwise, as for any
     other figure), back to front with the far hemisphere faded. ``ids`` (n,) are the points' molecule
-    ids: a click on a dot opens its molecule.
+    ids: a click on a dot opens its molecule; ``keys`` (n,) their tie-break keys, so that a click
+    between equally near dots picks the one the server's map would (``MapData.point_keys``).
     """
     meta = payload.get("layout", {}).get("meta", {}).get("map") or {}
     if meta.get("view") != "sphere" or color.kind != "categorical" or len(vectors) == 0:
@@ -152,7 +153,8 @@ def sphere_paint_html(payload: dict, vectors: np.ndarray, color, ids) -> str:
         dots.append(f'<circle cx="{sx[k]:.3f}" cy="{sy[k]:.3f}" r=".012" fill="{color.colors[codes[k]]}"{fade}/>')
     return (
         f'<div id="orientation-map" class="first-paint" data-first-paint="1"'
-        f'{_settings(meta, ids=[str(i) for i in np.asarray(ids)[order]])} style="max-width:460px;position:relative">'
+        f"{_settings(meta, ids=[str(i) for i in np.asarray(ids)[order]], keys=np.asarray(keys)[order].tolist())}"
+        ' style="max-width:460px;position:relative">'
         f'<p style="font:14px sans-serif;margin:4px 0">{_title(payload)}</p>'
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="-1.1 -1.1 2.2 2.2" width="100%" role="img" '
         f'aria-label="{_title(payload)}"><circle r="1" fill="#f4f4f4" stroke="#bbb" stroke-width=".005"/>'
@@ -197,7 +199,8 @@ def page_first_paint(data_dir: Path, search: str) -> str:
         payload, layers = map_figure_json(data_dir, st)  # cached: the layout request reuses it
         if st.view == "sphere":
             vectors = layers.md.vectors(layers.rows, layers.axes)
-            map_html = sphere_paint_html(payload, vectors, layers.color, layers.md.ids[layers.rows])
+            keys = layers.md.point_keys(layers.rows, layers.axes)
+            map_html = sphere_paint_html(payload, vectors, layers.color, layers.md.ids[layers.rows], keys)
         else:
             map_html = first_paint_html(payload)
         return page_html(map_html, panels.molecule_outputs(data_dir, st, st.molecule)) if map_html else ""

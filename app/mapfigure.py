@@ -27,7 +27,6 @@ from orientscope.app.figures import (
     MAP_SCALE,
     ColorSpec,
     density_map_figure,
-    density_zmax,
     orientation_image_spec,
     orientation_map_spec,
     selection_ring,
@@ -37,10 +36,8 @@ from orientscope.app.figures import (
 from orientscope.app.mapview import MapLayers, map_layers, shown_points
 from orientscope.app.state import ViewState
 from orientscope.services.bytecache import nbytes, shared_cache
-from orientscope.services.map_data import MapData, density_grid, frame_lines, reference_points
+from orientscope.services.map_data import MapData, density_grids, frame_lines, reference_points
 from orientscope.services.map_raster import MapRender, Viewport, render_map
-
-DENSITY_POINTS_PER_CELL = 5
 
 # Each drawn flat map's token, unique across the server's life and its restarts (an object id may be
 # reused): the browser's test hook tells figures apart by it.
@@ -63,11 +60,7 @@ def density_figures(panels: list[tuple[MapLayers, object, str]]) -> list[go.Figu
     Maps shown side by side (a dataset and its control, two compared sets) must share
     the scale, or a uniform set looks as concentrated as an aligned one.
     """
-    # Cells sized to the larger set (about 5 expected points each, at most 144 x 72): finer cells on a
-    # small set show sampling noise, not orientation.
-    nx = int(np.clip(np.sqrt(2 * max(p[0].rows.size for p in panels) / DENSITY_POINTS_PER_CELL), 24, 144)) // 2 * 2
-    grids = [density_grid(*layers.md.xy(layers.rows, layers.axes), nx=nx, ny=nx // 2) for layers, _, _ in panels]
-    zmax = density_zmax(*(g.ratio for g in grids))
+    grids, zmax = density_grids([layers.md.xy(layers.rows, layers.axes) for layers, _, _ in panels])
     return [
         density_map_figure(
             g.x_centers,

@@ -32,6 +32,18 @@
     return parts.join(" · ");
   }
 
+  // The index of the point (xs[i], ys[i]) nearest to (px, py) within `radius`, or -1. Among equally
+  // near points the lowest keys[i] wins (3 x molecule index + axis - 1): the server's rule
+  // (backend/science/nearest_point.py), which tests/science/test_nearest_point.py checks this against.
+  function nearestPoint(xs, ys, keys, px, py, radius) {
+    var best = -1, bestD2 = radius * radius;
+    for (var i = 0; i < xs.length; i++) {
+      var dx = xs[i] - px, dy = ys[i] - py, d2 = dx * dx + dy * dy;
+      if (d2 < bestD2 || (d2 === bestD2 && (best < 0 || keys[i] < keys[best]))) { best = i; bestD2 = d2; }
+    }
+    return best;
+  }
+
   // ---------------------------------------------------------------- 3D viewer specs (app/viewer.py)
   // Rendered with 3Dmol.js in one WebGL context per element (a viewer grid, rotation linked), by the
   // first paint's panel and by Dash's clientside callbacks alike (orientscope.js renderViewer).
@@ -172,6 +184,7 @@
   // One copy per page: the inline first paint's and the asset's share the 3Dmol.js loader and the viewers.
   window.orientscopeMap = window.orientscopeMap || {
     describePixel: describePixel,
+    nearestPoint: nearestPoint,
     viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
               handOverFrom: handOverFrom, takeOver: takeOver }
   };
@@ -367,17 +380,15 @@
   var dots = null;
   function nearestDot(p) {
     if (!dots) {
-      var ids = cfg.ids || [];
-      dots = Array.prototype.map.call(svg.querySelectorAll("g.dots circle"), function (c, k) {
-        return { x: Number(c.getAttribute("cx")), y: Number(c.getAttribute("cy")), id: ids[k] };
+      var circles = svg.querySelectorAll("g.dots circle");
+      dots = { x: [], y: [], ids: cfg.ids || [], keys: cfg.keys || [] };
+      Array.prototype.forEach.call(circles, function (c) {
+        dots.x.push(Number(c.getAttribute("cx")));
+        dots.y.push(Number(c.getAttribute("cy")));
       });
     }
-    var best = null, bestD = PICK_PX * p.unit;
-    dots.forEach(function (d) {  // later dots are drawn on top: they win a tie
-      var dist = Math.hypot(d.x - p.x, d.y - p.y);
-      if (dist <= bestD) { best = d; bestD = dist; }
-    });
-    return best;
+    var k = nearestPoint(dots.x, dots.y, dots.keys, p.x, p.y, PICK_PX * p.unit);
+    return k < 0 ? null : { x: dots.x[k], y: dots.y[k], id: dots.ids[k] };
   }
 
   function spherePick(ev) {

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from orientscope.science.nearest_point import _nearest
 from orientscope.server import MALLOC_ARENAS, _warm
 from orientscope.services.cache import get_view
-from orientscope.services.map_raster import _nearest, _region_stats
+from orientscope.services.map_raster import _region_stats
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 

@@ -29,5 +29,8 @@ GROUP_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#8C6D31"
 VERDICT_ALIGNED = "#9B1C1C"
 VERDICT_NOT_ALIGNED = "#2F5D2F"
 CONTINUOUS_SCALE = "Cividis"  # perceptually uniform and colour-blind safe
+# Its stops (Nuñez et al. 2018), evenly spaced, as plotly.colors.sequential.Cividis: the server's map
+# image interpolates them itself; tests/app/test_palette.py keeps them equal to plotly's.
+CIVIDIS = ("#00224e", "#123570", "#3b496c", "#575d6d", "#707173", "#8a8678", "#a59c74", "#c3b369", "#e1cc55", "#fee838")
 DATASET_SERIES = "#332288"
 CONTROL_SERIES = "#7F7F7F"

@@ -24,13 +24,15 @@ from scipy.spatial import cKDTree
 from orientscope.science.classifiers import grouped_folds
 from orientscope.science.ordered_sums import ordered_sums
 from orientscope.science.rotations import matrix_to_quaternion
+from orientscope.science.so3_stats import nearest_orientations, orientation_points
 
 
 class SO3NeighborsRegressor:
     """k-nearest-neighbour regression on rotations (multi-output), calibrated.
 
-    Neighbours are geodesic: a KD-tree over unit quaternions holding both q
-    and -q, whose chord distance is monotone in the rotation angle.
+    Neighbours are geodesic, q and -q one rotation
+    (:func:`orientscope.science.so3_stats.nearest_orientations`): the chord
+    distance between unit quaternions is monotone in the rotation angle.
 
     Parameters
     ----------
@@ -64,7 +66,7 @@ class SO3NeighborsRegressor:
         y = np.asarray(y, dtype=np.float64)
         if len(q) <= self.n_neighbors:
             raise ValueError(f"need more than n_neighbors={self.n_neighbors} training rotations, got {len(q)}")
-        self.tree_ = cKDTree(np.concatenate([q, -q]))
+        self.tree_ = cKDTree(orientation_points(q))
         self.y_ = y.reshape(len(q), -1)
         self.mean_ = self.y_.mean(axis=0)
         self.n_outputs_ = self.y_.shape[1]
@@ -72,8 +74,7 @@ class SO3NeighborsRegressor:
         rng = np.random.default_rng(self.seed)
         rows = rng.choice(len(q), size=min(self.n_calibration, len(q)), replace=False)
         # Leave-one-out: query one extra neighbour and drop the row itself.
-        _, idx = self.tree_.query(q[rows], k=self.n_neighbors + 1, workers=self.workers)
-        idx = idx % len(q)
+        _, idx = nearest_orientations(self.tree_, q[rows], self.n_neighbors + 1, workers=self.workers)
         own = idx == rows[:, None]
         # Where the row is not among its own hits (duplicates), drop the farthest.
         own[~own.any(axis=1), -1] = True
@@ -91,8 +92,7 @@ class SO3NeighborsRegressor:
         q = self._quaternions(rotations)
         pred = np.empty((len(q), self.n_outputs_))
         for lo in range(0, len(q), chunk):
-            _, idx = self.tree_.query(q[lo : lo + chunk], k=self.n_neighbors, workers=self.workers)
-            idx = idx.reshape(len(idx), -1) % len(self.y_)
+            _, idx = nearest_orientations(self.tree_, q[lo : lo + chunk], self.n_neighbors, workers=self.workers)
             pred[lo : lo + chunk] = self.mean_ + self.shrinkage_ * (self.y_[idx].mean(axis=1) - self.mean_)
         return pred[:, 0] if self._squeeze else pred
 

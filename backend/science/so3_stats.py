@@ -57,15 +57,18 @@ def _symmetry(sign_invariant: bool) -> np.ndarray:
     return _FLIP_GROUP if sign_invariant else _PLUS_MINUS
 
 
-def _tree_points(quaternions: np.ndarray, sign_invariant: bool, overwrite: bool = False) -> np.ndarray:
-    """(n, 4) float64: each orientation's copy g·q with the largest w (ties: the first g).
+def orientation_points(quaternions: np.ndarray, sign_invariant: bool = False, overwrite: bool = False) -> np.ndarray:
+    """(n, 4) float64: each orientation's copy g·q with the largest w (ties: the first g), what an
+    orientation tree holds (:func:`nearest_orientations`).
 
     That copy lies in the cell of the identity, {w ≥ |x|, |y|, |z|} with the
-    axis signs ignored, else {w ≥ 0}; the tree holds one point per molecule
-    (see :func:`_knn_chords` for the other cells). With ``overwrite`` and no
-    flips, the caller's float64 array is turned in place.
+    axis signs ignored, else {w ≥ 0}. With ``overwrite`` and no flips, the caller's
+    float64 array is turned in place; a C-ordered float64 array already in the cell
+    is returned as it is (a memory map stays one).
     """
     q = np.asarray(quaternions, dtype=np.float64)
+    if not sign_invariant and q.flags.c_contiguous and not (q[:, 3] < 0).any():
+        return q
     points = q if overwrite and q.flags.c_contiguous else np.array(q, dtype=np.float64, order="C")
     if not sign_invariant:
         points[points[:, 3] < 0] *= -1.0
@@ -81,36 +84,72 @@ def _tree_points(quaternions: np.ndarray, sign_invariant: bool, overwrite: bool 
 QUERY_BLOCK = 500_000  # rows per KD-tree query: bounds the (block, k + 1) distance and index arrays
 
 
-def _knn_chords(points: np.ndarray, k: int, sign_invariant: bool, block: int):
-    """Yield (rows, (len(rows), k) sorted chord distances) from each point to its k nearest other orientations.
+def nearest_orientations(
+    tree: cKDTree, queries: np.ndarray, k: int, sign_invariant: bool = False, exclude: np.ndarray | None = None,
+    workers: int = -1,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The one nearest-orientation search, where q and −q are one rotation (and, with ``sign_invariant``,
+    g·q for the axis sign flips g too): (m, k) chord distances, ascending, and the (m, k) tree rows.
 
-    The distance to orientation c is min over the symmetry g of |p − g·c| =
-    |g⁻¹·p − c|. The tree holds each c in the identity's cell; g·c lies in g's
-    cell, so |p − g·c| is at least p's distance to the face between the two
-    cells, p·(e − g)/|e − g|. Only rows with a face nearer than the k-th
-    distance found so far query g⁻¹·p as well (the few near a cell boundary),
-    and the union is the neighbour list of a tree holding every copy, exactly.
+    tree : a cKDTree over :func:`orientation_points` (one copy per orientation, in the identity's
+    cell); queries : (m, 4) unit quaternions of any sign; exclude : (m,) a tree row each query
+    leaves out (itself), or None. Equally near rows come in row order (which of them take the k-th
+    place is the tree's choice).
+
+    The distance to orientation c is min over the symmetry g of |p − g·c| = |g⁻¹·p − c|. The tree holds
+    each c in the identity's cell; g·c lies in g's cell, so |p − g·c| is at least p's distance to
+    the face between the two cells, p·(e − g)/|e − g|. Only queries with a face nearer than the k-th
+    distance found so far query g⁻¹·p as well (the few near a cell boundary), and the result is the
+    neighbour list of a tree holding every copy, exactly (each copy its own neighbour, as there).
     """
-    n = len(points)
     group = _symmetry(sign_invariant)
+    p = orientation_points(np.atleast_2d(queries), sign_invariant)
+    dist, idx = _query(tree, p, k, exclude, workers)
+    for g in group[1:]:
+        face = (group[0] - g) / np.linalg.norm(group[0] - g)
+        near = np.flatnonzero(p @ face <= dist[:, k - 1])
+        if not len(near):
+            continue
+        inverse = g * np.array([-1.0, -1.0, -1.0, 1.0])  # the conjugate of a unit quaternion
+        mirror = quaternion_multiply(inverse, p[near])
+        d2, i2 = _query(tree, mirror, k, None if exclude is None else exclude[near], workers)
+        both_d, both_i = np.concatenate([dist[near], d2], axis=1), np.concatenate([idx[near], i2], axis=1)
+        order = np.lexsort((both_i, both_d), axis=1)[:, :k]
+        dist[near] = np.take_along_axis(both_d, order, axis=1)
+        idx[near] = np.take_along_axis(both_i, order, axis=1)
+    return dist, idx
+
+
+def _query(tree: cKDTree, points: np.ndarray, k: int, exclude: np.ndarray | None, workers: int):
+    """(m, k) distances and rows of the k nearest tree points, leaving out each query's ``exclude`` row,
+    equally near rows in row order."""
+    extra = 0 if exclude is None else 1
+    dist, idx = tree.query(points, k=k + extra, workers=workers)
+    dist, idx = dist.reshape(len(points), k + extra), idx.reshape(len(points), k + extra)
+    if exclude is not None:
+        # The tree answers in distance order: drop the excluded row's column, or the farthest where
+        # the row is not among the answers (duplicates of it came first).
+        own = idx == np.asarray(exclude)[:, None]
+        drop = np.where(own.any(axis=1), own.argmax(axis=1), k)
+        cols = np.arange(k)[None, :]
+        cols = cols + (cols >= drop[:, None])
+        dist, idx = np.take_along_axis(dist, cols, axis=1), np.take_along_axis(idx, cols, axis=1)
+    tied = np.flatnonzero((dist[:, 1:] == dist[:, :-1]).any(axis=1))  # the tree orders ties as it likes
+    if tied.size:
+        order = np.lexsort((idx[tied], dist[tied]), axis=1)
+        dist[tied], idx[tied] = np.take_along_axis(dist[tied], order, 1), np.take_along_axis(idx[tied], order, 1)
+    return dist, idx
+
+
+def _knn_chords(points: np.ndarray, k: int, sign_invariant: bool, block: int):
+    """Yield (rows, (len(rows), k) sorted chord distances) from each point to its k nearest other
+    orientations (:func:`nearest_orientations`), ``block`` rows at a time."""
+    n = len(points)
     tree = cKDTree(points, copy_data=False)
     for start in range(0, n, block):
         rows = np.arange(start, min(start + block, n))
-        dist, idx = tree.query(points[rows], k=k + 1, workers=-1)
-        dist[idx == rows[:, None]] = np.inf  # the query itself
-        dist.sort(axis=1)
-        for g in group[1:]:
-            face = (group[0] - g) / np.linalg.norm(group[0] - g)
-            near = np.flatnonzero(points[rows] @ face <= dist[:, k - 1])
-            if not len(near):
-                continue
-            inverse = g * np.array([-1.0, -1.0, -1.0, 1.0])  # the conjugate of a unit quaternion
-            d2, i2 = tree.query(quaternion_multiply(inverse, points[rows[near]]), k=k + 1, workers=-1)
-            d2[i2 == rows[near][:, None]] = np.inf
-            both = np.concatenate([dist[near], d2], axis=1)
-            both.sort(axis=1)
-            dist[near] = both[:, : k + 1]
-        yield rows, dist[:, :k]
+        dist, _ = nearest_orientations(tree, points[rows], k, sign_invariant, exclude=rows)
+        yield rows, dist
 
 
 def knn_angles(
@@ -127,7 +166,7 @@ def knn_angles(
     n = len(quaternions)
     if n <= k:
         raise ValueError(f"need more than k={k} orientations, got {n}")
-    points = _tree_points(quaternions, sign_invariant)
+    points = orientation_points(quaternions, sign_invariant)
     out = np.empty((n, k))
     for rows, dist in _knn_chords(points, k, sign_invariant, block):
         out[rows] = chord_to_angle(dist)
@@ -148,7 +187,7 @@ def kth_neighbour_angles(
     n = len(quaternions)
     if n <= k:
         raise ValueError(f"need more than k={k} orientations, got {n}")
-    points = _tree_points(quaternions, sign_invariant, overwrite)
+    points = orientation_points(quaternions, sign_invariant, overwrite)
     out = np.empty(n)
     for rows, dist in _knn_chords(points, k, sign_invariant, block):
         out[rows] = chord_to_angle(dist[:, k - 1])

@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from orientscope.science.counter_rng import random_bits
+from orientscope.science.map_scales import density_ceiling, density_ratio
+from orientscope.science.nearest_point import point_keys
 from orientscope.science.rotations import derived_seed
 from orientscope.science.sphere import (
     SQRT2,
@@ -231,9 +233,14 @@ class MapData:
 
     def xy(self, rows: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """float32 Mollweide coordinates of the given (row, axis) points."""
-        flat = np.asarray(rows, np.int64) * 3 + (np.asarray(axes, np.int64) - 1)  # one 1-D take, not 2-D fancy indexing
+        flat = self.point_keys(rows, axes)  # one 1-D take, not 2-D fancy indexing
         fx, fy = self._flat_xy
         return fx.take(flat), fy.take(flat)
+
+    def point_keys(self, rows: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        """(m,) int64 index of each (row, axis) point into the flattened (n, 3) map arrays: also the key
+        that breaks a tie between equally near points of a click (:mod:`orientscope.science.nearest_point`)."""
+        return point_keys(rows, axes)
 
 
 def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", params: dict | None = None) -> MapData:
@@ -492,6 +499,9 @@ def uniform_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return idx
 
 
+DENSITY_POINTS_PER_CELL = 5
+
+
 def density_grid(x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72) -> DensityGrid:
     """Bin projected points; Mollweide is equal-area so equal cells hold equal sphere area."""
     xe = np.linspace(-2 * SQRT2, 2 * SQRT2, nx + 1)
@@ -500,13 +510,23 @@ def density_grid(x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72) -> D
     ok = (ix >= 0) & (iy >= 0)
     counts = np.bincount(iy[ok] * nx + ix[ok], minlength=ny * nx).reshape(ny, nx).astype(np.float64)
     xc, yc = (xe[:-1] + xe[1:]) / 2, (ye[:-1] + ye[1:]) / 2
-    inside = (xc[None, :] / (2 * SQRT2)) ** 2 + (yc[:, None] / SQRT2) ** 2 <= 1.0
-    cell = (xe[1] - xe[0]) * (ye[1] - ye[0])
-    ellipse_area = np.pi * 2 * SQRT2 * SQRT2
     n = int(np.size(x))
-    expected = max(n, 1) * cell / ellipse_area
-    ratio = np.where(inside, counts / expected, np.nan).astype(np.float32)
+    ratio = density_ratio(counts, xc, yc, (xe[1] - xe[0]) * (ye[1] - ye[0]), n)
     return DensityGrid(xc.astype(np.float32), yc.astype(np.float32), ratio, n)
+
+
+def density_grids(point_sets: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[DensityGrid], float]:
+    """Density grids of point sets (x, y) shown side by side, on one grid and one colour scale: (grids,
+    the scale's top, :func:`orientscope.science.map_scales.density_ceiling`), so that equal colours mean
+    equal densities and a uniform set does not look as concentrated as an aligned one.
+
+    Cells are sized to the larger set, about :data:`DENSITY_POINTS_PER_CELL` expected points each,
+    between 24 x 12 and 144 x 72: finer cells on a small set show sampling noise, not orientation.
+    """
+    n = max(int(np.size(x)) for x, _ in point_sets)
+    nx = int(np.clip(np.sqrt(2 * n / DENSITY_POINTS_PER_CELL), 24, 144)) // 2 * 2
+    grids = [density_grid(x, y, nx=nx, ny=nx // 2) for x, y in point_sets]
+    return grids, density_ceiling(*(g.ratio for g in grids))
 
 
 @cache

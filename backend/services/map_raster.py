@@ -21,7 +21,8 @@ Shading rules (documented so that a test can check them pixel by pixel):
   whose points all lack a value is grey.
 * **density**: points per pixel divided by the number a uniform sphere would
   put there (Mollweide is equal-area), on Cividis from 0 to the 99.5th
-  percentile of the image (at least 1), inside the map's ellipse.
+  percentile of the image (at least 2), inside the map's ellipse
+  (:mod:`orientscope.science.map_scales`, as the dashboard's density maps).
 * **SMARTS highlight**: the image is muted (opacity × ``MUTED``) and the
   matches are drawn over it in one colour with the same log-count opacity.
 
@@ -47,8 +48,10 @@ import numba
 import numpy as np
 import pandas as pd
 
-from orientscope.core.palette import HIGHLIGHT, OKABE_ITO, OTHER_GREY
+from orientscope.core.palette import CIVIDIS, HIGHLIGHT, OKABE_ITO, OTHER_GREY
 from orientscope.core.settings import map_point_budget
+from orientscope.science.map_scales import density_ceiling, density_ratio
+from orientscope.science.nearest_point import nearest_point as science_nearest_point
 from orientscope.science.sphere import SQRT2
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.errors import InvalidInput
@@ -79,10 +82,7 @@ MAX_AREA = 2048 * 2048  # pixels per image: a 9-category aggregate of it holds 1
 MAX_COORDINATE = 1000.0  # the map spans ±2√2 × ±√2; anything far beyond is a mistake
 MIN_SPAN = 1e-6  # float32 points are 2.4e-7 apart near the map's edge: no finer zoom shows more
 CLICK_RADIUS_PX = 5.0
-# Cividis (Nuñez et al. 2018), as plotly.colors.sequential.Cividis: perceptually uniform, colour-blind safe.
-CIVIDIS = ("#00224e", "#123570", "#3b496c", "#575d6d", "#707173", "#8a8678", "#a59c74", "#c3b369", "#e1cc55", "#fee838")
 FULL_MAP = (-2 * SQRT2, 2 * SQRT2, -SQRT2, SQRT2)
-_ELLIPSE_AREA = np.pi * 2 * SQRT2 * SQRT2
 
 
 @dataclass(frozen=True)
@@ -246,22 +246,6 @@ def _shade_categories(per_cat, rgb, min_alpha):  # pragma: no cover - compiled
                 out[ch] = min(int(acc / total), 255)
             out[3] = min(int(min_alpha + scale * np.log(total)), 255)
     return rgba, counts, dominant
-
-
-@numba.njit(cache=True, nogil=True)
-def _nearest(x, y, cx, cy, sx, sy, radius):  # pragma: no cover - compiled
-    """(index, squared pixel distance) of the point nearest to (cx, cy) in pixel distance (sx, sy map
-    units per pixel) within ``radius`` pixels, the first in index order on a tie; index -1 if none."""
-    best, best_d2 = -1, radius * radius
-    for i in range(x.size):
-        dx = (x[i] - cx) / sx
-        if dx > radius or dx < -radius:
-            continue
-        dy = (y[i] - cy) / sy
-        d2 = dx * dx + dy * dy
-        if d2 < best_d2 or (d2 == best_d2 and best < 0):
-            best, best_d2 = i, d2
-    return best, best_d2
 
 
 _BAND_RANGES = band_ranges()
@@ -475,13 +459,10 @@ def _image_density(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
     agg = _counts(canvas, frame, dsh.count)
     counts = agg.data.astype(np.uint32)
     dx, dy = vp.pixel_size
-    expected = max(points.size, 1) * dx * dy / _ELLIPSE_AREA
     xc = vp.x0 + (np.arange(vp.width) + 0.5) * dx
     yc = vp.y0 + (np.arange(vp.height) + 0.5) * dy
-    inside = (xc[None, :] / (2 * SQRT2)) ** 2 + (yc[:, None] / SQRT2) ** 2 <= 1.0
-    ratio = np.where(inside, counts / expected, np.nan).astype(np.float32)
-    finite = ratio[np.isfinite(ratio)]
-    top = max(float(np.percentile(finite, 99.5)) if finite.size else 1.0, 1.0)
+    ratio = density_ratio(counts, xc, yc, dx * dy, points.size)
+    top = density_ceiling(ratio)
     out.update(counts=counts, ratio=ratio, density_max=top)
     shaded = agg.copy(data=np.clip(ratio, 0, top))
     return _rgba(tf.shade(shaded, cmap=list(CIVIDIS), how="linear", span=(0, top)))
@@ -617,7 +598,8 @@ def nearest_point(
     points: MapPoints, x: float, y: float, pixel_size: tuple[float, float], radius_px: float = CLICK_RADIUS_PX
 ) -> int | None:
     """Index (into the view's points) of the shown point nearest to map point (x, y) within ``radius_px``
-    pixels of ``pixel_size`` = (width, height) map units; None if there is none (equally near points: any one)."""
+    pixels of ``pixel_size`` = (width, height) map units; None if there is none. Equally near points:
+    the lowest molecule index, then axis (:mod:`orientscope.science.nearest_point`)."""
     sx, sy = (float(v) for v in pixel_size)
     if not (np.isfinite(x) and np.isfinite(y)):
         raise InvalidInput(f"click position ({x}, {y}) must be finite", ("query", "x"))
@@ -626,14 +608,12 @@ def nearest_point(
     view = _sorted(points)
     fx, fy = view.frame["x"].to_numpy(), view.frame["y"].to_numpy()
     rx, ry = radius_px * sx, radius_px * sy  # only points that close in x and y can be
-    best, best_d2 = -1, np.inf
-    for a, b in view.runs(x - rx, x + rx, y - ry, y + ry):  # in row order: the first wins a tie
-        i, d2 = _nearest(fx[a:b], fy[a:b], np.float64(x), np.float64(y), sx, sy, float(radius_px))
-        if i >= 0 and d2 < best_d2:
-            best, best_d2 = a + int(i), d2
-    if best < 0:
+    runs = view.runs(x - rx, x + rx, y - ry, y + ry)
+    if not runs:
         return None
-    return best if points.x_sorted else int(view.frame["i"].to_numpy()[best])
+    order = None if points.x_sorted else view.frame["i"].to_numpy()
+    hit = science_nearest_point(fx, fy, points.rows, points.axis, (x, y), (sx, sy), radius_px, np.array(runs), order)
+    return None if hit is None else hit[0]
 
 
 def prepare(points: MapPoints) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 from orientscope.core.errors import NotFoundError
 from orientscope.core.groups import UNGROUPED
 from orientscope.core.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
+from orientscope.science.map_scales import robust_range
 from orientscope.services import grouping
 from orientscope.services.bytecache import map_cache, nbytes, release_freed_memory
 from orientscope.services.cache import get_view
@@ -203,16 +204,16 @@ def group_colors(data_dir: Path, dataset_id: str, by: str):
     return view.extra(f"map_group_codes:{by}", build)
 
 
-def _robust_range(values: np.ndarray) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    lo, hi = (float(v) for v in np.percentile(finite, [1, 99])) if finite.size else (0.0, 1.0)
-    return lo, (hi if hi > lo else lo + 1.0)
+def color_range(values: np.ndarray) -> tuple[float, float]:
+    """(lo, hi) that a continuous colour scale spans over ``values`` (m,): their 1st and 99th percentile
+    (:func:`orientscope.science.map_scales.robust_range`), for the map image and the dashboard's figures alike."""
+    return robust_range(values)
 
 
 def continuous_colors(values: np.ndarray, title: str) -> MapColors:
     """Colours by value, shown between the 1st and 99th percentile of ``values`` (NaN: no value)."""
     values = np.asarray(values, np.float32)
-    lo, hi = _robust_range(values)
+    lo, hi = color_range(values)
     return MapColors("continuous", title, values=values, lo=lo, hi=hi)
 
 

@@ -11,6 +11,7 @@ from scipy.spatial import cKDTree
 
 from orientscope.science.clustering import ShardedTanimotoScan, TanimotoIndex, words_from_bytes
 from orientscope.science.rotations import chord_to_angle
+from orientscope.science.so3_stats import nearest_orientations, orientation_points
 from orientscope.services.cache import CHEMISTRY_FINGERPRINTS, ColumnView, DatasetView, get_view
 from orientscope.services.errors import InvalidInput, NotComputed
 from orientscope.store.columns import fingerprint_counts, fingerprint_shards, release_pages
@@ -22,39 +23,21 @@ SCAN_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
 def _pose_tree(view: DatasetView) -> cKDTree:
-    # One point per molecule, the stored quaternion as it is; the query is made with q and -q, so
-    # the nearer of the two copies of each rotation is found without indexing both: a molecule among
-    # the k nearest by min(|p - q|, |p + q|) is among the k nearest to q or to -q. The tree keeps the
-    # view's float64 array itself (cKDTree copies only other dtypes: a float32 copy cost 320 MB at
-    # 10M), which for a column view is a memory map.
-    return view.extra("pose_tree", lambda: cKDTree(view.quaternions, balanced_tree=False))
-
-
-def nearest_quaternions(tree: cKDTree, q: np.ndarray, want: int) -> np.ndarray:
-    """Sorted unique rows of ``tree``'s points among which are the ``want`` nearest to ``q`` or ``-q``.
-
-    Nearest by min(|p - q|, |p + q|) (q and -q are one rotation), so a caller ranks these
-    candidates itself. The mirror query only needs points nearer to -q than the ``want``-th
-    found near q: unbounded it explored most of the tree, as -q lies where the stored
-    quaternions are not (p95 46 ms, worst 0.8 s at 10M; bounded p95 0.08 ms).
-    """
-    dist, idx = tree.query(q, k=want)
-    bound = float(np.atleast_1d(dist)[-1])
-    _, mirror = tree.query(-q, k=want, distance_upper_bound=bound * (1 + 1e-9) + 1e-12)  # the slack keeps ties
-    idx = np.concatenate([np.atleast_1d(idx), np.atleast_1d(mirror)])
-    return np.unique(idx[idx < tree.n])  # the tree pads missing neighbours with its size
+    # One point per molecule, its quaternion with w >= 0 (:func:`orientation_points`): stored so, the
+    # tree keeps the view's float64 array itself (cKDTree copies only other dtypes: a float32 copy
+    # cost 320 MB at 10M), which for a column view is a memory map.
+    return view.extra("pose_tree", lambda: cKDTree(orientation_points(view.quaternions), balanced_tree=False))
 
 
 def pose_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
-    """(row, angle in degrees) of the k molecules whose frames are closest to row ``i``'s."""
-    want = min(k + 1, len(view))
+    """(row, angle in degrees) of the k molecules whose frames are closest to row ``i``'s (q and -q one
+    rotation; equally near ones in row order)."""
+    k = min(k, len(view) - 1)
+    if k < 1:
+        return []
     qi = np.asarray(view.cell("quaternions", i), dtype=np.float64)
-    rows = nearest_quaternions(_pose_tree(view), qi, want)
-    rows = rows[rows != i]
-    qj = np.asarray(view.cells("quaternions", rows), dtype=np.float64)
-    chord = np.minimum(np.linalg.norm(qj - qi, axis=1), np.linalg.norm(qj + qi, axis=1))
-    order = np.lexsort((rows, chord))[:k]
-    return [(int(rows[o]), float(np.degrees(chord_to_angle(chord[o])))) for o in order]
+    chord, rows = nearest_orientations(_pose_tree(view), qi, k, exclude=np.array([i]), workers=1)
+    return [(int(r), float(np.degrees(chord_to_angle(c)))) for r, c in zip(rows[0], chord[0], strict=True)]
 
 
 def _fingerprint_bytes(view: DatasetView) -> np.ndarray | None:

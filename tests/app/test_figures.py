@@ -116,7 +116,7 @@ def test_highlight_trace_holds_exactly_the_matching_points():
 def test_density_figure_keeps_nan_outside_and_marks_reference():
     ratio = np.array([[np.nan, 1.0], [2.0, np.nan]], np.float32)
     ref = {"axis": [2], "x": [0.0], "y": [0.0], "lon": [10.0], "lat": [-20.0]}
-    fig = density_map_figure([0, 1], [0, 1], ratio, reference=ref)
+    fig = density_map_figure([0, 1], [0, 1], ratio, reference=ref, zmax=2.0)
     heat = fig.data[0]
     assert heat.type == "heatmap" and np.isnan(heat.z[0][0]) and heat.z[1][0] == 2.0
     assert [t.meta["kind"] for t in fig.data] == ["density", "outline", "graticule", "reference"]

@@ -113,7 +113,7 @@ def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with
     towards = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
     vectors = np.array([towards, [0.0, 0.0, 1.0], -towards])  # near centre, top, far centre
     color = ColorSpec("categorical", np.array([0, 1, 2], np.float32), ["1", "2", "3"], ["#a00", "#0a0", "#00a"])
-    text = sphere_paint_html(payload, vectors, color, ["a", "b", "c"])
+    text = sphere_paint_html(payload, vectors, color, ["a", "b", "c"], [0, 4, 8])
     circles = re.findall(r'<circle cx="([-\d.]+)" cy="([-\d.]+)" r="\.012" fill="(#\w+)"( fill-opacity)?', text)
     # drawn far to near: the far point first (faded), the near one last, both at the centre
     assert circles[0] == ("0.000", "0.000", "#00a", " fill-opacity")
@@ -121,10 +121,11 @@ def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with
     # the pole is straight up on screen (SVG y down), at 2/sqrt(6) of the radius
     assert circles[1][:3] == ("0.000", f"{-2 / np.sqrt(6):.3f}", "#0a0")
     assert "setAttribute('data-mode','points')" in text and "setAttribute('data-drawn','3')" in text
-    # each dot's molecule, in the dots' order, for first_paint.js's clicks
-    assert _settings(text) == {"view": "sphere", "dataset": None, "ids": ["c", "b", "a"]}
+    # each dot's molecule and tie-break key, in the dots' order, for first_paint.js's clicks
+    assert _settings(text) == {"view": "sphere", "dataset": None, "ids": ["c", "b", "a"], "keys": [8, 4, 0]}
     assert text.count("<script>") == 1  # the hook; first_paint.js comes once per page (page_html)
-    assert sphere_paint_html(payload, vectors, ColorSpec("continuous", np.zeros(3, np.float32)), ["a", "b", "c"]) == ""
+    continuous = ColorSpec("continuous", np.zeros(3, np.float32))
+    assert sphere_paint_html(payload, vectors, continuous, ["a", "b", "c"], [0, 4, 8]) == ""
 
 
 def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone(tmp_path, qm9_small, monkeypatch):

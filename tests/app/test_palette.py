@@ -35,3 +35,11 @@ def test_the_selection_ring_has_a_legend_entry_in_its_own_colour_and_css_agrees(
     assert f"stroke: {palette.SELECTION_RING}" in CSS
     assert f".verdict-line.aligned {{ color: {palette.VERDICT_ALIGNED}; }}" in CSS
     assert f".verdict-line.not-aligned {{ color: {palette.VERDICT_NOT_ALIGNED}; }}" in CSS
+
+
+def test_the_cividis_stops_are_plotlys_cividis():
+    # the server's map image interpolates palette.CIVIDIS; the dashboard's figures name plotly's scale
+    from plotly.colors import sequential
+
+    assert palette.CONTINUOUS_SCALE == "Cividis"
+    assert list(palette.CIVIDIS) == [c.lower() for c in sequential.Cividis]

@@ -58,16 +58,19 @@ def figure_validation(spec: dict) -> str:
 
     import orientscope.app.figures as figures
     from orientscope.app.compat import unvalidated_figure
-    from orientscope.services.map_data import density_grid, frame_lines
+    from orientscope.services.map_data import density_grids, frame_lines
 
     rng = np.random.default_rng(1)
-    grid = density_grid(rng.uniform(-2.8, 2.8, 3 * N_MOLECULES), rng.uniform(-1.4, 1.4, 3 * N_MOLECULES))
+    xy = rng.uniform(-2.8, 2.8, 3 * N_MOLECULES), rng.uniform(-1.4, 1.4, 3 * N_MOLECULES)
+    (grid,), zmax = density_grids([xy])  # 144 x 72 cells, as many points
 
     def density(validated: bool):
         if validated:
             figures.unvalidated_figure = lambda data=None, layout=None, **kw: go.Figure(data, layout=layout, **kw)
         try:
-            return figures.density_map_figure(grid.x_centers, grid.y_centers, grid.ratio, frame=frame_lines())
+            return figures.density_map_figure(
+                grid.x_centers, grid.y_centers, grid.ratio, frame=frame_lines(), zmax=zmax
+            )
         finally:
             figures.unvalidated_figure = unvalidated_figure
 

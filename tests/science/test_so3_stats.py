@@ -96,3 +96,53 @@ def test_ks_on_uniform_control_is_calibrated():
     ]
     assert np.mean(np.array(pvals) < 0.05) <= 0.15
     assert 0.3 < np.median(pvals) < 0.7
+
+
+def _signed_cluster(seed: int) -> np.ndarray:
+    """Clustered unit quaternions stored with random signs, with outliers and exact duplicates."""
+    rng = np.random.default_rng(seed)
+    centres = Rotation.random(6, random_state=1).as_quat()
+    q = centres[rng.integers(0, 6, 3000)] + rng.normal(0, 0.05, (3000, 4))
+    q = np.concatenate([q, Rotation.random(300, random_state=2).as_quat(), q[:40]])
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q * rng.choice([-1.0, 1.0], len(q))[:, None]
+
+
+@pytest.mark.parametrize("k", [1, 5, 12])
+def test_nearest_orientations_are_the_brute_force_nearest_with_q_and_minus_q_one(k):
+    from scipy.spatial import cKDTree
+
+    q = _signed_cluster(7)
+    tree = cKDTree(s.orientation_points(q))
+    rng = np.random.default_rng(8)
+    rows = rng.choice(len(q), 150, replace=False)
+    for probe in (q[rows], -q[rows]):  # the query's own sign does not matter
+        chord, idx = s.nearest_orientations(tree, probe, k, exclude=rows)
+        for j, i in enumerate(rows):
+            true = np.minimum(np.linalg.norm(q - q[i], axis=1), np.linalg.norm(q + q[i], axis=1))
+            true[i] = np.inf  # excluded: itself
+            want = np.lexsort((np.arange(len(q)), true))[:k]  # equally near (duplicates): by row
+            np.testing.assert_allclose(chord[j], true[want], atol=1e-12)
+            if np.unique(true[want]).size == k and true[want[-1]] < np.sort(true)[k]:  # no tie to break
+                np.testing.assert_array_equal(idx[j], want)
+            assert (idx[j] != i).all() and np.all(np.diff(chord[j]) >= 0)
+
+
+def test_nearest_orientations_break_ties_by_row_and_ignore_axis_flips_when_asked():
+    from scipy.spatial import cKDTree
+
+    from orientscope.science.rotations import quaternion_multiply, sign_flip_quaternions
+
+    base = Rotation.random(1, random_state=3).as_quat()[0]
+    flips = quaternion_multiply(sign_flip_quaternions(), base)  # base with its axes' signs flipped
+    far = Rotation.random(50, random_state=4).as_quat()
+    q = np.concatenate([far, [base, -base, flips[1], base]])  # rows 50, 51 and 53 are base itself
+    tree = cKDTree(s.orientation_points(q))
+    chord, idx = s.nearest_orientations(tree, base, 3)
+    np.testing.assert_array_equal(idx[0], [50, 51, 53])
+    np.testing.assert_allclose(chord[0], 0.0, atol=1e-15)
+    # with the axis signs ignored, the flipped copy (row 52) is the same orientation
+    flip_tree = cKDTree(s.orientation_points(q, sign_invariant=True))
+    chord, idx = s.nearest_orientations(flip_tree, base, 4, sign_invariant=True)
+    np.testing.assert_array_equal(idx[0], [50, 51, 52, 53])
+    np.testing.assert_allclose(chord[0], 0.0, atol=1e-12)

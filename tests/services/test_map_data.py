@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from orientscope.core.orientations_schema import R_COLUMNS
-from orientscope.services.map_data import density_grid, load_map_data, reference_xy
+from orientscope.services.map_data import density_grid, density_grids, load_map_data, reference_xy
 from orientscope.services.results import open_result
 
 
@@ -107,3 +107,16 @@ def test_frame_lines_are_the_mollweide_ellipse_and_a_graticule():
     inside = np.isfinite(gx)
     assert np.isnan(gx).any()  # separate polylines
     assert np.all(gx[inside] ** 2 / 8 + gy[inside] ** 2 / 2 <= 1 + 1e-9)
+
+
+def test_density_grids_share_the_larger_sets_grid_and_one_colour_ceiling():
+    from orientscope.science.map_scales import density_ceiling
+
+    rng = np.random.default_rng(2)
+    aligned = rng.normal(0, 0.2, (2, 1_000))  # concentrated near the centre
+    uniform = rng.uniform([-1.5, -0.7], [1.5, 0.7], (20_000, 2)).T  # flat over a third of the map
+    (alone,), top_alone = density_grids([aligned])
+    assert alone.ratio.shape == (12, 24)  # 1,000 points: the coarsest grid (sqrt(2 * 1000 / 5) = 20 < 24)
+    grids, top = density_grids([aligned, uniform])
+    assert [g.ratio.shape for g in grids] == [(44, 88)] * 2  # sqrt(2 * 20,000 / 5) = 89.4, even
+    assert top == density_ceiling(grids[0].ratio, grids[1].ratio) > density_ceiling(grids[1].ratio) > 2

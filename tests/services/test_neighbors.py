@@ -6,7 +6,7 @@ import pytest
 from orientscope.science.rotations import geodesic_angle
 from orientscope.services.cache import get_view
 from orientscope.services.errors import InvalidInput, NotComputed
-from orientscope.services.neighbors import nearest_quaternions, neighbors
+from orientscope.services.neighbors import neighbors
 
 
 def test_pose_neighbours_match_brute_force(toy_dir):
@@ -18,30 +18,6 @@ def test_pose_neighbours_match_brute_force(toy_dir):
     order = np.argsort(angles)
     assert [n["id"] for n in out["items"]] == list(view.ids[order[:7]])
     np.testing.assert_allclose([n["angle_deg"] for n in out["items"]], angles[order[:7]], atol=1e-6)
-
-
-@pytest.mark.parametrize("want", [1, 5, 12])
-def test_nearest_quaternions_hold_the_nearest_by_either_sign(want):
-    """Clustered rotations stored with random signs and duplicates: the candidates hold the
-    ``want`` nearest by min(|p - q|, |p + q|), with the same distances as a brute-force search."""
-    from scipy.spatial import cKDTree
-    from scipy.spatial.transform import Rotation
-
-    rng = np.random.default_rng(7)
-    centres = Rotation.random(6, random_state=1).as_quat()
-    q = centres[rng.integers(0, 6, 3000)] + rng.normal(0, 0.05, (3000, 4))
-    q = np.concatenate([q, Rotation.random(300, random_state=2).as_quat(), q[:40]])  # outliers, duplicates
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    q *= rng.choice([-1.0, 1.0], len(q))[:, None]
-    tree = cKDTree(q, balanced_tree=False)
-    for i in rng.choice(len(q), 150, replace=False):
-        true = np.minimum(np.linalg.norm(q - q[i], axis=1), np.linalg.norm(q + q[i], axis=1))
-        rows = nearest_quaternions(tree, q[i], want)
-        assert (np.diff(rows) > 0).all() and len(rows) >= want
-        found = np.sort(true[rows])[:want]
-        np.testing.assert_allclose(found, np.sort(true)[:want], atol=1e-12)
-        for probe in (q[i], -q[i]):  # the query's own sign does not matter
-            np.testing.assert_allclose(np.sort(true[nearest_quaternions(tree, probe, want)])[:want], found, atol=1e-12)
 
 
 def test_tanimoto_known_answers(toy_dir):
