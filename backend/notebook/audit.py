@@ -86,7 +86,7 @@ def _check_output(out, batch: Batch, properties: list[str], label: str) -> np.nd
     if bad.any():
         row, col = np.argwhere(bad)[0]
         raise PredictError(
-            f"predict returned {values[row, col]} for molecule {batch.ids[row]!r}, property {properties[col]!r} "
+            f"predict returned {values[row, col]} for molecule {str(batch.ids[row])!r}, property {properties[col]!r} "
             f"in {label}; predictions must be finite"
         )
     return values
@@ -105,7 +105,7 @@ def _predict_all(predict: Callable, mols, properties: list[str], copy: int | Non
         if copy is not None:
             positions = rotate_molecules(positions, offsets, copy_rotations(index, seed, copy))
         batch = Batch(mols.atomic_numbers[a:b], positions, offsets, mols.ids[index], index, copy)
-        label = f"batch {number} ({'stored poses' if copy is None else f'copy {copy}'}, first id {batch.ids[0]!r})"
+        label = f"batch {number} ({'stored poses' if copy is None else f'copy {copy}'}, first id {str(batch.ids[0])!r})"
         t0 = time.perf_counter()
         try:
             result = predict(batch)
