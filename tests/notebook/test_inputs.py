@@ -37,7 +37,12 @@ def test_per_molecule_and_flat_arrays_give_the_same_set(tmp_path):
 @pytest.mark.parametrize(
     ("numbers", "positions", "kwargs", "message"),
     [
-        ([WATER_Z, CO2_Z], [WATER_POS, CO2_POS[:2]], {}, "molecule 1: (3,) atomic numbers and positions of shape (2, 3)"),
+        (
+            [WATER_Z, CO2_Z],
+            [WATER_POS, CO2_POS[:2]],
+            {},
+            "molecule 1: (3,) atomic numbers and positions of shape (2, 3)",
+        ),
         ([WATER_Z], [WATER_POS, CO2_POS], {}, "1 arrays of atomic numbers but 2 arrays of positions"),
         ([WATER_Z, CO2_Z], [WATER_POS, [[0, 0], [1, 1, 1], [2, 2, 2]]], {}, "molecule 1"),
         ([WATER_Z, CO2_Z], [WATER_POS, CO2_POS * np.nan], {}, "NaN or infinite coordinates"),

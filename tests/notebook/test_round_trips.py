@@ -81,7 +81,9 @@ def test_audit_model_equals_audit_model_on_the_csv_and_the_rest_audit(data_dir, 
     assert audit.verdicts == {"gap": "invariant"}
     csv = tmp_path / "predictions.csv"
     audit.predictions.to_csv(csv, index=False, float_format="%.17g")
-    out = run("audit-model", "qm9", str(csv), "--name", "from csv", "--seed", "2", "--json", "--data-dir", str(data_dir))
+    out = run(
+        "audit-model", "qm9", str(csv), "--name", "from csv", "--seed", "2", "--json", "--data-dir", str(data_dir)
+    )
     cli = json.loads(out.stdout)
     mine = audit.to_dict()
     assert mine["properties"] == cli["properties"] and mine["result_key"] == cli["result_key"]
