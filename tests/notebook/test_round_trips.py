@@ -162,3 +162,19 @@ def test_audit_options_are_checked(data_dir):
         orientscope.audit_model(np.zeros, ds, "gap", copies=0, progress=False)
     with pytest.raises(TypeError, match="predict must be callable"):
         orientscope.audit_model("model", ds, "gap", progress=False)
+
+
+def test_a_glob_is_a_sharded_set_whose_stages_run_on_a_local_cluster_and_save(qm9_small, tmp_path):
+    from orientscope.loaders.npz import write_npz
+
+    for k in range(2):
+        write_npz(tmp_path / f"part{k}.npz", qm9_small.subset(np.arange(k * 100, (k + 1) * 100)))
+    data_dir = tmp_path / "data"
+    ds = orientscope.read(tmp_path / "part*.npz", name="Parts", shard_size=80, data_dir=data_dir, progress=False)
+    assert not ds.saved and ds.n_molecules == 200 and list_dataset_ids(data_dir) == []
+    r = orientscope.report(ds, seed=1, cluster="local:2", progress=False)
+    assert r.to_dict()["engine"]["frames"] == {"where": "local:2", "workers": 2}
+    r.save("Parts")
+    assert list_dataset_ids(data_dir) == ["parts"] and not list((data_dir / UNSAVED).iterdir())
+    cli = run("report", "parts", "--json", "--seed", "1", "--cluster", "in-process", "--data-dir", str(data_dir))
+    assert r.to_dict() == json.loads(cli.stdout)
