@@ -130,3 +130,18 @@ def test_from_pyg_reads_tensors_and_named_targets(tmp_path):
         orientscope.from_pyg(items, property_names=["a"], data_dir=tmp_path)
     with pytest.raises(DatasetError, match="item 0 .* has no .z and .pos"):
         orientscope.from_pyg([object()], data_dir=tmp_path)
+
+
+def test_import_orientscope_loads_no_heavy_module():
+    """The API is imported on first use: `import orientscope` pulls in none of the server's or the pipeline's stack."""
+    import json
+    import subprocess
+    import sys
+
+    heavy = ["dash", "fastapi", "datashader", "rdkit", "dask", "plotly", "sklearn", "orientscope.notebook"]
+    code = f"import orientscope, sys, json; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+    lazy = subprocess.run([sys.executable, "-c", "import orientscope; print(orientscope.read.__module__)"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert lazy.stdout.strip() == "orientscope.notebook.datasets"
