@@ -21,7 +21,7 @@ import pandas as pd
 from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions
 from orientscope.notebook.datasets import Dataset
-from orientscope.notebook.progress import progress_bar
+from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.pipeline.export import MAX_COPIES, ROTATION_RULE, copy_rotations
 from orientscope.pipeline.model_audit import audit_predictions, audit_record
 from orientscope.science.model_audit import AuditSettings
@@ -128,6 +128,7 @@ def _check_properties(properties, known: Sequence[str]) -> list[str]:
     return names
 
 
+@checked_options
 def audit_model(
     predict: Callable[[Batch], object],
     dataset: Dataset,

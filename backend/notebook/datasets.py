@@ -25,7 +25,7 @@ import pandas as pd
 from orientscope.core.dataset import MoleculeSet, check_frame_dependent
 from orientscope.core.errors import DatasetError
 from orientscope.core.settings import DEFAULT_DATASET, FORMAT_CHOICES, display_name, resolve_data_dir, slugify
-from orientscope.notebook.progress import progress_bar
+from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.store import datasets as ds
 
 UNSAVED = ".unsaved"
@@ -151,7 +151,7 @@ class Dataset:
 def _check_options(function: str, options: Mapping, allowed: Sequence[str]) -> None:
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise ValueError(f"{function}: unknown option(s) {unknown}; allowed: {list(allowed)}")
+        raise TypeError(f"{function}: unknown option(s) {unknown}; allowed: {list(allowed)}")
 
 
 def _in_memory(
@@ -273,6 +273,7 @@ def _property_table(properties, n: int) -> pd.DataFrame:
     return table.astype(np.float64)
 
 
+@checked_options
 def from_arrays(
     numbers,
     positions,
@@ -318,6 +319,7 @@ def from_arrays(
     return _in_memory(mols, name, data_dir, "arrays from Python", "python", frame_dependent)
 
 
+@checked_options
 def from_ase(atoms_iterable, *, name: str = "ase", data_dir=None) -> Dataset:
     """A set from ASE ``Atoms`` objects; numeric scalars in ``atoms.info`` that every molecule has become properties,
     and ``atoms.info["id"]`` (else the position in the sequence) the id."""
@@ -332,6 +334,7 @@ def from_ase(atoms_iterable, *, name: str = "ase", data_dir=None) -> Dataset:
     return from_arrays(numbers, positions, ids=ids, properties=properties or None, name=name, data_dir=data_dir)
 
 
+@checked_options
 def from_pyg(dataset, property_names: Sequence[str] | None = None, *, name: str = "pyg", data_dir=None) -> Dataset:
     """A set from any sequence of objects with ``.z`` and ``.pos`` (PyTorch Geometric ``Data``, tensors or NumPy).
 
@@ -358,6 +361,7 @@ def from_pyg(dataset, property_names: Sequence[str] | None = None, *, name: str 
     return from_arrays(numbers, positions, ids=ids, properties=properties, name=name, data_dir=data_dir)
 
 
+@checked_options
 def load(dataset_id: str = DEFAULT_DATASET, data_dir=None) -> Dataset:
     """A stored set (the built-in QM9 is written into the data folder on first use)."""
     from orientscope.pipeline.precompute import ensure_dataset

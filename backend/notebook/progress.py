@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from contextlib import contextmanager
 
 from orientscope.core.progress import Progress, quiet
@@ -27,4 +29,22 @@ def progress_bar(desc: str, show: bool = True):
         bar.close()
 
 
-__all__ = ["Progress", "progress_bar"]
+def checked_options(function):
+    """``function`` with an unknown keyword refused by a TypeError that lists the keywords it takes."""
+    allowed = [
+        name
+        for name, p in inspect.signature(function).parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        unknown = sorted(set(kwargs) - set(allowed))
+        if unknown:
+            raise TypeError(f"{function.__name__}: unknown option(s) {unknown}; allowed: {allowed}")
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+__all__ = ["Progress", "checked_options", "progress_bar"]

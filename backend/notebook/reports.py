@@ -17,7 +17,7 @@ import pandas as pd
 
 from orientscope.core.resources import frontend_asset
 from orientscope.notebook.datasets import Dataset
-from orientscope.notebook.progress import progress_bar
+from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report, format_kl
 from orientscope.services.report_format import headline
@@ -30,6 +30,7 @@ CARD_MAP_PIXELS = (480, 240)
 MOLLWEIDE_X, MOLLWEIDE_Y = 2 * math.sqrt(2), math.sqrt(2)
 
 
+@checked_options
 def report(
     dataset: Dataset, frame: str = "pca", sign: str = "max", seed: int = 0, cluster: str | None = None,
     progress: bool = True,

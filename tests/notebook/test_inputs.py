@@ -65,9 +65,11 @@ def test_bad_arrays_are_refused_with_the_reason_and_store_nothing(tmp_path, numb
 def test_read_lists_the_allowed_options(tmp_path):
     path = tmp_path / "w.xyz"
     path.write_text(WATER_METHANE_FORMALDEHYDE_XYZ)
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(TypeError) as err:
         orientscope.read(path, colour="red", data_dir=tmp_path / "data")
-    assert "unknown option(s) ['colour']" in str(err.value) and "'frame_dependent'" in str(err.value)
+    assert "read: unknown option(s) ['colour']; allowed: ['name', 'format'," in str(err.value)
+    with pytest.raises(TypeError, match=r"from_arrays: unknown option\(s\) \['colour'\]; allowed: \['numbers', "):
+        orientscope.from_arrays([WATER_Z], [WATER_POS], colour="red")
     with pytest.raises(ValueError, match="unknown format 'pdb'"):
         orientscope.read(path, format="pdb", data_dir=tmp_path / "data")
     with pytest.raises(FileNotFoundError):
@@ -145,3 +147,23 @@ def test_import_orientscope_loads_no_heavy_module():
     lazy = subprocess.run([sys.executable, "-c", "import orientscope; print(orientscope.read.__module__)"],
                           capture_output=True, text=True, check=True)  # fmt: skip
     assert lazy.stdout.strip() == "orientscope.notebook.datasets"
+
+
+def test_an_unsaved_store_is_removed_when_python_is_interrupted(tmp_path):
+    """Ctrl-C (KeyboardInterrupt) ends the script; the private store of its unsaved set goes with it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, orientscope\n"
+        "ds = orientscope.from_arrays([[8, 1, 1]], [[[0, 0, 0.117], [0, 0.757, -0.469], [0, -0.757, -0.469]]],"
+        " data_dir=sys.argv[1])\n"
+        "root, _ = ds.location()\n"
+        "print(root, flush=True)\n"
+        "raise KeyboardInterrupt\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode != 0 and "KeyboardInterrupt" in out.stderr
+    root = out.stdout.strip()
+    assert root.startswith(str(tmp_path / UNSAVED)) and not (tmp_path / UNSAVED).joinpath(root).exists()
+    assert list((tmp_path / UNSAVED).iterdir()) == []

@@ -160,6 +160,8 @@ def test_audit_options_are_checked(data_dir):
         orientscope.audit_model(np.zeros, ds, ["colour"], progress=False)
     with pytest.raises(ValueError, match="copies must be between 1 and"):
         orientscope.audit_model(np.zeros, ds, "gap", copies=0, progress=False)
+    with pytest.raises(TypeError, match=r"audit_model: unknown option\(s\) \['batchsize'\]; allowed: \["):
+        orientscope.audit_model(np.zeros, ds, "gap", batchsize=10)
     with pytest.raises(TypeError, match="predict must be callable"):
         orientscope.audit_model("model", ds, "gap", progress=False)
 
