@@ -337,7 +337,8 @@ def export_cmd(
         typer.echo(
             f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {path}"
         )
-    typer.echo(f"rotations: {info['rotations_path']}")
+    rule = f" ({info['rotation_rule']})" if info.get("rotation_rule") else ""
+    typer.echo(f"rotations: {info['rotations_path']}{rule}")
 
 
 @app.command("audit-model")
