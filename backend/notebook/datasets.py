@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import shutil
+import time
 import uuid
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -110,8 +111,6 @@ class Dataset:
 
     def ensure_computed(self, progress: bool = True) -> float:
         """Run the default stages if the set has no result yet (what the dashboard and an audit read); seconds taken."""
-        import time
-
         from orientscope.pipeline.precompute import make_params, precompute
 
         root, dataset_id = self.location()
