@@ -337,7 +337,8 @@ def export_cmd(
         typer.echo(
             f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {path}"
         )
-    typer.echo(f"rotations: {info['rotations_path']}")
+    rule = f" ({info['rotation_rule']})" if info.get("rotation_rule") else ""
+    typer.echo(f"rotations: {info['rotations_path']}{rule}")
 
 
 @app.command("audit-model")
@@ -437,6 +438,13 @@ def serve_cmd(
             help="accept writes without a token on a non-loopback address (only on a trusted network)",
         ),
     ] = False,
+    precompute_qm9: Annotated[
+        bool,
+        typer.Option(
+            "--precompute-qm9/--no-precompute-qm9",
+            help="precompute QM9 first if it is missing (--no-precompute-qm9: serve only what the data folder holds)",
+        ),
+    ] = True,
 ) -> None:
     """Serve the REST API (/api) and the dashboard (/); precomputes QM9 first if it is missing.
 
@@ -469,8 +477,9 @@ def serve_cmd(
 
     root = resolve_data_dir(data_dir)
     ready = ds.has_dataset(root, DEFAULT_DATASET) and dataset_info(root, DEFAULT_DATASET).status == READY
-    if not ready and read_only:
-        typer.echo(f"read-only: {DEFAULT_DATASET} is not precomputed in {root}; serving what is there", err=True)
+    if not ready and (read_only or not precompute_qm9):
+        why = "read-only" if read_only else "--no-precompute-qm9"
+        typer.echo(f"{why}: {DEFAULT_DATASET} is not precomputed in {root}; serving what is there", err=True)
     elif not ready:
         # Before the server starts, so every worker sees a complete store; progress goes to the console.
         typer.echo(f"first start: precomputing {DEFAULT_DATASET} in {root} (once; later starts take seconds)", err=True)

@@ -1,7 +1,7 @@
 """De-biased export: write a dataset with every molecule uniformly rotated, or in its canonical pose.
 
-* ``random``: molecule ``i`` is rotated about its centroid by the ``i``-th of
-  ``random_rotations(n, derived_seed(seed, "export"))`` (Haar-uniform), so the
+* ``random``: molecule ``i`` is rotated about its centroid by a Haar-uniform
+  rotation drawn from (seed, copy 0, ``i``) (:data:`ROTATION_RULE`), so the
   export has no preferred orientation; the rotations are written to a side
   file ``<out>.rotations.csv`` (id, seed, r00 … r22) so the change can be undone.
 * ``canonical``: every molecule in its canonical pose ``R (x - centroid)``
@@ -10,9 +10,10 @@
 With ``copies=K`` (random mode only) K files ``<stem>.copy<k><suffix>`` are
 written, every one keeping the original ids, plus one side file with a
 ``copy`` column: the input of a model audit (:mod:`orientscope.pipeline.model_audit`).
-Copy 0 is the single random export; copy ``k`` ≥ 1 rotates molecule ``i`` by a
+Copy 0 is the single random export; copy ``k`` rotates molecule ``i`` by a
 counter-based draw of (seed, ``export:copy<k>``, ``i``), so a molecule's
-rotation does not depend on which other molecules are exported.
+rotation depends neither on which other molecules are exported nor on how they
+are batched: ``orientscope.audit_model`` hands a model the same copies.
 
 Properties are kept. Lab-frame tensor and vector properties (columns
 ``<name>_xx _xy _xz _yy _yz _zz`` or ``<name>_x _y _z``, such as QM9's
@@ -45,7 +46,7 @@ from orientscope.loaders.sdf import write_sdf
 from orientscope.loaders.xyz import write_xyz
 from orientscope.science.counter_rng import haar_rotations
 from orientscope.science.frames import canonical_positions, compute_frames
-from orientscope.science.rotations import derived_seed, random_rotations, rotate_molecules
+from orientscope.science.rotations import rotate_molecules
 from orientscope.store import datasets as ds
 
 log = logging.getLogger(__name__)
@@ -156,18 +157,21 @@ def rotate_properties(props: pd.DataFrame, rotations: np.ndarray) -> pd.DataFram
     return out
 
 
-def copy_rotations(n_molecules: int, seed: int, copy: int = 0) -> np.ndarray:
-    """(n, 3, 3) Haar-uniform rotations of one random copy; copy 0 is the single random export's."""
-    if copy == 0:
-        return random_rotations(n_molecules, derived_seed(seed, "export"))
-    return haar_rotations(seed, f"export:copy{copy}", np.arange(n_molecules))
+# Recorded with every export and Python model audit, so a reader knows which rotations were used.
+ROTATION_RULE = "counter-based Haar rotation of (seed, 'export:copy<k>', molecule index)"
+
+
+def copy_rotations(index, seed: int, copy: int = 0) -> np.ndarray:
+    """(n, 3, 3) Haar-uniform rotations of copy ``copy`` for the molecules at global indices ``index`` (n,);
+    copy 0 is the single random export's."""
+    return haar_rotations(seed, f"export:copy{copy}", index)
 
 
 def debias(mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED, copy: int = 0) -> tuple[MoleculeSet, np.ndarray]:
     """The re-posed molecule set and the (n, 3, 3) rotation applied to each molecule."""
     check_mode(mode)
     if mode == "random":
-        rotations = copy_rotations(mols.n_molecules, seed, copy)
+        rotations = copy_rotations(np.arange(mols.n_molecules), seed, copy)
         pos = rotate_molecules(mols.positions_angstrom, mols.offsets, rotations)
     else:
         frames = compute_frames(
@@ -227,6 +231,7 @@ def export_molecules(
         "mode": mode,
         "seed": seed,
         "n_molecules": mols.n_molecules,
+        **({"rotation_rule": ROTATION_RULE} if mode == "random" else {}),
         **frame_dependent_note(mols),
     }
 
@@ -273,6 +278,7 @@ def export_copies(
         "mode": "random",
         "seed": seed,
         "copies": copies,
+        "rotation_rule": ROTATION_RULE,
         "n_molecules": mols.n_molecules,
         **frame_dependent_note(mols),
     }

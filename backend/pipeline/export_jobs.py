@@ -185,6 +185,7 @@ class ExportJobs:
                 "file": filename,
                 "copies": request.copies,
                 "n_molecules": info["n_molecules"],
+                "rotation_rule": info.get("rotation_rule"),
             },
         )
         self._write(job)

@@ -239,6 +239,22 @@ def audit_predictions(
     return record, table
 
 
+def audit_record(name: str, source: dict, preds: Predictions, settings: sci.AuditSettings, figures: dict) -> dict:
+    """The stored record of an audit: its name, where the predictions came from (``source``) and the figures."""
+    return {
+        "name": name,
+        "input": {
+            **source,
+            "format": preds.format,
+            "has_true": preds.has_true,
+            "has_split": preds.has_split,
+            "has_copy": preds.has_copy,
+        },
+        "n_bootstrap": settings.n_bootstrap,
+        **figures,
+    }
+
+
 def run_audit(
     data_dir: Path,
     dataset_id: str,
@@ -262,20 +278,9 @@ def run_audit(
     preds = read_predictions(path, meta.get("properties", []), limits)
     notify(0.15, f"{preds.n_rows:,} prediction rows", "load")
     settings = settings or sci.AuditSettings()
-    record, table = audit_predictions(data_dir, dataset_id, preds, seed, settings, notify)
-    record = {
-        "name": name,
-        "input": {
-            "filename": original_name or path.name,
-            "sha256": file_sha256(path),
-            "format": preds.format,
-            "has_true": preds.has_true,
-            "has_split": preds.has_split,
-            "has_copy": preds.has_copy,
-        },
-        "n_bootstrap": settings.n_bootstrap,
-        **record,
-    }
+    figures, table = audit_predictions(data_dir, dataset_id, preds, seed, settings, notify)
+    source = {"filename": original_name or path.name, "sha256": file_sha256(path)}
+    record = audit_record(name, source, preds, settings, figures)
     audit_id = audit_id or store.new_audit_id()
     notify(0.97, "storing the audit", "save")
     store.write_audit(data_dir, dataset_id, audit_id, record, table)

@@ -101,3 +101,17 @@ def test_frame_dependent_property_that_cannot_be_rotated_is_named(tmp_path, mols
     odd = replace(mols, frame_dependent=mols.frame_dependent | {"gap"})
     info = export_molecules(odd, tmp_path / "out.npz", "random", "npz", seed=1)
     assert info["frame_dependent_not_rotated"] == ["gap"]
+
+
+def test_random_copies_follow_the_counter_rule_and_record_it(tmp_path, qm9_small):
+    """Copy k of molecule i is a pure function of (seed, k, i): the single export is copy 0, and a subset's
+    molecules get the rotations they have in the whole set only through their index, never a sequential draw."""
+    from orientscope.pipeline.export import ROTATION_RULE, copy_rotations, debias, export_copies
+    from orientscope.science.counter_rng import haar_rotations
+
+    mols = qm9_small.subset(np.arange(20))
+    _, single = debias(mols, "random", seed=3)
+    np.testing.assert_array_equal(single, haar_rotations(3, "export:copy0", np.arange(20)))
+    np.testing.assert_array_equal(copy_rotations(np.arange(5, 20), 3, 2), copy_rotations(np.arange(20), 3, 2)[5:])
+    info = export_copies(mols, tmp_path / "c.npz", "npz", copies=2, seed=3)
+    assert info["rotation_rule"] == ROTATION_RULE
