@@ -23,14 +23,18 @@ def under_ci() -> bool:
     return any(os.environ.get(name, "").lower() not in ("", "0", "false", "no") for name in CI_ENVS)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def chromium():
-    """Skip the browser tests on a machine without Chromium; under CI fail them, so that CI cannot pass having
-    run none. (Autouse: set up before the module's other fixtures, such as ``driver``.)"""
+def require_chromium() -> None:
+    """Skip on a machine without Chromium; under CI fail, so that CI cannot pass having run no browser test."""
     if not chromium_available():
         if under_ci():
             pytest.fail(f"{NO_CHROMIUM}; under CI ({' or '.join(CI_ENVS)} set) the browser tests must run")
         pytest.skip(NO_CHROMIUM)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def chromium():
+    """Every browser test needs Chromium (autouse: set up before the module's other fixtures, such as ``driver``)."""
+    require_chromium()
 
 
 @pytest.fixture(scope="module")
