@@ -244,6 +244,17 @@ def map_traces(driver, with_arrays: bool = False):
     return driver.execute_script(MAP_JS, with_arrays)
 
 
+NEXT_FRAMES_JS = (
+    "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done()));"
+)
+
+
+def after_frames(driver) -> None:
+    """Return once the page has drawn two more frames: what an input event sets off for the next frame (plotly's
+    3D picking, a redraw) has run. A barrier of the page's own, where a fixed pause would be a guess."""
+    driver.execute_async_script(NEXT_FRAMES_JS)
+
+
 def wait_until(predicate, timeout_s: float = 120.0):
     """The first truthy value of ``predicate()``, polled every 0.25 s (AssertionError after ``timeout_s``)."""
     deadline = time.monotonic() + timeout_s

@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from app.figures import MAP_SCALE
 from backend.services.map_data import load_map_data
 from backend.services.molecules import molecule_detail
-from tests.browser.chrome import PageRequests, map_drawn, serve, severe_console
+from tests.browser.chrome import PageRequests, after_frames, map_drawn, serve, severe_console
 from tests.browser.test_dashboard import settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
@@ -336,7 +336,8 @@ def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_sto
             angle = 2 * math.pi * k / max(1, r // 3)
             ActionChains(driver).move_to_element_with_offset(
                 graph, int(r * math.cos(angle)), int(r * math.sin(angle)) - 10
-            ).pause(0.05).perform()
+            ).perform()
+            after_frames(driver)  # plotly has picked what is under the cursor now
             hovered = driver.execute_script("return window.__hovered")
             if hovered and hovered.get("curveNumber") == 1:
                 break
@@ -345,7 +346,9 @@ def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_sto
             break
     assert hovered, "no point of the sphere came under the cursor"
     # a click as a hand makes it: WebGL 3D picks the point under the cursor on a frame between press and release
-    ActionChains(driver).click_and_hold().pause(0.1).release().perform()
+    ActionChains(driver).click_and_hold().perform()
+    after_frames(driver)
+    ActionChains(driver).release().perform()
     chosen = wait_for(lambda: text_of(driver, "molecule-id"), what="the clicked molecule")
     v = md.vectors(np.full(3, md.row_of(chosen)), np.array([1, 2, 3]))
     assert np.abs(v - [hovered["x"], hovered["y"], hovered["z"]]).sum(axis=1).min() < 1e-3
