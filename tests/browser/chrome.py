@@ -150,7 +150,7 @@ class PageRequests:
     def __init__(self, driver):
         self.driver = driver
         self._frames: set[str] = set()
-        self._requests: dict[str, dict] = {}  # CDP requestId -> {"url", "done"}, in the order sent
+        self._requests: dict[str, str] = {}  # CDP requestId -> URL (a redirect's last), in the order sent
         self.browser_own: list[str] = []  # what the tab's log held that the browser asked for itself
         self._entries()  # what came before is not this page's business
 
@@ -173,26 +173,17 @@ class PageRequests:
                 if params.get("frameId") not in self._frames or document in BROWSER_SCHEMES:
                     self.browser_own.append(url)
                 elif not url.startswith(("data:", "blob:")):
-                    self._requests.setdefault(params["requestId"], {"url": url, "done": False})["url"] = url
-            elif (
-                method in ("Network.loadingFinished", "Network.loadingFailed") and params["requestId"] in self._requests
-            ):
-                self._requests[params["requestId"]]["done"] = True
+                    self._requests[params["requestId"]] = url
 
     def urls(self) -> list[str]:
         """Every URL the page asked for, in order."""
         self._read()
-        return [r["url"] for r in self._requests.values()]
+        return list(self._requests.values())
 
     def off_origin(self, base_url: str) -> list[str]:
         """The URLs the page asked for from any origin other than ``base_url``'s."""
         origin = urlparse(base_url)[:2]
         return [u for u in self.urls() if urlparse(u)[:2] != origin]
-
-    def in_flight(self) -> list[str]:
-        """URLs the page asked for that have not finished loading (nor failed)."""
-        self._read()
-        return [r["url"] for r in self._requests.values() if not r["done"]]
 
 
 def severe_console(driver) -> list[str]:
