@@ -113,7 +113,10 @@ def test_read_only_refuses_every_write_even_with_a_token(read_only_url, data_dir
 
 
 def ds_names(data_dir) -> dict:
-    return {p.name: json.loads((p / "dataset.json").read_text())["name"] for p in (data_dir / "datasets").iterdir()}
+    """Name of every folder under datasets/, each of which must be a complete dataset. The lock files of writes
+    (datasets/.locks, backend/store/datasets.py) live beside them once any test of this module has written."""
+    folders = [p for p in (data_dir / "datasets").iterdir() if p.name != ".locks"]
+    return {p.name: json.loads((p / "dataset.json").read_text())["name"] for p in folders}
 
 
 def _component_ids(layout) -> dict[str, dict]:
