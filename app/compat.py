@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 from collections.abc import Callable
 
 import anyio
@@ -65,6 +66,11 @@ def _encode_answer(value) -> str:
     return answer_json(value) if _FAST_ANSWERS.get() else dash._utils.to_json(value)
 
 
+_INSTALLS: set[object] = set()  # one token per install not yet ended
+_INSTALLS_LOCK = threading.Lock()
+_DASH_ENCODER: list = [None]  # what Dash's callback module used before the first install
+
+
 def install_answer_encoder() -> Callable[[], None]:
     """Let callbacks dispatched by :func:`dispatch_in_threads` answer through :func:`answer_json`.
 
@@ -74,13 +80,22 @@ def install_answer_encoder() -> Callable[[], None]:
     no per-app or per-backend encoder setting to use instead (``Dash(...)`` takes none, and the
     callback wrapper in ``dash._callback`` calls ``to_json(response)`` itself), so the swap
     cannot be narrowed further (the encoding canary of the tests fails if that changes). Returns a
-    function that puts Dash's own encoder back (tests use it).
+    function that ends this install (a second call does nothing); Dash's own encoder comes back when
+    every install of the process has ended (several apps may share a process: tests, benchmarks).
     """
-    previous = dash._callback.to_json
-    dash._callback.to_json = _encode_answer  # idempotent: a second install changes nothing
+    with _INSTALLS_LOCK:
+        if not _INSTALLS:
+            _DASH_ENCODER[0] = dash._callback.to_json
+            dash._callback.to_json = _encode_answer
+        token = object()
+        _INSTALLS.add(token)
 
     def restore() -> None:
-        dash._callback.to_json = previous
+        with _INSTALLS_LOCK:
+            if token in _INSTALLS:
+                _INSTALLS.remove(token)
+                if not _INSTALLS:
+                    dash._callback.to_json = _DASH_ENCODER[0]
 
     return restore
 

@@ -472,7 +472,9 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))
     dispatch_in_threads(server, app.config.routes_pathname_prefix)
-    install_answer_encoder()
+    # A process-wide swap (app/compat.py): ended when this server shuts down, so that a process that
+    # built and closed a dashboard (tests, benchmarks) is left with Dash's own encoder.
+    server.router.on_shutdown.append(install_answer_encoder())
     if not read_only:
         register_upload(app)
         _register_upload_refresh(app, data_dir)

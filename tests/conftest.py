@@ -2,12 +2,50 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 SMALL_QM9 = int(os.environ.get("ORIENTSCOPE_TEST_QM9", "400"))
+# A served app's background threads (backend/server.py, backend/services/migration.py).
+BACKGROUND_THREADS = ("orientscope-warm", "orientscope-migrate")
+BACKGROUND_JOIN_S = 600  # a bound for a busy machine: warming the small test store takes seconds
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--reverse", action="store_true", help="run the tests in reverse order (no test may need another's leftovers)"
+    )
+
+
+@pytest.hookimpl(trylast=True)  # after pytest has grouped the tests by their shared fixtures
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--reverse"):
+        items.reverse()
+
+
+@pytest.fixture(autouse=True)
+def process_state():
+    """What a test changes in the pytest process is put back after it, so that tests pass alone and in any order.
+
+    A served app's start-up warm-up (``create_app(warm=True)``) runs in a thread that ends with
+    ``gc.freeze()``: the thread is waited for and the freeze undone. The switch interval a serving process
+    sets (``tune_for_serving``) is put back; its malloc arena cap cannot be undone in a running process
+    (glibc fixes the arena limit once it is used), so tests run the factory that sets it in a subprocess.
+    """
+    interval, frozen, before = sys.getswitchinterval(), gc.get_freeze_count(), set(threading.enumerate())
+    yield
+    for thread in set(threading.enumerate()) - before:
+        if thread.name in BACKGROUND_THREADS:
+            thread.join(timeout=BACKGROUND_JOIN_S)
+            assert not thread.is_alive(), f"{thread.name} still running {BACKGROUND_JOIN_S} s after the test"
+    if gc.get_freeze_count() > frozen:
+        gc.unfreeze()
+    sys.setswitchinterval(interval)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,8 @@ two malloc arenas."""
 
 import ctypes
 import gc
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,26 +34,41 @@ def test_warming_loads_the_store_then_freezes_it_out_of_garbage_collection(api_d
         gc.unfreeze()
 
 
-def test_factory_applies_the_write_rule(tmp_path, monkeypatch):
-    from orientscope.core.settings import UnsafeServerError
-    from orientscope.server import app_from_env
+# The factory as `uvicorn --factory` runs it, in a process of its own: a served app tunes its process (switch
+# interval, malloc arenas) and starts its warm-up thread, none of which may happen inside pytest.
+_FACTORY = """
+import json, os, sys, threading
+from orientscope.core.settings import UnsafeServerError
+from orientscope.server import app_from_env
+for env in json.loads(sys.argv[1]):
+    os.environ.update(env)
+    try:
+        app = app_from_env()
+    except UnsafeServerError as err:
+        print(json.dumps({"refused": str(err)}))
+        continue
+    threads = [t.name for t in threading.enumerate()]
+    print(json.dumps({"read_only": app.state.settings.read_only, "switch_s": sys.getswitchinterval(), "threads": threads}))
+"""
 
-    monkeypatch.setenv("ORIENTSCOPE_DATA_DIR", str(tmp_path))
-    for name in (
-        "ORIENTSCOPE_TOKEN",
-        "ORIENTSCOPE_READ_ONLY",
-        "ORIENTSCOPE_HOST",
-        "ORIENTSCOPE_ALLOW_ANONYMOUS_WRITES",
-    ):
-        monkeypatch.delenv(name, raising=False)
+
+def test_factory_applies_the_write_rule_and_tunes_its_process(tmp_path):
+    from orientscope.server import GIL_SWITCH_S
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORIENTSCOPE_")}
+    env["ORIENTSCOPE_DATA_DIR"] = str(tmp_path)
+    steps = [{}, {"ORIENTSCOPE_HOST": "0.0.0.0"}, {"ORIENTSCOPE_READ_ONLY": "1"}]  # each adds to the last
+    root = Path(__file__).resolve().parents[1]  # `python -c` imports from its working directory
+    done = subprocess.run(
+        [sys.executable, "-c", _FACTORY, json.dumps(steps)], env=env, cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    unknown, public, read_only = (json.loads(line) for line in done.stdout.splitlines())
     # uvicorn does not pass its address to the factory: unknown counts as reachable.
-    with pytest.raises(UnsafeServerError, match="ORIENTSCOPE_TOKEN"):
-        app_from_env()
-    monkeypatch.setenv("ORIENTSCOPE_HOST", "0.0.0.0")
-    with pytest.raises(UnsafeServerError, match="--read-only"):
-        app_from_env()
-    monkeypatch.setenv("ORIENTSCOPE_READ_ONLY", "1")
-    assert app_from_env().state.settings.read_only
+    assert "ORIENTSCOPE_TOKEN" in unknown["refused"]
+    assert "--read-only" in public["refused"]
+    assert read_only["read_only"] and read_only["switch_s"] == GIL_SWITCH_S
+    assert "orientscope-warm" in read_only["threads"]
 
 
 _ARENAS = """

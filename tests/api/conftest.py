@@ -17,6 +17,7 @@ class ServerThread:
     """uvicorn in a background thread, listening on an already-bound socket (no port race)."""
 
     def __init__(self, app):
+        self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -41,6 +42,10 @@ class ServerThread:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
+        # uvicorn runs no lifespan here (lifespan="off"): the app's shutdown handlers, such as the end of the
+        # dashboard's encoder swap (app/dashboard.py), run as the server stops, so that no test leaves them
+        for handler in getattr(getattr(self.app, "router", None), "on_shutdown", []):
+            handler()
 
 
 @pytest.fixture(scope="session")

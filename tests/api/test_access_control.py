@@ -113,7 +113,10 @@ def test_read_only_refuses_every_write_even_with_a_token(read_only_url, data_dir
 
 
 def ds_names(data_dir) -> dict:
-    return {p.name: json.loads((p / "dataset.json").read_text())["name"] for p in (data_dir / "datasets").iterdir()}
+    """Name of every folder under datasets/, each of which must be a complete dataset. The lock files of writes
+    (datasets/.locks, backend/store/datasets.py) live beside them once any test of this module has written."""
+    folders = [p for p in (data_dir / "datasets").iterdir() if p.name != ".locks"]
+    return {p.name: json.loads((p / "dataset.json").read_text())["name"] for p in folders}
 
 
 def _component_ids(layout) -> dict[str, dict]:
@@ -172,6 +175,12 @@ def test_upload_size_is_enforced_while_streaming(token_url, data_dir):
     assert not incoming.exists() or list(incoming.iterdir()) == []
 
 
+def _access_lines(log_path: str) -> list[dict]:
+    with open(log_path) as log:
+        lines = [json.loads(line) for line in log.read().splitlines() if line.startswith('{"time"')]
+    return [line["access"] for line in lines if line["logger"] == "orientscope.access"]
+
+
 def test_the_lab_setup_from_the_command_line(data_dir, tmp_path):
     """`ORIENTSCOPE_TOKEN=... orientscope serve --workers 2`: token-protected writes, open reads, and
     one JSON access line per request carrying the request id."""
@@ -205,12 +214,18 @@ def test_the_lab_setup_from_the_command_line(data_dir, tmp_path):
             assert httpx.get(f"{url}/api/datasets/qm9").status_code == 200
         r = httpx.get(f"{url}/api/datasets/qm9/summary", headers={"X-Request-ID": "lab-check-1"})
         assert r.status_code == 200 and r.headers["x-request-id"] == "lab-check-1"
-        time.sleep(0.5)
+        # each worker writes a request's line once it has answered: wait for the summary's and the DELETEs'
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            access = _access_lines(log.name)
+            summary_logged = any(a["request_id"] == "lab-check-1" for a in access)
+            if summary_logged and sum(a["method"] == "DELETE" for a in access) == 4:
+                break
+            time.sleep(0.1)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    lines = [json.loads(line) for line in Path(log.name).read_text().splitlines() if line.startswith('{"time"')]
-    access = [line["access"] for line in lines if line["logger"] == "orientscope.access"]
+    access = _access_lines(log.name)
     assert {
         "request_id": "lab-check-1",
         "method": "GET",

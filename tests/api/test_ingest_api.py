@@ -46,7 +46,8 @@ def _start(data_dir: Path, read_only: bool, token: str) -> tuple[subprocess.Pope
         [sys.executable, "-c", SERVER, str(data_dir), str(port), "1" if read_only else "0", token], env=env
     )
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
         try:
             if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
                 return proc, url

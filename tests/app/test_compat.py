@@ -40,6 +40,21 @@ def answer_encoder():
     assert dash._callback.to_json is original
 
 
+def test_the_encoder_swap_ends_with_the_last_install_and_a_dashboard_ends_its_own(qm9_store):
+    from orientscope.server import create_app
+
+    assert dash._callback.to_json is dash._utils.to_json, "an earlier test left a dashboard's encoder installed"
+    first, second = install_answer_encoder(), install_answer_encoder()
+    first()
+    first()  # a second call of one restore does not end the other install
+    assert dash._callback.to_json is compat._encode_answer
+    second()
+    assert dash._callback.to_json is dash._utils.to_json
+    with ServerThread(create_app(qm9_store, dashboard=True)):
+        assert dash._callback.to_json is compat._encode_answer
+    assert dash._callback.to_json is dash._utils.to_json  # the server's shutdown ended its swap
+
+
 # ----------------------------------------------------------------- canaries
 @pytest.mark.parametrize("package", sorted(PINNED))
 def test_installed_versions_are_the_pinned_minor_versions(package):

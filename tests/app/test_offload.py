@@ -5,7 +5,6 @@ are encoded in worker threads, so slow ones overlap instead of queueing on the e
 import asyncio
 import random
 import threading
-import time
 
 import httpx
 import pytest
@@ -30,7 +29,9 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
 
     app = echo_app(server)
     callback = guarded(app.callback)
-    running, peak, lock = [0], [0], threading.Lock()
+    # Two callbacks at a time must be running to pass this barrier: on the event loop, one at a time, each
+    # would wait alone until the (generous) timeout broke it.
+    together, met = threading.Barrier(2, timeout=60), []
 
     encoded_in = []
 
@@ -44,12 +45,11 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
 
     @callback(Output("o", "children"), Input("i", "value"))
     def slow(value):
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        time.sleep(0.4)
-        with lock:
-            running[0] -= 1
+        try:
+            together.wait()
+            met.append(True)
+        except threading.BrokenBarrierError:
+            met.append(False)
         return Answer(f"{value}|{callback_context.triggered_id}|{threading.get_ident()}")
 
     body = echo_request("zz")
@@ -68,8 +68,8 @@ def test_slow_callbacks_overlap_and_keep_callback_context():
     # Neither the callback nor the encoding of its answer ran on the event loop.
     assert int(ran_in) != loop_thread[0]
     assert len(encoded_in) == 4 and loop_thread[0] not in encoded_in
-    # On the event loop the callbacks would run one at a time.
-    assert peak[0] >= 2
+    # Each of the four callbacks met another one running at the same time.
+    assert met == [True] * 4
 
 
 def test_dispatch_in_threads_needs_dash_callback_route():

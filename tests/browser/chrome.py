@@ -13,6 +13,7 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 
@@ -129,14 +130,60 @@ def quit_driver(driver) -> None:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def requested_urls(driver) -> list[str]:
-    """Every URL the page asked for since the last call (from the performance log)."""
-    urls = []
-    for entry in driver.get_log("performance"):
-        msg = json.loads(entry["message"])["message"]
-        if msg.get("method") == "Network.requestWillBeSent":
-            urls.append(msg["params"]["request"]["url"])
-    return urls
+# Documents of these schemes are the browser's own pages (its start page, settings, ...), never a page under test.
+BROWSER_SCHEMES = ("chrome", "chrome-untrusted", "chrome-search", "chrome-extension", "devtools")
+
+
+class PageRequests:
+    """The requests that the page under test made in a tab, from Chromium's performance log, since creation.
+
+    The log holds the whole tab: Chromium's start page (``chrome://new-tab-page``, over 100 requests in
+    Chromium 150) loads in the tab's own frame (the same CDP ``frameId`` as the page a test opens next) and
+    may still be loading when the test navigates. A request counts as the page's when one of the tab's
+    frames made it (CDP ``frameId``: the tab's frame, or a frame attached under it) for a web document
+    (its ``documentURL`` is no browser page); requests the browser makes for itself carry no frame of the
+    tab. ``data:`` and ``blob:`` URLs are left out (they never leave the page).
+
+    Reading the log drains it, so one ``PageRequests`` per tab at a time.
+    """
+
+    def __init__(self, driver):
+        self.driver = driver
+        self._frames: set[str] = set()
+        self._requests: dict[str, str] = {}  # CDP requestId -> URL (a redirect's last), in the order sent
+        self.browser_own: list[str] = []  # what the tab's log held that the browser asked for itself
+        self._entries()  # what came before is not this page's business
+
+    def _entries(self) -> list[dict]:
+        out = []
+        for entry in self.driver.get_log("performance"):
+            raw = json.loads(entry["message"])
+            self._frames.add(raw["webview"])  # the tab's target id is its frame's id
+            out.append(raw["message"])
+        return out
+
+    def _read(self) -> None:
+        for msg in self._entries():
+            method, params = msg.get("method"), msg.get("params", {})
+            if method == "Page.frameAttached" and params.get("parentFrameId") in self._frames:
+                self._frames.add(params["frameId"])
+            elif method == "Network.requestWillBeSent":
+                document = urlparse(params.get("documentURL", "")).scheme
+                url = params["request"]["url"]
+                if params.get("frameId") not in self._frames or document in BROWSER_SCHEMES:
+                    self.browser_own.append(url)
+                elif not url.startswith(("data:", "blob:")):
+                    self._requests[params["requestId"]] = url
+
+    def urls(self) -> list[str]:
+        """Every URL the page asked for, in order."""
+        self._read()
+        return list(self._requests.values())
+
+    def off_origin(self, base_url: str) -> list[str]:
+        """The URLs the page asked for from any origin other than ``base_url``'s."""
+        origin = urlparse(base_url)[:2]
+        return [u for u in self.urls() if urlparse(u)[:2] != origin]
 
 
 def severe_console(driver) -> list[str]:
@@ -186,6 +233,17 @@ def first_paint_pixels(driver, points) -> np.ndarray:
 def map_traces(driver, with_arrays: bool = False):
     """Traces of the drawn map: kind (from meta), number of drawn points, and optionally x/y/colour arrays."""
     return driver.execute_script(MAP_JS, with_arrays)
+
+
+NEXT_FRAMES_JS = (
+    "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done()));"
+)
+
+
+def after_frames(driver) -> None:
+    """Return once the page has drawn two more frames: what an input event sets off for the next frame (plotly's
+    3D picking, a redraw) has run. A barrier of the page's own, where a fixed pause would be a guess."""
+    driver.execute_async_script(NEXT_FRAMES_JS)
 
 
 def wait_until(predicate, timeout_s: float = 120.0):

@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.browser.chrome import chromium_available, make_driver, quit_driver, serve
+
+# Set by .ci/run (CI=true is also set by most CI runners): there the browser tests must run, not skip.
+CI_ENVS = ("ORIENTSCOPE_CI", "CI")
+NO_CHROMIUM = "needs /usr/bin/chromium and /usr/bin/chromedriver (apt-get install chromium chromium-driver)"
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/browser/" in str(item.fspath):
             item.add_marker(pytest.mark.browser)
+
+
+def under_ci() -> bool:
+    return any(os.environ.get(name, "").lower() not in ("", "0", "false", "no") for name in CI_ENVS)
+
+
+def require_chromium() -> None:
+    """Skip on a machine without Chromium; under CI fail, so that CI cannot pass having run no browser test."""
+    if not chromium_available():
+        if under_ci():
+            pytest.fail(f"{NO_CHROMIUM}; under CI ({' or '.join(CI_ENVS)} set) the browser tests must run")
+        pytest.skip(NO_CHROMIUM)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def chromium():
+    """Every browser test needs Chromium (autouse: set up before the module's other fixtures, such as ``driver``)."""
+    require_chromium()
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +61,6 @@ def download_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def driver(download_dir):
-    if not chromium_available():
-        pytest.skip("needs /usr/bin/chromium and /usr/bin/chromedriver (apt-get install chromium chromium-driver)")
     drv = make_driver(download_dir)
     yield drv
     quit_driver(drv)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
-from urllib.parse import urlparse
+import urllib.request
 
 import numpy as np
 import pytest
@@ -16,11 +17,11 @@ from orientscope.services.cache import get_view
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import match_smarts
 from tests.browser.chrome import (
+    PageRequests,
     make_driver,
     map_drawn,
     map_traces,
     quit_driver,
-    requested_urls,
     serve,
     severe_console,
 )
@@ -59,19 +60,29 @@ def molecules_at(md, x, y) -> list[int]:
     return sorted(set(np.flatnonzero(hits.any(axis=1)).tolist()))
 
 
+# After two painted frames (a plot or a draw already under way has run), the map's place on the page,
+# or null while a Dash callback is pending (dash-renderer shows ._dash-loading-callback exactly then)
+# or a component is loading.
 SETTLED_JS = """
-if (document.querySelector('[data-dash-is-loading="true"]')) return null;
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-return gd ? JSON.stringify(gd.getBoundingClientRect()) + document.body.scrollHeight : null;
+const done = arguments[arguments.length - 1];
+requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
+  if (document.querySelector('[data-dash-is-loading="true"], ._dash-loading-callback')) return done(null);
+  const gd = document.querySelector('#orientation-map .js-plotly-plot');
+  done(gd ? JSON.stringify(gd.getBoundingClientRect()) + document.body.scrollHeight : null);
+})));
 """
 
 
 def settle(driver):
-    """Wait until no callback is loading and the map stops moving (content above it can shift it)."""
+    """Wait until no callback is pending and the map stops moving (content above it can shift it).
+
+    The barrier before checking that something did not happen: what a click or a load sets off reaches
+    Dash as a pending callback or as a frame to draw.
+    """
     last = {"v": None}
 
     def stable():
-        now = driver.execute_script(SETTLED_JS)
+        now = driver.execute_async_script(SETTLED_JS)
         same = now is not None and now == last["v"]
         last["v"] = now
         return same
@@ -95,34 +106,31 @@ def viewer_molecule(driver, element_id="molecule-viewer"):
 
 
 def test_page_loads_without_console_errors_or_foreign_requests(driver, base_url):
-    requested_urls(driver)  # drop earlier entries
+    requests = PageRequests(driver)
     driver.get_log("browser")
-    open_page(driver, base_url + "/")
-    wait_for(lambda: text_of(driver, "verdict"), what="the verdict")
-    time.sleep(1.0)
-    assert severe_console(driver) == []
-    origin = urlparse(base_url).netloc
-    urls = [u for u in requested_urls(driver) if not u.startswith(("data:", "blob:"))]
-    assert urls, "the performance log recorded no requests"
     # 3Dmol.js is not in the page: it loads (locally) once the map is drawn and the page is idle
-    assert not any("/assets/3Dmol-min.js" in u for u in urls[:1])
+    with urllib.request.urlopen(base_url + "/", timeout=30) as r:
+        assert not re.search(r"<script[^>]*src=[^>]*3Dmol", r.read().decode())
+    open_page(driver, base_url + "/")
+    assert requests.urls(), "the performance log recorded no requests"
     wait_for(lambda: driver.execute_script("return typeof $3Dmol !== 'undefined'"), what="3Dmol.js loaded")
-    urls += [u for u in requested_urls(driver) if not u.startswith(("data:", "blob:"))]
-    assert [u for u in urls if urlparse(u).netloc != origin] == []
-    assert any("/assets/3Dmol-min.js" in u for u in urls)
+    settle(driver)  # the last thing loading sets off (3Dmol.js, when the page is idle) is done
+    assert severe_console(driver) == []
+    assert requests.off_origin(base_url) == []
+    assert any("/assets/3Dmol-min.js" in u for u in requests.urls())
     assert "0 = uniform" in text_of(driver, "verdict") and text_of(driver, "verdict-text")
 
 
 def test_a_shared_link_opens_fully_drawn_without_any_callback(driver, base_url, qm9_store):
     """The layout request carries the page's view (same-origin Referer), so nothing waits on callbacks."""
     mol = str(load_map_data(qm9_store, "qm9").ids[11])
-    requested_urls(driver)
+    requests = PageRequests(driver)
     open_page(driver, f"{base_url}/?dataset=qm9&molecule={mol}&color=group&view=map")
     assert text_of(driver, "molecule-id") == mol
     wait_for(lambda: viewer_molecule(driver) == mol, what="the viewer")
     assert text_of(driver, "color-by").strip() == "group"
-    time.sleep(1.0)
-    urls = requested_urls(driver)
+    settle(driver)  # a callback the load set off would be pending, or answered, by now
+    urls = requests.urls()
     assert any(u.endswith("/_dash-layout") for u in urls)
     assert [u for u in urls if "_dash-update-component" in u] == []
 

@@ -5,7 +5,7 @@ page takes the panel over when it renders."""
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import numpy as np
 import pytest
@@ -16,11 +16,11 @@ from orientscope.app.figures import MAP_SCALE
 from orientscope.app.first_paint import SPHERE_RIGHT, SPHERE_UP
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import (
+    PageRequests,
     first_paint_pixels,
     make_driver,
     map_drawn,
     quit_driver,
-    requested_urls,
     serve,
     severe_console,
 )
@@ -222,7 +222,7 @@ def test_a_click_before_dash_is_ready_shows_the_molecule_panel_which_dash_takes_
     drv = make_driver()
     try:
         drv.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": HOLD_JS.replace("HOLD", repr(hold))})
-        requested_urls(drv)  # the browser's own start page
+        requests = PageRequests(drv)  # at once: the browser's own start page may still be loading in the tab
         drv.get(image_url + "/?dataset=qm9&view=map")
         wait_for(lambda: map_drawn(drv, first_paint=True), what="the first paint's test hook")
         if hold == "layout":  # Dash's renderer has replaced the page's content; the first paint stays on screen
@@ -262,9 +262,7 @@ def test_a_click_before_dash_is_ready_shows_the_molecule_panel_which_dash_takes_
         assert drv.execute_script("return [window.__frames > 0, window.__blank]") == [True, 0]
         assert wait_for(lambda: map_drawn(drv), what="the interactive map")["mode"] == "image"
         assert severe_console(drv) == []
-        origin = urlparse(image_url).netloc
-        urls = [u for u in requested_urls(drv) if not u.startswith(("data:", "blob:"))]
-        assert [u for u in urls if urlparse(u).netloc != origin] == []
-        assert sum("/_first-paint/molecule-panel" in u for u in urls) == 1
+        assert requests.off_origin(image_url) == []
+        assert sum("/_first-paint/molecule-panel" in u for u in requests.urls()) == 1
     finally:
         quit_driver(drv)

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-import time
 import urllib.request
-from urllib.parse import urlparse
 
 import numpy as np
 import pytest
@@ -18,7 +16,7 @@ from selenium.webdriver.common.by import By
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import molecule_detail
-from tests.browser.chrome import map_drawn, requested_urls, serve, severe_console
+from tests.browser.chrome import PageRequests, after_frames, map_drawn, serve, severe_console
 from tests.browser.test_dashboard import settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
@@ -68,7 +66,7 @@ def _clicked(driver) -> str | None:
 
 
 def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm9_store):
-    requested_urls(driver)
+    requests = PageRequests(driver)
     driver.get_log("browser")
     graph = _open(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
@@ -94,17 +92,22 @@ def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm
             break
     assert clicks >= 3
     assert severe_console(driver) == []
-    origin = urlparse(image_url).netloc
-    urls = [u for u in requested_urls(driver) if not u.startswith(("data:", "blob:"))]
-    assert any("/map/nearest" in u for u in urls)
-    assert [u for u in urls if urlparse(u).netloc != origin] == []
+    assert any("/map/nearest" in u for u in requests.urls())
+    assert requests.off_origin(image_url) == []
 
 
-# Counts the molecule viewer's draws (each writes its scenes' captions afresh) and notes, when the viewer
-# shows a new molecule, the molecule the page URL names then (Dash updates the URL from the selection).
+# Counts the molecule viewer's draws (each writes its scenes' captions afresh), notes, when the viewer
+# shows a new molecule, the molecule the page URL names then (Dash updates the URL from the selection),
+# and lists each viewer spec's molecule that Dash's viewer callback has finished with (`handled`).
 VIEWER_PROBE_JS = """
 const v = document.getElementById('molecule-viewer');
-window.__viewer = {captions: 0, urlAtDraw: {}};
+window.__viewer = {captions: 0, urlAtDraw: {}, handled: []};
+const ns = window.dash_clientside.orientscope, render = ns.renderViewer;
+ns.renderViewer = function (spec, id) {
+  const out = render.apply(this, arguments);
+  Promise.resolve(out).then(() => { if (id === 'molecule-viewer') window.__viewer.handled.push(spec && spec.molecule); });
+  return out;
+};
 new MutationObserver(records => records.forEach(r => {
   if (r.type === 'attributes' && v.dataset.molecule) {
     window.__viewer.urlAtDraw[v.dataset.molecule] = new URLSearchParams(location.search).get('molecule');
@@ -127,7 +130,7 @@ def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_
     graph = _open(driver, url + "/?dataset=qm9&view=map")
     assert map_drawn(driver)["mode"] == ("image" if server == "image_url" else "points")
     md = load_map_data(qm9_store, "qm9")
-    requested_urls(driver)
+    requests = PageRequests(driver)
     driver.execute_script(VIEWER_PROBE_JS)
     row = next(r for r in range(md.n_molecules) if np.abs(_pixels(driver, md, [r])[0, 0]).max() < 150)
     target = _pixels(driver, md, [row])[0, 0] + [2, -1]
@@ -135,7 +138,7 @@ def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_
     chosen = wait_for(lambda: _clicked(driver), what="the server's nearest molecule")
     wait_for(lambda: viewer_molecule(driver) == chosen, what=f"the viewer to show {chosen}")
     # the server's nearest point of that click, asked again: the molecule the viewer shows
-    nearest = [u for u in requested_urls(driver) if "/map/nearest?" in u]
+    nearest = [u for u in requests.urls() if "/map/nearest?" in u]
     assert len(nearest) == 1 and _get_json(nearest[0])["id"] == chosen
     # drawn before Dash had heard of it (the URL is one of Dash's answers to the selection) ...
     assert driver.execute_script("return window.__viewer.urlAtDraw")[chosen] != chosen
@@ -146,32 +149,36 @@ def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_
     wait_for(lambda: f"molecule={chosen}" in driver.current_url, what="the URL to name it")
     wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#orientation-map svg.selection-ring circle"), what="ring")
     wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#molecule-extra .link-button"), what="neighbour lists")
-    time.sleep(0.5)  # Dash's copy of the spec has reached the viewer (the info came in the same answer)
+    # Dash's copy of the spec (it came with the info) has reached the viewer, which did not draw it again
+    wait_for(lambda: chosen in driver.execute_script("return window.__viewer.handled"), what="Dash's copy of the spec")
     n_atoms = len(detail["elements"])
     assert driver.execute_script("return document.getElementById('molecule-viewer').dataset.atoms") == (
         f"{n_atoms},{n_atoms}"
     )
     assert driver.execute_script("return window.__viewer.captions") == 2  # one draw of the two poses, not two
     # a click with no point within 5 px (outside the Mollweide ellipse): a hint, and nothing else changes
+    settle(driver)
     shown = (text_of(driver, "molecule-id"), viewer_molecule(driver), driver.current_url)
+    asked = len(requests.urls())
     size = graph.size
     ActionChains(driver).move_to_element_with_offset(
         graph, -size["width"] // 2 + 25, size["height"] // 2 - 60
     ).click().perform()
     wait_for(lambda: _clicked(driver) == "none", what="the server's answer")
     assert "No molecule within 5 px" in text_of(driver, "map-hint")
-    time.sleep(0.5)
+    settle(driver)  # a selection would have reached Dash (a pending callback) or the viewer (a frame) by now
     assert (text_of(driver, "molecule-id"), viewer_molecule(driver), driver.current_url) == shown
     assert driver.execute_script("return window.__viewer.captions") == 2
+    since = requests.urls()[asked:]
+    assert [u for u in since if "/_dash-update-component" in u or "/_molecule-viewer" in u] == [], since
     # a viewer spec of another molecule arriving now (an earlier selection's late answer) is not drawn
     other = str(md.ids[(md.row_of(chosen) + 1) % md.n_molecules])
     driver.execute_script(
         "fetch('/_molecule-viewer?dataset=qm9&molecule=' + arguments[0]).then(r => r.json())"
-        ".then(s => { window.dash_clientside.set_props('viewer-spec', {data: s}); window.__late = true; })",
+        ".then(s => window.dash_clientside.set_props('viewer-spec', {data: s}))",
         other,
     )
-    wait_for(lambda: driver.execute_script("return window.__late"), what="the late spec")
-    time.sleep(0.5)
+    wait_for(lambda: other in driver.execute_script("return window.__viewer.handled"), what="the late spec handled")
     assert viewer_molecule(driver) == chosen and driver.execute_script("return window.__viewer.captions") == 2
     assert severe_console(driver) == []
 
@@ -271,7 +278,7 @@ def test_a_zoom_draws_the_old_figure_once_and_then_the_regions_figure(driver, im
         driver.execute_script(PLOTS_JS)
         driver.execute_script(ZOOM_JS, [-0.5 * MAP_SCALE, 0.5 * MAP_SCALE], [y0 * MAP_SCALE, y1 * MAP_SCALE])
         wait_for(lambda: map_drawn(driver), what="the zoomed map's test hook")
-        time.sleep(0.5)  # a late copy would plot after the hook
+        settle(driver)  # a copy of dcc.Graph's would be a pending callback (its figure changed) or a frame
         plots.append(driver.execute_script("return window.__plots"))
     assert plots[1:] == [2, 2], plots
 
@@ -329,7 +336,8 @@ def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_sto
             angle = 2 * math.pi * k / max(1, r // 3)
             ActionChains(driver).move_to_element_with_offset(
                 graph, int(r * math.cos(angle)), int(r * math.sin(angle)) - 10
-            ).pause(0.05).perform()
+            ).perform()
+            after_frames(driver)  # plotly has picked what is under the cursor now
             hovered = driver.execute_script("return window.__hovered")
             if hovered and hovered.get("curveNumber") == 1:
                 break
@@ -338,11 +346,14 @@ def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_sto
             break
     assert hovered, "no point of the sphere came under the cursor"
     # a click as a hand makes it: WebGL 3D picks the point under the cursor on a frame between press and release
-    ActionChains(driver).click_and_hold().pause(0.1).release().perform()
+    ActionChains(driver).click_and_hold().perform()
+    after_frames(driver)
+    ActionChains(driver).release().perform()
     chosen = wait_for(lambda: text_of(driver, "molecule-id"), what="the clicked molecule")
     v = md.vectors(np.full(3, md.row_of(chosen)), np.array([1, 2, 3]))
     assert np.abs(v - [hovered["x"], hovered["y"], hovered["z"]]).sum(axis=1).min() < 1e-3
-    time.sleep(0.5)
+    wait_for(lambda: viewer_molecule(driver) == chosen, what="the viewer to show it")
+    settle(driver)  # the click's callbacks are answered and drawn
     assert severe_console(driver) == []
 
 

@@ -6,8 +6,6 @@ A small sharded set (3 shards) stands in for a large one: the server's
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
-
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -18,7 +16,7 @@ from orientscope.pipeline.shard_smarts import search_shards
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.store.results import ResultStore
-from tests.browser.chrome import map_traces, requested_urls, serve, severe_console
+from tests.browser.chrome import PageRequests, map_traces, serve, severe_console
 from tests.browser.test_dashboard import open_page, wait_for
 
 pytestmark = pytest.mark.browser
@@ -42,7 +40,7 @@ def test_a_pattern_on_a_large_set_is_searched_in_the_background_then_highlighted
     _, n_match, url = big
     assert 50 < n_match < N
     open_page(driver, url + "/?dataset=big&view=map")
-    requested_urls(driver)  # only what the search asks for is checked
+    requests = PageRequests(driver)  # only what the search asks for is checked
     driver.get_log("browser")
     box = driver.find_element(By.ID, "smarts")
     box.clear()
@@ -57,8 +55,7 @@ def test_a_pattern_on_a_large_set_is_searched_in_the_background_then_highlighted
         what="the progress line to say the search is done",
     )
     assert severe_console(driver) == []
-    origin = urlparse(url).netloc
-    urls = [u for u in requested_urls(driver) if not u.startswith(("data:", "blob:"))]
-    assert [u for u in urls if urlparse(u).netloc != origin] == []
+    assert requests.off_origin(url) == []
+    urls = requests.urls()
     # One job searched the pattern: the page followed it at /api/jobs, or found it already done.
     assert len({u.rsplit("/", 1)[1] for u in urls if "/api/jobs/q" in u}) <= 1

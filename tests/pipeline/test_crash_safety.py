@@ -4,10 +4,8 @@ stages, and the next run finishes the work with the same results as a clean run.
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +14,7 @@ import pyarrow.parquet as pq
 from orientscope.store.datasets import save_dataset
 from orientscope.store.results import list_result_keys
 from orientscope.store.shards import shard_array_paths, shard_table_paths
+from tests.kill_timing import sigkill_after
 
 EXE = str(Path(sys.executable).parent / "orientscope")
 
@@ -62,9 +61,7 @@ def test_sigkill_at_random_moments_leaves_only_complete_results(tmp_path, qm9_sm
     for _ in range(6):
         proc = subprocess.Popen([EXE, "precompute", "qm9", "--data-dir", str(killed)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        time.sleep(rng.uniform(0.5, 4.0))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        sigkill_after(proc, rng.uniform(0.5, 4.0))
         _check_store(killed)
     # The next run completes the work; results equal an uninterrupted run's.
     subprocess.run([EXE, "precompute", "qm9", "--data-dir", str(killed)], check=True, capture_output=True)

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.store.datasets import list_dataset_ids, load_dataset, read_meta
+from tests.kill_timing import sigkill_after
 
 EXE = str(Path(sys.executable).parent / "orientscope")
 N_MOLECULES = 200
@@ -62,9 +63,7 @@ def test_sigkill_ingest_at_random_moments_leaves_only_complete_datasets(tmp_path
     rng = random.Random(2024)
     for _ in range(6):
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 4.0))  # anywhere from start-up to the last stage
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        sigkill_after(proc, rng.uniform(0.3, 4.0))  # anywhere from start-up to the last stage
         for stages in check_complete(data_dir).values():
             assert len(stages) >= 4  # a dataset only appears with every stage done
     before = set(list_dataset_ids(data_dir))

@@ -1,5 +1,3 @@
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -7,6 +5,7 @@ import time
 import pytest
 
 from orientscope.store import atomic
+from tests.kill_timing import sigkill_after
 
 
 def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch):
@@ -44,16 +43,18 @@ while True:
 def test_sigkill_during_writes_never_leaves_a_torn_file(tmp_path):
     target = tmp_path / "big.txt"
     for delay in (0.05, 0.13, 0.21, 0.34):
+        target.unlink(missing_ok=True)
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)])
-        time.sleep(delay + 0.3)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        if target.exists():
-            lines = target.read_text().splitlines()
-            assert len(lines) == 200000 and len(set(lines)) == 1, "torn file"
+        # this writer is under way once its first file is complete (however long its start-up took) ...
+        deadline = time.monotonic() + 120
+        while not target.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert target.exists(), "the writer wrote no file"
+        sigkill_after(proc, delay)  # ... and is killed anywhere in a later write
+        lines = target.read_text().splitlines()
+        assert len(lines) == 200000 and len(set(lines)) == 1, "torn file"
     # Killed runs may leave hidden temp files behind, never a torn target.
     assert all(p.name.startswith(".") or p == target for p in tmp_path.iterdir())
-    assert os.path.getsize(target) > 0
 
 
 @pytest.mark.parametrize("sizes", [[7, 0, 5, 88], [100], [0, 0, 100], [1] * 100])
