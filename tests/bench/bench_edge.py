@@ -55,7 +55,8 @@ def one_run(tree: Path, data_dir: Path, paths: list[str], seed: int) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until_warm(port, wait_until_healthy(proc, port, t0, limit_s=300), limit_s=600)
+        wait_until_healthy(proc, port, t0, limit_s=300)
+        wait_until_warm(port, t0, limit_s=600)
         httpx.get(f"http://127.0.0.1:{port}{paths[0]}", timeout=120).raise_for_status()
         result = drive(port, paths, CLIENTS, DURATION_S, seed)
     finally:
