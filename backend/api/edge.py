@@ -25,6 +25,7 @@ import html
 import ipaddress
 import logging
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.requests import cookie_parser
@@ -120,12 +121,12 @@ class _Request:
 
     @classmethod
     def of(cls, scope: Scope) -> _Request:
-        found = cls()
-        for key, value in scope.get("headers") or ():
-            name = _WANTED.get(key.lower())
-            if name and not getattr(found, name):  # the first of repeated headers
-                setattr(found, name, value.decode("latin-1"))
-        return found
+        found = {}
+        for key, value in scope["headers"]:  # ASGI servers give names in lower case
+            name = _WANTED.get(key)
+            if name and name not in found:  # the first of repeated headers
+                found[name] = value.decode("latin-1")
+        return cls(**found)
 
 
 _WANTED = {
@@ -144,6 +145,9 @@ class EdgeGuard:
     def __init__(self, app: ASGIApp, rules: EdgeRules) -> None:
         self.app = app
         self.rules = rules
+        # A server sees few distinct Host values; a bounded cache makes the check one lookup per request.
+        self.known_host = lru_cache(maxsize=1024)(lambda host: host_name(host) in rules.hosts)
+        self.own_origin = lru_cache(maxsize=1024)(self.is_own_origin)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -164,7 +168,7 @@ class EdgeGuard:
     def refusal(self, scope: Scope, request: _Request) -> Response | None:
         """The answer to a Host or origin that may not reach the app, else None."""
         rules = self.rules
-        if rules.hosts is not None and host_name(request.host) not in rules.hosts:
+        if rules.hosts is not None and not self.known_host(request.host):
             shown = host_name(request.host)[:100] or "(none)"
             return _error(
                 400,
@@ -177,7 +181,7 @@ class EdgeGuard:
             return None  # a token: a script of someone who holds it, wherever it runs
         if request.origin is None and request.fetch_site is None:
             return None  # not a browser page: the API's own rules decide
-        if request.fetch_site == "same-origin" or (request.origin and self.own_origin(request)):
+        if request.fetch_site == "same-origin" or (request.origin and self.own_origin(request.origin, request.host)):
             return None
         return _error(
             403,
@@ -185,14 +189,14 @@ class EdgeGuard:
             "requests other than GET must come from this server's own pages or carry 'Authorization: Bearer <token>'",
         )
 
-    def own_origin(self, request: _Request) -> bool:
-        """Whether ``Origin`` is a page of this server: its host and port are the request's Host,
+    def is_own_origin(self, origin: str, host: str) -> bool:
+        """Whether ``origin`` is a page of this server: its host and port are the request's ``host``,
         or its name is one of --allowed-hosts, or it is a configured CORS origin."""
-        origin = request.origin.strip().lower()
+        origin = origin.strip().lower()
         if origin in self.rules.cors:
             return True
         netloc = urlsplit(origin).netloc
-        return bool(netloc) and (netloc == request.host.strip().lower() or host_name(netloc) in self.rules.trusted)
+        return bool(netloc) and (netloc == host.strip().lower() or host_name(netloc) in self.rules.trusted)
 
     async def sign_in(self, scope: Scope, receive: Receive, request: _Request) -> Response | None:
         """Read-token checks: the sign-in and sign-out routes, ``?token=``, and else the token or cookie."""
