@@ -72,7 +72,8 @@ def edge_rules(
     if is_loopback(bind_host) or trusted:
         hosts = LOOPBACK_NAMES | trusted | _address_names(bind_host)
     tokens = Tokens(write=write_token or None, read=read_token or None)
-    return EdgeRules(hosts=hosts, trusted=trusted, cors=frozenset(cors_origins()), tokens=tokens)
+    cors = frozenset(origin.lower() for origin in cors_origins())
+    return EdgeRules(hosts=hosts, trusted=trusted, cors=cors, tokens=tokens)
 
 
 def _address_names(bind_host: str | None) -> frozenset[str]:
