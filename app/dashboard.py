@@ -428,7 +428,8 @@ def page_layout(read_only: bool, data_dir: Path) -> html.Div:
     try:
         props = first_view(data_dir, search)
     except Exception:  # the plain layout still works: the callbacks resolve the URL
-        log.exception("cannot prepare the view of %r; serving the plain layout", search)
+        # Not the query itself: it may carry a secret (?token=) or personal search terms.
+        log.exception("cannot prepare the requested page's view; serving the plain layout")
         return layout
     for component in components_of(layout):
         ident = getattr(component, "id", None)

@@ -205,7 +205,7 @@ def page_first_paint(data_dir: Path, search: str) -> str:
             map_html = first_paint_html(payload)
         return page_html(map_html, panels.molecule_outputs(data_dir, st, st.molecule)) if map_html else ""
     except Exception:  # the page still works without it: Dash draws the map
-        log.exception("cannot prepare the first paint of %r", search)
+        log.exception("cannot prepare the first paint of the requested page")  # not its query: it may hold a token
         return ""
 
 

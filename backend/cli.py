@@ -445,27 +445,50 @@ def serve_cmd(
             help="precompute QM9 first if it is missing (--no-precompute-qm9: serve only what the data folder holds)",
         ),
     ] = True,
+    allowed_hosts: Annotated[
+        str | None,
+        typer.Option(
+            "--allowed-hosts",
+            envvar="ORIENTSCOPE_ALLOWED_HOSTS",
+            help="more Host names to answer, comma-separated (a tunnel's or proxy's public name); "
+            "on a non-loopback address, the only ones besides loopback",
+        ),
+    ] = None,
+    read_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--read-token-file",
+            help="make the server private: every page and API read needs this file's token (or ORIENTSCOPE_READ_TOKEN)",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API (/api) and the dashboard (/); precomputes QM9 first if it is missing.
 
     On an address other than loopback, writes need ORIENTSCOPE_TOKEN, or the server must be --read-only.
+    See docs/security.md for the Host names it answers and the read token.
     """
     import os
 
     from orientscope.core.settings import (
+        ALLOWED_HOSTS_ENV,
         ANONYMOUS_WRITES_ENV,
         DATA_DIR_ENV,
         DEFAULT_DATASET,
         HOST_ENV,
         READ_ONLY_ENV,
+        READ_TOKEN_FILE_ENV,
         TOKEN_ENV,
         check_write_access,
+        parse_allowed_hosts,
+        resolve_read_token,
     )
 
     # Before any import of the server or any precompute: a refused start costs nothing.
     try:
-        warning = check_write_access(host, read_only, os.environ.get(TOKEN_ENV), allow_anonymous_writes)
-    except OrientScopeError as err:
+        hosts = parse_allowed_hosts(allowed_hosts)
+        read_token = resolve_read_token(read_token_file)
+        warning = check_write_access(host, read_only, os.environ.get(TOKEN_ENV), allow_anonymous_writes, read_token)
+    except (OrientScopeError, ValueError) as err:
         _fail(err)
     if warning:
         typer.echo(warning, err=True)
@@ -488,6 +511,10 @@ def serve_cmd(
         except (OrientScopeError, ValueError, FileNotFoundError) as err:
             _fail(err)
     typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
+    if read_token:
+        typer.echo(
+            f"private: every page and read needs the read token; sign in at http://{host}:{port}/sign-in", err=True
+        )
     logs = {**serve_logging(access_log), "timeout_keep_alive": KEEP_ALIVE_S}
     tune_for_serving()
     if workers > 1:
@@ -495,9 +522,21 @@ def serve_cmd(
         os.environ[READ_ONLY_ENV] = "1" if read_only else ""
         os.environ[HOST_ENV] = host
         os.environ[ANONYMOUS_WRITES_ENV] = "1" if allow_anonymous_writes else ""
+        os.environ[ALLOWED_HOSTS_ENV] = ",".join(hosts)
+        if read_token_file:  # the path, not the token: the token stays out of the workers' environment
+            os.environ[READ_TOKEN_FILE_ENV] = str(read_token_file)
         uvicorn.run(FACTORY, factory=True, host=host, port=port, workers=workers, **logs)
     else:
-        app_ = create_app(root, read_only=read_only, token=os.environ.get(TOKEN_ENV), warm=True, migrate=True)
+        app_ = create_app(
+            root,
+            read_only=read_only,
+            token=os.environ.get(TOKEN_ENV),
+            warm=True,
+            migrate=True,
+            bind_host=host,
+            allowed_hosts=hosts,
+            read_token=read_token,
+        )
         uvicorn.run(app_, host=host, port=port, **logs)
 
 

@@ -21,6 +21,7 @@ from dash.exceptions import DependencyException
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from orientscope.api.edge import edge_rules, install_edge
 from orientscope.api.main import create_api
 from orientscope.api.middleware import JsonLogFormatter
 from orientscope.app.dashboard import create_dash
@@ -28,13 +29,17 @@ from orientscope.app.initial_view import LAYOUT_PATH
 from orientscope.app.mapfigure import DEFAULT_VIEWPORT
 from orientscope.app.request_guard import CALLBACK_PATH
 from orientscope.core.settings import (
+    ALLOWED_HOSTS_ENV,
     ANONYMOUS_WRITES_ENV,
     DATA_DIR_ENV,
     HOST_ENV,
     READ_ONLY_ENV,
     TOKEN_ENV,
+    check_read_token,
     check_write_access,
     env_flag,
+    parse_allowed_hosts,
+    resolve_read_token,
 )
 from orientscope.services import map_raster
 from orientscope.services.cache import view_cache
@@ -57,8 +62,15 @@ def create_app(
     dashboard: bool = True,
     warm: bool = False,
     migrate: bool = False,
+    bind_host: str | None = "127.0.0.1",
+    allowed_hosts: tuple[str, ...] = (),
+    read_token: str | None = None,
 ) -> FastAPI:
     """The API, with the dashboard at / unless ``dashboard`` is false, for one data directory.
+
+    ``bind_host`` is the address the server listens on (None: unknown); with ``allowed_hosts`` it
+    decides which Host names are answered, and ``read_token`` makes every read need a token
+    (backend/api/edge.py, the outermost layer).
 
     ``warm`` loads the ready datasets into the read cache in a background thread,
     so the first requests do not pay for reading the store. ``migrate`` turns
@@ -66,6 +78,7 @@ def create_app(
     thread (``orientscope.app.state.migration``), unless the server is read-only; the warm-up
     waits for it, and ``/api/health`` says ``warming`` until both are done.
     """
+    check_read_token(read_only, token, read_token)
     # Dash's callback and layout answers are compressed (or not) by Dash's own rules.
     server = create_api(data_dir, read_only=read_only, token=token, uncompressed_suffixes=(CALLBACK_PATH, LAYOUT_PATH))
     settings = server.state.settings
@@ -73,6 +86,8 @@ def create_app(
         create_dash(server=server, data_dir=Path(settings.data_dir), read_only=settings.read_only)
         # Dash serves only registered component files and raises this for any other path: a 404, not a 500.
         server.add_exception_handler(DependencyException, _unknown_dash_file)
+    # Last, so it is outermost: no route (first paint, Dash's websocket, assets) is served before it.
+    install_edge(server, edge_rules(bind_host, allowed_hosts, write_token=token, read_token=read_token))
     server.state.warming = warm  # /api/health reports it: latencies measured before it clears are not a warm server's
     server.state.migration = start_migration(settings.data_dir) if migrate and not settings.read_only else None
     if warm:
@@ -175,19 +190,29 @@ def tune_for_serving() -> None:
 
 
 def app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY, _TOKEN, _HOST
-    and _ALLOW_ANONYMOUS_WRITES.
+    """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY, _TOKEN, _HOST,
+    _ALLOW_ANONYMOUS_WRITES, _ALLOWED_HOSTS and _READ_TOKEN (or _READ_TOKEN_FILE).
 
     uvicorn does not tell the factory which address it binds, so ``ORIENTSCOPE_HOST``
     does (``orientscope serve`` sets it); without it the address counts as reachable
     from outside and the write rule of :func:`check_write_access` applies.
     """
-    read_only, token = env_flag(READ_ONLY_ENV), os.environ.get(TOKEN_ENV)
-    warning = check_write_access(os.environ.get(HOST_ENV), read_only, token, env_flag(ANONYMOUS_WRITES_ENV))
+    read_only, token, host = env_flag(READ_ONLY_ENV), os.environ.get(TOKEN_ENV), os.environ.get(HOST_ENV)
+    read_token = resolve_read_token()
+    warning = check_write_access(host, read_only, token, env_flag(ANONYMOUS_WRITES_ENV), read_token)
     if warning:
         log.warning(warning)
     tune_for_serving()
-    return create_app(os.environ.get(DATA_DIR_ENV), read_only=read_only, token=token, warm=True, migrate=True)
+    return create_app(
+        os.environ.get(DATA_DIR_ENV),
+        read_only=read_only,
+        token=token,
+        warm=True,
+        migrate=True,
+        bind_host=host,
+        allowed_hosts=parse_allowed_hosts(os.environ.get(ALLOWED_HOSTS_ENV)),
+        read_token=read_token,
+    )
 
 
 def serve_logging(access_log: bool = True) -> dict:

@@ -168,6 +168,65 @@ def test_serve_allow_anonymous_writes_warns_and_starts(ready_dir):
     assert "WARNING: anonymous writes are allowed on '0.0.0.0'" in err
 
 
+def test_serve_a_private_server_from_a_token_file_with_two_workers(ready_dir, tmp_path):
+    """--read-token-file and --allowed-hosts reach every worker; the token never reaches the log."""
+    import time
+
+    import httpx
+
+    read_token = "read-0123456789abcdef"
+    (tmp_path / "read-token").write_text(read_token + "\n")
+    proc = _serve(
+        ready_dir,
+        *("--host", "0.0.0.0", "--workers", "2", "--allowed-hosts", "lab.example"),
+        *("--read-token-file", str(tmp_path / "read-token")),
+        token="write-0123456789abcdef",
+    )
+    url, reader = f"http://127.0.0.1:{proc.port}", {"Authorization": f"Bearer {read_token}"}
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/api/health", timeout=2).json() == {"status": "ok"}:  # public, and minimal
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.2)
+        for _ in range(4):  # both workers
+            assert httpx.get(f"{url}/api/datasets").status_code == 401
+            assert httpx.get(f"{url}/api/datasets", headers=reader).status_code == 200
+            assert httpx.get(f"{url}/api/datasets", headers={**reader, "Host": "lab.example"}).status_code == 200
+            assert httpx.get(f"{url}/api/datasets", headers={**reader, "Host": "evil.example"}).status_code == 400
+            assert httpx.get(f"{url}/?token={read_token}").status_code == 303
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    assert "sign in at" in err and read_token not in out + err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--read-token-file", "{dir}/absent"], "cannot read the read-token file"),
+        (["--allowed-hosts", "https://lab.example:8050/"], "is not a host name"),
+    ],
+)
+def test_serve_refuses_a_bad_read_token_file_or_host_name(tmp_path, args, message):
+    proc = _serve(tmp_path / "empty", *[a.format(dir=tmp_path) for a in args])
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and message in err
+    assert not (tmp_path / "empty").exists()  # refused before any precompute
+
+
+def test_serve_a_read_token_without_a_write_token_refuses(tmp_path):
+    env_token = tmp_path / "t"
+    env_token.write_text("read-0123456789abcdef")
+    proc = _serve(tmp_path / "empty", "--read-token-file", str(env_token))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "ORIENTSCOPE_TOKEN" in err and "--read-only" in err
+
+
 @pytest.fixture(scope="module")
 def audit_dir(qm9_store, tmp_path_factory):
     d = tmp_path_factory.mktemp("cli-audit")

@@ -17,6 +17,9 @@ from orientscope.services.cache import get_view
 from orientscope.services.map_raster import _region_stats
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
+# Starlette's TestClient sends this Host; the server answers it only when told to, as for a tunnel's name.
+TEST_CLIENT_HOST = ("testserver",)
+
 
 def test_warming_loads_the_store_then_freezes_it_out_of_garbage_collection(api_data):  # noqa: F811
     gc.unfreeze()
@@ -119,14 +122,16 @@ def test_health_says_warming_until_the_background_warm_up_ends(api_data):  # noq
 
     gc.unfreeze()
     try:
-        with TestClient(create_app(api_data, dashboard=False, warm=True)) as client:
+        with TestClient(create_app(api_data, dashboard=False, warm=True, allowed_hosts=TEST_CLIENT_HOST)) as client:
             seen = [client.get("/api/health").json()["warming"]]
             deadline = time.monotonic() + 300
             while seen[-1] and time.monotonic() < deadline:
                 time.sleep(0.2)
                 seen.append(client.get("/api/health").json()["warming"])
         assert seen[0] is True and seen[-1] is False  # the thread waits 2 s before it starts loading
-        with TestClient(create_app(api_data, dashboard=False)) as client:  # no warm-up asked: never warming
+        with TestClient(
+            create_app(api_data, dashboard=False, allowed_hosts=TEST_CLIENT_HOST)
+        ) as client:  # no warm-up asked: never warming
             assert client.get("/api/health").json()["warming"] is False
     finally:
         gc.unfreeze()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +10,8 @@ from fastapi import Depends, Header, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
+
+from orientscope.api.tokens import bearer, same_secret
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,7 @@ def require_write(request: Request, authorization: Annotated[str | None, Header(
     if settings.read_only:
         raise HTTPException(403, "this server is read-only (--read-only); uploads, renames and deletes are disabled")
     if settings.token:
-        scheme, _, given = (authorization or "").partition(" ")
-        # compare_digest: the time taken does not reveal how much of the token matched.
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), settings.token.encode()):
+        if not same_secret(bearer(authorization), settings.token):
             raise HTTPException(
                 401,
                 "writes need the header 'Authorization: Bearer <token>' with the server's ORIENTSCOPE_TOKEN",

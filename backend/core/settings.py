@@ -136,7 +136,11 @@ class UnsafeServerError(OrientScopeError):
 
 
 def check_write_access(
-    host: str | None, read_only: bool, token: str | None, allow_anonymous_writes: bool = False
+    host: str | None,
+    read_only: bool,
+    token: str | None,
+    allow_anonymous_writes: bool = False,
+    read_token: str | None = None,
 ) -> str | None:
     """Apply the start-up rule for writes; a warning to show, or None.
 
@@ -146,6 +150,7 @@ def check_write_access(
     overrides the rule and returns a warning. Raises UnsafeServerError naming
     both ways out.
     """
+    check_read_token(read_only, token, read_token)
     if read_only or (token or "").strip() or is_loopback(host):
         return None
     where = f"on {host!r}" if host else f"on an address it cannot check (set {HOST_ENV})"
@@ -160,3 +165,62 @@ def check_write_access(
         f"or serve with --read-only ({READ_ONLY_ENV}=1). To accept anonymous writes on a trusted network, "
         f"pass --allow-anonymous-writes ({ANONYMOUS_WRITES_ENV}=1)."
     )
+
+
+# --------------------------------------------------------------------------- who may read, from where
+READ_TOKEN_ENV = "ORIENTSCOPE_READ_TOKEN"
+READ_TOKEN_FILE_ENV = "ORIENTSCOPE_READ_TOKEN_FILE"  # the environment form of --read-token-file
+ALLOWED_HOSTS_ENV = "ORIENTSCOPE_ALLOWED_HOSTS"
+_HOST_NAME = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9\-.]*[a-z0-9])?)$")
+
+
+def check_read_token(read_only: bool, token: str | None, read_token: str | None) -> None:
+    """A read token makes a server private; then writes need the write token, or there are none.
+
+    Without this rule anyone holding the read token could write, as writes need no token on loopback.
+    """
+    if read_token and not read_only and not (token or "").strip():
+        raise UnsafeServerError(
+            f"a read token ({READ_TOKEN_ENV} or --read-token-file) needs a write token too, or its holders could "
+            f"change the data: set {TOKEN_ENV}, or serve with --read-only"
+        )
+
+
+def resolve_read_token(token_file: str | os.PathLike | None = None) -> str | None:
+    """The read token: the first line of --read-token-file ($ORIENTSCOPE_READ_TOKEN_FILE), else $ORIENTSCOPE_READ_TOKEN.
+
+    None when neither is set (reads are open). ValueError when the file is empty or unreadable.
+    """
+    token_file = token_file or os.environ.get(READ_TOKEN_FILE_ENV)
+    if token_file:
+        try:
+            lines = Path(token_file).expanduser().read_text().splitlines()
+        except OSError as err:
+            raise ValueError(f"cannot read the read-token file {str(token_file)!r}: {err.strerror}") from None
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise ValueError(f"the read-token file {str(token_file)!r} is empty; put the token on its first line")
+        return token
+    return os.environ.get(READ_TOKEN_ENV, "").strip() or None
+
+
+def parse_allowed_hosts(raw: str | None) -> tuple[str, ...]:
+    """Host names from a comma-separated list (--allowed-hosts, $ORIENTSCOPE_ALLOWED_HOSTS), lowercased.
+
+    Names and addresses only, no scheme or port: a name is allowed with any port. An IPv6 address
+    may be written with or without brackets. ValueError names the first entry that is not a host name.
+    """
+    hosts = []
+    for entry in (raw or "").split(","):
+        name = entry.strip().lower().rstrip(".")
+        if not name:
+            continue
+        if ":" in name and not name.startswith("["):
+            name = f"[{name}]"  # a bare IPv6 address, as a Host header writes it
+        if not _HOST_NAME.fullmatch(name):
+            raise ValueError(
+                f"allowed host {entry.strip()!r} is not a host name: give names or addresses without scheme or "
+                "port, comma-separated, e.g. 'lab.example.org,10.0.0.5'"
+            )
+        hosts.append(name)
+    return tuple(dict.fromkeys(hosts))

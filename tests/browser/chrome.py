@@ -83,9 +83,15 @@ def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0, env:
 
 
 def make_driver(
-    download_dir: Path | None = None, width: int = 1500, height: int = 1100, page_load_strategy: str = "normal"
+    download_dir: Path | None = None,
+    width: int = 1500,
+    height: int = 1100,
+    page_load_strategy: str = "normal",
+    args: tuple[str, ...] = (),
 ):
-    """Headless Chromium; ``page_load_strategy="none"``: ``get`` returns at once, not after the page has loaded."""
+    """Headless Chromium; ``page_load_strategy="none"``: ``get`` returns at once, not after the page has loaded.
+
+    ``args`` are more command-line switches (e.g. ``--host-resolver-rules``)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -109,6 +115,7 @@ def make_driver(
         "--mute-audio",
         f"--user-data-dir={profile}",
         f"--window-size={width},{height}",
+        *args,
     ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})

@@ -77,3 +77,34 @@ def test_a_folder_with_another_projects_pyproject_is_not_a_checkout(tmp_path):
     assert find_checkout(tmp_path / "sub") is None
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "orientscope"\n')
     assert find_checkout(tmp_path) == tmp_path
+
+
+def test_allowed_hosts_are_names_without_scheme_or_port():
+    from orientscope.core.settings import parse_allowed_hosts
+
+    assert parse_allowed_hosts(" Lab.Example.org, 10.0.0.5,::1,lab.example.org., ") == (
+        "lab.example.org",
+        "10.0.0.5",
+        "[::1]",
+    )
+    assert parse_allowed_hosts(None) == ()
+    for bad in ("https://lab.example", "lab.example:8050", "lab example", "*.example"):
+        with pytest.raises(ValueError, match="not a host name"):
+            parse_allowed_hosts(bad)
+
+
+def test_the_read_token_comes_from_its_file_before_the_environment(tmp_path, monkeypatch):
+    from orientscope.core.settings import READ_TOKEN_ENV, resolve_read_token
+
+    monkeypatch.setenv(READ_TOKEN_ENV, "from-env")
+    assert resolve_read_token() == "from-env"
+    (tmp_path / "token").write_text("  from-file  \nsecond line\n")
+    assert resolve_read_token(tmp_path / "token") == "from-file"
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(ValueError, match="is empty") as err:
+        resolve_read_token(tmp_path / "empty")
+    assert "from-env" not in str(err.value)
+    with pytest.raises(ValueError, match="cannot read"):
+        resolve_read_token(tmp_path / "absent")
+    monkeypatch.delenv(READ_TOKEN_ENV)
+    assert resolve_read_token() is None
