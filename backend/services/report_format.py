@@ -244,11 +244,12 @@ TOOLTIPS = {
     "rotation' (KL against its null at this N, each classifier, KS) at the stated alpha; the strength tier "
     "comes from classifier accuracy (and KL at a fixed n), which do not drift with N.",
 }
+# How each verdict's text begins; a verdict stored before codes existed is prefixed with it.
 ANSWER_PREFIX = {
-    "aligned": "Yes",
-    "weakly_aligned": "Weakly",
-    "not_detected": "Not detectably",
-    "too_few": "Too few molecules to say",
+    "aligned": "Aligned",
+    "weakly_aligned": "Weakly aligned",
+    "not_detected": "Not detected",
+    "too_few": "Too few",
 }
 
 
@@ -342,7 +343,7 @@ def headline(report: dict) -> Headline:
     kl = (report.get("kl") or {}).get("value")
     answer = v.get("text") or ANSWER_PREFIX[code]
     if not answer.startswith(ANSWER_PREFIX[code]):
-        answer = f"{ANSWER_PREFIX[code]}. {answer}"
+        answer = f"{ANSWER_PREFIX[code]}: {answer}"
     return Headline(
         aligned=aligned,
         answer=answer,
