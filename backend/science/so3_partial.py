@@ -100,12 +100,10 @@ def kl_exact(
 
     The estimate depends on n (on QM9 subsets 0.31 at 100, 0.54 at 1,000,
     0.91 at 130,831), so the interval is for its mean at this n, not for the
-    population's KL. Its half-width is the larger of 1.96 times the fitted
-    null's sd at n (:func:`backend.science.verdict.kl_null`) and the t quantile
-    times the spread over ``SPREAD_SUBSAMPLES`` seeded random half subsamples
-    (aligned sets spread about twice as much as uniform ones). The
-    sign-invariant variant has no fitted null: its floor is the normal
-    approximation of the mean term.
+    population's KL: see :func:`backend.science.verdict.kl_interval` (the
+    fitted null's margins at n, or the spread over ``SPREAD_SUBSAMPLES`` seeded
+    random half subsamples when larger). The sign-invariant variant has no
+    fitted null: its floor is the normal approximation of the mean term.
     ``overwrite`` lets the k-NN search turn the caller's float64 array to
     w ≥ 0 in place instead of copying it (same orientations, same KL).
     """
@@ -131,7 +129,7 @@ def kl_exact(
         "spread_sd": spread if np.isfinite(spread) else None,
         "interval_seed": seed,
         "method": "exact k-NN (Kozachenko-Leonenko) over all molecules; CI: the expected estimate at this n, "
-        f"the larger of 1.96 x the null's sd at n and t x the spread over {SPREAD_SUBSAMPLES} random half subsamples",
+        f"the larger of the null's margins at n and t x the spread over {SPREAD_SUBSAMPLES} random half subsamples",
     }
 
 

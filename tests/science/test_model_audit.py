@@ -106,7 +106,12 @@ def test_a_memoriser_leans_on_the_pose():
     assert f["mse_stored"] == 0 and f["reliance_floored"] and f["mse_increase"] == pytest.approx(f["mse_rotated"])
     assert f["reliance"] > 100 and f["ci95"]["reliance"][0] > sci.LEANS_MIN_RELIANCE
     v = sci.verdict(f, f["pvalue"], False, None)
-    assert v["code"] == "leans" and "n/a" not in v["text"] and "floor" in v["text"] and f"{f['mse_rotated']:.3g}" in v["text"]
+    assert (
+        v["code"] == "leans"
+        and "n/a" not in v["text"]
+        and "floor" in v["text"]
+        and f"{f['mse_rotated']:.3g}" in v["text"]
+    )
     # an audit stored before the floor (reliance null) is re-read by the same rule
     old = {**f, "reliance": None, "ci95": {**f["ci95"], "reliance": None}, "pvalue_holm": f["pvalue"],
            "verdict": {"code": "no_reliance", "text": "change the MSE by n/a"}}  # fmt: skip

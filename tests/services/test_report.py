@@ -31,7 +31,11 @@ def test_report_verdict_and_the_controls_by_one_rule(qm9_store):
     assert {"code", "text", "evidence", "alpha", "rule_version", "aligned"} <= set(v)
     assert v["code"] in CODES and v["alpha"] == DEFAULT_ALPHA and v["rule_version"] == RULE_VERSION
     assert v["code"] in ("aligned", "weakly_aligned") and v["aligned"] is True
-    assert {e["test"] for e in v["evidence"]} == {"KL", "KS", *(f"{x['features']} classifier" for x in report["classifiers"])}
+    assert {e["test"] for e in v["evidence"]} == {
+        "KL",
+        "KS",
+        *(f"{x['features']} classifier" for x in report["classifiers"]),
+    }
     assert all({"test", "statistic", "pvalue", "p_holm", "role"} <= set(e) for e in v["evidence"])
     assert c["code"] == "not_detected" and c["aligned"] is False
     assert v["kl_null"]["n"] == report["kl"]["n"] and "seed" in v["kl_null"]["monte_carlo"]
