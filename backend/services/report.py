@@ -13,6 +13,7 @@ from pathlib import Path
 
 from backend import __version__
 from backend.core.dataset import frame_dependent_properties
+from backend.science.so3_stats import haar_ratio_histogram
 from backend.science.verdict import alignment_verdict
 from backend.services.results import open_result
 from backend.store import datasets as ds
@@ -72,9 +73,18 @@ def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) ->
     }
     report["engine"] = {name: s.get("engine", IN_PROCESS_ENGINE) for name, s in manifest["stages"].items()}
     report["skipped_stages"] = skipped_stages(store)
-    report["verdict"] = verdict(report, report["n_molecules"])
-    control["verdict"] = verdict(control, report["n_molecules"])
+    for figures in (report, control):
+        figures["verdict"] = verdict(figures, report["n_molecules"])
+        _add_haar_ratio(figures)
     return report
+
+
+def _add_haar_ratio(figures: dict) -> None:
+    """The angle histogram's observed/Haar ratio with merged bins (``haar_ratio``), where the KS test counted its angles."""
+    hist, n = figures.get("angle_histogram"), (figures.get("ks") or {}).get("n")
+    if hist and n:
+        ratio = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], n)
+        figures["angle_histogram"] = {**hist, "haar_ratio": ratio}
 
 
 def skipped_stages(store: ResultStore) -> dict[str, str]:

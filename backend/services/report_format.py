@@ -25,6 +25,9 @@ FRAME_DEPENDENT_NOTE = (
     "* lab-frame component: it changes with the orientation by definition, so a gain is expected, not a leak"
 )
 DATASET_VS_CONTROL = ("measure", "dataset", "control")
+ANGLE_PEAK_NOTE = (
+    "A peak near 180° is axis-sign flips: a frame whose sign rule flipped two axes is the reference turned by 180°."
+)
 REGRESSION_TITLE = "Orientation-only regression (predict the property from R alone)"
 
 
