@@ -26,7 +26,6 @@ import plotly.io as pio
 from plotly.colors import sample_colorscale
 
 from app.compat import unvalidated_figure
-from backend.services.report_format import ANGLE_PEAK_NOTE
 from backend.core.palette import (
     AXIS_COLORS,
     CONTINUOUS_SCALE,
@@ -39,6 +38,7 @@ from backend.core.palette import (
     REFERENCE_STAR,
     SELECTION_RING,
 )
+from backend.services.report_format import ANGLE_PEAK_NOTE
 
 _CIVIDIS = [[i / 10, c] for i, c in enumerate(sample_colorscale(CONTINUOUS_SCALE, [i / 10 for i in range(11)]))]
 TEMPLATE = "simple_white"

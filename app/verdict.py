@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dash import html
 
-from backend.services.report_format import TOOLTIPS, Section, format_number, headline, report_sections
+from backend.services.report_format import TOOLTIPS, Section, degeneracy_lines, format_number, headline, report_sections
 
 VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"
@@ -137,6 +137,8 @@ def verdict_children(report: dict, main: bool = True) -> list:
             className="verdict-meta",
         )
     )
+    if lines := degeneracy_lines(report.get("degenerate_reasons") or {}):
+        out.append(html.Ul([html.Li(line) for line in lines], className="note degeneracy-codes"))
     out += skipped_children(report, main)
     tables = [c for section in report_sections(report) for c in section_children(section)]
     if tables and main:

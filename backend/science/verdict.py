@@ -143,7 +143,8 @@ def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None) -> list
         rows.append(
             {"test": "KL", "statistic": float(kl["value"]), "pvalue": kl_pvalue(kl["value"], n, k), "role": KL_ROLE}
         )
-    for c in classifiers:
+    order = {name: i for i, name in enumerate(CLASSIFIER_ROLE)}
+    for c in sorted(classifiers, key=lambda c: order.get(c.get("features"), len(order))):
         if _finite(c.get("pvalue")) and _finite(c.get("accuracy")):
             name = c.get("features")
             rows.append(
@@ -235,8 +236,7 @@ def alignment_verdict(
             "text": f"Too few molecules to test: the verdict needs at least {MIN_MOLECULES} "
             f"(this set has {n_molecules or 0}).",
         }
-    detected = sorted((e for e in evidence if e["p_holm"] < alpha), key=lambda e: e["p_holm"])
-    if not detected:
+    if all(e["p_holm"] >= alpha for e in evidence):
         best = min(evidence, key=lambda e: e["p_holm"])
         return {
             **out,
@@ -246,12 +246,15 @@ def alignment_verdict(
             f"after Holm's adjustment over {len(evidence)} tests (smallest: {best['test']}, "
             f"Holm p {_p(best['p_holm'])}).",
         }
-    lead = detected[0]
-    also = [e["test"] for e in detected[1:]]
-    name = lead["test"] if lead["test"].endswith("classifier") else f"{lead['test']} test"
-    found = f"the {name} rejects random orientations (Holm p {_p(lead['p_holm'])}" + (
-        f"; also {', '.join(also)})" if also else ")"
-    )
+    # In the evidence's fixed order (KL, frame-only classifiers, atom-order, KS): the atom-order
+    # classifier, which also reads file order, never comes before the tests of the pose alone.
+    carried = [e for e in evidence if e["p_holm"] < alpha]
+    names = [
+        f"the {e['test'] if e['test'].endswith('classifier') else e['test'] + ' test'} (Holm p {_p(e['p_holm'])})"
+        for e in carried
+    ]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    found = f"{listed} {'rejects' if len(names) == 1 else 'reject'} random orientations"
     strong = _strong(classifiers, kl_at_n)
     if strong:
         return {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from backend.science.frames import DEGENERACY_CODES
 from backend.science.verdict import CLASSIFIER_ROLE
 from backend.services.report import format_kl, format_number
 
@@ -25,6 +26,12 @@ FRAME_DEPENDENT_NOTE = (
     "* lab-frame component: it changes with the orientation by definition, so a gain is expected, not a leak"
 )
 DATASET_VS_CONTROL = ("measure", "dataset", "control")
+GROUP_COLUMN_NOTES = {
+    "spread_deg": "spread: the median angle between a member's pose and the group's mean pose (degrees)",
+    "concentration": "concentration: how tightly the members' axes point one way, 1 = one shared pose, "
+    "about 1/√(size) for random poses",
+    "mean_score": "mean P(stored): the classifier's mean probability that a member's pose is the stored one",
+}
 ANGLE_PEAK_NOTE = (
     "A peak near 180° is axis-sign flips: a frame whose sign rule flipped two axes is the reference turned by 180°."
 )
@@ -104,6 +111,14 @@ def regression_rows(report: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def degeneracy_lines(reasons: dict) -> list[str]:
+    """``code (count): what it means`` for each degeneracy code of a report's ``degenerate_reasons``."""
+    return [
+        f"{code} ({count}): {DEGENERACY_CODES.get(code, 'unknown code')}"
+        for code, count in sorted((reasons or {}).items())
+    ]
 
 
 def _skipped(report: dict, *names: str) -> str | None:

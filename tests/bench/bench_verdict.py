@@ -127,43 +127,36 @@ def _coverage(rows: list[dict], target: float) -> float:
     return float(np.mean([r["ci"][0] <= target <= r["ci"][1] for r in rows]))
 
 
-def main() -> None:
-    scale = _scale()
-    t0 = time.perf_counter()
-    load = os.getloadavg()
-    qm9 = load_qm9()
-    lines = []
-    for n in SIZES:
-        t = time.perf_counter()
-        m = max(2, round(_classifier_draws() * scale))
-        orig = run_size(qm9, n, max(2, round(POWER_DRAWS * scale)), haar=False, with_classifiers=m)
-        haar = run_size(qm9, n, max(2, round(NULL_DRAWS * scale)), haar=True, with_classifiers=m)
-        full_orig, full_haar = [r for r in orig if r["full"]], [r for r in haar if r["full"]]
-        codes = [r["code"] for r in full_orig]
-        aligned_mean = float(np.mean([r["kl"] for r in orig]))
-        row = {
-            "n": n,
-            "draws": (len(orig), len(haar)),
-            "full_draws": (len(full_orig), len(full_haar)),
-            "detected": _detected(full_orig, "code") / len(full_orig),
-            "aligned": codes.count("aligned"),
-            "weak": codes.count("weakly_aligned"),
-            "fp_loose": _detected(full_haar, "loose"),
-            "fp_default": _detected(full_haar, "code"),
-            "detected_kl_ks": _detected(orig, "code_kl_ks") / len(orig),
-            "fp_loose_kl_ks": _detected(haar, "loose_kl_ks"),
-            "fp_default_kl_ks": _detected(haar, "code_kl_ks"),
-            "cover_haar": _coverage(haar, kl_null(n)["mean"]),
-            "cover_aligned": _coverage(orig, aligned_mean),
-            "aligned_mean": aligned_mean,
-            "seconds": time.perf_counter() - t,
-        }
-        lines.append(row)
-        print(row, flush=True)
-    mc_draws = max(100, round(NULL_MC_DRAWS * scale))
-    null_rows = null_law_check(mc_draws)
-    print(null_rows, flush=True)
-    total = time.perf_counter() - t0
+def measure_size(qm9, n: int, scale: float) -> dict:
+    """Power, false positives and KL coverage at one N."""
+    t = time.perf_counter()
+    m = max(2, round(_classifier_draws() * scale))
+    orig = run_size(qm9, n, max(2, round(POWER_DRAWS * scale)), haar=False, with_classifiers=m)
+    haar = run_size(qm9, n, max(2, round(NULL_DRAWS * scale)), haar=True, with_classifiers=m)
+    full_orig, full_haar = [r for r in orig if r["full"]], [r for r in haar if r["full"]]
+    codes = [r["code"] for r in full_orig]
+    aligned_mean = float(np.mean([r["kl"] for r in orig]))
+    row = {
+        "n": n,
+        "draws": (len(orig), len(haar)),
+        "full_draws": (len(full_orig), len(full_haar)),
+        "detected": _detected(full_orig, "code") / len(full_orig),
+        "aligned": codes.count("aligned"),
+        "weak": codes.count("weakly_aligned"),
+        "fp_loose": _detected(full_haar, "loose"),
+        "fp_default": _detected(full_haar, "code"),
+        "detected_kl_ks": _detected(orig, "code_kl_ks") / len(orig),
+        "fp_loose_kl_ks": _detected(haar, "loose_kl_ks"),
+        "fp_default_kl_ks": _detected(haar, "code_kl_ks"),
+        "cover_haar": _coverage(haar, kl_null(n)["mean"]),
+        "cover_aligned": _coverage(orig, aligned_mean),
+        "aligned_mean": aligned_mean,
+        "seconds": time.perf_counter() - t,
+    }
+    return row
+
+
+def write_report(lines: list[dict], null_rows: list[dict], mc_draws: int, scale: float, load, total: float) -> None:
     full_table = "\n".join(
         f"| {r['n']} | {r['full_draws'][0]} | {r['detected']:.1%} ({r['aligned']} aligned, {r['weak']} weakly) | "
         f"{r['full_draws'][1]} | {r['fp_loose']} | {r['fp_default']} | {r['seconds']:.0f} s |"
@@ -207,10 +200,25 @@ quaternion sets per N: share of p-values below each level (nominal 0.05, 0.01, 0
 |---|---|---|---|
 {null_table}
 
-Run time {total / 60:.1f} min (scale {scale:g}, classifier draws {_classifier_draws()} per N and kind before
+Run time {total / 60:.1f} min for N = {", ".join(str(r["n"]) for r in lines)} (scale {scale:g}, classifier draws {_classifier_draws()} per N and kind before
 scaling), under `nice`; load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on a shared 2-core machine.
 """,
     )
+
+
+def main() -> None:
+    scale = _scale()
+    t0 = time.perf_counter()
+    load = os.getloadavg()
+    mc_draws = max(100, round(NULL_MC_DRAWS * scale))
+    null_rows = null_law_check(mc_draws)
+    print(null_rows, flush=True)
+    qm9 = load_qm9()
+    lines = []
+    for n in SIZES:  # the section is rewritten after each N, so a run cut short still reports what it measured
+        lines.append(measure_size(qm9, n, scale))
+        print(lines[-1], flush=True)
+        write_report(lines, null_rows, mc_draws, scale, load, time.perf_counter() - t0)
 
 
 if __name__ == "__main__":

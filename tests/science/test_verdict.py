@@ -65,7 +65,7 @@ def test_evidence_is_holm_adjusted_over_every_test():
     ps = [e["pvalue"] for e in v["evidence"]]
     assert [e["test"] for e in v["evidence"]] == ["KL", "frame classifier", "atom-order classifier", "KS"]
     assert [e["p_holm"] for e in v["evidence"]] == holm(ps)
-    assert v["code"] == "aligned" and v["text"].startswith("Aligned: the atom-order classifier")
+    assert v["code"] == "aligned" and v["text"].startswith("Aligned: the atom-order classifier (Holm p = 4e-30)")
     # alpha is the family-wise level: frame p 0.02 with KL p about 0.4 passes Holm at 0.05, not at 1e-3
     kl = {"value": 0.01, "n": 300, "k": 5}
     assert alignment_verdict(300, kl, clfs[:1], None)["code"] == "not_detected"

@@ -143,7 +143,8 @@ def test_the_headline_never_contradicts_the_figures_it_shows():
     h = headline(report)
     assert report["verdict"]["aligned"] is True and h.code == "aligned"
     assert "no clear preference" not in h.answer and "Not detectably" not in h.answer
-    assert h.answer.startswith("Aligned: the atom-order classifier rejects") and "frame classifier" in h.answer
+    assert h.answer.startswith("Aligned: the KL test (Holm p = ") and "frame classifier (Holm p = 2e-10)" in h.answer
+    assert h.answer.index("frame classifier") < h.answer.index("atom-order classifier")
 
 
 def test_headline_of_a_set_too_small_for_statistics_says_why():
