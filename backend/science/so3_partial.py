@@ -35,7 +35,7 @@ from backend.science.so3_stats import (
     knn_entropy_terms,
     kth_neighbour_angles,
 )
-from backend.science.verdict import kl_interval, subsample_spread
+from backend.science.verdict import SPREAD_MARGIN, kl_interval, subsample_spread
 
 COARSE_BINS = 60
 FINE_PER_COARSE = 4096
@@ -115,10 +115,10 @@ def kl_exact(
     if sign_invariant:
         half = 1.96 * float(terms.std(ddof=1)) / np.sqrt(n)
         if np.isfinite(spread):
-            half = max(half, float(student_t.ppf(0.975, SPREAD_SUBSAMPLES - 1)) * spread)
+            half = max(half, SPREAD_MARGIN * spread)
         ci = [float(value - half), float(value + half)]
     else:
-        ci = kl_interval(value, n, k, spread if np.isfinite(spread) else None, SPREAD_SUBSAMPLES - 1)
+        ci = kl_interval(value, n, k, spread if np.isfinite(spread) else None)
     return {
         "value": value,
         "ci95": ci,
@@ -129,7 +129,8 @@ def kl_exact(
         "spread_sd": spread if np.isfinite(spread) else None,
         "interval_seed": seed,
         "method": "exact k-NN (Kozachenko-Leonenko) over all molecules; CI: the expected estimate at this n, "
-        f"the larger of the null's margins at n and t x the spread over {SPREAD_SUBSAMPLES} random half subsamples",
+        f"the larger of the null's margins at n and {SPREAD_MARGIN} x the spread over {SPREAD_SUBSAMPLES} "
+        "random half subsamples",
     }
 
 
