@@ -11,9 +11,10 @@ construction):
 
 * ``kl``: the k-NN KL estimate against its own null law at the same N and k
   (:func:`kl_null`), one-sided (aligned sets score higher);
-* each rotation classifier's held-out accuracy (binomial test against 50 %):
-  under the null a stored pose and its random copy are exchangeable, so no
-  model can beat chance on molecules it never saw; the atom-order classifier
+* each rotation classifier's held-out accuracy (binomial test against 50 %
+  on the molecules of one fold, whose model never saw their labels): under
+  the null a stored pose and its random copy are exchangeable, so no model
+  can beat chance on molecules it never saw; the atom-order classifier
   included;
 * ``ks``: the Kolmogorov-Smirnov test of the angles to a reference orientation.
 
@@ -87,6 +88,10 @@ CLASSIFIER_ROLE = {
     "atom-order": "also reads lab-frame directions between the first atoms in file order; "
     "only models that see atoms in order can exploit it",
 }
+# A result computed before the test counted one fold only: its p pools every fold and rejects too often.
+POOLED_NOTE = (
+    "; its p pools every fold (a result computed before the verdict's rule 2: recompute for the calibrated test)"
+)
 KL_ROLE = "how far the orientations are from uniform, against the estimator's own null law at this N"
 KS_ROLE = "angles to one reference orientation against the Haar angle law (low power for multi-modal poses)"
 
@@ -153,7 +158,8 @@ def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None) -> list
                     "test": f"{name} classifier",
                     "statistic": float(c["accuracy"]),
                     "pvalue": float(c["pvalue"]),
-                    "role": CLASSIFIER_ROLE.get(name, "held-out accuracy of a stored-vs-rotated classifier"),
+                    "role": CLASSIFIER_ROLE.get(name, "held-out accuracy of a stored-vs-rotated classifier")
+                    + ("" if "n_pvalue" in c else POOLED_NOTE),
                 }
             )
     if ks and _finite(ks.get("pvalue")):
