@@ -37,6 +37,7 @@ from orientscope.app.request_guard import DashRequestGuard
 from orientscope.app.state import URL_FIELDS, ViewState, control_values
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.core.resources import frontend_asset
+from orientscope.services.report_format import GROUP_COLUMN_NOTES
 
 log = logging.getLogger(__name__)
 
@@ -167,13 +168,10 @@ def _groups_section() -> html.Section:
                         {"name": "concentration", "id": "concentration"},
                         {"name": "mean P(stored)", "id": "mean_score"},
                     ],
-                    tooltip_header={
-                        "spread_deg": "typical angle between members' poses",
-                        "concentration": "1 = all members share one pose, 0 = spread uniformly",
-                        "mean_score": "mean classifier probability that a member's pose is the stored one",
-                    },
+                    tooltip_header=GROUP_COLUMN_NOTES,
                 )
             ),
+            html.Ul([html.Li(note) for note in GROUP_COLUMN_NOTES.values()], className="note column-notes"),
             html.P(id=ids.GROUPS_SUMMARY, className="note"),
             html.Div(id=ids.GROUP_VIEWER, className="viewer grid"),
         ],

@@ -40,6 +40,7 @@ from orientscope.core.palette import (
     SELECTION_RING,
 )
 from orientscope.services.map_view import color_range
+from orientscope.services.report_format import ANGLE_PEAK_NOTE
 
 _CIVIDIS = [[i / 10, c] for i, c in enumerate(sample_colorscale(list(CIVIDIS), [i / 10 for i in range(11)]))]
 TEMPLATE = "simple_white"
@@ -624,47 +625,49 @@ def sphere_figure(vectors: np.ndarray, color: ColorSpec, *, reference=None, titl
 
 
 def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure:
-    """Histogram of angles to the reference orientation vs the Haar density, data and control.
+    """Angles to the reference orientation as the ratio to the Haar (uniform) expectation, log scale.
 
-    Each argument is a report ``angle_histogram`` section: bin_edges_rad, density, haar_density.
+    Each argument is a report ``angle_histogram`` section; its ``haar_ratio``
+    (bins merged until each expects 10 angles, so small sets read too) is drawn:
+    1 = as many angles as uniform poses give, 10 = ten times as many. Bins
+    with no angle are left empty.
     """
     fig = go.Figure()
     for hist, name, color in (
         (data, "dataset", DATASET_SERIES),
         (control, "control (random rotations)", CONTROL_SERIES),
     ):
-        if not hist:
+        ratio = (hist or {}).get("haar_ratio")
+        if not ratio:
             continue
-        edges = np.degrees(np.asarray(hist["bin_edges_rad"], np.float64))
-        centers = (edges[:-1] + edges[1:]) / 2
-        # densities are per radian; per degree keeps the y-axis readable next to the x-axis
+        edges = np.degrees(np.asarray(ratio["bin_edges_rad"], np.float64))
         fig.add_trace(
             go.Bar(
-                x=centers,
-                y=np.asarray(hist["density"]) * np.pi / 180,
+                x=(edges[:-1] + edges[1:]) / 2,
+                y=[np.nan if r is None else r for r in ratio["ratio"]],
                 width=np.diff(edges),
                 name=name,
                 marker={"color": color},
                 opacity=0.55,
+                customdata=np.column_stack([edges[:-1], edges[1:], ratio["observed"], ratio["expected"]]),
+                hovertemplate="%{customdata[0]:.0f}–%{customdata[1]:.0f}°: %{customdata[2]:.0f} angles, "
+                "%{customdata[3]:.1f} expected if uniform (ratio %{y:.2f})<extra>" + name + "</extra>",
             )
         )
-    ref = data or control
-    if ref and ref.get("haar_density") is not None:
-        edges = np.degrees(np.asarray(ref["bin_edges_rad"], np.float64))
-        centers = (edges[:-1] + edges[1:]) / 2
-        fig.add_trace(
-            go.Scatter(
-                x=centers,
-                y=np.asarray(ref["haar_density"]) * np.pi / 180,
-                mode="lines",
-                name="uniform (Haar)",
-                line={"color": "#000000", "width": 2, "dash": "dash"},
-            )
-        )
-    _base_layout(fig, "Angle to the reference orientation", height=300)
-    fig.update_layout(barmode="overlay", uirevision=None, legend={"y": -0.3})
+    fig.add_hline(y=1, line={"color": "#000000", "width": 2, "dash": "dash"}, annotation_text="uniform (Haar) = 1")
+    _base_layout(fig, "Angle to the reference orientation, as a ratio to uniform poses", height=320)
+    fig.update_layout(
+        barmode="overlay",
+        uirevision=None,
+        legend={"y": -0.35},
+        annotations=[
+            *fig.layout.annotations,
+            {"text": ANGLE_PEAK_NOTE, "x": 0, "y": -0.62, "xref": "paper", "yref": "paper", "showarrow": False,
+             "xanchor": "left", "font": {"size": 11}},
+        ],
+    )  # fmt: skip
     fig.update_xaxes(title="angle (degrees)", range=[0, 180])
-    fig.update_yaxes(title="density (1/degree)")
+    fig.update_yaxes(title="observed / uniform", type="log")
     return fig
 
 

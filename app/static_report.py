@@ -61,6 +61,7 @@ def static_report_html(report: dict, figures: list[go.Figure], view: dict[str, s
     parts = [
         f"<h1>OrientScope report: {esc(str(report.get('name', report.get('dataset'))))}</h1>",
         f"<p class='verdict' id='verdict'>{esc(h.answer)}</p>",
+        f"<p class='self-check'>{esc(h.control_answer)}</p>" if h.control_answer else "",
         f"<p>How strongly: {esc(h.strength)}</p>",
         f"<p>What to do: {esc(h.remedy)}</p>" if h.remedy else "",
         "<ul>" + "".join(f"<li>{esc(e)}</li>" for e in h.evidence) + "</ul>" if h.evidence else "",

@@ -1,7 +1,7 @@
 """The verdict panel: three plain-words answers, then each figure next to its control.
 
-Is the set aligned, how strongly (KL on a scale from 0 = uniform, with full QM9 as a
-landmark) and what to do about it come first; what each figure rests on is said next
+Is the set aligned (with the control's own verdict by the same rule beside it), how
+strongly (KL on a scale from 0 = uniform) and what to do about it come first; what each figure rests on is said next
 to it, and hovering a table's title explains the measure. Wording and number formats
 come from ``orientscope.services.report_format`` (shared with the CLI and the HTML report);
 this module only lays them out. Stages that did not run say why.
@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from dash import html
 
-from orientscope.services.report_format import KL_LANDMARK, TOOLTIPS, Section, format_number, headline, report_sections
+from orientscope.services.report_format import (
+    TOOLTIPS,
+    Section,
+    degeneracy_lines,
+    format_number,
+    headline,
+    report_sections,
+)
 
 VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"
@@ -51,7 +58,11 @@ def section_children(section: Section) -> list:
 
 
 def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
-    """A bar from 0 (uniform) past the QM9 landmark with the set and its control marked."""
+    """A bar from 0 (uniform) with the set and its control marked.
+
+    No landmark from another set: the estimate grows with N, so a set's KL is only
+    comparable with one of the same size.
+    """
     if kl is None:
         return None
     top = max(1.0, kl * 1.1, (control or 0) * 1.1)
@@ -66,7 +77,6 @@ def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
 
     marks = [
         at(0.0, "uniform", "0 = uniform", "0 = orientations as random as a uniform rotation"),
-        at(KL_LANDMARK, "landmark", f"QM9 {KL_LANDMARK:.2f}", "full QM9 as stored (the paper's figure)"),
         at(kl, "dataset", f"this set {format_number(kl, '.2f')}", "this dataset's KL to uniform"),
     ]
     if control is not None:
@@ -83,7 +93,13 @@ def headline_children(report: dict, main: bool = True) -> list:
     badge = "weak" if h.weak else {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
     control = ((report.get("control") or {}).get("kl") or {}).get("value")
     out: list = [
-        html.P(h.answer, className=f"verdict-line {badge}", **({"id": VERDICT_TEXT} if main else {})),
+        html.P(
+            h.answer,
+            className=f"verdict-line {badge}",
+            title=TOOLTIPS["verdict"],
+            **({"id": VERDICT_TEXT} if main else {}),
+        ),
+        html.P(h.control_answer, className="answer self-check") if h.control_answer else None,
         html.P(["How strongly: ", h.strength], className="answer strength", title=TOOLTIPS["kl"]),
         kl_scale(h.kl, control),
     ]
@@ -128,6 +144,8 @@ def verdict_children(report: dict, main: bool = True) -> list:
             className="verdict-meta",
         )
     )
+    if lines := degeneracy_lines(report.get("degenerate_reasons") or {}):
+        out.append(html.Ul([html.Li(line) for line in lines], className="note degeneracy-codes"))
     out += skipped_children(report, main)
     tables = [c for section in report_sections(report) for c in section_children(section)]
     if tables and main:

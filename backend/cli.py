@@ -64,15 +64,21 @@ ShardSize = Annotated[
 
 
 class _ProgressBar:
-    """The CLI's view of a :class:`orientscope.core.progress.Progress`: one tqdm bar for the whole task."""
+    """The CLI's view of a :class:`orientscope.core.progress.Progress`: one tqdm bar for the whole task.
+
+    The bar appears at the first report of progress, so a task with nothing to
+    compute (or one that fails first, e.g. on an unknown dataset) prints none.
+    """
 
     def __init__(self, desc: str, quiet: bool = False):
-        bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}"
-        self.bar = None if quiet else tqdm(total=100, desc=desc, file=sys.stderr, bar_format=bar_format)
+        self.desc, self.quiet, self.bar = desc, quiet, None
 
     def __call__(self, fraction: float, message: str, stage: str = "") -> None:
-        if self.bar is None:
+        if self.quiet:
             return
+        if self.bar is None:
+            bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}"
+            self.bar = tqdm(total=100, desc=self.desc, file=sys.stderr, bar_format=bar_format)
         self.bar.n = int(round(100 * fraction))
         self.bar.set_postfix_str((f"{stage}: {message}" if stage else message)[:60])
 
@@ -547,13 +553,15 @@ KEEP_ALIVE_S = 30
 
 def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
-    from orientscope.services.report_format import report_sections
+    from orientscope.services.report_format import degeneracy_lines, report_sections
 
     lines = [
         f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, "
         f"seed {r['seed']}",
         f"Verdict: {r['verdict']['text']}",
+        f"Control's verdict, same rule: {((r.get('control') or {}).get('verdict') or {}).get('text', '–')}",
         f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons') or {})})",
+        *(f"  {line}" for line in degeneracy_lines(r.get("degenerate_reasons") or {})),
     ]
     shown = set()
     for section in report_sections(r):

@@ -46,6 +46,8 @@ def test_report_json_has_the_documented_keys(cli_dir):
     ):
         assert key in report, key
     assert report["dataset"] == "qm9" and report["n_molecules"] == 300 and report["seed"] == 5
+    assert report["verdict"]["code"] in ("aligned", "weakly_aligned") and report["verdict"]["aligned"] is True
+    assert report["control"]["verdict"]["code"] == "not_detected" and report["verdict"]["alpha"] == 1e-3
     assert set(report["kl"]) >= {"value", "ci95"} and len(report["kl"]["ci95"]) == 2
     assert set(report["control"]["kl"]) >= {"value", "ci95"} and set(report["control"]["ks"]) >= {"statistic", "pvalue"}
     # The control is a uniformly rotated copy: its KL is near 0, far below the data's.
@@ -56,9 +58,11 @@ def test_report_json_has_the_documented_keys(cli_dir):
 def test_report_reuses_stored_results_and_reads_env_dir(cli_dir):
     manifest = next(cli_dir.glob("datasets/qm9/results/pca-max-s5-n300/manifest.json"))
     before = manifest.read_text()
-    text = run("report", "qm9", "--limit", "300", "--seed", "5", env_dir=cli_dir).stdout
-    assert "Verdict:" in text and "control" in text
+    proc = run("report", "qm9", "--limit", "300", "--seed", "5", env_dir=cli_dir)
+    text = proc.stdout
+    assert "Verdict: Aligned" in text and "Control's verdict, same rule: Not detected" in text
     assert manifest.read_text() == before
+    assert "%|" not in proc.stderr  # nothing ran: no progress bar
 
 
 def test_map_stores_the_map_in_the_active_result(cli_dir):
@@ -74,7 +78,7 @@ def test_map_stores_the_map_in_the_active_result(cli_dir):
 
 def test_unknown_dataset_and_bad_option_fail_cleanly(tmp_path):
     proc = run("report", "nope", "--data-dir", str(tmp_path), check=False)
-    assert proc.returncode == 2 and "unknown dataset 'nope'" in proc.stderr
+    assert proc.returncode == 2 and "unknown dataset 'nope'" in proc.stderr and "%|" not in proc.stderr
     proc = run("precompute", "qm9", "--frame", "svd", "--data-dir", str(tmp_path), check=False)
     assert proc.returncode == 2 and "expected one of" in proc.stderr
 
@@ -280,9 +284,11 @@ def test_text_report_aligns_columns_and_names_every_section():
 
     report = _report(
         name="QM9", dataset="qm9", n_molecules=400, frame="pca", sign_rule="max", seed=0, n_degenerate=1,
-        verdict={"text": "Aligned"}, degenerate_reasons={"eigen_gap_12": 1},
+        degenerate_reasons={"eigen_gap_12": 1},
     )  # fmt: skip
     text = format_report(report)
+    assert "Verdict: Aligned: the " in text and "Control's verdict, same rule: Not detected" in text
+    assert "eigen_gap_12 (1): the first two axes have (almost) the same spread" in text
     kl = next(line for line in text.splitlines() if line.startswith("KL to uniform"))
     assert "0.907 [0.896, 0.918] | -0.001 [-0.003, 0.002]" in kl  # dataset and control apart
     header = next(line for line in text.splitlines() if line.startswith("measure"))

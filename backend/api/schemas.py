@@ -56,13 +56,33 @@ class DatasetPublic(_Model):
     )
 
 
-class VerdictPublic(BaseModel):
-    """The verdict in plain words."""
+class EvidencePublic(BaseModel):
+    """One test of "each pose is Haar-uniform" behind the verdict."""
 
-    aligned: bool | None = Field(
-        description="True if the poses are detectably aligned; null if there are too few molecules."
+    test: str = Field(description="KL, KS or '<feature set> classifier'.")
+    statistic: float = Field(description="KL estimate, KS D, or held-out classifier accuracy.")
+    pvalue: float = Field(description="The test's own p-value.")
+    p_holm: float = Field(description="Holm-adjusted over every test in the evidence.")
+    role: str = Field(description="What the test reads.")
+
+
+class VerdictPublic(BaseModel):
+    """The verdict: one calibrated rule (backend/science/verdict.py) shown by every surface."""
+
+    model_config = ConfigDict(extra="allow")
+
+    code: str = Field(
+        default="too_few",
+        description="aligned (detected, strong effect), weakly_aligned (detected, small effect), not_detected, "
+        "or too_few (below the minimum for any test).",
     )
-    text: str = Field(description="One-sentence verdict.")
+    aligned: bool | None = Field(
+        description="True for aligned and weakly_aligned, false for not_detected, null for too_few."
+    )
+    text: str = Field(description="The verdict in words; names the test that carried it.")
+    evidence: list[EvidencePublic] = Field(default_factory=list, description="Every test, with its Holm p.")
+    alpha: float | None = Field(default=None, description="Family-wise error rate of the Holm-adjusted tests.")
+    rule_version: int | None = Field(default=None, description="Version of the decision rule.")
 
 
 class SummaryPublic(BaseModel):

@@ -192,7 +192,7 @@ def audit_predictions(
         )
         notes = []
         variance = float(np.nanvar(values)) if values is not None else float(np.var(errors.true))
-        if (note := sci.units_warning(figures["mse_stored"], variance, units.get(prop, ""))) is not None:
+        if (note := sci.units_warning(figures["mse_stored"], variance, units.get(prop, ""), split)) is not None:
             notes.append(f"{prop}: {note}")
         if split is None and values is not None:
             if (note := _shifted_truth_warning(prop, errors, values, dataset_ids)) is not None:

@@ -151,11 +151,13 @@ class MetricsJob:
     oof_path: str
     feature_set: str
     seed: int
+    fold_seed: int  # the classifier's: its first fold's molecules carry the p-value (see detection_metrics)
 
     def run(self) -> dict:
         with np.load(self.oof_path) as data:
             p_orig, p_rot = data[f"{self.feature_set}:stored"], data[f"{self.feature_set}:negative"]
-        metrics = detection_metrics(p_orig, p_rot, CLASSIFIER.n_bootstrap, self.seed)
+        first_fold = grouped_folds(len(p_orig), CLASSIFIER.n_folds, self.fold_seed) == 0
+        metrics = detection_metrics(p_orig, p_rot, CLASSIFIER.n_bootstrap, self.seed, first_fold)
         return {"features": self.feature_set, **metrics}
 
 
@@ -289,7 +291,7 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
     models = {w: {fs: [str(folder / f"model-{w}-{fs}-{k}.pkl") for k in range(CLASSIFIER.n_folds)]
                   for fs in FEATURE_SETS} for w in WHICH}  # fmt: skip
     metric_jobs = [
-        MetricsJob(str(folder / f"oof-{which}.npz"), fs, clf_seed[which] + i)
+        MetricsJob(str(folder / f"oof-{which}.npz"), fs, clf_seed[which] + i, clf_seed[which])
         for which in WHICH for i, fs in enumerate(FEATURE_SETS)
     ]  # fmt: skip
     scoring = [

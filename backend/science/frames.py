@@ -30,6 +30,18 @@ from orientscope.core.elements import MASSES_DA
 from orientscope.science.rotations import matrix_to_quaternion
 from orientscope.science.segments import owner_index, segment_max, segment_sum
 
+# One line per degeneracy code, for every surface that shows the codes.
+DEGENERACY_CODES = {
+    "single_atom": "fewer than two distinct atom positions: no axis is defined",
+    "linear": "the atoms lie on a line: only the first axis is defined, the other two spin freely",
+    "eigen_gap_12": "the first two axes have (almost) the same spread, so they can swap under tiny noise",
+    "eigen_gap_23": "the second and third axes have (almost) the same spread, so they can swap or spin "
+    "(e.g. methane, benzene)",
+    "sign_tie_1": "the sign rule cannot choose the first axis' direction (e.g. water's H···H axis); "
+    "the third moment decides",
+    "sign_tie_2": "the sign rule cannot choose the second axis' direction; the third moment decides",
+}
+
 FRAME_METHODS = ("pca", "pca-mass", "inertia")
 SIGN_RULES = ("max", "count")
 DEFAULT_GAP_TOL = 1e-3

@@ -14,10 +14,14 @@ Figures (per property, and per split when given)
 ------------------------------------------------
 ``mse_stored``, ``mse_rotated``, ``mae_stored``, ``mae_rotated``
     means over molecules, in the property's unit (squared for MSE).
+``mse_increase``
+    ``mse_rotated - mse_stored``, the absolute increase (unit squared).
 ``reliance``
-    ``mse_rotated / mse_stored - 1``; its 95 % CI is the percentile interval
-    of a seeded bootstrap of ``log(mse_rotated / mse_stored)`` over molecules.
-    Null when ``mse_stored`` is about 0.
+    ``(mse_rotated - mse_stored) / max(mse_stored, mse_floor)`` (``mse_rotated /
+    mse_stored - 1`` above the floor); its 95 % CI is the percentile interval
+    of a seeded bootstrap over molecules. ``mse_floor`` is :data:`MSE_FLOOR_FRACTION` of the property's
+    variance: a model that memorised its training set has a stored-pose MSE
+    of 0, and the ratio then reads against the floor (``reliance_floored``).
 ``pvalue``
     two-sided paired sign-flip test of the per-molecule differences
     ``d = se_rotated - se_stored``: under the null that the stored pose is
@@ -44,6 +48,13 @@ from scipy import stats
 # Lower end of the reliance CI needed to call a model "leaning" on the pose.
 LEANS_MIN_RELIANCE = 0.01
 LEANS_MAX_PVALUE = 1e-3
+# Holm p under this (but not under LEANS_MAX_PVALUE) reads "inconclusive", never "no reliance".
+INCONCLUSIVE_PVALUE = 0.05
+# The ratio's denominator is at least this share of the property's variance (a stored-pose MSE of 0 is
+# a memoriser, not an infinitely good model); small enough that a model 1000x better than the mean
+# still divides by its own MSE.
+MSE_FLOOR_FRACTION = 1e-6
+AUDIT_RULE_VERSION = 2
 INVARIANT_ABS = 1e-12
 INVARIANT_REL = 1e-6
 # Spearman's rho: Fisher-z standard error sqrt(1.06 / (n - 3)) (Fieller, Hartley & Pearson 1957).
@@ -51,7 +62,7 @@ SPEARMAN_VARIANCE_FACTOR = 1.06
 N_DECILES = 10
 # A gather of this many (molecule, resample) pairs at a time bounds the bootstrap's memory.
 RESAMPLE_BLOCK = 4_000_000
-VERDICTS = ("invariant", "leans", "no_reliance", "frame_dependent")
+VERDICTS = ("invariant", "leans", "inconclusive", "no_reliance", "frame_dependent")
 
 
 @dataclass(frozen=True)
@@ -222,6 +233,12 @@ def _reliance(se_stored_mean: float, se_rotated_mean: float, scale: float) -> fl
     return None if se_stored_mean <= INVARIANT_ABS * max(scale, 1.0) else se_rotated_mean / se_stored_mean - 1.0
 
 
+def mse_floor(true: np.ndarray) -> float:
+    """The smallest stored-pose MSE the reliance ratio divides by: :data:`MSE_FLOOR_FRACTION` of the variance."""
+    variance = float(np.var(true))
+    return MSE_FLOOR_FRACTION * (variance if variance > 0 else max(float(np.mean(true**2)), 1.0))
+
+
 def reliance_by_decile(errors: MoleculeErrors, scores: np.ndarray) -> list[dict] | None:
     """Reliance within each decile of the classifier score (molecules without a score left out)."""
     ok = np.isfinite(scores)
@@ -276,18 +293,16 @@ def audit_figures(
         raise ValueError("no molecules to audit")
     columns = np.column_stack([errors.se_stored, errors.se_rotated, errors.ae_stored, errors.ae_rotated])
     mse_stored, mse_rotated, mae_stored, mae_rotated = (float(v) for v in columns.mean(axis=0))
-    scale = float(np.mean(errors.true**2))
-    reliance = _reliance(mse_stored, mse_rotated, scale)
+    floor = mse_floor(errors.true)
+    reliance = (mse_rotated - mse_stored) / max(mse_stored, floor)
     ci: dict[str, list[float] | None] = {}
     if settings.n_bootstrap > 0 and n > 1:
         means = bootstrap_means(columns, settings.n_bootstrap, seed)
         for j, name in enumerate(("mse_stored", "mse_rotated", "mae_stored", "mae_rotated")):
             ci[name] = [float(v) for v in np.percentile(means[:, j], [2.5, 97.5])]
-        if reliance is not None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_ratio = np.log(means[:, 1] / means[:, 0])
-            lo, hi = np.nanpercentile(np.where(np.isfinite(log_ratio), log_ratio, np.nan), [2.5, 97.5])
-            ci["reliance"] = [float(np.expm1(lo)), float(np.expm1(hi))]
+        # The percentile interval of the resampled ratio: above the floor, that of log(ratio) mapped back.
+        increase = (means[:, 1] - means[:, 0]) / np.maximum(means[:, 0], floor)
+        ci["reliance"] = [float(v) for v in np.percentile(increase, [2.5, 97.5])]
     ci.setdefault("reliance", None)
     test = sign_flip_test(errors.se_rotated - errors.se_stored, settings, seed + 1)
     shift_rms = float(np.sqrt(np.mean(errors.shift**2)))
@@ -302,8 +317,14 @@ def audit_figures(
         "mse_rotated": mse_rotated,
         "mae_stored": mae_stored,
         "mae_rotated": mae_rotated,
+        "mse_increase": mse_rotated - mse_stored,
+        "mse_floor": floor,
         "reliance": reliance,
-        "reliance_reason": None if reliance is not None else "mse_stored is about 0: the ratio is undefined",
+        "reliance_floored": mse_stored < floor,
+        "reliance_reason": f"mse_stored is below the floor ({MSE_FLOOR_FRACTION:g} of the variance, {floor:.3g}): "
+        "the ratio divides by the floor"
+        if mse_stored < floor
+        else None,
         "ci95": ci,
         "pvalue": test["pvalue"],
         "test": {k: v for k, v in test.items() if k != "pvalue"},
@@ -342,43 +363,92 @@ def shortcut_reading(regression: dict | None) -> str:
     )
 
 
-def verdict(figures: dict, pvalue_holm: float | None, frame_dependent: bool, regression: dict | None) -> dict:
-    """``{code, text}`` from one property's figures (see :data:`VERDICTS`)."""
+def _change(figures: dict) -> str:
+    """The MSE change in absolute terms and as a ratio, saying when the ratio reads against the floor."""
+    stored, rotated = figures["mse_stored"], figures["mse_rotated"]
+    text = f"rotated copies change the MSE from {stored:.3g} to {rotated:.3g} (by {rotated - stored:+.3g}"
+    reliance = figures.get("reliance")
+    if reliance is not None:
+        floored = " against the floor of the stored-pose MSE" if figures.get("reliance_floored") else ""
+        text += f", {_percent(reliance)}{floored}"
     ci = figures["ci95"].get("reliance")
-    change = f"rotated copies change the MSE by {_percent(figures['reliance'])}"
     if ci:
-        change += f" (95 % CI {_percent(ci[0])} to {_percent(ci[1])})"
+        text += f"; 95 % CI {_percent(ci[0])} to {_percent(ci[1])}"
+    return text + ")"
+
+
+def verdict(figures: dict, pvalue_holm: float | None, frame_dependent: bool, regression: dict | None) -> dict:
+    """``{code, text, alpha, rule_version}`` from one property's figures (see :data:`VERDICTS`).
+
+    ``leans``: Holm p below :data:`LEANS_MAX_PVALUE` and an increase whose CI
+    starts above :data:`LEANS_MIN_RELIANCE` (or, for figures stored before the
+    floor existed, a stored-pose MSE of about 0 that the copies raise);
+    ``inconclusive``: Holm p below :data:`INCONCLUSIVE_PVALUE`, or a CI that
+    excludes 0, without the above; ``no_reliance`` otherwise.
+    """
+    out = {"alpha": LEANS_MAX_PVALUE, "rule_version": AUDIT_RULE_VERSION}
+    ci = figures["ci95"].get("reliance")
+    change = _change(figures)
     p_text = "n/a" if pvalue_holm is None else f"{pvalue_holm:.2g}"
     if frame_dependent:
         return {
+            **out,
             "code": "frame_dependent",
             "text": "The property depends on the lab frame by definition, so the error depends on the pose for "
             f"any model; {change}. Audit it with the rotated copies' own true values.",
         }
     if figures["invariant"]:
         return {
+            **out,
             "code": "invariant",
             "text": f"Invariant: rotating the input does not change the predictions (shift RMS "
             f"{figures['shift_rms']:.3g}), so the error does not depend on the pose.",
         }
-    if pvalue_holm is not None and pvalue_holm < LEANS_MAX_PVALUE and ci and ci[0] > LEANS_MIN_RELIANCE:
+    significant = pvalue_holm is not None and pvalue_holm < LEANS_MAX_PVALUE
+    memoriser = figures.get("reliance") is None and figures["mse_rotated"] > figures["mse_stored"]
+    if significant and ((ci and ci[0] > LEANS_MIN_RELIANCE) or memoriser):
         return {
+            **out,
             "code": "leans",
             "text": f"The error depends on the pose: {change}, Holm-adjusted p = {p_text}. "
             + shortcut_reading(regression),
         }
+    excludes_zero = bool(ci) and (ci[0] > 0 or ci[1] < 0)
+    if significant or excludes_zero or (pvalue_holm is not None and pvalue_holm < INCONCLUSIVE_PVALUE):
+        why = (
+            f"below α = {LEANS_MAX_PVALUE:g}, but the increase may be under {LEANS_MIN_RELIANCE:.0%}"
+            if significant
+            else f"not below α = {LEANS_MAX_PVALUE:g}"
+        )
+        return {
+            **out,
+            "code": "inconclusive",
+            "text": f"Inconclusive: {change}, Holm-adjusted p = {p_text} ({why}). "
+            "More molecules or rotated copies would settle it.",
+        }
     return {
+        **out,
         "code": "no_reliance",
-        "text": f"No detectable reliance on the pose: {change}, Holm-adjusted p = {p_text}.",
+        "text": f"No detectable reliance on the pose: {change}, Holm-adjusted p = {p_text} (α = {LEANS_MAX_PVALUE:g}).",
     }
 
 
-def units_warning(mse_stored: float, variance: float, unit: str = "") -> str | None:
+def reread_verdict(entry: dict, frame_dependent: bool) -> dict:
+    """The verdict of a stored property entry by the current rule (entries keep their figures, not the rule)."""
+    if (entry.get("verdict") or {}).get("rule_version") == AUDIT_RULE_VERSION:
+        return entry["verdict"]
+    improvement = entry.get("regression_improvement")
+    regression = None if improvement is None else {"improvement": improvement}
+    return {**verdict(entry, entry.get("pvalue_holm"), frame_dependent, regression), "reread": True}
+
+
+def units_warning(mse_stored: float, variance: float, unit: str = "", split: str | None = None) -> str | None:
     """A warning when the stored-pose MSE exceeds the property's variance (predicting the mean does better)."""
     if variance > 0 and mse_stored > variance:
         unit_text = f" in {unit}" if unit else ""
+        where = f" on split {split!r}" if split else " over all molecules"
         return (
-            f"the stored-pose MSE ({mse_stored:.3g}) is above the property's variance ({variance:.3g}): "
+            f"the stored-pose MSE{where} ({mse_stored:.3g}) is above the property's variance ({variance:.3g}): "
             f"are the predictions in the dataset's units{unit_text}?"
         )
     return None

@@ -326,6 +326,42 @@ def angle_histogram(angles: np.ndarray, bins: int = 60) -> dict:
     }
 
 
+MIN_RATIO_BINS = 12  # 15° bins: the coarsest the ratio histogram merges to
+
+
+def haar_ratio_histogram(bin_edges_rad, density, n: int) -> dict:
+    """Observed over Haar-expected counts per bin, neighbouring bins merged for small ``n``.
+
+    The stored bins are merged into the largest number of equal bins that
+    divides their count and is at most max(:data:`MIN_RATIO_BINS`, 2√n): 15°
+    bins for a set of 50 angles, the stored 3° bins from about 900. Near 0 the
+    Haar density vanishes like θ², so the first bin's ratio is where an aligned
+    set stands out (10 to 60 times at 0–15° on QM9 subsets). A bin with no
+    angle has ratio None (nothing to draw on a log scale).
+
+    Parameters
+    ----------
+    bin_edges_rad : (bins + 1,) equal bins on [0, π]
+    density : (bins,) the histogram's density (per radian), as :func:`angle_histogram` writes it
+    n : angles behind the histogram
+    """
+    edges = np.asarray(bin_edges_rad, dtype=np.float64)
+    stored = len(edges) - 1
+    target = max(MIN_RATIO_BINS, 2.0 * np.sqrt(n))
+    bins = max(b for b in range(1, stored + 1) if stored % b == 0 and (b <= target or b == 1))
+    step = stored // bins
+    observed = (np.asarray(density, dtype=np.float64) * n * np.diff(edges)).reshape(bins, step).sum(axis=1)
+    merged = edges[::step]
+    expected = n * np.diff(haar_angle_cdf(merged))
+    return {
+        "bin_edges_rad": merged.tolist(),
+        "observed": np.round(observed, 6).tolist(),
+        "expected": expected.tolist(),
+        "ratio": [float(o / x) if o > 0.5 and x > 0 else None for o, x in zip(observed, expected, strict=True)],
+        "n": int(n),
+    }
+
+
 def ks_against_haar(angles: np.ndarray) -> dict:
     """One-sample KS test of rotation angles against the Haar angle CDF."""
     res = kstest(np.asarray(angles), haar_angle_cdf)

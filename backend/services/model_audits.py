@@ -17,6 +17,7 @@ import pyarrow.csv as pcsv
 from orientscope.core.errors import DatasetError, NotFoundError
 from orientscope.loaders.predictions import check_header
 from orientscope.pipeline.jobs import DONE, list_jobs
+from orientscope.science.model_audit import reread_verdict
 from orientscope.services.errors import InvalidInput
 from orientscope.store import audits as store
 from orientscope.store import datasets as ds
@@ -53,11 +54,19 @@ def _from_job(job: dict) -> dict:
     }
 
 
+def _read(data_dir: Path, dataset_id: str, audit_id: str) -> dict:
+    """A stored audit with every verdict re-read by the current rule from its stored figures."""
+    record = store.read_audit(data_dir, dataset_id, audit_id)
+    for p in record["properties"]:
+        p["verdict"] = reread_verdict(p, frame_dependent=p["verdict"].get("code") == "frame_dependent")
+    return record
+
+
 def get_audit(data_dir: Path, dataset_id: str, audit_id: str) -> dict:
     """The stored audit plus ``state: done``, or its job's state; NotFoundError if neither exists."""
     ds.read_meta(data_dir, dataset_id)
     if store.has_audit(data_dir, dataset_id, audit_id):
-        return {**store.read_audit(data_dir, dataset_id, audit_id), "state": DONE}
+        return {**_read(data_dir, dataset_id, audit_id), "state": DONE}
     for job in _audit_jobs(data_dir, dataset_id):
         if job.get("audit_id") == audit_id and job["state"] != DONE:  # a done job's audit was deleted
             return _from_job(job)
@@ -70,7 +79,7 @@ def list_audits(data_dir: Path, dataset_id: str) -> list[dict]:
     stored = []
     for audit_id in store.list_audit_ids(data_dir, dataset_id):
         try:
-            record = store.read_audit(data_dir, dataset_id, audit_id)
+            record = _read(data_dir, dataset_id, audit_id)
         except (OSError, ValueError, NotFoundError):  # deleted while listing
             continue
         summary = {k: record.get(k) for k in SUMMARY_KEYS}

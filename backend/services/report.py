@@ -13,6 +13,8 @@ from pathlib import Path
 
 from orientscope import __version__
 from orientscope.core.dataset import frame_dependent_properties
+from orientscope.science.so3_stats import haar_ratio_histogram
+from orientscope.science.verdict import alignment_verdict
 from orientscope.services.results import open_result
 from orientscope.store import datasets as ds
 from orientscope.store.results import IN_PROCESS_ENGINE, ResultStore
@@ -71,8 +73,18 @@ def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) ->
     }
     report["engine"] = {name: s.get("engine", IN_PROCESS_ENGINE) for name, s in manifest["stages"].items()}
     report["skipped_stages"] = skipped_stages(store)
-    report["verdict"] = verdict(report)
+    for figures in (report, control):
+        figures["verdict"] = verdict(figures, report["n_molecules"])
+        _add_haar_ratio(figures)
     return report
+
+
+def _add_haar_ratio(figures: dict) -> None:
+    """The angle histogram's observed/Haar ratio with merged bins (``haar_ratio``), where the KS test counted its angles."""
+    hist, n = figures.get("angle_histogram"), (figures.get("ks") or {}).get("n")
+    if hist and n:
+        ratio = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], n)
+        figures["angle_histogram"] = {**hist, "haar_ratio": ratio}
 
 
 def skipped_stages(store: ResultStore) -> dict[str, str]:
@@ -92,32 +104,12 @@ def skipped_stages(store: ResultStore) -> dict[str, str]:
     return out
 
 
-def verdict(report: dict) -> dict:
-    """Plain-words verdict from whatever figures the report has."""
-    kl = (report.get("kl") or {}).get("value")
-    ci = (report.get("kl") or {}).get("ci95") or [None, None]
-    ks_p = (report.get("ks") or {}).get("pvalue")
-    ctl = (report.get("control", {}).get("kl") or {}).get("value")
-    if kl is None:
-        return {"aligned": None, "text": "Not enough molecules for orientation statistics."}
-    aligned = bool(ci[0] is not None and ci[0] > 0.05 and ks_p is not None and ks_p < 1e-3)
-    by_features = {c.get("features"): c for c in report.get("classifiers", []) or []}
-    frame = by_features.get("frame")
-    if aligned:
-        # Lead with what any model sees (the frame); the atom-order classifier also reads
-        # file order, so its (usually higher) figure is named as such, never the headline.
-        text = (
-            f"Aligned: KL to uniform {format_number(kl, '.2f')} "
-            f"(0 = uniform; control {format_number(ctl, '.2f')}; full QM9 ≈ 0.90)"
-        )
-        if frame and frame.get("pvalue", 1) < 1e-3:
-            text += f"; the frame alone tells the stored pose from a random one {frame['accuracy']:.0%} of the time"
-        order = by_features.get("atom-order")
-        if order and order.get("pvalue", 1) < 1e-3:
-            text += f" ({order['accuracy']:.0%} when atoms are read in file order)"
-    else:
-        text = (
-            f"Not detectably aligned: KL {format_number(kl, '.2f')} "
-            f"(control {format_number(ctl, '.2f')}), KS p = {ks_p:.2g}"
-        )
-    return {"aligned": aligned, "text": text}
+def verdict(figures: dict, n_molecules: int | None) -> dict:
+    """The calibrated verdict (``orientscope.science.verdict``) of one set's figures: the dataset's or its control's."""
+    return alignment_verdict(
+        n_molecules,
+        kl=figures.get("kl"),
+        classifiers=figures.get("classifiers"),
+        ks=figures.get("ks"),
+        kl_at_n=figures.get("kl_at_n"),
+    )

@@ -12,15 +12,29 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from orientscope.science.frames import DEGENERACY_CODES
+from orientscope.science.verdict import CLASSIFIER_ROLE
 from orientscope.services.report import format_kl, format_number
 
 # p-values under this are shown as a bound: below ~1e-300 a float p is 0 or denormal.
 P_FLOOR = 1e-300
-KL_SCALE_NOTE = "KL: 0 = uniform orientations (as the control should be); full QM9 as stored scores about 0.90"
+KL_SCALE_NOTE = (
+    "KL: 0 = uniform orientations (as the control should be); the estimate grows with N, so its interval is for "
+    "the expected estimate at this N, and sets of different sizes compare through KL at n"
+)
 FRAME_DEPENDENT_NOTE = (
     "* lab-frame component: it changes with the orientation by definition, so a gain is expected, not a leak"
 )
 DATASET_VS_CONTROL = ("measure", "dataset", "control")
+GROUP_COLUMN_NOTES = {
+    "spread_deg": "spread: the median angle between a member's pose and the group's mean pose (degrees)",
+    "concentration": "concentration: how tightly the members' axes point one way, 1 = one shared pose, "
+    "about 1/√(size) for random poses",
+    "mean_score": "mean P(stored): the classifier's mean probability that a member's pose is the stored one",
+}
+ANGLE_PEAK_NOTE = (
+    "A peak near 180° is axis-sign flips: a frame whose sign rule flipped two axes is the reference turned by 180°."
+)
 REGRESSION_TITLE = "Orientation-only regression (predict the property from R alone)"
 
 
@@ -97,6 +111,14 @@ def regression_rows(report: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def degeneracy_lines(reasons: dict) -> list[str]:
+    """``code (count): what it means`` for each degeneracy code of a report's ``degenerate_reasons``."""
+    return [
+        f"{code} ({count}): {DEGENERACY_CODES.get(code, 'unknown code')}"
+        for code, count in sorted((reasons or {}).items())
+    ]
 
 
 def _skipped(report: dict, *names: str) -> str | None:
@@ -216,14 +238,6 @@ def report_sections(report: dict) -> list[Section]:
 
 
 # ----------------------------------------------------------------- what the figures rest on
-# The paper's figure for full QM9 as stored: a landmark on the KL scale (0 = uniform).
-KL_LANDMARK = 0.90
-CLASSIFIER_BASIS = {
-    "frame": "reads only the canonical frame R (pure orientation); any model sees this",
-    "frame+composition": "reads R plus rotation-invariant size and composition; any model sees this",
-    "atom-order": "also reads lab-frame directions between the first atoms in file order; "
-    "only models that see atoms in order (sequence or list models) can exploit it",
-}
 REMEDY = (
     "Before training a model that is not rotation-invariant, augment with random rotations, "
     "or train on the de-biased export (orientscope export: every molecule randomly rotated)."
@@ -231,7 +245,9 @@ REMEDY = (
 NO_REMEDY = "Nothing to do for orientation: models trained on it cannot learn a preferred pose."
 TOOLTIPS = {
     "kl": "Kullback–Leibler divergence of the orientations from a uniform distribution over rotations (SO(3)), "
-    "k-nearest-neighbour estimate with a bootstrap 95% interval. 0 = uniform; full QM9 as stored scores about 0.90.",
+    "k-nearest-neighbour estimate. 0 = uniform. The estimate grows with N (QM9 subsets: 0.31 at 100 molecules, "
+    "0.54 at 1,000, 0.91 for all 130,831), so its 95% interval is for the expected estimate at this N, and "
+    "sets of different sizes compare through 'KL at n'.",
     "kl_sign_invariant": "The same divergence with the sign of each axis ignored: what is left when a frame's axis "
     "directions are only defined up to sign.",
     "ks": "Kolmogorov–Smirnov test of the angles to the reference orientation against the law of uniform rotations "
@@ -242,6 +258,16 @@ TOOLTIPS = {
     "(cross-validated, against predicting the mean). Near 0 % = the pose carries no information about it.",
     "similarity": "Whether chemically similar molecules (nearest Tanimoto neighbours) share a pose more often "
     "than random pairs.",
+    "verdict": "One rule for every screen: Holm's adjustment over every test of 'each pose is a uniform random "
+    "rotation' (KL against its null at this N, each classifier, KS) at the stated alpha; the strength tier "
+    "comes from classifier accuracy (and KL at a fixed n), which do not drift with N.",
+}
+# How each verdict's text begins; a verdict stored before codes existed is prefixed with it.
+ANSWER_PREFIX = {
+    "aligned": "Aligned",
+    "weakly_aligned": "Weakly aligned",
+    "not_detected": "Not detected",
+    "too_few": "Too few",
 }
 
 
@@ -249,13 +275,15 @@ TOOLTIPS = {
 class Headline:
     """The three answers of the first screen, in plain words.
 
-    aligned : True, False or None (not enough molecules)
-    weak : not aligned by the orientation statistics, yet a frame-only classifier finds the stored pose
-    answer : is it aligned (one sentence)
-    strength : how strongly, on the KL scale with its landmarks
-    kl : the dataset's KL, for drawing it on a 0..landmark scale (None if not computed)
+    code : the verdict's code (aligned, weakly_aligned, not_detected, too_few)
+    aligned : True (aligned or weakly), False or None (too few molecules)
+    weak : detected, with a small effect
+    answer : is it aligned: the verdict's text, which names the test that carried it
+    control_answer : the control's own verdict by the same rule (the built-in self-check)
+    strength : the KL with its interval at this N, next to its null and the control
+    kl : the dataset's KL, for drawing it on a scale from 0 (None if not computed)
     remedy : what to do about it
-    evidence : one sentence per classifier: its accuracy and what it rests on
+    evidence : one sentence per test: its figure, p, Holm p and what it rests on
     """
 
     aligned: bool | None
@@ -265,70 +293,85 @@ class Headline:
     remedy: str
     evidence: list[str] = field(default_factory=list)
     weak: bool = False
+    code: str = "too_few"
+    control_answer: str = ""
+
+
+def _code(v: dict) -> str:
+    """The verdict's code; a verdict stored before codes existed is read from its ``aligned`` field."""
+    if v.get("code") in ANSWER_PREFIX:
+        return v["code"]
+    return {True: "aligned", False: "not_detected"}.get(v.get("aligned"), "too_few")
+
+
+def _evidence_sentence(e: dict) -> str:
+    name, stat = e.get("test", ""), e.get("statistic")
+    p = f"p {format_p(e.get('pvalue'))}, Holm p {format_p(e.get('p_holm'))}"
+    if name.endswith("classifier"):
+        figure = f"{format_percent(stat, 0, signed=False)} accuracy ({p}; 50 % = cannot tell)"
+    elif name == "KL":
+        figure = f"{format_number(stat, '.2f')} against its null at this N ({p})"
+    else:
+        figure = f"D = {format_number(stat, '.3f')} ({p})"
+    return f"{name}: {figure}; it {e['role']}" if e.get("role") else f"{name}: {figure}"
 
 
 def classifier_evidence(report: dict) -> list[str]:
-    """One sentence per rotation classifier: accuracy, p, and what the figure rests on.
+    """One sentence per test behind the verdict: figure, p, Holm p, and what it rests on.
 
-    Frame-only classifiers come first: the atom-order figure reads file order and must
-    never stand alone as the headline.
+    Frame-only classifiers come before the atom-order one, which reads file order and
+    must never stand alone as the headline.
     """
-    order = {name: i for i, name in enumerate(CLASSIFIER_BASIS)}
-    out = []
-    for clf in sorted(report.get("classifiers") or [], key=lambda c: order.get(c.get("features"), 99)):
-        name = clf.get("features")
-        basis = CLASSIFIER_BASIS.get(name, "")
-        out.append(
-            f"{name} classifier: {format_percent(clf.get('accuracy'), 0, signed=False)} accuracy "
-            f"(p {format_p(clf.get('pvalue'))}; 50 % = cannot tell)" + (f"; it {basis}" if basis else "")
+    order = {name: i for i, name in enumerate(("KL", *(f"{c} classifier" for c in CLASSIFIER_ROLE), "KS"))}
+    rows = (report.get("verdict") or {}).get("evidence") or []
+    return [_evidence_sentence(e) for e in sorted(rows, key=lambda e: order.get(e.get("test"), 99))]
+
+
+def _strength(report: dict) -> str:
+    kl = report.get("kl") or {}
+    if not _finite(kl.get("value")):
+        return "Orientation statistics were not computed: " + (
+            _skipped(report, "statistics") or "not enough molecules."
         )
-    return out
+    ctl = ((report.get("control") or {}).get("kl") or {}).get("value")
+    null = (report.get("verdict") or {}).get("kl_null") or {}
+    n = kl.get("n_used") or kl.get("n")
+    at = f" at N = {n:,}" if isinstance(n, int) else ""
+    text = f"KL to uniform {format_kl(kl)} (0 = uniform; 95 % interval of the estimate{at})"
+    if _finite(null.get("mean")) and _finite(null.get("sd")):
+        text += f"; uniform poses give {format_number(null['mean'], '.2f')} ± {format_number(1.96 * null['sd'], '.2f')}"
+    if _finite(ctl):
+        text += f"; this set's own random-rotation control: {format_number(ctl, '.2f')}"
+    return text + "."
+
+
+def control_answer(report: dict) -> str:
+    """The control's verdict by the same rule, as the self-check sentence shown beside the dataset's."""
+    v = (report.get("control") or {}).get("verdict") or {}
+    if not v.get("text"):
+        return ""
+    return f"Self-check, the same molecules randomly rotated: {v['text']}"
 
 
 def headline(report: dict) -> Headline:
     """Is the set aligned, how strongly, and what to do: the first screen's plain words."""
     v = report.get("verdict") or {}
-    aligned = v.get("aligned")
+    code = _code(v)
+    aligned = {"aligned": True, "weakly_aligned": True, "not_detected": False}.get(code)
     kl = (report.get("kl") or {}).get("value")
-    ctl = ((report.get("control") or {}).get("kl") or {}).get("value")
-    weak = False
-    if aligned is None:
-        answer = v.get("text") or "Not enough molecules to say."
-    elif aligned:
-        answer = "Yes: the stored poses are aligned (far from random orientations)."
-    else:
-        answer = "Not detectably: the stored poses look like random orientations."
-        frame_only = [
-            c
-            for c in report.get("classifiers") or []
-            if c.get("features") != "atom-order" and _finite(c.get("pvalue")) and c["pvalue"] < 1e-3
-        ]
-        if frame_only:
-            weak = True
-            best = max(frame_only, key=lambda c: c.get("accuracy") or 0)
-            answer = (
-                "Weakly: the orientation statistics find no clear preference, but the "
-                f"{best['features']} classifier tells stored poses from random ones "
-                f"({format_percent(best.get('accuracy'), 0, signed=False)}, p {format_p(best.get('pvalue'))})."
-            )
-    if _finite(kl):
-        own = f" (this set's own random-rotation control: {format_number(ctl, '.2f')})" if _finite(ctl) else ""
-        strength = (
-            f"KL to uniform {format_number(kl, '.2f')} on a scale where 0 = uniform{own} "
-            f"and full QM9 as stored = {KL_LANDMARK:.2f}."
-        )
-    else:
-        strength = "Orientation statistics were not computed: " + (
-            _skipped(report, "statistics") or "not enough molecules."
-        )
+    answer = v.get("text") or ANSWER_PREFIX[code]
+    if not answer.startswith(ANSWER_PREFIX[code]):
+        answer = f"{ANSWER_PREFIX[code]}: {answer}"
     return Headline(
         aligned=aligned,
         answer=answer,
-        strength=strength,
+        strength=_strength(report),
         kl=float(kl) if _finite(kl) else None,
-        remedy=REMEDY if aligned or weak else NO_REMEDY if aligned is False else "",
+        remedy=REMEDY if aligned else NO_REMEDY if aligned is False else "",
         evidence=classifier_evidence(report),
-        weak=weak,
+        weak=code == "weakly_aligned",
+        code=code,
+        control_answer=control_answer(report),
     )
 
 
@@ -359,7 +402,8 @@ def control_report(report: dict) -> dict:
             "name": f"{report.get('name', report.get('dataset'))} · control",
             "regression": regression,
             "control": {},
-            "verdict": {"aligned": None, "text": "Control: every molecule rotated by a seeded Haar-uniform rotation"},
+            "verdict": c.get("verdict")
+            or {"aligned": None, "code": "too_few", "text": "Control: no verdict was computed for it"},
         }
     )
     return shown

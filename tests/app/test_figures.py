@@ -130,14 +130,21 @@ def test_sphere_figure_draws_unit_vectors():
     np.testing.assert_allclose(np.sqrt(np.asarray(pts.x) ** 2 + np.asarray(pts.y) ** 2 + np.asarray(pts.z) ** 2), 1.0)
 
 
-def test_angle_histogram_converts_to_degrees_and_shows_both_and_haar():
-    edges = np.linspace(0, np.pi, 4)
-    hist = {"bin_edges_rad": edges.tolist(), "density": [0.1, 0.2, 0.3], "haar_density": [0.05, 0.3, 0.6]}
+def test_angle_histogram_is_a_ratio_to_uniform_on_a_log_scale_with_the_180_note():
+    from orientscope.science.so3_stats import angle_histogram, haar_ratio_histogram
+
+    # 40 angles, half of them within 15° of the reference: the excess a linear density plot hides
+    angles = np.r_[np.linspace(0.05, 0.25, 20), np.linspace(1.0, 3.1, 20)]
+    hist = angle_histogram(angles)
+    hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(angles))
+    big = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], 10_000)
     fig = angle_histogram_figure(hist, hist)
-    names = [t.name for t in fig.data]
-    assert names == ["dataset", "control (random rotations)", "uniform (Haar)"]
-    np.testing.assert_allclose(fig.data[0].x, [30, 90, 150])
-    np.testing.assert_allclose(fig.data[0].y, np.array([0.1, 0.2, 0.3]) * np.pi / 180)
+    assert [t.name for t in fig.data] == ["dataset", "control (random rotations)"]
+    assert fig.layout.yaxis.type == "log" and "180°" in fig.layout.annotations[-1].text
+    ratio = hist["haar_ratio"]
+    assert len(ratio["ratio"]) == 12 and len(big["ratio"]) == 60  # 15° bins at N = 40, the stored 3° at 10,000
+    assert sum(ratio["observed"]) == pytest.approx(40) and ratio["ratio"][0] > 100  # 20 angles where 0.03 expected
+    np.testing.assert_allclose(fig.data[0].y[0], ratio["ratio"][0])
 
 
 @pytest.mark.parametrize("kind", ["none", "categorical"])

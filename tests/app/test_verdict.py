@@ -24,20 +24,21 @@ def _by_id(children, ident):
 
 
 def _aligned(**extra) -> dict:
-    report = _report(verdict={"aligned": True, "text": "Aligned: a classifier spots the stored pose with 95% accuracy"})
-    report["classifiers"] = [{"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}, *report["classifiers"]]
-    return {**report, **extra}
+    frame = {"features": "frame", "accuracy": 0.68, "auc": 0.74, "ci95": {"accuracy": [0.67, 0.69]}, "pvalue": 0.0}
+    return _report(classifiers=[{"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}, frame], **extra)
 
 
 def test_first_screen_answers_is_it_aligned_how_strongly_and_what_to_do():
     children = verdict_children(_aligned())
     text = _text(children)
     headline = _by_id(children, VERDICT_TEXT).children
-    assert headline.startswith("Yes") and "95" not in headline  # never leads with the atom-order figure
-    assert "0 = uniform" in text and "0.90" in text and "0.91" in text  # KL on a scale with the QM9 landmark
+    assert headline.startswith("Aligned") and "95" not in headline  # the strength never rests on atom order alone
+    assert "0 = uniform" in text and "0.91" in text and "QM9 0.90" not in text  # no landmark from another N
+    assert "Self-check" in text and "Not detected" in text  # the control's own verdict beside it
     assert "random rotations" in text and "de-biased export" in text
     # each classifier's figure says what it rests on; the frame-only one comes first
     frame, atom = text.index("frame classifier: 68 %"), text.index("atom-order classifier: 95 %")
+    assert text.index("KL: 0.91") < frame
     assert frame < atom and "file order" in text[atom:]
     assert (
         not re.search(r"p 0(?![.0-9])", text) and "p < 1e-300" in text and "-0.0 %" not in text and "−0.0 %" not in text
@@ -69,7 +70,7 @@ def test_skipped_stages_are_listed_with_their_reasons_in_the_panel_and_the_repor
 def test_html_report_names_the_active_group_and_smarts():
     page = static_report_html(_aligned(), [], {"group": "C7H10O2 (formula)", "SMARTS highlight": "C=O (12 matching)"})
     assert "id='active-view'" in page and "C7H10O2 (formula)" in page and "C=O (12 matching)" in page
-    assert "Yes: the stored poses are aligned" in page
+    assert "Aligned: the " in page and "Self-check" in page
 
 
 def test_a_column_without_any_value_is_left_out():

@@ -68,6 +68,14 @@ def test_uniformly_rotated_set_is_at_chance():
         assert m["pvalue"] > 0.05 / 3, m  # not significant, Bonferroni over 3 feature sets
 
 
+def test_the_pvalue_counts_only_the_given_fold():
+    p1, p0 = np.r_[np.full(30, 0.9), np.full(60, 0.4)], np.full(90, 0.1)
+    pooled = detection_metrics(p1, p0, n_bootstrap=10, seed=0)
+    first = detection_metrics(p1, p0, n_bootstrap=10, seed=0, test_rows=np.arange(90) < 30)
+    assert pooled["accuracy"] == first["accuracy"] and pooled["n_pvalue"] == 180 and first["n_pvalue"] == 60
+    assert first["pvalue"] == pytest.approx(0.5**60)  # the first 30 molecules: every row right
+
+
 def test_detection_metrics_known_answers():
     perfect = detection_metrics(np.full(50, 0.9), np.full(50, 0.1), n_bootstrap=100, seed=0)
     assert perfect["accuracy"] == 1.0 and perfect["auc"] == 1.0

@@ -71,7 +71,7 @@ def test_invariant_and_zero_error_cases():
     true = np.linspace(1, 2, n)
     e = sci.molecule_errors(np.arange(n), true, true, true)  # a perfect, invariant model
     f = sci.audit_figures(e, SETTINGS, seed=0)
-    assert f["invariant"] and f["reliance"] is None and f["ci95"]["reliance"] is None
+    assert f["invariant"] and f["reliance"] == 0 and f["ci95"]["reliance"] == [0, 0] and f["reliance_floored"]
     assert sci.verdict(f, 1.0, False, None)["code"] == "invariant"
     assert sci.verdict(f, 1.0, True, None)["code"] == "frame_dependent"
 
@@ -91,6 +91,39 @@ def test_spearman_and_deciles_with_missing_scores():
     assert missing["shift_vs_score"]["rho"] is None and "models stage" in missing["shift_vs_score"]["reason"]
 
 
-def test_units_warning():
-    assert "units" in sci.units_warning(10.0, 1.0, "eV")
+def test_units_warning_names_its_split():
+    assert "units" in sci.units_warning(10.0, 1.0, "eV") and "over all molecules" in sci.units_warning(10.0, 1.0)
+    assert "on split 'test'" in sci.units_warning(10.0, 1.0, "eV", "test")
     assert sci.units_warning(0.5, 1.0) is None
+
+
+def test_a_memoriser_leans_on_the_pose():
+    # Exact on its training set (stored-pose MSE 0), a little off on the rotated copies.
+    rng = np.random.default_rng(4)
+    true = rng.normal(size=300)
+    e = sci.molecule_errors(np.arange(300), true, true + rng.normal(0, 0.05, 300), true)
+    f = sci.audit_figures(e, SETTINGS, seed=0)
+    assert f["mse_stored"] == 0 and f["reliance_floored"] and f["mse_increase"] == pytest.approx(f["mse_rotated"])
+    assert f["reliance"] > 100 and f["ci95"]["reliance"][0] > sci.LEANS_MIN_RELIANCE
+    v = sci.verdict(f, f["pvalue"], False, None)
+    assert (
+        v["code"] == "leans"
+        and "n/a" not in v["text"]
+        and "floor" in v["text"]
+        and f"{f['mse_rotated']:.3g}" in v["text"]
+    )
+    # an audit stored before the floor (reliance null) is re-read by the same rule
+    old = {**f, "reliance": None, "ci95": {**f["ci95"], "reliance": None}, "pvalue_holm": f["pvalue"],
+           "verdict": {"code": "no_reliance", "text": "change the MSE by n/a"}}  # fmt: skip
+    assert sci.reread_verdict(old, frame_dependent=False)["code"] == "leans"
+
+
+def test_suggestive_but_not_significant_is_inconclusive():
+    f = {"mse_stored": 1.0, "mse_rotated": 1.138, "reliance": 0.138, "invariant": False, "shift_rms": 0.3,
+         "ci95": {"reliance": [0.060, 0.232]}}  # fmt: skip
+    v = sci.verdict(f, 0.0033, False, None)
+    assert v["code"] == "inconclusive" and v["text"].startswith("Inconclusive") and "+13.8 %" in v["text"]
+    assert "No detectable" not in v["text"] and v["rule_version"] == sci.AUDIT_RULE_VERSION
+    f["ci95"]["reliance"] = [-0.02, 0.3]
+    assert sci.verdict(f, 0.03, False, None)["code"] == "inconclusive"  # p < 0.05 alone
+    assert sci.verdict(f, 0.2, False, None)["code"] == "no_reliance"

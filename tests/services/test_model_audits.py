@@ -57,6 +57,26 @@ def test_get_list_and_download(audited):
         svc.get_audit(data_dir, "qm9", "anosuch")
 
 
+def test_a_memoriser_leans_and_a_stored_audit_is_re_read_by_the_current_rule(audited):
+    from orientscope.store import audits as store
+
+    data_dir, record = audited
+    # the fixture's model is exact on the stored poses and 0.01 off on the copies
+    (gap,) = svc.get_audit(data_dir, "qm9", record["id"])["properties"]
+    assert gap["mse_stored"] == 0 and gap["reliance_floored"] and gap["verdict"]["code"] == "leans"
+    old = {**record, "id": "aold", "properties": [{**gap, "reliance": None, "ci95": {**gap["ci95"], "reliance": None},
+           "verdict": {"code": "no_reliance", "text": "rotated copies change the MSE by n/a"}}]}  # fmt: skip
+    molecules = store.read_audit_molecules(data_dir, "qm9", record["id"]).to_pandas()
+    store.write_audit(data_dir, "qm9", "aold", old, molecules)
+    try:
+        (reread,) = svc.get_audit(data_dir, "qm9", "aold")["properties"]
+        assert reread["verdict"]["code"] == "leans" and reread["verdict"]["reread"] is True
+        assert "n/a" not in reread["verdict"]["text"]
+        assert {a["id"]: a["verdicts"] for a in svc.list_audits(data_dir, "qm9")}["aold"] == {"gap": "leans"}
+    finally:
+        svc.delete_audit(data_dir, "qm9", "aold")
+
+
 def test_map_colour_prediction_shift(audited):
     data_dir, record = audited
     points = view_points(data_dir, MapQuery("qm9", color=f"shift:{record['id']}:gap"))

@@ -21,35 +21,37 @@ def test_report_names_the_frame_dependent_properties_and_the_rows_flag_them(qm9_
     assert flagged == lab_frame
 
 
-def _qm9_like(frame_acc=0.68, order_acc=0.95, ctl=-0.0004):
-    return {
-        "kl": {"value": 0.907, "ci95": [0.896, 0.918]},
-        "ks": {"pvalue": 0.0},
-        "control": {"kl": {"value": ctl}},
-        "classifiers": [
-            {"features": "frame", "accuracy": frame_acc, "pvalue": 0.0},
-            {"features": "frame+composition", "accuracy": 0.73, "pvalue": 0.0},
-            {"features": "atom-order", "accuracy": order_acc, "pvalue": 0.0},
-        ],
+def test_report_verdict_and_the_controls_by_one_rule(qm9_store):
+    """The small QM9 store (seeded draw of QM9, its stored poses) and its Haar-rotated control."""
+    from orientscope.science.verdict import CODES, DEFAULT_ALPHA, RULE_VERSION
+    from orientscope.services.report import build_report
+
+    report = build_report(qm9_store, "qm9")
+    v, c = report["verdict"], report["control"]["verdict"]
+    assert {"code", "text", "evidence", "alpha", "rule_version", "aligned"} <= set(v)
+    assert v["code"] in CODES and v["alpha"] == DEFAULT_ALPHA and v["rule_version"] == RULE_VERSION
+    assert v["code"] in ("aligned", "weakly_aligned") and v["aligned"] is True
+    assert {e["test"] for e in v["evidence"]} == {
+        "KL",
+        "KS",
+        *(f"{x['features']} classifier" for x in report["classifiers"]),
     }
-
-
-def test_verdict_leads_with_the_scale_and_the_frame_classifier_not_the_atom_order_one():
-    from orientscope.services.report import verdict
-
-    text = verdict(_qm9_like())["text"]
-    assert text.startswith("Aligned: KL to uniform 0.91 (0 = uniform; control 0.00")
-    assert text.index("68%") < text.index("95%") and "file order" in text
-    assert "-0.00" not in text
+    assert all({"test", "statistic", "pvalue", "p_holm", "role"} <= set(e) for e in v["evidence"])
+    assert c["code"] == "not_detected" and c["aligned"] is False
+    assert v["kl_null"]["n"] == report["kl"]["n"] and "seed" in v["kl_null"]["monte_carlo"]
+    # the KL interval is for the expected estimate at this N, never narrower than the null's
+    lo, hi = report["kl"]["ci95"]
+    assert hi - lo >= 2 * 1.96 * v["kl_null"]["sd"] * 0.999
 
 
 def test_verdict_of_a_uniform_set_says_so_without_negative_zero():
     from orientscope.services.report import verdict
 
     report = {
-        "kl": {"value": -0.001, "ci95": [-0.003, 0.002]},
-        "ks": {"pvalue": 0.2},
-        "control": {"kl": {"value": -0.002}},
+        "kl": {"value": -0.001, "ci95": [-0.003, 0.002], "n": 200, "k": 5},
+        "ks": {"statistic": 0.04, "pvalue": 0.2},
     }
-    out = verdict(report)
-    assert out["aligned"] is False and out["text"] == "Not detectably aligned: KL 0.00 (control 0.00), KS p = 0.2"
+    out = verdict(report, 200)
+    assert out["aligned"] is False and out["code"] == "not_detected"
+    assert out["text"].startswith("Not detected: no test tells these poses from random orientations at α = 0.001")
+    assert "-0" not in out["text"]

@@ -2,6 +2,7 @@
 
 import pytest
 
+from orientscope.services.report import verdict
 from orientscope.services.report_format import (
     FRAME_DEPENDENT_NOTE,
     format_number,
@@ -13,9 +14,10 @@ from orientscope.services.report_format import (
 
 
 def _report(**extra) -> dict:
-    """A constructed report with the shape the pipeline writes."""
+    """A constructed report with the shape the pipeline writes, its verdicts by the service's rule."""
     report = {
-        "kl": {"value": 0.907, "ci95": [0.896, 0.918]},
+        "n_molecules": 1000,
+        "kl": {"value": 0.907, "ci95": [0.896, 0.918], "n": 1000, "k": 5},
         "kl_sign_invariant": {"value": 0.5, "ci95": [0.45, 0.55]},
         "ks": {"statistic": 0.31, "pvalue": 0.0},
         "classifiers": [{"features": "frame", "accuracy": 0.68, "auc": 0.74, "ci95": {"accuracy": [0.67, 0.69]}, "pvalue": 0.0}],
@@ -29,14 +31,17 @@ def _report(**extra) -> dict:
         ],
         "similarity": {"n_pairs": 2000, "nn_within_30deg": 0.4, "random_within_30deg": 0.1, "enrichment": 4.0, "pvalue": 1e-320},
         "control": {
-            "kl": {"value": -0.001, "ci95": [-0.003, 0.002]},
+            "kl": {"value": -0.001, "ci95": [-0.003, 0.002], "n": 1000, "k": 5},
             "ks": {"statistic": 0.01, "pvalue": 0.6},
             "classifiers": [{"features": "frame", "accuracy": 0.5, "pvalue": 0.43}],
             "similarity": {"n_pairs": 2000, "nn_within_30deg": 0.1, "random_within_30deg": 0.1, "enrichment": 1.0, "pvalue": 0.5},
         },
         "skipped_stages": {},
     }  # fmt: skip
-    return {**report, **extra}
+    report = {**report, **extra}
+    report.setdefault("verdict", verdict(report, report["n_molecules"]))
+    report["control"].setdefault("verdict", verdict(report["control"], report["n_molecules"]))
+    return report
 
 
 @pytest.mark.parametrize(
@@ -92,28 +97,54 @@ def test_a_skipped_stage_gives_its_reason_instead_of_rows():
 def test_control_report_shows_the_controls_own_figures_not_the_datasets():
     from orientscope.services.report_format import control_report
 
-    report = _report(name="QM9", verdict={"aligned": True, "text": "Aligned"})
+    report = _report(name="QM9")
     shown = control_report(report)
     zpve, alpha = regression_rows(shown)
     # the control's gains (about 0), never the dataset's +21.9 % / +35.1 %
     assert zpve["gain_text"] == "0.0 %" and alpha["gain_text"] == "0.0 %"
     assert shown["kl"] == report["control"]["kl"] and shown["classifiers"] == report["control"]["classifiers"]
-    assert shown["name"] == "QM9 · control" and shown["control"] == {} and shown["verdict"]["aligned"] is None
+    assert shown["name"] == "QM9 · control" and shown["control"] == {}
+    # the control's own verdict by the same rule: the built-in self-check
+    assert shown["verdict"]["code"] == "not_detected" and shown["verdict"]["aligned"] is False
 
 
 def test_headline_answers_in_plain_words_and_names_what_each_classifier_rests_on():
-    from orientscope.services.report_format import KL_LANDMARK, REMEDY, headline
+    from orientscope.services.report_format import REMEDY, headline
 
     atom_order = {"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}
-    report = _report(verdict={"aligned": True, "text": "Aligned: a classifier spots the stored pose with 95% accuracy"})
-    report["classifiers"] = [atom_order, *report["classifiers"]]
-    h = headline(report)
-    assert h.aligned is True and h.answer.startswith("Yes") and "95" not in h.answer
-    assert "0 = uniform" in h.strength and f"{KL_LANDMARK:.2f}" in h.strength and "0.91" in h.strength
+    frame = {"features": "frame", "accuracy": 0.68, "ci95": {"accuracy": [0.67, 0.69]}, "pvalue": 0.0}
+    h = headline(_report(classifiers=[atom_order, frame]))
+    assert h.code == "aligned" and h.aligned is True and h.answer.startswith("Aligned: the ")
+    # the strength comes from the frame-only classifier, never the atom-order figure alone
+    assert "frame classifier tells a stored pose from a random one 68%" in h.answer and "95" not in h.answer
+    assert "0 = uniform" in h.strength and "0.91" in h.strength and "QM9" not in h.strength
+    assert "at N = 1,000" in h.strength and "uniform poses give 0.00 ± 0.04" in h.strength
     assert h.remedy == REMEDY and "random rotations" in h.remedy and "de-biased export" in h.remedy
-    # the frame-only figure first; the atom-order one says it reads file order
-    assert h.evidence[0].startswith("frame classifier: 68 %") and "p < 1e-300" in h.evidence[0]
-    assert h.evidence[1].startswith("atom-order classifier: 95 %") and "file order" in h.evidence[1]
+    # KL first, then the frame-only figure; the atom-order one says it reads file order
+    assert h.evidence[0].startswith("KL: 0.91 against its null at this N (p ")
+    assert h.evidence[1].startswith("frame classifier: 68 %") and "p < 1e-300" in h.evidence[1]
+    assert h.evidence[2].startswith("atom-order classifier: 95 %") and "file order" in h.evidence[2]
+    assert h.control_answer.startswith("Self-check, the same molecules randomly rotated: Not detected")
+
+
+def test_the_headline_never_contradicts_the_figures_it_shows():
+    """The 290-molecule upload of issue 28: KL far above its control, both classifiers far above chance, KS p 0.62."""
+    from orientscope.services.report_format import headline
+
+    report = _report(
+        n_molecules=290,
+        kl={"value": 0.40, "ci95": [0.29, 0.50], "n": 290, "k": 5},
+        ks={"statistic": 0.05, "pvalue": 0.62},
+        classifiers=[
+            {"features": "frame", "accuracy": 0.63, "pvalue": 1e-10},
+            {"features": "atom-order", "accuracy": 0.87, "pvalue": 1e-79},
+        ],
+    )
+    h = headline(report)
+    assert report["verdict"]["aligned"] is True and h.code == "aligned"
+    assert "no clear preference" not in h.answer and "Not detectably" not in h.answer
+    assert h.answer.startswith("Aligned: the KL test (Holm p = ") and "frame classifier (Holm p = 2e-10)" in h.answer
+    assert h.answer.index("frame classifier") < h.answer.index("atom-order classifier")
 
 
 def test_headline_of_a_set_too_small_for_statistics_says_why():

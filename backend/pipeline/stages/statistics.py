@@ -36,7 +36,7 @@ def run(ctx: StageContext) -> StageOutput:
             "k": K_NEIGHBOURS,
             "bins": N_BINS,
             "reference_bandwidth_rad": 0.5,
-            "kl_ci": "normal approximation of the mean k-NN term (what a bootstrap of the terms converges to)",
+            "kl_ci": "the expected estimate at this N: the null law's margins or the spread over half subsamples",
             "kl_at_n": "mean k-NN KL over seeded disjoint subsamples of 100,000 (see kl_at_n.method)",
         },
     )
