@@ -30,6 +30,7 @@ from app.initial_view import (
     page_query,
     resolve_view,
 )
+from app.mapfigure import region_viewport
 from app.mapview import clicked_row, map_layers
 from app.offload import guarded
 from app.pages_upload import register_upload, upload_section
@@ -215,6 +216,8 @@ def build_layout(read_only: bool) -> html.Div:
             dcc.Store(id=ids.RING_DONE),
             dcc.Store(id=ids.SELECTED),
             dcc.Store(id=ids.MAP_VIEWPORT),
+            dcc.Store(id=ids.MAP_ZOOM),
+            dcc.Store(id=ids.MAP_ZOOM_DONE),
             dcc.Store(id=ids.MAP_DRAWN),
             dcc.Store(id=ids.VIEWER_SPEC),
             dcc.Store(id=ids.VIEWER_DONE),
@@ -379,7 +382,13 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     # A Store given data=None reports a change when it mounts, which would fire its callbacks.
     if not st.molecule:
         del props[ids.SELECTED]
-    _put(props, MAP_OUT, panels.map_outputs(data_dir, drawn)._asdict())
+    viewport = None
+    if st.region is None:
+        del props[ids.MAP_ZOOM]
+    else:  # the zoomed region, at the first draw's pixel size: a colour change then keeps it
+        viewport = region_viewport(st.region)
+        props[ids.MAP_VIEWPORT] = {"data": viewport}
+    _put(props, MAP_OUT, panels.map_outputs(data_dir, drawn, viewport)._asdict())
     _put(props, VERDICT_OUT, panels.verdict_outputs(data_dir, drawn)._asdict())
     molecule = panels.molecule_outputs(data_dir, drawn, st.molecule)
     _put(props, MOLECULE_OUT, molecule._asdict())
@@ -650,6 +659,13 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         Output(ids.MAP_DRAWN, "data"),
         Input(ids.MAP, "figure"),
         State(ids.MAP, "id"),
+    )
+    app.clientside_callback(  # the back button's zoom (the URL's), drawn
+        dash.ClientsideFunction("orientscope", "applyZoom"),
+        Output(ids.MAP_ZOOM_DONE, "data"),
+        Input(ids.MAP_ZOOM, "data"),
+        State(ids.MAP, "id"),
+        prevent_initial_call=True,
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "markSelected"),

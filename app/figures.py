@@ -303,7 +303,8 @@ def orientation_image_spec(
 ) -> dict:
     """The map as a server-aggregated image under vector overlays, as plain dicts.
 
-    image : a PNG data URL covering ``extent`` = (x0, x1, y0, y1) in Mollweide units;
+    image : a PNG data URL covering ``extent`` = (x0, x1, y0, y1) in Mollweide units, the region the
+    plot shows;
     scale : the image's colours, {"kind": "categorical", "labels", "colors"} (a legend) or
     {"kind": "continuous", "title", "colors", "cmin", "cmax"} (a colour bar).
     The outline, graticule, reference markers and legend are traces drawn over the image.
@@ -326,7 +327,7 @@ def orientation_image_spec(
     if highlight:
         traces.append(_legend_entry("SMARTS match", HIGHLIGHT, {"kind": "highlight"}))
     traces.append(selection_legend_trace())
-    layout = _map_layout(title)
+    layout = _map_layout(title, extent)
     layout["images"] = [
         {
             "source": image,
@@ -378,6 +379,7 @@ def orientation_map_spec(
     n_molecules: int | None = None,
     marker_size: float | None = None,
     hover_ids: np.ndarray | None = None,
+    extent: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units,
     as ``{"data": [...], "layout": {...}}`` of plain dicts and numpy arrays.
@@ -385,7 +387,8 @@ def orientation_map_spec(
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
     outline and graticule polylines (``backend.services.map_data.frame_lines``); ``reference`` the
     shown axes of the reference orientation (see :func:`reference_trace`); ``hover_ids``
-    (one molecule id per point) makes hovering a point show its molecule.
+    (one molecule id per point) makes hovering a point show its molecule; ``extent`` = (x0, x1, y0, y1),
+    Mollweide units, is the region shown (default the whole map).
     """
     x, y = map_units(x), map_units(y)
     split = split or split_points(color, x.size)
@@ -421,16 +424,25 @@ def orientation_map_spec(
     if split.colorbar is not None:
         traces.append(_colorbar_trace(split.colorbar))
     # Plain dicts: plotly's validators and figure objects cost more than the rest of the figure.
-    return {"data": traces, "layout": _map_layout(title)}
+    return {"data": traces, "layout": _map_layout(title, extent)}
 
 
-def _map_layout(title: str) -> dict:
-    """The map's layout as a plain dict, with the template expanded (plotly.js knows no template names)."""
+def _map_layout(title: str, extent: tuple[float, float, float, float] | None = None) -> dict:
+    """The map's layout as a plain dict, with the template expanded (plotly.js knows no template names).
+
+    ``extent`` = (x0, x1, y0, y1), Mollweide units: the region the axes show (default the whole map).
+    A zoomed region's figure must carry its own ranges: plotly.js keeps a zoom across a new figure
+    only when the zoom came from the mouse, and dcc.Graph's echo of the relayout overwrites even that.
+    """
+    x_range, y_range = MAP_RANGE_X, MAP_RANGE_Y
+    if extent is not None:
+        x_range = [extent[0] * MAP_SCALE, extent[1] * MAP_SCALE]
+        y_range = [extent[2] * MAP_SCALE, extent[3] * MAP_SCALE]
     return {
         **_layout(title),
         "template": _template(),
-        "xaxis": {"range": MAP_RANGE_X, "visible": False, "fixedrange": False},
-        "yaxis": {"range": MAP_RANGE_Y, "visible": False, "scaleanchor": "x", "scaleratio": 1},
+        "xaxis": {"range": x_range, "visible": False, "fixedrange": False},
+        "yaxis": {"range": y_range, "visible": False, "scaleanchor": "x", "scaleratio": 1},
         "dragmode": "pan",
         "hovermode": "closest",
         "clickmode": "event",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -76,7 +76,9 @@ class PageQueryMiddleware:
         headers = {k: v.decode("latin-1") for k, v in scope.get("headers") or [] if k in (b"referer", b"host")}
         query = referer_query(headers.get(b"referer"), headers.get(b"host"))
         key = None
-        if query is not None and self.version is not None:
+        # A zoomed page is built afresh: each zoom is a URL of its own, and keeping their layouts
+        # would fill the cache with one 2.5 MB layout per zoom.
+        if query is not None and self.version is not None and "zoom" not in dict(parse_qsl(query.lstrip("?"))):
             key = (self._own, query, await anyio.to_thread.run_sync(self.version))  # reads dataset metadata
         hit = self.cache.get("first_view", key) if key is not None else None
         if hit is not None:

@@ -132,6 +132,15 @@ DEFAULT_VIEWPORT = Viewport(MAP_RANGE_X[0] / MAP_SCALE, MAP_RANGE_X[1] / MAP_SCA
                             MAP_RANGE_Y[1] / MAP_SCALE, 900, 458)  # fmt: skip
 
 
+def region_viewport(region: tuple[float, float, float, float]) -> dict:
+    """The viewport of a URL's zoom (x0, x1, y0, y1 Mollweide units): that region, in square pixels at about
+    the first draw's size. The browser asks for the rest if its plot, widened to its own aspect, shows more."""
+    x0, x1, y0, y1 = region
+    scale = DEFAULT_VIEWPORT.width / max(x1 - x0, y1 - y0)
+    width, height = max(1, round((x1 - x0) * scale)), max(1, round((y1 - y0) * scale))
+    return {"x0": x0, "x1": x1, "y0": y0, "y1": y1, "width": width, "height": height}
+
+
 def viewport_of(raw: dict | None) -> Viewport:
     """The viewport a browser reported ({x0, x1, y0, y1 Mollweide units, width, height pixels}), else the default."""
     if not raw:
@@ -183,6 +192,7 @@ def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
             x, y, _color_spec(points.colors, keep), frame=frame_lines(),
             highlight_xy=(x[matched], y[matched]) if matched.any() else None,
             reference=reference, title=title, n_molecules=points.n_molecules, hover_ids=points.ids(keep),
+            extent=(vp.x0, vp.x1, vp.y0, vp.y1),
         )  # fmt: skip
     spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, _new_token(), render)}
     return spec

@@ -41,6 +41,16 @@
         var drawn = gd.layout[k];
         if (drawn && JSON.stringify(drawn) !== JSON.stringify(layout[k])) { layout[k] = JSON.parse(JSON.stringify(drawn)); }
       });
+    },
+    // Double-click and the modebar's home button reset the axes to the ranges of the plot's first
+    // figure (plotly.js keeps them as _rangeInitial0/1 until the plot is made anew). A page opened
+    // zoomed (?zoom=) would reset to that zoom: both go to the whole map instead. Canary:
+    // test_double_click_and_home_return_to_the_whole_map (tests/browser/test_map_zoom.py).
+    setHomeRanges: function (gd, xRange, yRange) {
+      var fl = gd && gd._fullLayout;
+      if (!fl || !fl.xaxis || !fl.yaxis) { return; }
+      fl.xaxis._rangeInitial0 = xRange[0]; fl.xaxis._rangeInitial1 = xRange[1];
+      fl.yaxis._rangeInitial0 = yRange[0]; fl.yaxis._rangeInitial1 = yRange[1];
     }
   };
   // ================================================================ end of plotly.js internals
@@ -249,6 +259,8 @@
   // sends the visible region back so the server re-aggregates it at the plot's resolution.
   var MAP_SCALE = 10000;  // map units per Mollweide unit (app/figures.py MAP_SCALE)
   var HOVER_MS = 120;
+  // The whole map's ranges in Mollweide units (app/figures.py MAP_RANGE_X, MAP_RANGE_Y).
+  var WHOLE = { x0: -2.95, x1: 2.95, y0: -1.5, y1: 1.5 };
 
   function plotOf(host) { return host && host.querySelector(".js-plotly-plot"); }
 
@@ -395,18 +407,72 @@
       a.width === b.width && a.height === b.height;
   }
 
+  function wholeRanges() {
+    return { "xaxis.range": [WHOLE.x0 * MAP_SCALE, WHOLE.x1 * MAP_SCALE],
+             "yaxis.range": [WHOLE.y0 * MAP_SCALE, WHOLE.y1 * MAP_SCALE] };
+  }
+
+  // Whether a viewport shows the whole map (or more).
+  function isWhole(vp) {
+    var tol = 1e-3;
+    return vp.x0 <= WHOLE.x0 + tol && vp.x1 >= WHOLE.x1 - tol && vp.y0 <= WHOLE.y0 + tol && vp.y1 >= WHOLE.y1 - tol;
+  }
+
+  // Whether the region a figure was drawn for covers what the plot shows of the map (within a pixel):
+  // plotly.js widens one axis to keep the map's aspect, and a plot of another size than the one
+  // drawn for shows more than the figure holds.
+  function covers(drawn, shown) {
+    if (!drawn || !shown) { return true; }
+    var tx = (drawn.x1 - drawn.x0) / drawn.width, ty = (drawn.y1 - drawn.y0) / drawn.height;
+    return drawn.x0 <= Math.max(shown.x0, WHOLE.x0) + tx && drawn.x1 >= Math.min(shown.x1, WHOLE.x1) - tx &&
+      drawn.y0 <= Math.max(shown.y0, WHOLE.y0) + ty && drawn.y1 >= Math.min(shown.y1, WHOLE.y1) - ty;
+  }
+
+  // The URL's zoom of a region (app/state.py zoom_text), null for the whole map.
+  function zoomText(vp) {
+    return isWhole(vp) ? null : [vp.x0, vp.x1, vp.y0, vp.y1].map(function (v) { return v.toFixed(4); }).join(",");
+  }
+
   function onRelayout(host, ev) {
     var keys = Object.keys(ev || {});
     if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
     var gd = plotOf(host), meta = mapMeta(gd);
-    if (!meta || meta.view !== "map" || sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
+    if (!meta || meta.view !== "map") { return; }
+    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {  // autoscale: the data's extent is the drawn region's
+      window.Plotly.relayout(gd, wholeRanges());
+      return;
+    }
+    var quiet = host._quietZoom;  // a zoom the URL asked for (the back button): the URL has it already
+    host._quietZoom = false;
+    if (sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
+    var vp = shownViewport(gd);
+    if (vp && meta.state) { drawRegion(host, meta.state, vp, quiet); }
+  }
+
+  function drawRegion(host, state, vp, quiet) {
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
-    var vp = shownViewport(gd);
     host._askedViewport = vp;  // until then no figure of another region counts as drawn
     host._mapToken = null;  // nor does the one on screen when its pending hook fires
     tooltipOf(host).hidden = true;
-    if (vp && meta.state) { askRegion(host, meta.state, vp); }
+    askRegion(host, state, vp, quiet);
+  }
+
+  // The zoom store changed: the back or forward button restored a URL (sync_state copies its zoom
+  // there), or a drawn region was written to it (then it matches what is shown and nothing happens).
+  function applyZoom(zoom, id) {
+    var host = document.getElementById(id), gd = plotOf(host), meta = mapMeta(gd);
+    var clientside = window.dash_clientside;
+    if (!host || !meta || meta.view !== "map" || !gd.layout) { return clientside.no_update; }
+    host._zoom = zoom || null;
+    var shown = shownViewport(gd);
+    if (!shown || zoomText(shown) === host._zoom) { return clientside.no_update; }
+    var p = zoom ? zoom.split(",").map(Number) : null;
+    var ranges = p ? { "xaxis.range": [p[0] * MAP_SCALE, p[1] * MAP_SCALE],
+                       "yaxis.range": [p[2] * MAP_SCALE, p[3] * MAP_SCALE] } : wholeRanges();
+    host._quietZoom = true;
+    window.Plotly.relayout(gd, ranges);
+    return zoom || "";
   }
 
   // The zoomed region's figure, asked for at once and straight from the server (app/map_route.py):
@@ -416,7 +482,7 @@
   // flight only the newest zoom's is drawn.
   var FIGURE_PATH = "/_map-figure";
 
-  function askRegion(host, state, vp) {
+  function askRegion(host, state, vp, quiet) {
     var seq = host._regionSeq = (host._regionSeq || 0) + 1;
     var params = Object.assign({ state: JSON.stringify(state) }, vp);
     var q = Object.keys(params).map(function (k) {
@@ -429,6 +495,11 @@
       if (figure) {
         host._figure = figure;
         clientside.set_props("orientation-map", { figure: figure });
+      }
+      var zoom = zoomText(vp);
+      if (!quiet && zoom !== (host._zoom || null)) {  // into the URL (app/dashboard.py sync_state), a history entry
+        host._zoom = zoom;
+        clientside.set_props("map-zoom", { data: zoom });
       }
     }, function () {});  // the server is gone: the old figure stays, zoomed
   }
@@ -444,7 +515,11 @@
     gd.on("plotly_afterplot", function () {
       var fig = host._figure, meta = mapMeta(gd);
       if (meta && meta.token === (mapMeta(fig) || {}).token) { plotlyInternals.keepAxesInFigure(gd, fig); }
+      var home = wholeRanges();
+      plotlyInternals.setHomeRanges(gd, home["xaxis.range"], home["yaxis.range"]);
     });
+    var home = wholeRanges();
+    plotlyInternals.setHomeRanges(gd, home["xaxis.range"], home["yaxis.range"]);
   }
 
   // Resolves once an image has been decoded, so that setting the hook means pixels are on screen.
@@ -483,6 +558,11 @@
         return;
       }
       if (meta.view !== "sphere") { bindMap(host, gd); }
+      var shown = meta.view === "map" ? shownViewport(gd) : null;
+      if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
+        drawRegion(host, meta.state, shown, true);
+        return;
+      }
       var images = (gd.layout.images || []).map(function (im) { return decoded(im.source); });
       Promise.all(images).then(function () {
         requestAnimationFrame(function () {
@@ -508,7 +588,8 @@
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     orientscope: {
       renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap,
-      postUpload: postUpload, chosenFile: chosenFile, pollRecord: pollRecord, watchMap: watchMap
+      postUpload: postUpload, chosenFile: chosenFile, pollRecord: pollRecord, watchMap: watchMap,
+      applyZoom: applyZoom
     }
   });
 })();

@@ -133,3 +133,16 @@ def test_layout_for_an_unknown_dataset_leaves_the_url_to_the_callbacks(dash_url)
     assert "search" not in _props(layout, "url")  # dcc.Location reports it, sync_state cleans it
     assert "Unknown dataset 'nope'" in str(_props(layout, "messages")["children"])
     assert _props(layout, "map-state")["data"]["dataset"] == "qm9"
+
+
+def test_zoomed_pages_are_not_cached_so_zooming_does_not_grow_the_cache():
+    calls = []
+    cache = ByteBudgetCache(MB)
+    app = PageQueryMiddleware(_layout_app(calls), version=lambda: 1, cache=cache)
+    for k in range(5):  # five zooms, each its own URL, each loaded twice
+        ref = {"host": "lab", "referer": f"http://lab/?dataset=qm9&view=map&zoom=-0.{k},0.5,-0.2,0.2"}
+        asyncio.run(_get(app, "/_dash-layout", ref))
+        asyncio.run(_get(app, "/_dash-layout", ref))
+    assert len(calls) == 10 and len(cache) == 0
+    asyncio.run(_get(app, "/_dash-layout", {"host": "lab", "referer": "http://lab/?dataset=qm9&view=map"}))
+    assert len(cache) == 1  # the unzoomed page is kept
