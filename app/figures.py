@@ -233,15 +233,10 @@ def split_points(spec: ColorSpec, n_points: int) -> PointTraces:
     return PointTraces(members, category, colors, labels, ranges, colorbar)
 
 
-def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None, hover_ids=None) -> list[dict]:
+def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None) -> list[dict]:
     traces, shown = [], set()
     for idx, k in zip(split.members, split.category, strict=True):
         legend = split.colorbar is None or split.ranges[k] is None
-        hover = (
-            {"hoverinfo": "none"}
-            if hover_ids is None
-            else {"text": np.asarray(hover_ids)[idx], "hovertemplate": "molecule %{text}<extra></extra>"}
-        )
         traces.append(
             {
                 "type": "scattergl",
@@ -252,7 +247,8 @@ def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None
                 "name": split.labels[k],
                 "legendgroup": f"c{k}",
                 "showlegend": legend and k not in shown,
-                **hover,
+                # hover is the server's pick, as a click's (orientscope.js): plotly's own could name another point
+                "hoverinfo": "none",
                 "meta": {
                     "kind": "points",
                     "n_points": int(idx.size),
@@ -378,7 +374,6 @@ def orientation_map_spec(
     title: str = "",
     n_molecules: int | None = None,
     marker_size: float | None = None,
-    hover_ids: np.ndarray | None = None,
     extent: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units,
@@ -386,8 +381,7 @@ def orientation_map_spec(
 
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
     outline and graticule polylines (``backend.services.map_data.frame_lines``); ``reference`` the
-    shown axes of the reference orientation (see :func:`reference_trace`); ``hover_ids``
-    (one molecule id per point) makes hovering a point show its molecule; ``extent`` = (x0, x1, y0, y1),
+    shown axes of the reference orientation (see :func:`reference_trace`); ``extent`` = (x0, x1, y0, y1),
     Mollweide units, is the region shown (default the whole map).
     """
     x, y = map_units(x), map_units(y)
@@ -396,7 +390,7 @@ def orientation_map_spec(
     hx, hy = highlight_xy if highlight_xy is not None else (np.zeros(0), np.zeros(0))
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     many = np.size(hx) > MAX_RINGED_MATCHES
-    base = _point_traces(x, y, split, size, n_molecules, hover_ids)
+    base = _point_traces(x, y, split, size, n_molecules)
     if np.size(hx):  # the matches stand out over a muted map
         for trace in base:
             trace["marker"]["opacity"] = MUTED_OPACITY
@@ -587,8 +581,11 @@ def density_map_figure(
     return unvalidated_figure(traces, layout=_map_layout(title))
 
 
-def sphere_figure(vectors: np.ndarray, color: ColorSpec, *, reference=None, title: str = "") -> go.Figure:
-    """3D unit-sphere view of axis vectors (n_points, 3) in draw order."""
+def sphere_figure(
+    vectors: np.ndarray, color: ColorSpec, *, reference=None, title: str = "", ids: np.ndarray | None = None
+) -> go.Figure:
+    """3D unit-sphere view of axis vectors (n_points, 3) in draw order; ``ids`` (n_points,) name each
+    point's molecule on hover."""
     v = np.asarray(vectors, np.float32).reshape(-1, 3)
     u, w = np.mgrid[0 : 2 * np.pi : 37j, 0 : np.pi : 19j]
     wire = go.Surface(
@@ -611,7 +608,11 @@ def sphere_figure(vectors: np.ndarray, color: ColorSpec, *, reference=None, titl
             z=v[:, 2],
             mode="markers",
             marker=marker,
-            hoverinfo="none",
+            **(
+                {"hoverinfo": "none"}
+                if ids is None
+                else {"text": np.asarray(ids).astype(str), "hovertemplate": "molecule %{text}<extra></extra>"}
+            ),
             name="axes",
             showlegend=False,
             meta={"kind": "points", "n_points": int(len(v))},

@@ -96,8 +96,9 @@ def distinct_molecules(layers: MapLayers) -> int:
 
 
 def selected_ring(md: MapData, st: ViewState, selected: str | None) -> list[list[float]]:
-    """Map-unit points to ring for the selected molecule (none outside the Mollweide map view)."""
-    return selection_ring(selected_xy(md, st.axes, selected)) if st.view == "map" else []
+    """Map-unit points to ring for the selected molecule on the Mollweide plane (the map and the density
+    view; none on the 3D sphere)."""
+    return selection_ring(selected_xy(md, st.axes, selected)) if st.view in ("map", "density") else []
 
 
 def selected_xy(md: MapData, axes: str, selected: str | None):
@@ -191,7 +192,7 @@ def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
         spec = orientation_map_spec(
             x, y, _color_spec(points.colors, keep), frame=frame_lines(),
             highlight_xy=(x[matched], y[matched]) if matched.any() else None,
-            reference=reference, title=title, n_molecules=points.n_molecules, hover_ids=points.ids(keep),
+            reference=reference, title=title, n_molecules=points.n_molecules,
             extent=(vp.x0, vp.x1, vp.y0, vp.y1),
         )  # fmt: skip
     spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, _new_token(), render)}
@@ -205,7 +206,8 @@ def map_figure(data_dir: Path, st: ViewState) -> tuple[go.Figure, MapLayers]:
     if st.view == "density":
         fig = density_figure(layers, ref, title)
     elif st.view == "sphere":
-        fig = sphere_figure(layers.md.vectors(layers.rows, layers.axes), layers.color, reference=ref, title=title)
+        vectors = layers.md.vectors(layers.rows, layers.axes)
+        fig = sphere_figure(vectors, layers.color, reference=ref, title=title, ids=layers.md.ids[layers.rows])
     else:
         fig = unvalidated_figure(**_flat_figure(data_dir, st, DEFAULT_VIEWPORT))
     return fig, layers

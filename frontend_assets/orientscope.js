@@ -314,21 +314,32 @@
     return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
   }
 
+  // The query of a pick at a mouse event: the point under it and the region shown (the same for a hover
+  // and a click, so that both name the same molecule: backend/services/map_pick.py). Null outside the plot.
+  function pickQuery(gd, ev) {
+    var p = eventPoint(gd, ev), vp = shownViewport(gd);
+    return p && vp ? { p: p, params: Object.assign({ x: p.x, y: p.y }, vp) } : null;
+  }
+
   // On a press inside the plot: {x, y} of the press and the promise of {hit, spec} (spec null when
-  // no point is near or the spec cannot be had: then Dash draws the viewer as before).
+  // no point is near, when several molecules share the point's pixel (a chooser opens), or when the spec
+  // cannot be had: then Dash draws the viewer as before).
   function startPick(host, ev) {
     host._pick = null;
     var gd = plotOf(host), meta = mapMeta(gd);
     if (ev.button !== 0 || !meta || meta.view === "sphere") { return; }  // the sphere's clicks: plotly's picking
-    var p = eventPoint(gd, ev), vp = shownViewport(gd);
-    if (!p || !vp) { return; }
-    var answer = getJson(mapUrl(meta, "map/nearest", Object.assign({ x: p.x, y: p.y }, vp))).then(function (hit) {
-      if (!hit || hit.id === null) { return { hit: hit, spec: null }; }
-      var q = "?dataset=" + encodeURIComponent(meta.dataset) + "&molecule=" + encodeURIComponent(hit.id);
-      return getJson(VIEWER_PATH + q).then(function (spec) { return { hit: hit, spec: spec }; },
-                                           function () { return { hit: hit, spec: null }; });
+    var pq = pickQuery(gd, ev);
+    if (!pq) { return; }
+    var answer = getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
+      if (!hit || hit.id === null || hit.shared > 1) { return { hit: hit, spec: null }; }
+      return getJson(viewerUrl(meta.dataset, hit.id)).then(function (spec) { return { hit: hit, spec: spec }; },
+                                                           function () { return { hit: hit, spec: null }; });
     }).catch(function () { return { hit: null, spec: null }; });  // the server is gone: nothing to select
-    host._pick = { x: ev.clientX, y: ev.clientY, answer: answer };
+    host._pick = { x: ev.clientX, y: ev.clientY, answer: answer, meta: meta, query: pq };
+  }
+
+  function viewerUrl(dataset, id) {
+    return VIEWER_PATH + "?dataset=" + encodeURIComponent(dataset) + "&molecule=" + encodeURIComponent(id);
   }
 
   // Tell Dash once the frame with the drawn molecule is on screen, so that its work (requests,
@@ -337,12 +348,30 @@
     requestAnimationFrame(function () { setTimeout(fn, 0); });
   }
 
+  // Opens molecule `id`: its viewer drawn from `spec` (null: Dash draws it), then Dash told.
+  function openMolecule(host, id, spec, seq) {
+    setHint("");
+    host.dataset.clicked = id;
+    var explore = host.closest(".explore");
+    if (explore) { explore.classList.add("has-molecule"); }  // the density view shows its panel (style.css)
+    var clientside = window.dash_clientside;
+    var drawn = spec ? renderViewer(spec, "molecule-viewer") : null;
+    Promise.resolve(drawn).then(function () {
+      afterFrame(function () {
+        if (seq !== host._pickSeq) { return; }
+        if (spec) { clientside.set_props("molecule-id", { children: String(spec.molecule) }); }
+        clientside.set_props("selected", { data: id });
+      });
+    });
+  }
+
   function onMapClick(host, ev) {
     var pick = host._pick;
     host._pick = null;  // one pick per press: plotly.js follows a release with a click event of its own
     if (!pick || Math.abs(pick.x - ev.clientX) + Math.abs(pick.y - ev.clientY) > 4) { return; }  // the end of a pan
     var seq = host._pickSeq = (host._pickSeq || 0) + 1;
     host.dataset.clicked = "";
+    closeChooser(host);
     pick.answer.then(function (a) {
       if (seq !== host._pickSeq || !a.hit) { return; }  // a later click took over, or the server said no
       var hit = a.hit;
@@ -351,18 +380,100 @@
         host.dataset.clicked = "none";
         return;
       }
-      setHint("");
-      host.dataset.clicked = hit.id;
-      var clientside = window.dash_clientside;
-      var drawn = a.spec ? renderViewer(a.spec, "molecule-viewer") : null;
-      Promise.resolve(drawn).then(function () {
-        afterFrame(function () {
-          if (seq !== host._pickSeq) { return; }
-          if (a.spec) { clientside.set_props("molecule-id", { children: String(a.spec.molecule) }); }
-          clientside.set_props("selected", { data: hit.id });
-        });
-      });
+      if (hit.shared > 1) {
+        openChooser(host, pick.meta, pick.query, hit, seq);
+        return;
+      }
+      openMolecule(host, hit.id, a.spec, seq);
     });
+  }
+
+  // ------------------------------------------------------------ the chooser of a shared pixel
+  // Several molecules share the clicked point's pixel: a paged list (id, formula, the coloured value)
+  // lets the user choose one (GET .../map/shared, the molecule the click picked first).
+  var CHOOSER_PAGE = 10;
+
+  function closeChooser(host) {
+    var old = host.querySelector(".map-chooser");
+    if (old) { old.remove(); }
+  }
+
+  function cell(tr, text) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function chooserButton(label, title, onClick) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.title = title;
+    b.addEventListener("click", function (e) { e.stopPropagation(); onClick(); });
+    return b;
+  }
+
+  function openChooser(host, meta, pq, hit, seq) {
+    closeChooser(host);
+    var box = document.createElement("div");
+    box.className = "map-chooser";
+    box.setAttribute("role", "dialog");
+    box.dataset.total = hit.shared;
+    var gd = plotOf(host), hostBox = host.getBoundingClientRect(), plotBox = gd.getBoundingClientRect();
+    box.style.left = Math.max(0, plotBox.left - hostBox.left + pq.p.px - 140) + "px";
+    box.style.top = (plotBox.top - hostBox.top + pq.p.py + 12) + "px";
+    ["mousedown", "click", "mousemove"].forEach(function (t) {  // not a click or hover on the map below
+      box.addEventListener(t, function (e) { e.stopPropagation(); });
+    });
+    var title = document.createElement("p");
+    title.textContent = hit.shared + " molecules share this pixel: choose one";
+    var close = chooserButton("×", "close", function () { closeChooser(host); });
+    close.className = "chooser-close";
+    var table = document.createElement("table");
+    var pager = document.createElement("div");
+    pager.className = "chooser-pager";
+    box.append(close, title, table, pager);
+    host.appendChild(box);
+    var pages = Math.ceil(hit.shared / CHOOSER_PAGE);
+    function show(page) {
+      var params = Object.assign({ offset: page * CHOOSER_PAGE, limit: CHOOSER_PAGE }, pq.params);
+      getJson(mapUrl(meta, "map/shared", params)).then(function (answer) {
+        if (!answer || !box.isConnected) { return; }
+        table.innerHTML = "";
+        var head = document.createElement("tr");
+        ["molecule", "formula", answer.color || "colour"].forEach(function (h) {
+          var th = document.createElement("th");
+          th.textContent = h;
+          head.appendChild(th);
+        });
+        table.appendChild(head);
+        answer.molecules.forEach(function (m) {
+          var tr = document.createElement("tr");
+          tr.className = "chooser-row";
+          tr.dataset.id = m.id;
+          cell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
+            closeChooser(host);
+            getJson(viewerUrl(meta.dataset, m.id)).catch(function () { return null; }).then(function (spec) {
+              openMolecule(host, m.id, spec, seq);
+            });
+          }));
+          cell(tr, m.formula);
+          cell(tr, typeof m.value === "number" ? m.value.toPrecision(4) : (m.value === null ? "no value" : m.value));
+          table.appendChild(tr);
+        });
+        pager.innerHTML = "";
+        var prev = chooserButton("‹", "previous page", function () { show(page - 1); });
+        var next = chooserButton("›", "next page", function () { show(page + 1); });
+        prev.className = "chooser-prev"; next.className = "chooser-next";
+        prev.disabled = page === 0; next.disabled = page >= pages - 1;
+        var where = document.createElement("span");
+        where.textContent = "page " + (page + 1) + " of " + pages;
+        pager.append(prev, where, next);
+        box.dataset.page = page;
+      });
+    }
+    show(0);
   }
 
   function tooltipOf(host) {
@@ -379,24 +490,31 @@
   function onMapHover(host, ev) {
     var gd = plotOf(host), meta = mapMeta(gd), tip = tooltipOf(host);
     if (ev.buttons) { tip.hidden = true; return; }  // panning
-    if (!meta || meta.mode !== "image") { tip.hidden = true; return; }
-    var p = eventPoint(gd, ev);
-    if (!p) { tip.hidden = true; return; }
+    // the density view's heatmap has plotly's own hover (its cells' density); the sphere's is plotly's picking
+    if (!meta || meta.view !== "map") { tip.hidden = true; return; }
+    var pq = pickQuery(gd, ev);
+    if (!pq) { tip.hidden = true; return; }
     clearTimeout(host._hoverTimer);
     host._hoverTimer = setTimeout(function () {
       var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
-      fetch(mapUrl(meta, "map/pixel", Object.assign({ x: p.x, y: p.y, kind: meta.kind }, meta.viewport)))
-        .then(function (r) { return r.ok ? r.json() : null; })
-        .then(function (info) {
-          if (asked !== host._hoverAsked) { return; }  // a later hover already asked
-          var text = window.orientscopeMap.describePixel(info);  // first_paint.js
-          var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-          tip.textContent = text;
-          tip.hidden = !text;
-          tip.style.left = (box.left - hostBox.left + p.px + 12) + "px";
-          tip.style.top = (box.top - hostBox.top + p.py + 12) + "px";
-        })
-        .catch(function () { tip.hidden = true; });
+      var near = getJson(mapUrl(meta, "map/nearest", pq.params));
+      var pixel = meta.mode === "image" ?
+        getJson(mapUrl(meta, "map/pixel", Object.assign({ x: pq.p.x, y: pq.p.y, kind: meta.kind || "color" },
+                                                        meta.viewport))) : null;
+      Promise.all([near, pixel]).then(function (answers) {
+        if (asked !== host._hoverAsked) { return; }  // a later hover already asked
+        var hit = answers[0];
+        var words = window.orientscopeMap;  // first_paint.js
+        var text = [words.describeHit(hit), words.describePixel(answers[1])]
+          .filter(Boolean).join(" · ");
+        var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+        tip.textContent = text;
+        tip.hidden = !text;
+        tip.dataset.molecule = (hit && hit.id) || "";
+        tip.dataset.shared = (hit && hit.shared) || "";
+        tip.style.left = (box.left - hostBox.left + pq.p.px + 12) + "px";
+        tip.style.top = (box.top - hostBox.top + pq.p.py + 12) + "px";
+      }).catch(function () { tip.hidden = true; });
     }, HOVER_MS);
   }
 

@@ -295,12 +295,12 @@ def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image
     )
     inside = (md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)
     assert 0 < inside.sum() <= BUDGET and shown["drawn"] == inside.any(axis=1).sum()
-    # hover the molecule's point: plotly's label names it
+    # hover the molecule's point: the tooltip names the molecule a click there opens
     target = _pixels(driver, md, [0])[0, 0]
     ActionChains(driver).move_to_element_with_offset(graph, int(target[0]), int(target[1])).perform()
     label = wait_for(
-        lambda: " ".join(
-            e.text for e in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .hoverlayer .hovertext")
+        lambda: driver.execute_script(
+            "const t = document.querySelector('#orientation-map .map-tooltip'); return t && !t.hidden && t.textContent"
         ),
         what="a hover label",
     )
