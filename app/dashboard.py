@@ -14,19 +14,15 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from app import ids, map_route, panels, smarts_progress, viewer_route
+from app import ids, panels, smarts_progress
 from app.audit_panel import audit_section, register_audit
 from app.audit_panel import first_view_props as audit_first_view
-from app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
+from app.compat import first_screen_scripts
 from app.figures import message_figure
-from app.first_paint import FirstPaintMiddleware
-from app.first_paint import install as install_first_paint
 from app.initial_view import (
     BASE_COLOR_OPTIONS,
-    PageQueryMiddleware,
     color_options,
     dataset_options,
-    datasets_version,
     page_query,
     resolve_view,
 )
@@ -34,7 +30,6 @@ from app.mapfigure import region_viewport
 from app.mapview import clicked_row, map_layers
 from app.offload import guarded
 from app.pages_upload import register_upload, upload_section
-from app.request_guard import DashRequestGuard
 from app.state import URL_FIELDS, ViewState, control_values
 from backend.core.groups import GROUP_KINDS
 
@@ -94,6 +89,7 @@ def _controls() -> html.Div:
                         value=["1", "2", "3"],
                         inline=True,
                     ),
+                    html.Span(id=ids.AXES_HINT, className="note"),
                 ],
             ),
             html.Label(
@@ -447,7 +443,10 @@ def page_layout(read_only: bool, data_dir: Path) -> html.Div:
 
 # ----------------------------------------------------------------- app
 def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> dash.Dash:
-    """Mount the dashboard at "/" of ``server`` (a FastAPI app) and return the Dash app."""
+    """The Dash app at "/" of ``server`` (a FastAPI app), with its layout and callbacks.
+
+    What else the dashboard adds to the server (middleware, routes, patches) is ``app.mounting``'s.
+    """
     data_dir = Path(data_dir)
     has_gzip = any(
         getattr(m.cls, "__name__", "") in ("GZipMiddleware", "SelectiveGZip")
@@ -469,18 +468,9 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
         assets_ignore=LAZY_ASSETS,
     )
     app.layout = lambda: page_layout(read_only, data_dir)
-    # Added after Dash's own middleware, so they run first.
-    server.add_middleware(DashRequestGuard, dash_app=app)
-    server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
-    server.add_middleware(FirstPaintMiddleware, data_dir=data_dir, path=app.config.routes_pathname_prefix)
-    install_first_paint(app)
-    viewer_route.install(server, data_dir)
-    map_route.install(server, data_dir)
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))
-    dispatch_in_threads(server, app.config.routes_pathname_prefix)
-    install_answer_encoder()
     if not read_only:
         register_upload(app)
         _register_upload_refresh(app, data_dir)
@@ -659,6 +649,13 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         Output(ids.MAP_DRAWN, "data"),
         Input(ids.MAP, "figure"),
         State(ids.MAP, "id"),
+    )
+    app.clientside_callback(  # the last shown axis cannot be unticked: a map of no axis shows nothing
+        dash.ClientsideFunction("orientscope", "keepOneAxis"),
+        Output(ids.AXES, "options"),
+        Output(ids.AXES_HINT, "children"),
+        Input(ids.AXES, "value"),
+        State(ids.AXES, "options"),
     )
     app.clientside_callback(  # the back button's zoom (the URL's), drawn
         dash.ClientsideFunction("orientscope", "applyZoom"),

@@ -31,6 +31,7 @@ UPLOAD_LINK = "upload-link"
 # controls
 VIEW_MODE = "view-mode"
 AXES = "axes-select"
+AXES_HINT = "axes-hint"
 COLOR = "color-by"
 GROUPING = "grouping"
 GROUP_FILTER = "group-filter"

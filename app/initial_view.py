@@ -105,11 +105,28 @@ class PageQueryMiddleware:
 
 
 def datasets_version(data_dir: Path) -> tuple:
-    """Changes whenever a dataset is added, removed, renamed, recomputed or makes progress."""
+    """Changes whenever a dataset is added, removed, renamed, recomputed or makes progress, or one of its
+    model audits is added, finishes or fails (the layout lists them)."""
     return tuple(
-        (i.id, i.name, i.n_molecules, i.status, i.message, i.result_key, tuple(i.stages))
+        (
+            i.id,
+            i.name,
+            i.n_molecules,
+            i.status,
+            i.message,
+            i.result_key,
+            tuple(i.stages),
+            _audits_version(data_dir, i.id),
+        )
         for i in data.list_datasets(data_dir)
     )
+
+
+def _audits_version(data_dir: Path, dataset_id: str) -> tuple:
+    try:
+        return tuple((a["id"], a["state"]) for a in data.list_audits(data_dir, dataset_id))
+    except data.OrientScopeError:  # a dataset being written or removed: its audits come with it
+        return ()
 
 
 def dataset_options(data_dir: Path) -> tuple[list[dict], list[str]]:
@@ -170,6 +187,14 @@ def resolve_view(data_dir: Path, search: str | None) -> ResolvedView:
             "(a control is '<id>::control')."
         )
         st = st.with_(compare=None)
+    if st.dataset and st.color != "axis":
+        known = [o["value"] for o in color_options(data_dir, st.dataset)]
+        if st.color not in known:
+            messages.append(
+                f"Unknown colour {st.color!r} for dataset {st.dataset!r}; coloured by axis instead. "
+                f"Known: {', '.join(known)}."
+            )
+            st = st.with_(color="axis")
     if st.molecule and st.dataset:
         try:
             data.load_map_data(data_dir, st.dataset).row_of(st.molecule)

@@ -21,9 +21,9 @@ from dash.exceptions import DependencyException
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.dashboard import create_dash
 from app.initial_view import LAYOUT_PATH
 from app.mapfigure import DEFAULT_VIEWPORT
+from app.mounting import mount_dashboard
 from app.request_guard import CALLBACK_PATH
 from backend.api.main import create_api
 from backend.api.middleware import JsonLogFormatter
@@ -70,7 +70,7 @@ def create_app(
     server = create_api(data_dir, read_only=read_only, token=token, uncompressed_suffixes=(CALLBACK_PATH, LAYOUT_PATH))
     settings = server.state.settings
     if dashboard:
-        create_dash(server=server, data_dir=Path(settings.data_dir), read_only=settings.read_only)
+        mount_dashboard(server=server, data_dir=Path(settings.data_dir), read_only=settings.read_only)
         # Dash serves only registered component files and raises this for any other path: a 404, not a 500.
         server.add_exception_handler(DependencyException, _unknown_dash_file)
     server.state.warming = warm  # /api/health reports it: latencies measured before it clears are not a warm server's

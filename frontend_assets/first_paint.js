@@ -369,12 +369,14 @@
     if (!p) { tip.hidden = true; return; }
     hoverTimer = setTimeout(function () {
       var asked = ++hoverAsked, s = cfg.scale;
-      var params = Object.assign({ x: p.x / s, y: -p.y / s, kind: cfg.kind }, cfg.query, cfg.viewport);
-      Promise.all([getJson(restUrl("map/nearest", nearestParams(p))), getJson(restUrl("map/pixel", params))])
-        .then(function (answers) {
-          if (asked !== hoverAsked) { return; }
-          showTip(p, [describeHit(answers[0]), describePixel(answers[1])].filter(Boolean).join(" · "));
+      // the molecule a click opens, then what the image shows at its point (at the cursor when none is near)
+      getJson(restUrl("map/nearest", nearestParams(p))).then(function (hit) {
+        var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: p.x / s, y: -p.y / s };
+        var params = Object.assign(at, { kind: cfg.kind }, cfg.query, cfg.viewport);
+        return getJson(restUrl("map/pixel", params)).then(function (info) {
+          if (asked === hoverAsked) { showTip(p, [describeHit(hit), describePixel(info)].filter(Boolean).join(" · ")); }
         });
+      });
     }, HOVER_MS);
   }
 

@@ -179,6 +179,15 @@
     return placeRing(host);
   }
 
+  // The axes checklist: its last ticked box is disabled (a map of no axis shows nothing), with a hint.
+  function keepOneAxis(value, options) {
+    var last = value && value.length === 1 ? value[0] : null;
+    var next = (options || []).map(function (o) {
+      return Object.assign({}, o, { disabled: o.value === last });
+    });
+    return [next, last ? "at least one axis stays shown" : ""];
+  }
+
   function copyLink(n) {
     var url = window.location.href;
     var done = function () { return "link copied"; };
@@ -301,14 +310,14 @@
   }
 
   // A click's fast path. The press already asks the server for the nearest shown point within 5 px
-  // (map/nearest) and for that molecule's viewer spec (app/viewer_route.py: the spec the molecule
-  // callback answers); the release draws it in the panel's viewer, and only after that frame does
-  // Dash hear of it (the "selected" store), whose callbacks then fill in the rest of the panel, the
-  // URL, the ring and the neighbour lists. Through Dash alone the viewer waited for the URL
+  // (map/nearest) and for that molecule's panel (app/first_paint.py panel_json: the id, info and viewer
+  // spec the molecule callback answers, the route the first paint asks too); the release draws it in the
+  // panel, and only after that frame does Dash hear of it (the "selected" store), whose callbacks then
+  // fill in the URL, the ring and the neighbour lists. Through Dash alone the viewer waited for the URL
   // callback, the molecule callback and often the neighbour lists' re-render: on full QM9 (UI
   // benchmark's clicks, 6 alternating runs of 7 on a busy machine, load 7-12) 382 ms median through
   // Dash against 105 ms this way.
-  var VIEWER_PATH = "/_molecule-viewer";
+  var PANEL_PATH = "/_first-paint/molecule-panel";
 
   function getJson(url) {
     return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
@@ -332,14 +341,14 @@
     if (!pq) { return; }
     var answer = getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
       if (!hit || hit.id === null || hit.shared > 1) { return { hit: hit, spec: null }; }
-      return getJson(viewerUrl(meta.dataset, hit.id)).then(function (spec) { return { hit: hit, spec: spec }; },
+      return getJson(panelUrl(meta.dataset, hit.id)).then(function (panel) { return { hit: hit, spec: panel }; },
                                                            function () { return { hit: hit, spec: null }; });
     }).catch(function () { return { hit: null, spec: null }; });  // the server is gone: nothing to select
     host._pick = { x: ev.clientX, y: ev.clientY, answer: answer, meta: meta, query: pq };
   }
 
-  function viewerUrl(dataset, id) {
-    return VIEWER_PATH + "?dataset=" + encodeURIComponent(dataset) + "&molecule=" + encodeURIComponent(id);
+  function panelUrl(dataset, id) {
+    return PANEL_PATH + "?dataset=" + encodeURIComponent(dataset) + "&molecule=" + encodeURIComponent(id);
   }
 
   // Tell Dash once the frame with the drawn molecule is on screen, so that its work (requests,
@@ -348,18 +357,22 @@
     requestAnimationFrame(function () { setTimeout(fn, 0); });
   }
 
-  // Opens molecule `id`: its viewer drawn from `spec` (null: Dash draws it), then Dash told.
-  function openMolecule(host, id, spec, seq) {
+  // Opens molecule `id`: its panel (id, info, viewer) drawn from the panel route's answer (null: Dash
+  // fills it in), then Dash told.
+  function openMolecule(host, id, panel, seq) {
     setHint("");
     host.dataset.clicked = id;
     var explore = host.closest(".explore");
     if (explore) { explore.classList.add("has-molecule"); }  // the density view shows its panel (style.css)
-    var clientside = window.dash_clientside;
+    var clientside = window.dash_clientside, spec = panel && panel.viewer;
     var drawn = spec ? renderViewer(spec, "molecule-viewer") : null;
     Promise.resolve(drawn).then(function () {
       afterFrame(function () {
         if (seq !== host._pickSeq) { return; }
-        if (spec) { clientside.set_props("molecule-id", { children: String(spec.molecule) }); }
+        if (spec) {
+          clientside.set_props("molecule-id", { children: panel.molecule_id });
+          clientside.set_props("molecule-info", { children: panel.info });
+        }
         clientside.set_props("selected", { data: id });
       });
     });
@@ -454,8 +467,8 @@
           tr.dataset.id = m.id;
           cell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
             closeChooser(host);
-            getJson(viewerUrl(meta.dataset, m.id)).catch(function () { return null; }).then(function (spec) {
-              openMolecule(host, m.id, spec, seq);
+            getJson(panelUrl(meta.dataset, m.id)).catch(function () { return null; }).then(function (panel) {
+              openMolecule(host, m.id, panel, seq);
             });
           }));
           cell(tr, m.formula);
@@ -497,11 +510,13 @@
     clearTimeout(host._hoverTimer);
     host._hoverTimer = setTimeout(function () {
       var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
-      var near = getJson(mapUrl(meta, "map/nearest", pq.params));
-      var pixel = meta.mode === "image" ?
-        getJson(mapUrl(meta, "map/pixel", Object.assign({ x: pq.p.x, y: pq.p.y, kind: meta.kind || "color" },
-                                                        meta.viewport))) : null;
-      Promise.all([near, pixel]).then(function (answers) {
+      // then what the image shows at the named molecule's point (at the cursor when none is near)
+      getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
+        if (meta.mode !== "image") { return [hit, null]; }
+        var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: pq.p.x, y: pq.p.y };
+        var params = Object.assign(at, { kind: meta.kind || "color" }, meta.viewport);
+        return getJson(mapUrl(meta, "map/pixel", params)).then(function (info) { return [hit, info]; });
+      }).then(function (answers) {
         if (asked !== host._hoverAsked) { return; }  // a later hover already asked
         var hit = answers[0];
         var words = window.orientscopeMap;  // first_paint.js
@@ -707,7 +722,7 @@
     orientscope: {
       renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap,
       postUpload: postUpload, chosenFile: chosenFile, pollRecord: pollRecord, watchMap: watchMap,
-      applyZoom: applyZoom
+      applyZoom: applyZoom, keepOneAxis: keepOneAxis
     }
   });
 })();

@@ -166,8 +166,8 @@ def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_
     # a viewer spec of another molecule arriving now (an earlier selection's late answer) is not drawn
     other = str(md.ids[(md.row_of(chosen) + 1) % md.n_molecules])
     driver.execute_script(
-        "fetch('/_molecule-viewer?dataset=qm9&molecule=' + arguments[0]).then(r => r.json())"
-        ".then(s => { window.dash_clientside.set_props('viewer-spec', {data: s}); window.__late = true; })",
+        "fetch('/_first-paint/molecule-panel?dataset=qm9&molecule=' + arguments[0]).then(r => r.json())"
+        ".then(p => { window.dash_clientside.set_props('viewer-spec', {data: p.viewer}); window.__late = true; })",
         other,
     )
     wait_for(lambda: driver.execute_script("return window.__late"), what="the late spec")
@@ -260,6 +260,7 @@ if (!gd.__counted) { gd.__counted = true; gd.on('plotly_afterplot', () => { wind
 """
 
 
+@pytest.mark.dash_canary  # orientscope.js plotlyInternals.keepAxesInFigure
 def test_a_zoom_draws_the_old_figure_once_and_then_the_regions_figure(driver, image_url):
     # Canary of orientscope.js keepAxesInFigure: dcc.Graph copies a zoom's axes into its figure prop
     # and replots that copy unless the prop already holds them. The zoom itself plots once (the old

@@ -143,6 +143,7 @@ def test_a_box_zoom_in_points_mode_draws_every_point_of_the_region(driver, image
     assert sorted(map(tuple, drawn.tolist())) == sorted(map(tuple, want.tolist()))
 
 
+@pytest.mark.dash_canary  # orientscope.js plotlyInternals.setHomeRanges
 def test_double_click_and_home_return_to_the_whole_map(driver, image_url):
     graph = _open(driver, image_url + "/?dataset=qm9&view=map")
     whole = _shown(driver)
