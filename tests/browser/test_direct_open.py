@@ -11,7 +11,7 @@ import uuid
 from selenium.webdriver.common.by import By
 
 from backend.store.datasets import load_dataset
-from tests.browser.chrome import wait_until
+from tests.browser.test_dashboard import wait_for
 
 
 def _post_audit(base: str, csv: str, name: str) -> dict:
@@ -40,7 +40,7 @@ def test_an_audit_added_after_the_page_was_served_is_listed_when_it_is_opened_ag
     page = f"{writable_url}/?dataset=qm9&view=map"
     driver.get(page)  # the server now keeps this page's layout
     options = lambda: driver.find_element(By.ID, "audit-select").text  # noqa: E731
-    wait_until(lambda: "no audit of this dataset yet" in options())
+    wait_for(lambda: "no audit of this dataset yet" in options(), what="the empty audit list")
     mols = load_dataset(qm9_store, "qm9")
     gap = mols.properties["gap"].to_numpy()
     csv = "id,property,stored,rotated\n" + "".join(f"{i},gap,{g},{g}\n" for i, g in zip(mols.ids, gap, strict=True))
@@ -50,4 +50,4 @@ def test_an_audit_added_after_the_page_was_served_is_listed_when_it_is_opened_ag
         assert time.monotonic() < deadline, _audits(writable_url)
         time.sleep(0.5)
     driver.get(page)  # opened again (a reload, a bookmark): the audit is listed
-    wait_until(lambda: "direct open model" in options())
+    wait_for(lambda: "direct open model" in options(), what="the new audit in the list")
