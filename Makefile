@@ -34,9 +34,10 @@ bench: setup  ## full-data benchmarks -> BENCHMARKS.md
 loadtest: setup  ## bounded load test on loopback -> BENCHMARKS.md
 	$(BIN)/python -m tests.bench.loadtest
 
-lint: lint-imports  ## ruff and the layer contract
+lint: lint-imports  ## ruff, the layer contract and the JavaScript's syntax (node --check)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	for f in frontend_assets/orientscope.js frontend_assets/first_paint.js frontend_assets/panels.js; do node --check $$f || exit 1; done
 
 lint-imports: setup  ## the layer contract of pyproject.toml (import-linter)
 	$(BIN)/lint-imports
