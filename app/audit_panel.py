@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dash
-from dash import Input, Output, State, dash_table, dcc, html
+from dash import ClientsideFunction, Input, Output, State, dash_table, dcc, html
 
 from orientscope.app import data, ids
 from orientscope.app.initial_view import color_options
@@ -31,33 +31,6 @@ COLUMNS = (
     ("pvalue_holm", "p (Holm)"),
     ("verdict", "verdict"),
 )
-
-_SUBMIT = """
-async function(n_clicks, contents, filename, name, token, dataset) {
-    if (!n_clicks) { return window.dash_clientside.no_update; }
-    if (!dataset) { return {error: "Choose a dataset first."}; }
-    if (!contents) { return {error: "Choose a predictions file first."}; }
-    const path = "/api/datasets/" + encodeURIComponent(dataset) + "/model-audits";
-    const fields = {name: (name || filename || "").trim()};
-    const sent = await window.dash_clientside.orientscope.postUpload(
-        path, contents, filename || "predictions.csv", fields, token);
-    return sent.error ? sent : {dataset: dataset, audit_id: sent.body.audit_id};
-}
-"""
-
-_POLL = """
-async function(n_intervals, job) {
-    const nu = window.dash_clientside.no_update;
-    if (!job) { return ["", true, nu]; }
-    if (job.error) { return [job.error, true, nu]; }
-    const path = "/api/datasets/" + encodeURIComponent(job.dataset) + "/model-audits/" + job.audit_id;
-    const p = await window.dash_clientside.orientscope.pollRecord(path, "Audit " + job.audit_id);
-    if (p.error) { return [p.error, true, nu]; }
-    if (p.record.state === "done") { return ["done: audit " + p.record.id + " is ready", true, p.record.id]; }
-    if (p.record.state === "failed") { return ["failed: " + p.record.message, true, nu]; }
-    return [p.text, false, nu];
-}
-"""
 
 
 def _upload_form(read_only: bool) -> html.Div | None:
@@ -177,7 +150,7 @@ def register_audit(app: dash.Dash, data_dir: Path, read_only: bool, callback) ->
     if not read_only:
         register_chosen_label(app, ids.AUDIT_FILE, ids.AUDIT_DROP)
         app.clientside_callback(
-            _SUBMIT,
+            ClientsideFunction("orientscope_panels", "auditSubmit"),
             Output(ids.AUDIT_JOB, "data"),
             Input(ids.AUDIT_SUBMIT, "n_clicks"),
             State(ids.AUDIT_FILE, "contents"),
@@ -188,7 +161,7 @@ def register_audit(app: dash.Dash, data_dir: Path, read_only: bool, callback) ->
             prevent_initial_call=True,
         )
         app.clientside_callback(
-            _POLL,
+            ClientsideFunction("orientscope_panels", "auditPoll"),
             Output(ids.AUDIT_STATUS, "children"),
             Output(ids.AUDIT_POLL, "disabled"),
             Output(ids.AUDIT_DONE, "data"),

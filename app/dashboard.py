@@ -14,26 +14,22 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from orientscope.app import ids, map_route, panels, smarts_progress, viewer_route
+from orientscope.app import ids, panels, smarts_progress
 from orientscope.app.audit_panel import audit_section, register_audit
 from orientscope.app.audit_panel import first_view_props as audit_first_view
-from orientscope.app.compat import dispatch_in_threads, first_screen_scripts, install_answer_encoder
+from orientscope.app.compat import first_screen_scripts
 from orientscope.app.figures import message_figure
-from orientscope.app.first_paint import FirstPaintMiddleware
-from orientscope.app.first_paint import install as install_first_paint
 from orientscope.app.initial_view import (
     BASE_COLOR_OPTIONS,
-    PageQueryMiddleware,
     color_options,
     dataset_options,
-    datasets_version,
     page_query,
     resolve_view,
 )
+from orientscope.app.mapfigure import region_viewport
 from orientscope.app.mapview import clicked_row, map_layers
 from orientscope.app.offload import guarded
 from orientscope.app.pages_upload import register_upload, upload_section
-from orientscope.app.request_guard import DashRequestGuard
 from orientscope.app.state import URL_FIELDS, ViewState, control_values
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.core.resources import frontend_asset
@@ -95,6 +91,7 @@ def _controls() -> html.Div:
                         value=["1", "2", "3"],
                         inline=True,
                     ),
+                    html.Span(id=ids.AXES_HINT, className="note"),
                 ],
             ),
             html.Label(
@@ -214,6 +211,8 @@ def build_layout(read_only: bool) -> html.Div:
             dcc.Store(id=ids.RING_DONE),
             dcc.Store(id=ids.SELECTED),
             dcc.Store(id=ids.MAP_VIEWPORT),
+            dcc.Store(id=ids.MAP_ZOOM),
+            dcc.Store(id=ids.MAP_ZOOM_DONE),
             dcc.Store(id=ids.MAP_DRAWN),
             dcc.Store(id=ids.VIEWER_SPEC),
             dcc.Store(id=ids.VIEWER_DONE),
@@ -378,7 +377,13 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     # A Store given data=None reports a change when it mounts, which would fire its callbacks.
     if not st.molecule:
         del props[ids.SELECTED]
-    _put(props, MAP_OUT, panels.map_outputs(data_dir, drawn)._asdict())
+    viewport = None
+    if st.region is None:
+        del props[ids.MAP_ZOOM]
+    else:  # the zoomed region, at the first draw's pixel size: a colour change then keeps it
+        viewport = region_viewport(st.region)
+        props[ids.MAP_VIEWPORT] = {"data": viewport}
+    _put(props, MAP_OUT, panels.map_outputs(data_dir, drawn, viewport)._asdict())
     _put(props, VERDICT_OUT, panels.verdict_outputs(data_dir, drawn)._asdict())
     molecule = panels.molecule_outputs(data_dir, drawn, st.molecule)
     _put(props, MOLECULE_OUT, molecule._asdict())
@@ -438,7 +443,10 @@ def page_layout(read_only: bool, data_dir: Path) -> html.Div:
 
 # ----------------------------------------------------------------- app
 def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> dash.Dash:
-    """Mount the dashboard at "/" of ``server`` (a FastAPI app) and return the Dash app."""
+    """The Dash app at "/" of ``server`` (a FastAPI app), with its layout and callbacks.
+
+    What else the dashboard adds to the server (middleware, routes, patches) is ``orientscope.app.mounting``'s.
+    """
     data_dir = Path(data_dir)
     has_gzip = any(
         getattr(m.cls, "__name__", "") in ("GZipMiddleware", "SelectiveGZip")
@@ -460,20 +468,9 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
         assets_ignore=LAZY_ASSETS,
     )
     app.layout = lambda: page_layout(read_only, data_dir)
-    # Added after Dash's own middleware, so they run first.
-    server.add_middleware(DashRequestGuard, dash_app=app)
-    server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
-    server.add_middleware(FirstPaintMiddleware, data_dir=data_dir, path=app.config.routes_pathname_prefix)
-    install_first_paint(app)
-    viewer_route.install(server, data_dir)
-    map_route.install(server, data_dir)
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))
-    dispatch_in_threads(server, app.config.routes_pathname_prefix)
-    # A process-wide swap (app/compat.py): ended when this server shuts down, so that a process that
-    # built and closed a dashboard (tests, benchmarks) is left with Dash's own encoder.
-    server.router.on_shutdown.append(install_answer_encoder())
     if not read_only:
         register_upload(app)
         _register_upload_refresh(app, data_dir)
@@ -652,6 +649,20 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         Output(ids.MAP_DRAWN, "data"),
         Input(ids.MAP, "figure"),
         State(ids.MAP, "id"),
+    )
+    app.clientside_callback(  # the last shown axis cannot be unticked: a map of no axis shows nothing
+        dash.ClientsideFunction("orientscope", "keepOneAxis"),
+        Output(ids.AXES, "options"),
+        Output(ids.AXES_HINT, "children"),
+        Input(ids.AXES, "value"),
+        State(ids.AXES, "options"),
+    )
+    app.clientside_callback(  # the back button's zoom (the URL's), drawn
+        dash.ClientsideFunction("orientscope", "applyZoom"),
+        Output(ids.MAP_ZOOM_DONE, "data"),
+        Input(ids.MAP_ZOOM, "data"),
+        State(ids.MAP, "id"),
+        prevent_initial_call=True,
     )
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "markSelected"),

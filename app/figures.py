@@ -230,15 +230,10 @@ def split_points(spec: ColorSpec, n_points: int) -> PointTraces:
     return PointTraces(members, category, colors, labels, ranges, colorbar)
 
 
-def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None, hover_ids=None) -> list[dict]:
+def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None) -> list[dict]:
     traces, shown = [], set()
     for idx, k in zip(split.members, split.category, strict=True):
         legend = split.colorbar is None or split.ranges[k] is None
-        hover = (
-            {"hoverinfo": "none"}
-            if hover_ids is None
-            else {"text": np.asarray(hover_ids)[idx], "hovertemplate": "molecule %{text}<extra></extra>"}
-        )
         traces.append(
             {
                 "type": "scattergl",
@@ -249,7 +244,8 @@ def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None
                 "name": split.labels[k],
                 "legendgroup": f"c{k}",
                 "showlegend": legend and k not in shown,
-                **hover,
+                # hover is the server's pick, as a click's (orientscope.js): plotly's own could name another point
+                "hoverinfo": "none",
                 "meta": {
                     "kind": "points",
                     "n_points": int(idx.size),
@@ -300,7 +296,8 @@ def orientation_image_spec(
 ) -> dict:
     """The map as a server-aggregated image under vector overlays, as plain dicts.
 
-    image : a PNG data URL covering ``extent`` = (x0, x1, y0, y1) in Mollweide units;
+    image : a PNG data URL covering ``extent`` = (x0, x1, y0, y1) in Mollweide units, the region the
+    plot shows;
     scale : the image's colours, {"kind": "categorical", "labels", "colors"} (a legend) or
     {"kind": "continuous", "title", "colors", "cmin", "cmax"} (a colour bar).
     The outline, graticule, reference markers and legend are traces drawn over the image.
@@ -323,7 +320,7 @@ def orientation_image_spec(
     if highlight:
         traces.append(_legend_entry("SMARTS match", HIGHLIGHT, {"kind": "highlight"}))
     traces.append(selection_legend_trace())
-    layout = _map_layout(title)
+    layout = _map_layout(title, extent)
     layout["images"] = [
         {
             "source": image,
@@ -374,15 +371,15 @@ def orientation_map_spec(
     title: str = "",
     n_molecules: int | None = None,
     marker_size: float | None = None,
-    hover_ids: np.ndarray | None = None,
+    extent: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units,
     as ``{"data": [...], "layout": {...}}`` of plain dicts and numpy arrays.
 
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
     outline and graticule polylines (``orientscope.services.map_data.frame_lines``); ``reference`` the
-    shown axes of the reference orientation (see :func:`reference_trace`); ``hover_ids``
-    (one molecule id per point) makes hovering a point show its molecule.
+    shown axes of the reference orientation (see :func:`reference_trace`); ``extent`` = (x0, x1, y0, y1),
+    Mollweide units, is the region shown (default the whole map).
     """
     x, y = map_units(x), map_units(y)
     split = split or split_points(color, x.size)
@@ -390,7 +387,7 @@ def orientation_map_spec(
     hx, hy = highlight_xy if highlight_xy is not None else (np.zeros(0), np.zeros(0))
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     many = np.size(hx) > MAX_RINGED_MATCHES
-    base = _point_traces(x, y, split, size, n_molecules, hover_ids)
+    base = _point_traces(x, y, split, size, n_molecules)
     if np.size(hx):  # the matches stand out over a muted map
         for trace in base:
             trace["marker"]["opacity"] = MUTED_OPACITY
@@ -418,16 +415,25 @@ def orientation_map_spec(
     if split.colorbar is not None:
         traces.append(_colorbar_trace(split.colorbar))
     # Plain dicts: plotly's validators and figure objects cost more than the rest of the figure.
-    return {"data": traces, "layout": _map_layout(title)}
+    return {"data": traces, "layout": _map_layout(title, extent)}
 
 
-def _map_layout(title: str) -> dict:
-    """The map's layout as a plain dict, with the template expanded (plotly.js knows no template names)."""
+def _map_layout(title: str, extent: tuple[float, float, float, float] | None = None) -> dict:
+    """The map's layout as a plain dict, with the template expanded (plotly.js knows no template names).
+
+    ``extent`` = (x0, x1, y0, y1), Mollweide units: the region the axes show (default the whole map).
+    A zoomed region's figure must carry its own ranges: plotly.js keeps a zoom across a new figure
+    only when the zoom came from the mouse, and dcc.Graph's echo of the relayout overwrites even that.
+    """
+    x_range, y_range = MAP_RANGE_X, MAP_RANGE_Y
+    if extent is not None:
+        x_range = [extent[0] * MAP_SCALE, extent[1] * MAP_SCALE]
+        y_range = [extent[2] * MAP_SCALE, extent[3] * MAP_SCALE]
     return {
         **_layout(title),
         "template": _template(),
-        "xaxis": {"range": MAP_RANGE_X, "visible": False, "fixedrange": False},
-        "yaxis": {"range": MAP_RANGE_Y, "visible": False, "scaleanchor": "x", "scaleratio": 1},
+        "xaxis": {"range": x_range, "visible": False, "fixedrange": False},
+        "yaxis": {"range": y_range, "visible": False, "scaleanchor": "x", "scaleratio": 1},
         "dragmode": "pan",
         "hovermode": "closest",
         "clickmode": "event",
@@ -565,8 +571,11 @@ def density_map_figure(
     return unvalidated_figure(traces, layout=_map_layout(title))
 
 
-def sphere_figure(vectors: np.ndarray, color: ColorSpec, *, reference=None, title: str = "") -> go.Figure:
-    """3D unit-sphere view of axis vectors (n_points, 3) in draw order."""
+def sphere_figure(
+    vectors: np.ndarray, color: ColorSpec, *, reference=None, title: str = "", ids: np.ndarray | None = None
+) -> go.Figure:
+    """3D unit-sphere view of axis vectors (n_points, 3) in draw order; ``ids`` (n_points,) name each
+    point's molecule on hover."""
     v = np.asarray(vectors, np.float32).reshape(-1, 3)
     u, w = np.mgrid[0 : 2 * np.pi : 37j, 0 : np.pi : 19j]
     wire = go.Surface(
@@ -589,7 +598,11 @@ def sphere_figure(vectors: np.ndarray, color: ColorSpec, *, reference=None, titl
             z=v[:, 2],
             mode="markers",
             marker=marker,
-            hoverinfo="none",
+            **(
+                {"hoverinfo": "none"}
+                if ids is None
+                else {"text": np.asarray(ids).astype(str), "hovertemplate": "molecule %{text}<extra></extra>"}
+            ),
             name="axes",
             showlegend=False,
             meta={"kind": "points", "n_points": int(len(v))},

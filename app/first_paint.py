@@ -194,8 +194,8 @@ def page_first_paint(data_dir: Path, search: str) -> str:
     """The first paint of the page at ``?search`` ("" unless it shows the Mollweide map as an image or the sphere)."""
     try:
         st = resolve_view(data_dir, search).state
-        if st.view not in ("map", "sphere") or st.dataset is None:
-            return ""
+        if st.view not in ("map", "sphere") or st.dataset is None or st.region is not None:
+            return ""  # a zoomed map is drawn by Dash (the static map shows the whole sky)
         payload, layers = map_figure_json(data_dir, st)  # cached: the layout request reuses it
         if st.view == "sphere":
             vectors = layers.md.vectors(layers.rows, layers.axes)

@@ -9,6 +9,8 @@ URL = "url"
 MAP_STATE = "map-state"  # the view state the map draws (ViewState.map_state())
 SELECTED = "selected"  # the selected molecule id
 MAP_VIEWPORT = "map-viewport"  # the map region the browser shows: {x0, x1, y0, y1 Mollweide, width, height px}
+MAP_ZOOM = "map-zoom"  # the flat map's zoom as the URL carries it ("x0,x1,y0,y1"), set by orientscope.js
+MAP_ZOOM_DONE = "map-zoom-done"
 MAP_DRAWN = "map-drawn"
 SELECTED_RING = "selected-ring"
 RING_DONE = "ring-done"
@@ -29,6 +31,7 @@ UPLOAD_LINK = "upload-link"
 # controls
 VIEW_MODE = "view-mode"
 AXES = "axes-select"
+AXES_HINT = "axes-hint"
 COLOR = "color-by"
 GROUPING = "grouping"
 GROUP_FILTER = "group-filter"
@@ -92,4 +95,5 @@ CONTROL_OF = {
     "axes": (AXES, "value"),
     "molecule": (SELECTED, "data"),
     "compare": (COMPARE_B, "value"),
+    "zoom": (MAP_ZOOM, "data"),
 }

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -76,7 +76,9 @@ class PageQueryMiddleware:
         headers = {k: v.decode("latin-1") for k, v in scope.get("headers") or [] if k in (b"referer", b"host")}
         query = referer_query(headers.get(b"referer"), headers.get(b"host"))
         key = None
-        if query is not None and self.version is not None:
+        # A zoomed page is built afresh: each zoom is a URL of its own, and keeping their layouts
+        # would fill the cache with one 2.5 MB layout per zoom.
+        if query is not None and self.version is not None and "zoom" not in dict(parse_qsl(query.lstrip("?"))):
             key = (self._own, query, await anyio.to_thread.run_sync(self.version))  # reads dataset metadata
         hit = self.cache.get("first_view", key) if key is not None else None
         if hit is not None:
@@ -103,11 +105,28 @@ class PageQueryMiddleware:
 
 
 def datasets_version(data_dir: Path) -> tuple:
-    """Changes whenever a dataset is added, removed, renamed, recomputed or makes progress."""
+    """Changes whenever a dataset is added, removed, renamed, recomputed or makes progress, or one of its
+    model audits is added, finishes or fails (the layout lists them)."""
     return tuple(
-        (i.id, i.name, i.n_molecules, i.status, i.message, i.result_key, tuple(i.stages))
+        (
+            i.id,
+            i.name,
+            i.n_molecules,
+            i.status,
+            i.message,
+            i.result_key,
+            tuple(i.stages),
+            _audits_version(data_dir, i.id),
+        )
         for i in data.list_datasets(data_dir)
     )
+
+
+def _audits_version(data_dir: Path, dataset_id: str) -> tuple:
+    try:
+        return tuple((a["id"], a["state"]) for a in data.list_audits(data_dir, dataset_id))
+    except data.OrientScopeError:  # a dataset being written or removed: its audits come with it
+        return ()
 
 
 def dataset_options(data_dir: Path) -> tuple[list[dict], list[str]]:
@@ -168,6 +187,14 @@ def resolve_view(data_dir: Path, search: str | None) -> ResolvedView:
             "(a control is '<id>::control')."
         )
         st = st.with_(compare=None)
+    if st.dataset and st.color != "axis":
+        known = [o["value"] for o in color_options(data_dir, st.dataset)]
+        if st.color not in known:
+            messages.append(
+                f"Unknown colour {st.color!r} for dataset {st.dataset!r}; coloured by axis instead. "
+                f"Known: {', '.join(known)}."
+            )
+            st = st.with_(color="axis")
     if st.molecule and st.dataset:
         try:
             data.load_map_data(data_dir, st.dataset).row_of(st.molecule)

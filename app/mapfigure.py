@@ -89,8 +89,9 @@ def distinct_molecules(layers: MapLayers) -> int:
 
 
 def selected_ring(md: MapData, st: ViewState, selected: str | None) -> list[list[float]]:
-    """Map-unit points to ring for the selected molecule (none outside the Mollweide map view)."""
-    return selection_ring(selected_xy(md, st.axes, selected)) if st.view == "map" else []
+    """Map-unit points to ring for the selected molecule on the Mollweide plane (the map and the density
+    view; none on the 3D sphere)."""
+    return selection_ring(selected_xy(md, st.axes, selected)) if st.view in ("map", "density") else []
 
 
 def selected_xy(md: MapData, axes: str, selected: str | None):
@@ -123,6 +124,15 @@ def _title_and_reference(data_dir: Path, st: ViewState, layers: MapLayers):
 # visible region at the plot's own size (the map-viewport store, set by orientscope.js).
 DEFAULT_VIEWPORT = Viewport(MAP_RANGE_X[0] / MAP_SCALE, MAP_RANGE_X[1] / MAP_SCALE, MAP_RANGE_Y[0] / MAP_SCALE,
                             MAP_RANGE_Y[1] / MAP_SCALE, 900, 458)  # fmt: skip
+
+
+def region_viewport(region: tuple[float, float, float, float]) -> dict:
+    """The viewport of a URL's zoom (x0, x1, y0, y1 Mollweide units): that region, in square pixels at about
+    the first draw's size. The browser asks for the rest if its plot, widened to its own aspect, shows more."""
+    x0, x1, y0, y1 = region
+    scale = DEFAULT_VIEWPORT.width / max(x1 - x0, y1 - y0)
+    width, height = max(1, round((x1 - x0) * scale)), max(1, round((y1 - y0) * scale))
+    return {"x0": x0, "x1": x1, "y0": y0, "y1": y1, "width": width, "height": height}
 
 
 def viewport_of(raw: dict | None) -> Viewport:
@@ -175,7 +185,8 @@ def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
         spec = orientation_map_spec(
             x, y, _color_spec(points.colors, keep), frame=frame_lines(),
             highlight_xy=(x[matched], y[matched]) if matched.any() else None,
-            reference=reference, title=title, n_molecules=points.n_molecules, hover_ids=points.ids(keep),
+            reference=reference, title=title, n_molecules=points.n_molecules,
+            extent=(vp.x0, vp.x1, vp.y0, vp.y1),
         )  # fmt: skip
     spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, _new_token(), render)}
     return spec
@@ -188,7 +199,8 @@ def map_figure(data_dir: Path, st: ViewState) -> tuple[go.Figure, MapLayers]:
     if st.view == "density":
         fig = density_figure(layers, ref, title)
     elif st.view == "sphere":
-        fig = sphere_figure(layers.md.vectors(layers.rows, layers.axes), layers.color, reference=ref, title=title)
+        vectors = layers.md.vectors(layers.rows, layers.axes)
+        fig = sphere_figure(vectors, layers.color, reference=ref, title=title, ids=layers.md.ids[layers.rows])
     else:
         fig = unvalidated_figure(**_flat_figure(data_dir, st, DEFAULT_VIEWPORT))
     return fig, layers

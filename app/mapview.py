@@ -243,7 +243,7 @@ def _relevant(st: ViewState) -> ViewState:
         st = st.with_(color=None)  # the density view is not coloured by points
     if st.color != "group" and not st.group:
         st = st.with_(grouping=None)  # only colours or filters by group read the grouping (not a density)
-    return st.with_(molecule=None)
+    return st.with_(molecule=None, zoom=None, compare=None)
 
 
 def map_layers(data_dir: Path, st: ViewState) -> MapLayers:

@@ -9,42 +9,12 @@ is left out entirely on a read-only server.
 from __future__ import annotations
 
 import dash
-from dash import Input, Output, State, dcc, html
+from dash import ClientsideFunction, Input, Output, State, dcc, html
 
 from orientscope.app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
 from orientscope.core.settings import FORMAT_CHOICES
 
-UPLOAD_PATH = "/upload"
 FORMAT_OPTIONS = list(FORMAT_CHOICES)
-
-_SHOW = f'function(pathname) {{ return pathname !== "{UPLOAD_PATH}"; }}'
-
-_SUBMIT = """
-async function(n_clicks, contents, filename, name, format, strict, token) {
-    if (!n_clicks) { return window.dash_clientside.no_update; }
-    if (!contents) { return {error: "Choose a file first."}; }
-    const fields = {
-        name: (name || filename || "").trim(),
-        format: format || "auto",
-        strict: strict && strict.length ? "true" : "false",
-    };
-    const sent = await window.dash_clientside.orientscope.postUpload(
-        "/api/datasets", contents, filename || "upload", fields, token);
-    return sent.error ? sent : {job_id: sent.body.job_id, dataset_id: sent.body.dataset_id};
-}
-"""
-
-_POLL = """
-async function(n_intervals, job) {
-    const nu = window.dash_clientside.no_update;
-    if (!job) { return [0, "", true, nu, true]; }
-    if (job.error) { return [0, job.error, true, nu, true]; }
-    const p = await window.dash_clientside.orientscope.pollRecord("/api/jobs/" + job.job_id, "Job " + job.job_id);
-    if (p.error) { return [0, p.error, true, nu, true]; }
-    const href = "/?dataset=" + encodeURIComponent(p.record.dataset_id);
-    return [p.pct, p.text, p.finished, href, p.record.state !== "done"];
-}
-"""
 
 
 def upload_section(read_only: bool) -> html.Section | None:
@@ -92,10 +62,14 @@ def upload_section(read_only: bool) -> html.Section | None:
 
 def register_upload(app: dash.Dash) -> None:
     """Clientside callbacks of the upload page (register only when the section is in the layout)."""
-    app.clientside_callback(_SHOW, Output("upload-page", "hidden"), Input("url", "pathname"))
+    app.clientside_callback(
+        ClientsideFunction("orientscope_panels", "uploadHidden"),
+        Output("upload-page", "hidden"),
+        Input("url", "pathname"),
+    )
     register_chosen_label(app, "upload-file", "upload-drop-text")
     app.clientside_callback(
-        _SUBMIT,
+        ClientsideFunction("orientscope_panels", "uploadSubmit"),
         Output("upload-job", "data"),
         Input("upload-submit", "n_clicks"),
         State("upload-file", "contents"),
@@ -107,7 +81,7 @@ def register_upload(app: dash.Dash) -> None:
         prevent_initial_call=True,
     )
     app.clientside_callback(
-        _POLL,
+        ClientsideFunction("orientscope_panels", "uploadPoll"),
         Output("upload-progress", "value"),
         Output("upload-status", "children"),
         Output("upload-poll", "disabled"),

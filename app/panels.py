@@ -198,20 +198,27 @@ def neighbour_lists(data_dir: Path, st: ViewState, selected: str | None):
         return None  # molecule_outputs reports an unknown molecule
     return html.Div(
         [
-            _neighbour_list("pose", "Nearest in pose", pose, "angle_deg", "{:.1f}°"),
-            _neighbour_list("chemistry", "Nearest in chemistry", chem, "tanimoto", "Tanimoto {:.2f}"),
+            _neighbour_list("pose", "Nearest in pose", pose, "angle_deg", "{:.1f}°", "no other molecule"),
+            _neighbour_list(
+                "chemistry",
+                "Nearest in chemistry",
+                chem,
+                "tanimoto",
+                "Tanimoto {:.2f}",
+                "no molecule shares a fingerprint bit with it",
+            ),
         ],
         className="neighbour-lists",
     )
 
 
-def _neighbour_list(kind: str, title: str, result: dict | None, metric: str, fmt: str) -> html.Div:
+def _neighbour_list(kind: str, title: str, result: dict | None, metric: str, fmt: str, empty: str) -> html.Div:
     if result is None:
         return html.Div([html.H4(title), html.P("not computed for this dataset", className="note")])
     items = [
         html.Li(
             html.Button(
-                f"{it['id']} · {it.get('smiles') or ''} · {fmt.format(it[metric])}",
+                " · ".join(part for part in (it["id"], it.get("smiles"), fmt.format(it[metric])) if part),
                 # the list is part of the id: a molecule can be a neighbour in pose and in chemistry
                 id={"type": "neighbour", "list": kind, "id": it["id"]},
                 className="link-button",
@@ -219,6 +226,8 @@ def _neighbour_list(kind: str, title: str, result: dict | None, metric: str, fmt
         )
         for it in result["items"]
     ]
+    if not items:
+        return html.Div([html.H4(title), html.P(empty, className="note")])
     return html.Div([html.H4(title), html.Ul(items, className="neighbours")])
 
 

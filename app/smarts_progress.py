@@ -13,34 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import dash
-from dash import Input, Output, State, dcc, html, no_update
+from dash import ClientsideFunction, Input, Output, State, dcc, html, no_update
 
 from orientscope.app import data, ids
 from orientscope.app.state import ViewState
 from orientscope.app.upload_widgets import POLL_MS
 
 # Only a view with a pattern asks the server (a page without one costs no callback).
-_ASK = """
-function(st, asked) {
-    const nu = window.dash_clientside.no_update;
-    if (st && st.dataset && st.smarts) { return {dataset: st.dataset, smarts: st.smarts}; }
-    return asked && asked.smarts ? {} : nu;
-}
-"""
-
-_POLL = """
-async function(n_intervals, job) {
-    const nu = window.dash_clientside.no_update;
-    if (!job || !job.job_id) { return ["", true, nu]; }
-    const p = await window.dash_clientside.orientscope.pollRecord("/api/jobs/" + job.job_id, "SMARTS search");
-    if (p.error) { return [p.error, true, nu]; }
-    if (p.record.state === "done") {
-        return ["SMARTS search done: " + p.record.message, true, {job_id: job.job_id, at: Date.now()}];
-    }
-    if (p.record.state === "failed") { return ["SMARTS search failed: " + p.record.message, true, nu]; }
-    return ["SMARTS search " + p.text, false, nu];
-}
-"""
 
 
 def widgets() -> list:
@@ -69,7 +48,12 @@ def follow(data_dir: Path, asked: dict | None) -> tuple:
 
 def register(app: dash.Dash, data_dir: Path, callback) -> None:
     app.clientside_callback(
-        _ASK, Output(ids.SMARTS_ASK, "data"), Input(ids.MAP_STATE, "data"), State(ids.SMARTS_ASK, "data")
+        ClientsideFunction("orientscope_panels", "smartsAsk"),
+        Output(ids.SMARTS_ASK, "data"),
+        Output(ids.MAP_NOTES, "children", allow_duplicate=True),
+        Input(ids.MAP_STATE, "data"),
+        State(ids.SMARTS_ASK, "data"),
+        prevent_initial_call="initial_duplicate",  # it runs when the page opens, and shares the notes
     )
 
     @callback(
@@ -84,7 +68,7 @@ def register(app: dash.Dash, data_dir: Path, callback) -> None:
         return follow(data_dir, asked)
 
     app.clientside_callback(
-        _POLL,
+        ClientsideFunction("orientscope_panels", "smartsPoll"),
         Output(ids.SMARTS_PROGRESS, "children", allow_duplicate=True),
         Output(ids.SMARTS_POLL, "disabled", allow_duplicate=True),
         Output(ids.SMARTS_DONE, "data", allow_duplicate=True),

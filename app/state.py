@@ -19,7 +19,7 @@ DEFAULT_AXES = "123"
 
 # What the URL carries, and what decides what the map draws (the selection does not; the
 # table is set only by the compare view, never by a URL).
-URL_FIELDS = ("dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes", "compare")
+URL_FIELDS = ("dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes", "compare", "zoom")
 MAP_FIELDS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
 
 
@@ -35,6 +35,7 @@ class ViewState:
     axes: str = DEFAULT_AXES  # the shown axes, sorted digits of 1, 2, 3
     table: str = "original"  # "control": the seeded random-rotation control (compare view)
     compare: str | None = None  # the compare view's dataset B: an id, or "<id>::control"
+    zoom: str | None = None  # the flat map's region "x0,x1,y0,y1" (Mollweide units); None: the whole map
 
     @property
     def ready(self) -> bool:
@@ -44,6 +45,11 @@ class ViewState:
     @property
     def axis_numbers(self) -> tuple[int, ...]:
         return tuple(int(a) for a in self.axes)
+
+    @property
+    def region(self) -> tuple[float, float, float, float] | None:
+        """The zoomed region (x0, x1, y0, y1), Mollweide units, of the flat map; None: the whole map."""
+        return parse_zoom(self.zoom) if self.zoom and self.view == "map" else None
 
     def map_state(self) -> dict:
         """The map-state store's JSON: the fields that decide what the map draws."""
@@ -62,6 +68,8 @@ class ViewState:
         }
         if self.molecule and self.view == "density":
             items["view"] = self.view  # parse_query opens a molecule without a view in the point map
+        if self.view != "map":
+            items.pop("zoom", None)  # only the flat map zooms
         return "?" + urlencode(items) if items else ""
 
     @classmethod
@@ -77,6 +85,7 @@ class ViewState:
         view: str | None,
         axes: list[str] | None,
         compare: str | None = None,
+        zoom: str | None = None,
     ) -> ViewState:
         """The state the controls show (their values as the browser sends them)."""
         return cls(
@@ -89,6 +98,7 @@ class ViewState:
             view=_text(view, "view") or "density",
             axes=_axes(axes),
             compare=_text(compare, "compare") or None,
+            zoom=_zoom_text(_text(zoom, "zoom")),
         )
 
     @classmethod
@@ -124,6 +134,37 @@ def _axes(axes) -> str:
     return "".join(sorted({a for a in axes if isinstance(a, str) and a in ("1", "2", "3")})) or DEFAULT_AXES
 
 
+# A zoom farther out than the whole map (|x| <= 2.83, |y| <= 1.42) shows nothing more.
+MAX_ZOOM_COORDINATE = 6.0
+ZOOM_DECIMALS = 4  # 1e-4 Mollweide units: a hundredth of a pixel of the whole map
+
+
+def parse_zoom(text: str) -> tuple[float, float, float, float]:
+    """(x0, x1, y0, y1) of a zoom "x0,x1,y0,y1" (Mollweide units); ValueError naming what is wrong."""
+    parts = text.split(",")
+    if len(parts) != 4:
+        raise ValueError(f"zoom {text!r} must be four numbers x0,x1,y0,y1")
+    x0, x1, y0, y1 = (float(p) for p in parts)
+    if not all(abs(v) <= MAX_ZOOM_COORDINATE for v in (x0, x1, y0, y1)):  # also NaN and inf
+        raise ValueError(f"zoom {text!r} must lie within ±{MAX_ZOOM_COORDINATE:g}")
+    if not (x1 > x0 and y1 > y0):
+        raise ValueError(f"zoom {text!r} must have x0 < x1 and y0 < y1")
+    return x0, x1, y0, y1
+
+
+def zoom_text(x0: float, x1: float, y0: float, y1: float) -> str:
+    """The URL's zoom of a region (Mollweide units)."""
+    return ",".join(f"{v:.{ZOOM_DECIMALS}f}" for v in (x0, x1, y0, y1))
+
+
+def _zoom_text(text: str | None) -> str | None:
+    """A valid zoom, else None (the zoom store only ever holds what the page wrote)."""
+    try:
+        return zoom_text(*parse_zoom(text)) if text else None
+    except ValueError:
+        return None
+
+
 def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
     """ViewState from a query string, plus human-readable warnings for values that were ignored."""
     warnings: list[str] = []
@@ -143,6 +184,12 @@ def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
         if not axes:
             warnings.append(f"axes {values['axes']!r} name no axis; expected digits from 1, 2, 3")
         values["axes"] = axes or DEFAULT_AXES
+    if values.get("zoom"):
+        try:
+            values["zoom"] = zoom_text(*parse_zoom(values["zoom"]))
+        except ValueError as err:
+            warnings.append(f"{err}; showing the whole map")
+            values.pop("zoom")
     if values.get("molecule") and not values.get("view"):
         # A link to a molecule (links made before the density view became the default carry no view):
         # open the view that shows it, not the density view, which has no molecule panel.

@@ -24,9 +24,9 @@ from fastapi.responses import JSONResponse
 from orientscope.api.edge import edge_rules, install_edge
 from orientscope.api.main import create_api
 from orientscope.api.middleware import JsonLogFormatter
-from orientscope.app.dashboard import create_dash
 from orientscope.app.initial_view import LAYOUT_PATH
 from orientscope.app.mapfigure import DEFAULT_VIEWPORT
+from orientscope.app.mounting import mount_dashboard
 from orientscope.app.request_guard import CALLBACK_PATH
 from orientscope.core.settings import (
     ALLOWED_HOSTS_ENV,
@@ -83,7 +83,7 @@ def create_app(
     server = create_api(data_dir, read_only=read_only, token=token, uncompressed_suffixes=(CALLBACK_PATH, LAYOUT_PATH))
     settings = server.state.settings
     if dashboard:
-        create_dash(server=server, data_dir=Path(settings.data_dir), read_only=settings.read_only)
+        mount_dashboard(server=server, data_dir=Path(settings.data_dir), read_only=settings.read_only)
         # Dash serves only registered component files and raises this for any other path: a 404, not a 500.
         server.add_exception_handler(DependencyException, _unknown_dash_file)
     # Last, so it is outermost: no route (first paint, Dash's websocket, assets) is served before it.

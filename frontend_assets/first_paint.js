@@ -44,6 +44,14 @@
     return best;
   }
 
+  // What a hover names (GET .../map/nearest, the molecule a click there opens) in words, and how many
+  // molecules share its pixel. Shared with the interactive map too.
+  function describeHit(hit) {
+    if (!hit || hit.id === null || hit.id === undefined) { return ""; }
+    var text = "molecule " + hit.id;
+    return hit.shared > 1 ? text + " · " + hit.shared + " molecules share this pixel (click to choose)" : text;
+  }
+
   // ---------------------------------------------------------------- 3D viewer specs (app/viewer.py)
   // Rendered with 3Dmol.js in one WebGL context per element (a viewer grid, rotation linked), by the
   // first paint's panel and by Dash's clientside callbacks alike (orientscope.js renderViewer).
@@ -183,7 +191,7 @@
 
   // One copy per page: the inline first paint's and the asset's share the 3Dmol.js loader and the viewers.
   window.orientscopeMap = window.orientscopeMap || {
-    describePixel: describePixel,
+    describePixel: describePixel, describeHit: describeHit,
     nearestPoint: nearestPoint,
     viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
               handOverFrom: handOverFrom, takeOver: takeOver }
@@ -348,14 +356,19 @@
   }
 
   // ---------------------------------------------------------------- the map's image
-  function mapPick(ev) {
-    var p = svgPoint(ev);
-    if (!p) { return; }
+  // The nearest point's query of an SVG point: the same for a click and a hover (one pick rule).
+  function nearestParams(p) {
     var s = cfg.scale;  // map units per Mollweide unit
     var vp = { x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
                width: Math.max(1, Math.round(p.width)), height: Math.max(1, Math.round(p.height)) };
+    return Object.assign({ x: p.x / s, y: -p.y / s }, cfg.query, vp);
+  }
+
+  function mapPick(ev) {
+    var p = svgPoint(ev), s = cfg.scale;
+    if (!p) { return; }
     host.dataset.clicked = "";
-    getJson(restUrl("map/nearest", Object.assign({ x: p.x / s, y: -p.y / s }, cfg.query, vp))).then(function (hit) {
+    getJson(restUrl("map/nearest", nearestParams(p))).then(function (hit) {
       if (!hit) { return; }
       if (hit.id === null) { nothingNear(); return; }
       chosen(ev, hit.id, hit.x * s, -hit.y * s, p.unit);
@@ -369,9 +382,13 @@
     if (!p) { tip.hidden = true; return; }
     hoverTimer = setTimeout(function () {
       var asked = ++hoverAsked, s = cfg.scale;
-      var params = Object.assign({ x: p.x / s, y: -p.y / s, kind: cfg.kind }, cfg.query, cfg.viewport);
-      getJson(restUrl("map/pixel", params)).then(function (info) {
-        if (asked === hoverAsked) { showTip(p, describePixel(info)); }
+      // the molecule a click opens, then what the image shows at its point (at the cursor when none is near)
+      getJson(restUrl("map/nearest", nearestParams(p))).then(function (hit) {
+        var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: p.x / s, y: -p.y / s };
+        var params = Object.assign(at, { kind: cfg.kind }, cfg.query, cfg.viewport);
+        return getJson(restUrl("map/pixel", params)).then(function (info) {
+          if (asked === hoverAsked) { showTip(p, [describeHit(hit), describePixel(info)].filter(Boolean).join(" · ")); }
+        });
       });
     }, HOVER_MS);
   }

@@ -41,6 +41,16 @@
         var drawn = gd.layout[k];
         if (drawn && JSON.stringify(drawn) !== JSON.stringify(layout[k])) { layout[k] = JSON.parse(JSON.stringify(drawn)); }
       });
+    },
+    // Double-click and the modebar's home button reset the axes to the ranges of the plot's first
+    // figure (plotly.js keeps them as _rangeInitial0/1 until the plot is made anew). A page opened
+    // zoomed (?zoom=) would reset to that zoom: both go to the whole map instead. Canary:
+    // test_double_click_and_home_return_to_the_whole_map (tests/browser/test_map_zoom.py).
+    setHomeRanges: function (gd, xRange, yRange) {
+      var fl = gd && gd._fullLayout;
+      if (!fl || !fl.xaxis || !fl.yaxis) { return; }
+      fl.xaxis._rangeInitial0 = xRange[0]; fl.xaxis._rangeInitial1 = xRange[1];
+      fl.yaxis._rangeInitial0 = yRange[0]; fl.yaxis._rangeInitial1 = yRange[1];
     }
   };
   // ================================================================ end of plotly.js internals
@@ -169,6 +179,15 @@
     return placeRing(host);
   }
 
+  // The axes checklist: its last ticked box is disabled (a map of no axis shows nothing), with a hint.
+  function keepOneAxis(value, options) {
+    var last = value && value.length === 1 ? value[0] : null;
+    var next = (options || []).map(function (o) {
+      return Object.assign({}, o, { disabled: o.value === last });
+    });
+    return [next, last ? "at least one axis stays shown" : ""];
+  }
+
   function copyLink(n) {
     var url = window.location.href;
     var done = function () { return "link copied"; };
@@ -249,6 +268,8 @@
   // sends the visible region back so the server re-aggregates it at the plot's resolution.
   var MAP_SCALE = 10000;  // map units per Mollweide unit (app/figures.py MAP_SCALE)
   var HOVER_MS = 120;
+  // The whole map's ranges in Mollweide units (app/figures.py MAP_RANGE_X, MAP_RANGE_Y).
+  var WHOLE = { x0: -2.95, x1: 2.95, y0: -1.5, y1: 1.5 };
 
   function plotOf(host) { return host && host.querySelector(".js-plotly-plot"); }
 
@@ -289,34 +310,45 @@
   }
 
   // A click's fast path. The press already asks the server for the nearest shown point within 5 px
-  // (map/nearest) and for that molecule's viewer spec (app/viewer_route.py: the spec the molecule
-  // callback answers); the release draws it in the panel's viewer, and only after that frame does
-  // Dash hear of it (the "selected" store), whose callbacks then fill in the rest of the panel, the
-  // URL, the ring and the neighbour lists. Through Dash alone the viewer waited for the URL
+  // (map/nearest) and for that molecule's panel (app/first_paint.py panel_json: the id, info and viewer
+  // spec the molecule callback answers, the route the first paint asks too); the release draws it in the
+  // panel, and only after that frame does Dash hear of it (the "selected" store), whose callbacks then
+  // fill in the URL, the ring and the neighbour lists. Through Dash alone the viewer waited for the URL
   // callback, the molecule callback and often the neighbour lists' re-render: on full QM9 (UI
   // benchmark's clicks, 6 alternating runs of 7 on a busy machine, load 7-12) 382 ms median through
   // Dash against 105 ms this way.
-  var VIEWER_PATH = "/_molecule-viewer";
+  var PANEL_PATH = "/_first-paint/molecule-panel";
 
   function getJson(url) {
     return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
   }
 
+  // The query of a pick at a mouse event: the point under it and the region shown (the same for a hover
+  // and a click, so that both name the same molecule: backend/services/map_pick.py). Null outside the plot.
+  function pickQuery(gd, ev) {
+    var p = eventPoint(gd, ev), vp = shownViewport(gd);
+    return p && vp ? { p: p, params: Object.assign({ x: p.x, y: p.y }, vp) } : null;
+  }
+
   // On a press inside the plot: {x, y} of the press and the promise of {hit, spec} (spec null when
-  // no point is near or the spec cannot be had: then Dash draws the viewer as before).
+  // no point is near, when several molecules share the point's pixel (a chooser opens), or when the spec
+  // cannot be had: then Dash draws the viewer as before).
   function startPick(host, ev) {
     host._pick = null;
     var gd = plotOf(host), meta = mapMeta(gd);
     if (ev.button !== 0 || !meta || meta.view === "sphere") { return; }  // the sphere's clicks: plotly's picking
-    var p = eventPoint(gd, ev), vp = shownViewport(gd);
-    if (!p || !vp) { return; }
-    var answer = getJson(mapUrl(meta, "map/nearest", Object.assign({ x: p.x, y: p.y }, vp))).then(function (hit) {
-      if (!hit || hit.id === null) { return { hit: hit, spec: null }; }
-      var q = "?dataset=" + encodeURIComponent(meta.dataset) + "&molecule=" + encodeURIComponent(hit.id);
-      return getJson(VIEWER_PATH + q).then(function (spec) { return { hit: hit, spec: spec }; },
-                                           function () { return { hit: hit, spec: null }; });
+    var pq = pickQuery(gd, ev);
+    if (!pq) { return; }
+    var answer = getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
+      if (!hit || hit.id === null || hit.shared > 1) { return { hit: hit, spec: null }; }
+      return getJson(panelUrl(meta.dataset, hit.id)).then(function (panel) { return { hit: hit, spec: panel }; },
+                                                           function () { return { hit: hit, spec: null }; });
     }).catch(function () { return { hit: null, spec: null }; });  // the server is gone: nothing to select
-    host._pick = { x: ev.clientX, y: ev.clientY, answer: answer };
+    host._pick = { x: ev.clientX, y: ev.clientY, answer: answer, meta: meta, query: pq };
+  }
+
+  function panelUrl(dataset, id) {
+    return PANEL_PATH + "?dataset=" + encodeURIComponent(dataset) + "&molecule=" + encodeURIComponent(id);
   }
 
   // Tell Dash once the frame with the drawn molecule is on screen, so that its work (requests,
@@ -325,12 +357,34 @@
     requestAnimationFrame(function () { setTimeout(fn, 0); });
   }
 
+  // Opens molecule `id`: its panel (id, info, viewer) drawn from the panel route's answer (null: Dash
+  // fills it in), then Dash told.
+  function openMolecule(host, id, panel, seq) {
+    setHint("");
+    host.dataset.clicked = id;
+    var explore = host.closest(".explore");
+    if (explore) { explore.classList.add("has-molecule"); }  // the density view shows its panel (style.css)
+    var clientside = window.dash_clientside, spec = panel && panel.viewer;
+    var drawn = spec ? renderViewer(spec, "molecule-viewer") : null;
+    Promise.resolve(drawn).then(function () {
+      afterFrame(function () {
+        if (seq !== host._pickSeq) { return; }
+        if (spec) {
+          clientside.set_props("molecule-id", { children: panel.molecule_id });
+          clientside.set_props("molecule-info", { children: panel.info });
+        }
+        clientside.set_props("selected", { data: id });
+      });
+    });
+  }
+
   function onMapClick(host, ev) {
     var pick = host._pick;
     host._pick = null;  // one pick per press: plotly.js follows a release with a click event of its own
     if (!pick || Math.abs(pick.x - ev.clientX) + Math.abs(pick.y - ev.clientY) > 4) { return; }  // the end of a pan
     var seq = host._pickSeq = (host._pickSeq || 0) + 1;
     host.dataset.clicked = "";
+    closeChooser(host);
     pick.answer.then(function (a) {
       if (seq !== host._pickSeq || !a.hit) { return; }  // a later click took over, or the server said no
       var hit = a.hit;
@@ -339,18 +393,100 @@
         host.dataset.clicked = "none";
         return;
       }
-      setHint("");
-      host.dataset.clicked = hit.id;
-      var clientside = window.dash_clientside;
-      var drawn = a.spec ? renderViewer(a.spec, "molecule-viewer") : null;
-      Promise.resolve(drawn).then(function () {
-        afterFrame(function () {
-          if (seq !== host._pickSeq) { return; }
-          if (a.spec) { clientside.set_props("molecule-id", { children: String(a.spec.molecule) }); }
-          clientside.set_props("selected", { data: hit.id });
-        });
-      });
+      if (hit.shared > 1) {
+        openChooser(host, pick.meta, pick.query, hit, seq);
+        return;
+      }
+      openMolecule(host, hit.id, a.spec, seq);
     });
+  }
+
+  // ------------------------------------------------------------ the chooser of a shared pixel
+  // Several molecules share the clicked point's pixel: a paged list (id, formula, the coloured value)
+  // lets the user choose one (GET .../map/shared, the molecule the click picked first).
+  var CHOOSER_PAGE = 10;
+
+  function closeChooser(host) {
+    var old = host.querySelector(".map-chooser");
+    if (old) { old.remove(); }
+  }
+
+  function cell(tr, text) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function chooserButton(label, title, onClick) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.title = title;
+    b.addEventListener("click", function (e) { e.stopPropagation(); onClick(); });
+    return b;
+  }
+
+  function openChooser(host, meta, pq, hit, seq) {
+    closeChooser(host);
+    var box = document.createElement("div");
+    box.className = "map-chooser";
+    box.setAttribute("role", "dialog");
+    box.dataset.total = hit.shared;
+    var gd = plotOf(host), hostBox = host.getBoundingClientRect(), plotBox = gd.getBoundingClientRect();
+    box.style.left = Math.max(0, plotBox.left - hostBox.left + pq.p.px - 140) + "px";
+    box.style.top = (plotBox.top - hostBox.top + pq.p.py + 12) + "px";
+    ["mousedown", "click", "mousemove"].forEach(function (t) {  // not a click or hover on the map below
+      box.addEventListener(t, function (e) { e.stopPropagation(); });
+    });
+    var title = document.createElement("p");
+    title.textContent = hit.shared + " molecules share this pixel: choose one";
+    var close = chooserButton("×", "close", function () { closeChooser(host); });
+    close.className = "chooser-close";
+    var table = document.createElement("table");
+    var pager = document.createElement("div");
+    pager.className = "chooser-pager";
+    box.append(close, title, table, pager);
+    host.appendChild(box);
+    var pages = Math.ceil(hit.shared / CHOOSER_PAGE);
+    function show(page) {
+      var params = Object.assign({ offset: page * CHOOSER_PAGE, limit: CHOOSER_PAGE }, pq.params);
+      getJson(mapUrl(meta, "map/shared", params)).then(function (answer) {
+        if (!answer || !box.isConnected) { return; }
+        table.innerHTML = "";
+        var head = document.createElement("tr");
+        ["molecule", "formula", answer.color || "colour"].forEach(function (h) {
+          var th = document.createElement("th");
+          th.textContent = h;
+          head.appendChild(th);
+        });
+        table.appendChild(head);
+        answer.molecules.forEach(function (m) {
+          var tr = document.createElement("tr");
+          tr.className = "chooser-row";
+          tr.dataset.id = m.id;
+          cell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
+            closeChooser(host);
+            getJson(panelUrl(meta.dataset, m.id)).catch(function () { return null; }).then(function (panel) {
+              openMolecule(host, m.id, panel, seq);
+            });
+          }));
+          cell(tr, m.formula);
+          cell(tr, typeof m.value === "number" ? m.value.toPrecision(4) : (m.value === null ? "no value" : m.value));
+          table.appendChild(tr);
+        });
+        pager.innerHTML = "";
+        var prev = chooserButton("‹", "previous page", function () { show(page - 1); });
+        var next = chooserButton("›", "next page", function () { show(page + 1); });
+        prev.className = "chooser-prev"; next.className = "chooser-next";
+        prev.disabled = page === 0; next.disabled = page >= pages - 1;
+        var where = document.createElement("span");
+        where.textContent = "page " + (page + 1) + " of " + pages;
+        pager.append(prev, where, next);
+        box.dataset.page = page;
+      });
+    }
+    show(0);
   }
 
   function tooltipOf(host) {
@@ -367,24 +503,33 @@
   function onMapHover(host, ev) {
     var gd = plotOf(host), meta = mapMeta(gd), tip = tooltipOf(host);
     if (ev.buttons) { tip.hidden = true; return; }  // panning
-    if (!meta || meta.mode !== "image") { tip.hidden = true; return; }
-    var p = eventPoint(gd, ev);
-    if (!p) { tip.hidden = true; return; }
+    // the density view's heatmap has plotly's own hover (its cells' density); the sphere's is plotly's picking
+    if (!meta || meta.view !== "map") { tip.hidden = true; return; }
+    var pq = pickQuery(gd, ev);
+    if (!pq) { tip.hidden = true; return; }
     clearTimeout(host._hoverTimer);
     host._hoverTimer = setTimeout(function () {
       var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
-      fetch(mapUrl(meta, "map/pixel", Object.assign({ x: p.x, y: p.y, kind: meta.kind }, meta.viewport)))
-        .then(function (r) { return r.ok ? r.json() : null; })
-        .then(function (info) {
-          if (asked !== host._hoverAsked) { return; }  // a later hover already asked
-          var text = window.orientscopeMap.describePixel(info);  // first_paint.js
-          var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-          tip.textContent = text;
-          tip.hidden = !text;
-          tip.style.left = (box.left - hostBox.left + p.px + 12) + "px";
-          tip.style.top = (box.top - hostBox.top + p.py + 12) + "px";
-        })
-        .catch(function () { tip.hidden = true; });
+      // then what the image shows at the named molecule's point (at the cursor when none is near)
+      getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
+        if (meta.mode !== "image") { return [hit, null]; }
+        var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: pq.p.x, y: pq.p.y };
+        var params = Object.assign(at, { kind: meta.kind || "color" }, meta.viewport);
+        return getJson(mapUrl(meta, "map/pixel", params)).then(function (info) { return [hit, info]; });
+      }).then(function (answers) {
+        if (asked !== host._hoverAsked) { return; }  // a later hover already asked
+        var hit = answers[0];
+        var words = window.orientscopeMap;  // first_paint.js
+        var text = [words.describeHit(hit), words.describePixel(answers[1])]
+          .filter(Boolean).join(" · ");
+        var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+        tip.textContent = text;
+        tip.hidden = !text;
+        tip.dataset.molecule = (hit && hit.id) || "";
+        tip.dataset.shared = (hit && hit.shared) || "";
+        tip.style.left = (box.left - hostBox.left + pq.p.px + 12) + "px";
+        tip.style.top = (box.top - hostBox.top + pq.p.py + 12) + "px";
+      }).catch(function () { tip.hidden = true; });
     }, HOVER_MS);
   }
 
@@ -395,18 +540,72 @@
       a.width === b.width && a.height === b.height;
   }
 
+  function wholeRanges() {
+    return { "xaxis.range": [WHOLE.x0 * MAP_SCALE, WHOLE.x1 * MAP_SCALE],
+             "yaxis.range": [WHOLE.y0 * MAP_SCALE, WHOLE.y1 * MAP_SCALE] };
+  }
+
+  // Whether a viewport shows the whole map (or more).
+  function isWhole(vp) {
+    var tol = 1e-3;
+    return vp.x0 <= WHOLE.x0 + tol && vp.x1 >= WHOLE.x1 - tol && vp.y0 <= WHOLE.y0 + tol && vp.y1 >= WHOLE.y1 - tol;
+  }
+
+  // Whether the region a figure was drawn for covers what the plot shows of the map (within a pixel):
+  // plotly.js widens one axis to keep the map's aspect, and a plot of another size than the one
+  // drawn for shows more than the figure holds.
+  function covers(drawn, shown) {
+    if (!drawn || !shown) { return true; }
+    var tx = (drawn.x1 - drawn.x0) / drawn.width, ty = (drawn.y1 - drawn.y0) / drawn.height;
+    return drawn.x0 <= Math.max(shown.x0, WHOLE.x0) + tx && drawn.x1 >= Math.min(shown.x1, WHOLE.x1) - tx &&
+      drawn.y0 <= Math.max(shown.y0, WHOLE.y0) + ty && drawn.y1 >= Math.min(shown.y1, WHOLE.y1) - ty;
+  }
+
+  // The URL's zoom of a region (app/state.py zoom_text), null for the whole map.
+  function zoomText(vp) {
+    return isWhole(vp) ? null : [vp.x0, vp.x1, vp.y0, vp.y1].map(function (v) { return v.toFixed(4); }).join(",");
+  }
+
   function onRelayout(host, ev) {
     var keys = Object.keys(ev || {});
     if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
     var gd = plotOf(host), meta = mapMeta(gd);
-    if (!meta || meta.view !== "map" || sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
+    if (!meta || meta.view !== "map") { return; }
+    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {  // autoscale: the data's extent is the drawn region's
+      window.Plotly.relayout(gd, wholeRanges());
+      return;
+    }
+    var quiet = host._quietZoom;  // a zoom the URL asked for (the back button): the URL has it already
+    host._quietZoom = false;
+    if (sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
+    var vp = shownViewport(gd);
+    if (vp && meta.state) { drawRegion(host, meta.state, vp, quiet); }
+  }
+
+  function drawRegion(host, state, vp, quiet) {
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
-    var vp = shownViewport(gd);
     host._askedViewport = vp;  // until then no figure of another region counts as drawn
     host._mapToken = null;  // nor does the one on screen when its pending hook fires
     tooltipOf(host).hidden = true;
-    if (vp && meta.state) { askRegion(host, meta.state, vp); }
+    askRegion(host, state, vp, quiet);
+  }
+
+  // The zoom store changed: the back or forward button restored a URL (sync_state copies its zoom
+  // there), or a drawn region was written to it (then it matches what is shown and nothing happens).
+  function applyZoom(zoom, id) {
+    var host = document.getElementById(id), gd = plotOf(host), meta = mapMeta(gd);
+    var clientside = window.dash_clientside;
+    if (!host || !meta || meta.view !== "map" || !gd.layout) { return clientside.no_update; }
+    host._zoom = zoom || null;
+    var shown = shownViewport(gd);
+    if (!shown || zoomText(shown) === host._zoom) { return clientside.no_update; }
+    var p = zoom ? zoom.split(",").map(Number) : null;
+    var ranges = p ? { "xaxis.range": [p[0] * MAP_SCALE, p[1] * MAP_SCALE],
+                       "yaxis.range": [p[2] * MAP_SCALE, p[3] * MAP_SCALE] } : wholeRanges();
+    host._quietZoom = true;
+    window.Plotly.relayout(gd, ranges);
+    return zoom || "";
   }
 
   // The zoomed region's figure, asked for at once and straight from the server (app/map_route.py):
@@ -416,7 +615,7 @@
   // flight only the newest zoom's is drawn.
   var FIGURE_PATH = "/_map-figure";
 
-  function askRegion(host, state, vp) {
+  function askRegion(host, state, vp, quiet) {
     var seq = host._regionSeq = (host._regionSeq || 0) + 1;
     var params = Object.assign({ state: JSON.stringify(state) }, vp);
     var q = Object.keys(params).map(function (k) {
@@ -429,6 +628,11 @@
       if (figure) {
         host._figure = figure;
         clientside.set_props("orientation-map", { figure: figure });
+      }
+      var zoom = zoomText(vp);
+      if (!quiet && zoom !== (host._zoom || null)) {  // into the URL (app/dashboard.py sync_state), a history entry
+        host._zoom = zoom;
+        clientside.set_props("map-zoom", { data: zoom });
       }
     }, function () {});  // the server is gone: the old figure stays, zoomed
   }
@@ -444,7 +648,11 @@
     gd.on("plotly_afterplot", function () {
       var fig = host._figure, meta = mapMeta(gd);
       if (meta && meta.token === (mapMeta(fig) || {}).token) { plotlyInternals.keepAxesInFigure(gd, fig); }
+      var home = wholeRanges();
+      plotlyInternals.setHomeRanges(gd, home["xaxis.range"], home["yaxis.range"]);
     });
+    var home = wholeRanges();
+    plotlyInternals.setHomeRanges(gd, home["xaxis.range"], home["yaxis.range"]);
   }
 
   // Resolves once an image has been decoded, so that setting the hook means pixels are on screen.
@@ -483,6 +691,11 @@
         return;
       }
       if (meta.view !== "sphere") { bindMap(host, gd); }
+      var shown = meta.view === "map" ? shownViewport(gd) : null;
+      if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
+        drawRegion(host, meta.state, shown, true);
+        return;
+      }
       var images = (gd.layout.images || []).map(function (im) { return decoded(im.source); });
       Promise.all(images).then(function () {
         requestAnimationFrame(function () {
@@ -508,7 +721,8 @@
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     orientscope: {
       renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap,
-      postUpload: postUpload, chosenFile: chosenFile, pollRecord: pollRecord, watchMap: watchMap
+      postUpload: postUpload, chosenFile: chosenFile, pollRecord: pollRecord, watchMap: watchMap,
+      applyZoom: applyZoom, keepOneAxis: keepOneAxis
     }
   });
 })();

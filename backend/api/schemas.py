@@ -368,6 +368,23 @@ class MapNearestPublic(_Model):
     x: float | None = Field(description="Mollweide x of the point.")
     y: float | None = Field(description="Mollweide y of the point.")
     distance_px: float | None = Field(description="Distance from the click in pixels.")
+    shared: int | None = Field(None, description="Molecules with a shown point in that point's pixel, itself included.")
+
+
+class MapSharedMolecule(_Model):
+    id: str = Field(description="Molecule id.")
+    formula: str = Field(description="Hill formula.")
+    value: str | float | None = Field(description="What the map's colour shows for it: a category or a number.")
+
+
+class MapSharedPublic(_Model):
+    """A page of the molecules sharing the pixel a click picks, the molecule the click opens first."""
+
+    total: int = Field(description="Molecules in the pixel.")
+    offset: int
+    limit: int
+    color: str = Field(description="What the map is coloured by.")
+    molecules: list[MapSharedMolecule]
 
 
 class MapPixelPublic(_Model):

@@ -616,6 +616,15 @@ def nearest_point(
     return None if hit is None else hit[0]
 
 
+def points_in_box(points: MapPoints, x0: float, x1: float, y0: float, y1: float) -> np.ndarray:
+    """(k,) int64 indices (into the view's points) of the points with x0 <= x <= x1 and y0 <= y <= y1."""
+    view = _sorted(points)
+    rows = run_rows(view.runs(x0, x1, y0, y1))
+    fx, fy = view.frame["x"].to_numpy()[rows], view.frame["y"].to_numpy()[rows]
+    rows = rows[(fx >= x0) & (fx <= x1) & (fy >= y0) & (fy <= y1)]
+    return rows if points.x_sorted else view.frame["i"].to_numpy()[rows].astype(np.int64)
+
+
 def prepare(points: MapPoints) -> None:
     """Build a view's sorted frame and whole-map counts ahead of its first request (seconds at 30M points)."""
     _sorted(points)
@@ -692,25 +701,6 @@ def render_record(render: MapRender) -> dict:
             "match": None if pts.highlight is None else pts.highlight[idx].tolist(),
         }
     return record
-
-
-def nearest_molecule(data_dir: Path, query: MapQuery, viewport: Viewport, x: float, y: float) -> dict:
-    """The shown point nearest to a click at map point (x, y) within 5 px of ``viewport``'s pixels:
-    {"id", "axis", "x", "y", "distance_px"}, or all None when no point is that close."""
-    pts = view_points(data_dir, query)
-    vp = viewport.checked()
-    i = nearest_point(pts, x, y, vp.pixel_size)
-    if i is None:
-        return {"id": None, "axis": None, "x": None, "y": None, "distance_px": None}
-    sx, sy = vp.pixel_size
-    px, py = float(pts.x[i]), float(pts.y[i])
-    return {
-        "id": str(pts.md.ids[pts.rows[i]]),
-        "axis": int(pts.axis[i]),
-        "x": px,
-        "y": py,
-        "distance_px": float(np.hypot((px - x) / sx, (py - y) / sy)),
-    }
 
 
 def hover_info(data_dir: Path, query: MapQuery, viewport: Viewport, x: float, y: float, kind: str = "color") -> dict:

@@ -88,9 +88,10 @@ def _tanimoto_index(view: DatasetView) -> TanimotoIndex | ShardedTanimotoScan:
 
 
 def chemistry_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
-    """(row, Tanimoto similarity) of the k molecules most similar to row ``i``."""
+    """(row, Tanimoto similarity) of the k molecules most similar to row ``i``, leaving out those sharing
+    no fingerprint bit with it (similarity 0: unrelated, not near)."""
     rows, sims = _tanimoto_index(view).most_similar(i, k)
-    return [(int(j), float(s)) for j, s in zip(rows, sims, strict=True)]
+    return [(int(j), float(s)) for j, s in zip(rows, sims, strict=True) if s > 0]
 
 
 def neighbors(data_dir: Path, dataset_id: str, mol_id: str, by: str = "pose", k: int = 10) -> dict:

@@ -1,4 +1,4 @@
-"""GET /api/datasets/{id}/map, /map/nearest and /map/pixel over real HTTP."""
+"""GET /api/datasets/{id}/map, /map/nearest, /map/shared and /map/pixel over real HTTP."""
 
 from __future__ import annotations
 
@@ -53,7 +53,31 @@ def test_a_click_on_a_point_finds_its_molecule_and_a_click_on_nothing_finds_none
     body = client.get("/api/datasets/qm9/map/nearest", params={"x": x, "y": y, "axes": "1"}).json()
     assert body["id"] == md.ids[row] and body["axis"] == 1 and body["distance_px"] == pytest.approx(0.0, abs=1e-3)
     empty = client.get("/api/datasets/qm9/map/nearest", params={"x": 2.8, "y": 1.4}).json()
-    assert empty == {"id": None, "axis": None, "x": None, "y": None, "distance_px": None}
+    assert empty == {"id": None, "axis": None, "x": None, "y": None, "distance_px": None, "shared": None}
+
+
+def test_the_molecules_sharing_a_clicked_pixel_are_listed_the_clicked_one_first(client, api_data):
+    md = load_map_data(api_data, "qm9")
+    # a coarse grid (8 x 4 pixels over the map): many molecules share each pixel
+    grid = {"width": 8, "height": 4, "axes": "1"}
+    x, y = float(md.x[17, 0]), float(md.y[17, 0])
+    hit = client.get("/api/datasets/qm9/map/nearest", params={"x": x, "y": y, **grid}).json()
+    pages = [
+        client.get("/api/datasets/qm9/map/shared", params={"x": x, "y": y, "offset": k, "limit": 7, **grid}).json()
+        for k in range(0, hit["shared"], 7)
+    ]
+    ids = [m["id"] for p in pages for m in p["molecules"]]
+    assert hit["shared"] > 1 and ids[0] == hit["id"] and len(ids) == len(set(ids)) == hit["shared"]
+    assert {p["total"] for p in pages} == {hit["shared"]} and pages[0]["color"] == "axis"
+    # exactly the molecules whose first axis falls in the pixel of the picked point (the grid's pixel rule)
+    col = lambda v: np.minimum(((v - -2.95) / (5.9 / 8)).astype(int), 7)  # noqa: E731
+    row = lambda v: np.minimum(((v - -1.5) / (3.0 / 4)).astype(int), 3)  # noqa: E731
+    picked = md.row_of(hit["id"])
+    same = (col(md.x[:, 0]) == col(md.x[picked, 0])) & (row(md.y[:, 0]) == row(md.y[picked, 0]))
+    assert set(ids) == set(md.ids[same].tolist())
+    first = client.get("/api/datasets/qm9/map/shared", params={"x": x, "y": y, "limit": 1, **grid}).json()
+    assert first["molecules"][0]["formula"] and first["molecules"][0]["value"].startswith("axis 1")
+    assert client.get("/api/datasets/qm9/map/shared", params={"x": x, "y": y, "limit": 0}).status_code == 422
 
 
 def test_hover_over_the_image_reports_the_pixel(client, api_data):

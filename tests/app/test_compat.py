@@ -63,6 +63,7 @@ def test_installed_versions_are_the_pinned_minor_versions(package):
     assert pin and pin.group(1) == PINNED[package], "pyproject.toml pins another minor version than app/compat.py"
 
 
+@pytest.mark.dash_canary
 def test_canary_dash_encodes_callback_answers_through_its_module_global_to_json():
     # Dash's dispatch must still look `to_json` up in dash._callback at call time, and that
     # name must still be plotly's encoder (what answer_json mimics).
@@ -74,6 +75,7 @@ def test_canary_dash_encodes_callback_answers_through_its_module_global_to_json(
     assert dash._utils.to_json({"a": "x/y"}) == to_json_plotly({"a": "x/y"})
 
 
+@pytest.mark.dash_canary
 def test_canary_dash_callback_route_is_a_coroutine_endpoint_of_one_request():
     server = FastAPI()
     echo_app(server)
@@ -83,6 +85,7 @@ def test_canary_dash_callback_route_is_a_coroutine_endpoint_of_one_request():
     assert route.methods == {"POST"}
 
 
+@pytest.mark.dash_canary
 def test_canary_plotly_figures_accept_validate_false_and_skip_validation():
     # plotly reads it from **kwargs: the canary is the behaviour, checked both ways
     bad = {"data": [{"type": "scatter", "opacity": "lots"}]}  # a value plotly would reject
@@ -91,10 +94,11 @@ def test_canary_plotly_figures_accept_validate_false_and_skip_validation():
     assert unvalidated_figure(**bad).to_dict()["data"][0]["opacity"] == "lots"
 
 
+@pytest.mark.dash_canary
 def test_canary_bundled_plotly_js_has_the_internals_orientscope_js_reads():
     bundle = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()
     assert re.search(r"plotly\.js v4\.1\.\d", bundle[:200]), bundle[:200]
-    for name in ("_fullLayout", ".l2p", ".p2l", "._offset", "._length", "._has"):
+    for name in ("_fullLayout", ".l2p", ".p2l", "._offset", "._length", "._has", "._rangeInitial0", "._rangeInitial1"):
         assert name in bundle, name
 
 
@@ -168,6 +172,7 @@ def test_private_dash_and_plotly_names_appear_only_in_the_compat_places():
     assert PRIVATE_JS.search(JS_SECTION.search(js).group())
 
 
+@pytest.mark.dash_canary
 def test_canary_first_screen_scripts_are_dashs_own_long_cached_urls_and_the_graph_reuses_window_plotly():
     import dash
     from fastapi.testclient import TestClient

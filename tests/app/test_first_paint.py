@@ -40,6 +40,7 @@ def _image_source(text: str) -> str:
     return re.search(r'<image href="(data:image/png;base64,[^"]+)"', text).group(1)
 
 
+@pytest.mark.dash_canary  # app/first_paint.py DASH_LOADING: Dash's placeholder markup in its index page
 def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_do_not(qm9_store, tmp_path, monkeypatch):
     data_dir = tmp_path / "store"  # its own map caches: the budget below is not part of their keys
     shutil.copytree(qm9_store, data_dir)

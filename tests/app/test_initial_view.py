@@ -105,6 +105,7 @@ def _props(layout: dict, wanted: str) -> dict:
     raise KeyError(wanted)
 
 
+@pytest.mark.dash_canary  # /_dash-layout and its Referer (app/initial_view.py)
 def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
     from orientscope.app.mapview import map_layers
     from orientscope.app.state import ViewState
@@ -133,3 +134,24 @@ def test_layout_for_an_unknown_dataset_leaves_the_url_to_the_callbacks(dash_url)
     assert "search" not in _props(layout, "url")  # dcc.Location reports it, sync_state cleans it
     assert "Unknown dataset 'nope'" in str(_props(layout, "messages")["children"])
     assert _props(layout, "map-state")["data"]["dataset"] == "qm9"
+
+
+def test_zoomed_pages_are_not_cached_so_zooming_does_not_grow_the_cache():
+    calls = []
+    cache = ByteBudgetCache(MB)
+    app = PageQueryMiddleware(_layout_app(calls), version=lambda: 1, cache=cache)
+    for k in range(5):  # five zooms, each its own URL, each loaded twice
+        ref = {"host": "lab", "referer": f"http://lab/?dataset=qm9&view=map&zoom=-0.{k},0.5,-0.2,0.2"}
+        asyncio.run(_get(app, "/_dash-layout", ref))
+        asyncio.run(_get(app, "/_dash-layout", ref))
+    assert len(calls) == 10 and len(cache) == 0
+    asyncio.run(_get(app, "/_dash-layout", {"host": "lab", "referer": "http://lab/?dataset=qm9&view=map"}))
+    assert len(cache) == 1  # the unzoomed page is kept
+
+
+def test_an_unknown_colour_in_the_url_is_named_and_replaced_by_the_axis(qm9_store):
+    bad = resolve_view(qm9_store, "?dataset=qm9&color=prop:nope")
+    assert bad.state.color == "axis"
+    assert any("Unknown colour 'prop:nope'" in m and "prop:gap" in m for m in bad.messages)
+    good = resolve_view(qm9_store, "?dataset=qm9&color=prop:gap")
+    assert good.state.color == "prop:gap" and good.messages == []

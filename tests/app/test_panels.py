@@ -13,10 +13,20 @@ def _ids(component) -> list:
 def test_neighbour_buttons_have_unique_ids_even_when_a_molecule_is_in_both_lists(qm9_store):
     st = ViewState(dataset="qm9")
     md = map_layers(qm9_store, st).md
-    for mol in map(str, md.ids[:10]):
+    for mol in map(str, md.ids[1:11]):  # ids[0], methane, shares no fingerprint bit with any other (below)
         ids = _ids(panels.neighbour_lists(qm9_store, st, mol))
         assert ids and len({tuple(sorted(i.items())) for i in ids}) == len(ids)
         assert {i["list"] for i in ids} == {"pose", "chemistry"}
+
+
+def test_unrelated_molecules_are_no_chemistry_neighbours_and_captions_skip_missing_fields(qm9_store):
+    st = ViewState(dataset="qm9")
+    methane = str(map_layers(qm9_store, st).md.ids[0])
+    lists = panels.neighbour_lists(qm9_store, st, methane)
+    assert {i["list"] for i in _ids(lists)} == {"pose"}
+    texts = [c.children for c in components_of(lists) if isinstance(getattr(c, "children", None), str)]
+    assert "no molecule shares a fingerprint bit with it" in texts
+    assert not any("Tanimoto 0.00" in t or " ·  · " in t for t in texts)
 
 
 def test_molecule_panel_for_known_unknown_and_no_selection(qm9_store):

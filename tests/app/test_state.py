@@ -88,3 +88,14 @@ def test_a_link_to_a_molecule_without_a_view_opens_the_point_map():
     assert parse_query("?dataset=qm9&molecule=7")[0].view == "map"
     assert parse_query("?dataset=qm9&molecule=7&view=sphere")[0].view == "sphere"
     assert parse_query("?dataset=qm9")[0].view == "density"
+
+
+def test_the_zoom_travels_in_the_url_of_the_flat_map_only():
+    st, warnings = parse_query("?dataset=qm9&view=map&zoom=-0.5,0.5,-0.25,0.25")
+    assert warnings == [] and st.zoom == "-0.5000,0.5000,-0.2500,0.2500" and st.region == (-0.5, 0.5, -0.25, 0.25)
+    assert parse_query(st.to_query())[0] == st
+    assert "zoom" not in st.with_(view="sphere").to_query() and st.with_(view="density").region is None
+    assert "zoom" not in st.map_state()  # a zoom draws the same layers
+    for bad in ("1,2,3", "0.5,-0.5,0,1", "nan,1,0,1", "0,1e9,0,1", "a,b,c,d"):
+        st, warnings = parse_query(f"?view=map&zoom={bad}")
+        assert st.zoom is None and len(warnings) == 1 and "showing the whole map" in warnings[0], bad

@@ -165,6 +165,7 @@ def main_store(data_dir: Path, dataset_id: str) -> None:
     """The map of a stored dataset through the services, from a cold process: the ≤ 1 GB memory figure."""
     from orientscope.services import map_raster as mr
     from orientscope.services.map_data import load_map_data
+    from orientscope.services.map_pick import nearest_molecule
     from orientscope.services.map_view import MapQuery, view_points
 
     load_before = os.getloadavg()[0]
@@ -197,7 +198,7 @@ def main_store(data_dir: Path, dataset_id: str) -> None:
     deep_s, deep_rec = _median_s(lambda i: record(deep(i)), 3)
     rng = np.random.default_rng(1)
     clicks = rng.uniform([-2.5, -1.2], [2.5, 1.2], (10, 2))
-    click_s, hit = _median_s(lambda i: mr.nearest_molecule(data_dir, q, full(0), *clicks[i]), 10)
+    click_s, hit = _median_s(lambda i: nearest_molecule(data_dir, q, full(0), *clicks[i]), 10)
     row_s, _ = _median_s(lambda i: md.row_of(points.ids(np.array([i * 1_000_003 % points.size]))[0]), 5)
     stored = md.default_view is not None  # map arrays stored (store.map_arrays): opened, not built
     anon, file_pages = _rss_parts_mb()

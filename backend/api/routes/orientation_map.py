@@ -1,4 +1,5 @@
-"""GET /api/datasets/{id}/map (aggregated image or points), /map/nearest (click) and /map/pixel (hover)."""
+"""GET /api/datasets/{id}/map (aggregated image or points), /map/nearest (click and hover), /map/shared (the
+molecules sharing a clicked pixel) and /map/pixel (what a pixel of the image holds)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from starlette.concurrency import run_in_threadpool
 from orientscope.api.deps import DataDirDep, DatasetIdPath
 from orientscope.api.encoded import json_record
 from orientscope.api.errors import NOT_FOUND, SEARCH_PENDING
-from orientscope.api.schemas import MapNearestPublic, MapPixelPublic, MapPublic
+from orientscope.api.schemas import MapNearestPublic, MapPixelPublic, MapPublic, MapSharedPublic
+from orientscope.services import map_pick
 from orientscope.services import map_raster as svc
 from orientscope.services.map_view import MapQuery
 
@@ -96,7 +98,21 @@ async def nearest(
     y: Annotated[float, Query(description="Click position, Mollweide y.")],
 ):
     """The shown point nearest to a click within 5 pixels of the viewport's pixel grid (all null if none)."""
-    return json_record(await run_in_threadpool(svc.nearest_molecule, data_dir, query, vp, x, y))
+    return json_record(await run_in_threadpool(map_pick.nearest_molecule, data_dir, query, vp, x, y))
+
+
+@router.get("/map/shared", response_model=MapSharedPublic, responses={**NOT_FOUND, **SEARCH_PENDING})
+async def shared(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    vp: ViewportDep,
+    x: Annotated[float, Query(description="Click position, Mollweide x.")],
+    y: Annotated[float, Query(description="Click position, Mollweide y.")],
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=map_pick.MAX_PAGE)] = 10,
+):
+    """The molecules sharing the pixel of the point /map/nearest picks, that molecule first (paged)."""
+    return json_record(await run_in_threadpool(map_pick.shared_molecules, data_dir, query, vp, x, y, offset, limit))
 
 
 @router.get("/map/pixel", response_model=MapPixelPublic, responses={**NOT_FOUND, **SEARCH_PENDING})

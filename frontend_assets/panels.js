@@ -1,0 +1,88 @@
+/* Clientside callbacks of the SMARTS progress line (app/smarts_progress.py), the upload page
+   (app/pages_upload.py) and the model audit section (app/audit_panel.py). They reach the REST API
+   through orientscope.js's postUpload and pollRecord. */
+(function () {
+  "use strict";
+
+  function orientscope() { return window.dash_clientside.orientscope; }
+
+  // Only a view with a pattern asks the server (a page without one costs no callback). A new pattern
+  // (not the page's first) replaces the map's notes, an earlier pattern's error among them, by
+  // "searching…" until the map callback answers with the new notes.
+  function smartsAsk(st, asked) {
+    var nu = window.dash_clientside.no_update;
+    if (st && st.dataset && st.smarts) {
+      var fresh = asked !== null && asked !== undefined && asked.smarts !== st.smarts;
+      var searching = { type: "P", namespace: "dash_html_components",
+                        props: { children: "Searching for " + st.smarts + "…", className: "note searching" } };
+      return [{ dataset: st.dataset, smarts: st.smarts }, fresh ? [searching] : nu];
+    }
+    return [asked && asked.smarts ? {} : nu, nu];
+  }
+
+  async function smartsPoll(nIntervals, job) {
+    var nu = window.dash_clientside.no_update;
+    if (!job || !job.job_id) { return ["", true, nu]; }
+    var p = await orientscope().pollRecord("/api/jobs/" + job.job_id, "SMARTS search");
+    if (p.error) { return [p.error, true, nu]; }
+    if (p.record.state === "done") {
+      return ["SMARTS search done: " + p.record.message, true, { job_id: job.job_id, at: Date.now() }];
+    }
+    if (p.record.state === "failed") { return ["SMARTS search failed: " + p.record.message, true, nu]; }
+    return ["SMARTS search " + p.text, false, nu];
+  }
+
+  // The upload page shows at /upload only (the header's link, app/dashboard.py).
+  function uploadHidden(pathname) { return pathname !== "/upload"; }
+
+  async function uploadSubmit(nClicks, contents, filename, name, format, strict, token) {
+    if (!nClicks) { return window.dash_clientside.no_update; }
+    if (!contents) { return { error: "Choose a file first." }; }
+    var fields = {
+      name: (name || filename || "").trim(),
+      format: format || "auto",
+      strict: strict && strict.length ? "true" : "false"
+    };
+    var sent = await orientscope().postUpload("/api/datasets", contents, filename || "upload", fields, token);
+    return sent.error ? sent : { job_id: sent.body.job_id, dataset_id: sent.body.dataset_id };
+  }
+
+  async function uploadPoll(nIntervals, job) {
+    var nu = window.dash_clientside.no_update;
+    if (!job) { return [0, "", true, nu, true]; }
+    if (job.error) { return [0, job.error, true, nu, true]; }
+    var p = await orientscope().pollRecord("/api/jobs/" + job.job_id, "Job " + job.job_id);
+    if (p.error) { return [0, p.error, true, nu, true]; }
+    var href = "/?dataset=" + encodeURIComponent(p.record.dataset_id);
+    return [p.pct, p.text, p.finished, href, p.record.state !== "done"];
+  }
+
+  async function auditSubmit(nClicks, contents, filename, name, token, dataset) {
+    if (!nClicks) { return window.dash_clientside.no_update; }
+    if (!dataset) { return { error: "Choose a dataset first." }; }
+    if (!contents) { return { error: "Choose a predictions file first." }; }
+    var path = "/api/datasets/" + encodeURIComponent(dataset) + "/model-audits";
+    var fields = { name: (name || filename || "").trim() };
+    var sent = await orientscope().postUpload(path, contents, filename || "predictions.csv", fields, token);
+    return sent.error ? sent : { dataset: dataset, audit_id: sent.body.audit_id };
+  }
+
+  async function auditPoll(nIntervals, job) {
+    var nu = window.dash_clientside.no_update;
+    if (!job) { return ["", true, nu]; }
+    if (job.error) { return [job.error, true, nu]; }
+    var path = "/api/datasets/" + encodeURIComponent(job.dataset) + "/model-audits/" + job.audit_id;
+    var p = await orientscope().pollRecord(path, "Audit " + job.audit_id);
+    if (p.error) { return [p.error, true, nu]; }
+    if (p.record.state === "done") { return ["done: audit " + p.record.id + " is ready", true, p.record.id]; }
+    if (p.record.state === "failed") { return ["failed: " + p.record.message, true, nu]; }
+    return [p.text, false, nu];
+  }
+
+  window.dash_clientside = Object.assign({}, window.dash_clientside, {
+    orientscope_panels: {
+      smartsAsk: smartsAsk, smartsPoll: smartsPoll, uploadHidden: uploadHidden, uploadSubmit: uploadSubmit,
+      uploadPoll: uploadPoll, auditSubmit: auditSubmit, auditPoll: auditPoll
+    }
+  });
+})();

@@ -1,0 +1,186 @@
+"""Zoom and pan keep the region asked for, in real headless Chromium: the drawn plot's ranges, not only
+what the server was asked, are checked; the image covers the visible region, points mode draws every
+point in it; double-click and home return to the whole map; the zoom goes into the URL and back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
+from orientscope.services.map_data import load_map_data
+from tests.browser.chrome import map_drawn, serve, severe_console
+from tests.browser.test_dashboard import settle, wait_for
+
+pytestmark = pytest.mark.browser
+BUDGET = 300  # the store's map has 1,200 points: the whole map is an image, a small region is points
+
+# What the plot shows: its axes' ranges (map units), its pixel size, the drawn figure's token and image.
+SHOWN_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, im = (gd.layout.images || [])[0];
+return {x: xa.range.slice(), y: ya.range.slice(), px: [xa._length, ya._length], token: gd.layout.meta.map.token,
+        mode: gd.layout.meta.map.mode,
+        image: im ? [im.x, im.x + im.sizex, im.y - im.sizey, im.y] : null};
+"""
+# Data coordinates (map units) of pixel offsets from the plot's centre (as ActionChains offsets are).
+TO_VALUE_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+return arguments[0].map(p => [xa.p2l(p[0] + r.width / 2 - xa._offset), ya.p2l(p[1] + r.height / 2 - ya._offset)]);
+"""
+# Every drawn point of the points traces, map units.
+POINTS_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const out = [];
+gd._fullData.forEach(t => { if (t.meta && t.meta.kind === 'points') {
+  for (let i = 0; i < t._length; i++) out.push([t.x[i], t.y[i]]); } });
+return out;
+"""
+
+
+@pytest.fixture(scope="module")
+def image_url(qm9_store):
+    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": str(BUDGET)}) as url:
+        yield url
+
+
+def _open(driver, url):
+    driver.get(url)
+    wait_for(lambda: map_drawn(driver), what="the map's test hook")
+    settle(driver)
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+    return graph
+
+
+def _shown(driver) -> dict:
+    return driver.execute_script(SHOWN_JS)
+
+
+def _redrawn(driver, before: dict) -> dict:
+    """What the plot shows once a new figure (not ``before``'s) is drawn and its hook is set."""
+    wait_for(lambda: map_drawn(driver) and _shown(driver)["token"] != before["token"], what="the region's figure")
+    return _shown(driver)
+
+
+def _tool(driver, attr: str, val: str) -> None:
+    """Click a modebar button (it shows on hover; a click on the element works without)."""
+    button = driver.find_element(
+        By.CSS_SELECTOR, f'#orientation-map .modebar-btn[data-attr="{attr}"][data-val="{val}"]'
+    )
+    driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", button)
+
+
+def _box_zoom(driver, graph, start, size) -> np.ndarray:
+    """Drag a zoom box from pixel offset ``start`` over ``size`` pixels; the box's [[x0, x1], [y0, y1]], map units."""
+    _tool(driver, "dragmode", "zoom")
+    chain = ActionChains(driver).move_to_element_with_offset(graph, *start).click_and_hold()
+    for k in range(1, 6):
+        chain.move_to_element_with_offset(graph, start[0] + size[0] * k // 5, start[1] + size[1] * k // 5)
+    box = np.array(driver.execute_script(TO_VALUE_JS, [start, [start[0] + size[0], start[1] + size[1]]]))
+    chain.release().perform()
+    return np.sort(box.T, axis=1)
+
+
+def _assert_region_holds_box(shown: dict, box: np.ndarray) -> None:
+    ranges = np.sort(np.array([shown["x"], shown["y"]]), axis=1)
+    tol = (ranges[:, 1] - ranges[:, 0]) / np.array(shown["px"])  # a pixel
+    assert (ranges[:, 0] <= box[:, 0] + tol).all() and (ranges[:, 1] >= box[:, 1] - tol).all(), (ranges, box)
+    # on the side that bounds it, the region is the box (plotly widens the other to keep the aspect)
+    assert ((ranges[:, 1] - ranges[:, 0]) / (box[:, 1] - box[:, 0])).min() <= 1.1, (ranges, box)
+    per_px = (ranges[:, 1] - ranges[:, 0]) / np.array(shown["px"])
+    assert np.isclose(per_px[0], per_px[1], rtol=0.02)  # equal-area map: square pixels
+
+
+def _assert_image_covers(shown: dict) -> None:
+    """The image covers the plot's visible part of the map (no blank band), within a pixel."""
+    x0, x1 = sorted(shown["x"])
+    y0, y1 = sorted(shown["y"])
+    px = (x1 - x0) / shown["px"][0]
+    ix0, ix1, iy0, iy1 = shown["image"]
+    assert ix0 <= max(x0, MAP_RANGE_X[0]) + px and ix1 >= min(x1, MAP_RANGE_X[1]) - px, (shown["image"], x0, x1)
+    assert iy0 <= max(y0, MAP_RANGE_Y[0]) + px and iy1 >= min(y1, MAP_RANGE_Y[1]) - px, (shown["image"], y0, y1)
+
+
+def test_a_box_zoom_on_the_image_shows_that_region_re_aggregated(driver, image_url):
+    driver.get_log("browser")
+    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    before = _shown(driver)
+    assert before["mode"] == "image"
+    box = _box_zoom(driver, graph, (-260, -130), (440, 220))  # more than BUDGET points: still an image
+    shown = _redrawn(driver, before)
+    assert shown["mode"] == "image", shown["px"]
+    _assert_region_holds_box(shown, box)
+    _assert_image_covers(shown)
+    # a pan of that region: the new region is drawn whole
+    _tool(driver, "dragmode", "pan")
+    ActionChains(driver).move_to_element_with_offset(graph, 0, 0).click_and_hold().move_by_offset(
+        60, 30
+    ).move_by_offset(60, 30).release().perform()
+    panned = _redrawn(driver, shown)
+    assert panned["x"][0] < shown["x"][0] and panned["y"][0] > shown["y"][0]  # dragged right and down
+    assert np.isclose(panned["x"][1] - panned["x"][0], shown["x"][1] - shown["x"][0], rtol=0.01)
+    _assert_image_covers(panned)
+    assert severe_console(driver) == []
+
+
+def test_a_box_zoom_in_points_mode_draws_every_point_of_the_region(driver, image_url, qm9_store):
+    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    md = load_map_data(qm9_store, "qm9")
+    before = _shown(driver)
+    box = _box_zoom(driver, graph, (-40, -20), (80, 40))  # about 1/40 of the map: under the budget
+    shown = _redrawn(driver, before)
+    assert shown["mode"] == "points"
+    _assert_region_holds_box(shown, box)
+    (x0, x1), (y0, y1) = np.sort(np.array([shown["x"], shown["y"]]) / MAP_SCALE, axis=1)
+    inside = (md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)
+    want = np.round(np.column_stack([md.x[inside], md.y[inside]]) * MAP_SCALE)
+    drawn = np.array(driver.execute_script(POINTS_JS)).reshape(-1, 2)
+    assert len(want) > 0 and len(drawn) == len(want)
+    assert sorted(map(tuple, drawn.tolist())) == sorted(map(tuple, want.tolist()))
+
+
+@pytest.mark.dash_canary  # orientscope.js plotlyInternals.setHomeRanges
+def test_double_click_and_home_return_to_the_whole_map(driver, image_url):
+    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    whole = _shown(driver)
+    for back in ("double-click", "home"):
+        shown = _shown(driver)
+        _box_zoom(driver, graph, (-100, -50), (160, 80))
+        zoomed = _redrawn(driver, shown)
+        assert zoomed["x"][1] - zoomed["x"][0] < 0.5 * (whole["x"][1] - whole["x"][0])
+        if back == "home":
+            _tool(driver, "zoom", "reset")
+        else:
+            ActionChains(driver).move_to_element_with_offset(graph, 10, 10).double_click().perform()
+        again = _redrawn(driver, zoomed)
+        assert np.allclose(again["x"], whole["x"], atol=2) and np.allclose(again["y"], whole["y"], atol=2), back
+        wait_for(lambda: "zoom=" not in driver.current_url, what="the URL to drop the zoom")
+
+
+def test_the_zoom_goes_into_the_url_and_the_back_button_restores_it(driver, image_url):
+    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    whole = _shown(driver)
+    first_box = _box_zoom(driver, graph, (-260, -130), (440, 220))
+    first = _redrawn(driver, whole)
+    wait_for(lambda: "zoom=" in driver.current_url, what="the zoom in the URL")
+    first_url = driver.current_url
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    _box_zoom(driver, graph, (-40, -20), (80, 40))
+    second = _redrawn(driver, first)
+    wait_for(lambda: driver.current_url != first_url, what="the second zoom in the URL")
+    driver.back()
+    wait_for(lambda: driver.current_url == first_url, what="the URL of the first zoom")
+    restored = _redrawn(driver, second)
+    assert np.allclose(restored["x"], first["x"], atol=2) and np.allclose(restored["y"], first["y"], atol=2)
+    driver.back()
+    back_home = _redrawn(driver, restored)
+    assert np.allclose(back_home["x"], whole["x"], atol=2) and np.allclose(back_home["y"], whole["y"], atol=2)
+    # a link to the zoom opens it: the plot shows (at least) the box, the image covers what is shown
+    _open(driver, first_url)
+    opened = _shown(driver)
+    _assert_region_holds_box(opened, first_box)
+    _assert_image_covers(opened)
