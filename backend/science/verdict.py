@@ -64,17 +64,17 @@ STRONG_KL_AT_N = 0.2
 KL_NULL_FIT = {5: {"b": 0.0, "c": 0.603, "c1": -0.78, "s": 3.2, "s1": 0.0}}
 KL_NULL_MC = {
     "seed": 20261201,
-    "draws_per_n": {
-        10: 20_000,
-        20: 20_000,
-        30: 20_000,
-        50: 20_000,
-        100: 10_000,
-        200: 10_000,
-        500: 5_000,
-        1_000: 3_000,
-        3_000: 1_000,
-        10_000: 300,
+    "draws_per_n": {  # string keys: the record is stored and served as JSON
+        "10": 20_000,
+        "20": 20_000,
+        "30": 20_000,
+        "50": 20_000,
+        "100": 10_000,
+        "200": 10_000,
+        "500": 5_000,
+        "1000": 3_000,
+        "3000": 1_000,
+        "10000": 300,
     },
     "generator": "numpy default_rng(seed); unit quaternions from normalised 4-d normals",
 }
