@@ -1,44 +1,30 @@
 """Ingest: load a user's file → store it as a dataset → run every pipeline stage.
 
-Everything is built in a private staging folder
-(``<data_dir>/jobs/.staging/<id>-<nonce>/``, a data dir of its own) and the
-finished dataset folder is renamed into ``<data_dir>/datasets/`` only once the
-whole pipeline has succeeded, so a failed ingest never leaves a half-made
-dataset and never touches an existing one.
+The dataset is built in a private staging folder and published only once the
+whole pipeline has succeeded (``backend.pipeline.staging``).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import threading
-import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from backend.core.dataset import check_frame_dependent
-from backend.core.errors import DatasetError
 from backend.core.limits import Limits
 from backend.core.progress import Progress, quiet, scaled
 from backend.core.settings import display_name, slugify, validate_id
 from backend.loaders.base import MAX_PROBLEMS_KEPT, Loaded
 from backend.loaders.detect import load_path
 from backend.pipeline.builtin import BUILTIN
+from backend.pipeline.staging import publish, staging, staging_root
 from backend.store import datasets as ds
-from backend.store.atomic import swap_dirs
 
 log = logging.getLogger(__name__)
 
 LOAD_SHARE = 0.3  # fraction of the progress bar given to reading the file
 SAVE_SHARE = 0.05
-_id_lock = threading.Lock()
-
-
-def staging_root(data_dir: Path) -> Path:
-    return Path(data_dir) / "jobs" / ".staging"
 
 
 def new_dataset_id(data_dir: Path, name: str, reserved: set[str] | frozenset[str] = frozenset()) -> str:
@@ -63,47 +49,6 @@ def ingest_meta(loaded_format: str, n_skipped: int, problems: list, strict: bool
     if strict is not None:
         meta["strict"] = bool(strict)
     return {**meta, **extra}
-
-
-@contextmanager
-def staging(data_dir: Path, dataset_id: str, replace: bool = False) -> Iterator[Path]:
-    """A private data dir to build ``dataset_id`` in, removed afterwards.
-
-    DatasetError if the id is taken, unless ``replace`` (a new build of an existing dataset, see :func:`publish`).
-    """
-    if not replace and ds.dataset_dir(data_dir, dataset_id).exists():
-        raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
-    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
-    try:
-        yield stage_dir
-    finally:
-        shutil.rmtree(stage_dir, ignore_errors=True)
-
-
-def publish(
-    stage_dir: Path, data_dir: Path, dataset_id: str, progress: Progress | None = None, replace: bool = False
-) -> dict:
-    """Rename the finished dataset from ``stage_dir`` into the store; its meta.
-
-    Never over another dataset, unless ``replace``: then the new folder and the
-    existing one swap places in one atomic exchange (readers see the old dataset
-    or the new one, complete), and the old one is removed with ``stage_dir``.
-    The caller holds :func:`~backend.store.datasets.dataset_lock` when replacing.
-    """
-    final = ds.dataset_dir(data_dir, dataset_id)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    built = ds.dataset_dir(stage_dir, dataset_id)
-    with _id_lock:
-        if replace:
-            if not ds.has_dataset(data_dir, dataset_id):
-                raise DatasetError(f"dataset {dataset_id!r} was deleted while it was rebuilt; nothing was written")
-            swap_dirs(built, final)  # fails, changing nothing, if it is deleted right now
-        elif final.exists():
-            raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
-        else:
-            os.rename(built, final)
-    (progress or quiet)(1.0, f"dataset {dataset_id!r} ready", "done")
-    return ds.read_meta(data_dir, dataset_id)
 
 
 def store_and_precompute(

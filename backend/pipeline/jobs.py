@@ -29,7 +29,8 @@ from backend.core.limits import Limits
 from backend.core.progress import Progress
 from backend.core.settings import display_name, validate_id
 from backend.loaders.detect import check_format
-from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from backend.pipeline.ingest import ingest_file, new_dataset_id
+from backend.pipeline.staging import staging_root
 from backend.store.atomic import atomic_write_json, read_json
 from backend.store.audits import new_audit_id
 from backend.store.results import ResultStore

@@ -1,12 +1,12 @@
 """Migrate a dataset of the single-folder (in-memory) layout to the sharded layout, in place and atomically.
 
-The new folder is built in a private staging data dir (``ingest.staging``):
+The new folder is built in a private staging data dir (``staging.staging``):
 the molecules cut into shards of the configured size and every stored result
 re-cut per shard (``backend.store.relayout``; nothing is recomputed, so every
 report figure, KL and classifier result stays the same), the meta file with
 the shard list written last. Under the dataset's lock, and with every result's
 lock held (a running pipeline is waited for), the new folder then takes the
-old one's place in one atomic exchange (``ingest.publish``). Until then the
+old one's place in one atomic exchange (``staging.publish``). Until then the
 old dataset is untouched and served as before; a failed or killed migration
 leaves it as it was.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from backend import __version__
 from backend.core.errors import DatasetError
 from backend.core.progress import Progress, quiet
-from backend.pipeline.ingest import publish, staging
+from backend.pipeline.staging import publish, staging
 from backend.science.clustering import popcounts
 from backend.store import datasets as ds
 from backend.store.atomic import read_json

@@ -31,7 +31,8 @@ from backend.core.progress import Progress, quiet, scaled
 from backend.loaders.detect import EXTENSIONS, load_path
 from backend.loaders.parquet_orientations import is_store_folder
 from backend.pipeline.engine import Engine, choose_cluster
-from backend.pipeline.ingest import ingest_meta, new_dataset_id, publish, staging
+from backend.pipeline.ingest import ingest_meta, new_dataset_id
+from backend.pipeline.staging import publish, staging
 from backend.store import datasets as ds
 from backend.store.shards import (
     SHARDED,

@@ -6,8 +6,9 @@ from backend.cli import app
 from backend.core.errors import DatasetError
 from backend.loaders.extxyz import write_extxyz
 from backend.loaders.xyz import write_xyz
-from backend.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from backend.pipeline.ingest import ingest_file, new_dataset_id
 from backend.pipeline.model_audit import is_frame_dependent
+from backend.pipeline.staging import staging_root
 from backend.store import datasets as ds
 from backend.store.results import list_result_keys
 
