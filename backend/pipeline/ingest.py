@@ -7,7 +7,7 @@ whole pipeline has succeeded (``backend.pipeline.staging``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,8 +18,10 @@ from backend.core.settings import display_name, slugify, validate_id
 from backend.loaders.base import MAX_PROBLEMS_KEPT, Loaded
 from backend.loaders.detect import load_path
 from backend.pipeline.builtin import BUILTIN
+from backend.pipeline.engine import Engine
 from backend.pipeline.staging import publish, staging, staging_root
 from backend.store import datasets as ds
+from backend.store.shards import save_sharded
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +63,14 @@ def store_and_precompute(
     params: dict | None = None,
     progress: Progress | None = None,
     frame_dependent: Iterable[str] = (),
+    engine_for: Callable[[int], Engine] | None = None,
 ) -> dict:
     """Save ``loaded`` as ``dataset_id`` and run all stages, atomically (see module docstring).
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
     addition to those the loader declares; they go into the dataset's metadata.
+    ``engine_for(n_molecules)`` gives a running engine to share (a server's jobs
+    do); without it, one is started for this run.
     """
     data_dir = Path(data_dir)
     validate_id(dataset_id)
@@ -82,8 +87,10 @@ def store_and_precompute(
         if frame_dependent:
             declared = check_frame_dependent(frame_dependent, mols.properties.columns)
             mols = replace(mols, frame_dependent=mols.frame_dependent | declared)
-        ds.save_dataset(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
-        precompute(stage_dir, dataset_id, params, progress=scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0))
+        save_sharded(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
+        engine = engine_for(mols.n_molecules) if engine_for else None
+        on_stages = scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0)
+        precompute(stage_dir, dataset_id, params, progress=on_stages, engine=engine)
         return publish(stage_dir, data_dir, dataset_id, progress)
 
 
@@ -99,10 +106,11 @@ def ingest_file(
     progress: Progress | None = None,
     original_name: str | None = None,
     frame_dependent: Iterable[str] = (),
+    engine_for: Callable[[int], Engine] | None = None,
 ) -> dict:
     """Load ``path`` (any supported format or archive), store it and run every stage; its meta.
 
-    ``frame_dependent``: see :func:`store_and_precompute`.
+    ``frame_dependent`` and ``engine_for``: see :func:`store_and_precompute`.
     """
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
@@ -118,7 +126,9 @@ def ingest_file(
     )
     source = f"uploaded {original_name or Path(path).name} ({loaded.format})"
     extra = {"original_filename": original_name or Path(path).name, "strict": strict}
-    return store_and_precompute(data_dir, dataset_id, loaded, name, source, extra, params, progress, frame_dependent)
+    return store_and_precompute(
+        data_dir, dataset_id, loaded, name, source, extra, params, progress, frame_dependent, engine_for
+    )
 
 
 def generate_dataset(

@@ -29,6 +29,7 @@ from backend.store.atomic import read_json
 from backend.store.relayout import copy_other_entries, cut_molecules, cut_result
 from backend.store.results import MANIFEST, all_results_locked, list_result_keys
 from backend.store.shards import (
+    FORMAT_VERSION,
     SHARDED,
     is_sharded,
     shard_array_path,
@@ -74,7 +75,8 @@ def migrate_dataset(
                 notify(MOLECULES_SHARE * done / total, f"molecules: {done}/{total} shards", "migrate")
 
             shards = cut_molecules(src, dst, meta, shard_size, shards_done)
-            staged = {**meta, "layout": SHARDED, "shard_size": shard_size, "shards": shards}
+            staged = {**meta, "layout": SHARDED, "format_version": FORMAT_VERSION, "shard_size": shard_size}
+            staged["shards"] = shards
             refs = shard_refs(stage_dir, dataset_id, staged)
             keys = list_result_keys(data_dir, dataset_id)
             manifests, cut = {}, {}
@@ -110,7 +112,7 @@ def _write_popcounts(result: Path, refs: list) -> None:
 
 
 def _layout(meta: dict) -> dict:
-    return {k: meta[k] for k in ("layout", "shard_size", "shards")}
+    return {k: meta[k] for k in ("layout", "format_version", "shard_size", "shards")}
 
 
 def migrate_all(data_dir: Path, shard_size: int | None = None) -> list[str]:

@@ -35,6 +35,7 @@ from backend.pipeline.ingest import ingest_meta, new_dataset_id
 from backend.pipeline.staging import publish, staging
 from backend.store import datasets as ds
 from backend.store.shards import (
+    FORMAT_VERSION,
     SHARDED,
     SHARDS,
     ShardRef,
@@ -204,6 +205,7 @@ def ingest_files(
                     [p for r in results for p in r["problems"]],
                     strict,
                     layout=SHARDED,
+                    format_version=FORMAT_VERSION,
                     shard_size=shard_size,
                     shards=shards,
                     input_files=[p.name for p in files],

@@ -74,6 +74,7 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
         limits=manager.limits,
         progress=progress,
         original_name=job["input"]["file"],
+        engine_for=manager.engine,
     )
     _remove_upload(manager, job)  # the store holds the data now
     skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
