@@ -63,6 +63,10 @@ def _plain(status: int):
     return answer
 
 
+async def _busy(_: Request, exc: Busy) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+
+
 async def _search_pending(_: Request, exc: SearchPending) -> JSONResponse:
     job = exc.job
     if job is None:
@@ -91,7 +95,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, _not_found)
     app.add_exception_handler(NotComputed, _not_computed)
     app.add_exception_handler(SearchPending, _search_pending)
-    for error, status in ((NotReady, 409), (TooLarge, 413), (Busy, 429), (Unavailable, 503)):
+    app.add_exception_handler(Busy, _busy)
+    for error, status in ((NotReady, 409), (TooLarge, 413), (Unavailable, 503)):
         app.add_exception_handler(error, _plain(status))
     app.add_exception_handler(InvalidInput, _invalid)
     app.add_exception_handler(DatasetError, _invalid)

@@ -56,6 +56,7 @@ UPLOAD_RESPONSES = {
     400: {"description": "The multipart body cannot be parsed."},
     413: {"description": "The upload is larger than the limit."},
     415: {"description": "The body is not multipart/form-data with a 'file' part."},
+    429: {"description": "The data folder has as many jobs queued or running as it takes; see Retry-After."},
 }
 
 

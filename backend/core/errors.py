@@ -25,7 +25,11 @@ class NotReady(OrientScopeError):
 
 
 class Busy(OrientScopeError):
-    """Too much of this work is already queued; try again later."""
+    """Too much work is already queued; try again after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: int = 30):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Unavailable(OrientScopeError):

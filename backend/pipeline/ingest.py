@@ -1,44 +1,32 @@
 """Ingest: load a user's file → store it as a dataset → run every pipeline stage.
 
-Everything is built in a private staging folder
-(``<data_dir>/jobs/.staging/<id>-<nonce>/``, a data dir of its own) and the
-finished dataset folder is renamed into ``<data_dir>/datasets/`` only once the
-whole pipeline has succeeded, so a failed ingest never leaves a half-made
-dataset and never touches an existing one.
+The dataset is built in a private staging folder and published only once the
+whole pipeline has succeeded (``orientscope.pipeline.staging``).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import threading
-import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from orientscope.core.dataset import check_frame_dependent
-from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress, quiet, scaled
 from orientscope.core.settings import display_name, slugify, validate_id
 from orientscope.loaders.base import MAX_PROBLEMS_KEPT, Loaded
 from orientscope.loaders.detect import load_path
 from orientscope.pipeline.builtin import BUILTIN
+from orientscope.pipeline.engine import Engine
+from orientscope.pipeline.staging import publish, staging, staging_root
 from orientscope.store import datasets as ds
-from orientscope.store.atomic import swap_dirs
+from orientscope.store.shards import save_sharded
 
 log = logging.getLogger(__name__)
 
 LOAD_SHARE = 0.3  # fraction of the progress bar given to reading the file
 SAVE_SHARE = 0.05
-_id_lock = threading.Lock()
-
-
-def staging_root(data_dir: Path) -> Path:
-    return Path(data_dir) / "jobs" / ".staging"
 
 
 def new_dataset_id(data_dir: Path, name: str, reserved: set[str] | frozenset[str] = frozenset()) -> str:
@@ -65,47 +53,6 @@ def ingest_meta(loaded_format: str, n_skipped: int, problems: list, strict: bool
     return {**meta, **extra}
 
 
-@contextmanager
-def staging(data_dir: Path, dataset_id: str, replace: bool = False) -> Iterator[Path]:
-    """A private data dir to build ``dataset_id`` in, removed afterwards.
-
-    DatasetError if the id is taken, unless ``replace`` (a new build of an existing dataset, see :func:`publish`).
-    """
-    if not replace and ds.dataset_dir(data_dir, dataset_id).exists():
-        raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
-    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
-    try:
-        yield stage_dir
-    finally:
-        shutil.rmtree(stage_dir, ignore_errors=True)
-
-
-def publish(
-    stage_dir: Path, data_dir: Path, dataset_id: str, progress: Progress | None = None, replace: bool = False
-) -> dict:
-    """Rename the finished dataset from ``stage_dir`` into the store; its meta.
-
-    Never over another dataset, unless ``replace``: then the new folder and the
-    existing one swap places in one atomic exchange (readers see the old dataset
-    or the new one, complete), and the old one is removed with ``stage_dir``.
-    The caller holds :func:`~orientscope.store.datasets.dataset_lock` when replacing.
-    """
-    final = ds.dataset_dir(data_dir, dataset_id)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    built = ds.dataset_dir(stage_dir, dataset_id)
-    with _id_lock:
-        if replace:
-            if not ds.has_dataset(data_dir, dataset_id):
-                raise DatasetError(f"dataset {dataset_id!r} was deleted while it was rebuilt; nothing was written")
-            swap_dirs(built, final)  # fails, changing nothing, if it is deleted right now
-        elif final.exists():
-            raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
-        else:
-            os.rename(built, final)
-    (progress or quiet)(1.0, f"dataset {dataset_id!r} ready", "done")
-    return ds.read_meta(data_dir, dataset_id)
-
-
 def store_and_precompute(
     data_dir: Path,
     dataset_id: str,
@@ -116,11 +63,14 @@ def store_and_precompute(
     params: dict | None = None,
     progress: Progress | None = None,
     frame_dependent: Iterable[str] = (),
+    engine_for: Callable[[int], Engine] | None = None,
 ) -> dict:
     """Save ``loaded`` as ``dataset_id`` and run all stages, atomically (see module docstring).
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
     addition to those the loader declares; they go into the dataset's metadata.
+    ``engine_for(n_molecules)`` gives a running engine to share (a server's jobs
+    do); without it, one is started for this run.
     """
     data_dir = Path(data_dir)
     validate_id(dataset_id)
@@ -137,8 +87,10 @@ def store_and_precompute(
         if frame_dependent:
             declared = check_frame_dependent(frame_dependent, mols.properties.columns)
             mols = replace(mols, frame_dependent=mols.frame_dependent | declared)
-        ds.save_dataset(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
-        precompute(stage_dir, dataset_id, params, progress=scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0))
+        save_sharded(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
+        engine = engine_for(mols.n_molecules) if engine_for else None
+        on_stages = scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0)
+        precompute(stage_dir, dataset_id, params, progress=on_stages, engine=engine)
         return publish(stage_dir, data_dir, dataset_id, progress)
 
 
@@ -154,10 +106,11 @@ def ingest_file(
     progress: Progress | None = None,
     original_name: str | None = None,
     frame_dependent: Iterable[str] = (),
+    engine_for: Callable[[int], Engine] | None = None,
 ) -> dict:
     """Load ``path`` (any supported format or archive), store it and run every stage; its meta.
 
-    ``frame_dependent``: see :func:`store_and_precompute`.
+    ``frame_dependent`` and ``engine_for``: see :func:`store_and_precompute`.
     """
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
@@ -173,7 +126,9 @@ def ingest_file(
     )
     source = f"uploaded {original_name or Path(path).name} ({loaded.format})"
     extra = {"original_filename": original_name or Path(path).name, "strict": strict}
-    return store_and_precompute(data_dir, dataset_id, loaded, name, source, extra, params, progress, frame_dependent)
+    return store_and_precompute(
+        data_dir, dataset_id, loaded, name, source, extra, params, progress, frame_dependent, engine_for
+    )
 
 
 def generate_dataset(

@@ -1,15 +1,27 @@
-"""Background jobs with progress, persisted as JSON under ``<data_dir>/jobs/``: ingests and model audits.
+"""One manager for every background job: uploads (ingest), model audits, exports and SMARTS searches.
 
-A job (``kind`` ``ingest`` or ``audit``) is ``jobs/<job_id>.json`` (state ``queued | running | done | failed``,
-``progress`` 0-1, ``stage``, ``message``, the dataset id it will create or
-audit, an audit's ``audit_id``, and the inputs needed to run it again) plus ``jobs/<job_id>/`` holding the uploaded
-file. Every update is an atomic write, so a reader never sees a torn file.
-Jobs run one at a time on a worker thread (the machine has few cores and
-the pipeline stages are already vectorised).
+A job is a JSON record (state ``queued | running | done | failed``, ``progress``
+0-1, ``stage``, ``message``, the dataset it creates or reads, its inputs and,
+when done, its ``result``), written atomically on every change, so a reader never
+sees a torn file. What a job runs is its kind's business: a :class:`JobKind` is a
+small plug-in naming its id prefix, the folder of its records and the function
+that does the work. The manager gives every kind the same things:
 
-When a manager starts, jobs left ``queued`` or ``running`` by a process that
-no longer exists (a crash or restart) are marked ``failed``; their inputs are
-kept, so :meth:`JobManager.retry` can run them again.
+* one thread pool (``max_workers``, 2 by default: the machine has few cores);
+* one bound on queued and running jobs per data folder, every kind counted
+  (``ORIENTSCOPE_MAX_QUEUED_JOBS``, default 8): more is :class:`Busy`, with a
+  ``retry_after`` in seconds, and no earlier job is touched;
+* one crash rule: a job left queued or running by a process that no longer
+  exists is failed, both as readers see it and, once a server that may write its
+  folder starts, on disk. Its inputs are kept, so :meth:`JobManager.retry` runs it again;
+* :meth:`JobManager.cancel`: a queued job never starts, a running one stops at
+  its next progress step; either way the kind's partial output is removed;
+* one engine per cluster setting (:meth:`JobManager.engine`), started on first use
+  and shared by the jobs of this process.
+
+The records of ingests and audits live under ``<data_dir>/jobs/`` (their uploads
+in ``jobs/<job_id>/``); those of exports and searches in the writable area
+(``ORIENTSCOPE_EXPORT_DIR``), so that those two kinds run on read-only servers too.
 """
 
 from __future__ import annotations
@@ -20,34 +32,54 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from orientscope.core.errors import NotFoundError, OrientScopeError
+from orientscope.core.errors import Busy, NotFoundError, OrientScopeError, Unavailable
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.core.settings import display_name, validate_id
-from orientscope.loaders.detect import check_format
-from orientscope.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from orientscope.core.settings import resolve_export_dir, validate_id
+from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
+from orientscope.pipeline.staging import staging_root
 from orientscope.store.atomic import atomic_write_json, read_json
-from orientscope.store.audits import new_audit_id
-from orientscope.store.results import ResultStore
 
 log = logging.getLogger(__name__)
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 STATES = (QUEUED, RUNNING, DONE, FAILED)
 ACTIVE = (QUEUED, RUNNING)
-INGEST, AUDIT = "ingest", "audit"  # job kinds
 SAVE_INTERVAL_S = 0.25  # progress writes are throttled; state changes are always written
 STALE_STAGING_S = 86_400.0
-# Jobs queued or running in this process (a job of ours not listed here was orphaned); ingest and export jobs.
+MAX_QUEUED_ENV = "ORIENTSCOPE_MAX_QUEUED_JOBS"
+DEFAULT_MAX_QUEUED = 8
+RETRY_AFTER_S = 30  # what a refused client is told to wait: about one small job's run
+# Jobs queued or running in this process (a job of ours not listed here was orphaned).
 LIVE: set[str] = set()
 
 
+class Cancelled(OrientScopeError):
+    """A job was cancelled while it ran; raised from its progress callback."""
+
+
+def jobs_dir(data_dir: Path) -> Path:
+    return Path(data_dir) / "jobs"
+
+
+def max_queued_jobs() -> int:
+    """$ORIENTSCOPE_MAX_QUEUED_JOBS, else 8: jobs of every kind queued or running at once per data folder."""
+    raw = os.environ.get(MAX_QUEUED_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_QUEUED
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{MAX_QUEUED_ENV}={raw!r}: expected a whole number of jobs, at least 1")
+    return int(raw)
+
+
+# ---------------------------------------------------------------- records
 def job_record(job_id: str, kind: str, dataset_id: str, name: str, inputs: dict, **extra) -> dict:
-    """A new queued job; ``dataset_id`` is the dataset an ingest creates or an audit reads."""
+    """A new queued job; ``dataset_id`` is the dataset an ingest creates, or the one the job reads."""
     return {
         "id": job_id,
         "kind": kind,
@@ -66,10 +98,6 @@ def job_record(job_id: str, kind: str, dataset_id: str, name: str, inputs: dict,
         "pid": os.getpid(),
         "result": None,
     }
-
-
-def jobs_dir(data_dir: Path) -> Path:
-    return Path(data_dir) / "jobs"
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -107,10 +135,6 @@ def as_seen(job: dict) -> dict:
     return _interrupted(job) if _orphaned(job) else job
 
 
-def read_job(data_dir: Path, job_id: str) -> dict:
-    return read_job_record(jobs_dir(data_dir), job_id)
-
-
 def read_job_record(folder: Path, job_id: str) -> dict:
     """The job ``folder/<job_id>.json`` as readers should see it; NotFoundError if there is none."""
     try:
@@ -121,10 +145,6 @@ def read_job_record(folder: Path, job_id: str) -> dict:
     if not path.is_file():
         raise NotFoundError(f"unknown job {job_id!r}")
     return as_seen(read_json(path))
-
-
-def _stored_jobs(data_dir: Path) -> list[dict]:
-    return stored_job_records(jobs_dir(data_dir))
 
 
 def stored_job_records(folder: Path) -> list[dict]:
@@ -141,29 +161,6 @@ def stored_job_records(folder: Path) -> list[dict]:
     return sorted(jobs, key=lambda j: j.get("created", 0))
 
 
-def list_jobs(data_dir: Path) -> list[dict]:
-    """Every job, oldest first, orphans shown as failed."""
-    return [as_seen(job) for job in _stored_jobs(data_dir)]
-
-
-def recover_interrupted(data_dir: Path) -> list[str]:
-    """Mark jobs whose process died while they were queued or running as failed; their ids."""
-    failed = []
-    for job in _stored_jobs(data_dir):
-        if _orphaned(job):
-            job = _interrupted(job)
-            atomic_write_json(jobs_dir(data_dir) / f"{job['id']}.json", job)
-            failed.append(job["id"])
-    if failed:
-        log.warning("marked %d interrupted job(s) as failed: %s", len(failed), failed)
-    staging = staging_root(data_dir)
-    if staging.is_dir():  # leftovers of killed ingests; recent ones may belong to a running CLI
-        for folder in staging.iterdir():
-            if time.time() - folder.stat().st_mtime > STALE_STAGING_S:
-                shutil.rmtree(folder, ignore_errors=True)
-    return failed
-
-
 def wait_for(read: Callable[[str], dict], job_id: str, timeout_s: float, poll_s: float) -> dict:
     """Poll ``read(job_id)`` until the job is done or failed, or ``timeout_s`` has passed."""
     deadline = time.monotonic() + timeout_s
@@ -174,23 +171,7 @@ def wait_for(read: Callable[[str], dict], job_id: str, timeout_s: float, poll_s:
         time.sleep(poll_s)
 
 
-def run_live(execute: Callable[[str], None], job_id: str) -> None:
-    """Run a job on a worker thread; afterwards it is no longer this process's to finish."""
-    try:
-        execute(job_id)
-    finally:
-        LIVE.discard(job_id)
-
-
-def running(job: dict) -> dict:
-    """``job``, started now (one attempt more)."""
-    job.update(
-        state=RUNNING, started=time.time(), attempts=job.get("attempts", 0) + 1, stage="load", message="starting"
-    )
-    return job
-
-
-def recording_progress(job: dict, write) -> Progress:
+def recording_progress(job: dict, write: Callable[[dict], None]) -> Progress:
     """A progress callback that updates ``job`` and writes it on each new stage and at most every
     SAVE_INTERVAL_S otherwise; progress never moves backwards."""
     last = [0.0]
@@ -219,60 +200,143 @@ def failed(job: dict, err: Exception) -> dict:
     return job
 
 
+# ---------------------------------------------------------------- kinds
+def _nothing(manager: JobManager, job: dict) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """What one kind of job runs.
+
+    ``run(manager, job, progress)`` does the work and returns (message, result);
+    it may raise, which fails the job with the error's message. ``discard(manager,
+    job)`` removes what a cancelled job leaves behind; ``renew(manager, job)``
+    updates a failed job's record before it is retried. ``in_store`` kinds keep their
+    records and uploads under the data dir (so only a writable server runs them);
+    the others in the writable area under ``subfolder``.
+    """
+
+    name: str
+    prefix: str  # the first letter of its job ids
+    run: Callable[[JobManager, dict, Progress], tuple[str, dict]]
+    in_store: bool = False
+    subfolder: str = "jobs"
+    discard: Callable[[JobManager, dict], None] = field(default=_nothing)
+    renew: Callable[[JobManager, dict], None] = field(default=_nothing)
+
+
+# ---------------------------------------------------------------- the manager
 class JobManager:
-    """Runs ingest jobs for one data dir on a background worker.
+    """Runs every kind of background job of one data dir (see the module docstring).
 
     Parameters
     ----------
     data_dir : the store folder
+    kinds : the job kinds it runs and reads
+    export_dir : the writable area (default: ``resolve_export_dir(data_dir)``)
     limits : upload limits passed to the loaders (default: from the environment)
-    max_workers : concurrent jobs (1 keeps the 2-core budget for serving)
+    cluster : ``--cluster`` value for the shared engine (default: chosen by a set's size)
+    max_workers : jobs that run at once
     """
 
-    def __init__(self, data_dir: Path, limits: Limits | None = None, max_workers: int = 1):
+    def __init__(
+        self,
+        data_dir: Path,
+        kinds: Iterable[JobKind],
+        export_dir: Path | None = None,
+        limits: Limits | None = None,
+        cluster: str | None = None,
+        max_workers: int = 2,
+    ):
         self.data_dir = Path(data_dir)
+        self.kinds = {kind.name: kind for kind in kinds}
+        self.export_dir = Path(export_dir) if export_dir else resolve_export_dir(self.data_dir)
         self.limits = limits or Limits.from_env()
+        self.cluster = cluster
+        self.max_workers = max_workers
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="orientscope-job")
-        self._lock = threading.Lock()
-        jobs_dir(self.data_dir).mkdir(parents=True, exist_ok=True)
-        self.recovered = recover_interrupted(self.data_dir)
+        self.lock = threading.RLock()  # held while a job is written, so ids are reserved against queued jobs
+        self._cancel: set[str] = set()
+        self._engines: dict[ClusterSpec, Engine] = {}
+        self.recovered: list[str] | None = None
 
-    # -------------------------------------------------------------- submit
-    def submit_ingest(
-        self, upload: Path, name: str, fmt: str = "auto", strict: bool = False, original_name: str | None = None
-    ) -> dict:
-        """Queue an ingest of ``upload`` (moved into the job folder); the job record."""
-        check_format(fmt)
-        name = display_name(name)
+    # ------------------------------------------------------------- reads
+    def kind_dir(self, kind: JobKind) -> Path:
+        return jobs_dir(self.data_dir) if kind.in_store else self.export_dir / kind.subfolder
 
-        def record(job_id: str, filename: str) -> dict:
-            dataset_id = new_dataset_id(self.data_dir, name, self._reserved())
-            return job_record(
-                job_id, INGEST, dataset_id, name, {"file": filename, "format": fmt, "strict": bool(strict)}
+    def _kind_of(self, job_id: str) -> JobKind:
+        for kind in self.kinds.values():
+            if job_id.startswith(kind.prefix):
+                return kind
+        raise NotFoundError(f"unknown job {job_id!r}")
+
+    def get(self, job_id: str) -> dict:
+        """A job by id, as readers should see it (NotFoundError if there is none)."""
+        return read_job_record(self.kind_dir(self._kind_of(job_id)), job_id)
+
+    def list(self, kind: str | None = None) -> list[dict]:
+        """Every job (of ``kind``), oldest first, orphans shown as failed."""
+        folders = {self.kind_dir(k) for k in self.kinds.values() if kind in (None, k.name)}
+        jobs = [as_seen(job) for folder in folders for job in stored_job_records(folder)]
+        return sorted((j for j in jobs if kind in (None, j.get("kind", "ingest"))), key=lambda j: j.get("created", 0))
+
+    def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.05) -> dict:
+        """Block until the job is done or failed (for the CLI and tests)."""
+        return wait_for(self.get, job_id, timeout_s, poll_s)
+
+    def upload_dir(self) -> Path:
+        """Where an upload is spooled while it streams in (its job then moves it)."""
+        folder = jobs_dir(self.data_dir) / ".incoming"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def check_room(self) -> None:
+        """Busy (with ``retry_after`` seconds) if the data folder's bound of queued and running jobs is reached."""
+        limit = max_queued_jobs()
+        active = sum(1 for job in self.list() if job["state"] in ACTIVE)
+        if active >= limit:
+            raise Busy(
+                f"{active} jobs are already queued or running, the limit of this data folder ({MAX_QUEUED_ENV}="
+                f"{limit}); try again in {RETRY_AFTER_S} s",
+                retry_after=RETRY_AFTER_S,
             )
 
-        return self._submit(upload, original_name or Path(upload).name, "upload", record)
+    # ------------------------------------------------------------- writes
+    def submit(self, job: dict, upload: Path | None = None) -> dict:
+        """Queue ``job`` (a :func:`job_record` of a known kind); ``upload`` is moved into its folder as
+        ``job["input"]["file"]``. Busy if the bound is reached."""
+        kind = self.kinds[job["kind"]]
+        with self.lock:
+            self.check_room()
+            if upload is not None:
+                folder = self.kind_dir(kind) / job["id"]
+                folder.mkdir(parents=True)
+                shutil.move(str(upload), folder / job["input"]["file"])
+            LIVE.add(job["id"])  # before the write, so no reader ever sees it as orphaned
+            try:
+                self.write(job)
+            except Unavailable:
+                LIVE.discard(job["id"])
+                raise
+        self._pool.submit(self._run, job["id"])
+        return job
 
-    def submit_audit(self, upload: Path, dataset_id: str, name: str, original_name: str | None = None) -> dict:
-        """Queue a model audit of ``upload`` (a predictions file, moved into the job folder) against a dataset."""
-        name = display_name(name, "audit")
-
-        def record(job_id: str, filename: str) -> dict:
-            return job_record(job_id, AUDIT, dataset_id, name, {"file": filename}, audit_id=new_audit_id())
-
-        return self._submit(upload, original_name or Path(upload).name, "predictions", record)
+    def new_id(self, kind: str, token: str | None = None) -> str:
+        return self.kinds[kind].prefix + (token or uuid.uuid4().hex[:16])
 
     def retry(self, job_id: str) -> dict:
-        """Run a failed job again from its stored input."""
-        with self._lock:
-            job = read_job(self.data_dir, job_id)
+        """Run a failed job again from its stored input (its kind's ``renew`` updates it first)."""
+        with self.lock:
+            job = self.get(job_id)
+            kind = self.kinds[job.get("kind", "ingest")]
             if job["state"] != FAILED:
                 raise OrientScopeError(f"job {job_id!r} is {job['state']}; only failed jobs can be retried")
-            if not (jobs_dir(self.data_dir) / job_id / job["input"]["file"]).is_file():
-                raise OrientScopeError(f"job {job_id!r} has no stored input any more; upload the file again")
-            if job.get("kind", INGEST) == INGEST:  # an audit keeps its dataset and audit id
-                reserved = self._reserved() - {job["dataset_id"]}
-                job["dataset_id"] = new_dataset_id(self.data_dir, job["name"], reserved)
+            stored = job["input"].get("file")
+            if stored and not (self.kind_dir(kind) / job_id / stored).is_file():
+                raise OrientScopeError(f"job {job_id!r} has no stored input any more; submit it again")
+            self.check_room()
+            kind.renew(self, job)
             job.update(
                 state=QUEUED,
                 progress=0.0,
@@ -282,110 +346,134 @@ class JobManager:
                 pid=os.getpid(),
             )
             LIVE.add(job_id)
-            self._write(job)
-        self._pool.submit(run_live, self._execute, job_id)
+            self.write(job)
+        self._pool.submit(self._run, job_id)
         return job
 
-    def get(self, job_id: str) -> dict:
-        return read_job(self.data_dir, job_id)
+    def cancel(self, job_id: str) -> dict:
+        """Cancel a queued or running job and remove its partial output; the record as it now stands.
 
-    def upload_dir(self) -> Path:
-        """Where an upload is spooled while it streams in (its job then moves it)."""
-        folder = jobs_dir(self.data_dir) / ".incoming"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
+        OrientScopeError if the job has ended, or runs in another live process.
+        """
+        with self.lock:
+            job = self.get(job_id)
+            if job["state"] not in ACTIVE:
+                raise OrientScopeError(
+                    f"job {job_id!r} is {job['state']}; only queued or running jobs can be cancelled"
+                )
+            if job.get("pid") != os.getpid():
+                raise OrientScopeError(
+                    f"job {job_id!r} runs in another server process (pid {job.get('pid')}); cancel it there"
+                )
+            self._cancel.add(job_id)
+            if job["state"] == QUEUED:  # the worker will skip it
+                self._end_cancelled(job)
+            else:
+                job.update(message="cancelling at the next step")
+        return job
 
-    def list(self) -> list[dict]:
-        return list_jobs(self.data_dir)
+    def write(self, job: dict) -> None:
+        """Write ``job``'s record atomically (Unavailable if its folder cannot be written)."""
+        folder = self.kind_dir(self.kinds[job.get("kind", "ingest")])
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(folder / f"{job['id']}.json", job)
+        except OSError as err:
+            raise Unavailable(
+                f"cannot write job records to {folder} ({err.strerror}); "
+                "set ORIENTSCOPE_EXPORT_DIR to a writable folder"
+            ) from None
 
-    def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.1) -> dict:
-        """Block until the job is done or failed (for the CLI and tests)."""
-        return wait_for(self.get, job_id, timeout_s, poll_s)
+    def finish(self, job: dict, message: str, result: dict) -> dict:
+        """Record ``job`` as done."""
+        job.update(state=DONE, progress=1.0, stage="done", finished=time.time(), message=message, result=result)
+        self.write(job)
+        return job
+
+    def recover(self) -> list[str]:
+        """Record the orphaned jobs of every folder this server may write as failed; their ids.
+
+        Only a writable server calls this (it writes under the data dir); stale
+        staging folders of killed builds are removed too.
+        """
+        with self.lock:
+            if self.recovered is not None:
+                return self.recovered
+            failed_ids = []
+            for folder in sorted({self.kind_dir(kind) for kind in self.kinds.values()}):
+                for job in stored_job_records(folder):
+                    if _orphaned(job):  # written back where it was read: old records may lack a kind
+                        atomic_write_json(folder / f"{job['id']}.json", _interrupted(job))
+                        failed_ids.append(job["id"])
+            if failed_ids:
+                log.warning("marked %d interrupted job(s) as failed: %s", len(failed_ids), failed_ids)
+            staging = staging_root(self.data_dir)
+            if staging.is_dir():  # leftovers of killed ingests; recent ones may belong to a running CLI
+                for folder in staging.iterdir():
+                    if time.time() - folder.stat().st_mtime > STALE_STAGING_S:
+                        shutil.rmtree(folder, ignore_errors=True)
+            self.recovered = failed_ids
+            return self.recovered
+
+    def engine(self, n_molecules: int) -> Engine:
+        """The engine this process's jobs share for a set of ``n_molecules`` (started on first use)."""
+        spec = choose_cluster(self.cluster, n_molecules)
+        with self.lock:
+            if spec not in self._engines:
+                self._engines[spec] = Engine(spec).__enter__()
+            return self._engines[spec]
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
+        with self.lock:
+            for engine in self._engines.values():
+                engine.close()
+            self._engines.clear()
 
     # ------------------------------------------------------------- internals
-    def _submit(self, upload: Path, filename: str, fallback: str, record: Callable[[str, str], dict]) -> dict:
-        """Move ``upload`` into a new job folder as ``filename``, write ``record(job_id, filename)``, queue it."""
-        job_id = f"j{uuid.uuid4().hex[:16]}"
-        folder = jobs_dir(self.data_dir) / job_id
-        folder.mkdir(parents=True)
-        filename = Path(filename).name or fallback  # never a path out of the folder
-        shutil.move(str(upload), folder / filename)
-        with self._lock:  # ids are reserved against the other queued jobs
-            job = record(job_id, filename)
-            LIVE.add(job_id)  # before the write, so no reader ever sees it as orphaned
-            self._write(job)
-        self._pool.submit(run_live, self._execute, job_id)
-        return job
+    def _end_cancelled(self, job: dict) -> None:
+        self.kinds[job["kind"]].discard(self, job)
+        job.update(state=FAILED, finished=time.time(), message="cancelled; its partial output was removed")
+        self.write(job)
 
-    def _reserved(self) -> set[str]:
-        jobs = list_jobs(self.data_dir)
-        return {j["dataset_id"] for j in jobs if j.get("state") in ACTIVE and j.get("kind", INGEST) == INGEST}
-
-    def _write(self, job: dict) -> None:
-        atomic_write_json(jobs_dir(self.data_dir) / f"{job['id']}.json", job)
-
-    def _execute(self, job_id: str) -> None:
-        job = running(read_job(self.data_dir, job_id))
-        self._write(job)
-        progress = recording_progress(job, self._write)
-        upload = jobs_dir(self.data_dir) / job_id / job["input"]["file"]
-        work = self._audit if job.get("kind") == AUDIT else self._ingest
+    def _run(self, job_id: str) -> None:
         try:
-            message, result = work(job, upload, progress)
-        except Exception as err:  # every failure ends the job with a message, never the worker
-            self._write(failed(job, err))
-            return
-        job.update(state=DONE, progress=1.0, stage="done", finished=time.time(), message=message, result=result)
-        self._write(job)
-        shutil.rmtree(jobs_dir(self.data_dir) / job_id, ignore_errors=True)  # the store holds the data now
+            with self.lock:
+                job = self.get(job_id)
+                if job_id in self._cancel or job["state"] != QUEUED:
+                    return
+                kind = self.kinds[job.get("kind", "ingest")]
+                job.update(state=RUNNING, started=time.time(), attempts=job.get("attempts", 0) + 1)
+                job.update(stage="load", message="starting")
+                self.write(job)
+            record = recording_progress(job, self.write)
 
-    def _ingest(self, job: dict, upload: Path, progress) -> tuple[str, dict]:
-        meta = ingest_file(
-            self.data_dir,
-            upload,
-            job["name"],
-            fmt=job["input"]["format"],
-            strict=job["input"]["strict"],
-            dataset_id=job["dataset_id"],
-            limits=self.limits,
-            progress=progress,
-            original_name=job["input"]["file"],
-        )
-        skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
-        stages_skipped = ResultStore(self.data_dir, meta["id"], meta["active_params"]).skipped_stages()
-        if stages_skipped:
-            skipped += f"; {len(stages_skipped)} analysis step(s) skipped (see skipped_stages)"
-        result = {
-            "dataset_id": meta["id"],
-            "n_molecules": meta["n_molecules"],
-            "n_skipped": meta.get("n_skipped", 0),
-            "problems": meta.get("problems", []),
-            "skipped_stages": stages_skipped,
-        }
-        return f"dataset {meta['id']!r} ready: {meta['n_molecules']:,} molecules{skipped}", result
+            def progress(fraction: float, message: str, stage: str = "") -> None:
+                if job_id in self._cancel:
+                    raise Cancelled(f"job {job_id!r} was cancelled")
+                record(fraction, message, stage)
 
-    def _audit(self, job: dict, upload: Path, progress) -> tuple[str, dict]:
-        # Imported here: the audit pulls in SciPy's statistics, which listing jobs should not pay for.
-        from orientscope.pipeline.model_audit import run_audit
+            try:
+                message, result = kind.run(self, job, progress)
+            except Exception as err:  # every failure ends the job with a message, never the worker
+                with self.lock:
+                    if job_id in self._cancel:
+                        self._end_cancelled(job)
+                    else:
+                        self.write(failed(job, err))
+                return
+            with self.lock:  # a cancel that comes after the last step is too late: the job is done
+                self.finish(job, message, result)
+        finally:
+            LIVE.discard(job_id)
+            self._cancel.discard(job_id)
 
-        record = run_audit(
-            self.data_dir,
-            job["dataset_id"],
-            upload,
-            job["name"],
-            audit_id=job["audit_id"],
-            limits=self.limits,
-            progress=progress,
-            original_name=job["input"]["file"],
-        )
-        codes = ", ".join(f"{p['property']}: {p['verdict']['code']}" for p in record["properties"] if not p["split"])
-        result = {
-            "dataset_id": job["dataset_id"],
-            "audit_id": record["id"],
-            "n_molecules": record["n_molecules"],
-            "n_unknown_ids": record["n_unknown_ids"],
-        }
-        return f"audit {record['id']!r} of {job['dataset_id']!r} ready ({codes})", result
+
+def read_job(data_dir: Path, job_id: str) -> dict:
+    """An ingest or audit job of ``data_dir`` by id (NotFoundError if there is none)."""
+    return read_job_record(jobs_dir(data_dir), job_id)
+
+
+def list_jobs(data_dir: Path) -> list[dict]:
+    """Every ingest and audit job of ``data_dir``, oldest first, orphans shown as failed."""
+    return [as_seen(job) for job in stored_job_records(jobs_dir(data_dir))]

@@ -1,12 +1,12 @@
 """Migrate a dataset of the single-folder (in-memory) layout to the sharded layout, in place and atomically.
 
-The new folder is built in a private staging data dir (``ingest.staging``):
+The new folder is built in a private staging data dir (``staging.staging``):
 the molecules cut into shards of the configured size and every stored result
 re-cut per shard (``orientscope.store.relayout``; nothing is recomputed, so every
 report figure, KL and classifier result stays the same), the meta file with
 the shard list written last. Under the dataset's lock, and with every result's
 lock held (a running pipeline is waited for), the new folder then takes the
-old one's place in one atomic exchange (``ingest.publish``). Until then the
+old one's place in one atomic exchange (``staging.publish``). Until then the
 old dataset is untouched and served as before; a failed or killed migration
 leaves it as it was.
 """
@@ -22,13 +22,14 @@ import numpy as np
 from orientscope import __version__
 from orientscope.core.errors import DatasetError
 from orientscope.core.progress import Progress, quiet
-from orientscope.pipeline.ingest import publish, staging
+from orientscope.pipeline.staging import publish, staging
 from orientscope.science.clustering import popcounts
 from orientscope.store import datasets as ds
 from orientscope.store.atomic import read_json
 from orientscope.store.relayout import copy_other_entries, cut_molecules, cut_result
 from orientscope.store.results import MANIFEST, all_results_locked, list_result_keys
 from orientscope.store.shards import (
+    FORMAT_VERSION,
     SHARDED,
     is_sharded,
     shard_array_path,
@@ -74,7 +75,8 @@ def migrate_dataset(
                 notify(MOLECULES_SHARE * done / total, f"molecules: {done}/{total} shards", "migrate")
 
             shards = cut_molecules(src, dst, meta, shard_size, shards_done)
-            staged = {**meta, "layout": SHARDED, "shard_size": shard_size, "shards": shards}
+            staged = {**meta, "layout": SHARDED, "format_version": FORMAT_VERSION, "shard_size": shard_size}
+            staged["shards"] = shards
             refs = shard_refs(stage_dir, dataset_id, staged)
             keys = list_result_keys(data_dir, dataset_id)
             manifests, cut = {}, {}
@@ -110,7 +112,7 @@ def _write_popcounts(result: Path, refs: list) -> None:
 
 
 def _layout(meta: dict) -> dict:
-    return {k: meta[k] for k in ("layout", "shard_size", "shards")}
+    return {k: meta[k] for k in ("layout", "format_version", "shard_size", "shards")}
 
 
 def migrate_all(data_dir: Path, shard_size: int | None = None) -> list[str]:

@@ -19,7 +19,7 @@ from orientscope.pipeline.stages import STAGES, stage_by_name
 from orientscope.science.frames import FRAME_METHODS, SIGN_RULES
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
-from orientscope.store.shards import is_sharded
+from orientscope.store.shards import is_sharded, save_sharded
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def ensure_dataset(data_dir: Path, dataset_id: str) -> dict:
     if dataset_id in BUILTIN:
         name, source, loader = BUILTIN[dataset_id]
         log.info("materialising built-in dataset %s", dataset_id)
-        return ds.save_dataset(data_dir, dataset_id, loader(), name=name, source=source, extra={"builtin": True})
+        return save_sharded(data_dir, dataset_id, loader(), name=name, source=source, extra={"builtin": True})
     raise NotFoundError(
         f"unknown dataset {dataset_id!r}; known: {sorted(set(ds.list_dataset_ids(data_dir)) | set(BUILTIN))}"
     )
@@ -73,7 +73,7 @@ def precompute(
     ``progress`` hears the fraction of all stages to run, with each stage's name.
     ``migrate`` first turns a dataset of the single-folder layout into a sharded
     one (its stored results re-cut, not recomputed; see ``pipeline.migrate``);
-    a ``limit`` run on a migrated dataset still runs in memory, as before it.
+    a ``limit`` run reads its rows into memory and runs in this process.
     A sharded dataset runs shard by shard on the engine that ``cluster`` (else
     ``$ORIENTSCOPE_CLUSTER``, else the dataset's size) picks, or on ``engine``
     if one is already running; a single-folder dataset runs in this process.
@@ -85,8 +85,8 @@ def precompute(
         progress = scaled(progress, MIGRATE_SHARE, 1.0) if progress else None
     store = ResultStore(data_dir, dataset_id, params)
     wanted = [stage_by_name(n) for n in stages] if stages else list(STAGES)
-    # A migrated dataset was small enough for memory, so a --limit run on it still gets the in-memory stages.
-    if is_sharded(meta) and not (params.get("limit") and meta.get("migrated")):
+    # A --limit run takes a subset small enough for memory.
+    if is_sharded(meta) and not params.get("limit"):
         spec = choose_cluster(cluster, int(meta["n_molecules"]))
         with store.lock():
             todo = [s.name for s in wanted if force or not store.completed(s.name)]

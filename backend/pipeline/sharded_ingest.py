@@ -31,9 +31,11 @@ from orientscope.core.progress import Progress, quiet, scaled
 from orientscope.loaders.detect import EXTENSIONS, load_path
 from orientscope.loaders.parquet_orientations import is_store_folder
 from orientscope.pipeline.engine import Engine, choose_cluster
-from orientscope.pipeline.ingest import ingest_meta, new_dataset_id, publish, staging
+from orientscope.pipeline.ingest import ingest_meta, new_dataset_id
+from orientscope.pipeline.staging import publish, staging
 from orientscope.store import datasets as ds
 from orientscope.store.shards import (
+    FORMAT_VERSION,
     SHARDED,
     SHARDS,
     ShardRef,
@@ -203,6 +205,7 @@ def ingest_files(
                     [p for r in results for p in r["problems"]],
                     strict,
                     layout=SHARDED,
+                    format_version=FORMAT_VERSION,
                     shard_size=shard_size,
                     shards=shards,
                     input_files=[p.name for p in files],

@@ -1,7 +1,8 @@
-"""Background jobs of one server: ingest and model-audit jobs (writes) and export jobs (reads), and their state.
+"""The background jobs of one server process: one manager per data folder, shared by the API and the dashboard.
 
-The API keeps one ``BackgroundJobs`` per app and calls these functions only; the
-job managers of ``orientscope.pipeline`` do the work.
+Ingests and model audits write the store, so only a writable server queues them;
+exports and SMARTS searches write only the writable area and run on read-only
+servers too. The manager of ``orientscope.pipeline.jobs`` does the work.
 """
 
 from __future__ import annotations
@@ -9,48 +10,39 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from orientscope.core.errors import NotFoundError
 from orientscope.core.limits import Limits
 from orientscope.core.settings import resolve_export_dir
-from orientscope.pipeline import export_jobs
+from orientscope.pipeline import upload_jobs
 from orientscope.pipeline.export import ExportRequest
-from orientscope.pipeline.jobs import STATES, JobManager, read_job
-from orientscope.pipeline.jobs import list_jobs as list_ingest_jobs
-from orientscope.services import smarts_search
+from orientscope.pipeline.export_jobs import EXPORT_KIND, submit_export
+from orientscope.pipeline.jobs import STATES, JobManager
+from orientscope.pipeline.smarts_jobs import SEARCH_KIND
+
+KINDS = (upload_jobs.INGEST_KIND, upload_jobs.AUDIT_KIND, EXPORT_KIND, SEARCH_KIND)
+_MANAGERS: dict[tuple[Path, Path], JobManager] = {}
+_LOCK = threading.Lock()
+
+
+def manager(data_dir: Path) -> JobManager:
+    """The one job manager of ``data_dir`` (and its writable area) in this process, made on first use."""
+    key = (Path(data_dir).resolve(), resolve_export_dir(data_dir).resolve())
+    with _LOCK:
+        found = _MANAGERS.get(key)
+        if found is None:
+            found = _MANAGERS[key] = JobManager(data_dir, KINDS, export_dir=key[1])
+        return found
 
 
 class BackgroundJobs:
-    """The job workers of one server for ``data_dir``, each started on first use.
-
-    ``manager`` runs ingest and model-audit jobs; starting it marks jobs orphaned
-    by a crash as failed, so only a writable server starts it. ``exports`` runs
-    export jobs, which write nothing to the store and run on read-only servers too.
-    """
+    """What the API asks of the job manager of ``data_dir``."""
 
     def __init__(self, data_dir: Path):
         self.data_dir = Path(data_dir)
-        self.export_dir = resolve_export_dir(self.data_dir)
-        self._lock = threading.Lock()
-        self._manager: JobManager | None = None
-        self._exports: export_jobs.ExportJobs | None = None
-
-    @property
-    def manager(self) -> JobManager:
-        with self._lock:
-            if self._manager is None:
-                self._manager = JobManager(self.data_dir)
-            return self._manager
-
-    @property
-    def exports(self) -> export_jobs.ExportJobs:
-        with self._lock:
-            if self._exports is None:
-                self._exports = export_jobs.ExportJobs(self.data_dir, self.export_dir)
-            return self._exports
+        self.manager = manager(self.data_dir)
 
     def recover(self) -> list[str]:
-        """Start the ingest and audit worker, which records jobs orphaned by a crash as failed; their ids."""
-        return self.manager.recovered
+        """Record jobs orphaned by a crash as failed (a writable server only); their ids."""
+        return self.manager.recover()
 
     @property
     def limits(self) -> Limits:
@@ -60,46 +52,39 @@ class BackgroundJobs:
         """Where an upload is spooled while it streams in (its job then moves it)."""
         return self.manager.upload_dir()
 
+    def check_room(self) -> None:
+        """Busy (429, with Retry-After) when this data folder has as many jobs queued or running as it takes."""
+        self.manager.check_room()
+
     def submit_ingest(self, upload: Path, name: str, fmt: str, strict: bool, original_name: str) -> dict:
         """Queue an ingest of the spooled ``upload``; the job record."""
-        return self.manager.submit_ingest(upload, name, fmt=fmt, strict=strict, original_name=original_name)
+        return upload_jobs.submit_ingest(self.manager, upload, name, fmt, strict, original_name)
 
     def submit_audit(self, upload: Path, dataset_id: str, name: str, original_name: str) -> dict:
         """Queue a model audit of the spooled predictions ``upload`` against ``dataset_id``; the job record."""
-        return self.manager.submit_audit(upload, dataset_id, name, original_name=original_name)
-
-    def retry(self, job_id: str) -> dict:
-        """Run a failed ingest job again (NotFoundError for unknown ids, OrientScopeError if it cannot be)."""
-        read_job(self.data_dir, job_id)
-        return self.manager.retry(job_id)
+        return upload_jobs.submit_audit(self.manager, upload, dataset_id, name, original_name)
 
     def submit_export(self, dataset_id: str, request: ExportRequest) -> dict:
         """Queue an export of ``dataset_id``; the job record with its ``export_id``."""
-        return self.exports.submit(dataset_id, request)
+        return submit_export(self.manager, dataset_id, request)
 
-    def shutdown(self) -> None:
-        for manager in (self._manager, self._exports):
-            if manager is not None:
-                manager.shutdown(wait=False)
+    def retry(self, job_id: str) -> dict:
+        """Run a failed job again (NotFoundError for unknown ids, OrientScopeError if it cannot be)."""
+        return self.manager.retry(job_id)
+
+    def cancel(self, job_id: str) -> dict:
+        """Cancel a queued or running job, removing its partial output (OrientScopeError if it has ended)."""
+        return self.manager.cancel(job_id)
 
 
 def get_job(data_dir: Path, job_id: str) -> dict:
-    """An ingest, audit, export or SMARTS search job by id (NotFoundError if none)."""
-    try:
-        return read_job(data_dir, job_id)
-    except NotFoundError:
-        pass
-    try:
-        return export_jobs.read_export_job(resolve_export_dir(data_dir), job_id)
-    except NotFoundError:
-        return smarts_search.get_job(data_dir, job_id)
+    """A job of any kind by id (NotFoundError if none)."""
+    return manager(data_dir).get(job_id)
 
 
 def list_jobs(data_dir: Path) -> list[dict]:
-    """Every ingest, audit, export and SMARTS search job, oldest first."""
-    export_dir = resolve_export_dir(data_dir)
-    jobs = list_ingest_jobs(data_dir) + export_jobs.list_export_jobs(export_dir) + smarts_search.list_jobs(data_dir)
-    return sorted(jobs, key=lambda j: j.get("created", 0))
+    """Every job of every kind, oldest first."""
+    return manager(data_dir).list()
 
 
 def job_counts(data_dir: Path) -> dict[str, int]:

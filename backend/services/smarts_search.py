@@ -8,34 +8,20 @@ sets keep the in-request scan of ``services.molecules.match_smarts`` (10 s).
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
 
-from orientscope.core.settings import resolve_export_dir
 from orientscope.pipeline import smarts_jobs
 from orientscope.pipeline.jobs import ACTIVE, DONE
 from orientscope.pipeline.shard_smarts import searchable_shards
-from orientscope.pipeline.smarts_jobs import SearchTarget, SmartsSearches, StoredSearch, smarts_job_above
+from orientscope.pipeline.smarts_jobs import SearchTarget, StoredSearch, smarts_job_above
 from orientscope.science import substructure
 from orientscope.services.cache import DatasetView
 from orientscope.services.errors import InvalidInput, SearchPending
+from orientscope.services.jobs import manager
 
-__all__ = ["SearchPending", "StoredSearch", "canonical", "get_job", "list_jobs", "needs_job", "stored_or_pending"]
-
-_REGISTRY: dict[Path, SmartsSearches] = {}
-_LOCK = threading.Lock()
-
-
-def searches(data_dir: Path) -> SmartsSearches:
-    """The search jobs of ``data_dir``'s server area (one worker per area in this process)."""
-    export_dir = resolve_export_dir(data_dir)
-    with _LOCK:
-        found = _REGISTRY.get(export_dir)
-        if found is None:
-            found = _REGISTRY[export_dir] = SmartsSearches(export_dir)
-        return found
+__all__ = ["SearchPending", "StoredSearch", "canonical", "needs_job", "stored_or_pending"]
 
 
 def canonical(smarts: str, loc: tuple = ("query", "smarts")) -> str:
@@ -85,12 +71,12 @@ def stored_or_pending(view: DatasetView, smarts: str, start: bool = False) -> St
     ``start`` queues the job when there is none yet (the dashboard); the REST reads leave that to POST.
     """
     pattern = canonical(smarts)
-    jobs = searches(view.data_dir)
+    jobs = manager(view.data_dir)
     aim = target(view)
-    job = jobs.submit(aim, pattern) if start else jobs.lookup(aim, pattern)
+    job = smarts_jobs.submit_search(jobs, aim, pattern) if start else smarts_jobs.lookup(jobs, aim, pattern)
     if job is not None and job["state"] == DONE:
         try:
-            return jobs.result(job)
+            return smarts_jobs.result(jobs, job)
         except FileNotFoundError:  # pruned between the two reads
             job = None
     raise _pending(view, job, smarts)
@@ -98,20 +84,10 @@ def stored_or_pending(view: DatasetView, smarts: str, start: bool = False) -> St
 
 def submit(view: DatasetView, smarts: str) -> dict:
     """The job of a search of a sharded set (queued now, or the one already queued, running or done)."""
-    return searches(view.data_dir).submit(target(view), canonical(smarts, ("body", "smarts")))
+    return smarts_jobs.submit_search(manager(view.data_dir), target(view), canonical(smarts, ("body", "smarts")))
 
 
 def record(view: DatasetView, smarts: str, mask: np.ndarray, complete: bool, n_scanned: int) -> dict:
     """Keep a search that ran while the request waited as a finished job."""
-    return searches(view.data_dir).record(
-        target(view), canonical(smarts, ("body", "smarts")), mask, complete, n_scanned
-    )
-
-
-def get_job(data_dir: Path, job_id: str) -> dict:
-    """A search job by id (NotFoundError if there is none)."""
-    return smarts_jobs.read_search_job(resolve_export_dir(data_dir), job_id)
-
-
-def list_jobs(data_dir: Path) -> list[dict]:
-    return smarts_jobs.list_search_jobs(resolve_export_dir(data_dir))
+    pattern = canonical(smarts, ("body", "smarts"))
+    return smarts_jobs.record_search(manager(view.data_dir), target(view), pattern, mask, complete, n_scanned)

@@ -87,10 +87,16 @@ def has_dataset(data_dir: Path, dataset_id: str) -> bool:
 def save_dataset(
     data_dir: Path, dataset_id: str, mols: MoleculeSet, name: str, source: str, extra: dict | None = None
 ) -> dict:
-    """Write a dataset's tables, then its meta file last (the meta marks it complete)."""
-    folder = dataset_dir(data_dir, dataset_id)
-    write_molecule_tables(folder, mols)
-    meta = new_meta(
+    """Write a dataset's tables in the single-folder layout, then its meta file last (the meta marks it complete)."""
+    write_molecule_tables(dataset_dir(data_dir, dataset_id), mols)
+    meta = meta_of(dataset_id, mols, name, source, extra)
+    write_meta(data_dir, dataset_id, meta)
+    return meta
+
+
+def meta_of(dataset_id: str, mols: MoleculeSet, name: str, source: str, extra: dict | None = None) -> dict:
+    """The meta record of ``mols`` stored as ``dataset_id``."""
+    return new_meta(
         dataset_id,
         name,
         source,
@@ -102,8 +108,6 @@ def save_dataset(
         frame_dependent=mols.frame_dependent,
         extra=extra,
     )
-    write_meta(data_dir, dataset_id, meta)
-    return meta
 
 
 def new_meta(

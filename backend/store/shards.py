@@ -45,12 +45,21 @@ import pyarrow as pa
 
 from orientscope.core.dataset import MoleculeSet
 from orientscope.store.atomic import atomic_write_bytes, atomic_write_table, read_table
-from orientscope.store.datasets import dataset_dir, read_meta, read_molecule_tables, write_molecule_tables
+from orientscope.store.datasets import (
+    dataset_dir,
+    meta_of,
+    read_meta,
+    read_molecule_tables,
+    write_meta,
+    write_molecule_tables,
+)
 
 SHARDS = "shards"
 SHARDED = "sharded"
 DEFAULT_SHARD_SIZE = 250_000
 SHARD_SIZE_ENV = "ORIENTSCOPE_SHARD_SIZE"
+# The store format of datasets written in this layout from the start (the single-folder layout had none).
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,28 @@ def write_shard(folder: Path, mols: MoleculeSet) -> dict:
     """Write one shard's tables; its entry without ``start`` (the caller numbers the molecules)."""
     write_molecule_tables(Path(folder), mols)
     return {"name": Path(folder).name, "n_molecules": mols.n_molecules, "n_atoms": int(mols.offsets[-1])}
+
+
+def save_sharded(
+    data_dir: Path,
+    dataset_id: str,
+    mols: MoleculeSet,
+    name: str,
+    source: str,
+    extra: dict | None = None,
+    shard_size: int | None = None,
+) -> dict:
+    """Write ``mols`` as a sharded dataset (one shard for a small set), then its meta file last; the meta."""
+    size = shard_size_setting(shard_size)
+    folder = dataset_dir(data_dir, dataset_id)
+    shards = []
+    for k, start in enumerate(range(0, mols.n_molecules, size)):
+        rows = np.arange(start, min(start + size, mols.n_molecules))
+        shards.append({**write_shard(folder / SHARDS / f"m{k:05d}", mols.subset(rows)), "start": start})
+    layout = {"layout": SHARDED, "format_version": FORMAT_VERSION, "shard_size": size, "shards": shards}
+    meta = meta_of(dataset_id, mols, name, source, {**(extra or {}), **layout})
+    write_meta(data_dir, dataset_id, meta)
+    return meta
 
 
 def read_shard(ref: ShardRef, meta: dict) -> MoleculeSet:

@@ -15,10 +15,11 @@ import httpx
 import numpy as np
 import pytest
 
+from orientscope.pipeline import smarts_jobs
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.smarts_jobs import SMARTS_JOB_ABOVE_ENV
 from orientscope.pipeline.synth import SynthSpec, write_synth
-from orientscope.services import cache, smarts_search
+from orientscope.services import cache, jobs
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.molecules import match_smarts
 from tests.api.conftest import ServerThread
@@ -102,7 +103,7 @@ def test_a_search_job_shows_shards_and_its_result_equals_the_in_request_scan(cli
     assert job["state"] == "done", job["message"]
     assert job["kind"] == "smarts" and job["search_id"] == accepted["search_id"]
     assert job["shards"] == [3, 3] and job["progress"] == 1.0
-    kept = smarts_search.searches(data_dir).result(job).mask
+    kept = smarts_jobs.result(jobs.manager(data_dir), job).mask
     assert 100 < kept.sum() < N
     assert job["result"] == {
         "search_id": accepted["search_id"],
@@ -133,8 +134,9 @@ def test_the_same_search_spelled_differently_is_the_same_job(client):
 def test_reads_answer_409_with_the_job_while_it_is_queued(client, store):
     data_dir, _ = store
     gate = threading.Event()
-    searches = smarts_search.searches(data_dir)
-    searches._pool.submit(gate.wait, 60)  # keep the one search worker busy: the next job stays queued
+    manager = jobs.manager(data_dir)
+    for _ in range(manager.max_workers):  # keep every worker busy: the next job stays queued
+        manager._pool.submit(gate.wait, 60)
     try:
         accepted = client.post(BASE + "/smarts", json={"smarts": "c1ccccc1"}).json()
         assert accepted["state"] == "queued"

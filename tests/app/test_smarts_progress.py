@@ -16,7 +16,7 @@ from orientscope.app.state import ViewState
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.smarts_jobs import SMARTS_JOB_ABOVE_ENV
 from orientscope.pipeline.synth import SynthSpec, write_synth
-from orientscope.services import cache, smarts_search
+from orientscope.services import cache, jobs
 from orientscope.services.bytecache import shared_cache
 from tests.api.conftest import ServerThread
 
@@ -45,7 +45,7 @@ def test_the_map_draws_without_the_pattern_while_the_search_runs_then_with_its_m
     job, poll_disabled, text, done = smarts_progress.follow(data_dir, {"dataset": "big", "smarts": "[#7]~[#6]"})
     if job is not None:  # still running: the page polls it
         assert job["job_id"].startswith("q") and poll_disabled is False and text.startswith("SMARTS search")
-        finished = smarts_search.searches(data_dir).wait(job["job_id"])
+        finished = jobs.manager(data_dir).wait(job["job_id"])
         assert finished["state"] == "done" and finished["shards"] == [3, 3]
     shown = map_layers(data_dir, st)
     assert not shown.pending and 50 < shown.n_matches < N

@@ -11,8 +11,8 @@ import pytest
 from orientscope.core.errors import Busy, NotFoundError, NotReady, Unavailable
 from orientscope.pipeline import export_jobs
 from orientscope.pipeline.export import ExportRequest
-from orientscope.pipeline.export_jobs import ExportJobs, export_files, export_jobs_dir, read_export_job
-from orientscope.pipeline.jobs import DONE, FAILED, QUEUED
+from orientscope.pipeline.export_jobs import EXPORT_KIND, export_files, export_jobs_dir, read_export_job, submit_export
+from orientscope.pipeline.jobs import DONE, FAILED, MAX_QUEUED_ENV, QUEUED, JobManager
 from orientscope.store import datasets as ds
 
 
@@ -20,14 +20,14 @@ from orientscope.store import datasets as ds
 def exports(tmp_path, qm9_small):
     data_dir = tmp_path / "data"
     ds.save_dataset(data_dir, "small", qm9_small.subset(np.arange(30)), name="Small", source="test")
-    manager = ExportJobs(data_dir, tmp_path / "exports")
+    manager = JobManager(data_dir, [EXPORT_KIND], export_dir=tmp_path / "exports")
     yield manager
     manager.shutdown()
 
 
 def test_an_export_job_writes_its_files_and_a_record_and_nothing_in_the_store(exports):
     store_before = sorted(p.name for p in (exports.data_dir / "datasets" / "small").rglob("*"))
-    job = exports.submit("small", ExportRequest("random", "extxyz", seed=3))
+    job = submit_export(exports, "small", ExportRequest("random", "extxyz", seed=3))
     assert job["state"] == QUEUED and job["id"][1:] == job["export_id"][1:]
     done = exports.wait(job["id"])
     assert done["state"] == DONE and done["progress"] == 1.0 and done["result"]["n_molecules"] == 30
@@ -41,7 +41,7 @@ def test_an_export_job_writes_its_files_and_a_record_and_nothing_in_the_store(ex
 
 def test_a_failed_export_says_why_when_its_files_are_asked_for(exports):
     (exports.data_dir / "datasets" / "small" / "atoms.parquet").unlink()  # the store is damaged
-    job = exports.wait(exports.submit("small", ExportRequest("canonical"))["id"])
+    job = exports.wait(submit_export(exports, "small", ExportRequest("canonical"))["id"])
     assert job["state"] == FAILED and job["message"]
     with pytest.raises(NotReady, match=f"follow GET /api/jobs/{job['id']}"):
         export_files(exports.export_dir, "small", job["export_id"])
@@ -49,7 +49,7 @@ def test_a_failed_export_says_why_when_its_files_are_asked_for(exports):
 
 def test_unknown_dataset_and_export_ids_are_not_found(exports):
     with pytest.raises(NotFoundError, match="nope"):
-        exports.submit("nope", ExportRequest("random"))
+        submit_export(exports, "nope", ExportRequest("random"))
     for export_id in ("e123", "x123", "../jobs"):
         with pytest.raises(NotFoundError, match="unknown export"):
             export_files(exports.export_dir, "small", export_id)
@@ -65,25 +65,34 @@ def test_bad_requests_name_the_allowed_values():
 
 
 def test_finished_exports_expire_when_a_later_one_is_submitted(exports):
-    old = exports.wait(exports.submit("small", ExportRequest("random"))["id"])
+    old = exports.wait(submit_export(exports, "small", ExportRequest("random"))["id"])
     record = export_jobs_dir(exports.export_dir) / f"{old['id']}.json"
     record.write_text(json.dumps({**old, "finished": time.time() - export_jobs.EXPORT_TTL_S - 1}))
-    new = exports.wait(exports.submit("small", ExportRequest("random"))["id"])
+    new = exports.wait(submit_export(exports, "small", ExportRequest("random"))["id"])
     assert new["state"] == DONE
     assert not record.exists() and not (exports.export_dir / old["export_id"]).exists()
     with pytest.raises(NotFoundError):
         read_export_job(exports.export_dir, old["id"])
 
 
-def test_too_many_queued_exports_are_refused(exports, monkeypatch):
-    monkeypatch.setattr(export_jobs, "MAX_ACTIVE_EXPORTS", 0)
-    with pytest.raises(Busy, match="already queued or running"):
-        exports.submit("small", ExportRequest("random"))
+def test_exports_past_the_queue_bound_are_refused(exports, monkeypatch):
+    monkeypatch.setenv(MAX_QUEUED_ENV, "1")
+    exports.lock.acquire()  # hold the worker at its start, so the first export stays queued
+    try:
+        first = submit_export(exports, "small", ExportRequest("random"))
+        with pytest.raises(Busy, match="already queued or running") as refused:
+            submit_export(exports, "small", ExportRequest("random"))
+        assert refused.value.retry_after > 0
+    finally:
+        exports.lock.release()
+    assert exports.wait(first["id"])["state"] == DONE  # the earlier export is not lost
 
 
 def test_an_unwritable_export_folder_names_the_setting(tmp_path, exports):
     (tmp_path / "a-file").write_text("")
-    blocked = ExportJobs(exports.data_dir, tmp_path / "a-file" / "exports")  # no folder can be made there
+    blocked = JobManager(
+        exports.data_dir, [EXPORT_KIND], export_dir=tmp_path / "a-file" / "exports"
+    )  # no folder can be made there
     with pytest.raises(Unavailable, match="ORIENTSCOPE_EXPORT_DIR"):
-        blocked.submit("small", ExportRequest("random"))
+        submit_export(blocked, "small", ExportRequest("random"))
     blocked.shutdown()

@@ -6,10 +6,15 @@ from orientscope.cli import app
 from orientscope.core.errors import DatasetError
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.loaders.xyz import write_xyz
-from orientscope.pipeline.ingest import ingest_file, new_dataset_id, staging_root
+from orientscope.pipeline.builtin import BUILTIN
+from orientscope.pipeline.ingest import ingest_file, new_dataset_id
+from orientscope.pipeline.migrate import migrate_all, needs_migration
 from orientscope.pipeline.model_audit import is_frame_dependent
+from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.pipeline.staging import staging_root
 from orientscope.store import datasets as ds
-from orientscope.store.results import list_result_keys
+from orientscope.store.results import ResultStore, list_result_keys
+from orientscope.store.shards import shard_table_paths
 
 runner = CliRunner()
 
@@ -28,6 +33,9 @@ def test_ingest_stores_and_precomputes(tmp_path, small_file, qm9_small):
     assert meta["id"] == "my-set" and meta["name"] == "My set" and meta["format"] == "extxyz"
     assert meta["n_molecules"] == 50 and meta["n_skipped"] == 0 and meta["has_smiles"]
     assert meta["active_result"] in list_result_keys(data_dir, "my-set")
+    # Written in the sharded layout from the start (a small set is one shard): nothing is left to migrate.
+    assert meta["layout"] == "sharded" and meta["format_version"] == 2 and len(meta["shards"]) == 1
+    assert migrate_all(data_dir) == []
     mols = ds.load_dataset(data_dir, "my-set")
     np.testing.assert_allclose(mols.positions_angstrom, qm9_small.subset(np.arange(50)).positions_angstrom, atol=1e-7)
     fractions = [f for f, _ in steps]
@@ -41,7 +49,8 @@ def test_ingest_stores_and_precomputes(tmp_path, small_file, qm9_small):
 def test_failed_ingest_leaves_nothing_and_never_overwrites(tmp_path, small_file):
     data_dir = tmp_path / "data"
     ingest_file(data_dir, small_file, "keep")
-    before = (ds.dataset_dir(data_dir, "keep") / "atoms.parquet").read_bytes()
+    atoms = ds.dataset_dir(data_dir, "keep") / "shards" / "m00000" / "atoms.parquet"
+    before = atoms.read_bytes()
     bad = tmp_path / "bad.xyz"
     bad.write_text("3\nx\nO 0 0 0\nH 1 0\n")
     with pytest.raises(DatasetError, match="bad.xyz"):
@@ -49,7 +58,7 @@ def test_failed_ingest_leaves_nothing_and_never_overwrites(tmp_path, small_file)
     with pytest.raises(DatasetError, match="already exists"):
         ingest_file(data_dir, small_file, "other", dataset_id="keep")
     assert ds.list_dataset_ids(data_dir) == ["keep"]
-    assert (ds.dataset_dir(data_dir, "keep") / "atoms.parquet").read_bytes() == before
+    assert atoms.read_bytes() == before
     assert not any(staging_root(data_dir).iterdir())
 
 
@@ -113,3 +122,14 @@ def test_cli_ingest_frame_dependent_goes_into_the_metadata(tmp_path, small_file)
     assert is_frame_dependent(meta, "gap") and not is_frame_dependent(meta, "homo")
     res = runner.invoke(app, [*args, "--frame-dependent", "colour"])
     assert res.exit_code == 2 and "['colour'] are not properties" in res.output
+
+
+def test_a_built_in_set_is_materialised_in_shards_so_a_first_start_migrates_nothing(tmp_path, qm9_small, monkeypatch):
+    monkeypatch.setitem(BUILTIN, "tiny", ("Tiny", "test subset", lambda: qm9_small.subset(np.arange(60))))
+    data_dir = tmp_path / "data"
+    precompute(data_dir, "tiny", make_params())  # what `serve` runs on a fresh clone, for QM9
+    meta = ds.read_meta(data_dir, "tiny")
+    assert meta["layout"] == "sharded" and meta["format_version"] == 2 and meta["builtin"]
+    result = ResultStore(data_dir, "tiny", make_params()).dir
+    assert len(shard_table_paths(result, "frames", "original")) == 1  # the per-shard steps ran, on one shard
+    assert migrate_all(data_dir) == [] and not needs_migration(data_dir, "tiny")

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.store.datasets import list_dataset_ids, load_dataset, read_meta
+from orientscope.store.shards import shard_array_paths, shard_table_paths
 from tests.kill_timing import sigkill_after
 
 EXE = str(Path(sys.executable).parent / "orientscope")
@@ -33,6 +34,17 @@ import sys, uvicorn
 from orientscope.server import create_app
 uvicorn.run(create_app(sys.argv[1], dashboard=False), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
+
+
+def stored_rows(result: Path, stage: str, table: str) -> int:
+    """Rows of a result table: one file, or the per-shard tables or arrays of a sharded result."""
+    whole = result / f"{stage}.{table}.parquet"
+    if whole.is_file():
+        return pq.read_table(whole).num_rows
+    parts = shard_table_paths(result, stage, table)
+    if parts:
+        return sum(pq.read_metadata(p).num_rows for p in parts)
+    return sum(len(np.load(p, mmap_mode="r")) for p in shard_array_paths(result, stage, table))
 
 
 def check_complete(data_dir: Path) -> dict[str, list[str]]:
@@ -48,7 +60,7 @@ def check_complete(data_dir: Path) -> dict[str, list[str]]:
             for stage, info in json.loads(manifest.read_text())["stages"].items():
                 json.loads((manifest.parent / f"{stage}.json").read_text())
                 for table, rows in info["rows"].items():
-                    assert pq.read_table(manifest.parent / f"{stage}.{table}.parquet").num_rows == rows
+                    assert stored_rows(manifest.parent, stage, table) == rows
                 stages.append(stage)
         assert {"frames", "statistics"} <= set(stages), (dataset_id, stages)
         assert not [p for p in folder.rglob("*.tmp")], f"temporary files inside {dataset_id}"

@@ -17,7 +17,7 @@ import pytest
 
 from orientscope.core.dataset import select_rows
 from orientscope.core.errors import DatasetError
-from orientscope.pipeline import ingest, migrate
+from orientscope.pipeline import migrate, staging
 from orientscope.pipeline.precompute import MIGRATE_SHARE, make_params, precompute
 from orientscope.science.clustering import popcounts
 from orientscope.services.report import build_report
@@ -106,7 +106,7 @@ def test_migration_cuts_molecules_and_results_into_shards_without_changing_them(
         np.testing.assert_array_equal(shard_ids.to_numpy(str), ids[ref.start : ref.stop])
     assert_same(before, snapshot(old))
     # Nothing is left behind in the staging area.
-    assert list(ingest.staging_root(old).iterdir()) == []
+    assert list(staging.staging_root(old).iterdir()) == []
 
 
 def test_a_migrated_dataset_is_not_migrated_again(old):
@@ -162,7 +162,7 @@ def test_a_failure_mid_migration_leaves_the_old_dataset_intact(old, monkeypatch)
         migrate.migrate_dataset(old, "old")
     assert migrate.needs_migration(old, "old")
     assert_same(before, snapshot(old))
-    assert list(ingest.staging_root(old).iterdir()) == []
+    assert list(staging.staging_root(old).iterdir()) == []
 
 
 def test_a_failure_at_the_exchange_leaves_the_old_dataset_intact(old, monkeypatch):
@@ -171,7 +171,7 @@ def test_a_failure_at_the_exchange_leaves_the_old_dataset_intact(old, monkeypatc
     def refused(*args, **kwargs):
         raise OSError("exchange refused")
 
-    monkeypatch.setattr(ingest, "swap_dirs", refused)
+    monkeypatch.setattr(staging, "swap_dirs", refused)
     with pytest.raises(OSError, match="exchange refused"):
         migrate.migrate_dataset(old, "old")
     assert migrate.needs_migration(old, "old")
@@ -230,11 +230,11 @@ def test_precompute_migrates_first_when_asked(old):
 
 
 def test_publish_with_replace_refuses_a_dataset_deleted_meanwhile(old):
-    with ingest.staging(old, "old", replace=True) as stage_dir:
+    with staging.staging(old, "old", replace=True) as stage_dir:
         shutil.copytree(ds.dataset_dir(old, "old"), ds.dataset_dir(stage_dir, "old"))
         ds.delete_dataset(old, "old")
         with pytest.raises(DatasetError, match="deleted while it was rebuilt"):
-            ingest.publish(stage_dir, old, "old", replace=True)
+            staging.publish(stage_dir, old, "old", replace=True)
     assert not ds.has_dataset(old, "old")
 
 

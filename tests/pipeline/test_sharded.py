@@ -192,7 +192,7 @@ def test_regression_on_a_subsample_of_the_whole_set_is_the_in_memory_regression(
         assert row["control_improvement"] == pytest.approx(expected["control"]["improvement"][j], rel=1e-12, abs=1e-15)
 
 
-def test_sharded_and_in_memory_ingest_record_the_same_meta(tmp_path, synth_dir):
+def test_sharded_and_one_file_ingest_record_the_same_meta(tmp_path, synth_dir):
     from orientscope.pipeline.ingest import ingest_file
 
     with np.load(synth_dir / "shard-00000.npz") as arrays:  # its first 40 molecules: every stage runs fast
@@ -205,9 +205,11 @@ def test_sharded_and_in_memory_ingest_record_the_same_meta(tmp_path, synth_dir):
     sharded = ingest_files(tmp_path / "a", [one], "s", cluster="in-process", frame_dependent=[prop])
     plain = ingest_file(tmp_path / "b", one, "p", frame_dependent=[prop])
     only_plain = {"original_filename"}  # the upload's name
-    only_sharded = {"layout", "shard_size", "shards", "input_files"}
+    only_sharded = {"input_files"}
     assert set(plain) - only_plain == set(sharded) - only_sharded
-    for key in ("n_molecules", "n_atoms", "has_smiles", "property_units", "frame_dependent", "format"):
+    keys = ("n_molecules", "n_atoms", "has_smiles", "property_units", "frame_dependent", "format", "layout")
+    assert len(plain["shards"]) == len(sharded["shards"]) == 1  # a small set is one shard either way
+    for key in (*keys, "format_version"):
         assert sharded[key] == plain[key], key
     assert sharded["properties"] == sorted(plain["properties"])  # the union over files, sorted
     assert sharded["frame_dependent"] == [prop]  # --frame-dependent reaches a sharded dataset too

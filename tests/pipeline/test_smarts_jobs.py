@@ -9,16 +9,20 @@ import numpy as np
 import pytest
 
 from orientscope.pipeline.engine import Engine, parse_cluster
-from orientscope.pipeline.jobs import DONE, FAILED
+from orientscope.pipeline.jobs import DONE, FAILED, JobManager
 from orientscope.pipeline.precompute import make_params
 from orientscope.pipeline.shard_smarts import search_dataset, search_shards, sharded_result
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.smarts_jobs import (
+    SEARCH_KIND,
     SMARTS_JOB_ABOVE_ENV,
     SearchTarget,
-    SmartsSearches,
+    lookup,
+    record_search,
+    result,
     search_dir,
     smarts_job_above,
+    submit_search,
 )
 from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.store.results import MANIFEST, ResultStore
@@ -34,6 +38,10 @@ def sharded(tmp_path_factory, qm9_small):
     write_synth(root / "npz", SynthSpec(n=N, bias="qm9", seed=3, shard_size=500), source=qm9_small)
     meta = ingest_files(root / "data", [root / "npz"], "set", cluster="in-process", shard_size=500)
     return root / "data", meta["id"], ResultStore(root / "data", meta["id"], make_params()).dir
+
+
+def searcher(tmp_path) -> JobManager:
+    return JobManager(tmp_path / "data", [SEARCH_KIND], export_dir=tmp_path / "exports")
 
 
 def target_of(data_dir, dataset_id, result_dir) -> SearchTarget:
@@ -61,34 +69,34 @@ def test_a_set_without_per_shard_chemistry_is_searched_in_its_ingested_shards(tm
 
 def test_a_job_keeps_its_mask_outside_the_store_and_is_found_again_until_the_result_changes(tmp_path, sharded):
     data_dir, dataset_id, result_dir = sharded
-    searches = SmartsSearches(tmp_path / "exports")
+    searches = searcher(tmp_path)
     target = target_of(data_dir, dataset_id, result_dir)
     try:
-        job = searches.submit(target, "C=O")
+        job = submit_search(searches, target, "C=O")
         assert job["id"][1:] == job["search_id"][1:]
         done = searches.wait(job["id"])
         assert done["state"] == DONE and done["shards"] == [3, 3] and done["progress"] == 1.0
         with Engine(parse_cluster("in-process")) as engine:
             expected = search_shards(engine, result_dir, "C=O").indices
-        kept = searches.result(done)
+        kept = result(searches, done)
         assert kept.complete and kept.n_scanned == N
         np.testing.assert_array_equal(np.flatnonzero(kept.mask), expected)
         assert sorted(p.name for p in search_dir(searches.export_dir).iterdir()) == ["jobs", f"{job['search_id']}.npz"]
-        assert searches.submit(target, "C=O")["state"] == DONE  # the same search is not run again
-        assert searches.lookup(replace(target, stamp=target.stamp + 1), "C=O") is None  # a recomputed result
-        assert searches.lookup(target, "C=N") is None
+        assert submit_search(searches, target, "C=O")["state"] == DONE  # the same search is not run again
+        assert lookup(searches, replace(target, stamp=target.stamp + 1), "C=O") is None  # a recomputed result
+        assert lookup(searches, target, "C=N") is None
     finally:
         searches.shutdown()
 
 
 def test_a_failed_search_says_why_and_runs_again_when_submitted(tmp_path, sharded):
     data_dir, dataset_id, result_dir = sharded
-    searches = SmartsSearches(tmp_path / "exports")
+    searches = searcher(tmp_path)
     broken = replace(target_of(data_dir, dataset_id, result_dir), dataset_id="gone", result_dir=tmp_path / "none")
     try:
-        job = searches.wait(searches.submit(broken, "C=O")["id"])
+        job = searches.wait(submit_search(searches, broken, "C=O")["id"])
         assert job["state"] == FAILED and "gone" in job["message"]
-        again = searches.submit(broken, "C=O")
+        again = submit_search(searches, broken, "C=O")
         assert again["id"] == job["id"] and again["state"] == "queued"
         assert searches.wait(again["id"])["attempts"] == 1
     finally:
@@ -96,14 +104,14 @@ def test_a_failed_search_says_why_and_runs_again_when_submitted(tmp_path, sharde
 
 
 def test_a_search_while_the_request_waited_is_kept_as_a_finished_job(tmp_path):
-    searches = SmartsSearches(tmp_path / "exports")
+    searches = searcher(tmp_path)
     target = SearchTarget(tmp_path, "small", "Small", "key", tmp_path, 7, 10)
     mask = np.zeros(10, bool)
     mask[[1, 4, 9]] = True
-    job = searches.record(target, "C=O", mask, False, 6)
+    job = record_search(searches, target, "C=O", mask, False, 6)
     assert job["state"] == DONE and job["result"]["n_matches"] == 3 and job["result"]["complete"] is False
-    assert searches.lookup(target, "C=O")["id"] == job["id"]
-    kept = searches.result(job)
+    assert lookup(searches, target, "C=O")["id"] == job["id"]
+    kept = result(searches, job)
     np.testing.assert_array_equal(kept.mask, mask)
     assert (kept.complete, kept.n_scanned) == (False, 6)
     searches.shutdown()

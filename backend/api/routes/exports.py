@@ -38,7 +38,10 @@ ExportIdPath = Annotated[
 TOO_LARGE = {413: {"model": ErrorPublic, "description": "Too large to export directly: use POST …/exports."}}
 NOT_READY = {409: {"model": ErrorPublic, "description": "The export job is still running, or failed."}}
 BUSY = {
-    429: {"model": ErrorPublic, "description": "Too many exports are queued or running."},
+    429: {
+        "model": ErrorPublic,
+        "description": "Too many jobs of any kind are queued or running (ORIENTSCOPE_MAX_QUEUED_JOBS); see Retry-After.",
+    },
     503: {"model": ErrorPublic, "description": "The server has no writable export folder (ORIENTSCOPE_EXPORT_DIR)."},
 }
 

@@ -56,6 +56,7 @@ UPLOAD_BODY = multipart_body(
 )
 async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
     """Upload a dataset (multipart: file, name, optional format and strict); it is ingested in the background."""
+    jobs.check_room()  # before the body streams in: a full queue costs the client nothing to learn
     received = await receive_upload(
         request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name", "format", "strict"), "the dataset"
     )

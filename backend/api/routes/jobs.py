@@ -1,16 +1,16 @@
-"""GET /api/jobs, /api/jobs/{job_id} and POST /api/jobs/{job_id}/retry: background ingest, audit, export and
-SMARTS search jobs."""
+"""GET /api/jobs, /api/jobs/{job_id}, POST /api/jobs/{job_id}/retry and DELETE /api/jobs/{job_id}: background
+ingest, audit, export and SMARTS search jobs."""
 
 from __future__ import annotations
 
 import threading
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Request
 from fastapi import Path as PathParam
 from pydantic import BaseModel, Field
 
-from orientscope.api.deps import DataDirDep, WriteAccess
+from orientscope.api.deps import DataDirDep, WriteAccess, require_write
 from orientscope.api.errors import NOT_FOUND
 from orientscope.core.errors import NotFoundError, OrientScopeError
 from orientscope.services import jobs as job_service
@@ -105,9 +105,25 @@ def get_job(job_id: JobIdPath, data_dir: DataDirDep) -> dict:
     "/{job_id}/retry", status_code=202, response_model=JobPublic, responses=NOT_FOUND, dependencies=[WriteAccess]
 )
 def retry_job(job_id: JobIdPath, jobs: JobsDep) -> dict:
-    """Run a failed ingest job again from its stored upload."""
+    """Run a failed ingest or audit job again from its stored upload."""
     try:
         return public(jobs.retry(job_id))
+    except NotFoundError:
+        raise
+    except OrientScopeError as err:
+        raise HTTPException(409, str(err)) from None
+
+
+@router.delete("/{job_id}", response_model=JobPublic, responses=NOT_FOUND)
+def cancel_job(
+    job_id: JobIdPath, jobs: JobsDep, request: Request, authorization: Annotated[str | None, Header()] = None
+) -> dict:
+    """Cancel a queued or running job; its partial output is removed."""
+    job = job_service.get_job(jobs.data_dir, job_id)
+    if job.get("kind", "ingest") in ("ingest", "audit"):  # jobs that write the store need write access to stop
+        require_write(request, authorization)
+    try:
+        return public(jobs.cancel(job_id))
     except NotFoundError:
         raise
     except OrientScopeError as err:

@@ -69,6 +69,7 @@ UPLOAD_BODY = multipart_body(
 async def upload_predictions(dataset_id: DatasetIdPath, request: Request, jobs: JobsDep) -> dict:
     """Audit a model's predictions on stored and rotated poses (multipart: file, name), in the background."""
     dataset_info(jobs.data_dir, dataset_id)  # 404 before reading the body
+    jobs.check_room()  # and 429 too
     received = await receive_upload(
         request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name",), "the predictions"
     )

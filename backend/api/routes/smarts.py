@@ -23,7 +23,10 @@ from orientscope.services import molecules as svc
 router = APIRouter(prefix="/datasets", tags=["molecules"])
 
 BUSY = {
-    429: {"model": ErrorPublic, "description": "Too many SMARTS searches are queued or running."},
+    429: {
+        "model": ErrorPublic,
+        "description": "Too many jobs of any kind are queued or running (ORIENTSCOPE_MAX_QUEUED_JOBS); see Retry-After.",
+    },
     503: {"model": ErrorPublic, "description": "The server has no writable export folder (ORIENTSCOPE_EXPORT_DIR)."},
 }
 

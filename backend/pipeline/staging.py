@@ -1,0 +1,70 @@
+"""Build a dataset folder in private and publish it into the store in one rename.
+
+Everything is built in a private staging folder
+(``<data_dir>/jobs/.staging/<id>-<nonce>/``, a data dir of its own) and the
+finished dataset folder is renamed into ``<data_dir>/datasets/`` only once all
+of it has been written, so a failed build never leaves a half-made dataset and
+never touches an existing one. Ingests, uploads and migrations all go this way.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from orientscope.core.errors import DatasetError
+from orientscope.core.progress import Progress, quiet
+from orientscope.store import datasets as ds
+from orientscope.store.atomic import swap_dirs
+
+_id_lock = threading.Lock()
+
+
+def staging_root(data_dir: Path) -> Path:
+    return Path(data_dir) / "jobs" / ".staging"
+
+
+@contextmanager
+def staging(data_dir: Path, dataset_id: str, replace: bool = False) -> Iterator[Path]:
+    """A private data dir to build ``dataset_id`` in, removed afterwards.
+
+    DatasetError if the id is taken, unless ``replace`` (a new build of an existing dataset, see :func:`publish`).
+    """
+    if not replace and ds.dataset_dir(data_dir, dataset_id).exists():
+        raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
+    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
+    try:
+        yield stage_dir
+    finally:
+        shutil.rmtree(stage_dir, ignore_errors=True)
+
+
+def publish(
+    stage_dir: Path, data_dir: Path, dataset_id: str, progress: Progress | None = None, replace: bool = False
+) -> dict:
+    """Rename the finished dataset from ``stage_dir`` into the store; its meta.
+
+    Never over another dataset, unless ``replace``: then the new folder and the
+    existing one swap places in one atomic exchange (readers see the old dataset
+    or the new one, complete), and the old one is removed with ``stage_dir``.
+    The caller holds :func:`~orientscope.store.datasets.dataset_lock` when replacing.
+    """
+    final = ds.dataset_dir(data_dir, dataset_id)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    built = ds.dataset_dir(stage_dir, dataset_id)
+    with _id_lock:
+        if replace:
+            if not ds.has_dataset(data_dir, dataset_id):
+                raise DatasetError(f"dataset {dataset_id!r} was deleted while it was rebuilt; nothing was written")
+            swap_dirs(built, final)  # fails, changing nothing, if it is deleted right now
+        elif final.exists():
+            raise DatasetError(f"dataset {dataset_id!r} appeared while ingesting; nothing was overwritten")
+        else:
+            os.rename(built, final)
+    (progress or quiet)(1.0, f"dataset {dataset_id!r} ready", "done")
+    return ds.read_meta(data_dir, dataset_id)

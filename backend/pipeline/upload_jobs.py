@@ -1,0 +1,120 @@
+"""The job kinds fed by an upload: an ingest (a dataset file) and a model audit (a predictions file).
+
+Both keep their records and the uploaded file under ``<data_dir>/jobs/`` (the
+file in ``jobs/<job_id>/`` until the store holds the data), so only a writable
+server runs them; a failed job keeps its file for a retry.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from orientscope.core.progress import Progress
+from orientscope.core.settings import display_name
+from orientscope.loaders.detect import check_format
+from orientscope.pipeline.ingest import ingest_file, new_dataset_id
+from orientscope.pipeline.jobs import ACTIVE, JobKind, JobManager, job_record
+from orientscope.store.audits import new_audit_id
+from orientscope.store.results import ResultStore
+
+INGEST, AUDIT = "ingest", "audit"
+
+
+def _upload_path(manager: JobManager, job: dict) -> Path:
+    return manager.kind_dir(manager.kinds[job["kind"]]) / job["id"] / job["input"]["file"]
+
+
+def _remove_upload(manager: JobManager, job: dict) -> None:
+    shutil.rmtree(_upload_path(manager, job).parent, ignore_errors=True)
+
+
+def _reserved(manager: JobManager) -> set[str]:
+    """Dataset ids that queued or running ingests will create."""
+    return {j["dataset_id"] for j in manager.list(INGEST) if j["state"] in ACTIVE}
+
+
+def _renew_dataset_id(manager: JobManager, job: dict) -> None:
+    """A retried ingest takes a dataset id that is free now (its old one may have been taken meanwhile)."""
+    job["dataset_id"] = new_dataset_id(manager.data_dir, job["name"], _reserved(manager) - {job["dataset_id"]})
+
+
+def _filename(upload: Path, original_name: str | None, fallback: str) -> str:
+    return Path(original_name or Path(upload).name).name or fallback  # never a path out of the job folder
+
+
+def submit_ingest(
+    manager: JobManager, upload: Path, name: str, fmt: str = "auto", strict: bool = False, original_name=None
+) -> dict:
+    """Queue an ingest of ``upload`` (moved into the job folder); the job record."""
+    check_format(fmt)
+    name = display_name(name)
+    inputs = {"file": _filename(upload, original_name, "upload"), "format": fmt, "strict": bool(strict)}
+    with manager.lock:  # the dataset id is reserved against the other queued ingests
+        dataset_id = new_dataset_id(manager.data_dir, name, _reserved(manager))
+        return manager.submit(job_record(manager.new_id(INGEST), INGEST, dataset_id, name, inputs), upload)
+
+
+def submit_audit(manager: JobManager, upload: Path, dataset_id: str, name: str, original_name=None) -> dict:
+    """Queue a model audit of ``upload`` (a predictions file, moved into the job folder) against a dataset."""
+    name = display_name(name, "audit")
+    inputs = {"file": _filename(upload, original_name, "predictions")}
+    job = job_record(manager.new_id(AUDIT), AUDIT, dataset_id, name, inputs, audit_id=new_audit_id())
+    return manager.submit(job, upload)
+
+
+def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dict]:
+    meta = ingest_file(
+        manager.data_dir,
+        _upload_path(manager, job),
+        job["name"],
+        fmt=job["input"]["format"],
+        strict=job["input"]["strict"],
+        dataset_id=job["dataset_id"],
+        limits=manager.limits,
+        progress=progress,
+        original_name=job["input"]["file"],
+        engine_for=manager.engine,
+    )
+    _remove_upload(manager, job)  # the store holds the data now
+    skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
+    stages_skipped = ResultStore(manager.data_dir, meta["id"], meta["active_params"]).skipped_stages()
+    if stages_skipped:
+        skipped += f"; {len(stages_skipped)} analysis step(s) skipped (see skipped_stages)"
+    result = {
+        "dataset_id": meta["id"],
+        "n_molecules": meta["n_molecules"],
+        "n_skipped": meta.get("n_skipped", 0),
+        "problems": meta.get("problems", []),
+        "skipped_stages": stages_skipped,
+    }
+    return f"dataset {meta['id']!r} ready: {meta['n_molecules']:,} molecules{skipped}", result
+
+
+def _audit(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dict]:
+    # Imported here: the audit pulls in SciPy's statistics, which listing jobs should not pay for.
+    from orientscope.pipeline.model_audit import run_audit
+
+    record = run_audit(
+        manager.data_dir,
+        job["dataset_id"],
+        _upload_path(manager, job),
+        job["name"],
+        audit_id=job["audit_id"],
+        limits=manager.limits,
+        progress=progress,
+        original_name=job["input"]["file"],
+    )
+    _remove_upload(manager, job)
+    codes = ", ".join(f"{p['property']}: {p['verdict']['code']}" for p in record["properties"] if not p["split"])
+    result = {
+        "dataset_id": job["dataset_id"],
+        "audit_id": record["id"],
+        "n_molecules": record["n_molecules"],
+        "n_unknown_ids": record["n_unknown_ids"],
+    }
+    return f"audit {record['id']!r} of {job['dataset_id']!r} ready ({codes})", result
+
+
+INGEST_KIND = JobKind(INGEST, "j", _ingest, in_store=True, discard=_remove_upload, renew=_renew_dataset_id)
+AUDIT_KIND = JobKind(AUDIT, "j", _audit, in_store=True, discard=_remove_upload)

@@ -1,0 +1,136 @@
+"""No import cycles between modules of the root packages, imports inside functions included.
+
+A cycle hidden by a function-level import still ties two modules together: it
+decides which one may be loaded first and makes a layer's refactoring move both.
+The root packages are read from import-linter's ``root_packages`` in
+pyproject.toml, and the graph is checked to hold every module file under them,
+so a renamed package is still seen whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import grimp
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def root_packages(root: Path = REPO) -> list[str]:
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    return list(config["tool"]["importlinter"]["root_packages"])
+
+
+def module_files(root: Path, packages: list[str]) -> set[str]:
+    """Every module under the packages' folders, by dotted name (a package by its own name)."""
+    names = set()
+    for package in packages:
+        for path in (root / package).rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
+            names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+
+    def visit(start: str) -> None:
+        # Iterative, so a deep chain of imports cannot reach Python's recursion limit.
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            module, targets = work[-1]
+            for target in targets:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph.find_modules_directly_imported_by(target)))))
+                    break
+                if target in on_stack:
+                    low[module] = min(low[module], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[module])
+                if low[module] == index[module]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == module:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def describe(graph: grimp.ImportGraph, cycle: list[str]) -> str:
+    members = set(cycle)
+    edges = [
+        f"  {importer} -> {imported} (line {detail['line_number']}: {detail['line_contents']})"
+        for importer in cycle
+        for imported in sorted(graph.find_modules_directly_imported_by(importer) & members)
+        for detail in graph.get_import_details(importer=importer, imported=imported)[:1]
+    ]
+    return "\n".join([" <-> ".join(cycle), *edges])
+
+
+def check(root: Path) -> list[str]:
+    """The cycles of the tree at ``root`` (on sys.path), described; raises if the graph misses a module."""
+    packages = root_packages(root)
+    graph = grimp.build_graph(*packages, cache_dir=None)
+    missing = module_files(root, packages) - set(graph.modules)
+    assert not missing, f"the import graph misses {sorted(missing)}"
+    return [describe(graph, cycle) for cycle in import_cycles(graph)]
+
+
+def test_the_root_packages_are_seen_whole():
+    packages = root_packages()
+    assert packages, "pyproject.toml names no import-linter root_packages"
+    graph = grimp.build_graph(*packages, cache_dir=None)
+    assert module_files(REPO, packages) <= set(graph.modules)
+    assert len(graph.modules) > 100  # the real tree, not an empty one
+
+
+def test_no_module_imports_itself_through_others():
+    cycles = check(REPO)
+    assert not cycles, "import cycles:\n" + "\n\n".join(cycles)
+
+
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
+    for package in root_packages():
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    store = tmp_path / "backend" / "store" / "atomic.py"  # imported by orientscope.store.datasets
+    store.write_text(store.read_text() + "\n\ndef _late():\n    from orientscope.store import datasets  # noqa\n")
+    script = (
+        "import sys; from tests.test_import_cycles import check; from pathlib import Path; "
+        "print('\\n'.join(check(Path(sys.argv[1]))))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        cwd=tmp_path,  # `python -c` puts the working folder first on sys.path
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{tmp_path}:{REPO}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert found.returncode == 0, found.stderr
+    assert "orientscope.store.atomic" in found.stdout and "orientscope.store.datasets" in found.stdout
