@@ -12,16 +12,12 @@ from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import map_drawn, serve, severe_console
-from tests.browser.test_dashboard import settle, text_of, wait_for
+from tests.browser.chrome import serve, severe_console
+from tests.browser.test_dashboard import text_of, wait_for
+from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
 
 pytestmark = pytest.mark.browser
 
-TO_PIXEL_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[0].map(p => [xa._offset + xa.l2p(p[0]) - r.width / 2, ya._offset + ya.l2p(p[1]) - r.height / 2]);
-"""
 HOVERED_JS = """
 const gd = document.querySelector('#orientation-map .js-plotly-plot');
 window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.points[0]; });
@@ -32,15 +28,6 @@ window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.point
 def image_url(qm9_store):
     with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
         yield url
-
-
-def _open(driver, url):
-    driver.get(url)
-    wait_for(lambda: map_drawn(driver), what="the map's test hook")
-    settle(driver)
-    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
-    return graph
 
 
 def _click_near_a_point(driver, graph, md) -> None:
@@ -89,7 +76,7 @@ def _click_a_sphere_point(driver, graph) -> None:
 )
 def test_a_click_in_every_view_opens_the_molecule_panel_and_the_url(driver, request, qm9_store, server, path, ringed):
     driver.get_log("browser")
-    graph = _open(driver, request.getfixturevalue(server) + path)
+    graph = open_map(driver, request.getfixturevalue(server) + path)
     md = load_map_data(qm9_store, "qm9")
     if "sphere" in path:
         _click_a_sphere_point(driver, graph)
@@ -110,7 +97,7 @@ def test_a_click_in_every_view_opens_the_molecule_panel_and_the_url(driver, requ
 
 def test_hovering_the_landing_view_asks_nothing_it_cannot_answer(driver, base_url):
     driver.get_log("browser")
-    graph = _open(driver, base_url + "/")
+    graph = open_map(driver, base_url + "/")
     for dx in range(-100, 101, 25):
         ActionChains(driver).move_to_element_with_offset(graph, dx, 5).pause(0.2).perform()
     # a hover there once asked .../map/pixel?kind=undefined and got a 422 (logged as a severe error)

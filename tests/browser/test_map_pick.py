@@ -13,16 +13,12 @@ from orientscope.app.figures import MAP_SCALE
 from orientscope.core.dataset import MoleculeSet
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn, serve, severe_console
-from tests.browser.test_dashboard import settle, text_of, wait_for
+from tests.browser.test_dashboard import text_of, wait_for
+from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
 
 pytestmark = pytest.mark.browser
 N_STACKED = 50
 
-TO_PIXEL_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[0].map(p => [xa._offset + xa.l2p(p[0]) - r.width / 2, ya._offset + ya.l2p(p[1]) - r.height / 2]);
-"""
 TIP_JS = """
 const t = document.querySelector('#orientation-map .map-tooltip');
 return t && !t.hidden && t.textContent ? {text: t.textContent, molecule: t.dataset.molecule, shared: t.dataset.shared}
@@ -69,15 +65,6 @@ def stacked_url(tmp_path_factory):
         yield url, data_dir
 
 
-def _open(driver, url):
-    driver.get(url)
-    wait_for(lambda: map_drawn(driver), what="the map's test hook")
-    settle(driver)
-    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
-    return graph
-
-
 def _hover(driver, graph, target) -> dict:
     driver.execute_script("const t = document.querySelector('#orientation-map .map-tooltip'); if (t) t.hidden = true;")
     ActionChains(driver).move_to_element_with_offset(graph, int(target[0]), int(target[1])).perform()
@@ -87,7 +74,7 @@ def _hover(driver, graph, target) -> dict:
 def test_hover_says_how_many_share_a_pixel_and_a_click_opens_a_paged_chooser(driver, stacked_url):
     url, data_dir = stacked_url
     driver.get_log("browser")
-    graph = _open(driver, url + "/?dataset=waters&view=map")
+    graph = open_map(driver, url + "/?dataset=waters&view=map")
     md = load_map_data(data_dir, "waters")
     row = md.row_of("stack-0")
     assert np.allclose(md.x[:N_STACKED], md.x[row]) and np.allclose(md.y[:N_STACKED], md.y[row])  # truly stacked
@@ -126,7 +113,7 @@ def test_hover_and_click_name_the_same_molecule_at_random_points(driver, base_ur
     url = base_url
     if mode == "image":
         url = request.getfixturevalue("image_url")
-    graph = _open(driver, url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, url + "/?dataset=qm9&view=map")
     assert map_drawn(driver)["mode"] == mode
     md = load_map_data(qm9_store, "qm9")
     rng = np.random.default_rng(7)

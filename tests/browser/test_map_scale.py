@@ -45,7 +45,8 @@ def image_url(qm9_store):
         yield url
 
 
-def _open(driver, url):
+def open_map(driver, url):
+    """Load the dashboard at ``url``, wait for the map, and return its plot element (centred in view)."""
     driver.get(url)
     wait_for(lambda: map_drawn(driver), what="the map's test hook")
     settle(driver)
@@ -68,7 +69,7 @@ def _clicked(driver) -> str | None:
 def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm9_store):
     requests = PageRequests(driver)
     driver.get_log("browser")
-    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     assert map_drawn(driver) == {"drawn": md.n_molecules, "mode": "image"}
     assert driver.execute_script(
@@ -127,7 +128,7 @@ def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_
     driver, server, request, qm9_store
 ):
     url = request.getfixturevalue(server)
-    graph = _open(driver, url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, url + "/?dataset=qm9&view=map")
     assert map_drawn(driver)["mode"] == ("image" if server == "image_url" else "points")
     md = load_map_data(qm9_store, "qm9")
     requests = PageRequests(driver)
@@ -197,7 +198,7 @@ def test_the_page_html_shows_the_image_map_with_its_hook_before_dash_draws_the_p
 
 
 def test_a_click_far_from_every_point_selects_nothing_and_says_so(driver, image_url, qm9_store):
-    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     before = text_of(driver, "molecule-id")
     # just inside the plot's lower left corner: outside the Mollweide ellipse, where no point lies
     size = graph.size
@@ -209,7 +210,7 @@ def test_a_click_far_from_every_point_selects_nothing_and_says_so(driver, image_
 
 
 def test_hovering_the_image_shows_the_pixels_count_and_dominant_axis(driver, image_url, qm9_store):
-    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     for row in range(40):
         target = _pixels(driver, md, [row])[0, 0]
@@ -240,7 +241,7 @@ return {token: m.token, viewport: m.viewport};
 
 
 def test_after_a_zoom_the_hook_waits_for_the_zoomed_regions_figure(driver, image_url):
-    _open(driver, image_url + "/?dataset=qm9&view=map")
+    open_map(driver, image_url + "/?dataset=qm9&view=map")
     # dcc.Graph first echoes the zoom into its figure (the old map at the new ranges): that is not
     # the region drawn, so the hook must stay unset until the server's figure of the region is drawn
     for y0, y1 in ((-0.6, 0.4), (0.1, 0.3)):
@@ -274,7 +275,7 @@ def test_a_zoom_draws_the_old_figure_once_and_then_the_regions_figure(driver, im
     # and replots that copy unless the prop already holds them. The zoom itself plots once (the old
     # figure at the new ranges) and the region's figure once: a third plot is dcc.Graph's copy.
     # The page's own first figure reaches no callback, so the first zoom still plots that copy.
-    _open(driver, image_url + "/?dataset=qm9&view=map")
+    open_map(driver, image_url + "/?dataset=qm9&view=map")
     plots = []
     for y0, y1 in ((-0.6, 0.4), (0.1, 0.3), (-0.2, 0.2)):
         driver.execute_script(PLOTS_JS)
@@ -286,7 +287,7 @@ def test_a_zoom_draws_the_old_figure_once_and_then_the_regions_figure(driver, im
 
 
 def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image_url, qm9_store):
-    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     # a region around a molecule's first axis, small enough to hold fewer than BUDGET points
     cx, cy = float(md.x[0, 0]), float(md.y[0, 0])
@@ -324,7 +325,7 @@ def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image
 
 
 def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_store):
-    graph = _open(driver, image_url + "/?dataset=qm9&view=sphere")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=sphere")
     md = load_map_data(qm9_store, "qm9")
     assert map_drawn(driver) == {"drawn": md.n_molecules, "mode": "points"}
     assert driver.find_elements(By.CSS_SELECTOR, "#orientation-map .xtick, #orientation-map .ytick") == []
@@ -360,7 +361,7 @@ def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_sto
 
 
 def test_exports_of_the_image_map_keep_vectors_and_embed_the_image(driver, image_url, download_dir):
-    _open(driver, image_url + "/?dataset=qm9&view=map")
+    open_map(driver, image_url + "/?dataset=qm9&view=map")
     assert map_drawn(driver)["mode"] == "image"
     for old in download_dir.iterdir():
         old.unlink()

@@ -12,7 +12,8 @@ from selenium.webdriver.common.by import By
 from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn, serve, severe_console
-from tests.browser.test_dashboard import settle, wait_for
+from tests.browser.test_dashboard import wait_for
+from tests.browser.test_map_scale import open_map
 
 pytestmark = pytest.mark.browser
 BUDGET = 300  # the store's map has 1,200 points: the whole map is an image, a small region is points
@@ -45,15 +46,6 @@ return out;
 def image_url(qm9_store):
     with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": str(BUDGET)}) as url:
         yield url
-
-
-def _open(driver, url):
-    driver.get(url)
-    wait_for(lambda: map_drawn(driver), what="the map's test hook")
-    settle(driver)
-    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
-    return graph
 
 
 def _shown(driver) -> dict:
@@ -107,7 +99,7 @@ def _assert_image_covers(shown: dict) -> None:
 
 def test_a_box_zoom_on_the_image_shows_that_region_re_aggregated(driver, image_url):
     driver.get_log("browser")
-    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     before = _shown(driver)
     assert before["mode"] == "image"
     box = _box_zoom(driver, graph, (-260, -130), (440, 220))  # more than BUDGET points: still an image
@@ -128,7 +120,7 @@ def test_a_box_zoom_on_the_image_shows_that_region_re_aggregated(driver, image_u
 
 
 def test_a_box_zoom_in_points_mode_draws_every_point_of_the_region(driver, image_url, qm9_store):
-    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     before = _shown(driver)
     box = _box_zoom(driver, graph, (-40, -20), (80, 40))  # about 1/40 of the map: under the budget
@@ -145,7 +137,7 @@ def test_a_box_zoom_in_points_mode_draws_every_point_of_the_region(driver, image
 
 @pytest.mark.dash_canary  # orientscope.js plotlyInternals.setHomeRanges
 def test_double_click_and_home_return_to_the_whole_map(driver, image_url):
-    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     whole = _shown(driver)
     for back in ("double-click", "home"):
         shown = _shown(driver)
@@ -162,7 +154,7 @@ def test_double_click_and_home_return_to_the_whole_map(driver, image_url):
 
 
 def test_the_zoom_goes_into_the_url_and_the_back_button_restores_it(driver, image_url):
-    graph = _open(driver, image_url + "/?dataset=qm9&view=map")
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     whole = _shown(driver)
     first_box = _box_zoom(driver, graph, (-260, -130), (440, 220))
     first = _redrawn(driver, whole)
@@ -180,7 +172,7 @@ def test_the_zoom_goes_into_the_url_and_the_back_button_restores_it(driver, imag
     back_home = _redrawn(driver, restored)
     assert np.allclose(back_home["x"], whole["x"], atol=2) and np.allclose(back_home["y"], whole["y"], atol=2)
     # a link to the zoom opens it: the plot shows (at least) the box, the image covers what is shown
-    _open(driver, first_url)
+    open_map(driver, first_url)
     opened = _shown(driver)
     _assert_region_holds_box(opened, first_box)
     _assert_image_covers(opened)
