@@ -372,6 +372,8 @@ class MapNearestPublic(_Model):
 
 
 class MapSharedMolecule(_Model):
+    """One molecule of a shared pixel, as the chooser lists it."""
+
     id: str = Field(description="Molecule id.")
     formula: str = Field(description="Hill formula.")
     value: str | float | None = Field(description="What the map's colour shows for it: a category or a number.")
@@ -381,10 +383,10 @@ class MapSharedPublic(_Model):
     """A page of the molecules sharing the pixel a click picks, the molecule the click opens first."""
 
     total: int = Field(description="Molecules in the pixel.")
-    offset: int
-    limit: int
+    offset: int = Field(description="Index of this page's first molecule among them.")
+    limit: int = Field(description="Most molecules on one page.")
     color: str = Field(description="What the map is coloured by.")
-    molecules: list[MapSharedMolecule]
+    molecules: list[MapSharedMolecule] = Field(description="This page's molecules, the one a click opens first.")
 
 
 class MapPixelPublic(_Model):
