@@ -77,11 +77,11 @@ def test_a_cancelled_upload_leaves_no_dataset_upload_or_staging_folder(server, t
     assert httpx.delete(f"{url}/api/jobs/{job_id}").status_code == 401  # stopping a store write needs the token
     cancelled = httpx.delete(f"{url}/api/jobs/{job_id}", headers=AUTH)
     assert cancelled.status_code == 200, cancelled.text
-    for _ in range(600):
-        job = httpx.get(f"{url}/api/jobs/{job_id}").json()
-        if job["state"] not in ("queued", "running"):
-            break
+    deadline = time.monotonic() + 60
+    job = httpx.get(f"{url}/api/jobs/{job_id}").json()
+    while job["state"] in ("queued", "running") and time.monotonic() < deadline:
         time.sleep(0.1)
+        job = httpx.get(f"{url}/api/jobs/{job_id}").json()
     assert job["state"] == "failed" and "cancelled" in job["message"]
     assert "big" not in [d["id"] for d in httpx.get(f"{url}/api/datasets").json()]
     assert not (data_dir / "jobs" / job_id).exists()

@@ -128,7 +128,8 @@ def test_a_search_job_shows_shards_and_its_result_equals_the_in_request_scan(cli
 def test_the_same_search_spelled_differently_is_the_same_job(client):
     first = client.post(BASE + "/smarts", json={"smarts": "C=O"}).json()
     again = client.post(BASE + "/smarts", json={"smarts": " [C]=[O] "})
-    assert again.status_code == 202 and again.json() == {**first, "state": "done"}
+    # the same job (its state is wherever the first search has got to by now)
+    assert again.status_code == 202 and {**again.json(), "state": None} == {**first, "state": None}
 
 
 def test_reads_answer_409_with_the_job_while_it_is_queued(client, store):

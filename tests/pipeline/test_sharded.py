@@ -89,12 +89,14 @@ def test_a_local_cluster_of_two_workers_gives_the_same_report(tmp_path, synth_di
 
 def test_precompute_with_another_seed_on_a_cluster_matches_in_process(tmp_path, reference):
     data, meta = reference
-    copy = tmp_path / "copy"
-    shutil.copytree(ds.dataset_dir(data, meta["id"]), ds.dataset_dir(copy, meta["id"]))
+    # two copies: the module's reference store keeps its own active result for the other tests
+    cluster, local = tmp_path / "cluster", tmp_path / "local"
+    for copy in (cluster, local):
+        shutil.copytree(ds.dataset_dir(data, meta["id"]), ds.dataset_dir(copy, meta["id"]))
     params = make_params(seed=9)
-    precompute(copy, meta["id"], params, cluster="local:2")
-    precompute(data, meta["id"], params, cluster="in-process")
-    assert comparable(build_report(copy, meta["id"], params)) == comparable(build_report(data, meta["id"], params))
+    precompute(cluster, meta["id"], params, cluster="local:2")
+    precompute(local, meta["id"], params, cluster="in-process")
+    assert comparable(build_report(cluster, meta["id"], params)) == comparable(build_report(local, meta["id"], params))
 
 
 def test_duplicate_ids_across_files_fail_and_leave_nothing(tmp_path, synth_dir):

@@ -18,10 +18,10 @@ from orientscope.services.map_view import MapQuery, view_points
 from orientscope.store.datasets import delete_dataset, load_dataset
 
 
-@pytest.fixture(scope="module")
-def audited(qm9_store, tmp_path_factory):
-    """A store copy with one audit of 'gap' covering the first 100 molecules."""
-    data_dir = tmp_path_factory.mktemp("audit-svc") / "data"
+@pytest.fixture
+def audited(qm9_store, tmp_path):
+    """A store copy with one audit of 'gap' covering the first 100 molecules (each test its own: some delete)."""
+    data_dir = tmp_path / "data"
     shutil.copytree(qm9_store / "datasets", data_dir / "datasets")
     mols = load_dataset(data_dir, "qm9")
     gap = mols.properties["gap"].to_numpy()[:100]
