@@ -160,6 +160,10 @@ def fold_model(
     """
     train = fold != k
     X = np.vstack([X_original[train], X_rotated[train]])
+    # A column with no value in any training row (the atom-order directions to a fourth atom, in a set of
+    # triatomics) has nothing to learn, and sklearn's binning fails on it: it becomes a constant. At
+    # prediction its NaNs take the missing-value branch of trees that never split on it.
+    X[:, np.isnan(X).all(axis=0)] = 0.0
     y = np.r_[np.ones(train.sum()), np.zeros(train.sum())]
     with threadpool_limits(limits=settings.n_threads, user_api="openmp"):
         return settings.make_model(seed + k).fit(X, y)

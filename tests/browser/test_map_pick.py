@@ -59,7 +59,7 @@ def stacked_url(tmp_path_factory):
 
     data_dir = tmp_path_factory.mktemp("stacked")
     save_dataset(data_dir, "waters", _waters(N_STACKED, 40), name="Waters", source="constructed")
-    # no "models" stage: its classifier cannot split 50 identical molecules (the map needs only frames)
+    # no "models" stage: the map needs only frames (and the stage takes longest)
     precompute(data_dir, "waters", make_params(seed=0), stages=["frames", "statistics", "chemistry"])
     with serve(data_dir) as url:
         yield url, data_dir

@@ -143,3 +143,19 @@ def test_grouped_folds_are_balanced_and_seeded():
     assert sorted(np.bincount(fold)) == [33, 33, 34]
     np.testing.assert_array_equal(fold, grouped_folds(100, 3, seed=7))
     assert (fold != grouped_folds(100, 3, seed=8)).any()
+
+
+def test_a_feature_column_with_no_value_in_training_is_ignored_not_fatal():
+    """Triatomics have no fourth atom, so their atom-order directions to it are all NaN: still a model."""
+    from orientscope.science.classifiers import ClassifierSettings, fold_model
+
+    rng = np.random.default_rng(0)
+    empty = np.full((90, 1), np.nan)
+    X_stored = np.hstack([rng.normal(1.0, 0.5, (90, 2)), empty])
+    X_rotated = np.hstack([rng.normal(-1.0, 0.5, (90, 2)), empty])
+    fold = np.arange(90) % 3
+    model = fold_model(X_stored, X_rotated, fold, 0, ClassifierSettings(), seed=0)
+    held_out = fold == 0
+    assert model.predict_proba(X_stored[held_out])[:, 1].mean() > 0.8
+    assert model.predict_proba(X_rotated[held_out])[:, 1].mean() < 0.2
+    assert np.isnan(X_stored[:, 2]).all()  # the caller's arrays are left as they were
