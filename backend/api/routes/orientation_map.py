@@ -89,13 +89,18 @@ async def orientation_map(
     return json_record(await run_in_threadpool(svc.render_record, render))
 
 
+# A click's position, as /map/nearest and /map/shared both take it (one pick rule for both).
+ClickX = Annotated[float, Query(description="Click position, Mollweide x.")]
+ClickY = Annotated[float, Query(description="Click position, Mollweide y.")]
+
+
 @router.get("/map/nearest", response_model=MapNearestPublic, responses={**NOT_FOUND, **SEARCH_PENDING})
 async def nearest(
     data_dir: DataDirDep,
     query: QueryDep,
     vp: ViewportDep,
-    x: Annotated[float, Query(description="Click position, Mollweide x.")],
-    y: Annotated[float, Query(description="Click position, Mollweide y.")],
+    x: ClickX,
+    y: ClickY,
 ):
     """The shown point nearest to a click within 5 pixels of the viewport's pixel grid (all null if none)."""
     return json_record(await run_in_threadpool(map_pick.nearest_molecule, data_dir, query, vp, x, y))
@@ -106,8 +111,8 @@ async def shared(
     data_dir: DataDirDep,
     query: QueryDep,
     vp: ViewportDep,
-    x: Annotated[float, Query(description="Click position, Mollweide x.")],
-    y: Annotated[float, Query(description="Click position, Mollweide y.")],
+    x: ClickX,
+    y: ClickY,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=map_pick.MAX_PAGE)] = 10,
 ):
