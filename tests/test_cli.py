@@ -84,14 +84,14 @@ def test_unknown_dataset_and_bad_option_fail_cleanly(tmp_path):
 
 
 def test_synth_writes_shards_the_npz_loader_reads(tmp_path):
-    from orientscope.loaders.npz import load_npz
+    from orientscope.loaders.detect import load_path
 
     out = tmp_path / "synth"
     proc = run("synth", "--n", "250", "--out", str(out), "--bias", "qm9", "--blur", "5", "--shard-size", "100")
     assert "wrote 250 molecules in 3 shards" in proc.stdout
     manifest = json.loads((out / "synth.json").read_text())
     assert manifest["bias"] == "qm9" and manifest["blur_deg"] == 5.0
-    last = load_npz(out / manifest["shards"][-1]["file"]).mols
+    last = load_path(out / manifest["shards"][-1]["file"], "npz").mols
     assert last.n_molecules == 50 and last.ids[0].endswith("_0") and last.smiles[0]
     bad = run("synth", "--n", "10", "--out", str(out), "--bias", "tilted", check=False)
     assert bad.returncode == 2 and "expected one of" in bad.stderr

@@ -16,7 +16,7 @@ import numpy as np
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import BadRecord, Loaded, Record, collect, numeric_properties
+from orientscope.loaders.base import BadRecord, Record, numeric_properties
 
 ID_KEYS = ("name", "id", "mol_id", "identifier", "source")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -99,12 +99,6 @@ def read_asedb(path: Path, limits: Limits, progress: Progress | None = None) -> 
             yield BadRecord(where, f"{type(err).__name__}: {err}")
         if progress is not None and done % 1000 == 0:
             progress(done / max(total, 1), f"read {done:,} of {total:,} rows")
-
-
-def load_asedb(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
-) -> Loaded:
-    return collect(read_asedb, path, "asedb", strict, limits, progress)
 
 
 def write_asedb(path: Path, mols, kind: str | None = None) -> None:

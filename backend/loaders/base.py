@@ -334,11 +334,3 @@ class LineReader:
         if "\x00" in line:
             raise DatasetError(f"{self.source}: line {self.line_no}: NUL bytes (binary data?); expected a text format")
         return line
-
-
-def collect(read, path: Path, fmt: str, strict: bool, limits: Limits | None, progress: Progress | None) -> Loaded:
-    """Run a record reader ``read(path, limits, progress)`` through a :class:`Collector`."""
-    collector = Collector(Path(path).name, strict, limits)
-    for item in read(path, collector.limits, progress):
-        collector.add(item)
-    return collector.finish(fmt)

@@ -19,9 +19,7 @@ from orientscope.core.progress import Progress
 from orientscope.loaders.base import (
     BadRecord,
     LineReader,
-    Loaded,
     Record,
-    collect,
     numeric_properties,
     open_text,
 )
@@ -88,12 +86,6 @@ def read_extxyz(path: Path, limits: Limits, progress: Progress | None = None) ->
                 continue
             mol_id, smiles, props = atoms_properties(atoms)
             yield Record(block.where, atoms.numbers, atoms.positions, id=mol_id, smiles=smiles, properties=props)
-
-
-def load_extxyz(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
-) -> Loaded:
-    return collect(read_extxyz, path, "extxyz", strict, limits, progress)
 
 
 def molecule_atoms(mols, i: int):

@@ -17,9 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from orientscope.core.errors import DatasetError, OrientScopeError
-from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress, scaled
-from orientscope.loaders.base import Collector, Loaded
+from orientscope.loaders.base import Collector
 
 REQUIRED = ("z", "pos", "n_atoms")
 CHUNK_BYTES = 64 << 20
@@ -131,14 +130,6 @@ def _feed_npz(path: Path, collector: Collector, progress: Progress | None) -> No
 
     smiles_list = list(smiles.astype(str)) if smiles is not None and smiles.dtype.kind in "US" else None
     collector.add_bulk(z, pos, counts, ids, props, smiles_list)
-
-
-def load_npz(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
-) -> Loaded:
-    collector = Collector(Path(path).name, strict, limits)
-    feed_npz(path, collector, progress)
-    return collector.finish("npz")
 
 
 def write_npz(path: Path, mols) -> None:

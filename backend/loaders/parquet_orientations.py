@@ -20,9 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from orientscope.core.errors import DatasetError
-from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import RESERVED_PROPERTY_NAMES, Collector, Loaded
+from orientscope.loaders.base import RESERVED_PROPERTY_NAMES, Collector
 
 PARQUET_MAGIC = b"PAR1"
 STORE_TABLES = ("molecules.parquet", "atoms.parquet")
@@ -134,19 +133,6 @@ def load_store_tables(folder: Path, collector: Collector) -> None:
 
 def is_store_folder(path: Path) -> bool:
     return Path(path).is_dir() and all((Path(path) / t).is_file() for t in STORE_TABLES)
-
-
-def load_parquet(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
-) -> Loaded:
-    """A single Parquet file, or a folder in the store layout."""
-    path = Path(path)
-    collector = Collector(path.name, strict, limits)
-    if is_store_folder(path):
-        load_store_tables(path, collector)
-    else:
-        load_parquet_file(path, collector, progress)
-    return collector.finish("parquet")
 
 
 def write_parquet(path: Path, mols) -> None:

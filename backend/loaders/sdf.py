@@ -22,9 +22,7 @@ from orientscope.core.progress import Progress
 from orientscope.loaders.base import (
     BadRecord,
     LineReader,
-    Loaded,
     Record,
-    collect,
     numeric_properties,
     open_text,
 )
@@ -114,12 +112,6 @@ def read_sdf(path: Path, limits: Limits, progress: Progress | None = None) -> It
             if isinstance(item, BadRecord) and not terminated:
                 raise DatasetError(f"{source}: {where}: file ends inside a record without '$$$$' (truncated file?)")
             yield item
-
-
-def load_sdf(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
-) -> Loaded:
-    return collect(read_sdf, path, "sdf", strict, limits, progress)
 
 
 def _atoms_molecule(atomic_numbers, positions_angstrom):

@@ -18,7 +18,7 @@ from orientscope.core.elements import SYMBOLS
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import BadRecord, LineReader, Loaded, Record, collect, element_to_z, open_text
+from orientscope.loaders.base import BadRecord, LineReader, Record, element_to_z, open_text
 
 
 @dataclass
@@ -116,12 +116,6 @@ def read_xyz(path: Path, limits: Limits, progress: Progress | None = None) -> It
             words = block.comment.split()
             mol_id = words[0] if len(words) == 1 and len(words[0]) <= 128 else str(block.ordinal)
             yield Record(block.where, parsed[0], parsed[1], id=mol_id)
-
-
-def load_xyz(
-    path: Path, strict: bool = False, limits: Limits | None = None, progress: Progress | None = None
-) -> Loaded:
-    return collect(read_xyz, path, "xyz", strict, limits, progress)
 
 
 def read_xyz_text(text: str, limits: Limits | None = None, source: str = "xyz") -> tuple[np.ndarray, np.ndarray]:

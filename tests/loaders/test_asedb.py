@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from orientscope.core.errors import DatasetError
-from orientscope.loaders.asedb import load_asedb, write_asedb
+from orientscope.loaders.asedb import write_asedb
+from orientscope.loaders.detect import load_path
 
 
 @pytest.mark.parametrize(("filename", "kind"), [("a.db", "db"), ("a.aselmdb", "aselmdb")])
@@ -17,7 +18,7 @@ def test_round_trip_written_by_ase(tmp_path, small_atoms, filename, kind):
         db.write(atoms, name=f"omol{k}", spin=k % 2 + 1, data={"charge": float(-k)})
     if hasattr(db, "close"):
         db.close()
-    mols = load_asedb(tmp_path / filename).mols
+    mols = load_path(tmp_path / filename, "asedb").mols
     assert list(mols.ids) == ["omol0", "omol1", "omol2", "omol3"]
     np.testing.assert_allclose(mols.properties["energy"], [0.0, -5.0, -10.0, -15.0])
     np.testing.assert_allclose(mols.properties["spin"], [1, 2, 1, 2])
@@ -29,7 +30,7 @@ def test_round_trip_written_by_ase(tmp_path, small_atoms, filename, kind):
 def test_our_writer_round_trips(tmp_path, qm9_small, filename):
     mols = qm9_small.subset(np.arange(25))
     write_asedb(tmp_path / filename, mols)
-    back = load_asedb(tmp_path / filename).mols
+    back = load_path(tmp_path / filename, "asedb").mols
     assert list(back.ids) == list(mols.ids)
     assert list(back.smiles) == list(mols.smiles)
     assert set(back.properties.columns) == set(mols.properties.columns)
@@ -40,4 +41,4 @@ def test_our_writer_round_trips(tmp_path, qm9_small, filename):
 def test_not_a_database(tmp_path):
     (tmp_path / "x.db").write_bytes(b"\x00\x01junk" * 100)
     with pytest.raises(DatasetError, match="not an SQLite file"):
-        load_asedb(tmp_path / "x.db")
+        load_path(tmp_path / "x.db", "asedb")

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from orientscope.core.errors import DatasetError
-from orientscope.loaders.sdf import load_sdf, write_sdf
+from orientscope.loaders.detect import load_path
+from orientscope.loaders.sdf import write_sdf
 
 
 def _qmugs_style(path, n_mols: int = 3, n_confs: int = 3):
@@ -29,7 +30,7 @@ def _qmugs_style(path, n_mols: int = 3, n_confs: int = 3):
 
 def test_qmugs_style_conformers_keep_ids_and_properties(tmp_path):
     expected = _qmugs_style(tmp_path / "q.sdf")
-    mols = load_sdf(tmp_path / "q.sdf").mols
+    mols = load_path(tmp_path / "q.sdf", "sdf").mols
     assert list(mols.ids) == list(expected)
     assert "DFT:TOTAL_ENERGY" in mols.properties and "GFN2:DIPOLE" not in mols.properties
     for i, (energy, pos) in enumerate(expected.values()):
@@ -42,7 +43,7 @@ def test_qmugs_style_conformers_keep_ids_and_properties(tmp_path):
 def test_our_writer_round_trips(tmp_path, qm9_small):
     mols = qm9_small.subset(np.arange(20))
     write_sdf(tmp_path / "q.sdf", mols)
-    back = load_sdf(tmp_path / "q.sdf").mols
+    back = load_path(tmp_path / "q.sdf", "sdf").mols
     assert list(back.ids) == list(mols.ids)
     assert list(back.smiles) == list(mols.smiles)
     np.testing.assert_allclose(back.positions_angstrom, mols.positions_angstrom, atol=1e-4)
@@ -54,7 +55,7 @@ def test_truncated_and_corrupt_records(tmp_path):
     text = (tmp_path / "q.sdf").read_text()
     (tmp_path / "t.sdf").write_text(text[: len(text) // 2 + 37])
     with pytest.raises(DatasetError, match=r"record \d+ \(line \d+\): file ends inside a record"):
-        load_sdf(tmp_path / "t.sdf")
+        load_path(tmp_path / "t.sdf", "sdf")
     blocks = text.split("$$$$\n")
     blocks[4] = blocks[4].replace(
         " 0  0  0  0  0  0  0  0  0  0  0  0", " 0  0  0  0  0  0  0  0  0  0  0  0\nGARBAGE", 1
@@ -62,7 +63,7 @@ def test_truncated_and_corrupt_records(tmp_path):
     corrupt = "$$$$\n".join(blocks[:9] * 3) + "$$$$\n"
     (tmp_path / "c.sdf").write_text(corrupt)
     with pytest.raises(DatasetError, match=r"record 5 \(line \d+\): RDKit cannot parse"):
-        load_sdf(tmp_path / "c.sdf", strict=True)
+        load_path(tmp_path / "c.sdf", "sdf", strict=True)
 
 
 def test_one_record_with_bonds_from_the_smiles_or_the_geometry():

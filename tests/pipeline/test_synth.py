@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from orientscope.core.dataset import MoleculeSet, concat_molecule_sets
-from orientscope.loaders.npz import load_npz
+from orientscope.loaders.detect import load_path
 from orientscope.pipeline.synth import MANIFEST, SynthSpec, write_synth
 from orientscope.science.frames import compute_frames
 from orientscope.science.rotations import geodesic_angle, matrix_to_quaternion
@@ -14,7 +14,7 @@ from orientscope.science.so3_stats import kl_to_uniform
 def _read(out) -> MoleculeSet:
     """All shards of a synth folder, in manifest order, through the ordinary NPZ loader."""
     manifest = json.loads((out / MANIFEST).read_text())
-    return concat_molecule_sets([load_npz(out / s["file"]).mols for s in manifest["shards"]])
+    return concat_molecule_sets([load_path(out / s["file"], "npz").mols for s in manifest["shards"]])
 
 
 def _frames(mols: MoleculeSet):
@@ -24,7 +24,7 @@ def _frames(mols: MoleculeSet):
 def test_tiles_qm9_with_unique_ids_smiles_and_properties(tmp_path, qm9_small):
     manifest = write_synth(tmp_path, SynthSpec(n=1000, shard_size=300, seed=4), source=qm9_small)
     assert [s["n_molecules"] for s in manifest["shards"]] == [300, 300, 300, 100]
-    first = load_npz(tmp_path / "shard-00000.npz").mols
+    first = load_path(tmp_path / "shard-00000.npz", "npz").mols
     assert first.ids[0] == f"{qm9_small.ids[0]}_0"
     assert first.smiles[1] == qm9_small.smiles[1]
     np.testing.assert_array_equal(first.properties["gap"], qm9_small.properties["gap"].to_numpy()[:300])
