@@ -49,11 +49,6 @@ def symbol_to_z(symbol: str) -> int:
     return z
 
 
-def symbols_to_z(symbols) -> np.ndarray:
-    """Vector form of :func:`symbol_to_z`, shape (n,) int16."""
-    return np.array([symbol_to_z(s) for s in symbols], dtype=np.int16)
-
-
 def z_to_symbols(atomic_numbers) -> list[str]:
     return [SYMBOLS[int(z)] for z in atomic_numbers]
 

@@ -47,7 +47,6 @@ PROPERTIES: dict[str, tuple[str, str, str]] = {
     "A_zz": ("alpha_zz", "bohr^3", "polarizability tensor zz (lab frame)"),
 }
 PROPERTY_UNITS = {name: unit for name, unit, _ in PROPERTIES.values()}
-PROPERTY_DESCRIPTIONS = {name: desc for name, _, desc in PROPERTIES.values()}
 # Properties whose value depends on the lab frame itself, not only on the molecule.
 FRAME_DEPENDENT = frozenset(n for n in PROPERTY_UNITS if n.startswith("alpha_"))
 

@@ -443,13 +443,6 @@ def _build_map_data(store, dataset_id: str, table: str) -> MapData:
     return md
 
 
-def reference_xy(reference_orientation) -> tuple[np.ndarray, np.ndarray]:
-    """Mollweide (x, y), each (3,), of the three axes of a reference rotation (rows = axes)."""
-    lon, lat = axes_lonlat_deg(np.asarray(reference_orientation, dtype=np.float64)[None])
-    x, y = mollweide_xy(lon[0], lat[0])
-    return x.astype(np.float32), y.astype(np.float32)
-
-
 def reference_points(reference_orientation, axes=(1, 2, 3)) -> dict[str, list]:
     """The given axes of a reference rotation (rows = axes) as map points with their sky position.
 

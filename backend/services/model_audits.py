@@ -109,11 +109,6 @@ def molecules_download(data_dir: Path, dataset_id: str, audit_id: str, fmt: str)
     return buf.getvalue(), "text/csv", name
 
 
-def audit_properties(data_dir: Path, dataset_id: str, audit_id: str) -> list[str]:
-    """The properties an audit covers."""
-    return sorted({p["property"] for p in store.read_audit(data_dir, dataset_id, audit_id)["properties"]})
-
-
 def prediction_shift(data_dir: Path, dataset_id: str, audit_id: str, prop: str, ids: np.ndarray) -> np.ndarray:
     """(n,) each molecule's prediction shift (RMS over copies of rotated − stored) for ``ids``; NaN outside the audit."""
     table = store.read_audit_molecules(data_dir, dataset_id, audit_id, columns=["id", "property", "shift"]).to_pandas()

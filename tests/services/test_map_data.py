@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from orientscope.core.orientations_schema import R_COLUMNS
-from orientscope.services.map_data import density_grid, density_grids, load_map_data, reference_xy
+from orientscope.services.map_data import density_grid, density_grids, load_map_data, reference_points
 from orientscope.services.results import open_result
 
 
@@ -62,7 +62,8 @@ def test_points_filter_by_axis_and_mask(qm9_store):
 
 
 def test_reference_axes_project_to_known_points():
-    x, y = reference_xy(np.eye(3))
+    ref = reference_points(np.eye(3))
+    x, y = ref["x"], ref["y"]
     np.testing.assert_allclose(x, [0, 2 * np.sqrt(2) / 2, 0], atol=1e-5)  # lon 0, lon 90 at the equator, pole
     np.testing.assert_allclose(y, [0, 0, np.sqrt(2)], atol=1e-5)
 
