@@ -22,6 +22,14 @@ log = logging.getLogger(__name__)
 
 NOT_FOUND = {404: {"model": ErrorPublic, "description": "Unknown dataset or molecule (the message names it)."}}
 NOT_COMPUTED = {409: {"model": ErrorPublic, "description": "The pipeline stage this needs has not been computed."}}
+# Routes that start a job (export, SMARTS search): the queue is full, or the job has nowhere to write.
+BUSY = {
+    429: {
+        "model": ErrorPublic,
+        "description": "Too many jobs of any kind are queued or running (ORIENTSCOPE_MAX_QUEUED_JOBS); see Retry-After.",
+    },
+    503: {"model": ErrorPublic, "description": "The server has no writable export folder (ORIENTSCOPE_EXPORT_DIR)."},
+}
 
 
 class SearchPendingPublic(ErrorPublic):

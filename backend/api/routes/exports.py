@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from starlette.background import BackgroundTask
 
 from orientscope.api.deps import DataDirDep, DatasetIdPath
-from orientscope.api.errors import NOT_FOUND
+from orientscope.api.errors import BUSY, NOT_FOUND
 from orientscope.api.routes.jobs import JobsDep
 from orientscope.api.schemas import ErrorPublic
 from orientscope.services import exports as export_service
@@ -37,13 +37,6 @@ ExportIdPath = Annotated[
 ]
 TOO_LARGE = {413: {"model": ErrorPublic, "description": "Too large to export directly: use POST …/exports."}}
 NOT_READY = {409: {"model": ErrorPublic, "description": "The export job is still running, or failed."}}
-BUSY = {
-    429: {
-        "model": ErrorPublic,
-        "description": "Too many jobs of any kind are queued or running (ORIENTSCOPE_MAX_QUEUED_JOBS); see Retry-After.",
-    },
-    503: {"model": ErrorPublic, "description": "The server has no writable export folder (ORIENTSCOPE_EXPORT_DIR)."},
-}
 
 
 class ExportBody(BaseModel):

@@ -16,19 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from orientscope.api.deps import DataDirDep, DatasetIdPath
-from orientscope.api.errors import NOT_FOUND
-from orientscope.api.schemas import ErrorPublic
+from orientscope.api.errors import BUSY, NOT_FOUND
 from orientscope.services import molecules as svc
 
 router = APIRouter(prefix="/datasets", tags=["molecules"])
-
-BUSY = {
-    429: {
-        "model": ErrorPublic,
-        "description": "Too many jobs of any kind are queued or running (ORIENTSCOPE_MAX_QUEUED_JOBS); see Retry-After.",
-    },
-    503: {"model": ErrorPublic, "description": "The server has no writable export folder (ORIENTSCOPE_EXPORT_DIR)."},
-}
 
 
 class SmartsBody(BaseModel):
