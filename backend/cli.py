@@ -12,33 +12,20 @@ import typer
 from tqdm import tqdm
 
 from orientscope.core.errors import OrientScopeError
+from orientscope.core.resources import LazyModule
 from orientscope.core.settings import DATASET_FORMATS, DEFAULT_SEED, FORMAT_CHOICES, resolve_data_dir
 from orientscope.store import datasets as ds
 
-
-class _Lazy:
-    """A module imported on first use: the pipeline pulls in scikit-learn, RDKit and
-    SciPy's statistics, which `orientscope serve` should not pay for at start-up."""
-
-    def __init__(self, module: str):
-        self._module = module
-
-    def __getattr__(self, name: str):
-        import importlib
-
-        return getattr(importlib.import_module(self._module), name)
-
-
-pipeline = _Lazy("orientscope.pipeline.precompute")
-reports = _Lazy("orientscope.services.report")
-export_mod = _Lazy("orientscope.pipeline.export")
-ingest_mod = _Lazy("orientscope.pipeline.ingest")
-synth_mod = _Lazy("orientscope.pipeline.synth")
-datasets_svc = _Lazy("orientscope.services.datasets")
-audit_mod = _Lazy("orientscope.pipeline.model_audit")
-sharded_ingest = _Lazy("orientscope.pipeline.sharded_ingest")
-map_data = _Lazy("orientscope.services.map_data")
-migrate_mod = _Lazy("orientscope.pipeline.migrate")
+pipeline = LazyModule("orientscope.pipeline.precompute")
+reports = LazyModule("orientscope.services.report")
+export_mod = LazyModule("orientscope.pipeline.export")
+ingest_mod = LazyModule("orientscope.pipeline.ingest")
+synth_mod = LazyModule("orientscope.pipeline.synth")
+datasets_svc = LazyModule("orientscope.services.datasets")
+audit_mod = LazyModule("orientscope.pipeline.model_audit")
+sharded_ingest = LazyModule("orientscope.pipeline.sharded_ingest")
+map_data = LazyModule("orientscope.services.map_data")
+migrate_mod = LazyModule("orientscope.pipeline.migrate")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 

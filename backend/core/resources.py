@@ -5,6 +5,7 @@ They ship inside the wheel, so a non-editable install serves the same dashboard 
 
 from __future__ import annotations
 
+import importlib
 from importlib import resources
 from pathlib import Path
 
@@ -21,3 +22,14 @@ def package_path(*parts: str) -> Path:
 def frontend_asset(name: str = "") -> Path:
     """``frontend_assets/NAME`` (the folder itself when no name is given)."""
     return package_path("frontend_assets", name) if name else package_path("frontend_assets")
+
+
+class LazyModule:
+    """A module imported at its first attribute access: for heavy imports (the pipeline's scikit-learn,
+    RDKit and SciPy; datashader's 1.5 s) that a server start, the CLI or the tests need not pay up front."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)

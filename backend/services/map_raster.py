@@ -36,7 +36,6 @@ milliseconds and no memory, where a k-d tree would hold about a gigabyte.
 from __future__ import annotations
 
 import base64
-import importlib
 import struct
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from orientscope.core.palette import CIVIDIS, HIGHLIGHT, OKABE_ITO, OTHER_GREY
+from orientscope.core.resources import LazyModule
 from orientscope.core.settings import map_point_budget
 from orientscope.science.map_scales import density_ceiling, density_ratio
 from orientscope.science.nearest_point import nearest_point as science_nearest_point
@@ -58,20 +58,8 @@ from orientscope.services.errors import InvalidInput
 from orientscope.services.map_data import band_ranges, band_starts, banded_order
 from orientscope.services.map_view import N_GROUP_COLORS, MapPoints, MapQuery, sorted_by_x, view_points
 
-
-class _OnFirstUse:
-    """A module imported when first used: importing datashader takes about 1.5 s, which the API,
-    the CLI and the tests need not pay until a map is aggregated."""
-
-    def __init__(self, name: str):
-        self._name = name
-
-    def __getattr__(self, attr: str):
-        return getattr(importlib.import_module(self._name), attr)
-
-
-dsh = _OnFirstUse("datashader")
-tf = _OnFirstUse("datashader.transfer_functions")
+dsh = LazyModule("datashader")
+tf = LazyModule("datashader.transfer_functions")
 
 MODES = ("image", "points")
 KINDS = ("color", "density")
