@@ -70,7 +70,13 @@ def dataset_lock(data_dir: Path, dataset_id: str) -> Iterator[None]:
     The lock file lives beside the folders (``datasets/.locks/<id>.lock``), so it
     holds across a rename of the dataset's folder.
     """
-    path = datasets_root(data_dir) / ".locks" / f"{validate_id(dataset_id)}.lock"
+    with file_lock(datasets_root(data_dir) / ".locks" / f"{validate_id(dataset_id)}.lock"):
+        yield
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Exclusive ``flock`` on ``path`` (created with its folder), held for the with-block."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

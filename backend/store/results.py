@@ -10,7 +10,6 @@ killed run leaves only complete stages behind.
 
 from __future__ import annotations
 
-import fcntl
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,7 +21,7 @@ import pyarrow as pa
 from orientscope import __version__
 from orientscope.core.errors import NotFoundError
 from orientscope.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
-from orientscope.store.datasets import dataset_dir
+from orientscope.store.datasets import dataset_dir, file_lock
 from orientscope.store.shards import open_shard_arrays, shard_table_paths
 
 # Shard arrays (``<stage>/<name>-NNNNN.npy``) that also read as a table: name ->
@@ -53,17 +52,6 @@ def list_result_keys(data_dir: Path, dataset_id: str) -> list[str]:
 
 
 @contextmanager
-def _result_lock(folder: Path) -> Iterator[None]:
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-@contextmanager
 def all_results_locked(data_dir: Path, dataset_id: str) -> Iterator[list[str]]:
     """Hold the lock of every result folder of the dataset, waiting for running pipelines (a first run
     too, whose manifest is not written yet); the keys of the stored results."""
@@ -71,7 +59,7 @@ def all_results_locked(data_dir: Path, dataset_id: str) -> Iterator[list[str]]:
     folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
     with ExitStack() as stack:
         for folder in folders:
-            stack.enter_context(_result_lock(folder))
+            stack.enter_context(file_lock(folder / ".lock"))
         yield list_result_keys(data_dir, dataset_id)
 
 
@@ -112,7 +100,7 @@ class ResultStore:
     @contextmanager
     def lock(self):
         """Exclusive lock so two processes never compute the same result at once."""
-        with _result_lock(self.dir):
+        with file_lock(self.dir / ".lock"):
             yield
 
     # ------------------------------------------------------------------ write
