@@ -17,14 +17,6 @@ from orientscope.science.rotations import quaternion_angle
 GROUP_COLUMNS = ["group", "size", "qx", "qy", "qz", "qw", "spread_deg", "concentration", "typical_index"]
 
 
-def quaternion_mean(quaternions: np.ndarray) -> np.ndarray:
-    """(4,) sign-invariant mean of (n, 4) unit quaternions, returned with w >= 0."""
-    q = np.asarray(quaternions, dtype=np.float64).reshape(-1, 4)
-    _, vecs = np.linalg.eigh(q.T @ q)
-    mean = vecs[:, -1]
-    return mean if mean[3] >= 0 else -mean
-
-
 def _segment_reduce(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.add.reduceat(values, starts, axis=0)
 

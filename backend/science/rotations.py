@@ -49,13 +49,6 @@ def geodesic_angle(R1: np.ndarray, R2: np.ndarray) -> np.ndarray:
     return np.arccos(np.clip((tr - 1.0) / 2.0, -1.0, 1.0))
 
 
-def geodesic_angle_sign_invariant(R1: np.ndarray, R2: np.ndarray) -> np.ndarray:
-    """Minimum geodesic angle over the axis-sign ambiguity D R1, D in :data:`SIGN_FLIPS`."""
-    R1 = np.asarray(R1)
-    angles = [geodesic_angle(np.einsum("ij,...jk->...ik", D, R1), R2) for D in SIGN_FLIPS]
-    return np.min(angles, axis=0)
-
-
 def quaternion_angle(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
     """Geodesic angle (rad) between unit quaternions, treating q and -q as equal."""
     dot = np.abs(np.sum(q1 * q2, axis=-1))

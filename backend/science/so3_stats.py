@@ -390,12 +390,3 @@ def reference_and_ks(rotations: np.ndarray, seed: int = 0, bins: int = 60) -> di
         "ks": ks_against_haar(angles_b),
         "angle_histogram": angle_histogram(angles_b, bins),
     }
-
-
-def orientation_bias(rotations: np.ndarray, seed: int = 0, k: int = 5, n_bootstrap: int = 1000, bins: int = 60) -> dict:
-    """The full orientation-bias summary of one set of frames, KL with bootstrap CIs (see :func:`reference_and_ks`)."""
-    q = matrix_to_quaternion(np.asarray(rotations, dtype=np.float64))
-    kl = kl_to_uniform(q, k=k, n_bootstrap=n_bootstrap, seed=seed)
-    # The sign-invariant variant is secondary: a smaller bootstrap keeps the stage fast.
-    kl_signs = kl_to_uniform(q, k=k, sign_invariant=True, n_bootstrap=min(n_bootstrap, 200), seed=seed)
-    return {**reference_and_ks(rotations, seed, bins), "kl": kl.to_dict(), "kl_sign_invariant": kl_signs.to_dict()}

@@ -2,10 +2,8 @@ import numpy as np
 import pytest
 
 from orientscope.science.rotations import (
-    SIGN_FLIPS,
     derived_seed,
     geodesic_angle,
-    geodesic_angle_sign_invariant,
     matrix_to_quaternion,
     quaternion_angle,
     quaternion_multiply,
@@ -32,7 +30,6 @@ def test_geodesic_angle_known_values():
     Rz = lambda t: np.array([[np.cos(t), -np.sin(t), 0], [np.sin(t), np.cos(t), 0], [0, 0, 1]])  # noqa: E731
     assert geodesic_angle(Rz(0.3), np.eye(3)) == pytest.approx(0.3)
     assert geodesic_angle(Rz(np.pi), np.eye(3)) == pytest.approx(np.pi)
-    assert geodesic_angle_sign_invariant(SIGN_FLIPS[1] @ Rz(0.2), Rz(0.0)) == pytest.approx(0.2)
 
 
 def test_quaternion_round_trip_and_angle_agree():

@@ -80,20 +80,19 @@ def test_reference_orientation_finds_the_mode():
     assert geodesic_angle(R[ref], np.eye(3)) < 0.15
 
 
-def test_orientation_bias_detects_alignment_and_not_uniform():
-    biased = s.orientation_bias(_concentrated(3000, 0.5, 7), seed=1, n_bootstrap=100)
-    assert biased["ks"]["pvalue"] < 1e-6 and biased["kl"]["value"] > 1.0
-    uniform = s.orientation_bias(random_rotations(3000, 8), seed=1, n_bootstrap=100)
-    assert abs(uniform["kl"]["value"]) < 0.06
-    hist = uniform["angle_histogram"]
+def test_kl_and_ks_detect_alignment_and_not_uniform():
+    biased = _concentrated(3000, 0.5, 7)
+    assert s.reference_and_ks(biased, seed=1)["ks"]["pvalue"] < 1e-6
+    assert s.kl_to_uniform(matrix_to_quaternion(biased), n_bootstrap=100, seed=1).value > 1.0
+    uniform = random_rotations(3000, 8)
+    assert abs(s.kl_to_uniform(matrix_to_quaternion(uniform), n_bootstrap=100, seed=1).value) < 0.06
+    hist = s.reference_and_ks(uniform, seed=1)["angle_histogram"]
     assert len(hist["density"]) == len(hist["haar_density"]) == len(hist["bin_edges_rad"]) - 1
 
 
 def test_ks_on_uniform_control_is_calibrated():
     # Over many seeds the control's KS p-values are ~uniform: few below 0.05.
-    pvals = [
-        s.orientation_bias(random_rotations(600, 100 + i), seed=i, n_bootstrap=0)["ks"]["pvalue"] for i in range(40)
-    ]
+    pvals = [s.reference_and_ks(random_rotations(600, 100 + i), seed=i)["ks"]["pvalue"] for i in range(40)]
     assert np.mean(np.array(pvals) < 0.05) <= 0.15
     assert 0.3 < np.median(pvals) < 0.7
 
