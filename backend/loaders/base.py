@@ -155,25 +155,6 @@ class Collector:
         self._smiles.append(item.smiles or "")
         self._add_props(item.properties, 1)
 
-    def add_arrays(
-        self,
-        z: np.ndarray,
-        pos: np.ndarray,
-        counts: np.ndarray,
-        ids: list[str],
-        properties: dict[str, np.ndarray],
-        where: str,
-        smiles: list[str] | None = None,
-    ) -> None:
-        """Bulk intake of already validated molecules (vectorised readers)."""
-        self._accept(len(counts), int(counts.sum()), where)
-        self._z.append(z.astype(np.int16))
-        self._pos.append(pos.reshape(-1, 3))
-        self._counts.append(np.asarray(counts, dtype=np.int64))
-        self._ids.extend(ids)
-        self._smiles.extend(smiles if smiles is not None else [""] * len(counts))
-        self._add_props({k: np.asarray(v, dtype=np.float64) for k, v in properties.items()}, len(counts))
-
     def add_bulk(self, z, pos, counts, ids, properties: dict[str, np.ndarray], smiles: list[str] | None = None) -> None:
         """Vectorised intake of many molecules; bad ones are skipped (counted) or fail if strict."""
         z = np.asarray(z, dtype=np.int64)
@@ -197,7 +178,13 @@ class Collector:
             z, pos, counts, ids = z[keep_atoms], pos[keep_atoms], counts[keep], ids[keep]
             properties = {k: np.asarray(v)[keep] for k, v in properties.items()}
             smiles = None if smiles is None else [s for s, k in zip(smiles, keep, strict=True) if k]
-        self.add_arrays(z, pos, counts, list(ids), properties, self.source, smiles=smiles)
+        self._accept(len(counts), int(counts.sum()), self.source)
+        self._z.append(z.astype(np.int16))
+        self._pos.append(pos)
+        self._counts.append(counts)
+        self._ids.extend(ids)
+        self._smiles.extend(smiles if smiles is not None else [""] * len(counts))
+        self._add_props({k: np.asarray(v, dtype=np.float64) for k, v in properties.items()}, len(counts))
 
     def _check(self, z: np.ndarray, pos: np.ndarray, where: str) -> str | None:
         if z.size == 0:
