@@ -114,17 +114,15 @@ class SelectiveGZip:
             await self.gzip(scope, receive, send)
 
 
-def cors_origins(explicit: list[str] | None = None) -> list[str]:
+def cors_origins() -> list[str]:
     """Allowed cross-origin callers: none unless listed (comma-separated env var)."""
-    if explicit is not None:
-        return explicit
     raw = os.environ.get(CORS_ENV, "")
     return [o.strip() for o in raw.split(",") if o.strip()]
 
 
-def install_middleware(app, origins: list[str] | None = None) -> None:
+def install_middleware(app) -> None:
     """CORS (closed by default) inside, request context outermost."""
-    allowed = cors_origins(origins)
+    allowed = cors_origins()
     if allowed:
         app.add_middleware(
             CORSMiddleware,
