@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -82,9 +84,17 @@ class _ProgressBar:
         self.close()
 
 
-def _fail(err: Exception) -> None:
-    typer.echo(f"error: {err}", err=True)
-    raise typer.Exit(2)
+_BAD_INPUT = (OrientScopeError, ValueError, FileNotFoundError)
+
+
+@contextmanager
+def _failing(errors: tuple[type[Exception], ...] = _BAD_INPUT) -> Iterator[None]:
+    """End the command on any of ``errors`` (default: a bad input or store): its message on stderr, exit 2."""
+    try:
+        yield
+    except errors as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from err
 
 
 def _run(data_dir: Path | None, dataset: str, params: dict, quiet: bool = False, cluster: str | None = None) -> Path:
@@ -110,7 +120,7 @@ def precompute_cmd(
     A dataset of the single-folder layout is migrated to shards first (its results
     re-cut, not recomputed), except for a --limit run, which leaves it as it is.
     """
-    try:
+    with _failing():
         params = pipeline.make_params(frame, sign, seed, limit)
         root = resolve_data_dir(data_dir)
         migrate = limit is None and migrate_mod.needs_migration(root, dataset)
@@ -120,8 +130,6 @@ def precompute_cmd(
             store = pipeline.precompute(
                 root, dataset, params, force=force, progress=bar, cluster=cluster, migrate=migrate
             )
-    except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        _fail(err)
     typer.echo(f"stored {dataset} [{store.key}] in {store.dir}")
 
 
@@ -135,11 +143,9 @@ def map_cmd(
 ) -> None:
     """Store DATASET's orientation map (projected axes, the x-sorted default view) in its active result,
     so a server memory-maps it at start instead of building it (a minute or two at 10M molecules)."""
-    try:
+    with _failing():
         root = resolve_data_dir(data_dir)
         folders = map_data.store_map_arrays(root, dataset, tuple(table or map_data.TABLES))
-    except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        _fail(err)
     for folder in folders:
         typer.echo(f"stored the map of {dataset} in {folder}")
 
@@ -151,7 +157,7 @@ def migrate_cmd(
     shard_size: ShardSize = None,
 ) -> None:
     """Turn DATASET of the single-folder layout into a sharded one; its stored results are re-cut, not recomputed."""
-    try:
+    with _failing():
         root = resolve_data_dir(data_dir)
         if not migrate_mod.needs_migration(root, dataset):
             meta = ds.read_meta(root, dataset)  # NotFoundError for an unknown dataset
@@ -159,8 +165,6 @@ def migrate_cmd(
             return
         with _ProgressBar(f"migrate {dataset}") as bar:
             meta = migrate_mod.migrate_dataset(root, dataset, shard_size=shard_size, progress=bar)
-    except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        _fail(err)
     typer.echo(f"migrated {dataset}: {meta['n_molecules']} molecules in {len(meta['shards'])} shards")
 
 
@@ -176,12 +180,10 @@ def report_cmd(
     cluster: Cluster = None,
 ) -> None:
     """Print DATASET's orientation-bias report, computing whatever is missing."""
-    try:
+    with _failing():
         params = pipeline.make_params(frame, sign, seed, limit)
         root = _run(data_dir, dataset, params, cluster=cluster)
         report = reports.build_report(root, dataset, params)
-    except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        _fail(err)
     if as_json:
         typer.echo(json.dumps(report))
     else:
@@ -237,7 +239,7 @@ def ingest_cmd(
     root = resolve_data_dir(data_dir)
     names = [p.strip() for p in frame_dependent.split(",") if p.strip()]
     desc = f"ingest {paths[0].name}" + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")
-    try:
+    with _failing():
         with _ProgressBar(desc) as bar:
             if single:
                 meta = ingest_mod.ingest_file(
@@ -248,8 +250,6 @@ def ingest_cmd(
                     root, paths, name, fmt=fmt, strict=strict, cluster=cluster, shard_size=shard_size,
                     progress=bar, frame_dependent=names,
                 )  # fmt: skip
-    except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        _fail(err)
     _ingested(root, meta)
 
 
@@ -269,11 +269,9 @@ def generate_cmd(
 ) -> None:
     """Embed SMILES with RDKit ETKDG and analyse the poses it produces."""
     root = resolve_data_dir(data_dir)
-    try:
+    with _failing():
         with _ProgressBar(f"generate {smiles.name}") as bar:
             meta = ingest_mod.generate_dataset(root, smiles, name, seed=seed, random_coords=random_coords, progress=bar)
-    except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        _fail(err)
     _ingested(root, meta)
 
 
@@ -289,15 +287,11 @@ def synth_cmd(
     shard_size: Annotated[int, typer.Option("--shard-size", min=1, help="molecules per NPZ shard")] = 250_000,
 ) -> None:
     """Write N molecules (QM9 tiled, each turned by a seeded rotation) as NPZ shards for scale tests."""
-    try:
+    with _failing((ValueError,)):
         spec = synth_mod.SynthSpec(n=n, bias=bias, blur_deg=blur, seed=seed, shard_size=shard_size)
-    except ValueError as err:
-        _fail(err)
-    try:
+    with _failing((OSError,)):
         with tqdm(total=-(-n // shard_size), desc=f"synth {n:,} ({bias})", unit="shard", file=sys.stderr) as bar:
             manifest = synth_mod.write_synth(out, spec, progress=lambda done, total: bar.update(done - bar.n))
-    except (OSError, FileNotFoundError) as err:
-        _fail(err)
     typer.echo(
         f"wrote {manifest['n_molecules']:,} molecules in {len(manifest['shards'])} shards to {out} "
         f"({manifest['seconds']:.1f} s)"
@@ -320,12 +314,10 @@ def export_cmd(
     ] = None,
 ) -> None:
     """Write DATASET with de-biased poses; the per-molecule rotations go to OUT.rotations.csv."""
-    try:
+    with _failing():
         info = export_mod.export_dataset(
             resolve_data_dir(data_dir), dataset, mode, out, seed=seed, fmt=fmt, copies=copies
         )
-    except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        _fail(err)
     for path in info.get("paths", [info["path"]]):
         typer.echo(
             f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {path}"
@@ -344,13 +336,11 @@ def audit_model_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="print the audit as one JSON object")] = False,
 ) -> None:
     """Does a model lean on the pose? Audit PREDICTIONS (stored vs rotated poses) against DATASET and store it."""
-    try:
+    with _failing():
         with _ProgressBar(f"audit {predictions.name}") as bar:
             record = audit_mod.run_audit(
                 resolve_data_dir(data_dir), dataset, predictions, name, seed=seed, progress=bar
             )
-    except (OrientScopeError, ValueError, FileNotFoundError) as err:
-        _fail(err)
     if as_json:
         typer.echo(json.dumps(audit_summary(record)))
     else:
@@ -394,20 +384,16 @@ def format_audit(record: dict) -> str:
 @app.command("rename")
 def rename_cmd(dataset: str, name: str, data_dir: DataDir = None) -> None:
     """Give DATASET a new display name (its id stays)."""
-    try:
+    with _failing((OrientScopeError, ValueError)):
         meta = ingest_mod.rename_dataset(resolve_data_dir(data_dir), dataset, name)
-    except (OrientScopeError, ValueError) as err:
-        _fail(err)
     typer.echo(f"renamed {meta['id']} to {meta['name']!r}")
 
 
 @app.command("delete")
 def delete_cmd(dataset: str, data_dir: DataDir = None) -> None:
     """Delete DATASET and its results (no other dataset is touched)."""
-    try:
+    with _failing((OrientScopeError, ValueError)):
         ingest_mod.delete_dataset(resolve_data_dir(data_dir), dataset)
-    except (OrientScopeError, ValueError) as err:
-        _fail(err)
     typer.echo(f"deleted {dataset}")
 
 
@@ -477,12 +463,10 @@ def serve_cmd(
     )
 
     # Before any import of the server or any precompute: a refused start costs nothing.
-    try:
+    with _failing((OrientScopeError, ValueError)):
         hosts = parse_allowed_hosts(allowed_hosts)
         read_token = resolve_read_token(read_token_file)
         warning = check_write_access(host, read_only, os.environ.get(TOKEN_ENV), allow_anonymous_writes, read_token)
-    except (OrientScopeError, ValueError) as err:
-        _fail(err)
     if warning:
         typer.echo(warning, err=True)
 
@@ -499,10 +483,8 @@ def serve_cmd(
     elif not ready:
         # Before the server starts, so every worker sees a complete store; progress goes to the console.
         typer.echo(f"first start: precomputing {DEFAULT_DATASET} in {root} (once; later starts take seconds)", err=True)
-        try:
+        with _failing():
             _run(root, DEFAULT_DATASET, pipeline.make_params())
-        except (OrientScopeError, ValueError, FileNotFoundError) as err:
-            _fail(err)
     typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
     if read_token:
         typer.echo(
