@@ -321,3 +321,13 @@ class LineReader:
         if "\x00" in line:
             raise DatasetError(f"{self.source}: line {self.line_no}: NUL bytes (binary data?); expected a text format")
         return line
+
+
+def open_parquet(path: Path):
+    """A ``pyarrow.parquet.ParquetFile``; DatasetError naming the file if it is not Parquet."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except Exception as err:  # pyarrow raises several types for a damaged file
+        raise DatasetError(f"{path.name}: not a readable Parquet file ({type(err).__name__}: {err})") from None

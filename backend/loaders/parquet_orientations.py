@@ -21,20 +21,11 @@ import pyarrow as pa
 
 from orientscope.core.errors import DatasetError
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import RESERVED_PROPERTY_NAMES, Collector
+from orientscope.loaders.base import RESERVED_PROPERTY_NAMES, Collector, open_parquet
 
 PARQUET_MAGIC = b"PAR1"
 STORE_TABLES = ("molecules.parquet", "atoms.parquet")
 BATCH_ROWS = 65_536
-
-
-def _open(path: Path):
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.ParquetFile(path)
-    except Exception as err:
-        raise DatasetError(f"{path.name}: not a readable Parquet file ({type(err).__name__}: {err})") from None
 
 
 def _properties(batch, skip: set[str]) -> dict[str, np.ndarray]:
@@ -58,7 +49,7 @@ def _smiles(batch) -> list[str] | None:
 
 def load_parquet_file(path: Path, collector: Collector, progress: Progress | None = None) -> None:
     path = Path(path)
-    pf = _open(path)
+    pf = open_parquet(path)
     names = pf.schema_arrow.names
     missing = [c for c in ("z", "pos") if c not in names]
     if missing:
@@ -106,7 +97,7 @@ def load_parquet_file(path: Path, collector: Collector, progress: Progress | Non
 def load_store_tables(folder: Path, collector: Collector) -> None:
     """The store layout: molecules.parquet + atoms.parquet in ``folder``."""
     folder = Path(folder)
-    mol_pf, atom_pf = (_open(folder / name) for name in STORE_TABLES)
+    mol_pf, atom_pf = (open_parquet(folder / name) for name in STORE_TABLES)
     for pf, cols in ((mol_pf, ("id", "n_atoms")), (atom_pf, ("z", "x", "y", "zc"))):
         missing = [c for c in cols if c not in pf.schema_arrow.names]
         if missing:

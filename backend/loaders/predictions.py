@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
+from orientscope.loaders.base import open_parquet
 
 REQUIRED = ("id", "property", "stored", "rotated")
 OPTIONAL = ("copy", "true", "split")
@@ -102,15 +103,6 @@ def _next_batch(path: Path, reader) -> pa.RecordBatch | None:
         raise _arrow_error(path, err) from None
 
 
-def _parquet(path: Path):
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.ParquetFile(path)
-    except Exception as err:  # pyarrow raises several types for a damaged file
-        raise DatasetError(f"{path.name}: not a readable Parquet file ({type(err).__name__}: {err})") from None
-
-
 def _check_columns(path: Path, names: list[str]) -> list[str]:
     missing = [c for c in REQUIRED if c not in names]
     if missing:
@@ -137,7 +129,7 @@ def check_header(path: Path, known_properties: set[str] | list[str]) -> list[str
     path = Path(path)
     known = set(known_properties)
     if prediction_format(path) == "parquet":
-        pf = _parquet(path)
+        pf = open_parquet(path)
         columns = _check_columns(path, pf.schema_arrow.names)
         first = pf.read_row_group(0, columns=["property"]) if pf.num_row_groups else None
         props = first.column("property").to_pandas().astype(str).unique() if first is not None else []
@@ -156,7 +148,7 @@ def check_header(path: Path, known_properties: set[str] | list[str]) -> list[str
 
 def _read_table(path: Path, columns: list[str], limits: Limits) -> pa.Table:
     if prediction_format(path) == "parquet":
-        pf = _parquet(path)
+        pf = open_parquet(path)
         limits.check_prediction_rows(pf.metadata.num_rows, path.name)
         try:
             table = pf.read(columns=columns)
