@@ -24,7 +24,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
-import mmap
 import os
 import sys
 import threading
@@ -37,6 +36,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from scipy.spatial import cKDTree
+
+from orientscope.store.columns import mmap_base
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +81,10 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     if isinstance(value, pd.DataFrame | pd.Series):
         return int(np.sum(value.memory_usage(index=True, deep=True)))
     if isinstance(value, cKDTree):  # points (unless memory-mapped), their order and about one node per 8 points
-        points = 0 if _memory_mapped(value.data) else value.data.nbytes
+        points = 0 if mmap_base(value.data) is not None else value.data.nbytes
         return int(points + value.indices.nbytes + value.size * _KDTREE_NODE_BYTES)
     if isinstance(value, np.ndarray):
-        if _memory_mapped(value):  # file pages the OS may drop, not this process's heap
+        if mmap_base(value) is not None:  # file pages the OS may drop, not this process's heap
             return 0
         if value.dtype != object:
             return int(value.nbytes)
@@ -122,16 +123,6 @@ def _scalars_nbytes(items) -> int | None:
     if all(issubclass(t, _SCALAR_BASES) for t in types):  # also NumPy scalars, e.g. np.str_ ids
         return sum(map(sys.getsizeof, items))
     return None
-
-
-def _memory_mapped(array: np.ndarray) -> bool:
-    """True if ``array`` is (a view of) a memory-mapped file."""
-    base = array
-    while base is not None:
-        if isinstance(base, mmap.mmap):
-            return True
-        base = getattr(base, "base", None)
-    return False
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from orientscope.core.elements import hill_formulas
 from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
 from orientscope.store.atomic import atomic_write_json, read_json, read_table
-from orientscope.store.shards import ShardRef, open_shard_arrays, read_shard_table, shard_refs
+from orientscope.store.shards import ShardRef, hash_ids, open_shard_arrays, read_shard_table, shard_refs
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,12 @@ def columns_root() -> Path:
     return Path(os.environ.get(COLUMNS_DIR_ENV) or Path(tempfile.gettempdir()) / "orientscope-columns")
 
 
-def hash_ids(ids: np.ndarray) -> np.ndarray:
-    """(n,) uint64 hash of each id (the same in every process)."""
-    return pd.util.hash_array(np.asarray(ids, dtype=object), categorize=False)
+def save_id_index(folder: Path, id_hash: np.ndarray) -> None:
+    """``id_hash.npy`` (the (n,) id hashes sorted) and ``id_order.npy`` (the row of each) in ``folder``:
+    a molecule's row is then a binary search away (:class:`IdIndex`)."""
+    order = np.argsort(id_hash, kind="stable")
+    np.save(folder / "id_order.npy", order)
+    np.save(folder / "id_hash.npy", id_hash[order])
 
 
 def columns_folder(data_dir: Path, dataset_id: str, result_key: str, signature: tuple) -> Path:
@@ -179,12 +182,8 @@ def build_columns(
             formula_out.write(np.load(part))
             part.unlink()
         formula_out.close()
-        id_hash = np.concatenate(hashes)
+        save_id_index(tmp, np.concatenate(hashes))
         del hashes
-        order = np.argsort(id_hash, kind="stable")
-        np.save(tmp / "id_order.npy", order)
-        np.save(tmp / "id_hash.npy", id_hash[order])
-        del id_hash, order
         texts = sorted(reasons, key=reasons.get)
         atomic_write_json(
             tmp / META, {"n_molecules": n, "properties": names, "reasons": texts, "formulas": sorted(formulas)}
@@ -322,8 +321,14 @@ def release_pages(array: np.ndarray) -> None:
     A scan over every fingerprint would otherwise leave them all mapped: 2.5 GB of RSS at 10M.
     Reading them again costs minor page faults only. A no-op for arrays in memory.
     """
+    base = mmap_base(array)
+    if base is not None:
+        base.madvise(mmap.MADV_DONTNEED)
+
+
+def mmap_base(array: np.ndarray) -> mmap.mmap | None:
+    """The memory-mapped file ``array`` is (a view of), else None."""
     base = array
     while base is not None and not isinstance(base, mmap.mmap):
         base = getattr(base, "base", None)
-    if base is not None:
-        base.madvise(mmap.MADV_DONTNEED)
+    return base

@@ -37,7 +37,8 @@ import numpy as np
 import pyarrow as pa
 
 from orientscope.store.atomic import atomic_write_json, read_json
-from orientscope.store.columns import columns_root, hash_ids
+from orientscope.store.columns import columns_root, save_id_index
+from orientscope.store.shards import hash_ids
 
 MAP_DIR = "map"
 META = "map.json"
@@ -80,10 +81,8 @@ def write_map_arrays(
             [hash_ids(ids.slice(a, step).to_numpy(zero_copy_only=False)) for a in range(0, len(ids), step)]
             or [np.zeros(0, np.uint64)]
         )
-        order = np.argsort(id_hash, kind="stable")
-        np.save(tmp / "id_order.npy", order)
-        np.save(tmp / "id_hash.npy", id_hash[order])
-        del id_hash, order
+        save_id_index(tmp, id_hash)
+        del id_hash
         atomic_write_json(tmp / META, meta)
         if folder.exists():
             shutil.rmtree(folder)

@@ -149,10 +149,14 @@ def read_shard_ids(ref: ShardRef) -> np.ndarray:
     )
 
 
+def hash_ids(ids: np.ndarray) -> np.ndarray:
+    """(n,) uint64 hash of each id (the same in every process)."""
+    return pd.util.hash_array(np.asarray(ids, dtype=object), categorize=False)
+
+
 def id_partition(ids: np.ndarray, n_partitions: int) -> np.ndarray:
     """(n,) int: a stable hash partition of each id (same id, same partition, in any process)."""
-    hashes = pd.util.hash_array(np.asarray(ids, dtype=object), categorize=False)
-    return (hashes % np.uint64(n_partitions)).astype(np.int64)
+    return (hash_ids(ids) % np.uint64(n_partitions)).astype(np.int64)
 
 
 def duplicate_in_partition(refs: list[ShardRef], partition: int, n_partitions: int) -> str | None:

@@ -8,7 +8,6 @@ import pytest
 from orientscope.pipeline.precompute import make_params
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
-from orientscope.services.bytecache import _memory_mapped
 from orientscope.store import columns as cols
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
@@ -40,7 +39,7 @@ def test_columns_equal_the_stored_molecules_and_frames(built):
     np.testing.assert_array_equal(arrays["quaternions"], frames[["qx", "qy", "qz", "qw"]].to_numpy())
     assert np.isfinite(arrays["scores"]).all()
     # Plain arrays over the maps (np.memmap's Python __getitem__ cost ~0.1 ms per served molecule).
-    assert type(arrays["positions"]) is np.ndarray and _memory_mapped(arrays["positions"])
+    assert type(arrays["positions"]) is np.ndarray and cols.mmap_base(arrays["positions"]) is not None
 
 
 def test_id_index_finds_every_id(built):
