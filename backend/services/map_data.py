@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 
@@ -40,10 +40,9 @@ from orientscope.services.cache import column_view_above
 from orientscope.services.results import open_result
 from orientscope.store import map_arrays
 from orientscope.store.atomic import read_table
-from orientscope.store.columns import hash_ids
 from orientscope.store.datasets import read_meta
 from orientscope.store.results import MANIFEST
-from orientscope.store.shards import is_sharded, shard_table_paths
+from orientscope.store.shards import hash_ids, is_sharded, shard_table_paths
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +108,8 @@ class SortedPoints:
     x, y : (m,) float32; rows : (m,) int32 molecule row; axis : (m,) int8 axis 1..3;
     starts : (N_BANDS + 1,) int64 first row of each band;
     whole : (points, distinct molecules) of the whole view, bounds : (x0, x1, y0, y1) of its points,
-    both known without a pass over the points (None when not stored).
+    both known without a pass over the points (None when not stored);
+    md : the map data they are points of, as a view's cached geometry (None in :attr:`MapData.default_view`).
     """
 
     x: np.ndarray
@@ -119,6 +119,10 @@ class SortedPoints:
     starts: np.ndarray
     whole: tuple[int, int] | None = None
     bounds: tuple[float, float, float, float] | None = None
+    md: MapData | None = field(default=None, repr=False)
+
+    def cache_nbytes(self) -> int:
+        return sum(nbytes(a) for a in (self.x, self.y, self.rows, self.axis))  # memory maps count 0
 
 
 @dataclass(frozen=True, eq=False)

@@ -517,16 +517,6 @@ def region_stats(points: MapPoints, vp: Viewport) -> tuple[int, int]:
     return n_points, n_drawn
 
 
-def _region_index(points: MapPoints, vp: Viewport) -> np.ndarray:
-    """Indices (into the view's points, in draw order) of the points inside the viewport."""
-    view = _sorted(points)
-    rows = run_rows(view.runs(vp.x0, vp.x1, vp.y0, vp.y1))
-    y = view.frame["y"].to_numpy()[rows]
-    rows = rows[(y >= vp.y0) & (y <= vp.y1)]
-    idx = rows if points.x_sorted else view.frame["i"].to_numpy()[rows]
-    return points.in_draw_order(idx.astype(np.int64))
-
-
 def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budget: int | None = None) -> MapRender:
     """The map of a view in a viewport: an aggregated image above ``budget`` points in the region, else its points.
 
@@ -545,7 +535,7 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
     n_points, n_drawn = region_stats(points, vp)
     out: dict = {}
     if n_points <= budget:
-        index = _region_index(points, vp)
+        index = points.in_draw_order(points_in_box(points, vp.x0, vp.x1, vp.y0, vp.y1))  # in draw order
         render = MapRender(points, vp, kind, "points", n_points, n_drawn, _scale(points, kind, out), index=index)
     else:
         rgba = (_image_density if kind == "density" else _image_color)(points, vp, out)

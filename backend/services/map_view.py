@@ -25,10 +25,18 @@ from orientscope.core.groups import UNGROUPED
 from orientscope.core.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
 from orientscope.science.map_scales import robust_range
 from orientscope.services import grouping
-from orientscope.services.bytecache import map_cache, nbytes, release_freed_memory
+from orientscope.services.bytecache import map_cache, release_freed_memory
 from orientscope.services.cache import get_view
 from orientscope.services.errors import InvalidInput
-from orientscope.services.map_data import AXES, TABLES, MapData, banded_order, load_map_data, sorted_points
+from orientscope.services.map_data import (
+    AXES,
+    TABLES,
+    MapData,
+    SortedPoints,
+    banded_order,
+    load_map_data,
+    sorted_points,
+)
 from orientscope.services.model_audits import prediction_shift
 from orientscope.services.molecules import match_smarts
 
@@ -257,33 +265,14 @@ def _needs_view(q: MapQuery) -> bool:
     return bool(q.group or q.smarts) or q.color != "axis"
 
 
-@dataclass(frozen=True, eq=False)
-class _Geometry:
-    """The points of a view sorted by x within bands of y, whatever their colour: shared by every colouring of the view.
-
-    x, y : (m,) float32; rows : (m,) int32; axis : (m,) int8 (the draw order is the map data's key order).
-    """
-
-    md: MapData
-    x: np.ndarray
-    y: np.ndarray
-    rows: np.ndarray
-    axis: np.ndarray
-    starts: np.ndarray  # (N_BANDS + 1,) first row of each band of y
-    whole: tuple[int, int] | None = None  # (points, molecules) of the whole view, when stored
-    bounds: tuple[float, float, float, float] | None = None  # of its points, when stored
-
-    def cache_nbytes(self) -> int:
-        return sum(nbytes(a) for a in (self.x, self.y, self.rows, self.axis))  # memory maps count 0
-
-
 # Geometries still held by a cached view after their own cache entry went: found again, never built twice.
 _live_geometries: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _geometry_lock = threading.Lock()
 
 
-def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_key: Hashable) -> _Geometry:
-    """The banded, x-sorted points of ``axes`` of the molecules in ``mask`` (cached per map data, axes and filter).
+def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_key: Hashable) -> SortedPoints:
+    """The banded, x-sorted points of ``axes`` of the molecules in ``mask`` (cached per map data, axes and
+    filter), whatever their colour: shared by every colouring of the view.
 
     A recolour (colour, grouping) reuses it: only the colours are gathered, in its order, instead
     of sorting the view's points again (about 50 ms and 8 MB per QM9 view).
@@ -295,9 +284,9 @@ def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_
         return hit
     stored = md.default_view
     if stored is not None and mask is None and tuple(axes) == AXES:  # memory-mapped: nothing to sort
-        geo = _Geometry(md, stored.x, stored.y, stored.rows, stored.axis, stored.starts, stored.whole, stored.bounds)
+        geo = replace(stored, md=md)
     else:
-        geo = _Geometry(md, *sorted_points(md, axes, mask))
+        geo = SortedPoints(*sorted_points(md, axes, mask), md=md)
         release_freed_memory()  # the unsorted copies (about 600 MB at 30M points)
     with _geometry_lock:
         _live_geometries[key] = geo

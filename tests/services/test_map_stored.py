@@ -145,7 +145,7 @@ def _sorted_in_memory(data, dataset_id):
     from orientscope.services import map_view
 
     md = _in_memory(data, dataset_id)
-    geo = map_view._Geometry(md, *mdata.sorted_points(md, mdata.AXES, None))
+    geo = mdata.SortedPoints(*mdata.sorted_points(md, mdata.AXES, None), md=md)
     colors = map_view._colors(data, MapQuery(dataset_id), geo.rows, geo.axis, [])
     return map_view.MapPoints(
         MapQuery(dataset_id), md, geo.x, geo.y, geo.rows, geo.axis, colors, None, md.n_molecules, None,
