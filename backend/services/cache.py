@@ -25,7 +25,7 @@ import pandas as pd
 
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.errors import NotFoundError
-from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
+from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
 from orientscope.core.settings import validate_id
 from orientscope.services.bytecache import ByteBudgetCache, budget_bytes, nbytes, release_freed_memory
 from orientscope.services.results import open_result
@@ -121,9 +121,7 @@ class DatasetView:
         self.centroids = frames[C_COLUMNS].to_numpy(np.float64)
         self.degenerate = frames["degenerate"].to_numpy(bool)
         self.reasons = frames["reason"].to_numpy(str)
-        self.lonlat = (
-            frames[[f"{c}{a}" for a in (1, 2, 3) for c in ("lon", "lat")]].to_numpy(np.float64).reshape(-1, 3, 2)
-        )
+        self.lonlat = frames[LONLAT_COLUMNS].to_numpy(np.float64).reshape(-1, 3, 2)
         self.n_atoms = self.mols.n_atoms[self.rows]
         self.smiles = (
             self.mols.smiles[self.rows] if self.mols.smiles is not None else np.full(len(self.ids), "", dtype=object)
@@ -160,9 +158,6 @@ class DatasetView:
     def cache_nbytes(self) -> int:
         """Bytes held: the arrays read at load plus every lazy piece built so far."""
         return self._base_bytes + self._extra_bytes
-
-    def has_stage(self, stage: str) -> bool:
-        return stage in self.manifest.get("stages", {})
 
     def has_table(self, stage: str, table: str) -> bool:
         """True if the stage is computed and wrote ``table`` (one file, or one per shard)."""

@@ -201,7 +201,7 @@ def test_records_without_chemistry_read_formulas_from_the_columns(frames_only):
     from orientscope.services.molecules import list_molecules, molecule_detail
 
     root, dataset_id, loaded, columns = frames_only
-    assert isinstance(columns, cache.ColumnView) and not columns.has_stage("chemistry")
+    assert isinstance(columns, cache.ColumnView) and "chemistry" not in columns.manifest["stages"]
     for i in range(len(loaded)):
         mol_id = str(loaded.ids[i])
         a = molecule_detail(root / "loaded", dataset_id, mol_id)
