@@ -22,12 +22,11 @@ from orientscope.services.cache import DatasetView, get_view
 from orientscope.services.errors import InvalidInput, NotComputed
 from orientscope.services.grouping import (
     GROUP_KINDS,
-    UNGROUPED,
     check_group_kind,
     chemistry_table,
     formulas,
     group_ids,
-    group_label_map,
+    group_label,
     group_rows,
 )
 
@@ -203,10 +202,7 @@ def molecule_item(view: DatasetView, i: int) -> dict:
         "classifier_score": _clean(view.cell("scores", i)),
         "degenerate": bool(view.cell("degenerate", i)),
         "groups": {by: (None if code is None else str(code)) for by, code in codes.items()},
-        "group_labels": {
-            by: UNGROUPED[by] if code is None else group_label_map(view, by).get(str(code), str(code))
-            for by, code in codes.items()
-        },
+        "group_labels": {by: group_label(view, by, code) for by, code in codes.items()},
     }
 
 
