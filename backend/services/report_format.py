@@ -126,6 +126,11 @@ def _skipped(report: dict, *names: str) -> str | None:
     return next((skipped[n] for n in names if n in skipped), None)
 
 
+def _both(label: str, figures: dict, control: dict, key: str, fmt: str = ".3f") -> tuple[str, str, str]:
+    """A dataset-vs-control row: ``key`` of both sets of figures, in ``fmt``."""
+    return label, format_number(figures.get(key), fmt), format_number(control.get(key), fmt)
+
+
 def _statistics(report: dict) -> Section:
     c = report.get("control") or {}
     rows = []
@@ -141,13 +146,7 @@ def _statistics(report: dict) -> Section:
         rows.append((label, format_kl(at), format_kl(c.get("kl_at_n"))))
     if "ks" in report:
         ks, cks = report["ks"] or {}, c.get("ks") or {}
-        rows.append(
-            (
-                "KS vs Haar angle law: D",
-                format_number(ks.get("statistic"), ".4f"),
-                format_number(cks.get("statistic"), ".4f"),
-            )
-        )
+        rows.append(_both("KS vs Haar angle law: D", ks, cks, "statistic", ".4f"))
         rows.append(("KS p-value", format_p(ks.get("pvalue")), format_p(cks.get("pvalue"))))
     notes = [KL_SCALE_NOTE] if rows else []
     return Section(
@@ -207,16 +206,8 @@ def _similarity(report: dict) -> Section:
     if s:
         rows = [
             ("pairs sampled", str(s.get("n_pairs", "–")), str(c.get("n_pairs", "–"))),
-            (
-                "chemical neighbours within 30°",
-                format_number(s.get("nn_within_30deg")),
-                format_number(c.get("nn_within_30deg")),
-            ),
-            (
-                "random pairs within 30°",
-                format_number(s.get("random_within_30deg")),
-                format_number(c.get("random_within_30deg")),
-            ),
+            _both("chemical neighbours within 30°", s, c, "nn_within_30deg"),
+            _both("random pairs within 30°", s, c, "random_within_30deg"),
             (
                 "enrichment (neighbours / random)",
                 f"{format_number(s.get('enrichment'), '.2f')}, p {format_p(s.get('pvalue'))}",
