@@ -74,10 +74,8 @@ def create_api(
         f"{API_PREFIX}/{{path:path}}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
     )
     def unknown_api_path(request: Request) -> JSONResponse:
-        allowed = _allowed_methods(request)
-        if allowed:
-            detail = f"method {request.method} is not allowed on {request.url.path!r}; use {', '.join(allowed)}"
-            return JSONResponse({"detail": detail}, status_code=405, headers={"Allow": ", ".join(allowed)})
+        if _allowed_methods(request):
+            return _method_not_allowed(request)
         return JSONResponse(
             {"detail": f"unknown API path {request.url.path!r}; see {API_PREFIX}/docs"}, status_code=404
         )
@@ -91,10 +89,15 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
         return JSONResponse(validation_body("the request body is not valid JSON", ("body",)), status_code=422)
     if exc.status_code == 405 and request.url.path.startswith(API_PREFIX + "/"):
-        allowed = _allowed_methods(request)
-        detail = f"method {request.method} is not allowed on {request.url.path!r}; use {', '.join(allowed)}"
-        return JSONResponse({"detail": detail}, status_code=405, headers={"Allow": ", ".join(allowed)})
+        return _method_not_allowed(request)
     return await http_exception_handler(request, exc)
+
+
+def _method_not_allowed(request: Request) -> JSONResponse:
+    """A 405 naming, and listing in ``Allow``, every method of the path."""
+    allowed = ", ".join(_allowed_methods(request))
+    detail = f"method {request.method} is not allowed on {request.url.path!r}; use {allowed}"
+    return JSONResponse({"detail": detail}, status_code=405, headers={"Allow": allowed})
 
 
 def _allowed_methods(request: Request) -> list[str]:

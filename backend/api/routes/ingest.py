@@ -50,9 +50,7 @@ UPLOAD_BODY = multipart_body(
     response_model=IngestAccepted,
     dependencies=[WriteAccess],
     openapi_extra=UPLOAD_BODY,
-    responses={
-        **UPLOAD_RESPONSES,
-    },
+    responses=UPLOAD_RESPONSES,
 )
 async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
     """Upload a dataset (multipart: file, name, optional format and strict); it is ingested in the background."""
