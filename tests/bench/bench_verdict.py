@@ -11,27 +11,29 @@ shortened, which no p-value uses), then :func:`alignment_verdict`.
 Measured:
 
 * power: the share of original-pose sets detected, split into ``aligned`` and
-  ``weakly_aligned``;
-* false positives on Haar-rotated sets, at α = 0.05 and at the default α;
+  ``weakly_aligned``, and the classifiers' mean accuracy (the tier's effect sizes);
+* false positives on Haar-rotated sets, at α = 0.05 and at the default α, for
+  the whole rule and for each test on its own (raw p below the level);
 * coverage of the KL interval: on Haar sets its target is the null mean at N,
   on aligned sets the mean estimate over the aligned draws at that N;
 * the KL null's fitted law against a fresh Monte-Carlo run of Haar
   quaternions (its tail at the p-values the rule uses).
 
-The classifiers cost seconds per draw (2.5 s at N = 200, 5-12 s at N = 1,000 on
-the shared 2-core machine), so only the first ``ORIENTSCOPE_BENCH_VERDICT_CLASSIFIER_DRAWS``
-draws of each kind and N run them (the full rule); every draw runs KL and KS,
-whose two-test family (the rule without classifiers) and the KL interval are
-measured over all of them.
-
-Run: ``nice -n 10 python -m tests.bench.bench_verdict``. The draw counts can be
-scaled down while developing with ``ORIENTSCOPE_BENCH_VERDICT_SCALE`` (e.g. 0.05).
+Draws run in a process pool (each worker loads QM9 once). The classifiers
+dominate the cost (about 1 s per draw at N = 100, 1-4 s at N = 1,000 on the
+shared 2-core machine), so the draw counts are parameters:
+``python -m tests.bench.bench_verdict [power_draws null_draws classifier_draws workers]``
+(defaults 200, 1,000, all, 2). Draws past ``classifier_draws`` run KL and KS
+only; they count towards coverage and the KL + KS table. The section is
+rewritten after each N, and states the counts that ran.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
+from multiprocessing import Pool
 
 import numpy as np
 
@@ -39,9 +41,16 @@ from orientscope.loaders.qm9 import load_qm9
 from orientscope.science.classifiers import ClassifierSettings, detect_rotation
 from orientscope.science.frames import compute_frames
 from orientscope.science.rotations import derived_seed, random_rotations, rotate_molecules
-from orientscope.science.so3_partial import kl_exact
+from orientscope.science.so3_partial import SPREAD_SUBSAMPLES, kl_exact
 from orientscope.science.so3_stats import kl_to_uniform, reference_and_ks
-from orientscope.science.verdict import DEFAULT_ALPHA, KL_NULL_MC, alignment_verdict, kl_null, kl_pvalue
+from orientscope.science.verdict import (
+    DEFAULT_ALPHA,
+    KL_NULL_MC,
+    STRONG_ACCURACY,
+    alignment_verdict,
+    kl_null,
+    kl_pvalue,
+)
 from tests.bench.common import write_section
 
 SIZES = (20, 50, 100, 200, 500, 1000)
@@ -52,14 +61,9 @@ SEED = 28
 CLASSIFIER = ClassifierSettings(n_bootstrap=20)
 NULL_MC_DRAWS = 20_000
 NULL_MC_SIZES = (20, 100, 1000)
+TESTS = ("KL", "frame classifier", "frame+composition classifier", "atom-order classifier", "KS")
 
-
-def _scale() -> float:
-    return float(os.environ.get("ORIENTSCOPE_BENCH_VERDICT_SCALE", "1"))
-
-
-def _classifier_draws() -> int:
-    return int(os.environ.get("ORIENTSCOPE_BENCH_VERDICT_CLASSIFIER_DRAWS", str(NULL_DRAWS)))
+_QM9 = None  # one copy per worker process
 
 
 def draw_set(qm9, n: int, seed: int, haar: bool):
@@ -79,7 +83,7 @@ def evaluate(positions, offsets, z, seed: int, classifiers: bool) -> dict:
     """The figures the verdict reads, from the same science functions as the stages."""
     frames = compute_frames(positions, offsets, z)
     n = len(offsets) - 1
-    kl = kl_exact(frames.quaternions.copy(), 5)
+    kl = kl_exact(frames.quaternions.copy(), 5, seed=seed)
     ks = reference_and_ks(frames.rotations, seed)["ks"]
     clf = []
     if classifiers:
@@ -88,25 +92,39 @@ def evaluate(positions, offsets, z, seed: int, classifiers: bool) -> dict:
     return {"n": n, "kl": kl, "ks": ks, "classifiers": clf}
 
 
-def _codes(fig: dict, classifiers: list[dict]) -> tuple[str, str]:
-    args = (fig["n"], fig["kl"], classifiers, fig["ks"])
-    return alignment_verdict(*args)["code"], alignment_verdict(*args, alpha=LOOSE_ALPHA)["code"]
+def _load() -> None:
+    global _QM9
+    _QM9 = load_qm9()
 
 
-def run_size(qm9, n: int, draws: int, haar: bool, with_classifiers: int) -> list[dict]:
-    out = []
-    for i in range(draws):
-        seed = derived_seed(SEED, f"{'haar' if haar else 'orig'}:{n}:{i}")
-        fig = evaluate(*draw_set(qm9, n, seed, haar), seed, classifiers=i < with_classifiers)
-        row = {"kl": fig["kl"]["value"], "ci": fig["kl"]["ci95"], "full": bool(fig["classifiers"])}
-        row["code"], row["loose"] = _codes(fig, fig["classifiers"])
-        row["code_kl_ks"], row["loose_kl_ks"] = _codes(fig, [])
-        out.append(row)
-    return out
+def one_draw(job: tuple[int, int, bool, bool]) -> dict:
+    """One draw's verdicts (full rule and KL + KS only, at both α), raw p per test and KL interval."""
+    n, i, haar, with_classifiers = job
+    seed = derived_seed(SEED, f"{'haar' if haar else 'orig'}:{n}:{i}")
+    fig = evaluate(*draw_set(_QM9, n, seed, haar), seed, classifiers=with_classifiers)
+    full = alignment_verdict(fig["n"], fig["kl"], fig["classifiers"], fig["ks"])
+    cheap = alignment_verdict(fig["n"], fig["kl"], [], fig["ks"])
+    return {
+        "haar": haar,
+        "kl": fig["kl"]["value"],
+        "ci": fig["kl"]["ci95"],
+        "full": with_classifiers,
+        "code": full["code"],
+        "loose": _code_at(full, LOOSE_ALPHA),
+        "code_kl_ks": cheap["code"],
+        "loose_kl_ks": _code_at(cheap, LOOSE_ALPHA),
+        "p": {e["test"]: e["pvalue"] for e in full["evidence"]},
+        "accuracy": {c["features"]: c["accuracy"] for c in fig["classifiers"]},
+    }
+
+
+def _code_at(verdict: dict, alpha: float) -> str:
+    """The detected / not-detected part of the rule at another α, from the same Holm-adjusted evidence."""
+    return "detected" if any(e["p_holm"] < alpha for e in verdict["evidence"]) else "not_detected"
 
 
 def _detected(rows: list[dict], key: str) -> int:
-    return sum(r[key] in ("aligned", "weakly_aligned") for r in rows)
+    return sum(r[key] in ("aligned", "weakly_aligned", "detected") for r in rows)
 
 
 def null_law_check(draws: int) -> list[dict]:
@@ -127,24 +145,33 @@ def _coverage(rows: list[dict], target: float) -> float:
     return float(np.mean([r["ci"][0] <= target <= r["ci"][1] for r in rows]))
 
 
-def measure_size(qm9, n: int, scale: float) -> dict:
-    """Power, false positives and KL coverage at one N."""
+def measure_size(pool, n: int, power: int, null: int, with_classifiers: int) -> dict:
+    """Power, false positives (whole rule and per test), tier and KL coverage at one N."""
     t = time.perf_counter()
-    m = max(2, round(_classifier_draws() * scale))
-    orig = run_size(qm9, n, max(2, round(POWER_DRAWS * scale)), haar=False, with_classifiers=m)
-    haar = run_size(qm9, n, max(2, round(NULL_DRAWS * scale)), haar=True, with_classifiers=m)
+    jobs = [(n, i, False, i < with_classifiers) for i in range(power)]
+    jobs += [(n, i, True, i < with_classifiers) for i in range(null)]
+    rows = pool.map(one_draw, jobs, chunksize=4)
+    orig, haar = [r for r in rows if not r["haar"]], [r for r in rows if r["haar"]]
     full_orig, full_haar = [r for r in orig if r["full"]], [r for r in haar if r["full"]]
     codes = [r["code"] for r in full_orig]
     aligned_mean = float(np.mean([r["kl"] for r in orig]))
-    row = {
+    return {
         "n": n,
         "draws": (len(orig), len(haar)),
         "full_draws": (len(full_orig), len(full_haar)),
-        "detected": _detected(full_orig, "code") / len(full_orig),
+        "detected": _detected(full_orig, "code") / max(1, len(full_orig)),
         "aligned": codes.count("aligned"),
         "weak": codes.count("weakly_aligned"),
         "fp_loose": _detected(full_haar, "loose"),
         "fp_default": _detected(full_haar, "code"),
+        "per_test": {
+            t_: (sum(r["p"].get(t_, 1.0) < LOOSE_ALPHA for r in full_haar), sum(t_ in r["p"] for r in full_haar))
+            for t_ in TESTS
+        },
+        "accuracy": {
+            f: float(np.mean([r["accuracy"][f] for r in full_orig if f in r["accuracy"]] or [np.nan]))
+            for f in STRONG_ACCURACY
+        },
         "detected_kl_ks": _detected(orig, "code_kl_ks") / len(orig),
         "fp_loose_kl_ks": _detected(haar, "loose_kl_ks"),
         "fp_default_kl_ks": _detected(haar, "code_kl_ks"),
@@ -153,14 +180,17 @@ def measure_size(qm9, n: int, scale: float) -> dict:
         "aligned_mean": aligned_mean,
         "seconds": time.perf_counter() - t,
     }
-    return row
 
 
-def write_report(lines: list[dict], null_rows: list[dict], mc_draws: int, scale: float, load, total: float) -> None:
+def write_report(lines: list[dict], null_rows: list[dict], mc_draws: int, counts: dict, load, total: float) -> None:
     full_table = "\n".join(
         f"| {r['n']} | {r['full_draws'][0]} | {r['detected']:.1%} ({r['aligned']} aligned, {r['weak']} weakly) | "
-        f"{r['full_draws'][1]} | {r['fp_loose']} | {r['fp_default']} | {r['seconds']:.0f} s |"
+        + " / ".join(f"{a:.2f}" for a in r["accuracy"].values())
+        + f" | {r['full_draws'][1]} | {r['fp_loose']} | {r['fp_default']} | {r['seconds']:.0f} s |"
         for r in lines
+    )
+    per_test = "\n".join(
+        f"| {r['n']} | " + " | ".join(f"{k} / {m}" for k, m in r["per_test"].values()) + " |" for r in lines
     )
     cheap_table = "\n".join(
         f"| {r['n']} | {r['draws'][0]} / {r['draws'][1]} | {r['detected_kl_ks']:.1%} | {r['fp_loose_kl_ks']} | "
@@ -180,14 +210,21 @@ Targets: detected ≥ 95 % from N = 100; false positives at α = 0.05 within 33�
 α ≤ 3 per 1,000; KL interval coverage 93–97 % (Haar target: the null mean at N; aligned target: the mean
 estimate over the aligned draws at N).
 
-The full rule (KL, three classifiers, KS): the classifiers cost seconds per draw, so only the first draws
-of each N run them.
+Counts that ran: {counts["power"]} original and {counts["null"]} Haar draws per N; the first
+{counts["classifiers"]} of each kind run the full rule (KL, three classifiers, KS).
 
-| N | original draws | detected | Haar draws | false pos. α = 0.05 | false pos. default α | time (all draws of N) |
-|---|---|---|---|---|---|---|
+| N | original draws | detected | mean accuracy frame / frame+comp. / atom-order | Haar draws | false pos. α = 0.05 | false pos. default α | time (all draws of N) |
+|---|---|---|---|---|---|---|---|
 {full_table}
 
-Every draw, KL and KS only (the rule's two-test family without the classifiers), and the KL interval:
+Each test on its own on the same Haar draws: raw p < 0.05 (nominal 5 %).
+
+| N | KL | frame classifier | frame+composition classifier | atom-order classifier | KS |
+|---|---|---|---|---|---|
+{per_test}
+
+Every draw, KL and KS only (the rule's two-test family without the classifiers), and the KL interval
+(the null law's margins at N, widened on spread sets by {SPREAD_SUBSAMPLES} random half subsamples):
 
 | N | draws (orig / Haar) | detected | false pos. α = 0.05 | false pos. default α | KL CI coverage, Haar | KL CI coverage, aligned |
 |---|---|---|---|---|---|---|
@@ -200,26 +237,35 @@ quaternion sets per N: share of p-values below each level (nominal 0.05, 0.01, 0
 |---|---|---|---|
 {null_table}
 
-Run time {total / 60:.1f} min for N = {", ".join(str(r["n"]) for r in lines)} (scale {scale:g}, classifier draws {_classifier_draws()} per N and kind before
-scaling), under `nice`; load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on a shared 2-core machine.
+Run time {total / 60:.1f} min for N = {", ".join(str(r["n"]) for r in lines)} with {counts["workers"]} worker
+processes under `nice`; load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on a shared 2-core machine.
 """,
     )
 
 
-def main() -> None:
-    scale = _scale()
+def main(argv: list[str]) -> None:
+    power, null = (int(argv[0]) if argv else POWER_DRAWS), (int(argv[1]) if len(argv) > 1 else NULL_DRAWS)
+    counts = {
+        "power": power,
+        "null": null,
+        "classifiers": int(argv[2]) if len(argv) > 2 else max(power, null),
+        "workers": int(argv[3]) if len(argv) > 3 else 2,
+    }
     t0 = time.perf_counter()
     load = os.getloadavg()
-    mc_draws = max(100, round(NULL_MC_DRAWS * scale))
+    mc_draws = max(100, min(NULL_MC_DRAWS, 20 * null))
     null_rows = null_law_check(mc_draws)
     print(null_rows, flush=True)
-    qm9 = load_qm9()
     lines = []
-    for n in SIZES:  # the section is rewritten after each N, so a run cut short still reports what it measured
-        lines.append(measure_size(qm9, n, scale))
-        print(lines[-1], flush=True)
-        write_report(lines, null_rows, mc_draws, scale, load, time.perf_counter() - t0)
+    with Pool(counts["workers"], initializer=_load) as pool:
+        # Largest N first (the costliest, and where a miscalibrated test shows most); the section is
+        # rewritten after each N, so a run cut short still reports what it measured.
+        for n in sorted(SIZES, reverse=True):
+            lines.append(measure_size(pool, n, power, null, counts["classifiers"]))
+            print(lines[-1], flush=True)
+            lines.sort(key=lambda r: r["n"])
+            write_report(lines, null_rows, mc_draws, counts, load, time.perf_counter() - t0)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import pearson3
 
 from orientscope.science.counter_rng import haar_quaternions, normals
 from orientscope.science.model_audit import holm
@@ -91,3 +92,15 @@ def test_kl_null_law_holds_its_level_on_seeded_haar_sets():
 def test_kl_interval_covers_the_null_mean_on_haar_sets():
     covered = [lo <= kl_null(100)["mean"] <= hi for lo, hi in (kl_exact(_haar(100, s), 5)["ci95"] for s in range(120))]
     assert 0.9 <= np.mean(covered) <= 1.0
+
+
+def test_kl_interval_widens_on_concentrated_sets_and_covers_their_mean_estimate():
+    # Concentrated sets spread about 1.7 times the null's sd at N = 100: the null's margins alone cover
+    # about 75 % of them; the subsample spread must widen the interval to cover the mean estimate.
+    fits = [kl_exact(_concentrated(100, s, spread=0.5), 5, seed=s) for s in range(60)]
+    target = np.mean([f["value"] for f in fits])
+    law = kl_null(100)
+    null_width = np.diff(pearson3.ppf([0.025, 0.975], law["skew"], loc=law["mean"], scale=law["sd"]))[0]
+    assert np.std([f["value"] for f in fits]) > 1.4 * law["sd"]
+    assert all(f["ci95"][1] - f["ci95"][0] > null_width for f in fits)
+    assert np.mean([f["ci95"][0] <= target <= f["ci95"][1] for f in fits]) >= 0.9
