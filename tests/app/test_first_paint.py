@@ -66,7 +66,7 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     assert "/map/nearest" in page and "/map/pixel" in page
     drawn = re.search(r"setAttribute\('data-drawn','(\d+)'\)", page).group(1)
     assert f'"drawn": {drawn},' in shipped
-    assert "data-first-paint" not in density and "_dash-loading" in density
+    assert 'data-first-paint="1"' in density and "_dash-loading" not in density  # tests/app/test_density_paint.py
     # the sphere's sample, one dot per point of the 3D scene, with the scene's drawn count
     n = load_map_data(data_dir, "qm9").n_molecules  # small: every axis point is in the scene
     assert sphere.count('r=".012"') == 3 * n and f"setAttribute('data-drawn','{n}')" in sphere
