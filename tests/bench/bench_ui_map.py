@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.bench.bench_ui import FIRST_PAINT_JS, cpu_reference_s, ensure_store, time_zooms
+from tests.bench.bench_ui import FIRST_PAINT_JS, _wait, cpu_reference_s, ensure_store, time_zooms
 from tests.bench.common import write_section
 from tests.browser.chrome import make_driver, map_drawn, quit_driver, serve
 
-N_SAMPLES = 20
+N_SAMPLES = int(os.environ.get("ORIENTSCOPE_BENCH_SAMPLES", "20"))  # fewer only for a trial run
 HOVER_DEBOUNCE_MS = 120  # orientscope.js HOVER_MS
 SETTLE_S = 8.0
 # The hover preview's depiction, once drawn (the preview's own debounce: PREVIEW_DEBOUNCE_MS).
@@ -95,9 +95,7 @@ def landing(url: str, n: int) -> tuple[list[float], list[float]]:
                 time.sleep(0.01)
             fp = driver.execute_script(FIRST_PAINT_JS)  # since navigation start, set by the first paint
             first.append(fp if fp is not None else time.perf_counter() - t0)
-            while (done := driver.execute_script(INTERACTIVE_JS)) is None:
-                time.sleep(0.01)
-            interactive.append(done)
+            interactive.append(_wait(lambda d=driver: d.execute_script(INTERACTIVE_JS), poll=0.01))
         finally:
             quit_driver(driver)
     return first, interactive
