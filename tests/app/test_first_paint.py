@@ -143,11 +143,13 @@ def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone
     url = f"/?dataset={dataset_id}&view=map"
     with ServerThread(create_app(data_dir, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
         page = c.get(url).text
-        with pytest.raises(WouldBlock):  # the page request loaded no view of the dataset
+        landing = c.get(f"/?dataset={dataset_id}").text  # the density view and its control
+        with pytest.raises(WouldBlock):  # the page requests loaded no view of the dataset
             warm_only(get_view, data_dir, dataset_id)
         layout = c.get("/_dash-layout", headers={"Referer": srv.url + url}).json()
     assert page.count('id="orientation-map"') == 1 and 'data-first-paint="1"' in page
     assert f"setAttribute('data-drawn','{n}')" in page and "setAttribute('data-mode','image')" in page
+    assert 'data-first-paint="1"' in landing and landing.count("<image ") == 2
     assert f"{3 * n:,} axis points of {n:,} molecules" in page  # its title, from the stored report
     meta = _props(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
     assert (meta["mode"], meta["drawn"]) == ("image", n) and _image_source(page) in json.dumps(layout)
