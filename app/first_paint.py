@@ -6,9 +6,11 @@ image (above the point budget), the page's HTML already carries that image (the
 same PNG the layout will hold) under its outline and graticule as inline SVG, in
 place of Dash's "Loading..." placeholder. The 3D sphere view likewise carries its
 points (the same sample the scene draws) seen along the scene's default camera, as
-SVG. Dash's renderer first puts its own placeholder in; the first paint then
-stays on screen just after it until Dash's page has rendered, and leaves in that
-frame (first_paint.js).
+SVG. The density view, the landing page, carries its two density maps (the
+dataset's and its control's) as images of their cells (``app/density_paint.py``).
+Dash's renderer first puts its own placeholder in; the first paint then stays on
+screen just after it until Dash's page has rendered, and leaves in that frame
+(first_paint.js).
 
 Beside the map sits the molecule panel, rendered from the same components as
 the layout's (``panels.molecule_panel``, filled by ``panels.molecule_outputs``, as
@@ -46,10 +48,12 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orientscope.app import panels
+from orientscope.app.density_paint import density_image, payload_array
 from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
 from orientscope.app.initial_view import resolve_view
-from orientscope.app.mapfigure import map_figure_json
+from orientscope.app.mapfigure import density_pair_json, map_figure_json
 from orientscope.app.static_html import to_html
+from orientscope.core.palette import REFERENCE_STAR
 from orientscope.core.resources import frontend_asset
 from orientscope.services.map_data import frame_lines
 
@@ -118,14 +122,14 @@ SPHERE_UP = np.array([-1.0, -1.0, 2.0]) / np.sqrt(6.0)
 SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
 
 
-def page_html(map_html: str, shown: panels.MoleculePanel) -> str:
+def page_html(map_html: str, shown: panels.MoleculePanel, map_class: str = "map") -> str:
     """The static map beside the molecule panel showing ``shown``, inside the page's own structure
     (``app/dashboard.py`` build_layout); the panel's viewer spec travels in ``data-viewer``."""
     viewer = json.dumps(shown.viewer, separators=(",", ":")) if shown.viewer else ""
     return (
         '<div class="page first-paint-page"><section class="panel">'
         f'<div class="explore" data-first-paint="1" data-viewer="{html.escape(viewer, quote=True)}">'
-        f'<div class="map">{map_html}</div>{to_html(panels.molecule_panel(shown))}{script_html()}'
+        f'<div class="{map_class}">{map_html}</div>{to_html(panels.molecule_panel(shown))}{script_html()}'
         "</div></section></div>"
     )
 
@@ -172,7 +176,6 @@ def first_paint_html(payload: dict) -> str:
     im = images[0]
     x0, x1 = MAP_RANGE_X
     y0, y1 = MAP_RANGE_Y
-    lines = frame_lines()
     title = _title(payload)
     return (
         f'<div id="orientation-map" class="first-paint" data-first-paint="1"'
@@ -184,18 +187,86 @@ def first_paint_html(payload: dict) -> str:
         f'<image href="{im["source"]}" x="{im["x"]:.0f}" y="{-im["y"]:.0f}" width="{im["sizex"]:.0f}" '
         f'height="{im["sizey"]:.0f}" preserveAspectRatio="none" '
         f'onload="{hook_js(meta)}"/>'
-        f'<path d="{polyline_path(*lines["graticule"])}" fill="none" stroke="#999" stroke-width="45"/>'
-        f'<path d="{polyline_path(*lines["outline"])}" fill="none" stroke="#555" stroke-width="60"/>'
+        f"{_frame_paths()}"
         f'</svg><p class="note map-hint"></p></div>'
     )
 
 
+def _frame_paths() -> str:
+    lines = frame_lines()
+    return (
+        f'<path d="{polyline_path(*lines["graticule"])}" fill="none" stroke="#999" stroke-width="45"/>'
+        f'<path d="{polyline_path(*lines["outline"])}" fill="none" stroke="#555" stroke-width="60"/>'
+    )
+
+
+def _reference_stars(payload: dict) -> str:
+    """The reference orientation's stars and labels of a density figure (its trace of kind "reference")."""
+    marks = []
+    for trace in payload.get("data", []):
+        if (trace.get("meta") or {}).get("kind") != "reference":
+            continue
+        xs, ys = payload_array(trace.get("x", [])), payload_array(trace.get("y", []))
+        for x, y, label in zip(xs.tolist(), ys.tolist(), trace.get("text") or [], strict=False):
+            marks.append(
+                f'<text x="{x:.0f}" y="{-y:.0f}" font-size="1100" text-anchor="middle" dominant-baseline="central" '
+                f'fill="{REFERENCE_STAR}" stroke="#000" stroke-width="40">\u2605</text>'
+                f'<text x="{x:.0f}" y="{-y - 1300:.0f}" font-size="700" text-anchor="middle">{html.escape(label)}</text>'
+            )
+    return "".join(marks)
+
+
+def density_map_html(payload: dict, attrs: str, hook: str = "") -> str:
+    """One static density map of a density figure payload: its cells as an image under the outline, the
+    graticule and the reference stars; ``attrs`` go on its element, ``hook`` on the image's load event."""
+    heat = next(t for t in payload["data"] if t.get("type") == "heatmap")
+    im = density_image(heat)
+    x0, x1 = MAP_RANGE_X
+    y0, y1 = MAP_RANGE_Y
+    ex0, ex1, ey0, ey1 = im.extent
+    title = _title(payload)
+    grid = html.escape(json.dumps(im.grid, separators=(",", ":")), quote=True)
+    onload = f' onload="{hook}"' if hook else ""
+    return (
+        f'<div class="first-paint"{attrs} data-grid="{grid}" style="position:relative">'
+        f'<p style="font:14px sans-serif;margin:4px 0">{title}</p>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.0f} {-y1:.0f} {x1 - x0:.0f} {y1 - y0:.0f}" '
+        f'width="100%" role="img" aria-label="{title}">'
+        f'<image href="{im.source}" x="{ex0:.0f}" y="{-ey1:.0f}" width="{ex1 - ex0:.0f}" height="{ey1 - ey0:.0f}" '
+        f'preserveAspectRatio="none" style="image-rendering:pixelated"{onload}/>'
+        f"{_frame_paths()}{_reference_stars(payload)}"
+        '</svg><p class="note map-hint"></p></div>'
+    )
+
+
+CONTROL_ATTRS = ' data-first-paint-control="1"'  # the control's static map: hover only
+
+
+def density_paint_html(payloads: tuple[dict, dict]) -> str:
+    """The static density view of ``density_pair_json``'s payloads: the dataset's map (the map's element, its
+    test hook and clicks) beside its control's, in the layout's map cells."""
+    main, control = payloads
+    meta = main["layout"]["meta"]["map"]
+    attrs = ' id="orientation-map" data-first-paint="1"' + _settings(
+        meta, query=meta["query"], kind="density", scale=MAP_SCALE
+    )
+    return (
+        f'<div class="map-cell">{density_map_html(main, attrs, hook_js(meta))}</div>'
+        f'<div id="control-map-box" class="map-cell">{density_map_html(control, CONTROL_ATTRS)}</div>'
+    )
+
+
 def page_first_paint(data_dir: Path, search: str) -> str:
-    """The first paint of the page at ``?search`` ("" unless it shows the Mollweide map as an image or the sphere)."""
+    """The first paint of the page at ``?search`` ("" unless it shows the density view, the Mollweide map as an
+    image or the sphere)."""
     try:
         st = resolve_view(data_dir, search).state
-        if st.view not in ("map", "sphere") or st.dataset is None or st.region is not None:
+        if st.view not in ("map", "sphere", "density") or st.dataset is None or st.region is not None:
             return ""  # a zoomed map is drawn by Dash (the static map shows the whole sky)
+        if st.view == "density":  # the landing page: cached, the layout request reuses it
+            payloads, _ = density_pair_json(data_dir, st)
+            shown = panels.molecule_outputs(data_dir, st, st.molecule)
+            return page_html(density_paint_html(payloads), shown, map_class="map maps")
         payload, layers = map_figure_json(data_dir, st)  # cached: the layout request reuses it
         if st.view == "sphere":
             vectors = layers.md.vectors(layers.rows, layers.axes)

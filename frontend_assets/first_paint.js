@@ -6,7 +6,8 @@
    Map: a click asks the server for the nearest shown point within 5 px (GET .../map/nearest, as
    the interactive plot does), rings it and names it; hovering the image asks what the pixel
    holds (GET .../map/pixel). Sphere: a click or hover picks the nearest drawn dot within 5 px
-   (its molecule id travels with the dots). The chosen molecule then shows in the static molecule
+   (its molecule id travels with the dots). Density view (the landing page): a click asks as on the map;
+   hovering either density map names its cell's density. The chosen molecule then shows in the static molecule
    panel: its id and info as the server renders them for Dash (GET _first-paint/molecule-panel) and
    its 3D viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
 
@@ -322,6 +323,8 @@
   function choose(id) {
     var url = new URL(window.location.href);
     url.searchParams.set("molecule", id);
+    // a molecule with no view opens the point map (app/state.py parse_query): keep the view it was chosen in
+    if (!url.searchParams.has("view")) { url.searchParams.set("view", cfg.view); }
     window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
   }
 
@@ -421,9 +424,47 @@
     showTip(p, "molecule " + d.id);
   }
 
+  // ---------------------------------------------------------------- the density view's cells
+  // Hovering a density map (the dataset's or its control's) names the density of the cell under the
+  // cursor as the heatmap's own hover does once plotly.js draws it ("density 1.23× uniform", app/figures.py
+  // density_map_figure), from the cells the map carries (app/density_paint.py): nothing to ask the server.
+  function densityHover(el, own) {
+    var grid = JSON.parse(el.getAttribute("data-grid")), box = el.querySelector("svg");
+    var view = box.viewBox.baseVal;
+    function cellText(ev) {
+      var r = box.getBoundingClientRect();
+      var x = view.x + (ev.clientX - r.left) / r.width * view.width;
+      var y = -(view.y + (ev.clientY - r.top) / r.height * view.height);
+      var i = Math.floor((x - grid.x0) / grid.dx), j = Math.floor((y - grid.y0) / grid.dy);
+      if (!(i >= 0 && j >= 0 && i < grid.nx && j < grid.ny)) { return ""; }
+      var z = grid.z[j * grid.nx + i];
+      return z === null ? "" : "density " + z.toFixed(2) + "× uniform";
+    }
+    own.dataset.kind = "density";
+    box.addEventListener("mousemove", function (ev) {
+      var text = cellText(ev), r = el.getBoundingClientRect();
+      own.textContent = text;
+      own.hidden = !text;
+      own.style.left = (ev.clientX - r.left + 12) + "px";
+      own.style.top = (ev.clientY - r.top + 12) + "px";
+    });
+    box.addEventListener("mouseleave", function () { own.hidden = true; });
+  }
+
   var sphere = cfg.view === "sphere";
   svg.style.cursor = "crosshair";
   svg.addEventListener("click", sphere ? spherePick : mapPick);
-  svg.addEventListener("mousemove", sphere ? sphereHover : mapHover);
+  if (cfg.view === "density") {
+    densityHover(host, tip);
+    Array.prototype.forEach.call(root.querySelectorAll("[data-first-paint-control]"), function (el) {
+      var own = document.createElement("div");
+      own.className = "map-tooltip";
+      own.hidden = true;
+      el.appendChild(own);
+      densityHover(el, own);
+    });
+  } else {
+    svg.addEventListener("mousemove", sphere ? sphereHover : mapHover);
+  }
   svg.addEventListener("mouseleave", function () { clearTimeout(hoverTimer); hoverAsked++; tip.hidden = true; });
 })(document.currentScript && document.currentScript.parentNode);

@@ -66,7 +66,7 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     assert "/map/nearest" in page and "/map/pixel" in page
     drawn = re.search(r"setAttribute\('data-drawn','(\d+)'\)", page).group(1)
     assert f'"drawn": {drawn},' in shipped
-    assert "data-first-paint" not in density and "_dash-loading" in density
+    assert 'data-first-paint="1"' in density and "_dash-loading" not in density  # tests/app/test_density_paint.py
     # the sphere's sample, one dot per point of the 3D scene, with the scene's drawn count
     n = load_map_data(data_dir, "qm9").n_molecules  # small: every axis point is in the scene
     assert sphere.count('r=".012"') == 3 * n and f"setAttribute('data-drawn','{n}')" in sphere
@@ -143,11 +143,13 @@ def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone
     url = f"/?dataset={dataset_id}&view=map"
     with ServerThread(create_app(data_dir, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
         page = c.get(url).text
-        with pytest.raises(WouldBlock):  # the page request loaded no view of the dataset
+        landing = c.get(f"/?dataset={dataset_id}").text  # the density view and its control
+        with pytest.raises(WouldBlock):  # the page requests loaded no view of the dataset
             warm_only(get_view, data_dir, dataset_id)
         layout = c.get("/_dash-layout", headers={"Referer": srv.url + url}).json()
     assert page.count('id="orientation-map"') == 1 and 'data-first-paint="1"' in page
     assert f"setAttribute('data-drawn','{n}')" in page and "setAttribute('data-mode','image')" in page
+    assert 'data-first-paint="1"' in landing and landing.count("<image ") == 2
     assert f"{3 * n:,} axis points of {n:,} molecules" in page  # its title, from the stored report
     meta = _props(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
     assert (meta["mode"], meta["drawn"]) == ("image", n) and _image_source(page) in json.dumps(layout)

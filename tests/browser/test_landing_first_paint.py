@@ -1,0 +1,150 @@
+"""The landing page's first paint, in real headless Chromium: ``/`` (the density view beside its control)
+carries both density maps in its HTML, so that the map is drawn, hovered and clicked before Dash has loaded,
+and Dash's page then takes the chosen molecule over (app/first_paint.py, app/density_paint.py,
+frontend_assets/first_paint.js)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+from orientscope.app.figures import MAP_SCALE
+from orientscope.services.map_data import density_grids, load_map_data
+from tests.browser.chrome import first_paint_pixels, make_driver, map_drawn, quit_driver, severe_console
+from tests.browser.test_dashboard import text_of, wait_for
+from tests.browser.test_first_paint import FIRST_PAINT, FIRST_PAINT_JS, HOLD_JS, PANEL_JS
+
+pytestmark = pytest.mark.browser
+TIP_JS = "const t = document.querySelector(arguments[0] + ' .map-tooltip');return t && !t.hidden ? t.textContent : null"
+CONTROL = "[data-first-paint-control]"
+# The last mouse position over the static map, and it in Mollweide units (SVG y is down).
+WATCH_CURSOR_JS = (
+    f"document.querySelector('{FIRST_PAINT} svg')"
+    ".addEventListener('mousemove', e => { window.__cursor = [e.clientX, e.clientY]; }, true)"
+)
+CURSOR_JS = f"""
+const s = document.querySelector('{FIRST_PAINT} svg'), v = s.viewBox.baseVal, r = s.getBoundingClientRect();
+const [cx, cy] = window.__cursor;
+return [(v.x + (cx - r.left) / r.width * v.width) / {MAP_SCALE}, -(v.y + (cy - r.top) / r.height * v.height) / {MAP_SCALE}];
+"""
+
+
+@pytest.fixture
+def without_scripts(driver):
+    """The module's browser with every script file of Dash blocked: only the page HTML runs."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/_dash-component-suites/*", "*/assets/*.js*"]})
+    yield driver
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+
+
+def _static_landing(driver, url):
+    driver.get(url)
+    drawn = wait_for(lambda: map_drawn(driver, first_paint=True), what="the first paint's test hook")
+    assert driver.execute_script("return typeof window.Plotly + typeof window.DashRenderer") == "undefinedundefined"
+    return drawn, driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " svg")
+
+
+def _points(driver, md, rows) -> np.ndarray:
+    """(len(rows), 3, 2) offsets of each molecule's three axis points on the static map (SVG y is down)."""
+    pts = [[float(md.x[r, a]) * MAP_SCALE, -float(md.y[r, a]) * MAP_SCALE] for r in rows for a in range(3)]
+    return first_paint_pixels(driver, pts).reshape(len(rows), 3, 2)
+
+
+def _target(driver, md, seed: int) -> np.ndarray:
+    """A click offset 2 px beside the first axis point of a random molecule, well inside the drawing."""
+    for row in np.random.default_rng(seed).permutation(md.n_molecules):
+        target = _points(driver, md, [row])[0, 0] + [2, -1]
+        if np.abs(target).max() < 120:
+            return target
+    raise AssertionError("no molecule's point well inside the static map")
+
+
+def _cell_text(grid, x: float, y: float) -> str | None:
+    """What the heatmap's hover says of the cell holding Mollweide (x, y) of a density grid (None: no cell)."""
+    dx = float(grid.x_centers[1] - grid.x_centers[0])
+    dy = float(grid.y_centers[1] - grid.y_centers[0])
+    i = int(np.floor((x - (grid.x_centers[0] - dx / 2)) / dx))
+    j = int(np.floor((y - (grid.y_centers[0] - dy / 2)) / dy))
+    z = grid.ratio[j, i]
+    return None if not np.isfinite(z) else f"density {z:.2f}× uniform"
+
+
+def test_the_landing_page_draws_hovers_and_opens_a_molecule_with_no_script_file_loaded(
+    without_scripts, base_url, qm9_store
+):
+    driver = without_scripts
+    md = load_map_data(qm9_store, "qm9")
+    drawn, svg = _static_landing(driver, base_url + "/")
+    assert drawn == {"drawn": md.n_molecules, "mode": "image"}
+    # the dataset's density beside its control's, in the layout's map cells
+    assert len(driver.find_elements(By.CSS_SELECTOR, "[data-first-paint] .maps > .map-cell svg image")) == 2
+    # hover: the cell's density, as the heatmap's own hover names it (the grid of every axis point)
+    (grid, _), _ = density_grids([(md.x.ravel(), md.y.ravel())] * 2)
+    driver.execute_script(WATCH_CURSOR_JS)
+    hovered = 0
+    for row in np.random.default_rng(0).permutation(md.n_molecules)[:40]:
+        at = _points(driver, md, [row])[0, 0]
+        if np.abs(at).max() > 120:
+            continue
+        ActionChains(driver).move_to_element_with_offset(svg, int(round(at[0])), int(round(at[1]))).perform()
+        expected = _cell_text(grid, *driver.execute_script(CURSOR_JS))
+        if expected is None:  # a cell of the rim whose centre lies outside the ellipse: no hover, as plotly's
+            assert driver.execute_script(TIP_JS, FIRST_PAINT) is None
+            continue
+        assert wait_for(lambda: driver.execute_script(TIP_JS, FIRST_PAINT), timeout=5, what="the tooltip") == expected
+        hovered += 1
+        if hovered == 5:
+            break
+    assert hovered == 5
+    assert driver.execute_script(f"return document.querySelector('{FIRST_PAINT} .map-tooltip').dataset.kind") == (
+        "density"
+    )
+    # the control's map hovers too
+    control = driver.find_element(By.CSS_SELECTOR, CONTROL + " svg")
+    ActionChains(driver).move_to_element(control).perform()
+    assert "× uniform" in wait_for(lambda: driver.execute_script(TIP_JS, CONTROL), what="the control's tooltip")
+    # click: the nearest molecule within 5 px opens in the static panel, ringed, and named in the URL with its view
+    target = _target(driver, md, seed=1)
+    ActionChains(driver).move_to_element_with_offset(svg, int(target[0]), int(target[1])).click().perform()
+    chosen = wait_for(lambda: driver.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked"), what="the nearest")
+    assert chosen != "none"
+    where = _points(driver, md, [md.row_of(chosen)])[0]
+    assert np.hypot(*(where - np.round(target)).T).min() <= 5.0 + 1.0
+    wait_for(lambda: driver.execute_script(PANEL_JS, "molecule-id") == chosen, what="the static panel")
+    assert driver.find_element(By.CSS_SELECTOR, "[data-first-paint] #molecule-panel").is_displayed()
+    assert "formula" in driver.execute_script(PANEL_JS, "molecule-info")
+    assert f"molecule={chosen}" in driver.current_url and "view=density" in driver.current_url
+    assert len(driver.find_elements(By.CSS_SELECTOR, FIRST_PAINT + " circle.first-paint-ring")) == 1
+
+
+@pytest.mark.parametrize("hold", ["renderer", "layout"])
+def test_a_click_on_the_landing_page_before_dash_is_ready_is_taken_over_by_dash(base_url, qm9_store, hold):
+    drv = make_driver()
+    try:
+        drv.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": HOLD_JS.replace("HOLD", repr(hold))})
+        drv.get(base_url + "/")
+        # the hook is set by the page HTML while Dash is held back: its callbacks have not run
+        wait_for(lambda: map_drawn(drv, first_paint=True), what="the first paint's test hook")
+        assert drv.execute_script("return document.querySelectorAll('.js-plotly-plot').length") == 0
+        md = load_map_data(qm9_store, "qm9")
+        svg = drv.find_element(By.CSS_SELECTOR, FIRST_PAINT + " svg")
+        target = _target(drv, md, seed=2)
+        ActionChains(drv).move_to_element_with_offset(svg, int(target[0]), int(target[1])).click().perform()
+        chosen = wait_for(lambda: drv.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked"), what="the nearest")
+        assert chosen != "none"
+        wait_for(lambda: drv.execute_script(PANEL_JS, "molecule-id") == chosen, what="the static panel")
+        drv.execute_script("window.__release()")
+        # Dash's page: still the density view beside its control, its panel showing the same molecule
+        wait_for(lambda: map_drawn(drv), what="the interactive density map")
+        wait_for(lambda: text_of(drv, "molecule-id") == chosen, what=f"molecule {chosen} in Dash's panel")
+        assert drv.find_elements(By.CSS_SELECTOR, "[data-first-paint]") == []
+        assert drv.find_element(By.ID, "control-map-box").is_displayed()
+        assert drv.find_element(By.ID, "molecule-panel").is_displayed()
+        wait_for(lambda: f"molecule={chosen}" in drv.current_url, what="the URL")
+        assert "view=density" in drv.current_url
+        assert severe_console(drv) == []
+    finally:
+        quit_driver(drv)
