@@ -104,7 +104,9 @@ def _batches(parts: Iterable[MoleculeSet], batch_size: int) -> Iterator[Batch]:
         while a < mols.n_molecules:
             b = min(a + batch_size - have, mols.n_molecules)
             lo, hi = mols.offsets[a], mols.offsets[b]
-            pieces.append((mols.atomic_numbers[lo:hi], mols.positions_angstrom[lo:hi], mols.n_atoms[a:b], mols.ids[a:b]))
+            pieces.append(
+                (mols.atomic_numbers[lo:hi], mols.positions_angstrom[lo:hi], mols.n_atoms[a:b], mols.ids[a:b])
+            )
             have, a = have + b - a, b
             if have == batch_size:
                 yield _join(pieces, start)
@@ -191,7 +193,9 @@ def audit_model(
     ids, stored, rotated = [], [], [[] for _ in range(copies)]
     with progress_bar(f"audit {name}", progress) as bar:
         for number, batch in enumerate(_batches(dataset.parts(), batch_size)):
-            bar(0.8 * batch.index[0] / n, f"batch {number}, molecules {batch.index[0]:,}-{batch.index[-1]:,}", "predict")
+            bar(
+                0.8 * batch.index[0] / n, f"batch {number}, molecules {batch.index[0]:,}-{batch.index[-1]:,}", "predict"
+            )
             ids.append(batch.ids)
             stored.append(_predict(predict, batch, number, properties, timer))
             for k in range(copies):
