@@ -231,3 +231,32 @@ def test_an_unsaved_store_is_removed_on_ctrl_c(tmp_path):
             proc.kill()
     assert proc.returncode != 0 and "KeyboardInterrupt" in err
     assert not root.exists() and _stored_sets(tmp_path) == []
+
+
+def _npz(path, mols, **changes) -> None:
+    """An NPZ of ``mols`` with some arrays replaced (written raw: the set's own checks would refuse them)."""
+    arrays = {"z": mols.atomic_numbers, "pos": mols.positions_angstrom, "n_atoms": mols.n_atoms,
+              "ids": mols.ids.astype(str)}  # fmt: skip
+    np.savez(path, **{**arrays, **changes})
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["in memory", "private store"])
+def test_bad_files_are_refused_with_the_reason_and_store_nothing(qm9_small, tmp_path, sharded):
+    mols = qm9_small.subset(np.arange(20))
+    pos = mols.positions_angstrom.copy()
+    pos[5, 1] = np.nan
+    _npz(tmp_path / "ragged.npz", mols, n_atoms=mols.n_atoms[:-1])
+    _npz(tmp_path / "nan.npz", mols, pos=pos)
+    _npz(tmp_path / "again.npz", mols)
+    _npz(tmp_path / "again2.npz", mols)
+    data_dir = tmp_path / "data"
+    options = {"data_dir": data_dir, "progress": False, **({"shard_size": 10} if sharded else {})}
+    with pytest.raises(DatasetError, match=r"ragged.npz: n_atoms sums to \d+ but z has \d+ entries"):
+        orientscope.read(tmp_path / "ragged.npz", **options)
+    with pytest.raises(DatasetError, match=r"molecule '\w+' \(index 1\): NaN or infinite coordinates"):
+        orientscope.read(tmp_path / "nan.npz", strict=True, **options)
+    with pytest.raises(DatasetError, match=r"duplicate molecule id '\w+' across the input files"):
+        orientscope.read(tmp_path / "again*.npz", **options)
+    assert _stored_nothing(data_dir)
+    # Without strict, a NaN molecule is skipped and counted, as `ingest` does.
+    assert orientscope.read(tmp_path / "nan.npz", **options).n_molecules == 19
