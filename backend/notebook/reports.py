@@ -38,7 +38,7 @@ def report(
 ) -> Report:  # fmt: skip
     """Compute whatever is missing for ``dataset`` with these parameters and return its :class:`Report`.
 
-    ``cluster``: ``in-process``, ``local:W`` or ``tcp://HOST:PORT`` (a sharded set's stages run there), as the
+    ``cluster``: ``in-process``, ``local:W`` or ``tcp://HOST:PORT`` (the set's stages run there), as the
     CLI's ``--cluster``.
     """
     if not isinstance(dataset, Dataset):
