@@ -162,7 +162,8 @@ two started together so that both see the same load; CPU time (user + system of 
 figure the shared machine's load leaves alone. The set is {"all of QM9 (" + format(n, ",") + " molecules)" if n >= 130_000 else "an evenly spread, deterministic subset of " + format(n, ",") + " QM9 molecules"}
 (`python -m tests.bench.bench_python N`; the audit row always uses a stored {AUDIT_N:,}-molecule subset). The audit's overhead is batching,
 the counter-based rotation of every copy, the checks of what `predict` returns and the audit's figures
-(bootstrap, sign-flip test). Machine load (1-min average) before and after each step: {", ".join(f"{x:.1f}" for x in loads)}.
+(bootstrap, sign-flip test). Machine load (1-min average) before and after each step: {", ".join(f"{x:.1f}" for x in loads)};
+the benchmark ran at niceness {os.nice(0)}, so on a busy machine its wall times are many times its CPU times.
 """
     write_section("python-api", md)
     return r
