@@ -71,6 +71,23 @@ def map_point_budget() -> int:
     return budget
 
 
+IN_MEMORY_MB_ENV = "ORIENTSCOPE_IN_MEMORY_MB"
+# A set made in Python larger than this lives in a store on disk rather than in memory.
+DEFAULT_IN_MEMORY_MB = 1024
+
+
+def in_memory_bytes() -> int:
+    """$ORIENTSCOPE_IN_MEMORY_MB (a non-negative number of MiB), else 1 GiB: the largest Python set kept in memory."""
+    raw = os.environ.get(IN_MEMORY_MB_ENV, "").strip()
+    try:
+        mib = float(raw) if raw else DEFAULT_IN_MEMORY_MB
+    except ValueError:
+        mib = -1.0
+    if not mib >= 0:
+        raise ValueError(f"{IN_MEMORY_MB_ENV}={raw!r}: expected a non-negative number of MiB")
+    return int(mib * 1024 * 1024)
+
+
 def resolve_export_dir(data_dir: str | os.PathLike) -> Path:
     """$ORIENTSCOPE_EXPORT_DIR, else ``<data_dir>/exports``: export files live apart from the dataset store,
     so a read-only server (whose data dir may be mounted read-only) can still export to a writable place."""

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from orientscope.core.dataset import MoleculeSet
 from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions
 from orientscope.notebook.datasets import Dataset
@@ -92,28 +93,53 @@ def _check_output(out, batch: Batch, properties: list[str], label: str) -> np.nd
     return values
 
 
-def _predict_all(predict: Callable, mols, properties: list[str], copy: int | None, seed: int, batch_size: int,
-                 timer: list[float]) -> np.ndarray:  # fmt: skip
-    """(n_molecules, P) predictions on the stored poses (``copy`` None) or on one rotated copy."""
-    n = mols.n_molecules
-    out = np.empty((n, len(properties)))
-    for number, start in enumerate(range(0, n, batch_size)):
-        index = np.arange(start, min(start + batch_size, n))
-        a, b = mols.offsets[index[0]], mols.offsets[index[-1] + 1]
-        offsets = mols.offsets[index[0] : index[-1] + 2] - a
-        positions = mols.positions_angstrom[a:b]
-        if copy is not None:
-            positions = rotate_molecules(positions, offsets, copy_rotations(index, seed, copy))
-        batch = Batch(mols.atomic_numbers[a:b], positions, offsets, mols.ids[index], index, copy)
-        label = f"batch {number} ({'stored poses' if copy is None else f'copy {copy}'}, first id {str(batch.ids[0])!r})"
-        t0 = time.perf_counter()
-        try:
-            result = predict(batch)
-        except Exception as err:
-            raise PredictError(f"predict raised {type(err).__name__} on {label}: {err}") from err
-        timer[0] += time.perf_counter() - t0
-        out[index] = _check_output(result, batch, properties, label)
-    return out
+def _batches(parts: Iterable[MoleculeSet], batch_size: int) -> Iterator[Batch]:
+    """The stored poses in batches of ``batch_size`` molecules, in dataset order (the last one shorter).
+
+    ``parts`` are read one at a time (a stored set's shards), and a batch may span two of them.
+    """
+    pieces, have, start = [], 0, 0
+    for mols in parts:
+        a = 0
+        while a < mols.n_molecules:
+            b = min(a + batch_size - have, mols.n_molecules)
+            lo, hi = mols.offsets[a], mols.offsets[b]
+            pieces.append(
+                (mols.atomic_numbers[lo:hi], mols.positions_angstrom[lo:hi], mols.n_atoms[a:b], mols.ids[a:b])
+            )
+            have, a = have + b - a, b
+            if have == batch_size:
+                yield _join(pieces, start)
+                pieces, have, start = [], 0, start + batch_size
+    if pieces:
+        yield _join(pieces, start)
+
+
+def _join(pieces: list[tuple], start: int) -> Batch:
+    """One batch of stored poses from consecutive (numbers, positions, atom counts, ids) pieces."""
+    numbers, positions, counts, ids = (np.concatenate(column) if len(pieces) > 1 else column[0]
+                                       for column in zip(*pieces, strict=True))  # fmt: skip
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    return Batch(numbers, positions, offsets, ids, np.arange(start, start + len(ids)), None)
+
+
+def _rotated(batch: Batch, seed: int, copy: int) -> Batch:
+    """Copy ``copy`` of the batch: each molecule rotated about its centroid by the counter-based rule."""
+    positions = rotate_molecules(batch.positions, batch.offsets, copy_rotations(batch.index, seed, copy))
+    return replace(batch, positions=positions, copy=copy)
+
+
+def _predict(predict: Callable, batch: Batch, number: int, properties: list[str], timer: list[float]) -> np.ndarray:
+    """(n, P) checked predictions of one batch; PredictError naming the batch and its first id."""
+    where = "stored poses" if batch.copy is None else f"copy {batch.copy}"
+    label = f"batch {number} ({where}, first id {str(batch.ids[0])!r})"
+    t0 = time.perf_counter()
+    try:
+        result = predict(batch)
+    except Exception as err:
+        raise PredictError(f"predict raised {type(err).__name__} on {label}: {err}") from err
+    timer[0] += time.perf_counter() - t0
+    return _check_output(result, batch, properties, label)
 
 
 def _check_properties(properties, known: Sequence[str]) -> list[str]:
@@ -160,17 +186,22 @@ def audit_model(
     name = display_name(name or getattr(predict, "__name__", "model"), "audit")
     stage_seconds = dataset.ensure_computed(progress)
     note = f"ran the pipeline stages on {dataset.name} first ({stage_seconds:.1f} s)" if stage_seconds else ""
-    mols = dataset.molecules()
+    n = dataset.n_molecules
     timer = [0.0]
     t0 = time.perf_counter()
+    # Batch by batch, the stored poses then each copy: one batch's copies in memory at a time, never the set's.
+    ids, stored, rotated = [], [], [[] for _ in range(copies)]
     with progress_bar(f"audit {name}", progress) as bar:
-        bar(0.0, "stored poses", "predict")
-        stored = _predict_all(predict, mols, properties, None, seed, batch_size, timer)
-        rotated = []
-        for k in range(copies):
-            bar(0.8 * (k + 1) / (copies + 1), f"copy {k + 1} of {copies}", "predict")
-            rotated.append(_predict_all(predict, mols, properties, k, seed, batch_size, timer))
-        preds = _predictions(mols.ids, properties, stored, rotated)
+        for number, batch in enumerate(_batches(dataset.parts(), batch_size)):
+            bar(
+                0.8 * batch.index[0] / n, f"batch {number}, molecules {batch.index[0]:,}-{batch.index[-1]:,}", "predict"
+            )
+            ids.append(batch.ids)
+            stored.append(_predict(predict, batch, number, properties, timer))
+            for k in range(copies):
+                rotated[k].append(_predict(predict, _rotated(batch, seed, k), number, properties, timer))
+        preds = _predictions(np.concatenate(ids), properties, np.concatenate(stored),
+                             [np.concatenate(r) for r in rotated])  # fmt: skip
         settings = AuditSettings()
         root, dataset_id = dataset.location()
         figures, table = audit_predictions(root, dataset_id, preds.rows_for_audit, seed, settings,

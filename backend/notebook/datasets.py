@@ -1,12 +1,13 @@
 """Molecule sets of a Python session: :func:`read`, :func:`from_arrays`, :func:`from_ase`, :func:`from_pyg`
 and :func:`load`.
 
-A set made in Python keeps its molecules in memory. The first computation on it
-(``report``, ``audit_model``) writes it into a private store under the data folder,
-``<data dir>/.unsaved/<nonce>/`` (a data folder of its own, never listed by the server);
-a set read from several files is ingested there shard by shard, without holding it in memory.
-:meth:`Dataset.save` publishes that store into the data folder in one rename. An unsaved
-store is removed when its set is garbage collected and when Python exits (Ctrl-C included).
+A set made in Python keeps its molecules in memory when it fits (at most ``$ORIENTSCOPE_IN_MEMORY_MB``,
+see :func:`~orientscope.core.settings.in_memory_bytes`). The first computation on it (``report``,
+``audit_model``) writes it into a private store under the data folder, ``<data dir>/.unsaved/<nonce>/``
+(a data folder of its own, never listed by the server), in the sharded layout ``ingest`` writes. A larger
+set goes there at once, and a set read from larger files or from several files is ingested there shard by
+shard, without holding it in memory. :meth:`Dataset.save` publishes that store into the data folder in one
+rename. An unsaved store is removed when its set is garbage collected and when Python exits (Ctrl-C included).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import shutil
 import time
 import uuid
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,9 +26,17 @@ import pandas as pd
 
 from orientscope.core.dataset import MoleculeSet, check_frame_dependent
 from orientscope.core.errors import DatasetError
-from orientscope.core.settings import DEFAULT_DATASET, FORMAT_CHOICES, display_name, resolve_data_dir, slugify
+from orientscope.core.settings import (
+    DEFAULT_DATASET,
+    FORMAT_CHOICES,
+    display_name,
+    in_memory_bytes,
+    resolve_data_dir,
+    slugify,
+)
 from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.store import datasets as ds
+from orientscope.store.shards import read_shard, save_sharded, shard_refs
 
 UNSAVED = ".unsaved"
 READ_OPTIONS = ("name", "format", "strict", "frame_dependent", "cluster", "shard_size", "data_dir", "progress")
@@ -86,7 +95,7 @@ class Dataset:
             return self.data_dir, self.id
         if self._unsaved is None:
             store = _UnsavedStore(self.data_dir)
-            ds.save_dataset(store.root, self.id, self._molecules, self.name, self._source, self._extra)
+            save_sharded(store.root, self.id, self._molecules, self.name, self._source, self._extra)
             self._unsaved = store
         return self._unsaved.root, self.id
 
@@ -96,6 +105,16 @@ class Dataset:
     def molecules(self) -> MoleculeSet:
         """The whole set in memory."""
         return self._molecules if self._molecules is not None else ds.load_dataset(*self.location())
+
+    def parts(self) -> Iterator[MoleculeSet]:
+        """The molecules in order, one stored shard at a time (the whole set when it is in memory)."""
+        if self._molecules is not None:
+            yield self._molecules
+            return
+        root, dataset_id = self.location()
+        meta = ds.read_meta(root, dataset_id)
+        for ref in shard_refs(root, dataset_id, meta):
+            yield read_shard(ref, meta)
 
     @property
     def n_molecules(self) -> int:
@@ -163,7 +182,22 @@ def _in_memory(
         mols = replace(mols, frame_dependent=mols.frame_dependent | declared)
     name = display_name(name)
     meta = ingest_meta(fmt, extra.pop("n_skipped", 0), extra.pop("problems", []), **extra)
-    return Dataset(resolve_data_dir(data_dir), slugify(name), name, molecules=mols, source=source, extra=meta)
+    dataset = Dataset(resolve_data_dir(data_dir), slugify(name), name, molecules=mols, source=source, extra=meta)
+    if _nbytes(mols) > in_memory_bytes():
+        dataset.location()  # too large to keep: into the private store now, and out of memory
+        dataset._molecules = None
+    return dataset
+
+
+def _nbytes(mols: MoleculeSet) -> int:
+    """Bytes a set takes in memory: its arrays, its property table, and its ids and SMILES as characters."""
+    text = sum(map(len, mols.ids)) + (sum(map(len, mols.smiles)) if mols.smiles is not None else 0)
+    arrays = mols.atomic_numbers.nbytes + mols.positions_angstrom.nbytes + mols.offsets.nbytes
+    return arrays + int(mols.properties.memory_usage(index=False).sum()) + text
+
+
+def _disk_bytes(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def _expand(path_or_glob) -> list[Path]:
@@ -183,8 +217,9 @@ def read(path_or_glob, **options) -> Dataset:
 
     Options: ``name`` (default: the file's stem), ``format`` (one of ``FORMAT_CHOICES``), ``strict``,
     ``frame_dependent`` (property names), ``cluster``, ``shard_size``, ``data_dir``, ``progress``.
-    One file is read into memory; several files, a folder of files, ``cluster`` or ``shard_size`` make a
-    sharded set, ingested into the private store (its stages run there on the engine ``cluster`` picks).
+    One file no larger than ``$ORIENTSCOPE_IN_MEMORY_MB`` is read into memory; a larger file, several files,
+    a folder of files, ``cluster`` or ``shard_size`` make a sharded set, ingested into the private store
+    (its stages run there on the engine ``cluster`` picks).
     """
     _check_options("read", options, READ_OPTIONS)
     fmt = options.get("format", "auto")
@@ -199,7 +234,7 @@ def read(path_or_glob, **options) -> Dataset:
     from orientscope.loaders.parquet_orientations import is_store_folder
 
     single = len(paths) == 1 and cluster is None and shard_size is None
-    if single and (paths[0].is_file() or is_store_folder(paths[0])):
+    if single and (paths[0].is_file() or is_store_folder(paths[0])) and _disk_bytes(paths[0]) <= in_memory_bytes():
         from orientscope.core.limits import Limits
         from orientscope.loaders.detect import load_path
         from orientscope.pipeline.ingest import staging_root

@@ -18,6 +18,7 @@ import pandas as pd
 from orientscope.core.resources import frontend_asset
 from orientscope.notebook.datasets import Dataset
 from orientscope.notebook.progress import checked_options, progress_bar
+from orientscope.pipeline.engine import parse_cluster
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report, format_kl
 from orientscope.services.report_format import headline
@@ -37,12 +38,14 @@ def report(
 ) -> Report:  # fmt: skip
     """Compute whatever is missing for ``dataset`` with these parameters and return its :class:`Report`.
 
-    ``cluster``: ``in-process``, ``local:W`` or ``tcp://HOST:PORT`` (a sharded set's stages run there), as the
+    ``cluster``: ``in-process``, ``local:W`` or ``tcp://HOST:PORT`` (the set's stages run there), as the
     CLI's ``--cluster``.
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(f"report() takes an orientscope Dataset (read, from_arrays, load ...), not {type(dataset)}")
     params = make_params(frame, sign, seed)
+    if cluster is not None:
+        parse_cluster(cluster)  # a bad value fails before anything is written
     root, dataset_id = dataset.location()
     with progress_bar(f"report {dataset.name}", progress) as bar:
         precompute(root, dataset_id, params, progress=bar, cluster=cluster)

@@ -8,6 +8,7 @@ import pytest
 import orientscope
 from orientscope.core.errors import DatasetError
 from orientscope.notebook.datasets import UNSAVED
+from orientscope.store.datasets import list_dataset_ids
 from tests.molecules import CO2, WATER, WATER_METHANE_FORMALDEHYDE_XYZ, asymmetric
 
 (WATER_Z, WATER_POS), (CO2_Z, CO2_POS) = ((np.array(z), pos) for z, pos in (WATER, CO2))
@@ -149,21 +150,113 @@ def test_import_orientscope_loads_no_heavy_module():
     assert lazy.stdout.strip() == "orientscope.notebook.datasets"
 
 
-def test_an_unsaved_store_is_removed_when_python_is_interrupted(tmp_path):
-    """Ctrl-C (KeyboardInterrupt) ends the script; the private store of its unsaved set goes with it."""
+def _stored_sets(data_dir) -> list:
+    """The private stores of unsaved sets under ``data_dir``."""
+    folder = data_dir / UNSAVED
+    return sorted(folder.iterdir()) if folder.exists() else []
+
+
+def test_a_set_that_fits_stays_in_memory_and_a_larger_one_goes_to_its_private_store(qm9_small, tmp_path, monkeypatch):
+    """Both branches of "in memory when it fits": a file read, and arrays, against $ORIENTSCOPE_IN_MEMORY_MB."""
+    from orientscope.loaders.npz import write_npz
+
+    mols = qm9_small.subset(np.arange(60))
+    npz = tmp_path / "sixty.npz"
+    write_npz(npz, mols)
+    data_dir = tmp_path / "data"
+    kept = orientscope.read(npz, data_dir=data_dir, progress=False)
+    arrays = orientscope.from_arrays(mols.atomic_numbers, mols.positions_angstrom, offsets=mols.offsets,
+                                     ids=mols.ids, data_dir=data_dir)  # fmt: skip
+    assert kept._molecules is not None and arrays._molecules is not None and _stored_sets(data_dir) == []
+    monkeypatch.setenv("ORIENTSCOPE_IN_MEMORY_MB", "0.001")  # about 1 kB: neither fits now
+    spilled = orientscope.read(npz, name="Spilled", data_dir=data_dir, progress=False)
+    big = orientscope.from_arrays(mols.atomic_numbers, mols.positions_angstrom, offsets=mols.offsets,
+                                  ids=mols.ids, name="Big", data_dir=data_dir)  # fmt: skip
+    assert spilled._molecules is None and big._molecules is None and len(_stored_sets(data_dir)) == 2
+    assert not spilled.saved and spilled.n_molecules == big.n_molecules == 60
+    for ds in (spilled, big):
+        np.testing.assert_array_equal(ds.molecules().positions_angstrom, mols.positions_angstrom)
+        assert list(ds.molecules().ids) == list(mols.ids)
+    assert list_dataset_ids(data_dir) == []
+    big.save("Big set")  # publishes the private store in one rename
+    assert list_dataset_ids(data_dir) == ["big-set"] and len(_stored_sets(data_dir)) == 1
+    monkeypatch.setenv("ORIENTSCOPE_IN_MEMORY_MB", "lots")
+    with pytest.raises(ValueError, match="ORIENTSCOPE_IN_MEMORY_MB='lots': expected a non-negative number of MiB"):
+        orientscope.from_arrays([WATER_Z], [WATER_POS], data_dir=data_dir)
+
+
+_MAKE_UNSAVED = (
+    "import sys, time, orientscope\n"
+    "ds = orientscope.from_arrays([[8, 1, 1]], [[[0, 0, 0.117], [0, 0.757, -0.469], [0, -0.757, -0.469]]],"
+    " data_dir=sys.argv[1])\n"
+    "root, _ = ds.location()\n"
+    "print(root, flush=True)\n"
+)
+
+
+def _unsaved_root(data_dir, stdout: str):
+    from pathlib import Path
+
+    root = Path(stdout.splitlines()[0].strip())
+    assert root.parent == data_dir / UNSAVED
+    return root
+
+
+def test_an_unsaved_store_is_removed_when_python_exits(tmp_path):
     import subprocess
     import sys
 
-    code = (
-        "import sys, orientscope\n"
-        "ds = orientscope.from_arrays([[8, 1, 1]], [[[0, 0, 0.117], [0, 0.757, -0.469], [0, -0.757, -0.469]]],"
-        " data_dir=sys.argv[1])\n"
-        "root, _ = ds.location()\n"
-        "print(root, flush=True)\n"
-        "raise KeyboardInterrupt\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
-    assert out.returncode != 0 and "KeyboardInterrupt" in out.stderr
-    root = out.stdout.strip()
-    assert root.startswith(str(tmp_path / UNSAVED)) and not (tmp_path / UNSAVED).joinpath(root).exists()
-    assert list((tmp_path / UNSAVED).iterdir()) == []
+    code = _MAKE_UNSAVED + "assert (ds.location()[0] / 'datasets').is_dir()\n"
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert not _unsaved_root(tmp_path, out.stdout).exists()
+    assert _stored_sets(tmp_path) == []
+
+
+def test_an_unsaved_store_is_removed_on_ctrl_c(tmp_path):
+    """SIGINT, as Ctrl-C sends it, to a script waiting with an unsaved set: the script ends and its store goes."""
+    import signal
+    import subprocess
+    import sys
+
+    code = _MAKE_UNSAVED + "time.sleep(600)\n"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        root = _unsaved_root(tmp_path, proc.stdout.readline())
+        assert (root / "datasets").is_dir()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert not root.exists() and _stored_sets(tmp_path) == []
+
+
+def _npz(path, mols, **changes) -> None:
+    """An NPZ of ``mols`` with some arrays replaced (written raw: the set's own checks would refuse them)."""
+    arrays = {"z": mols.atomic_numbers, "pos": mols.positions_angstrom, "n_atoms": mols.n_atoms,
+              "ids": mols.ids.astype(str)}  # fmt: skip
+    np.savez(path, **{**arrays, **changes})
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["in memory", "private store"])
+def test_bad_files_are_refused_with_the_reason_and_store_nothing(qm9_small, tmp_path, sharded):
+    mols = qm9_small.subset(np.arange(20))
+    pos = mols.positions_angstrom.copy()
+    pos[5, 1] = np.nan
+    _npz(tmp_path / "ragged.npz", mols, n_atoms=mols.n_atoms[:-1])
+    _npz(tmp_path / "nan.npz", mols, pos=pos)
+    _npz(tmp_path / "again.npz", mols)
+    _npz(tmp_path / "again2.npz", mols)
+    data_dir = tmp_path / "data"
+    options = {"data_dir": data_dir, "progress": False, **({"shard_size": 10} if sharded else {})}
+    with pytest.raises(DatasetError, match=r"ragged.npz: n_atoms sums to \d+ but z has \d+ entries"):
+        orientscope.read(tmp_path / "ragged.npz", **options)
+    with pytest.raises(DatasetError, match=r"molecule '\w+' \(index 1\): NaN or infinite coordinates"):
+        orientscope.read(tmp_path / "nan.npz", strict=True, **options)
+    with pytest.raises(DatasetError, match=r"duplicate molecule id '\w+' across the input files"):
+        orientscope.read(tmp_path / "again*.npz", **options)
+    assert _stored_nothing(data_dir)
+    # Without strict, a NaN molecule is skipped and counted, as `ingest` does.
+    assert orientscope.read(tmp_path / "nan.npz", **options).n_molecules == 19

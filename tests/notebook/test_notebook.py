@@ -61,6 +61,7 @@ def test_the_notebook_runs_and_shows_the_verdicts(qm9_small, tmp_path, monkeypat
     assert "200 molecules, not saved" in text["import os"]
     card = text['report = orientscope.report(ds, frame="pca", sign="max", seed=0)']
     assert "orientscope-report" in card and "data:image/png;base64," in card and "KL to uniform" in card
+    assert "application/vnd.jupyter.widget-view+json" in card  # tqdm's notebook bar (ipywidgets), not a text bar
     assert "pose_linked" in text['report.regression[["property", "improvement", "control_improvement"]]']
     assert "application/vnd.plotly.v1+json" in text['report.figure("map")']
     assert "data:text/javascript;base64," in text['first = report.frames["id"].iloc[0]']

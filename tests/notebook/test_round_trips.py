@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
+from dataclasses import replace
 
 import httpx
 import numpy as np
@@ -15,6 +17,8 @@ import orientscope
 from orientscope.core.dataset import MoleculeSet
 from orientscope.notebook.audit import PredictError
 from orientscope.notebook.datasets import UNSAVED
+from orientscope.pipeline.export import copy_rotations
+from orientscope.science.rotations import rotate_molecules
 from orientscope.store import audits as audit_store
 from orientscope.store.datasets import list_dataset_ids
 from tests.api.conftest import ServerThread
@@ -133,7 +137,9 @@ def test_unsaved_set_lab_frame_model_leans_and_saves(qm9_small, tmp_path):
     lab = _fitted(lab_frame_features, mols, props["pose_linked"].to_numpy())
     audit = orientscope.audit_model(lab, ds, "pose_linked", copies=3, progress=False)
     assert audit.verdicts == {"pose_linked": "leans"}
-    assert audit.note.startswith("ran the pipeline stages on Linked first (")
+    assert re.fullmatch(r"ran the pipeline stages on Linked first \((\d+\.\d) s\)", audit.note)
+    assert f"({audit.seconds['stages']:.1f} s)" in audit.note and audit.seconds["stages"] > 0
+    assert audit.note in audit._repr_html_()
     assert list(tmp_path.joinpath(UNSAVED).iterdir())  # computed in the private store, not in the data folder
     assert list_dataset_ids(tmp_path) == []
     with pytest.raises(ValueError, match="is not saved"):
@@ -194,3 +200,48 @@ def test_a_glob_is_a_sharded_set_whose_stages_run_on_a_local_cluster_and_save(qm
     assert list_dataset_ids(data_dir) == ["parts"] and not list((data_dir / UNSAVED).iterdir())
     cli = run("report", "parts", "--json", "--seed", "1", "--cluster", "in-process", "--data-dir", str(data_dir))
     assert r.to_dict() == json.loads(cli.stdout)
+    # The audit streams the shards in batches (batch 2 spans shards 0 and 1): batch by batch, each batch's
+    # stored poses then its copies, and predict sees what the science functions give on the whole set.
+    mols = qm9_small.subset(np.arange(200))
+    weights, *_ = np.linalg.lstsq(lab_frame_features(mols), mols.properties["gap"].to_numpy(), rcond=None)
+    calls = []
+
+    def model(batch):
+        calls.append((len(batch), batch.copy))
+        return lab_frame_features(_batch_set(batch)) @ weights
+
+    audit = orientscope.audit_model(model, ds, "gap", copies=2, seed=4, batch_size=37, progress=False)
+    assert calls == [(37, None), (37, 0), (37, 1)] * 5 + [(15, None), (15, 0), (15, 1)]
+    table = audit.predictions
+    for k in range(2):
+        rows = table[table["copy"] == k]
+        assert list(rows["id"]) == list(mols.ids)
+        np.testing.assert_allclose(rows["stored"], lab_frame_features(mols) @ weights, rtol=1e-12)
+        turned = rotate_molecules(mols.positions_angstrom, mols.offsets, copy_rotations(np.arange(200), 4, k))
+        expected = lab_frame_features(replace(mols, positions_angstrom=turned)) @ weights
+        np.testing.assert_allclose(rows["rotated"], expected, rtol=1e-12)
+
+
+def test_report_runs_on_a_dask_scheduler_and_gives_the_in_process_numbers(qm9_small, tmp_path):
+    """`cluster="tcp://…"`: a real `dask scheduler` and worker on loopback run the stages of a sharded set."""
+    from orientscope.loaders.npz import write_npz
+    from tests.pipeline.test_engine_tcp import DaskOnLoopback
+
+    npz = tmp_path / "set.npz"
+    write_npz(npz, qm9_small.subset(np.arange(150)))
+    read = dict(name="Remote", shard_size=60, data_dir=tmp_path / "data", progress=False)
+    local, remote = orientscope.read(npz, **read), orientscope.read(npz, **read)
+    cluster = DaskOnLoopback(1, tmp_path)
+    try:
+        cluster.wait_for_workers(1)
+        on_cluster = orientscope.report(remote, seed=5, cluster=cluster.address, progress=False).to_dict()
+    finally:
+        cluster.stop()
+    in_process = orientscope.report(local, seed=5, cluster="in-process", progress=False).to_dict()
+    assert on_cluster["engine"]["frames"] == {"where": cluster.address, "workers": 1}
+    skip = {"engine", "stages"}
+    assert {k: v for k, v in on_cluster.items() if k not in skip} == {
+        k: v for k, v in in_process.items() if k not in skip
+    }
+    with pytest.raises(ValueError, match="unknown cluster 'dask'; expected"):
+        orientscope.report(local, cluster="dask", progress=False)
