@@ -1,0 +1,65 @@
+"""GET /api/datasets/{id}/molecules/{mol_id}/depiction.svg (the hover preview's picture) and
+/map/molecules/{mol_id} (its caption), over real HTTP."""
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from orientscope.core.elements import symbols_to_z
+from orientscope.science.depiction import projection_svg, smiles_to_svg
+from orientscope.services.bytecache import shared_cache
+
+SVG = "image/svg+xml"
+
+
+def test_a_molecule_with_smiles_is_drawn_from_it(client):
+    r = client.get("/api/datasets/qm9/molecules/1/depiction.svg")
+    assert r.status_code == 200 and r.headers["content-type"].startswith(SVG)
+    assert ET.fromstring(r.text).tag.endswith("svg")
+    assert r.text == smiles_to_svg(client.get("/api/datasets/qm9/molecules/1").json()["smiles"])
+
+
+def test_a_molecule_without_smiles_is_its_canonical_pose_projected(client):
+    detail = client.get("/api/datasets/toy/molecules/a1").json()
+    assert detail["smiles"] is None
+    r = client.get("/api/datasets/toy/molecules/a1/depiction.svg")
+    assert r.status_code == 200 and r.headers["content-type"].startswith(SVG)
+    expected = projection_svg(symbols_to_z(detail["elements"]), np.array(detail["canonical_positions"]))
+    assert r.text == expected
+
+
+def test_a_depiction_is_kept_in_the_byte_bounded_cache(client, api_data):
+    client.get("/api/datasets/toy/molecules/water/depiction.svg").raise_for_status()
+    kept = [k for k in shared_cache()._lru if k[0] == "depiction" and k[1][-1] == "water" and k[1][1] == "toy"]
+    assert kept and shared_cache().entry_size(*kept[0]) > 100
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        ("/api/datasets/qm9/molecules/no-such-id/depiction.svg", "no-such-id"),
+        ("/api/datasets/nope/molecules/1/depiction.svg", "nope"),
+        ("/api/datasets/qm9/map/molecules/no-such-id", "no-such-id"),
+        ("/api/datasets/nope/map/molecules/1", "nope"),
+    ],
+)
+def test_unknown_ids_are_404_naming_them(client, path, named):
+    r = client.get(path)
+    assert r.status_code == 404 and named in r.json()["detail"]
+
+
+def test_the_caption_says_the_formula_and_the_coloured_value(client):
+    detail = client.get("/api/datasets/qm9/molecules/7").json()
+    gap = next(p["value"] for p in detail["properties"] if p["name"] == "gap")
+    r = client.get("/api/datasets/qm9/map/molecules/7", params={"color": "prop:gap"})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["id"] == "7" and body["formula"] == detail["formula"]
+    assert body["value"] == pytest.approx(gap, rel=1e-6) and "gap" in body["color"]
+
+
+def test_the_caption_of_a_molecule_the_view_does_not_show_has_no_value(client):
+    formula = client.get("/api/datasets/qm9/molecules/7").json()["formula"]
+    r = client.get("/api/datasets/qm9/map/molecules/7", params={"color": "prop:gap", "group": "no-such-group"})
+    assert r.status_code == 200 and r.json()["value"] is None and r.json()["formula"] == formula
