@@ -49,17 +49,26 @@ def test_unknown_ids_are_404_naming_them(client, path, named):
     assert r.status_code == 404 and named in r.json()["detail"]
 
 
+def _seventh(client) -> str:
+    return client.get("/api/datasets/qm9/molecules", params={"offset": 7, "limit": 1}).json()["items"][0]["id"]
+
+
 def test_the_caption_says_the_formula_and_the_coloured_value(client):
-    detail = client.get("/api/datasets/qm9/molecules/7").json()
+    mol = _seventh(client)
+    detail = client.get(f"/api/datasets/qm9/molecules/{mol}").json()
     gap = next(p["value"] for p in detail["properties"] if p["name"] == "gap")
-    r = client.get("/api/datasets/qm9/map/molecules/7", params={"color": "prop:gap"})
+    r = client.get(f"/api/datasets/qm9/map/molecules/{mol}", params={"color": "prop:gap"})
     assert r.status_code == 200
     body = r.json()
-    assert body["id"] == "7" and body["formula"] == detail["formula"]
+    assert body["id"] == mol and body["formula"] == detail["formula"]
     assert body["value"] == pytest.approx(gap, rel=1e-6) and "gap" in body["color"]
 
 
 def test_the_caption_of_a_molecule_the_view_does_not_show_has_no_value(client):
-    formula = client.get("/api/datasets/qm9/molecules/7").json()["formula"]
-    r = client.get("/api/datasets/qm9/map/molecules/7", params={"color": "prop:gap", "group": "no-such-group"})
+    mol = _seventh(client)
+    formula = client.get(f"/api/datasets/qm9/molecules/{mol}").json()["formula"]
+    items = client.get("/api/datasets/qm9/molecules", params={"limit": 50}).json()["items"]
+    other = next(m["formula"] for m in items if m["formula"] != formula)  # a group the molecule is not in
+    params = {"color": "prop:gap", "grouping": "formula", "group": other}
+    r = client.get(f"/api/datasets/qm9/map/molecules/{mol}", params=params)
     assert r.status_code == 200 and r.json()["value"] is None and r.json()["formula"] == formula
