@@ -384,12 +384,12 @@
       var asked = ++hoverAsked, s = cfg.scale;
       // the molecule a click opens, then what the image shows at its point (at the cursor when none is near)
       getJson(restUrl("map/nearest", nearestParams(p))).then(function (hit) {
+        if (asked === hoverAsked) { preview(p, hit && hit.id); }  // its requests beside the pixel's
         var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: p.x / s, y: -p.y / s };
         var params = Object.assign(at, { kind: cfg.kind }, cfg.query, cfg.viewport);
         return getJson(restUrl("map/pixel", params)).then(function (info) {
           if (asked !== hoverAsked) { return; }
           showTip(p, [describeHit(hit), describePixel(info)].filter(Boolean).join(" · "));
-          preview(p, hit && hit.id);
         });
       });
     }, HOVER_MS);

@@ -513,6 +513,8 @@
       var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
       // then what the image shows at the named molecule's point (at the cursor when none is near)
       getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
+        // the card's requests leave now, beside the pixel's (not after it): one round trip sooner
+        if (asked === host._hoverAsked) { showPreview(host, gd, meta, pq.p, hit && hit.id); }
         if (meta.mode !== "image") { return [hit, null]; }
         var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: pq.p.x, y: pq.p.y };
         var params = Object.assign(at, { kind: meta.kind || "color" }, meta.viewport);
@@ -530,7 +532,6 @@
         tip.dataset.shared = (hit && hit.shared) || "";
         tip.style.left = (box.left - hostBox.left + pq.p.px + 12) + "px";
         tip.style.top = (box.top - hostBox.top + pq.p.py + 12) + "px";
-        showPreview(host, gd, meta, pq.p, hit && hit.id);
       }).catch(function () { tip.hidden = true; hidePreview(host); });
     }, HOVER_MS);
   }
