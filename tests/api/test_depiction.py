@@ -9,6 +9,7 @@ import pytest
 from orientscope.core.elements import symbols_to_z
 from orientscope.science.depiction import projection_svg, smiles_to_svg
 from orientscope.services.bytecache import shared_cache
+from orientscope.services.cache import get_view
 
 SVG = "image/svg+xml"
 
@@ -31,8 +32,8 @@ def test_a_molecule_without_smiles_is_its_canonical_pose_projected(client):
 
 def test_a_depiction_is_kept_in_the_byte_bounded_cache(client, api_data):
     client.get("/api/datasets/toy/molecules/water/depiction.svg").raise_for_status()
-    kept = [k for k in shared_cache()._lru if k[0] == "depiction" and k[1][-1] == "water" and k[1][1] == "toy"]
-    assert kept and shared_cache().entry_size(*kept[0]) > 100
+    key = (str(api_data), "toy", get_view(api_data, "toy").result_key, "water")  # the server runs in this process
+    assert shared_cache().entry_size("depiction", key) > 100
 
 
 @pytest.mark.parametrize(
