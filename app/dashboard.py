@@ -378,6 +378,8 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     # A Store given data=None reports a change when it mounts, which would fire its callbacks.
     if not st.molecule:
         del props[ids.SELECTED]
+    if not st.pins:
+        del props[ids.PINS]
     viewport = None
     if st.region is None:
         del props[ids.MAP_ZOOM]
