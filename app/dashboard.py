@@ -14,7 +14,7 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from orientscope.app import ids, panels, smarts_progress
+from orientscope.app import ids, panels, pins, smarts_progress
 from orientscope.app.audit_panel import audit_section, register_audit
 from orientscope.app.audit_panel import first_view_props as audit_first_view
 from orientscope.app.compat import first_screen_scripts
@@ -269,6 +269,7 @@ def build_layout(read_only: bool) -> html.Div:
                         className="explore",
                     ),
                     html.P(id=ids.MAP_HINT, className="note map-hint"),
+                    *pins.pin_strip(),
                 ],
                 className="panel",
             ),
@@ -377,6 +378,8 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     # A Store given data=None reports a change when it mounts, which would fire its callbacks.
     if not st.molecule:
         del props[ids.SELECTED]
+    if not st.pins:
+        del props[ids.PINS]
     viewport = None
     if st.region is None:
         del props[ids.MAP_ZOOM]
@@ -471,6 +474,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))
+    pins.register(app)
     if not read_only:
         register_upload(app)
         _register_upload_refresh(app, data_dir)
@@ -540,8 +544,9 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
                     "molecule": None,
                     "group": None,
                     "color": "axis" if (color or "").startswith("prop:") else color,
+                    "pins": None,  # ids of another dataset
                 }
-                out |= {"color": shown["color"], "group": None, "molecule": None}
+                out |= {"color": shown["color"], "group": None, "molecule": None, "pins": None}
             if trigger == ids.GROUPING:
                 shown["group"] = out["group"] = None
             st = ViewState.from_controls(**shown)

@@ -76,15 +76,20 @@ HOOK_JS = (
 
 PANEL_ROUTE = "_first-paint/molecule-panel"  # under the dashboard's path
 SCRIPT = frontend_asset("first_paint.js")
+PREVIEW_SCRIPT = frontend_asset("hover_preview.js")  # the hover preview, which the first paint shows too
 
 
 @cache
 def script_html() -> str:
-    """``first_paint.js`` as an inline script (read once: it runs before any script file could load)."""
-    text = SCRIPT.read_text(encoding="utf-8")
-    if "</" in text:  # would end the inline <script> element early
-        raise ValueError(f"{SCRIPT} must not contain '</'")
-    return f"<script>{text}</script>"
+    """``first_paint.js`` as an inline script (read once: it runs before any script file could load),
+    after ``hover_preview.js``, which it calls."""
+    out = []
+    for script in (PREVIEW_SCRIPT, SCRIPT):
+        text = script.read_text(encoding="utf-8")
+        if "</" in text:  # would end the inline <script> element early
+            raise ValueError(f"{script} must not contain '</'")
+        out.append(f"<script>{text}</script>")
+    return "".join(out)
 
 
 def _settings(meta: dict, **extra) -> str:

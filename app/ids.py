@@ -60,6 +60,12 @@ MOLECULE_ID = "molecule-id"
 MOLECULE_INFO = "molecule-info"
 MOLECULE_VIEWER = "molecule-viewer"
 MOLECULE_EXTRA = "molecule-extra"
+# The pinned comparison (frontend_assets/pins.js): the pins "id1,id2,..." and the strip that shows them.
+PINS = "pins"
+PIN_BUTTON = "pin-molecule"
+PIN_MESSAGE = "pin-message"
+PIN_STRIP = "pin-strip"
+PINS_DONE = "pins-done"
 GROUPS_TABLE = "groups-table"
 GROUPS_SUMMARY = "groups-summary"
 GROUP_VIEWER = "group-viewer"
@@ -96,4 +102,5 @@ CONTROL_OF = {
     "molecule": (SELECTED, "data"),
     "compare": (COMPARE_B, "value"),
     "zoom": (MAP_ZOOM, "data"),
+    "pins": (PINS, "data"),
 }

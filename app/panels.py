@@ -26,6 +26,7 @@ from orientscope.app.mapfigure import (
     viewport_of,
 )
 from orientscope.app.mapview import map_layers
+from orientscope.app.pins import pin_controls
 from orientscope.app.state import ViewState
 from orientscope.app.static_report import static_report_html
 from orientscope.app.verdict import verdict_children
@@ -179,6 +180,7 @@ def molecule_panel(shown: MoleculePanel | None = None) -> html.Div:
         [
             html.H3(["Molecule ", html.Span(shown and shown.molecule_id, id=ids.MOLECULE_ID, className="molecule-id")]),
             html.Div(shown and shown.info, id=ids.MOLECULE_INFO, className="molecule-info"),
+            pin_controls(),
             html.Div(id=ids.MOLECULE_VIEWER, className="viewer"),
             html.Div(id=ids.MOLECULE_EXTRA),
         ],

@@ -19,7 +19,7 @@ DEFAULT_AXES = "123"
 
 # What the URL carries, and what decides what the map draws (the selection does not; the
 # table is set only by the compare view, never by a URL).
-URL_FIELDS = ("dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes", "compare", "zoom")
+URL_FIELDS = ("dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes", "compare", "zoom", "pins")
 MAP_FIELDS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
 
 
@@ -36,6 +36,7 @@ class ViewState:
     table: str = "original"  # "control": the seeded random-rotation control (compare view)
     compare: str | None = None  # the compare view's dataset B: an id, or "<id>::control"
     zoom: str | None = None  # the flat map's region "x0,x1,y0,y1" (Mollweide units); None: the whole map
+    pins: str | None = None  # the pinned molecules "id1,id2,..." (at most MAX_PINS), in pinning order
 
     @property
     def ready(self) -> bool:
@@ -86,6 +87,7 @@ class ViewState:
         axes: list[str] | None,
         compare: str | None = None,
         zoom: str | None = None,
+        pins: str | None = None,
     ) -> ViewState:
         """The state the controls show (their values as the browser sends them)."""
         return cls(
@@ -99,6 +101,7 @@ class ViewState:
             axes=_axes(axes),
             compare=_text(compare, "compare") or None,
             zoom=_zoom_text(_text(zoom, "zoom")),
+            pins=pins_text(split_pins(_text(pins, "pins"))[0]),
         )
 
     @classmethod
@@ -165,6 +168,24 @@ def _zoom_text(text: str | None) -> str | None:
         return None
 
 
+MAX_PINS = 4  # molecules side by side in the pinned strip, each in a WebGL context of its own
+
+
+def split_pins(text: str | None) -> tuple[list[str], list[str]]:
+    """(ids, warnings) of a pins value "id1,id2,...": blanks and repeats dropped, at most :data:`MAX_PINS`."""
+    ids: list[str] = []
+    for part in (text or "").split(","):
+        if part.strip() and part.strip() not in ids:
+            ids.append(part.strip())
+    if len(ids) > MAX_PINS:
+        return ids[:MAX_PINS], [f"pins name {len(ids)} molecules; at most {MAX_PINS} are pinned, the first kept"]
+    return ids, []
+
+
+def pins_text(ids: list[str]) -> str | None:
+    return ",".join(ids) or None
+
+
 def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
     """ViewState from a query string, plus human-readable warnings for values that were ignored."""
     warnings: list[str] = []
@@ -190,6 +211,10 @@ def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
         except ValueError as err:
             warnings.append(f"{err}; showing the whole map")
             values.pop("zoom")
+    if "pins" in values:
+        pins, pin_warnings = split_pins(values["pins"])
+        warnings += pin_warnings
+        values["pins"] = pins_text(pins)
     if values.get("molecule") and not values.get("view"):
         # A link to a molecule (links made before the density view became the default carry no view):
         # open the view that shows it, not the density view, which has no molecule panel.

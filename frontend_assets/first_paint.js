@@ -382,15 +382,17 @@
   function mapHover(ev) {
     var p = svgPoint(ev);
     clearTimeout(hoverTimer);
-    if (!p) { tip.hidden = true; return; }
+    if (!p) { tip.hidden = true; preview(null); return; }
     hoverTimer = setTimeout(function () {
       var asked = ++hoverAsked, s = cfg.scale;
       // the molecule a click opens, then what the image shows at its point (at the cursor when none is near)
       getJson(restUrl("map/nearest", nearestParams(p))).then(function (hit) {
+        if (asked === hoverAsked) { preview(p, hit && hit.id); }  // its requests beside the pixel's
         var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: p.x / s, y: -p.y / s };
         var params = Object.assign(at, { kind: cfg.kind }, cfg.query, cfg.viewport);
         return getJson(restUrl("map/pixel", params)).then(function (info) {
-          if (asked === hoverAsked) { showTip(p, [describeHit(hit), describePixel(info)].filter(Boolean).join(" · ")); }
+          if (asked !== hoverAsked) { return; }
+          showTip(p, [describeHit(hit), describePixel(info)].filter(Boolean).join(" · "));
         });
       });
     }, HOVER_MS);
@@ -420,8 +422,18 @@
 
   function sphereHover(ev) {
     var p = svgPoint(ev), d = p && nearestDot(p);
-    if (!d) { tip.hidden = true; return; }
+    clearTimeout(hoverTimer);
+    if (!d) { tip.hidden = true; preview(p, null); return; }
     showTip(p, "molecule " + d.id);
+    hoverTimer = setTimeout(function () { preview(p, d.id); }, HOVER_MS);
+  }
+
+  // The hover preview (hover_preview.js, inlined before this script) of the molecule the hover names.
+  function preview(p, id) {
+    var card = window.orientscopePreview;
+    if (!card) { return; }
+    if (!p || id === null || id === undefined) { card.hide(host); return; }
+    card.show(host, { left: p.px, top: p.py }, cfg.dataset, id, cfg.query || {});
   }
 
   // ---------------------------------------------------------------- the density view's cells
@@ -466,5 +478,5 @@
   } else {
     svg.addEventListener("mousemove", sphere ? sphereHover : mapHover);
   }
-  svg.addEventListener("mouseleave", function () { clearTimeout(hoverTimer); hoverAsked++; tip.hidden = true; });
+  svg.addEventListener("mouseleave", function () { clearTimeout(hoverTimer); hoverAsked++; tip.hidden = true; preview(null); });
 })(document.currentScript && document.currentScript.parentNode);

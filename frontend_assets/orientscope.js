@@ -502,16 +502,19 @@
 
   function onMapHover(host, ev) {
     var gd = plotOf(host), meta = mapMeta(gd), tip = tooltipOf(host);
-    if (ev.buttons) { tip.hidden = true; return; }  // panning
+    if (ev.buttons) { tip.hidden = true; hidePreview(host); return; }  // panning
     // the density view's heatmap has plotly's own hover (its cells' density); the sphere's is plotly's picking
+    if (meta && meta.view === "density") { densityPreview(host, gd, meta, ev); }
     if (!meta || meta.view !== "map") { tip.hidden = true; return; }
     var pq = pickQuery(gd, ev);
-    if (!pq) { tip.hidden = true; return; }
+    if (!pq) { tip.hidden = true; hidePreview(host); return; }
     clearTimeout(host._hoverTimer);
     host._hoverTimer = setTimeout(function () {
       var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
       // then what the image shows at the named molecule's point (at the cursor when none is near)
       getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
+        // the card's requests leave now, beside the pixel's (not after it): one round trip sooner
+        if (asked === host._hoverAsked) { showPreview(host, gd, meta, pq.p, hit && hit.id); }
         if (meta.mode !== "image") { return [hit, null]; }
         var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: pq.p.x, y: pq.p.y };
         var params = Object.assign(at, { kind: meta.kind || "color" }, meta.viewport);
@@ -529,8 +532,61 @@
         tip.dataset.shared = (hit && hit.shared) || "";
         tip.style.left = (box.left - hostBox.left + pq.p.px + 12) + "px";
         tip.style.top = (box.top - hostBox.top + pq.p.py + 12) + "px";
-      }).catch(function () { tip.hidden = true; });
+      }).catch(function () { tip.hidden = true; hidePreview(host); });
     }, HOVER_MS);
+  }
+
+  // ------------------------------------------------------------ the hover preview (hover_preview.js)
+  // The molecule a hover names (null: none near), drawn beside the cursor at plot pixel p = {px, py}.
+  function showPreview(host, gd, meta, p, id) {
+    var preview = window.orientscopePreview;
+    if (!preview) { return; }
+    if (id === null || id === undefined) { preview.hide(host); return; }
+    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+    preview.show(host, { left: box.left - hostBox.left + p.px, top: box.top - hostBox.top + p.py },
+                 meta.dataset, id, meta.query);
+  }
+
+  function hidePreview(host) {
+    clearTimeout(host._previewTimer);
+    if (window.orientscopePreview) { window.orientscopePreview.hide(host); }
+  }
+
+  // The density view keeps plotly's hover label (the cell's density); the preview names the molecule
+  // a click there opens (map/nearest, the same pick as the flat map's).
+  function densityPreview(host, gd, meta, ev) {
+    var pq = pickQuery(gd, ev);
+    clearTimeout(host._previewTimer);
+    if (!pq) { hidePreview(host); return; }
+    host._previewTimer = setTimeout(function () {
+      var asked = host._previewAsked = (host._previewAsked || 0) + 1;
+      getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
+        if (asked === host._previewAsked) { showPreview(host, gd, meta, pq.p, hit && hit.id); }
+      }).catch(function () { hidePreview(host); });
+    }, HOVER_MS);
+  }
+
+  // The sphere's hover is plotly's picking: its label names the molecule of the dot under the cursor
+  // (the points trace's text), and the preview shows that molecule after the same rest.
+  function bindSphere(host, gd) {
+    if (host._sphereBound === gd) { return; }
+    host._sphereBound = gd;  // the same element may show the flat map later: its handlers ask the view
+    var at = null;
+    gd.addEventListener("mousemove", function (ev) {
+      var box = gd.getBoundingClientRect();
+      at = { px: ev.clientX - box.left, py: ev.clientY - box.top };
+    });
+    gd.on("plotly_hover", function (e) {
+      var pt = e && e.points && e.points[0], meta = mapMeta(gd);
+      if (!meta || meta.view !== "sphere") { return; }
+      var kind = pt && pt.data && pt.data.meta && pt.data.meta.kind;
+      clearTimeout(host._previewTimer);
+      if (kind !== "points" || pt.text === undefined || !at) { hidePreview(host); return; }
+      var p = at, id = String(pt.text);
+      host._previewTimer = setTimeout(function () { showPreview(host, gd, meta, p, id); }, HOVER_MS);
+    });
+    gd.on("plotly_unhover", function () { if ((mapMeta(gd) || {}).view === "sphere") { hidePreview(host); } });
+    gd.addEventListener("mouseleave", function () { hidePreview(host); });
   }
 
   function sameViewport(a, b) {
@@ -588,6 +644,7 @@
     host._askedViewport = vp;  // until then no figure of another region counts as drawn
     host._mapToken = null;  // nor does the one on screen when its pending hook fires
     tooltipOf(host).hidden = true;
+    hidePreview(host);
     askRegion(host, state, vp, quiet);
   }
 
@@ -643,7 +700,7 @@
     gd.addEventListener("mousedown", function (ev) { startPick(host, ev); }, true);
     gd.addEventListener("click", function (ev) { onMapClick(host, ev); });
     gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
-    gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; });
+    gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; hidePreview(host); });
     gd.on("plotly_relayout", function (ev) { onRelayout(host, ev); });
     gd.on("plotly_afterplot", function () {
       var fig = host._figure, meta = mapMeta(gd);
@@ -690,7 +747,7 @@
         if (++tries < 1200) { setTimeout(wait, 25); }
         return;
       }
-      if (meta.view !== "sphere") { bindMap(host, gd); }
+      if (meta.view !== "sphere") { bindMap(host, gd); } else { bindSphere(host, gd); }
       var shown = meta.view === "map" ? shownViewport(gd) : null;
       if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
         drawRegion(host, meta.state, shown, true);

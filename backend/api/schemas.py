@@ -379,6 +379,12 @@ class MapSharedMolecule(_Model):
     value: str | float | None = Field(description="What the map's colour shows for it: a category or a number.")
 
 
+class MapMoleculePublic(MapSharedMolecule):
+    """One molecule as a view of the map shows it: the hover preview's caption."""
+
+    color: str = Field(description="What the map is coloured by.")
+
+
 class MapSharedPublic(_Model):
     """A page of the molecules sharing the pixel a click picks, the molecule the click opens first."""
 

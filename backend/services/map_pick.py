@@ -79,14 +79,32 @@ def shared_molecules(
     picked = pick(pts, viewport, x, y)
     page = picked[offset : offset + limit]
     formula = formulas(get_view(data_dir, query.dataset))
+    molecules = [_entry(pts, formula, int(i)) for i in page]
     c = pts.colors
-    molecules = []
-    for i in page:
-        if c.kind == "categorical":
-            value = c.labels[int(c.codes[i])]
-        else:
-            v = float(c.values[i])
-            value = v if np.isfinite(v) else None
-        row = int(pts.rows[i])
-        molecules.append({"id": str(pts.md.ids[row]), "formula": str(formula[row]), "value": value})
     return {"total": int(picked.size), "offset": offset, "limit": limit, "color": c.title, "molecules": molecules}
+
+
+def _entry(pts: MapPoints, formula, i: int) -> dict:
+    """{"id", "formula", "value"} of shown point ``i``: ``value`` the colour the map shows for it there."""
+    c = pts.colors
+    if c.kind == "categorical":
+        value = c.labels[int(c.codes[i])]
+    else:
+        v = float(c.values[i])
+        value = v if np.isfinite(v) else None
+    row = int(pts.rows[i])
+    return {"id": str(pts.md.ids[row]), "formula": str(formula[row]), "value": value}
+
+
+def molecule_caption(data_dir: Path, query: MapQuery, mol_id: str) -> dict:
+    """What the hover preview writes under molecule ``mol_id``'s depiction in a view of the map:
+    {"id", "formula", "value", "color"}, ``value`` what its colour shows (its first shown point's, as
+    the chooser lists it; None when the view does not show it). NotFoundError if the id is unknown."""
+    view = get_view(data_dir, query.dataset)
+    i = view.row_of(mol_id)
+    pts = view_points(data_dir, query)
+    shown = np.flatnonzero(pts.rows == pts.md.row_of(mol_id))
+    if len(shown):
+        return {**_entry(pts, formulas(view), int(shown[0])), "color": pts.colors.title}
+    record = {"id": str(view.cell("ids", i)), "formula": str(view.value_at(formulas(view), i)), "value": None}
+    return {**record, "color": pts.colors.title}

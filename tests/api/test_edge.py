@@ -92,7 +92,10 @@ def test_the_issue_probes_are_refused_and_change_nothing(open_url, data_dir):
     assert stored(data_dir) == before
 
 
-@pytest.mark.parametrize("path", ["/api/datasets", "/", "/_dash-layout", PANEL, "/assets/style.css"])
+DEPICTION = "/api/datasets/qm9/molecules/1/depiction.svg"
+
+
+@pytest.mark.parametrize("path", ["/api/datasets", "/", "/_dash-layout", PANEL, "/assets/style.css", DEPICTION])
 def test_a_forged_host_gets_400_on_every_kind_of_route(open_url, path):
     r = httpx.get(open_url + path, headers={"Host": "rebind.example:8050"})
     assert r.status_code == 400 and "ORIENTSCOPE_ALLOWED_HOSTS" in r.json()["detail"]

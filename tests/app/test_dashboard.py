@@ -52,11 +52,12 @@ def test_the_first_view_fills_every_state_output_of_a_url(qm9_store):
     st = ViewState(dataset="qm9", color="group", grouping="scaffold", view="density", axes="2")
     props = first_view(qm9_store, st.to_query())
     for name, (component, prop) in STATE_OUT.items():
-        if name not in ("molecule", "zoom"):  # no molecule, no zoom: their stores stay unset
+        if name not in ("molecule", "zoom", "pins"):  # no molecule, zoom or pins: their stores stay unset
             assert prop in props[component], name
     assert props[ids.URL]["search"] == st.to_query()
     assert ViewState.from_map_state(props[ids.MAP_STATE]["data"]) == st
-    assert props[ids.AXES]["value"] == ["2"] and ids.SELECTED not in props
+    assert props[ids.AXES]["value"] == ["2"] and ids.SELECTED not in props and ids.PINS not in props
+    assert first_view(qm9_store, st.with_(pins="1,2").to_query())[ids.PINS]["data"] == "1,2"
 
 
 def test_an_empty_store_still_fills_the_map_state_so_the_panels_say_so_and_poll(tmp_path):

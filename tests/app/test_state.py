@@ -99,3 +99,13 @@ def test_the_zoom_travels_in_the_url_of_the_flat_map_only():
     for bad in ("1,2,3", "0.5,-0.5,0,1", "nan,1,0,1", "0,1e9,0,1", "a,b,c,d"):
         st, warnings = parse_query(f"?view=map&zoom={bad}")
         assert st.zoom is None and len(warnings) == 1 and "showing the whole map" in warnings[0], bad
+
+
+def test_the_pins_travel_in_the_url_at_most_four_without_repeats():
+    st = ViewState(dataset="qm9", pins="7,3,12")
+    assert "pins=7%2C3%2C12" in st.to_query()
+    assert parse_query(st.to_query()) == (st, [])
+    back, warnings = parse_query("?dataset=qm9&pins=1,2,,2,3,4,5")
+    assert back.pins == "1,2,3,4" and warnings == ["pins name 5 molecules; at most 4 are pinned, the first kept"]
+    assert ViewState.from_controls(**{**control_values(st), "pins": " 5,5 ,6"}).pins == "5,6"
+    assert ViewState.from_controls(**{**control_values(st), "pins": ""}).pins is None

@@ -1,4 +1,4 @@
-"""GET /api/datasets/{id}/molecules and /api/datasets/{id}/molecules/{mol_id}."""
+"""GET /api/datasets/{id}/molecules, /api/datasets/{id}/molecules/{mol_id} and its depiction.svg."""
 
 from typing import Annotated, Literal
 
@@ -11,10 +11,11 @@ from orientscope.api.errors import NOT_COMPUTED, NOT_FOUND, SEARCH_PENDING
 from orientscope.api.schemas import MoleculePublic, MoleculesPublic
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.services import molecules as svc
+from orientscope.services.depiction import depiction_svg
 
 router = APIRouter(prefix="/datasets/{dataset_id}/molecules", tags=["molecules"])
 
-MEDIA = {"xyz": "chemical/x-xyz", "sdf": "chemical/x-mdl-sdfile"}
+MEDIA = {"xyz": "chemical/x-xyz", "sdf": "chemical/x-mdl-sdfile", "svg": "image/svg+xml"}
 DOWNLOADS = {
     200: {
         "description": "JSON record, or the molecule as a file when format=xyz|sdf.",
@@ -83,3 +84,15 @@ async def get_molecule(
     text, filename = await run_in_threadpool(svc.export_molecule, data_dir, dataset_id, mol_id, format, pose)
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
     return Response(text, media_type=MEDIA[format], headers=headers)
+
+
+@router.get(
+    "/{mol_id}/depiction.svg",
+    response_class=Response,
+    responses={**NOT_FOUND, 200: {"content": {MEDIA["svg"]: {"schema": {"type": "string"}}}}},
+)
+async def get_depiction(dataset_id: DatasetIdPath, mol_id: MoleculeIdPath, data_dir: DataDirDep) -> Response:
+    """A 2D depiction (SVG): from the SMILES, else the canonical pose seen down its third axis."""
+    svg = await run_in_threadpool(depiction_svg, data_dir, dataset_id, mol_id)
+    # The same molecule of the same result draws the same way: the browser may keep it a while.
+    return Response(svg, media_type=MEDIA["svg"], headers={"Cache-Control": "private, max-age=300"})

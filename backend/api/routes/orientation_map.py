@@ -1,5 +1,6 @@
 """GET /api/datasets/{id}/map (aggregated image or points), /map/nearest (click and hover), /map/shared (the
-molecules sharing a clicked pixel) and /map/pixel (what a pixel of the image holds)."""
+molecules sharing a clicked pixel), /map/molecules/{mol_id} (one molecule's colour there) and /map/pixel (what a
+pixel of the image holds)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
 from orientscope.api.encoded import json_record
 from orientscope.api.errors import NOT_FOUND, SEARCH_PENDING
-from orientscope.api.schemas import MapNearestPublic, MapPixelPublic, MapPublic, MapSharedPublic
+from orientscope.api.schemas import MapMoleculePublic, MapNearestPublic, MapPixelPublic, MapPublic, MapSharedPublic
 from orientscope.services import map_pick
 from orientscope.services import map_raster as svc
 from orientscope.services.map_view import MapQuery
@@ -118,6 +119,12 @@ async def shared(
 ):
     """The molecules sharing the pixel of the point /map/nearest picks, that molecule first (paged)."""
     return json_record(await run_in_threadpool(map_pick.shared_molecules, data_dir, query, vp, x, y, offset, limit))
+
+
+@router.get("/map/molecules/{mol_id}", response_model=MapMoleculePublic, responses={**NOT_FOUND, **SEARCH_PENDING})
+async def map_molecule(data_dir: DataDirDep, query: QueryDep, mol_id: MoleculeIdPath):
+    """One molecule as this view of the map shows it: its formula and the value its colour shows."""
+    return json_record(await run_in_threadpool(map_pick.molecule_caption, data_dir, query, mol_id))
 
 
 @router.get("/map/pixel", response_model=MapPixelPublic, responses={**NOT_FOUND, **SEARCH_PENDING})

@@ -1,0 +1,94 @@
+/* The map's hover preview: after a moment's rest on a point or pixel, a small card beside the cursor
+   with the 2D depiction of the molecule the hover names (GET .../molecules/{id}/depiction.svg, drawn by
+   RDKit on the server), its id and formula, and the value the map's colour shows for it
+   (GET .../map/molecules/{id} with the map's query). It is a DOM overlay above the plot, not a change
+   of the figure, and it never takes the mouse (pointer-events: none), so hover and click below it
+   behave as without it.
+
+   Callers name the molecule (one pick rule: the one their hover text names) and where the cursor is:
+   orientscope.js for the interactive map, the density view and the sphere; first_paint.js for the
+   first paint, which inlines this script before its own (app/first_paint.py). */
+(function () {
+  "use strict";
+  if (window.orientscopePreview) { return; }  // inlined in the first paint and loaded again by Dash
+  var GAP_PX = 16;  // from the cursor to the card, clear of the hover text at +12 px
+  var CARD_PX = { width: 200, height: 200 };  // style.css .hover-preview, for keeping it inside the host
+
+  function url(dataset, path, query) {
+    var q = Object.keys(query || {}).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(query[k]);
+    }).join("&");
+    return "/api/datasets/" + encodeURIComponent(dataset) + "/" + path + (q ? "?" + q : "");
+  }
+
+  function cardOf(host) {
+    var card = host.querySelector(":scope > .hover-preview");
+    if (!card) {
+      card = document.createElement("div");
+      card.className = "hover-preview";
+      card.hidden = true;
+      card._seq = 0;
+      host.appendChild(card);
+    }
+    return card;
+  }
+
+  function valueText(v) {
+    if (typeof v === "number") { return v.toPrecision(4); }
+    return v === null || v === undefined ? "no value" : String(v);
+  }
+
+  // The caption's words: the id, the formula, and the colour's value (e.g. "zpve (Ha): 0.1241").
+  function caption(id, info) {
+    if (!info) { return "molecule " + id; }
+    var words = ["molecule " + info.id];
+    if (info.formula) { words.push(info.formula); }
+    var line = document.createElement("div");
+    line.textContent = words.join(" · ");
+    var value = document.createElement("div");
+    value.className = "hover-preview-value";
+    value.textContent = (info.color || "colour") + ": " + valueText(info.value);
+    return [line, value];
+  }
+
+  // Show molecule `id` of `dataset` with the cursor at `at` = {left, top} in `host`'s pixels; `query` is
+  // the map's REST query (its colour). The card is filled in only once both answers are in, and only if
+  // no later hover asked for another one.
+  function show(host, at, dataset, id, query) {
+    var card = cardOf(host), seq = ++card._seq;
+    var img = new Image();
+    img.alt = "2D depiction of molecule " + id;
+    img.src = url(dataset, "molecules/" + encodeURIComponent(id) + "/depiction.svg");
+    var drawn = (img.decode ? img.decode() : Promise.resolve()).then(function () { return true; },
+                                                                        function () { return false; });
+    var info = fetch(url(dataset, "map/molecules/" + encodeURIComponent(id), query))
+      .then(function (r) { return r.ok ? r.json() : null; }).catch(function () { return null; });
+    return Promise.all([drawn, info]).then(function (answers) {
+      if (seq !== card._seq) { return; }  // a later hover took over, or the cursor left
+      card.innerHTML = "";
+      if (answers[0]) { card.appendChild(img); }
+      var text = document.createElement("div");
+      text.className = "hover-preview-caption";
+      [].concat(caption(id, answers[1])).forEach(function (part) {
+        text.append(part);
+      });
+      card.appendChild(text);
+      var width = host.clientWidth || 0;
+      var left = at.left + GAP_PX + CARD_PX.width > width ? at.left - GAP_PX - CARD_PX.width : at.left + GAP_PX;
+      card.style.left = Math.max(0, left) + "px";
+      card.style.top = (at.top + GAP_PX + 20) + "px";
+      card.dataset.molecule = id;
+      card.hidden = false;
+    });
+  }
+
+  function hide(host) {
+    var card = host && host.querySelector(":scope > .hover-preview");
+    if (!card) { return; }
+    card._seq++;
+    card.hidden = true;
+    card.dataset.molecule = "";
+  }
+
+  window.orientscopePreview = { show: show, hide: hide };
+})();

@@ -1,0 +1,178 @@
+"""The map's hover preview in real headless Chromium (frontend_assets/hover_preview.js): a rest on a point
+of the map (points and image mode), the density view, the 3D sphere and the first paint shows a card with
+the RDKit depiction, the formula and the coloured value of the molecule the hover names (the one a click
+opens), drawn as a DOM overlay: the figure is not changed."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+from orientscope.app.figures import MAP_SCALE
+from orientscope.services.map_data import load_map_data
+from tests.browser.chrome import map_drawn, serve, severe_console
+from tests.browser.test_dashboard import wait_for
+from tests.browser.test_first_paint import _map_pixels, _static_map, without_scripts  # noqa: F401
+from tests.browser.test_map_pick import TIP_JS
+from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
+
+pytestmark = pytest.mark.browser
+
+PREVIEW_JS = """
+const c = document.querySelector('#orientation-map .hover-preview');
+if (!c || c.hidden || !c.dataset.molecule) return null;
+const img = c.querySelector('img');
+return {molecule: c.dataset.molecule, caption: c.querySelector('.hover-preview-caption').textContent,
+        drawn: !!img && img.complete && img.naturalWidth > 0, src: img ? img.getAttribute('src') : null,
+        pointer: getComputedStyle(c).pointerEvents};
+"""
+# The figure as plotly.js holds it, and a count of its redraws from now on.
+FIGURE_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+if (window.__redraws === undefined) { window.__redraws = 0; gd.on('plotly_afterplot', () => window.__redraws++); }
+return {layout: JSON.stringify(gd.layout), traces: gd.data.length, redraws: window.__redraws};
+"""
+HIDE_JS = """
+for (const s of ['.map-tooltip', '.hover-preview']) {
+  const t = document.querySelector('#orientation-map ' + s); if (t) { t.hidden = true; t.dataset.molecule = ''; }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def image_url(qm9_store):
+    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
+        yield url
+
+
+def _spots(driver, md, graph, n: int, seed: int = 3):
+    """On-screen offsets (from the plot's centre) of the first axis of ``n`` random molecules, inside the plot."""
+    rng = np.random.default_rng(seed)
+    size, out = graph.size, []
+    for r in rng.permutation(md.n_molecules):
+        spot = driver.execute_script(TO_PIXEL_JS, [[float(md.x[r, 0]) * MAP_SCALE, float(md.y[r, 0]) * MAP_SCALE]])[0]
+        if abs(spot[0]) < size["width"] / 2 - 60 and abs(spot[1]) < size["height"] / 2 - 60:
+            out.append(spot)
+        if len(out) == n:
+            return out
+    return out
+
+
+@pytest.mark.parametrize("mode", ["points", "image"])
+def test_a_rest_on_the_map_previews_the_molecule_the_hover_names_without_changing_the_figure(
+    driver, request, qm9_store, mode
+):
+    url = request.getfixturevalue("base_url" if mode == "points" else "image_url")
+    driver.get_log("browser")
+    graph = open_map(driver, url + "/?dataset=qm9&view=map&color=prop:gap")
+    assert map_drawn(driver)["mode"] == mode
+    md = load_map_data(qm9_store, "qm9")
+    before = driver.execute_script(FIGURE_JS)
+    previews = 0
+    for spot in _spots(driver, md, graph, 6):
+        driver.execute_script(HIDE_JS)
+        ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).perform()
+        tip = wait_for(lambda: driver.execute_script(TIP_JS), what="the hover text")
+        if not tip["molecule"]:
+            continue
+        card = wait_for(lambda: driver.execute_script(PREVIEW_JS), what="the hover preview")
+        assert card["molecule"] == tip["molecule"]  # one pick rule: the molecule the hover text names
+        assert card["drawn"] and card["src"].endswith(f"/molecules/{tip['molecule']}/depiction.svg")
+        assert f"molecule {tip['molecule']}" in card["caption"] and "gap" in card["caption"]
+        assert re.search(r"gap[^:]*: -?\d", card["caption"]), card["caption"]  # the coloured value
+        assert card["pointer"] == "none"  # the card never takes the mouse from the map
+        previews += 1
+    assert previews >= 3
+    after = driver.execute_script(FIGURE_JS)
+    assert after == before  # a DOM overlay: the figure's layout and traces as they were, and no redraw
+    # leaving the plot hides it
+    ActionChains(driver).move_to_element_with_offset(graph, 0, graph.size["height"] // 2 + 40).perform()
+    wait_for(lambda: driver.execute_script(PREVIEW_JS) is None, what="the preview to hide")
+    assert severe_console(driver) == []
+
+
+def test_a_rest_on_the_density_view_previews_the_molecule_a_click_there_opens(driver, base_url, qm9_store):
+    driver.get_log("browser")
+    graph = open_map(driver, base_url + "/")
+    view = "return document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map.view"
+    assert driver.execute_script(view) == "density"
+    md = load_map_data(qm9_store, "qm9")
+    before = driver.execute_script(FIGURE_JS)
+    for spot in _spots(driver, md, graph, 4, seed=5):
+        driver.execute_script(HIDE_JS)
+        ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).perform()
+        card = wait_for(lambda: driver.execute_script(PREVIEW_JS), what="the hover preview")
+        assert card["drawn"] and f"molecule {card['molecule']}" in card["caption"]
+        driver.execute_script("document.getElementById('orientation-map').dataset.clicked = ''")
+        ActionChains(driver).click().perform()
+        clicked = wait_for(
+            lambda: driver.execute_script("return document.getElementById('orientation-map').dataset.clicked"),
+            what="the click's molecule",
+        )
+        assert clicked == card["molecule"]
+        break
+    assert driver.execute_script(FIGURE_JS)["layout"] == before["layout"]
+    assert severe_console(driver) == []
+
+
+HOVERED_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.points[0].text || null; });
+"""
+
+
+def test_a_rest_on_a_point_of_the_sphere_previews_its_molecule(driver, base_url):
+    driver.get_log("browser")
+    graph = open_map(driver, base_url + "/?dataset=qm9&view=sphere")
+    driver.execute_script(HOVERED_JS)
+    for r in range(0, 100, 5):  # a spiral from the centre until the cursor rests on a point
+        for k in range(max(1, r // 3)):
+            angle = 2 * math.pi * k / max(1, r // 3)
+            x, y = int(r * math.cos(angle)), int(r * math.sin(angle)) - 10
+            ActionChains(driver).move_to_element_with_offset(graph, x, y).perform()
+            hovered = driver.execute_script("return window.__hovered")
+            if not hovered:
+                continue
+            label = wait_for(
+                lambda: " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .hovertext")),
+                what="the sphere's hover label",
+            )
+            card = wait_for(lambda: driver.execute_script(PREVIEW_JS), what="the hover preview")
+            named = re.search(r"molecule (\S+)", label).group(1)
+            assert card["molecule"] == named == hovered and card["drawn"]
+            assert severe_console(driver) == []
+            return
+    pytest.fail("no point of the sphere came under the cursor")
+
+
+def test_the_first_paint_previews_the_molecule_its_hover_names(without_scripts, image_url, qm9_store):  # noqa: F811
+    driver = without_scripts
+    svg = _static_map(driver, image_url + "/?dataset=qm9&view=map")
+    md = load_map_data(qm9_store, "qm9")
+    rng = np.random.default_rng(11)
+    for row in rng.permutation(md.n_molecules)[:30]:
+        at = _map_pixels(driver, md, [row])[0, 0]
+        if np.abs(at).max() > 150:
+            continue
+        ActionChains(driver).move_to_element_with_offset(svg, int(at[0]), int(at[1])).perform()
+        try:
+            tip = wait_for(
+                lambda: driver.execute_script(
+                    "const t = document.querySelector('#orientation-map .map-tooltip');"
+                    "return t && !t.hidden && /molecule (\\S+)/.exec(t.textContent)"
+                ),
+                timeout=5,
+                what="the tooltip",
+            )
+        except AssertionError:
+            continue  # an empty pixel beside the point
+        card = wait_for(lambda: driver.execute_script(PREVIEW_JS), what="the first paint's hover preview")
+        assert card["molecule"] == tip[1] and card["drawn"]
+        assert driver.find_elements(By.CSS_SELECTOR, "#orientation-map[data-first-paint]")  # still the first paint
+        return
+    pytest.fail("no hover over 30 molecules' points named one")

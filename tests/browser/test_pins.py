@@ -1,0 +1,118 @@
+"""The pinned comparison in real headless Chromium (frontend_assets/pins.js, app/pins.py): the molecule
+panel's "Pin" button puts up to four molecules side by side under the map, each in one viewer that
+switches between its stored and its canonical pose; a fifth is refused with a message; an unpin button
+takes one off; the pins go into the URL and come back on reload and with the back button."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from orientscope.services.map_data import load_map_data
+from tests.browser.chrome import severe_console
+from tests.browser.test_dashboard import text_of, wait_for
+from tests.browser.test_map_scale import open_map
+
+pytestmark = pytest.mark.browser
+
+STRIP_JS = """
+const s = document.getElementById('pin-strip');
+if (!s) return null;
+return {hidden: s.hidden, cards: Array.from(s.querySelectorAll('.pin-card')).map(c => {
+  const v = c.querySelector('.pin-viewer'), cap = v.querySelector('.viewer-caption');
+  return {molecule: c.dataset.molecule, pose: c.dataset.pose, drawn: v.dataset.molecule || null,
+          drawnPose: v.dataset.pose || null, caption: cap ? cap.textContent : null,
+          canvas: !!v.querySelector('canvas')};
+})};
+"""
+
+
+def _pins_in_url(driver) -> list[str]:
+    pins = parse_qs(urlparse(driver.current_url).query).get("pins", [""])[0]
+    return [p for p in pins.split(",") if p]
+
+
+def _strip(driver) -> list[dict]:
+    return driver.execute_script(STRIP_JS)["cards"]
+
+
+def _drawn(driver, ids: list[str]) -> list[dict]:
+    """The strip once it shows ``ids`` in that order, each drawn in its pose."""
+    return wait_for(
+        lambda: (
+            (cards := _strip(driver))
+            and [c["molecule"] for c in cards] == ids
+            and all(c["drawn"] == c["molecule"] and c["drawnPose"] == c["pose"] and c["canvas"] for c in cards)
+            and cards
+        ),
+        what=f"pins {ids} drawn",
+    )
+
+
+def _pin(driver) -> str:
+    driver.find_element(By.ID, "pin-molecule").click()
+    return wait_for(lambda: driver.execute_script("return document.getElementById('pin-message').textContent") or "-",
+                    what="the pin's answer")  # fmt: skip
+
+
+def _open_a_neighbour(driver, besides: list[str]) -> str:
+    """Click the first neighbour of the open molecule that is not in ``besides``; its id once it is open."""
+    buttons = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#molecule-extra .link-button"), what="neighbours")
+    for b in buttons:
+        mol = b.text.split(" · ")[0]
+        if mol not in besides:
+            b.click()
+            wait_for(lambda m=mol: text_of(driver, "molecule-id") == m, what=f"molecule {mol} to open")
+            return mol
+    pytest.fail(f"every neighbour is pinned already: {besides}")
+
+
+def test_pin_four_toggle_a_pose_refuse_a_fifth_unpin_and_round_trip_the_url(driver, base_url):
+    driver.get_log("browser")
+    open_map(driver, base_url + "/?dataset=qm9&view=map&molecule=1")
+    wait_for(lambda: text_of(driver, "molecule-id") == "1", what="molecule 1 to open")
+    assert driver.execute_script(STRIP_JS)["hidden"]  # no pins: no strip
+    _pin(driver)
+    cards = _drawn(driver, ["1"])
+    assert cards[0]["pose"] == "stored" and cards[0]["caption"].startswith("stored pose")
+    wait_for(lambda: _pins_in_url(driver) == ["1"], what="the pin in the URL")
+    # the pose toggle redraws that viewer in the canonical pose, and back
+    driver.find_element(By.CSS_SELECTOR, "#pin-strip .pin-card .pin-pose").click()
+    cards = _drawn(driver, ["1"])
+    assert cards[0]["pose"] == "canonical" and cards[0]["caption"].startswith("canonical pose")
+    pinned = ["1"]
+    while len(pinned) < 4:
+        pinned.append(_open_a_neighbour(driver, pinned))
+        driver.execute_script("document.getElementById('pin-message').textContent = ''")
+        driver.find_element(By.ID, "pin-molecule").click()
+        _drawn(driver, pinned)
+    wait_for(lambda: _pins_in_url(driver) == pinned, what="four pins in the URL")
+    assert _strip(driver)[0]["pose"] == "canonical"  # a card kept over a change keeps its pose
+    # a fifth is refused, with a message, and changes nothing
+    fifth = _open_a_neighbour(driver, pinned)
+    message = _pin(driver)
+    assert "At most 4" in message and fifth in message
+    assert [c["molecule"] for c in _strip(driver)] == pinned and _pins_in_url(driver) == pinned
+    # unpin the second: the others stay, in order, and the URL follows
+    driver.find_elements(By.CSS_SELECTOR, "#pin-strip .pin-card .pin-remove")[1].click()
+    left = [pinned[0], *pinned[2:]]
+    _drawn(driver, left)
+    wait_for(lambda: _pins_in_url(driver) == left, what="the unpin in the URL")
+    # the back button brings the fourth pin back; a reload of the URL shows the same pins
+    driver.back()
+    wait_for(lambda: _pins_in_url(driver) == pinned, what="the URL before the unpin")
+    _drawn(driver, pinned)
+    open_map(driver, driver.current_url)
+    _drawn(driver, pinned)
+    assert severe_console(driver) == []
+
+
+def test_a_url_with_more_than_four_pins_keeps_four_and_says_so(driver, base_url, qm9_store):
+    ids = [str(i) for i in load_map_data(qm9_store, "qm9").ids[:5]]
+    open_map(driver, base_url + "/?dataset=qm9&view=map&pins=" + ",".join(ids))
+    _drawn(driver, ids[:4])
+    assert _pins_in_url(driver) == ids[:4]
+    messages = wait_for(lambda: driver.find_element(By.ID, "messages").text, what="the warning")
+    assert "at most 4" in messages
