@@ -28,6 +28,7 @@ from orientscope.core.errors import DatasetError
 from orientscope.core.settings import DEFAULT_DATASET, FORMAT_CHOICES, display_name, resolve_data_dir, slugify
 from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.store import datasets as ds
+from orientscope.store.shards import save_sharded
 
 UNSAVED = ".unsaved"
 READ_OPTIONS = ("name", "format", "strict", "frame_dependent", "cluster", "shard_size", "data_dir", "progress")
@@ -86,7 +87,7 @@ class Dataset:
             return self.data_dir, self.id
         if self._unsaved is None:
             store = _UnsavedStore(self.data_dir)
-            ds.save_dataset(store.root, self.id, self._molecules, self.name, self._source, self._extra)
+            save_sharded(store.root, self.id, self._molecules, self.name, self._source, self._extra)
             self._unsaved = store
         return self._unsaved.root, self.id
 

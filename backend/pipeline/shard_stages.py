@@ -25,7 +25,6 @@ import numpy as np
 from orientscope.core.orientations_schema import Q_COLUMNS, R_COLUMNS
 from orientscope.pipeline.frames_table import frames_to_table
 from orientscope.pipeline.stage import StageOutput
-from orientscope.pipeline.stages.frames import degenerate_summary
 from orientscope.science.counter_rng import haar_rotations, half_split, subsample, uniforms
 from orientscope.science.frames import compute_frames
 from orientscope.science.rotations import geodesic_angle, rotate_molecules
@@ -67,6 +66,14 @@ class ShardJob:
 
 
 # ---------------------------------------------------------------------- frames
+def degenerate_summary(frames) -> dict:
+    counts: dict[str, int] = {}
+    for reasons in frames.reasons[frames.degenerate]:
+        for code in reasons.split(";"):
+            counts[code] = counts.get(code, 0) + 1
+    return {"n_degenerate": int(frames.degenerate.sum()), "degenerate_reasons": counts}
+
+
 def frames_shard(job: ShardJob) -> dict:
     """Frames of the shard's stored poses and of its control copy, written as the shard's frame tables."""
     mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))

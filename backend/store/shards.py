@@ -50,6 +50,7 @@ from orientscope.store.datasets import (
     meta_of,
     read_meta,
     read_molecule_tables,
+    require_current_layout,
     write_meta,
     write_molecule_tables,
 )
@@ -99,11 +100,9 @@ def is_sharded(meta: dict) -> bool:
 
 
 def shard_refs(data_dir: Path, dataset_id: str, meta: dict | None = None) -> list[ShardRef]:
-    """The dataset's shards in molecule order (one for a single-folder dataset)."""
-    meta = meta or read_meta(data_dir, dataset_id)
+    """The dataset's shards in molecule order (OldLayout for a dataset stored before the sharded layout)."""
+    meta = require_current_layout(dataset_id, meta or read_meta(data_dir, dataset_id))
     folder = dataset_dir(data_dir, dataset_id)
-    if not is_sharded(meta):
-        return [ShardRef(0, str(folder), 0, int(meta["n_molecules"]))]
     return [
         ShardRef(k, str(folder / SHARDS / s["name"]), int(s["start"]), int(s["n_molecules"]))
         for k, s in enumerate(meta["shards"])

@@ -13,13 +13,13 @@ from orientscope.pipeline import export_jobs
 from orientscope.pipeline.export import ExportRequest
 from orientscope.pipeline.export_jobs import EXPORT_KIND, export_files, export_jobs_dir, read_export_job, submit_export
 from orientscope.pipeline.jobs import DONE, FAILED, MAX_QUEUED_ENV, QUEUED, JobManager
-from orientscope.store import datasets as ds
+from orientscope.store.shards import save_sharded
 
 
 @pytest.fixture()
 def exports(tmp_path, qm9_small):
     data_dir = tmp_path / "data"
-    ds.save_dataset(data_dir, "small", qm9_small.subset(np.arange(30)), name="Small", source="test")
+    save_sharded(data_dir, "small", qm9_small.subset(np.arange(30)), name="Small", source="test")
     manager = JobManager(data_dir, [EXPORT_KIND], export_dir=tmp_path / "exports")
     yield manager
     manager.shutdown()
