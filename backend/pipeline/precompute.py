@@ -97,7 +97,8 @@ def precompute(
 ) -> ResultStore:
     """Compute every missing stage (or ``stages``) and mark the result active.
 
-    ``progress`` hears the fraction of all stages to run, with each stage's name.
+    ``progress`` hears the fraction of all stages to run, with each stage's name. A re-run after a
+    crash reuses the shards whose frames the interrupted run wrote; ``force`` recomputes every shard.
     The stages run shard by shard on ``engine`` if one is already running, else
     on the one ``cluster`` (else ``$ORIENTSCOPE_CLUSTER``, else the set's size) picks.
     """
@@ -113,6 +114,6 @@ def precompute(
         if todo:
             started = nullcontext(engine) if engine else Engine(spec)
             with _source(data_dir, dataset_id, meta, limit) as source, started as run_on:
-                precompute_sharded(source, dataset_id, params, run_on, store, todo, progress)
+                precompute_sharded(source, dataset_id, params, run_on, store, todo, progress, reuse=not force)
         ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
     return store

@@ -87,11 +87,15 @@ def precompute_sharded(
     store: ResultStore,
     stages: list[str],
     progress: Progress | None = None,
+    reuse: bool = True,
 ) -> None:
-    """Run ``stages`` (names, in pipeline order) shard by shard on ``engine``; the caller holds the lock."""
+    """Run ``stages`` (names, in pipeline order) shard by shard on ``engine``; the caller holds the lock.
+
+    ``reuse``: take over the per-shard frames an interrupted run of this result wrote (see ``frames_shard``).
+    """
     meta = read_meta(data_dir, dataset_id)
     jobs = [
-        ShardJob(str(data_dir), dataset_id, ref, dict(params), str(store.dir))
+        ShardJob(str(data_dir), dataset_id, ref, dict(params), str(store.dir), reuse)
         for ref in shard_refs(data_dir, dataset_id, meta)
     ]
     for number, name in enumerate(stages, 1):

@@ -141,11 +141,15 @@ def read_shard(ref: ShardRef, meta: dict) -> MoleculeSet:
     return read_molecule_tables(Path(ref.folder), meta)
 
 
+def read_shard_column(ref: ShardRef, column: str) -> np.ndarray:
+    """(n_molecules,) one column of the shard's molecules table (``id``, ``n_atoms``, a property), read alone."""
+    table = read_table(Path(ref.folder) / "molecules.parquet", columns=[column])
+    return table.column(column).to_numpy(zero_copy_only=False)
+
+
 def read_shard_ids(ref: ShardRef) -> np.ndarray:
-    """(n_molecules,) str: the shard's molecule ids only (one column read)."""
-    return (
-        read_table(Path(ref.folder) / "molecules.parquet", columns=["id"]).column("id").to_numpy(zero_copy_only=False)
-    )
+    """(n_molecules,) str: the shard's molecule ids only."""
+    return read_shard_column(ref, "id")
 
 
 def id_partition(ids: np.ndarray, n_partitions: int) -> np.ndarray:
