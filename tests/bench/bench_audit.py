@@ -24,6 +24,7 @@ import pandas as pd
 from orientscope.core.dataset import MoleculeSet
 from orientscope.pipeline.model_audit import run_audit
 from orientscope.science.model_audit import AuditSettings
+from orientscope.store.datasets import read_molecule_columns
 from orientscope.store.shards import save_sharded
 from tests.bench.common import write_section
 
@@ -45,7 +46,7 @@ def _dataset(data_dir: Path, rng: np.random.Generator) -> None:
 
 
 def _predictions(path: Path, data_dir: Path, rng: np.random.Generator) -> int:
-    truth = pd.read_parquet(data_dir / "datasets" / "bench" / "molecules.parquet")
+    truth = read_molecule_columns(data_dir, "bench", ["id", *PROPERTIES])
     frames = []
     for p, extra in zip(PROPERTIES, (0.0, 0.2), strict=True):  # p2: a model that leans a little
         y = truth[p].to_numpy()

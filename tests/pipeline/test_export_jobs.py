@@ -40,7 +40,8 @@ def test_an_export_job_writes_its_files_and_a_record_and_nothing_in_the_store(ex
 
 
 def test_a_failed_export_says_why_when_its_files_are_asked_for(exports):
-    (exports.data_dir / "datasets" / "small" / "atoms.parquet").unlink()  # the store is damaged
+    for atoms in (exports.data_dir / "datasets" / "small").rglob("atoms.parquet"):
+        atoms.unlink()  # the store is damaged
     job = exports.wait(submit_export(exports, "small", ExportRequest("canonical"))["id"])
     assert job["state"] == FAILED and job["message"]
     with pytest.raises(NotReady, match=f"follow GET /api/jobs/{job['id']}"):
