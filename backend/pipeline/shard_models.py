@@ -113,7 +113,7 @@ def training_features(job: FeatureJob) -> dict:
 
 
 def _properties(mols) -> np.ndarray:
-    """(n, p) the numeric properties, as the in-memory stage picks them."""
+    """(n, p) the numeric properties: every numeric column of the molecules table."""
     return mols.properties.select_dtypes("number").to_numpy(np.float64)
 
 
