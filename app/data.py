@@ -18,7 +18,7 @@ from orientscope.services import molecules as molecule_service
 from orientscope.services import neighbors as neighbor_service
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import get_view
-from orientscope.services.datasets import READY, dataset_info, dataset_summary, list_datasets
+from orientscope.services.datasets import NEEDS_MIGRATION, READY, dataset_info, dataset_summary, list_datasets
 from orientscope.services.errors import NotComputed, SearchPending
 from orientscope.services.map_data import MapData, load_map_data
 
@@ -27,6 +27,7 @@ __all__ = [
     "NotFoundError",
     "SearchPending",
     "READY",
+    "NEEDS_MIGRATION",
     "dataset_info",
     "dataset_summary",
     "list_datasets",

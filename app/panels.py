@@ -131,6 +131,8 @@ def verdict_outputs(data_dir: Path, st: ViewState) -> VerdictPanel:
         info = data.dataset_info(data_dir, dataset)
     except data.OrientScopeError as err:
         return VerdictPanel([html.P(friendly(err), className="warning")], message_figure("", 300), None, True)
+    if info.status == data.NEEDS_MIGRATION:  # the message names `orientscope migrate`; nothing is computing
+        return VerdictPanel([html.P(info.message, className="warning")], message_figure("", 300), None, True)
     if info.status != data.READY:
         bar = [html.Progress(className="busy"), html.Span(f" {info.name}: {info.status} – {info.message}")]
         return VerdictPanel(

@@ -117,19 +117,13 @@ def precompute_cmd(
 ) -> None:
     """Compute and store every result for DATASET (reuses what is already stored).
 
-    A dataset of the single-folder layout is migrated to shards first (its results
-    re-cut, not recomputed), except for a --limit run, which leaves it as it is.
+    A dataset stored before the sharded layout is refused: `orientscope migrate DATASET` converts it.
     """
     with _failing():
         params = pipeline.make_params(frame, sign, seed, limit)
         root = resolve_data_dir(data_dir)
-        migrate = limit is None and migrate_mod.needs_migration(root, dataset)
-        if migrate:
-            typer.echo(f"{dataset} is in the single-folder layout: migrating it to shards first", err=True)
         with _ProgressBar(f"precompute {dataset}") as bar:
-            store = pipeline.precompute(
-                root, dataset, params, force=force, progress=bar, cluster=cluster, migrate=migrate
-            )
+            store = pipeline.precompute(root, dataset, params, force=force, progress=bar, cluster=cluster)
     typer.echo(f"stored {dataset} [{store.key}] in {store.dir}")
 
 
@@ -156,7 +150,10 @@ def migrate_cmd(
     data_dir: DataDir = None,
     shard_size: ShardSize = None,
 ) -> None:
-    """Turn DATASET of the single-folder layout into a sharded one; its stored results are re-cut, not recomputed."""
+    """Turn DATASET, stored before the sharded layout, into a sharded one; its results are re-cut, not recomputed.
+
+    The only command that reads the old single-folder layout; every other one refuses it and names this one.
+    """
     with _failing():
         root = resolve_data_dir(data_dir)
         if not migrate_mod.needs_migration(root, dataset):
@@ -473,11 +470,14 @@ def serve_cmd(
     import uvicorn
 
     from orientscope.server import FACTORY, create_app, serve_logging, tune_for_serving
-    from orientscope.services.datasets import READY, dataset_info
+    from orientscope.services.datasets import NEEDS_MIGRATION, READY, dataset_info
 
     root = resolve_data_dir(data_dir)
-    ready = ds.has_dataset(root, DEFAULT_DATASET) and dataset_info(root, DEFAULT_DATASET).status == READY
-    if not ready and (read_only or not precompute_qm9):
+    info = dataset_info(root, DEFAULT_DATASET) if ds.has_dataset(root, DEFAULT_DATASET) else None
+    ready = info is not None and info.status == READY
+    if info is not None and info.status == NEEDS_MIGRATION:
+        typer.echo(f"{info.message}; serving the other datasets", err=True)
+    elif not ready and (read_only or not precompute_qm9):
         why = "read-only" if read_only else "--no-precompute-qm9"
         typer.echo(f"{why}: {DEFAULT_DATASET} is not precomputed in {root}; serving what is there", err=True)
     elif not ready:
@@ -507,7 +507,6 @@ def serve_cmd(
             read_only=read_only,
             token=os.environ.get(TOKEN_ENV),
             warm=True,
-            migrate=True,
             bind_host=host,
             allowed_hosts=hosts,
             read_token=read_token,

@@ -46,7 +46,6 @@ from orientscope.services.cache import view_cache
 from orientscope.services.datasets import READY, dataset_summary, list_datasets
 from orientscope.services.errors import NotComputed
 from orientscope.services.map_view import MapQuery, view_points
-from orientscope.services.migration import start_migration
 from orientscope.services.molecules import list_molecules
 from orientscope.services.neighbors import neighbors
 
@@ -61,7 +60,6 @@ def create_app(
     token: str | None = None,
     dashboard: bool = True,
     warm: bool = False,
-    migrate: bool = False,
     bind_host: str | None = "127.0.0.1",
     allowed_hosts: tuple[str, ...] = (),
     read_token: str | None = None,
@@ -73,10 +71,9 @@ def create_app(
     (backend/api/edge.py, the outermost layer).
 
     ``warm`` loads the ready datasets into the read cache in a background thread,
-    so the first requests do not pay for reading the store. ``migrate`` turns
-    datasets of the single-folder layout into sharded ones in another background
-    thread (``orientscope.app.state.migration``), unless the server is read-only; the warm-up
-    waits for it, and ``/api/health`` says ``warming`` until both are done.
+    so the first requests do not pay for reading the store; ``/api/health`` says
+    ``warming`` until it is done. Datasets stored before the sharded layout are
+    listed as needing ``orientscope migrate`` and never converted here.
     """
     check_read_token(read_only, token, read_token)
     # Dash's callback and layout answers are compressed (or not) by Dash's own rules.
@@ -89,7 +86,6 @@ def create_app(
     # Last, so it is outermost: no route (first paint, Dash's websocket, assets) is served before it.
     install_edge(server, edge_rules(bind_host, allowed_hosts, write_token=token, read_token=read_token))
     server.state.warming = warm  # /api/health reports it: latencies measured before it clears are not a warm server's
-    server.state.migration = start_migration(settings.data_dir) if migrate and not settings.read_only else None
     if warm:
         threading.Thread(target=_warm_then_clear, args=(server,), name="orientscope-warm", daemon=True).start()
     return server
@@ -97,8 +93,6 @@ def create_app(
 
 def _warm_then_clear(server: FastAPI) -> None:
     try:
-        if server.state.migration is not None:  # warm the new layout once, not the old one and then the new
-            server.state.migration.join()
         _warm(server.state.settings.data_dir)
     finally:
         server.state.warming = False
@@ -208,7 +202,6 @@ def app_from_env() -> FastAPI:
         read_only=read_only,
         token=token,
         warm=True,
-        migrate=True,
         bind_host=host,
         allowed_hosts=parse_allowed_hosts(os.environ.get(ALLOWED_HOSTS_ENV)),
         read_token=read_token,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 SMALL_QM9 = int(os.environ.get("ORIENTSCOPE_TEST_QM9", "400"))
-# A served app's background threads (backend/server.py, backend/services/migration.py).
-BACKGROUND_THREADS = ("orientscope-warm", "orientscope-migrate")
+# A served app's background thread (backend/server.py).
+BACKGROUND_THREADS = ("orientscope-warm",)
 BACKGROUND_JOIN_S = 600  # a bound for a busy machine: warming the small test store takes seconds
 
 
@@ -60,35 +60,33 @@ def qm9_small(tmp_path_factory):
 def qm9_store(tmp_path_factory) -> Path:
     """A data dir with QM9 stored and every pipeline stage computed on a small subset.
 
-    The subset is materialised as its own dataset "qm9" so that reads need no
+    The subset is materialised as its own sharded dataset "qm9" so that reads need no
     parameters (its active result is the one computed here).
     """
     from orientscope.loaders.qm9 import load_qm9
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
+    from orientscope.store.shards import save_sharded
 
     data_dir = tmp_path_factory.mktemp("store")
-    save_dataset(
+    save_sharded(
         data_dir, "qm9", load_qm9(limit=SMALL_QM9), name="QM9", source="qm9pack subset", extra={"builtin": True}
     )
     precompute(data_dir, "qm9", make_params(seed=0))
     return data_dir
 
 
+# A store written by OrientScope 0.x before the sharded layout (commit 1de8eca): dataset "old", the first
+# 150 molecules of the 400-molecule QM9 subset, every stage computed with seed 0. Only `migrate` reads it.
+OLD_LAYOUT_ARCHIVE = Path(__file__).parent / "data" / "old_layout_store.tar.gz"
 OLD_LAYOUT_N = 150
 
 
 @pytest.fixture(scope="session")
-def old_layout_store(tmp_path_factory, qm9_small) -> Path:
-    """A data dir with dataset "old" in the single-folder layout (150 QM9 molecules, every stage, seed 0).
-
-    Built by the project's own writers of that layout (``save_dataset`` and the in-memory
-    pipeline); tests that change it work on a copy.
-    """
-    from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
+def old_layout_store(tmp_path_factory) -> Path:
+    """A data dir holding dataset "old" in the single-folder layout; tests that change it work on a copy."""
+    import tarfile
 
     data_dir = tmp_path_factory.mktemp("old-layout")
-    save_dataset(data_dir, "old", qm9_small.subset(range(OLD_LAYOUT_N)), name="Old", source="qm9pack subset")
-    precompute(data_dir, "old", make_params(seed=0))
+    with tarfile.open(OLD_LAYOUT_ARCHIVE) as archive:
+        archive.extractall(data_dir, filter="data")
     return data_dir

@@ -341,26 +341,17 @@ def test_migrate_cuts_an_old_dataset_into_shards_once(old_dir):
     assert proc.returncode == 2 and "unknown dataset 'nope'" in proc.stderr
 
 
-def test_precompute_migrates_an_old_dataset_first_and_the_report_stays(old_dir, monkeypatch):
-    before = json.loads(run("report", "old", "--json", "--data-dir", str(old_dir)).stdout)
-    assert _layout(old_dir, "old") == (None, 0)  # report alone never migrates
-    monkeypatch.setenv("ORIENTSCOPE_SHARD_SIZE", "40")
-    proc = run("precompute", "old", "--data-dir", str(old_dir))
-    assert "old is in the single-folder layout: migrating it to shards first" in proc.stderr
-    assert _layout(old_dir, "old") == ("sharded", 4)
-    assert json.loads(run("report", "old", "--json", "--data-dir", str(old_dir)).stdout) == before
+def test_every_command_but_migrate_refuses_an_old_dataset_with_the_hint(old_dir):
+    for args in (["precompute", "old"], ["report", "old"], ["precompute", "old", "--limit", "20"], ["map", "old"]):
+        proc = run(*args, "--data-dir", str(old_dir), check=False)
+        assert proc.returncode != 0 and "orientscope migrate old" in proc.stderr, (args, proc.stderr)
+    assert _layout(old_dir, "old") == (None, 0)
 
 
-def test_writable_serve_migrates_in_the_background(qm9_store, tmp_path):
-    import time
-
-    d = tmp_path / "data"
-    shutil.copytree(qm9_store, d)
-    proc = _serve(d, "--no-access-log")
-    try:
-        deadline = time.monotonic() + 300  # a bound for a busy machine, not a timing assertion
-        while _layout(d, "qm9")[0] != "sharded" and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        err = _health_then_stop(proc)
-    assert _layout(d, "qm9") == ("sharded", 1), err  # 400 molecules: one shard of the default size
+def test_serve_migrates_nothing_and_names_migrate_for_an_old_qm9(old_dir):
+    shutil.move(old_dir / "datasets" / "old", old_dir / "datasets" / "qm9")
+    meta = json.loads((old_dir / "datasets" / "qm9" / "dataset.json").read_text())
+    (old_dir / "datasets" / "qm9" / "dataset.json").write_text(json.dumps({**meta, "id": "qm9"}))
+    err = _health_then_stop(_serve(old_dir, "--no-access-log"))
+    assert "orientscope migrate qm9" in err
+    assert _layout(old_dir, "qm9") == (None, 0)

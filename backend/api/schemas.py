@@ -43,8 +43,9 @@ class DatasetPublic(_Model):
     name: str = Field(description="Human-readable name.")
     n_molecules: int = Field(description="Number of molecules stored.")
     source: str = Field(description="Where the molecules come from.")
-    status: Literal["ready", "computing", "failed"] = Field(
-        description="ready: results can be read; computing: the pipeline is running; failed: see message."
+    status: Literal["ready", "computing", "failed", "needs_migration"] = Field(
+        description="ready: results can be read; computing: the pipeline is running; failed: see message; "
+        "needs_migration: stored before the sharded layout, `orientscope migrate ID` converts it (reads answer 409)."
     )
     message: str = Field(description="Why the dataset is computing or failed ('' when ready).")
     result_key: str | None = Field(description="Key of the active result (frame-sign-seed[-limit]), null if none yet.")

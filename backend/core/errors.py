@@ -24,6 +24,10 @@ class NotReady(OrientScopeError):
     """The thing exists but is not finished yet (a running export); the message says where to follow it."""
 
 
+class OldLayout(NotReady):
+    """A dataset stored before the sharded layout (store format 2); the message names ``orientscope migrate``."""
+
+
 class Busy(OrientScopeError):
     """Too much work is already queued; try again after ``retry_after`` seconds."""
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -214,9 +214,3 @@ class Engine:
                 yield position[future.key], future.result()
         finally:
             self._client.cancel([f for f in futures if not f.done()])
-
-
-def run_map(spec: ClusterSpec, fn: Callable, items: Iterable, progress: ShardProgress | None = None) -> list:
-    """One-shot :meth:`Engine.map` on a fresh engine."""
-    with Engine(spec) as engine:
-        return engine.map(fn, list(items), progress)

@@ -41,7 +41,7 @@ def new_dataset_id(data_dir: Path, name: str, reserved: set[str] | frozenset[str
 
 
 def ingest_meta(loaded_format: str, n_skipped: int, problems: list, strict: bool | None = None, **extra) -> dict:
-    """The meta fields every ingested dataset records about its reading (in-memory or sharded)."""
+    """The meta fields every ingested dataset records about its reading (one file or many)."""
     meta = {
         "format": loaded_format,
         "n_skipped": int(n_skipped),

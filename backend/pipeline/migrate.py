@@ -1,4 +1,7 @@
-"""Migrate a dataset of the single-folder (in-memory) layout to the sharded layout, in place and atomically.
+"""Migrate a dataset stored before the sharded layout (the single-folder one) to shards, in place and atomically.
+
+The only reader of the old layout: every other command and the server refuse
+such a dataset and name ``orientscope migrate`` (``store.datasets.require_current_layout``).
 
 The new folder is built in a private staging data dir (``staging.staging``):
 the molecules cut into shards of the configured size and every stored result
@@ -7,7 +10,7 @@ report figure, KL and classifier result stays the same), the meta file with
 the shard list written last. Under the dataset's lock, and with every result's
 lock held (a running pipeline is waited for), the new folder then takes the
 old one's place in one atomic exchange (``staging.publish``). Until then the
-old dataset is untouched and served as before; a failed or killed migration
+old dataset is untouched; a failed or killed migration
 leaves it as it was.
 """
 
@@ -113,19 +116,3 @@ def _write_popcounts(result: Path, refs: list) -> None:
 
 def _layout(meta: dict) -> dict:
     return {k: meta[k] for k in ("layout", "format_version", "shard_size", "shards")}
-
-
-def migrate_all(data_dir: Path, shard_size: int | None = None) -> list[str]:
-    """Migrate every single-folder dataset of the store, one after the other; the ids migrated.
-
-    A dataset that fails is logged and left as it is; the others still migrate.
-    """
-    done = []
-    for dataset_id in ds.list_dataset_ids(data_dir):
-        try:
-            if needs_migration(data_dir, dataset_id):
-                migrate_dataset(data_dir, dataset_id, shard_size)
-                done.append(dataset_id)
-        except Exception:  # in a server's background thread: one bad dataset must not stop the others
-            log.exception("migrating %s to the sharded layout failed; it stays in the single-folder layout", dataset_id)
-    return done

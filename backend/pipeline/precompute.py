@@ -1,29 +1,34 @@
-"""Run the pipeline stages for one (dataset, parameters) and store the results."""
+"""Run the pipeline stages for one (dataset, parameters) and store the results.
+
+There is one way to compute a stage: per-shard steps plus a merge of their
+small results (``pipeline.sharded``), in this process or on a Dask cluster.
+A small set is one shard of the same path; a ``--limit`` run stages its evenly
+spread subset as a sharded set of its own and runs the same steps on it.
+"""
 
 from __future__ import annotations
 
 import logging
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from orientscope.core.dataset import MoleculeSet, select_rows
+import numpy as np
+
+from orientscope.core.dataset import concat_molecule_sets, select_rows
 from orientscope.core.errors import NotFoundError
-from orientscope.core.progress import Progress, scaled
+from orientscope.core.progress import Progress
 from orientscope.core.settings import DEFAULT_SEED, validate_id
 from orientscope.pipeline.builtin import BUILTIN
-from orientscope.pipeline.engine import Engine, choose_cluster, parse_cluster
-from orientscope.pipeline.migrate import migrate_dataset
-from orientscope.pipeline.sharded import precompute_sharded
-from orientscope.pipeline.stage import StageContext
-from orientscope.pipeline.stages import STAGES, stage_by_name
+from orientscope.pipeline.engine import Engine, choose_cluster
+from orientscope.pipeline.sharded import STAGES, precompute_sharded
+from orientscope.pipeline.staging import staging
 from orientscope.science.frames import FRAME_METHODS, SIGN_RULES
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
-from orientscope.store.shards import is_sharded, save_sharded
+from orientscope.store.shards import read_shard, save_sharded, shard_refs
 
 log = logging.getLogger(__name__)
-
-MIGRATE_SHARE = 0.2  # of the progress bar, when a single-folder dataset is migrated first
 
 
 def make_params(frame: str = "pca", sign: str = "max", seed: int = DEFAULT_SEED, limit: int | None = None) -> dict:
@@ -37,10 +42,13 @@ def make_params(frame: str = "pca", sign: str = "max", seed: int = DEFAULT_SEED,
 
 
 def ensure_dataset(data_dir: Path, dataset_id: str) -> dict:
-    """Meta of a stored dataset; built-in datasets are materialised on first use."""
+    """Meta of a stored dataset of the current layout; built-in datasets are materialised on first use.
+
+    OldLayout (naming ``orientscope migrate``) for a dataset stored before the sharded layout.
+    """
     validate_id(dataset_id)
     if ds.has_dataset(data_dir, dataset_id):
-        return ds.read_meta(data_dir, dataset_id)
+        return ds.require_current_layout(dataset_id, ds.read_meta(data_dir, dataset_id))
     if dataset_id in BUILTIN:
         name, source, loader = BUILTIN[dataset_id]
         log.info("materialising built-in dataset %s", dataset_id)
@@ -50,11 +58,31 @@ def ensure_dataset(data_dir: Path, dataset_id: str) -> dict:
     )
 
 
-def load_for_params(data_dir: Path, dataset_id: str, params: dict) -> MoleculeSet:
-    mols = ds.load_dataset(data_dir, dataset_id)
-    if params.get("limit"):
-        mols = mols.subset(select_rows(mols.n_molecules, params["limit"]))
-    return mols
+def _stage_names(stages: list[str] | None) -> list[str]:
+    for name in stages or ():
+        if name not in STAGES:
+            raise ValueError(f"unknown stage {name!r}; expected one of {list(STAGES)}")
+    return [s for s in STAGES if not stages or s in stages]
+
+
+@contextmanager
+def _source(data_dir: Path, dataset_id: str, meta: dict, limit: int | None) -> Iterator[Path]:
+    """The data dir the shard tasks read ``dataset_id`` from: the store, or for a limit run a private
+    one holding the subset's rows (read shard by shard) as a sharded set of its own."""
+    if not limit or limit >= int(meta["n_molecules"]):
+        yield data_dir
+        return
+    rows = select_rows(int(meta["n_molecules"]), limit)
+    parts = []
+    for ref in shard_refs(data_dir, dataset_id, meta):
+        lo, hi = np.searchsorted(rows, [ref.start, ref.stop])
+        if hi > lo:
+            parts.append(read_shard(ref, meta).subset(rows[lo:hi] - ref.start))
+    with staging(data_dir, dataset_id, replace=True) as private:
+        subset = save_sharded(private, dataset_id, concat_molecule_sets(parts), meta["name"], meta["source"])
+        # The stored meta (units, frame-dependent properties), with the subset's size and shards.
+        ds.write_meta(private, dataset_id, {**meta, **{k: subset[k] for k in ("n_molecules", "n_atoms", "shards")}})
+        yield private
 
 
 def precompute(
@@ -66,58 +94,26 @@ def precompute(
     progress: Progress | None = None,
     cluster: str | None = None,
     engine: Engine | None = None,
-    migrate: bool = False,
 ) -> ResultStore:
     """Compute every missing stage (or ``stages``) and mark the result active.
 
-    ``progress`` hears the fraction of all stages to run, with each stage's name.
-    ``migrate`` first turns a dataset of the single-folder layout into a sharded
-    one (its stored results re-cut, not recomputed; see ``pipeline.migrate``);
-    a ``limit`` run reads its rows into memory and runs in this process.
-    A sharded dataset runs shard by shard on the engine that ``cluster`` (else
-    ``$ORIENTSCOPE_CLUSTER``, else the dataset's size) picks, or on ``engine``
-    if one is already running; a single-folder dataset runs in this process.
+    ``progress`` hears the fraction of all stages to run, with each stage's name. A re-run after a
+    crash reuses the shards whose frames the interrupted run wrote; ``force`` recomputes every shard.
+    The stages run shard by shard on ``engine`` if one is already running, else
+    on the one ``cluster`` (else ``$ORIENTSCOPE_CLUSTER``, else the set's size) picks.
     """
     meta = ensure_dataset(data_dir, dataset_id)
-    if migrate and not is_sharded(meta):
-        log.info("%s is in the single-folder layout: migrating it to shards first", dataset_id)
-        meta = migrate_dataset(data_dir, dataset_id, progress=scaled(progress, 0.0, MIGRATE_SHARE))
-        progress = scaled(progress, MIGRATE_SHARE, 1.0) if progress else None
+    names = _stage_names(stages)
+    limit = params.get("limit")
+    spec = choose_cluster(cluster, min(int(meta["n_molecules"]), limit or int(meta["n_molecules"])))
     store = ResultStore(data_dir, dataset_id, params)
-    wanted = [stage_by_name(n) for n in stages] if stages else list(STAGES)
-    # A --limit run takes a subset small enough for memory.
-    if is_sharded(meta) and not params.get("limit"):
-        spec = choose_cluster(cluster, int(meta["n_molecules"]))
-        with store.lock():
-            todo = [s.name for s in wanted if force or not store.completed(s.name)]
-            if todo and engine is not None:
-                precompute_sharded(data_dir, dataset_id, params, engine, store, todo, progress)
-            elif todo:
-                with Engine(spec) as started:
-                    precompute_sharded(data_dir, dataset_id, params, started, store, todo, progress)
-            ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
-        return store
-    if cluster:
-        parse_cluster(cluster)  # a bad value is an error even where it does not apply
     with store.lock():
-        todo = [s for s in wanted if force or not store.completed(s.name)]
-        mols = load_for_params(data_dir, dataset_id, params) if todo else None
-        for number, stage in enumerate(todo, 1):
-            missing = [r for r in stage.requires if not store.completed(r)]
-            if missing:
-                raise RuntimeError(f"stage {stage.name!r} needs {missing} first")
-            notify = scaled(progress, (number - 1) / len(todo), number / len(todo), stage=stage.name)
-            ctx = StageContext(data_dir, dataset_id, params, mols, store, notify)
-            notify(0.0, f"starting (stage {number} of {len(todo)})")
-            t0 = time.perf_counter()
-            out = stage.run(ctx)
-            seconds = time.perf_counter() - t0
-            skipped = out.skipped_stages(stage.name)
-            store.write_stage(stage.name, out.section(), out.tables, seconds, out.settings, skipped)
-            for what, reason in skipped.items():
-                log.info("%s/%s %s skipped: %s", dataset_id, store.key, what, reason)
-            done = f"skipped: {out.skipped}" if out.skipped else f"done in {seconds:.1f} s"
-            notify(1.0, done)
-            log.info("%s/%s stage %s done in %.2f s", dataset_id, store.key, stage.name, seconds)
+        todo = [s for s in names if force or not store.completed(s)]
+        if todo and todo[0] != "frames" and not store.completed("frames"):
+            raise RuntimeError(f"stage {todo[0]!r} needs ['frames'] first")
+        if todo:
+            started = nullcontext(engine) if engine else Engine(spec)
+            with _source(data_dir, dataset_id, meta, limit) as source, started as run_on:
+                precompute_sharded(source, dataset_id, params, run_on, store, todo, progress, reuse=not force)
         ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
     return store

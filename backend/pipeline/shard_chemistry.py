@@ -10,7 +10,7 @@ Three passes of per-shard tasks on the engine, each followed by a small merge:
    share of the seeded samples (the clustering sample, the coupling's queries
    and random partners: the smallest counter-based draws by global index,
    which merge exactly).
-   The merge numbers the labels (sorted, as the in-memory stage does) and
+   The merge numbers the labels (sorted) and
    clusters the sample exactly (the leaders). Each pass-2 task then gets the
    merged codes of its own shard's labels only, not every label of the set.
 2. **groups** (:func:`groups_shard`): give every molecule its scaffold,
@@ -18,14 +18,14 @@ Three passes of per-shard tasks on the engine, each followed by a small merge:
    table; return per-group sums (size, Σ q qᵀ, Σ R) and each query's nearest
    neighbour in this shard. Sums add up exactly: group means and
    concentrations, and the nearest neighbour over all shards (ties to the
-   lower index), equal the in-memory values (up to float summation order).
+   lower index), equal those of the whole set (up to float summation order).
 3. **angles** (:func:`angles_shard`): each member's angle to its group's mean,
    as counts in 0.01° bins per group (the median spread is within 0.005° of
    the exact one) and the closest member per group (exact), plus the frames
-   of the coupling's molecules, on which the coupling is computed as in memory.
+   of the coupling's molecules, on which the coupling is computed.
 
-So the section, the group tables and the per-molecule tables equal those of
-the in-memory stage on the same molecules (the spread within its stated
+So the section, the group tables and the per-molecule tables equal what the
+science functions give on the whole set's arrays (the spread within its stated
 error), whatever the shard size or worker count.
 """
 
@@ -39,10 +39,7 @@ import pandas as pd
 
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.core.orientations_schema import Q_COLUMNS, R_COLUMNS
-from orientscope.pipeline.engine import Engine
-from orientscope.pipeline.shard_stages import ShardJob
-from orientscope.pipeline.stage import StageOutput
-from orientscope.pipeline.stages.chemistry import (
+from orientscope.pipeline.chemistry_report import (
     CLUSTER_SAMPLE,
     CLUSTER_THRESHOLD,
     MOLECULE_COLUMNS,
@@ -57,6 +54,9 @@ from orientscope.pipeline.stages.chemistry import (
     similarity_pool,
     stage_output,
 )
+from orientscope.pipeline.engine import Engine
+from orientscope.pipeline.shard_stages import ShardJob
+from orientscope.pipeline.stage import StageOutput
 from orientscope.science.chemistry import compute_chemistry
 from orientscope.science.clustering import (
     TanimotoIndex,
@@ -95,7 +95,7 @@ LABEL_KEYS = {"scaffold": "scaffolds", "formula": "formulas"}  # grouping -> its
 
 
 def _seeds(seed: int) -> tuple[int, int]:
-    """(clustering seed, pair seed), derived as in the in-memory stage."""
+    """(clustering seed, pair seed)."""
     return derived_seed(seed, "cluster"), derived_seed(seed, "similarity")
 
 

@@ -6,11 +6,11 @@ trained on a seeded subsample, every molecule scored per shard.
 2. Per shard, a task computes the subsample's features for the stored pose and
    for a negative copy turned by ``haar_rotations(seed, "models:<which>:negatives", index)``.
 3. One task per fold of each (orientation set, feature set) fits the fold's
-   model on the other folds of the subsample, exactly as the in-memory stage's
-   cross-fitting does (grouped folds, same seeds), and returns its out-of-fold
+   model on the other folds of the subsample (``science.classifiers``' grouped
+   folds and seeds), and returns its out-of-fold
    P(stored pose). The costliest folds go first, so the workers finish together.
 4. One pass computes, in parallel, the metrics and bootstrap of each
-   out-of-fold set (as in memory) and, per shard, the score of every
+   out-of-fold set and, per shard, the score of every
    molecule's stored pose: training molecules keep their out-of-fold score
    (cross-fitting); every other molecule is scored by one fold model, picked by
    a counter-based draw on its global index (no extra fit on the whole
@@ -33,12 +33,12 @@ from threadpoolctl import threadpool_limits
 from orientscope.core.dataset import frame_dependent_properties
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.frames_table import frames_from_table
-from orientscope.pipeline.shard_regression import RegressionJob, regression_partial, regression_section
+from orientscope.pipeline.shard_regression import REGRESSION, RegressionJob, regression_partial, regression_section
 from orientscope.pipeline.shard_stages import WHICH, ShardJob
 from orientscope.pipeline.stage import StageOutput
-from orientscope.pipeline.stages.models import CLASSIFIER, NO_PROPERTIES, REGRESSION, SCORE_FEATURES, score_column
 from orientscope.science.classifiers import (
     FEATURE_SETS,
+    ClassifierSettings,
     composition_features,
     detection_metrics,
     fold_model,
@@ -53,6 +53,14 @@ from orientscope.store.shards import read_shard, read_shard_table, write_shard_t
 
 TRAIN_MOLECULES = 200_000
 MIN_MOLECULES = 20
+# ``classifier_score`` is the score of this feature set: it does not depend on atom order, so it rates the pose.
+SCORE_FEATURES = "frame+composition"
+CLASSIFIER = ClassifierSettings()
+NO_PROPERTIES = "the dataset has no numeric properties to predict"
+
+
+def score_column(feature_set: str) -> str:
+    return "score_" + feature_set.replace("+", "_").replace("-", "_")
 
 
 def training_rows(n_molecules: int, seed: int, size: int = TRAIN_MOLECULES) -> np.ndarray:
@@ -105,7 +113,7 @@ def training_features(job: FeatureJob) -> dict:
 
 
 def _properties(mols) -> np.ndarray:
-    """(n, p) the numeric properties, as the in-memory stage picks them."""
+    """(n, p) the numeric properties: every numeric column of the molecules table."""
     return mols.properties.select_dtypes("number").to_numpy(np.float64)
 
 

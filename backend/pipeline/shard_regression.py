@@ -2,20 +2,20 @@
 every molecule scored shard by shard.
 
 1. :class:`RegressionJob` (one per orientation set, stored poses and control)
-   cross-fits the regressor on the subsample exactly as the in-memory stage
-   does (its folds and seeds): every training molecule gets its out-of-fold
-   prediction and its training folds' mean (the baseline). It also fits one
-   model on the whole subsample.
+   cross-fits the regressor on the subsample (``science.regression``'s folds
+   and seeds): every training molecule gets its out-of-fold prediction and its
+   training folds' mean (the baseline). It also fits one model on the whole
+   subsample.
 2. Per shard, :func:`regression_partial` predicts every other molecule with
    that model (baseline: the subsample's mean) and puts it in a group drawn by
    its global index, one of ``n_folds``; training molecules stay in their fold.
    The squared errors are summed per group in fixed global blocks
    (science/ordered_sums), so the merge gives the same bits for any cut.
-3. :func:`regression_section` turns the merged sums into the in-memory stage's
-   rows: means over the groups, ``improvement_std`` their spread, the
-   normalised columns divided by the variance over every molecule.
+3. :func:`regression_section` turns the merged sums into the report's rows:
+   means over the groups, ``improvement_std`` their spread, the normalised
+   columns divided by the variance over every molecule.
 
-With a subsample of the whole set this is exactly the in-memory computation.
+With a subsample of the whole set this is exactly ``orientation_regression`` on the arrays.
 """
 
 from __future__ import annotations
@@ -26,10 +26,32 @@ from pathlib import Path
 
 import numpy as np
 
-from orientscope.pipeline.stages.models import REGRESSION, regression_rows
 from orientscope.science.counter_rng import uniforms
 from orientscope.science.ordered_sums import block_partial, merge_block_partials
-from orientscope.science.regression import cross_fit_predictions, error_terms, fit_regressor, regression_summary
+from orientscope.science.regression import (
+    RegressionSettings,
+    cross_fit_predictions,
+    error_terms,
+    fit_regressor,
+    regression_summary,
+)
+
+REGRESSION = RegressionSettings()
+
+
+def regression_rows(names, units: dict, frame_dependent, original: dict, control: dict) -> list[dict]:
+    """The report's rows, one per property, from the scores of the stored poses and of the control."""
+    rows = []
+    for j, name in enumerate(names):
+        rows.append({
+            "property": str(name),
+            "unit": units.get(name, ""),
+            "frame_dependent": name in frame_dependent,
+            **{key: float(values[j]) for key, values in original.items()},
+            "control_improvement": float(control["improvement"][j]),
+            "control_improvement_std": float(control["improvement_std"][j]),
+        })  # fmt: skip
+    return rows
 
 
 @dataclass(frozen=True)

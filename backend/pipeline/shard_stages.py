@@ -25,7 +25,6 @@ import numpy as np
 from orientscope.core.orientations_schema import Q_COLUMNS, R_COLUMNS
 from orientscope.pipeline.frames_table import frames_to_table
 from orientscope.pipeline.stage import StageOutput
-from orientscope.pipeline.stages.frames import degenerate_summary
 from orientscope.science.counter_rng import haar_rotations, half_split, subsample, uniforms
 from orientscope.science.frames import compute_frames
 from orientscope.science.rotations import geodesic_angle, rotate_molecules
@@ -41,7 +40,14 @@ from orientscope.science.so3_partial import (
 )
 from orientscope.science.so3_stats import kernel_sums
 from orientscope.store.datasets import read_meta
-from orientscope.store.shards import ShardRef, read_shard, read_shard_table, write_shard_table
+from orientscope.store.shards import (
+    ShardRef,
+    read_shard,
+    read_shard_column,
+    read_shard_table,
+    shard_table_path,
+    write_shard_table,
+)
 
 WHICH = ("original", "control")
 K_NEIGHBOURS = 5
@@ -60,6 +66,7 @@ class ShardJob:
     ref: ShardRef
     params: dict
     result_dir: str
+    reuse: bool = True  # take over the shard's outputs an interrupted run of this result left (not on --force)
 
     @property
     def seed(self) -> int:
@@ -67,18 +74,40 @@ class ShardJob:
 
 
 # ---------------------------------------------------------------------- frames
+def degenerate_summary(degenerate: np.ndarray, reasons: np.ndarray) -> dict:
+    """``n_degenerate`` and the count of each reason code (``reasons``: ";"-joined codes per molecule)."""
+    counts: dict[str, int] = {}
+    for codes in reasons[degenerate]:
+        for code in codes.split(";"):
+            counts[code] = counts.get(code, 0) + 1
+    return {"n_degenerate": int(degenerate.sum()), "degenerate_reasons": counts}
+
+
 def frames_shard(job: ShardJob) -> dict:
-    """Frames of the shard's stored poses and of its control copy, written as the shard's frame tables."""
+    """Frames of the shard's stored poses and of its control copy, written as the shard's frame tables.
+
+    A shard whose two tables an interrupted run of this result already wrote is not computed again
+    (each table is written atomically, so one that is there is complete): a re-run after a crash
+    reads their summary back and computes only the shards that were missing.
+    """
+    result = Path(job.result_dir)
+    if job.reuse and all(shard_table_path(result, "frames", w, job.ref.number).is_file() for w in WHICH):
+        summary = {}
+        for which in WHICH:
+            table = read_shard_table(result, "frames", which, job.ref.number, columns=["degenerate", "reason"])
+            degenerate = table.column("degenerate").to_numpy(zero_copy_only=False)
+            summary[which] = degenerate_summary(degenerate, table.column("reason").to_numpy(zero_copy_only=False))
+        return {**summary, "atom_counts": np.bincount(read_shard_column(job.ref, "n_atoms").astype(np.int64))}
     mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
     kw = {"method": job.params["frame"], "sign_rule": job.params["sign"]}
     frames = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers, **kw)
     turned = rotate_molecules(mols.positions_angstrom, mols.offsets, haar_rotations(job.seed, "control", job.ref.index))
     control = compute_frames(turned, mols.offsets, mols.atomic_numbers, **kw)
     for which, f in (("original", frames), ("control", control)):
-        write_shard_table(Path(job.result_dir), "frames", which, job.ref.number, frames_to_table(mols.ids, f))
+        write_shard_table(result, "frames", which, job.ref.number, frames_to_table(mols.ids, f))
     return {
-        "original": degenerate_summary(frames),
-        "control": degenerate_summary(control),
+        "original": degenerate_summary(frames.degenerate, frames.reasons),
+        "control": degenerate_summary(control.degenerate, control.reasons),
         "atom_counts": np.bincount(mols.n_atoms),
     }
 

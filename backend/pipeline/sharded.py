@@ -4,7 +4,7 @@ The frames and statistics stages run per shard (see shard_stages.py), and so
 does the models stage (shard_models.py, shard_regression.py) and the
 chemistry stage (shard_chemistry.py). Each stage's section and its
 ``engine`` (where it ran, how many workers) go into the result's manifest,
-which is written last, as for the in-memory pipeline.
+which is written last.
 """
 
 from __future__ import annotations
@@ -43,11 +43,9 @@ from orientscope.store.shards import shard_refs
 
 log = logging.getLogger(__name__)
 
-SHARDED_STAGES = ("frames", "statistics", "chemistry", "models")
 # Overrides of so3_partial's KL limits (exact_limit, sign_limit, at_n); tests lower them to reach the
 # subsampled fits on small sets. Read in the client, so they travel inside the tasks.
 KL_LIMITS: dict = {}
-NOT_YET = "not yet computed per shard (issue 15)"
 
 
 def _frames(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
@@ -76,7 +74,9 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
     return statistics_section(candidates, kernels, angles, kls)
 
 
+# In pipeline order: the later stages read the frames.
 RUNNERS = {"frames": _frames, "statistics": _statistics, "chemistry": run_chemistry, "models": run_models}
+STAGES = tuple(RUNNERS)
 
 
 def precompute_sharded(
@@ -87,13 +87,15 @@ def precompute_sharded(
     store: ResultStore,
     stages: list[str],
     progress: Progress | None = None,
+    reuse: bool = True,
 ) -> None:
-    """Run ``stages`` (names, in pipeline order) shard by shard on ``engine``; the caller holds the lock."""
-    if params.get("limit"):
-        raise ValueError("--limit is not supported for sharded datasets; run on the whole set")
+    """Run ``stages`` (names, in pipeline order) shard by shard on ``engine``; the caller holds the lock.
+
+    ``reuse``: take over the per-shard frames an interrupted run of this result wrote (see ``frames_shard``).
+    """
     meta = read_meta(data_dir, dataset_id)
     jobs = [
-        ShardJob(str(data_dir), dataset_id, ref, dict(params), str(store.dir))
+        ShardJob(str(data_dir), dataset_id, ref, dict(params), str(store.dir), reuse)
         for ref in shard_refs(data_dir, dataset_id, meta)
     ]
     for number, name in enumerate(stages, 1):
@@ -105,7 +107,7 @@ def precompute_sharded(
 
         notify(0.0, f"starting (stage {number} of {len(stages)})")
         t0 = time.perf_counter()
-        out = RUNNERS[name](engine, jobs, params, say) if name in RUNNERS else StageOutput(skipped=NOT_YET)
+        out = RUNNERS[name](engine, jobs, params, say)
         seconds = time.perf_counter() - t0
         store.write_stage(name, out.section(), out.tables, seconds, out.settings, out.skipped_stages(name),
                           engine=engine.describe(), shard_rows=out.shard_rows)  # fmt: skip

@@ -1,22 +1,11 @@
-"""The stage protocol: each pipeline stage is a function of a context that
-returns a report section and per-molecule tables."""
+"""What a stage produces: its report section, per-molecule tables and settings (see ``pipeline.sharded``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from orientscope.core.dataset import MoleculeSet
-from orientscope.core.progress import Progress
-from orientscope.pipeline.frames_table import frames_from_table
-from orientscope.science.frames import Frames
-from orientscope.science.rotations import derived_seed, random_rotations
-from orientscope.store.results import ResultStore
 
 
 @dataclass
@@ -69,50 +58,3 @@ def _finite_or_null(obj):
     if isinstance(obj, float | np.floating) and not np.isfinite(obj):
         return None
     return obj
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    run: Callable[[StageContext], StageOutput]
-    requires: tuple[str, ...] = ()
-    description: str = ""
-
-
-class StageContext:
-    """Inputs of a stage: the molecules, the parameters and earlier stages' outputs."""
-
-    def __init__(
-        self, data_dir: Path, dataset_id: str, params: dict, mols: MoleculeSet, store: ResultStore, progress: Progress
-    ):
-        self.data_dir = data_dir
-        self.dataset_id = dataset_id
-        self.params = params
-        self.mols = mols
-        self.store = store
-        self.progress = progress
-        self._frames: dict[str, Frames] = {}
-
-    @property
-    def seed(self) -> int:
-        return int(self.params["seed"])
-
-    def section(self, stage: str) -> dict:
-        return self.store.section(stage)
-
-    def table(self, stage: str, name: str) -> pd.DataFrame:
-        return self.store.table(stage, name).to_pandas()
-
-    def frames(self, which: str = "original") -> Frames:
-        """Frames of the stored poses ("original") or of the control copy ("control")."""
-        if which not in self._frames:
-            self._frames[which] = frames_from_table(self.table("frames", which))
-        return self._frames[which]
-
-    def set_frames(self, which: str, frames: Frames) -> None:
-        self._frames[which] = frames
-
-    @cached_property
-    def control_rotations(self) -> np.ndarray:
-        """(n, 3, 3) the seeded rotations that make the control copy."""
-        return random_rotations(self.mols.n_molecules, derived_seed(self.seed, "control"))

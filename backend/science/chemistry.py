@@ -14,14 +14,12 @@ Fingerprints are Morgan (radius 2, 2048 bits) packed little-endian into
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.elements import hill_formulas
-from orientscope.core.progress import Progress, quiet
 
 log = logging.getLogger(__name__)
 
@@ -215,60 +213,15 @@ def pack_bits(n_bits: np.ndarray, bits: np.ndarray, n_words: int = FP_WORDS, chu
     return out
 
 
-def chemistry_chunks(mols: MoleculeSet, n_chunks: int) -> list[tuple]:
-    """``mols`` cut into ``n_chunks`` contiguous ``(smiles, z, pos, offsets)`` inputs of :func:`chemistry_chunk`."""
+def compute_chemistry(mols: MoleculeSet) -> Chemistry:
+    """Chemistry of every molecule of ``mols`` (one shard's worth: the pipeline runs shards in parallel)."""
     n = mols.n_molecules
     smiles = list(mols.smiles) if mols.smiles is not None else [""] * n
-    off = mols.offsets
-    edges = np.linspace(0, n, max(n_chunks, 1) + 1).round().astype(int)
-    return [
-        (
-            smiles[lo:hi],
-            mols.atomic_numbers[off[lo] : off[hi]],
-            mols.positions_angstrom[off[lo] : off[hi]],
-            off[lo : hi + 1] - off[lo],
-        )
-        for lo, hi in zip(edges[:-1], edges[1:], strict=True)
-        if hi > lo
-    ]
-
-
-def serial_map(fn: Callable, items: list, progress: Callable | None = None) -> list:
-    """``[fn(item) for item in items]`` with ``progress(done, total)``: the in-process default of ``map_chunks``."""
-    out = []
-    for done, item in enumerate(items, 1):
-        out.append(fn(item))
-        if progress:
-            progress(done, len(items))
-    return out
-
-
-def compute_chemistry(
-    mols: MoleculeSet, map_chunks: Callable | None = None, n_chunks: int = 1, progress: Progress | None = None
-) -> Chemistry:
-    """Chemistry of every molecule of ``mols``.
-
-    Parameters
-    ----------
-    map_chunks : ``map_chunks(fn, items, progress)`` -> list in order, e.g. the
-        pipeline engine's ``map``; default: in this process.
-    n_chunks : how many pieces ``mols`` is cut into for ``map_chunks``.
-    progress : called with (fraction, message) as chunks finish.
-    """
-    n = mols.n_molecules
-    notify = progress or quiet
-    chunks = chemistry_chunks(mols, n_chunks)
-    mapper = map_chunks or serial_map
-    results = mapper(
-        chemistry_chunk, chunks, lambda done, total: notify(done / max(total, 1), f"parsed {done}/{total} chunks")
+    result = chemistry_chunk((smiles, mols.atomic_numbers, mols.positions_angstrom, mols.offsets))
+    out_smiles, sources, errors, scaffolds, generic = (
+        np.asarray(result[i], dtype=object).astype(str) for i in range(5)
     )
-
-    def cat(i, dtype):
-        parts = [np.asarray(r[i], dtype=dtype) for r in results]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype)
-
-    out_smiles, sources, errors, scaffolds, generic = (cat(i, object).astype(str) for i in range(5))
-    fps = np.concatenate([r[5] for r in results]) if results else np.zeros((0, FP_WORDS), np.uint64)
+    fps = result[5]
     ok = sources != "failed"
     if (~ok).any():
         log.warning("%d of %d molecules have no molecular graph", int((~ok).sum()), n)

@@ -57,8 +57,8 @@ def pair_queries(seed: int, pool_index: np.ndarray, n_sample: int) -> np.ndarray
 def partner_pool(seed: int, pool_index: np.ndarray, n_partners: int) -> np.ndarray:
     """Sorted global indices random partners are drawn from: a seeded subsample of the pool.
 
-    A sharded run gathers only these frames, and the in-memory run uses the
-    same subsample, so both draw identical random pairs.
+    A sharded run gathers only these frames; the draws are by molecule index,
+    so any cut of the set into shards gives the same random pairs.
     """
     return subsample(seed, "partners", pool_index, n_partners)
 

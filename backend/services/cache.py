@@ -463,15 +463,6 @@ class ViewCache:
             return view
 
     def _load(self, data_dir: Path, dataset_id: str) -> DatasetView:
-        try:
-            return self._load_once(data_dir, dataset_id)
-        except FileNotFoundError:
-            # The dataset's folder was replaced while it was read (a migration to shards swaps the
-            # whole folder at once): read it again, once. A file really missing fails again.
-            log.info("%s changed while it was loaded; loading it again", dataset_id)
-            return self._load_once(data_dir, dataset_id)
-
-    def _load_once(self, data_dir: Path, dataset_id: str) -> DatasetView:
         meta = ds.read_meta(data_dir, dataset_id)
         store = open_result(data_dir, dataset_id)
         if not store.completed("frames"):

@@ -1,4 +1,4 @@
-"""Stored datasets and their status (ready, computing or failed)."""
+"""Stored datasets and their status (ready, computing, failed, or stored before the sharded layout)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from orientscope.core.errors import OldLayout
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import check_dataset_id, get_view
 from orientscope.services.report import build_report
@@ -17,6 +18,7 @@ from orientscope.store.atomic import read_json
 from orientscope.store.results import MANIFEST
 
 READY, COMPUTING, FAILED = "ready", "computing", "failed"
+NEEDS_MIGRATION = "needs_migration"  # stored before the sharded layout: `orientscope migrate ID` converts it
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,10 @@ def _locked(lock_file: Path) -> bool:
 
 def _status(data_dir: Path, dataset_id: str, meta: dict) -> tuple[str, str, dict]:
     """(status, message, manifest of the active result or {})."""
+    try:
+        ds.require_current_layout(dataset_id, meta)
+    except OldLayout as err:
+        return NEEDS_MIGRATION, str(err), {}
     results = ds.dataset_dir(data_dir, dataset_id) / "results"
     computing = results.is_dir() and any(_locked(p / ".lock") for p in results.iterdir() if p.is_dir())
     manifest: dict = {}

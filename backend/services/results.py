@@ -10,7 +10,7 @@ from orientscope.store.results import ResultStore
 
 
 def open_result(data_dir: Path, dataset_id: str, params: dict | None = None) -> ResultStore:
-    meta = ds.read_meta(data_dir, dataset_id)
+    meta = ds.require_current_layout(dataset_id, ds.read_meta(data_dir, dataset_id))
     if params is None:
         params = meta.get("active_params")
         if not params:

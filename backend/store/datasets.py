@@ -2,10 +2,14 @@
 
 Layout::
 
-    datasets/<id>/dataset.json       id, name, source, n_molecules, created, active_result
-    datasets/<id>/molecules.parquet  id, smiles, offset, n_atoms, <properties>
-    datasets/<id>/atoms.parquet      z, x, y, z  (ångström)
-    datasets/<id>/results/<key>/     precomputed results (see results.py)
+    datasets/<id>/dataset.json                     id, name, source, n_molecules, created, active_result,
+                                                   layout "sharded", format_version, shards
+    datasets/<id>/shards/<name>/molecules.parquet  id, smiles, offset, n_atoms, <properties>
+    datasets/<id>/shards/<name>/atoms.parquet      z, x, y, z  (ångström)
+    datasets/<id>/results/<key>/                   precomputed results (see results.py)
+
+Stores written before the sharded layout kept one ``molecules.parquet`` and
+``atoms.parquet`` in the dataset folder; only ``orientscope migrate`` reads them.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from orientscope.core.dataset import MoleculeSet, concat_molecule_sets, frame_dependent_properties
-from orientscope.core.errors import NotFoundError
+from orientscope.core.errors import NotFoundError, OldLayout
 from orientscope.core.settings import validate_id
 from orientscope.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
 
@@ -90,16 +94,6 @@ def has_dataset(data_dir: Path, dataset_id: str) -> bool:
     return (dataset_dir(data_dir, dataset_id) / META).is_file()
 
 
-def save_dataset(
-    data_dir: Path, dataset_id: str, mols: MoleculeSet, name: str, source: str, extra: dict | None = None
-) -> dict:
-    """Write a dataset's tables in the single-folder layout, then its meta file last (the meta marks it complete)."""
-    write_molecule_tables(dataset_dir(data_dir, dataset_id), mols)
-    meta = meta_of(dataset_id, mols, name, source, extra)
-    write_meta(data_dir, dataset_id, meta)
-    return meta
-
-
 def meta_of(dataset_id: str, mols: MoleculeSet, name: str, source: str, extra: dict | None = None) -> dict:
     """The meta record of ``mols`` stored as ``dataset_id``."""
     return new_meta(
@@ -146,12 +140,20 @@ def new_meta(
     }
 
 
+def require_current_layout(dataset_id: str, meta: dict) -> dict:
+    """``meta`` if the dataset is in the sharded layout, else OldLayout naming the command that converts it."""
+    if meta.get("layout") != "sharded":
+        raise OldLayout(
+            f"dataset {dataset_id!r} is stored in the old single-folder layout (before store format 2); "
+            f"run `orientscope migrate {dataset_id}` to convert it"
+        )
+    return meta
+
+
 def read_molecule_columns(data_dir: Path, dataset_id: str, columns: list[str]) -> pd.DataFrame:
     """Some columns of the per-molecule table (id, smiles, properties), without the atoms."""
-    meta = read_meta(data_dir, dataset_id)
+    meta = require_current_layout(dataset_id, read_meta(data_dir, dataset_id))
     folder = dataset_dir(data_dir, dataset_id)
-    if meta.get("layout") != "sharded":
-        return read_table(folder / "molecules.parquet", columns=columns).to_pandas()
     parts = [read_table(folder / "shards" / s["name"] / "molecules.parquet", columns=columns) for s in meta["shards"]]
     return pd.concat([p.to_pandas() for p in parts], ignore_index=True)
 
@@ -201,10 +203,8 @@ def molecules_from_tables(molecules: pa.Table, atoms: pa.Table, meta: dict) -> M
 
 def load_dataset(data_dir: Path, dataset_id: str) -> MoleculeSet:
     """The whole dataset in memory (a sharded one concatenated: for sets that fit, e.g. in tests)."""
-    meta = read_meta(data_dir, dataset_id)
+    meta = require_current_layout(dataset_id, read_meta(data_dir, dataset_id))
     folder = dataset_dir(data_dir, dataset_id)
-    if meta.get("layout") != "sharded":
-        return read_molecule_tables(folder, meta)
     parts = [read_molecule_tables(folder / "shards" / s["name"], meta) for s in meta["shards"]]
     return concat_molecule_sets(parts)
 

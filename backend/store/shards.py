@@ -50,6 +50,7 @@ from orientscope.store.datasets import (
     meta_of,
     read_meta,
     read_molecule_tables,
+    require_current_layout,
     write_meta,
     write_molecule_tables,
 )
@@ -99,11 +100,9 @@ def is_sharded(meta: dict) -> bool:
 
 
 def shard_refs(data_dir: Path, dataset_id: str, meta: dict | None = None) -> list[ShardRef]:
-    """The dataset's shards in molecule order (one for a single-folder dataset)."""
-    meta = meta or read_meta(data_dir, dataset_id)
+    """The dataset's shards in molecule order (OldLayout for a dataset stored before the sharded layout)."""
+    meta = require_current_layout(dataset_id, meta or read_meta(data_dir, dataset_id))
     folder = dataset_dir(data_dir, dataset_id)
-    if not is_sharded(meta):
-        return [ShardRef(0, str(folder), 0, int(meta["n_molecules"]))]
     return [
         ShardRef(k, str(folder / SHARDS / s["name"]), int(s["start"]), int(s["n_molecules"]))
         for k, s in enumerate(meta["shards"])
@@ -142,11 +141,15 @@ def read_shard(ref: ShardRef, meta: dict) -> MoleculeSet:
     return read_molecule_tables(Path(ref.folder), meta)
 
 
+def read_shard_column(ref: ShardRef, column: str) -> np.ndarray:
+    """(n_molecules,) one column of the shard's molecules table (``id``, ``n_atoms``, a property), read alone."""
+    table = read_table(Path(ref.folder) / "molecules.parquet", columns=[column])
+    return table.column(column).to_numpy(zero_copy_only=False)
+
+
 def read_shard_ids(ref: ShardRef) -> np.ndarray:
-    """(n_molecules,) str: the shard's molecule ids only (one column read)."""
-    return (
-        read_table(Path(ref.folder) / "molecules.parquet", columns=["id"]).column("id").to_numpy(zero_copy_only=False)
-    )
+    """(n_molecules,) str: the shard's molecule ids only."""
+    return read_shard_column(ref, "id")
 
 
 def hash_ids(ids: np.ndarray) -> np.ndarray:

@@ -162,7 +162,8 @@ def test_the_download_of_a_failed_export_is_409_with_the_reason(read_only, store
     shutil.copytree(store / "datasets" / "qm9", broken)
     meta = json.loads((broken / "dataset.json").read_text())
     (broken / "dataset.json").write_text(json.dumps({**meta, "id": "broken", "name": "Broken"}))
-    (broken / "atoms.parquet").unlink()  # the export job cannot read the molecules
+    for atoms in broken.rglob("atoms.parquet"):
+        atoms.unlink()  # the export job cannot read the molecules
     try:
         accepted = httpx.post(f"{read_only}/api/datasets/broken/exports", json=BODY).json()
         job = _finished(read_only, accepted["job_id"])

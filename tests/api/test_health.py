@@ -14,7 +14,7 @@ def test_health(client):
         "ready": True,
     }
     # qm9 and toy have results, pending has none; no job was ever submitted here.
-    assert body["datasets"] == {"ready": 3, "computing": 1, "failed": 0}
+    assert body["datasets"] == {"ready": 3, "computing": 1, "failed": 0, "needs_migration": 0}
     assert body["jobs"] == {"queued": 0, "running": 0, "done": 0, "failed": 0}
 
 

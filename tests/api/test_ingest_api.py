@@ -227,13 +227,14 @@ def _bomb() -> bytes:
 )
 def test_malformed_uploads_fail_clearly_and_harm_nothing(servers, filename, payload, expected):
     url, data_dir = servers["w"], servers["data_dir"]
-    before = (data_dir / "datasets" / "qm9" / "atoms.parquet").read_bytes()
+    atoms = data_dir / "datasets" / "qm9" / "shards" / "m00000" / "atoms.parquet"
+    before = atoms.read_bytes()
     body, job = _ingest(url, filename, payload, f"bad {filename}")
     assert job["state"] == "failed"
     assert __import__("re").search(expected, job["message"]), job["message"]
     assert httpx.get(f"{url}/api/health").status_code == 200
     assert httpx.get(f"{url}/api/datasets/{body['dataset_id']}").status_code == 404
-    assert (data_dir / "datasets" / "qm9" / "atoms.parquet").read_bytes() == before
+    assert atoms.read_bytes() == before
     assert not (data_dir / "evil.xyz").exists() and not (data_dir / "jobs" / "evil.xyz").exists()
 
 

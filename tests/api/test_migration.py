@@ -1,23 +1,30 @@
-"""A writable server migrates single-folder datasets to shards in the background; a read-only one never does.
+"""A dataset stored before the sharded layout is refused with the `orientscope migrate` hint, never migrated by
+the server; after `orientscope migrate` it opens with the report its stored results held.
 
-Both serve a copy of the same single-folder store over real HTTP; answers are
-the same before and after the migration.
+Served over real HTTP; the migration is the real command line.
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
 from orientscope.pipeline.migrate import needs_migration
+from orientscope.pipeline.precompute import make_params
 from orientscope.services import cache
 from orientscope.store import datasets as ds
+from orientscope.store.results import ResultStore
 from orientscope.store.shards import SHARD_SIZE_ENV
 from tests.api.conftest import ServerThread
 
+EXE = str(Path(sys.executable).parent / "orientscope")
+HINT = "orientscope migrate old"
 PAGES = [{"limit": 50, "offset": 30, "sort": "-classifier_score"}, {"limit": 7, "offset": 143}]
 
 
@@ -39,63 +46,73 @@ def answers(client: httpx.Client) -> dict:
     return out
 
 
+def stored_report(data: Path) -> tuple[dict, dict]:
+    """(report, control) figures as the old store's result sections hold them, read without any reader of the layout."""
+    store = ResultStore(data, "old", make_params(seed=0))
+    report, control = {}, {}
+    for stage in store.completed_stages():
+        report.update(store.section(stage).get("report", {}))
+        control.update(store.section(stage).get("control", {}))
+    return report, control
+
+
 @pytest.fixture()
-def stores(tmp_path, old_layout_store, monkeypatch):
+def data(tmp_path, old_layout_store, monkeypatch):
+    """The old store copied into a data folder; shards of 40 once migrated."""
     monkeypatch.setenv(SHARD_SIZE_ENV, "40")
-    for name in ("read-only", "writable"):
-        shutil.copytree(old_layout_store, tmp_path / name)
-    yield tmp_path / "read-only", tmp_path / "writable"
+    shutil.copytree(old_layout_store, tmp_path / "data")
+    yield tmp_path / "data"
     cache.clear_cache()
 
 
-def test_read_only_server_serves_the_old_layout_and_never_migrates(stores):
+def test_an_old_layout_dataset_is_refused_with_the_hint_and_after_migrate_opens_with_the_same_report(data):
     from orientscope.server import create_app
 
-    read_only, _ = stores
-    app = create_app(read_only, read_only=True, dashboard=False, migrate=True)
-    assert app.state.migration is None
+    report, control = stored_report(data)
+    app = create_app(data, dashboard=False, warm=True)
     with ServerThread(app) as server, httpx.Client(base_url=server.url, timeout=60) as client:
-        seen = answers(client)
-        assert seen["summary"]["n_molecules"] == 150 and "kl" in seen["summary"]
-        assert client.get("/api/datasets/old").json()["status"] == "ready"
-    assert needs_migration(read_only, "old")
-
-
-def test_writable_server_migrates_in_the_background_and_answers_the_same(stores):
-    from orientscope.server import create_app
-
-    read_only, writable = stores
-    with ServerThread(create_app(read_only, read_only=True, dashboard=False)) as server:
-        with httpx.Client(base_url=server.url, timeout=60) as client:
-            before = answers(client)
-    app = create_app(writable, dashboard=False, migrate=True, warm=True)
-    with ServerThread(app) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+        listed = {d["id"]: d for d in get(client, "/api/datasets")}
+        assert listed["old"]["status"] == "needs_migration" and HINT in listed["old"]["message"]
+        for url in ("/api/datasets/old/summary", "/api/datasets/old/molecules", "/api/datasets/old/map"):
+            r = client.get(url)
+            assert r.status_code == 409 and HINT in r.json()["detail"], (url, r.status_code, r.text)
         deadline = time.monotonic() + 600  # a bound for a busy machine, not a timing assertion
-        while get(client, "/api/health")["warming"] and time.monotonic() < deadline:  # served meanwhile
+        while get(client, "/api/health")["warming"] and time.monotonic() < deadline:
             time.sleep(0.2)
-        # The warm-up waits for the migration, so once it is over the new layout is in place.
-        assert not get(client, "/api/health")["warming"] and not app.state.migration.is_alive()
-        meta = ds.read_meta(writable, "old")
-        assert meta["layout"] == "sharded" and [s["n_molecules"] for s in meta["shards"]] == [40, 40, 40, 30]
-        after = answers(client)
-        assert client.get("/api/datasets/old").json()["status"] == "ready"
-    assert after == before
+        assert get(client, "/api/health")["datasets"]["needs_migration"] == 1
+    assert needs_migration(data, "old")  # the server converted nothing
+
+    refused = subprocess.run([EXE, "report", "old", "--data-dir", str(data)], capture_output=True, text=True)
+    assert refused.returncode != 0 and HINT in refused.stderr
+    done = subprocess.run([EXE, "migrate", "old", "--data-dir", str(data)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [s["n_molecules"] for s in ds.read_meta(data, "old")["shards"]] == [40, 40, 40, 30]
+
+    with ServerThread(create_app(data, dashboard=False)) as server:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            assert get(client, "/api/datasets/old")["status"] == "ready"
+            summary = get(client, "/api/datasets/old/summary")
+    assert summary["n_molecules"] == 150
+    for key in ("kl", "kl_sign_invariant", "ks", "n_degenerate", "classifiers", "regression", "reference_molecule"):
+        assert summary[key] == report[key], key
+    for key in ("kl", "kl_sign_invariant", "ks", "classifiers"):
+        assert summary["control"][key] == control[key], key
 
 
-def test_a_migrated_dataset_served_from_memory_mapped_columns_answers_the_same(stores, tmp_path, monkeypatch):
-    """The large-set serving path (ColumnView, per-shard fingerprints) reads the re-cut results too."""
+def test_a_migrated_dataset_served_from_memory_mapped_columns_answers_the_same(data, tmp_path, monkeypatch):
+    """The large-set serving path (ColumnView, per-shard fingerprints) reads the re-cut results as the loaded view."""
     from orientscope.pipeline.migrate import migrate_dataset
     from orientscope.server import create_app
 
-    read_only, writable = stores
-    with ServerThread(create_app(read_only, read_only=True, dashboard=False)) as server:
+    migrate_dataset(data, "old")
+    with ServerThread(create_app(data, read_only=True, dashboard=False)) as server:
         with httpx.Client(base_url=server.url, timeout=60) as client:
             before = answers(client)
-    migrate_dataset(writable, "old")
+    cache.clear_cache()
     monkeypatch.setenv("ORIENTSCOPE_COLUMNS_DIR", str(tmp_path / "columns"))
     monkeypatch.setenv(cache.COLUMN_VIEW_ABOVE_ENV, "1")
-    assert isinstance(cache.get_view(writable, "old"), cache.ColumnView)
-    with ServerThread(create_app(writable, read_only=True, dashboard=False)) as server:
+    assert isinstance(cache.get_view(data, "old"), cache.ColumnView)
+    with ServerThread(create_app(data, read_only=True, dashboard=False)) as server:
         with httpx.Client(base_url=server.url, timeout=60) as client:
             after = answers(client)
     assert after == before

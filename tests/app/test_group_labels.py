@@ -16,6 +16,7 @@ from orientscope.core.palette import GROUP_COLORS, UNGROUPED_GREY
 from orientscope.services.cache import get_view
 from orientscope.services.grouping import group_ids, group_label_map
 from orientscope.services.map_view import view_points
+from orientscope.store.shards import shard_table_path
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +25,12 @@ def unclustered_store(qm9_store, tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("unclustered") / "store"
     shutil.copytree(qm9_store, data_dir)
     result = next((data_dir / "datasets" / "qm9" / "results").iterdir())
-    mols = pd.read_parquet(result / "chemistry.molecules.parquet")
+    molecules = shard_table_path(result, "chemistry", "molecules", 0)  # 400 molecules: one shard
+    mols = pd.read_parquet(molecules)
     groups = pd.read_parquet(result / "chemistry.groups_cluster.parquet")
     singles = set(groups.loc[groups["size"] == 1, "group"])
     mols.loc[mols["cluster_group"].isin(singles), "cluster_group"] = -1
-    mols.to_parquet(result / "chemistry.molecules.parquet")
+    mols.to_parquet(molecules)
     groups[groups["size"] > 1].to_parquet(result / "chemistry.groups_cluster.parquet")
     return data_dir
 

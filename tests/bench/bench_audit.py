@@ -24,7 +24,8 @@ import pandas as pd
 from orientscope.core.dataset import MoleculeSet
 from orientscope.pipeline.model_audit import run_audit
 from orientscope.science.model_audit import AuditSettings
-from orientscope.store.datasets import save_dataset
+from orientscope.store.datasets import read_molecule_columns
+from orientscope.store.shards import save_sharded
 from tests.bench.common import write_section
 
 N_MOLECULES = 100_000
@@ -41,11 +42,11 @@ def _dataset(data_dir: Path, rng: np.random.Generator) -> None:
         ids=np.array([str(i + 1) for i in range(n)]),
         properties=pd.DataFrame({p: rng.normal(size=n) for p in PROPERTIES}),
     )
-    save_dataset(data_dir, "bench", mols, name="bench", source="synthetic")
+    save_sharded(data_dir, "bench", mols, name="bench", source="synthetic")
 
 
 def _predictions(path: Path, data_dir: Path, rng: np.random.Generator) -> int:
-    truth = pd.read_parquet(data_dir / "datasets" / "bench" / "molecules.parquet")
+    truth = read_molecule_columns(data_dir, "bench", ["id", *PROPERTIES])
     frames = []
     for p, extra in zip(PROPERTIES, (0.0, 0.2), strict=True):  # p2: a model that leans a little
         y = truth[p].to_numpy()

@@ -15,13 +15,13 @@ from contextlib import contextmanager
 import numpy as np
 
 from orientscope.loaders.qm9 import load_qm9
-from orientscope.pipeline.engine import Engine
-from orientscope.pipeline.stages import chemistry as stage
+from orientscope.pipeline import chemistry_report as stage
 from orientscope.science.chemistry import compute_chemistry
 from orientscope.science.clustering import leader_clusters, leader_clusters_naive, sampled_leader_clusters
+from orientscope.science.counter_rng import haar_rotations
 from orientscope.science.frames import compute_frames
 from orientscope.science.group_stats import group_orientation_stats
-from orientscope.science.rotations import random_rotations, rotate_molecules
+from orientscope.science.rotations import rotate_molecules
 from orientscope.science.similarity import coupling, neighbour_pairs
 from orientscope.science.substructure import SubstructureIndex
 from tests.bench.common import write_section
@@ -73,12 +73,13 @@ def main() -> None:
     t: dict[str, float] = {}
     mols = load_qm9()
     frames = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers)
-    rotated = rotate_molecules(mols.positions_angstrom, mols.offsets, random_rotations(mols.n_molecules, SEED + 1))
+    rotated = rotate_molecules(
+        mols.positions_angstrom, mols.offsets, haar_rotations(SEED, "control", np.arange(mols.n_molecules))
+    )
     control = compute_frames(rotated, mols.offsets, mols.atomic_numbers)
 
-    with timer(t, "chemistry (parse, fingerprints, scaffolds; the stage's engine: local Dask, 2 workers)"):
-        with Engine(stage.chemistry_spec(mols.n_molecules)) as engine:
-            chem = compute_chemistry(mols, engine.map, 8 * engine.n_workers)
+    with timer(t, "chemistry (parse, fingerprints, scaffolds; one shard's task, as the stage runs QM9)"):
+        chem = compute_chemistry(mols)
     fps = chem.fingerprints
     with timer(t, "sampled leader clustering"):
         labels, leaders, _ = sampled_leader_clusters(

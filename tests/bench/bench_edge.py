@@ -39,11 +39,12 @@ def ensure_store(data_dir: Path) -> None:
     from orientscope.loaders.qm9 import load_qm9
     from orientscope.pipeline.precompute import make_params, precompute
     from orientscope.services.datasets import READY, dataset_info
-    from orientscope.store.datasets import has_dataset, save_dataset
+    from orientscope.store.datasets import has_dataset
+    from orientscope.store.shards import save_sharded
 
     if has_dataset(data_dir, "qm9") and dataset_info(data_dir, "qm9").status == READY:
         return
-    save_dataset(data_dir, "qm9", load_qm9(limit=N_MOLECULES), name="QM9", source="qm9pack subset")
+    save_sharded(data_dir, "qm9", load_qm9(limit=N_MOLECULES), name="QM9", source="qm9pack subset")
     precompute(data_dir, "qm9", make_params(seed=SEED))
 
 

@@ -21,12 +21,12 @@ from threadpoolctl import threadpool_limits
 
 from orientscope.pipeline.frames_table import frames_from_table
 from orientscope.pipeline.precompute import make_params, precompute
-from orientscope.pipeline.stage import StageContext
-from orientscope.pipeline.stages import models
 from orientscope.science.classifiers import ClassifierSettings, composition_features, grouped_folds, pose_features
+from orientscope.science.counter_rng import haar_rotations
 from orientscope.science.frames import compute_frames
 from orientscope.science.regression import SO3NeighborsRegressor
-from orientscope.science.rotations import random_rotations, rotate_molecules
+from orientscope.science.rotations import rotate_molecules
+from orientscope.services.report import build_report
 from orientscope.store import datasets as ds
 from tests.bench.common import write_section
 
@@ -34,32 +34,26 @@ DATA_DIR = Path(os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-models"))
 SEED = 0
 
 
-def _stage(params, mols, store) -> tuple[dict, dict, float]:
+def _stage(params) -> tuple[dict, dict, float]:
+    """(report, seconds per pass, total seconds) of the models stage, run again on the stored frames."""
     marks: list[tuple[float, str]] = []
     t0 = time.perf_counter()
-    ctx = StageContext(
-        DATA_DIR, "qm9", params, mols, store, lambda f, msg, stage="": marks.append((time.perf_counter() - t0, msg))
-    )
-    out = models.run(ctx)
+    precompute(DATA_DIR, "qm9", params, stages=["models"], force=True,
+               progress=lambda f, msg, stage="": marks.append((time.perf_counter() - t0, msg)))  # fmt: skip
     total = time.perf_counter() - t0
     parts: dict[str, float] = {}
     last = 0.0
     for t, msg in marks:
-        key = msg.split(":")[0] if "regression" not in msg else "regression (original + control)"
-        key = {
-            "original": "classifiers, stored poses (3 feature sets)",
-            "control": "classifiers, control (3 feature sets)",
-        }.get(key, key)
+        key = msg.rsplit(" ", 2)[0] if msg.endswith(" shards") else msg  # "<pass> k/n shards" -> "<pass>"
         parts[key] = parts.get(key, 0.0) + t - last
         last = t
-    parts["regression (original + control)"] = parts.get("regression (original + control)", 0.0) + total - last
-    return out.report | {"control": out.control}, parts, total
+    return build_report(DATA_DIR, "qm9", params), parts, total
 
 
 def _classifier_tradeoff(mols, frames) -> list[tuple[str, float, float]]:
     """frame+composition on one grouped 80/20 split: settings vs accuracy and fit time."""
     n = mols.n_molecules
-    Q = random_rotations(n, 123)
+    Q = haar_rotations(123, "bench:negatives", np.arange(n))
     rotated = rotate_molecules(mols.positions_angstrom, mols.offsets, Q)
     rframes = compute_frames(rotated, mols.offsets, mols.atomic_numbers)
     comp = composition_features(mols.atomic_numbers, mols.offsets)
@@ -123,7 +117,7 @@ def main() -> None:
     frames_seconds = time.perf_counter() - t0
     reused = " (reused from an earlier run's store)" if frames_seconds < 1.0 else ""
     mols = ds.load_dataset(DATA_DIR, "qm9")
-    report, parts, total = _stage(params, mols, store)
+    report, parts, total = _stage(params)
     frames = frames_from_table(store.table("frames", "original").to_pandas())
     with threadpool_limits(limits=1, user_api="openmp"):
         clf_rows = _classifier_tradeoff(mols, frames)

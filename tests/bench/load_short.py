@@ -8,16 +8,15 @@ run it with ``pytest tests/bench/load_short.py``. ``make loadtest`` checks the s
 
 import asyncio
 
-import pyarrow.parquet as pq
-
 from orientscope.server import create_app
+from orientscope.store.datasets import read_molecule_columns
 from tests.api.conftest import ServerThread
 from tests.bench.loadtest import build_scenario, coverage_problems, drive
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 
 def test_eight_users_for_five_seconds_get_no_errors(api_data):  # noqa: F811
-    ids = [str(x) for x in pq.read_table(api_data / "datasets" / "qm9" / "molecules.parquet", columns=["id"])["id"]]
+    ids = [str(x) for x in read_molecule_columns(api_data, "qm9", ["id"])["id"]]
     with ServerThread(create_app(api_data, read_only=True)) as server:
         scenario = build_scenario(server.url, ids)
         result = asyncio.run(drive(server.url, scenario, users=8, duration_s=5.0, think=(0.0, 0.2), seed=1))

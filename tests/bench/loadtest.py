@@ -308,9 +308,9 @@ def _ensure_store(data_dir: Path) -> float:
 
 
 def _molecule_ids(data_dir: Path) -> list[str]:
-    import pyarrow.parquet as pq
+    from orientscope.store.datasets import read_molecule_columns
 
-    return [str(x) for x in pq.read_table(data_dir / "datasets" / DATASET / "molecules.parquet", columns=["id"])["id"]]
+    return [str(x) for x in read_molecule_columns(data_dir, DATASET, ["id"])["id"]]
 
 
 def _serve(data_dir: Path, port: int, workers: int) -> tuple[subprocess.Popen, float]:

@@ -138,7 +138,7 @@ def small_sets_url(tmp_path_factory):
     from orientscope.core.dataset import from_molecules
     from orientscope.pipeline.ingest import ingest_file
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
+    from orientscope.store.shards import save_sharded
     from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
     from tests.pipeline.test_small_sets import NO_SMILES, _embedded
 
@@ -146,7 +146,7 @@ def small_sets_url(tmp_path_factory):
     path = data_dir.parent / "three.xyz"
     path.write_text(WATER_METHANE_FORMALDEHYDE_XYZ)
     three = ingest_file(data_dir, path, "three small")["id"]
-    save_dataset(data_dir, "nosmiles", from_molecules(_embedded(NO_SMILES)), name="no SMILES", source="constructed")
+    save_sharded(data_dir, "nosmiles", from_molecules(_embedded(NO_SMILES)), name="no SMILES", source="constructed")
     precompute(data_dir, "nosmiles", make_params(seed=3))
     with serve(data_dir) as url:
         yield url, three

@@ -55,10 +55,10 @@ def _waters(n_stacked: int, n_other: int, seed: int = 0) -> MoleculeSet:
 @pytest.fixture(scope="module")
 def stacked_url(tmp_path_factory):
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
+    from orientscope.store.shards import save_sharded
 
     data_dir = tmp_path_factory.mktemp("stacked")
-    save_dataset(data_dir, "waters", _waters(N_STACKED, 40), name="Waters", source="constructed")
+    save_sharded(data_dir, "waters", _waters(N_STACKED, 40), name="Waters", source="constructed")
     # no "models" stage: the map needs only frames (and the stage takes longest)
     precompute(data_dir, "waters", make_params(seed=0), stages=["frames", "statistics", "chemistry"])
     with serve(data_dir) as url:

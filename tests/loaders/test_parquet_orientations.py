@@ -6,7 +6,8 @@ import pytest
 from orientscope.core.errors import DatasetError
 from orientscope.loaders.detect import load_path
 from orientscope.loaders.parquet_orientations import write_parquet
-from orientscope.store.datasets import dataset_dir, save_dataset
+from orientscope.store.datasets import dataset_dir
+from orientscope.store.shards import SHARDS, save_sharded
 
 
 def test_one_file_round_trip(tmp_path, qm9_small):
@@ -21,8 +22,10 @@ def test_one_file_round_trip(tmp_path, qm9_small):
 
 def test_store_folder_round_trip(tmp_path, qm9_small):
     mols = qm9_small.subset(np.arange(40))
-    save_dataset(tmp_path, "x", mols, name="X", source="test")
-    back = load_path(dataset_dir(tmp_path, "x"), "parquet").mols
+    meta = save_sharded(tmp_path, "x", mols, name="X", source="test")
+    back = load_path(
+        dataset_dir(tmp_path, "x") / SHARDS / meta["shards"][0]["name"], "parquet"
+    ).mols  # one shard's folder
     assert list(back.ids) == list(mols.ids)
     np.testing.assert_array_equal(back.positions_angstrom, mols.positions_angstrom)
     assert list(back.properties.columns) == list(mols.properties.columns)

@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from orientscope.store.datasets import save_dataset
 from orientscope.store.results import list_result_keys
-from orientscope.store.shards import shard_array_paths, shard_table_paths
+from orientscope.store.shards import save_sharded, shard_array_paths, shard_table_paths
 from tests.kill_timing import sigkill_after
 
 EXE = str(Path(sys.executable).parent / "orientscope")
@@ -55,7 +54,7 @@ def test_sigkill_at_random_moments_leaves_only_complete_results(tmp_path, qm9_sm
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     sub = qm9_small.subset(np.arange(250))
     for d in (killed, clean):
-        save_dataset(d, "qm9", sub, name="QM9", source="test")
+        save_sharded(d, "qm9", sub, name="QM9", source="test")
     rng = random.Random(1234)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for _ in range(6):

@@ -13,13 +13,13 @@ from orientscope.pipeline import export_jobs
 from orientscope.pipeline.export import ExportRequest
 from orientscope.pipeline.export_jobs import EXPORT_KIND, export_files, export_jobs_dir, read_export_job, submit_export
 from orientscope.pipeline.jobs import DONE, FAILED, MAX_QUEUED_ENV, QUEUED, JobManager
-from orientscope.store import datasets as ds
+from orientscope.store.shards import save_sharded
 
 
 @pytest.fixture()
 def exports(tmp_path, qm9_small):
     data_dir = tmp_path / "data"
-    ds.save_dataset(data_dir, "small", qm9_small.subset(np.arange(30)), name="Small", source="test")
+    save_sharded(data_dir, "small", qm9_small.subset(np.arange(30)), name="Small", source="test")
     manager = JobManager(data_dir, [EXPORT_KIND], export_dir=tmp_path / "exports")
     yield manager
     manager.shutdown()
@@ -40,7 +40,8 @@ def test_an_export_job_writes_its_files_and_a_record_and_nothing_in_the_store(ex
 
 
 def test_a_failed_export_says_why_when_its_files_are_asked_for(exports):
-    (exports.data_dir / "datasets" / "small" / "atoms.parquet").unlink()  # the store is damaged
+    for atoms in (exports.data_dir / "datasets" / "small").rglob("atoms.parquet"):
+        atoms.unlink()  # the store is damaged
     job = exports.wait(submit_export(exports, "small", ExportRequest("canonical"))["id"])
     assert job["state"] == FAILED and job["message"]
     with pytest.raises(NotReady, match=f"follow GET /api/jobs/{job['id']}"):

@@ -8,7 +8,7 @@ from orientscope.loaders.extxyz import write_extxyz
 from orientscope.loaders.xyz import write_xyz
 from orientscope.pipeline.builtin import BUILTIN
 from orientscope.pipeline.ingest import ingest_file, new_dataset_id
-from orientscope.pipeline.migrate import migrate_all, needs_migration
+from orientscope.pipeline.migrate import needs_migration
 from orientscope.pipeline.model_audit import is_frame_dependent
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.pipeline.staging import staging_root
@@ -35,7 +35,7 @@ def test_ingest_stores_and_precomputes(tmp_path, small_file, qm9_small):
     assert meta["active_result"] in list_result_keys(data_dir, "my-set")
     # Written in the sharded layout from the start (a small set is one shard): nothing is left to migrate.
     assert meta["layout"] == "sharded" and meta["format_version"] == 2 and len(meta["shards"]) == 1
-    assert migrate_all(data_dir) == []
+    assert not needs_migration(data_dir, "my-set")
     mols = ds.load_dataset(data_dir, "my-set")
     np.testing.assert_allclose(mols.positions_angstrom, qm9_small.subset(np.arange(50)).positions_angstrom, atol=1e-7)
     fractions = [f for f, _ in steps]
@@ -132,4 +132,4 @@ def test_a_built_in_set_is_materialised_in_shards_so_a_first_start_migrates_noth
     assert meta["layout"] == "sharded" and meta["format_version"] == 2 and meta["builtin"]
     result = ResultStore(data_dir, "tiny", make_params()).dir
     assert len(shard_table_paths(result, "frames", "original")) == 1  # the per-shard steps ran, on one shard
-    assert migrate_all(data_dir) == [] and not needs_migration(data_dir, "tiny")
+    assert not needs_migration(data_dir, "tiny")

@@ -14,6 +14,7 @@ from orientscope.pipeline.jobs import DONE, FAILED, JobManager, jobs_dir, list_j
 from orientscope.pipeline.smarts_jobs import SEARCH_KIND
 from orientscope.pipeline.upload_jobs import AUDIT_KIND, INGEST_KIND, submit_ingest
 from orientscope.store import datasets as ds
+from orientscope.store.shards import save_sharded
 
 
 def new_manager(data_dir):
@@ -121,7 +122,7 @@ def test_orphans_read_as_failed_without_any_write(tmp_path):
 
 def test_a_queued_job_that_is_cancelled_never_runs_and_leaves_no_output(tmp_path, qm9_small):
     data_dir = tmp_path / "data"
-    ds.save_dataset(data_dir, "small", qm9_small.subset(np.arange(30)), name="Small", source="test")
+    save_sharded(data_dir, "small", qm9_small.subset(np.arange(30)), name="Small", source="test")
     manager = JobManager(data_dir, [EXPORT_KIND], export_dir=tmp_path / "exports", max_workers=1)
     gate = threading.Event()
     manager._pool.submit(gate.wait, 60)  # the one worker is busy: the export stays queued

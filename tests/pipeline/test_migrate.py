@@ -1,4 +1,7 @@
-"""Migrating a single-folder dataset to shards: same molecules, same results, and the old one intact on failure."""
+"""Migrating a single-folder dataset to shards: same molecules, same results, and the old one intact on failure.
+
+The single-folder store is one written by OrientScope before the sharded layout (``old_layout_store``).
+"""
 
 from __future__ import annotations
 
@@ -16,9 +19,9 @@ import pandas as pd
 import pytest
 
 from orientscope.core.dataset import select_rows
-from orientscope.core.errors import DatasetError
+from orientscope.core.errors import DatasetError, OldLayout
 from orientscope.pipeline import migrate, staging
-from orientscope.pipeline.precompute import MIGRATE_SHARE, make_params, precompute
+from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.science.clustering import popcounts
 from orientscope.services.report import build_report
 from orientscope.store import datasets as ds
@@ -50,13 +53,21 @@ def old(tmp_path, old_layout_store, monkeypatch):
     return data
 
 
+def molecules(data):
+    """Dataset "old" in memory, in either layout (only a migration reads the old one)."""
+    meta = ds.read_meta(data, "old")
+    if is_sharded(meta):
+        return ds.load_dataset(data, "old")
+    return ds.read_molecule_tables(ds.dataset_dir(data, "old"), meta)
+
+
 def snapshot(data) -> dict:
-    """Everything a reader sees of dataset "old": molecules, its tables and its report."""
+    """Everything a reader sees of dataset "old": molecules, its tables and its stored report sections."""
     store = ResultStore(data, "old", make_params(seed=0))
     return {
-        "mols": ds.load_dataset(data, "old"),
+        "mols": molecules(data),
         "tables": {t: store.table(*t).to_pandas() for t in TABLES},
-        "report": build_report(data, "old"),
+        "sections": {stage: store.section(stage) for stage in store.completed_stages()},
     }
 
 
@@ -71,7 +82,7 @@ def assert_same(a: dict, b: dict) -> None:
     assert ma.property_units == mb.property_units and ma.frame_dependent == mb.frame_dependent
     for name, table in a["tables"].items():
         pd.testing.assert_frame_equal(table, b["tables"][name], check_exact=True, obj=str(name))
-    assert a["report"] == b["report"]
+    assert a["sections"] == b["sections"]
 
 
 def test_migration_cuts_molecules_and_results_into_shards_without_changing_them(old):
@@ -113,7 +124,6 @@ def test_a_migrated_dataset_is_not_migrated_again(old):
     first = migrate.migrate_dataset(old, "old")
     again = migrate.migrate_dataset(old, "old", shard_size=7)
     assert again == first and not migrate.needs_migration(old, "old")
-    assert migrate.migrate_all(old) == []
 
 
 def test_sharded_stages_run_on_the_recut_results(old):
@@ -126,9 +136,9 @@ def test_sharded_stages_run_on_the_recut_results(old):
 
 
 def test_a_subset_result_is_taken_over_unchanged(old):
-    params = make_params(seed=0, limit=50)
-    precompute(old, "old", params, stages=["frames"])
+    params = make_params(seed=0, limit=50)  # the old store holds this --limit run's frames
     before = ResultStore(old, "old", params).table("frames", "original").to_pandas()
+    assert len(before) == 50
     migrate.migrate_dataset(old, "old")
     store = ResultStore(old, "old", params)
     assert (store.dir / "frames.original.parquet").is_file() and not shard_table_paths(store.dir, "frames", "original")
@@ -221,12 +231,18 @@ def test_a_killed_migration_leaves_the_old_dataset_readable_and_a_rerun_succeeds
     assert_same(before, snapshot(old))
 
 
-def test_precompute_migrates_first_when_asked(old):
-    heard = []
-    precompute(old, "old", make_params(seed=0), migrate=True, progress=lambda f, m, s="": heard.append((f, s, m)))
-    assert not migrate.needs_migration(old, "old")
-    assert any(s == "migrate" and "sharded layout" in m for _, s, m in heard)
-    assert max(f for f, s, _ in heard if s == "migrate") <= MIGRATE_SHARE  # the stages get the rest of the bar
+def test_every_reader_but_migrate_refuses_the_old_layout_and_names_migrate(old):
+    hint = "orientscope migrate old"
+    for refused in (
+        lambda: precompute(old, "old", make_params(seed=0)),
+        lambda: precompute(old, "old", make_params(seed=0, limit=20)),
+        lambda: ds.load_dataset(old, "old"),
+        lambda: build_report(old, "old"),
+        lambda: shard_refs(old, "old"),
+    ):
+        with pytest.raises(OldLayout, match=hint):
+            refused()
+    assert migrate.needs_migration(old, "old")  # nothing was converted on the way
 
 
 def test_publish_with_replace_refuses_a_dataset_deleted_meanwhile(old):
@@ -238,27 +254,29 @@ def test_publish_with_replace_refuses_a_dataset_deleted_meanwhile(old):
     assert not ds.has_dataset(old, "old")
 
 
-def test_a_limit_run_on_a_migrated_dataset_still_runs_in_memory(old):
+def test_a_limit_run_on_a_migrated_dataset_runs_on_its_own_shard(old):
     migrate.migrate_dataset(old, "old")
     params = make_params(seed=2, limit=60)
     store = precompute(old, "old", params, stages=["frames"])
     mols = ds.load_dataset(old, "old")
     ids = store.table("frames", "original", columns=["id"]).column("id").to_pylist()
     assert ids == list(mols.ids[select_rows(OLD_LAYOUT_N, 60)])
-    assert (store.dir / "frames.original.parquet").is_file()
+    # 60 molecules read from the four shards, run as one shard of 40 and one of 20 (the shard size is 40).
+    assert len(shard_table_paths(store.dir, "frames", "original")) == 2
+    assert not (store.dir / "frames.original.parquet").exists()
+    assert list(staging.staging_root(old).iterdir()) == []
 
 
 def test_a_stored_orientation_map_is_carried_over_and_still_opens(old):
-    from orientscope.services.map_data import load_map_data, store_map_arrays
+    from orientscope.services.map_data import load_map_data
 
-    folders = store_map_arrays(old, "old", ("original",))
-    before = load_map_data(old, "old", "original")
-    migrate.migrate_dataset(old, "old")
     store = ResultStore(old, "old", make_params(seed=0))
-    assert (store.dir / "map" / "original" / "map.json").is_file() and folders
+    before = np.load(store.dir / "map" / "original" / "x.npy")  # the old store's map, as its writer left it
+    migrate.migrate_dataset(old, "old")
+    assert (store.dir / "map" / "original" / "map.json").is_file()
     after = load_map_data(old, "old", "original")
     assert after.ids.mapped
-    np.testing.assert_array_equal(np.asarray(after.x), np.asarray(before.x))
+    np.testing.assert_array_equal(np.asarray(after.x), before)
 
 
 def test_a_first_run_in_progress_is_waited_for_and_stops_the_migration(old, monkeypatch):

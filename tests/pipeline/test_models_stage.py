@@ -8,7 +8,7 @@ from orientscope.core.dataset import from_molecules
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report
 from orientscope.services.results import open_result
-from orientscope.store.datasets import save_dataset
+from orientscope.store.shards import save_sharded
 
 
 def test_report_has_classifiers_regression_and_control(qm9_store):
@@ -36,7 +36,9 @@ def test_report_has_classifiers_regression_and_control(qm9_store):
         assert np.isclose(r["improvement"], 1 - r["mse"] / r["baseline_mse"], atol=0.1)
     settings = report["stages"]["models"]["settings"]
     assert settings["classifier"]["model"] == "HistGradientBoostingClassifier"
-    assert set(settings["seeds"]) >= {"original:negatives", "control:negatives", "regression"}
+    # Every draw is recorded as a rule of the run's seed: negatives are counter-based, per molecule index.
+    assert settings["negatives"] == "counter-based: haar_rotations(seed, 'models:<which>:negatives', global index)"
+    assert "derived_seed(seed, 'models:regression')" in settings["seed_rule"]
 
 
 def test_scores_table_is_cross_fitted_probability_per_molecule(qm9_store):
@@ -54,7 +56,7 @@ def test_scores_table_is_cross_fitted_probability_per_molecule(qm9_store):
 def test_dataset_without_properties_still_classifies(tmp_path):
     rng = np.random.default_rng(0)
     mols = [(rng.choice([1, 6, 8], size=6), rng.normal(size=(6, 3)) * [2.0, 1.0, 0.5]) for _ in range(60)]
-    save_dataset(tmp_path, "bare", from_molecules(mols), name="bare", source="test")
+    save_sharded(tmp_path, "bare", from_molecules(mols), name="bare", source="test")
     params = make_params(seed=1)
     precompute(tmp_path, "bare", params, stages=["frames", "models"])
     report = build_report(tmp_path, "bare", params)

@@ -3,13 +3,13 @@ import pytest
 
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report
-from orientscope.store.datasets import save_dataset
 from orientscope.store.results import ResultStore
+from orientscope.store.shards import save_sharded
 
 
 @pytest.fixture
 def small_dir(tmp_path, qm9_small):
-    save_dataset(tmp_path, "qm9s", qm9_small.subset(np.arange(200)), name="QM9 slice", source="test")
+    save_sharded(tmp_path, "qm9s", qm9_small.subset(np.arange(200)), name="QM9 slice", source="test")
     return tmp_path
 
 
@@ -29,7 +29,7 @@ def test_precompute_stores_report_and_reuses_results(small_dir):
 
 def test_results_are_reproducible_from_the_seed(small_dir, tmp_path_factory, qm9_small):
     other = tmp_path_factory.mktemp("again")
-    save_dataset(other, "qm9s", qm9_small.subset(np.arange(200)), name="QM9 slice", source="test")
+    save_sharded(other, "qm9s", qm9_small.subset(np.arange(200)), name="QM9 slice", source="test")
     for d in (small_dir, other):
         precompute(d, "qm9s", make_params(seed=11), stages=["frames", "statistics"])
     a, b = build_report(small_dir, "qm9s"), build_report(other, "qm9s")
@@ -66,7 +66,7 @@ def test_tiny_and_graphless_datasets_run_every_stage(tmp_path):
     rng = np.random.default_rng(0)
     odd = [([6], [[0.0, 0.0, 0.0]]), ([1, 1], [[0.0, 0.0, 0.0], [0.74, 0.0, 0.0]])]
     clouds = [([6, 1, 1, 1, 1], rng.normal(size=(5, 3))) for _ in range(12)]
-    save_dataset(tmp_path, "odd", from_molecules(odd + clouds), name="odd", source="test")
+    save_sharded(tmp_path, "odd", from_molecules(odd + clouds), name="odd", source="test")
     store = precompute(tmp_path, "odd", make_params())
     report = build_report(tmp_path, "odd")
     assert report["n_molecules"] == 14 and set(store.completed_stages()) >= {"frames", "statistics"}

@@ -1,4 +1,4 @@
-"""The chemistry stage per shard equals the in-memory stage on the same molecules, whatever the cut."""
+"""The chemistry stage per shard equals the science functions on the whole set's arrays, whatever the cut."""
 
 from __future__ import annotations
 
@@ -6,15 +6,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from orientscope.core.progress import quiet
+from orientscope.pipeline import chemistry_report as report
 from orientscope.pipeline.frames_table import frames_from_table
 from orientscope.pipeline.precompute import make_params
 from orientscope.pipeline.shard_chemistry import shard_codes
 from orientscope.pipeline.sharded_ingest import ingest_files
-from orientscope.pipeline.stage import StageContext
-from orientscope.pipeline.stages import chemistry as memory_stage
 from orientscope.pipeline.synth import SynthSpec, write_synth
-from orientscope.science.group_stats import SPREAD_BIN_DEG
+from orientscope.science.chemistry import FP_COLUMNS, compute_chemistry
+from orientscope.science.clustering import sampled_leader_clusters
+from orientscope.science.group_stats import SPREAD_BIN_DEG, group_orientation_stats
+from orientscope.science.rotations import derived_seed
+from orientscope.science.similarity import neighbour_pairs, partner_pool
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import open_shard_arrays, shard_refs
@@ -42,23 +44,65 @@ def sharded(tmp_path_factory, synth_dir):
     return _sharded(tmp_path_factory.mktemp("a"), synth_dir, 700, "in-process")
 
 
+def _factorize(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.full(len(values), -1, np.int64)
+    labels, inverse = np.unique(values[valid], return_inverse=True)
+    ids[valid] = inverse.reshape(-1)
+    return ids, labels
+
+
+def on_arrays(mols, frames: dict, seed: int):
+    """The chemistry stage's output from the science functions on the whole set's arrays (the oracle)."""
+    chem = compute_chemistry(mols)
+    ids = mols.ids
+    cluster, leaders, cluster_sim = sampled_leader_clusters(
+        chem.fingerprints, report.CLUSTER_THRESHOLD, sample_size=report.CLUSTER_SAMPLE,
+        seed=derived_seed(seed, "cluster"), mask=chem.ok,
+    )  # fmt: skip
+    group_ids, group_labels = {"cluster": cluster}, {"cluster": np.asarray(chem.smiles, dtype=object)[leaders]}
+    group_ids["scaffold"], group_labels["scaffold"] = _factorize(report.scaffold_keys(chem.scaffold), chem.ok)
+    group_ids["formula"], group_labels["formula"] = _factorize(chem.formula, np.ones(len(ids), bool))
+    original = frames["original"]
+    tables = {}
+    for g in GROUPINGS:
+        table = group_orientation_stats(group_ids[g], original.quaternions, original.rotations)
+        typical = ids[table["typical_index"].to_numpy(np.int64)]
+        tables[f"groups_{g}"] = report.label_groups(table, group_labels[g], typical)
+    clusters = tables["groups_cluster"]
+    clusters["leader_id"] = ids[leaders[clusters["group"].to_numpy(np.int64)]]
+    n_grouped = {g: int((group_ids[g] >= 0).sum()) for g in GROUPINGS}
+    pool = report.similarity_pool(chem.ok, original.degenerate, chem.fingerprints)
+    pair_seed = derived_seed(seed, "similarity")
+    queries, neighbours, tanimoto = neighbour_pairs(chem.fingerprints, report.N_PAIRS, pair_seed, pool)
+    partners = partner_pool(pair_seed, np.flatnonzero(pool), report.N_PAIRS * report.N_RANDOM)
+    gathered = np.unique(np.concatenate([queries, neighbours, partners]))
+    rotations = {which: frames[which].rotations[gathered] for which in ("original", "control")}
+    similarity, control = report.coupling_sections(gathered, rotations, queries, neighbours, tanimoto, partners, seed)
+    values = [ids, chem.smiles, chem.formula, chem.scaffold, chem.generic_scaffold, chem.ok, chem.source, chem.error]
+    molecules = pd.DataFrame(dict(zip(report.MOLECULE_COLUMNS, values, strict=True)))
+    tables["molecules"] = molecules.assign(scaffold_group=group_ids["scaffold"], formula_group=group_ids["formula"],
+                                           cluster_group=cluster, cluster_similarity=cluster_sim)  # fmt: skip
+    tables["fingerprints"] = pd.DataFrame({"id": ids, **dict(zip(FP_COLUMNS, chem.fingerprints.T, strict=True))})
+    n_ok = int(chem.ok.sum())
+    section = {"groups": report.groups_section(tables, n_grouped, len(ids)),
+               "chemistry": {"n_ok": n_ok, "n_failed": len(ids) - n_ok}}  # fmt: skip
+    return report.stage_output(section, similarity, control, tables, {})
+
+
 @pytest.fixture(scope="module")
 def in_memory(sharded):
-    """The in-memory stage on the same molecules and the same frames (the sharded run's control copy)."""
+    """The oracle on the same molecules and the same frames (the sharded run's control copy)."""
     meta, store = sharded
-    root = store.dir.parents[3]
-    mols = ds.load_dataset(root, meta["id"])
-    ctx = StageContext(root, meta["id"], make_params(), mols, store, quiet)
-    for which in ("original", "control"):
-        ctx.set_frames(which, frames_from_table(store.table("frames", which).to_pandas()))
-    return memory_stage.run(ctx)
+    mols = ds.load_dataset(store.dir.parents[3], meta["id"])
+    frames = {which: frames_from_table(store.table("frames", which).to_pandas()) for which in ("original", "control")}
+    return on_arrays(mols, frames, make_params()["seed"])
 
 
 def _section(store) -> dict:
     return store.section("chemistry")
 
 
-def test_per_molecule_tables_and_fingerprint_files_equal_the_in_memory_stage(sharded, in_memory):
+def test_per_molecule_tables_and_fingerprint_files_equal_the_science_on_arrays(sharded, in_memory):
     meta, store = sharded
     molecules = store.table("chemistry", "molecules").to_pandas()
     pd.testing.assert_frame_equal(molecules, in_memory.tables["molecules"], check_dtype=False)
@@ -90,7 +134,7 @@ def test_each_groups_task_gets_the_merged_codes_of_its_own_labels_only():
     assert [c["formula"].tolist() for c in codes] == [[1, 2], [0], [2]]
 
 
-def test_report_and_group_tables_equal_the_in_memory_stage_within_the_stated_spread_error(sharded, in_memory):
+def test_report_and_group_tables_equal_the_science_on_arrays_within_the_stated_spread_error(sharded, in_memory):
     _, store = sharded
     section = _section(store)
     expected = in_memory.section()
@@ -110,7 +154,7 @@ def test_report_and_group_tables_equal_the_in_memory_stage_within_the_stated_spr
         assert np.abs(got["spread_deg"] - want["spread_deg"]).max() <= SPREAD_BIN_DEG / 2 + 1e-9
         mine, theirs = section["report"]["groups"][g], expected["report"]["groups"][g]
         assert {k: v for k, v in mine.items() if k != "largest"} == {k: v for k, v in theirs.items() if k != "largest"}
-    assert section["report"]["similarity"]["n_pairs"] == memory_stage.N_PAIRS
+    assert section["report"]["similarity"]["n_pairs"] == report.N_PAIRS
     assert section["report"]["similarity"]["enrichment"] > 1.5
 
 

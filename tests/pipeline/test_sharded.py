@@ -171,8 +171,8 @@ def test_classifiers_train_on_a_seeded_subsample_and_score_every_molecule(tmp_pa
     assert report["stages"]["models"]["settings"]["regression"]["n_neighbors"] == 50
 
 
-def test_regression_on_a_subsample_of_the_whole_set_is_the_in_memory_regression(reference):
-    from orientscope.pipeline.stages.models import REGRESSION
+def test_regression_on_a_subsample_of_the_whole_set_is_the_regression_on_the_arrays(reference):
+    from orientscope.pipeline.shard_regression import REGRESSION
     from orientscope.science.regression import orientation_regression
     from orientscope.science.rotations import derived_seed
 

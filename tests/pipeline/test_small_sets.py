@@ -12,11 +12,11 @@ from orientscope.cli import app
 from orientscope.core.dataset import from_molecules
 from orientscope.pipeline.ingest import ingest_file
 from orientscope.pipeline.precompute import make_params, precompute
-from orientscope.pipeline.stages import STAGE_NAMES
+from orientscope.pipeline.sharded import STAGES
 from orientscope.services.datasets import dataset_info
 from orientscope.services.report import build_report
-from orientscope.store.datasets import save_dataset
 from orientscope.store.results import ResultStore
+from orientscope.store.shards import save_sharded
 from tests.molecules import METHANE, WATER, WATER_METHANE_FORMALDEHYDE_XYZ, asymmetric, benzene
 
 # Small asymmetric molecules, embedded by RDKit and stored without their SMILES:
@@ -37,10 +37,10 @@ def _embedded(smiles: list[str], seed: int = 7) -> list[tuple[list[int], np.ndar
 
 
 def _run(data_dir, name: str, mols) -> dict:
-    save_dataset(data_dir, name, mols, name=name, source="constructed")
+    save_sharded(data_dir, name, mols, name=name, source="constructed")
     params = make_params(seed=3)
     precompute(data_dir, name, params)
-    assert ResultStore(data_dir, name, params).completed_stages() == STAGE_NAMES
+    assert ResultStore(data_dir, name, params).completed_stages() == list(STAGES)
     return build_report(data_dir, name, params)
 
 
@@ -94,7 +94,7 @@ def test_too_few_molecules_for_regression_is_a_skipped_part(tmp_path):
 
 
 def test_recomputing_a_stage_replaces_its_skip_reasons(tmp_path):
-    save_dataset(tmp_path, "m", from_molecules([METHANE] * 8), name="m", source="constructed")
+    save_sharded(tmp_path, "m", from_molecules([METHANE] * 8), name="m", source="constructed")
     params = make_params(seed=0)
     precompute(tmp_path, "m", params)
     store = ResultStore(tmp_path, "m", params)

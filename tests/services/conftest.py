@@ -47,10 +47,10 @@ def toy_set():
 def add_toy(data_dir: Path) -> None:
     """Store "toy" with the frames stage, then the optional stages as other engineers' stages write them."""
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
     from orientscope.store.results import ResultStore
+    from orientscope.store.shards import save_sharded
 
-    save_dataset(data_dir, "toy", toy_set(), name="Toy", source="constructed")
+    save_sharded(data_dir, "toy", toy_set(), name="Toy", source="constructed")
     params = make_params(seed=0)
     precompute(data_dir, "toy", params, stages=["frames"])
     store = ResultStore(data_dir, "toy", params)
@@ -76,14 +76,15 @@ def api_data(qm9_store, tmp_path_factory) -> Path:
     import numpy as np
 
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import load_dataset, save_dataset
+    from orientscope.store.datasets import load_dataset
+    from orientscope.store.shards import save_sharded
 
     data_dir = tmp_path_factory.mktemp("api-data")
     shutil.copytree(Path(qm9_store) / "datasets", data_dir / "datasets")
     add_toy(data_dir)
-    save_dataset(data_dir, "pending", toy_set(), name="Pending", source="constructed")
+    save_sharded(data_dir, "pending", toy_set(), name="Pending", source="constructed")
     nochem = load_dataset(data_dir, "qm9").subset(np.arange(60))
-    save_dataset(data_dir, "nochem", nochem, name="No chemistry", source="qm9 slice")
+    save_sharded(data_dir, "nochem", nochem, name="No chemistry", source="qm9 slice")
     precompute(data_dir, "nochem", make_params(seed=0), stages=["frames", "statistics"])
     return data_dir
 
@@ -92,10 +93,10 @@ def api_data(qm9_store, tmp_path_factory) -> Path:
 def toy_dir(tmp_path_factory) -> Path:
     """Only constructed data: "toy" (with optional stages) and "plain" (frames only)."""
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
+    from orientscope.store.shards import save_sharded
 
     data_dir = tmp_path_factory.mktemp("toy-data")
     add_toy(data_dir)
-    save_dataset(data_dir, "plain", toy_set(), name="Plain", source="constructed")
+    save_sharded(data_dir, "plain", toy_set(), name="Plain", source="constructed")
     precompute(data_dir, "plain", make_params(seed=0), stages=["frames"])
     return data_dir

@@ -27,9 +27,9 @@ def test_view_is_aligned_with_the_stored_molecules(toy_dir):
 
 
 def test_result_with_a_limit_maps_rows_by_id(tmp_path):
-    from orientscope.store.datasets import save_dataset
+    from orientscope.store.shards import save_sharded
 
-    save_dataset(tmp_path, "sub", toy_set(), name="Sub", source="constructed")
+    save_sharded(tmp_path, "sub", toy_set(), name="Sub", source="constructed")
     precompute(tmp_path, "sub", make_params(seed=0, limit=3), stages=["frames"])
     view = get_view(tmp_path, "sub")
     assert len(view) == 3
@@ -39,9 +39,9 @@ def test_result_with_a_limit_maps_rows_by_id(tmp_path):
 
 
 def test_view_is_rebuilt_when_the_manifest_changes(tmp_path):
-    from orientscope.store.datasets import save_dataset
+    from orientscope.store.shards import save_sharded
 
-    save_dataset(tmp_path, "t", toy_set(), name="T", source="constructed")
+    save_sharded(tmp_path, "t", toy_set(), name="T", source="constructed")
     precompute(tmp_path, "t", make_params(seed=0), stages=["frames"])
     cache = ViewCache()
     first = cache.get(tmp_path, "t")
@@ -132,28 +132,3 @@ def test_unknown_or_malformed_ids_are_not_found(toy_dir, dataset_id):
 def test_unknown_molecule_names_it(toy_dir):
     with pytest.raises(NotFoundError, match="'nope'.*'toy'"):
         get_view(toy_dir, "toy").row_of("nope")
-
-
-def test_a_view_loaded_while_its_folder_is_swapped_by_a_migration_is_read_again(
-    old_layout_store, tmp_path, monkeypatch
-):
-    import shutil
-
-    from orientscope.pipeline.migrate import migrate_dataset
-    from orientscope.store import datasets as ds
-
-    data = tmp_path / "data"
-    shutil.copytree(old_layout_store, data)
-    read = ds.read_molecule_tables
-    calls = []
-
-    def migrated_meanwhile(folder, meta):  # the old meta is read; then the new folder takes the old one's place
-        if not calls:
-            migrate_dataset(data, "old", shard_size=40)
-        calls.append(folder)
-        return read(folder, meta)
-
-    monkeypatch.setattr(ds, "read_molecule_tables", migrated_meanwhile)
-    view = ViewCache().get(data, "old")
-    assert len(view) == 150 and view.meta["layout"] == "sharded"
-    assert calls[0] == ds.dataset_dir(data, "old") and len(calls) == 1 + 4  # the failed read, then the 4 shards

@@ -14,7 +14,8 @@ from orientscope.services.datasets import (
 )
 from orientscope.services.report import build_report
 from orientscope.services.results import open_result
-from orientscope.store.datasets import save_dataset, update_meta
+from orientscope.store.datasets import update_meta
+from orientscope.store.shards import save_sharded
 from tests.services.conftest import toy_set
 
 
@@ -34,7 +35,7 @@ def test_computing_while_the_pipeline_holds_the_lock(toy_dir):
 
 
 def test_no_results_yet_and_failed(tmp_path):
-    save_dataset(tmp_path, "new", toy_set(), name="New", source="constructed")
+    save_sharded(tmp_path, "new", toy_set(), name="New", source="constructed")
     assert dataset_info(tmp_path, "new").status == COMPUTING
     update_meta(tmp_path, "new", status="failed", message="line 7: bad coordinates")
     info = dataset_info(tmp_path, "new")
@@ -47,7 +48,7 @@ def test_summary_is_the_report(toy_dir):
 
 
 def test_the_summary_loads_no_view_and_follows_the_metadata(tmp_path):
-    save_dataset(tmp_path, "set", toy_set(), name="Before", source="constructed")
+    save_sharded(tmp_path, "set", toy_set(), name="Before", source="constructed")
     precompute(tmp_path, "set", make_params(seed=0), stages=["frames"])
     report = dataset_summary(tmp_path, "set")
     with pytest.raises(WouldBlock):  # no view of the dataset was loaded for it

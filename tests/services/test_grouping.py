@@ -96,11 +96,11 @@ def test_unclustered_molecules_are_apart_and_old_results_get_smiles_labels(tmp_p
     """Cluster -1 is no group; old results named clusters 'cluster k (leader <id>)': the label is its SMILES."""
     from orientscope.core.dataset import from_molecules
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
     from orientscope.store.results import ResultStore
+    from orientscope.store.shards import save_sharded
     from tests.molecules import CO2, METHANE, WATER
 
-    save_dataset(tmp_path, "old", from_molecules([WATER, CO2, METHANE], ids=["w", "c", "m"]), name="o", source="t")
+    save_sharded(tmp_path, "old", from_molecules([WATER, CO2, METHANE], ids=["w", "c", "m"]), name="o", source="t")
     params = make_params(seed=0)
     precompute(tmp_path, "old", params, stages=["frames"])
     chem = pd.DataFrame({"id": ["w", "c", "m"], "smiles": ["O", "O=C=O", "C"], "cluster_group": [0, 0, -1]})

@@ -66,10 +66,10 @@ def test_smarts_filter(toy_dir):
 def test_smarts_without_smiles_uses_bonds_perceived_from_3d(toy_dir):
     from orientscope.core.dataset import from_molecules
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
+    from orientscope.store.shards import save_sharded
 
     mols = from_molecules([WATER, CO2, METHANE, benzene()], ids=["water", "co2", "methane", "benzene"])
-    save_dataset(toy_dir, "nosmiles", mols, name="No SMILES", source="constructed")
+    save_sharded(toy_dir, "nosmiles", mols, name="No SMILES", source="constructed")
     precompute(toy_dir, "nosmiles", make_params(seed=0), stages=["frames"])
     assert [m["id"] for m in list_molecules(toy_dir, "nosmiles", smarts="[#6]=[#8]").items] == ["co2"]
     assert [m["id"] for m in list_molecules(toy_dir, "nosmiles", smarts="c1ccccc1").items] == ["benzene"]

@@ -3,11 +3,12 @@ import pytest
 
 from orientscope.core.errors import NotFoundError
 from orientscope.store import datasets as ds
+from orientscope.store.shards import save_sharded
 
 
 def test_round_trip_keeps_everything(tmp_path, qm9_small):
     sub = qm9_small.subset(np.arange(30))
-    ds.save_dataset(tmp_path, "q", sub, name="Q", source="test")
+    save_sharded(tmp_path, "q", sub, name="Q", source="test")
     back = ds.load_dataset(tmp_path, "q")
     np.testing.assert_array_equal(back.positions_angstrom, sub.positions_angstrom)
     np.testing.assert_array_equal(back.atomic_numbers, sub.atomic_numbers)
@@ -24,8 +25,8 @@ def test_ids_are_validated_and_delete_is_scoped(tmp_path, qm9_small):
     with pytest.raises(ValueError, match="invalid dataset id"):
         ds.dataset_dir(tmp_path, "../etc")
     sub = qm9_small.subset([0, 1])
-    ds.save_dataset(tmp_path, "a", sub, name="A", source="t")
-    ds.save_dataset(tmp_path, "b", sub, name="B", source="t")
+    save_sharded(tmp_path, "a", sub, name="A", source="t")
+    save_sharded(tmp_path, "b", sub, name="B", source="t")
     ds.delete_dataset(tmp_path, "a")
     assert ds.list_dataset_ids(tmp_path) == ["b"]
     with pytest.raises(NotFoundError, match="'a'"):

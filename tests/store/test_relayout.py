@@ -11,6 +11,7 @@ from orientscope.store.relayout import cut_molecules, cut_result
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import SHARDED, shard_array_paths, shard_refs, shard_table_paths
 from tests.molecules import CO2, METHANE, WATER, asymmetric
+from tests.old_layout import write_old_layout
 
 IDS = ["water", "co2", "methane", "a0", "a1", "a2", "a3"]
 PARAMS = {"frame": "pca", "sign": "max", "seed": 0, "limit": None}
@@ -25,7 +26,7 @@ def _store(tmp_path, smiles=None):
         property_units={"e": "eV"},
     )
     data = tmp_path / "old"
-    return data, ds.save_dataset(data, "toy", mols, name="Toy", source="constructed"), mols
+    return data, write_old_layout(data, "toy", mols), mols
 
 
 def _sharded(data, tmp_path, meta, shard_size):

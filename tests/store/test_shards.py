@@ -1,17 +1,20 @@
 import numpy as np
 import pandas as pd
+import pytest
 
 from orientscope.core.dataset import concat_molecule_sets, from_molecules
-from orientscope.store import datasets as ds
+from orientscope.core.errors import OldLayout
 from orientscope.store.shards import (
     ShardRef,
     duplicate_in_partition,
     id_partition,
     read_shard,
+    save_sharded,
     shard_refs,
     write_shard,
 )
 from tests.molecules import METHANE, WATER
+from tests.old_layout import write_old_layout
 
 
 def _set(ids: list[str]):
@@ -37,12 +40,14 @@ def test_a_duplicate_is_found_in_its_partition_only(tmp_path):
     assert all(duplicate_in_partition(refs, p, 4) is None for p in range(4) if p != home)
 
 
-def test_a_single_folder_dataset_reads_as_one_shard(tmp_path):
+def test_shards_read_back_in_order_and_a_single_folder_dataset_is_refused(tmp_path):
     mols = _set(["x", "y", "z"])
-    meta = ds.save_dataset(tmp_path, "plain", mols, name="plain", source="test")
-    (ref,) = shard_refs(tmp_path, "plain")
-    assert (ref.start, ref.n_molecules) == (0, 3)
-    back = read_shard(ref, meta)
-    np.testing.assert_array_equal(back.positions_angstrom, mols.positions_angstrom)
-    both = concat_molecule_sets([back, _set(["w"])])
-    assert list(both.ids) == ["x", "y", "z", "w"] and list(both.properties["e"]) == [0.0, 1.0, 2.0, 0.0]
+    meta = save_sharded(tmp_path, "set", mols, name="set", source="test", shard_size=2)
+    refs = shard_refs(tmp_path, "set")
+    assert [(r.start, r.n_molecules) for r in refs] == [(0, 2), (2, 1)]
+    back = concat_molecule_sets([read_shard(r, meta) for r in refs] + [_set(["w"])])
+    np.testing.assert_array_equal(back.positions_angstrom[: mols.offsets[-1]], mols.positions_angstrom)
+    assert list(back.ids) == ["x", "y", "z", "w"] and list(back.properties["e"]) == [0.0, 1.0, 2.0, 0.0]
+    write_old_layout(tmp_path, "plain", mols)
+    with pytest.raises(OldLayout, match="run `orientscope migrate plain`"):
+        shard_refs(tmp_path, "plain")
