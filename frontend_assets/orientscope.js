@@ -690,7 +690,7 @@
         if (++tries < 1200) { setTimeout(wait, 25); }
         return;
       }
-      if (meta.view !== "sphere") { bindMap(host, gd); }
+      if (meta.view !== "sphere" && meta.view !== "scatter") { bindMap(host, gd); }  // theirs: plotly.js's picking
       var shown = meta.view === "map" ? shownViewport(gd) : null;
       if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
         drawRegion(host, meta.state, shown, true);

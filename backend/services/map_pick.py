@@ -77,16 +77,23 @@ def shared_molecules(
         raise InvalidInput(f"limit must be 1 to {MAX_PAGE}, got {limit}", ("query", "limit"))
     pts = view_points(data_dir, query)
     picked = pick(pts, viewport, x, y)
-    page = picked[offset : offset + limit]
+    molecules = molecule_records(data_dir, query, pts, picked[offset : offset + limit])
+    return {"total": int(picked.size), "offset": offset, "limit": limit, "color": pts.colors.title,
+            "molecules": molecules}  # fmt: skip
+
+
+def molecule_records(data_dir: Path, query: MapQuery, points: MapPoints, idx: np.ndarray) -> list[dict]:
+    """{"id", "formula", "value"} of the molecule of each point ``idx``; ``value``: the colour the map shows
+    at that point (a category's label, a number, or None for no value)."""
     formula = formulas(get_view(data_dir, query.dataset))
-    c = pts.colors
+    c = points.colors
     molecules = []
-    for i in page:
+    for i in idx:
         if c.kind == "categorical":
             value = c.labels[int(c.codes[i])]
         else:
             v = float(c.values[i])
             value = v if np.isfinite(v) else None
-        row = int(pts.rows[i])
-        molecules.append({"id": str(pts.md.ids[row]), "formula": str(formula[row]), "value": value})
-    return {"total": int(picked.size), "offset": offset, "limit": limit, "color": c.title, "molecules": molecules}
+        row = int(points.rows[i])
+        molecules.append({"id": str(points.md.ids[row]), "formula": str(formula[row]), "value": value})
+    return molecules

@@ -1,0 +1,155 @@
+"""A stored property against a coordinate of one principal axis: "does ZPVE vary with the first axis's latitude?"
+
+x is a coordinate of axis ``axis`` of each molecule's canonical frame as stored (the frames table's
+rotation, rows = axes): its longitude or latitude on the sky (degrees, as the map projects them), or one
+of its components x, y, z (R[axis][1..3]). y is the property. Like the map, the figure is the points
+at or below the point budget (``ORIENTSCOPE_MAP_POINT_BUDGET``), else an aggregated image (datashader).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import datashader as dsh
+import datashader.transfer_functions as tf
+import numpy as np
+import pandas as pd
+
+from orientscope.core.settings import map_point_budget
+from orientscope.science.sphere import axes_lonlat_deg
+from orientscope.services.bytecache import map_cache
+from orientscope.services.cache import get_view
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_raster import png_rgba
+
+COORDINATES = ("lon", "lat", "x", "y", "z")
+COORDINATE_NAMES = {"lon": "longitude (°)", "lat": "latitude (°)", "x": "x component", "y": "y component",
+                    "z": "z component"}  # fmt: skip
+SCALES = ("linear", "log")
+IMAGE_SIZE = (900, 500)  # pixels of the aggregated image (the plot stretches it)
+
+
+@dataclass(frozen=True)
+class ScatterQuery:
+    """prop : a stored property; axis : 1..3; coord : one of :data:`COORDINATES`; scale : "linear" | "log" (y)."""
+
+    dataset: str
+    prop: str
+    axis: int = 1
+    coord: str = "lat"
+    scale: str = "linear"
+
+    def checked(self) -> ScatterQuery:
+        """This query, or InvalidInput naming the field that is wrong and what it accepts."""
+        if self.axis not in (1, 2, 3):
+            raise InvalidInput(f"axis {self.axis!r}: expected 1, 2 or 3", ("query", "axis"))
+        if self.coord not in COORDINATES:
+            raise InvalidInput(f"unknown coordinate {self.coord!r}; expected one of {COORDINATES}", ("query", "coord"))
+        if self.scale not in SCALES:
+            raise InvalidInput(f"unknown scale {self.scale!r}; expected one of {SCALES}", ("query", "scale"))
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class ScatterPoints:
+    """The plotted molecules: x, y (m,) float64 (molecules with both values finite, and y > 0 on a log
+    scale), rows (m,) int64 into the dataset's molecules, ids (m,) str; titles of both axes; ``log``:
+    whether y is on a log scale; notes : what was left out and why."""
+
+    query: ScatterQuery
+    x: np.ndarray
+    y: np.ndarray
+    rows: np.ndarray
+    ids: np.ndarray
+    x_title: str
+    y_title: str
+    log: bool
+    n_molecules: int
+    notes: tuple[str, ...] = ()
+
+    def cache_nbytes(self) -> int:
+        return sum(int(a.nbytes) for a in (self.x, self.y, self.rows)) + 16 * int(self.ids.size)
+
+
+def axis_coordinate(rotations: np.ndarray, axis: int, coord: str) -> np.ndarray:
+    """(n,) coordinate ``coord`` of axis ``axis`` (1..3) of frames ``rotations`` (n, 3, 3), rows = axes:
+    longitude or latitude in degrees (:func:`orientscope.science.sphere.axes_lonlat_deg`), or a component."""
+    row = np.asarray(rotations[:, axis - 1, :], np.float64)
+    if coord in ("lon", "lat"):
+        lon, lat = axes_lonlat_deg(row[:, None, :])
+        return (lon if coord == "lon" else lat)[:, 0]
+    return row[:, "xyz".index(coord)]
+
+
+def scatter_points(data_dir: Path, query: ScatterQuery) -> ScatterPoints:
+    """The points of a scatter view (cached; InvalidInput for an unknown property, axis or coordinate)."""
+    q = query.checked()
+    view = get_view(data_dir, q.dataset)
+    if q.prop not in view.property_names:
+        raise InvalidInput(f"unknown property {q.prop!r}; expected one of {view.property_names}", ("query", "prop"))
+    key = (str(data_dir), id(view), q)
+    hit = map_cache().get("scatter_points", key)
+    if hit is not None and hit[0] is view:  # the id of a dropped view may be reused
+        return hit[1]
+    x = axis_coordinate(view.rotations, q.axis, q.coord)
+    y = np.asarray(view.property_values[:, view.property_names.index(q.prop)], np.float64)
+    keep = np.isfinite(x) & np.isfinite(y)
+    notes = []
+    if not keep.all():
+        notes.append(f"{int((~keep).sum()):,} molecules without a value are left out")
+    log = q.scale == "log"
+    if log and (y[keep] <= 0).any():
+        n_bad = int((y[keep] <= 0).sum())
+        notes.append(f"a log scale is not possible: {n_bad:,} molecules have {q.prop} ≤ 0; shown on a linear scale")
+        log = False
+    rows = np.flatnonzero(keep)
+    unit = view.property_units.get(q.prop)
+    points = ScatterPoints(
+        q, x[rows], y[rows], rows, np.asarray(view.ids)[rows].astype(str),
+        f"axis {q.axis} {COORDINATE_NAMES[q.coord]}", f"{q.prop} ({unit})" if unit else q.prop, log,
+        len(view), tuple(notes),
+    )  # fmt: skip
+    map_cache().put("scatter_points", key, (view, points), size=points.cache_nbytes())
+    return points
+
+
+@dataclass(frozen=True)
+class ScatterImage:
+    """The aggregated image of a scatter view: ``png`` bytes of ``width`` × ``height`` pixels over ``x_range``
+    and ``y_range`` (y in log10 units on a log scale), brighter where more molecules lie."""
+
+    png: bytes
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+    width: int
+    height: int
+
+
+def scatter_mode(points: ScatterPoints, budget: int | None = None) -> str:
+    """The drawing of a view: "points" at or below the point budget (the map's), else "image"."""
+    budget = map_point_budget() if budget is None else budget
+    return "points" if points.x.size <= budget else "image"
+
+
+def _span(values: np.ndarray) -> tuple[float, float]:
+    lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    pad = (hi - lo) * 0.02 or max(abs(lo) * 0.02, 1e-9)
+    return lo - pad, hi + pad
+
+
+def scatter_image(points: ScatterPoints) -> ScatterImage:
+    """The view as an aggregated image (counts per pixel, log-shaded), cached with the view's points."""
+    hit = map_cache().get("scatter_image", id(points))
+    if hit is not None and hit[0] is points:
+        return hit[1]
+    y = np.log10(points.y) if points.log else points.y
+    x_range, y_range = _span(points.x), _span(y)
+    width, height = IMAGE_SIZE
+    canvas = dsh.Canvas(plot_width=width, plot_height=height, x_range=x_range, y_range=y_range)
+    agg = canvas.points(pd.DataFrame({"x": points.x, "y": y}), "x", "y", dsh.count())
+    img = tf.shade(agg, cmap=["#c6dbef", "#08306b"], how="log", min_alpha=96)
+    rgba = np.flipud(img.to_numpy().view(np.uint8).reshape(height, width, 4))  # top row first
+    image = ScatterImage(png_rgba(np.ascontiguousarray(rgba)), x_range, y_range, width, height)
+    map_cache().put("scatter_image", id(points), (points, image), size=len(image.png))
+    return image
