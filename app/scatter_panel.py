@@ -142,9 +142,11 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
                 "hoverinfo": "skip",
             }
         ]  # plotly draws no axes without a trace
+    q = points.query  # what an image click asks the server for (frontend_assets/scatter.js)
     layout["meta"] = {
         "map": {"view": "scatter", "mode": mode, "drawn": int(points.x.size), "dataset": st.dataset,
-                "token": f"s{id(points):x}-{mode}", "x": points.x_title, "y": points.y_title, "log": points.log}
+                "token": f"s{id(points):x}-{mode}", "x": points.x_title, "y": points.y_title, "log": points.log,
+                "query": {"prop": q.prop, "axis": q.axis, "coord": q.coord, "scale": "log" if points.log else "linear"}}
     }  # fmt: skip
     return {"data": traces, "layout": layout}, list(points.notes)
 

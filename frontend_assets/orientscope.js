@@ -54,6 +54,8 @@
     }
   };
   // ================================================================ end of plotly.js internals
+  // The scatter view's image clicks read the same axes (frontend_assets/scatter.js).
+  window.orientscopeMap = Object.assign(window.orientscopeMap || {}, { cartesianAxes: plotlyInternals.cartesianAxes });
 
   // The 3D viewer's code is shared with the page's first paint, which may have drawn the molecule
   // viewer already (first_paint.js, loaded before this file).

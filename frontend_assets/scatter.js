@@ -1,6 +1,62 @@
 // The scatter view (a property against an axis coordinate, app/scatter_panel.py): its controls show in
-// that view only.
+// that view only, and a click on its aggregated image asks the server for the nearest molecule
+// (GET .../scatter/nearest; the points mode's clicks are plotly.js's own, through Dash).
 (function () {
+  function scatterMeta(gd) {
+    var meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.map;
+    return meta && meta.view === "scatter" ? meta : null;
+  }
+
+  function setHint(text) {
+    var el = document.getElementById("map-hint");
+    if (el) { el.textContent = text || ""; }
+  }
+
+  // The click's position in data units (log10 units of a log axis) and a pixel's size there, or null
+  // outside the plot area.
+  function clickQuery(gd, ev) {
+    var axes = window.orientscopeMap && window.orientscopeMap.cartesianAxes(gd);
+    if (!axes) { return null; }
+    var box = gd.getBoundingClientRect();
+    var px = ev.clientX - box.left, py = ev.clientY - box.top;
+    if (px < axes.x.offset || px > axes.x.offset + axes.x.length ||
+        py < axes.y.offset || py > axes.y.offset + axes.y.length) { return null; }
+    return { x: axes.x.toValue(px), y: axes.y.toValue(py),
+             dx: Math.abs(axes.x.toValue(px + 1) - axes.x.toValue(px)),
+             dy: Math.abs(axes.y.toValue(py + 1) - axes.y.toValue(py)) };
+  }
+
+  function onImageClick(host, gd, ev) {
+    var meta = scatterMeta(gd);
+    if (!meta || meta.mode !== "image" || !host._press ||
+        Math.abs(host._press.x - ev.clientX) + Math.abs(host._press.y - ev.clientY) > 4) { return; }  // a drag
+    var q = clickQuery(gd, ev);
+    if (!q) { return; }
+    var params = Object.assign({}, meta.query, q);
+    var url = "/api/datasets/" + encodeURIComponent(meta.dataset) + "/scatter/nearest?" + Object.keys(params).map(
+      function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
+    fetch(url).then(function (r) { return r.ok ? r.json() : null; }).then(function (hit) {
+      if (!hit) { return; }
+      if (hit.id === null) {
+        setHint("No molecule within 5 px of that click; click closer to a point or zoom in.");
+        return;
+      }
+      setHint("");
+      host.dataset.clicked = hit.id;
+      window.dash_clientside.set_props("selected", { data: hit.id });
+    }, function () {});
+  }
+
+  // The graph's element can be re-created (dcc.Loading); a light watch binds each new one once.
+  setInterval(function () {
+    var host = document.getElementById("orientation-map");
+    var gd = host && host.querySelector(".js-plotly-plot");
+    if (!gd || gd._scatterBound) { return; }
+    gd._scatterBound = true;
+    gd.addEventListener("mousedown", function (ev) { host._press = { x: ev.clientX, y: ev.clientY }; }, true);
+    gd.addEventListener("click", function (ev) { onImageClick(host, gd, ev); });
+  }, 200);
+
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     scatter: {
       showControls: function (view) { return view !== "scatter"; }

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from orientscope.core.settings import map_point_budget
+from orientscope.science.nearest_point import nearest_point
 from orientscope.science.sphere import axes_lonlat_deg
 from orientscope.services.bytecache import map_cache
 from orientscope.services.cache import get_view
@@ -153,3 +154,24 @@ def scatter_image(points: ScatterPoints) -> ScatterImage:
     image = ScatterImage(png_rgba(np.ascontiguousarray(rgba)), x_range, y_range, width, height)
     map_cache().put("scatter_image", id(points), (points, image), size=len(image.png))
     return image
+
+
+CLICK_RADIUS_PX = 5.0  # as the map's (orientscope.services.map_raster)
+
+
+def nearest_molecule(data_dir: Path, query: ScatterQuery, x: float, y: float, dx: float, dy: float) -> dict:
+    """The molecule a click at (x, y) of a scatter view opens: {"id", "x", "y", "distance_px"} of its point nearest
+    to the click within 5 pixels, pixels being ``dx`` by ``dy`` (y in log10 units on a log scale, as plotly.js's
+    log axis measures it); all None when none is. Ties: the molecule first in the dataset."""
+    for name, value in (("x", x), ("y", y), ("dx", dx), ("dy", dy)):
+        if not np.isfinite(value) or (name.startswith("d") and value <= 0):
+            raise InvalidInput(f"{name} must be a finite number{' above 0' if name[0] == 'd' else ''}, got {value}",
+                               ("query", name))  # fmt: skip
+    points = scatter_points(data_dir, query)
+    py = np.log10(points.y) if points.log else points.y
+    axes = np.ones(points.rows.size, np.int8)  # one point per molecule: the tie rule is the row order
+    hit = nearest_point(points.x, py, points.rows, axes, (x, y), (dx, dy), CLICK_RADIUS_PX)
+    if hit is None:
+        return {"id": None, "x": None, "y": None, "distance_px": None}
+    i, distance = hit
+    return {"id": str(points.ids[i]), "x": float(points.x[i]), "y": float(points.y[i]), "distance_px": distance}

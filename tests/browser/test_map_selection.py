@@ -15,7 +15,7 @@ from orientscope.app.figures import MAP_SCALE
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.selection import parse_selection
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import serve, severe_console
+from tests.browser.chrome import map_drawn, serve, severe_console
 from tests.browser.test_dashboard import text_of, wait_for
 from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
 
@@ -49,15 +49,22 @@ def _waters(n: int, seed: int = 1) -> MoleculeSet:
 
 
 @pytest.fixture(scope="module")
-def waters_url(tmp_path_factory):
+def waters_dir(tmp_path_factory):
     from orientscope.pipeline.precompute import make_params, precompute
     from orientscope.store.datasets import save_dataset
 
     data_dir = tmp_path_factory.mktemp("selection")
     save_dataset(data_dir, "waters", _waters(N_MOLECULES), name="Waters", source="constructed")
     precompute(data_dir, "waters", make_params(seed=0), stages=["frames", "statistics", "chemistry"])
-    with serve(data_dir) as url:
-        yield url, data_dir
+    return data_dir
+
+
+@pytest.fixture(scope="module", params=["points", "image"])
+def waters_url(request, waters_dir):
+    """The dashboard over the waters, drawing them as points, or as an image (a point budget below their 180)."""
+    env = {"ORIENTSCOPE_MAP_POINT_BUDGET": "50"} if request.param == "image" else None
+    with serve(waters_dir, env=env) as url:
+        yield url, waters_dir, request.param
 
 
 def _inside(md, sel: str) -> list[str]:
@@ -74,9 +81,10 @@ def _url_sel(driver) -> str | None:
 
 
 def test_a_box_selection_lists_its_molecules_downloads_them_and_survives_a_reload(driver, waters_url, download_dir):
-    url, data_dir = waters_url
+    url, data_dir, mode = waters_url
     driver.get_log("browser")
     graph = open_map(driver, url + "/?dataset=waters&view=map")
+    assert map_drawn(driver)["mode"] == mode
     md = load_map_data(data_dir, "waters")
     # the box select tool of the map's toolbar, then a drag over the left half of the map's upper half
     driver.find_element(By.CSS_SELECTOR, '#orientation-map .modebar-btn[data-val="select"]').click()

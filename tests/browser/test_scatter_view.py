@@ -87,3 +87,15 @@ def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says
         assert plot["meta"]["mode"] == "image" and plot["images"] == 1 and plot["yType"] == "linear"
         notes = text_of(driver, "map-notes")
         assert "a log scale is not possible" in notes and "u0 ≤ 0" in notes
+        # a click on the image opens the molecule nearest to it (the one with the highest u0, alone at the top)
+        view = get_view(qm9_store, "qm9")
+        u0 = view.property_values[:, view.property_names.index("u0")]
+        top = int(np.argmax(u0))
+        graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+        settle(driver)
+        spot = driver.execute_script(TO_PIXEL_JS, float(view.rotations[top, 1, 2]), float(u0[top]))
+        ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).click().perform()
+        wanted = str(view.ids[top])
+        wait_for(lambda: text_of(driver, "molecule-id") == wanted, what=f"molecule {wanted} to open")
+        assert severe_console(driver) == []

@@ -14,6 +14,7 @@ from orientscope.api.routes import (
     neighbors,
     orientation_map,
     orientations,
+    scatter,
     smarts,
 )
 
@@ -25,6 +26,7 @@ ROUTERS = [
     orientations.router,
     orientation_map.router,
     map_selection.router,
+    scatter.router,
     groups.router,
     neighbors.router,
     canonicalize.router,
