@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import numpy as np
 from dash import dcc, html
 
 from orientscope.app import data, ids
-from orientscope.app.figures import _layout, _template, message_figure
+from orientscope.app.figures import _layout, _template, message_figure, typed_arrays
 from orientscope.app.state import ViewState
 from orientscope.services.scatter import (
     COORDINATE_NAMES,
@@ -105,8 +106,9 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
             {
                 "type": "scattergl",
                 "mode": "markers",
-                "x": points.x.tolist(),
-                "y": points.y.tolist(),
+                # typed arrays (base64), as the map's points: a third of the bytes of JSON numbers
+                "x": points.x.astype(np.float32),
+                "y": points.y.astype(np.float32),
                 "customdata": points.ids.tolist(),
                 "marker": {"size": 4, "color": POINT_COLOR, "opacity": 0.6},
                 "hovertemplate": f"%{{customdata}}<br>{points.x_title}: %{{x:.4g}}<br>{points.y_title}: %{{y:.4g}}"
@@ -148,7 +150,7 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
                 "token": f"s{id(points):x}-{mode}", "x": points.x_title, "y": points.y_title, "log": points.log,
                 "query": {"prop": q.prop, "axis": q.axis, "coord": q.coord, "scale": "log" if points.log else "linear"}}
     }  # fmt: skip
-    return {"data": traces, "layout": layout}, list(points.notes)
+    return typed_arrays({"data": traces, "layout": layout}), list(points.notes)
 
 
 def scatter_outputs(data_dir: Path, st: ViewState) -> tuple[dict, list]:

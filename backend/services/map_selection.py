@@ -17,7 +17,9 @@ import numpy as np
 
 from orientscope.core.selection import Selection, parse_selection
 from orientscope.science.selection import points_in_polygon
+from orientscope.services.cache import get_view
 from orientscope.services.errors import InvalidInput
+from orientscope.services.grouping import formulas
 from orientscope.services.map_pick import molecule_records
 from orientscope.services.map_raster import points_in_box
 from orientscope.services.map_view import MapPoints, MapQuery, view_points
@@ -65,9 +67,18 @@ def selection_csv(data_dir: Path, query: MapQuery, sel: str) -> str:
     row per molecule in the dataset's order (an empty value: the molecule has none)."""
     shape = checked_selection(sel)
     points = view_points(data_dir, query)
-    records = molecule_records(data_dir, query, points, selected_points(points, shape))
+    idx = selected_points(points, shape)
+    rows = points.rows[idx]
+    c = points.colors
+    if c.kind == "categorical":
+        values = np.asarray(c.labels, object)[c.codes[idx]]
+    else:  # whole arrays, not a record per molecule: 1.3 s rather than 3.3 s for all of QM9
+        v = c.values[idx]
+        values = v.astype(str)  # float32's shortest form: 0.044749, not 0.044748999178409576
+        values[~np.isfinite(v)] = ""
+    formula = formulas(get_view(data_dir, query.dataset))[rows]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["id", "formula", points.colors.title])
-    writer.writerows([r["id"], r["formula"], "" if r["value"] is None else r["value"]] for r in records)
+    writer.writerow(["id", "formula", c.title])
+    writer.writerows(zip(points.md.ids[rows].tolist(), formula.tolist(), values.tolist(), strict=True))
     return out.getvalue()

@@ -37,7 +37,7 @@ def test_a_box_lists_its_molecules_paged_and_the_csv_holds_them_all(client, api_
     assert [row[0] for row in rows[1:]] == expected
     props = client.get(f"/api/datasets/qm9/molecules/{expected[0]}").json()["properties"]
     zpve = next(p["value"] for p in props if p["name"] == "zpve")
-    assert float(rows[1][2]) == np.float32(zpve)  # the map's colour values are float32
+    assert np.float32(rows[1][2]) == np.float32(zpve)  # the map's colour values are float32, written shortest
 
 
 def test_a_lasso_selects_inside_its_polygon(client, api_data):
