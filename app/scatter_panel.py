@@ -34,7 +34,11 @@ def scatter_controls() -> html.Div:
     return html.Div(
         [
             html.Label(
-                ["Property (y)", dcc.Dropdown(id=ids.SCATTER_PROP, clearable=False, options=[])], className="control"
+                [
+                    "Property (y)",
+                    dcc.Dropdown(id=ids.SCATTER_PROP, clearable=False, options=[], placeholder="the first"),
+                ],
+                className="control",
             ),
             html.Label(
                 ["Axis (x)", dcc.RadioItems(id=ids.SCATTER_AXIS, options=["1", "2", "3"], value="1", inline=True)],

@@ -1,6 +1,6 @@
 // The scatter view (a property against an axis coordinate, app/scatter_panel.py): its controls show in
-// that view only, and a click on its aggregated image asks the server for the nearest molecule
-// (GET .../scatter/nearest; the points mode's clicks are plotly.js's own, through Dash).
+// that view only, and a hover or click on its aggregated image asks the server for the nearest molecule
+// (GET .../scatter/nearest; the points mode's hover and clicks are plotly.js's own, through Dash).
 (function () {
   function scatterMeta(gd) {
     var meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.map;
@@ -26,16 +26,52 @@
              dy: Math.abs(axes.y.toValue(py + 1) - axes.y.toValue(py)) };
   }
 
+  // The molecule nearest to a mouse event on the image (a promise of the server's answer), or null.
+  function nearestTo(gd, meta, ev) {
+    var q = clickQuery(gd, ev);
+    if (!q) { return null; }
+    var params = Object.assign({}, meta.query, q);
+    var url = "/api/datasets/" + encodeURIComponent(meta.dataset) + "/scatter/nearest?" + Object.keys(params).map(
+      function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
+    return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
+  }
+
+  // A moment's rest on the image names the molecule a click there would open (the map's tooltip).
+  var HOVER_MS = 120;
+
+  function onImageHover(host, gd, ev) {
+    var meta = scatterMeta(gd), tip = host.querySelector(".scatter-tooltip");
+    clearTimeout(host._scatterHover);
+    if (tip) { tip.hidden = true; }
+    if (!meta || meta.mode !== "image" || ev.buttons) { return; }
+    host._scatterHover = setTimeout(function () {
+      var answer = nearestTo(gd, meta, ev);
+      if (!answer) { return; }
+      answer.then(function (hit) {
+        if (!hit || hit.id === null) { return; }
+        if (!tip) {
+          tip = document.createElement("div");
+          tip.className = "map-tooltip scatter-tooltip";
+          host.appendChild(tip);
+        }
+        var box = host.getBoundingClientRect();
+        tip.textContent = hit.id + " · " + meta.x + " " + hit.x.toPrecision(4) + " · " + meta.y + " " +
+          hit.y.toPrecision(4);
+        tip.dataset.molecule = hit.id;
+        tip.style.left = (ev.clientX - box.left + 12) + "px";
+        tip.style.top = (ev.clientY - box.top + 12) + "px";
+        tip.hidden = false;
+      }, function () {});
+    }, HOVER_MS);
+  }
+
   function onImageClick(host, gd, ev) {
     var meta = scatterMeta(gd);
     if (!meta || meta.mode !== "image" || !host._press ||
         Math.abs(host._press.x - ev.clientX) + Math.abs(host._press.y - ev.clientY) > 4) { return; }  // a drag
-    var q = clickQuery(gd, ev);
-    if (!q) { return; }
-    var params = Object.assign({}, meta.query, q);
-    var url = "/api/datasets/" + encodeURIComponent(meta.dataset) + "/scatter/nearest?" + Object.keys(params).map(
-      function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
-    fetch(url).then(function (r) { return r.ok ? r.json() : null; }).then(function (hit) {
+    var answer = nearestTo(gd, meta, ev);
+    if (!answer) { return; }
+    answer.then(function (hit) {
       if (!hit) { return; }
       if (hit.id === null) {
         setHint("No molecule within 5 px of that click; click closer to a point or zoom in.");
@@ -55,6 +91,12 @@
     gd._scatterBound = true;
     gd.addEventListener("mousedown", function (ev) { host._press = { x: ev.clientX, y: ev.clientY }; }, true);
     gd.addEventListener("click", function (ev) { onImageClick(host, gd, ev); });
+    gd.addEventListener("mousemove", function (ev) { onImageHover(host, gd, ev); });
+    gd.addEventListener("mouseleave", function () {
+      clearTimeout(host._scatterHover);
+      var tip = host.querySelector(".scatter-tooltip");
+      if (tip) { tip.hidden = true; }
+    });
   }, 200);
 
   window.dash_clientside = Object.assign({}, window.dash_clientside, {

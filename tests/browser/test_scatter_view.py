@@ -24,6 +24,10 @@ return {meta: gd.layout.meta.map, yType: gd._fullLayout.yaxis.type, images: (gd.
         x: t.customdata ? Array.from(t.x) : null, y: t.customdata ? Array.from(t.y) : null,
         ids: t.customdata ? Array.from(t.customdata) : null};
 """
+TIP_JS = """
+const t = document.querySelector('#orientation-map .scatter-tooltip');
+return t && !t.hidden && t.textContent ? {text: t.textContent, molecule: t.dataset.molecule} : null;
+"""
 # Offset from the plot's centre (as ActionChains offsets are) of a data point (x, y).
 TO_PIXEL_JS = """
 const gd = document.querySelector('#orientation-map .js-plotly-plot');
@@ -95,7 +99,10 @@ def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
         settle(driver)
         spot = driver.execute_script(TO_PIXEL_JS, float(view.rotations[top, 1, 2]), float(u0[top]))
-        ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).click().perform()
         wanted = str(view.ids[top])
+        ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).perform()
+        tip = wait_for(lambda: driver.execute_script(TIP_JS), what="the hover text")  # names what a click opens
+        assert tip["molecule"] == wanted and tip["text"].startswith(f"{wanted} · axis 2 z component")
+        ActionChains(driver).click().perform()
         wait_for(lambda: text_of(driver, "molecule-id") == wanted, what=f"molecule {wanted} to open")
         assert severe_console(driver) == []
