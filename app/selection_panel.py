@@ -8,7 +8,7 @@ form (``sel=``, app/state.py), so a reload or a shared link lists the same molec
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
@@ -100,7 +100,7 @@ def panel_props(data_dir: Path, st: ViewState, sel: str | None, page: int = 0) -
         "hidden": False,
         "count": f"{total:,} molecule{'s' if total != 1 else ''} selected{shown}",
         "table": [html.Thead(head), html.Tbody(rows)],
-        "csv": f"/api/datasets/{st.dataset}/map/selection.csv?{_api_query(query, sel)}",
+        "csv": f"/api/datasets/{quote(st.dataset, safe='')}/map/selection.csv?{_api_query(query, sel)}",
         "prev_disabled": page <= 0,
         "next_disabled": first + len(molecules) >= total,
         "page": page,
