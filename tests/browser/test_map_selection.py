@@ -30,6 +30,14 @@ return {count: document.getElementById('selection-count').textContent,
         csv: document.getElementById('selection-csv').getAttribute('href')};
 """
 
+# Outline corners as offsets from the plot's centre (as TO_PIXEL_JS gives them).
+OUTLINE_JS = """
+const p = document.querySelector('#orientation-map svg.region-outline polygon');
+if (!p) return null;
+const gd = document.querySelector('#orientation-map .js-plotly-plot'), r = gd.getBoundingClientRect();
+return p.getAttribute('points').split(' ').map(s => s.split(',').map(Number)).map(q => [q[0] - r.width / 2, q[1] - r.height / 2]);
+"""
+
 
 def _waters(n: int, seed: int = 1) -> MoleculeSet:
     """``n`` distorted waters in random poses."""
@@ -118,6 +126,12 @@ def test_a_box_selection_lists_its_molecules_downloads_them_and_survives_a_reloa
     driver.get(driver.current_url)
     again = wait_for(lambda: driver.execute_script(LISTED_JS), what="the selection's list after a reload")
     assert again["count"] == listed["count"] and again["ids"] == listed["ids"]
+    # and its outline on the map, at the box's corners
+    corners = wait_for(lambda: driver.execute_script(OUTLINE_JS), what="the selection's outline")
+    expected_corners = driver.execute_script(
+        TO_PIXEL_JS, [[x * MAP_SCALE, y * MAP_SCALE] for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
+    )
+    assert np.allclose(corners, expected_corners, atol=1.5)
     driver.find_element(By.CSS_SELECTOR, "#selection-panel tr.selection-row button").click()
     wait_for(lambda: text_of(driver, "molecule-id") == expected[0], what=f"molecule {expected[0]} to open")
     # clearing it takes it off the page and out of the URL

@@ -32,7 +32,6 @@ CSV = {200: {"content": {"text/csv": {"schema": {"type": "string"}}}}}
 @router.get("/map/selection", response_model=MapSharedPublic, responses={**NOT_FOUND, **SEARCH_PENDING})
 async def selection(
     data_dir: DataDirDep,
-    dataset_id: DatasetIdPath,
     query: QueryDep,
     sel: SelQuery,
     offset: Annotated[int, Query(ge=0)] = 0,
