@@ -105,6 +105,7 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
         "clickmode": "event",
         "dragmode": "zoom",
     }
+    home = None
     if mode == "points":
         traces = [
             {
@@ -136,6 +137,7 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
                 "layer": "below",
             }
         ]
+        home = [x0, x1, y0, y1]  # where double-click returns after a zoom (frontend_assets/scatter.js)
         layout["xaxis"]["range"] = [x0, x1]
         layout["yaxis"]["range"] = [y0, y1]  # log10 units on a log axis, as the image is binned
         traces = [
@@ -152,7 +154,8 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
     layout["meta"] = {
         "map": {"view": "scatter", "mode": mode, "drawn": int(points.x.size), "dataset": st.dataset,
                 "token": f"s{id(points):x}-{mode}", "x": points.x_title, "y": points.y_title, "log": points.log,
-                "query": {"prop": q.prop, "axis": q.axis, "coord": q.coord, "scale": "log" if points.log else "linear"}}
+                "query": {"prop": q.prop, "axis": q.axis, "coord": q.coord, "scale": "log" if points.log else "linear"},
+                "home": home}
     }  # fmt: skip
     return typed_arrays({"data": traces, "layout": layout}), list(points.notes)
 

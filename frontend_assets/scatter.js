@@ -83,15 +83,39 @@
     }, function () {});
   }
 
+  // A zoom or pan of the image asks the server for the region's image at the plot's size (GET
+  // .../scatter/image, straight as the image's source); double-click or home return to all the points.
+  function onZoom(gd, ev) {
+    var meta = scatterMeta(gd), keys = Object.keys(ev || {});
+    if (!meta || meta.mode !== "image" || !meta.home ||
+        !keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
+    var h = meta.home;
+    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {
+      window.Plotly.relayout(gd, { "xaxis.range": [h[0], h[1]], "yaxis.range": [h[2], h[3]] });
+      return;
+    }
+    var axes = window.orientscopeMap.cartesianAxes(gd), xr = gd.layout.xaxis.range, yr = gd.layout.yaxis.range;
+    if (!axes || !xr || !yr) { return; }
+    var region = { x0: Math.min(xr[0], xr[1]), x1: Math.max(xr[0], xr[1]),
+                   y0: Math.min(yr[0], yr[1]), y1: Math.max(yr[0], yr[1]) };
+    var params = Object.assign({}, meta.query, region,
+                               { width: Math.max(1, Math.round(axes.x.length)), height: Math.max(1, Math.round(axes.y.length)) });
+    var url = "/api/datasets/" + encodeURIComponent(meta.dataset) + "/scatter/image?" + Object.keys(params).map(
+      function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
+    window.Plotly.relayout(gd, { "images[0].source": url, "images[0].x": region.x0, "images[0].y": region.y1,
+                                 "images[0].sizex": region.x1 - region.x0, "images[0].sizey": region.y1 - region.y0 });
+  }
+
   // The graph's element can be re-created (dcc.Loading); a light watch binds each new one once.
   setInterval(function () {
     var host = document.getElementById("orientation-map");
     var gd = host && host.querySelector(".js-plotly-plot");
-    if (!gd || gd._scatterBound) { return; }
+    if (!gd || !gd.on || gd._scatterBound) { return; }
     gd._scatterBound = true;
     gd.addEventListener("mousedown", function (ev) { host._press = { x: ev.clientX, y: ev.clientY }; }, true);
     gd.addEventListener("click", function (ev) { onImageClick(host, gd, ev); });
     gd.addEventListener("mousemove", function (ev) { onImageHover(host, gd, ev); });
+    gd.on("plotly_relayout", function (ev) { onZoom(gd, ev); });
     gd.addEventListener("mouseleave", function () {
       clearTimeout(host._scatterHover);
       var tip = host.querySelector(".scatter-tooltip");

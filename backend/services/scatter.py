@@ -28,7 +28,8 @@ COORDINATES = ("lon", "lat", "x", "y", "z")
 COORDINATE_NAMES = {"lon": "longitude (°)", "lat": "latitude (°)", "x": "x component", "y": "y component",
                     "z": "z component"}  # fmt: skip
 SCALES = ("linear", "log")
-IMAGE_SIZE = (900, 500)  # pixels of the aggregated image (the plot stretches it)
+IMAGE_SIZE = (900, 500)  # pixels of the first aggregated image (the plot stretches it until a zoom asks anew)
+MAX_IMAGE_SIDE = 4096
 
 
 @dataclass(frozen=True)
@@ -139,20 +140,30 @@ def _span(values: np.ndarray) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def scatter_image(points: ScatterPoints) -> ScatterImage:
-    """The view as an aggregated image (counts per pixel, log-shaded), cached with the view's points."""
-    hit = map_cache().get("scatter_image", id(points))
+def scatter_image(
+    points: ScatterPoints, region: tuple[float, float, float, float] | None = None, size: tuple[int, int] = IMAGE_SIZE
+) -> ScatterImage:
+    """The view as an aggregated image (counts per pixel, log-shaded) of ``region`` (x0, x1, y0, y1; y in log10
+    units on a log scale; default all the points) at ``size`` (width, height) pixels, cached per view."""
+    width, height = size
+    if not (1 <= width <= MAX_IMAGE_SIDE and 1 <= height <= MAX_IMAGE_SIDE):
+        raise InvalidInput(
+            f"an image is 1 to {MAX_IMAGE_SIDE} pixels a side, got {width} × {height}", ("query", "width")
+        )
+    if region is not None and not (np.all(np.isfinite(region)) and region[1] > region[0] and region[3] > region[2]):
+        raise InvalidInput(f"region {region} must be finite with x0 < x1 and y0 < y1", ("query", "x0"))
+    key = (id(points), region, size)
+    hit = map_cache().get("scatter_image", key)
     if hit is not None and hit[0] is points:
         return hit[1]
     y = np.log10(points.y) if points.log else points.y
-    x_range, y_range = _span(points.x), _span(y)
-    width, height = IMAGE_SIZE
+    x_range, y_range = (_span(points.x), _span(y)) if region is None else (region[:2], region[2:])
     canvas = dsh.Canvas(plot_width=width, plot_height=height, x_range=x_range, y_range=y_range)
     agg = canvas.points(pd.DataFrame({"x": points.x, "y": y}), "x", "y", dsh.count())
     img = tf.shade(agg, cmap=["#c6dbef", "#08306b"], how="log", min_alpha=96)
     rgba = np.flipud(img.to_numpy().view(np.uint8).reshape(height, width, 4))  # top row first
-    image = ScatterImage(png_rgba(np.ascontiguousarray(rgba)), x_range, y_range, width, height)
-    map_cache().put("scatter_image", id(points), (points, image), size=len(image.png))
+    image = ScatterImage(png_rgba(np.ascontiguousarray(rgba)), tuple(x_range), tuple(y_range), width, height)
+    map_cache().put("scatter_image", key, (points, image), size=len(image.png))
     return image
 
 

@@ -30,3 +30,18 @@ def test_a_bad_scatter_click_is_a_clear_4xx(client):
     assert client.get("/api/datasets/qm9/scatter/nearest", params={**base, "dx": 0}).status_code == 422
     assert client.get("/api/datasets/qm9/scatter/nearest", params={**base, "coord": "w"}).status_code == 422
     assert client.get("/api/datasets/nope/scatter/nearest", params=base).status_code == 404
+
+
+def test_the_image_of_a_region_is_a_png_of_the_size_asked_for(client):
+    from io import BytesIO
+
+    from PIL import Image
+
+    params = {"prop": "zpve", "x0": -90, "x1": 90, "y0": 0, "y1": 0.3, "width": 120, "height": 80}
+    r = client.get("/api/datasets/qm9/scatter/image", params=params)
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    image = np.asarray(Image.open(BytesIO(r.content)))
+    assert image.shape == (80, 120, 4) and image[..., 3].any()  # molecules drawn
+    empty = client.get("/api/datasets/qm9/scatter/image", params={**params, "y0": 5, "y1": 6})
+    assert not np.asarray(Image.open(BytesIO(empty.content)))[..., 3].any()  # no molecule there
+    assert client.get("/api/datasets/qm9/scatter/image", params={**params, "x1": -100}).status_code == 422

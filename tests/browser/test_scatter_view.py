@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
+import httpx
 import numpy as np
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.browser
 PLOT_JS = """
 const gd = document.querySelector('#orientation-map .js-plotly-plot');
 if (!gd || !gd.layout || !gd.layout.meta || !gd.layout.meta.map) return null;
-const t = gd.data[0] || {};
+const t = (gd._fullData || [])[0] || {};
 return {meta: gd.layout.meta.map, yType: gd._fullLayout.yaxis.type, images: (gd.layout.images || []).length,
         x: t.customdata ? Array.from(t.x) : null, y: t.customdata ? Array.from(t.y) : null,
         ids: t.customdata ? Array.from(t.customdata) : null};
@@ -27,6 +28,20 @@ return {meta: gd.layout.meta.map, yType: gd._fullLayout.yaxis.type, images: (gd.
 TIP_JS = """
 const t = document.querySelector('#orientation-map .scatter-tooltip');
 return t && !t.hidden && t.textContent ? {text: t.textContent, molecule: t.dataset.molecule} : null;
+"""
+HOME_JS = "return document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map.home;"
+ZOOM_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]});
+"""
+IMAGE_JS = """
+const im = (document.querySelector('#orientation-map .js-plotly-plot').layout.images || [])[0];
+return im ? {source: im.source, x: im.x, sizey: im.sizey} : null;
+"""
+# The image plotly.js draws (it loads a URL source and draws it as a data URL).
+DRAWN_IMAGE_JS = """
+const el = document.querySelector('#orientation-map .js-plotly-plot image');
+return el && (el.getAttribute('href') || el.getAttribute('xlink:href'));
 """
 # Offset from the plot's centre (as ActionChains offsets are) of a data point (x, y).
 TO_PIXEL_JS = """
@@ -105,4 +120,17 @@ def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says
         assert tip["molecule"] == wanted and tip["text"].startswith(f"{wanted} · axis 2 z component")
         ActionChains(driver).click().perform()
         wait_for(lambda: text_of(driver, "molecule-id") == wanted, what=f"molecule {wanted} to open")
+        # a zoom draws the region's own image at the plot's size
+        home = driver.execute_script(HOME_JS)
+        box = [home[0] + 0.25 * (home[1] - home[0]), home[0] + 0.5 * (home[1] - home[0]),
+               home[2] + 0.5 * (home[3] - home[2]), home[2] + 0.75 * (home[3] - home[2])]  # fmt: skip
+        before = driver.execute_script(DRAWN_IMAGE_JS)
+        driver.execute_script(ZOOM_JS, box[:2], box[2:])
+        image = wait_for(lambda: (i := driver.execute_script(IMAGE_JS)) and "x0=" in i["source"] and i, what="zoom")
+        assert image["x"] == pytest.approx(box[0]) and image["sizey"] == pytest.approx(box[3] - box[2])
+        query = parse_qs(urlparse(image["source"]).query)
+        assert float(query["x1"][0]) == pytest.approx(box[1]) and int(query["width"][0]) > 100
+        wait_for(lambda: driver.execute_script(DRAWN_IMAGE_JS) not in (None, before), what="the region's image drawn")
+        region = httpx.get(url + image["source"], timeout=60)
+        assert region.status_code == 200 and region.content.startswith(b"\x89PNG")
         assert severe_console(driver) == []

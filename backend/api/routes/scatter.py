@@ -1,11 +1,11 @@
-"""GET /api/datasets/{id}/scatter/nearest: the molecule a click on the scatter view (a property against an axis
-coordinate) opens."""
+"""GET /api/datasets/{id}/scatter/nearest (the molecule a click on the scatter view, a property against an axis
+coordinate, opens) and /scatter/image (its aggregated image of a region, as PNG)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from orientscope.api.deps import DataDirDep, DatasetIdPath
@@ -41,3 +41,25 @@ async def nearest(
 ):
     """The molecule nearest to a click within 5 pixels (all null if none)."""
     return json_record(await run_in_threadpool(svc.nearest_molecule, data_dir, query, x, y, dx, dy))
+
+
+PNG = {200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}}
+
+
+@router.get("/scatter/image", responses={**NOT_FOUND, **PNG})
+async def image(
+    data_dir: DataDirDep,
+    query: Annotated[svc.ScatterQuery, Depends(scatter_query)],
+    x0: Annotated[float, Query(description="Left edge (the axis coordinate).")],
+    x1: Annotated[float, Query(description="Right edge.")],
+    y0: Annotated[float, Query(description="Bottom edge (the property, log10 of it with scale=log).")],
+    y1: Annotated[float, Query(description="Top edge.")],
+    width: Annotated[int, Query(ge=1, le=svc.MAX_IMAGE_SIDE, description="Image width in pixels.")] = 900,
+    height: Annotated[int, Query(ge=1, le=svc.MAX_IMAGE_SIDE, description="Image height in pixels.")] = 500,
+):
+    """The molecules of the region as an image: counts per pixel, log-shaded (a zoom's image)."""
+
+    def draw() -> bytes:
+        return svc.scatter_image(svc.scatter_points(data_dir, query), (x0, x1, y0, y1), (width, height)).png
+
+    return Response(await run_in_threadpool(draw), media_type="image/png")
