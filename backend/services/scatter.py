@@ -150,7 +150,8 @@ def scatter_image(
         raise InvalidInput(
             f"an image is 1 to {MAX_IMAGE_SIDE} pixels a side, got {width} × {height}", ("query", "width")
         )
-    if region is not None and not (np.all(np.isfinite(region)) and region[1] > region[0] and region[3] > region[2]):
+    spans = None if region is None else (region[1] - region[0], region[3] - region[2])
+    if spans is not None and not (np.all(np.isfinite([*region, *spans])) and min(spans) > 0):
         raise InvalidInput(f"region {region} must be finite with x0 < x1 and y0 < y1", ("query", "x0"))
     key = (id(points), region, size)
     hit = map_cache().get("scatter_image", key)
