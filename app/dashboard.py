@@ -14,7 +14,7 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from orientscope.app import ids, panels, pins, smarts_progress
+from orientscope.app import ids, panels, pins, scatter_panel, selection_panel, smarts_progress
 from orientscope.app.audit_panel import audit_section, register_audit
 from orientscope.app.audit_panel import first_view_props as audit_first_view
 from orientscope.app.compat import first_screen_scripts
@@ -44,6 +44,8 @@ VIEW_TIPS = {
     "control on the same scale",
     "map": "Every molecule's axes as points (Mollweide projection); click one to see the molecule",
     "sphere": "The axes on a rotatable unit sphere (a sample on large sets)",
+    "scatter": "A stored property against a coordinate of one axis (longitude, latitude or a component); click a "
+    "point to see the molecule",
 }
 
 
@@ -75,6 +77,7 @@ def _controls() -> html.Div:
                             {"label": html.Span("density vs control", title=VIEW_TIPS["density"]), "value": "density"},
                             {"label": html.Span("Mollweide points", title=VIEW_TIPS["map"]), "value": "map"},
                             {"label": html.Span("3D sphere", title=VIEW_TIPS["sphere"]), "value": "sphere"},
+                            {"label": html.Span("property vs axis", title=VIEW_TIPS["scatter"]), "value": "scatter"},
                         ],
                         value="density",
                         inline=True,
@@ -213,6 +216,7 @@ def build_layout(read_only: bool) -> html.Div:
             dcc.Store(id=ids.MAP_VIEWPORT),
             dcc.Store(id=ids.MAP_ZOOM),
             dcc.Store(id=ids.MAP_ZOOM_DONE),
+            dcc.Store(id=ids.MAP_SELECTION),
             dcc.Store(id=ids.MAP_DRAWN),
             dcc.Store(id=ids.VIEWER_SPEC),
             dcc.Store(id=ids.VIEWER_DONE),
@@ -236,6 +240,7 @@ def build_layout(read_only: bool) -> html.Div:
                 [
                     html.H2("Orientations of every molecule"),
                     _controls(),
+                    scatter_panel.scatter_controls(),
                     html.Div(id=ids.MAP_NOTES, className="note"),
                     html.Div(
                         [
@@ -270,6 +275,7 @@ def build_layout(read_only: bool) -> html.Div:
                     ),
                     html.P(id=ids.MAP_HINT, className="note map-hint"),
                     *pins.pin_strip(),
+                    selection_panel.selection_section(),
                 ],
                 className="panel",
             ),
@@ -303,6 +309,7 @@ STATE_OUT = {
     "dataset_options": (ids.DATASET, "options"),
     # With the value, not later: a dropdown drops a value that is not among its options yet.
     "color_options": (ids.COLOR, "options"),
+    "prop_options": (ids.SCATTER_PROP, "options"),
     "compare_a": (ids.COMPARE_A, "value"),  # dataset A of the compare view is the page's dataset
 }
 MAP_OUT = {
@@ -369,6 +376,7 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
             "messages": _warnings(resolved.messages),
             "dataset_options": resolved.dataset_options,
             "color_options": color_options(data_dir, st.dataset),
+            "prop_options": scatter_panel.property_options(data_dir, st.dataset),
             "compare_a": st.dataset,
         },
     )
@@ -380,6 +388,8 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
         del props[ids.SELECTED]
     if not st.pins:
         del props[ids.PINS]
+    if not st.sel:
+        del props[ids.MAP_SELECTION]
     viewport = None
     if st.region is None:
         del props[ids.MAP_ZOOM]
@@ -405,6 +415,7 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     props[ids.MOLECULE_EXTRA] = {"children": panels.neighbour_lists(data_dir, drawn, st.molecule)}
     props[ids.GROUP_SPEC] = {"data": panels.group_members_spec(data_dir, drawn)}
     props.update(audit_first_view(data_dir, st.dataset))
+    props.update(selection_panel.first_view_props(data_dir, drawn.with_(sel=st.sel)))
     return props
 
 
@@ -475,6 +486,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))
     pins.register(app)
+    selection_panel.register(app, data_dir, guarded(app.callback))
     if not read_only:
         register_upload(app)
         _register_upload_refresh(app, data_dir)
@@ -545,8 +557,17 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
                     "group": None,
                     "color": "axis" if (color or "").startswith("prop:") else color,
                     "pins": None,  # ids of another dataset
+                    "sel": None,
+                    "prop": None,
                 }
-                out |= {"color": shown["color"], "group": None, "molecule": None, "pins": None}
+                out |= {
+                    "color": shown["color"],
+                    "group": None,
+                    "molecule": None,
+                    "pins": None,
+                    "sel": None,
+                    "prop": None,
+                }
             if trigger == ids.GROUPING:
                 shown["group"] = out["group"] = None
             st = ViewState.from_controls(**shown)
@@ -558,6 +579,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         out["dataset_options"] = options
         if trigger in (None, ids.URL, ids.DATASET):
             out["color_options"] = color_options(data_dir, st.dataset)
+            out["prop_options"] = scatter_panel.property_options(data_dir, st.dataset)
         if st.dataset != compare_a:
             out["compare_a"] = st.dataset
         return out
@@ -599,11 +621,14 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         prevent_initial_call=True,
     )
     def click_point(click, st):
-        """A click on the 3D sphere's points (the flat map's clicks go to the server's nearest point, in JS)."""
+        """A click on the 3D sphere's or the scatter's points (the flat map's clicks go to the server's nearest
+        point, in JS)."""
         st = ViewState.from_map_state(st)
-        if not click or not st.ready or st.view != "sphere":
+        if not click or not st.ready or st.view not in ("sphere", "scatter"):
             return no_update
         point = click["points"][0]
+        if st.view == "scatter":  # its points carry their molecule's id (app/scatter_panel.py)
+            return point.get("customdata") or no_update
         layers = map_layers(data_dir, st)
         row = clicked_row(layers, point.get("curveNumber", -1), point.get("pointNumber", -1))
         return no_update if row is None else str(layers.md.ids[row])
@@ -661,6 +686,11 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         Output(ids.AXES_HINT, "children"),
         Input(ids.AXES, "value"),
         State(ids.AXES, "options"),
+    )
+    app.clientside_callback(  # the scatter view's controls show in that view only
+        dash.ClientsideFunction("scatter", "showControls"),
+        Output(ids.SCATTER_CONTROLS, "hidden"),
+        Input(ids.VIEW_MODE, "value"),
     )
     app.clientside_callback(  # the back button's zoom (the URL's), drawn
         dash.ClientsideFunction("orientscope", "applyZoom"),

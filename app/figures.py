@@ -437,6 +437,8 @@ def _map_layout(title: str, extent: tuple[float, float, float, float] | None = N
         "dragmode": "pan",
         "hovermode": "closest",
         "clickmode": "event",
+        # also over the image (no selectable trace): a selection lists the molecules (app/selection_panel.py)
+        "modebar": {"add": ["select2d", "lasso2d"]},
     }
 
 

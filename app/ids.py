@@ -11,6 +11,7 @@ SELECTED = "selected"  # the selected molecule id
 MAP_VIEWPORT = "map-viewport"  # the map region the browser shows: {x0, x1, y0, y1 Mollweide, width, height px}
 MAP_ZOOM = "map-zoom"  # the flat map's zoom as the URL carries it ("x0,x1,y0,y1"), set by orientscope.js
 MAP_ZOOM_DONE = "map-zoom-done"
+MAP_SELECTION = "map-selection"  # the flat map's selection as the URL carries it ("box:..."), set by selection.js
 MAP_DRAWN = "map-drawn"
 SELECTED_RING = "selected-ring"
 RING_DONE = "ring-done"
@@ -74,6 +75,19 @@ COMPARE_B = "compare-b"
 COMPARE_BODY = "compare-body"
 COMPARE_PANEL_A = "compare-panel-a"
 COMPARE_PANEL_B = "compare-panel-b"
+SELECTION_PANEL = "selection-panel"  # the list of the selected molecules (app/selection_panel.py)
+SELECTION_COUNT = "selection-count"
+SELECTION_TABLE = "selection-table"
+SELECTION_PREV = "selection-prev"
+SELECTION_NEXT = "selection-next"
+SELECTION_PAGE = "selection-page"
+SELECTION_CSV = "selection-csv"
+SELECTION_CLEAR = "selection-clear"
+SCATTER_CONTROLS = "scatter-controls"  # the scatter view's controls (app/scatter_panel.py)
+SCATTER_PROP = "scatter-prop"
+SCATTER_AXIS = "scatter-axis"
+SCATTER_COORD = "scatter-coord"
+SCATTER_SCALE = "scatter-scale"
 NEIGHBOUR = "neighbour"  # the "type" of the pattern-matched neighbour buttons
 
 # model audit
@@ -103,4 +117,9 @@ CONTROL_OF = {
     "compare": (COMPARE_B, "value"),
     "zoom": (MAP_ZOOM, "data"),
     "pins": (PINS, "data"),
+    "sel": (MAP_SELECTION, "data"),
+    "prop": (SCATTER_PROP, "value"),
+    "xaxis": (SCATTER_AXIS, "value"),
+    "coord": (SCATTER_COORD, "value"),
+    "yscale": (SCATTER_SCALE, "value"),
 }

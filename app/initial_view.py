@@ -77,8 +77,9 @@ class PageQueryMiddleware:
         query = referer_query(headers.get(b"referer"), headers.get(b"host"))
         key = None
         # A zoomed page is built afresh: each zoom is a URL of its own, and keeping their layouts
-        # would fill the cache with one 2.5 MB layout per zoom.
-        if query is not None and self.version is not None and "zoom" not in dict(parse_qsl(query.lstrip("?"))):
+        # would fill the cache with one 2.5 MB layout per zoom. So is a selection's.
+        one_off = {"zoom", "sel"} & dict(parse_qsl((query or "").lstrip("?"))).keys()
+        if query is not None and self.version is not None and not one_off:
             key = (self._own, query, await anyio.to_thread.run_sync(self.version))  # reads dataset metadata
         hit = self.cache.get("first_view", key) if key is not None else None
         if hit is not None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from orientscope.app import data
 from orientscope.app.figures import ColorSpec, PointTraces, split_points
-from orientscope.app.state import ViewState
+from orientscope.app.state import SCATTER_FIELDS, ViewState
 from orientscope.core.palette import AXIS_COLORS
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.map_data import MapData
@@ -243,7 +243,9 @@ def _relevant(st: ViewState) -> ViewState:
         st = st.with_(color=None)  # the density view is not coloured by points
     if st.color != "group" and not st.group:
         st = st.with_(grouping=None)  # only colours or filters by group read the grouping (not a density)
-    return st.with_(molecule=None, zoom=None, compare=None)
+    if st.view != "scatter":  # its controls change nothing else
+        st = st.with_(**{name: getattr(ViewState(), name) for name in SCATTER_FIELDS})
+    return st.with_(molecule=None, zoom=None, compare=None, sel=None)
 
 
 def map_layers(data_dir: Path, st: ViewState) -> MapLayers:
@@ -266,19 +268,22 @@ def map_query(st: ViewState, color: str = "axis") -> MapQuery:
     return MapQuery(st.dataset, st.table, st.axes, color, st.grouping or "formula", st.group, st.smarts)
 
 
+def shown_query(st: ViewState, layers: MapLayers) -> MapQuery:
+    """The services' query of the points a view state's flat map shows: a SMARTS the layers could not use
+    is left out, as the layers leave it out (and say why)."""
+    query = map_query(st, st.color)
+    return query if layers.n_matches is not None else replace(query, smarts=None)
+
+
 def shown_points(data_dir: Path, st: ViewState, layers: MapLayers) -> MapPoints:
     """The points the server aggregates for a view state's flat map.
 
     The services' resolved view, the one the REST clicks and hover read (indexed at server start
     for the default view): both colour from ``orientscope.core.palette`` and the services' group
-    table, so the dashboard keeps no second copy of a view's points. A SMARTS the layers could
-    not use is left out, as the layers leave it out (and say why).
+    table, so the dashboard keeps no second copy of a view's points (:func:`shown_query`).
     """
-    query = map_query(st, st.color)
-    if layers.n_matches is None:
-        query = replace(query, smarts=None)
     try:
-        return view_points(data_dir, query)
+        return view_points(data_dir, shown_query(st, layers))
     except data.OrientScopeError:  # e.g. an unknown group or property: the layers say why
         return layers.raster_points
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from dash import dcc, html
 
-from orientscope.app import data, ids
+from orientscope.app import data, ids, scatter_panel
 from orientscope.app.figures import angle_histogram_figure, message_figure
 from orientscope.app.initial_view import dataset_options
 from orientscope.app.mapfigure import (
@@ -86,6 +86,8 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> 
     empty = message_figure("", 200)
     if not st.ready:
         return MapPanel(message_figure("Choose a dataset."), [], empty, True, density)
+    if st.view == "scatter":  # a property against an axis coordinate, in one colour
+        return MapPanel(*scatter_panel.scatter_outputs(data_dir, st), empty, True, True)
     try:
         if density:
             (fig, control), layers = density_pair_json(data_dir, st)

@@ -12,15 +12,23 @@ from dataclasses import asdict, dataclass, fields, replace
 from urllib.parse import parse_qsl, urlencode
 
 from orientscope.core.groups import GROUP_KINDS
+from orientscope.core.selection import parse_selection
+from orientscope.services.scatter import COORDINATES
+from orientscope.services.scatter import SCALES as Y_SCALES
 
-VIEW_MODES = ("map", "density", "sphere")
+VIEW_MODES = ("map", "density", "sphere", "scatter")
 TABLES = ("original", "control")
 DEFAULT_AXES = "123"
 
 # What the URL carries, and what decides what the map draws (the selection does not; the
 # table is set only by the compare view, never by a URL).
-URL_FIELDS = ("dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes", "compare", "zoom", "pins")
-MAP_FIELDS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes")
+# The scatter view's controls: a property (y) against a coordinate of one axis (x), app/scatter_panel.py.
+SCATTER_FIELDS = ("prop", "xaxis", "coord", "yscale")
+URL_FIELDS = (
+    "dataset", "color", "grouping", "group", "smarts", "molecule", "view", "axes", "compare", "zoom", "pins", "sel",
+    *SCATTER_FIELDS,
+)  # fmt: skip
+MAP_FIELDS = ("dataset", "table", "color", "grouping", "group", "smarts", "view", "axes", *SCATTER_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,11 @@ class ViewState:
     compare: str | None = None  # the compare view's dataset B: an id, or "<id>::control"
     zoom: str | None = None  # the flat map's region "x0,x1,y0,y1" (Mollweide units); None: the whole map
     pins: str | None = None  # the pinned molecules "id1,id2,..." (at most MAX_PINS), in pinning order
+    sel: str | None = None  # the flat map's box or lasso selection (orientscope.core.selection); None: none
+    prop: str | None = None  # the scatter view's property (y); None: the dataset's first
+    xaxis: str = "1"  # the scatter view's axis (x), 1..3
+    coord: str = "lat"  # and its coordinate: one of COORDINATES
+    yscale: str = "linear"  # the property's scale: one of Y_SCALES
 
     @property
     def ready(self) -> bool:
@@ -71,6 +84,10 @@ class ViewState:
             items["view"] = self.view  # parse_query opens a molecule without a view in the point map
         if self.view != "map":
             items.pop("zoom", None)  # only the flat map zooms
+            items.pop("sel", None)  # and selects
+        if self.view != "scatter":
+            for name in SCATTER_FIELDS:
+                items.pop(name, None)
         return "?" + urlencode(items) if items else ""
 
     @classmethod
@@ -88,6 +105,11 @@ class ViewState:
         compare: str | None = None,
         zoom: str | None = None,
         pins: str | None = None,
+        sel: str | None = None,
+        prop: str | None = None,
+        xaxis: str | None = None,
+        coord: str | None = None,
+        yscale: str | None = None,
     ) -> ViewState:
         """The state the controls show (their values as the browser sends them)."""
         return cls(
@@ -102,6 +124,11 @@ class ViewState:
             compare=_text(compare, "compare") or None,
             zoom=_zoom_text(_text(zoom, "zoom")),
             pins=pins_text(split_pins(_text(pins, "pins"))[0]),
+            sel=_sel_text(_text(sel, "sel")),
+            prop=_text(prop, "prop") or None,
+            xaxis=_one_of(_text(xaxis, "xaxis"), ("1", "2", "3"), "1"),
+            coord=_one_of(_text(coord, "coord"), COORDINATES, "lat"),
+            yscale=_one_of(_text(yscale, "yscale"), Y_SCALES, "linear"),
         )
 
     @classmethod
@@ -186,6 +213,19 @@ def pins_text(ids: list[str]) -> str | None:
     return ",".join(ids) or None
 
 
+def _one_of(value: str | None, allowed: tuple[str, ...], default: str) -> str:
+    """``value`` if allowed, else ``default``."""
+    return value if value in allowed else default
+
+
+def _sel_text(text: str | None) -> str | None:
+    """A valid selection in its URL form, else None (the selection store only ever holds what the page wrote)."""
+    try:
+        return parse_selection(text).text() if text else None
+    except ValueError:
+        return None
+
+
 def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
     """ViewState from a query string, plus human-readable warnings for values that were ignored."""
     warnings: list[str] = []
@@ -215,6 +255,16 @@ def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
         pins, pin_warnings = split_pins(values["pins"])
         warnings += pin_warnings
         values["pins"] = pins_text(pins)
+    for name, allowed in (("xaxis", ("1", "2", "3")), ("coord", COORDINATES), ("yscale", Y_SCALES)):
+        if values.get(name) and values[name] not in allowed:
+            warnings.append(f"unknown {name} {values[name]!r}; expected one of {', '.join(allowed)}")
+            values.pop(name)
+    if values.get("sel"):
+        try:
+            values["sel"] = parse_selection(values["sel"]).text()
+        except ValueError as err:
+            warnings.append(f"{err}; nothing is selected")
+            values.pop("sel")
     if values.get("molecule") and not values.get("view"):
         # A link to a molecule (links made before the density view became the default carry no view):
         # open the view that shows it, not the density view, which has no molecule panel.

@@ -54,6 +54,8 @@
     }
   };
   // ================================================================ end of plotly.js internals
+  // The scatter view's image clicks read the same axes (frontend_assets/scatter.js).
+  window.orientscopeMap = Object.assign(window.orientscopeMap || {}, { cartesianAxes: plotlyInternals.cartesianAxes });
 
   // The 3D viewer's code is shared with the page's first paint, which may have drawn the molecule
   // viewer already (first_paint.js, loaded before this file).
@@ -747,7 +749,7 @@
         if (++tries < 1200) { setTimeout(wait, 25); }
         return;
       }
-      if (meta.view !== "sphere") { bindMap(host, gd); } else { bindSphere(host, gd); }
+      if (meta.view === "sphere") { bindSphere(host, gd); } else if (meta.view !== "scatter") { bindMap(host, gd); }  // scatter: plotly.js's picking
       var shown = meta.view === "map" ? shownViewport(gd) : null;
       if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
         drawRegion(host, meta.state, shown, true);

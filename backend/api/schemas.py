@@ -404,3 +404,12 @@ class MapPixelPublic(_Model):
     mean: float | None = Field(None, description="Mean value (colour by property or score).")
     ratio: float | None = Field(None, description="Density relative to uniform (kind=density).")
     matches: int | None = Field(None, description="SMARTS matches in the pixel.")
+
+
+class ScatterNearestPublic(_Model):
+    """The scatter view's molecule nearest to a click, within 5 pixels; every field null when none is."""
+
+    id: str | None = Field(description="Molecule id.")
+    x: float | None = Field(description="The axis coordinate of the molecule.")
+    y: float | None = Field(description="Its property value.")
+    distance_px: float | None = Field(description="Distance from the click in pixels.")

@@ -77,11 +77,16 @@ def shared_molecules(
         raise InvalidInput(f"limit must be 1 to {MAX_PAGE}, got {limit}", ("query", "limit"))
     pts = view_points(data_dir, query)
     picked = pick(pts, viewport, x, y)
-    page = picked[offset : offset + limit]
+    molecules = molecule_records(data_dir, query, pts, picked[offset : offset + limit])
+    return {"total": int(picked.size), "offset": offset, "limit": limit, "color": pts.colors.title,
+            "molecules": molecules}  # fmt: skip
+
+
+def molecule_records(data_dir: Path, query: MapQuery, points: MapPoints, idx: np.ndarray) -> list[dict]:
+    """{"id", "formula", "value"} of the molecule of each point ``idx``; ``value``: the colour the map shows
+    at that point (a category's label, a number, or None for no value)."""
     formula = formulas(get_view(data_dir, query.dataset))
-    molecules = [_entry(pts, formula, int(i)) for i in page]
-    c = pts.colors
-    return {"total": int(picked.size), "offset": offset, "limit": limit, "color": c.title, "molecules": molecules}
+    return [_entry(points, formula, int(i)) for i in idx]
 
 
 def _entry(pts: MapPoints, formula, i: int) -> dict:

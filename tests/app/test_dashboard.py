@@ -52,7 +52,12 @@ def test_the_first_view_fills_every_state_output_of_a_url(qm9_store):
     st = ViewState(dataset="qm9", color="group", grouping="scaffold", view="density", axes="2")
     props = first_view(qm9_store, st.to_query())
     for name, (component, prop) in STATE_OUT.items():
-        if name not in ("molecule", "zoom", "pins"):  # no molecule, zoom or pins: their stores stay unset
+        if name not in (
+            "molecule",
+            "zoom",
+            "pins",
+            "sel",
+        ):  # no molecule, zoom, pins or selection: their stores stay unset
             assert prop in props[component], name
     assert props[ids.URL]["search"] == st.to_query()
     assert ViewState.from_map_state(props[ids.MAP_STATE]["data"]) == st

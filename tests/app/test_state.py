@@ -40,7 +40,8 @@ def test_map_state_holds_what_the_map_draws_but_not_the_selection():
     st = ViewState(dataset="qm9", molecule="5", color="score")
     assert st.map_state() == {
         "dataset": "qm9", "table": "original", "color": "score", "grouping": "formula", "group": None,
-        "smarts": None, "view": "density", "axes": "123",
+        "smarts": None, "view": "density", "axes": "123", "prop": None, "xaxis": "1", "coord": "lat",
+        "yscale": "linear",
     }  # fmt: skip
     assert st.with_(molecule="6").map_state() == st.map_state()
     assert ViewState.from_map_state(st.map_state()) == st.with_(molecule=None)
@@ -109,3 +110,28 @@ def test_the_pins_travel_in_the_url_at_most_four_without_repeats():
     assert back.pins == "1,2,3,4" and warnings == ["pins name 5 molecules; at most 4 are pinned, the first kept"]
     assert ViewState.from_controls(**{**control_values(st), "pins": " 5,5 ,6"}).pins == "5,6"
     assert ViewState.from_controls(**{**control_values(st), "pins": ""}).pins is None
+
+
+def test_a_selection_round_trips_through_the_url_of_the_flat_map_only():
+    st, warnings = parse_query("?dataset=qm9&view=map&sel=box:1,0,0,0.5")
+    assert warnings == [] and st.sel == "box:0.0000,1.0000,0.0000,0.5000"
+    assert parse_query(st.to_query())[0] == st
+    assert "sel=" not in st.with_(view="density").to_query()  # only the flat map selects
+    st, warnings = parse_query("?dataset=qm9&view=map&sel=circle:0,0,1")
+    assert st.sel is None and warnings == [
+        "selection 'circle:0,0,1' must start with one of box:, lasso:; nothing is selected"
+    ]
+    assert ViewState.from_controls(dataset="qm9", color=None, grouping=None, group=None, smarts=None, molecule=None,
+                                   view="map", axes=None, sel="lasso:0,0,1,0,0,1").sel == (
+        "lasso:0.0000,0.0000,1.0000,0.0000,0.0000,1.0000"
+    )  # fmt: skip
+
+
+def test_the_scatter_controls_round_trip_through_the_url_of_the_scatter_view_only():
+    st, warnings = parse_query("?dataset=qm9&view=scatter&prop=zpve&xaxis=2&coord=z&yscale=log")
+    assert warnings == [] and (st.prop, st.xaxis, st.coord, st.yscale) == ("zpve", "2", "z", "log")
+    assert parse_query(st.to_query())[0] == st
+    assert st.map_state()["coord"] == "z"  # a new coordinate redraws the view
+    assert "prop=" not in st.with_(view="map").to_query()
+    st, warnings = parse_query("?dataset=qm9&view=scatter&coord=w&xaxis=4")
+    assert (st.coord, st.xaxis) == ("lat", "1") and len(warnings) == 2 and "unknown coord 'w'" in warnings[1]

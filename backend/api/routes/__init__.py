@@ -8,11 +8,13 @@ from orientscope.api.routes import (
     health,
     ingest,
     jobs,
+    map_selection,
     model_audits,
     molecules,
     neighbors,
     orientation_map,
     orientations,
+    scatter,
     smarts,
 )
 
@@ -23,6 +25,8 @@ ROUTERS = [
     smarts.router,
     orientations.router,
     orientation_map.router,
+    map_selection.router,
+    scatter.router,
     groups.router,
     neighbors.router,
     canonicalize.router,

@@ -1,0 +1,169 @@
+"""The scatter view: a stored property (y) against a coordinate of one principal axis (x), answered by the
+services (``orientscope.services.scatter``): its controls and its figure.
+
+Points at or below the map's point budget (hover names the molecule, a click opens it through the
+dashboard's click callback), else the services' aggregated image. ``layout.meta.map`` carries the view,
+mode and molecules drawn, as every map figure does (the browser's test hook).
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import numpy as np
+from dash import dcc, html
+
+from orientscope.app import data, ids
+from orientscope.app.figures import _layout, _template, message_figure, typed_arrays
+from orientscope.app.state import ViewState
+from orientscope.services.scatter import (
+    COORDINATE_NAMES,
+    COORDINATES,
+    ScatterQuery,
+    scatter_image,
+    scatter_mode,
+    scatter_points,
+)
+
+POINT_COLOR = "#1f77b4"
+
+
+def scatter_controls() -> html.Div:
+    """Property, axis, coordinate and scale; shown in the scatter view only (frontend_assets/scatter.js)."""
+    return html.Div(
+        [
+            html.Label(
+                [
+                    "Property (y)",
+                    dcc.Dropdown(id=ids.SCATTER_PROP, clearable=False, options=[], placeholder="the first"),
+                ],
+                className="control",
+            ),
+            html.Label(
+                ["Axis (x)", dcc.RadioItems(id=ids.SCATTER_AXIS, options=["1", "2", "3"], value="1", inline=True)],
+                className="control",
+            ),
+            html.Label(
+                [
+                    "Coordinate",
+                    dcc.RadioItems(
+                        id=ids.SCATTER_COORD,
+                        options=[{"label": COORDINATE_NAMES[c].split(" ")[0], "value": c} for c in COORDINATES],
+                        value="lat",
+                        inline=True,
+                    ),
+                ],
+                className="control",
+            ),
+            html.Label(
+                [
+                    "Scale (y)",
+                    dcc.RadioItems(id=ids.SCATTER_SCALE, options=["linear", "log"], value="linear", inline=True),
+                ],
+                className="control",
+            ),
+        ],
+        id=ids.SCATTER_CONTROLS,
+        className="controls scatter-controls",
+        hidden=True,
+    )
+
+
+def property_options(data_dir: Path, dataset: str | None) -> list[dict]:
+    """The scatter's property choices: every stored property of the dataset."""
+    try:
+        names = data.property_names(data_dir, dataset) if dataset else []
+    except data.OrientScopeError:
+        names = []
+    return [{"label": n, "value": n} for n in names]
+
+
+def scatter_query(data_dir: Path, st: ViewState) -> ScatterQuery:
+    """The services' query of a scatter view state (its first property when none is chosen)."""
+    prop = st.prop
+    if not prop:
+        names = data.property_names(data_dir, st.dataset)
+        if not names:
+            raise data.OrientScopeError(f"dataset {st.dataset!r} has no stored property to plot")
+        prop = names[0]
+    return ScatterQuery(st.dataset, prop, int(st.xaxis), st.coord, st.yscale)
+
+
+def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
+    """The scatter view's figure (a plain dict) and its notes."""
+    points = scatter_points(data_dir, scatter_query(data_dir, st))
+    mode = scatter_mode(points)
+    title = f"{points.y_title} against {points.x_title} · {points.x.size:,} molecules"
+    layout = {
+        **_layout(title),
+        "template": _template(),
+        "xaxis": {"title": {"text": points.x_title}, "zeroline": False},
+        "yaxis": {"title": {"text": points.y_title}, "type": "log" if points.log else "linear"},
+        "margin": {"l": 70, "r": 20, "t": 40, "b": 50},
+        "hovermode": "closest",
+        "clickmode": "event",
+        "dragmode": "zoom",
+    }
+    home = None
+    if mode == "points":
+        traces = [
+            {
+                "type": "scattergl",
+                "mode": "markers",
+                # typed arrays (base64), as the map's points: a third of the bytes of JSON numbers
+                "x": points.x.astype(np.float32),
+                "y": points.y.astype(np.float32),
+                "customdata": points.ids.tolist(),
+                "marker": {"size": 4, "color": POINT_COLOR, "opacity": 0.6},
+                "hovertemplate": f"%{{customdata}}<br>{points.x_title}: %{{x:.4g}}<br>{points.y_title}: %{{y:.4g}}"
+                "<extra></extra>",
+                "name": "molecules",
+            }
+        ]
+    else:
+        image = scatter_image(points)
+        (x0, x1), (y0, y1) = image.x_range, image.y_range
+        layout["images"] = [
+            {
+                "source": "data:image/png;base64," + base64.b64encode(image.png).decode("ascii"),
+                "xref": "x",
+                "yref": "y",
+                "x": x0,
+                "y": y1,
+                "sizex": x1 - x0,
+                "sizey": y1 - y0,
+                "sizing": "stretch",
+                "layer": "below",
+            }
+        ]
+        home = [x0, x1, y0, y1]  # where double-click returns after a zoom (frontend_assets/scatter.js)
+        layout["xaxis"]["range"] = [x0, x1]
+        layout["yaxis"]["range"] = [y0, y1]  # log10 units on a log axis, as the image is binned
+        traces = [
+            {
+                "type": "scatter",
+                "x": [x0, x1],
+                "y": [None, None],
+                "mode": "markers",
+                "showlegend": False,
+                "hoverinfo": "skip",
+            }
+        ]  # plotly draws no axes without a trace
+    q = points.query  # what an image click asks the server for (frontend_assets/scatter.js)
+    layout["meta"] = {
+        "map": {"view": "scatter", "mode": mode, "drawn": int(points.x.size), "dataset": st.dataset,
+                "token": f"s{id(points):x}-{mode}", "x": points.x_title, "y": points.y_title, "log": points.log,
+                "query": {"prop": q.prop, "axis": q.axis, "coord": q.coord, "scale": "log" if points.log else "linear"},
+                "home": home}
+    }  # fmt: skip
+    return typed_arrays({"data": traces, "layout": layout}), list(points.notes)
+
+
+def scatter_outputs(data_dir: Path, st: ViewState) -> tuple[dict, list]:
+    """(figure, notes under it) of a scatter view state; a message figure and the error on bad input."""
+    try:
+        fig, notes = scatter_figure(data_dir, st)
+    except data.OrientScopeError as err:
+        return message_figure(str(err)), [html.P(str(err), className="error", role="alert")]
+    return fig, [html.P(" ".join(n + "." for n in notes), className="note")] if notes else []

@@ -1,0 +1,65 @@
+"""GET /api/datasets/{id}/scatter/nearest (the molecule a click on the scatter view, a property against an axis
+coordinate, opens) and /scatter/image (its aggregated image of a region, as PNG)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Response
+from starlette.concurrency import run_in_threadpool
+
+from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.encoded import json_record
+from orientscope.api.errors import NOT_FOUND
+from orientscope.api.schemas import ScatterNearestPublic
+from orientscope.services import scatter as svc
+
+router = APIRouter(prefix="/datasets/{dataset_id}", tags=["scatter"])
+
+
+def scatter_query(
+    dataset_id: DatasetIdPath,
+    prop: Annotated[str, Query(max_length=200, description="A stored property of the dataset (y).")],
+    axis: Annotated[int, Query(ge=1, le=3, description="The axis (x): 1, 2 or 3.")] = 1,
+    coord: Annotated[
+        Literal["lon", "lat", "x", "y", "z"],
+        Query(description="Its longitude or latitude (degrees), or a component of it (R[axis][1..3])."),
+    ] = "lat",
+    scale: Annotated[Literal["linear", "log"], Query(description="The property's scale.")] = "linear",
+) -> svc.ScatterQuery:
+    return svc.ScatterQuery(dataset_id, prop, axis, coord, scale)
+
+
+@router.get("/scatter/nearest", response_model=ScatterNearestPublic, responses={**NOT_FOUND})
+async def nearest(
+    data_dir: DataDirDep,
+    query: Annotated[svc.ScatterQuery, Depends(scatter_query)],
+    x: Annotated[float, Query(description="Click position: the axis coordinate.")],
+    y: Annotated[float, Query(description="Click position: the property (log10 of it on a log scale).")],
+    dx: Annotated[float, Query(gt=0, description="Width of a pixel in x units.")],
+    dy: Annotated[float, Query(gt=0, description="Height of a pixel in y units.")],
+):
+    """The molecule nearest to a click within 5 pixels (all null if none)."""
+    return json_record(await run_in_threadpool(svc.nearest_molecule, data_dir, query, x, y, dx, dy))
+
+
+PNG = {200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}}
+
+
+@router.get("/scatter/image", responses={**NOT_FOUND, **PNG})
+async def image(
+    data_dir: DataDirDep,
+    query: Annotated[svc.ScatterQuery, Depends(scatter_query)],
+    x0: Annotated[float, Query(description="Left edge (the axis coordinate).")],
+    x1: Annotated[float, Query(description="Right edge.")],
+    y0: Annotated[float, Query(description="Bottom edge (the property, log10 of it with scale=log).")],
+    y1: Annotated[float, Query(description="Top edge.")],
+    width: Annotated[int, Query(ge=1, le=svc.MAX_IMAGE_SIDE, description="Image width in pixels.")] = 900,
+    height: Annotated[int, Query(ge=1, le=svc.MAX_IMAGE_SIDE, description="Image height in pixels.")] = 500,
+):
+    """The molecules of the region as an image: counts per pixel, log-shaded (a zoom's image)."""
+
+    def draw() -> bytes:
+        return svc.scatter_image(svc.scatter_points(data_dir, query), (x0, x1, y0, y1), (width, height)).png
+
+    return Response(await run_in_threadpool(draw), media_type="image/png")

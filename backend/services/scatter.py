@@ -1,0 +1,189 @@
+"""A stored property against a coordinate of one principal axis: "does ZPVE vary with the first axis's latitude?"
+
+x is a coordinate of axis ``axis`` of each molecule's canonical frame as stored (the frames table's
+rotation, rows = axes): its longitude or latitude on the sky (degrees, as the map projects them), or one
+of its components x, y, z (R[axis][1..3]). y is the property. Like the map, the figure is the points
+at or below the point budget (``ORIENTSCOPE_MAP_POINT_BUDGET``), else an aggregated image (datashader).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import datashader as dsh
+import datashader.transfer_functions as tf
+import numpy as np
+import pandas as pd
+
+from orientscope.core.settings import map_point_budget
+from orientscope.science.nearest_point import nearest_point
+from orientscope.science.sphere import axes_lonlat_deg
+from orientscope.services.bytecache import map_cache
+from orientscope.services.cache import get_view
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_raster import png_rgba
+
+COORDINATES = ("lon", "lat", "x", "y", "z")
+COORDINATE_NAMES = {"lon": "longitude (°)", "lat": "latitude (°)", "x": "x component", "y": "y component",
+                    "z": "z component"}  # fmt: skip
+SCALES = ("linear", "log")
+IMAGE_SIZE = (900, 500)  # pixels of the first aggregated image (the plot stretches it until a zoom asks anew)
+MAX_IMAGE_SIDE = 4096
+
+
+@dataclass(frozen=True)
+class ScatterQuery:
+    """prop : a stored property; axis : 1..3; coord : one of :data:`COORDINATES`; scale : "linear" | "log" (y)."""
+
+    dataset: str
+    prop: str
+    axis: int = 1
+    coord: str = "lat"
+    scale: str = "linear"
+
+    def checked(self) -> ScatterQuery:
+        """This query, or InvalidInput naming the field that is wrong and what it accepts."""
+        if self.axis not in (1, 2, 3):
+            raise InvalidInput(f"axis {self.axis!r}: expected 1, 2 or 3", ("query", "axis"))
+        if self.coord not in COORDINATES:
+            raise InvalidInput(f"unknown coordinate {self.coord!r}; expected one of {COORDINATES}", ("query", "coord"))
+        if self.scale not in SCALES:
+            raise InvalidInput(f"unknown scale {self.scale!r}; expected one of {SCALES}", ("query", "scale"))
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class ScatterPoints:
+    """The plotted molecules: x, y (m,) float64 (molecules with both values finite, and y > 0 on a log
+    scale), rows (m,) int64 into the dataset's molecules, ids (m,) str; titles of both axes; ``log``:
+    whether y is on a log scale; notes : what was left out and why."""
+
+    query: ScatterQuery
+    x: np.ndarray
+    y: np.ndarray
+    rows: np.ndarray
+    ids: np.ndarray
+    x_title: str
+    y_title: str
+    log: bool
+    n_molecules: int
+    notes: tuple[str, ...] = ()
+
+    def cache_nbytes(self) -> int:
+        return sum(int(a.nbytes) for a in (self.x, self.y, self.rows)) + 16 * int(self.ids.size)
+
+
+def axis_coordinate(rotations: np.ndarray, axis: int, coord: str) -> np.ndarray:
+    """(n,) coordinate ``coord`` of axis ``axis`` (1..3) of frames ``rotations`` (n, 3, 3), rows = axes:
+    longitude or latitude in degrees (:func:`orientscope.science.sphere.axes_lonlat_deg`), or a component."""
+    row = np.asarray(rotations[:, axis - 1, :], np.float64)
+    if coord in ("lon", "lat"):
+        lon, lat = axes_lonlat_deg(row[:, None, :])
+        return (lon if coord == "lon" else lat)[:, 0]
+    return row[:, "xyz".index(coord)]
+
+
+def scatter_points(data_dir: Path, query: ScatterQuery) -> ScatterPoints:
+    """The points of a scatter view (cached; InvalidInput for an unknown property, axis or coordinate)."""
+    q = query.checked()
+    view = get_view(data_dir, q.dataset)
+    if q.prop not in view.property_names:
+        raise InvalidInput(f"unknown property {q.prop!r}; expected one of {view.property_names}", ("query", "prop"))
+    key = (str(data_dir), id(view), q)
+    hit = map_cache().get("scatter_points", key)
+    if hit is not None and hit[0] is view:  # the id of a dropped view may be reused
+        return hit[1]
+    x = axis_coordinate(view.rotations, q.axis, q.coord)
+    y = np.asarray(view.property_values[:, view.property_names.index(q.prop)], np.float64)
+    keep = np.isfinite(x) & np.isfinite(y)
+    notes = []
+    if not keep.all():
+        notes.append(f"{int((~keep).sum()):,} molecules without a value are left out")
+    log = q.scale == "log"
+    if log and (y[keep] <= 0).any():
+        n_bad = int((y[keep] <= 0).sum())
+        notes.append(f"a log scale is not possible: {n_bad:,} molecules have {q.prop} ≤ 0; shown on a linear scale")
+        log = False
+    rows = np.flatnonzero(keep)
+    unit = view.property_units.get(q.prop)
+    points = ScatterPoints(
+        q, x[rows], y[rows], rows, np.asarray(view.ids)[rows].astype(str),
+        f"axis {q.axis} {COORDINATE_NAMES[q.coord]}", f"{q.prop} ({unit})" if unit else q.prop, log,
+        len(view), tuple(notes),
+    )  # fmt: skip
+    map_cache().put("scatter_points", key, (view, points), size=points.cache_nbytes())
+    return points
+
+
+@dataclass(frozen=True)
+class ScatterImage:
+    """The aggregated image of a scatter view: ``png`` bytes of ``width`` × ``height`` pixels over ``x_range``
+    and ``y_range`` (y in log10 units on a log scale), brighter where more molecules lie."""
+
+    png: bytes
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+    width: int
+    height: int
+
+
+def scatter_mode(points: ScatterPoints, budget: int | None = None) -> str:
+    """The drawing of a view: "points" at or below the point budget (the map's), else "image"."""
+    budget = map_point_budget() if budget is None else budget
+    return "points" if points.x.size <= budget else "image"
+
+
+def _span(values: np.ndarray) -> tuple[float, float]:
+    lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    pad = (hi - lo) * 0.02 or max(abs(lo) * 0.02, 1e-9)
+    return lo - pad, hi + pad
+
+
+def scatter_image(
+    points: ScatterPoints, region: tuple[float, float, float, float] | None = None, size: tuple[int, int] = IMAGE_SIZE
+) -> ScatterImage:
+    """The view as an aggregated image (counts per pixel, log-shaded) of ``region`` (x0, x1, y0, y1; y in log10
+    units on a log scale; default all the points) at ``size`` (width, height) pixels, cached per view."""
+    width, height = size
+    if not (1 <= width <= MAX_IMAGE_SIDE and 1 <= height <= MAX_IMAGE_SIDE):
+        raise InvalidInput(
+            f"an image is 1 to {MAX_IMAGE_SIDE} pixels a side, got {width} × {height}", ("query", "width")
+        )
+    spans = None if region is None else (region[1] - region[0], region[3] - region[2])
+    if spans is not None and not (np.all(np.isfinite([*region, *spans])) and min(spans) > 0):
+        raise InvalidInput(f"region {region} must be finite with x0 < x1 and y0 < y1", ("query", "x0"))
+    key = (id(points), region, size)
+    hit = map_cache().get("scatter_image", key)
+    if hit is not None and hit[0] is points:
+        return hit[1]
+    y = np.log10(points.y) if points.log else points.y
+    x_range, y_range = (_span(points.x), _span(y)) if region is None else (region[:2], region[2:])
+    canvas = dsh.Canvas(plot_width=width, plot_height=height, x_range=x_range, y_range=y_range)
+    agg = canvas.points(pd.DataFrame({"x": points.x, "y": y}), "x", "y", dsh.count())
+    img = tf.shade(agg, cmap=["#c6dbef", "#08306b"], how="log", min_alpha=96)
+    rgba = np.flipud(img.to_numpy().view(np.uint8).reshape(height, width, 4))  # top row first
+    image = ScatterImage(png_rgba(np.ascontiguousarray(rgba)), tuple(x_range), tuple(y_range), width, height)
+    map_cache().put("scatter_image", key, (points, image), size=len(image.png))
+    return image
+
+
+CLICK_RADIUS_PX = 5.0  # as the map's (orientscope.services.map_raster)
+
+
+def nearest_molecule(data_dir: Path, query: ScatterQuery, x: float, y: float, dx: float, dy: float) -> dict:
+    """The molecule a click at (x, y) of a scatter view opens: {"id", "x", "y", "distance_px"} of its point nearest
+    to the click within 5 pixels, pixels being ``dx`` by ``dy`` (y in log10 units on a log scale, as plotly.js's
+    log axis measures it); all None when none is. Ties: the molecule first in the dataset."""
+    for name, value in (("x", x), ("y", y), ("dx", dx), ("dy", dy)):
+        if not np.isfinite(value) or (name.startswith("d") and value <= 0):
+            raise InvalidInput(f"{name} must be a finite number{' above 0' if name[0] == 'd' else ''}, got {value}",
+                               ("query", name))  # fmt: skip
+    points = scatter_points(data_dir, query)
+    py = np.log10(points.y) if points.log else points.y
+    axes = np.ones(points.rows.size, np.int8)  # one point per molecule: the tie rule is the row order
+    hit = nearest_point(points.x, py, points.rows, axes, (x, y), (dx, dy), CLICK_RADIUS_PX)
+    if hit is None:
+        return {"id": None, "x": None, "y": None, "distance_px": None}
+    i, distance = hit
+    return {"id": str(points.ids[i]), "x": float(points.x[i]), "y": float(points.y[i]), "distance_px": distance}

@@ -1,0 +1,47 @@
+"""GET /api/datasets/{id}/scatter/nearest over real HTTP."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from orientscope.services.cache import get_view
+
+
+def test_a_click_on_a_scatter_point_finds_its_molecule_and_a_click_on_nothing_finds_none(client, api_data):
+    view = get_view(api_data, "qm9")
+    zpve = view.property_values[:, view.property_names.index("zpve")]
+    row = int(np.argmax(zpve))  # alone at the top
+    x = float(np.degrees(np.arcsin(view.rotations[row, 0, 2])))
+    params = {"prop": "zpve", "axis": 1, "coord": "lat", "x": x, "y": float(zpve[row]), "dx": 0.2, "dy": 1e-4}
+    body = client.get("/api/datasets/qm9/scatter/nearest", params=params).json()
+    assert body["id"] == str(view.ids[row]) and body["distance_px"] < 0.01 and body["y"] == float(zpve[row])
+    # on a log scale the click's y is log10 of the value, as plotly.js's log axis measures it
+    log = client.get("/api/datasets/qm9/scatter/nearest",
+                     params={**params, "scale": "log", "y": float(np.log10(zpve[row]))}).json()  # fmt: skip
+    assert log["id"] == body["id"]
+    far = client.get("/api/datasets/qm9/scatter/nearest", params={**params, "y": 10.0}).json()
+    assert far == {"id": None, "x": None, "y": None, "distance_px": None}
+
+
+def test_a_bad_scatter_click_is_a_clear_4xx(client):
+    base = {"prop": "zpve", "x": 0, "y": 0, "dx": 1, "dy": 1}
+    r = client.get("/api/datasets/qm9/scatter/nearest", params={**base, "prop": "mass"})
+    assert r.status_code == 422 and "unknown property 'mass'" in r.text
+    assert client.get("/api/datasets/qm9/scatter/nearest", params={**base, "dx": 0}).status_code == 422
+    assert client.get("/api/datasets/qm9/scatter/nearest", params={**base, "coord": "w"}).status_code == 422
+    assert client.get("/api/datasets/nope/scatter/nearest", params=base).status_code == 404
+
+
+def test_the_image_of_a_region_is_a_png_of_the_size_asked_for(client):
+    from io import BytesIO
+
+    from PIL import Image
+
+    params = {"prop": "zpve", "x0": -90, "x1": 90, "y0": 0, "y1": 0.3, "width": 120, "height": 80}
+    r = client.get("/api/datasets/qm9/scatter/image", params=params)
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    image = np.asarray(Image.open(BytesIO(r.content)))
+    assert image.shape == (80, 120, 4) and image[..., 3].any()  # molecules drawn
+    empty = client.get("/api/datasets/qm9/scatter/image", params={**params, "y0": 5, "y1": 6})
+    assert not np.asarray(Image.open(BytesIO(empty.content)))[..., 3].any()  # no molecule there
+    assert client.get("/api/datasets/qm9/scatter/image", params={**params, "x1": -100}).status_code == 422

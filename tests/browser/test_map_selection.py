@@ -1,0 +1,140 @@
+"""Box selection on the flat map in real headless Chromium: the list shows the molecules inside (count and ids),
+the CSV link downloads them, and the selection goes into the URL, so that a reload lists it again."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+from orientscope.app.figures import MAP_SCALE
+from orientscope.core.dataset import MoleculeSet
+from orientscope.core.selection import parse_selection
+from orientscope.services.map_data import load_map_data
+from tests.browser.chrome import map_drawn, serve, severe_console
+from tests.browser.test_dashboard import text_of, wait_for
+from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
+
+pytestmark = pytest.mark.browser
+N_MOLECULES = 60
+
+LISTED_JS = """
+const p = document.getElementById('selection-panel');
+if (!p || p.hidden) return null;
+return {count: document.getElementById('selection-count').textContent,
+        ids: Array.from(p.querySelectorAll('tr.selection-row td:first-child')).map(td => td.textContent),
+        csv: document.getElementById('selection-csv').getAttribute('href')};
+"""
+
+# Outline corners as offsets from the plot's centre (as TO_PIXEL_JS gives them).
+OUTLINE_JS = """
+const p = document.querySelector('#orientation-map svg.region-outline polygon');
+if (!p) return null;
+const gd = document.querySelector('#orientation-map .js-plotly-plot'), r = gd.getBoundingClientRect();
+return p.getAttribute('points').split(' ').map(s => s.split(',').map(Number)).map(q => [q[0] - r.width / 2, q[1] - r.height / 2]);
+"""
+
+
+def _waters(n: int, seed: int = 1) -> MoleculeSet:
+    """``n`` distorted waters in random poses."""
+    rng = np.random.default_rng(seed)
+    poses = []
+    for _ in range(n):
+        r1, r2 = rng.uniform(0.9, 1.1, 2)
+        angle = np.radians(rng.uniform(95, 120))
+        pose = np.array([[0, 0, 0], [r1, 0, 0], [r2 * np.cos(angle), r2 * np.sin(angle), 0]])
+        poses.append(Rotation.random(random_state=rng).apply(pose))
+    return MoleculeSet(
+        atomic_numbers=np.tile([8, 1, 1], n),
+        positions_angstrom=np.concatenate(poses),
+        offsets=np.arange(n + 1) * 3,
+        ids=[f"w-{i:02d}" for i in range(n)],
+    )
+
+
+@pytest.fixture(scope="module")
+def waters_dir(tmp_path_factory):
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.datasets import save_dataset
+
+    data_dir = tmp_path_factory.mktemp("selection")
+    save_dataset(data_dir, "waters", _waters(N_MOLECULES), name="Waters", source="constructed")
+    precompute(data_dir, "waters", make_params(seed=0), stages=["frames", "statistics", "chemistry"])
+    return data_dir
+
+
+@pytest.fixture(scope="module", params=["points", "image"])
+def waters_url(request, waters_dir):
+    """The dashboard over the waters, drawing them as points, or as an image (a point budget below their 180)."""
+    env = {"ORIENTSCOPE_MAP_POINT_BUDGET": "50"} if request.param == "image" else None
+    with serve(waters_dir, env=env) as url:
+        yield url, waters_dir, request.param
+
+
+def _inside(md, sel: str) -> list[str]:
+    """Ids, in the dataset's order, of the molecules with an axis point inside the box ``sel``."""
+    x0, x1, y0, y1 = parse_selection(sel).bounds
+    inside = ((md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)).any(axis=1)
+    return [str(i) for i in md.ids[inside]]
+
+
+def _url_sel(driver) -> str | None:
+    from urllib.parse import parse_qs, urlparse
+
+    return (parse_qs(urlparse(driver.current_url).query).get("sel") or [None])[0]
+
+
+def test_a_box_selection_lists_its_molecules_downloads_them_and_survives_a_reload(driver, waters_url, download_dir):
+    url, data_dir, mode = waters_url
+    driver.get_log("browser")
+    graph = open_map(driver, url + "/?dataset=waters&view=map")
+    assert map_drawn(driver)["mode"] == mode
+    md = load_map_data(data_dir, "waters")
+    # the box select tool of the map's toolbar, then a drag over the left half of the map's upper half
+    driver.find_element(By.CSS_SELECTOR, '#orientation-map .modebar-btn[data-val="select"]').click()
+    start, end = driver.execute_script(TO_PIXEL_JS, [[-2.6 * MAP_SCALE, 1.2 * MAP_SCALE], [0.0, 0.0]])
+    ActionChains(driver).move_to_element_with_offset(
+        graph, int(start[0]), int(start[1])
+    ).click_and_hold().move_by_offset(
+        int(end[0] - start[0]) // 2, int(end[1] - start[1]) // 2
+    ).move_to_element_with_offset(graph, int(end[0]), int(end[1])).release().perform()
+    sel = wait_for(lambda: _url_sel(driver), what="the selection in the URL")
+    assert sel.startswith("box:")
+    x0, x1, y0, y1 = parse_selection(sel).bounds
+    assert x0 == pytest.approx(-2.6, abs=0.05) and x1 == pytest.approx(0.0, abs=0.05)
+    assert y0 == pytest.approx(0.0, abs=0.05) and y1 == pytest.approx(1.2, abs=0.05)
+    expected = _inside(md, sel)
+    assert 0 < len(expected) < N_MOLECULES
+    listed = wait_for(lambda: driver.execute_script(LISTED_JS), what="the selection's list")
+    assert listed["count"].startswith(f"{len(expected)} molecule") and listed["ids"] == expected[:20]
+
+    # the CSV link downloads every selected molecule with its formula and the coloured value (the axis)
+    for old in download_dir.glob("waters-selection*.csv"):
+        old.unlink()
+    driver.find_element(By.ID, "selection-csv").click()
+    path = download_dir / "waters-selection.csv"
+    rows = wait_for(lambda: path.is_file() and list(csv.reader(path.open())), what="the downloaded CSV")
+    assert rows[0] == ["id", "formula", "axis"]
+    assert [r[0] for r in rows[1:]] == expected and {r[1] for r in rows[1:]} == {"H2O"}
+    assert all(r[2].startswith("axis ") for r in rows[1:])
+
+    # a reload (the URL alone) lists the same selection; an id opens its molecule
+    driver.get(driver.current_url)
+    again = wait_for(lambda: driver.execute_script(LISTED_JS), what="the selection's list after a reload")
+    assert again["count"] == listed["count"] and again["ids"] == listed["ids"]
+    # and its outline on the map, at the box's corners
+    corners = wait_for(lambda: driver.execute_script(OUTLINE_JS), what="the selection's outline")
+    expected_corners = driver.execute_script(
+        TO_PIXEL_JS, [[x * MAP_SCALE, y * MAP_SCALE] for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
+    )
+    assert np.allclose(corners, expected_corners, atol=1.5)
+    driver.find_element(By.CSS_SELECTOR, "#selection-panel tr.selection-row button").click()
+    wait_for(lambda: text_of(driver, "molecule-id") == expected[0], what=f"molecule {expected[0]} to open")
+    # clearing it takes it off the page and out of the URL
+    driver.find_element(By.ID, "selection-clear").click()
+    wait_for(lambda: _url_sel(driver) is None and driver.execute_script(LISTED_JS) is None, what="a cleared selection")
+    assert severe_console(driver) == []

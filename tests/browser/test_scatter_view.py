@@ -1,0 +1,136 @@
+"""The scatter view in real headless Chromium: a stored property against a coordinate of one axis, with the
+controls in the URL; a click on a point opens its molecule; above the point budget it is an image."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import numpy as np
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+from orientscope.services.cache import get_view
+from tests.browser.chrome import map_drawn, serve, severe_console
+from tests.browser.test_dashboard import settle, text_of, wait_for
+
+pytestmark = pytest.mark.browser
+
+PLOT_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+if (!gd || !gd.layout || !gd.layout.meta || !gd.layout.meta.map) return null;
+const t = (gd._fullData || [])[0] || {};
+return {meta: gd.layout.meta.map, yType: gd._fullLayout.yaxis.type, images: (gd.layout.images || []).length,
+        x: t.customdata ? Array.from(t.x) : null, y: t.customdata ? Array.from(t.y) : null,
+        ids: t.customdata ? Array.from(t.customdata) : null};
+"""
+TIP_JS = """
+const t = document.querySelector('#orientation-map .scatter-tooltip');
+return t && !t.hidden && t.textContent ? {text: t.textContent, molecule: t.dataset.molecule} : null;
+"""
+HOME_JS = "return document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map.home;"
+ZOOM_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]});
+"""
+IMAGE_JS = """
+const im = (document.querySelector('#orientation-map .js-plotly-plot').layout.images || [])[0];
+return im ? {source: im.source, x: im.x, sizey: im.sizey} : null;
+"""
+# The image plotly.js draws (it loads a URL source and draws it as a data URL).
+DRAWN_IMAGE_JS = """
+const el = document.querySelector('#orientation-map .js-plotly-plot image');
+return el && (el.getAttribute('href') || el.getAttribute('xlink:href'));
+"""
+# Offset from the plot's centre (as ActionChains offsets are) of a data point (x, y).
+TO_PIXEL_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+return [xa._offset + xa.l2p(arguments[0]) - r.width / 2, ya._offset + ya.l2p(ya.d2l(arguments[1])) - r.height / 2];
+"""
+
+
+def _drawn(driver, view_x: str):
+    """The plot once the scatter of ``view_x`` (its x title) is on screen."""
+    if not map_drawn(driver):
+        return None
+    plot = driver.execute_script(PLOT_JS)
+    return plot if plot and plot["meta"]["view"] == "scatter" and plot["meta"]["x"] == view_x else None
+
+
+def _query(driver) -> dict:
+    return {k: v[0] for k, v in parse_qs(urlparse(driver.current_url).query).items()}
+
+
+def test_the_scatter_draws_the_chosen_property_against_the_axis_and_a_click_opens_a_molecule(
+    driver, base_url, qm9_store
+):
+    driver.get_log("browser")
+    driver.get(base_url + "/?dataset=qm9&view=scatter&prop=zpve&xaxis=1&coord=lat&yscale=log")
+    plot = wait_for(lambda: _drawn(driver, "axis 1 latitude (°)"), what="the scatter")
+    assert plot["meta"]["mode"] == "points" and plot["meta"]["y"].startswith("zpve") and plot["yType"] == "log"
+    view = get_view(qm9_store, "qm9")
+    row_of = {str(m): i for i, m in enumerate(view.ids)}
+    rows = np.array([row_of[m] for m in plot["ids"]])
+    zpve = view.property_values[:, view.property_names.index("zpve")]
+    assert len(rows) == len(view.ids)
+    assert np.allclose(plot["x"], np.degrees(np.arcsin(view.rotations[rows, 0, 2])))
+    assert np.allclose(plot["y"], zpve[rows])
+    assert driver.find_element(By.ID, "scatter-controls").is_displayed()
+
+    # a click on the point with the largest value (alone at the top) opens its molecule
+    top = int(np.argmax(plot["y"]))
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+    settle(driver)
+    spot = driver.execute_script(TO_PIXEL_JS, plot["x"][top], plot["y"][top])
+    ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).click().perform()
+    wanted = plot["ids"][top]
+    wait_for(lambda: text_of(driver, "molecule-id") == wanted, what=f"molecule {wanted} to open")
+    wait_for(lambda: _query(driver).get("molecule") == wanted, what="the URL to name it")
+
+    # another axis: drawn, and in the URL
+    driver.find_element(By.CSS_SELECTOR, "#scatter-axis input[value='3']").click()
+    plot = wait_for(lambda: _drawn(driver, "axis 3 latitude (°)"), what="the scatter of axis 3")
+    assert np.allclose(plot["x"], np.degrees(np.arcsin(view.rotations[rows, 2, 2])))
+    query = wait_for(lambda: (q := _query(driver)).get("xaxis") == "3" and q, what="the axis in the URL")
+    assert query["view"] == "scatter" and query["prop"] == "zpve" and query["yscale"] == "log"
+    assert severe_console(driver) == []
+
+
+def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says_why(driver, qm9_store):
+    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
+        driver.get(url + "/?dataset=qm9&view=scatter&prop=u0&xaxis=2&coord=z&yscale=log")
+        plot = wait_for(lambda: _drawn(driver, "axis 2 z component"), what="the scatter's image")
+        assert plot["meta"]["mode"] == "image" and plot["images"] == 1 and plot["yType"] == "linear"
+        notes = text_of(driver, "map-notes")
+        assert "a log scale is not possible" in notes and "u0 ≤ 0" in notes
+        # a click on the image opens the molecule nearest to it (the one with the highest u0, alone at the top)
+        view = get_view(qm9_store, "qm9")
+        u0 = view.property_values[:, view.property_names.index("u0")]
+        top = int(np.argmax(u0))
+        graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+        settle(driver)
+        spot = driver.execute_script(TO_PIXEL_JS, float(view.rotations[top, 1, 2]), float(u0[top]))
+        wanted = str(view.ids[top])
+        ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).perform()
+        tip = wait_for(lambda: driver.execute_script(TIP_JS), what="the hover text")  # names what a click opens
+        assert tip["molecule"] == wanted and tip["text"].startswith(f"{wanted} · axis 2 z component")
+        ActionChains(driver).click().perform()
+        wait_for(lambda: text_of(driver, "molecule-id") == wanted, what=f"molecule {wanted} to open")
+        # a zoom draws the region's own image at the plot's size
+        home = driver.execute_script(HOME_JS)
+        box = [home[0] + 0.25 * (home[1] - home[0]), home[0] + 0.5 * (home[1] - home[0]),
+               home[2] + 0.5 * (home[3] - home[2]), home[2] + 0.75 * (home[3] - home[2])]  # fmt: skip
+        before = driver.execute_script(DRAWN_IMAGE_JS)
+        driver.execute_script(ZOOM_JS, box[:2], box[2:])
+        image = wait_for(lambda: (i := driver.execute_script(IMAGE_JS)) and "x0=" in i["source"] and i, what="zoom")
+        assert image["x"] == pytest.approx(box[0]) and image["sizey"] == pytest.approx(box[3] - box[2])
+        query = parse_qs(urlparse(image["source"]).query)
+        assert float(query["x1"][0]) == pytest.approx(box[1]) and int(query["width"][0]) > 100
+        wait_for(lambda: driver.execute_script(DRAWN_IMAGE_JS) not in (None, before), what="the region's image drawn")
+        region = httpx.get(url + image["source"], timeout=60)
+        assert region.status_code == 200 and region.content.startswith(b"\x89PNG")
+        assert severe_console(driver) == []
