@@ -83,14 +83,16 @@ def molecule_viewer_spec(detail: dict) -> dict:
 
 
 def group_scenes(details: list[dict]) -> list[dict]:
-    """Members of a group, each in its canonical pose with the principal axes."""
+    """Members of a group, each in its canonical pose with the principal axes, captioned by formula and id."""
     out = []
     for d in details:
         canonical = np.asarray(d["canonical_positions"], np.float64)
         principal = [(str(a + 1), row, PRINCIPAL_COLORS[a]) for a, row in enumerate(np.eye(3))]
+        name = d.get("label") or d.get("formula")
         out.append(
             {
-                "title": str(d["id"]),
+                "title": f"{name} · {d['id']}" if name else str(d["id"]),
+                "molecule": str(d["id"]),  # a click on the cell opens it (frontend_assets/group_grid.js)
                 "xyz": xyz_text(d["elements"], canonical, str(d["id"])),
                 "arrows": _arrows(np.zeros(3), principal, _extent(canonical)),
             }

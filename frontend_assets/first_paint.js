@@ -156,6 +156,7 @@
         cap.className = "viewer-caption";
         cap.dataset.cell = r + "," + c;
         cap.textContent = scene ? scene.title : "";
+        if (scene && scene.molecule) { cap.dataset.molecule = scene.molecule; }  // group_grid.js opens it
         el._captions.appendChild(cap);
         if (!scene) { v.render(); return; }
         atoms.push(drawScene(v, scene));
