@@ -325,8 +325,8 @@ def groups_summary(listing: dict, shown: int, sort: tuple[str, bool] | None = No
     total = listing.get("total", shown)
     if sort and shown < total:
         column, descending = sort
-        order = "highest" if descending else "lowest"
-        text = f"showing the {shown:,} groups of {order} {GROUP_SORT_WORDS[column]} of all {total:,} groups"
+        order = "descending" if descending else "ascending"
+        text = f"showing the first {shown:,} of all {total:,} groups sorted by {GROUP_SORT_WORDS[column]}, {order}"
     else:
         text = f"showing the {shown:,} largest of {total:,} groups" if shown < total else f"{total:,} groups"
     ungrouped = listing.get("ungrouped") or {}
