@@ -217,3 +217,60 @@ def test_compare_columns_line_up_and_say_the_kl_difference(driver, base_url, qm9
     kl, control_kl = report["kl"]["value"], report["control"]["kl"]["value"]
     assert f"KL difference, A − B: {kl - control_kl:+.2f}" in text_of(driver, "compare-panel-a")
     assert severe_console(driver) == []
+
+
+@pytest.fixture(scope="module")
+def three_url(tmp_path_factory):
+    """Water, methane and formaldehyde in one small set."""
+    from orientscope.pipeline.ingest import ingest_file
+    from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
+
+    data_dir = tmp_path_factory.mktemp("three") / "data"
+    path = data_dir.parent / "three.xyz"
+    path.write_text(WATER_METHANE_FORMALDEHYDE_XYZ)
+    dataset = ingest_file(data_dir, path, "three small")["id"]
+    with serve(data_dir) as url:
+        yield url, dataset
+
+
+# Per scene of the molecule viewer: its cell (page px), the atoms' and the arrow labels' points on screen
+# (page px) and px per ångström.
+VIEWER_GEOMETRY_JS = """
+const el = document.getElementById('molecule-viewer'), spec = JSON.parse(el._shownKey);
+const box = el.querySelector('.viewer-canvas').getBoundingClientRect();
+const w = box.width / spec.cols, h = box.height / spec.rows;
+const out = [];
+el._grid.forEach((row, r) => row.forEach((v, c) => {
+  const scene = spec.scenes[r * spec.cols + c];
+  const at = p => { const s = v.modelToScreen({x: p[0], y: p[1], z: p[2]}); return [s.x, s.y]; };
+  const o = at([0, 0, 0]), y = at([0, 1, 0]);
+  out.push({cell: [box.left + window.scrollX + c * w, box.top + window.scrollY + r * h, w, h],
+            atoms: v.selectedAtoms({}).map(a => at([a.x, a.y, a.z])),
+            labels: scene.arrows.map(a => at(a.label_at)),
+            px_per_angstrom: Math.hypot(y[0] - o[0], y[1] - o[1]) / 0.816497});
+}));
+return out;
+"""
+
+
+def test_the_molecule_viewer_fits_water_with_its_axis_labels_clear_of_the_atoms_and_the_edges(driver, three_url):
+    url, dataset = three_url
+    driver.get(f"{url}/?dataset={dataset}&view=map&molecule=water")
+    wait_for(lambda: viewer_molecule(driver) == "water", what="the water molecule drawn")
+    scenes = driver.execute_script(VIEWER_GEOMETRY_JS)
+    assert len(scenes) == 2  # the stored and the canonical pose
+    for scene in scenes:
+        left, top, width, height = scene["cell"]
+        atoms, labels = np.array(scene["atoms"]), np.array(scene["labels"])
+        # the molecule, as drawn (hydrogen spheres of 0.26 Å at its ends), fills a good part of its viewer
+        # (it was about 20 px of 280)
+        drawn = np.ptp(atoms, axis=0).max() + 2 * 0.26 * scene["px_per_angstrom"]
+        assert drawn >= 0.4 * height, (np.ptp(atoms, axis=0), scene["px_per_angstrom"], height)
+        # each label lies inside its cell, clear of the edges and of the caption strip at the foot
+        margin = 8
+        assert (labels[:, 0] >= left + margin).all() and (labels[:, 0] <= left + width - margin).all(), labels
+        assert (labels[:, 1] >= top + margin).all() and (labels[:, 1] <= top + height - 20).all(), labels
+        # and off the atoms: farther from each atom's centre than its drawn sphere (at most 0.45 Å)
+        gaps = np.linalg.norm(labels[:, None, :] - atoms[None, :, :], axis=2)
+        assert gaps.min() > 0.45 * scene["px_per_angstrom"], (gaps.min(), scene["px_per_angstrom"])
+    assert severe_console(driver) == []
