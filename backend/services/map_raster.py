@@ -23,7 +23,7 @@ Shading rules (documented so that a test can check them pixel by pixel):
   put there (Mollweide is equal-area), on Cividis from 0 to the 99.5th
   percentile of the image (at least 2), inside the map's ellipse
   (:mod:`orientscope.science.map_scales`, as the dashboard's density maps).
-* **SMARTS highlight**: the image turns grey and is muted (opacity × ``MUTED``),
+* **SMARTS highlight**: the image is muted (opacity × ``MUTED``), and grey unless it is a density,
   and the matches are drawn over it in one colour whose opacity grows with the
   share of the pixel's points that match, from ``MIN_ALPHA`` to 255.
 
@@ -470,14 +470,14 @@ def _hex_rgba(color: str) -> np.ndarray:
     return np.array([int(h[i : i + 2], 16) for i in (0, 2, 4)] + [255], np.uint8)
 
 
-def _with_matches(points: MapPoints, vp: Viewport, base: np.ndarray, out: dict) -> np.ndarray:
+def _with_matches(points: MapPoints, vp: Viewport, base: np.ndarray, out: dict, kind: str) -> np.ndarray:
     agg = _canvas(vp).points(_matches(points).slab(vp.x0, vp.x1, vp.y0, vp.y1), "x", "y", dsh.count())
     matches = agg.data.astype(np.uint32)
     out["matches"] = matches
     base = base.copy()
-    # The base in grey: its colour scale is set aside while matches are shown (the figure drops its bar).
-    grey = base[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
-    base[..., :3] = grey[..., None].astype(np.uint8)
+    if kind == "color":  # the view's colours are set aside while matches are shown (the map drops its scale)
+        grey = base[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+        base[..., :3] = grey[..., None].astype(np.uint8)
     base[..., 3] = (base[..., 3] * MUTED).astype(np.uint8)
     if not matches.any():
         return base
@@ -571,7 +571,7 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
     else:
         rgba = (_image_density if kind == "density" else _image_color)(points, vp, out)
         if points.highlight is not None:
-            rgba = _with_matches(points, vp, rgba, out)
+            rgba = _with_matches(points, vp, rgba, out, kind)
         scale = _scale(points, kind, out)
         out.pop("density_max", None)
         render = MapRender(points, vp, kind, "image", n_points, n_drawn, scale, rgba=rgba, **out)
