@@ -106,7 +106,13 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> 
         notes.append(html.P(" ".join(n + "." for n in layers.notes), className="note"))
     if density:
         notes.append(html.P(DENSITY_NOTE, className="note"))
+    elif st.view == "map" and layers.n_matches:
+        notes.append(html.P(HIGHLIGHT_NOTE, className="note"))
     return MapPanel(fig, notes, control, not density, density)
+
+
+# The flat map's SMARTS highlight (app/figures.py): why "colour by" shows no colours while it is on.
+HIGHLIGHT_NOTE = "While SMARTS matches are highlighted, the other molecules are grey: clear the SMARTS box for colours"
 
 
 DENSITY_NOTE = (

@@ -10,6 +10,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import NO_MATCH
+from orientscope.app.panels import HIGHLIGHT_NOTE
 from orientscope.core.palette import GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
 from orientscope.services.cache import get_view
 from orientscope.services.datasets import dataset_summary
@@ -88,6 +89,7 @@ def test_a_smarts_highlight_sets_the_colour_bar_aside_and_keeps_the_other_molecu
     else:  # image: the other molecules in grey, the matches by their share of each pixel
         grey, orange = driver.execute_async_script(IMAGE_PIXELS_JS, fig["image"])
         assert grey > 0 and orange > 0, (grey, orange)
+    assert HIGHLIGHT_NOTE in text_of(driver, "map-notes")
     assert severe_console(driver) == []
 
 
