@@ -25,7 +25,7 @@ from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress, quiet
 from orientscope.core.settings import DEFAULT_SEED, display_name
-from orientscope.loaders.predictions import Predictions, read_predictions, shown_as
+from orientscope.loaders.predictions import Predictions, read_predictions
 from orientscope.science import model_audit as sci
 from orientscope.science.rotations import derived_seed
 from orientscope.store import audits as store
@@ -275,10 +275,7 @@ def run_audit(
     if not path.is_file():
         raise FileNotFoundError(f"no predictions file {path}")
     notify(0.0, f"reading {original_name or path.name}", "load")
-    try:
-        preds = read_predictions(path, meta.get("properties", []), limits)
-    except DatasetError as err:
-        raise shown_as(err, path, original_name) from None
+    preds = read_predictions(path, meta.get("properties", []), limits)
     notify(0.15, f"{preds.n_rows:,} prediction rows", "load")
     settings = settings or sci.AuditSettings()
     figures, table = audit_predictions(data_dir, dataset_id, preds, seed, settings, notify)
