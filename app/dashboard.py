@@ -152,7 +152,9 @@ def _groups_section() -> html.Section:
             dcc.Loading(
                 dash_table.DataTable(
                     id=ids.GROUPS_TABLE,
-                    sort_action="native",
+                    sort_action="custom",  # all groups, not only the rows sent (app/panels.py group_outputs)
+                    sort_mode="single",
+                    sort_by=[],
                     row_selectable="single",
                     page_size=12,
                     style_table={"overflowX": "auto"},
@@ -720,9 +722,13 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         prevent_initial_call=True,
     )
 
-    @callback(output=_outputs(GROUPS_OUT), inputs=[Input(ids.MAP_STATE, "data")], prevent_initial_call=True)
-    def list_groups(st):
-        return panels.group_outputs(data_dir, ViewState.from_map_state(st))._asdict()
+    @callback(
+        output=_outputs(GROUPS_OUT),
+        inputs=[Input(ids.MAP_STATE, "data"), Input(ids.GROUPS_TABLE, "sort_by")],  # sorted on the server
+        prevent_initial_call=True,
+    )
+    def list_groups(st, sort_by):
+        return panels.group_outputs(data_dir, ViewState.from_map_state(st), sort_by)._asdict()
 
     @callback(
         Output(ids.GROUP_FILTER, "value", allow_duplicate=True),

@@ -58,6 +58,7 @@ MAX_SLICES = 4
 MAX_POINT_TRACES = 24
 MAX_RINGED_MATCHES = 2_000  # SMARTS matches drawn as rings; more are drawn as dots over a muted map
 MUTED_OPACITY = 0.25
+NO_MATCH = "no SMARTS match (grey)"  # the legend of the other molecules while matches are highlighted
 
 
 def map_units(values) -> np.ndarray:
@@ -304,7 +305,9 @@ def orientation_image_spec(
     """
     x0, x1, y0, y1 = extent
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
-    if scale["kind"] == "categorical":
+    if highlight:  # the image shows matches over the other molecules in grey: no colour scale to explain
+        traces.append(_legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
+    elif scale["kind"] == "categorical":
         for k, (label, color) in enumerate(zip(scale["labels"], scale["colors"], strict=True)):
             traces.append(_legend_entry(label, color, {"kind": "legend", "class": k}))
     else:
@@ -388,13 +391,15 @@ def orientation_map_spec(
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     many = np.size(hx) > MAX_RINGED_MATCHES
     base = _point_traces(x, y, split, size, n_molecules)
-    if np.size(hx):  # the matches stand out over a muted map
+    if np.size(hx):  # the matches stand out over the map, muted and grey: its colour scale is set aside
         for trace in base:
-            trace["marker"]["opacity"] = MUTED_OPACITY
+            trace["marker"].update(opacity=MUTED_OPACITY, color=OTHER_GREY)
+            trace["showlegend"] = False
     traces += base
-    # A few matches get rings, which find them at a glance; many get solid dots, which rings would bury the map under.
+    # A few matches get rings, which find them at a glance; many get small dots (a third of QM9 matches C=O),
+    # between which the other molecules still show.
     mark = (
-        {"size": size + 1, "color": HIGHLIGHT, "opacity": 0.9}
+        {"size": max(size - 1, 1.5), "color": HIGHLIGHT, "opacity": 0.8}
         if many
         else {"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT, "width": 1.5}}
     )
@@ -411,8 +416,10 @@ def orientation_map_spec(
             "meta": {"kind": "highlight", "n_points": int(np.size(hx))},
         }
     )
+    if np.size(hx):
+        traces.append(_legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
     traces.append(selection_legend_trace())
-    if split.colorbar is not None:
+    if split.colorbar is not None and not np.size(hx):
         traces.append(_colorbar_trace(split.colorbar))
     # Plain dicts: plotly's validators and figure objects cost more than the rest of the figure.
     return {"data": traces, "layout": _map_layout(title, extent)}
@@ -639,6 +646,9 @@ def sphere_figure(
     return fig
 
 
+TOO_FEW_FOR_HISTOGRAM = "Too few molecules for an angle histogram: no bin holds an angle."
+
+
 def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure:
     """Angles to the reference orientation as the ratio to the Haar (uniform) expectation, log scale.
 
@@ -669,6 +679,9 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
                 "%{customdata[3]:.1f} expected if uniform (ratio %{y:.2f})<extra>" + name + "</extra>",
             )
         )
+    if not any(np.isfinite(np.asarray(t.y, np.float64)).any() for t in fig.data):
+        # Nothing to draw: an empty log axis (plotly's default runs from 10^-1 to 10^4) reads as data.
+        return message_figure(TOO_FEW_FOR_HISTOGRAM, height=320)
     fig.add_hline(y=1, line={"color": "#000000", "width": 2, "dash": "dash"}, annotation_text="uniform (Haar) = 1")
     _base_layout(fig, "Angle to the reference orientation, as a ratio to uniform poses", height=320)
     fig.update_layout(

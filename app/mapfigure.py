@@ -89,13 +89,16 @@ def distinct_molecules(layers: MapLayers) -> int:
 
 
 def selected_ring(md: MapData, st: ViewState, selected: str | None) -> list[list[float]]:
-    """Map-unit points to ring for the selected molecule on the Mollweide plane (the map and the density
-    view; none on the 3D sphere)."""
+    """Points to ring for the selected molecule: map units on the Mollweide plane (the map and the density
+    view), unit vectors [x, y, z] on the 3D sphere (drawn by frontend_assets/sphere_ring.js)."""
+    if st.view == "sphere":
+        picked = _selected_points(md, st.axes, selected)
+        return [] if picked is None else md.vectors(*picked).astype(float).round(5).tolist()
     return selection_ring(selected_xy(md, st.axes, selected)) if st.view in ("map", "density") else []
 
 
-def selected_xy(md: MapData, axes: str, selected: str | None):
-    """Mollweide x/y of the selected molecule's shown axes (None if nothing valid is selected)."""
+def _selected_points(md: MapData, axes: str, selected: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows, axes) of the selected molecule's shown axis points (None if nothing valid is selected)."""
     if not selected:
         return None
     try:
@@ -103,7 +106,13 @@ def selected_xy(md: MapData, axes: str, selected: str | None):
     except KeyError:
         return None
     shown = np.array(sorted({int(a) for a in axes if a in "123"}) or [1, 2, 3])
-    return md.x[row, shown - 1], md.y[row, shown - 1]
+    return np.full(len(shown), row), shown - 1
+
+
+def selected_xy(md: MapData, axes: str, selected: str | None):
+    """Mollweide x/y of the selected molecule's shown axes (None if nothing valid is selected)."""
+    picked = _selected_points(md, axes, selected)
+    return None if picked is None else (md.x[picked], md.y[picked])
 
 
 def _title_and_reference(data_dir: Path, st: ViewState, layers: MapLayers):

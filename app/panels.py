@@ -15,6 +15,7 @@ from typing import NamedTuple
 from dash import dcc, html
 
 from orientscope.app import data, ids, scatter_panel
+from orientscope.app.compare import compare_columns
 from orientscope.app.figures import angle_histogram_figure, message_figure
 from orientscope.app.initial_view import dataset_options
 from orientscope.app.mapfigure import (
@@ -65,6 +66,14 @@ class GroupsPanel(NamedTuple):
 
 
 GROUP_TABLE_ROWS = 200
+ALL_GROUPS = 10**9  # a sorted table sorts every group, then lists the first GROUP_TABLE_ROWS
+GROUP_SORT_WORDS = {  # the table's columns (app/dashboard.py) as the summary line names them
+    "label": "name",
+    "size": "size",
+    "spread_deg": "spread",
+    "concentration": "concentration",
+    "mean_score": "mean P(stored)",
+}
 GROUP_ROW_NAMES = {"formula": "formula group", "scaffold": "scaffold", "cluster": "cluster (representative)"}
 GROUP_VIEWER_MEMBERS = 8
 N_NEIGHBOURS = 6
@@ -100,7 +109,13 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> 
         notes.append(html.P(" ".join(n + "." for n in layers.notes), className="note"))
     if density:
         notes.append(html.P(DENSITY_NOTE, className="note"))
+    elif st.view == "map" and layers.n_matches:
+        notes.append(html.P(HIGHLIGHT_NOTE, className="note"))
     return MapPanel(fig, notes, control, not density, density)
+
+
+# The flat map's SMARTS highlight (app/figures.py): why "colour by" shows no colours while it is on.
+HIGHLIGHT_NOTE = "While SMARTS matches are highlighted, the other molecules are grey: clear the SMARTS box for colours"
 
 
 DENSITY_NOTE = (
@@ -266,20 +281,23 @@ def _molecule_info(detail: dict) -> list:
 
 
 # ----------------------------------------------------------------- groups
-def group_outputs(data_dir: Path, st: ViewState) -> GroupsPanel:
+def group_outputs(data_dir: Path, st: ViewState, sort_by: list | None = None) -> GroupsPanel:
     """The group filter's options, the groups table's rows, the picked row and the line under the table.
 
     Groups are shown by their labels (formula, scaffold SMILES, representative's SMILES);
     the code only travels as the value. Molecules in no group are an option of their own,
-    listed apart from the groups.
+    listed apart from the groups. ``sort_by`` is the table's (``[{"column_id", "direction"}]``):
+    all groups are sorted before the first :data:`GROUP_TABLE_ROWS` are listed.
     """
     if not st.ready:
         return GroupsPanel([], [], [], "")
-    listing = data.list_groups(data_dir, st.dataset, st.grouping, GROUP_TABLE_ROWS)
+    sort = _table_sort(sort_by)
+    listing = data.list_groups(data_dir, st.dataset, st.grouping, ALL_GROUPS if sort else GROUP_TABLE_ROWS)
     if listing is None:
         return GroupsPanel([], [], [], f"{st.grouping} groups are not computed for this dataset.")
-    rows = group_rows(listing)
-    options = [{"label": f"{r['label']} ({r['size']:,})", "value": r["group"]} for r in rows]
+    largest = group_rows(listing)
+    rows = sorted_rows(largest, *sort)[:GROUP_TABLE_ROWS] if sort else largest
+    options = [{"label": f"{r['label']} ({r['size']:,})", "value": r["group"]} for r in largest[:GROUP_TABLE_ROWS]]
     ungrouped = listing.get("ungrouped") or {}
     if ungrouped.get("size"):
         options.append(
@@ -288,7 +306,23 @@ def group_outputs(data_dir: Path, st: ViewState) -> GroupsPanel:
     if st.group and st.group not in {o["value"] for o in options}:
         options.append({"label": _group_name(data_dir, st), "value": st.group})
     picked = [i for i, r in enumerate(rows) if st.group in (r["group"], r["label"])]
-    return GroupsPanel(options, rows, picked, groups_summary(listing, len(rows)))
+    return GroupsPanel(options, rows, picked, groups_summary(listing, len(rows), sort))
+
+
+def _table_sort(sort_by: list | None) -> tuple[str, bool] | None:
+    """(column, descending) of the table's first sort, or None (the default: largest first)."""
+    first = (sort_by or [None])[0]
+    if not first or first.get("column_id") not in GROUP_SORT_WORDS:
+        return None
+    return first["column_id"], first.get("direction") == "desc"
+
+
+def sorted_rows(rows: list[dict], column: str, descending: bool) -> list[dict]:
+    """``rows`` sorted by ``column``; rows without a value come last either way."""
+    present = [r for r in rows if r.get(column) is not None]
+    missing = [r for r in rows if r.get(column) is None]
+    key = (lambda r: str(r[column]).lower()) if column == "label" else (lambda r: r[column])
+    return sorted(present, key=key, reverse=descending) + missing
 
 
 def _group_name(data_dir: Path, st: ViewState) -> str:
@@ -298,10 +332,15 @@ def _group_name(data_dir: Path, st: ViewState) -> str:
         return st.group
 
 
-def groups_summary(listing: dict, shown: int) -> str:
+def groups_summary(listing: dict, shown: int, sort: tuple[str, bool] | None = None) -> str:
     """'showing N of M groups' when truncated, and the molecules in no group, counted apart."""
     total = listing.get("total", shown)
-    text = f"showing the {shown:,} largest of {total:,} groups" if shown < total else f"{total:,} groups"
+    if sort and shown < total:
+        column, descending = sort
+        order = "descending" if descending else "ascending"
+        text = f"showing the first {shown:,} of all {total:,} groups sorted by {GROUP_SORT_WORDS[column]}, {order}"
+    else:
+        text = f"showing the {shown:,} largest of {total:,} groups" if shown < total else f"{total:,} groups"
     ungrouped = listing.get("ungrouped") or {}
     if ungrouped.get("size"):
         text += f" · {ungrouped['size']:,} molecules {ungrouped['label']} (in no group; not listed, grey on the map)"
@@ -385,16 +424,11 @@ def compare_panels(data_dir: Path, a: str | None, b: str | None) -> tuple[object
         ref = shown.get("reference_orientation")
         sides.append((shown, (layers, ref, shown.get("name", dataset))))
     figures = density_figures([panel for _, panel in sides])
-    out = []
-    for (shown, _), fig in zip(sides, figures, strict=True):
+    graphs = []
+    for fig in figures:
         fig.update_layout(height=340)
-        out.append(
-            [
-                html.Div(verdict_children(shown, main=False), className="verdict"),
-                dcc.Graph(figure=fig, config={"displaylogo": False}),
-            ]
-        )
-    return out[0], out[1]
+        graphs.append(dcc.Graph(figure=fig, config={"displaylogo": False}))
+    return compare_columns((sides[0][0], sides[1][0]), (graphs[0], graphs[1]))
 
 
 # ----------------------------------------------------------------- HTML report

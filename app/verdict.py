@@ -133,20 +133,24 @@ def skipped_children(report: dict, main: bool = True) -> list:
     ]
 
 
-def verdict_children(report: dict, main: bool = True) -> list:
-    """Children of the ``verdict`` panel for a report dict (``main``: the page's own panel, whose parts have ids)."""
-    out = headline_children(report, main)
-    out.append(
+def meta_children(report: dict, main: bool = True) -> list:
+    """What the verdict rests on: size, frame, seed, degenerate frames and the stages that did not run."""
+    out: list = [
         html.P(
             f"{report.get('name', report.get('dataset'))}: {report.get('n_molecules')} molecules, "
             f"frame {report.get('frame')}/{report.get('sign_rule')}, seed {report.get('seed')}, "
             f"{report.get('n_degenerate')} degenerate frames",
             className="verdict-meta",
         )
-    )
+    ]
     if lines := degeneracy_lines(report.get("degenerate_reasons") or {}):
         out.append(html.Ul([html.Li(line) for line in lines], className="note degeneracy-codes"))
-    out += skipped_children(report, main)
+    return out + skipped_children(report, main)
+
+
+def verdict_children(report: dict, main: bool = True) -> list:
+    """Children of the ``verdict`` panel for a report dict (``main``: the page's own panel, whose parts have ids)."""
+    out = headline_children(report, main) + meta_children(report, main)
     tables = [c for section in report_sections(report) for c in section_children(section)]
     if tables and main:
         # The answers above come first; the tables behind them are one click away on the page's own panel.

@@ -15,13 +15,16 @@ from orientscope.services.molecules import xyz_text as _xyz_text
 
 # The lab frame in one neutral colour that no data series uses: the principal axes own blue,
 # orange and green everywhere in the app, and vermillion is the SMARTS highlight.
+# One-letter labels: the caption says which frame they are ("lab x/y/z", "principal axes 1/2/3"), and a
+# short label fits beside small molecules without running off the viewer or over an atom.
 LAB_AXES = (
-    ("lab x", (1.0, 0.0, 0.0), LAB_FRAME),
-    ("lab y", (0.0, 1.0, 0.0), LAB_FRAME),
-    ("lab z", (0.0, 0.0, 1.0), LAB_FRAME),
+    ("x", (1.0, 0.0, 0.0), LAB_FRAME),
+    ("y", (0.0, 1.0, 0.0), LAB_FRAME),
+    ("z", (0.0, 0.0, 1.0), LAB_FRAME),
 )
 PRINCIPAL_COLORS = [AXIS_COLORS[a] for a in (1, 2, 3)]
-LABEL_BEYOND = 0.25  # labels sit this far (Å) past the arrow tip, clear of the atoms the arrow passes
+ARROW_BEYOND = 0.5  # arrows reach this far (Å) past the farthest atom's centre, clear of its sphere
+LABEL_BEYOND = 0.3  # labels sit this far (Å) past the arrow tip
 
 
 def xyz_text(elements: list[str], positions_angstrom, comment: str = "") -> str:
@@ -45,8 +48,9 @@ def _arrows(origin, directions, length: float) -> list[dict]:
 
 
 def _extent(positions) -> float:
+    """The arrows' length (Å): the farthest atom from the centroid, plus :data:`ARROW_BEYOND`."""
     pos = np.asarray(positions, np.float64).reshape(-1, 3)
-    return float(np.max(np.linalg.norm(pos - pos.mean(axis=0), axis=1), initial=0.0)) + 1.0
+    return float(np.max(np.linalg.norm(pos - pos.mean(axis=0), axis=1), initial=0.0)) + ARROW_BEYOND
 
 
 def molecule_scenes(detail: dict) -> list[dict]:
@@ -54,7 +58,7 @@ def molecule_scenes(detail: dict) -> list[dict]:
     elements = detail["elements"]
     stored = np.asarray(detail["positions"], np.float64)
     canonical = np.asarray(detail["canonical_positions"], np.float64)
-    principal = [(f"axis {a + 1}", row, PRINCIPAL_COLORS[a]) for a, row in enumerate(np.eye(3))]
+    principal = [(str(a + 1), row, PRINCIPAL_COLORS[a]) for a, row in enumerate(np.eye(3))]
     return [
         {
             "title": f"stored pose · lab x/y/z · {detail['id']}",
@@ -83,14 +87,16 @@ def molecule_viewer_spec(detail: dict) -> dict:
 
 
 def group_scenes(details: list[dict]) -> list[dict]:
-    """Members of a group, each in its canonical pose with the principal axes."""
+    """Members of a group, each in its canonical pose with the principal axes, captioned by formula and id."""
     out = []
     for d in details:
         canonical = np.asarray(d["canonical_positions"], np.float64)
         principal = [(str(a + 1), row, PRINCIPAL_COLORS[a]) for a, row in enumerate(np.eye(3))]
+        name = d.get("label") or d.get("formula")
         out.append(
             {
-                "title": str(d["id"]),
+                "title": f"{name} · {d['id']}" if name else str(d["id"]),
+                "molecule": str(d["id"]),  # a click on the cell opens it (frontend_assets/group_grid.js)
                 "xyz": xyz_text(d["elements"], canonical, str(d["id"])),
                 "arrows": _arrows(np.zeros(3), principal, _extent(canonical)),
             }

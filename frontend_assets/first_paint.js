@@ -57,6 +57,7 @@
   // Rendered with 3Dmol.js in one WebGL context per element (a viewer grid, rotation linked), by the
   // first paint's panel and by Dash's clientside callbacks alike (orientscope.js renderViewer).
   var VIEW_HEIGHT = 280;
+  var CAPTION_PX = 20;  // the height of a cell's caption (style.css .viewer-caption)
   var ZOOM_MARGIN = 0.7;
 
   function vec(p) { return { x: p[0], y: p[1], z: p[2] }; }
@@ -98,26 +99,73 @@
     captions.style.gridTemplateRows = "repeat(" + spec.rows + ", " + VIEW_HEIGHT + "px)";
     el.appendChild(holder);
     el._grid = $3Dmol.createViewerGrid(holder, { rows: spec.rows, cols: spec.cols, control_all: !!spec.linked },
-                                       { backgroundColor: "white", antialias: !isSoftwareGL() });
+                                       // orthographic: a fitted view (fitView) holds for near and far atoms alike
+                                       { backgroundColor: "white", antialias: !isSoftwareGL(), orthographic: true });
     holder.appendChild(captions);  // after the grid's canvases, so it is drawn on top of them
     el._gridKey = key;
     el._captions = captions;
     return el._grid;
   }
 
-  function drawScene(v, scene) {
+  // `cell`: the scene's {width, height} in px; the view is then fitted to it (fitView), else zoomed out
+  // from the atoms by ZOOM_MARGIN.
+  function drawScene(v, scene, cell) {
     var model = v.addModel(scene.xyz, "xyz");
     v.setStyle({}, { stick: { radius: 0.14, colorscheme: "Jmol" }, sphere: { scale: 0.22, colorscheme: "Jmol" } });
     (scene.arrows || []).forEach(function (a) {
       v.addArrow({ start: vec(a.start), end: vec(a.end), radius: 0.05, color: a.color });
-      // past the tip and on a light backing: readable where the label crosses an atom
-      v.addLabel(a.label, { position: vec(a.label_at || a.end), fontSize: 12, fontColor: a.color,
-                            backgroundColor: "white", backgroundOpacity: 0.75, inFront: true });
+      // centred just past the tip, on a light backing
+      v.addLabel(a.label, { position: vec(a.label_at || a.end), fontSize: 13, fontColor: a.color,
+                            backgroundColor: "white", backgroundOpacity: 0.75, inFront: true,
+                            alignment: "center" });
     });
     v.zoomTo();
-    v.zoom(ZOOM_MARGIN);  // zoomTo fits the atoms only: leave room for the arrow tips and their labels
+    if (cell) { fitView(v, model.selectedAtoms({}), scene.arrows || [], cell); } else { v.zoom(ZOOM_MARGIN); }
     v.render();
     return model.selectedAtoms({}).length;
+  }
+
+  // The camera looks along (-1, -1, -1): x points right and down, y up, z left and down, each drawn at 0.82
+  // of its length and none towards the viewer. A label just past its arrow's tip (app/viewer.py) then lies
+  // beyond every atom along its own direction on screen: the view shortens the atoms' offsets as much as
+  // the arrow.
+  var ISOMETRIC = [0.279848, -0.364705, -0.115917, 0.880476];  // that rotation as a quaternion (x, y, z, w)
+  var SCREEN_X = [0.707107, 0, -0.707107], SCREEN_Y = [-0.408248, 0.816497, -0.408248];
+  var ATOM_PAD = 0.45;  // Å around an atom's centre: its drawn sphere
+  var LABEL_PAD_PX = 14;  // px around a label's point: its text
+  var EDGE_PX = 4;
+
+  function dot(a, b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+  // Fits the view to the molecule: the atoms and the arrows' labels fill the cell, none clipped.
+  function fitView(v, atoms, arrows, cell) {
+    var view = v.getView();
+    v.setView(view.slice(0, 4).concat(ISOMETRIC));
+    // Everything in screen units (Å along the screen's x and y): atoms with their spheres, labels as points.
+    var items = atoms.map(function (a) { return { p: [a.x, a.y, a.z], pad: ATOM_PAD, px: 0 }; })
+      .concat(arrows.map(function (a) { return { p: a.label_at || a.end, pad: 0, px: LABEL_PAD_PX }; }));
+    var xs = items.map(function (it) { return dot(SCREEN_X, it.p); });
+    var ys = items.map(function (it) { return dot(SCREEN_Y, it.p); });
+    var cx = (Math.min.apply(null, xs) + Math.max.apply(null, xs)) / 2;
+    var cy = (Math.min.apply(null, ys) + Math.max.apply(null, ys)) / 2;
+    // px per Å now, at the depth of the view's centre
+    var c = { x: -view[0], y: -view[1], z: -view[2] };
+    var o = v.modelToScreen(c);
+    var e = v.modelToScreen({ x: c.x + SCREEN_X[0], y: c.y + SCREEN_X[1], z: c.z + SCREEN_X[2] });
+    var scale = Math.hypot(e.x - o.x, e.y - o.y);
+    // the largest px per Å at which every item stays inside the cell, centred on (cx, cy)
+    var fit = Infinity;
+    items.forEach(function (it, i) {
+      var dx = Math.abs(xs[i] - cx) + it.pad, dy = Math.abs(ys[i] - cy) + it.pad;
+      var room = { x: cell.width / 2 - EDGE_PX - it.px, y: cell.height / 2 - EDGE_PX - it.px };
+      if (dx > 0) { fit = Math.min(fit, room.x / dx); }
+      if (dy > 0) { fit = Math.min(fit, room.y / dy); }
+    });
+    if (!isFinite(fit) || !(scale > 0)) { return; }
+    // centre (cx, cy) on screen: shift by its offset from the view's centre (screen y runs down)
+    var cScreen = [dot(SCREEN_X, [c.x, c.y, c.z]), dot(SCREEN_Y, [c.x, c.y, c.z])];
+    v.translateScene((cScreen[0] - cx) * scale, (cy - cScreen[1]) * scale);
+    v.zoom(fit / scale);
   }
 
   // 3Dmol.js (540 kB) is not in the page (app/dashboard.py LAZY_ASSETS): the first screen does not
@@ -157,9 +205,12 @@
         cap.className = "viewer-caption";
         cap.dataset.cell = r + "," + c;
         cap.textContent = scene ? scene.title : "";
+        if (scene && scene.molecule) { cap.dataset.molecule = scene.molecule; }  // group_grid.js opens it
         el._captions.appendChild(cap);
         if (!scene) { v.render(); return; }
-        atoms.push(drawScene(v, scene));
+        // the cell less the caption's strip at its foot (kept free at the top too: the view stays centred)
+        var cell = { width: el._captions.clientWidth / spec.cols, height: VIEW_HEIGHT - 2 * CAPTION_PX };
+        atoms.push(drawScene(v, scene, cell));
       });
     });
     el.dataset.molecule = spec.molecule || "";

@@ -140,6 +140,9 @@
       host.appendChild(svg);
     }
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+    if (gd.data && gd.data.some(function (t) { return t.type === "scatter3d"; })) {  // the 3D sphere
+      return window.orientscopeSphereRing(gd, host._ring || []);
+    }
     var axes = plotlyInternals.cartesianAxes(gd);
     var points = host._ring || [];
     if (!points.length || !axes) { return 0; }

@@ -47,14 +47,22 @@
     return sent.error ? sent : { job_id: sent.body.job_id, dataset_id: sent.body.dataset_id };
   }
 
+  // The upload page's outputs; a failed upload fills its bar in the failed colour
+  // (style.css .upload-failed) rather than leaving it blue where the job stopped.
+  function uploadState(pct, text, finished, href, hidden, failed) {
+    var bar = failed ? [100, "upload-progress upload-failed", "failed"] : [pct, "upload-progress", pct + "%"];
+    return [bar[0], text, finished, href, hidden, bar[1], bar[2]];
+  }
+
   async function uploadPoll(nIntervals, job) {
     var nu = window.dash_clientside.no_update;
-    if (!job) { return [0, "", true, nu, true]; }
-    if (job.error) { return [0, job.error, true, nu, true]; }
+    if (!job) { return uploadState(0, "", true, nu, true, false); }
+    if (job.error) { return uploadState(0, job.error, true, nu, true, true); }
     var p = await orientscope().pollRecord("/api/jobs/" + job.job_id, "Job " + job.job_id);
-    if (p.error) { return [0, p.error, true, nu, true]; }
+    if (p.error) { return uploadState(0, p.error, true, nu, true, false); }
     var href = "/?dataset=" + encodeURIComponent(p.record.dataset_id);
-    return [p.pct, p.text, p.finished, href, p.record.state !== "done"];
+    var state = p.record.state;
+    return uploadState(p.pct, p.text, p.finished, href, state !== "done", state === "failed");
   }
 
   async function auditSubmit(nClicks, contents, filename, name, token, dataset) {

@@ -124,6 +124,11 @@ def _check_properties(path: Path, properties: np.ndarray, known: set[str], has_t
         )
 
 
+def shown_as(err: DatasetError, path: Path, shown_name: str | None) -> DatasetError:
+    """``err`` naming ``shown_name`` (the user's file name) instead of the spooled copy at ``path``."""
+    return DatasetError(str(err).replace(Path(path).name, shown_name)) if shown_name else err
+
+
 def check_header(path: Path, known_properties: set[str] | list[str]) -> list[str]:
     """Check the columns and the property names of the first rows; the columns that will be read."""
     path = Path(path)

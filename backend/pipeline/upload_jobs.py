@@ -80,7 +80,7 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
     skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
     stages_skipped = ResultStore(manager.data_dir, meta["id"], meta["active_params"]).skipped_stages()
     if stages_skipped:
-        skipped += f"; {len(stages_skipped)} analysis step(s) skipped (see skipped_stages)"
+        skipped += "; " + skipped_in_words(stages_skipped)
     result = {
         "dataset_id": meta["id"],
         "n_molecules": meta["n_molecules"],
@@ -89,6 +89,14 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
         "skipped_stages": stages_skipped,
     }
     return f"dataset {meta['id']!r} ready: {meta['n_molecules']:,} molecules{skipped}", result
+
+
+def skipped_in_words(stages: dict[str, str]) -> str:
+    """``not computed: statistics (why); models, models regression (why)``, one clause per distinct reason."""
+    by_reason: dict[str, list[str]] = {}
+    for stage, reason in stages.items():
+        by_reason.setdefault(reason, []).append(stage.replace(".", " "))
+    return "not computed: " + "; ".join(f"{', '.join(names)} ({reason})" for reason, names in by_reason.items())
 
 
 def _audit(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dict]:

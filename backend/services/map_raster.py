@@ -23,8 +23,9 @@ Shading rules (documented so that a test can check them pixel by pixel):
   put there (Mollweide is equal-area), on Cividis from 0 to the 99.5th
   percentile of the image (at least 2), inside the map's ellipse
   (:mod:`orientscope.science.map_scales`, as the dashboard's density maps).
-* **SMARTS highlight**: the image is muted (opacity × ``MUTED``) and the
-  matches are drawn over it in one colour with the same log-count opacity.
+* **SMARTS highlight**: the image is muted (opacity × ``MUTED``), and grey unless it is a density,
+  and the matches are drawn over it in one colour whose opacity grows with the
+  share of the pixel's points that match, from ``MIN_ALPHA`` to 255.
 
 A view's points are held sorted by x within 32 bands of y
 (:func:`orientscope.services.map_data.banded_order`): a viewport reads one run of
@@ -355,11 +356,6 @@ def _rgba(img) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(img.data, np.uint32).view(np.uint8).reshape(*img.shape, 4)[::-1])
 
 
-def _shade_counts(agg, color: str, counts: np.ndarray) -> np.ndarray:
-    img = tf.shade(agg, cmap=[color, color], how="log", min_alpha=MIN_ALPHA, span=(1, max(int(counts.max()), 2)))
-    return _rgba(img)
-
-
 def _canvas(vp: Viewport) -> dsh.Canvas:
     # Ranges always as floats: numba compiles datashader's kernels per argument type, and an integer
     # bound (a test's or the warm-up's viewport) would compile them again at a request's float bounds.
@@ -462,16 +458,29 @@ def _hex_rgba(color: str) -> np.ndarray:
     return np.array([int(h[i : i + 2], 16) for i in (0, 2, 4)] + [255], np.uint8)
 
 
-def _with_matches(points: MapPoints, vp: Viewport, base: np.ndarray, out: dict) -> np.ndarray:
+def _with_matches(points: MapPoints, vp: Viewport, base: np.ndarray, out: dict, kind: str) -> np.ndarray:
     agg = _canvas(vp).points(_matches(points).slab(vp.x0, vp.x1, vp.y0, vp.y1), "x", "y", dsh.count())
     matches = agg.data.astype(np.uint32)
     out["matches"] = matches
     base = base.copy()
+    if kind == "color":  # the view's colours are set aside while matches are shown (the map drops its scale)
+        grey = base[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+        base[..., :3] = grey[..., None].astype(np.uint8)
     base[..., 3] = (base[..., 3] * MUTED).astype(np.uint8)
     if not matches.any():
         return base
-    over = _shade_counts(agg, HIGHLIGHT, matches)
-    return _rgba(tf.stack(_as_image(base), _as_image(over)))
+    return _rgba(tf.stack(_as_image(base), _as_image(_match_share(matches, out["counts"]))))
+
+
+def _match_share(matches: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The highlight colour with its opacity growing with the share of a pixel's points that match
+    (``MIN_ALPHA`` for a few, opaque for all): a match of a third of the set shows where it is denser,
+    not a map all in the highlight colour. matches, counts : (h, w), rows from the bottom."""
+    share = np.minimum(matches / np.maximum(counts, 1), 1.0)
+    over = np.zeros(matches.shape + (4,), np.uint8)
+    over[..., :3] = _hex_rgba(HIGHLIGHT)[:3]
+    over[..., 3] = np.where(matches > 0, MIN_ALPHA + (255 - MIN_ALPHA) * share, 0).astype(np.uint8)
+    return np.ascontiguousarray(over[::-1])
 
 
 def _as_image(rgba: np.ndarray) -> tf.Image:
@@ -540,7 +549,7 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
     else:
         rgba = (_image_density if kind == "density" else _image_color)(points, vp, out)
         if points.highlight is not None:
-            rgba = _with_matches(points, vp, rgba, out)
+            rgba = _with_matches(points, vp, rgba, out, kind)
         scale = _scale(points, kind, out)
         out.pop("density_max", None)
         render = MapRender(points, vp, kind, "image", n_points, n_drawn, scale, rgba=rgba, **out)

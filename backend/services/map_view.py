@@ -22,7 +22,7 @@ import numpy as np
 
 from orientscope.core.errors import NotFoundError
 from orientscope.core.groups import UNGROUPED
-from orientscope.core.palette import AXIS_COLORS, GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
+from orientscope.core.palette import AXIS_COLORS, GROUP_COLORS, UNGROUPED_GREY
 from orientscope.science.map_scales import robust_range
 from orientscope.services import grouping
 from orientscope.services.bytecache import map_cache, release_freed_memory
@@ -175,13 +175,15 @@ class MapPoints:
 
 
 def group_colors(data_dir: Path, dataset_id: str, by: str):
-    """(colour code per molecule, labels, colours) of the largest groups, or None; once per stored result.
+    """(colour code per molecule, labels, colours) of the groups, or None; once per stored result.
 
-    The :data:`N_GROUP_COLORS` largest groups get their own colour, all other groups share
-    "other groups". Molecules in no group (e.g. unclustered) get their own muted class, never a
-    group colour. Labels are what a person reads (formula, scaffold SMILES, representative's
-    SMILES), never the groups' codes. The map image, the dashboard's points and the legend all
-    read this one table.
+    The colours cycle down the groups by size: the :data:`N_GROUP_COLORS` largest groups are told
+    apart, and every smaller group shares the colour of one of them, so that a set of many small
+    groups (QM9's formulas) is not drawn almost all in one grey. Each colour's label names its
+    largest group and how many smaller ones share it. Molecules in no group (e.g. unclustered) get
+    their own muted class, never a group colour. Labels are what a person reads (formula, scaffold
+    SMILES, representative's SMILES), never the groups' codes. The map image, the dashboard's
+    points and the legend all read this one table.
     """
     view = get_view(data_dir, dataset_id)
 
@@ -195,16 +197,19 @@ def group_colors(data_dir: Path, dataset_id: str, by: str):
             np.where(outside, "", codes.astype(str)), return_inverse=True, return_counts=True
         )
         grouped = np.flatnonzero(names != "") if outside.any() else np.arange(len(names))
-        top = grouped[np.argsort(-counts[grouped], kind="stable")][:N_GROUP_COLORS]
-        n_top = len(top)
-        other, none = n_top, n_top + 1
-        code_of = np.full(len(names), other, np.uint8)
-        code_of[top] = np.arange(n_top, dtype=np.uint8)
-        labels = [f"{label_of.get(str(names[t]), str(names[t]))} ({counts[t]:,})" for t in top]
-        colors = GROUP_COLORS[:n_top]
-        labels, colors = labels + ["other groups"], colors + [OTHER_GREY]
+        by_size = grouped[np.argsort(-counts[grouped], kind="stable")]
+        k = min(N_GROUP_COLORS, len(by_size))
+        code_of = np.full(len(names), k, np.uint8)  # k: in no group
+        code_of[by_size] = np.arange(len(by_size)) % max(k, 1)
+        labels = []
+        for c in range(k):
+            head, n_more = by_size[c], len(by_size[c::k]) - 1
+            labels.append(
+                f"{label_of.get(str(names[head]), str(names[head]))} ({counts[head]:,})"
+                + (f" + {n_more:,} smaller groups" if n_more else "")
+            )
+        colors = GROUP_COLORS[:k]
         if outside.any():
-            code_of[names == ""] = none
             labels += [f"{UNGROUPED[by]} ({int(outside.sum()):,}, not a group)"]
             colors += [UNGROUPED_GREY]
         return code_of[inverse], tuple(labels), tuple(colors)

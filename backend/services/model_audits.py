@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow.csv as pcsv
 
 from orientscope.core.errors import DatasetError, NotFoundError
-from orientscope.loaders.predictions import check_header
+from orientscope.loaders.predictions import check_header, shown_as
 from orientscope.pipeline.jobs import DONE, list_jobs
 from orientscope.science.model_audit import reread_verdict
 from orientscope.services.errors import InvalidInput
@@ -28,13 +28,16 @@ DOWNLOAD_FORMATS = ("csv", "parquet")
 SUMMARY_KEYS = ("id", "name", "dataset", "created", "n_molecules", "n_unknown_ids", "input")
 
 
-def check_upload(data_dir: Path, dataset_id: str, path: Path) -> list[str]:
-    """Check a predictions upload's header and property names before accepting it (InvalidInput otherwise)."""
+def check_upload(data_dir: Path, dataset_id: str, path: Path, filename: str | None = None) -> list[str]:
+    """Check a predictions upload's header and property names before accepting it (InvalidInput otherwise).
+
+    ``filename`` is the name the user gave the file; errors name it rather than the spooled copy.
+    """
     meta = ds.read_meta(data_dir, dataset_id)
     try:
         return check_header(path, meta.get("properties", []))
     except DatasetError as err:
-        raise InvalidInput(str(err), ("body", "file")) from None
+        raise InvalidInput(str(shown_as(err, path, filename)), ("body", "file")) from None
 
 
 def _audit_jobs(data_dir: Path, dataset_id: str) -> list[dict]:

@@ -383,6 +383,9 @@ def control_report(report: dict) -> dict:
             "baseline_mse_normalised": None,
             "control_improvement": None,
             "control_improvement_std": None,
+            # The control fits the stored values on randomly rotated poses: no gain is expected there, not
+            # even for a lab-frame component, so its rows carry no lab-frame mark and no "gain expected" note.
+            "frame_dependent": False,
         }
         for r in report.get("regression") or []
     ]
@@ -392,6 +395,7 @@ def control_report(report: dict) -> dict:
         {
             "name": f"{report.get('name', report.get('dataset'))} · control",
             "regression": regression,
+            "frame_dependent_properties": [],
             "control": {},
             "verdict": c.get("verdict")
             or {"aligned": None, "code": "too_few", "text": "Control: no verdict was computed for it"},

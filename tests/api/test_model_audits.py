@@ -93,10 +93,12 @@ def test_upload_audit_list_download_delete(url, data_dir, predictions_csv):
 def test_bad_header_is_a_422_and_nothing_is_queued(url, data_dir, content, field, message):
     with httpx.Client(base_url=url, timeout=60) as c:
         jobs_before = len(c.get("/api/jobs").json())
-        r = c.post("/api/datasets/qm9/model-audits", files={"file": ("p.csv", content)}, data={"name": "bad"})
+        r = c.post("/api/datasets/qm9/model-audits", files={"file": ("bad_cols.csv", content)}, data={"name": "bad"})
         assert r.status_code == 422, r.text
         (detail,) = r.json()["detail"]
         assert detail["loc"] == ["body", field] and message in detail["msg"]
+        # The user's own file name, not the spooled copy's (a uuid before it).
+        assert "bad_cols.csv" in detail["msg"] and "-bad_cols.csv" not in detail["msg"]
         assert len(c.get("/api/jobs").json()) == jobs_before
     assert _audits_on_disk(data_dir) == []
     incoming = data_dir / "jobs" / ".incoming"

@@ -75,7 +75,7 @@ def test_map_legend_names_groups_and_draws_unclustered_muted_apart(unclustered_s
     assert spec.colors[ungrouped] == UNGROUPED_GREY and UNGROUPED_GREY not in GROUP_COLORS
     codes_drawn = np.asarray(spec.values)
     np.testing.assert_array_equal(codes_drawn == ungrouped, outside[layers.rows])
-    named = [lab.rsplit(" (", 1)[0] for lab in spec.labels[: ungrouped - 1]]
+    named = [lab.rsplit(" (", 1)[0] for lab in spec.labels[:ungrouped]]  # each colour names its largest group
     assert named and set(named) <= labels  # SMILES of the representatives, not codes
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from orientscope.app.figures import MAP_SCALE, TRACE
+from orientscope.app.figures import MAP_SCALE, NO_MATCH, TRACE
 from orientscope.app.mapfigure import map_figure, map_figure_json, selected_ring, selected_xy
 from orientscope.app.mapview import map_layers
 from orientscope.app.state import ViewState
@@ -23,7 +23,7 @@ def test_cached_json_is_reused_for_the_same_view(qm9_store):
     assert outline["meta"]["kind"] == "outline" and outline["x"]["dtype"] == "f4"
 
 
-def test_selected_ring_marks_the_molecules_shown_axes_in_the_map_view_only(qm9_store):
+def test_selected_ring_marks_the_molecules_shown_axes_in_every_view(qm9_store):
     st = ViewState(dataset="qm9", view="map")
     layers = map_layers(qm9_store, st)
     mol = str(layers.md.ids[3])
@@ -34,8 +34,9 @@ def test_selected_ring_marks_the_molecules_shown_axes_in_the_map_view_only(qm9_s
     np.testing.assert_allclose(ring[:, 1], y * MAP_SCALE, rtol=1e-6)
     two = ViewState(dataset="qm9", view="map", axes="13")
     assert len(selected_ring(layers.md, two, mol)) == 2
-    sphere = ViewState(dataset="qm9", view="sphere")
-    assert selected_ring(layers.md, sphere, mol) == []
+    sphere = ViewState(dataset="qm9", view="sphere")  # on the sphere: the unit vectors of the shown axes
+    vectors = layers.md.vectors(np.full(3, layers.md.row_of(mol)), np.arange(3))
+    np.testing.assert_allclose(selected_ring(layers.md, sphere, mol), vectors, atol=1e-5)
     assert selected_ring(layers.md, st, None) == [] and selected_ring(layers.md, st, "no-such-molecule") == []
 
 
@@ -67,7 +68,8 @@ def test_above_the_budget_the_map_is_an_image_under_vector_overlays(qm9_store, m
     assert bar["cmin"] < bar["cmax"] and bar["colorbar"]["title"]["text"] == "P(stored pose)"
     legend, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="map", smarts="C=O"))
     names = [t["name"] for t in legend["data"] if t["meta"]["kind"] in ("legend", "highlight")]
-    assert names == ["axis 1 (largest spread)", "axis 2", "axis 3 (smallest spread)", "SMARTS match"]
+    assert names == [NO_MATCH, "SMARTS match"]  # the other molecules are grey: no axis colours to name
+    assert "colorbar" not in [t["meta"]["kind"] for t in legend["data"]]
 
 
 def test_a_small_region_is_drawn_as_its_points_at_its_own_ranges(qm9_store, monkeypatch):

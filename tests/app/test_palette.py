@@ -17,11 +17,13 @@ def test_lab_axes_use_a_colour_no_data_series_uses():
     assert [c.upper() for c in PRINCIPAL_COLORS] == [palette.AXIS_COLORS[a] for a in (1, 2, 3)]
 
 
-def test_arrow_labels_sit_past_the_tips_and_say_lab():
+def test_arrow_labels_sit_past_the_tips_and_the_caption_says_lab():
     detail = {"id": "m", "elements": ["C", "O"], "positions": [[0, 0, 0], [1.2, 0, 0]],
               "canonical_positions": [[-0.6, 0, 0], [0.6, 0, 0]]}  # fmt: skip
     stored, canonical = molecule_scenes(detail)
-    assert [a["label"] for a in stored["arrows"]] == ["lab x", "lab y", "lab z"]
+    # one-letter labels fit beside the smallest molecule; the caption names the frame
+    assert [a["label"] for a in stored["arrows"]] == ["x", "y", "z"] and "lab x/y/z" in stored["title"]
+    assert [a["label"] for a in canonical["arrows"]] == ["1", "2", "3"] and "principal axes 1/2/3" in canonical["title"]
     for a in stored["arrows"] + canonical["arrows"]:
         tip = sum((e - s) ** 2 for s, e in zip(a["start"], a["end"], strict=True)) ** 0.5
         label = sum((e - s) ** 2 for s, e in zip(a["start"], a["label_at"], strict=True)) ** 0.5

@@ -67,6 +67,38 @@ def test_upload_page_reads_cleanly_and_a_tiny_upload_lists_its_skipped_stages(dr
     status = driver.find_element(By.ID, "upload-status")
     wait_until(lambda: status.text.startswith(("done", "failed")))
     assert status.text.startswith("done"), status.text
+    # The status says in words what was not computed and why, not an API field name.
+    assert "skipped_stages" not in status.text and "not computed: " in status.text, status.text
+    assert "statistics" in status.text and "got 3" in status.text, status.text
     driver.find_element(By.ID, "upload-open").click()
     box = wait_until(lambda: [e for e in driver.find_elements(By.ID, "skipped-stages") if e.is_displayed()])[0]
     assert "statistics" in box.text and "got 3" in box.text and "models" in box.text
+    # No empty log axis (10^-1 to 10^4) posing as a histogram: a note says why there is none.
+    hist = wait_until(
+        lambda: driver.execute_script(
+            "var gd = document.querySelector('#angle-histogram .js-plotly-plot');"
+            "return gd && gd.layout && gd.layout.annotations ? "
+            "{n: gd.data.length, y: gd.layout.yaxis.visible, notes: gd.layout.annotations.map(a => a.text)} : null"
+        )
+    )
+    assert hist["n"] == 0 and hist["y"] is False, hist
+    assert any("Too few molecules" in note for note in hist["notes"]), hist
+
+
+def test_a_failed_upload_turns_its_progress_bar_red_and_says_failed(driver, writable_url, tmp_path):
+    path = tmp_path / "nan.xyz"
+    path.write_bytes(b"3\nw\nO nan 0 0\nH 1 0 0\nH 0 1 0\n")  # accepted, then refused by the job
+    driver.get(f"{writable_url}/upload")
+    wait_until(lambda: driver.find_elements(By.ID, "upload-page"))
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#upload-file input[type=file]"))[0].send_keys(str(path))
+    wait_until(lambda: "nan.xyz" in driver.find_element(By.ID, "upload-drop-text").text)
+    driver.find_element(By.ID, "upload-name").send_keys("bad coordinates")
+    driver.find_element(By.ID, "upload-submit").click()
+    status = driver.find_element(By.ID, "upload-status")
+    wait_until(lambda: status.text.startswith(("done", "failed")))
+    assert status.text.startswith("failed") and "NaN" in status.text, status.text
+    bar = driver.find_element(By.ID, "upload-progress")
+    wait_until(lambda: "upload-failed" in bar.get_attribute("class"))
+    assert bar.get_attribute("value") == "100" and bar.get_attribute("title") == "failed"
+    accent = driver.execute_script("return getComputedStyle(arguments[0]).accentColor", bar)
+    assert accent == "rgb(192, 57, 43)", accent

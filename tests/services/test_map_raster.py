@@ -144,6 +144,18 @@ def test_smarts_matches_are_counted_and_drawn_over_a_muted_base():
     assert mr.pixel_info(render, *_centre_of(np.argwhere(hit)[0], VP))["matches"] >= 1
 
 
+def test_matches_show_their_share_of_each_pixel_over_a_grey_base():
+    render = mr.render_map(_points(highlight=True), VP, budget=0)
+    image = render.rgba[::-1].astype(int)  # rows from the bottom, as counts and matches
+    only_base = (render.matches == 0) & (render.counts > 0)
+    assert only_base.any() and (np.ptp(image[only_base][:, :3], axis=1) <= 1).all()  # the view's colours set aside
+    every = (render.matches == render.counts) & (render.counts > 0)  # every point of the pixel matches: opaque
+    assert every.any() and (image[every][:, 3] == 255).all()
+    np.testing.assert_array_equal(image[every][:, :3], np.broadcast_to(_rgb("#D55E00"), (int(every.sum()), 3)))
+    some = (render.matches > 0) & (render.matches < render.counts)  # a share: the grey shows through
+    assert not some.any() or (np.abs(image[some][:, :3] - _rgb("#D55E00")).sum(axis=1) > 0).all()
+
+
 def _centre_of(cell, vp: mr.Viewport) -> tuple[float, float]:
     row, col = cell
     dx, dy = vp.pixel_size

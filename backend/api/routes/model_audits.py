@@ -78,7 +78,7 @@ async def upload_predictions(dataset_id: DatasetIdPath, request: Request, jobs: 
         if problems:
             raise invalid(problems)
         # Off the event loop: the check reads up to 100,000 rows.
-        await run_in_threadpool(svc.check_upload, jobs.data_dir, dataset_id, received.path)
+        await run_in_threadpool(svc.check_upload, jobs.data_dir, dataset_id, received.path, received.filename)
         job = jobs.submit_audit(received.path, dataset_id, received.name, original_name=received.filename)
     return {"job_id": job["id"], "audit_id": job["audit_id"]}
 
