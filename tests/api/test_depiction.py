@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from orientscope.core.elements import symbols_to_z
+from orientscope.core.elements import symbol_to_z
 from orientscope.science.depiction import projection_svg, smiles_to_svg
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import get_view
@@ -26,7 +26,9 @@ def test_a_molecule_without_smiles_is_its_canonical_pose_projected(client):
     assert detail["smiles"] is None
     r = client.get("/api/datasets/toy/molecules/a1/depiction.svg")
     assert r.status_code == 200 and r.headers["content-type"].startswith(SVG)
-    expected = projection_svg(symbols_to_z(detail["elements"]), np.array(detail["canonical_positions"]))
+    expected = projection_svg(
+        np.array([symbol_to_z(s) for s in detail["elements"]]), np.array(detail["canonical_positions"])
+    )
     assert r.text == expected
 
 
