@@ -38,6 +38,7 @@ class SmartsJob:
     timeout_s: float
     molecules_folder: str = ""  # the ingested shard, read when the chemistry stage has no table for it
     has_smiles: bool = False
+    block: int = substructure.BLOCK  # molecules scanned between two looks at the clock
 
 
 def _graphs(job: SmartsJob):
@@ -52,7 +53,9 @@ def _graphs(job: SmartsJob):
 
 def smarts_shard(job: SmartsJob) -> dict:
     """Global indices of the shard's molecules that contain the pattern, and how many were scanned."""
-    found = substructure.SubstructureIndex(_graphs(job), n_threads=1).search(job.smarts, timeout_s=job.timeout_s)
+    found = substructure.SubstructureIndex(_graphs(job), n_threads=1).search(
+        job.smarts, timeout_s=job.timeout_s, block=job.block
+    )
     return {"index": found.indices + job.start, "n_scanned": found.n_scanned, "complete": found.complete}
 
 
@@ -74,6 +77,7 @@ def search_shards(
     timeout_s: float = substructure.DEFAULT_TIMEOUT_S,
     progress: ShardProgress | None = None,
     on_matches: Callable[[np.ndarray], None] | None = None,
+    block: int = substructure.BLOCK,
 ) -> substructure.SearchResult:
     """Every molecule of the sharded result containing ``smarts``, shard-parallel on ``engine``.
 
@@ -85,7 +89,10 @@ def search_shards(
     numbers = [int(p.stem.rsplit("-", 1)[1]) for p in paths]
     sizes = [read_shard_table(Path(result_dir), STAGE, "molecules", k, columns=["id"]).num_rows for k in numbers]
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
-    jobs = [SmartsJob(str(result_dir), k, int(s), smarts, timeout_s) for k, s in zip(numbers, starts, strict=True)]
+    jobs = [
+        SmartsJob(str(result_dir), k, int(s), smarts, timeout_s, block=block)
+        for k, s in zip(numbers, starts, strict=True)
+    ]
     return _run(engine, jobs, timeout_s, progress, on_matches)
 
 

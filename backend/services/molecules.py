@@ -127,7 +127,7 @@ def match_smarts(view: DatasetView, smarts: str, start: bool = False) -> SmartsM
     if sharded_result(view.store.dir):
         # Shard by shard on the engine: no index of the whole set is built in the server.
         with Engine(parse_cluster(IN_PROCESS)) as engine:
-            result = search_shards(engine, view.store.dir, smarts, timeout_s=SMARTS_TIMEOUT_S)
+            result = search_shards(engine, view.store.dir, smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
     else:
         result = _smarts_index(view).search(smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
     mask = np.zeros(len(view), dtype=bool)

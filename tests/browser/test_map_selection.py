@@ -59,10 +59,10 @@ def _waters(n: int, seed: int = 1) -> MoleculeSet:
 @pytest.fixture(scope="module")
 def waters_dir(tmp_path_factory):
     from orientscope.pipeline.precompute import make_params, precompute
-    from orientscope.store.datasets import save_dataset
+    from orientscope.store.shards import save_sharded
 
     data_dir = tmp_path_factory.mktemp("selection")
-    save_dataset(data_dir, "waters", _waters(N_MOLECULES), name="Waters", source="constructed")
+    save_sharded(data_dir, "waters", _waters(N_MOLECULES), name="Waters", source="constructed")
     precompute(data_dir, "waters", make_params(seed=0), stages=["frames", "statistics", "chemistry"])
     return data_dir
 
