@@ -97,8 +97,8 @@ CLASSIFIER_ROLE = {
 POOLED_NOTE = (
     "; its p pools every fold (a result computed before the verdict's rule 2: recompute for the calibrated test)"
 )
-KL_ROLE = "how far the orientations are from uniform, against the estimator's own null law at this N"
-KS_ROLE = "angles to one reference orientation against the Haar angle law (low power for multi-modal poses)"
+KL_ROLE = "measures how far the orientations are from uniform, against the estimator's own null law at this N"
+KS_ROLE = "compares the angles to one reference orientation with the Haar angle law (low power for multi-modal poses)"
 
 
 def kl_null(n: int, k: int = 5) -> dict:
