@@ -64,3 +64,12 @@ def driver(download_dir):
     drv = make_driver(download_dir)
     yield drv
     quit_driver(drv)
+
+
+@pytest.fixture
+def without_scripts(driver):
+    """The module's browser with every script file of Dash blocked: only the page HTML runs."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/_dash-component-suites/*", "*/assets/*.js*"]})
+    yield driver
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})

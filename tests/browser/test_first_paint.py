@@ -44,15 +44,6 @@ def image_url(qm9_store):
         yield url
 
 
-@pytest.fixture
-def without_scripts(driver):
-    """The module's browser with every script file of Dash blocked: only the page HTML runs."""
-    driver.execute_cdp_cmd("Network.enable", {})
-    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/_dash-component-suites/*", "*/assets/*.js*"]})
-    yield driver
-    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
-
-
 def _map_pixels(driver, md, rows) -> np.ndarray:
     """(len(rows), 3, 2) offsets of each molecule's three axis points on the static map (SVG y is down)."""
     pts = [[float(md.x[r, a]) * MAP_SCALE, -float(md.y[r, a]) * MAP_SCALE] for r in rows for a in range(3)]

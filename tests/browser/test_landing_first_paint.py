@@ -31,15 +31,6 @@ return [(v.x + (cx - r.left) / r.width * v.width) / {MAP_SCALE}, -(v.y + (cy - r
 """
 
 
-@pytest.fixture
-def without_scripts(driver):
-    """The module's browser with every script file of Dash blocked: only the page HTML runs."""
-    driver.execute_cdp_cmd("Network.enable", {})
-    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/_dash-component-suites/*", "*/assets/*.js*"]})
-    yield driver
-    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
-
-
 def _static_landing(driver, url):
     driver.get(url)
     drawn = wait_for(lambda: map_drawn(driver, first_paint=True), what="the first paint's test hook")
