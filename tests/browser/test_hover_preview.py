@@ -17,7 +17,7 @@ from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn, serve, severe_console
 from tests.browser.test_dashboard import wait_for
-from tests.browser.test_first_paint import _map_pixels, _static_map, without_scripts  # noqa: F401
+from tests.browser.test_first_paint import _map_pixels, _static_map
 from tests.browser.test_map_pick import TIP_JS
 from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
 
@@ -150,7 +150,7 @@ def test_a_rest_on_a_point_of_the_sphere_previews_its_molecule(driver, base_url)
     pytest.fail("no point of the sphere came under the cursor")
 
 
-def test_the_first_paint_previews_the_molecule_its_hover_names(without_scripts, image_url, qm9_store):  # noqa: F811
+def test_the_first_paint_previews_the_molecule_its_hover_names(without_scripts, image_url, qm9_store):
     driver = without_scripts
     svg = _static_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
