@@ -1,7 +1,9 @@
 """The map's interaction in headless Chromium: the landing page drawn, a zoom's region drawn, a hover answered.
 
-``python -m tests.bench.bench_ui_map [DATA_DIR]`` (the QM9 store of ``tests.bench.bench_ui``, built there if
-missing; a complete store is only read: the server runs read-only). Each row has at least :data:`N_SAMPLES`
+``python -m tests.bench.bench_ui_map [DATA_DIR [LARGE_DATA_DIR LARGE_DATASET]]`` (the QM9 store of
+``tests.bench.bench_ui``, built there if missing; a complete store is only read: the server runs read-only). With a
+large store (``orientscope synth --n 10000000 …``, ingested and ``orientscope map``-ped) its landing ``/``, zoom and
+hover-preview rows are measured too, served read-only. Each row has at least :data:`N_SAMPLES`
 samples and the machine's 1-minute load average before and after it; the section is "ui-map".
 
 - landing: navigations in a new browser context each (cold cache) to ``/``, ``/?dataset=qm9&view=map`` and
@@ -157,54 +159,70 @@ def store_of(data_dir: Path) -> tuple[Path, bool]:
     return ensure_store(data_dir), False
 
 
-def main(argv: list[str] | None = None) -> None:
-    from orientscope.app.figures import MAP_SCALE
+def measure(data_dir: Path, dataset_id: str, read_only: bool, rng, scale: float, full: bool = True):
+    """(results, loads) of one store: the landing rows (``full``: with ``view=map`` and ``view=sphere``), the
+    zooms in both modes and the hovers; each row with the 1-minute load average before and after it."""
     from orientscope.services.map_data import load_map_data
 
-    argv = sys.argv[1:] if argv is None else argv
-    data_dir, read_only = store_of(
-        Path(argv[0] if argv else os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui"))
-    )
-    md = load_map_data(data_dir, "qm9")
-    rng = np.random.default_rng(0)
-    cpu_before = cpu_reference_s()
-    results: dict = {}
+    md = load_map_data(data_dir, dataset_id)
+    results: dict = {"n_molecules": md.n_molecules}
     loads: dict = {}
 
     def measured(name, fn):
-        """``fn()`` with the 1-minute load average before and after it (loads[name])."""
         before = os.getloadavg()[0]
         out = fn()
         loads[name] = f"{before:.1f} → {os.getloadavg()[0]:.1f}"
         return out
 
-    with serve(data_dir, read_only=read_only, timeout_s=600, warm=True) as base:  # full QM9 on a busy machine
+    views = (
+        ("landing", "/"),
+        ("map", f"/?dataset={dataset_id}&view=map"),
+        ("sphere", f"/?dataset={dataset_id}&view=sphere"),
+    )
+    with serve(data_dir, read_only=read_only, timeout_s=1800, warm=True) as base:  # a 10M store warms for minutes
         driver = make_driver()
         try:
             driver.get(base + "/")  # the server's caches warm, as for any visitor after the first
             time.sleep(SETTLE_S)
-            for name, path in (("landing", "/"), ("map", "/?dataset=qm9&view=map"),
-                               ("sphere", "/?dataset=qm9&view=sphere")):  # fmt: skip
+            for name, path in views if full else views[:1]:
                 results[name], results[name + "-dash"] = measured(name, lambda p=path: landing(base + p, N_SAMPLES))
-            driver.get(base + "/?dataset=qm9&view=map")
+            driver.get(base + f"/?dataset={dataset_id}&view=map")
             while not map_drawn(driver):
                 time.sleep(0.05)
             image = measured(
-                # above the point budget (200,000 points in view): most of QM9's sky
+                # above the point budget (200,000 points in view): most of the sky
                 "zoom-image",
-                lambda: time_zooms(driver, zoom_regions(rng, N_SAMPLES, (1.9, 2.3), MAP_SCALE, spread=(0.4, 0.15))),
+                lambda: time_zooms(driver, zoom_regions(rng, N_SAMPLES, (1.9, 2.3), scale, spread=(0.4, 0.15))),
             )
             points = measured(
-                "zoom-points", lambda: time_zooms(driver, zoom_regions(rng, N_SAMPLES, (0.02, 0.05), MAP_SCALE))
+                "zoom-points", lambda: time_zooms(driver, zoom_regions(rng, N_SAMPLES, (0.02, 0.05), scale))
             )
             results["zoom"] = {mode: [s for s, m in image + points if m == mode] for mode in ("image", "points")}
-            driver.get(base + "/?dataset=qm9&view=map")
+            driver.get(base + f"/?dataset={dataset_id}&view=map")
             while not map_drawn(driver):
                 time.sleep(0.05)
-            results["hover"] = measured("hover", lambda: hovers(driver, md, N_SAMPLES, rng, MAP_SCALE))
-            results["preview"] = measured("preview", lambda: preview_hovers(driver, md, N_SAMPLES, rng, MAP_SCALE))
+            if full:
+                results["hover"] = measured("hover", lambda: hovers(driver, md, N_SAMPLES, rng, scale))
+            results["preview"] = measured("preview", lambda: preview_hovers(driver, md, N_SAMPLES, rng, scale))
         finally:
             quit_driver(driver)
+    return results, loads
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``[QM9_DATA_DIR [LARGE_DATA_DIR LARGE_DATASET]]``: QM9's rows, and the same rows on a large store."""
+    from orientscope.app.figures import MAP_SCALE
+
+    argv = sys.argv[1:] if argv is None else argv
+    data_dir, read_only = store_of(
+        Path(argv[0] if argv else os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui"))
+    )
+    rng = np.random.default_rng(0)
+    cpu_before = cpu_reference_s()
+    results, loads = measure(data_dir, "qm9", read_only, rng, MAP_SCALE)
+    large = None
+    if len(argv) >= 3:  # a large store is only read
+        large = measure(Path(argv[1]), argv[2], True, rng, MAP_SCALE, full=False)
 
     def row(values, unit="s") -> str:
         if not values:
@@ -220,9 +238,23 @@ def main(argv: list[str] | None = None) -> None:
         else f" The hover preview row is empty: this dashboard shows no `{PREVIEW_SELECTOR}` (the preview is built"
         " on another branch; the row measures it once it is merged)."
     )
+    large_rows = "The large-store rows are not measured here: run with `LARGE_DATA_DIR LARGE_DATASET` for them."
+    if large:
+        lres, lloads = large
+        lpreview = [v / 1000 for v in lres["preview"]]
+        large_rows = f"""The same rows on a large store, `{argv[2]}` ({lres["n_molecules"]:,} molecules, read-only, warm server):
+
+| measure | median | p95 | samples | load | target |
+|---|---|---|---|---|---|
+| landing `/` → map drawn (first paint) | {row(lres["landing"])} | {lloads["landing"]} | ≤ 1.5 s |
+| landing `/` → Dash's interactive density plot drawn | {row(lres["landing-dash"])} | {lloads["landing"]} | — |
+| zoom → region drawn, image mode | {row(lres["zoom"]["image"], "ms")} | {lloads["zoom-image"]} | p95 ≤ 400 ms |
+| zoom → region drawn, points mode | {row(lres["zoom"]["points"], "ms")} | {lloads["zoom-points"]} | p95 ≤ 400 ms |
+| hover → preview depiction on screen, from the end of its debounce | {row(lpreview, "ms")} | {lloads["preview"]} | ≤ 150 ms |
+"""
     text = f"""## UI: the map's landing, zoom and hover (headless Chromium, software WebGL)
 
-{md.n_molecules:,} molecules; `python -m tests.bench.bench_ui_map`; warm server{" (read-only)" if read_only else ""},
+{results["n_molecules"]:,} QM9 molecules; `python -m tests.bench.bench_ui_map`; warm server{" (read-only)" if read_only else ""},
 each navigation in a new browser context (cold cache). Load: the 1-minute load average before → after the row.
 
 | measure | median | p95 | samples | load | target |
@@ -241,8 +273,10 @@ each navigation in a new browser context (cold cache). Load: the 1-minute load a
 Before the landing page had a first paint, its map was drawn after {LANDING_BEFORE}: that was the
 interactive density plot, which the second row still measures. Zoomed regions: half widths 1.9-2.3 Mollweide units
 (most of the sky: above the 200,000-point budget, an image) and 0.02-0.05 (points), 20 each; a region counts
-in the mode it was drawn in.{preview_note} The 10,000,000-molecule rows are not measured
-here: no 10M store was built for this run. Machine: a fixed Python loop took {cpu_before:.2f} s before and
+in the mode it was drawn in.{preview_note}
+
+{large_rows}
+Machine: a fixed Python loop took {cpu_before:.2f} s before and
 {cpu_reference_s():.2f} s after (0.65 s on a quiet moment of this machine).
 """
     print(text)
