@@ -690,10 +690,6 @@
       if (figure) {
         host._figure = figure;
         clientside.set_props("orientation-map", { figure: figure });
-        var meta = mapMeta(figure);
-        // The hook as soon as plotly has drawn this region: watchMap, a Dash clientside callback,
-        // runs only after the viewport store's server round trip that set_props starts (150-200 ms).
-        if (meta) { host._mapToken = meta.token; settle(host, meta, meta.token); }
       }
       var zoom = zoomText(vp);
       if (!quiet && zoom !== (host._zoom || null)) {  // into the URL (app/dashboard.py sync_state), a history entry
@@ -740,9 +736,6 @@
     if (meta && meta.viewport && host._askedViewport && !sameViewport(meta.viewport, host._askedViewport)) {
       return window.dash_clientside.no_update;
     }
-    if (meta && host._drawnToken === meta.token && host.hasAttribute("data-drawn")) {
-      return meta.token;  // a zoomed region, drawn and hooked by askRegion already
-    }
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
     if (!meta) { return null; }
@@ -751,13 +744,6 @@
       host._figure = figure;  // the graph's figure prop, which a zoom keeps in step (keepAxesInFigure)
     }
     host._mapToken = token;
-    settle(host, meta, token);
-    return token;
-  }
-
-  // Binds the plot once it holds the figure of ``token``, then sets the test hook (data-drawn,
-  // data-mode) once its pixels, images decoded, are painted; a newer figure cancels the wait.
-  function settle(host, meta, token) {
     var tries = 0;
     (function wait() {
       if (host._mapToken !== token) { return; }  // a newer figure took over
@@ -777,13 +763,13 @@
         requestAnimationFrame(function () {
           requestAnimationFrame(function () {  // the frame with the new pixels has been painted
             if (host._mapToken !== token) { return; }
-            host._drawnToken = token;
             host.setAttribute("data-mode", meta.mode);
             host.setAttribute("data-drawn", meta.drawn);
           });
         });
       });
     })();
+    return token;
   }
   // Dash does not run watchMap for the figure a page's layout already holds (its Output is
   // another callback's Input), and the loading wrapper may re-create the map's element; a
