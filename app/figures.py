@@ -82,8 +82,9 @@ class ColorSpec:
     title: str = ""
 
 
-def _layout(title: str, height: int = 460) -> dict:
-    """The layout every figure of the page shares (template by name)."""
+def figure_layout(title: str, height: int = 460) -> dict:
+    """The layout every figure of the page shares (template by name; a plain-dict figure sets
+    :func:`template_json` instead)."""
     return {
         "template": TEMPLATE,
         "title": {"text": title, "x": 0.01, "font": {"size": 14}},
@@ -95,7 +96,7 @@ def _layout(title: str, height: int = 460) -> dict:
 
 
 def _base_layout(fig: go.Figure, title: str, height: int = 460) -> go.Figure:
-    fig.update_layout(**_layout(title, height))
+    fig.update_layout(**figure_layout(title, height))
     return fig
 
 
@@ -130,8 +131,9 @@ def _frame_traces(frame: dict | None, scale: float = 1.0) -> list[go.Scatter]:
     ]
 
 
-def _marker(spec: ColorSpec, size: float) -> dict:
-    """Per-point colour marker, for the 3D view (which shows at most a sample of points)."""
+def color_marker(spec: ColorSpec, size: float) -> dict:
+    """Per-point colour marker (numbers on a colour scale, not colour strings), for the 3D view and the
+    scatter view; a continuous one carries its colour bar."""
     marker: dict = {"size": size, "opacity": 0.75}
     if spec.kind == "categorical":
         k = max(len(spec.colors), 1)
@@ -264,8 +266,8 @@ def _finite_or_none(v: float) -> float | None:
     return float(v) if np.isfinite(v) else None
 
 
-def _colorbar_trace(colorbar: dict) -> dict:
-    """An empty trace that only carries the continuous colour bar."""
+def colorbar_trace(colorbar: dict) -> dict:
+    """An empty trace that only carries the continuous colour bar ({"title", "cmin", "cmax"})."""
     return {
         "type": "scattergl",
         "x": [None],
@@ -306,22 +308,22 @@ def orientation_image_spec(
     x0, x1, y0, y1 = extent
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     if highlight:  # the image shows matches over the other molecules in grey: no colour scale to explain
-        traces.append(_legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
+        traces.append(legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
     elif scale["kind"] == "categorical":
         for k, (label, color) in enumerate(zip(scale["labels"], scale["colors"], strict=True)):
-            traces.append(_legend_entry(label, color, {"kind": "legend", "class": k}))
+            traces.append(legend_entry(label, color, {"kind": "legend", "class": k}))
     else:
         stops = scale["colors"]
         colorscale = [[i / (len(stops) - 1), c] for i, c in enumerate(stops)]
         traces.append(
             {
-                **_colorbar_trace({"title": scale["title"], "cmin": scale["cmin"], "cmax": scale["cmax"]}),
+                **colorbar_trace({"title": scale["title"], "cmin": scale["cmin"], "cmax": scale["cmax"]}),
                 "type": "scatter",
             }
         )
         traces[-1]["marker"]["colorscale"] = colorscale
     if highlight:
-        traces.append(_legend_entry("SMARTS match", HIGHLIGHT, {"kind": "highlight"}))
+        traces.append(legend_entry("SMARTS match", HIGHLIGHT, {"kind": "highlight"}))
     traces.append(selection_legend_trace())
     layout = _map_layout(title, extent)
     layout["images"] = [
@@ -342,7 +344,7 @@ def orientation_image_spec(
     return {"data": traces, "layout": layout}
 
 
-def _legend_entry(label: str, color: str, meta: dict) -> dict:
+def legend_entry(label: str, color: str, meta: dict) -> dict:
     """A legend entry without points (the image carries the colours)."""
     return {
         "type": "scatter",
@@ -417,10 +419,10 @@ def orientation_map_spec(
         }
     )
     if np.size(hx):
-        traces.append(_legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
+        traces.append(legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
     traces.append(selection_legend_trace())
     if split.colorbar is not None and not np.size(hx):
-        traces.append(_colorbar_trace(split.colorbar))
+        traces.append(colorbar_trace(split.colorbar))
     # Plain dicts: plotly's validators and figure objects cost more than the rest of the figure.
     return {"data": traces, "layout": _map_layout(title, extent)}
 
@@ -437,8 +439,8 @@ def _map_layout(title: str, extent: tuple[float, float, float, float] | None = N
         x_range = [extent[0] * MAP_SCALE, extent[1] * MAP_SCALE]
         y_range = [extent[2] * MAP_SCALE, extent[3] * MAP_SCALE]
     return {
-        **_layout(title),
-        "template": _template(),
+        **figure_layout(title),
+        "template": template_json(),
         "xaxis": {"range": x_range, "visible": False, "fixedrange": False},
         "yaxis": {"range": y_range, "visible": False, "scaleanchor": "x", "scaleratio": 1},
         "dragmode": "pan",
@@ -450,7 +452,8 @@ def _map_layout(title: str, extent: tuple[float, float, float, float] | None = N
 
 
 @functools.cache
-def _template() -> dict:
+def template_json() -> dict:
+    """The page's template as a plain dict (plotly.js knows no template names)."""
     return pio.templates[TEMPLATE].to_plotly_json()
 
 
@@ -597,7 +600,7 @@ def sphere_figure(
         hoverinfo="skip",
         meta={"kind": "sphere"},
     )
-    marker = _marker(color, 2.0 if len(v) > 20_000 else 3.0)
+    marker = color_marker(color, 2.0 if len(v) > 20_000 else 3.0)
     marker.pop("opacity", None)
     traces = [
         wire,
@@ -704,7 +707,7 @@ def message_figure(text: str, height: int = 460) -> dict:
     return {
         "data": [],
         "layout": {
-            "template": _template(),
+            "template": template_json(),
             "height": height,
             "xaxis": {"visible": False},
             "yaxis": {"visible": False},
