@@ -58,6 +58,7 @@ MAX_SLICES = 4
 MAX_POINT_TRACES = 24
 MAX_RINGED_MATCHES = 2_000  # SMARTS matches drawn as rings; more are drawn as dots over a muted map
 MUTED_OPACITY = 0.25
+SPHERE_MATCH_TRACE = 2  # the sphere's SMARTS matches: after the wire sphere and the points (sphere_figure)
 NO_MATCH = "no SMARTS match (grey)"  # the legend of the other molecules while matches are highlighted
 
 
@@ -584,10 +585,18 @@ def density_map_figure(
 
 
 def sphere_figure(
-    vectors: np.ndarray, color: ColorSpec, *, reference=None, title: str = "", ids: np.ndarray | None = None
+    vectors: np.ndarray,
+    color: ColorSpec,
+    *,
+    reference=None,
+    title: str = "",
+    ids: np.ndarray | None = None,
+    highlight: np.ndarray | None = None,
 ) -> go.Figure:
     """3D unit-sphere view of axis vectors (n_points, 3) in draw order; ``ids`` (n_points,) name each
-    point's molecule on hover."""
+    point's molecule on hover. ``highlight`` (n_points,) bool marks SMARTS matches: as on the flat map, the
+    other points are drawn grey and dimmed, without the colour scale, and the matches over them in the
+    highlight colour (their own trace, :data:`SPHERE_MATCH_TRACE`)."""
     v = np.asarray(vectors, np.float32).reshape(-1, 3)
     u, w = np.mgrid[0 : 2 * np.pi : 37j, 0 : np.pi : 19j]
     wire = go.Surface(
@@ -600,26 +609,27 @@ def sphere_figure(
         hoverinfo="skip",
         meta={"kind": "sphere"},
     )
-    marker = color_marker(color, 2.0 if len(v) > 20_000 else 3.0)
+    size = 2.0 if len(v) > 20_000 else 3.0
+    marker = color_marker(color, size) if highlight is None else {"size": size, "color": OTHER_GREY}
     marker.pop("opacity", None)
-    traces = [
-        wire,
-        go.Scatter3d(
-            x=v[:, 0],
-            y=v[:, 1],
-            z=v[:, 2],
-            mode="markers",
-            marker=marker,
-            **(
-                {"hoverinfo": "none"}
-                if ids is None
-                else {"text": np.asarray(ids).astype(str), "hovertemplate": "molecule %{text}<extra></extra>"}
-            ),
-            name="axes",
-            showlegend=False,
-            meta={"kind": "points", "n_points": int(len(v))},
-        ),
-    ]
+
+    def dots(keep: np.ndarray, marker: dict, **kwargs) -> go.Scatter3d:
+        named = (
+            {"hoverinfo": "none"}
+            if ids is None
+            else {"text": np.asarray(ids)[keep].astype(str), "hovertemplate": "molecule %{text}<extra></extra>"}
+        )
+        return go.Scatter3d(x=v[keep, 0], y=v[keep, 1], z=v[keep, 2], mode="markers", marker=marker, **named, **kwargs)
+
+    every = np.arange(len(v))
+    traces = [wire, dots(every, marker, name="axes", showlegend=False, meta={"kind": "points", "n_points": len(v)})]
+    if highlight is not None:  # the matches stand out over the others, muted and grey
+        traces[-1].opacity = MUTED_OPACITY
+        matched = np.flatnonzero(np.asarray(highlight, bool))
+        mark = {"size": size + 1.5, "color": HIGHLIGHT}
+        traces.append(dots(matched, mark, name="SMARTS match", showlegend=False,
+                           meta={"kind": "highlight", "n_points": int(matched.size)}))  # fmt: skip
+        color = ColorSpec("categorical", labels=[NO_MATCH, "SMARTS match"], colors=[OTHER_GREY, HIGHLIGHT])
     if reference is not None:
         r = np.asarray(reference, np.float32)
         traces.append(

@@ -586,7 +586,7 @@
       if (!meta || meta.view !== "sphere") { return; }
       var kind = pt && pt.data && pt.data.meta && pt.data.meta.kind;
       clearTimeout(host._previewTimer);
-      if (kind !== "points" || pt.text === undefined || !at) { hidePreview(host); return; }
+      if ((kind !== "points" && kind !== "highlight") || pt.text === undefined || !at) { hidePreview(host); return; }
       var p = at, id = String(pt.text);
       host._previewTimer = setTimeout(function () { showPreview(host, gd, meta, p, id); }, HOVER_MS);
     });
