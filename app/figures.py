@@ -39,6 +39,7 @@ from orientscope.core.palette import (
     REFERENCE_STAR,
     SELECTION_RING,
 )
+from orientscope.services.map_raster import HIGHLIGHT_LABELS
 from orientscope.services.map_view import color_range
 from orientscope.services.report_format import ANGLE_PEAK_NOTE
 
@@ -59,7 +60,7 @@ MAX_POINT_TRACES = 24
 MAX_RINGED_MATCHES = 2_000  # SMARTS matches drawn as rings; more are drawn as dots over a muted map
 MUTED_OPACITY = 0.25
 SPHERE_MATCH_TRACE = 2  # the sphere's SMARTS matches: after the wire sphere and the points (sphere_figure)
-NO_MATCH = "no SMARTS match (grey)"  # the legend of the other molecules while matches are highlighted
+NO_MATCH = HIGHLIGHT_LABELS[0]  # the legend of the other molecules while matches are highlighted
 
 
 def map_units(values) -> np.ndarray:

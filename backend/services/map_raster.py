@@ -499,8 +499,22 @@ def _as_image(rgba: np.ndarray) -> tf.Image:
     return tf.Image(flat, dims=["y", "x"])
 
 
+HIGHLIGHT_LABELS = ("no SMARTS match (grey)", "SMARTS match")  # the highlight scale's classes, in code order
+
+
+def highlight_scale(points: MapPoints) -> dict:
+    """The colours of a highlighted view (the view's own set aside): its other molecules grey, its matches in
+    the highlight colour; codes 0 and 1 into ``labels``."""
+    return {"kind": "highlight", "title": f"SMARTS {points.query.smarts or ''}".strip(),
+            "labels": list(HIGHLIGHT_LABELS), "colors": [OTHER_GREY, HIGHLIGHT]}  # fmt: skip
+
+
 def _scale(points: MapPoints, kind: str, out: dict) -> dict:
+    """What the drawn colours mean: a density's scale, the highlight's while SMARTS matches are shown over the
+    view's colours (which are then grey), else the view's colour scale."""
     c = points.colors
+    if kind == "color" and points.highlight is not None:
+        return highlight_scale(points)
     if kind == "density":
         return {
             "kind": "continuous",
@@ -577,9 +591,9 @@ def pixel_info(render: MapRender, x: float, y: float) -> dict | None:
         return None
     col, row = cell
     info: dict = {"count": int(render.counts[row, col])}
-    if render.dominant is not None:
+    if render.dominant is not None:  # a category of the view's colours, even while a highlight greys them
         k = int(render.dominant[row, col])
-        info["dominant"] = render.scale["labels"][k] if k >= 0 else None
+        info["dominant"] = render.points.colors.labels[k] if k >= 0 else None
     if render.mean is not None:
         m = float(render.mean[row, col])
         info["mean"] = m if np.isfinite(m) else None
@@ -689,12 +703,16 @@ def render_record(render: MapRender) -> dict:
     else:
         idx = render.index
         c = pts.colors
+        if render.scale["kind"] == "highlight":
+            color = pts.highlight[idx].astype(np.uint8)  # codes into the highlight scale
+        else:
+            color = c.codes[idx] if c.kind == "categorical" else c.values[idx]
         record["points"] = {
             "id": pts.ids(idx).tolist(),
             "x": pts.x[idx].tolist(),
             "y": pts.y[idx].tolist(),
             "axis": pts.axis[idx].tolist(),
-            "color": (c.codes[idx] if c.kind == "categorical" else c.values[idx]).tolist(),
+            "color": color.tolist(),
             "match": None if pts.highlight is None else pts.highlight[idx].tolist(),
         }
     return record

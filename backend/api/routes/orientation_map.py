@@ -75,7 +75,8 @@ async def orientation_map(
     """The orientation map of a view in a viewport: an aggregated image above the point budget, else the points."""
     if format == "png":
         render = await run_in_threadpool(svc.render_view, data_dir, query, vp, kind, 0)
-        headers = {"X-Map-Points": str(render.n_points), "X-Map-Drawn": str(render.n_drawn)}
+        headers = {"X-Map-Points": str(render.n_points), "X-Map-Drawn": str(render.n_drawn),
+                   "X-Map-Scale": render.scale["kind"]}  # fmt: skip
         return Response(await run_in_threadpool(render.png), media_type="image/png", headers=headers)
     render = await run_in_threadpool(svc.render_view, data_dir, query, vp, kind)
     return json_record(await run_in_threadpool(svc.render_record, render))
