@@ -327,6 +327,7 @@ def orientation_image_spec(
     if highlight:
         traces.append(legend_entry("SMARTS match", HIGHLIGHT, {"kind": "highlight"}))
     traces.append(selection_legend_trace())
+    traces.append(GL_KEEPALIVE)
     layout = _map_layout(title, extent)
     layout["images"] = [
         {
@@ -344,6 +345,12 @@ def orientation_image_spec(
         }
     ]
     return {"data": traces, "layout": layout}
+
+
+# An empty WebGL trace in the image's figure: plotly.js then keeps the plot's WebGL context, which a zoom to
+# points would otherwise create anew (300-600 ms of the first points-mode zoom after an image in software WebGL).
+GL_KEEPALIVE = {"type": "scattergl", "x": [None], "y": [None], "mode": "markers", "showlegend": False,
+                "hoverinfo": "skip", "meta": {"kind": "webgl"}}  # fmt: skip
 
 
 def legend_entry(label: str, color: str, meta: dict) -> dict:
