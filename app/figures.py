@@ -39,6 +39,7 @@ from orientscope.core.palette import (
     REFERENCE_STAR,
     SELECTION_RING,
 )
+from orientscope.services.map_raster import HIGHLIGHT_LABELS
 from orientscope.services.map_view import color_range
 from orientscope.services.report_format import ANGLE_PEAK_NOTE
 
@@ -58,7 +59,8 @@ MAX_SLICES = 4
 MAX_POINT_TRACES = 24
 MAX_RINGED_MATCHES = 2_000  # SMARTS matches drawn as rings; more are drawn as dots over a muted map
 MUTED_OPACITY = 0.25
-NO_MATCH = "no SMARTS match (grey)"  # the legend of the other molecules while matches are highlighted
+SPHERE_MATCH_TRACE = 2  # the sphere's SMARTS matches: after the wire sphere and the points (sphere_figure)
+NO_MATCH = HIGHLIGHT_LABELS[0]  # the legend of the other molecules while matches are highlighted
 
 
 def map_units(values) -> np.ndarray:
@@ -82,8 +84,9 @@ class ColorSpec:
     title: str = ""
 
 
-def _layout(title: str, height: int = 460) -> dict:
-    """The layout every figure of the page shares (template by name)."""
+def figure_layout(title: str, height: int = 460) -> dict:
+    """The layout every figure of the page shares (template by name; a plain-dict figure sets
+    :func:`template_json` instead)."""
     return {
         "template": TEMPLATE,
         "title": {"text": title, "x": 0.01, "font": {"size": 14}},
@@ -95,7 +98,7 @@ def _layout(title: str, height: int = 460) -> dict:
 
 
 def _base_layout(fig: go.Figure, title: str, height: int = 460) -> go.Figure:
-    fig.update_layout(**_layout(title, height))
+    fig.update_layout(**figure_layout(title, height))
     return fig
 
 
@@ -130,8 +133,9 @@ def _frame_traces(frame: dict | None, scale: float = 1.0) -> list[go.Scatter]:
     ]
 
 
-def _marker(spec: ColorSpec, size: float) -> dict:
-    """Per-point colour marker, for the 3D view (which shows at most a sample of points)."""
+def color_marker(spec: ColorSpec, size: float) -> dict:
+    """Per-point colour marker (numbers on a colour scale, not colour strings), for the 3D view and the
+    scatter view; a continuous one carries its colour bar."""
     marker: dict = {"size": size, "opacity": 0.75}
     if spec.kind == "categorical":
         k = max(len(spec.colors), 1)
@@ -264,8 +268,8 @@ def _finite_or_none(v: float) -> float | None:
     return float(v) if np.isfinite(v) else None
 
 
-def _colorbar_trace(colorbar: dict) -> dict:
-    """An empty trace that only carries the continuous colour bar."""
+def colorbar_trace(colorbar: dict) -> dict:
+    """An empty trace that only carries the continuous colour bar ({"title", "cmin", "cmax"})."""
     return {
         "type": "scattergl",
         "x": [None],
@@ -306,23 +310,24 @@ def orientation_image_spec(
     x0, x1, y0, y1 = extent
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     if highlight:  # the image shows matches over the other molecules in grey: no colour scale to explain
-        traces.append(_legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
+        traces.append(legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
     elif scale["kind"] == "categorical":
         for k, (label, color) in enumerate(zip(scale["labels"], scale["colors"], strict=True)):
-            traces.append(_legend_entry(label, color, {"kind": "legend", "class": k}))
+            traces.append(legend_entry(label, color, {"kind": "legend", "class": k}))
     else:
         stops = scale["colors"]
         colorscale = [[i / (len(stops) - 1), c] for i, c in enumerate(stops)]
         traces.append(
             {
-                **_colorbar_trace({"title": scale["title"], "cmin": scale["cmin"], "cmax": scale["cmax"]}),
+                **colorbar_trace({"title": scale["title"], "cmin": scale["cmin"], "cmax": scale["cmax"]}),
                 "type": "scatter",
             }
         )
         traces[-1]["marker"]["colorscale"] = colorscale
     if highlight:
-        traces.append(_legend_entry("SMARTS match", HIGHLIGHT, {"kind": "highlight"}))
+        traces.append(legend_entry("SMARTS match", HIGHLIGHT, {"kind": "highlight"}))
     traces.append(selection_legend_trace())
+    traces.append(GL_KEEPALIVE)
     layout = _map_layout(title, extent)
     layout["images"] = [
         {
@@ -342,7 +347,13 @@ def orientation_image_spec(
     return {"data": traces, "layout": layout}
 
 
-def _legend_entry(label: str, color: str, meta: dict) -> dict:
+# An empty WebGL trace in the image's figure: plotly.js then keeps the plot's WebGL context, which a zoom to
+# points would otherwise create anew (300-600 ms of the first points-mode zoom after an image in software WebGL).
+GL_KEEPALIVE = {"type": "scattergl", "x": [None], "y": [None], "mode": "markers", "showlegend": False,
+                "hoverinfo": "skip", "meta": {"kind": "webgl"}}  # fmt: skip
+
+
+def legend_entry(label: str, color: str, meta: dict) -> dict:
     """A legend entry without points (the image carries the colours)."""
     return {
         "type": "scatter",
@@ -417,10 +428,10 @@ def orientation_map_spec(
         }
     )
     if np.size(hx):
-        traces.append(_legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
+        traces.append(legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))
     traces.append(selection_legend_trace())
     if split.colorbar is not None and not np.size(hx):
-        traces.append(_colorbar_trace(split.colorbar))
+        traces.append(colorbar_trace(split.colorbar))
     # Plain dicts: plotly's validators and figure objects cost more than the rest of the figure.
     return {"data": traces, "layout": _map_layout(title, extent)}
 
@@ -437,8 +448,8 @@ def _map_layout(title: str, extent: tuple[float, float, float, float] | None = N
         x_range = [extent[0] * MAP_SCALE, extent[1] * MAP_SCALE]
         y_range = [extent[2] * MAP_SCALE, extent[3] * MAP_SCALE]
     return {
-        **_layout(title),
-        "template": _template(),
+        **figure_layout(title),
+        "template": template_json(),
         "xaxis": {"range": x_range, "visible": False, "fixedrange": False},
         "yaxis": {"range": y_range, "visible": False, "scaleanchor": "x", "scaleratio": 1},
         "dragmode": "pan",
@@ -450,7 +461,8 @@ def _map_layout(title: str, extent: tuple[float, float, float, float] | None = N
 
 
 @functools.cache
-def _template() -> dict:
+def template_json() -> dict:
+    """The page's template as a plain dict (plotly.js knows no template names)."""
     return pio.templates[TEMPLATE].to_plotly_json()
 
 
@@ -581,10 +593,18 @@ def density_map_figure(
 
 
 def sphere_figure(
-    vectors: np.ndarray, color: ColorSpec, *, reference=None, title: str = "", ids: np.ndarray | None = None
+    vectors: np.ndarray,
+    color: ColorSpec,
+    *,
+    reference=None,
+    title: str = "",
+    ids: np.ndarray | None = None,
+    highlight: np.ndarray | None = None,
 ) -> go.Figure:
     """3D unit-sphere view of axis vectors (n_points, 3) in draw order; ``ids`` (n_points,) name each
-    point's molecule on hover."""
+    point's molecule on hover. ``highlight`` (n_points,) bool marks SMARTS matches: as on the flat map, the
+    other points are drawn grey and dimmed, without the colour scale, and the matches over them in the
+    highlight colour (their own trace, :data:`SPHERE_MATCH_TRACE`)."""
     v = np.asarray(vectors, np.float32).reshape(-1, 3)
     u, w = np.mgrid[0 : 2 * np.pi : 37j, 0 : np.pi : 19j]
     wire = go.Surface(
@@ -597,26 +617,27 @@ def sphere_figure(
         hoverinfo="skip",
         meta={"kind": "sphere"},
     )
-    marker = _marker(color, 2.0 if len(v) > 20_000 else 3.0)
+    size = 2.0 if len(v) > 20_000 else 3.0
+    marker = color_marker(color, size) if highlight is None else {"size": size, "color": OTHER_GREY}
     marker.pop("opacity", None)
-    traces = [
-        wire,
-        go.Scatter3d(
-            x=v[:, 0],
-            y=v[:, 1],
-            z=v[:, 2],
-            mode="markers",
-            marker=marker,
-            **(
-                {"hoverinfo": "none"}
-                if ids is None
-                else {"text": np.asarray(ids).astype(str), "hovertemplate": "molecule %{text}<extra></extra>"}
-            ),
-            name="axes",
-            showlegend=False,
-            meta={"kind": "points", "n_points": int(len(v))},
-        ),
-    ]
+
+    def dots(keep: np.ndarray, marker: dict, **kwargs) -> go.Scatter3d:
+        named = (
+            {"hoverinfo": "none"}
+            if ids is None
+            else {"text": np.asarray(ids)[keep].astype(str), "hovertemplate": "molecule %{text}<extra></extra>"}
+        )
+        return go.Scatter3d(x=v[keep, 0], y=v[keep, 1], z=v[keep, 2], mode="markers", marker=marker, **named, **kwargs)
+
+    every = np.arange(len(v))
+    traces = [wire, dots(every, marker, name="axes", showlegend=False, meta={"kind": "points", "n_points": len(v)})]
+    if highlight is not None:  # the matches stand out over the others, muted and grey
+        traces[-1].opacity = MUTED_OPACITY
+        matched = np.flatnonzero(np.asarray(highlight, bool))
+        mark = {"size": size + 1.5, "color": HIGHLIGHT}
+        traces.append(dots(matched, mark, name="SMARTS match", showlegend=False,
+                           meta={"kind": "highlight", "n_points": int(matched.size)}))  # fmt: skip
+        color = ColorSpec("categorical", labels=[NO_MATCH, "SMARTS match"], colors=[OTHER_GREY, HIGHLIGHT])
     if reference is not None:
         r = np.asarray(reference, np.float32)
         traces.append(
@@ -704,7 +725,7 @@ def message_figure(text: str, height: int = 460) -> dict:
     return {
         "data": [],
         "layout": {
-            "template": _template(),
+            "template": template_json(),
             "height": height,
             "xaxis": {"visible": False},
             "yaxis": {"visible": False},

@@ -49,11 +49,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orientscope.app import panels
 from orientscope.app.density_paint import density_image, payload_array
-from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
+from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE, MUTED_OPACITY
 from orientscope.app.initial_view import resolve_view
 from orientscope.app.mapfigure import density_pair_json, map_figure_json
 from orientscope.app.static_html import to_html
-from orientscope.core.palette import REFERENCE_STAR
+from orientscope.core.palette import HIGHLIGHT, OTHER_GREY, REFERENCE_STAR
 from orientscope.core.resources import frontend_asset
 from orientscope.services.map_data import frame_lines
 
@@ -139,27 +139,34 @@ def page_html(map_html: str, shown: panels.MoleculePanel, map_class: str = "map"
     )
 
 
-def sphere_paint_html(payload: dict, vectors: np.ndarray, color, ids, keys) -> str:
+def sphere_paint_html(payload: dict, vectors: np.ndarray, color, ids, keys, highlight=None) -> str:
     """The static sphere of a 3D sphere figure payload: its points (n, 3) seen along plotly's default camera.
 
     ``color`` is the points' ColorSpec; only categorical colours are painted ("" otherwise, as for any
     other figure), back to front with the far hemisphere faded. ``ids`` (n,) are the points' molecule
     ids: a click on a dot opens its molecule; ``keys`` (n,) their tie-break keys, so that a click
     between equally near dots picks the one the server's map would (``MapData.point_keys``).
+    ``highlight`` (n,) bool marks SMARTS matches: drawn over the other points, which are grey and faded,
+    as the figure draws them (whatever the colour).
     """
     meta = payload.get("layout", {}).get("meta", {}).get("map") or {}
-    if meta.get("view") != "sphere" or color.kind != "categorical" or len(vectors) == 0:
+    if meta.get("view") != "sphere" or len(vectors) == 0 or (color.kind != "categorical" and highlight is None):
         return ""
     v = np.asarray(vectors, np.float64).reshape(-1, 3)
     # rounded, then + 0.0: no "-0.000" for a point at the centre
     sx, sy = np.round(v @ SPHERE_RIGHT, 3) + 0.0, np.round(-(v @ SPHERE_UP), 3) + 0.0
     depth = v @ SPHERE_TOWARDS
-    codes = np.asarray(color.values).astype(int)
+    if highlight is None:
+        codes, colors, muted = np.asarray(color.values).astype(int), color.colors, np.zeros(len(v), bool)
+        order = np.argsort(depth, kind="stable")
+    else:
+        codes, colors = np.asarray(highlight, bool).astype(int), [OTHER_GREY, HIGHLIGHT]
+        muted = codes == 0
+        order = np.lexsort((depth, codes))  # the matches last, over the others; each back to front
     dots = []
-    order = np.argsort(depth, kind="stable")
     for k in order:
-        fade = ' fill-opacity=".35"' if depth[k] < 0 else ""
-        dots.append(f'<circle cx="{sx[k]:.3f}" cy="{sy[k]:.3f}" r=".012" fill="{color.colors[codes[k]]}"{fade}/>')
+        fade = f' fill-opacity="{MUTED_OPACITY}"' if muted[k] else ' fill-opacity=".35"' if depth[k] < 0 else ""
+        dots.append(f'<circle cx="{sx[k]:.3f}" cy="{sy[k]:.3f}" r=".012" fill="{colors[codes[k]]}"{fade}/>')
     return (
         f'<div id="orientation-map" class="first-paint" data-first-paint="1"'
         f"{_settings(meta, ids=[str(i) for i in np.asarray(ids)[order]], keys=np.asarray(keys)[order].tolist())}"
@@ -276,7 +283,9 @@ def page_first_paint(data_dir: Path, search: str) -> str:
         if st.view == "sphere":
             vectors = layers.md.vectors(layers.rows, layers.axes)
             keys = layers.md.point_keys(layers.rows, layers.axes)
-            map_html = sphere_paint_html(payload, vectors, layers.color, layers.md.ids[layers.rows], keys)
+            map_html = sphere_paint_html(
+                payload, vectors, layers.color, layers.md.ids[layers.rows], keys, layers.sphere_highlight
+            )
         else:
             map_html = first_paint_html(payload)
         return page_html(map_html, panels.molecule_outputs(data_dir, st, st.molecule)) if map_html else ""

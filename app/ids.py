@@ -61,7 +61,7 @@ MOLECULE_ID = "molecule-id"
 MOLECULE_INFO = "molecule-info"
 MOLECULE_VIEWER = "molecule-viewer"
 MOLECULE_EXTRA = "molecule-extra"
-# The pinned comparison (frontend_assets/pins.js): the pins "id1,id2,..." and the strip that shows them.
+# The pinned comparison (frontend_assets/pins.js): the pins "id1,id2:c,..." (":c": shown in the canonical pose) and the strip that shows them.
 PINS = "pins"
 PIN_BUTTON = "pin-molecule"
 PIN_MESSAGE = "pin-message"

@@ -209,7 +209,10 @@ def map_figure(data_dir: Path, st: ViewState) -> tuple[go.Figure, MapLayers]:
         fig = density_figure(layers, ref, title)
     elif st.view == "sphere":
         vectors = layers.md.vectors(layers.rows, layers.axes)
-        fig = sphere_figure(vectors, layers.color, reference=ref, title=title, ids=layers.md.ids[layers.rows])
+        fig = sphere_figure(
+            vectors, layers.color, reference=ref, title=title, ids=layers.md.ids[layers.rows],
+            highlight=layers.sphere_highlight,
+        )  # fmt: skip
     else:
         fig = unvalidated_figure(**_flat_figure(data_dir, st, DEFAULT_VIEWPORT))
     return fig, layers

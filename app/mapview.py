@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from orientscope.app import data
-from orientscope.app.figures import ColorSpec, PointTraces, split_points
+from orientscope.app.figures import SPHERE_MATCH_TRACE, ColorSpec, PointTraces, split_points
 from orientscope.app.state import SCATTER_FIELDS, ViewState
 from orientscope.core.palette import AXIS_COLORS
 from orientscope.services.bytecache import shared_cache
@@ -129,6 +129,11 @@ class MapLayers:
             return np.zeros(0, np.int32), np.zeros(0, np.int8)
         keep = self.match[self.rows]
         return self.rows[keep], self.axes[keep]
+
+    @property
+    def sphere_highlight(self) -> np.ndarray | None:
+        """(n_points,) bool: which of the points match the SMARTS; None without a pattern."""
+        return None if self.match is None else self.match[self.rows]
 
     @property
     def highlight_rows(self) -> np.ndarray:
@@ -289,7 +294,9 @@ def shown_points(data_dir: Path, st: ViewState, layers: MapLayers) -> MapPoints:
 
 
 def clicked_row(layers: MapLayers, curve: int, point: int) -> int | None:
-    """Map row of a clicked point of the 3D sphere (None if the click was not on a molecule's point)."""
-    if curve != SPHERE_POINTS_TRACE or not 0 <= point < layers.rows.size:
+    """Map row of a clicked point of the 3D sphere, on its points or its SMARTS matches drawn over them
+    (None if the click was not on a molecule's point)."""
+    rows = {SPHERE_POINTS_TRACE: layers.rows, SPHERE_MATCH_TRACE: layers.highlight_rows}.get(curve)
+    if rows is None or not 0 <= point < rows.size:
         return None
-    return int(layers.rows[point])
+    return int(rows[point])

@@ -95,8 +95,8 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> 
     empty = message_figure("", 200)
     if not st.ready:
         return MapPanel(message_figure("Choose a dataset."), [], empty, True, density)
-    if st.view == "scatter":  # a property against an axis coordinate, in one colour
-        return MapPanel(*scatter_panel.scatter_outputs(data_dir, st), empty, True, True)
+    if st.view == "scatter":  # a property against an axis coordinate, coloured as the map
+        return MapPanel(*scatter_panel.scatter_outputs(data_dir, st), empty, True, False)
     try:
         if density:
             (fig, control), layers = density_pair_json(data_dir, st)

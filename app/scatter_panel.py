@@ -2,8 +2,10 @@
 services (``orientscope.services.scatter``): its controls and its figure.
 
 Points at or below the map's point budget (hover names the molecule, a click opens it through the
-dashboard's click callback), else the services' aggregated image. ``layout.meta.map`` carries the view,
-mode and molecules drawn, as every map figure does (the browser's test hook).
+dashboard's click callback), else the services' aggregated image. Both are coloured by the dashboard's
+Colour-by as the map is (``orientscope.services.scatter.scatter_colors``): the points' marker colour with
+a colour bar or legend, the image's mean value or mean category colour per pixel. ``layout.meta.map``
+carries the view, mode and molecules drawn, as every map figure does (the browser's test hook).
 """
 
 from __future__ import annotations
@@ -15,18 +17,29 @@ import numpy as np
 from dash import dcc, html
 
 from orientscope.app import data, ids
-from orientscope.app.figures import _layout, _template, message_figure, typed_arrays
+from orientscope.app.figures import (
+    ColorSpec,
+    color_marker,
+    colorbar_trace,
+    figure_layout,
+    legend_entry,
+    message_figure,
+    template_json,
+    typed_arrays,
+)
 from orientscope.app.state import ViewState
+from orientscope.core.palette import AXIS_COLORS, CIVIDIS, OTHER_GREY
+from orientscope.services.map_view import MapColors
 from orientscope.services.scatter import (
     COORDINATE_NAMES,
     COORDINATES,
+    ScatterPoints,
     ScatterQuery,
+    scatter_colors,
     scatter_image,
     scatter_mode,
     scatter_points,
 )
-
-POINT_COLOR = "#1f77b4"
 
 
 def scatter_controls() -> html.Div:
@@ -90,14 +103,68 @@ def scatter_query(data_dir: Path, st: ViewState) -> ScatterQuery:
     return ScatterQuery(st.dataset, prop, int(st.xaxis), st.coord, st.yscale)
 
 
+def _point_traces(points: ScatterPoints, colors: MapColors | None) -> list[dict]:
+    """The points as scattergl traces: the first holds every molecule with a colour (marker colours on a scale,
+    with its colour bar), a grey one those without a value."""
+    hover = f"%{{customdata}}<br>{points.x_title}: %{{x:.4g}}<br>{points.y_title}: %{{y:.4g}}"
+    valued = hover  # the first trace's hover, with the colour's value where it has one
+    if colors is None:  # by axis: the chosen axis's colour, as the map draws it
+        groups = [(np.arange(points.x.size), {"size": 4, "color": AXIS_COLORS[points.query.axis], "opacity": 0.6})]
+    elif colors.kind == "categorical":
+        spec = ColorSpec("categorical", colors.codes.astype(np.float32), list(colors.labels), list(colors.colors))
+        groups = [(np.arange(points.x.size), color_marker(spec, 4))]
+    else:
+        known = np.isfinite(colors.values)
+        marker = color_marker(ColorSpec("continuous", colors.values[known], title=colors.title), 4)
+        groups = [(np.flatnonzero(known), marker)]
+        valued += f"<br>{colors.title}: %{{marker.color:.4g}}"
+        if not known.all():
+            groups.append((np.flatnonzero(~known), {"size": 4, "color": OTHER_GREY, "opacity": 0.6}))
+    traces = [
+        {
+            "type": "scattergl",
+            "mode": "markers",
+            # typed arrays (base64), as the map's points: a third of the bytes of JSON numbers
+            "x": points.x[idx].astype(np.float32),
+            "y": points.y[idx].astype(np.float32),
+            "customdata": points.ids[idx].tolist(),
+            "marker": marker,
+            "hovertemplate": (valued if k == 0 else hover) + "<extra></extra>",
+            "name": "molecules" if k == 0 else "no value",
+            "showlegend": k > 0,
+        }
+        for k, (idx, marker) in enumerate(groups)
+    ]
+    if colors is not None and colors.kind == "categorical":
+        traces += [
+            legend_entry(label, color, {"kind": "legend"})
+            for label, color in zip(colors.labels, colors.colors, strict=True)
+        ]
+    return traces
+
+
+def _image_legend(colors: MapColors | None) -> list[dict]:
+    """The traces that explain the image's colours: a colour bar of values or a legend of categories."""
+    if colors is None:
+        return []
+    if colors.kind == "categorical":
+        return [
+            legend_entry(lab, col, {"kind": "legend"}) for lab, col in zip(colors.labels, colors.colors, strict=True)
+        ]
+    bar = {**colorbar_trace({"title": colors.title, "cmin": colors.lo, "cmax": colors.hi}), "type": "scatter"}
+    bar["marker"]["colorscale"] = [[i / (len(CIVIDIS) - 1), c] for i, c in enumerate(CIVIDIS)]  # the image's own
+    return [bar]
+
+
 def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
     """The scatter view's figure (a plain dict) and its notes."""
     points = scatter_points(data_dir, scatter_query(data_dir, st))
+    colors, color_notes = scatter_colors(data_dir, points, st.color, st.grouping)
     mode = scatter_mode(points)
     title = f"{points.y_title} against {points.x_title} · {points.x.size:,} molecules"
     layout = {
-        **_layout(title),
-        "template": _template(),
+        **figure_layout(title),
+        "template": template_json(),
         "xaxis": {"title": {"text": points.x_title}, "zeroline": False},
         "yaxis": {"title": {"text": points.y_title}, "type": "log" if points.log else "linear"},
         "margin": {"l": 70, "r": 20, "t": 40, "b": 50},
@@ -107,22 +174,9 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
     }
     home = None
     if mode == "points":
-        traces = [
-            {
-                "type": "scattergl",
-                "mode": "markers",
-                # typed arrays (base64), as the map's points: a third of the bytes of JSON numbers
-                "x": points.x.astype(np.float32),
-                "y": points.y.astype(np.float32),
-                "customdata": points.ids.tolist(),
-                "marker": {"size": 4, "color": POINT_COLOR, "opacity": 0.6},
-                "hovertemplate": f"%{{customdata}}<br>{points.x_title}: %{{x:.4g}}<br>{points.y_title}: %{{y:.4g}}"
-                "<extra></extra>",
-                "name": "molecules",
-            }
-        ]
+        traces = _point_traces(points, colors)
     else:
-        image = scatter_image(points)
+        image = scatter_image(points, colors=colors)
         (x0, x1), (y0, y1) = image.x_range, image.y_range
         layout["images"] = [
             {
@@ -148,16 +202,19 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
                 "mode": "markers",
                 "showlegend": False,
                 "hoverinfo": "skip",
-            }
-        ]  # plotly draws no axes without a trace
-    q = points.query  # what an image click asks the server for (frontend_assets/scatter.js)
+            },  # plotly draws no axes without a trace
+            *_image_legend(colors),
+        ]
+    q = points.query  # what an image click or zoom asks the server for (frontend_assets/scatter.js)
+    query = {"prop": q.prop, "axis": q.axis, "coord": q.coord, "scale": "log" if points.log else "linear"}
+    paint = {"color": st.color, "grouping": st.grouping}  # and how a zoom's image is coloured
     layout["meta"] = {
         "map": {"view": "scatter", "mode": mode, "drawn": int(points.x.size), "dataset": st.dataset,
-                "token": f"s{id(points):x}-{mode}", "x": points.x_title, "y": points.y_title, "log": points.log,
-                "query": {"prop": q.prop, "axis": q.axis, "coord": q.coord, "scale": "log" if points.log else "linear"},
+                "token": f"s{id(points):x}-{id(colors):x}-{mode}", "x": points.x_title, "y": points.y_title,
+                "log": points.log, "color": None if colors is None else colors.title, "query": query, "paint": paint,
                 "home": home}
     }  # fmt: skip
-    return typed_arrays({"data": traces, "layout": layout}), list(points.notes)
+    return typed_arrays({"data": traces, "layout": layout}), [*points.notes, *color_notes]
 
 
 def scatter_outputs(data_dir: Path, st: ViewState) -> tuple[dict, list]:

@@ -44,7 +44,7 @@ class ViewState:
     table: str = "original"  # "control": the seeded random-rotation control (compare view)
     compare: str | None = None  # the compare view's dataset B: an id, or "<id>::control"
     zoom: str | None = None  # the flat map's region "x0,x1,y0,y1" (Mollweide units); None: the whole map
-    pins: str | None = None  # the pinned molecules "id1,id2,..." (at most MAX_PINS), in pinning order
+    pins: str | None = None  # the pinned molecules "id1,id2:c,..." (at most MAX_PINS) in pinning order, ":c" canonical
     sel: str | None = None  # the flat map's box or lasso selection (orientscope.core.selection); None: none
     prop: str | None = None  # the scatter view's property (y); None: the dataset's first
     xaxis: str = "1"  # the scatter view's axis (x), 1..3
@@ -198,19 +198,43 @@ def _zoom_text(text: str | None) -> str | None:
 MAX_PINS = 4  # molecules side by side in the pinned strip, each in a WebGL context of its own
 
 
+# A pin's pose: "id:c" shows the canonical pose, "id" (or "id:s") the stored one (frontend_assets/pins.js).
+PIN_POSES = {"s": "stored", "c": "canonical"}
+
+
+def pin_entry(text: str) -> tuple[str, str]:
+    """(molecule id, pose "s" or "c") of one pin of a pins value: "12", "12:s" or "12:c"."""
+    head, sep, tail = text.rpartition(":")
+    return (head, tail) if sep and head and tail in PIN_POSES else (text, "s")
+
+
+def pin_text(mol: str, pose: str) -> str:
+    """The pins value's form of one pin: the id alone for the stored pose, unless the id itself ends as a pose
+    would (then ":s" keeps it whole)."""
+    if pose == "c" or pin_entry(mol)[0] != mol:
+        return f"{mol}:{pose}"
+    return mol
+
+
 def split_pins(text: str | None) -> tuple[list[str], list[str]]:
-    """(ids, warnings) of a pins value "id1,id2,...": blanks and repeats dropped, at most :data:`MAX_PINS`."""
-    ids: list[str] = []
+    """(pins, warnings) of a pins value "id1,id2:c,...": blanks and repeated molecules dropped (the first pin of
+    a molecule kept), at most :data:`MAX_PINS`, each as :func:`pin_text` writes it."""
+    pins: list[str] = []
+    seen: set[str] = set()
     for part in (text or "").split(","):
-        if part.strip() and part.strip() not in ids:
-            ids.append(part.strip())
-    if len(ids) > MAX_PINS:
-        return ids[:MAX_PINS], [f"pins name {len(ids)} molecules; at most {MAX_PINS} are pinned, the first kept"]
-    return ids, []
+        if not part.strip():
+            continue
+        mol, pose = pin_entry(part.strip())
+        if mol not in seen:
+            seen.add(mol)
+            pins.append(pin_text(mol, pose))
+    if len(pins) > MAX_PINS:
+        return pins[:MAX_PINS], [f"pins name {len(pins)} molecules; at most {MAX_PINS} are pinned, the first kept"]
+    return pins, []
 
 
-def pins_text(ids: list[str]) -> str | None:
-    return ",".join(ids) or None
+def pins_text(pins: list[str]) -> str | None:
+    return ",".join(pins) or None
 
 
 def _one_of(value: str | None, allowed: tuple[str, ...], default: str) -> str:

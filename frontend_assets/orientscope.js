@@ -586,7 +586,7 @@
       if (!meta || meta.view !== "sphere") { return; }
       var kind = pt && pt.data && pt.data.meta && pt.data.meta.kind;
       clearTimeout(host._previewTimer);
-      if (kind !== "points" || pt.text === undefined || !at) { hidePreview(host); return; }
+      if ((kind !== "points" && kind !== "highlight") || pt.text === undefined || !at) { hidePreview(host); return; }
       var p = at, id = String(pt.text);
       host._previewTimer = setTimeout(function () { showPreview(host, gd, meta, p, id); }, HOVER_MS);
     });
@@ -690,6 +690,9 @@
       if (figure) {
         host._figure = figure;
         clientside.set_props("orientation-map", { figure: figure });
+        // Watched from here at once: Dash dispatches the figure's own watch (its callback) only after
+        // it has rendered the graph, 30 to 370 ms after plotly.js drew the region on a loaded machine.
+        watchMap(figure, host.id);
       }
       var zoom = zoomText(vp);
       if (!quiet && zoom !== (host._zoom || null)) {  // into the URL (app/dashboard.py sync_state), a history entry
@@ -736,6 +739,7 @@
     if (meta && meta.viewport && host._askedViewport && !sameViewport(meta.viewport, host._askedViewport)) {
       return window.dash_clientside.no_update;
     }
+    if (meta && meta.token === host._mapToken) { return meta.token; }  // watched already (askRegion), or drawn
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
     if (!meta) { return null; }
@@ -744,14 +748,18 @@
       host._figure = figure;  // the graph's figure prop, which a zoom keeps in step (keepAxesInFigure)
     }
     host._mapToken = token;
-    var tries = 0;
+    var tries = 0, found = false, armed = null;
     (function wait() {
-      if (host._mapToken !== token) { return; }  // a newer figure took over
+      if (found || host._mapToken !== token) { return; }  // seen already, or a newer figure took over
       var gd = plotOf(host);
       if (!(gd && gd.on && (mapMeta(gd) || {}).token === token)) {  // Plotly has not taken this figure yet
+        // plotly.js's own "drawn" event, at once; the poll also finds a graph element made anew (dcc.Loading),
+        // and on a loaded machine its timer ran 50 to 120 ms after the event
+        if (gd && gd.once && armed !== gd) { armed = gd; gd.once("plotly_afterplot", function () { armed = null; wait(); }); }
         if (++tries < 1200) { setTimeout(wait, 25); }
         return;
       }
+      found = true;
       if (meta.view === "sphere") { bindSphere(host, gd); } else if (meta.view !== "scatter") { bindMap(host, gd); }  // scatter: plotly.js's picking
       var shown = meta.view === "map" ? shownViewport(gd) : null;
       if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size

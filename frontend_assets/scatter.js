@@ -83,8 +83,8 @@
     }, function () {});
   }
 
-  // A zoom or pan of the image asks the server for the region's image at the plot's size (GET
-  // .../scatter/image, straight as the image's source); double-click or home return to all the points.
+  // A zoom or pan of the image asks the server for the region's image at the plot's size, coloured as the
+  // view (GET .../scatter/image, straight as the image's source); double-click or home return to all the points.
   function onZoom(gd, ev) {
     var meta = scatterMeta(gd), keys = Object.keys(ev || {});
     if (!meta || meta.mode !== "image" || !meta.home ||
@@ -98,7 +98,7 @@
     if (!axes || !xr || !yr) { return; }
     var region = { x0: Math.min(xr[0], xr[1]), x1: Math.max(xr[0], xr[1]),
                    y0: Math.min(yr[0], yr[1]), y1: Math.max(yr[0], yr[1]) };
-    var params = Object.assign({}, meta.query, region,
+    var params = Object.assign({}, meta.query, meta.paint, region,
                                { width: Math.max(1, Math.round(axes.x.length)), height: Math.max(1, Math.round(axes.y.length)) });
     var url = "/api/datasets/" + encodeURIComponent(meta.dataset) + "/scatter/image?" + Object.keys(params).map(
       function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import Depends, Header, HTTPException, Request
+from fastapi import Depends, Header, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
@@ -36,6 +36,18 @@ DataDirDep = Annotated[Path, Depends(get_data_dir)]
 DatasetIdPath = Annotated[str, PathParam(description="Dataset id, e.g. 'qm9'.", max_length=64, examples=["qm9"])]
 MoleculeIdPath = Annotated[
     str, PathParam(description="Molecule id within the dataset, e.g. '1'.", max_length=256, examples=["1"])
+]
+# How the map and the scatter view colour their molecules (orientscope.services.map_view.point_colors).
+MapColorQuery = Annotated[
+    str,
+    Query(
+        max_length=200,
+        description="axis, group, score, prop:<name> (a property of the dataset) or shift:<audit_id>:<property> "
+        "(a model audit's prediction shift; molecules outside the audit have none).",
+    ),
+]
+GroupingQuery = Annotated[
+    Literal["scaffold", "formula", "cluster"], Query(description="Groups for color=group and for `group`.")
 ]
 
 

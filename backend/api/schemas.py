@@ -354,7 +354,9 @@ class MapPublic(_Model):
     n_matches: int | None = Field(description="Of them, SMARTS matches; null without a pattern.")
     viewport: MapViewportPublic = Field(description="The region drawn and its pixel grid.")
     scale: dict[str, Any] = Field(
-        description="Colours: {kind: categorical, labels, colors} or {kind: continuous, title, colors, cmin, cmax}."
+        description="Colours: {kind: categorical, labels, colors} or {kind: continuous, title, colors, cmin, cmax}; "
+        "with a SMARTS pattern (kind=color) {kind: highlight, title, labels, colors}: the view's colours are set "
+        "aside, code 0 the other molecules (grey), 1 the matches."
     )
     notes: list[str] = Field(description="Why the view differs from the request (e.g. a colour not computed).")
     image: str | None = Field(description="data:image/png;base64 image of the viewport (image mode).")

@@ -369,16 +369,26 @@ def _image_color(points: MapPoints, vp: Viewport, out: dict) -> np.ndarray:
     if c.kind == "categorical":
         per_cat = _counts(canvas, frame, lambda: dsh.count_cat("c")).data  # (h, w, k) from the bottom row
         # datashader's own categorical shading took 75 ms of a QM9 map's 100 ms; this one pass takes ~3 ms
-        rgb = np.zeros((per_cat.shape[2], 3))  # padded categories (category_slots) hold no points
-        rgb[: len(c.colors)] = [_hex_rgba(col)[:3] for col in c.colors]
-        rgba, counts, dominant = _shade_categories(per_cat, rgb, float(MIN_ALPHA))
+        rgba, counts, dominant = shade_categories(per_cat, c.colors)
         out.update(counts=counts, dominant=dominant)
         return rgba
     agg = canvas.points(frame, "x", "y", dsh.summary(n=dsh.count(), mean=dsh.mean("v")))
     counts = agg["n"].data.astype(np.uint32)
     mean = agg["mean"].data.astype(np.float32)
     out.update(counts=counts, mean=mean)
-    return _shade_values(agg["mean"].data, counts, c.lo, c.hi)
+    return shade_values(agg["mean"].data, counts, c.lo, c.hi)
+
+
+def shade_categories(per_cat: np.ndarray, colors) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The categorical rule (module docstring) of per-category counts ``per_cat`` (h, w, k), rows from the
+    bottom, whose first categories have ``colors`` (padded ones, :func:`category_slots`, hold no points).
+
+    Returns rgba (h, w, 4) uint8 top row first, counts (h, w) uint32 and dominant (h, w) int16, rows from the
+    bottom. The map's and the scatter view's images share it.
+    """
+    rgb = np.zeros((per_cat.shape[2], 3))
+    rgb[: len(colors)] = [_hex_rgba(col)[:3] for col in colors]
+    return _shade_categories(per_cat, rgb, float(MIN_ALPHA))
 
 
 # A count over more rows than this runs as two halves on two threads (datashader's kernels release the
@@ -398,7 +408,7 @@ def _counts(canvas, frame: pd.DataFrame, reduction):
     return first.copy(data=first.data + second.data)
 
 
-def _shade_values(mean: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> np.ndarray:
+def shade_values(mean: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """The property rule (module docstring): Cividis interpolated linearly between ``lo`` and ``hi``
     (clipped, channels truncated), opaque; grey where a pixel's points have no value.
 
@@ -489,8 +499,22 @@ def _as_image(rgba: np.ndarray) -> tf.Image:
     return tf.Image(flat, dims=["y", "x"])
 
 
+HIGHLIGHT_LABELS = ("no SMARTS match (grey)", "SMARTS match")  # the highlight scale's classes, in code order
+
+
+def highlight_scale(points: MapPoints) -> dict:
+    """The colours of a highlighted view (the view's own set aside): its other molecules grey, its matches in
+    the highlight colour; codes 0 and 1 into ``labels``."""
+    return {"kind": "highlight", "title": f"SMARTS {points.query.smarts or ''}".strip(),
+            "labels": list(HIGHLIGHT_LABELS), "colors": [OTHER_GREY, HIGHLIGHT]}  # fmt: skip
+
+
 def _scale(points: MapPoints, kind: str, out: dict) -> dict:
+    """What the drawn colours mean: a density's scale, the highlight's while SMARTS matches are shown over the
+    view's colours (which are then grey), else the view's colour scale."""
     c = points.colors
+    if kind == "color" and points.highlight is not None:
+        return highlight_scale(points)
     if kind == "density":
         return {
             "kind": "continuous",
@@ -567,9 +591,9 @@ def pixel_info(render: MapRender, x: float, y: float) -> dict | None:
         return None
     col, row = cell
     info: dict = {"count": int(render.counts[row, col])}
-    if render.dominant is not None:
+    if render.dominant is not None:  # a category of the view's colours, even while a highlight greys them
         k = int(render.dominant[row, col])
-        info["dominant"] = render.scale["labels"][k] if k >= 0 else None
+        info["dominant"] = render.points.colors.labels[k] if k >= 0 else None
     if render.mean is not None:
         m = float(render.mean[row, col])
         info["mean"] = m if np.isfinite(m) else None
@@ -679,12 +703,16 @@ def render_record(render: MapRender) -> dict:
     else:
         idx = render.index
         c = pts.colors
+        if render.scale["kind"] == "highlight":
+            color = pts.highlight[idx].astype(np.uint8)  # codes into the highlight scale
+        else:
+            color = c.codes[idx] if c.kind == "categorical" else c.values[idx]
         record["points"] = {
             "id": pts.ids(idx).tolist(),
             "x": pts.x[idx].tolist(),
             "y": pts.y[idx].tolist(),
             "axis": pts.axis[idx].tolist(),
-            "color": (c.codes[idx] if c.kind == "categorical" else c.values[idx]).tolist(),
+            "color": color.tolist(),
             "match": None if pts.highlight is None else pts.highlight[idx].tolist(),
         }
     return record

@@ -230,7 +230,9 @@ def continuous_colors(values: np.ndarray, title: str) -> MapColors:
     return MapColors("continuous", title, values=values, lo=lo, hi=hi)
 
 
-def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, notes: list[str]) -> MapColors:
+def point_colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, notes: list[str]) -> MapColors:
+    """The colours of points (molecule ``rows`` (m,), ``axis`` (m,) 1..3) by ``q.color``: the map's and the
+    scatter view's one colouring rule. Appends to ``notes`` why a colour fell back to the axes."""
     if q.color == "axis":
         return MapColors(
             "categorical", "axis", codes=(axis - 1).astype(np.uint8), labels=tuple(AXIS_NAMES[a] for a in AXES),
@@ -261,7 +263,7 @@ def _colors(data_dir: Path, q: MapQuery, rows: np.ndarray, axis: np.ndarray, not
         except NotFoundError as err:
             raise InvalidInput(str(err), ("query", "color")) from None
         return continuous_colors(shift[rows], f"prediction shift: {name}")
-    return _colors(data_dir, replace(q, color="axis"), rows, axis, notes)
+    return point_colors(data_dir, replace(q, color="axis"), rows, axis, notes)
 
 
 def _needs_view(q: MapQuery) -> bool:
@@ -320,7 +322,7 @@ def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
         n_matches = int(match.sum() if mask is None else (match & mask).sum())
         highlight = match[rows]
     n_molecules = md.n_molecules if mask is None else int(mask.sum())
-    colors = _colors(data_dir, q, rows, axis, notes)  # gathered in the geometry's x order: no sort per colour
+    colors = point_colors(data_dir, q, rows, axis, notes)  # gathered in the geometry's x order: no sort per colour
     return MapPoints(
         q, md, geo.x, geo.y, rows, axis, colors, highlight, n_molecules, n_matches, tuple(notes), x_sorted=True,
         geometry=geo,

@@ -4,6 +4,8 @@ x is a coordinate of axis ``axis`` of each molecule's canonical frame as stored 
 rotation, rows = axes): its longitude or latitude on the sky (degrees, as the map projects them), or one
 of its components x, y, z (R[axis][1..3]). y is the property. Like the map, the figure is the points
 at or below the point budget (``ORIENTSCOPE_MAP_POINT_BUDGET``), else an aggregated image (datashader).
+The points are coloured by the dashboard's Colour-by as the map colours them
+(:func:`orientscope.services.map_view.point_colors`), and the image aggregates it as the map's image does.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from orientscope.science.sphere import axes_lonlat_deg
 from orientscope.services.bytecache import map_cache
 from orientscope.services.cache import get_view
 from orientscope.services.errors import InvalidInput
-from orientscope.services.map_raster import png_rgba
+from orientscope.services.map_raster import category_slots, png_rgba, shade_categories, shade_values
+from orientscope.services.map_view import MapColors, MapQuery, point_colors
 
 COORDINATES = ("lon", "lat", "x", "y", "z")
 COORDINATE_NAMES = {"lon": "longitude (°)", "lat": "latitude (°)", "x": "x component", "y": "y component",
@@ -116,6 +119,26 @@ def scatter_points(data_dir: Path, query: ScatterQuery) -> ScatterPoints:
     return points
 
 
+def scatter_colors(
+    data_dir: Path, points: ScatterPoints, color: str = "axis", grouping: str = "formula"
+) -> tuple[MapColors | None, tuple[str, ...]]:
+    """(colours of the plotted molecules by ``color`` (the map's Colour-by: axis, group, score, prop:<name>,
+    shift:<audit_id>:<property>) and ``grouping``, notes), cached per view. The colours are None where the
+    plot has one colour (by axis, or a colour that fell back to it): its image then shades counts.
+    InvalidInput for a colour the map would refuse."""
+    q = MapQuery(points.query.dataset, color=color, grouping=grouping).checked()
+    key = (id(points), color, grouping)
+    hit = map_cache().get("scatter_colors", key)
+    if hit is not None and hit[0] is points:
+        return hit[1]
+    notes: list[str] = []
+    axis = np.full(points.rows.size, points.query.axis, np.int8)  # one point per molecule: the chosen axis
+    colors = point_colors(data_dir, q, points.rows, axis, notes)
+    answer = (None if colors.title == "axis" else colors), tuple(notes)
+    map_cache().put("scatter_colors", key, (points, answer), size=colors.nbytes + 64)
+    return answer
+
+
 @dataclass(frozen=True)
 class ScatterImage:
     """The aggregated image of a scatter view: ``png`` bytes of ``width`` × ``height`` pixels over ``x_range``
@@ -141,10 +164,17 @@ def _span(values: np.ndarray) -> tuple[float, float]:
 
 
 def scatter_image(
-    points: ScatterPoints, region: tuple[float, float, float, float] | None = None, size: tuple[int, int] = IMAGE_SIZE
+    points: ScatterPoints,
+    region: tuple[float, float, float, float] | None = None,
+    size: tuple[int, int] = IMAGE_SIZE,
+    colors: MapColors | None = None,
 ) -> ScatterImage:
-    """The view as an aggregated image (counts per pixel, log-shaded) of ``region`` (x0, x1, y0, y1; y in log10
-    units on a log scale; default all the points) at ``size`` (width, height) pixels, cached per view."""
+    """The view as an aggregated image of ``region`` (x0, x1, y0, y1; y in log10 units on a log scale; default
+    all the points) at ``size`` (width, height) pixels, cached per view and colouring.
+
+    ``colors`` (:func:`scatter_colors`): None shades the counts per pixel (log); categories and values are
+    shaded by the map image's rules (:mod:`orientscope.services.map_raster`): the count-weighted mean colour
+    of a pixel's categories, or its mean value on Cividis between the colours' ``lo`` and ``hi``."""
     width, height = size
     if not (1 <= width <= MAX_IMAGE_SIDE and 1 <= height <= MAX_IMAGE_SIDE):
         raise InvalidInput(
@@ -153,18 +183,29 @@ def scatter_image(
     spans = None if region is None else (region[1] - region[0], region[3] - region[2])
     if spans is not None and not (np.all(np.isfinite([*region, *spans])) and min(spans) > 0):
         raise InvalidInput(f"region {region} must be finite with x0 < x1 and y0 < y1", ("query", "x0"))
-    key = (id(points), region, size)
+    key = (id(points), region, size, id(colors))
     hit = map_cache().get("scatter_image", key)
-    if hit is not None and hit[0] is points:
-        return hit[1]
+    if hit is not None and hit[0] is points and hit[1] is colors:
+        return hit[2]
     y = np.log10(points.y) if points.log else points.y
     x_range, y_range = (_span(points.x), _span(y)) if region is None else (region[:2], region[2:])
     canvas = dsh.Canvas(plot_width=width, plot_height=height, x_range=x_range, y_range=y_range)
-    agg = canvas.points(pd.DataFrame({"x": points.x, "y": y}), "x", "y", dsh.count())
-    img = tf.shade(agg, cmap=["#c6dbef", "#08306b"], how="log", min_alpha=96)
-    rgba = np.flipud(img.to_numpy().view(np.uint8).reshape(height, width, 4))  # top row first
+    frame = pd.DataFrame({"x": points.x, "y": y})
+    if colors is None:
+        img = tf.shade(canvas.points(frame, "x", "y", dsh.count()), cmap=["#c6dbef", "#08306b"], how="log",
+                       min_alpha=96)  # fmt: skip
+        rgba = np.flipud(img.to_numpy().view(np.uint8).reshape(height, width, 4))  # top row first
+    elif colors.kind == "categorical":
+        frame["c"] = pd.Categorical.from_codes(
+            colors.codes.astype(np.int16), categories=range(category_slots(len(colors.colors)))
+        )
+        rgba = shade_categories(canvas.points(frame, "x", "y", dsh.count_cat("c")).data, colors.colors)[0]
+    else:
+        frame["v"] = colors.values
+        agg = canvas.points(frame, "x", "y", dsh.summary(n=dsh.count(), mean=dsh.mean("v")))
+        rgba = shade_values(agg["mean"].data, agg["n"].data.astype(np.uint32), colors.lo, colors.hi)
     image = ScatterImage(png_rgba(np.ascontiguousarray(rgba)), tuple(x_range), tuple(y_range), width, height)
-    map_cache().put("scatter_image", key, (points, image), size=len(image.png))
+    map_cache().put("scatter_image", key, (points, colors, image), size=len(image.png))
     return image
 
 

@@ -118,3 +118,22 @@ def test_unknown_dataset_is_404(client):
 def test_an_unknown_parameter_is_422_listing_the_accepted_ones(client):
     r = client.get("/api/datasets/qm9/map/nearest", params={"x": 0, "y": 0, "zoom": 2})
     assert r.status_code == 422 and "x0" in r.json()["detail"][0]["msg"]
+
+
+def test_with_a_highlight_the_map_names_the_highlight_not_the_colour_it_sets_aside(client, api_data, monkeypatch):
+    params = {"width": 300, "height": 150, "color": "prop:u0", "smarts": "C=O"}
+    body = client.get("/api/datasets/qm9/map", params=params).json()  # points: below the budget
+    scale = body["scale"]
+    assert body["mode"] == "points" and scale["kind"] == "highlight" and scale["title"] == "SMARTS C=O"
+    assert scale["labels"] == ["no SMARTS match (grey)", "SMARTS match"] and "cmin" not in scale
+    assert body["points"]["color"] == [int(m) for m in body["points"]["match"]] and any(body["points"]["match"])
+    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "100")
+    image = client.get("/api/datasets/qm9/map", params=params).json()
+    assert image["mode"] == "image" and image["scale"] == scale
+    png = client.get("/api/datasets/qm9/map", params={**params, "format": "png"})
+    assert png.status_code == 200 and png.headers["x-map-scale"] == "highlight"
+    # the density keeps its own scale under the matches, and without a pattern the colour's scale is back
+    density = client.get("/api/datasets/qm9/map", params={**params, "kind": "density"}).json()
+    assert density["scale"]["kind"] == "continuous" and density["scale"]["title"] == "density / uniform"
+    plain = client.get("/api/datasets/qm9/map", params={**params, "smarts": ""}).json()
+    assert plain["scale"]["kind"] == "continuous" and plain["scale"]["title"].startswith("u0")

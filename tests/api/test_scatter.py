@@ -45,3 +45,13 @@ def test_the_image_of_a_region_is_a_png_of_the_size_asked_for(client):
     empty = client.get("/api/datasets/qm9/scatter/image", params={**params, "y0": 5, "y1": 6})
     assert not np.asarray(Image.open(BytesIO(empty.content)))[..., 3].any()  # no molecule there
     assert client.get("/api/datasets/qm9/scatter/image", params={**params, "x1": -100}).status_code == 422
+
+
+def test_the_image_of_a_region_is_coloured_as_asked_and_a_bad_colour_is_a_422(client):
+    params = {"prop": "zpve", "x0": -90, "x1": 90, "y0": 0, "y1": 0.3, "width": 60, "height": 40}
+    counted = client.get("/api/datasets/qm9/scatter/image", params=params)
+    coloured = client.get("/api/datasets/qm9/scatter/image", params={**params, "color": "prop:u0"})
+    assert coloured.status_code == 200 and coloured.headers["content-type"] == "image/png"
+    assert coloured.content != counted.content
+    bad = client.get("/api/datasets/qm9/scatter/image", params={**params, "color": "prop:nope"})
+    assert bad.status_code == 422 and "unknown property 'nope'" in bad.text

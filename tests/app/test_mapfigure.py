@@ -66,6 +66,8 @@ def test_above_the_budget_the_map_is_an_image_under_vector_overlays(qm9_store, m
     assert kinds[:3] == ["outline", "graticule", "reference"] and "colorbar" in kinds and "points" not in kinds
     bar = next(t for t in fig["data"] if t["meta"]["kind"] == "colorbar")["marker"]
     assert bar["cmin"] < bar["cmax"] and bar["colorbar"]["title"]["text"] == "P(stored pose)"
+    # one empty WebGL trace keeps the plot's WebGL context for a zoom to points (app/figures.py GL_KEEPALIVE)
+    assert [t["type"] for t in fig["data"]].count("scattergl") == 1 and kinds[-1] == "webgl"
     legend, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="map", smarts="C=O"))
     names = [t["name"] for t in legend["data"] if t["meta"]["kind"] in ("legend", "highlight")]
     assert names == [NO_MATCH, "SMARTS match"]  # the other molecules are grey: no axis colours to name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orientscope.app.state import ViewState, control_values, parse_query
+from orientscope.app.state import ViewState, control_values, parse_query, pin_entry, pin_text, split_pins
 
 
 def test_round_trip_of_every_field():
@@ -110,6 +110,17 @@ def test_the_pins_travel_in_the_url_at_most_four_without_repeats():
     assert back.pins == "1,2,3,4" and warnings == ["pins name 5 molecules; at most 4 are pinned, the first kept"]
     assert ViewState.from_controls(**{**control_values(st), "pins": " 5,5 ,6"}).pins == "5,6"
     assert ViewState.from_controls(**{**control_values(st), "pins": ""}).pins is None
+
+
+def test_each_pin_carries_its_pose_and_a_plain_id_is_the_stored_pose():
+    st = ViewState(dataset="qm9", pins="12:c,40,7:c")
+    assert parse_query(st.to_query()) == (st, [])
+    assert parse_query("?dataset=qm9&pins=12:c,40:s,12,40:c")[0].pins == "12:c,40"  # a molecule's first pin
+    # an id that ends as a pose would keeps ":s", so that it reads back whole
+    assert split_pins("a:c:s,b:s:s,c")[0] == ["a:c:s", "b:s:s", "c"]
+    assert [pin_entry(p) for p in ("a:c:s", "12:c", "12", "x:y")] == [("a:c", "s"), ("12", "c"), ("12", "s"),
+                                                                      ("x:y", "s")]  # fmt: skip
+    assert pin_text("a:c", "s") == "a:c:s" and pin_text("12", "s") == "12" and pin_text("12", "c") == "12:c"
 
 
 def test_a_selection_round_trips_through_the_url_of_the_flat_map_only():

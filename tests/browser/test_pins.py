@@ -1,7 +1,8 @@
 """The pinned comparison in real headless Chromium (frontend_assets/pins.js, app/pins.py): the molecule
 panel's "Pin" button puts up to four molecules side by side under the map, each in one viewer that
 switches between its stored and its canonical pose; a fifth is refused with a message; an unpin button
-takes one off; the pins go into the URL and come back on reload and with the back button."""
+takes one off; the pins and their poses go into the URL ("1:c" a pin in its canonical pose) and come back on
+reload and with the back button."""
 
 from __future__ import annotations
 
@@ -82,30 +83,42 @@ def test_pin_four_toggle_a_pose_refuse_a_fifth_unpin_and_round_trip_the_url(driv
     driver.find_element(By.CSS_SELECTOR, "#pin-strip .pin-card .pin-pose").click()
     cards = _drawn(driver, ["1"])
     assert cards[0]["pose"] == "canonical" and cards[0]["caption"].startswith("canonical pose")
+    wait_for(lambda: _pins_in_url(driver) == ["1:c"], what="the pose in the URL")
     pinned = ["1"]
     while len(pinned) < 4:
         pinned.append(_open_a_neighbour(driver, pinned))
         driver.execute_script("document.getElementById('pin-message').textContent = ''")
         driver.find_element(By.ID, "pin-molecule").click()
         _drawn(driver, pinned)
-    wait_for(lambda: _pins_in_url(driver) == pinned, what="four pins in the URL")
+    in_url = ["1:c", *pinned[1:]]
+    wait_for(lambda: _pins_in_url(driver) == in_url, what="four pins in the URL")
     assert _strip(driver)[0]["pose"] == "canonical"  # a card kept over a change keeps its pose
     # a fifth is refused, with a message, and changes nothing
     fifth = _open_a_neighbour(driver, pinned)
     message = _pin(driver)
     assert "At most 4" in message and fifth in message
-    assert [c["molecule"] for c in _strip(driver)] == pinned and _pins_in_url(driver) == pinned
+    assert [c["molecule"] for c in _strip(driver)] == pinned and _pins_in_url(driver) == in_url
     # unpin the second: the others stay, in order, and the URL follows
     driver.find_elements(By.CSS_SELECTOR, "#pin-strip .pin-card .pin-remove")[1].click()
     left = [pinned[0], *pinned[2:]]
     _drawn(driver, left)
-    wait_for(lambda: _pins_in_url(driver) == left, what="the unpin in the URL")
-    # the back button brings the fourth pin back; a reload of the URL shows the same pins
+    wait_for(lambda: _pins_in_url(driver) == [in_url[0], *in_url[2:]], what="the unpin in the URL")
+    # the back button brings the fourth pin back; a reload of the URL shows the same pins in the same poses
     driver.back()
-    wait_for(lambda: _pins_in_url(driver) == pinned, what="the URL before the unpin")
+    wait_for(lambda: _pins_in_url(driver) == in_url, what="the URL before the unpin")
     _drawn(driver, pinned)
     open_map(driver, driver.current_url)
-    _drawn(driver, pinned)
+    cards = _drawn(driver, pinned)
+    assert [c["pose"] for c in cards] == ["canonical", "stored", "stored", "stored"]
+    assert cards[0]["caption"].startswith("canonical pose")
+    # a pose toggle is a step of the history: back shows the pin in its pose before
+    driver.find_elements(By.CSS_SELECTOR, "#pin-strip .pin-card .pin-pose")[2].click()
+    wait_for(lambda: _pins_in_url(driver) == [*in_url[:2], pinned[2] + ":c", in_url[3]], what="the toggle in the URL")
+    assert _drawn(driver, pinned)[2]["pose"] == "canonical"
+    driver.back()
+    wait_for(lambda: _pins_in_url(driver) == in_url, what="the URL before the toggle")
+    wait_for(lambda: [c["pose"] for c in _drawn(driver, pinned)] == ["canonical", "stored", "stored", "stored"],
+             what="the third pin back in its stored pose")  # fmt: skip
     assert severe_console(driver) == []
 
 

@@ -134,3 +134,62 @@ def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says
         region = httpx.get(url + image["source"], timeout=60)
         assert region.status_code == 200 and region.content.startswith(b"\x89PNG")
         assert severe_console(driver) == []
+
+
+COLOR_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+if (!gd || !gd._fullData || !gd.layout.meta || !gd.layout.meta.map) return null;
+const t = gd._fullData[0], m = t.marker || {};
+const bars = gd._fullData.filter(d => d.marker && d.marker.showscale).map(d => d.marker.colorbar.title.text);
+return {meta: gd.layout.meta.map, ids: t.customdata ? Array.from(t.customdata) : null,
+        color: Array.isArray(m.color) || ArrayBuffer.isView(m.color) ? Array.from(m.color) : m.color,
+        bars: bars, legend: gd._fullData.filter(d => d.showlegend).map(d => d.name),
+        image: (gd.layout.images || [])[0] ? gd.layout.images[0].source : null,
+        colourDisabled: document.getElementById('color-by').hasAttribute('disabled')};
+"""
+
+
+def _png_pixels(data_url: str) -> np.ndarray:
+    """(k, 4) RGBA of a data-URL PNG's drawn (non-transparent) pixels."""
+    import base64
+    from io import BytesIO
+
+    from PIL import Image
+
+    rgba = np.asarray(Image.open(BytesIO(base64.b64decode(data_url.split(",", 1)[1]))).convert("RGBA"))
+    return rgba[rgba[..., 3] > 0]
+
+
+def test_the_scatter_is_coloured_by_the_colour_by_choice_in_both_modes(driver, base_url, qm9_store):
+    view = get_view(qm9_store, "qm9")
+    u0 = view.property_values[:, view.property_names.index("u0")]
+    row_of = {str(m): i for i, m in enumerate(view.ids)}
+    driver.get(base_url + "/?dataset=qm9&view=scatter&prop=zpve&color=prop:u0")
+    plot = wait_for(lambda: (p := driver.execute_script(COLOR_JS)) and p["meta"]["view"] == "scatter" and p,
+                    what="the scatter")  # fmt: skip
+    # points: each marker's colour is its molecule's u0, explained by a colour bar named after it
+    assert plot["meta"]["mode"] == "points" and isinstance(plot["color"], list)
+    assert np.allclose(plot["color"], u0[[row_of[m] for m in plot["ids"]]], rtol=1e-6)
+    assert plot["bars"] and plot["bars"][0].startswith("u0") and not plot["colourDisabled"]
+    # by group: one colour per group class, with its legend
+    driver.get(base_url + "/?dataset=qm9&view=scatter&prop=zpve&color=group&grouping=formula")
+    plot = wait_for(lambda: (p := driver.execute_script(COLOR_JS)) and p["meta"]["view"] == "scatter"
+                    and p["meta"]["color"] == "formula" and p, what="the scatter by group")  # fmt: skip
+    assert len(set(plot["color"])) > 1 and len(plot["legend"]) > 1 and not plot["bars"]
+    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
+        driver.get(url + "/?dataset=qm9&view=scatter&prop=zpve&color=prop:u0")
+        plot = wait_for(lambda: (p := driver.execute_script(COLOR_JS)) and p["meta"]["view"] == "scatter" and p,
+                        what="the scatter's image")  # fmt: skip
+        # image: the mean u0 per pixel on the map's Cividis scale (its dark blue to yellow), and its colour bar
+        assert plot["meta"]["mode"] == "image" and plot["bars"] and plot["bars"][0].startswith("u0")
+        pixels = _png_pixels(plot["image"])
+        assert (pixels[:, :3] == (0xFE, 0xE8, 0x38)).all(axis=1).any()  # the top of the scale
+        assert (pixels[:, :3] == (0x00, 0x22, 0x4E)).all(axis=1).any()  # and its bottom
+        # a zoom's image is coloured the same way
+        home = driver.execute_script(HOME_JS)
+        driver.execute_script(ZOOM_JS, home[:2], [home[2], (home[2] + home[3]) / 2])
+        image = wait_for(lambda: (i := driver.execute_script(IMAGE_JS)) and "x0=" in i["source"] and i, what="zoom")
+        assert parse_qs(urlparse(image["source"]).query)["color"] == ["prop:u0"]
+        zoomed = httpx.get(url + image["source"], timeout=60)
+        assert zoomed.status_code == 200
+        assert severe_console(driver) == []

@@ -146,7 +146,7 @@ def _sorted_in_memory(data, dataset_id):
 
     md = _in_memory(data, dataset_id)
     geo = mdata.SortedPoints(*mdata.sorted_points(md, mdata.AXES, None), md=md)
-    colors = map_view._colors(data, MapQuery(dataset_id), geo.rows, geo.axis, [])
+    colors = map_view.point_colors(data, MapQuery(dataset_id), geo.rows, geo.axis, [])
     return map_view.MapPoints(
         MapQuery(dataset_id), md, geo.x, geo.y, geo.rows, geo.axis, colors, None, md.n_molecules, None,
         x_sorted=True, geometry=geo,

@@ -6,7 +6,14 @@ import pytest
 
 from orientscope.services.cache import get_view
 from orientscope.services.errors import InvalidInput
-from orientscope.services.scatter import ScatterQuery, axis_coordinate, scatter_image, scatter_mode, scatter_points
+from orientscope.services.scatter import (
+    ScatterQuery,
+    axis_coordinate,
+    scatter_colors,
+    scatter_image,
+    scatter_mode,
+    scatter_points,
+)
 
 
 def _frames() -> np.ndarray:
@@ -75,3 +82,35 @@ def test_above_the_point_budget_the_view_is_an_image(toy_dir):
 def test_a_bad_query_names_what_is_wrong(toy_dir, query, field):
     with pytest.raises(InvalidInput, match=field):
         scatter_points(toy_dir, query)
+
+
+def _pixel_rgb(image, x: float, y: float) -> tuple[int, ...]:
+    """(r, g, b, a) of the image's pixel holding the point (x, y)."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    rgba = np.asarray(Image.open(BytesIO(image.png)))
+    (x0, x1), (y0, y1) = image.x_range, image.y_range
+    col = min(int((x - x0) / (x1 - x0) * image.width), image.width - 1)
+    row = min(int((y1 - y) / (y1 - y0) * image.height), image.height - 1)  # top row first
+    return tuple(int(v) for v in rgba[row, col])
+
+
+def test_the_scatter_is_coloured_by_the_maps_colour_and_its_image_shades_the_mean_value(toy_dir):
+    pts = scatter_points(toy_dir, ScatterQuery("toy", "energy", axis=2, coord="z"))
+    assert scatter_colors(toy_dir, pts, "axis") == (None, ())  # one colour: the image shades counts
+    colors, notes = scatter_colors(toy_dir, pts, "prop:energy")
+    assert colors.kind == "continuous" and notes == () and colors.title == "energy (eV)"
+    assert colors.values == pytest.approx(pts.y) and colors.lo > pts.y.min() and colors.hi < pts.y.max()
+    # each molecule alone in its pixel (the energies are one apart): the lowest is drawn in Cividis's first
+    # colour, the highest in its last (both beyond the 1st..99th percentile, so clipped), opaque
+    coloured, counted = scatter_image(pts, size=(40, 160), colors=colors), scatter_image(pts, size=(40, 160))
+    low, high = int(np.argmin(pts.y)), int(np.argmax(pts.y))
+    assert _pixel_rgb(coloured, pts.x[low], pts.y[low]) == (0x00, 0x22, 0x4E, 255)
+    assert _pixel_rgb(coloured, pts.x[high], pts.y[high]) == (0xFE, 0xE8, 0x38, 255)
+    assert _pixel_rgb(counted, pts.x[high], pts.y[high])[:3] != (0xFE, 0xE8, 0x38)  # counts: another shading
+    with pytest.raises(InvalidInput, match="unknown property 'nope'"):
+        scatter_colors(toy_dir, pts, "prop:nope")
+    with pytest.raises(InvalidInput, match="unknown colour"):
+        scatter_colors(toy_dir, pts, "rainbow")

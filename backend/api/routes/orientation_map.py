@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from orientscope.api.deps import DataDirDep, DatasetIdPath, MoleculeIdPath
+from orientscope.api.deps import DataDirDep, DatasetIdPath, GroupingQuery, MapColorQuery, MoleculeIdPath
 from orientscope.api.encoded import json_record
 from orientscope.api.errors import NOT_FOUND, SEARCH_PENDING
 from orientscope.api.schemas import MapMoleculePublic, MapNearestPublic, MapPixelPublic, MapPublic, MapSharedPublic
@@ -24,17 +24,8 @@ X0, X1, Y0, Y1 = svc.FULL_MAP
 def map_query(
     dataset_id: DatasetIdPath,
     axes: Annotated[str, Query(max_length=3, description="Shown axes as digits, e.g. '123' or '1'.")] = "123",
-    color: Annotated[
-        str,
-        Query(
-            max_length=200,
-            description="axis, group, score, prop:<name> (a property of the dataset) or shift:<audit_id>:<property> "
-            "(a model audit's prediction shift; molecules outside the audit have none).",
-        ),
-    ] = "axis",
-    grouping: Annotated[
-        Literal["scaffold", "formula", "cluster"], Query(description="Groups for color=group and for `group`.")
-    ] = "formula",
+    color: MapColorQuery = "axis",
+    grouping: GroupingQuery = "formula",
     group: Annotated[str | None, Query(max_length=500, description="Show only this group's molecules.")] = None,
     smarts: Annotated[
         str | None,
@@ -84,7 +75,8 @@ async def orientation_map(
     """The orientation map of a view in a viewport: an aggregated image above the point budget, else the points."""
     if format == "png":
         render = await run_in_threadpool(svc.render_view, data_dir, query, vp, kind, 0)
-        headers = {"X-Map-Points": str(render.n_points), "X-Map-Drawn": str(render.n_drawn)}
+        headers = {"X-Map-Points": str(render.n_points), "X-Map-Drawn": str(render.n_drawn),
+                   "X-Map-Scale": render.scale["kind"]}  # fmt: skip
         return Response(await run_in_threadpool(render.png), media_type="image/png", headers=headers)
     render = await run_in_threadpool(svc.render_view, data_dir, query, vp, kind)
     return json_record(await run_in_threadpool(svc.render_record, render))

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from orientscope.api.deps import DataDirDep, DatasetIdPath
+from orientscope.api.deps import DataDirDep, DatasetIdPath, GroupingQuery, MapColorQuery
 from orientscope.api.encoded import json_record
 from orientscope.api.errors import NOT_FOUND
 from orientscope.api.schemas import ScatterNearestPublic
@@ -56,10 +56,14 @@ async def image(
     y1: Annotated[float, Query(description="Top edge.")],
     width: Annotated[int, Query(ge=1, le=svc.MAX_IMAGE_SIDE, description="Image width in pixels.")] = 900,
     height: Annotated[int, Query(ge=1, le=svc.MAX_IMAGE_SIDE, description="Image height in pixels.")] = 500,
+    color: MapColorQuery = "axis",
+    grouping: GroupingQuery = "formula",
 ):
-    """The molecules of the region as an image: counts per pixel, log-shaded (a zoom's image)."""
+    """The molecules of the region as an image, coloured as the map colours them (a zoom's image)."""
 
     def draw() -> bytes:
-        return svc.scatter_image(svc.scatter_points(data_dir, query), (x0, x1, y0, y1), (width, height)).png
+        points = svc.scatter_points(data_dir, query)
+        colors, _ = svc.scatter_colors(data_dir, points, color, grouping)
+        return svc.scatter_image(points, (x0, x1, y0, y1), (width, height), colors).png
 
     return Response(await run_in_threadpool(draw), media_type="image/png")
