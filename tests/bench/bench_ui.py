@@ -444,7 +444,7 @@ after the page's scripts have run). Dash then renders the page and the interacti
 the path every page took before the first paint, so it is this run's before-figure for the map. The sphere
 view's HTML likewise carries its 5,000-point sample (the points the 3D scene draws) seen along the scene's
 default camera as SVG dots, far side faded; the interactive scene row is its before-figure.
-Above `ORIENTSCOPE_MAP_POINT_BUDGET` (200,000 points in view) the page's layout request holds the server's
+Above `ORIENTSCOPE_MAP_POINT_BUDGET` (30,000 points in view by default) the page's layout request holds the server's
 datashader image of the map (PNG) under vector overlays, so no callback runs before the map draws; a zoom
 sends the visible region back and is timed until the new image or points of that region are on screen
 (`data-drawn`; zoom figures before 2026-12-01, about 150 ms, timed dcc.Graph's echo of the old figure instead). A

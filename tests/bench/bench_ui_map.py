@@ -190,7 +190,7 @@ def measure(data_dir: Path, dataset_id: str, read_only: bool, rng, scale: float,
             while not map_drawn(driver):
                 time.sleep(0.05)
             image = measured(
-                # above the point budget (200,000 points in view): most of the sky
+                # above the point budget (30,000 points in view): most of the sky
                 "zoom-image",
                 lambda: time_zooms(driver, zoom_regions(rng, N_SAMPLES, (1.9, 2.3), scale, spread=(0.4, 0.15))),
             )
@@ -272,7 +272,7 @@ each navigation in a new browser context (cold cache). Load: the 1-minute load a
 
 Before the landing page had a first paint, its map was drawn after {LANDING_BEFORE}: that was the
 interactive density plot, which the second row still measures. Zoomed regions: half widths 1.9-2.3 Mollweide units
-(most of the sky: above the 200,000-point budget, an image) and 0.02-0.05 (points), 20 each; a region counts
+(most of the sky: above the 30,000-point budget, an image) and 0.02-0.05 (points), 20 each; a region counts
 in the mode it was drawn in.{preview_note}
 
 {large_rows}
