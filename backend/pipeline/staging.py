@@ -29,19 +29,34 @@ def staging_root(data_dir: Path) -> Path:
     return Path(data_dir) / "jobs" / ".staging"
 
 
+def staging_dir(data_dir: Path, dataset_id: str, resume: str) -> Path:
+    """The staging folder of a resumable build of ``dataset_id`` (see :func:`staging`)."""
+    return staging_root(data_dir) / f"{dataset_id}-{resume}"
+
+
 @contextmanager
-def staging(data_dir: Path, dataset_id: str, replace: bool = False) -> Iterator[Path]:
+def staging(data_dir: Path, dataset_id: str, replace: bool = False, resume: str | None = None) -> Iterator[Path]:
     """A private data dir to build ``dataset_id`` in, removed afterwards.
 
     DatasetError if the id is taken, unless ``replace`` (a new build of an existing dataset, see :func:`publish`).
+    ``resume`` names a build that may run again (a job's id and inputs): its folder is named by it and kept
+    when the build fails or is killed, so that the next build with the same name takes over the stored
+    molecules and the finished shards (``pipeline.resume``). One build of a name runs at a time (the job
+    manager runs one attempt of a job at a time).
     """
     if not replace and ds.dataset_dir(data_dir, dataset_id).exists():
         raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
-    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
+    if resume:
+        stage_dir = staging_dir(data_dir, dataset_id, resume)
+    else:
+        stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
+    built = False
     try:
         yield stage_dir
+        built = True
     finally:
-        shutil.rmtree(stage_dir, ignore_errors=True)
+        if built or not resume:
+            shutil.rmtree(stage_dir, ignore_errors=True)
 
 
 def publish(

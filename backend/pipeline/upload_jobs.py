@@ -7,6 +7,8 @@ server runs them; a failed job keeps its file for a retry.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -15,6 +17,8 @@ from orientscope.core.settings import display_name
 from orientscope.loaders.detect import check_format
 from orientscope.pipeline.ingest import ingest_file, new_dataset_id
 from orientscope.pipeline.jobs import ACTIVE, JobKind, JobManager, job_record
+from orientscope.pipeline.staging import staging_root
+from orientscope.store.atomic import dumps_json
 from orientscope.store.audits import new_audit_id
 from orientscope.store.results import ResultStore
 
@@ -26,7 +30,32 @@ def _upload_path(manager: JobManager, job: dict) -> Path:
 
 
 def _remove_upload(manager: JobManager, job: dict) -> None:
+    """Remove the job's upload and whatever its attempts staged."""
     shutil.rmtree(_upload_path(manager, job).parent, ignore_errors=True)
+    for folder in staging_root(manager.data_dir).glob(f"*-{job['id']}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _resume_key(manager: JobManager, job: dict) -> str:
+    """Names the staging folder of an ingest job: a retry with the same inputs and limits takes over
+    the molecules and the finished shards of the attempt before it."""
+    inputs = dumps_json([job["input"], dataclasses.asdict(manager.limits)])
+    return f"{job['id']}-{hashlib.sha256(inputs.encode()).hexdigest()[:8]}"
+
+
+def reused_in_words(stages: dict, started: float) -> str:
+    """What a run took over from an interrupted attempt, from the result manifest's ``stages``, or ``""``.
+
+    A stage recorded before ``started`` (the attempt's start, epoch seconds) was kept whole;
+    one computed now says how many of its shards it reused.
+    """
+    whole = [name for name, s in stages.items() if s["completed_at"] < started]
+    parts = [f"{' and '.join(whole)} kept whole"] if whole else []
+    for name, s in stages.items():
+        reused = s.get("reused", {})
+        if name not in whole and reused.get("reused"):
+            parts.append(f"{name} reused {reused['reused']} of {reused['shards']} shards")
+    return f"from the interrupted attempt: {', '.join(parts)}" if parts else ""
 
 
 def _reserved(manager: JobManager) -> set[str]:
@@ -75,12 +104,17 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
         progress=progress,
         original_name=job["input"]["file"],
         engine_for=manager.engine,
+        resume=_resume_key(manager, job),
     )
     _remove_upload(manager, job)  # the store holds the data now
     skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
-    stages_skipped = ResultStore(manager.data_dir, meta["id"], meta["active_params"]).skipped_stages()
+    store = ResultStore(manager.data_dir, meta["id"], meta["active_params"])
+    stages_skipped = store.skipped_stages()
     if stages_skipped:
         skipped += "; " + skipped_in_words(stages_skipped)
+    reused = reused_in_words(store.manifest()["stages"], job["started"])
+    if reused:
+        skipped += "; " + reused
     result = {
         "dataset_id": meta["id"],
         "n_molecules": meta["n_molecules"],
