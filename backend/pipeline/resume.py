@@ -138,20 +138,18 @@ class ResumingEngine:
         self.n_shards = n_shards
         self.reuse = reuse
         self._shards_reused: set[int] = set()
-        self._pass: tuple[int, int] = (0, 0)
+        self._pass: tuple[int, int, str] = (0, 0, "shards")
         self._passes = 0
 
     def describe(self) -> dict:
         return self.engine.describe()
 
     def note(self) -> str:
-        """``"; reused 3 of 8 shards"`` for the pass under way, or ``""``."""
-        reused, total = self._pass
-        return f"; reused {reused} of {total} shards" if reused else ""
+        """``"; reused 3 of 8 shards"`` (or ``tasks``, for a pass not over shards) for the pass under way, or ``""``."""
+        reused, total, unit = self._pass
+        return f"; reused {reused} of {total} {unit}" if reused else ""
 
-    def map(self, fn: Callable, items: Sequence, progress=None) -> list:
-        """``[fn(item) for item in items]`` as :meth:`Engine.map`, taking over the tasks whose marker matches."""
-        items = list(items)
+    def _steps(self, fn: Callable, items: list) -> list[Step]:
         base = hashlib.sha256()
         _feed(base, (__version__, self.stage, fn.__module__, fn.__qualname__, _module_settings(fn)))
         steps = []
@@ -161,15 +159,25 @@ class ResumingEngine:
             marker = self.folder / f"{self._passes}-{fn.__name__}-{k:05d}.pkl"
             steps.append(Step(fn, item, str(marker), h.hexdigest()))
         self._passes += 1  # one stage may map the same function twice (run_job)
+        return steps
+
+    def _count(self, items: list, taken: list[bool]) -> None:
+        """Note the pass's reused shards (or tasks, for a pass not over shards)."""
+        shards = [(n, t) for n, t in zip(map(shard_number, items), taken, strict=True) if n is not None]
+        self._shards_reused.update(n for n, t in shards if t)
+        if shards:  # a pass over shards (some also hold tasks of no shard) counts its shards
+            self._pass = (sum(t for _, t in shards), len(shards), "shards")
+        else:
+            self._pass = (sum(taken), len(items), "tasks")
+
+    def map(self, fn: Callable, items: Sequence, progress=None) -> list:
+        """``[fn(item) for item in items]`` as :meth:`Engine.map`, taking over the tasks whose marker matches."""
+        items = list(items)
+        steps = self._steps(fn, items)
         results = [_taken_over(s) if self.reuse else _MISSING for s in steps]
         todo = [k for k, r in enumerate(results) if r is _MISSING]
         reused = len(items) - len(todo)
-        self._pass = (reused, len(items))
-        self._shards_reused.update(
-            number
-            for number, result in zip(map(shard_number, items), results, strict=True)
-            if number is not None and result is not _MISSING
-        )
+        self._count(items, [r is not _MISSING for r in results])
         if reused:
             log.info("%s %s: reused %d of %d tasks of an interrupted run", self.stage, fn.__name__, reused, len(items))
 

@@ -77,7 +77,9 @@ def test_a_rerun_after_a_kill_reuses_the_finished_shards(tmp_path, qm9_small, st
     }
     assert not shard_table_path(store.dir, stage, tables[0], KILL_AT).exists()
 
-    precompute(killed, "set", make_params(seed=4), cluster="in-process")
+    messages = []
+    precompute(killed, "set", make_params(seed=4), cluster="in-process", progress=lambda f, m, s="": messages.append(m))
+    assert any(m.endswith(f"; reused {KILL_AT} of {N_SHARDS} shards") for m in messages), messages
     # The shards the killed run finished are the same files, untouched; the others were written now.
     assert {key: _identity(shard_table_path(store.dir, stage, *key)) for key in finished} == finished
     assert all(shard_table_path(store.dir, stage, t, k).is_file() for t in tables for k in range(N_SHARDS))
