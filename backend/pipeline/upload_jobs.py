@@ -17,7 +17,7 @@ from orientscope.core.settings import display_name
 from orientscope.loaders.detect import check_format
 from orientscope.pipeline.ingest import ingest_file, new_dataset_id
 from orientscope.pipeline.jobs import ACTIVE, JobKind, JobManager, job_record
-from orientscope.pipeline.staging import staging_root
+from orientscope.pipeline.staging import staging_dir
 from orientscope.store.atomic import dumps_json
 from orientscope.store.audits import new_audit_id
 from orientscope.store.results import ResultStore
@@ -30,17 +30,19 @@ def _upload_path(manager: JobManager, job: dict) -> Path:
 
 
 def _remove_upload(manager: JobManager, job: dict) -> None:
-    """Remove the job's upload and whatever its attempts staged."""
+    """Remove the job's upload and whatever its attempt staged."""
     shutil.rmtree(_upload_path(manager, job).parent, ignore_errors=True)
-    for folder in staging_root(manager.data_dir).glob(f"*-{job['id']}-*"):
-        shutil.rmtree(folder, ignore_errors=True)
+    if job.get("resume"):
+        shutil.rmtree(staging_dir(manager.data_dir, job["dataset_id"], job["resume"]), ignore_errors=True)
 
 
 def _resume_key(manager: JobManager, job: dict) -> str:
-    """Names the staging folder of an ingest job: a retry with the same inputs and limits takes over
-    the molecules and the finished shards of the attempt before it."""
-    inputs = dumps_json([job["input"], dataclasses.asdict(manager.limits)])
-    return f"{job['id']}-{hashlib.sha256(inputs.encode()).hexdigest()[:8]}"
+    """Names the staging folder of an ingest: the same file, inputs, name and limits (a retry, or the same
+    upload submitted again) take over the molecules and the finished shards an interrupted attempt stored."""
+    with open(_upload_path(manager, job), "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256")
+    digest.update(dumps_json([job["input"], job["name"], dataclasses.asdict(manager.limits)]).encode())
+    return digest.hexdigest()[:16]
 
 
 def reused_in_words(stages: dict, started: float) -> str:
@@ -55,7 +57,7 @@ def reused_in_words(stages: dict, started: float) -> str:
         reused = s.get("reused", {})
         if name not in whole and reused.get("reused"):
             parts.append(f"{name} reused {reused['reused']} of {reused['shards']} shards")
-    return f"from the interrupted attempt: {', '.join(parts)}" if parts else ""
+    return f"from an interrupted attempt: {', '.join(parts)}" if parts else ""
 
 
 def _reserved(manager: JobManager) -> set[str]:
@@ -93,6 +95,7 @@ def submit_audit(manager: JobManager, upload: Path, dataset_id: str, name: str, 
 
 
 def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dict]:
+    job["resume"] = _resume_key(manager, job)  # recorded with the next progress step, for a cancel to clean up
     meta = ingest_file(
         manager.data_dir,
         _upload_path(manager, job),
@@ -104,7 +107,7 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
         progress=progress,
         original_name=job["input"]["file"],
         engine_for=manager.engine,
-        resume=_resume_key(manager, job),
+        resume=job["resume"],
     )
     _remove_upload(manager, job)  # the store holds the data now
     skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""

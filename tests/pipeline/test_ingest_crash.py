@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.services.report import build_report
@@ -176,7 +177,9 @@ def _upload(url: str, upload: Path, name: str) -> dict:
     return r.json()
 
 
-def test_a_retried_job_reuses_the_shards_its_killed_attempt_finished(tmp_path, qm9_small):
+@pytest.mark.parametrize("again", ["retry", "resubmit"])
+def test_an_ingest_run_again_reuses_the_shards_its_killed_attempt_finished(tmp_path, qm9_small, again):
+    """Retried through the job manager, or the same upload submitted again, after the server was killed."""
     data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
     write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
     env = {**os.environ, SHARD_SIZE_ENV: "25"}  # 8 shards
@@ -188,7 +191,7 @@ def test_a_retried_job_reuses_the_shards_its_killed_attempt_finished(tmp_path, q
     finally:
         proc.kill()
         proc.wait()
-    (staged,) = (data_dir / "jobs" / ".staging").glob(f"{dataset_id}-{job_id}-*")
+    (staged,) = (data_dir / "jobs" / ".staging").glob(f"{dataset_id}-*")
     (result,) = (staged / "datasets" / dataset_id / "results").iterdir()
     finished = {p.relative_to(result): _identity(p) for p in sorted((result / "frames").glob("*.parquet"))}
     finished.update({
@@ -203,11 +206,14 @@ def test_a_retried_job_reuses_the_shards_its_killed_attempt_finished(tmp_path, q
     try:
         job = httpx.get(f"{url}/api/jobs/{job_id}", timeout=10).json()
         assert job["state"] == "failed" and "interrupted while running" in job["message"], job
-        assert httpx.post(f"{url}/api/jobs/{job_id}/retry", timeout=10).status_code == 202
+        if again == "retry":
+            assert httpx.post(f"{url}/api/jobs/{job_id}/retry", timeout=10).status_code == 202
+        else:
+            job_id = _upload(url, upload, "Lab")["job_id"]
         job = _wait_job(url, job_id, ("done", "failed"), timeout_s=300)
-        assert job["state"] == "done" and job["attempts"] == 2, job
+        assert job["state"] == "done" and job["dataset_id"] == dataset_id, job
         assert (
-            f"from the interrupted attempt: frames and statistics kept whole, chemistry reused {KILL_AT} of 8 shards"
+            f"from an interrupted attempt: frames and statistics kept whole, chemistry reused {KILL_AT} of 8 shards"
             in job["message"]
         ), job
         clean = _upload(url, upload, "Lab")  # the same name: the reports differ only in the dataset id
