@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from orientscope.core.dataset import check_frame_dependent
@@ -19,7 +19,7 @@ from orientscope.loaders.base import MAX_PROBLEMS_KEPT, Loaded
 from orientscope.loaders.detect import load_path
 from orientscope.pipeline.builtin import BUILTIN
 from orientscope.pipeline.engine import Engine
-from orientscope.pipeline.staging import publish, staging, staging_root
+from orientscope.pipeline.staging import publish, resume_key, staging, staging_root
 from orientscope.store import datasets as ds
 from orientscope.store.shards import save_sharded
 
@@ -117,17 +117,21 @@ def ingest_file(
 ) -> dict:
     """Load ``path`` (any supported format or archive), store it and run every stage; its meta.
 
-    ``frame_dependent``, ``engine_for`` and ``resume``: see :func:`store_and_precompute`.
+    ``frame_dependent``, ``engine_for`` and ``resume``: see :func:`store_and_precompute`; ``resume``
+    defaults to the file's path, size and modification time with every option.
     """
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
+    limits = limits or Limits.from_env()
+    options = [name, fmt, strict, asdict(limits), params, sorted(frame_dependent), original_name]
+    resume = resume or resume_key([Path(path)], options)
     (progress or quiet)(0.0, f"reading {original_name or Path(path).name}", "load")
     staging_root(data_dir).mkdir(parents=True, exist_ok=True)
     loaded = load_path(
         path,
         fmt,
         strict=strict,
-        limits=limits or Limits.from_env(),
+        limits=limits,
         progress=scaled(progress, 0.0, LOAD_SHARE, stage="load"),
         workdir=staging_root(data_dir),
     )

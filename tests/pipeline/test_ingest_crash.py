@@ -36,9 +36,9 @@ import sys, uvicorn
 from orientscope.server import create_app
 uvicorn.run(create_app(sys.argv[1], dashboard=False), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
-# A server that SIGKILLs itself as its ingest job is about to write the fingerprints of chemistry shard KILL_AT.
+# A process that SIGKILLs itself as it is about to write the fingerprints of chemistry shard KILL_AT.
 KILL_AT = 3
-DYING_SERVER = f"""
+DIES_IN_CHEMISTRY = f"""
 import os, signal
 from orientscope.pipeline import shard_chemistry
 write = shard_chemistry.write_shard_array
@@ -47,7 +47,9 @@ def write_or_die(result, stage, name, number, array):
         os.kill(os.getpid(), signal.SIGKILL)
     return write(result, stage, name, number, array)
 shard_chemistry.write_shard_array = write_or_die
-{SERVER}"""
+"""
+DYING_SERVER = DIES_IN_CHEMISTRY + SERVER
+DYING_CLI = DIES_IN_CHEMISTRY + "from orientscope.cli import main\nmain()\n"
 
 
 def stored_rows(result: Path, stage: str, table: str) -> int:
@@ -177,6 +179,37 @@ def _upload(url: str, upload: Path, name: str) -> dict:
     return r.json()
 
 
+def _finished_by_the_killed_run(data_dir: Path, dataset_id: str) -> tuple[Path, dict]:
+    """The staged result folder of a run killed by DIES_IN_CHEMISTRY, and the identities of the files it finished
+    (every frame table, the fingerprints of the chemistry shards before KILL_AT), by path in the result."""
+    (staged,) = (data_dir / "jobs" / ".staging").glob(f"{dataset_id}-*")
+    (result,) = (staged / "datasets" / dataset_id / "results").iterdir()
+    finished = {p.relative_to(result): _identity(p) for p in sorted((result / "frames").glob("*.parquet"))}
+    fingerprints = [shard_array_path(result, "chemistry", "fingerprints", k) for k in range(KILL_AT)]
+    finished.update({p.relative_to(result): _identity(p) for p in fingerprints})
+    assert len(finished) == 2 * 8 + KILL_AT
+    assert not shard_array_path(result, "chemistry", "fingerprints", KILL_AT).exists()
+    return result, finished
+
+
+def test_the_same_cli_ingest_after_a_kill_reuses_the_finished_shards(tmp_path, qm9_small):
+    data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
+    write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
+    args = ["ingest", str(upload), "--name", "Crash", "--data-dir", str(data_dir)]
+    env = {**os.environ, SHARD_SIZE_ENV: "25"}  # 8 shards
+    killed = subprocess.run([sys.executable, "-c", DYING_CLI, *args], env=env, capture_output=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    result, finished = _finished_by_the_killed_run(data_dir, "crash")
+    done = subprocess.run([EXE, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ingested crash (Crash)" in done.stdout
+    published = data_dir / "datasets" / "crash" / "results" / result.name
+    assert {path: _identity(published / path) for path in finished} == finished
+    manifest = json.loads((published / "manifest.json").read_text())
+    assert manifest["stages"]["chemistry"]["reused"] == {"shards": 8, "reused": KILL_AT}
+    assert not list((data_dir / "jobs" / ".staging").iterdir())
+
+
 @pytest.mark.parametrize("again", ["retry", "resubmit"])
 def test_an_ingest_run_again_reuses_the_shards_its_killed_attempt_finished(tmp_path, qm9_small, again):
     """Retried through the job manager, or the same upload submitted again, after the server was killed."""
@@ -191,16 +224,7 @@ def test_an_ingest_run_again_reuses_the_shards_its_killed_attempt_finished(tmp_p
     finally:
         proc.kill()
         proc.wait()
-    (staged,) = (data_dir / "jobs" / ".staging").glob(f"{dataset_id}-*")
-    (result,) = (staged / "datasets" / dataset_id / "results").iterdir()
-    finished = {p.relative_to(result): _identity(p) for p in sorted((result / "frames").glob("*.parquet"))}
-    finished.update({
-        shard_array_path(result, "chemistry", "fingerprints", k).relative_to(result):
-        _identity(shard_array_path(result, "chemistry", "fingerprints", k))
-        for k in range(KILL_AT)
-    })  # fmt: skip
-    assert len(finished) == 2 * 8 + KILL_AT
-    assert not shard_array_path(result, "chemistry", "fingerprints", KILL_AT).exists()
+    result, finished = _finished_by_the_killed_run(data_dir, dataset_id)
 
     proc, url = _serve(data_dir, env=env)
     try:
