@@ -68,9 +68,9 @@ def _marker_costs(data_dir: Path) -> tuple[int, int, float]:
     sizes, seconds = [], [0.0]
     write = resume.atomic_write_bytes
 
-    def timed(path, data):
+    def timed(path, data, durable=True):
         t0 = time.perf_counter()
-        write(path, data)
+        write(path, data, durable)
         seconds[0] += time.perf_counter() - t0
         sizes.append(len(data))
 
@@ -120,7 +120,7 @@ Uninterrupted run of every stage: **{full:.1f} s** ({stages}).
 Each killed run was SIGKILLed as it was about to write a table of shard {KILL_AT} in the stage named;
 the re-run takes over the finished stages whole and the finished shards of the killed stage.
 
-| killed in | killed run until death, s | re-run, s | saved against a run from scratch, s | shards of the stage reused | report equals the uninterrupted one |
+| killed in | killed run until death, s | re-run, s | uninterrupted run minus re-run, s | shards of the stage reused | report equals the uninterrupted one |
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
