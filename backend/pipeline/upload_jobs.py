@@ -51,7 +51,7 @@ def reused_in_words(stages: dict, started: float) -> str:
     A stage recorded before ``started`` (the attempt's start, epoch seconds) was kept whole;
     one computed now says how many of its shards it reused.
     """
-    whole = [name for name, s in stages.items() if s["completed_at"] < started]
+    whole = [name for name, s in stages.items() if s.get("completed_at", started) < started]
     parts = [f"{' and '.join(whole)} kept whole"] if whole else []
     for name, s in stages.items():
         reused = s.get("reused", {})
