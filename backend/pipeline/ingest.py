@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from orientscope.core.dataset import check_frame_dependent
@@ -19,7 +19,7 @@ from orientscope.loaders.base import MAX_PROBLEMS_KEPT, Loaded
 from orientscope.loaders.detect import load_path
 from orientscope.pipeline.builtin import BUILTIN
 from orientscope.pipeline.engine import Engine
-from orientscope.pipeline.staging import publish, staging, staging_root
+from orientscope.pipeline.staging import publish, resume_key, staging, staging_root
 from orientscope.store import datasets as ds
 from orientscope.store.shards import save_sharded
 
@@ -64,13 +64,16 @@ def store_and_precompute(
     progress: Progress | None = None,
     frame_dependent: Iterable[str] = (),
     engine_for: Callable[[int], Engine] | None = None,
+    resume: str | None = None,
 ) -> dict:
     """Save ``loaded`` as ``dataset_id`` and run all stages, atomically (see module docstring).
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
     addition to those the loader declares; they go into the dataset's metadata.
     ``engine_for(n_molecules)`` gives a running engine to share (a server's jobs
-    do); without it, one is started for this run.
+    do); without it, one is started for this run. ``resume`` names a build that an
+    interrupted earlier attempt may have begun: it takes over the molecules and
+    shards that attempt stored (see :func:`~orientscope.pipeline.staging.staging`).
     """
     data_dir = Path(data_dir)
     validate_id(dataset_id)
@@ -80,14 +83,17 @@ def store_and_precompute(
     from orientscope.pipeline.precompute import make_params, precompute
 
     params = params or make_params()
-    with staging(data_dir, dataset_id) as stage_dir:
-        notify(LOAD_SHARE, f"storing {loaded.mols.n_molecules:,} molecules", "save")
-        meta_extra = {**ingest_meta(loaded.format, loaded.n_skipped, loaded.problems), **(extra or {})}
+    with staging(data_dir, dataset_id, resume=resume) as stage_dir:
         mols = loaded.mols
-        if frame_dependent:
-            declared = check_frame_dependent(frame_dependent, mols.properties.columns)
-            mols = replace(mols, frame_dependent=mols.frame_dependent | declared)
-        save_sharded(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
+        if ds.has_dataset(stage_dir, dataset_id):  # stored by an interrupted attempt (the meta file is written last)
+            notify(LOAD_SHARE, f"{mols.n_molecules:,} molecules stored by the interrupted attempt", "save")
+        else:
+            notify(LOAD_SHARE, f"storing {mols.n_molecules:,} molecules", "save")
+            meta_extra = {**ingest_meta(loaded.format, loaded.n_skipped, loaded.problems), **(extra or {})}
+            if frame_dependent:
+                declared = check_frame_dependent(frame_dependent, mols.properties.columns)
+                mols = replace(mols, frame_dependent=mols.frame_dependent | declared)
+            save_sharded(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
         engine = engine_for(mols.n_molecules) if engine_for else None
         on_stages = scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0)
         precompute(stage_dir, dataset_id, params, progress=on_stages, engine=engine)
@@ -107,27 +113,32 @@ def ingest_file(
     original_name: str | None = None,
     frame_dependent: Iterable[str] = (),
     engine_for: Callable[[int], Engine] | None = None,
+    resume: str | None = None,
 ) -> dict:
     """Load ``path`` (any supported format or archive), store it and run every stage; its meta.
 
-    ``frame_dependent`` and ``engine_for``: see :func:`store_and_precompute`.
+    ``frame_dependent``, ``engine_for`` and ``resume``: see :func:`store_and_precompute`; ``resume``
+    defaults to the file's path, size and modification time with every option.
     """
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
+    limits = limits or Limits.from_env()
+    options = [name, fmt, strict, asdict(limits), params, sorted(frame_dependent), original_name]
+    resume = resume or resume_key([Path(path)], options)
     (progress or quiet)(0.0, f"reading {original_name or Path(path).name}", "load")
     staging_root(data_dir).mkdir(parents=True, exist_ok=True)
     loaded = load_path(
         path,
         fmt,
         strict=strict,
-        limits=limits or Limits.from_env(),
+        limits=limits,
         progress=scaled(progress, 0.0, LOAD_SHARE, stage="load"),
         workdir=staging_root(data_dir),
     )
     source = f"uploaded {original_name or Path(path).name} ({loaded.format})"
     extra = {"original_filename": original_name or Path(path).name, "strict": strict}
     return store_and_precompute(
-        data_dir, dataset_id, loaded, name, source, extra, params, progress, frame_dependent, engine_for
+        data_dir, dataset_id, loaded, name, source, extra, params, progress, frame_dependent, engine_for, resume
     )
 
 

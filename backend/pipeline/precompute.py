@@ -98,7 +98,8 @@ def precompute(
     """Compute every missing stage (or ``stages``) and mark the result active.
 
     ``progress`` hears the fraction of all stages to run, with each stage's name. A re-run after a
-    crash reuses the shards whose frames the interrupted run wrote; ``force`` recomputes every shard.
+    crash keeps the stages the interrupted run recorded and takes over the per-shard tasks it finished
+    in the others (``pipeline.resume``); ``force`` recomputes every stage and shard.
     The stages run shard by shard on ``engine`` if one is already running, else
     on the one ``cluster`` (else ``$ORIENTSCOPE_CLUSTER``, else the set's size) picks.
     """

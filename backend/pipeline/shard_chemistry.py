@@ -241,11 +241,19 @@ def _nearest_in_shard(words: np.ndarray, pool: np.ndarray, job: GroupsJob) -> tu
     return np.where(found, nn + ref.start, -1), np.where(found, sim, -1.0)
 
 
+def _graphs(result: Path, number: int) -> pd.DataFrame:
+    """Pass 1's graph table of a shard; a run killed after pass 2 wrote the molecules table (and removed
+    the graph table) reads it back from there."""
+    if shard_table_path(result, STAGE, "graphs", number).is_file():
+        return read_shard_table(result, STAGE, "graphs", number).to_pandas()
+    return read_shard_table(result, STAGE, "molecules", number, columns=MOLECULE_COLUMNS).to_pandas()
+
+
 def groups_shard(job: GroupsJob) -> dict:
     """Groups of every molecule of the shard, written as its molecules table; per-group sums and nearest neighbours."""
     shard, plan = job.shard, job.plan
     result = Path(shard.result_dir)
-    chem = read_shard_table(result, STAGE, "graphs", shard.ref.number).to_pandas()
+    chem = _graphs(result, shard.ref.number)
     ok = chem["chemistry_ok"].to_numpy(bool)
     words = np.ascontiguousarray(_fingerprints(shard))
     groups = {g: np.full(len(chem), -1, np.int64) for g in GROUP_KINDS}
@@ -265,7 +273,7 @@ def groups_shard(job: GroupsJob) -> dict:
     similarity = leader_similarity(words, groups["cluster"], plan.leader_words)
     table = chem.assign(**{GROUP_COLUMNS[g]: groups[g] for g in GROUP_KINDS}, cluster_similarity=similarity)
     write_shard_table(result, STAGE, "molecules", shard.ref.number, table)
-    shard_table_path(result, STAGE, "graphs", shard.ref.number).unlink()
+    shard_table_path(result, STAGE, "graphs", shard.ref.number).unlink(missing_ok=True)
     q = _frames(shard, "original", Q_COLUMNS)
     R = _frames(shard, "original", R_COLUMNS).reshape(-1, 3, 3)
     degenerate = _frames(shard, "original", ["degenerate"])[:, 0].astype(bool)

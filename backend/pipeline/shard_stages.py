@@ -43,9 +43,7 @@ from orientscope.store.datasets import read_meta
 from orientscope.store.shards import (
     ShardRef,
     read_shard,
-    read_shard_column,
     read_shard_table,
-    shard_table_path,
     write_shard_table,
 )
 
@@ -66,7 +64,6 @@ class ShardJob:
     ref: ShardRef
     params: dict
     result_dir: str
-    reuse: bool = True  # take over the shard's outputs an interrupted run of this result left (not on --force)
 
     @property
     def seed(self) -> int:
@@ -84,20 +81,8 @@ def degenerate_summary(degenerate: np.ndarray, reasons: np.ndarray) -> dict:
 
 
 def frames_shard(job: ShardJob) -> dict:
-    """Frames of the shard's stored poses and of its control copy, written as the shard's frame tables.
-
-    A shard whose two tables an interrupted run of this result already wrote is not computed again
-    (each table is written atomically, so one that is there is complete): a re-run after a crash
-    reads their summary back and computes only the shards that were missing.
-    """
+    """Frames of the shard's stored poses and of its control copy, written as the shard's frame tables."""
     result = Path(job.result_dir)
-    if job.reuse and all(shard_table_path(result, "frames", w, job.ref.number).is_file() for w in WHICH):
-        summary = {}
-        for which in WHICH:
-            table = read_shard_table(result, "frames", which, job.ref.number, columns=["degenerate", "reason"])
-            degenerate = table.column("degenerate").to_numpy(zero_copy_only=False)
-            summary[which] = degenerate_summary(degenerate, table.column("reason").to_numpy(zero_copy_only=False))
-        return {**summary, "atom_counts": np.bincount(read_shard_column(job.ref, "n_atoms").astype(np.int64))}
     mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
     kw = {"method": job.params["frame"], "sign_rule": job.params["sign"]}
     frames = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers, **kw)

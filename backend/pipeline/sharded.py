@@ -5,6 +5,10 @@ does the models stage (shard_models.py, shard_regression.py) and the
 chemistry stage (shard_chemistry.py). Each stage's section and its
 ``engine`` (where it ran, how many workers) go into the result's manifest,
 which is written last.
+
+Every pass goes through ``pipeline.resume``: a re-run after a crash takes over
+the per-shard tasks the interrupted run finished, and the manifest records how
+many shards of each stage it reused.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 from orientscope.core.progress import Progress, scaled
 from orientscope.pipeline.engine import Engine
+from orientscope.pipeline.resume import ResumingEngine
 from orientscope.pipeline.shard_chemistry import run_chemistry
 from orientscope.pipeline.shard_models import run_models
 from orientscope.pipeline.shard_stages import (
@@ -91,25 +96,31 @@ def precompute_sharded(
 ) -> None:
     """Run ``stages`` (names, in pipeline order) shard by shard on ``engine``; the caller holds the lock.
 
-    ``reuse``: take over the per-shard frames an interrupted run of this result wrote (see ``frames_shard``).
+    ``reuse``: take over the per-shard tasks an interrupted run of this result finished (see ``pipeline.resume``).
     """
     meta = read_meta(data_dir, dataset_id)
     jobs = [
-        ShardJob(str(data_dir), dataset_id, ref, dict(params), str(store.dir), reuse)
+        ShardJob(str(data_dir), dataset_id, ref, dict(params), str(store.dir))
         for ref in shard_refs(data_dir, dataset_id, meta)
     ]
     for number, name in enumerate(stages, 1):
         notify = scaled(progress, (number - 1) / len(stages), number / len(stages), stage=name)
+        steps = ResumingEngine(engine, store.dir, name, len(jobs), reuse)
 
-        def say(what: str, lo: float = 0.0, hi: float = 1.0, _notify=notify):
+        def say(what: str, lo: float = 0.0, hi: float = 1.0, _notify=notify, _steps=steps):
             """A shard progress callback for one pass: shards done of total, on [lo, hi] of the stage."""
-            return lambda done, total: _notify(lo + (hi - lo) * done / max(total, 1), f"{what} {done}/{total} shards")
+            return lambda done, total: _notify(
+                lo + (hi - lo) * done / max(total, 1), f"{what} {done}/{total} shards{_steps.note()}"
+            )
 
         notify(0.0, f"starting (stage {number} of {len(stages)})")
         t0 = time.perf_counter()
-        out = RUNNERS[name](engine, jobs, params, say)
+        out = RUNNERS[name](steps, jobs, params, say)
         seconds = time.perf_counter() - t0
+        reused = steps.summary()
         store.write_stage(name, out.section(), out.tables, seconds, out.settings, out.skipped_stages(name),
-                          engine=engine.describe(), shard_rows=out.shard_rows)  # fmt: skip
-        notify(1.0, f"skipped: {out.skipped}" if out.skipped else f"done in {seconds:.1f} s")
+                          engine=engine.describe(), shard_rows=out.shard_rows, reused=reused)  # fmt: skip
+        steps.clear()
+        taken = f"; reused {reused['reused']} of {reused['shards']} shards" if reused["reused"] else ""
+        notify(1.0, (f"skipped: {out.skipped}" if out.skipped else f"done in {seconds:.1f} s") + taken)
         log.info("%s/%s stage %s done in %.2f s on %s", dataset_id, store.key, name, seconds, engine.describe())

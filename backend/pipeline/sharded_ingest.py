@@ -11,7 +11,10 @@ at a time, so no process holds every id. Files without ids get
 Everything is written in a private staging data dir; the meta file (the shard
 list) is written last and the dataset folder is renamed into place only after
 the frames and statistics stages succeeded, so a failed or killed ingest
-leaves no dataset behind and never touches an existing one.
+leaves no dataset behind and never touches an existing one. The staging folder
+is named by a digest of the ingest's inputs (the files' paths, sizes and
+modification times, and every option), so running the same ingest again after
+a failure or a kill takes over the shards it had stored and computed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import glob
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +35,7 @@ from orientscope.loaders.detect import EXTENSIONS, load_path
 from orientscope.loaders.parquet_orientations import is_store_folder
 from orientscope.pipeline.engine import Engine, choose_cluster
 from orientscope.pipeline.ingest import ingest_meta, new_dataset_id
-from orientscope.pipeline.staging import publish, staging
+from orientscope.pipeline.staging import publish, resume_key, staging
 from orientscope.store import datasets as ds
 from orientscope.store.shards import (
     FORMAT_VERSION,
@@ -126,6 +129,59 @@ def _local_limits() -> Limits:
     return replace(Limits.from_env(), max_molecules=2**62, max_total_atoms=2**62, max_upload_bytes=2**62)
 
 
+def _load_files(
+    engine: Engine, files: list[Path], template: FileJob, dataset_id: str, name: str, frame_dependent, notify
+) -> dict:
+    """Load ``files`` as shards (one task per file, as ``template`` says) and check the ids; the dataset's meta."""
+    jobs = [replace(template, path=str(p), number=k) for k, p in enumerate(files)]
+
+    def files_done(done: int, total: int) -> None:
+        notify(0.4 * done / max(total, 1), f"{done}/{total} files", "load")
+
+    results = engine.map(load_file_to_shards, jobs, files_done)
+    errors = [r["error"] for r in results if "error" in r]
+    if errors:
+        more = f" (and {len(errors) - 1} more file(s))" if len(errors) > 1 else ""
+        raise DatasetError(errors[0] + more)
+    shards, start = [], 0
+    for result in results:
+        for entry in result["shards"]:
+            shards.append({**entry, "start": start})
+            start += entry["n_molecules"]
+    folder = Path(template.shard_root)
+    refs = tuple(ShardRef(k, str(folder / s["name"]), s["start"], s["n_molecules"]) for k, s in enumerate(shards))
+    n_partitions = max(1, math.ceil(start / IDS_PER_PARTITION))
+    dups = engine.map(check_id_partition, [IdCheckJob(refs, p, n_partitions) for p in range(n_partitions)])
+    dup = next((d for d in dups if d is not None), None)
+    if dup is not None:
+        raise DatasetError(f"duplicate molecule id {dup!r} across the input files; ids must be unique per dataset")
+    properties = sorted({c for r in results for c in r["properties"]})
+    declared = {c for r in results for c in r["frame_dependent"]}
+    declared |= check_frame_dependent(frame_dependent, properties)
+    return ds.new_meta(
+        dataset_id,
+        name,
+        f"{len(files)} file(s): {', '.join(p.name for p in files[:5])}{' ...' if len(files) > 5 else ''}",
+        n_molecules=start,
+        n_atoms=sum(s["n_atoms"] for s in shards),
+        has_smiles=any(r["has_smiles"] for r in results),
+        properties=properties,
+        property_units={k: v for r in results for k, v in r["property_units"].items()},
+        frame_dependent=declared,
+        extra=ingest_meta(
+            "+".join(sorted({r["format"] for r in results})),
+            sum(r["n_skipped"] for r in results),
+            [p for r in results for p in r["problems"]],
+            template.strict,
+            layout=SHARDED,
+            format_version=FORMAT_VERSION,
+            shard_size=template.shard_size,
+            shards=shards,
+            input_files=[p.name for p in files],
+        ),
+    )
+
+
 def ingest_files(
     data_dir: Path,
     inputs: list[str | Path],
@@ -151,68 +207,23 @@ def ingest_files(
     files = expand_inputs(inputs)
     shard_size = shard_size_setting(shard_size)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
+    params = params or make_params()
+    frame_dependent = sorted(frame_dependent)
+    limits = _local_limits()
+    settings = [name, fmt, strict, shard_size, params, frame_dependent, stages, asdict(limits)]
     notify = progress or quiet
     guess = sum(p.stat().st_size for p in files if p.is_file()) // BYTES_PER_MOLECULE_GUESS
     spec = choose_cluster(cluster, int(guess))
-    with staging(data_dir, dataset_id) as stage_dir:
-        folder = ds.dataset_dir(stage_dir, dataset_id)
+    with staging(data_dir, dataset_id, resume=resume_key(files, settings)) as stage_dir:
         with Engine(spec) as engine:
-            jobs = [
-                FileJob(str(p), k, fmt, strict, _local_limits(), str(folder / SHARDS), shard_size)
-                for k, p in enumerate(files)
-            ]
-
-            def files_done(done: int, total: int) -> None:
-                notify(0.4 * done / max(total, 1), f"{done}/{total} files", "load")
-
-            results = engine.map(load_file_to_shards, jobs, files_done)
-            errors = [r["error"] for r in results if "error" in r]
-            if errors:
-                more = f" (and {len(errors) - 1} more file(s))" if len(errors) > 1 else ""
-                raise DatasetError(errors[0] + more)
-            shards, start = [], 0
-            for result in results:
-                for entry in result["shards"]:
-                    shards.append({**entry, "start": start})
-                    start += entry["n_molecules"]
-            refs = tuple(
-                ShardRef(k, str(folder / SHARDS / s["name"]), s["start"], s["n_molecules"])
-                for k, s in enumerate(shards)
-            )
-            n_partitions = max(1, math.ceil(start / IDS_PER_PARTITION))
-            dups = engine.map(check_id_partition, [IdCheckJob(refs, p, n_partitions) for p in range(n_partitions)])
-            dup = next((d for d in dups if d is not None), None)
-            if dup is not None:
-                raise DatasetError(
-                    f"duplicate molecule id {dup!r} across the input files; ids must be unique per dataset"
-                )
-            properties = sorted({c for r in results for c in r["properties"]})
-            declared = {c for r in results for c in r["frame_dependent"]}
-            declared |= check_frame_dependent(frame_dependent, properties)
-            meta = ds.new_meta(
-                dataset_id,
-                name,
-                f"{len(files)} file(s): {', '.join(p.name for p in files[:5])}{' ...' if len(files) > 5 else ''}",
-                n_molecules=start,
-                n_atoms=sum(s["n_atoms"] for s in shards),
-                has_smiles=any(r["has_smiles"] for r in results),
-                properties=properties,
-                property_units={k: v for r in results for k, v in r["property_units"].items()},
-                frame_dependent=declared,
-                extra=ingest_meta(
-                    "+".join(sorted({r["format"] for r in results})),
-                    sum(r["n_skipped"] for r in results),
-                    [p for r in results for p in r["problems"]],
-                    strict,
-                    layout=SHARDED,
-                    format_version=FORMAT_VERSION,
-                    shard_size=shard_size,
-                    shards=shards,
-                    input_files=[p.name for p in files],
-                ),
-            )
-            ds.write_meta(stage_dir, dataset_id, meta)  # last: the shard list marks the dataset complete
-            notify(0.45, f"{start:,} molecules in {len(shards)} shards", "save")
+            if ds.has_dataset(stage_dir, dataset_id):  # stored by an interrupted run (the meta file is written last)
+                notify(0.45, "molecules stored by the interrupted run", "save")
+            else:
+                folder = ds.dataset_dir(stage_dir, dataset_id) / SHARDS
+                template = FileJob("", 0, fmt, strict, limits, str(folder), shard_size)
+                meta = _load_files(engine, files, template, dataset_id, name, frame_dependent, notify)
+                ds.write_meta(stage_dir, dataset_id, meta)  # last: the shard list marks the dataset complete
+                notify(0.45, f"{meta['n_molecules']:,} molecules in {len(meta['shards'])} shards", "save")
             on_stage = scaled(progress, 0.45, 1.0)
-            precompute(stage_dir, dataset_id, params or make_params(), stages, progress=on_stage, engine=engine)
+            precompute(stage_dir, dataset_id, params, stages, progress=on_stage, engine=engine)
         return publish(stage_dir, data_dir, dataset_id, progress)

@@ -9,6 +9,7 @@ never touches an existing one. Ingests, uploads and migrations all go this way.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import threading
@@ -17,10 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from orientscope.core.errors import DatasetError
+from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.progress import Progress, quiet
 from orientscope.store import datasets as ds
-from orientscope.store.atomic import swap_dirs
+from orientscope.store.atomic import dumps_json, swap_dirs
 
 _id_lock = threading.Lock()
 
@@ -29,19 +30,46 @@ def staging_root(data_dir: Path) -> Path:
     return Path(data_dir) / "jobs" / ".staging"
 
 
+def resume_key(files: list[Path], settings: list) -> str:
+    """A name for the build of local ``files`` with ``settings`` (every option that changes what is built):
+    a digest of both and of the files' paths, sizes and modification times."""
+    stats = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+    return hashlib.sha256(dumps_json([stats, settings]).encode()).hexdigest()[:16]
+
+
+def staging_dir(data_dir: Path, dataset_id: str, resume: str) -> Path:
+    """The staging folder of a resumable build of ``dataset_id`` (see :func:`staging`)."""
+    return staging_root(data_dir) / f"{dataset_id}-{resume}"
+
+
 @contextmanager
-def staging(data_dir: Path, dataset_id: str, replace: bool = False) -> Iterator[Path]:
+def staging(data_dir: Path, dataset_id: str, replace: bool = False, resume: str | None = None) -> Iterator[Path]:
     """A private data dir to build ``dataset_id`` in, removed afterwards.
 
     DatasetError if the id is taken, unless ``replace`` (a new build of an existing dataset, see :func:`publish`).
+    ``resume`` names a build that may run again (a digest of its inputs): its folder is named by it and
+    kept when the build is killed or fails for another reason than its input (a lost worker, a full disk),
+    so that the next build of that name takes over the stored molecules and the finished shards
+    (``pipeline.resume``). A second build of the same name waits for the first (a lock in the folder);
+    it then finds the folder gone and builds afresh.
     """
     if not replace and ds.dataset_dir(data_dir, dataset_id).exists():
         raise DatasetError(f"dataset {dataset_id!r} already exists; choose another name or delete it first")
-    stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
-    try:
-        yield stage_dir
-    finally:
-        shutil.rmtree(stage_dir, ignore_errors=True)
+    if not resume:
+        stage_dir = staging_root(data_dir) / f"{dataset_id}-{uuid.uuid4().hex[:8]}"
+        try:
+            yield stage_dir
+        finally:
+            shutil.rmtree(stage_dir, ignore_errors=True)
+        return
+    stage_dir = staging_dir(data_dir, dataset_id, resume)
+    with ds.file_lock(stage_dir / ".lock"):
+        try:
+            yield stage_dir
+        except (OrientScopeError, ValueError):  # wrong input, or cancelled: nothing for a next attempt
+            shutil.rmtree(stage_dir, ignore_errors=True)
+            raise
+        shutil.rmtree(stage_dir, ignore_errors=True)  # any other failure leaves the folder to the next attempt
 
 
 def publish(

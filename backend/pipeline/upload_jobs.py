@@ -7,6 +7,8 @@ server runs them; a failed job keeps its file for a retry.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -15,6 +17,8 @@ from orientscope.core.settings import display_name
 from orientscope.loaders.detect import check_format
 from orientscope.pipeline.ingest import ingest_file, new_dataset_id
 from orientscope.pipeline.jobs import ACTIVE, JobKind, JobManager, job_record
+from orientscope.pipeline.staging import staging_dir
+from orientscope.store.atomic import dumps_json
 from orientscope.store.audits import new_audit_id
 from orientscope.store.results import ResultStore
 
@@ -26,7 +30,34 @@ def _upload_path(manager: JobManager, job: dict) -> Path:
 
 
 def _remove_upload(manager: JobManager, job: dict) -> None:
+    """Remove the job's upload and whatever its attempt staged."""
     shutil.rmtree(_upload_path(manager, job).parent, ignore_errors=True)
+    if job.get("resume"):
+        shutil.rmtree(staging_dir(manager.data_dir, job["dataset_id"], job["resume"]), ignore_errors=True)
+
+
+def _resume_key(manager: JobManager, job: dict) -> str:
+    """Names the staging folder of an ingest: the same file, inputs, name and limits (a retry, or the same
+    upload submitted again) take over the molecules and the finished shards an interrupted attempt stored."""
+    with open(_upload_path(manager, job), "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256")
+    digest.update(dumps_json([job["input"], job["name"], dataclasses.asdict(manager.limits)]).encode())
+    return digest.hexdigest()[:16]
+
+
+def reused_in_words(stages: dict, started: float) -> str:
+    """What a run took over from an interrupted attempt, from the result manifest's ``stages``, or ``""``.
+
+    A stage recorded before ``started`` (the attempt's start, epoch seconds) was kept whole;
+    one computed now says how many of its shards it reused.
+    """
+    whole = [name for name, s in stages.items() if s.get("completed_at", started) < started]
+    parts = [f"{' and '.join(whole)} kept whole"] if whole else []
+    for name, s in stages.items():
+        reused = s.get("reused", {})
+        if name not in whole and reused.get("reused"):
+            parts.append(f"{name} reused {reused['reused']} of {reused['shards']} shards")
+    return f"from an interrupted attempt: {', '.join(parts)}" if parts else ""
 
 
 def _reserved(manager: JobManager) -> set[str]:
@@ -64,6 +95,7 @@ def submit_audit(manager: JobManager, upload: Path, dataset_id: str, name: str, 
 
 
 def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dict]:
+    job["resume"] = _resume_key(manager, job)  # recorded with the next progress step, for a cancel to clean up
     meta = ingest_file(
         manager.data_dir,
         _upload_path(manager, job),
@@ -75,12 +107,17 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
         progress=progress,
         original_name=job["input"]["file"],
         engine_for=manager.engine,
+        resume=job["resume"],
     )
     _remove_upload(manager, job)  # the store holds the data now
     skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
-    stages_skipped = ResultStore(manager.data_dir, meta["id"], meta["active_params"]).skipped_stages()
+    store = ResultStore(manager.data_dir, meta["id"], meta["active_params"])
+    stages_skipped = store.skipped_stages()
     if stages_skipped:
         skipped += "; " + skipped_in_words(stages_skipped)
+    reused = reused_in_words(store.manifest()["stages"], job["started"])
+    if reused:
+        skipped += "; " + reused
     result = {
         "dataset_id": meta["id"],
         "n_molecules": meta["n_molecules"],

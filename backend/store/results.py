@@ -114,6 +114,7 @@ class ResultStore:
         skipped: dict[str, str] | None = None,
         engine: dict | None = None,
         shard_rows: dict[str, int] | None = None,
+        reused: dict[str, int] | None = None,
     ) -> None:
         """Write a stage's files, then record it in the manifest (last, atomically).
 
@@ -121,6 +122,7 @@ class ResultStore:
         not run; it replaces whatever an earlier run of this stage recorded.
         ``engine`` says where the stage ran: ``{"where": "in-process" | "local:W" | address, "workers": n}``.
         ``shard_rows`` names per-shard tables or arrays the stage's tasks already wrote, with their total rows.
+        ``reused``: ``{"shards": n, "reused": k}``, the k shards whose work an interrupted run had finished.
         """
         rows = dict(shard_rows or {})
         for name, table in tables.items():
@@ -137,6 +139,7 @@ class ResultStore:
             "version": __version__,
             "settings": settings or {},
             "engine": engine or IN_PROCESS_ENGINE,
+            **({"reused": reused} if reused else {}),
         }
         manifest["skipped_stages"] = {**_without_stage(manifest.get("skipped_stages", {}), stage), **(skipped or {})}
         manifest["version"] = __version__

@@ -21,10 +21,12 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from orientscope.loaders.extxyz import write_extxyz
+from orientscope.services.report import build_report
 from orientscope.store.datasets import list_dataset_ids, load_dataset, read_meta
-from orientscope.store.shards import shard_array_paths, shard_table_paths
+from orientscope.store.shards import SHARD_SIZE_ENV, shard_array_path, shard_array_paths, shard_table_paths
 from tests.kill_timing import sigkill_after
 
 EXE = str(Path(sys.executable).parent / "orientscope")
@@ -34,6 +36,20 @@ import sys, uvicorn
 from orientscope.server import create_app
 uvicorn.run(create_app(sys.argv[1], dashboard=False), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
+# A process that SIGKILLs itself as it is about to write the fingerprints of chemistry shard KILL_AT.
+KILL_AT = 3
+DIES_IN_CHEMISTRY = f"""
+import os, signal
+from orientscope.pipeline import shard_chemistry
+write = shard_chemistry.write_shard_array
+def write_or_die(result, stage, name, number, array):
+    if name == "fingerprints" and number == {KILL_AT}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return write(result, stage, name, number, array)
+shard_chemistry.write_shard_array = write_or_die
+"""
+DYING_SERVER = DIES_IN_CHEMISTRY + SERVER
+DYING_CLI = DIES_IN_CHEMISTRY + "from orientscope.cli import main\nmain()\n"
 
 
 def stored_rows(result: Path, stage: str, table: str) -> int:
@@ -92,9 +108,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(data_dir: Path) -> tuple[subprocess.Popen, str]:
+def _serve(data_dir: Path, script: str = SERVER, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(data_dir), str(port)], env=os.environ.copy())
+    proc = subprocess.Popen([sys.executable, "-c", script, str(data_dir), str(port)], env=env or os.environ.copy())
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -148,3 +164,95 @@ def test_job_interrupted_by_a_server_crash_is_failed_on_restart_and_retried(tmp_
         proc.terminate()
         proc.wait(timeout=30)
     assert check_complete(data_dir)[dataset_id]
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns
+
+
+def _upload(url: str, upload: Path, name: str) -> dict:
+    r = httpx.post(
+        f"{url}/api/datasets", files={"file": ("in.extxyz", upload.read_bytes())}, data={"name": name}, timeout=60
+    )
+    assert r.status_code == 202, r.text
+    return r.json()
+
+
+def _finished_by_the_killed_run(data_dir: Path, dataset_id: str) -> tuple[Path, dict]:
+    """The staged result folder of a run killed by DIES_IN_CHEMISTRY, and the identities of the files it finished
+    (every frame table, the fingerprints of the chemistry shards before KILL_AT), by path in the result."""
+    (staged,) = (data_dir / "jobs" / ".staging").glob(f"{dataset_id}-*")
+    (result,) = (staged / "datasets" / dataset_id / "results").iterdir()
+    finished = {p.relative_to(result): _identity(p) for p in sorted((result / "frames").glob("*.parquet"))}
+    fingerprints = [shard_array_path(result, "chemistry", "fingerprints", k) for k in range(KILL_AT)]
+    finished.update({p.relative_to(result): _identity(p) for p in fingerprints})
+    assert len(finished) == 2 * 8 + KILL_AT
+    assert not shard_array_path(result, "chemistry", "fingerprints", KILL_AT).exists()
+    return result, finished
+
+
+def test_the_same_cli_ingest_after_a_kill_reuses_the_finished_shards(tmp_path, qm9_small):
+    data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
+    write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
+    args = ["ingest", str(upload), "--name", "Crash", "--data-dir", str(data_dir)]
+    env = {**os.environ, SHARD_SIZE_ENV: "25"}  # 8 shards
+    killed = subprocess.run([sys.executable, "-c", DYING_CLI, *args], env=env, capture_output=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    result, finished = _finished_by_the_killed_run(data_dir, "crash")
+    done = subprocess.run([EXE, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ingested crash (Crash)" in done.stdout
+    published = data_dir / "datasets" / "crash" / "results" / result.name
+    assert {path: _identity(published / path) for path in finished} == finished
+    manifest = json.loads((published / "manifest.json").read_text())
+    assert manifest["stages"]["chemistry"]["reused"] == {"shards": 8, "reused": KILL_AT}
+    assert not list((data_dir / "jobs" / ".staging").iterdir())
+
+
+@pytest.mark.parametrize("again", ["retry", "resubmit"])
+def test_an_ingest_run_again_reuses_the_shards_its_killed_attempt_finished(tmp_path, qm9_small, again):
+    """Retried through the job manager, or the same upload submitted again, after the server was killed."""
+    data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
+    write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
+    env = {**os.environ, SHARD_SIZE_ENV: "25"}  # 8 shards
+    proc, url = _serve(data_dir, DYING_SERVER, env)
+    try:
+        submitted = _upload(url, upload, "Lab")
+        job_id, dataset_id = submitted["job_id"], submitted["dataset_id"]
+        assert proc.wait(timeout=300) == -signal.SIGKILL  # the server died in the chemistry stage
+    finally:
+        proc.kill()
+        proc.wait()
+    result, finished = _finished_by_the_killed_run(data_dir, dataset_id)
+
+    proc, url = _serve(data_dir, env=env)
+    try:
+        job = httpx.get(f"{url}/api/jobs/{job_id}", timeout=10).json()
+        assert job["state"] == "failed" and "interrupted while running" in job["message"], job
+        if again == "retry":
+            assert httpx.post(f"{url}/api/jobs/{job_id}/retry", timeout=10).status_code == 202
+        else:
+            job_id = _upload(url, upload, "Lab")["job_id"]
+        job = _wait_job(url, job_id, ("done", "failed"), timeout_s=300)
+        assert job["state"] == "done" and job["dataset_id"] == dataset_id, job
+        assert (
+            f"from an interrupted attempt: frames and statistics kept whole, chemistry reused {KILL_AT} of 8 shards"
+            in job["message"]
+        ), job
+        clean = _upload(url, upload, "Lab")  # the same name: the reports differ only in the dataset id
+        assert _wait_job(url, clean["job_id"], ("done", "failed"), timeout_s=300)["state"] == "done"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    # The files the killed attempt finished were moved into the store as they were, not written again.
+    published = data_dir / "datasets" / dataset_id / "results" / result.name
+    assert {path: _identity(published / path) for path in finished} == finished
+    assert not list((data_dir / "jobs" / ".staging").iterdir())
+    retried, uninterrupted = build_report(data_dir, dataset_id), build_report(data_dir, clean["dataset_id"])
+    for report in (retried, uninterrupted):
+        report.pop("stages")
+        report.pop("dataset")
+    assert retried.keys() == uninterrupted.keys()
+    for field in retried:
+        assert retried[field] == uninterrupted[field], field

@@ -1,5 +1,5 @@
-"""A run killed in the middle of the frames stage: the re-run keeps the shards that finished and
-computes only the others, and its report equals an uninterrupted run's."""
+"""A run killed in the middle of a stage: the re-run keeps the shards that finished and computes
+only the others, and its report equals an uninterrupted run's."""
 
 from __future__ import annotations
 
@@ -11,15 +11,24 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from orientscope.pipeline.precompute import make_params, precompute
+from orientscope.pipeline.resume import markers_dir
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import save_sharded, shard_table_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARD = 40  # 150 molecules: shards 0-3
-KILL_AT = 2  # the process dies as it is about to write shard 2's frames
+N_SHARDS = 4
+KILL_AT = 2  # the process dies as it is about to write this shard's table
+# stage -> (module whose write_shard_table dies, the tables of a finished shard; the first is the one it dies on)
+KILLS = {
+    "frames": ("shard_stages", ("original", "control")),
+    "chemistry": ("shard_chemistry", ("molecules",)),
+    "models": ("shard_models", ("scores", "control_scores")),
+}
 
 
 def _identity(path: Path) -> tuple[int, int]:
@@ -27,46 +36,82 @@ def _identity(path: Path) -> tuple[int, int]:
     return st.st_ino, st.st_mtime_ns
 
 
-def test_a_rerun_after_a_kill_reuses_the_finished_shards(tmp_path, qm9_small):
-    killed, clean = tmp_path / "killed", tmp_path / "clean"
-    sub = qm9_small.subset(np.arange(150))
-    for d in (killed, clean):
-        save_sharded(d, "set", sub, name="Set", source="test", shard_size=SHARD)
+def _killed_run(data_dir: Path, module: str, table: str) -> None:
+    """Precompute in a child process that SIGKILLs itself as it is about to write shard KILL_AT's ``table``."""
     script = textwrap.dedent(f"""
         import os, signal
-        from orientscope.pipeline import shard_stages
+        from orientscope.pipeline import {module} as target
         from orientscope.pipeline.precompute import make_params, precompute
-        write = shard_stages.write_shard_table
+        write = target.write_shard_table
         def write_or_die(result, stage, table, number, frame):
-            if number == {KILL_AT}:
+            if table == {table!r} and number == {KILL_AT}:
                 os.kill(os.getpid(), signal.SIGKILL)
             return write(result, stage, table, number, frame)
-        shard_stages.write_shard_table = write_or_die
-        precompute({str(killed)!r}, "set", make_params(seed=4), cluster="in-process")
+        target.write_shard_table = write_or_die
+        precompute({str(data_dir)!r}, "set", make_params(seed=4), cluster="in-process")
     """)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=600)
     assert done.returncode == -signal.SIGKILL, done.stderr
-    store = ResultStore(killed, "set", make_params(seed=4))
-    assert not store.completed("frames")
-    finished = {
-        (which, k): _identity(shard_table_path(store.dir, "frames", which, k))
-        for which in ("original", "control")
-        for k in range(KILL_AT)
-    }
-    assert not shard_table_path(store.dir, "frames", "original", KILL_AT).exists()
 
-    precompute(killed, "set", make_params(seed=4), cluster="in-process")
+
+def _report(data_dir: Path) -> dict:
+    """The report without what may differ between two runs of the same numbers: timings, the place they ran."""
+    report = build_report(data_dir, "set")
+    for where in ("stages", "dataset", "engine"):
+        report.pop(where)
+    return report
+
+
+# The re-run on a Dask cluster too: its workers write the markers, the client reads them (a pass whose every
+# task is taken over sends none).
+@pytest.mark.parametrize(("stage", "cluster"), [(stage, "in-process") for stage in KILLS] + [("chemistry", "local:1")])
+def test_a_rerun_after_a_kill_reuses_the_finished_shards(tmp_path, qm9_small, stage, cluster):
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    sub = qm9_small.subset(np.arange(150))
+    for d in (killed, clean):
+        save_sharded(d, "set", sub, name="Set", source="test", shard_size=SHARD)
+    module, tables = KILLS[stage]
+    _killed_run(killed, module, tables[0])
+    store = ResultStore(killed, "set", make_params(seed=4))
+    assert not store.completed(stage)
+    finished = {
+        (table, k): _identity(shard_table_path(store.dir, stage, table, k)) for table in tables for k in range(KILL_AT)
+    }
+    assert not shard_table_path(store.dir, stage, tables[0], KILL_AT).exists()
+
+    messages = []
+    precompute(killed, "set", make_params(seed=4), cluster=cluster, progress=lambda f, m, s="": messages.append(m))
+    assert any(m.endswith(f"; reused {KILL_AT} of {N_SHARDS} shards") for m in messages), messages
     # The shards the killed run finished are the same files, untouched; the others were written now.
-    assert {key: _identity(shard_table_path(store.dir, "frames", *key)) for key in finished} == finished
-    assert all(shard_table_path(store.dir, "frames", "control", k).is_file() for k in range(4))
+    assert {key: _identity(shard_table_path(store.dir, stage, *key)) for key in finished} == finished
+    assert all(shard_table_path(store.dir, stage, t, k).is_file() for t in tables for k in range(N_SHARDS))
+    assert store.manifest()["stages"][stage]["reused"]["shards"] == N_SHARDS
+    assert store.manifest()["stages"][stage]["reused"]["reused"] >= KILL_AT
+    assert not markers_dir(store.dir, stage).exists()  # the stage is recorded: its markers are gone
     precompute(clean, "set", make_params(seed=4), cluster="in-process")
-    a, b = build_report(killed, "set"), build_report(clean, "set")
-    for report in (a, b):
-        report.pop("stages")
-        report.pop("dataset")
-    assert a == b
+    clean_manifest = ResultStore(clean, "set", make_params(seed=4)).manifest()
+    assert clean_manifest["stages"][stage]["reused"] == {"shards": N_SHARDS, "reused": 0}
+    a, b = _report(killed), _report(clean)
+    assert a.keys() == b.keys()
+    for field in a:
+        assert a[field] == b[field], field
 
     # --force computes every shard again.
-    precompute(killed, "set", make_params(seed=4), stages=["frames"], force=True, cluster="in-process")
-    assert all(_identity(shard_table_path(store.dir, "frames", *key)) != ident for key, ident in finished.items())
+    precompute(killed, "set", make_params(seed=4), stages=["frames", stage], force=True, cluster="in-process")
+    assert all(_identity(shard_table_path(store.dir, stage, *key)) != ident for key, ident in finished.items())
+
+
+def test_tasks_of_other_settings_are_computed_again(tmp_path, qm9_small, monkeypatch):
+    """Markers left by a run whose step settings differ (here the coupling's number of pairs) are not taken over."""
+    from orientscope.pipeline import shard_chemistry
+
+    data_dir = tmp_path / "data"
+    save_sharded(data_dir, "set", qm9_small.subset(np.arange(150)), name="Set", source="test", shard_size=SHARD)
+    _killed_run(data_dir, "shard_chemistry", "molecules")
+    store = ResultStore(data_dir, "set", make_params(seed=4))
+    before = {k: _identity(shard_table_path(store.dir, "chemistry", "molecules", k)) for k in range(KILL_AT)}
+    monkeypatch.setattr(shard_chemistry, "N_PAIRS", shard_chemistry.N_PAIRS - 1)
+    precompute(data_dir, "set", make_params(seed=4), cluster="in-process")
+    assert store.manifest()["stages"]["chemistry"]["reused"] == {"shards": N_SHARDS, "reused": 0}
+    assert all(_identity(shard_table_path(store.dir, "chemistry", "molecules", k)) != v for k, v in before.items())
