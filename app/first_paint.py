@@ -294,6 +294,11 @@ def page_first_paint(data_dir: Path, search: str) -> str:
         return ""
 
 
+def warm_landing(data_dir: Path) -> None:
+    """Build the landing page's first paint once, into the caches its requests read (the server's warm-up)."""
+    page_first_paint(data_dir, "")
+
+
 def panel_json(data_dir: Path, search: str) -> bytes:
     """The molecule panel of the page at ``?search`` (its ``molecule``): what the show_molecule callback
     answers (``molecule_id``, ``info`` as components, ``viewer``), plus ``info_html``, the info as HTML."""

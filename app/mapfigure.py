@@ -33,7 +33,7 @@ from orientscope.app.figures import (
     sphere_figure,
     typed_arrays,
 )
-from orientscope.app.mapview import MapLayers, map_layers, shown_points
+from orientscope.app.mapview import MapLayers, map_layers, relevant_state, shown_points
 from orientscope.app.state import ViewState
 from orientscope.services.bytecache import nbytes, shared_cache
 from orientscope.services.map_data import MapData, density_grids, frame_lines, reference_points
@@ -240,13 +240,15 @@ def map_figure_json(data_dir: Path, st: ViewState, viewport: Viewport | None = N
 def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict], MapLayers]:
     """The density view: the dataset's density and its control's beside it, on one colour scale, as JSON.
 
-    Cached per pair of layers, like :func:`map_figure_json`.
+    Cached per view state and pair of map data, not per pair of layers: the layers of a large view (30M
+    points at 10M molecules) are too big to cache and are built again for each request (9 s at 10M
+    molecules for the landing page), while their density is the same.
     """
     layers = map_layers(data_dir, st)
     control = map_layers(data_dir, st.with_(table="control"))
-    key = (id(layers), id(control))
+    key = (str(data_dir), id(layers.md), id(control.md), relevant_state(st))
     hit = shared_cache().get("density_pair", key)
-    if hit is not None and hit[0] is layers and hit[1] is control:
+    if hit is not None and hit[0] is layers.md and hit[1] is control.md:  # the id of a dropped object may be reused
         return hit[2], layers
     report = data.dataset_summary(data_dir, st.dataset)
     _, ref = _title_and_reference(data_dir, st, layers)
@@ -258,5 +260,6 @@ def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict],
     # server-binned counts: an image in the test hook's terms, drawing every molecule of the view
     drawn = distinct_molecules(layers)
     payload[0]["layout"]["meta"] = {"map": _draw_meta(st, "image", drawn, f"d{id(layers):x}")}
-    shared_cache().put("density_pair", key, (layers, control, payload), size=nbytes(payload))
+    if not (layers.pending or control.pending):  # a SMARTS search still runs: drawn again when it is done
+        shared_cache().put("density_pair", key, (layers.md, control.md, payload), size=nbytes(payload))
     return payload, layers

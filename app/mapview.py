@@ -242,7 +242,7 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
     return MapLayers(md, n_mol, n_matches, notes, st.axis_numbers, errors, mask, match, source, sample, pending=pending)
 
 
-def _relevant(st: ViewState) -> ViewState:
+def relevant_state(st: ViewState) -> ViewState:
     """The parts of a view state that change the layers: views that differ only elsewhere share them."""
     if st.view == "density":
         st = st.with_(color=None)  # the density view is not coloured by points
@@ -256,7 +256,7 @@ def _relevant(st: ViewState) -> ViewState:
 def map_layers(data_dir: Path, st: ViewState) -> MapLayers:
     """Cached :class:`MapLayers` for a view state (keyed by the state and the map data's identity)."""
     md = data.load_map_data(data_dir, st.dataset, st.table)
-    key = (str(data_dir), id(md), _relevant(st))
+    key = (str(data_dir), id(md), relevant_state(st))
     layers = shared_cache().get("map_layers", key)
     if layers is not None and layers.md is md:  # the id of a dropped map data object may be reused
         return layers

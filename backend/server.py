@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 from orientscope.api.edge import edge_rules, install_edge
 from orientscope.api.main import create_api
 from orientscope.api.middleware import JsonLogFormatter
+from orientscope.app.first_paint import warm_landing
 from orientscope.app.initial_view import LAYOUT_PATH
 from orientscope.app.mapfigure import DEFAULT_VIEWPORT
 from orientscope.app.mounting import mount_dashboard
@@ -87,13 +88,14 @@ def create_app(
     install_edge(server, edge_rules(bind_host, allowed_hosts, write_token=token, read_token=read_token))
     server.state.warming = warm  # /api/health reports it: latencies measured before it clears are not a warm server's
     if warm:
-        threading.Thread(target=_warm_then_clear, args=(server,), name="orientscope-warm", daemon=True).start()
+        landing = warm_landing if dashboard else None
+        threading.Thread(target=_warm_then_clear, args=(server, landing), name="orientscope-warm", daemon=True).start()
     return server
 
 
-def _warm_then_clear(server: FastAPI) -> None:
+def _warm_then_clear(server: FastAPI, landing=None) -> None:
     try:
-        _warm(server.state.settings.data_dir)
+        _warm(server.state.settings.data_dir, landing=landing)
     finally:
         server.state.warming = False
 
@@ -102,7 +104,9 @@ async def _unknown_dash_file(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": f"no such dashboard file {request.url.path!r}"}, status_code=404)
 
 
-def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
+def _warm(data_dir: Path, delay_s: float = 2.0, landing=None) -> None:
+    """Load the ready datasets' default views into the caches; then ``landing(data_dir)``, the dashboard's
+    landing page (its density pair: about 10 s at 10M molecules, which the first visitor would wait for)."""
     # Let uvicorn bind and answer its first requests before loading the store competes for the GIL.
     time.sleep(delay_s)
     try:
@@ -138,6 +142,11 @@ def _warm(data_dir: Path, delay_s: float = 2.0) -> None:
         except Exception:  # a warm-up failure must never stop the server; requests will report it
             log.exception("warming %s failed", info.id)
         largest = max(largest, views.current_bytes - before)
+    if landing is not None:
+        try:
+            landing(data_dir)
+        except Exception:
+            log.exception("warming the landing page failed")
     freeze_long_lived()
 
 
