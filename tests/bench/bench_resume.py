@@ -14,9 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -26,7 +23,8 @@ from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import save_sharded
-from tests.bench.common import ROOT, write_section
+from tests.bench.common import write_section
+from tests.kill_timing import precompute_killed_at_shard
 
 DATA_DIR = Path(os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-resume"))
 N_MOLECULES = 1200
@@ -45,20 +43,8 @@ def _report(data_dir: Path) -> dict:
 
 def _killed(data_dir: Path, module: str, table: str) -> float:
     """Seconds until the child run died."""
-    script = textwrap.dedent(f"""
-        import os, signal
-        from orientscope.pipeline import {module} as target
-        from orientscope.pipeline.precompute import make_params, precompute
-        write = target.write_shard_table
-        def write_or_die(result, stage, table, number, frame):
-            if table == {table!r} and number == {KILL_AT}:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return write(result, stage, table, number, frame)
-        target.write_shard_table = write_or_die
-        precompute({str(data_dir)!r}, "set", make_params(seed=0), cluster="in-process")
-    """)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=1800)
+    done = precompute_killed_at_shard(data_dir, module, table, KILL_AT, seed=0, timeout_s=1800)
     assert done.returncode == -signal.SIGKILL, done.returncode
     return time.perf_counter() - t0
 

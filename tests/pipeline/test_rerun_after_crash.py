@@ -3,11 +3,7 @@ only the others, and its report equals an uninterrupted run's."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +14,8 @@ from orientscope.pipeline.resume import markers_dir
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import save_sharded, shard_table_path
+from tests.kill_timing import precompute_killed_at_shard
 
-ROOT = Path(__file__).resolve().parents[2]
 SHARD = 40  # 150 molecules: shards 0-3
 N_SHARDS = 4
 KILL_AT = 2  # the process dies as it is about to write this shard's table
@@ -38,20 +34,7 @@ def _identity(path: Path) -> tuple[int, int]:
 
 def _killed_run(data_dir: Path, module: str, table: str) -> None:
     """Precompute in a child process that SIGKILLs itself as it is about to write shard KILL_AT's ``table``."""
-    script = textwrap.dedent(f"""
-        import os, signal
-        from orientscope.pipeline import {module} as target
-        from orientscope.pipeline.precompute import make_params, precompute
-        write = target.write_shard_table
-        def write_or_die(result, stage, table, number, frame):
-            if table == {table!r} and number == {KILL_AT}:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return write(result, stage, table, number, frame)
-        target.write_shard_table = write_or_die
-        precompute({str(data_dir)!r}, "set", make_params(seed=4), cluster="in-process")
-    """)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=600)
+    done = precompute_killed_at_shard(data_dir, module, table, KILL_AT, seed=4, timeout_s=600)
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
