@@ -35,7 +35,7 @@ from orientscope.science.so3_stats import (
     knn_entropy_terms,
     kth_neighbour_angles,
 )
-from orientscope.science.verdict import SPREAD_MARGIN, kl_interval, subsample_spread
+from orientscope.science.verdict import KL_SPREAD_GROWTH, SPREAD_MARGIN, kl_interval, subsample_spread
 
 COARSE_BINS = 60
 FINE_PER_COARSE = 4096
@@ -101,9 +101,10 @@ def kl_exact(
     The estimate depends on n (on QM9 subsets 0.31 at 100, 0.54 at 1,000,
     0.91 at 130,831), so the interval is for its mean at this n, not for the
     population's KL: see :func:`orientscope.science.verdict.kl_interval` (the
-    fitted null's margins at n, or the spread over ``SPREAD_SUBSAMPLES`` seeded
-    random half subsamples when larger). The sign-invariant variant has no
-    fitted null: its floor is the normal approximation of the mean term.
+    fitted null's law at n, widened with the estimate). The sign-invariant
+    variant has no fitted null: its interval is the normal approximation of
+    the mean term, widened to the spread over ``SPREAD_SUBSAMPLES`` seeded
+    random half subsamples when that is larger.
     ``overwrite`` lets the k-NN search turn the caller's float64 array to
     w ≥ 0 in place instead of copying it (same orientations, same KL).
     """
@@ -111,14 +112,22 @@ def kl_exact(
     const, terms = _kl_terms(q, k, sign_invariant, overwrite)
     n = len(terms)
     value = const - float(terms.mean())
+    if not sign_invariant:
+        return {
+            "value": value,
+            "ci95": kl_interval(value, n, k),
+            "k": k,
+            "n": n,
+            "n_used": n,
+            "sign_invariant": False,
+            "method": "exact k-NN (Kozachenko-Leonenko) over all molecules; CI: the expected estimate at this n, "
+            f"a Neyman interval of the null law at n scaled to sd0^2 + {KL_SPREAD_GROWTH} x KL / n",
+        }
     spread = kl_spread(q, k, sign_invariant, seed)
-    if sign_invariant:
-        half = 1.96 * float(terms.std(ddof=1)) / np.sqrt(n)
-        if np.isfinite(spread):
-            half = max(half, SPREAD_MARGIN * spread)
-        ci = [float(value - half), float(value + half)]
-    else:
-        ci = kl_interval(value, n, k, spread if np.isfinite(spread) else None)
+    half = 1.96 * float(terms.std(ddof=1)) / np.sqrt(n)
+    if np.isfinite(spread):
+        half = max(half, SPREAD_MARGIN * spread)
+    ci = [float(value - half), float(value + half)]
     return {
         "value": value,
         "ci95": ci,
@@ -128,9 +137,8 @@ def kl_exact(
         "sign_invariant": sign_invariant,
         "spread_sd": spread if np.isfinite(spread) else None,
         "interval_seed": seed,
-        "method": "exact k-NN (Kozachenko-Leonenko) over all molecules; CI: the expected estimate at this n, "
-        f"the larger of the null's margins at n and {SPREAD_MARGIN} x the spread over {SPREAD_SUBSAMPLES} "
-        "random half subsamples",
+        "method": "exact k-NN (Kozachenko-Leonenko) over all molecules; CI: normal, widened to "
+        f"{SPREAD_MARGIN} x the spread over {SPREAD_SUBSAMPLES} random half subsamples when larger",
     }
 
 

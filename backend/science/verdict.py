@@ -78,14 +78,14 @@ KL_NULL_MC = {
     },
     "generator": "numpy default_rng(seed); unit quaternions from normalised 4-d normals",
 }
-# Share of the null variance by which half subsamples overstate the KL estimate's variance (see kl_interval).
-SUBSAMPLE_EXCESS = 0.5
-# Multiplier of that spread: above 1.96 because 20 half subsamples measure one set's spread with 8-30 %
-# relative noise (more at small N). Chosen on QM9 draws (coverage in BENCHMARKS.md). No pair of these two
-# constants puts both coverages in 93-97 %: half subsamples overstate the variance 1.4-1.5 times on
-# uniform sets but not on aligned ones (0.9-1.1 times), and at N <= 100 the two kinds give the same spread.
-# A grid over (0-1, 1.6-3.2), also with 100 subsamples, at best kept Haar coverage at 96-98 % with aligned
-# coverage 92-98 %; the null law's margins alone cover 94-97 % on Haar sets but 57-87 % on aligned ones.
+# How the estimate's variance grows with what it estimates: at an expected estimate T > 0 it is the null's
+# sd0(N)^2 + KL_SPREAD_GROWTH * T / N. For a law near uniform, Var(log p) is about 2 KL, and the k-NN noise adds
+# to it; over random QM9 subsets (N = 20 to 1,000) the excess variance times N was 2.4-3.6 times their mean
+# estimate. 3.0 puts the interval's coverage in 94-97 % of Haar sets and of QM9 subsets at every N there
+# (tests/bench/bench_kl_interval.py).
+KL_SPREAD_GROWTH = 3.0
+# The sign-invariant KL (no fitted null) widens its normal interval to this multiple of the spread over
+# random half subsamples.
 SPREAD_MARGIN = 2.3
 CLASSIFIER_ROLE = {
     "frame": "reads only the canonical frame R (pure orientation); any model sees this",
@@ -126,25 +126,31 @@ def kl_pvalue(value: float, n: int, k: int = 5) -> float:
     return float(pearson3.sf(value, law["skew"], loc=law["mean"], scale=law["sd"]))
 
 
-def kl_interval(value: float, n: int, k: int = 5, spread_sd: float | None = None) -> list[float]:
+def kl_interval(value: float, n: int, k: int = 5) -> list[float]:
     """95 % interval for the expected KL estimate at this ``n`` (not the KL of the population).
 
-    Each side is the larger of two margins: the null law's own (its 2.5 % and
-    97.5 % quantiles inverted, so the skew at small N is kept) and
-    :data:`SPREAD_MARGIN` times the estimate's spread measured by half
-    subsamples, ``spread_sd``. Aligned sets spread about twice as much as
-    uniform ones (QM9 subsets of 50 to 1,000 molecules). Half subsamples of a
-    k-NN estimate overstate its variance by about 0.3 (aligned QM9) to 0.5
-    (uniform) null variances: :data:`SUBSAMPLE_EXCESS` of it is taken off.
-    ``tests/bench/bench_verdict.py`` measures the coverage.
+    A Neyman interval: it holds each target T whose own law puts ``value``
+    inside its central 95 %. At T the estimate has the null law's shape
+    (its 2.5 % and 97.5 % quantiles, so the skew at small N is kept),
+    centred on T and scaled to sd(T) = sqrt(sd0² + :data:`KL_SPREAD_GROWTH` · T / n):
+    aligned sets spread more than uniform ones, the more the further they
+    are from uniform. On Haar sets (T = 0) it is the null law's own interval.
+    Each bound solves T + q · sd(T) / sd0 = value, a quadratic in sd(T).
+    ``tests/bench/bench_kl_interval.py`` measures the coverage.
     """
     law = kl_null(n, k)
-    low_q, high_q = pearson3.ppf([0.025, 0.975], law["skew"], loc=law["mean"], scale=law["sd"]) - law["mean"]
-    below, above = float(high_q), float(-low_q)
-    if spread_sd is not None and math.isfinite(spread_sd):
-        margin = SPREAD_MARGIN * math.sqrt(max(spread_sd**2 - SUBSAMPLE_EXCESS * law["sd"] ** 2, 0.0))
-        below, above = max(below, margin), max(above, margin)
-    return [float(value - below), float(value + above)]
+    sd0 = law["sd"]
+    low_q, high_q = pearson3.ppf([0.025, 0.975], law["skew"], loc=0.0, scale=sd0)
+
+    def bound(q: float) -> float:
+        if value - q <= 0:  # at T <= 0 the spread is the null's
+            return float(value - q)
+        # (n / g) s² + (q / sd0) s - (n sd0² / g + value) = 0, s = sd(T) >= sd0
+        a, b, c = n / KL_SPREAD_GROWTH, q / sd0, -(n * sd0**2 / KL_SPREAD_GROWTH + value)
+        s = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+        return float((s * s - sd0**2) * n / KL_SPREAD_GROWTH)
+
+    return [bound(float(high_q)), bound(float(low_q))]
 
 
 def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None) -> list[dict]:

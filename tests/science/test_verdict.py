@@ -96,7 +96,7 @@ def test_kl_interval_covers_the_null_mean_on_haar_sets():
 
 def test_kl_interval_widens_on_concentrated_sets_and_covers_their_mean_estimate():
     # Concentrated sets spread about 1.7 times the null's sd at N = 100: the null's margins alone cover
-    # about 75 % of them; the subsample spread must widen the interval to cover the mean estimate.
+    # about 75 % of them; the interval must widen with the estimate to cover the mean estimate.
     fits = [kl_exact(_concentrated(100, s, spread=0.5), 5, seed=s) for s in range(60)]
     target = np.mean([f["value"] for f in fits])
     law = kl_null(100)
