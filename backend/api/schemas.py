@@ -84,6 +84,11 @@ class VerdictPublic(BaseModel):
     evidence: list[EvidencePublic] = Field(default_factory=list, description="Every test, with its Holm p.")
     alpha: float | None = Field(default=None, description="Family-wise error rate of the Holm-adjusted tests.")
     rule_version: int | None = Field(default=None, description="Version of the decision rule.")
+    not_tests: dict | None = Field(
+        default=None,
+        description="Classifiers left out of the family, with the reason: a model that predicted one class for "
+        "every held-out molecule (too few molecules to learn a split) tests nothing.",
+    )
 
 
 class SummaryPublic(BaseModel):

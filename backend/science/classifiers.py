@@ -252,7 +252,8 @@ def detection_metrics(
     test rejected too often). Without ``test_rows`` every molecule counts.
 
     Returns {accuracy, auc, ci95: {accuracy: [lo, hi], auc: [lo, hi]},
-    pvalue, n_pvalue (rows behind the test), n_test (rows: 2 per molecule), n_bootstrap}.
+    pvalue, n_pvalue (rows behind the test), constant (every tested row predicted one class),
+    n_test (rows: 2 per molecule), n_bootstrap}.
     """
     n = len(p_original)
     correct = (p_original > 0.5).astype(np.int64) + (p_rotated <= 0.5)
@@ -265,8 +266,10 @@ def detection_metrics(
         draws = rng.integers(0, n, n)
         accs[b] = correct[draws].sum() / (2 * n)
         aucs[b] = auc_of(draws)
-    tested = correct if test_rows is None else correct[np.asarray(test_rows, dtype=bool)]
+    rows = np.ones(n, dtype=bool) if test_rows is None else np.asarray(test_rows, dtype=bool)
+    tested = correct[rows]
     test = binomtest(int(tested.sum()), 2 * len(tested), 0.5, alternative="greater")
+    predicted = np.r_[p_original[rows], p_rotated[rows]] > 0.5
     return {
         "accuracy": float(accuracy),
         "auc": auc,
@@ -276,6 +279,9 @@ def detection_metrics(
         },
         "pvalue": float(test.pvalue),
         "n_pvalue": int(2 * len(tested)),
+        # One class for every tested row: a model that learned no split (too few molecules for one leaf of
+        # min_samples_leaf on each side). Its accuracy is 50 % by construction, so the verdict leaves it out.
+        "constant": bool(predicted.all() or not predicted.any()),
         "n_test": int(2 * n),
         "n_bootstrap": int(n_bootstrap),
     }

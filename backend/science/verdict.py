@@ -15,7 +15,9 @@ construction):
   on the molecules of one fold, whose model never saw their labels): under
   the null a stored pose and its random copy are exchangeable, so no model
   can beat chance on molecules it never saw; the atom-order classifier
-  included;
+  included. A model that predicted one class for every held-out molecule
+  (below about 35 molecules it can grow no split) tests nothing and is left
+  out of the family, under ``not_tests``;
 * ``ks``: the Kolmogorov-Smirnov test of the angles to a reference orientation.
 
 Holm's step-down adjustment over the tests present controls the family-wise
@@ -45,7 +47,7 @@ from scipy.stats import pearson3
 
 from orientscope.science.model_audit import holm
 
-RULE_VERSION = 2
+RULE_VERSION = 3  # 3: a classifier that predicted one class is left out of the family
 DEFAULT_ALPHA = 1e-3
 MIN_MOLECULES = 10
 CODES = ("aligned", "weakly_aligned", "not_detected", "too_few")
@@ -96,6 +98,11 @@ CLASSIFIER_ROLE = {
 # A result computed before the test counted one fold only: its p pools every fold and rejects too often.
 POOLED_NOTE = (
     "; its p pools every fold (a result computed before the verdict's rule 2: recompute for the calibrated test)"
+)
+# Left out of the family (Holm's m): with too few molecules the model grows no split and predicts one class.
+CONSTANT_NOTE = (
+    "left out of the family: the model predicted one class for every held-out molecule (too few molecules "
+    "to learn a split), so its accuracy is 50 % by construction and tests nothing"
 )
 KL_ROLE = "measures how far the orientations are from uniform, against the estimator's own null law at this N"
 KS_ROLE = "compares the angles to one reference orientation with the Haar angle law (low power for multi-modal poses)"
@@ -162,7 +169,7 @@ def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None) -> list
         )
     order = {name: i for i, name in enumerate(CLASSIFIER_ROLE)}
     for c in sorted(classifiers, key=lambda c: order.get(c.get("features"), len(order))):
-        if _finite(c.get("pvalue")) and _finite(c.get("accuracy")):
+        if _finite(c.get("pvalue")) and _finite(c.get("accuracy")) and not c.get("constant"):
             name = c.get("features")
             rows.append(
                 {
@@ -244,6 +251,9 @@ def alignment_verdict(
     classifiers = list(classifiers or [])
     evidence = _evidence(kl, classifiers, ks) if (n_molecules or 0) >= MIN_MOLECULES else []
     out = {"alpha": alpha, "rule_version": RULE_VERSION, "evidence": evidence}
+    untested = [f"{c.get('features')} classifier" for c in classifiers if c.get("constant")]
+    if untested and evidence:
+        out["not_tests"] = {"tests": untested, "reason": CONSTANT_NOTE}
     if any(e["test"] == "KL" for e in evidence):
         out["kl_null"] = kl_null(int(kl.get("n_used") or kl["n"]), int(kl.get("k", 5)))
     if not evidence:

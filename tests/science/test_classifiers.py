@@ -159,3 +159,26 @@ def test_a_feature_column_with_no_value_in_training_is_ignored_not_fatal():
     assert model.predict_proba(X_stored[held_out])[:, 1].mean() > 0.8
     assert model.predict_proba(X_rotated[held_out])[:, 1].mean() < 0.2
     assert np.isnan(X_stored[:, 2]).all()  # the caller's arrays are left as they were
+
+
+def test_a_model_too_small_to_split_is_flagged_constant():
+    # min_samples_leaf = 20 of the shipped settings: 20 molecules (26 training rows in a fold) grow no split,
+    # even on identical poses, so every held-out row gets one class; 200 identical poses are learned.
+    settings = ClassifierSettings(n_bootstrap=50)
+    for n, constant in ((20, True), (200, False)):
+        ms = _random_molecules(n, 3)
+        frames = compute_frames(ms.positions_angstrom, ms.offsets)
+        rot = random_rotations(n, 9)
+        (m,) = detect_rotation(
+            ms.positions_angstrom,
+            ms.offsets,
+            ms.atomic_numbers,
+            frames,
+            rot,
+            feature_sets=("frame",),
+            settings=settings,
+            seed=1,
+        ).metrics
+        assert m["constant"] is constant
+        if constant:
+            assert m["accuracy"] == 0.5

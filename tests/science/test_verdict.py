@@ -104,3 +104,19 @@ def test_kl_interval_widens_on_concentrated_sets_and_covers_their_mean_estimate(
     assert np.std([f["value"] for f in fits]) > 1.4 * law["sd"]
     assert all(f["ci95"][1] - f["ci95"][0] > null_width for f in fits)
     assert np.mean([f["ci95"][0] <= target <= f["ci95"][1] for f in fits]) >= 0.9
+
+
+def test_a_classifier_that_predicted_one_class_is_left_out_of_the_family():
+    f = _figures(_haar(200, 0), 0)
+    clfs = [
+        {"features": "frame", "accuracy": 0.5, "pvalue": 0.6047, "n_pvalue": 14, "constant": True},
+        {"features": "atom-order", "accuracy": 0.52, "pvalue": 0.3, "n_pvalue": 140, "constant": False},
+    ]
+    v = alignment_verdict(200, f["kl"], clfs, f["ks"])
+    assert [e["test"] for e in v["evidence"]] == ["KL", "atom-order classifier", "KS"]
+    assert v["not_tests"]["tests"] == ["frame classifier"] and "one class" in v["not_tests"]["reason"]
+    smallest = min(e["pvalue"] for e in v["evidence"])
+    assert min(e["p_holm"] for e in v["evidence"]) == pytest.approx(min(1.0, 3 * smallest))
+    # The same figures without the flag (a stored result from before it) keep the classifier as a test.
+    old = alignment_verdict(200, f["kl"], [{k: c[k] for k in c if k != "constant"} for c in clfs], f["ks"])
+    assert len(old["evidence"]) == 4 and "not_tests" not in old
