@@ -107,11 +107,11 @@ def first_fold_tests(positions, offsets, z, frames, negatives, seed: int) -> lis
         x_orig = pose_features(fs, frames, composition, positions, offsets)
         x_rot = pose_features(fs, rotated_frames, composition, rotated, offsets)
         model = fold_model(x_orig, x_rot, fold, 0, CLASSIFIER, seed)
-        stored = model.predict_proba(x_orig[test])[:, 1] > 0.5
-        rotated = model.predict_proba(x_rot[test])[:, 1] > 0.5
-        correct, rows = int(stored.sum() + (~rotated).sum()), 2 * int(test.sum())
+        says_stored = np.r_[model.predict_proba(x_orig[test])[:, 1], model.predict_proba(x_rot[test])[:, 1]] > 0.5
+        half = int(test.sum())
+        correct, rows = int(says_stored[:half].sum() + (~says_stored[half:]).sum()), 2 * half
         p = binomtest(correct, rows, 0.5, alternative="greater").pvalue
-        constant = bool(stored.all() and rotated.all() or not (stored.any() or rotated.any()))
+        constant = bool(says_stored.all() or not says_stored.any())
         out.append(
             {"features": fs, "accuracy": correct / rows, "pvalue": float(p), "n_pvalue": rows, "constant": constant}
         )
