@@ -415,3 +415,9 @@ class ScatterNearestPublic(_Model):
     x: float | None = Field(description="The axis coordinate of the molecule.")
     y: float | None = Field(description="Its property value.")
     distance_px: float | None = Field(description="Distance from the click in pixels.")
+    formula: str | None = Field(None, description="Its Hill formula.")
+    color: str | None = Field(None, description="What the view is coloured by.")
+    value: str | float | None = Field(None, description="What the colour shows for it: a category or a number.")
+    shared: int | None = Field(
+        None, description="Molecules in its pixel of the region shown, itself included (null without the region)."
+    )
