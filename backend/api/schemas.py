@@ -388,6 +388,13 @@ class MapMoleculePublic(MapSharedMolecule):
     color: str = Field(description="What the map is coloured by.")
 
 
+class MapPreviewPublic(MapNearestPublic):
+    """What a hover shows: the shown point nearest to it (as /map/nearest) and its molecule's preview card."""
+
+    caption: MapMoleculePublic | None = Field(description="The card's caption; null when no point is near.")
+    depiction: str | None = Field(description="The card's 2D depiction (SVG text); null when no point is near.")
+
+
 class MapSharedPublic(_Model):
     """A page of the molecules sharing the pixel a click picks, the molecule the click opens first."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from orientscope.services.cache import get_view
+from orientscope.services.depiction import depiction_svg
 from orientscope.services.errors import InvalidInput
 from orientscope.services.grouping import formulas
 from orientscope.services.map_data import AXES
@@ -95,6 +96,19 @@ def nearest_molecule(data_dir: Path, query: MapQuery, viewport: Viewport, x: flo
         "distance_px": float(np.hypot((px - x) / sx, (py - y) / sy)),
         "shared": int(picked.size),
     }
+
+
+def hover_preview(data_dir: Path, query: MapQuery, viewport: Viewport, x: float, y: float) -> dict:
+    """What a hover at map point (x, y) shows, in one answer: :func:`nearest_molecule`'s fields, with the
+    preview card of its molecule: "caption" (:func:`molecule_caption`) and "depiction" (its SVG text,
+    :func:`orientscope.services.depiction.depiction_svg`); both None when no point is near.
+
+    One round trip after the hover's rest, where the molecule's name, then its card, took two."""
+    hit = nearest_molecule(data_dir, query, viewport, x, y)
+    if hit["id"] is None:
+        return {**hit, "caption": None, "depiction": None}
+    caption = molecule_caption(data_dir, query, hit["id"])
+    return {**hit, "caption": caption, "depiction": depiction_svg(data_dir, query.dataset, hit["id"])}
 
 
 def shared_molecules(
