@@ -271,5 +271,6 @@ def _shared(points: ScatterPoints, py: np.ndarray, shown: Viewport, i: int) -> i
     if box is None:
         return 1
     x0, x1, y0, y1 = box
-    near = np.flatnonzero((points.x >= x0) & (points.x <= x1) & (py >= y0) & (py <= y1))
+    near = np.flatnonzero((points.x >= x0) & (points.x <= x1))  # y compared on those only (~20 ms at 10M)
+    near = near[(py[near] >= y0) & (py[near] <= y1)]
     return int(sharing_pixel(shown, points.x, py, points.rows, i, near).size)
