@@ -240,7 +240,7 @@ def nearest_molecule(
             raise InvalidInput(f"{name} must be a finite number{' above 0' if name[0] == 'd' else ''}, got {value}",
                                ("query", name))  # fmt: skip
     if shown is not None and not (
-        np.all(np.isfinite([shown.x0, shown.x1, shown.y0, shown.y1])) and shown.x0 < shown.x1 and shown.y0 < shown.y1
+        np.all(np.isfinite([shown.x0, shown.x1, shown.y0, shown.y1, *shown.pixel_size])) and min(shown.pixel_size) > 0
     ):
         raise InvalidInput(f"shown region {shown} must be finite with x0 < x1 and y0 < y1", ("query", "x0"))
     points = scatter_points(data_dir, query)

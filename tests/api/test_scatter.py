@@ -48,6 +48,9 @@ def test_a_hover_on_the_scatter_says_the_formula_the_colour_and_how_many_share_t
     assert client.get("/api/datasets/qm9/scatter/nearest", params=params).json()["shared"] is None
     partial = client.get("/api/datasets/qm9/scatter/nearest", params={**params, "x0": 0})
     assert partial.status_code == 422 and "x0, x1, y0, y1, width and height" in partial.text
+    for bad in ({"x1": -91.0}, {"x0": -1e308, "x1": 1e308}, {"x1": -90.0 + 1e-320}):
+        r = client.get("/api/datasets/qm9/scatter/nearest", params={**params, **region, **bad})
+        assert r.status_code == 422 and "x0 < x1" in r.text, bad
     by_axis = client.get("/api/datasets/qm9/scatter/nearest", params={**params, "color": "axis"}).json()
     assert by_axis["color"] == "axis" and by_axis["value"].startswith("axis 1")
 
