@@ -437,8 +437,8 @@
     hoverTimer = setTimeout(function () {
       var asked = ++hoverAsked, s = cfg.scale;
       // the molecule a click opens, then what the image shows at its point (at the cursor when none is near)
-      getJson(restUrl("map/nearest", nearestParams(p))).then(function (hit) {
-        if (asked === hoverAsked) { preview(p, hit && hit.id); }  // its requests beside the pixel's
+      getJson(restUrl("map/preview", nearestParams(p))).then(function (hit) {
+        if (asked === hoverAsked) { preview(p, hit && hit.id, hit); }  // drawn while the pixel's request is out
         var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: p.x / s, y: -p.y / s };
         var params = Object.assign(at, { kind: cfg.kind }, cfg.query, cfg.viewport);
         return getJson(restUrl("map/pixel", params)).then(function (info) {
@@ -479,11 +479,13 @@
     hoverTimer = setTimeout(function () { preview(p, d.id); }, HOVER_MS);
   }
 
-  // The hover preview (hover_preview.js, inlined before this script) of the molecule the hover names.
-  function preview(p, id) {
+  // The hover preview (hover_preview.js, inlined before this script): the card a map/preview answer
+  // carries, or the card of molecule `id` (the sphere's dots), or none.
+  function preview(p, id, answer) {
     var card = window.orientscopePreview;
     if (!card) { return; }
     if (!p || id === null || id === undefined) { card.hide(host); return; }
+    if (answer) { card.showAnswer(host, { left: p.px, top: p.py }, answer); return; }
     card.show(host, { left: p.px, top: p.py }, cfg.dataset, id, cfg.query || {});
   }
 

@@ -7,7 +7,9 @@
 
    Callers name the molecule (one pick rule: the one their hover text names) and where the cursor is:
    orientscope.js for the interactive map, the density view and the sphere; first_paint.js for the
-   first paint, which inlines this script before its own (app/first_paint.py). */
+   first paint, which inlines this script before its own (app/first_paint.py). The flat map's hovers ask
+   GET .../map/preview, whose one answer names the molecule and carries its card (showAnswer): one
+   round trip after the rest instead of two. */
 (function () {
   "use strict";
   if (window.orientscopePreview) { return; }  // inlined in the first paint and loaded again by Dash
@@ -51,19 +53,39 @@
     return [line, value];
   }
 
+  // The card's image of molecule `id` from `src`, and the promise that it decoded (false: it cannot be drawn).
+  function picture(id, src) {
+    var img = new Image();
+    img.alt = "2D depiction of molecule " + id;
+    img.src = src;
+    var drawn = (img.decode ? img.decode() : Promise.resolve()).then(function () { return true; },
+                                                                        function () { return false; });
+    return { img: img, drawn: drawn };
+  }
+
   // Show molecule `id` of `dataset` with the cursor at `at` = {left, top} in `host`'s pixels; `query` is
   // the map's REST query (its colour). The card is filled in only once both answers are in, and only if
   // no later hover asked for another one.
   function show(host, at, dataset, id, query) {
     var card = cardOf(host), seq = ++card._seq;
-    var img = new Image();
-    img.alt = "2D depiction of molecule " + id;
-    img.src = url(dataset, "molecules/" + encodeURIComponent(id) + "/depiction.svg");
-    var drawn = (img.decode ? img.decode() : Promise.resolve()).then(function () { return true; },
-                                                                        function () { return false; });
+    var pic = picture(id, url(dataset, "molecules/" + encodeURIComponent(id) + "/depiction.svg"));
     var info = fetch(url(dataset, "map/molecules/" + encodeURIComponent(id), query))
       .then(function (r) { return r.ok ? r.json() : null; }).catch(function () { return null; });
-    return Promise.all([drawn, info]).then(function (answers) {
+    return fill(host, card, seq, at, id, pic, info);
+  }
+
+  // The same card from an answer that carries it (GET .../map/preview: {id, caption, depiction}), with no
+  // request of its own.
+  function showAnswer(host, at, answer) {
+    var card = cardOf(host), seq = ++card._seq;
+    var pic = picture(answer.id, "data:image/svg+xml;charset=utf-8," + encodeURIComponent(answer.depiction || ""));
+    return fill(host, card, seq, at, answer.id, pic, answer.caption);
+  }
+
+  // Fill and place the card once the picture has decoded and the caption `info` (or its promise) is in.
+  function fill(host, card, seq, at, id, pic, info) {
+    var img = pic.img;
+    return Promise.all([pic.drawn, info]).then(function (answers) {
       if (seq !== card._seq) { return; }  // a later hover took over, or the cursor left
       card.innerHTML = "";
       if (answers[0]) { card.appendChild(img); }
@@ -90,5 +112,5 @@
     card.dataset.molecule = "";
   }
 
-  window.orientscopePreview = { show: show, hide: hide };
+  window.orientscopePreview = { show: show, showAnswer: showAnswer, hide: hide };
 })();

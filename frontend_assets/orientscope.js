@@ -517,9 +517,9 @@
     host._hoverTimer = setTimeout(function () {
       var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
       // then what the image shows at the named molecule's point (at the cursor when none is near)
-      getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
-        // the card's requests leave now, beside the pixel's (not after it): one round trip sooner
-        if (asked === host._hoverAsked) { showPreview(host, gd, meta, pq.p, hit && hit.id); }
+      getJson(mapUrl(meta, "map/preview", pq.params)).then(function (hit) {
+        // the answer carries the card: drawn now, while the pixel's request is out
+        if (asked === host._hoverAsked) { showPreview(host, gd, pq.p, hit); }
         if (meta.mode !== "image") { return [hit, null]; }
         var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: pq.p.x, y: pq.p.y };
         var params = Object.assign(at, { kind: meta.kind || "color" }, meta.viewport);
@@ -542,14 +542,18 @@
   }
 
   // ------------------------------------------------------------ the hover preview (hover_preview.js)
-  // The molecule a hover names (null: none near), drawn beside the cursor at plot pixel p = {px, py}.
-  function showPreview(host, gd, meta, p, id) {
+  // Where the card goes: beside plot pixel p = {px, py}, in the host's pixels.
+  function previewAt(host, gd, p) {
+    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+    return { left: box.left - hostBox.left + p.px, top: box.top - hostBox.top + p.py };
+  }
+
+  // The card of a map/preview answer (none near: no card).
+  function showPreview(host, gd, p, answer) {
     var preview = window.orientscopePreview;
     if (!preview) { return; }
-    if (id === null || id === undefined) { preview.hide(host); return; }
-    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-    preview.show(host, { left: box.left - hostBox.left + p.px, top: box.top - hostBox.top + p.py },
-                 meta.dataset, id, meta.query);
+    if (!answer || answer.id === null || answer.id === undefined) { preview.hide(host); return; }
+    preview.showAnswer(host, previewAt(host, gd, p), answer);
   }
 
   function hidePreview(host) {
@@ -558,15 +562,15 @@
   }
 
   // The density view keeps plotly's hover label (the cell's density); the preview names the molecule
-  // a click there opens (map/nearest, the same pick as the flat map's).
+  // a click there opens (map/preview: map/nearest's pick, the flat map's, with the card).
   function densityPreview(host, gd, meta, ev) {
     var pq = pickQuery(gd, ev);
     clearTimeout(host._previewTimer);
     if (!pq) { hidePreview(host); return; }
     host._previewTimer = setTimeout(function () {
       var asked = host._previewAsked = (host._previewAsked || 0) + 1;
-      getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
-        if (asked === host._previewAsked) { showPreview(host, gd, meta, pq.p, hit && hit.id); }
+      getJson(mapUrl(meta, "map/preview", pq.params)).then(function (hit) {
+        if (asked === host._previewAsked) { showPreview(host, gd, pq.p, hit); }
       }).catch(function () { hidePreview(host); });
     }, HOVER_MS);
   }
@@ -588,7 +592,9 @@
       clearTimeout(host._previewTimer);
       if ((kind !== "points" && kind !== "highlight") || pt.text === undefined || !at) { hidePreview(host); return; }
       var p = at, id = String(pt.text);
-      host._previewTimer = setTimeout(function () { showPreview(host, gd, meta, p, id); }, HOVER_MS);
+      host._previewTimer = setTimeout(function () {
+        if (window.orientscopePreview) { window.orientscopePreview.show(host, previewAt(host, gd, p), meta.dataset, id, meta.query); }
+      }, HOVER_MS);
     });
     gd.on("plotly_unhover", function () { if ((mapMeta(gd) || {}).view === "sphere") { hidePreview(host); } });
     gd.addEventListener("mouseleave", function () { hidePreview(host); });

@@ -1,6 +1,8 @@
 // The scatter view (a property against an axis coordinate, app/scatter_panel.py): its controls show in
 // that view only, and a hover or click on its aggregated image asks the server for the nearest molecule
-// (GET .../scatter/nearest; the points mode's hover and clicks are plotly.js's own, through Dash).
+// (GET .../scatter/nearest, by the map's pick rule; the points mode's hover and clicks are plotly.js's own,
+// through Dash). The hover says what the map's does: the molecule, its formula, the colour's value for it,
+// and how many molecules share its pixel of the plot.
 (function () {
   function scatterMeta(gd) {
     var meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.map;
@@ -21,16 +23,22 @@
     var px = ev.clientX - box.left, py = ev.clientY - box.top;
     if (px < axes.x.offset || px > axes.x.offset + axes.x.length ||
         py < axes.y.offset || py > axes.y.offset + axes.y.length) { return null; }
+    var xs = [axes.x.toValue(axes.x.offset), axes.x.toValue(axes.x.offset + axes.x.length)];
+    var ys = [axes.y.toValue(axes.y.offset), axes.y.toValue(axes.y.offset + axes.y.length)];
     return { x: axes.x.toValue(px), y: axes.y.toValue(py),
              dx: Math.abs(axes.x.toValue(px + 1) - axes.x.toValue(px)),
-             dy: Math.abs(axes.y.toValue(py + 1) - axes.y.toValue(py)) };
+             dy: Math.abs(axes.y.toValue(py + 1) - axes.y.toValue(py)),
+             // the region shown and its pixels: the grid whose pixel a hover counts the molecules of
+             x0: Math.min(xs[0], xs[1]), x1: Math.max(xs[0], xs[1]), y0: Math.min(ys[0], ys[1]),
+             y1: Math.max(ys[0], ys[1]), width: Math.max(1, Math.round(axes.x.length)),
+             height: Math.max(1, Math.round(axes.y.length)) };
   }
 
   // The molecule nearest to a mouse event on the image (a promise of the server's answer), or null.
   function nearestTo(gd, meta, ev) {
     var q = clickQuery(gd, ev);
     if (!q) { return null; }
-    var params = Object.assign({}, meta.query, q);
+    var params = Object.assign({}, meta.query, meta.paint, q);
     var url = "/api/datasets/" + encodeURIComponent(meta.dataset) + "/scatter/nearest?" + Object.keys(params).map(
       function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
     return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
@@ -38,6 +46,15 @@
 
   // A moment's rest on the image names the molecule a click there would open (the map's tooltip).
   var HOVER_MS = 120;
+
+  // "molecule 17 · C3H6O · gap (Ha): 0.2513 · 4 molecules share this pixel": the fields it has.
+  function describeHit(hit) {
+    var value = typeof hit.value === "number" ? hit.value.toPrecision(4) : hit.value;
+    var words = ["molecule " + hit.id, hit.formula,
+                 value === null || value === undefined ? null : (hit.color || "colour") + ": " + value];
+    if (hit.shared > 1) { words.push(hit.shared + " molecules share this pixel"); }
+    return words.filter(Boolean).join(" · ");
+  }
 
   function onImageHover(host, gd, ev) {
     var meta = scatterMeta(gd), tip = host.querySelector(".scatter-tooltip");
@@ -55,9 +72,9 @@
           host.appendChild(tip);
         }
         var box = host.getBoundingClientRect();
-        tip.textContent = hit.id + " · " + meta.x + " " + hit.x.toPrecision(4) + " · " + meta.y + " " +
-          hit.y.toPrecision(4);
+        tip.textContent = describeHit(hit);
         tip.dataset.molecule = hit.id;
+        tip.dataset.shared = hit.shared || "";
         tip.style.left = (ev.clientX - box.left + 12) + "px";
         tip.style.top = (ev.clientY - box.top + 12) + "px";
         tip.hidden = false;

@@ -393,6 +393,13 @@ class MapMoleculePublic(MapSharedMolecule):
     color: str = Field(description="What the map is coloured by.")
 
 
+class MapPreviewPublic(MapNearestPublic):
+    """What a hover shows: the shown point nearest to it (as /map/nearest) and its molecule's preview card."""
+
+    caption: MapMoleculePublic | None = Field(description="The card's caption; null when no point is near.")
+    depiction: str | None = Field(description="The card's 2D depiction (SVG text); null when no point is near.")
+
+
 class MapSharedPublic(_Model):
     """A page of the molecules sharing the pixel a click picks, the molecule the click opens first."""
 
@@ -420,3 +427,9 @@ class ScatterNearestPublic(_Model):
     x: float | None = Field(description="The axis coordinate of the molecule.")
     y: float | None = Field(description="Its property value.")
     distance_px: float | None = Field(description="Distance from the click in pixels.")
+    formula: str | None = Field(None, description="Its Hill formula.")
+    color: str | None = Field(None, description="What the view is coloured by.")
+    value: str | float | None = Field(None, description="What the colour shows for it: a category or a number.")
+    shared: int | None = Field(
+        None, description="Molecules in its pixel of the region shown, itself included (null without the region)."
+    )

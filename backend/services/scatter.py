@@ -24,8 +24,10 @@ from orientscope.science.sphere import axes_lonlat_deg
 from orientscope.services.bytecache import map_cache
 from orientscope.services.cache import get_view
 from orientscope.services.errors import InvalidInput
-from orientscope.services.map_raster import category_slots, png_rgba, shade_categories, shade_values
-from orientscope.services.map_view import MapColors, MapQuery, point_colors
+from orientscope.services.grouping import formulas
+from orientscope.services.map_pick import color_value, pixel_neighbourhood, sharing_pixel
+from orientscope.services.map_raster import Viewport, category_slots, png_rgba, shade_categories, shade_values
+from orientscope.services.map_view import AXIS_NAMES, MapColors, MapQuery, point_colors
 
 COORDINATES = ("lon", "lat", "x", "y", "z")
 COORDINATE_NAMES = {"lon": "longitude (°)", "lat": "latitude (°)", "x": "x component", "y": "y component",
@@ -212,19 +214,63 @@ def scatter_image(
 CLICK_RADIUS_PX = 5.0  # as the map's (orientscope.services.map_raster)
 
 
-def nearest_molecule(data_dir: Path, query: ScatterQuery, x: float, y: float, dx: float, dy: float) -> dict:
-    """The molecule a click at (x, y) of a scatter view opens: {"id", "x", "y", "distance_px"} of its point nearest
-    to the click within 5 pixels, pixels being ``dx`` by ``dy`` (y in log10 units on a log scale, as plotly.js's
-    log axis measures it); all None when none is. Ties: the molecule first in the dataset."""
+def nearest_molecule(
+    data_dir: Path,
+    query: ScatterQuery,
+    x: float,
+    y: float,
+    dx: float,
+    dy: float,
+    shown: Viewport | None = None,
+    color: str = "axis",
+    grouping: str = "formula",
+) -> dict:
+    """The molecule a click at (x, y) of a scatter view opens, and what a hover there says of it.
+
+    Its point is the one nearest to the click within 5 pixels, pixels being ``dx`` by ``dy`` (y in log10
+    units on a log scale, as plotly.js's log axis measures it); ties: the molecule first in the dataset.
+    Answer: {"id", "x", "y", "distance_px", "formula", "color" (the title of ``color``, the map's Colour-by
+    with ``grouping``), "value" (what that colour shows for the molecule), "shared"}; ``shared``: the molecules
+    in that point's pixel of ``shown`` (the region on screen and its size in pixels), itself included, by
+    the map's rule (:func:`orientscope.services.map_pick.sharing_pixel`), or None without ``shown``.
+    Every field is None when no point is that near.
+    """
     for name, value in (("x", x), ("y", y), ("dx", dx), ("dy", dy)):
         if not np.isfinite(value) or (name.startswith("d") and value <= 0):
             raise InvalidInput(f"{name} must be a finite number{' above 0' if name[0] == 'd' else ''}, got {value}",
                                ("query", name))  # fmt: skip
+    if shown is not None and not (
+        np.all(np.isfinite([shown.x0, shown.x1, shown.y0, shown.y1, *shown.pixel_size])) and min(shown.pixel_size) > 0
+    ):
+        raise InvalidInput(f"shown region {shown} must be finite with x0 < x1 and y0 < y1", ("query", "x0"))
     points = scatter_points(data_dir, query)
+    colors, _ = scatter_colors(data_dir, points, color, grouping)
     py = np.log10(points.y) if points.log else points.y
     axes = np.ones(points.rows.size, np.int8)  # one point per molecule: the tie rule is the row order
     hit = nearest_point(points.x, py, points.rows, axes, (x, y), (dx, dy), CLICK_RADIUS_PX)
     if hit is None:
-        return {"id": None, "x": None, "y": None, "distance_px": None}
+        return dict.fromkeys(("id", "x", "y", "distance_px", "formula", "color", "value", "shared"))
     i, distance = hit
-    return {"id": str(points.ids[i]), "x": float(points.x[i]), "y": float(points.y[i]), "distance_px": distance}
+    view = get_view(data_dir, query.dataset)
+    row = int(points.rows[i])
+    return {
+        "id": str(points.ids[i]),
+        "x": float(points.x[i]),
+        "y": float(points.y[i]),
+        "distance_px": distance,
+        "formula": str(view.value_at(formulas(view), row)),
+        "color": "axis" if colors is None else colors.title,
+        "value": AXIS_NAMES[query.axis] if colors is None else color_value(colors, i),
+        "shared": None if shown is None else _shared(points, py, shown, i),
+    }
+
+
+def _shared(points: ScatterPoints, py: np.ndarray, shown: Viewport, i: int) -> int:
+    """Molecules with a point in the pixel of ``shown`` holding point ``i`` (y: ``py``, as plotted)."""
+    box = pixel_neighbourhood(shown, float(points.x[i]), float(py[i]))
+    if box is None:
+        return 1
+    x0, x1, y0, y1 = box
+    near = np.flatnonzero((points.x >= x0) & (points.x <= x1))  # y compared on those only (~20 ms at 10M)
+    near = near[(py[near] >= y0) & (py[near] <= y1)]
+    return int(sharing_pixel(shown, points.x, py, points.rows, i, near).size)

@@ -1,4 +1,4 @@
-"""GET /api/datasets/{id}/map, /map/nearest, /map/shared and /map/pixel over real HTTP."""
+"""GET /api/datasets/{id}/map, /map/nearest, /map/preview, /map/shared and /map/pixel over real HTTP."""
 
 from __future__ import annotations
 
@@ -56,6 +56,22 @@ def test_a_click_on_a_point_finds_its_molecule_and_a_click_on_nothing_finds_none
     assert empty == {"id": None, "axis": None, "x": None, "y": None, "distance_px": None, "shared": None}
 
 
+def test_a_hovers_preview_is_the_nearest_point_with_its_molecules_caption_and_depiction(client, api_data):
+    md = load_map_data(api_data, "qm9")
+    params = {"x": float(md.x[17, 0]), "y": float(md.y[17, 0]), "width": 8, "height": 4, "color": "prop:gap"}
+    r = client.get("/api/datasets/qm9/map/preview", params=params)
+    assert r.status_code == 200
+    body = r.json()
+    hit = client.get("/api/datasets/qm9/map/nearest", params=params).json()
+    assert {k: body[k] for k in hit} == hit and hit["shared"] > 1  # the same pick, on a pixel shared by several
+    mol = hit["id"]
+    caption = client.get(f"/api/datasets/qm9/map/molecules/{mol}", params={"color": "prop:gap"}).json()
+    assert body["caption"] == caption and "gap" in caption["color"] and caption["value"] is not None
+    assert body["depiction"] == client.get(f"/api/datasets/qm9/molecules/{mol}/depiction.svg").text
+    empty = client.get("/api/datasets/qm9/map/preview", params={"x": 2.8, "y": 1.4}).json()
+    assert empty["id"] is None and empty["caption"] is None and empty["depiction"] is None
+
+
 def test_the_molecules_sharing_a_clicked_pixel_are_listed_the_clicked_one_first(client, api_data):
     md = load_map_data(api_data, "qm9")
     # a coarse grid (8 x 4 pixels over the map): many molecules share each pixel
@@ -101,6 +117,7 @@ def test_hover_over_the_image_reports_the_pixel(client, api_data):
         ("map", {"grouping": "element"}, "grouping"),
         ("map", {"smarts": "C(("}, "smarts"),
         ("map/nearest", {"y": 0}, "x"),
+        ("map/preview", {"x": 0}, "y"),
         ("map/pixel", {"x": "left", "y": 0}, "x"),
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from orientscope.services.cache import get_view
 
@@ -20,7 +21,38 @@ def test_a_click_on_a_scatter_point_finds_its_molecule_and_a_click_on_nothing_fi
                      params={**params, "scale": "log", "y": float(np.log10(zpve[row]))}).json()  # fmt: skip
     assert log["id"] == body["id"]
     far = client.get("/api/datasets/qm9/scatter/nearest", params={**params, "y": 10.0}).json()
-    assert far == {"id": None, "x": None, "y": None, "distance_px": None}
+    assert far == dict.fromkeys(("id", "x", "y", "distance_px", "formula", "color", "value", "shared"))
+
+
+def test_a_hover_on_the_scatter_says_the_formula_the_colour_and_how_many_share_the_pixel(client, api_data):
+    view = get_view(api_data, "qm9")
+    zpve = view.property_values[:, view.property_names.index("zpve")]
+    u0 = view.property_values[:, view.property_names.index("u0")]
+    lat = np.degrees(np.arcsin(view.rotations[:, 0, 2]))
+    row = int(np.argsort(zpve)[len(zpve) // 2])  # in the crowd
+    # a coarse plot: 40 × 30 pixels over the whole scatter, so that its pixels hold several molecules
+    region = {"x0": -90.0, "x1": 90.0, "y0": float(zpve.min()), "y1": float(zpve.max()), "width": 40, "height": 30}
+    dx, dy = 180.0 / 40, (region["y1"] - region["y0"]) / 30
+    params = {"prop": "zpve", "x": float(lat[row]), "y": float(zpve[row]), "dx": dx, "dy": dy, "color": "prop:u0"}
+    r = client.get("/api/datasets/qm9/scatter/nearest", params={**params, **region})
+    assert r.status_code == 200
+    body = r.json()
+    hit = int(np.flatnonzero(view.ids.astype(str) == body["id"])[0])
+    assert body["formula"] == client.get(f"/api/datasets/qm9/molecules/{body['id']}").json()["formula"]
+    assert body["color"].startswith("u0") and body["value"] == pytest.approx(u0[hit], rel=1e-6)
+    # the oracle: molecules whose point falls in the hit's pixel of the region (numpy, all at once)
+    col, line = np.floor((lat - region["x0"]) / dx), np.floor((zpve - region["y0"]) / dy)
+    same = (col == col[hit]) & (line == line[hit]) & np.isfinite(lat) & np.isfinite(zpve)
+    assert 1 < body["shared"] == int(same.sum())
+    # without the region there is no pixel to share; with part of it, a clear 422
+    assert client.get("/api/datasets/qm9/scatter/nearest", params=params).json()["shared"] is None
+    partial = client.get("/api/datasets/qm9/scatter/nearest", params={**params, "x0": 0})
+    assert partial.status_code == 422 and "x0, x1, y0, y1, width and height" in partial.text
+    for bad in ({"x1": -91.0}, {"x0": -1e308, "x1": 1e308}, {"x1": -90.0 + 1e-320}):
+        r = client.get("/api/datasets/qm9/scatter/nearest", params={**params, **region, **bad})
+        assert r.status_code == 422 and "x0 < x1" in r.text, bad
+    by_axis = client.get("/api/datasets/qm9/scatter/nearest", params={**params, "color": "axis"}).json()
+    assert by_axis["color"] == "axis" and by_axis["value"].startswith("axis 1")
 
 
 def test_a_bad_scatter_click_is_a_clear_4xx(client):

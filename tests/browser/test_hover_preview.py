@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 import re
+from urllib.parse import unquote
 
+import httpx
 import numpy as np
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
@@ -82,7 +84,10 @@ def test_a_rest_on_the_map_previews_the_molecule_the_hover_names_without_changin
             continue
         card = wait_for(lambda: driver.execute_script(PREVIEW_JS), what="the hover preview")
         assert card["molecule"] == tip["molecule"]  # one pick rule: the molecule the hover text names
-        assert card["drawn"] and card["src"].endswith(f"/molecules/{tip['molecule']}/depiction.svg")
+        # the map's hover answer (map/preview) carries the depiction: the molecule's depiction.svg, inline
+        assert card["drawn"] and card["src"].startswith("data:image/svg+xml")
+        svg = httpx.get(f"{url}/api/datasets/qm9/molecules/{tip['molecule']}/depiction.svg", timeout=30).text
+        assert unquote(card["src"].split(",", 1)[1]) == svg
         assert f"molecule {tip['molecule']}" in card["caption"] and "gap" in card["caption"]
         assert re.search(r"gap[^:]*: -?\d", card["caption"]), card["caption"]  # the coloured value
         assert card["pointer"] == "none"  # the card never takes the mouse from the map

@@ -117,7 +117,7 @@ def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says
         wanted = str(view.ids[top])
         ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).perform()
         tip = wait_for(lambda: driver.execute_script(TIP_JS), what="the hover text")  # names what a click opens
-        assert tip["molecule"] == wanted and tip["text"].startswith(f"{wanted} · axis 2 z component")
+        assert tip["molecule"] == wanted and tip["text"].startswith(f"molecule {wanted} · ")
         ActionChains(driver).click().perform()
         wait_for(lambda: text_of(driver, "molecule-id") == wanted, what=f"molecule {wanted} to open")
         # a zoom draws the region's own image at the plot's size
@@ -193,3 +193,54 @@ def test_the_scatter_is_coloured_by_the_colour_by_choice_in_both_modes(driver, b
         zoomed = httpx.get(url + image["source"], timeout=60)
         assert zoomed.status_code == 200
         assert severe_console(driver) == []
+
+
+N_STACKED = 50
+
+
+@pytest.fixture(scope="module")
+def stacked_scatter(tmp_path_factory):
+    """A set of 50 identical waters (one pose, one value of property ``e``) and 40 others, served with a
+    point budget of 10: its scatter is an image, where the 50 share one pixel."""
+    from dataclasses import replace
+
+    import pandas as pd
+
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.shards import save_sharded
+    from tests.browser.test_map_pick import _waters
+
+    rng = np.random.default_rng(1)
+    waters = _waters(N_STACKED, 40)
+    e = np.concatenate([np.full(N_STACKED, 1.0), rng.uniform(0.0, 2.0, 40)])
+    data_dir = tmp_path_factory.mktemp("stacked-scatter")
+    save_sharded(data_dir, "waters", replace(waters, properties=pd.DataFrame({"e": e})), name="Waters",
+                 source="constructed")  # fmt: skip
+    precompute(data_dir, "waters", make_params(seed=0), stages=["frames", "statistics", "chemistry"])
+    with serve(data_dir, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "10"}) as url:
+        yield url, data_dir
+
+
+def test_the_scatter_images_hover_names_formula_colour_and_how_many_share_the_pixel(driver, stacked_scatter):
+    url, data_dir = stacked_scatter
+    driver.get_log("browser")
+    driver.get(url + "/?dataset=waters&view=scatter&prop=e&xaxis=1&coord=lat&color=prop:e")
+    plot = wait_for(lambda: _drawn(driver, "axis 1 latitude (°)"), what="the scatter's image")
+    assert plot["meta"]["mode"] == "image"
+    view = get_view(data_dir, "waters")
+    stacked = [i for i, m in enumerate(view.ids) if str(m).startswith("stack-")]
+    lat = np.degrees(np.arcsin(view.rotations[stacked, 0, 2]))
+    assert np.allclose(lat, lat[0])  # truly stacked
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+    settle(driver)
+    spot = driver.execute_script(TO_PIXEL_JS, float(lat[0]), 1.0)
+    ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).perform()
+    tip = wait_for(lambda: driver.execute_script(TIP_JS), what="the hover text")
+    first = str(view.ids[min(stacked)])  # the map's tie rule: the molecule first in the dataset
+    assert tip["molecule"] == first
+    assert tip["text"] == f"molecule {first} · H2O · e: 1.000 · {N_STACKED} molecules share this pixel", tip
+    # the molecule the hover names is the one a click opens
+    ActionChains(driver).click().perform()
+    wait_for(lambda: text_of(driver, "molecule-id") == first, what=f"molecule {first} to open")
+    assert severe_console(driver) == []

@@ -1,6 +1,6 @@
-"""GET /api/datasets/{id}/map (aggregated image or points), /map/nearest (click and hover), /map/shared (the
-molecules sharing a clicked pixel), /map/molecules/{mol_id} (one molecule's colour there) and /map/pixel (what a
-pixel of the image holds)."""
+"""GET /api/datasets/{id}/map (aggregated image or points), /map/nearest (click and hover), /map/preview (a hover's
+point and preview card), /map/shared (the molecules sharing a clicked pixel), /map/molecules/{mol_id} (one molecule's
+colour there) and /map/pixel (what a pixel of the image holds)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from starlette.concurrency import run_in_threadpool
 from orientscope.api.deps import DataDirDep, DatasetIdPath, GroupingQuery, MapColorQuery, MoleculeIdPath
 from orientscope.api.encoded import json_record
 from orientscope.api.errors import NOT_FOUND, SEARCH_PENDING
-from orientscope.api.schemas import MapMoleculePublic, MapNearestPublic, MapPixelPublic, MapPublic, MapSharedPublic
+from orientscope.api.schemas import (
+    MapMoleculePublic,
+    MapNearestPublic,
+    MapPixelPublic,
+    MapPreviewPublic,
+    MapPublic,
+    MapSharedPublic,
+)
 from orientscope.services import map_pick
 from orientscope.services import map_raster as svc
 from orientscope.services.map_view import MapQuery
@@ -97,6 +104,18 @@ async def nearest(
 ):
     """The shown point nearest to a click within 5 pixels of the viewport's pixel grid (all null if none)."""
     return json_record(await run_in_threadpool(map_pick.nearest_molecule, data_dir, query, vp, x, y))
+
+
+@router.get("/map/preview", response_model=MapPreviewPublic, responses={**NOT_FOUND, **SEARCH_PENDING})
+async def preview(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    vp: ViewportDep,
+    x: ClickX,
+    y: ClickY,
+):
+    """What a hover shows in one answer: /map/nearest's point, its molecule's caption and 2D depiction."""
+    return json_record(await run_in_threadpool(map_pick.hover_preview, data_dir, query, vp, x, y))
 
 
 @router.get("/map/shared", response_model=MapSharedPublic, responses={**NOT_FOUND, **SEARCH_PENDING})

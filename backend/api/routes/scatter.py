@@ -13,6 +13,8 @@ from orientscope.api.encoded import json_record
 from orientscope.api.errors import NOT_FOUND
 from orientscope.api.schemas import ScatterNearestPublic
 from orientscope.services import scatter as svc
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_raster import Viewport
 
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["scatter"])
 
@@ -30,6 +32,23 @@ def scatter_query(
     return svc.ScatterQuery(dataset_id, prop, axis, coord, scale)
 
 
+def shown_region(
+    x0: Annotated[float | None, Query(description="The plot's left edge (the axis coordinate).")] = None,
+    x1: Annotated[float | None, Query(description="Its right edge.")] = None,
+    y0: Annotated[float | None, Query(description="Its bottom edge (log10 of the property with scale=log).")] = None,
+    y1: Annotated[float | None, Query(description="Its top edge.")] = None,
+    width: Annotated[int | None, Query(ge=1, le=svc.MAX_IMAGE_SIDE, description="Its width in pixels.")] = None,
+    height: Annotated[int | None, Query(ge=1, le=svc.MAX_IMAGE_SIDE, description="Its height in pixels.")] = None,
+) -> Viewport | None:
+    """The region on screen, whose pixels a hover counts the molecules of (all six, or none)."""
+    bounds = (x0, x1, y0, y1, width, height)
+    if all(v is None for v in bounds):
+        return None
+    if any(v is None for v in bounds):
+        raise InvalidInput("give all of x0, x1, y0, y1, width and height (the region shown), or none", ("query", "x0"))
+    return Viewport(x0, x1, y0, y1, width, height)
+
+
 @router.get("/scatter/nearest", response_model=ScatterNearestPublic, responses={**NOT_FOUND})
 async def nearest(
     data_dir: DataDirDep,
@@ -38,9 +57,13 @@ async def nearest(
     y: Annotated[float, Query(description="Click position: the property (log10 of it on a log scale).")],
     dx: Annotated[float, Query(gt=0, description="Width of a pixel in x units.")],
     dy: Annotated[float, Query(gt=0, description="Height of a pixel in y units.")],
+    shown: Annotated[Viewport | None, Depends(shown_region)],
+    color: MapColorQuery = "axis",
+    grouping: GroupingQuery = "formula",
 ):
-    """The molecule nearest to a click within 5 pixels (all null if none)."""
-    return json_record(await run_in_threadpool(svc.nearest_molecule, data_dir, query, x, y, dx, dy))
+    """The molecule nearest to a click within 5 pixels, its formula and colour, and who shares its pixel."""
+    answer = await run_in_threadpool(svc.nearest_molecule, data_dir, query, x, y, dx, dy, shown, color, grouping)
+    return json_record(answer)
 
 
 PNG = {200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}}
