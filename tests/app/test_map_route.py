@@ -44,3 +44,13 @@ def test_bad_states_and_other_views_are_422_and_unknown_datasets_404(client):
         assert r.status_code == 422 and ("x0" in r.json()["detail"] or "y0" in r.json()["detail"]), (bad, r.text)
     r = client.get(PATH, params=_params(ViewState(dataset="no-such-set", view="map"), vp))
     assert r.status_code == 404 and "no-such-set" in r.json()["detail"]
+
+
+def test_a_zooms_figure_is_sent_uncompressed(client):
+    """Its bulk is a base64 PNG or typed arrays: gzip saved a quarter of a 10M-molecule map's 2 MB for 100-600 ms
+    of a loaded server's CPU."""
+    st = ViewState(dataset="qm9", view="map", color="axis")
+    vp = {"x0": -2.0, "x1": 2.0, "y0": -1.0, "y1": 1.0, "width": 800, "height": 400}
+    r = client.get(PATH, params=_params(st, vp), headers={"Accept-Encoding": "gzip"})
+    assert r.status_code == 200 and len(r.content) > 4096
+    assert "content-encoding" not in r.headers and r.json()["layout"]["meta"]["map"]["viewport"] == vp
