@@ -190,8 +190,28 @@ def png_rgba(rgba: np.ndarray) -> bytes:
     raw = np.zeros((h, 4 * w + 1), np.uint8)  # each row: filter type 0 (none), then its pixels
     raw[:, 1:] = rgba.reshape(h, 4 * w)
     header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)  # 8 bits per channel, RGBA, no interlace
-    idat = zlib.compress(raw.tobytes(), 1)
+    idat = _deflate(raw.tobytes())
     return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
+
+
+# A larger image is deflated as two halves on two threads (zlib releases the GIL), as pigz does: each
+# half ends on a byte boundary (a sync flush), and the stream's header and Adler-32 are the whole's.
+# A dense 10M-molecule map (990 × 496 pixels, 1.3 MB) took 46 ms in one piece.
+PARALLEL_DEFLATE_BYTES = 512 * 1024
+
+
+def _deflate(raw: bytes) -> bytes:
+    """The zlib stream (level 1) of ``raw``."""
+    if len(raw) < PARALLEL_DEFLATE_BYTES:
+        return zlib.compress(raw, 1)
+    view, half = memoryview(raw), len(raw) // 2
+
+    def part(last: bool) -> bytes:
+        z = zlib.compressobj(1, zlib.DEFLATED, -15)  # raw deflate: no header or checksum of its own
+        return z.compress(view[half:] if last else view[:half]) + z.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+
+    first, second = _AGG_POOL.map(part, (False, True))
+    return b"\x78\x01" + first + second + struct.pack(">I", zlib.adler32(raw))
 
 
 @numba.njit(cache=True, nogil=True)
