@@ -6,7 +6,10 @@ points of a view inside the viewport are aggregated by datashader onto a
 and ``linspace(y0, y1, height + 1)`` (both ends inclusive, as in
 ``numpy.histogram2d``; a point within rounding error of an inner edge may fall
 on either side of it), and shaded into an RGBA image. At or below the budget
-the caller gets the real points of the region instead.
+the caller gets the real points of the region instead. A wide region of a large
+view is summed from the view's cell sums instead, on a grid around the viewport
+whose pixel edges fall on cell edges (:mod:`orientscope.services.map_cells`): the
+same pixels as binning the points onto that grid.
 
 Shading rules (documented so that a test can check them pixel by pixel):
 
