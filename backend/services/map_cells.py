@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -28,6 +29,7 @@ from orientscope.services.map_view import MapPoints
 CELL_PATH_MIN_POINTS = 1_000_000  # fewer points in a region are binned directly, in a few milliseconds
 CACHE_SHARE = 0.25  # tables larger than this share of the map cache are not built (e.g. many group colours)
 _build_lock = threading.Lock()
+_COUNT_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="map-count")  # halves of the molecules
 
 
 def has_cell_sums(points: MapPoints) -> bool:
@@ -90,16 +92,23 @@ def region_counts(points: MapPoints, x0: float, x1: float, y0: float, y1: float)
     shown = np.array([a in geo.axes for a in (1, 2, 3)], np.int64)
     keep = np.zeros(0, np.bool_) if geo.mask is None else geo.mask
     x, y = np.asarray(md.x).reshape(-1), np.asarray(md.y).reshape(-1)
-    n_points, n_rows = _count_by_molecule(x, y, shown, keep, float(x0), float(x1), float(y0), float(y1))
-    return int(n_points), int(n_rows)
+    bounds = (float(x0), float(x1), float(y0), float(y1))
+    half = md.n_molecules // 2
+    parts = list(
+        _COUNT_POOL.map(
+            lambda span: _count_by_molecule(x, y, shown, keep, *bounds, *span), ((0, half), (half, md.n_molecules))
+        )
+    )  # the kernel releases the GIL: two threads, each half the molecules
+    n_points, n_rows = (sum(int(p[i]) for p in parts) for i in (0, 1))
+    return n_points, n_rows
 
 
 @numba.njit(cache=True, nogil=True)
-def _count_by_molecule(x, y, shown, keep, x0, x1, y0, y1):  # pragma: no cover - compiled
-    """x, y : (3n,) the map's molecule-major coordinates; shown : (3,) 0/1 per axis; keep : (n,) bool or empty.
-    Branch-free inner test: the comparisons are false for NaN, as in a direct scan."""
+def _count_by_molecule(x, y, shown, keep, x0, x1, y0, y1, start, stop):  # pragma: no cover - compiled
+    """Over molecules [start, stop): x, y : (3n,) the map's molecule-major coordinates; shown : (3,) 0/1 per
+    axis; keep : (n,) bool or empty. Branch-free inner test: the comparisons are false for NaN, as in a scan."""
     n_points, n_rows = 0, 0
-    for i in range(x.size // 3):
+    for i in range(start, stop):
         hits = 0
         for j in range(3):
             a = 3 * i + j
@@ -116,4 +125,4 @@ def warm_up() -> None:
     compile_kernels()
     x = np.zeros(6, np.float32)
     for keep in (np.zeros(0, np.bool_), np.ones(2, np.bool_)):
-        _count_by_molecule(x, x, np.ones(3, np.int64), keep, 0.0, 1.0, 0.0, 1.0)
+        _count_by_molecule(x, x, np.ones(3, np.int64), keep, 0.0, 1.0, 0.0, 1.0, 0, 2)
