@@ -298,16 +298,17 @@ def orientation_image_spec(
     reference: dict | None = None,
     highlight: bool = False,
     title: str = "",
+    image_extent: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """The map as a server-aggregated image under vector overlays, as plain dicts.
 
-    image : a PNG data URL covering ``extent`` = (x0, x1, y0, y1) in Mollweide units, the region the
-    plot shows;
+    image : a PNG data URL covering ``image_extent`` (default ``extent``); ``extent`` = (x0, x1, y0, y1) in
+    Mollweide units, the region the plot shows (an image may cover a little more: its pixel grid);
     scale : the image's colours, {"kind": "categorical", "labels", "colors"} (a legend) or
     {"kind": "continuous", "title", "colors", "cmin", "cmax"} (a colour bar).
     The outline, graticule, reference markers and legend are traces drawn over the image.
     """
-    x0, x1, y0, y1 = extent
+    x0, x1, y0, y1 = image_extent or extent
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     if highlight:  # the image shows matches over the other molecules in grey: no colour scale to explain
         traces.append(legend_entry(NO_MATCH, OTHER_GREY, {"kind": "legend"}))

@@ -183,9 +183,10 @@ def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
     reference = reference_of(ref, layers.shown)
     if render.mode == "image":
         image = "data:image/png;base64," + base64.b64encode(render.png()).decode("ascii")
+        grid = render.image_viewport
         spec = orientation_image_spec(
             image, (vp.x0, vp.x1, vp.y0, vp.y1), render.scale, frame=frame_lines(), reference=reference,
-            highlight=points.highlight is not None, title=title,
+            highlight=points.highlight is not None, title=title, image_extent=(grid.x0, grid.x1, grid.y0, grid.y1),
         )  # fmt: skip
     else:
         keep = render.index

@@ -358,6 +358,11 @@ class MapPublic(_Model):
     n_molecules: int = Field(description="Molecules that pass the group filter.")
     n_matches: int | None = Field(description="Of them, SMARTS matches; null without a pattern.")
     viewport: MapViewportPublic = Field(description="The region drawn and its pixel grid.")
+    image_viewport: MapViewportPublic | None = Field(
+        None,
+        description="The image's own region and pixel grid (image mode): the viewport's, or for a wide region of "
+        "many points one around it whose pixel edges fall on the map's fixed cell grid; null in points mode.",
+    )
     scale: dict[str, Any] = Field(
         description="Colours: {kind: categorical, labels, colors} or {kind: continuous, title, colors, cmin, cmax}; "
         "with a SMARTS pattern (kind=color) {kind: highlight, title, labels, colors}: the view's colours are set "

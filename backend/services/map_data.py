@@ -109,7 +109,8 @@ class SortedPoints:
     starts : (N_BANDS + 1,) int64 first row of each band;
     whole : (points, distinct molecules) of the whole view, bounds : (x0, x1, y0, y1) of its points,
     both known without a pass over the points (None when not stored);
-    md : the map data they are points of, as a view's cached geometry (None in :attr:`MapData.default_view`).
+    md : the map data they are points of, as a view's cached geometry (None in :attr:`MapData.default_view`);
+    axes, mask : the shown axes and the (n,) bool molecule filter (None: every molecule) they are the points of.
     """
 
     x: np.ndarray
@@ -120,9 +121,11 @@ class SortedPoints:
     whole: tuple[int, int] | None = None
     bounds: tuple[float, float, float, float] | None = None
     md: MapData | None = field(default=None, repr=False)
+    axes: tuple[int, ...] = AXES
+    mask: np.ndarray | None = field(default=None, repr=False)
 
     def cache_nbytes(self) -> int:
-        return sum(nbytes(a) for a in (self.x, self.y, self.rows, self.axis))  # memory maps count 0
+        return sum(nbytes(a) for a in (self.x, self.y, self.rows, self.axis, self.mask) if a is not None)  # maps: 0
 
 
 @dataclass(frozen=True, eq=False)

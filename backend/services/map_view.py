@@ -293,7 +293,7 @@ def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_
     if stored is not None and mask is None and tuple(axes) == AXES:  # memory-mapped: nothing to sort
         geo = replace(stored, md=md)
     else:
-        geo = SortedPoints(*sorted_points(md, axes, mask), md=md)
+        geo = SortedPoints(*sorted_points(md, axes, mask), md=md, axes=tuple(axes), mask=mask)
         release_freed_memory()  # the unsorted copies (about 600 MB at 30M points)
     with _geometry_lock:
         _live_geometries[key] = geo

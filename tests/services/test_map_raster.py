@@ -387,3 +387,16 @@ def test_counts_aggregated_in_two_halves_on_two_threads_give_the_same_image(kind
     assert split is not whole and whole.n_points > 1000
     np.testing.assert_array_equal(split.counts, whole.counts)
     np.testing.assert_array_equal(split.rgba, whole.rgba)
+
+
+def test_a_large_png_deflated_in_two_halves_decodes_to_the_image():
+    from io import BytesIO
+
+    from PIL import Image
+
+    rng = np.random.default_rng(4)
+    rgba = rng.integers(0, 256, (500, 700, 4), dtype=np.uint8)
+    rgba[:200, :300] = 0  # some runs, as outside the map's ellipse
+    assert rgba.nbytes > mr.PARALLEL_DEFLATE_BYTES
+    decoded = np.asarray(Image.open(BytesIO(mr.png_rgba(rgba))))
+    np.testing.assert_array_equal(decoded, rgba)

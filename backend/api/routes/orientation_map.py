@@ -82,8 +82,10 @@ async def orientation_map(
     """The orientation map of a view in a viewport: an aggregated image above the point budget, else the points."""
     if format == "png":
         render = await run_in_threadpool(svc.render_view, data_dir, query, vp, kind, 0)
+        grid = render.image_viewport  # the image's own region (a cell-aligned one may be a little larger)
         headers = {"X-Map-Points": str(render.n_points), "X-Map-Drawn": str(render.n_drawn),
-                   "X-Map-Scale": render.scale["kind"]}  # fmt: skip
+                   "X-Map-Scale": render.scale["kind"],
+                   "X-Map-Extent": ",".join(repr(v) for v in (grid.x0, grid.x1, grid.y0, grid.y1))}  # fmt: skip
         return Response(await run_in_threadpool(render.png), media_type="image/png", headers=headers)
     render = await run_in_threadpool(svc.render_view, data_dir, query, vp, kind)
     return json_record(await run_in_threadpool(svc.render_record, render))
