@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
-from scipy.stats import binomtest
+from scipy.stats import binom
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import GroupKFold
 from threadpoolctl import threadpool_limits
@@ -236,12 +236,27 @@ class _BootstrapAUC:
         return int(below @ weight) / (2.0 * len(draws) ** 2)
 
 
+PVALUE_RULE = "one-sided binomial against 50 %, randomised within the observed count (seeded)"
+
+
+def held_out_pvalue(correct: int, rows: int, seed: int) -> float:
+    """One-sided p of ``correct`` right of ``rows`` against chance: P(X > c) + U · P(X = c), X ~ Bin(rows, ½).
+
+    The plain binomial test is discrete: with the 34 held-out rows of a 50-molecule set its size at 5 % is
+    about 2.5 %, which made the verdict's Holm family reject a third less often than its α on Haar sets.
+    Spreading the observed count's probability by a uniform U makes p exactly uniform under the null, so
+    every level holds as stated. U is drawn from ``seed`` (recorded with the result), so p is reproducible.
+    """
+    u = float(np.random.default_rng([seed, 0x9E5]).random())
+    return float(np.clip(binom.sf(correct, rows, 0.5) + u * binom.pmf(correct, rows, 0.5), 0.0, 1.0))
+
+
 def detection_metrics(
     p_original: np.ndarray, p_rotated: np.ndarray, n_bootstrap: int, seed: int, test_rows: np.ndarray | None = None
 ) -> dict:
     """Accuracy (threshold 0.5) and ROC AUC of held-out scores, with a
     molecule-level bootstrap 95 % CI and a one-sided binomial test of the
-    accuracy against chance (0.5).
+    accuracy against chance (0.5), randomised within the observed count (:func:`held_out_pvalue`).
 
     The test counts only the molecules of ``test_rows`` (bool, (n,)): those of
     one fold, whose model never saw any of their labels. Pooled over folds the
@@ -268,7 +283,7 @@ def detection_metrics(
         aucs[b] = auc_of(draws)
     rows = np.ones(n, dtype=bool) if test_rows is None else np.asarray(test_rows, dtype=bool)
     tested = correct[rows]
-    test = binomtest(int(tested.sum()), 2 * len(tested), 0.5, alternative="greater")
+    pvalue = held_out_pvalue(int(tested.sum()), 2 * len(tested), seed)
     predicted = np.r_[p_original[rows], p_rotated[rows]] > 0.5
     return {
         "accuracy": float(accuracy),
@@ -277,8 +292,9 @@ def detection_metrics(
             "accuracy": [float(v) for v in np.quantile(accs, [0.025, 0.975])],
             "auc": [float(v) for v in np.quantile(aucs, [0.025, 0.975])],
         },
-        "pvalue": float(test.pvalue),
+        "pvalue": pvalue,
         "n_pvalue": int(2 * len(tested)),
+        "pvalue_rule": PVALUE_RULE,
         # One class for every tested row: a model that learned no split (too few molecules for one leaf of
         # min_samples_leaf on each side). Its accuracy is 50 % by construction, so the verdict leaves it out.
         "constant": bool(predicted.all() or not predicted.any()),

@@ -36,7 +36,6 @@ import time
 from multiprocessing import Pool
 
 import numpy as np
-from scipy.stats import binomtest
 
 from orientscope.loaders.qm9 import load_qm9
 from orientscope.science.classifiers import (
@@ -46,6 +45,7 @@ from orientscope.science.classifiers import (
     detect_rotation,
     fold_model,
     grouped_folds,
+    held_out_pvalue,
     pose_features,
 )
 from orientscope.science.frames import compute_frames
@@ -103,14 +103,14 @@ def first_fold_tests(positions, offsets, z, frames, negatives, seed: int) -> lis
     test = grouped_folds(len(offsets) - 1, CLASSIFIER.n_folds, seed) == 0
     fold = np.where(test, 0, 1)
     out = []
-    for fs in FEATURE_SETS:
+    for i, fs in enumerate(FEATURE_SETS):
         x_orig = pose_features(fs, frames, composition, positions, offsets)
         x_rot = pose_features(fs, rotated_frames, composition, rotated, offsets)
         model = fold_model(x_orig, x_rot, fold, 0, CLASSIFIER, seed)
         says_stored = np.r_[model.predict_proba(x_orig[test])[:, 1], model.predict_proba(x_rot[test])[:, 1]] > 0.5
         half = int(test.sum())
         correct, rows = int(says_stored[:half].sum() + (~says_stored[half:]).sum()), 2 * half
-        p = binomtest(correct, rows, 0.5, alternative="greater").pvalue
+        p = held_out_pvalue(correct, rows, seed + i)  # detect_rotation's metrics seed for feature set i
         constant = bool(says_stored.all() or not says_stored.any())
         out.append(
             {"features": fs, "accuracy": correct / rows, "pvalue": float(p), "n_pvalue": rows, "constant": constant}

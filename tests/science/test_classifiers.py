@@ -16,6 +16,7 @@ from orientscope.science.classifiers import (
     detect_rotation,
     detection_metrics,
     grouped_folds,
+    held_out_pvalue,
     pose_features,
 )
 from orientscope.science.frames import canonical_positions, compute_frames
@@ -182,3 +183,18 @@ def test_a_model_too_small_to_split_is_flagged_constant():
         assert m["constant"] is constant
         if constant:
             assert m["accuracy"] == 0.5
+
+
+def test_the_held_out_pvalue_is_exact_under_the_null_and_reproducible():
+    from scipy.stats import binom, binomtest
+
+    rows, rng = 34, np.random.default_rng(0)
+    counts = rng.binomial(rows, 0.5, size=20_000)
+    p = np.array([held_out_pvalue(int(c), rows, seed) for seed, c in enumerate(counts)])
+    # The plain test's size at 5 % is far below it with 34 rows; the randomised one holds it (binomial sd 0.15 %).
+    plain = np.array([binomtest(int(c), rows, 0.5, alternative="greater").pvalue for c in counts[:2000]])
+    assert np.mean(plain < 0.05) < 0.035
+    assert abs(np.mean(p < 0.05) - 0.05) < 0.006 and abs(np.mean(p < 0.01) - 0.01) < 0.003
+    c = 25
+    assert binom.sf(c, rows, 0.5) <= held_out_pvalue(c, rows, 7) <= binom.sf(c - 1, rows, 0.5)
+    assert held_out_pvalue(c, rows, 7) == held_out_pvalue(c, rows, 7)
