@@ -262,7 +262,9 @@ Targets: detected ≥ 95 % from N = 100; false positives at α = 0.05 within 33�
 estimate over the aligned draws at N).
 
 Counts that ran: {counts["power"]} original and {counts["null"]} Haar draws per N; the first
-{counts["classifiers"]} of each kind run the full rule (KL, three classifiers, KS).
+{counts["classifiers"]} of each kind run the full rule (KL, three classifiers, KS). Original draws run the
+classifiers' full cross-fit; Haar draws, where only detection counts, read each classifier's p from its first
+fold's model alone, the p the verdict uses (checked equal to the cross-fit's on {FIRST_FOLD_CHECKS} draws per N).
 
 | N | original draws | detected | mean accuracy frame / frame+comp. / atom-order | Haar draws | false pos. α = 0.05 | false pos. default α | time (all draws of N) |
 |---|---|---|---|---|---|---|---|
