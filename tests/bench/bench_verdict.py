@@ -50,11 +50,12 @@ from orientscope.science.classifiers import (
 )
 from orientscope.science.frames import compute_frames
 from orientscope.science.rotations import derived_seed, random_rotations, rotate_molecules
-from orientscope.science.so3_partial import SPREAD_SUBSAMPLES, kl_exact
+from orientscope.science.so3_partial import kl_exact
 from orientscope.science.so3_stats import kl_to_uniform, reference_and_ks
 from orientscope.science.verdict import (
     DEFAULT_ALPHA,
     KL_NULL_MC,
+    KL_SPREAD_GROWTH,
     STRONG_ACCURACY,
     alignment_verdict,
     kl_null,
@@ -277,7 +278,7 @@ Each test on its own on the same Haar draws: raw p < 0.05 (nominal 5 %).
 {per_test}
 
 Every draw, KL and KS only (the rule's two-test family without the classifiers), and the KL interval
-(the null law's margins at N, widened on spread sets by {SPREAD_SUBSAMPLES} random half subsamples):
+(a Neyman interval: the null law at N scaled to the variance sd0² + {KL_SPREAD_GROWTH:g}·T/N at each target T):
 
 | N | draws (orig / Haar) | detected | false pos. α = 0.05 | false pos. default α | KL CI coverage, Haar | KL CI coverage, aligned |
 |---|---|---|---|---|---|---|
