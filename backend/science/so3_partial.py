@@ -112,14 +112,11 @@ def kl_exact(
     const, terms = _kl_terms(q, k, sign_invariant, overwrite)
     n = len(terms)
     value = const - float(terms.mean())
+    out = {"value": value, "k": k, "n": n, "n_used": n, "sign_invariant": sign_invariant}
     if not sign_invariant:
         return {
-            "value": value,
+            **out,
             "ci95": kl_interval(value, n, k),
-            "k": k,
-            "n": n,
-            "n_used": n,
-            "sign_invariant": False,
             "method": "exact k-NN (Kozachenko-Leonenko) over all molecules; CI: the expected estimate at this n, "
             f"a Neyman interval of the null law at n scaled to sd0^2 + {KL_SPREAD_GROWTH} x KL / n",
         }
@@ -127,14 +124,9 @@ def kl_exact(
     half = 1.96 * float(terms.std(ddof=1)) / np.sqrt(n)
     if np.isfinite(spread):
         half = max(half, SPREAD_MARGIN * spread)
-    ci = [float(value - half), float(value + half)]
     return {
-        "value": value,
-        "ci95": ci,
-        "k": k,
-        "n": n,
-        "n_used": n,
-        "sign_invariant": sign_invariant,
+        **out,
+        "ci95": [float(value - half), float(value + half)],
         "spread_sd": spread if np.isfinite(spread) else None,
         "interval_seed": seed,
         "method": "exact k-NN (Kozachenko-Leonenko) over all molecules; CI: normal, widened to "

@@ -58,10 +58,10 @@ from orientscope.science.cell_sums import CellGrid
 from orientscope.science.map_scales import density_ceiling, density_ratio
 from orientscope.science.nearest_point import nearest_point as science_nearest_point
 from orientscope.science.sphere import SQRT2
-from orientscope.services import map_cells
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.errors import InvalidInput
 from orientscope.services.map_cells import cell_grid, has_cell_sums, region_counts, view_cell_sums
+from orientscope.services.map_cells import warm_up as warm_cell_sums
 from orientscope.services.map_data import band_ranges, band_starts, banded_order
 from orientscope.services.map_view import N_GROUP_COLORS, MapPoints, MapQuery, sorted_by_x, view_points
 
@@ -735,7 +735,7 @@ def warm_up() -> None:
                     render_map(pts, vp, kind, budget=0)
                 render_map(pts, small, budget=10**6)
                 nearest_point(pts, 0.0, 0.0, vp.pixel_size)
-    map_cells.warm_up()
+    warm_cell_sums()
     shared_cache().clear("map_render")
 
 
