@@ -13,10 +13,12 @@ from orientscope.science.so3_partial import kl_exact
 from orientscope.science.so3_stats import kl_to_uniform, reference_and_ks
 from orientscope.science.verdict import (
     DEFAULT_ALPHA,
+    KL_SPREAD_GROWTH,
     MIN_MOLECULES,
     RULE_VERSION,
     STRONG_ACCURACY,
     alignment_verdict,
+    kl_interval,
     kl_null,
     kl_pvalue,
 )
@@ -120,3 +122,17 @@ def test_a_classifier_that_predicted_one_class_is_left_out_of_the_family():
     # The same figures without the flag (a stored result from before it) keep the classifier as a test.
     old = alignment_verdict(200, f["kl"], [{k: c[k] for k in c if k != "constant"} for c in clfs], f["ks"])
     assert len(old["evidence"]) == 4 and "not_tests" not in old
+
+
+def test_kl_interval_bounds_are_the_targets_whose_own_law_reaches_the_estimate():
+    # Known answers: at target T the estimate's law is the null's shape scaled to sd(T); a value at T's own
+    # 97.5 % quantile has T as its lower bound, and a value at T's 2.5 % quantile has T as its upper bound.
+    n = 200
+    law = kl_null(n)
+    lo, hi = pearson3.ppf([0.025, 0.975], law["skew"], loc=0.0, scale=law["sd"])
+    for t in (0.05, 0.3, 1.2):
+        scale = np.sqrt(law["sd"] ** 2 + KL_SPREAD_GROWTH * t / n) / law["sd"]
+        assert kl_interval(t + hi * scale, n)[0] == pytest.approx(t, rel=1e-9)
+        assert kl_interval(t + lo * scale, n)[1] == pytest.approx(t, rel=1e-9)
+    # At and below zero the spread is the null's: the null law's own interval.
+    assert kl_interval(-0.1, n) == pytest.approx([-0.1 - hi, -0.1 - lo])
