@@ -4,7 +4,7 @@ Binning a near-whole-sky region of a 10M-molecule view reads some 25M points at 
 :data:`CELL_PATH_MIN_POINTS` points in the region, the map's image is instead summed from the view's
 summed-area tables on the fixed cell grid of :mod:`orientscope.science.cell_sums` (built once per view,
 kept in the map cache), on a pixel grid whose edges fall on cell edges (:func:`cell_viewport`): a region
-around the one asked for, at most a pixel larger on each side, with pixels at most a third finer. Its
+around the one asked for, at most a pixel larger on each side, with pixels within a sixth of the asked size. Its
 pixels hold exactly what binning the points onto that grid gives (:mod:`orientscope.services.map_raster`
 draws the same grid with datashader below the threshold, and the tests compare the two).
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import urllib.parse
 import urllib.request
 
 import numpy as np
@@ -377,3 +378,28 @@ def test_exports_of_the_image_map_keep_vectors_and_embed_the_image(driver, image
     assert next(p for p in download_dir.iterdir() if p.suffix == ".png").read_bytes()[:4] == b"\x89PNG"
     html = next(p for p in download_dir.iterdir() if p.suffix == ".html").read_text()
     assert "data:image/png;base64," in html  # the report's map is the same image under vectors
+
+
+def test_a_zoomed_image_is_drawn_from_a_blob_and_exports_embed_the_servers_png(driver, image_url, download_dir):
+    # orientscope.js hands a zoom's PNG to plotly.js as a blob: URL (a data: URL is parsed twice, slowly);
+    # an export must still embed the image itself, byte for byte as the server sent it, not the blob's URL
+    open_map(driver, image_url + "/?dataset=qm9&view=map")
+    before = driver.execute_script(FIGURE_META_JS)["token"]
+    driver.execute_script(ZOOM_JS, [-2.0 * MAP_SCALE, 1.6 * MAP_SCALE], [-1.0 * MAP_SCALE, 1.1 * MAP_SCALE])
+    wait_for(lambda: map_drawn(driver) and driver.execute_script(FIGURE_META_JS)["token"] != before, what="the zoom")
+    assert map_drawn(driver)["mode"] == "image"
+    source, meta = driver.execute_script(
+        "const gd = document.querySelector('#orientation-map .js-plotly-plot');"
+        "return [gd.layout.images[0].source, gd.layout.meta.map]"
+    )
+    assert source.startswith("blob:")
+    query = urllib.parse.urlencode({"state": json.dumps(meta["state"]), **meta["viewport"]})
+    png = _get_json(image_url + "/_map-figure?" + query)["layout"]["images"][0]["source"]
+    assert png.startswith("data:image/png;base64,")
+    for old in download_dir.iterdir():
+        old.unlink()
+    driver.find_element(By.ID, "export-svg").click()
+    path = wait_for(lambda: [p for p in download_dir.iterdir() if p.name.endswith(".svg")], what="the SVG")[0]
+    wait_for(lambda: path.stat().st_size > 1000, what=f"{path.name} written")
+    svg = path.read_text()
+    assert png in svg and "blob:" not in svg

@@ -42,7 +42,7 @@ def test_the_grid_is_aligned_covers_the_region_and_refuses_pixels_of_few_cells()
     grid = cs.aligned_grid(-1.0, 1.0, -0.5, 0.5, 100, 50)
     x0, x1, y0, y1 = grid.extent
     assert x0 <= -1.0 and x1 >= 1.0 and y0 <= -0.5 and y1 >= 0.5
-    assert grid.mx == int(0.02 / cs.CELL) and grid.my == int(0.02 / cs.CELL)
+    assert grid.mx == round(0.02 / cs.CELL) and grid.my == round(0.02 / cs.CELL)
     assert np.isclose((x0 - cs.GRID_X0) / cs.CELL, grid.col0) and float(grid.col0).is_integer()
     assert cs.aligned_grid(-1.0, 1.0, -0.5, 0.5, 1000, 500) is None  # 1.4 cells a pixel
     assert cs.aligned_grid(-1.0, 1.0, -0.5, 0.5, 1000, 500, min_cells=1) is not None
