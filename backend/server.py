@@ -43,7 +43,7 @@ from orientscope.core.settings import (
     parse_allowed_hosts,
     resolve_read_token,
 )
-from orientscope.services import map_raster
+from orientscope.services import depiction, map_raster
 from orientscope.services.cache import view_cache
 from orientscope.services.datasets import READY, dataset_summary, list_datasets
 from orientscope.services.errors import NotComputed
@@ -117,6 +117,10 @@ def _warm(data_dir: Path, delay_s: float = 2.0, landing=None) -> None:
         map_raster.warm_up()  # numba and datashader compile their kernels once per process (seconds)
     except Exception:  # the first map request would compile them instead
         log.exception("warming the map aggregation failed")
+    try:
+        depiction.warm_up()  # RDKit's drawing, imported by the first hover preview otherwise (80 ms)
+    except Exception:
+        log.exception("warming the 2D depictions failed")
     # Warm datasets in listed order while the view cache has room for one more of the largest seen
     # so far, so warming never evicts a dataset it has just loaded.
     views = view_cache()
@@ -132,6 +136,7 @@ def _warm(data_dir: Path, delay_s: float = 2.0, landing=None) -> None:
             map_raster.prepare(points)
             # and its first image, as a page's first paint draws it (about a second at 10M molecules)
             map_raster.render_map(points, DEFAULT_VIEWPORT)
+            map_raster.nearest_point(points, 0.0, 0.0, DEFAULT_VIEWPORT.pixel_size)  # a hover's kernel, at its types
         except Exception:
             log.exception("warming the map of %s failed", info.id)
         try:

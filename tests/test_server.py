@@ -37,6 +37,16 @@ def test_warming_loads_the_store_then_freezes_it_out_of_garbage_collection(api_d
         gc.unfreeze()
 
 
+def test_warming_imports_the_hover_previews_drawing_code(api_data):  # noqa: F811
+    # in a process of its own: another test may have drawn a depiction in this one already
+    code = (
+        "import sys; from pathlib import Path; from orientscope.server import _warm;"
+        f"_warm(Path({str(api_data)!r}), delay_s=0); print('rdkit.Chem.Draw.rdMolDraw2D' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "True"
+
+
 # The factory as `uvicorn --factory` runs it, in a process of its own: a served app tunes its process (switch
 # interval, malloc arenas) and starts its warm-up thread, none of which may happen inside pytest.
 _FACTORY = """

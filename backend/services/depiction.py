@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
+
 from orientscope.science.depiction import projection_svg, smiles_to_svg
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import get_view
@@ -35,3 +37,10 @@ def _draw(view, i: int) -> str:
             log.info("depicting molecule %s from its pose: %s", view.cell("ids", i), err)
     z, pos = view.atoms(i)
     return projection_svg(z, view.canonical_positions(i, pos))
+
+
+def warm_up() -> None:
+    """Draw one molecule each way: the first hover preview of a server otherwise imported RDKit's
+    drawing code (about 80 ms of its 125 ms on a warmed 10M-molecule store)."""
+    smiles_to_svg("CCO")
+    projection_svg(np.array([8, 1, 1]), np.array([[0.0, 0.0, 0.0], [0.96, 0.0, 0.0], [-0.24, 0.93, 0.0]]))
