@@ -161,16 +161,6 @@ def stored_job_records(folder: Path) -> list[dict]:
     return sorted(jobs, key=lambda j: j.get("created", 0))
 
 
-def wait_for(read: Callable[[str], dict], job_id: str, timeout_s: float, poll_s: float) -> dict:
-    """Poll ``read(job_id)`` until the job is done or failed, or ``timeout_s`` has passed."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        job = read(job_id)
-        if job["state"] not in ACTIVE or time.monotonic() > deadline:
-            return job
-        time.sleep(poll_s)
-
-
 def recording_progress(job: dict, write: Callable[[dict], None]) -> Progress:
     """A progress callback that updates ``job`` and writes it on each new stage and at most every
     SAVE_INTERVAL_S otherwise; progress never moves backwards."""
@@ -282,8 +272,13 @@ class JobManager:
         return sorted((j for j in jobs if kind in (None, j.get("kind", "ingest"))), key=lambda j: j.get("created", 0))
 
     def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.05) -> dict:
-        """Block until the job is done or failed (for the CLI and tests)."""
-        return wait_for(self.get, job_id, timeout_s, poll_s)
+        """Block until the job is done or failed, or ``timeout_s`` has passed (for the CLI and tests)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = self.get(job_id)
+            if job["state"] not in ACTIVE or time.monotonic() > deadline:
+                return job
+            time.sleep(poll_s)
 
     def upload_dir(self) -> Path:
         """Where an upload is spooled while it streams in (its job then moves it)."""
@@ -390,6 +385,14 @@ class JobManager:
         self.write(job)
         return job
 
+    def prune(self, kind: JobKind, ttl_s: float) -> None:
+        """Delete the jobs of ``kind`` (records and output) that ended more than ``ttl_s`` ago."""
+        now = time.time()
+        for job in self.list(kind.name):
+            if job["state"] not in ACTIVE and now - (job.get("finished") or now) > ttl_s:
+                kind.discard(self, job)
+                (self.kind_dir(kind) / f"{job['id']}.json").unlink(missing_ok=True)
+
     def recover(self) -> list[str]:
         """Record the orphaned jobs of every folder this server may write as failed; their ids.
 
@@ -467,11 +470,6 @@ class JobManager:
         finally:
             LIVE.discard(job_id)
             self._cancel.discard(job_id)
-
-
-def read_job(data_dir: Path, job_id: str) -> dict:
-    """An ingest or audit job of ``data_dir`` by id (NotFoundError if there is none)."""
-    return read_job_record(jobs_dir(data_dir), job_id)
 
 
 def list_jobs(data_dir: Path) -> list[dict]:
