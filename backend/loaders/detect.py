@@ -42,10 +42,9 @@ def check_format(fmt: str) -> str:
 
 
 def _looks_extxyz(head: str) -> bool:
+    """A comment line of ``key=value`` pairs (``Properties=``, ``Lattice=`` or any other) marks extended XYZ."""
     lines = head.splitlines()
-    return len(lines) > 1 and (
-        "=" in lines[1] and ("Properties=" in lines[1] or "Lattice=" in lines[1] or lines[1].count("=") >= 1)
-    )
+    return len(lines) > 1 and "=" in lines[1]
 
 
 def detect_format(path: Path) -> str:

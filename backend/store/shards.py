@@ -7,8 +7,8 @@ Layout::
 
 A shard entry is ``{"name", "start", "n_molecules", "n_atoms"}``; ``start`` is
 the global index of the shard's first molecule, so shards in list order give
-the dataset's molecule order. A dataset in the single-folder layout reads as
-one shard (its own folder), so every per-shard stage also runs on it.
+the dataset's molecule order. A dataset in the single-folder layout (no
+``"layout"``) is refused with the ``orientscope migrate`` hint.
 
 Shard-level result tables live next to the result's manifest, as
 ``<stage>/<table>-<shard number>.parquet``; shard-level arrays that a server
@@ -141,15 +141,10 @@ def read_shard(ref: ShardRef, meta: dict) -> MoleculeSet:
     return read_molecule_tables(Path(ref.folder), meta)
 
 
-def read_shard_column(ref: ShardRef, column: str) -> np.ndarray:
-    """(n_molecules,) one column of the shard's molecules table (``id``, ``n_atoms``, a property), read alone."""
-    table = read_table(Path(ref.folder) / "molecules.parquet", columns=[column])
-    return table.column(column).to_numpy(zero_copy_only=False)
-
-
 def read_shard_ids(ref: ShardRef) -> np.ndarray:
     """(n_molecules,) str: the shard's molecule ids only."""
-    return read_shard_column(ref, "id")
+    table = read_table(Path(ref.folder) / "molecules.parquet", columns=["id"])
+    return table.column("id").to_numpy(zero_copy_only=False)
 
 
 def hash_ids(ids: np.ndarray) -> np.ndarray:
