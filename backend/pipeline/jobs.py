@@ -317,8 +317,8 @@ class JobManager:
         self._pool.submit(self._run, job["id"])
         return job
 
-    def new_id(self, kind: str, token: str | None = None) -> str:
-        return self.kinds[kind].prefix + (token or uuid.uuid4().hex[:16])
+    def new_id(self, kind: str) -> str:
+        return self.kinds[kind].prefix + uuid.uuid4().hex[:16]
 
     def retry(self, job_id: str) -> dict:
         """Run a failed job again from its stored input (its kind's ``renew`` updates it first)."""

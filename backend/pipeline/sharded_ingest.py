@@ -190,13 +190,12 @@ def ingest_files(
     strict: bool = False,
     cluster: str | None = None,
     shard_size: int | None = None,
-    params: dict | None = None,
     progress: Progress | None = None,
-    dataset_id: str | None = None,
     frame_dependent: Iterable[str] = (),
     stages: list[str] | None = None,
 ) -> dict:
-    """Ingest ``inputs`` as one sharded dataset and run its stages (all, or ``stages``); its meta.
+    """Ingest ``inputs`` as one sharded dataset and run its stages (all, or ``stages``) with the default
+    parameters; its meta.
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
     addition to those the loaders declare (see :func:`~orientscope.pipeline.ingest.store_and_precompute`).
@@ -206,8 +205,8 @@ def ingest_files(
     data_dir = Path(data_dir)
     files = expand_inputs(inputs)
     shard_size = shard_size_setting(shard_size)
-    dataset_id = dataset_id or new_dataset_id(data_dir, name)
-    params = params or make_params()
+    dataset_id = new_dataset_id(data_dir, name)
+    params = make_params()
     frame_dependent = sorted(frame_dependent)
     limits = _local_limits()
     settings = [name, fmt, strict, shard_size, params, frame_dependent, stages, asdict(limits)]
