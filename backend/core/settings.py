@@ -59,18 +59,20 @@ def user_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("orientscope", appauthor=False))
 
 
-def map_point_budget() -> int:
-    """$ORIENTSCOPE_MAP_POINT_BUDGET (a non-negative integer), else 30,000 points in view."""
-    raw = os.environ.get(MAP_POINT_BUDGET_ENV, "").strip()
+def env_count(name: str, default: int, unit: str, minimum: int = 0) -> int:
+    """$NAME as a whole number of ``unit`` (at least ``minimum``), else ``default``; ValueError naming the variable."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_MAP_POINT_BUDGET
-    try:
-        budget = int(raw)
-    except ValueError:
-        budget = -1
-    if budget < 0:
-        raise ValueError(f"{MAP_POINT_BUDGET_ENV}={raw!r}: expected a non-negative whole number of points")
-    return budget
+        return default
+    if not raw.isdigit() or int(raw) < minimum:
+        at_least = f", at least {minimum}" if minimum else ""
+        raise ValueError(f"{name}={raw!r}: expected a whole number of {unit}{at_least}")
+    return int(raw)
+
+
+def map_point_budget() -> int:
+    """$ORIENTSCOPE_MAP_POINT_BUDGET, else 30,000 points in view."""
+    return env_count(MAP_POINT_BUDGET_ENV, DEFAULT_MAP_POINT_BUDGET, "points")
 
 
 IN_MEMORY_MB_ENV = "ORIENTSCOPE_IN_MEMORY_MB"

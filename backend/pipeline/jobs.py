@@ -40,7 +40,7 @@ from pathlib import Path
 from orientscope.core.errors import Busy, NotFoundError, OrientScopeError, Unavailable
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.core.settings import resolve_export_dir, validate_id
+from orientscope.core.settings import env_count, resolve_export_dir, validate_id
 from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
 from orientscope.pipeline.staging import staging_root
 from orientscope.store.atomic import atomic_write_json, read_json
@@ -69,12 +69,7 @@ def jobs_dir(data_dir: Path) -> Path:
 
 def max_queued_jobs() -> int:
     """$ORIENTSCOPE_MAX_QUEUED_JOBS, else 8: jobs of every kind queued or running at once per data folder."""
-    raw = os.environ.get(MAX_QUEUED_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_QUEUED
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{MAX_QUEUED_ENV}={raw!r}: expected a whole number of jobs, at least 1")
-    return int(raw)
+    return env_count(MAX_QUEUED_ENV, DEFAULT_MAX_QUEUED, "jobs", minimum=1)
 
 
 # ---------------------------------------------------------------- records

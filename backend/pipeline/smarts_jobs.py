@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from orientscope.core.errors import NotFoundError
 from orientscope.core.progress import Progress
+from orientscope.core.settings import env_count
 from orientscope.pipeline.jobs import DONE, FAILED, JobKind, JobManager, job_record
 from orientscope.pipeline.shard_smarts import search_dataset
 from orientscope.store.atomic import atomic_write_bytes
@@ -49,12 +49,7 @@ JOB_TIMEOUT_S = 3600.0
 
 def smarts_job_above() -> int:
     """$ORIENTSCOPE_SMARTS_JOB_ABOVE (molecules), else 250,000: larger sharded sets search in a job."""
-    raw = os.environ.get(SMARTS_JOB_ABOVE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_SMARTS_JOB_ABOVE
-    if not raw.isdigit():
-        raise ValueError(f"{SMARTS_JOB_ABOVE_ENV}={raw!r}: expected a whole number of molecules")
-    return int(raw)
+    return env_count(SMARTS_JOB_ABOVE_ENV, DEFAULT_SMARTS_JOB_ABOVE, "molecules")
 
 
 @dataclass(frozen=True)
