@@ -99,6 +99,13 @@ def resolve_export_dir(data_dir: str | os.PathLike) -> Path:
     return Path(chosen).expanduser().resolve()
 
 
+def check_choice(value, allowed, what: str):
+    """``value`` if it is one of ``allowed``, else ValueError listing them."""
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {allowed}")
+    return value
+
+
 def validate_id(value: str, what: str = "dataset id") -> str:
     """Return ``value`` if it is a safe id, else ValueError naming the rule."""
     if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):

@@ -36,7 +36,7 @@ import pandas as pd
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.orientations_schema import R_COLUMNS
 from orientscope.core.progress import Progress, quiet
-from orientscope.core.settings import DEFAULT_SEED
+from orientscope.core.settings import DEFAULT_SEED, check_choice
 from orientscope.loaders.asedb import write_asedb
 from orientscope.loaders.detect import EXTENSIONS
 from orientscope.loaders.extxyz import write_extxyz
@@ -97,15 +97,11 @@ class ExportRequest:
 
 
 def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"unknown export mode {mode!r}; expected one of {MODES}")
-    return mode
+    return check_choice(mode, MODES, "export mode")
 
 
 def check_export_format(fmt: str) -> str:
-    if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; expected one of {EXPORT_FORMATS}")
-    return fmt
+    return check_choice(fmt, EXPORT_FORMATS, "export format")
 
 
 def default_format(meta: dict) -> str:

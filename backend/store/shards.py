@@ -212,7 +212,6 @@ def shard_array_paths(result_dir: Path, stage: str, name: str) -> list[Path]:
 def write_shard_array(result_dir: Path, stage: str, name: str, number: int, array: np.ndarray) -> Path:
     """One shard's array as a plain ``.npy`` file (C order, so it memory-maps as is), written atomically."""
     path = shard_array_path(result_dir, stage, name, number)
-    path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
     atomic_write_bytes(path, buffer.getvalue())
