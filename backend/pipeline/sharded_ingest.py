@@ -25,8 +25,6 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 from orientscope.core.dataset import check_frame_dependent
 from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.limits import Limits
@@ -44,7 +42,7 @@ from orientscope.store.shards import (
     ShardRef,
     duplicate_in_partition,
     shard_size_setting,
-    write_shard,
+    write_shards,
 )
 
 IDS_PER_PARTITION = 2_000_000
@@ -96,10 +94,7 @@ def load_file_to_shards(job: FileJob) -> dict:
     except (OrientScopeError, OSError, ValueError) as err:
         return {"error": f"{path.name}: {err}" if path.name not in str(err) else str(err)}
     mols = loaded.mols
-    shards = []
-    for part, start in enumerate(range(0, mols.n_molecules, job.shard_size)):
-        rows = np.arange(start, min(start + job.shard_size, mols.n_molecules))
-        shards.append(write_shard(Path(job.shard_root) / f"f{job.number:05d}-{part:04d}", mols.subset(rows)))
+    shards = write_shards(mols, job.shard_size, lambda part: Path(job.shard_root) / f"f{job.number:05d}-{part:04d}")
     return {
         "file": path.name,
         "format": loaded.format,

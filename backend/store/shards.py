@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +116,16 @@ def write_shard(folder: Path, mols: MoleculeSet) -> dict:
     return {"name": Path(folder).name, "n_molecules": mols.n_molecules, "n_atoms": int(mols.offsets[-1])}
 
 
+def write_shards(mols: MoleculeSet, shard_size: int, folder: Callable[[int], Path]) -> list[dict]:
+    """Write ``mols`` cut in order into shards of ``shard_size``, shard k in ``folder(k)``; their entries,
+    ``start`` counted from the first molecule of ``mols``."""
+    shards = []
+    for k, start in enumerate(range(0, mols.n_molecules, shard_size)):
+        rows = np.arange(start, min(start + shard_size, mols.n_molecules))
+        shards.append({**write_shard(folder(k), mols.subset(rows)), "start": start})
+    return shards
+
+
 def save_sharded(
     data_dir: Path,
     dataset_id: str,
@@ -126,11 +137,8 @@ def save_sharded(
 ) -> dict:
     """Write ``mols`` as a sharded dataset (one shard for a small set), then its meta file last; the meta."""
     size = shard_size_setting(shard_size)
-    folder = dataset_dir(data_dir, dataset_id)
-    shards = []
-    for k, start in enumerate(range(0, mols.n_molecules, size)):
-        rows = np.arange(start, min(start + size, mols.n_molecules))
-        shards.append({**write_shard(folder / SHARDS / f"m{k:05d}", mols.subset(rows)), "start": start})
+    folder = dataset_dir(data_dir, dataset_id) / SHARDS
+    shards = write_shards(mols, size, lambda k: folder / f"m{k:05d}")
     layout = {"layout": SHARDED, "format_version": FORMAT_VERSION, "shard_size": size, "shards": shards}
     meta = meta_of(dataset_id, mols, name, source, {**(extra or {}), **layout})
     write_meta(data_dir, dataset_id, meta)
