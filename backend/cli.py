@@ -28,6 +28,7 @@ audit_mod = LazyModule("orientscope.pipeline.model_audit")
 sharded_ingest = LazyModule("orientscope.pipeline.sharded_ingest")
 map_data = LazyModule("orientscope.services.map_data")
 migrate_mod = LazyModule("orientscope.pipeline.migrate")
+store_folders = LazyModule("orientscope.loaders.parquet_orientations")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
@@ -59,12 +60,10 @@ class _ProgressBar:
     compute (or one that fails first, e.g. on an unknown dataset) prints none.
     """
 
-    def __init__(self, desc: str, quiet: bool = False):
-        self.desc, self.quiet, self.bar = desc, quiet, None
+    def __init__(self, desc: str):
+        self.desc, self.bar = desc, None
 
     def __call__(self, fraction: float, message: str, stage: str = "") -> None:
-        if self.quiet:
-            return
         if self.bar is None:
             bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}"
             self.bar = tqdm(total=100, desc=self.desc, file=sys.stderr, bar_format=bar_format)
@@ -97,11 +96,10 @@ def _failing(errors: tuple[type[Exception], ...] = _BAD_INPUT) -> Iterator[None]
         raise typer.Exit(2) from err
 
 
-def _run(data_dir: Path | None, dataset: str, params: dict, quiet: bool = False, cluster: str | None = None) -> Path:
-    root = resolve_data_dir(data_dir)
-    with _ProgressBar(f"precompute {dataset}", quiet) as bar:
-        pipeline.precompute(root, dataset, params, progress=bar, cluster=cluster)
-    return root
+def _precompute(root: Path, dataset: str, params: dict, **options):
+    """``pipeline.precompute`` with a progress bar; its ResultStore."""
+    with _ProgressBar(f"precompute {dataset}") as bar:
+        return pipeline.precompute(root, dataset, params, progress=bar, **options)
 
 
 @app.command("precompute")
@@ -121,9 +119,7 @@ def precompute_cmd(
     """
     with _failing():
         params = pipeline.make_params(frame, sign, seed, limit)
-        root = resolve_data_dir(data_dir)
-        with _ProgressBar(f"precompute {dataset}") as bar:
-            store = pipeline.precompute(root, dataset, params, force=force, progress=bar, cluster=cluster)
+        store = _precompute(resolve_data_dir(data_dir), dataset, params, force=force, cluster=cluster)
     typer.echo(f"stored {dataset} [{store.key}] in {store.dir}")
 
 
@@ -179,7 +175,8 @@ def report_cmd(
     """Print DATASET's orientation-bias report, computing whatever is missing."""
     with _failing():
         params = pipeline.make_params(frame, sign, seed, limit)
-        root = _run(data_dir, dataset, params, cluster=cluster)
+        root = resolve_data_dir(data_dir)
+        _precompute(root, dataset, params, cluster=cluster)
         report = reports.build_report(root, dataset, params)
     if as_json:
         typer.echo(json.dumps(report))
@@ -226,13 +223,13 @@ def ingest_cmd(
 ) -> None:
     """Load PATHS, store them as one dataset and run the pipeline.
 
-    One file (or store folder, or zip/tar) is loaded into memory and gets every
-    stage. Several files, a folder of files or a glob, or any --cluster or
-    --shard-size, make a sharded dataset: files are read in parallel on the
-    engine and the frames and statistics stages run shard by shard.
+    One file (or store folder, or zip/tar) is read in this process. Several files,
+    a folder of files or a glob, or any --cluster or --shard-size, are read in
+    parallel on the engine. Either way the dataset is stored as shards and every
+    stage runs shard by shard.
     """
     single = len(paths) == 1 and not any(ch in str(paths[0]) for ch in "*?[") and cluster is None
-    single = single and shard_size is None and (paths[0].is_file() or _is_store_folder(paths[0]))
+    single = single and shard_size is None and (paths[0].is_file() or store_folders.is_store_folder(paths[0]))
     root = resolve_data_dir(data_dir)
     names = [p.strip() for p in frame_dependent.split(",") if p.strip()]
     desc = f"ingest {paths[0].name}" + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")
@@ -248,12 +245,6 @@ def ingest_cmd(
                     progress=bar, frame_dependent=names,
                 )  # fmt: skip
     _ingested(root, meta)
-
-
-def _is_store_folder(path: Path) -> bool:
-    from orientscope.loaders.parquet_orientations import is_store_folder
-
-    return is_store_folder(path)
 
 
 @app.command("generate")
@@ -484,7 +475,7 @@ def serve_cmd(
         # Before the server starts, so every worker sees a complete store; progress goes to the console.
         typer.echo(f"first start: precomputing {DEFAULT_DATASET} in {root} (once; later starts take seconds)", err=True)
         with _failing():
-            _run(root, DEFAULT_DATASET, pipeline.make_params())
+            _precompute(root, DEFAULT_DATASET, pipeline.make_params())
     typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
     if read_token:
         typer.echo(

@@ -15,8 +15,8 @@ from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from orientscope.api.schemas import ErrorPublic
-from orientscope.core.errors import Busy, DatasetError, NotFoundError, NotReady, OrientScopeError, TooLarge, Unavailable
-from orientscope.services.errors import InvalidInput, NotComputed, SearchPending
+from orientscope.core.errors import Busy, NotFoundError, NotReady, OrientScopeError, TooLarge, Unavailable
+from orientscope.services.errors import NotComputed, SearchPending
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,6 @@ def validation_body(message: str, loc: tuple = ()) -> dict:
     return {"detail": [{"loc": list(loc) or ["body"], "msg": message, "type": "value_error"}]}
 
 
-async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=404)
-
-
-async def _not_computed(_: Request, exc: NotComputed) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=409)
-
-
 def _plain(status: int):
     async def answer(_: Request, exc: OrientScopeError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=status)
@@ -84,13 +76,9 @@ async def _search_pending(_: Request, exc: SearchPending) -> JSONResponse:
     return JSONResponse(body, status_code=409, headers={"Location": f"/api/jobs/{job['id']}"})
 
 
-async def _invalid(_: Request, exc: DatasetError) -> JSONResponse:
-    loc = getattr(exc, "loc", ())
-    return JSONResponse(validation_body(str(exc), loc), status_code=422)
-
-
-async def _other(_: Request, exc: OrientScopeError) -> JSONResponse:
-    return JSONResponse(validation_body(str(exc)), status_code=422)
+async def _invalid(_: Request, exc: OrientScopeError) -> JSONResponse:
+    # InvalidInput names the field it is about (``loc``); any other error a user can fix is about the body.
+    return JSONResponse(validation_body(str(exc), getattr(exc, "loc", ())), status_code=422)
 
 
 async def _value_error(request: Request, exc: ValueError) -> JSONResponse:
@@ -100,13 +88,12 @@ async def _value_error(request: Request, exc: ValueError) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(NotFoundError, _not_found)
-    app.add_exception_handler(NotComputed, _not_computed)
+    """Starlette answers an error with the handler of its nearest class (its MRO): a DatasetError, also a
+    ValueError, is an OrientScopeError first."""
+    plain = ((NotFoundError, 404), (NotComputed, 409), (NotReady, 409), (TooLarge, 413), (Unavailable, 503))
+    for error, status in plain:
+        app.add_exception_handler(error, _plain(status))
     app.add_exception_handler(SearchPending, _search_pending)
     app.add_exception_handler(Busy, _busy)
-    for error, status in ((NotReady, 409), (TooLarge, 413), (Unavailable, 503)):
-        app.add_exception_handler(error, _plain(status))
-    app.add_exception_handler(InvalidInput, _invalid)
-    app.add_exception_handler(DatasetError, _invalid)
-    app.add_exception_handler(OrientScopeError, _other)
+    app.add_exception_handler(OrientScopeError, _invalid)
     app.add_exception_handler(ValueError, _value_error)

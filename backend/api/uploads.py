@@ -38,10 +38,10 @@ async def _limited(stream, limit: int):
         yield chunk
 
 
-def safe_filename(name: str | None, default: str = "upload") -> str:
+def safe_filename(name: str | None) -> str:
     base = Path(name or "").name
     base = re.sub(r"[^A-Za-z0-9._\-]+", "_", base).lstrip(".")
-    return base[:120] or default
+    return base[:120] or "upload"
 
 
 def invalid(problems: list[tuple[str, str]]) -> RequestValidationError:

@@ -14,6 +14,9 @@ import pandas as pd
 from orientscope.core.elements import MAX_Z
 from orientscope.core.errors import DatasetError
 
+# Columns of the stored molecules table that are not properties: a property of such a name is renamed at loading.
+RESERVED_COLUMNS = frozenset({"id", "smiles", "offset", "n_atoms"})
+
 
 @dataclass(frozen=True, eq=False)
 class MoleculeSet:

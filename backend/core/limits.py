@@ -40,8 +40,23 @@ MIB = 1024 * 1024
 GIB = 1024 * MIB
 
 
+UPLOAD_MB_ENV = "ORIENTSCOPE_MAX_UPLOAD_MB"
+# The whole-number limits an environment variable overrides: field -> variable.
+COUNT_ENV = {
+    "max_molecules": "ORIENTSCOPE_MAX_MOLECULES",
+    "max_atoms_per_molecule": "ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE",
+    "max_total_atoms": "ORIENTSCOPE_MAX_TOTAL_ATOMS",
+    "max_prediction_rows": "ORIENTSCOPE_MAX_PREDICTION_ROWS",
+    "direct_export_max": "ORIENTSCOPE_DIRECT_EXPORT_MAX",
+}
+
+
 class LimitExceeded(OrientScopeError):
     """An upload or dataset is larger than a documented limit."""
+
+
+def _exceeded(text: str, variable: str) -> LimitExceeded:
+    return LimitExceeded(f"{text} (set {variable} to change it)")
 
 
 @dataclass(frozen=True)
@@ -61,51 +76,32 @@ class Limits:
     def from_env(cls) -> Limits:
         """Defaults, overridden by the ``ORIENTSCOPE_MAX_*`` variables (read when called)."""
         env = os.environ
-        changes: dict = {}
-        if env.get("ORIENTSCOPE_MAX_UPLOAD_MB"):
-            changes["max_upload_bytes"] = int(float(env["ORIENTSCOPE_MAX_UPLOAD_MB"]) * MIB)
-        for field, var in (
-            ("max_molecules", "ORIENTSCOPE_MAX_MOLECULES"),
-            ("max_atoms_per_molecule", "ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE"),
-            ("max_total_atoms", "ORIENTSCOPE_MAX_TOTAL_ATOMS"),
-            ("max_prediction_rows", "ORIENTSCOPE_MAX_PREDICTION_ROWS"),
-            ("direct_export_max", "ORIENTSCOPE_DIRECT_EXPORT_MAX"),
-        ):
-            if env.get(var):
-                changes[field] = int(env[var])
+        changes = {field: int(env[var]) for field, var in COUNT_ENV.items() if env.get(var)}
+        if env.get(UPLOAD_MB_ENV):
+            changes["max_upload_bytes"] = int(float(env[UPLOAD_MB_ENV]) * MIB)
         return replace(cls(), **changes)
 
     def check_upload_bytes(self, n_bytes: int, what: str = "upload") -> None:
         if n_bytes > self.max_upload_bytes:
-            raise LimitExceeded(
-                f"{what} is larger than the upload limit of {self.max_upload_bytes:,} bytes "
-                "(set ORIENTSCOPE_MAX_UPLOAD_MB to change it)"
-            )
+            text = f"{what} is larger than the upload limit of {self.max_upload_bytes:,} bytes"
+            raise _exceeded(text, UPLOAD_MB_ENV)
 
     def check_molecules(self, n_molecules: int, source: str) -> None:
         if n_molecules > self.max_molecules:
-            raise LimitExceeded(
-                f"{source}: more than {self.max_molecules:,} molecules, the limit "
-                "(set ORIENTSCOPE_MAX_MOLECULES to change it)"
-            )
+            text = f"{source}: more than {self.max_molecules:,} molecules, the limit"
+            raise _exceeded(text, COUNT_ENV["max_molecules"])
 
     def check_atoms(self, n_atoms: int, where: str) -> None:
         if n_atoms > self.max_atoms_per_molecule:
-            raise LimitExceeded(
-                f"{where}: {n_atoms:,} atoms in one molecule; the limit is {self.max_atoms_per_molecule:,} "
-                "(set ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE to change it)"
-            )
+            text = f"{where}: {n_atoms:,} atoms in one molecule; the limit is {self.max_atoms_per_molecule:,}"
+            raise _exceeded(text, COUNT_ENV["max_atoms_per_molecule"])
 
     def check_total_atoms(self, n_atoms: int, source: str) -> None:
         if n_atoms > self.max_total_atoms:
-            raise LimitExceeded(
-                f"{source}: more than {self.max_total_atoms:,} atoms in total, the limit "
-                "(set ORIENTSCOPE_MAX_TOTAL_ATOMS to change it)"
-            )
+            text = f"{source}: more than {self.max_total_atoms:,} atoms in total, the limit"
+            raise _exceeded(text, COUNT_ENV["max_total_atoms"])
 
     def check_prediction_rows(self, n_rows: int, source: str) -> None:
         if n_rows > self.max_prediction_rows:
-            raise LimitExceeded(
-                f"{source}: more than {self.max_prediction_rows:,} prediction rows, the limit "
-                "(set ORIENTSCOPE_MAX_PREDICTION_ROWS to change it)"
-            )
+            text = f"{source}: more than {self.max_prediction_rows:,} prediction rows, the limit"
+            raise _exceeded(text, COUNT_ENV["max_prediction_rows"])

@@ -59,18 +59,20 @@ def user_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("orientscope", appauthor=False))
 
 
-def map_point_budget() -> int:
-    """$ORIENTSCOPE_MAP_POINT_BUDGET (a non-negative integer), else 30,000 points in view."""
-    raw = os.environ.get(MAP_POINT_BUDGET_ENV, "").strip()
+def env_count(name: str, default: int, unit: str, minimum: int = 0) -> int:
+    """$NAME as a whole number of ``unit`` (at least ``minimum``), else ``default``; ValueError naming the variable."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_MAP_POINT_BUDGET
-    try:
-        budget = int(raw)
-    except ValueError:
-        budget = -1
-    if budget < 0:
-        raise ValueError(f"{MAP_POINT_BUDGET_ENV}={raw!r}: expected a non-negative whole number of points")
-    return budget
+        return default
+    if not raw.isdigit() or int(raw) < minimum:
+        at_least = f", at least {minimum}" if minimum else ""
+        raise ValueError(f"{name}={raw!r}: expected a whole number of {unit}{at_least}")
+    return int(raw)
+
+
+def map_point_budget() -> int:
+    """$ORIENTSCOPE_MAP_POINT_BUDGET, else 30,000 points in view."""
+    return env_count(MAP_POINT_BUDGET_ENV, DEFAULT_MAP_POINT_BUDGET, "points")
 
 
 IN_MEMORY_MB_ENV = "ORIENTSCOPE_IN_MEMORY_MB"
@@ -95,6 +97,13 @@ def resolve_export_dir(data_dir: str | os.PathLike) -> Path:
     so a read-only server (whose data dir may be mounted read-only) can still export to a writable place."""
     chosen = os.environ.get(EXPORT_DIR_ENV) or Path(data_dir) / "exports"
     return Path(chosen).expanduser().resolve()
+
+
+def check_choice(value, allowed, what: str):
+    """``value`` if it is one of ``allowed``, else ValueError listing them."""
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {allowed}")
+    return value
 
 
 def validate_id(value: str, what: str = "dataset id") -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from orientscope.core.dataset import MoleculeSet
+from orientscope.core.dataset import RESERVED_COLUMNS, MoleculeSet
 from orientscope.core.elements import MAX_Z, symbol_to_z
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
@@ -27,8 +27,6 @@ from orientscope.core.progress import Progress
 
 log = logging.getLogger(__name__)
 
-
-RESERVED_PROPERTY_NAMES = frozenset({"id", "smiles", "offset", "n_atoms"})
 MAX_PROBLEMS_KEPT = 20
 
 
@@ -58,14 +56,6 @@ class Loaded:
     format: str
     n_skipped: int = 0
     problems: list[str] = field(default_factory=list)
-
-    def summary(self) -> dict:
-        return {
-            "format": self.format,
-            "n_molecules": self.mols.n_molecules,
-            "n_skipped": self.n_skipped,
-            "problems": self.problems,
-        }
 
 
 def element_to_z(token: str) -> int:
@@ -207,7 +197,7 @@ class Collector:
     def _add_props(self, props: dict, n_new: int) -> None:
         before = self.n_good - n_new
         for key, value in props.items():
-            name = f"prop_{key}" if key in RESERVED_PROPERTY_NAMES else key
+            name = f"prop_{key}" if key in RESERVED_COLUMNS else key
             col = self._props.get(name)
             if col is None:
                 col = self._props[name] = [math.nan] * before

@@ -13,7 +13,7 @@ from pathlib import Path
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.core.settings import DATASET_FORMATS, FORMAT_CHOICES
+from orientscope.core.settings import DATASET_FORMATS, FORMAT_CHOICES, check_choice
 from orientscope.loaders.archive import ZIP_MAGIC, extract_archive, is_archive
 from orientscope.loaders.asedb import SQLITE_MAGIC
 from orientscope.loaders.base import Collector, Loaded
@@ -36,16 +36,13 @@ EXTENSIONS = {
 
 
 def check_format(fmt: str) -> str:
-    if fmt not in FORMAT_CHOICES:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {FORMAT_CHOICES}")
-    return fmt
+    return check_choice(fmt, FORMAT_CHOICES, "format")
 
 
 def _looks_extxyz(head: str) -> bool:
+    """A comment line of ``key=value`` pairs (``Properties=``, ``Lattice=`` or any other) marks extended XYZ."""
     lines = head.splitlines()
-    return len(lines) > 1 and (
-        "=" in lines[1] and ("Properties=" in lines[1] or "Lattice=" in lines[1] or lines[1].count("=") >= 1)
-    )
+    return len(lines) > 1 and "=" in lines[1]
 
 
 def detect_format(path: Path) -> str:

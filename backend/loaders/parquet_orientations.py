@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from orientscope.core.dataset import RESERVED_COLUMNS
 from orientscope.core.errors import DatasetError
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import RESERVED_PROPERTY_NAMES, Collector, open_parquet
+from orientscope.loaders.base import Collector, open_parquet
 
 PARQUET_MAGIC = b"PAR1"
 STORE_TABLES = ("molecules.parquet", "atoms.parquet")
@@ -33,7 +34,7 @@ def _properties(batch, skip: set[str]) -> dict[str, np.ndarray]:
 
     out = {}
     for name in batch.schema.names:
-        if name in skip or name in RESERVED_PROPERTY_NAMES:
+        if name in skip or name in RESERVED_COLUMNS:
             continue
         col = batch.column(name)
         if pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_boolean(col.type):

@@ -31,11 +31,11 @@ import pyarrow as pa
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.loaders.base import open_parquet
+from orientscope.loaders.parquet_orientations import PARQUET_MAGIC
 
 REQUIRED = ("id", "property", "stored", "rotated")
 OPTIONAL = ("copy", "true", "split")
 SPLITS = ("train", "test")
-PARQUET_MAGIC = b"PAR1"
 HEADER_CHECK_ROWS = 100_000
 STRING_COLUMNS = ("id", "property", "split")
 # Two `stored` values of one (id, property) closer than this (relative) are the same value written twice.

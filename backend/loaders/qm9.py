@@ -85,16 +85,15 @@ def parse_symbol_lists(strings) -> np.ndarray:
     return lut[inverse]
 
 
-def load_qm9(limit: int | None = None, data_dir: Path | None = None) -> MoleculeSet:
+def load_qm9(limit: int | None = None) -> MoleculeSet:
     """Load QM9 from qm9pack.
 
     Parameters
     ----------
     limit : keep an evenly spread, deterministic subset of this many molecules
         (ordered by QM9 index; the first molecule, methane, is always kept).
-    data_dir : folder with qm9pack's CSV files (default: the installed package).
     """
-    folder = Path(data_dir) if data_dir else qm9pack_data_dir()
+    folder = qm9pack_data_dir()
     src_props = [c for c in PROPERTIES if not c.startswith("A_")]
     cols = ["XYZ_file", "Index", "SMILES", "N_atoms", "Elements", "XYZ_Ang", *src_props]
     parts = pd.concat([_read_csv(folder / f, cols) for f in PART_FILES], ignore_index=True)

@@ -67,7 +67,6 @@ def generate(
     smiles: list[str] | Path,
     seed: int = 0,
     random_coords: bool = False,
-    names: list[str] | None = None,
     strict: bool = False,
     limits: Limits | None = None,
     progress: Progress | None = None,
@@ -82,7 +81,7 @@ def generate(
         entries = list(read_smiles_file(Path(smiles)))
     else:
         source = "SMILES list"
-        entries = [(k + 1, s, names[k] if names else None) for k, s in enumerate(smiles)]
+        entries = [(k + 1, s, None) for k, s in enumerate(smiles)]
     # Strained molecules that ETKDG cannot embed are not malformed input: tolerate more of them.
     limits = replace(
         limits or Limits(), max_bad_fraction=max((limits or Limits()).max_bad_fraction, MAX_EMBED_FAILURES)

@@ -23,7 +23,7 @@ from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions
 from orientscope.notebook.datasets import Dataset
 from orientscope.notebook.progress import checked_options, progress_bar
-from orientscope.pipeline.export import MAX_COPIES, ROTATION_RULE, copy_rotations
+from orientscope.pipeline.export import ROTATION_RULE, check_copies, copy_rotations
 from orientscope.pipeline.model_audit import audit_predictions, audit_record
 from orientscope.science.model_audit import AuditSettings
 from orientscope.science.rotations import rotate_molecules
@@ -178,8 +178,7 @@ def audit_model(
     if not callable(predict):
         raise TypeError(f"predict must be callable, got {type(predict).__name__}")
     properties = _check_properties(properties, dataset.properties)
-    if not 1 <= int(copies) <= MAX_COPIES:
-        raise ValueError(f"copies must be between 1 and {MAX_COPIES}, got {copies}")
+    check_copies("random", int(copies))
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     copies, batch_size, seed = int(copies), int(batch_size), int(seed)

@@ -34,12 +34,12 @@ from orientscope.core.settings import (
     resolve_data_dir,
     slugify,
 )
-from orientscope.notebook.progress import checked_options, progress_bar
+from orientscope.notebook.progress import check_options, checked_options, progress_bar
 from orientscope.store import datasets as ds
 from orientscope.store.shards import read_shard, save_sharded, shard_refs
 
 UNSAVED = ".unsaved"
-READ_OPTIONS = ("name", "format", "strict", "frame_dependent", "cluster", "shard_size", "data_dir", "progress")
+READ_OPTIONS = ["name", "format", "strict", "frame_dependent", "cluster", "shard_size", "data_dir", "progress"]
 
 
 class _UnsavedStore:
@@ -166,12 +166,6 @@ class Dataset:
         return f"<orientscope.Dataset {self.id!r} ({self.name}): {self.n_molecules:,} molecules, {where}>"
 
 
-def _check_options(function: str, options: Mapping, allowed: Sequence[str]) -> None:
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise TypeError(f"{function}: unknown option(s) {unknown}; allowed: {list(allowed)}")
-
-
 def _in_memory(
     mols: MoleculeSet, name: str, data_dir, source: str, fmt: str, frame_dependent: Iterable[str] = (), **extra
 ) -> Dataset:
@@ -221,7 +215,7 @@ def read(path_or_glob, **options) -> Dataset:
     a folder of files, ``cluster`` or ``shard_size`` make a sharded set, ingested into the private store
     (its stages run there on the engine ``cluster`` picks).
     """
-    _check_options("read", options, READ_OPTIONS)
+    check_options("read", options, READ_OPTIONS)
     fmt = options.get("format", "auto")
     if fmt not in FORMAT_CHOICES:
         raise ValueError(f"read: unknown format {fmt!r}; allowed: {list(FORMAT_CHOICES)}")

@@ -29,6 +29,13 @@ def progress_bar(desc: str, show: bool = True):
         bar.close()
 
 
+def check_options(function: str, options, allowed: list[str]) -> None:
+    """TypeError naming ``function``, the unknown keywords among ``options`` and the ``allowed`` ones."""
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise TypeError(f"{function}: unknown option(s) {unknown}; allowed: {allowed}")
+
+
 def checked_options(function):
     """``function`` with an unknown keyword refused by a TypeError that lists the keywords it takes."""
     allowed = [
@@ -39,12 +46,10 @@ def checked_options(function):
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        unknown = sorted(set(kwargs) - set(allowed))
-        if unknown:
-            raise TypeError(f"{function.__name__}: unknown option(s) {unknown}; allowed: {allowed}")
+        check_options(function.__name__, kwargs, allowed)
         return function(*args, **kwargs)
 
     return wrapper
 
 
-__all__ = ["Progress", "checked_options", "progress_bar"]
+__all__ = ["Progress", "check_options", "checked_options", "progress_bar"]

@@ -26,6 +26,8 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from orientscope.core.settings import env_count
+
 log = logging.getLogger(__name__)
 
 CLUSTER_ENV = "ORIENTSCOPE_CLUSTER"
@@ -71,12 +73,7 @@ def parse_cluster(text: str) -> ClusterSpec:
 
 
 def local_cluster_above() -> int:
-    raw = os.environ.get(LOCAL_ABOVE_ENV, "")
-    if not raw:
-        return DEFAULT_LOCAL_ABOVE
-    if not raw.isdigit():
-        raise ValueError(f"{LOCAL_ABOVE_ENV}={raw!r}: expected a whole number of molecules")
-    return int(raw)
+    return env_count(LOCAL_ABOVE_ENV, DEFAULT_LOCAL_ABOVE, "molecules")
 
 
 def choose_cluster(requested: str | None, n_molecules: int) -> ClusterSpec:

@@ -36,7 +36,7 @@ import pandas as pd
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.orientations_schema import R_COLUMNS
 from orientscope.core.progress import Progress, quiet
-from orientscope.core.settings import DEFAULT_SEED
+from orientscope.core.settings import DEFAULT_SEED, check_choice
 from orientscope.loaders.asedb import write_asedb
 from orientscope.loaders.detect import EXTENSIONS
 from orientscope.loaders.extxyz import write_extxyz
@@ -97,15 +97,11 @@ class ExportRequest:
 
 
 def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"unknown export mode {mode!r}; expected one of {MODES}")
-    return mode
+    return check_choice(mode, MODES, "export mode")
 
 
 def check_export_format(fmt: str) -> str:
-    if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; expected one of {EXPORT_FORMATS}")
-    return fmt
+    return check_choice(fmt, EXPORT_FORMATS, "export format")
 
 
 def default_format(meta: dict) -> str:
@@ -119,12 +115,19 @@ def _groups(columns, suffixes) -> list[str]:
     return sorted(b for b in bases if all(f"{b}_{s}" in columns for s in suffixes))
 
 
+def _tensors_and_vectors(columns) -> tuple[list[str], list[str]]:
+    """The bases of the tensor property columns, and of the vector ones among the other columns."""
+    cols = set(columns)
+    tensors = _groups(cols, TENSOR_SUFFIXES)
+    return tensors, _groups(cols - {f"{b}_{s}" for b in tensors for s in TENSOR_SUFFIXES}, VECTOR_SUFFIXES)
+
+
 def rotated_columns(columns) -> set[str]:
     """The property columns :func:`rotate_properties` turns with the molecule (tensor and vector components)."""
-    cols = set(columns)
-    tensor = {f"{b}_{s}" for b in _groups(cols, TENSOR_SUFFIXES) for s in TENSOR_SUFFIXES}
-    vector = {f"{b}_{s}" for b in _groups(cols - tensor, VECTOR_SUFFIXES) for s in VECTOR_SUFFIXES}
-    return tensor | vector
+    tensors, vectors = _tensors_and_vectors(columns)
+    return {f"{b}_{s}" for b in tensors for s in TENSOR_SUFFIXES} | {
+        f"{b}_{s}" for b in vectors for s in VECTOR_SUFFIXES
+    }
 
 
 def frame_dependent_note(mols: MoleculeSet) -> dict:
@@ -140,16 +143,14 @@ def frame_dependent_note(mols: MoleculeSet) -> dict:
 def rotate_properties(props: pd.DataFrame, rotations: np.ndarray) -> pd.DataFrame:
     """Rotate lab-frame tensor (``R A Rᵀ``) and vector (``R v``) property columns; shapes (n, 3, 3)."""
     out = props.copy()
-    cols = set(props.columns)
-    for base in _groups(cols, TENSOR_SUFFIXES):
+    tensors, vectors = _tensors_and_vectors(props.columns)
+    for base in tensors:
         xx, xy, xz, yy, yz, zz = (props[f"{base}_{s}"].to_numpy(np.float64) for s in TENSOR_SUFFIXES)
         a = np.stack([np.stack([xx, xy, xz], -1), np.stack([xy, yy, yz], -1), np.stack([xz, yz, zz], -1)], 1)
         b = np.einsum("nij,njk,nlk->nil", rotations, a, rotations)
         for s, (i, j) in zip(TENSOR_SUFFIXES, [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)], strict=True):
             out[f"{base}_{s}"] = b[:, i, j]
-    for base in _groups(
-        cols - {f"{b}_{s}" for b in _groups(cols, TENSOR_SUFFIXES) for s in TENSOR_SUFFIXES}, VECTOR_SUFFIXES
-    ):
+    for base in vectors:
         v = np.stack([props[f"{base}_{s}"].to_numpy(np.float64) for s in VECTOR_SUFFIXES], -1)
         w = np.einsum("nij,nj->ni", rotations, v)
         for k, s in enumerate(VECTOR_SUFFIXES):

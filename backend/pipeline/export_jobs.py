@@ -17,32 +17,18 @@ EXPORT_TTL_S, when a later export is submitted.
 from __future__ import annotations
 
 import shutil
-import time
 import uuid
 from pathlib import Path
 
 from orientscope.core.errors import NotFoundError, NotReady, Unavailable
 from orientscope.core.progress import Progress
 from orientscope.pipeline.export import ExportRequest, copy_path, default_format, export_dataset, export_filename
-from orientscope.pipeline.jobs import (
-    ACTIVE,
-    DONE,
-    JobKind,
-    JobManager,
-    as_seen,
-    job_record,
-    read_job_record,
-    stored_job_records,
-)
+from orientscope.pipeline.jobs import ACTIVE, DONE, JobKind, JobManager, job_record, read_job_record
 from orientscope.store import datasets as ds
 
 EXPORT = "export"  # the job kind
 JOB_PREFIX, EXPORT_PREFIX = "x", "e"
 EXPORT_TTL_S = 3600.0  # long enough to download a finished export
-
-
-def export_jobs_dir(export_dir: Path) -> Path:
-    return Path(export_dir) / "jobs"
 
 
 def job_id_of(export_id: str) -> str:
@@ -52,19 +38,11 @@ def job_id_of(export_id: str) -> str:
     return JOB_PREFIX + export_id[len(EXPORT_PREFIX) :]
 
 
-def read_export_job(export_dir: Path, job_id: str) -> dict:
-    return read_job_record(export_jobs_dir(export_dir), job_id)
-
-
-def list_export_jobs(export_dir: Path) -> list[dict]:
-    return [as_seen(job) for job in stored_job_records(export_jobs_dir(export_dir))]
-
-
 def export_files(export_dir: Path, dataset_id: str, export_id: str, copy: int = 0) -> tuple[Path, Path]:
     """The exported file (of copy ``copy`` for a multi-copy export) and its rotations CSV; NotFoundError if
     unknown (or of another dataset), NotReady while the job is queued or running or if it failed."""
     try:
-        job = read_export_job(export_dir, job_id_of(export_id))
+        job = read_job_record(Path(export_dir) / EXPORT_KIND.subfolder, job_id_of(export_id))
     except NotFoundError:
         raise NotFoundError(f"unknown export {export_id!r} of dataset {dataset_id!r}") from None
     if job["dataset_id"] != dataset_id:
@@ -92,7 +70,7 @@ def submit_export(manager: JobManager, dataset_id: str, request: ExportRequest) 
         JOB_PREFIX + token, EXPORT, dataset_id, meta.get("name", dataset_id), inputs, export_id=EXPORT_PREFIX + token
     )
     with manager.lock:
-        _prune(manager)
+        manager.prune(EXPORT_KIND, EXPORT_TTL_S)
         manager.check_room()
         try:
             (manager.export_dir / job["export_id"]).mkdir(parents=True)
@@ -102,15 +80,6 @@ def submit_export(manager: JobManager, dataset_id: str, request: ExportRequest) 
                 "set ORIENTSCOPE_EXPORT_DIR to a writable folder"
             ) from None
         return manager.submit(job)
-
-
-def _prune(manager: JobManager) -> None:
-    """Delete exports (files and records) that ended more than EXPORT_TTL_S ago."""
-    now = time.time()
-    for job in list_export_jobs(manager.export_dir):
-        if job["state"] not in ACTIVE and now - (job.get("finished") or now) > EXPORT_TTL_S:
-            shutil.rmtree(manager.export_dir / job["export_id"], ignore_errors=True)
-            (export_jobs_dir(manager.export_dir) / f"{job['id']}.json").unlink(missing_ok=True)
 
 
 def _export(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dict]:

@@ -60,13 +60,13 @@ def store_and_precompute(
     name: str,
     source: str,
     extra: dict | None = None,
-    params: dict | None = None,
     progress: Progress | None = None,
     frame_dependent: Iterable[str] = (),
     engine_for: Callable[[int], Engine] | None = None,
     resume: str | None = None,
 ) -> dict:
-    """Save ``loaded`` as ``dataset_id`` and run all stages, atomically (see module docstring).
+    """Save ``loaded`` as ``dataset_id`` and run all stages with the default parameters, atomically
+    (see module docstring).
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
     addition to those the loader declares; they go into the dataset's metadata.
@@ -82,7 +82,6 @@ def store_and_precompute(
     # server should not load just to list jobs.
     from orientscope.pipeline.precompute import make_params, precompute
 
-    params = params or make_params()
     with staging(data_dir, dataset_id, resume=resume) as stage_dir:
         mols = loaded.mols
         if ds.has_dataset(stage_dir, dataset_id):  # stored by an interrupted attempt (the meta file is written last)
@@ -96,7 +95,7 @@ def store_and_precompute(
             save_sharded(stage_dir, dataset_id, mols, name=name, source=source, extra=meta_extra)
         engine = engine_for(mols.n_molecules) if engine_for else None
         on_stages = scaled(progress, LOAD_SHARE + SAVE_SHARE, 1.0)
-        precompute(stage_dir, dataset_id, params, progress=on_stages, engine=engine)
+        precompute(stage_dir, dataset_id, make_params(), progress=on_stages, engine=engine)
         return publish(stage_dir, data_dir, dataset_id, progress)
 
 
@@ -108,7 +107,6 @@ def ingest_file(
     strict: bool = False,
     dataset_id: str | None = None,
     limits: Limits | None = None,
-    params: dict | None = None,
     progress: Progress | None = None,
     original_name: str | None = None,
     frame_dependent: Iterable[str] = (),
@@ -123,7 +121,7 @@ def ingest_file(
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
     limits = limits or Limits.from_env()
-    options = [name, fmt, strict, asdict(limits), params, sorted(frame_dependent), original_name]
+    options = [name, fmt, strict, asdict(limits), sorted(frame_dependent), original_name]
     resume = resume or resume_key([Path(path)], options)
     (progress or quiet)(0.0, f"reading {original_name or Path(path).name}", "load")
     staging_root(data_dir).mkdir(parents=True, exist_ok=True)
@@ -138,7 +136,7 @@ def ingest_file(
     source = f"uploaded {original_name or Path(path).name} ({loaded.format})"
     extra = {"original_filename": original_name or Path(path).name, "strict": strict}
     return store_and_precompute(
-        data_dir, dataset_id, loaded, name, source, extra, params, progress, frame_dependent, engine_for, resume
+        data_dir, dataset_id, loaded, name, source, extra, progress, frame_dependent, engine_for, resume
     )
 
 
@@ -148,13 +146,11 @@ def generate_dataset(
     name: str,
     seed: int = 0,
     random_coords: bool = False,
-    dataset_id: str | None = None,
-    params: dict | None = None,
     progress: Progress | None = None,
 ) -> dict:
     """Embed a SMILES file with RDKit ETKDG (seeded), store it and run every stage; its meta."""
     data_dir = Path(data_dir)
-    dataset_id = dataset_id or new_dataset_id(data_dir, name)
+    dataset_id = new_dataset_id(data_dir, name)
     from orientscope.loaders.rdkit_generated import generate
 
     loaded = generate(
@@ -167,7 +163,7 @@ def generate_dataset(
     how = "useRandomCoords=True" if random_coords else "default embedding"
     source = f"RDKit ETKDGv3 ({how}, randomSeed={seed}) from {Path(smiles_file).name}"
     extra = {"generator": {"method": "ETKDGv3", "random_coords": random_coords, "seed": seed}}
-    return store_and_precompute(data_dir, dataset_id, loaded, name, source, extra, params, progress)
+    return store_and_precompute(data_dir, dataset_id, loaded, name, source, extra, progress)
 
 
 def rename_dataset(data_dir: Path, dataset_id: str, name: str) -> dict:

@@ -40,7 +40,7 @@ from pathlib import Path
 from orientscope.core.errors import Busy, NotFoundError, OrientScopeError, Unavailable
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.core.settings import resolve_export_dir, validate_id
+from orientscope.core.settings import env_count, resolve_export_dir, validate_id
 from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
 from orientscope.pipeline.staging import staging_root
 from orientscope.store.atomic import atomic_write_json, read_json
@@ -69,12 +69,7 @@ def jobs_dir(data_dir: Path) -> Path:
 
 def max_queued_jobs() -> int:
     """$ORIENTSCOPE_MAX_QUEUED_JOBS, else 8: jobs of every kind queued or running at once per data folder."""
-    raw = os.environ.get(MAX_QUEUED_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_QUEUED
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{MAX_QUEUED_ENV}={raw!r}: expected a whole number of jobs, at least 1")
-    return int(raw)
+    return env_count(MAX_QUEUED_ENV, DEFAULT_MAX_QUEUED, "jobs", minimum=1)
 
 
 # ---------------------------------------------------------------- records
@@ -159,16 +154,6 @@ def stored_job_records(folder: Path) -> list[dict]:
         except (OSError, ValueError):
             continue
     return sorted(jobs, key=lambda j: j.get("created", 0))
-
-
-def wait_for(read: Callable[[str], dict], job_id: str, timeout_s: float, poll_s: float) -> dict:
-    """Poll ``read(job_id)`` until the job is done or failed, or ``timeout_s`` has passed."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        job = read(job_id)
-        if job["state"] not in ACTIVE or time.monotonic() > deadline:
-            return job
-        time.sleep(poll_s)
 
 
 def recording_progress(job: dict, write: Callable[[dict], None]) -> Progress:
@@ -282,8 +267,13 @@ class JobManager:
         return sorted((j for j in jobs if kind in (None, j.get("kind", "ingest"))), key=lambda j: j.get("created", 0))
 
     def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.05) -> dict:
-        """Block until the job is done or failed (for the CLI and tests)."""
-        return wait_for(self.get, job_id, timeout_s, poll_s)
+        """Block until the job is done or failed, or ``timeout_s`` has passed (for the CLI and tests)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = self.get(job_id)
+            if job["state"] not in ACTIVE or time.monotonic() > deadline:
+                return job
+            time.sleep(poll_s)
 
     def upload_dir(self) -> Path:
         """Where an upload is spooled while it streams in (its job then moves it)."""
@@ -322,8 +312,8 @@ class JobManager:
         self._pool.submit(self._run, job["id"])
         return job
 
-    def new_id(self, kind: str, token: str | None = None) -> str:
-        return self.kinds[kind].prefix + (token or uuid.uuid4().hex[:16])
+    def new_id(self, kind: str) -> str:
+        return self.kinds[kind].prefix + uuid.uuid4().hex[:16]
 
     def retry(self, job_id: str) -> dict:
         """Run a failed job again from its stored input (its kind's ``renew`` updates it first)."""
@@ -389,6 +379,14 @@ class JobManager:
         job.update(state=DONE, progress=1.0, stage="done", finished=time.time(), message=message, result=result)
         self.write(job)
         return job
+
+    def prune(self, kind: JobKind, ttl_s: float) -> None:
+        """Delete the jobs of ``kind`` (records and output) that ended more than ``ttl_s`` ago."""
+        now = time.time()
+        for job in self.list(kind.name):
+            if job["state"] not in ACTIVE and now - (job.get("finished") or now) > ttl_s:
+                kind.discard(self, job)
+                (self.kind_dir(kind) / f"{job['id']}.json").unlink(missing_ok=True)
 
     def recover(self) -> list[str]:
         """Record the orphaned jobs of every folder this server may write as failed; their ids.
@@ -467,11 +465,6 @@ class JobManager:
         finally:
             LIVE.discard(job_id)
             self._cancel.discard(job_id)
-
-
-def read_job(data_dir: Path, job_id: str) -> dict:
-    """An ingest or audit job of ``data_dir`` by id (NotFoundError if there is none)."""
-    return read_job_record(jobs_dir(data_dir), job_id)
 
 
 def list_jobs(data_dir: Path) -> list[dict]:

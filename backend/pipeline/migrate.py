@@ -78,9 +78,8 @@ def migrate_dataset(
                 notify(MOLECULES_SHARE * done / total, f"molecules: {done}/{total} shards", "migrate")
 
             shards = cut_molecules(src, dst, meta, shard_size, shards_done)
-            staged = {**meta, "layout": SHARDED, "format_version": FORMAT_VERSION, "shard_size": shard_size}
-            staged["shards"] = shards
-            refs = shard_refs(stage_dir, dataset_id, staged)
+            layout = {"layout": SHARDED, "format_version": FORMAT_VERSION, "shard_size": shard_size, "shards": shards}
+            refs = shard_refs(stage_dir, dataset_id, {**meta, **layout})
             keys = list_result_keys(data_dir, dataset_id)
             manifests, cut = {}, {}
             for k, key in enumerate(keys):
@@ -99,7 +98,7 @@ def migrate_dataset(
                 # The current meta (a rename may have happened meanwhile), with the shard list; written last.
                 current = read_json(src / ds.META)
                 migrated = {"from": "single-folder", "at": time.time(), "version": __version__, "tables_cut": cut}
-                ds.write_meta(stage_dir, dataset_id, {**current, **_layout(staged), "migrated": migrated})
+                ds.write_meta(stage_dir, dataset_id, {**current, **layout, "migrated": migrated})
                 new_meta = publish(stage_dir, data_dir, dataset_id, replace=True)
         seconds = time.perf_counter() - t0
         log.info("migrated %s to %d shards in %.1f s", dataset_id, len(shards), seconds)
@@ -112,7 +111,3 @@ def _write_popcounts(result: Path, refs: list) -> None:
     for ref in refs:
         words = np.load(shard_array_path(result, "chemistry", "fingerprints", ref.number), mmap_mode="r")
         write_shard_array(result, "chemistry", "popcounts", ref.number, popcounts(words).astype(np.uint16))
-
-
-def _layout(meta: dict) -> dict:
-    return {k: meta[k] for k in ("layout", "format_version", "shard_size", "shards")}

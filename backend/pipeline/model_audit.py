@@ -49,12 +49,9 @@ def is_frame_dependent(meta: dict, prop: str) -> bool:
     return prop in frame_dependent_properties(meta)
 
 
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
+def file_sha256(path: Path) -> str:
     with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _scores_and_regression(data_dir: Path, dataset_id: str, meta: dict, ids: pd.Index):

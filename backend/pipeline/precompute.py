@@ -18,7 +18,7 @@ import numpy as np
 from orientscope.core.dataset import concat_molecule_sets, select_rows
 from orientscope.core.errors import NotFoundError
 from orientscope.core.progress import Progress
-from orientscope.core.settings import DEFAULT_SEED, validate_id
+from orientscope.core.settings import DEFAULT_SEED, check_choice, validate_id
 from orientscope.pipeline.builtin import BUILTIN
 from orientscope.pipeline.engine import Engine, choose_cluster
 from orientscope.pipeline.sharded import STAGES, precompute_sharded
@@ -32,10 +32,8 @@ log = logging.getLogger(__name__)
 
 
 def make_params(frame: str = "pca", sign: str = "max", seed: int = DEFAULT_SEED, limit: int | None = None) -> dict:
-    if frame not in FRAME_METHODS:
-        raise ValueError(f"unknown frame {frame!r}; expected one of {FRAME_METHODS}")
-    if sign not in SIGN_RULES:
-        raise ValueError(f"unknown sign rule {sign!r}; expected one of {SIGN_RULES}")
+    check_choice(frame, FRAME_METHODS, "frame")
+    check_choice(sign, SIGN_RULES, "sign rule")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")
     return {"frame": frame, "sign": sign, "seed": int(seed), "limit": limit}
@@ -60,8 +58,7 @@ def ensure_dataset(data_dir: Path, dataset_id: str) -> dict:
 
 def _stage_names(stages: list[str] | None) -> list[str]:
     for name in stages or ():
-        if name not in STAGES:
-            raise ValueError(f"unknown stage {name!r}; expected one of {list(STAGES)}")
+        check_choice(name, list(STAGES), "stage")
     return [s for s in STAGES if not stages or s in stages]
 
 

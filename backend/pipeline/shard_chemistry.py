@@ -55,7 +55,7 @@ from orientscope.pipeline.chemistry_report import (
     stage_output,
 )
 from orientscope.pipeline.engine import Engine
-from orientscope.pipeline.shard_stages import ShardJob
+from orientscope.pipeline.shard_stages import ShardJob, shard_frames
 from orientscope.pipeline.stage import StageOutput
 from orientscope.science.chemistry import compute_chemistry
 from orientscope.science.clustering import (
@@ -99,11 +99,6 @@ def _seeds(seed: int) -> tuple[int, int]:
     return derived_seed(seed, "cluster"), derived_seed(seed, "similarity")
 
 
-def _frames(job: ShardJob, which: str, columns: list[str]) -> np.ndarray:
-    table = read_shard_table(Path(job.result_dir), "frames", which, job.ref.number, columns=columns)
-    return np.column_stack([table.column(c).to_numpy() for c in columns])
-
-
 def _fingerprints(job: ShardJob) -> np.ndarray:
     return np.load(shard_array_path(Path(job.result_dir), STAGE, "fingerprints", job.ref.number), mmap_mode="r")
 
@@ -138,7 +133,7 @@ def graphs_shard(job: ShardJob) -> dict:
     )
     index, words = job.ref.index, chem.fingerprints
     active = chem.ok & (counts > 0)
-    degenerate = _frames(job, "original", ["degenerate"])[:, 0].astype(bool)
+    degenerate = shard_frames(job, "original", ["degenerate"])[:, 0].astype(bool)
     pool = similarity_pool(chem.ok, degenerate, words)
     cluster_seed, pair_seed = _seeds(job.seed)
     sample = cluster_sample(cluster_seed, index[active], CLUSTER_SAMPLE) - job.ref.start
@@ -274,9 +269,9 @@ def groups_shard(job: GroupsJob) -> dict:
     table = chem.assign(**{GROUP_COLUMNS[g]: groups[g] for g in GROUP_KINDS}, cluster_similarity=similarity)
     write_shard_table(result, STAGE, "molecules", shard.ref.number, table)
     shard_table_path(result, STAGE, "graphs", shard.ref.number).unlink(missing_ok=True)
-    q = _frames(shard, "original", Q_COLUMNS)
-    R = _frames(shard, "original", R_COLUMNS).reshape(-1, 3, 3)
-    degenerate = _frames(shard, "original", ["degenerate"])[:, 0].astype(bool)
+    q = shard_frames(shard, "original", Q_COLUMNS)
+    R = shard_frames(shard, "original", R_COLUMNS).reshape(-1, 3, 3)
+    degenerate = shard_frames(shard, "original", ["degenerate"])[:, 0].astype(bool)
     return {
         "sums": {g: group_sums(groups[g], q, R) for g in GROUP_KINDS},
         "nearest": _nearest_in_shard(words, similarity_pool(ok, degenerate, words), job),
@@ -305,7 +300,7 @@ def angles_shard(job: AnglesJob) -> dict:
     shard = job.shard
     table = read_shard_table(Path(shard.result_dir), STAGE, "molecules", shard.ref.number,
                              columns=["id", *GROUP_COLUMNS.values()]).to_pandas()  # fmt: skip
-    q = _frames(shard, "original", Q_COLUMNS)
+    q = shard_frames(shard, "original", Q_COLUMNS)
     ids, index = table["id"].to_numpy(str), shard.ref.index
     out = {"angles": {}, "typical_id": {}}
     for g in GROUP_KINDS:
@@ -319,7 +314,7 @@ def angles_shard(job: AnglesJob) -> dict:
     rows = _rows_of(job.gather, shard)
     out["gathered"] = {
         "index": index[rows],
-        **{which: _frames(shard, which, R_COLUMNS)[rows].reshape(-1, 3, 3) for which in ("original", "control")},
+        **{which: shard_frames(shard, which, R_COLUMNS)[rows].reshape(-1, 3, 3) for which in ("original", "control")},
     }
     return out
 

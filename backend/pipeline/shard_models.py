@@ -48,6 +48,7 @@ from orientscope.science.classifiers import (
 from orientscope.science.counter_rng import haar_rotations, subsample, uniforms
 from orientscope.science.frames import compute_frames
 from orientscope.science.rotations import derived_seed, rotate_molecules
+from orientscope.store.atomic import atomic_write_bytes
 from orientscope.store.datasets import read_meta
 from orientscope.store.shards import read_shard, read_shard_table, write_shard_table
 
@@ -147,10 +148,7 @@ def fit_fold(job: FoldJob) -> tuple[np.ndarray, np.ndarray]:
     test = fold == job.fold
     with threadpool_limits(limits=CLASSIFIER.n_threads, user_api="openmp"):
         p_orig, p_rot = model.predict_proba(X_orig[test])[:, 1], model.predict_proba(X_rot[test])[:, 1]
-    Path(job.model_path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(job.model_path).with_suffix(".tmp")
-    tmp.write_bytes(pickle.dumps(model))
-    tmp.replace(job.model_path)
+    atomic_write_bytes(Path(job.model_path), pickle.dumps(model), durable=False)
     return p_orig, p_rot
 
 

@@ -35,6 +35,7 @@ from orientscope.science.regression import (
     fit_regressor,
     regression_summary,
 )
+from orientscope.store.atomic import atomic_write_bytes
 
 REGRESSION = RegressionSettings()
 
@@ -74,9 +75,7 @@ class RegressionJob:
             rotations, y = data[f"{self.which}:rotations"].reshape(-1, 3, 3), data["y"]
         pred, baseline, fold = cross_fit_predictions(rotations, y, REGRESSION, self.seed, workers=1)
         model, fill = fit_regressor(rotations, y, REGRESSION, self.seed + REGRESSION.n_folds, workers=1)
-        tmp = Path(self.model_path).with_suffix(".tmp")
-        tmp.write_bytes(pickle.dumps({"model": model, "fill": fill}))
-        tmp.replace(self.model_path)
+        atomic_write_bytes(Path(self.model_path), pickle.dumps({"model": model, "fill": fill}), durable=False)
         np.savez(self.out_path, pred=pred, baseline=baseline, fold=fold)
         return self.out_path
 

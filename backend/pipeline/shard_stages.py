@@ -139,7 +139,8 @@ def merge_frames(parts: list[dict], params: dict) -> StageOutput:
 
 
 # ---------------------------------------------------------------------- statistics
-def _shard_frames(job: ShardJob, which: str, columns: list[str]) -> np.ndarray:
+def shard_frames(job: ShardJob, which: str, columns: list[str]) -> np.ndarray:
+    """(n_molecules, len(columns)) columns of the shard's frames table of orientation set ``which``."""
     table = read_shard_table(Path(job.result_dir), "frames", which, job.ref.number, columns=columns)
     return np.column_stack([table.column(c).to_numpy() for c in columns])
 
@@ -156,7 +157,7 @@ def reference_candidates(job: ShardJob) -> dict:
     ids = read_shard_table(Path(job.result_dir), "frames", "original", job.ref.number, columns=["id"])
     out = {"index": chosen, "id": ids.column("id").to_numpy(zero_copy_only=False)[rows]}
     for which in WHICH:
-        out[which] = _shard_frames(job, which, [*Q_COLUMNS, *R_COLUMNS])[rows]
+        out[which] = shard_frames(job, which, [*Q_COLUMNS, *R_COLUMNS])[rows]
     return out
 
 
@@ -193,7 +194,7 @@ def kernel_partial(job: KernelJob) -> dict:
     if job.fraction < 1.0:
         in_a &= uniforms(job.shard.seed, "kernel", job.shard.ref.index)[:, 0] < job.fraction
     return {
-        which: kernel_sums(job.candidates_q[which], _shard_frames(job.shard, which, Q_COLUMNS)[in_a], BANDWIDTH_RAD)
+        which: kernel_sums(job.candidates_q[which], shard_frames(job.shard, which, Q_COLUMNS)[in_a], BANDWIDTH_RAD)
         for which in WHICH
     }
 
@@ -209,7 +210,7 @@ def angle_partial(job: AngleJob) -> dict:
     in_b = ~_half_a(job.shard)
     out = {}
     for which in WHICH:
-        R = _shard_frames(job.shard, which, R_COLUMNS)[in_b].reshape(-1, 3, 3)
+        R = shard_frames(job.shard, which, R_COLUMNS)[in_b].reshape(-1, 3, 3)
         out[which] = fine_angle_counts(geodesic_angle(np.asarray(job.reference[which])[None], R))
     return out
 
@@ -251,7 +252,7 @@ def kl_part_task(job: KLJob) -> dict:
     for shard in job.shards:
         lo, hi = np.searchsorted(keep, [shard.ref.start, shard.ref.stop])
         if hi > lo:
-            q[lo:hi] = _shard_frames(shard, job.which, Q_COLUMNS)[keep[lo:hi] - shard.ref.start]
+            q[lo:hi] = shard_frames(shard, job.which, Q_COLUMNS)[keep[lo:hi] - shard.ref.start]
     return kl_exact(q, K_NEIGHBOURS, part.sign_invariant, overwrite=True)
 
 
@@ -266,17 +267,16 @@ def merge_kl(jobs: list[KLJob], fits: list[dict], n: int, at_n: int = KL_AT_N) -
     return out
 
 
-def statistics_section(candidates: dict, kernels: list[dict], angles: list[dict], kls: dict) -> StageOutput:
-    """The statistics section from the merged partial results."""
+def statistics_section(candidates: dict, best: dict, reference: dict, angles: list[dict], kls: dict) -> StageOutput:
+    """The statistics section from the merged partial results; ``best``/``reference``: per orientation set,
+    the row of the chosen candidate and its (3, 3) orientation."""
     sections = {}
     for which in WHICH:
-        best = int(np.argmax(sum(k[which] for k in kernels)))
         counts = sum(a[which] for a in angles)
-        R = candidates[which][best, len(Q_COLUMNS) :].reshape(3, 3)
         sections[which] = {
-            "reference_index": int(candidates["index"][best]),
-            "reference_orientation": R.tolist(),
-            "reference_molecule": str(candidates["id"][best]),
+            "reference_index": int(candidates["index"][best[which]]),
+            "reference_orientation": reference[which].tolist(),
+            "reference_molecule": str(candidates["id"][best[which]]),
             **kls[which],
             "ks": ks_from_counts(counts),
             "angle_histogram": histogram_from_counts(counts, N_BINS),

@@ -76,7 +76,7 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
     parts = kl_jobs(jobs, KL_LIMITS)
     fits = engine.map(kl_part_task, parts, say("k-NN KL fits (original, control):", 0.6, 1.0))
     kls = merge_kl(parts, fits, n, KL_LIMITS.get("at_n", KL_AT_N))
-    return statistics_section(candidates, kernels, angles, kls)
+    return statistics_section(candidates, best, reference, angles, kls)
 
 
 # In pipeline order: the later stages read the frames.

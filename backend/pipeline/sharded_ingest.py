@@ -25,8 +25,6 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 from orientscope.core.dataset import check_frame_dependent
 from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.limits import Limits
@@ -44,7 +42,7 @@ from orientscope.store.shards import (
     ShardRef,
     duplicate_in_partition,
     shard_size_setting,
-    write_shard,
+    write_shards,
 )
 
 IDS_PER_PARTITION = 2_000_000
@@ -96,10 +94,7 @@ def load_file_to_shards(job: FileJob) -> dict:
     except (OrientScopeError, OSError, ValueError) as err:
         return {"error": f"{path.name}: {err}" if path.name not in str(err) else str(err)}
     mols = loaded.mols
-    shards = []
-    for part, start in enumerate(range(0, mols.n_molecules, job.shard_size)):
-        rows = np.arange(start, min(start + job.shard_size, mols.n_molecules))
-        shards.append(write_shard(Path(job.shard_root) / f"f{job.number:05d}-{part:04d}", mols.subset(rows)))
+    shards = write_shards(mols, job.shard_size, lambda part: Path(job.shard_root) / f"f{job.number:05d}-{part:04d}")
     return {
         "file": path.name,
         "format": loaded.format,
@@ -190,13 +185,12 @@ def ingest_files(
     strict: bool = False,
     cluster: str | None = None,
     shard_size: int | None = None,
-    params: dict | None = None,
     progress: Progress | None = None,
-    dataset_id: str | None = None,
     frame_dependent: Iterable[str] = (),
     stages: list[str] | None = None,
 ) -> dict:
-    """Ingest ``inputs`` as one sharded dataset and run its stages (all, or ``stages``); its meta.
+    """Ingest ``inputs`` as one sharded dataset and run its stages (all, or ``stages``) with the default
+    parameters; its meta.
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
     addition to those the loaders declare (see :func:`~orientscope.pipeline.ingest.store_and_precompute`).
@@ -206,8 +200,8 @@ def ingest_files(
     data_dir = Path(data_dir)
     files = expand_inputs(inputs)
     shard_size = shard_size_setting(shard_size)
-    dataset_id = dataset_id or new_dataset_id(data_dir, name)
-    params = params or make_params()
+    dataset_id = new_dataset_id(data_dir, name)
+    params = make_params()
     frame_dependent = sorted(frame_dependent)
     limits = _local_limits()
     settings = [name, fmt, strict, shard_size, params, frame_dependent, stages, asdict(limits)]

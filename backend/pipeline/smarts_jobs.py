@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,17 +32,8 @@ import numpy as np
 
 from orientscope.core.errors import NotFoundError
 from orientscope.core.progress import Progress
-from orientscope.pipeline.jobs import (
-    ACTIVE,
-    DONE,
-    FAILED,
-    JobKind,
-    JobManager,
-    as_seen,
-    job_record,
-    read_job_record,
-    stored_job_records,
-)
+from orientscope.core.settings import env_count
+from orientscope.pipeline.jobs import DONE, FAILED, JobKind, JobManager, job_record
 from orientscope.pipeline.shard_smarts import search_dataset
 from orientscope.store.atomic import atomic_write_bytes
 
@@ -60,12 +49,7 @@ JOB_TIMEOUT_S = 3600.0
 
 def smarts_job_above() -> int:
     """$ORIENTSCOPE_SMARTS_JOB_ABOVE (molecules), else 250,000: larger sharded sets search in a job."""
-    raw = os.environ.get(SMARTS_JOB_ABOVE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_SMARTS_JOB_ABOVE
-    if not raw.isdigit():
-        raise ValueError(f"{SMARTS_JOB_ABOVE_ENV}={raw!r}: expected a whole number of molecules")
-    return int(raw)
+    return env_count(SMARTS_JOB_ABOVE_ENV, DEFAULT_SMARTS_JOB_ABOVE, "molecules")
 
 
 @dataclass(frozen=True)
@@ -99,19 +83,6 @@ def search_dir(export_dir: Path) -> Path:
     return Path(export_dir) / "smarts"
 
 
-def search_jobs_dir(export_dir: Path) -> Path:
-    return search_dir(export_dir) / "jobs"
-
-
-def read_search_job(export_dir: Path, job_id: str) -> dict:
-    """A search job by id (NotFoundError if there is none)."""
-    return read_job_record(search_jobs_dir(export_dir), job_id)
-
-
-def list_search_jobs(export_dir: Path) -> list[dict]:
-    return [as_seen(job) for job in stored_job_records(search_jobs_dir(export_dir))]
-
-
 def _result_path(export_dir: Path, search_id: str) -> Path:
     return search_dir(export_dir) / f"{search_id}.npz"
 
@@ -143,7 +114,7 @@ def lookup(manager: JobManager, target: SearchTarget, canonical: str) -> dict | 
     """The job of this search of this result (None if there is none, or it searched an older result)."""
     job_id = JOB_PREFIX + search_token(target.dataset_id, target.result_key, canonical)
     try:
-        job = read_search_job(manager.export_dir, job_id)
+        job = manager.get(job_id)
     except NotFoundError:
         return None
     if job["input"].get("stamp") != target.stamp:
@@ -166,7 +137,7 @@ def submit_search(manager: JobManager, target: SearchTarget, canonical: str) -> 
         job = lookup(manager, target, canonical)
         if job is not None and job["state"] != FAILED:
             return job
-        _prune(manager)
+        manager.prune(SEARCH_KIND, SEARCH_TTL_S)
         return manager.submit(_job(target, canonical))
 
 
@@ -187,15 +158,6 @@ def _keep(manager: JobManager, job: dict, mask: np.ndarray, complete: bool, n_sc
     message = f"SMARTS {job['input']['smarts']!r}: {n_matches:,} matches{stopped}"
     found = {"search_id": job["search_id"], "n_matches": n_matches, "n_scanned": n_scanned, "complete": complete}
     return message, found
-
-
-def _prune(manager: JobManager) -> None:
-    """Delete searches (results and records) that ended more than SEARCH_TTL_S ago."""
-    now = time.time()
-    for job in list_search_jobs(manager.export_dir):
-        if job["state"] not in ACTIVE and now - (job.get("finished") or now) > SEARCH_TTL_S:
-            _result_path(manager.export_dir, job["search_id"]).unlink(missing_ok=True)
-            (search_jobs_dir(manager.export_dir) / f"{job['id']}.json").unlink(missing_ok=True)
 
 
 def _search(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dict]:
@@ -227,4 +189,8 @@ def _search(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
     return _keep(manager, job, mask, found.complete, found.n_scanned)
 
 
-SEARCH_KIND = JobKind(SEARCH, JOB_PREFIX, _search, subfolder="smarts/jobs")
+def _discard(manager: JobManager, job: dict) -> None:
+    _result_path(manager.export_dir, job["search_id"]).unlink(missing_ok=True)
+
+
+SEARCH_KIND = JobKind(SEARCH, JOB_PREFIX, _search, subfolder="smarts/jobs", discard=_discard)

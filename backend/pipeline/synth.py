@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from orientscope.core.dataset import MoleculeSet
+from orientscope.core.settings import check_choice
 from orientscope.science.counter_rng import axis_angle_rotations, haar_rotations, normals, unit_vectors
 from orientscope.science.rotations import rotate_molecules
 
@@ -44,8 +45,7 @@ class SynthSpec:
     shard_size: int = DEFAULT_SHARD_SIZE
 
     def __post_init__(self) -> None:
-        if self.bias not in BIASES:
-            raise ValueError(f"unknown bias {self.bias!r}; expected one of {BIASES}")
+        check_choice(self.bias, BIASES, "bias")
         if self.n < 1:
             raise ValueError(f"n must be >= 1, got {self.n}")
         if self.shard_size < 1:

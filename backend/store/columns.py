@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from orientscope.core.dataset import RESERVED_COLUMNS
 from orientscope.core.elements import hill_formulas
 from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
 from orientscope.store.atomic import atomic_write_json, read_json, read_table
@@ -43,7 +44,6 @@ log = logging.getLogger(__name__)
 
 COLUMNS_DIR_ENV = "ORIENTSCOPE_COLUMNS_DIR"
 META = "columns.json"
-_RESERVED = {"id", "smiles", "offset", "n_atoms"}
 _FLOAT_BLOCKS = {
     "rotations": (R_COLUMNS, (3, 3)),
     "quaternions": (Q_COLUMNS, (4,)),
@@ -123,7 +123,7 @@ def build_columns(
     n = sum(r.n_molecules for r in refs)
     n_atoms_total = int(sum(int(s["n_atoms"]) for s in meta["shards"]))
     schema = pq.read_schema(Path(refs[0].folder) / "molecules.parquet")
-    names = [c for c in schema.names if c not in _RESERVED]  # the order a loaded view has
+    names = [c for c in schema.names if c not in RESERVED_COLUMNS]  # the order a loaded view has
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:

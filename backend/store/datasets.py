@@ -25,13 +25,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from orientscope.core.dataset import MoleculeSet, concat_molecule_sets, frame_dependent_properties
+from orientscope.core.dataset import RESERVED_COLUMNS, MoleculeSet, concat_molecule_sets, frame_dependent_properties
 from orientscope.core.errors import NotFoundError, OldLayout
 from orientscope.core.settings import validate_id
 from orientscope.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
 
 META = "dataset.json"
-_RESERVED = {"id", "smiles", "offset", "n_atoms"}
 
 
 def datasets_root(data_dir: Path) -> Path:
@@ -168,7 +167,7 @@ def write_molecule_tables(folder: Path, mols: MoleculeSet) -> None:
         "n_atoms": pa.array(mols.n_atoms),
     }
     for col in mols.properties.columns:
-        if col in _RESERVED:
+        if col in RESERVED_COLUMNS:
             raise ValueError(f"property name {col!r} is reserved")
         cols[col] = pa.array(mols.properties[col].to_numpy(np.float64))
     atomic_write_table(folder / "molecules.parquet", pa.table(cols))
@@ -186,7 +185,7 @@ def molecules_from_tables(molecules: pa.Table, atoms: pa.Table, meta: dict) -> M
     """The molecules of a ``molecules.parquet`` table (or a run of its rows) and their rows of ``atoms.parquet``."""
     mol = molecules.to_pandas()
     n_atoms = mol["n_atoms"].to_numpy(np.int64)
-    props = mol.drop(columns=[c for c in _RESERVED if c in mol.columns])
+    props = mol.drop(columns=[c for c in RESERVED_COLUMNS if c in mol.columns])
     smiles = mol["smiles"].to_numpy(str) if meta.get("has_smiles") else None
     pos = np.column_stack([atoms.column(c).to_numpy() for c in ("x", "y", "zc")])
     return MoleculeSet(

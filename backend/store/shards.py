@@ -7,8 +7,8 @@ Layout::
 
 A shard entry is ``{"name", "start", "n_molecules", "n_atoms"}``; ``start`` is
 the global index of the shard's first molecule, so shards in list order give
-the dataset's molecule order. A dataset in the single-folder layout reads as
-one shard (its own folder), so every per-shard stage also runs on it.
+the dataset's molecule order. A dataset in the single-folder layout (no
+``"layout"``) is refused with the ``orientscope migrate`` hint.
 
 Shard-level result tables live next to the result's manifest, as
 ``<stage>/<table>-<shard number>.parquet``; shard-level arrays that a server
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +116,16 @@ def write_shard(folder: Path, mols: MoleculeSet) -> dict:
     return {"name": Path(folder).name, "n_molecules": mols.n_molecules, "n_atoms": int(mols.offsets[-1])}
 
 
+def write_shards(mols: MoleculeSet, shard_size: int, folder: Callable[[int], Path]) -> list[dict]:
+    """Write ``mols`` cut in order into shards of ``shard_size``, shard k in ``folder(k)``; their entries,
+    ``start`` counted from the first molecule of ``mols``."""
+    shards = []
+    for k, start in enumerate(range(0, mols.n_molecules, shard_size)):
+        rows = np.arange(start, min(start + shard_size, mols.n_molecules))
+        shards.append({**write_shard(folder(k), mols.subset(rows)), "start": start})
+    return shards
+
+
 def save_sharded(
     data_dir: Path,
     dataset_id: str,
@@ -126,11 +137,8 @@ def save_sharded(
 ) -> dict:
     """Write ``mols`` as a sharded dataset (one shard for a small set), then its meta file last; the meta."""
     size = shard_size_setting(shard_size)
-    folder = dataset_dir(data_dir, dataset_id)
-    shards = []
-    for k, start in enumerate(range(0, mols.n_molecules, size)):
-        rows = np.arange(start, min(start + size, mols.n_molecules))
-        shards.append({**write_shard(folder / SHARDS / f"m{k:05d}", mols.subset(rows)), "start": start})
+    folder = dataset_dir(data_dir, dataset_id) / SHARDS
+    shards = write_shards(mols, size, lambda k: folder / f"m{k:05d}")
     layout = {"layout": SHARDED, "format_version": FORMAT_VERSION, "shard_size": size, "shards": shards}
     meta = meta_of(dataset_id, mols, name, source, {**(extra or {}), **layout})
     write_meta(data_dir, dataset_id, meta)
@@ -141,15 +149,10 @@ def read_shard(ref: ShardRef, meta: dict) -> MoleculeSet:
     return read_molecule_tables(Path(ref.folder), meta)
 
 
-def read_shard_column(ref: ShardRef, column: str) -> np.ndarray:
-    """(n_molecules,) one column of the shard's molecules table (``id``, ``n_atoms``, a property), read alone."""
-    table = read_table(Path(ref.folder) / "molecules.parquet", columns=[column])
-    return table.column(column).to_numpy(zero_copy_only=False)
-
-
 def read_shard_ids(ref: ShardRef) -> np.ndarray:
     """(n_molecules,) str: the shard's molecule ids only."""
-    return read_shard_column(ref, "id")
+    table = read_table(Path(ref.folder) / "molecules.parquet", columns=["id"])
+    return table.column("id").to_numpy(zero_copy_only=False)
 
 
 def hash_ids(ids: np.ndarray) -> np.ndarray:
@@ -217,7 +220,6 @@ def shard_array_paths(result_dir: Path, stage: str, name: str) -> list[Path]:
 def write_shard_array(result_dir: Path, stage: str, name: str, number: int, array: np.ndarray) -> Path:
     """One shard's array as a plain ``.npy`` file (C order, so it memory-maps as is), written atomically."""
     path = shard_array_path(result_dir, stage, name, number)
-    path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
     atomic_write_bytes(path, buffer.getvalue())

@@ -18,7 +18,7 @@ from orientscope.api.uploads import safe_filename
 from orientscope.core.errors import DatasetError, NotFoundError
 from orientscope.core.settings import ID_PATTERN, validate_id
 from orientscope.loaders.archive import extract_archive, safe_member_path
-from orientscope.pipeline.jobs import read_job
+from orientscope.pipeline.jobs import jobs_dir, read_job_record
 from orientscope.store.datasets import dataset_dir
 from tests.fuzz.hostile import FUZZ, LIMITS
 
@@ -74,7 +74,7 @@ def test_upload_file_names_are_reduced_to_a_safe_base_name(name):
 def test_job_ids_never_reach_the_file_system(tmp_path_factory, name):
     data_dir = tmp_path_factory.getbasetemp() / "jobs-fuzz"
     with pytest.raises(NotFoundError):
-        read_job(data_dir, name)
+        read_job_record(jobs_dir(data_dir), name)
 
 
 def _zip(names: list[str]) -> bytes:

@@ -11,7 +11,7 @@ import pytest
 from orientscope.core.errors import Busy, NotFoundError, NotReady, Unavailable
 from orientscope.pipeline import export_jobs
 from orientscope.pipeline.export import ExportRequest
-from orientscope.pipeline.export_jobs import EXPORT_KIND, export_files, export_jobs_dir, read_export_job, submit_export
+from orientscope.pipeline.export_jobs import EXPORT_KIND, export_files, submit_export
 from orientscope.pipeline.jobs import DONE, FAILED, MAX_QUEUED_ENV, QUEUED, JobManager
 from orientscope.store.shards import save_sharded
 
@@ -67,13 +67,13 @@ def test_bad_requests_name_the_allowed_values():
 
 def test_finished_exports_expire_when_a_later_one_is_submitted(exports):
     old = exports.wait(submit_export(exports, "small", ExportRequest("random"))["id"])
-    record = export_jobs_dir(exports.export_dir) / f"{old['id']}.json"
+    record = exports.kind_dir(EXPORT_KIND) / f"{old['id']}.json"
     record.write_text(json.dumps({**old, "finished": time.time() - export_jobs.EXPORT_TTL_S - 1}))
     new = exports.wait(submit_export(exports, "small", ExportRequest("random"))["id"])
     assert new["state"] == DONE
     assert not record.exists() and not (exports.export_dir / old["export_id"]).exists()
     with pytest.raises(NotFoundError):
-        read_export_job(exports.export_dir, old["id"])
+        exports.get(old["id"])
 
 
 def test_exports_past_the_queue_bound_are_refused(exports, monkeypatch):

@@ -10,7 +10,7 @@ from orientscope.core.errors import OrientScopeError
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.pipeline.export import ExportRequest
 from orientscope.pipeline.export_jobs import EXPORT_KIND, submit_export
-from orientscope.pipeline.jobs import DONE, FAILED, JobManager, jobs_dir, list_jobs, read_job
+from orientscope.pipeline.jobs import DONE, FAILED, JobManager, jobs_dir, list_jobs, read_job_record
 from orientscope.pipeline.smarts_jobs import SEARCH_KIND
 from orientscope.pipeline.upload_jobs import AUDIT_KIND, INGEST_KIND, submit_ingest
 from orientscope.store import datasets as ds
@@ -82,7 +82,7 @@ def test_interrupted_jobs_are_marked_failed_on_startup_and_can_be_retried(tmp_pa
     manager = new_manager(data_dir)
     try:
         assert manager.recover() == [job_id]
-        job = read_job(data_dir, job_id)
+        job = manager.get(job_id)
         assert job["state"] == FAILED and "interrupted while running" in job["message"]
         assert not ds.has_dataset(data_dir, "crashed")
         manager.retry(job_id)
@@ -116,7 +116,7 @@ def test_orphans_read_as_failed_without_any_write(tmp_path):
         "jmine000000000001": FAILED,
         "jdone000000000001": DONE,
     }
-    assert "interrupted while running" in read_job(data_dir, "jdead000000000001")["message"]
+    assert "interrupted while running" in read_job_record(jobs_dir(data_dir), "jdead000000000001")["message"]
     assert {p.name: p.read_bytes() for p in jobs_dir(data_dir).iterdir()} == before
 
 

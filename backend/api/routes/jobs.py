@@ -4,6 +4,8 @@ ingest, audit, export and SMARTS search jobs."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Request
@@ -89,6 +91,17 @@ def start_recovery(request: Request) -> None:
         get_jobs(request).recover()
 
 
+@contextmanager
+def _conflict() -> Iterator[None]:
+    """409 for a job whose state forbids the change (an OrientScopeError other than NotFoundError)."""
+    try:
+        yield
+    except NotFoundError:
+        raise
+    except OrientScopeError as err:
+        raise HTTPException(409, str(err)) from None
+
+
 @router.get("", response_model=list[JobPublic], dependencies=[Depends(start_recovery)])
 def list_jobs(data_dir: DataDirDep) -> list[dict]:
     """Every job, oldest first."""
@@ -106,12 +119,8 @@ def get_job(job_id: JobIdPath, data_dir: DataDirDep) -> dict:
 )
 def retry_job(job_id: JobIdPath, jobs: JobsDep) -> dict:
     """Run a failed ingest or audit job again from its stored upload."""
-    try:
+    with _conflict():
         return public(jobs.retry(job_id))
-    except NotFoundError:
-        raise
-    except OrientScopeError as err:
-        raise HTTPException(409, str(err)) from None
 
 
 @router.delete("/{job_id}", response_model=JobPublic, responses=NOT_FOUND)
@@ -122,9 +131,5 @@ def cancel_job(
     job = job_service.get_job(jobs.data_dir, job_id)
     if job.get("kind", "ingest") in ("ingest", "audit"):  # jobs that write the store need write access to stop
         require_write(request, authorization)
-    try:
+    with _conflict():
         return public(jobs.cancel(job_id))
-    except NotFoundError:
-        raise
-    except OrientScopeError as err:
-        raise HTTPException(409, str(err)) from None
