@@ -28,8 +28,8 @@
     // dcc.Graph (Dash 4.4) answers every plotly_relayout by copying the changed layout keys into
     // its figure prop, unless that prop's layout already holds them; the copy makes it replot
     // the whole figure again (every WebGL point of the old region, 50-200 ms on full QM9 in
-    // software WebGL) just as a zoom's new region arrives. `figure`, the very object handed to
-    // the graph through set_props (Dash keeps it, uncopied), is brought up to date with the
+    // software WebGL) just as a zoom's new region arrives. `figure`, the graph's figure prop as
+    // Dash holds it (heldFigure), is brought up to date with the
     // drawn axes after each plot (plotly_afterplot comes before plotly_relayout), so that
     // dcc.Graph finds nothing to copy. Dash's behaviour rather than plotly.js's, kept here with the
     // other internals; canary: test_a_zoom_draws_the_old_figure_once_and_then_the_regions_figure
@@ -46,9 +46,10 @@
     // figure (plotly.js keeps them as _rangeInitial0/1 until the plot is made anew). A page opened
     // zoomed (?zoom=) would reset to that zoom: both go to the whole map instead. Canary:
     // test_double_click_and_home_return_to_the_whole_map (tests/browser/test_map_zoom.py).
-    // The figure prop Dash holds for a graph (dash_component_api.getLayout, Dash 4.4): the page's own
-    // first figure reaches none of our callbacks, and without it keepAxesInFigure cannot keep the
-    // first zoom from replotting dcc.Graph's copy (80-100 ms more on full QM9). Canary: the test above.
+    // The figure prop Dash holds for a graph (dash_component_api.getLayout, Dash 4.4), whether it came
+    // with the page's layout, a callback or set_props: the page's own first figure reaches none of our
+    // callbacks, and holding only the figures we handed over let the first zoom replot dcc.Graph's
+    // copy (80-100 ms more on full QM9). Canary: the test above.
     heldFigure: function (id) {
       var api = window.dash_component_api, node = api && api.getLayout && api.getLayout(id);
       return (node && node.props && node.props.figure) || null;
@@ -702,7 +703,6 @@
       clientside.set_props("map-viewport", { data: vp });  // a new colour or filter keeps this region
       if (figure) {
         (figure.layout.images || []).forEach(function (im) { im.source = asBlobUrl(im.source); decoded(im.source); });
-        host._figure = figure;
         clientside.set_props("orientation-map", { figure: figure });
         // Watched from here at once: Dash dispatches the figure's own watch (its callback) only after
         // it has rendered the graph, 30 to 370 ms after plotly.js drew the region on a loaded machine.
@@ -725,8 +725,7 @@
     gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; hidePreview(host); });
     gd.on("plotly_relayout", function (ev) { onRelayout(host, ev); });
     gd.on("plotly_afterplot", function () {
-      var fig = host._figure, meta = mapMeta(gd);
-      if (meta && meta.token !== (mapMeta(fig) || {}).token) { fig = plotlyInternals.heldFigure(host.id); }
+      var fig = plotlyInternals.heldFigure(host.id), meta = mapMeta(gd);
       if (meta && meta.token === (mapMeta(fig) || {}).token) { plotlyInternals.keepAxesInFigure(gd, fig); }
       var home = wholeRanges();
       plotlyInternals.setHomeRanges(gd, home["xaxis.range"], home["yaxis.range"]);
@@ -787,9 +786,6 @@
     host.removeAttribute("data-mode");
     if (!meta) { return null; }
     var token = meta.token;
-    if (figure.data && (!host._figure || mapMeta(host._figure).token !== token)) {
-      host._figure = figure;  // the graph's figure prop, which a zoom keeps in step (keepAxesInFigure)
-    }
     host._mapToken = token;
     var tries = 0, found = false, armed = null;
     (function wait() {
