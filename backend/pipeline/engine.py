@@ -49,6 +49,7 @@ class ClusterSpec:
     kind: str  # "in-process" | "local" | "tcp"
     workers: int = 1
     address: str = ""
+    by_size: bool = False  # picked by the set's size, not by --cluster or $ORIENTSCOPE_CLUSTER
 
     @property
     def label(self) -> str:
@@ -82,8 +83,8 @@ def choose_cluster(requested: str | None, n_molecules: int) -> ClusterSpec:
     if chosen:
         return parse_cluster(chosen)
     if n_molecules < local_cluster_above():
-        return ClusterSpec(IN_PROCESS)
-    return ClusterSpec("local", workers=max(os.cpu_count() or 1, 1))
+        return ClusterSpec(IN_PROCESS, by_size=True)
+    return ClusterSpec("local", workers=max(os.cpu_count() or 1, 1), by_size=True)
 
 
 def cap_threads() -> None:

@@ -145,6 +145,10 @@ class ResumingEngine:
         self._pass: tuple[int, int, str] = (0, 0, "shards")
         self._passes = 0
 
+    @property
+    def spec(self):
+        return self.engine.spec
+
     def describe(self) -> dict:
         return self.engine.describe()
 

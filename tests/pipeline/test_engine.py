@@ -25,7 +25,8 @@ def test_default_is_by_size_and_the_environment_overrides(monkeypatch):
     monkeypatch.delenv(CLUSTER_ENV, raising=False)
     monkeypatch.delenv(LOCAL_ABOVE_ENV, raising=False)
     assert choose_cluster(None, 1_999_999).kind == "in-process"
-    assert choose_cluster(None, 2_000_000) == ClusterSpec("local", workers=os.cpu_count())
+    assert choose_cluster(None, 2_000_000) == ClusterSpec("local", workers=os.cpu_count(), by_size=True)
+    assert choose_cluster(None, 10).by_size and not choose_cluster("in-process", 10).by_size
     monkeypatch.setenv(LOCAL_ABOVE_ENV, "100")
     assert choose_cluster(None, 100).kind == "local"
     monkeypatch.setenv(CLUSTER_ENV, "local:1")
