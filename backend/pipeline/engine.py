@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+import sysconfig
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from orientscope.core.settings import env_count
 
@@ -71,6 +74,21 @@ def parse_cluster(text: str) -> ClusterSpec:
         if host and port.isdigit() and 0 < int(port) < 65536:
             return ClusterSpec("tcp", address=value)
     raise ValueError(f"unknown cluster {value!r}; expected {ACCEPTED}")
+
+
+def spawn_safe() -> bool:
+    """Whether local worker processes can start here without running the user's script again.
+
+    Dask starts workers by spawning: each re-imports the main module, so a plain script without an
+    ``if __name__ == "__main__":`` guard would run again in every worker. Safe are a module run with
+    ``-m``, a session with no main file (Jupyter, the REPL, ``python -c``) and the console scripts
+    pip writes (``orientscope``, ``pytest``: guarded, in the interpreter's scripts folder).
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if getattr(main, "__spec__", None) is not None or not path:
+        return True
+    return Path(path).resolve().parent == Path(sysconfig.get_path("scripts")).resolve()
 
 
 def local_cluster_above() -> int:

@@ -57,7 +57,7 @@ from orientscope.pipeline.chemistry_report import (
     similarity_pool,
     stage_output,
 )
-from orientscope.pipeline.engine import IN_PROCESS, ClusterSpec, Engine
+from orientscope.pipeline.engine import IN_PROCESS, ClusterSpec, Engine, spawn_safe
 from orientscope.pipeline.shard_stages import ShardJob, shard_frames
 from orientscope.pipeline.stage import StageOutput
 from orientscope.science.chemistry import compute_chemistry
@@ -339,10 +339,13 @@ def parse_workers(engine: Engine, n_molecules: int) -> int:
     two workers save more than the few seconds their start costs, the shards are parsed in chunks on a
     local cluster of up to ``MAX_PARSE_WORKERS``, as the stage did before it ran over shards. Never
     for a cluster named by ``--cluster`` or ``$ORIENTSCOPE_CLUSTER`` (``in-process`` included), nor in a
-    daemon process, which may not start workers.
+    daemon process, which may not start workers, nor where workers would run a plain script again
+    (:func:`~orientscope.pipeline.engine.spawn_safe`).
     """
     spec = engine.spec
     if spec.kind != IN_PROCESS or not spec.by_size or n_molecules < MIN_PARALLEL or current_process().daemon:
+        return 1
+    if not spawn_safe():
         return 1
     return min(MAX_PARSE_WORKERS, os.cpu_count() or 1)
 

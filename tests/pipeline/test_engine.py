@@ -55,3 +55,21 @@ def test_map_keeps_order_reports_progress_and_caps_worker_threads():
         assert engine.map(abs, list(range(-20, 0))) == list(range(20, 0, -1))
         caps = engine.map(_threads, [0, 1])
     assert all(c["omp"] == "1" and c["pools"] <= {1} for c in caps)
+
+
+def test_local_workers_are_spawn_safe_except_from_a_plain_script(tmp_path):
+    import subprocess
+    import sys
+
+    probe = "from orientscope.pipeline.engine import spawn_safe; print(spawn_safe())"
+    script = tmp_path / "analysis.py"  # a user's script: a spawned worker would run it again from the top
+    script.write_text(probe + "\n")
+    (tmp_path / "probe_mod.py").write_text(probe + "\n")
+    runs = {
+        "script": [sys.executable, str(script)],
+        "-c": [sys.executable, "-c", probe],
+        "-m": [sys.executable, "-m", "probe_mod"],
+    }
+    seen = {k: subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, check=True).stdout.strip()
+            for k, cmd in runs.items()}  # fmt: skip
+    assert seen == {"script": "False", "-c": "True", "-m": "True"}
