@@ -77,17 +77,21 @@ def parse_cluster(text: str) -> ClusterSpec:
 
 
 def spawn_safe() -> bool:
-    """Whether local worker processes can start here without running the user's script again.
+    """Whether local worker processes can start here without running the user's code again.
 
-    Dask starts workers by spawning: each re-imports the main module, so a plain script without an
-    ``if __name__ == "__main__":`` guard would run again in every worker. Safe are a module run with
-    ``-m``, a session with no main file (Jupyter, the REPL, ``python -c``) and the console scripts
-    pip writes (``orientscope``, ``pytest``: guarded, in the interpreter's scripts folder).
+    Dask starts workers by spawning, and a spawned process runs the main module again (as
+    ``__mp_main__``): a plain script or ``python -m module`` without an ``if __name__ == "__main__":``
+    guard would run again in every worker. Safe are a session with no main file (Jupyter, the REPL,
+    ``python -c``), a package's ``__main__`` (``python -m pytest``), this package's own modules and
+    the console scripts pip writes (``orientscope``, ``pytest``: guarded, in the scripts folder).
     """
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if getattr(main, "__spec__", None) is not None or not path:
+    spec = getattr(main, "__spec__", None)
+    if not path:
         return True
+    if spec is not None:
+        return spec.name.endswith("__main__") or spec.name.split(".")[0] == __name__.split(".")[0]
     return Path(path).resolve().parent == Path(sysconfig.get_path("scripts")).resolve()
 
 

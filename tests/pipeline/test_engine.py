@@ -65,11 +65,14 @@ def test_local_workers_are_spawn_safe_except_from_a_plain_script(tmp_path):
     script = tmp_path / "analysis.py"  # a user's script: a spawned worker would run it again from the top
     script.write_text(probe + "\n")
     (tmp_path / "probe_mod.py").write_text(probe + "\n")
+    (tmp_path / "probe_pkg").mkdir()
+    (tmp_path / "probe_pkg" / "__main__.py").write_text(probe + "\n")
     runs = {
         "script": [sys.executable, str(script)],
         "-c": [sys.executable, "-c", probe],
-        "-m": [sys.executable, "-m", "probe_mod"],
+        "-m": [sys.executable, "-m", "probe_mod"],  # run again as __mp_main__ too
+        "-m package": [sys.executable, "-m", "probe_pkg"],  # its __main__ is not
     }
     seen = {k: subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, check=True).stdout.strip()
             for k, cmd in runs.items()}  # fmt: skip
-    assert seen == {"script": "False", "-c": "True", "-m": "True"}
+    assert seen == {"script": "False", "-c": "True", "-m": "False", "-m package": "True"}
