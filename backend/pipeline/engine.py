@@ -120,6 +120,12 @@ def cap_threads() -> None:
     threadpool_limits(1)
 
 
+def task_threads() -> int:
+    """Threads a task's own thread pools may use: 1 where they are capped (the engine's workers, see
+    :func:`cap_threads`, or a user's ``OMP_NUM_THREADS=1``), else every core (-1), as in process."""
+    return 1 if os.environ.get(THREAD_ENV[0]) == "1" else -1
+
+
 def _threads_plugin():
     from distributed.diagnostics.plugin import WorkerPlugin
 

@@ -232,8 +232,9 @@ def run_job(job) -> object:
     return job.run()
 
 
-def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int) -> tuple[dict, str | None]:
-    """{which: RegressionJob} on the subsample's frames and properties, or ({}, why it is skipped)."""
+def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int, n: int) -> tuple[dict, str | None]:
+    """{which: RegressionJob} on the subsample's frames and properties, or ({}, why it is skipped); ``n``:
+    the set's size (a subsample that is the whole set needs no model for the others)."""
     y = np.concatenate([p["y"] for p in parts])
     if y.shape[1] == 0:
         return {}, NO_PROPERTIES
@@ -243,7 +244,13 @@ def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int) -
     np.savez(folder / "train-regression.npz", y=y, **arrays)
     reg_seed = derived_seed(seed, "models:regression")
     return {
-        which: RegressionJob(str(folder / "train-regression.npz"), which, reg_seed, str(folder / f"reg-{which}.npz"))
+        which: RegressionJob(
+            str(folder / "train-regression.npz"),
+            which,
+            reg_seed,
+            str(folder / f"reg-{which}.npz"),
+            fit_whole=n_train < n,
+        )
         for which in WHICH
     }, None
 
@@ -298,7 +305,7 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
     folder.mkdir(parents=True, exist_ok=True)
     names = list(parts[0]["properties"])  # the columns of y, in the order every shard reads them
     folds, clf_seed = _fold_jobs(folder, parts, seed)
-    regression, regression_skipped = _regression_jobs(folder, parts, seed, len(train))
+    regression, regression_skipped = _regression_jobs(folder, parts, seed, len(train), n)
     del parts
     # One task per classifier fold and per regression, the costliest first, so that the workers finish together.
     fits = sorted([*folds, *regression.values()], key=lambda f: -f.cost)
