@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
-import sysconfig
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +39,7 @@ DEFAULT_LOCAL_ABOVE = 2_000_000
 IN_PROCESS = "in-process"
 TASK_RETRIES = 2
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 ACCEPTED = "'in-process', 'local:W' (W >= 1 worker processes) or 'tcp://HOST:PORT'"
 
 # progress(shards_done, shards_total)
@@ -80,19 +81,21 @@ def spawn_safe() -> bool:
     """Whether local worker processes can start here without running the user's code again.
 
     Dask starts workers by spawning, and a spawned process runs the main module again (as
-    ``__mp_main__``): a plain script or ``python -m module`` without an ``if __name__ == "__main__":``
-    guard would run again in every worker. Safe are a session with no main file (Jupyter, the REPL,
-    ``python -c``), a package's ``__main__`` (``python -m pytest``), this package's own modules and
-    the console scripts pip writes (``orientscope``, ``pytest``: guarded, in the scripts folder).
+    ``__mp_main__``): a script or ``python -m module`` without an ``if __name__ == "__main__":`` guard
+    would run again in every worker. Safe are a session with no main file (Jupyter, the REPL,
+    ``python -c``), a package's ``__main__`` (not run again) and a main module with that guard (pip's
+    console scripts such as ``orientscope`` and ``pytest`` have it).
     """
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     spec = getattr(main, "__spec__", None)
-    if not path:
+    if not path or (spec is not None and spec.name.endswith("__main__")):
         return True
-    if spec is not None:
-        return spec.name.endswith("__main__") or spec.name.split(".")[0] == __name__.split(".")[0]
-    return Path(path).resolve().parent == Path(sysconfig.get_path("scripts")).resolve()
+    try:
+        source = Path(path).read_text(errors="replace")
+    except OSError:
+        return False
+    return MAIN_GUARD.search(source) is not None
 
 
 def local_cluster_above() -> int:

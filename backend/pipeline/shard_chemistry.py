@@ -339,7 +339,7 @@ def parse_workers(engine: Engine, n_molecules: int) -> int:
     two workers save more than the few seconds their start costs, the shards are parsed in chunks on a
     local cluster of up to ``MAX_PARSE_WORKERS``, as the stage did before it ran over shards. Never
     for a cluster named by ``--cluster`` or ``$ORIENTSCOPE_CLUSTER`` (``in-process`` included), nor in a
-    daemon process, which may not start workers, nor where workers would run a plain script again
+    daemon process, which may not start workers, nor where workers would run unguarded code again
     (:func:`~orientscope.pipeline.engine.spawn_safe`).
     """
     spec = engine.spec

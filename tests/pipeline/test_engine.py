@@ -57,22 +57,24 @@ def test_map_keeps_order_reports_progress_and_caps_worker_threads():
     assert all(c["omp"] == "1" and c["pools"] <= {1} for c in caps)
 
 
-def test_local_workers_are_spawn_safe_except_from_a_plain_script(tmp_path):
+def test_local_workers_are_spawn_safe_except_where_they_would_run_unguarded_code_again(tmp_path):
     import subprocess
     import sys
 
     probe = "from orientscope.pipeline.engine import spawn_safe; print(spawn_safe())"
-    script = tmp_path / "analysis.py"  # a user's script: a spawned worker would run it again from the top
-    script.write_text(probe + "\n")
+    guarded = 'if __name__ == "__main__":\n    ' + probe + "\n"
+    (tmp_path / "analysis.py").write_text(probe + "\n")  # a spawned worker would run it again from the top
+    (tmp_path / "guarded.py").write_text("import os\n\n" + guarded)
     (tmp_path / "probe_mod.py").write_text(probe + "\n")
     (tmp_path / "probe_pkg").mkdir()
     (tmp_path / "probe_pkg" / "__main__.py").write_text(probe + "\n")
     runs = {
-        "script": [sys.executable, str(script)],
+        "script": [sys.executable, "analysis.py"],
+        "guarded script": [sys.executable, "guarded.py"],
         "-c": [sys.executable, "-c", probe],
         "-m": [sys.executable, "-m", "probe_mod"],  # run again as __mp_main__ too
         "-m package": [sys.executable, "-m", "probe_pkg"],  # its __main__ is not
     }
     seen = {k: subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, check=True).stdout.strip()
             for k, cmd in runs.items()}  # fmt: skip
-    assert seen == {"script": "False", "-c": "True", "-m": "False", "-m package": "True"}
+    assert seen == {"script": "False", "guarded script": "True", "-c": "True", "-m": "False", "-m package": "True"}
