@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from orientscope.core.settings import env_count
 
@@ -36,6 +39,7 @@ DEFAULT_LOCAL_ABOVE = 2_000_000
 IN_PROCESS = "in-process"
 TASK_RETRIES = 2
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 ACCEPTED = "'in-process', 'local:W' (W >= 1 worker processes) or 'tcp://HOST:PORT'"
 
 # progress(shards_done, shards_total)
@@ -49,6 +53,7 @@ class ClusterSpec:
     kind: str  # "in-process" | "local" | "tcp"
     workers: int = 1
     address: str = ""
+    by_size: bool = False  # picked by the set's size, not by --cluster or $ORIENTSCOPE_CLUSTER
 
     @property
     def label(self) -> str:
@@ -72,6 +77,27 @@ def parse_cluster(text: str) -> ClusterSpec:
     raise ValueError(f"unknown cluster {value!r}; expected {ACCEPTED}")
 
 
+def spawn_safe() -> bool:
+    """Whether local worker processes can start here without running the user's code again.
+
+    Dask starts workers by spawning, and a spawned process runs the main module again (as
+    ``__mp_main__``): a script or ``python -m module`` without an ``if __name__ == "__main__":`` guard
+    would run again in every worker. Safe are a session with no main file (Jupyter, the REPL,
+    ``python -c``), a package's ``__main__`` (not run again) and a main module with that guard (pip's
+    console scripts such as ``orientscope`` and ``pytest`` have it).
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec = getattr(main, "__spec__", None)
+    if not path or (spec is not None and spec.name.endswith("__main__")):
+        return True
+    try:
+        source = Path(path).read_text(errors="replace")
+    except OSError:
+        return False
+    return MAIN_GUARD.search(source) is not None
+
+
 def local_cluster_above() -> int:
     return env_count(LOCAL_ABOVE_ENV, DEFAULT_LOCAL_ABOVE, "molecules")
 
@@ -82,8 +108,8 @@ def choose_cluster(requested: str | None, n_molecules: int) -> ClusterSpec:
     if chosen:
         return parse_cluster(chosen)
     if n_molecules < local_cluster_above():
-        return ClusterSpec(IN_PROCESS)
-    return ClusterSpec("local", workers=max(os.cpu_count() or 1, 1))
+        return ClusterSpec(IN_PROCESS, by_size=True)
+    return ClusterSpec("local", workers=max(os.cpu_count() or 1, 1), by_size=True)
 
 
 def cap_threads() -> None:
@@ -95,6 +121,12 @@ def cap_threads() -> None:
     except ImportError:  # threadpoolctl comes with scikit-learn; without it the env vars still apply to new pools
         return
     threadpool_limits(1)
+
+
+def task_threads() -> int:
+    """Threads a task's own thread pools may use: 1 where they are capped (the engine's workers, see
+    :func:`cap_threads`, or a user's ``OMP_NUM_THREADS=1``), else every core (-1), as in process."""
+    return 1 if os.environ.get(THREAD_ENV[0]) == "1" else -1
 
 
 def _threads_plugin():

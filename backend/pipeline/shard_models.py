@@ -187,33 +187,44 @@ class ScoreJob:
         job = self.shard
         mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
         in_train = self.train_rows - job.ref.start
-        ids = mols.ids
+        rest = np.ones(mols.n_molecules, dtype=bool)
+        rest[in_train] = False
+        # Only the molecules outside the training subsample need features and a fold model's score:
+        # the others keep their out-of-fold score (all of a set below TRAIN_MOLECULES).
+        rest_rows = job.ref.start + np.flatnonzero(rest)
         regression = {}
         for which in WHICH:
-            features = _features(job, which, None, negatives=False, mols=mols)
-            fold = score_fold(job.seed, which, job.ref.index)
+            features = _features(job, which, rest_rows, negatives=False, mols=mols) if rest.any() else None
             scores = {}
             for fs in FEATURE_SETS:
                 p = np.empty(mols.n_molecules)
-                with threadpool_limits(limits=CLASSIFIER.n_threads, user_api="openmp"):
-                    for k, path in enumerate(self.model_paths[which][fs]):
-                        rows = fold == k
-                        if not rows.any():  # predict_proba refuses zero rows
-                            continue
-                        model = pickle.loads(Path(path).read_bytes())
-                        p[rows] = model.predict_proba(features[fs][0][rows])[:, 1]
                 p[in_train] = self.train_scores[which][fs]
+                if features is not None:
+                    p[rest] = _fold_scores(self.model_paths[which][fs], features[fs][0], job.seed, which, rest_rows)
                 scores[fs] = p
-            table = {"id": np.asarray(ids).astype(str), "classifier_score": scores[SCORE_FEATURES]}
+            table = {"id": np.asarray(mols.ids).astype(str), "classifier_score": scores[SCORE_FEATURES]}
             table.update({score_column(fs): s for fs, s in scores.items()})
             name = "scores" if which == "original" else "control_scores"
             write_shard_table(Path(job.result_dir), "models", name, job.ref.number, pd.DataFrame(table))
             if self.regression:
-                rotations = features["frame"][0][:, :9].reshape(-1, 3, 3)
+                frames = read_shard_table(Path(job.result_dir), "frames", which, job.ref.number).to_pandas()
                 regression[which] = regression_partial(
-                    self.regression[which], rotations, _properties(mols), job.ref.start, in_train, self.train_slice
-                )
+                    self.regression[which], frames_from_table(frames).rotations, _properties(mols), job.ref.start,
+                    in_train, self.train_slice,
+                )  # fmt: skip
         return {"regression": regression}
+
+
+def _fold_scores(model_paths: list[str], X: np.ndarray, seed: int, which: str, index: np.ndarray) -> np.ndarray:
+    """P(stored pose) of the rows ``X`` (global indices ``index``), each from the fold model score_fold picks."""
+    fold = score_fold(seed, which, index)
+    p = np.empty(len(X))
+    with threadpool_limits(limits=CLASSIFIER.n_threads, user_api="openmp"):
+        for k, path in enumerate(model_paths):
+            rows = fold == k
+            if rows.any():  # predict_proba refuses zero rows
+                p[rows] = pickle.loads(Path(path).read_bytes()).predict_proba(X[rows])[:, 1]
+    return p
 
 
 def run_job(job) -> object:
@@ -221,8 +232,9 @@ def run_job(job) -> object:
     return job.run()
 
 
-def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int) -> tuple[dict, str | None]:
-    """{which: RegressionJob} on the subsample's frames and properties, or ({}, why it is skipped)."""
+def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int, n: int) -> tuple[dict, str | None]:
+    """{which: RegressionJob} on the subsample's frames and properties, or ({}, why it is skipped); ``n``:
+    the set's size (a subsample that is the whole set needs no model for the others)."""
     y = np.concatenate([p["y"] for p in parts])
     if y.shape[1] == 0:
         return {}, NO_PROPERTIES
@@ -232,7 +244,13 @@ def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int) -
     np.savez(folder / "train-regression.npz", y=y, **arrays)
     reg_seed = derived_seed(seed, "models:regression")
     return {
-        which: RegressionJob(str(folder / "train-regression.npz"), which, reg_seed, str(folder / f"reg-{which}.npz"))
+        which: RegressionJob(
+            str(folder / "train-regression.npz"),
+            which,
+            reg_seed,
+            str(folder / f"reg-{which}.npz"),
+            fit_whole=n_train < n,
+        )
         for which in WHICH
     }, None
 
@@ -287,7 +305,7 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
     folder.mkdir(parents=True, exist_ok=True)
     names = list(parts[0]["properties"])  # the columns of y, in the order every shard reads them
     folds, clf_seed = _fold_jobs(folder, parts, seed)
-    regression, regression_skipped = _regression_jobs(folder, parts, seed, len(train))
+    regression, regression_skipped = _regression_jobs(folder, parts, seed, len(train), n)
     del parts
     # One task per classifier fold and per regression, the costliest first, so that the workers finish together.
     fits = sorted([*folds, *regression.values()], key=lambda f: -f.cost)

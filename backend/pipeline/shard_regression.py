@@ -26,10 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
+from orientscope.pipeline.engine import task_threads
 from orientscope.science.counter_rng import uniforms
 from orientscope.science.ordered_sums import block_partial, merge_block_partials
 from orientscope.science.regression import (
     RegressionSettings,
+    column_means,
     cross_fit_predictions,
     error_terms,
     fit_regressor,
@@ -62,7 +64,8 @@ class RegressionJob:
     train_path: str  # npz: rotations (m, 9) and y (m, p) of the subsample, in global index order
     which: str
     seed: int
-    out_path: str  # npz: out-of-fold pred, baseline, fold, and the fitted model (pickled) beside it
+    out_path: str  # npz: out-of-fold pred, baseline, fold and fill; the fitted model (pickled) beside it
+    fit_whole: bool = True  # False when the subsample is the whole set: no molecule is left to score
 
     cost = 1  # relative to the classifier folds (see shard_models.FoldJob.cost)
 
@@ -73,10 +76,14 @@ class RegressionJob:
     def run(self) -> str:
         with np.load(self.train_path) as data:
             rotations, y = data[f"{self.which}:rotations"].reshape(-1, 3, 3), data["y"]
-        pred, baseline, fold = cross_fit_predictions(rotations, y, REGRESSION, self.seed, workers=1)
-        model, fill = fit_regressor(rotations, y, REGRESSION, self.seed + REGRESSION.n_folds, workers=1)
-        atomic_write_bytes(Path(self.model_path), pickle.dumps({"model": model, "fill": fill}), durable=False)
-        np.savez(self.out_path, pred=pred, baseline=baseline, fold=fold)
+        threads = task_threads()  # 1 on an engine's worker, every core in process
+        pred, baseline, fold = cross_fit_predictions(rotations, y, REGRESSION, self.seed, workers=threads)
+        if self.fit_whole:
+            model, fill = fit_regressor(rotations, y, REGRESSION, self.seed + REGRESSION.n_folds, workers=threads)
+            atomic_write_bytes(Path(self.model_path), pickle.dumps(model), durable=False)
+        else:
+            fill = column_means(y)
+        np.savez(self.out_path, pred=pred, baseline=baseline, fold=fold, fill=fill)
         return self.out_path
 
 
@@ -98,15 +105,21 @@ def regression_partial(
     start : global index of the shard's first molecule
     train_local : (m,) shard rows of the training molecules; ``train_slice`` their rows in the subsample
     """
-    saved = pickle.loads(Path(fitted.model_path).read_bytes())
-    pred = saved["model"].predict(rotations).reshape(len(y), -1)
-    baseline = np.broadcast_to(saved["fill"], y.shape).copy()
-    group = score_group(fitted.seed, start + np.arange(len(y)))
     with np.load(fitted.out_path) as oof:
+        fill = oof["fill"]
+        pred = np.empty(y.shape)
+        baseline = np.broadcast_to(fill, y.shape).copy()
+        group = score_group(fitted.seed, start + np.arange(len(y)))
         pred[train_local] = oof["pred"][train_slice]
         baseline[train_local] = oof["baseline"][train_slice]
         group[train_local] = oof["fold"][train_slice]
-    centre = np.nan_to_num(saved["fill"])
+    rest = np.ones(len(y), dtype=bool)
+    rest[train_local] = False
+    if rest.any():  # the molecules outside the subsample: the model fitted on all of it
+        model = pickle.loads(Path(fitted.model_path).read_bytes())
+        model.workers = task_threads()  # where this shard runs, not where the model was fitted
+        pred[rest] = model.predict(rotations[rest]).reshape(int(rest.sum()), -1)
+    centre = np.nan_to_num(fill)
     return block_partial(error_terms(y, pred, baseline, centre), group, REGRESSION.n_folds, start)
 
 

@@ -14,6 +14,7 @@ Fingerprints are Morgan (radius 2, 2048 bits) packed little-endian into
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,15 +214,26 @@ def pack_bits(n_bits: np.ndarray, bits: np.ndarray, n_words: int = FP_WORDS, chu
     return out
 
 
-def compute_chemistry(mols: MoleculeSet) -> Chemistry:
-    """Chemistry of every molecule of ``mols`` (one shard's worth: the pipeline runs shards in parallel)."""
+def compute_chemistry(mols: MoleculeSet, map_chunks: Callable | None = None, n_chunks: int = 1) -> Chemistry:
+    """Chemistry of every molecule of ``mols``, cut into ``n_chunks`` contiguous pieces that
+    ``map_chunks(fn, items)`` (e.g. an engine's map) runs; by default one piece, in this process."""
     n = mols.n_molecules
     smiles = list(mols.smiles) if mols.smiles is not None else [""] * n
-    result = chemistry_chunk((smiles, mols.atomic_numbers, mols.positions_angstrom, mols.offsets))
-    out_smiles, sources, errors, scaffolds, generic = (
-        np.asarray(result[i], dtype=object).astype(str) for i in range(5)
-    )
-    fps = result[5]
+    off = mols.offsets
+    edges = np.linspace(0, n, max(n_chunks, 1) + 1).round().astype(int)
+    chunks = [
+        (smiles[lo:hi], mols.atomic_numbers[off[lo] : off[hi]], mols.positions_angstrom[off[lo] : off[hi]],
+         off[lo : hi + 1] - off[lo])
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+        if hi > lo
+    ]  # fmt: skip
+    results = map_chunks(chemistry_chunk, chunks) if map_chunks else [chemistry_chunk(c) for c in chunks]
+
+    def cat(i: int) -> np.ndarray:
+        return np.concatenate([np.asarray(r[i], dtype=object) for r in results]) if results else np.zeros(0, object)
+
+    out_smiles, sources, errors, scaffolds, generic = (cat(i).astype(str) for i in range(5))
+    fps = np.concatenate([r[5] for r in results]) if results else np.zeros((0, FP_WORDS), np.uint64)
     ok = sources != "failed"
     if (~ok).any():
         log.warning("%d of %d molecules have no molecular graph", int((~ok).sum()), n)

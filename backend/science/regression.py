@@ -107,13 +107,18 @@ class RegressionSettings:
         return {"model": "SO3NeighborsRegressor", **{k: getattr(self, k) for k in self.__dataclass_fields__}}
 
 
+def column_means(y: np.ndarray) -> np.ndarray:
+    """(p,) each column's mean over its finite values: the mean predictor's value, and the NaN fill."""
+    return np.nanmean(np.where(np.isfinite(y), y, np.nan), axis=0)
+
+
 def fit_regressor(
     rotations: np.ndarray, y: np.ndarray, settings: RegressionSettings, seed: int, workers: int = -1
 ) -> tuple[SO3NeighborsRegressor, np.ndarray]:
     """The regressor fitted on ``rotations`` (n, 3, 3) and ``y`` (n, p), NaNs imputed with the
     column mean, and that mean (p,) (the mean predictor's value)."""
     finite = np.isfinite(y)
-    fill = np.nanmean(np.where(finite, y, np.nan), axis=0)
+    fill = column_means(y)
     model = SO3NeighborsRegressor(settings.n_neighbors, settings.n_calibration, seed, workers)
     return model.fit(rotations, np.where(finite, y, fill)), fill
 

@@ -87,7 +87,7 @@ KL_NULL_MC = {
 # (tests/bench/bench_kl_interval.py).
 KL_SPREAD_GROWTH = 3.0
 # The sign-invariant KL (no fitted null) widens its normal interval to this multiple of the spread over
-# random half subsamples.
+# seeded random subsamples (so3_partial.kl_spread).
 SPREAD_MARGIN = 2.3
 CLASSIFIER_ROLE = {
     "frame": "reads only the canonical frame R (pure orientation); any model sees this",

@@ -16,6 +16,8 @@ import numpy as np
 
 from orientscope.loaders.qm9 import load_qm9
 from orientscope.pipeline import chemistry_report as stage
+from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
+from orientscope.pipeline.shard_chemistry import CHUNKS_PER_WORKER, parse_workers
 from orientscope.science.chemistry import compute_chemistry
 from orientscope.science.clustering import leader_clusters, leader_clusters_naive, sampled_leader_clusters
 from orientscope.science.counter_rng import haar_rotations
@@ -78,8 +80,11 @@ def main() -> None:
     )
     control = compute_frames(rotated, mols.offsets, mols.atomic_numbers)
 
-    with timer(t, "chemistry (parse, fingerprints, scaffolds; one shard's task, as the stage runs QM9)"):
-        chem = compute_chemistry(mols)
+    # As the stage parses QM9 (one shard, in process by its size): chunks on local workers (parse_workers).
+    workers = parse_workers(Engine(choose_cluster(None, mols.n_molecules)), mols.n_molecules)
+    with timer(t, f"chemistry (parse, fingerprints, scaffolds; as the stage: {workers} local worker(s))"):
+        with Engine(ClusterSpec("local", workers=workers) if workers > 1 else ClusterSpec("in-process")) as engine:
+            chem = compute_chemistry(mols, engine.map, CHUNKS_PER_WORKER * workers)
     fps = chem.fingerprints
     with timer(t, "sampled leader clustering"):
         labels, leaders, _ = sampled_leader_clusters(

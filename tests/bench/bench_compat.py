@@ -30,7 +30,8 @@ def median_ms(fn, inner: int = 1) -> float:
 
 def map_spec() -> dict:
     """The map figure of full QM9 coloured by axis, as the map callback builds it."""
-    from orientscope.app.figures import OKABE_ITO, ColorSpec, orientation_map_spec
+    from orientscope.app.figures import ColorSpec, orientation_map_spec
+    from orientscope.core.palette import OKABE_ITO
     from orientscope.services.map_data import frame_lines
 
     rng = np.random.default_rng(0)

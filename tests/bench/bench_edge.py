@@ -95,7 +95,21 @@ def guard_cost_us(method: str, headers: list, n: int = 20_000, repeats: int = 5)
     return statistics.median(asyncio.run(cost()) for _ in range(repeats))
 
 
-def main(base_tree: Path) -> None:
+# The commit that added the edge: make bench compares against its parent.
+EDGE_COMMIT = "dbcbc3f"
+
+
+def before_edge_tree() -> Path:
+    """A checkout of the code before the edge (a detached git worktree beside the temp files, made once)."""
+    tree = Path(os.environ.get("TMPDIR", "/tmp")) / "orientscope-before-edge"
+    if not (tree / "backend").is_dir():
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "--force", str(tree),
+                        f"{EDGE_COMMIT}~1"], check=True)  # fmt: skip
+    return tree
+
+
+def main(base_tree: Path | None = None) -> None:
+    base_tree = base_tree or before_edge_tree()
     data_dir = Path(os.environ.get("ORIENTSCOPE_BENCH_EDGE_DATA", "/tmp/os-bench-edge"))
     ensure_store(data_dir)
     from orientscope.store.datasets import load_dataset

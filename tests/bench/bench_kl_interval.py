@@ -65,7 +65,8 @@ def coverage_of_factor(values: np.ndarray, target: float, n: int, factor: float)
     return float(np.mean((values - high * factor <= target) & (target <= values - low * factor)))
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
+    argv = argv or []
     haar, aligned = (int(argv[0]) if argv else 2000), (int(argv[1]) if len(argv) > 1 else 600)
     t0, load = time.perf_counter(), os.getloadavg()
     qm9 = load_qm9()

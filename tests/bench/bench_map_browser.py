@@ -248,3 +248,10 @@ def _smarts_rows(found: dict | None, smarts: str, ms, s) -> str:
 SMARTS raw (s): first paint {_raw(found["first_paint"])}; interactive {_raw(found["map"])}; zooms
 {", ".join(f"{v:.2f} ({m})" for v, m in found["zooms"])}.
 """
+
+
+def main() -> None:
+    """make bench: the shared large store of bench_api_large (``ORIENTSCOPE_BENCH_LARGE_DATA`` / ``_ID``)."""
+    from tests.bench.bench_api_large import _large_store
+
+    main_browser(*_large_store())

@@ -173,7 +173,7 @@ def to_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(args: list[str]) -> None:
+def main(args: list[str] | None = None) -> None:
     plan = []
     for arg in args or ["1000000:1,2"]:
         n, ws, *scope = arg.split(":")

@@ -45,7 +45,11 @@ def _row(name: str, first: float, warm: list[float], note: str = "") -> str:
     return f"| {name} | {1000 * first:.0f} | {statistics.median(ms):.1f} | {p95:.1f} | {note} |"
 
 
-def main(data_dir: Path, dataset: str, samples: int) -> None:
+def main(data_dir: Path | None = None, dataset: str = "qm9", samples: int = 20) -> None:
+    if data_dir is None:  # make bench: full QM9 in bench_ui's store
+        from tests.bench.bench_ui import ensure_store
+
+        data_dir = ensure_store(Path(os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui")))
     from orientscope.services.map_selection import selection_csv, selection_page
     from orientscope.services.map_view import MapQuery, view_points
     from orientscope.services.scatter import ScatterQuery, nearest_molecule, scatter_image, scatter_points

@@ -297,7 +297,8 @@ processes under `nice`; load average at start {load[0]:.1f} / {load[1]:.1f} / {l
     )
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
+    argv = argv or []
     power, null = (int(argv[0]) if argv else POWER_DRAWS), (int(argv[1]) if len(argv) > 1 else NULL_DRAWS)
     counts = {
         "power": power,

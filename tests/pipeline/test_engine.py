@@ -25,7 +25,8 @@ def test_default_is_by_size_and_the_environment_overrides(monkeypatch):
     monkeypatch.delenv(CLUSTER_ENV, raising=False)
     monkeypatch.delenv(LOCAL_ABOVE_ENV, raising=False)
     assert choose_cluster(None, 1_999_999).kind == "in-process"
-    assert choose_cluster(None, 2_000_000) == ClusterSpec("local", workers=os.cpu_count())
+    assert choose_cluster(None, 2_000_000) == ClusterSpec("local", workers=os.cpu_count(), by_size=True)
+    assert choose_cluster(None, 10).by_size and not choose_cluster("in-process", 10).by_size
     monkeypatch.setenv(LOCAL_ABOVE_ENV, "100")
     assert choose_cluster(None, 100).kind == "local"
     monkeypatch.setenv(CLUSTER_ENV, "local:1")
@@ -54,3 +55,26 @@ def test_map_keeps_order_reports_progress_and_caps_worker_threads():
         assert engine.map(abs, list(range(-20, 0))) == list(range(20, 0, -1))
         caps = engine.map(_threads, [0, 1])
     assert all(c["omp"] == "1" and c["pools"] <= {1} for c in caps)
+
+
+def test_local_workers_are_spawn_safe_except_where_they_would_run_unguarded_code_again(tmp_path):
+    import subprocess
+    import sys
+
+    probe = "from orientscope.pipeline.engine import spawn_safe; print(spawn_safe())"
+    guarded = 'if __name__ == "__main__":\n    ' + probe + "\n"
+    (tmp_path / "analysis.py").write_text(probe + "\n")  # a spawned worker would run it again from the top
+    (tmp_path / "guarded.py").write_text("import os\n\n" + guarded)
+    (tmp_path / "probe_mod.py").write_text(probe + "\n")
+    (tmp_path / "probe_pkg").mkdir()
+    (tmp_path / "probe_pkg" / "__main__.py").write_text(probe + "\n")
+    runs = {
+        "script": [sys.executable, "analysis.py"],
+        "guarded script": [sys.executable, "guarded.py"],
+        "-c": [sys.executable, "-c", probe],
+        "-m": [sys.executable, "-m", "probe_mod"],  # run again as __mp_main__ too
+        "-m package": [sys.executable, "-m", "probe_pkg"],  # its __main__ is not
+    }
+    seen = {k: subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, check=True).stdout.strip()
+            for k, cmd in runs.items()}  # fmt: skip
+    assert seen == {"script": "False", "guarded script": "True", "-c": "True", "-m": "False", "-m package": "True"}

@@ -176,6 +176,54 @@ def test_shard_size_and_a_two_worker_cluster_give_the_same_result(tmp_path, synt
         pd.testing.assert_frame_equal(other_tables[name], table)
 
 
+def test_a_set_run_in_process_by_its_size_parses_on_local_workers_with_the_same_result(
+    tmp_path, synth_dir, sharded, monkeypatch
+):
+    import os
+
+    from orientscope.pipeline import shard_chemistry
+    from orientscope.pipeline.engine import CLUSTER_ENV, LOCAL_ABOVE_ENV, ClusterSpec
+
+    monkeypatch.delenv(CLUSTER_ENV, raising=False)
+    monkeypatch.delenv(LOCAL_ABOVE_ENV, raising=False)
+    monkeypatch.setattr(shard_chemistry, "MIN_PARALLEL", N)  # the rule of a large set, on this small one
+    started = []
+
+    class Recorded(shard_chemistry.Engine):
+        def __enter__(self):
+            started.append(self.spec)
+            return super().__enter__()
+
+    monkeypatch.setattr(shard_chemistry, "Engine", Recorded)
+    _, store = sharded
+    section, tables = _comparable(store)
+    _, other = _sharded(tmp_path, synth_dir, 700, None)  # no cluster named: in process by its size
+    workers = min(shard_chemistry.MAX_PARSE_WORKERS, os.cpu_count() or 1)
+    assert started == ([ClusterSpec("local", workers=workers)] if workers > 1 else [])
+    assert other.manifest()["stages"]["chemistry"]["engine"] == {"where": "in-process", "workers": 1}
+    other_section, other_tables = _comparable(other)
+    assert other_section == section
+    for name, table in tables.items():
+        pd.testing.assert_frame_equal(other_tables[name], table)
+
+
+def test_parse_workers_only_for_a_large_set_run_in_process_by_its_size():
+    import os
+    from types import SimpleNamespace
+
+    from orientscope.pipeline.engine import ClusterSpec
+    from orientscope.pipeline.shard_chemistry import MAX_PARSE_WORKERS, MIN_PARALLEL, parse_workers
+
+    def workers(spec, n):
+        return parse_workers(SimpleNamespace(spec=spec), n)
+
+    by_size = ClusterSpec("in-process", by_size=True)
+    assert workers(by_size, MIN_PARALLEL) == min(MAX_PARSE_WORKERS, os.cpu_count() or 1)
+    assert workers(by_size, MIN_PARALLEL - 1) == 1
+    assert workers(ClusterSpec("in-process"), 10**7) == 1  # named: --cluster in-process
+    assert workers(ClusterSpec("local", workers=2, by_size=True), 10**7) == 1  # the engine's own workers
+
+
 @pytest.mark.parametrize("smarts", ["C=O", "c1ccccc1", "[#7]~[#6]", "C1CC1"])
 def test_smarts_over_shards_matches_the_in_memory_index_and_reports_progress(sharded, in_memory, smarts):
     from orientscope.pipeline.engine import Engine, parse_cluster

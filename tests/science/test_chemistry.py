@@ -56,3 +56,27 @@ def test_real_qm9_molecules_get_scaffolds_and_agree_between_smiles_and_3d(qm9_sm
     # Bonds perceived from the DFT geometry give the same graph as QM9's SMILES for most molecules.
     same = (perceived.fingerprints == chem.fingerprints).all(axis=1)
     assert same.mean() >= 0.8
+
+
+def test_chunks_on_a_map_give_what_one_piece_gives(qm9_small):
+    import dataclasses
+
+    mols = qm9_small.subset(np.arange(90))
+    off = mols.offsets
+    mols = from_molecules(  # a missing SMILES and a rejected one: perceived from 3D in their chunks too
+        [(mols.atomic_numbers[a:b], mols.positions_angstrom[a:b]) for a, b in zip(off[:-1], off[1:], strict=True)],
+        smiles=["", "not a smiles", *list(mols.smiles[2:])],
+    )
+    whole = compute_chemistry(mols)
+    calls = []
+
+    def mapper(fn, items):
+        calls.append(len(items))
+        return [fn(item) for item in items[::-1]][::-1]  # computed out of order, answered in order
+
+    parts = compute_chemistry(mols, mapper, 7)
+    assert calls == [7] and whole.source[:2].tolist() == ["3d", "3d"]
+    for field in dataclasses.fields(whole):
+        np.testing.assert_array_equal(getattr(parts, field.name), getattr(whole, field.name))
+    empty = compute_chemistry(mols.subset(np.arange(0)), mapper, 3)
+    assert len(empty) == 0 and empty.fingerprints.shape == (0, FP_WORDS)
