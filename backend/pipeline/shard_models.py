@@ -255,14 +255,19 @@ def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int, n
     }, None
 
 
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """The shards' rows in order; a set of one shard's array itself (no copy of its features)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
 def _fold_jobs(folder: Path, parts: list[dict], seed: int) -> tuple[list[FoldJob], dict]:
     """The classifier folds on the subsample's features, and each orientation set's classifier seed."""
     folds, clf_seed = [], {}
     for which in WHICH:
         arrays = {}
         for fs in FEATURE_SETS:
-            arrays[f"{fs}:stored"] = np.concatenate([p[which][fs][0] for p in parts])
-            arrays[f"{fs}:negative"] = np.concatenate([p[which][fs][1] for p in parts])
+            arrays[f"{fs}:stored"] = _joined([p[which][fs][0] for p in parts])
+            arrays[f"{fs}:negative"] = _joined([p[which][fs][1] for p in parts])
         np.savez(folder / f"train-{which}.npz", **arrays)
         clf_seed[which] = derived_seed(seed, f"models:{which}:classifier")
         folds += [
