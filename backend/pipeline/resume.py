@@ -35,11 +35,12 @@ import numpy as np
 from orientscope import __version__
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.shard_stages import ShardJob
-from orientscope.store.atomic import atomic_write_bytes
+from orientscope.store.atomic import atomic_write_bytes, atomic_write_pickle
 
 log = logging.getLogger(__name__)
 
 DONE = "done"
+DEFLATE_MAX_BYTES = 64 << 20  # larger markers are written as they are
 PICKLE_START = pickle.PROTO  # an uncompressed marker (pickle protocol 2+); zlib's start with 0x78
 _SETTING_TYPES = (int, float, str, bool, tuple, list, dict, type(None))
 
@@ -105,14 +106,16 @@ class Step:
 def run_step(step: Step):
     """Run the task, then write its marker (last: it vouches for the files the task wrote)."""
     result = step.fn(step.item)
-    # Compressed when mostly zeros (the statistics' fine angle counts, 4 MB a shard, shrink tenfold); dense
-    # results (the models' training features, 0.5 GB for 200,000 molecules) barely shrink and took 10 s to
-    # deflate. Not fsynced: a marker lost or torn by a power failure is unreadable or absent, and its task
-    # runs again.
-    data = pickle.dumps({"key": step.key, "result": result}, protocol=5)
-    if data.count(0) > len(data) // 2:
-        data = zlib.compress(data, 1)
-    atomic_write_bytes(Path(step.marker), data, durable=False)
+    # Streamed: a large result (the models' training features, 0.5 GB for 200,000 molecules) is not
+    # copied into memory once more. A small one that is mostly zeros (the statistics' fine angle counts,
+    # 4 MB a shard) is deflated, tenfold smaller; dense ones barely shrink. Not fsynced: a marker lost or
+    # torn by a power failure is unreadable or absent, and its task runs again.
+    marker = Path(step.marker)
+    atomic_write_pickle(marker, {"key": step.key, "result": result}, durable=False)
+    if marker.stat().st_size <= DEFLATE_MAX_BYTES:
+        data = marker.read_bytes()
+        if data.count(0) > len(data) // 2:
+            atomic_write_bytes(marker, zlib.compress(data, 1), durable=False)
     return result
 
 

@@ -10,6 +10,7 @@ import ctypes
 import io
 import json
 import os
+import pickle
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -28,6 +29,29 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def atomic_write_pickle(path: Path, obj, durable: bool = True) -> None:
+    """Pickle ``obj`` to ``path`` atomically, streamed (protocol 5 writes large arrays straight to the
+    file: no second copy of them in memory, as ``pickle.dumps`` would make)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(obj, fh, protocol=5)
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
