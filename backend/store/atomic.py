@@ -13,6 +13,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,15 +21,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` atomically. ``durable`` False skips the fsyncs: a file that may be lost
-    (or found empty) after a power failure, e.g. a cache the reader checks and can do without."""
+@contextmanager
+def _atomic_file(path: Path, durable: bool) -> Iterator[io.BufferedWriter]:
+    """A temporary sibling of ``path`` to write, renamed over it once written (fsynced if ``durable``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -41,29 +42,20 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
         raise
     if durable:
         _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically. ``durable`` False skips the fsyncs: a file that may be lost
+    (or found empty) after a power failure, e.g. a cache the reader checks and can do without."""
+    with _atomic_file(path, durable) as fh:
+        fh.write(data)
 
 
 def atomic_write_pickle(path: Path, obj, durable: bool = True) -> None:
     """Pickle ``obj`` to ``path`` atomically, streamed (protocol 5 writes large arrays straight to the
     file: no second copy of them in memory, as ``pickle.dumps`` would make)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(obj, fh, protocol=5)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    if durable:
-        _fsync_dir(path.parent)
+    with _atomic_file(path, durable) as fh:
+        pickle.dump(obj, fh, protocol=5)
 
 
 def _fsync_dir(folder: Path) -> None:
