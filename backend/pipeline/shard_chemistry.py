@@ -343,9 +343,8 @@ def parse_workers(engine: Engine, n_molecules: int) -> int:
     (:func:`~orientscope.pipeline.engine.spawn_safe`).
     """
     spec = engine.spec
-    if spec.kind != IN_PROCESS or not spec.by_size or n_molecules < MIN_PARALLEL or current_process().daemon:
-        return 1
-    if not spawn_safe():
+    by_size_in_process = spec.kind == IN_PROCESS and spec.by_size
+    if not by_size_in_process or n_molecules < MIN_PARALLEL or current_process().daemon or not spawn_safe():
         return 1
     return min(MAX_PARSE_WORKERS, os.cpu_count() or 1)
 
