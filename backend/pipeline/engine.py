@@ -26,6 +26,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,24 @@ TASK_RETRIES = 2
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
 MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 ACCEPTED = "'in-process', 'local:W' (W >= 1 worker processes) or 'tcp://HOST:PORT'"
+
+
+@contextmanager
+def _dask_warnings_only() -> Iterator[None]:
+    """Dask's logger at WARNING or above while a local cluster runs, then as it was.
+
+    The local scheduler runs in this process and logs at INFO (workers joining and leaving, the scheduler
+    closing); through the root handler of the CLI those lines would fill the terminal. Warnings (a worker
+    lost) still show. LocalCluster's own ``silence_logs`` covers its start only.
+    """
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
 
 # progress(shards_done, shards_total)
 ShardProgress = Callable[[int, int], None]
@@ -157,25 +176,31 @@ class Engine:
         self.spec = spec
         self._cluster = None
         self._client = None
+        self._quiet = ExitStack()
 
     def __enter__(self) -> Engine:
         if self.spec.kind == IN_PROCESS:
             return self
         from distributed import Client, LocalCluster
 
-        if self.spec.kind == "local":
-            self._cluster = LocalCluster(
-                n_workers=self.spec.workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=":0",  # a free port: never clashes with another cluster's 8787
-                silence_logs=logging.ERROR,
-                env={name: "1" for name in THREAD_ENV},
-            )
-            self._client = Client(self._cluster)
-        else:
-            self._client = Client(self.spec.address, timeout="30s")
-        self._client.register_plugin(_threads_plugin())
+        try:
+            if self.spec.kind == "local":
+                self._quiet.enter_context(_dask_warnings_only())
+                self._cluster = LocalCluster(
+                    n_workers=self.spec.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",  # a free port: never clashes with another cluster's 8787
+                    silence_logs=logging.ERROR,
+                    env={name: "1" for name in THREAD_ENV},
+                )
+                self._client = Client(self._cluster)
+            else:
+                self._client = Client(self.spec.address, timeout="30s")
+            self._client.register_plugin(_threads_plugin())
+        except BaseException:  # a cluster that started, or Dask's quieted handlers, must not outlive a failed start
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -188,6 +213,7 @@ class Engine:
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
+        self._quiet.close()
 
     @property
     def n_workers(self) -> int:

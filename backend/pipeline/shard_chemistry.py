@@ -32,6 +32,7 @@ error), whatever the shard size or worker count.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import current_process
@@ -354,7 +355,10 @@ def _graphs_pass(engine: Engine, jobs: list[ShardJob], n: int, progress) -> list
     workers = parse_workers(engine, n)
     if workers == 1:
         return engine.map(graphs_shard, jobs, progress)
-    with Engine(ClusterSpec("local", workers=workers)) as local:
+    # The chunks travel inside the task graph (Dask warns above 10 MB) so that the scheduler holds them and a
+    # task retried after a lost worker still has its data; scattered data would be lost with the worker.
+    with Engine(ClusterSpec("local", workers=workers)) as local, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
         parts = []
         for done, job in enumerate(jobs):
             progress(done, len(jobs))

@@ -78,3 +78,29 @@ def test_local_workers_are_spawn_safe_except_where_they_would_run_unguarded_code
     seen = {k: subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, check=True).stdout.strip()
             for k, cmd in runs.items()}  # fmt: skip
     assert seen == {"script": "False", "guarded script": "True", "-c": "True", "-m": "False", "-m package": "True"}
+
+
+QUIET_SCRIPT = """
+import logging
+
+if __name__ == "__main__":  # as the CLI's main: a root handler first, then Dask, whose INFO lines then reach it
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    import distributed  # noqa: F401
+    from orientscope.pipeline.engine import Engine, parse_cluster
+
+    before = logging.getLogger("distributed").level
+    with Engine(parse_cluster("local:1")) as engine:
+        print("map", engine.map(abs, [-1, -2]))
+    print("restored", logging.getLogger("distributed").level == before == logging.INFO)
+"""
+
+
+def test_a_local_cluster_keeps_dasks_info_lines_off_the_terminal_and_restores_its_handlers(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "quiet.py"
+    script.write_text(QUIET_SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
+    assert "map [1, 2]" in out.stdout and "restored True" in out.stdout
+    assert "INFO distributed" not in out.stderr, out.stderr  # e.g. "INFO distributed.scheduler: State start"
