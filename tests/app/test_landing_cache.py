@@ -53,3 +53,15 @@ def test_the_warm_up_builds_the_landing_pages_first_paint(qm9_store, binnings):
     page = page_first_paint(qm9_store, "")
     assert 'id="control-map-box"' in page  # the density pair's static paint
     assert binnings == [2]  # from the warm-up's cache
+
+
+def test_the_landing_pages_density_paint_is_written_once_per_density_pair(qm9_store, binnings, monkeypatch):
+    from orientscope.app import first_paint
+
+    written = []
+    real = first_paint.density_paint_html
+    monkeypatch.setattr(first_paint, "density_paint_html", lambda payloads: written.append(1) or real(payloads))
+    page = page_first_paint(qm9_store, "")
+    assert page_first_paint(qm9_store, "") == page and written == [1]
+    shared_cache().clear("density_pair")  # a new pair (e.g. a dataset recomputed) is painted again
+    assert page_first_paint(qm9_store, "") == page and written == [1, 1] and binnings == [2, 2]
