@@ -198,7 +198,7 @@ class Engine:
             else:
                 self._client = Client(self.spec.address, timeout="30s")
             self._client.register_plugin(_threads_plugin())
-        except BaseException:  # a cluster that started, or Dask's quieted handlers, must not outlive a failed start
+        except BaseException:  # neither a started cluster nor Dask's raised log level outlives a failed start
             self.close()
             raise
         return self
