@@ -26,7 +26,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,9 +43,8 @@ MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 ACCEPTED = "'in-process', 'local:W' (W >= 1 worker processes) or 'tcp://HOST:PORT'"
 
 
-@contextmanager
-def _dask_warnings_only() -> Iterator[None]:
-    """Dask's logger at WARNING or above while a local cluster runs, then as it was.
+def _dask_warnings_only() -> int:
+    """Raise Dask's logger to WARNING (if lower) while a local cluster runs; returns the level to restore.
 
     The local scheduler runs in this process and logs at INFO (workers joining and leaving, the scheduler
     closing); through the root handler of the CLI those lines would fill the terminal. Warnings (a worker
@@ -55,10 +53,7 @@ def _dask_warnings_only() -> Iterator[None]:
     logger = logging.getLogger("distributed")
     level = logger.level
     logger.setLevel(max(level, logging.WARNING))
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+    return level
 
 
 # progress(shards_done, shards_total)
@@ -176,7 +171,7 @@ class Engine:
         self.spec = spec
         self._cluster = None
         self._client = None
-        self._quiet = ExitStack()
+        self._dask_level: int | None = None  # Dask's log level to restore at close
 
     def __enter__(self) -> Engine:
         if self.spec.kind == IN_PROCESS:
@@ -185,7 +180,7 @@ class Engine:
 
         try:
             if self.spec.kind == "local":
-                self._quiet.enter_context(_dask_warnings_only())
+                self._dask_level = _dask_warnings_only()
                 self._cluster = LocalCluster(
                     n_workers=self.spec.workers,
                     threads_per_worker=1,
@@ -213,7 +208,9 @@ class Engine:
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
-        self._quiet.close()
+        if self._dask_level is not None:
+            logging.getLogger("distributed").setLevel(self._dask_level)
+            self._dask_level = None
 
     @property
     def n_workers(self) -> int:

@@ -95,7 +95,7 @@ if __name__ == "__main__":  # as the CLI's main: a root handler first, then Dask
 """
 
 
-def test_a_local_cluster_keeps_dasks_info_lines_off_the_terminal_and_restores_its_handlers(tmp_path):
+def test_a_local_cluster_keeps_dasks_info_lines_off_the_terminal_and_restores_its_log_level(tmp_path):
     import subprocess
     import sys
 
