@@ -42,6 +42,17 @@ new MutationObserver(() => {
   window.__t.changed = performance.now(); window.__t.molecule = el.dataset.molecule; window.__t.shown = 0;
   requestAnimationFrame(() => setTimeout(() => { window.__t.shown = performance.now(); }, 0));
 }).observe(el, {attributes: true, attributeFilter: ['data-molecule']});
+// A click on a pixel that several molecules share opens a chooser (issue 29): "chooser", when its rows are
+// on screen; "pick", the press on one of them.
+const host = gd.closest('#orientation-map');
+new MutationObserver(() => {
+  if (!window.__t.chooser && host.querySelector('.map-chooser .chooser-row')) {
+    requestAnimationFrame(() => setTimeout(() => { window.__t.chooser = performance.now(); }, 0));
+  }
+}).observe(host, {childList: true, subtree: true});
+host.addEventListener('mousedown', (e) => {
+  if (e.target.closest('.map-chooser')) { window.__t.pick = performance.now(); }
+}, true);
 """
 
 TO_PIXEL_JS = """
@@ -284,7 +295,13 @@ def time_baseline_map(driver, url: str, n_points: int) -> float:
     return time.perf_counter() - t0
 
 
-def time_clicks(driver, md) -> list[float]:
+def time_clicks(driver, md, choosers: list | None = None) -> list[float]:
+    """Seconds from each click on the map to the molecule panel showing the molecule it opened.
+
+    A click on a pixel that several molecules share opens a chooser instead (issue 29); with ``choosers``,
+    each of those appends (click → the chooser's rows on screen, press on its first row → that molecule's
+    panel shown), in seconds. Without it, such clicks are left out, as clicks between points are.
+    """
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
@@ -294,20 +311,37 @@ def time_clicks(driver, md) -> list[float]:
     driver.execute_script(CLICK_PROBE_JS)
     out = []
     for target in click_targets(driver, md, N_CLICKS):
-        before = driver.execute_script("return window.__t.molecule || null")
+        before = driver.execute_script("window.__t.chooser = 0; return window.__t.molecule || null")
         ActionChains(driver).move_to_element_with_offset(
             graph, int(round(target["dx"])), int(round(target["dy"]))
         ).pause(0.2).click().perform()
-        try:
-            _wait(
-                lambda b=before: driver.execute_script(
-                    "return window.__t.shown > window.__t.click && window.__t.molecule !== arguments[0]", b
-                ),
-                timeout=30,
+
+        def opened(b=before):
+            return driver.execute_script(
+                "const t = window.__t; return (t.shown > t.click && t.molecule !== arguments[0]) ? 'panel'"
+                " : (t.chooser > t.click ? 'chooser' : null)",
+                b,
             )
+
+        try:
+            how = _wait(opened, timeout=30)
         except TimeoutError:
             continue  # the click landed between points
-        out.append(driver.execute_script("return window.__t.shown - window.__t.click") / 1000.0)
+        if how == "panel":
+            out.append(driver.execute_script("return window.__t.shown - window.__t.click") / 1000.0)
+        elif choosers is not None:
+            shown = driver.execute_script("return window.__t.chooser - window.__t.click") / 1000.0
+            row = driver.find_element(By.CSS_SELECTOR, "#orientation-map .map-chooser .chooser-row button")
+            ActionChains(driver).move_to_element(row).pause(0.2).click().perform()
+            try:
+                _wait(lambda b=before: driver.execute_script(
+                    "const t = window.__t; return t.shown > t.pick && t.molecule !== arguments[0]", b
+                ), timeout=30)  # fmt: skip
+                choosers.append((shown, driver.execute_script("return window.__t.shown - window.__t.pick") / 1000.0))
+            except TimeoutError:
+                choosers.append((shown, None))
+        else:
+            driver.find_element(By.CSS_SELECTOR, "#orientation-map .map-chooser .chooser-close").click()
         time.sleep(1.0)  # let the other panels (neighbours, map ring) finish before the next click
     return out
 
