@@ -7,6 +7,7 @@ from here, so a colour means the same thing on every surface.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from orientscope.science.sphere import SQRT2
@@ -18,6 +19,74 @@ ELLIPSE_AREA = np.pi * 2 * SQRT2 * SQRT2
 # scale and make it look as concentrated as an aligned set.
 DENSITY_CEILING_FLOOR = 2.0
 DENSITY_CEILING_PERCENTILE = 99.5
+
+
+def grid_counts(
+    x: np.ndarray,
+    y: np.ndarray,
+    x_edges: np.ndarray,
+    y_edges: np.ndarray,
+    rows: np.ndarray | None = None,
+    axes: np.ndarray | None = None,
+) -> np.ndarray:
+    """(ny, nx) int64 points per cell of the equal-width edges (from ``numpy.linspace``), by
+    ``numpy.histogram2d``'s rule: cells closed on the left and bottom, the last also on the right and top;
+    NaN and points outside the edges are in no cell.
+
+    x, y : the points' map positions; or, with ``rows`` (m,) and ``axes`` (m,) (1..3), every molecule's
+    three positions (n, 3), of which the points (row, axis) are counted, without gathering them first.
+
+    One compiled pass without temporaries: at 30M points it takes a fraction of a second, where
+    numpy's binning (and the gather before it) allocated copies per axis and took seconds. Each point's
+    cell is guessed by arithmetic and corrected against the edges themselves, as numpy's 1-D histogram does.
+    """
+    counts = np.zeros((y_edges.size - 1, x_edges.size - 1), np.int64)
+    xe, ye = np.asarray(x_edges, np.float64), np.asarray(y_edges, np.float64)
+    if rows is None:
+        _count_cells(np.ravel(x), np.ravel(y), xe, ye, counts)
+    else:
+        flat_x, flat_y = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1)
+        _count_point_cells(flat_x, flat_y, np.asarray(rows), np.asarray(axes), xe, ye, counts)
+    return counts
+
+
+@numba.njit(inline="always")
+def _cell_of(v, edges, n):  # pragma: no cover - compiled
+    """Cell of ``v`` among ``n`` equal-width cells of ``edges``, -1 outside (or NaN)."""
+    lo, hi = edges[0], edges[n]
+    if not (v >= lo and v <= hi):
+        return -1
+    i = min(int((v - lo) * (n / (hi - lo))), n - 1)
+    if v < edges[i]:
+        i -= 1
+    if v >= edges[i + 1] and i < n - 1:
+        i += 1
+    return i
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_cells(x, y, x_edges, y_edges, counts):  # pragma: no cover - compiled
+    ny, nx = counts.shape
+    for k in range(x.size):
+        i = _cell_of(np.float64(x[k]), x_edges, nx)
+        if i < 0:
+            continue
+        j = _cell_of(np.float64(y[k]), y_edges, ny)
+        if j >= 0:
+            counts[j, i] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_point_cells(flat_x, flat_y, rows, axes, x_edges, y_edges, counts):  # pragma: no cover - compiled
+    ny, nx = counts.shape
+    for k in range(rows.size):
+        p = 3 * np.int64(rows[k]) + np.int64(axes[k]) - 1  # the point's key (science.nearest_point.point_keys)
+        i = _cell_of(np.float64(flat_x[p]), x_edges, nx)
+        if i < 0:
+            continue
+        j = _cell_of(np.float64(flat_y[p]), y_edges, ny)
+        if j >= 0:
+            counts[j, i] += 1
 
 
 def density_ratio(

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from orientscope.science.counter_rng import random_bits
-from orientscope.science.map_scales import density_ceiling, density_ratio
+from orientscope.science.map_scales import density_ceiling, density_ratio, grid_counts
 from orientscope.science.nearest_point import point_keys
 from orientscope.science.rotations import derived_seed
 from orientscope.science.sphere import (
@@ -480,52 +480,38 @@ class DensityGrid:
     n_points: int
 
 
-def uniform_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """(m,) int64 bin of each value among equal-width ``edges`` (from ``numpy.linspace``), -1 outside.
-
-    numpy.histogram2d's rule (bins closed on the left, the last also on the right) without its
-    binary search over the edges: on a QM9 map 3 ms instead of 40 per axis. The arithmetic guess
-    is corrected against the edges themselves, as numpy's own 1-D histogram does.
-    """
-    v = np.asarray(values, np.float64)
-    n = edges.size - 1
-    lo, hi = float(edges[0]), float(edges[-1])
-    inside = (v >= lo) & (v <= hi)  # NaN too falls outside
-    idx = np.where(inside, (v - lo) * (n / (hi - lo)), 0.0).astype(np.int64)
-    np.clip(idx, 0, n - 1, out=idx)
-    idx -= v < edges[idx]
-    idx += (v >= edges[idx + 1]) & (idx < n - 1)
-    idx[~inside] = -1
-    return idx
-
-
 DENSITY_POINTS_PER_CELL = 5
 
 
-def density_grid(x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72) -> DensityGrid:
-    """Bin projected points; Mollweide is equal-area so equal cells hold equal sphere area."""
+def density_grid(
+    x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72, rows: np.ndarray | None = None, axes=None
+) -> DensityGrid:
+    """Bin projected points; Mollweide is equal-area so equal cells hold equal sphere area.
+
+    x, y : the points' positions; or, with ``rows`` and ``axes``, a map's (n, 3) positions of which the
+    points (row, axis) are binned (:func:`orientscope.science.map_scales.grid_counts`).
+    """
     xe = np.linspace(-2 * SQRT2, 2 * SQRT2, nx + 1)
     ye = np.linspace(-SQRT2, SQRT2, ny + 1)
-    ix, iy = uniform_bins(x, xe), uniform_bins(y, ye)
-    ok = (ix >= 0) & (iy >= 0)
-    counts = np.bincount(iy[ok] * nx + ix[ok], minlength=ny * nx).reshape(ny, nx).astype(np.float64)
+    counts = grid_counts(x, y, xe, ye, rows, axes).astype(np.float64)
     xc, yc = (xe[:-1] + xe[1:]) / 2, (ye[:-1] + ye[1:]) / 2
-    n = int(np.size(x))
+    n = int(np.size(x if rows is None else rows))
     ratio = density_ratio(counts, xc, yc, (xe[1] - xe[0]) * (ye[1] - ye[0]), n)
     return DensityGrid(xc.astype(np.float32), yc.astype(np.float32), ratio, n)
 
 
-def density_grids(point_sets: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[DensityGrid], float]:
-    """Density grids of point sets (x, y) shown side by side, on one grid and one colour scale: (grids,
+def density_grids(point_sets: list[tuple]) -> tuple[list[DensityGrid], float]:
+    """Density grids of point sets shown side by side, (x, y) or (x, y, rows, axes) as :func:`density_grid`
+    takes them, on one grid and one colour scale: (grids,
     the scale's top, :func:`orientscope.science.map_scales.density_ceiling`), so that equal colours mean
     equal densities and a uniform set does not look as concentrated as an aligned one.
 
     Cells are sized to the larger set, about :data:`DENSITY_POINTS_PER_CELL` expected points each,
     between 24 x 12 and 144 x 72: finer cells on a small set show sampling noise, not orientation.
     """
-    n = max(int(np.size(x)) for x, _ in point_sets)
+    n = max(int(np.size(p[2] if len(p) > 2 else p[0])) for p in point_sets)
     nx = int(np.clip(np.sqrt(2 * n / DENSITY_POINTS_PER_CELL), 24, 144)) // 2 * 2
-    grids = [density_grid(x, y, nx=nx, ny=nx // 2) for x, y in point_sets]
+    grids = [density_grid(p[0], p[1], nx, nx // 2, *p[2:]) for p in point_sets]
     return grids, density_ceiling(*(g.ratio for g in grids))
 
 

@@ -5,12 +5,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orientscope.science.map_scales import ELLIPSE_AREA, density_ceiling, density_ratio, robust_range
+from orientscope.science.map_scales import ELLIPSE_AREA, density_ceiling, density_ratio, grid_counts, robust_range
 from orientscope.science.sphere import SQRT2
 
 
 def test_the_mollweide_ellipse_has_the_spheres_area():
     assert ELLIPSE_AREA == pytest.approx(4 * np.pi, rel=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nx", [24, 58, 144])
+def test_grid_counts_equal_numpy_histogram2d_on_edges_nan_and_outside(nx, dtype):
+    ny = nx // 2
+    xe, ye = np.linspace(-2 * SQRT2, 2 * SQRT2, nx + 1), np.linspace(-SQRT2, SQRT2, ny + 1)
+    rng = np.random.default_rng(nx)
+    x, y = rng.uniform(-3.0, 3.0, 100_000).astype(dtype), rng.uniform(-1.5, 1.5, 100_000).astype(dtype)
+    # points on every edge, one float step either side of the first edges, NaN and infinity
+    x[: nx + 1], y[: nx + 1] = xe.astype(dtype), 0.1
+    y[500 : 500 + ny + 1], x[500 : 500 + ny + 1] = ye.astype(dtype), 0.2
+    x[900:910] = np.nextafter(xe[:10].astype(dtype), dtype(np.inf))
+    x[910:920] = np.nextafter(xe[:10].astype(dtype), dtype(-np.inf))
+    x[950], y[951], x[952] = np.nan, np.nan, np.inf
+    expected = np.histogram2d(y.astype(np.float64), x.astype(np.float64), bins=[ye, xe])[0]
+    counts = grid_counts(x, y, xe, ye)
+    assert counts.shape == (ny, nx) and counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, expected)
 
 
 def test_density_ratio_is_counts_over_the_uniform_expectation_inside_the_ellipse():
@@ -50,3 +69,18 @@ def test_robust_range_is_the_1st_and_99th_percentile_of_finite_values():
     assert robust_range(np.array([5.0, 5.0, np.nan])) == (5.0, 6.0)  # one value: a unit-wide range
     assert robust_range(np.array([np.nan])) == (0.0, 1.0)
     assert robust_range(np.arange(101, dtype=np.float32)) == (1.0, 99.0)
+
+
+def test_grid_counts_of_points_by_row_and_axis_equal_counts_of_the_gathered_points():
+    rng = np.random.default_rng(7)
+    n = 20_000
+    x = rng.uniform(-3.0, 3.0, (n, 3)).astype(np.float32)
+    y = rng.uniform(-1.5, 1.5, (n, 3)).astype(np.float32)
+    x[5, 1], y[6, 2] = np.nan, np.nan
+    xe, ye = np.linspace(-2 * SQRT2, 2 * SQRT2, 41), np.linspace(-SQRT2, SQRT2, 21)
+    # a subset with repeats, axes in any order, the NaN points included
+    rows = np.concatenate([rng.integers(0, n, 30_000), [5, 6]]).astype(np.int32)
+    axes = np.concatenate([rng.integers(1, 4, 30_000), [2, 3]]).astype(np.int8)
+    gathered = grid_counts(x[rows, axes - 1], y[rows, axes - 1], xe, ye)
+    np.testing.assert_array_equal(grid_counts(x, y, xe, ye, rows, axes), gathered)
+    assert gathered.sum() < rows.size  # the NaN points and those outside are in no cell
