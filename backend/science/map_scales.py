@@ -42,11 +42,11 @@ def grid_counts(
     """
     counts = np.zeros((y_edges.size - 1, x_edges.size - 1), np.int64)
     xe, ye = np.asarray(x_edges, np.float64), np.asarray(y_edges, np.float64)
+    flat_x, flat_y = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1)
     if rows is None:
-        _count_cells(np.ravel(x), np.ravel(y), xe, ye, counts)
+        _count_cells(flat_x, flat_y, False, _NO_KEYS, _NO_KEYS, xe, ye, counts)
     else:
-        flat_x, flat_y = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1)
-        _count_point_cells(flat_x, flat_y, np.asarray(rows), np.asarray(axes), xe, ye, counts)
+        _count_cells(flat_x, flat_y, True, np.asarray(rows), np.asarray(axes), xe, ye, counts)
     return counts
 
 
@@ -64,23 +64,15 @@ def _cell_of(v, edges, n):  # pragma: no cover - compiled
     return i
 
 
-@numba.njit(cache=True, nogil=True)
-def _count_cells(x, y, x_edges, y_edges, counts):  # pragma: no cover - compiled
-    ny, nx = counts.shape
-    for k in range(x.size):
-        i = _cell_of(np.float64(x[k]), x_edges, nx)
-        if i < 0:
-            continue
-        j = _cell_of(np.float64(y[k]), y_edges, ny)
-        if j >= 0:
-            counts[j, i] += 1
+_NO_KEYS = np.zeros(0, np.int32)
 
 
 @numba.njit(cache=True, nogil=True)
-def _count_point_cells(flat_x, flat_y, rows, axes, x_edges, y_edges, counts):  # pragma: no cover - compiled
+def _count_cells(flat_x, flat_y, keyed, rows, axes, x_edges, y_edges, counts):  # pragma: no cover - compiled
+    """Count point p of each k: p = k, or with ``keyed`` the point (rows[k], axes[k]) of (n, 3) positions."""
     ny, nx = counts.shape
-    for k in range(rows.size):
-        p = 3 * np.int64(rows[k]) + np.int64(axes[k]) - 1  # the point's key (science.nearest_point.point_keys)
+    for k in range(rows.size if keyed else flat_x.size):
+        p = 3 * np.int64(rows[k]) + np.int64(axes[k]) - 1 if keyed else k  # science.nearest_point.point_keys
         i = _cell_of(np.float64(flat_x[p]), x_edges, nx)
         if i < 0:
             continue
