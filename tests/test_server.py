@@ -145,3 +145,13 @@ def test_health_says_warming_until_the_background_warm_up_ends(api_data):  # noq
             assert client.get("/api/health").json()["warming"] is False
     finally:
         gc.unfreeze()
+
+
+def test_the_server_module_defers_datashader_and_scipy_stats_to_first_use():
+    """Importing the server (what `orientscope serve` does before `/api/health` answers) leaves out datashader
+    (with dask.dataframe) and scipy.stats, about 1.5 s of its start: the warm-up or the first request that
+    needs them imports them."""
+    heavy = ["datashader", "dask.dataframe", "scipy.stats"]
+    code = f"import json, sys, orientscope.server; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

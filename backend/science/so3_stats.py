@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 from scipy.special import digamma
-from scipy.stats import kstest
 
+from orientscope.core.resources import LazyModule
 from orientscope.science.rotations import (
     chord_to_angle,
     geodesic_angle,
@@ -28,6 +28,10 @@ SO3_MOD_SIGNS_VOLUME = SO3_VOLUME / 4.0
 # A k-th neighbour at exactly zero distance (duplicate frames) would give
 # log(0); clamp the ball radius to this many radians.
 MIN_RADIUS_RAD = 1e-6
+
+# scipy.stats takes about half a second to import; the server's routes import this module for the
+# nearest-orientation search, and only the KS test needs it.
+stats = LazyModule("scipy.stats")
 
 
 def haar_angle_density(theta: np.ndarray) -> np.ndarray:
@@ -364,7 +368,7 @@ def haar_ratio_histogram(bin_edges_rad, density, n: int) -> dict:
 
 def ks_against_haar(angles: np.ndarray) -> dict:
     """One-sample KS test of rotation angles against the Haar angle CDF."""
-    res = kstest(np.asarray(angles), haar_angle_cdf)
+    res = stats.kstest(np.asarray(angles), haar_angle_cdf)
     return {"statistic": float(res.statistic), "pvalue": float(res.pvalue), "n": int(len(angles))}
 
 

@@ -43,9 +43,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import pearson3
 
+from orientscope.core.resources import LazyModule
 from orientscope.science.model_audit import holm
+
+# scipy.stats takes about half a second to import, and every report reader (the server's routes) imports this.
+stats = LazyModule("scipy.stats")
 
 RULE_VERSION = 3  # 3: a classifier that predicted one class is left out of the family
 DEFAULT_ALPHA = 1e-3
@@ -130,7 +133,7 @@ def kl_null(n: int, k: int = 5) -> dict:
 def kl_pvalue(value: float, n: int, k: int = 5) -> float:
     """One-sided p of a KL estimate this large on ``n`` Haar-uniform orientations."""
     law = kl_null(n, k)
-    return float(pearson3.sf(value, law["skew"], loc=law["mean"], scale=law["sd"]))
+    return float(stats.pearson3.sf(value, law["skew"], loc=law["mean"], scale=law["sd"]))
 
 
 def kl_interval(value: float, n: int, k: int = 5) -> list[float]:
@@ -147,7 +150,7 @@ def kl_interval(value: float, n: int, k: int = 5) -> list[float]:
     """
     law = kl_null(n, k)
     sd0 = law["sd"]
-    low_q, high_q = pearson3.ppf([0.025, 0.975], law["skew"], loc=0.0, scale=sd0)
+    low_q, high_q = stats.pearson3.ppf([0.025, 0.975], law["skew"], loc=0.0, scale=sd0)
 
     def bound(q: float) -> float:
         if value - q <= 0:  # at T <= 0 the spread is the null's

@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import datashader as dsh
-import datashader.transfer_functions as tf
 import numpy as np
 import pandas as pd
 
+from orientscope.core.resources import LazyModule
 from orientscope.core.settings import map_point_budget
 from orientscope.science.nearest_point import nearest_point
 from orientscope.science.sphere import axes_lonlat_deg
@@ -35,6 +34,11 @@ COORDINATE_NAMES = {"lon": "longitude (°)", "lat": "latitude (°)", "x": "x com
 SCALES = ("linear", "log")
 IMAGE_SIZE = (900, 500)  # pixels of the first aggregated image (the plot stretches it until a zoom asks anew)
 MAX_IMAGE_SIDE = 4096
+
+# datashader (with dask.dataframe) takes most of a second to import: not at the server's start, where the
+# routes import this module (the warm-up imports it in the background).
+dsh = LazyModule("datashader")
+tf = LazyModule("datashader.transfer_functions")
 
 
 @dataclass(frozen=True)
