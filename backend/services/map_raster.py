@@ -596,12 +596,16 @@ def region_stats(points: MapPoints, vp: Viewport) -> tuple[int, int]:
             lambda: _region_stats(points.x, points.y, points.rows, *everything, np.zeros(points.md.n_molecules, bool)),
         )
     n_rows = points.md.n_molecules
-    view = _sorted(points)
-    runs = view.runs(vp.x0, vp.x1, vp.y0, vp.y1)
-    if sum(b - a for a, b in runs) * SCATTER_COST > n_rows:
+    # A view stored in x order has its runs at no cost; any other would be sorted first, which the pass spares.
+    view = _sorted(points) if points.x_sorted else None
+    runs = None if view is None else view.runs(vp.x0, vp.x1, vp.y0, vp.y1)
+    if runs is None or sum(b - a for a, b in runs) * SCATTER_COST > n_rows:
         counted = region_counts(points, vp.x0, vp.x1, vp.y0, vp.y1)
         if counted is not None:  # a view resolved from its map data: one pass in molecule order
             return counted
+    if view is None:
+        view = _sorted(points)
+        runs = view.runs(vp.x0, vp.x1, vp.y0, vp.y1)
     x, y, r = (view.frame[k].to_numpy() for k in ("x", "y", "r"))
     bounds = (float(vp.x0), float(vp.x1), float(vp.y0), float(vp.y1))  # one signature
     seen, n_points, n_drawn = np.zeros(n_rows, np.bool_), 0, 0

@@ -63,7 +63,15 @@ def _same_answers(stored, memory):
     pa_, pb = mr.render_map(stored, small, budget=10**6), mr.render_map(memory, small, budget=10**6)
     assert pa_.mode == pb.mode == "points" and pa_.index.size > 5
     np.testing.assert_array_equal(stored.ids(pa_.index), memory.ids(pb.index))
+    # region counts, small regions over the x-sorted runs and wide ones in one pass (map_raster.SCATTER_COST)
+    assert stored.x_sorted
     rng = np.random.default_rng(3)
+    for width in (0.05, 0.1, 0.3, 1.0, 3.0):
+        x0, y0 = rng.uniform(-2.8, 1.0), rng.uniform(-1.4, 0.6)
+        vp = mr.Viewport(x0, x0 + width, y0, y0 + width / 2, 10, 10)
+        inside = (stored.x >= vp.x0) & (stored.x <= vp.x1) & (stored.y >= vp.y0) & (stored.y <= vp.y1)
+        expected = (int(inside.sum()), np.unique(stored.rows[inside]).size)
+        assert mr.region_stats(stored, vp) == mr.region_stats(memory, vp) == expected
     found = 0
     for cx, cy in rng.uniform([-2.5, -1.2], [2.5, 1.2], (40, 2)):
         i, j = mr.nearest_point(stored, cx, cy, VP.pixel_size), mr.nearest_point(memory, cx, cy, VP.pixel_size)
