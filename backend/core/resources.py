@@ -33,3 +33,9 @@ class LazyModule:
 
     def __getattr__(self, attr: str):
         return getattr(importlib.import_module(self._name), attr)
+
+
+# scipy.stats takes about half a second to import. The science modules that need it (the verdict, the model
+# audit, the KS test) are imported by every report reader, the server's routes included, before the server
+# answers; they reach it through this handle, which imports it on first use.
+scipy_stats = LazyModule("scipy.stats")

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orientscope.core.resources import LazyModule
+from orientscope.core.resources import scipy_stats as stats
 
 # Lower end of the reliance CI needed to call a model "leaning" on the pose.
 LEANS_MIN_RELIANCE = 0.01
@@ -64,9 +64,6 @@ N_DECILES = 10
 # A gather of this many (molecule, resample) pairs at a time bounds the bootstrap's memory.
 RESAMPLE_BLOCK = 4_000_000
 VERDICTS = ("invariant", "leans", "inconclusive", "no_reliance", "frame_dependent")
-
-# scipy.stats takes about half a second to import; every report reader (the server's routes) imports this.
-stats = LazyModule("scipy.stats")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from scipy.special import digamma
 
-from orientscope.core.resources import LazyModule
+from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.rotations import (
     chord_to_angle,
     geodesic_angle,
@@ -28,10 +28,6 @@ SO3_MOD_SIGNS_VOLUME = SO3_VOLUME / 4.0
 # A k-th neighbour at exactly zero distance (duplicate frames) would give
 # log(0); clamp the ball radius to this many radians.
 MIN_RADIUS_RAD = 1e-6
-
-# scipy.stats takes about half a second to import; the server's routes import this module for the
-# nearest-orientation search, and only the KS test needs it.
-stats = LazyModule("scipy.stats")
 
 
 def haar_angle_density(theta: np.ndarray) -> np.ndarray:

@@ -44,11 +44,8 @@ import math
 
 import numpy as np
 
-from orientscope.core.resources import LazyModule
+from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.model_audit import holm
-
-# scipy.stats takes about half a second to import, and every report reader (the server's routes) imports this.
-stats = LazyModule("scipy.stats")
 
 RULE_VERSION = 3  # 3: a classifier that predicted one class is left out of the family
 DEFAULT_ALPHA = 1e-3

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from orientscope.core.resources import LazyModule
 from orientscope.core.settings import map_point_budget
 from orientscope.science.nearest_point import nearest_point
 from orientscope.science.sphere import axes_lonlat_deg
@@ -25,7 +24,15 @@ from orientscope.services.cache import get_view
 from orientscope.services.errors import InvalidInput
 from orientscope.services.grouping import formulas
 from orientscope.services.map_pick import color_value, pixel_neighbourhood, sharing_pixel
-from orientscope.services.map_raster import Viewport, category_slots, png_rgba, shade_categories, shade_values
+from orientscope.services.map_raster import (  # dsh, tf: datashader, imported on first use (not at server start)
+    Viewport,
+    category_slots,
+    dsh,
+    png_rgba,
+    shade_categories,
+    shade_values,
+    tf,
+)
 from orientscope.services.map_view import AXIS_NAMES, MapColors, MapQuery, point_colors
 
 COORDINATES = ("lon", "lat", "x", "y", "z")
@@ -34,11 +41,6 @@ COORDINATE_NAMES = {"lon": "longitude (°)", "lat": "latitude (°)", "x": "x com
 SCALES = ("linear", "log")
 IMAGE_SIZE = (900, 500)  # pixels of the first aggregated image (the plot stretches it until a zoom asks anew)
 MAX_IMAGE_SIDE = 4096
-
-# datashader (with dask.dataframe) takes most of a second to import: not at the server's start, where the
-# routes import this module (the warm-up imports it in the background).
-dsh = LazyModule("datashader")
-tf = LazyModule("datashader.transfer_functions")
 
 
 @dataclass(frozen=True)
