@@ -13,7 +13,8 @@ from dataclasses import replace
 from dash import html
 
 from orientscope.app.verdict import headline_children, meta_children, section_children
-from orientscope.services.report_format import Section, format_number, report_sections
+from orientscope.core.numbers import format_number
+from orientscope.services.report_format import Section, report_sections
 
 SLOTS = ("headline", "kl-difference", "meta", "statistics", "classifiers", "regression", "similarity", "map")
 

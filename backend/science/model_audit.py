@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from orientscope.core.numbers import format_percent
 from orientscope.core.resources import scipy_stats as stats
 
 # Lower end of the reliance CI needed to call a model "leaning" on the pose.
@@ -339,7 +340,7 @@ def audit_figures(
 
 
 def _percent(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f} %"
+    return "n/a" if x is None else format_percent(x)
 
 
 def shortcut_reading(regression: dict | None) -> str:

@@ -44,6 +44,7 @@ import math
 
 import numpy as np
 
+from orientscope.core.numbers import format_p_clause
 from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.model_audit import holm
 
@@ -219,11 +220,6 @@ def _weak_reason(classifiers: list[dict]) -> str:
     )
 
 
-def _p(p: float) -> str:
-    """``= 0.0012`` or ``< 1e-300`` (a float p under that is 0 or denormal)."""
-    return "< 1e-300" if p < 1e-300 else f"= {p:.2g}"
-
-
 def alignment_verdict(
     n_molecules: int | None,
     kl: dict | None = None,
@@ -272,13 +268,13 @@ def alignment_verdict(
             "aligned": False,
             "text": f"Not detected: no test tells these poses from random orientations at α = {alpha:g} "
             f"after Holm's adjustment over {len(evidence)} tests (smallest: {best['test']}, "
-            f"Holm p {_p(best['p_holm'])}).",
+            f"Holm p {format_p_clause(best['p_holm'])}).",
         }
     # In the evidence's fixed order (KL, frame-only classifiers, atom-order, KS): the atom-order
     # classifier, which also reads file order, never comes before the tests of the pose alone.
     carried = [e for e in evidence if e["p_holm"] < alpha]
     names = [
-        f"the {e['test'] if e['test'].endswith('classifier') else e['test'] + ' test'} (Holm p {_p(e['p_holm'])})"
+        f"the {e['test'] if e['test'].endswith('classifier') else e['test'] + ' test'} (Holm p {format_p_clause(e['p_holm'])})"
         for e in carried
     ]
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from orientscope import __version__
 from orientscope.core.dataset import frame_dependent_properties
+from orientscope.core.numbers import format_number
 from orientscope.science.so3_stats import haar_ratio_histogram
 from orientscope.science.verdict import alignment_verdict
 from orientscope.services.results import open_result
@@ -21,14 +22,6 @@ from orientscope.store.results import IN_PROCESS_ENGINE, ResultStore
 
 # Internal bookkeeping that the public report does not need.
 _HIDDEN = {"reference_index"}
-
-
-def format_number(x, fmt: str = ".3f") -> str:
-    """``x`` in ``fmt``; '–' for missing or non-finite values; never a negative zero."""
-    if not (isinstance(x, int | float) and math.isfinite(x)):
-        return "–"
-    text = format(x, fmt)
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def format_kl(section: dict | None, missing: str = "–") -> str:

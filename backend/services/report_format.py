@@ -12,12 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from orientscope.core.numbers import format_number, format_p, format_percent
 from orientscope.science.frames import DEGENERACY_CODES
 from orientscope.science.verdict import CLASSIFIER_ROLE
-from orientscope.services.report import format_kl, format_number
+from orientscope.services.report import format_kl
 
-# p-values under this are shown as a bound: below ~1e-300 a float p is 0 or denormal.
-P_FLOOR = 1e-300
 KL_SCALE_NOTE = (
     "KL: 0 = uniform orientations (as the control should be); the estimate grows with N, so its interval is for "
     "the expected estimate at this N, and sets of different sizes compare through KL at n"
@@ -57,23 +56,6 @@ class Section:
 
 def _finite(x) -> bool:
     return isinstance(x, int | float) and math.isfinite(x)
-
-
-def format_p(p) -> str:
-    """A p-value: 2 significant digits, or ``< 1e-300`` when it underflowed."""
-    if not _finite(p):
-        return "–"
-    return f"< {P_FLOOR:.0e}" if p < P_FLOOR else f"{p:.2g}"
-
-
-def format_percent(fraction, digits: int = 1, signed: bool = True) -> str:
-    """A fraction as a percentage: ``+21.9 %``; one that rounds to zero is ``0.0 %``."""
-    if not _finite(fraction):
-        return "–"
-    value = round(100 * fraction, digits)
-    if value == 0:
-        return f"{0:.{digits}f} %"
-    return f"{value:{'+' if signed else ''}.{digits}f} %"
 
 
 def regression_rows(report: dict) -> list[dict]:

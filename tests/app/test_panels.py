@@ -95,8 +95,8 @@ def _zmax(graph) -> float:
 
 
 def test_compare_with_the_control_shows_the_controls_gains_not_the_datasets(qm9_store):
+    from orientscope.core.numbers import format_percent
     from orientscope.services.datasets import dataset_summary
-    from orientscope.services.report_format import format_percent
 
     report = dataset_summary(qm9_store, "qm9")
     a, b = panels.compare_panels(qm9_store, "qm9", "qm9::control")

@@ -8,10 +8,10 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from orientscope.core.numbers import format_percent
 from orientscope.services.cache import get_view
 from orientscope.services.datasets import dataset_summary
 from orientscope.services.grouping import group_ids, group_label_map
-from orientscope.services.report_format import format_percent
 from tests.browser.chrome import serve
 from tests.browser.test_dashboard import _choose, map_traces, open_page, settle, text_of, wait_for
 

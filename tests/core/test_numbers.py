@@ -1,0 +1,65 @@
+"""The one number formatter: known answers, no negative zero, bounds instead of absurd sizes."""
+
+import math
+
+import pytest
+
+from orientscope.core.numbers import (
+    format_count,
+    format_interval,
+    format_number,
+    format_p,
+    format_p_clause,
+    format_percent,
+    format_ratio,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.219, "+21.9 %"),
+        (-0.0001, "0.0 %"),
+        (0.0, "0.0 %"),
+        (-0.052, "-5.2 %"),
+        (1e6, "> +1,000 %"),
+        (-20.0, "< -1,000 %"),
+        (10.0, "+1000.0 %"),
+        (None, "–"),
+        (math.nan, "–"),
+        (True, "–"),
+    ],
+)
+def test_percent(value, text):
+    assert format_percent(value) == text
+
+
+def test_percent_unsigned_and_digits():
+    assert format_percent(0.5, digits=0, signed=False) == "50 %"
+    assert format_percent(1e6, signed=False) == "> 1,000 %"
+
+
+@pytest.mark.parametrize(
+    ("p", "text", "clause"),
+    [(0.0012, "0.0012", "= 0.0012"), (0.0, "< 1e-300", "< 1e-300"), (1e-320, "< 1e-300", "< 1e-300"), (None, "–", "–")],
+)
+def test_p(p, text, clause):
+    assert format_p(p) == text
+    assert format_p_clause(p) == clause
+
+
+def test_number_never_negative_zero():
+    assert format_number(-0.0001, ".2f") == "0.00"
+    assert format_number(-0.004) == "-0.004"
+    assert format_number(-0.0004) == "0.000"
+    assert format_number(float("inf")) == "–"
+
+
+def test_ratio_count_interval():
+    assert format_ratio(1.034) == "1.03×"
+    assert format_ratio(1e6) == "> 10×"
+    assert format_count(130831) == "130,831"
+    assert format_interval(0.575, 0.645, "percent") == "[+57.5 %, +64.5 %]"
+    assert format_interval(-0.0001, 0.2) == "[0.000, 0.200]"
+    with pytest.raises(ValueError, match="percent"):
+        format_interval(0, 1, "angle")
