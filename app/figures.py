@@ -601,9 +601,11 @@ def sphere_figure(
     title: str = "",
     ids: np.ndarray | None = None,
     highlight: np.ndarray | None = None,
+    axes: np.ndarray | None = None,
 ) -> go.Figure:
     """3D unit-sphere view of axis vectors (n_points, 3) in draw order; ``ids`` (n_points,) name each
-    point's molecule on hover. ``highlight`` (n_points,) bool marks SMARTS matches: as on the flat map, the
+    point's molecule on hover, and ``axes`` (n_points,) its axis 1..3 (the points' customdata: the hover card
+    describes that axis's point). ``highlight`` (n_points,) bool marks SMARTS matches: as on the flat map, the
     other points are drawn grey and dimmed, without the colour scale, and the matches over them in the
     highlight colour (their own trace, :data:`SPHERE_MATCH_TRACE`)."""
     v = np.asarray(vectors, np.float32).reshape(-1, 3)
@@ -628,6 +630,9 @@ def sphere_figure(
             if ids is None
             else {"text": np.asarray(ids)[keep].astype(str), "hovertemplate": "molecule %{text}<extra></extra>"}
         )
+        if ids is not None and axes is not None:
+            named |= {"customdata": np.asarray(axes)[keep].astype(np.int8),
+                      "hovertemplate": "molecule %{text} · axis %{customdata}<extra></extra>"}  # fmt: skip
         return go.Scatter3d(x=v[keep, 0], y=v[keep, 1], z=v[keep, 2], mode="markers", marker=marker, **named, **kwargs)
 
     every = np.arange(len(v))

@@ -192,7 +192,7 @@ def first_paint_html(payload: dict) -> str:
     title = _title(payload)
     return (
         f'<div id="orientation-map" class="first-paint" data-first-paint="1"'
-        f"{_settings(meta, query=meta['query'], kind=meta['kind'], viewport=meta['viewport'], scale=MAP_SCALE)}"
+        f"{_settings(meta, query=meta['query'], kind=meta['kind'], grid=meta['grid'], scale=MAP_SCALE)}"
         ' style="max-width:900px;position:relative">'
         f'<p style="font:14px sans-serif;margin:4px 0">{title}</p>'
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.0f} {-y1:.0f} {x1 - x0:.0f} {y1 - y0:.0f}" '

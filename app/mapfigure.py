@@ -161,11 +161,15 @@ def _draw_meta(st: ViewState, mode: str, drawn: int, token: str, render: MapRend
     query |= {k: v for k, v in (("group", st.group), ("smarts", st.smarts)) if v}
     meta = {"view": st.view, "mode": mode, "drawn": int(drawn), "dataset": st.dataset, "query": query, "token": token}
     if render is not None:
-        vp = render.viewport
-        meta |= {"kind": render.kind, "n_points": render.n_points}
-        meta["viewport"] = {"x0": vp.x0, "x1": vp.x1, "y0": vp.y0, "y1": vp.y1, "width": vp.width, "height": vp.height}
+        meta |= {"kind": render.kind, "n_points": render.n_points, "viewport": _grid(render.viewport)}
+        if render.mode == "image":  # the image's own pixels: the grid a hover's and a click's pick counts on
+            meta["grid"] = _grid(render.image_viewport)
         meta["state"] = st.map_state()  # what a zoom asks the map-figure route for (app/map_route.py)
     return meta
+
+
+def _grid(vp: Viewport) -> dict:
+    return {"x0": vp.x0, "x1": vp.x1, "y0": vp.y0, "y1": vp.y1, "width": vp.width, "height": vp.height}
 
 
 def _color_spec(colors, keep: np.ndarray) -> ColorSpec:
@@ -213,7 +217,7 @@ def map_figure(data_dir: Path, st: ViewState) -> tuple[go.Figure, MapLayers]:
         vectors = layers.md.vectors(layers.rows, layers.axes)
         fig = sphere_figure(
             vectors, layers.color, reference=ref, title=title, ids=layers.md.ids[layers.rows],
-            highlight=layers.sphere_highlight,
+            highlight=layers.sphere_highlight, axes=layers.axes,
         )  # fmt: skip
     else:
         fig = unvalidated_figure(**_flat_figure(data_dir, st, DEFAULT_VIEWPORT))

@@ -336,12 +336,22 @@
     return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
   }
 
-  // The query of a pick at a mouse event: the point under it and the region shown (the same for a hover
+  // The pixel grid a pick counts on: over an aggregated image, the image's own grid (meta.grid, the pixels
+  // drawn, whose counts the hover reads); over real points, the plot's pixels.
+  function pickGrid(gd, meta) {
+    return meta && meta.mode === "image" && meta.grid ? meta.grid : shownViewport(gd);
+  }
+
+  // The query of a pick at a mouse event: the point under it and the pixel grid (the same for a hover
   // and a click, so that both name the same molecule: backend/services/map_pick.py). Null outside the plot.
   function pickQuery(gd, ev) {
-    var p = eventPoint(gd, ev), vp = shownViewport(gd);
+    var p = eventPoint(gd, ev), vp = pickGrid(gd, mapMeta(gd));
     return p && vp ? { p: p, params: Object.assign({ x: p.x, y: p.y }, vp) } : null;
   }
+
+  // The views whose hover and clicks the server picks on the Mollweide plane (the sphere's are plotly.js's
+  // picking; the scatter view's go to its own routes, frontend_assets/scatter.js).
+  function picksOnMap(meta) { return !!meta && (meta.view === "map" || meta.view === "density"); }
 
   // On a press inside the plot: {x, y} of the press and the promise of {hit, spec} (spec null when
   // no point is near, when several molecules share the point's pixel (a chooser opens), or when the spec
@@ -349,7 +359,7 @@
   function startPick(host, ev) {
     host._pick = null;
     var gd = plotOf(host), meta = mapMeta(gd);
-    if (ev.button !== 0 || !meta || meta.view === "sphere") { return; }  // the sphere's clicks: plotly's picking
+    if (ev.button !== 0 || !picksOnMap(meta)) { return; }
     var pq = pickQuery(gd, ev);
     if (!pq) { return; }
     var answer = getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
@@ -415,91 +425,24 @@
   }
 
   // ------------------------------------------------------------ the chooser of a shared pixel
-  // Several molecules share the clicked point's pixel: a paged list (id, formula, the coloured value)
-  // lets the user choose one (GET .../map/shared, the molecule the click picked first).
-  var CHOOSER_PAGE = 10;
-
-  function closeChooser(host) {
-    var old = host.querySelector(".map-chooser");
-    if (old) { old.remove(); }
-  }
-
-  function cell(tr, text) {
-    var td = document.createElement("td");
-    td.textContent = text;
-    tr.appendChild(td);
-    return td;
-  }
-
-  function chooserButton(label, title, onClick) {
-    var b = document.createElement("button");
-    b.type = "button";
-    b.textContent = label;
-    b.title = title;
-    b.addEventListener("click", function (e) { e.stopPropagation(); onClick(); });
-    return b;
-  }
+  // Several molecules share the clicked point's pixel: the shared chooser (first_paint.js) lists them
+  // (GET .../map/shared, the molecule the click picked first).
+  function closeChooser(host) { window.orientscopeMap.closeChooser(host); }
 
   function openChooser(host, meta, pq, hit, seq) {
-    closeChooser(host);
-    var box = document.createElement("div");
-    box.className = "map-chooser";
-    box.setAttribute("role", "dialog");
-    box.dataset.total = hit.shared;
     var gd = plotOf(host), hostBox = host.getBoundingClientRect(), plotBox = gd.getBoundingClientRect();
-    box.style.left = Math.max(0, plotBox.left - hostBox.left + pq.p.px - 140) + "px";
-    box.style.top = (plotBox.top - hostBox.top + pq.p.py + 12) + "px";
-    ["mousedown", "click", "mousemove"].forEach(function (t) {  // not a click or hover on the map below
-      box.addEventListener(t, function (e) { e.stopPropagation(); });
+    window.orientscopeMap.openChooser(host, {
+      total: hit.shared,
+      at: { left: plotBox.left - hostBox.left + pq.p.px, top: plotBox.top - hostBox.top + pq.p.py },
+      page: function (offset, limit) {
+        return getJson(mapUrl(meta, "map/shared", Object.assign({ offset: offset, limit: limit }, pq.params)));
+      },
+      choose: function (id) {
+        getJson(panelUrl(meta.dataset, id)).catch(function () { return null; }).then(function (panel) {
+          openMolecule(host, id, panel, seq);
+        });
+      }
     });
-    var title = document.createElement("p");
-    title.textContent = hit.shared + " molecules share this pixel: choose one";
-    var close = chooserButton("×", "close", function () { closeChooser(host); });
-    close.className = "chooser-close";
-    var table = document.createElement("table");
-    var pager = document.createElement("div");
-    pager.className = "chooser-pager";
-    box.append(close, title, table, pager);
-    host.appendChild(box);
-    var pages = Math.ceil(hit.shared / CHOOSER_PAGE);
-    function show(page) {
-      var params = Object.assign({ offset: page * CHOOSER_PAGE, limit: CHOOSER_PAGE }, pq.params);
-      getJson(mapUrl(meta, "map/shared", params)).then(function (answer) {
-        if (!answer || !box.isConnected) { return; }
-        table.innerHTML = "";
-        var head = document.createElement("tr");
-        ["molecule", "formula", answer.color || "colour"].forEach(function (h) {
-          var th = document.createElement("th");
-          th.textContent = h;
-          head.appendChild(th);
-        });
-        table.appendChild(head);
-        answer.molecules.forEach(function (m) {
-          var tr = document.createElement("tr");
-          tr.className = "chooser-row";
-          tr.dataset.id = m.id;
-          cell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
-            closeChooser(host);
-            getJson(panelUrl(meta.dataset, m.id)).catch(function () { return null; }).then(function (panel) {
-              openMolecule(host, m.id, panel, seq);
-            });
-          }));
-          cell(tr, m.formula);
-          cell(tr, typeof m.value === "number" ? m.value.toPrecision(4) : (m.value === null ? "no value" : m.value));
-          table.appendChild(tr);
-        });
-        pager.innerHTML = "";
-        var prev = chooserButton("‹", "previous page", function () { show(page - 1); });
-        var next = chooserButton("›", "next page", function () { show(page + 1); });
-        prev.className = "chooser-prev"; next.className = "chooser-next";
-        prev.disabled = page === 0; next.disabled = page >= pages - 1;
-        var where = document.createElement("span");
-        where.textContent = "page " + (page + 1) + " of " + pages;
-        pager.append(prev, where, next);
-        box.dataset.page = page;
-      });
-    }
-    show(0);
   }
 
   function tooltipOf(host) {
@@ -524,29 +467,29 @@
     clearTimeout(host._hoverTimer);
     host._hoverTimer = setTimeout(function () {
       var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
-      // then what the image shows at the named molecule's point (at the cursor when none is near)
-      getJson(mapUrl(meta, "map/preview", pq.params)).then(function (hit) {
-        // the answer carries the card: drawn now, while the pixel's request is out
-        if (asked === host._hoverAsked) { showPreview(host, gd, pq.p, hit); }
-        if (meta.mode !== "image") { return [hit, null]; }
-        var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: pq.p.x, y: pq.p.y };
-        var params = Object.assign(at, { kind: meta.kind || "color" }, meta.viewport);
-        return getJson(mapUrl(meta, "map/pixel", params)).then(function (info) { return [hit, info]; });
-      }).then(function (answers) {
+      // one answer: the molecule a click there opens, its card, its pixel and the words (map/preview)
+      var params = Object.assign({ kind: meta.kind || "color" }, pq.params);
+      getJson(mapUrl(meta, "map/preview", params)).then(function (hit) {
         if (asked !== host._hoverAsked) { return; }  // a later hover already asked
-        var hit = answers[0];
-        var words = window.orientscopeMap;  // first_paint.js
-        var text = [words.describeHit(hit), words.describePixel(answers[1])]
-          .filter(Boolean).join(" · ");
-        var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-        tip.textContent = text;
-        tip.hidden = !text;
-        tip.dataset.molecule = (hit && hit.id) || "";
-        tip.dataset.shared = (hit && hit.shared) || "";
-        tip.style.left = (box.left - hostBox.left + pq.p.px + 12) + "px";
-        tip.style.top = (box.top - hostBox.top + pq.p.py + 12) + "px";
+        showPreview(host, gd, pq.p, hit);
+        showTip(host, gd, pq.p, hit);
       }).catch(function () { tip.hidden = true; hidePreview(host); });
     }, HOVER_MS);
+  }
+
+  // The hover's words beside plot pixel p (a map/preview answer's text; none near: no words). Its data
+  // attributes name what it describes, for tests: the molecule, its axis and its pixel's two counts.
+  function showTip(host, gd, p, hit) {
+    var tip = tooltipOf(host), text = (hit && hit.text) || "", pixel = (hit && hit.pixel) || {};
+    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+    tip.textContent = text;
+    tip.hidden = !text;
+    tip.dataset.molecule = (hit && hit.id) || "";
+    tip.dataset.axis = (hit && hit.axis) || "";
+    tip.dataset.shared = (hit && hit.shared) || "";
+    tip.dataset.points = pixel.count || "";
+    tip.style.left = (box.left - hostBox.left + p.px + 12) + "px";
+    tip.style.top = (box.top - hostBox.top + p.py + 12) + "px";
   }
 
   // ------------------------------------------------------------ the hover preview (hover_preview.js)
@@ -600,8 +543,10 @@
       clearTimeout(host._previewTimer);
       if ((kind !== "points" && kind !== "highlight") || pt.text === undefined || !at) { hidePreview(host); return; }
       var p = at, id = String(pt.text);
+      // the card describes the hovered dot's axis (its customdata), not the molecule's first shown point
+      var query = pt.customdata ? Object.assign({ axis: pt.customdata }, meta.query) : meta.query;
       host._previewTimer = setTimeout(function () {
-        if (window.orientscopePreview) { window.orientscopePreview.show(host, previewAt(host, gd, p), meta.dataset, id, meta.query); }
+        if (window.orientscopePreview) { window.orientscopePreview.show(host, previewAt(host, gd, p), meta.dataset, id, query); }
       }, HOVER_MS);
     });
     gd.on("plotly_unhover", function () { if ((mapMeta(gd) || {}).view === "sphere") { hidePreview(host); } });
@@ -799,6 +744,7 @@
         return;
       }
       found = true;
+      setHint("");  // a click's hint ("no molecule within 5 px") was about the figure before this one
       if (meta.view === "sphere") { bindSphere(host, gd); } else if (meta.view !== "scatter") { bindMap(host, gd); }  // scatter: plotly.js's picking
       var shown = meta.view === "map" ? shownViewport(gd) : null;
       if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
