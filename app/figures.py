@@ -39,6 +39,7 @@ from orientscope.core.palette import (
     REFERENCE_STAR,
     SELECTION_RING,
 )
+from orientscope.services.map_markers import vector_marker
 from orientscope.services.map_raster import HIGHLIGHT_LABELS
 from orientscope.services.map_view import color_range
 from orientscope.services.report_format import ANGLE_PEAK_NOTE
@@ -59,6 +60,7 @@ MAX_SLICES = 4
 MAX_POINT_TRACES = 24
 MAX_RINGED_MATCHES = 2_000  # SMARTS matches drawn as rings; more are drawn as dots over a muted map
 MUTED_OPACITY = 0.25
+SPHERE_PX = (420, 420)  # about the pixels the 3D sphere covers on screen (its marker size follows from them)
 SPHERE_MATCH_TRACE = 2  # the sphere's SMARTS matches: after the wire sphere and the points (sphere_figure)
 NO_MATCH = HIGHLIGHT_LABELS[0]  # the legend of the other molecules while matches are highlighted
 
@@ -235,7 +237,7 @@ def split_points(spec: ColorSpec, n_points: int) -> PointTraces:
     return PointTraces(members, category, colors, labels, ranges, colorbar)
 
 
-def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None) -> list[dict]:
+def _point_traces(x, y, split: PointTraces, marker: dict, n_molecules: int | None) -> list[dict]:
     traces, shown = [], set()
     for idx, k in zip(split.members, split.category, strict=True):
         legend = split.colorbar is None or split.ranges[k] is None
@@ -245,7 +247,7 @@ def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None
                 "x": x[idx],
                 "y": y[idx],
                 "mode": "markers",
-                "marker": {"size": size, "opacity": 0.75, "color": split.colors[k]},
+                "marker": {**marker, "opacity": 0.75, "color": split.colors[k]},
                 "name": split.labels[k],
                 "legendgroup": f"c{k}",
                 "showlegend": legend and k not in shown,
@@ -385,7 +387,7 @@ def orientation_map_spec(
     reference: dict | None = None,
     title: str = "",
     n_molecules: int | None = None,
-    marker_size: float | None = None,
+    plot_px: tuple[int, int] = (900, 458),
     extent: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units,
@@ -394,24 +396,27 @@ def orientation_map_spec(
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
     outline and graticule polylines (``orientscope.services.map_data.frame_lines``); ``reference`` the
     shown axes of the reference orientation (see :func:`reference_trace`); ``extent`` = (x0, x1, y0, y1),
-    Mollweide units, is the region shown (default the whole map).
+    Mollweide units, is the region shown (default the whole map); ``plot_px`` = (width, height) its pixels, which
+    with the number of points set the markers' size and outline (:func:`orientscope.services.map_markers.vector_marker`).
     """
     x, y = map_units(x), map_units(y)
     split = split or split_points(color, x.size)
-    size = marker_size or (2.0 if x.size > 100_000 else 3.0 if x.size > 10_000 else 5.0)
+    marker = vector_marker(x.size, *plot_px)
+    size = marker["size"]
     hx, hy = highlight_xy if highlight_xy is not None else (np.zeros(0), np.zeros(0))
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     many = np.size(hx) > MAX_RINGED_MATCHES
-    base = _point_traces(x, y, split, size, n_molecules)
+    base = _point_traces(x, y, split, marker, n_molecules)
     if np.size(hx):  # the matches stand out over the map, muted and grey: its colour scale is set aside
         for trace in base:
             trace["marker"].update(opacity=MUTED_OPACITY, color=OTHER_GREY)
+            trace["marker"].pop("line", None)  # the muted context has no outlines: only the matches stand out
             trace["showlegend"] = False
     traces += base
     # A few matches get rings, which find them at a glance; many get small dots (a third of QM9 matches C=O),
     # between which the other molecules still show.
     mark = (
-        {"size": max(size - 1, 1.5), "color": HIGHLIGHT, "opacity": 0.8}
+        {**vector_marker(np.size(hx), *plot_px), "color": HIGHLIGHT, "opacity": 0.8}
         if many
         else {"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT, "width": 1.5}}
     )
@@ -620,8 +625,9 @@ def sphere_figure(
         hoverinfo="skip",
         meta={"kind": "sphere"},
     )
-    size = 2.0 if len(v) > 20_000 else 3.0
-    marker = color_marker(color, size) if highlight is None else {"size": size, "color": OTHER_GREY}
+    shape = vector_marker(len(v), *SPHERE_PX)  # the markers' size and outline for that many points
+    size = shape["size"]
+    marker = color_marker(color, size) | shape if highlight is None else {"size": size, "color": OTHER_GREY}
     marker.pop("opacity", None)
 
     def dots(keep: np.ndarray, marker: dict, **kwargs) -> go.Scatter3d:

@@ -201,7 +201,7 @@ def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
             x, y, _color_spec(points.colors, keep), frame=frame_lines(),
             highlight_xy=(x[matched], y[matched]) if matched.any() else None,
             reference=reference, title=title, n_molecules=points.n_molecules,
-            extent=(vp.x0, vp.x1, vp.y0, vp.y1),
+            extent=(vp.x0, vp.x1, vp.y0, vp.y1), plot_px=(vp.width, vp.height),
         )  # fmt: skip
     spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, _new_token(), render)}
     return spec
