@@ -88,6 +88,7 @@ SCATTER_PROP = "scatter-prop"
 SCATTER_AXIS = "scatter-axis"
 SCATTER_COORD = "scatter-coord"
 SCATTER_SCALE = "scatter-scale"
+SCATTER_SCALE_HINT = "scatter-scale-hint"  # why the scale shown is not the one asked for
 NEIGHBOUR = "neighbour"  # the "type" of the pattern-matched neighbour buttons
 
 # model audit

@@ -84,9 +84,10 @@ def friendly(err: Exception) -> str:
 
 
 # ----------------------------------------------------------------- map
-def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> MapPanel:
-    """The map figure of a view state in the viewport the browser shows (default: the whole map), the notes
-    under it and, in the density view, the control's density.
+def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None, zoom: str | None = None) -> MapPanel:
+    """The map figure of a view state in the viewport the browser shows (default: the whole map), or the
+    scatter view in the region of its ``zoom`` (the URL's, default its home region), the notes under it and,
+    in the density view, the control's density.
 
     Plain JSON only (no components in the figures): Dash then encodes the 2.4 MB answer in one
     orjson pass instead of walking it to convert objects first.
@@ -96,7 +97,8 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> 
     if not st.ready:
         return MapPanel(message_figure("Choose a dataset."), [], empty, True, density)
     if st.view == "scatter":  # a property against an axis coordinate, coloured as the map
-        return MapPanel(*scatter_panel.scatter_outputs(data_dir, st), empty, True, False)
+        region = st.with_(zoom=zoom).scatter_region
+        return MapPanel(*scatter_panel.scatter_outputs(data_dir, st, region), empty, True, False)
     try:
         if density:
             (fig, control), layers = density_pair_json(data_dir, st)

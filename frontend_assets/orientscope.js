@@ -614,10 +614,15 @@
 
   // The zoom store changed: the back or forward button restored a URL (sync_state copies its zoom
   // there), or a drawn region was written to it (then it matches what is shown and nothing happens).
-  function applyZoom(zoom, id) {
+  // `state`: the map-state store; a zoom dropped as the view changes is not drawn in the view on screen.
+  function applyZoom(zoom, id, state) {
     var host = document.getElementById(id), gd = plotOf(host), meta = mapMeta(gd);
     var clientside = window.dash_clientside;
-    if (!host || !meta || meta.view !== "map" || !gd.layout) { return clientside.no_update; }
+    if (!host || !meta || !gd.layout || (state && state.view !== meta.view)) { return clientside.no_update; }
+    if (meta.view === "scatter" && window.orientscopeScatter) {  // its own units (frontend_assets/scatter.js)
+      return window.orientscopeScatter.applyZoom(gd, meta, zoom) ? zoom || "" : clientside.no_update;
+    }
+    if (meta.view !== "map") { return clientside.no_update; }
     host._zoom = zoom || null;
     var shown = shownViewport(gd);
     if (!shown || zoomText(shown) === host._zoom) { return clientside.no_update; }

@@ -457,3 +457,11 @@ class ScatterNearestPublic(_Model):
     shared: int | None = Field(
         None, description="Molecules in its pixel of the region shown, itself included (null without the region)."
     )
+
+
+class ScatterPreviewPublic(ScatterNearestPublic):
+    """What a hover on the scatter view shows: the molecule nearest to it (as /scatter/nearest) and its card."""
+
+    caption: MapMoleculePublic | None = Field(description="The card's caption; null when no point is near.")
+    depiction: str | None = Field(description="The card's 2D depiction (SVG text); null when no point is near.")
+    text: str | None = Field(None, description="The hover's words beside the cursor; null when no point is near.")
