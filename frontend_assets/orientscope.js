@@ -586,15 +586,65 @@
     return isWhole(vp) ? null : [vp.x0, vp.x1, vp.y0, vp.y1].map(function (v) { return v.toFixed(4); }).join(",");
   }
 
+  // ------------------------------------------------------------ box-zoom keeps the box drawn
+  // With the axes tied (scaleanchor), plotly.js widens a zoom box to the plot's aspect by stretching one of its
+  // sides: a tall box drawn at the left of the map grew to the right only. The box the mouse drew is kept
+  // instead, widened (or heightened) about its own centre, as much on each side.
+  var BOX_MIN_PX = 4;
+
+  // On a press with the zoom tool: where the box starts, in map units (the axes as they are before the zoom).
+  function startBox(host, gd, ev) {
+    host._box = null;
+    var fl = gd._fullLayout;
+    if (ev.button !== 0 || !fl || fl.dragmode !== "zoom") { return; }
+    var p = eventPoint(gd, ev);
+    if (p) { host._box = { start: p, end: null }; }
+  }
+
+  // On the release (before plotly.js's zoom, whose relayout comes after): where the box ends.
+  function endBox(host, gd, ev) {
+    var box = host._box;
+    if (!box || box.end) { return; }
+    var axes = plotlyInternals.cartesianAxes(gd), r = gd.getBoundingClientRect();
+    var px = Math.min(Math.max(ev.clientX - r.left, axes.x.offset), axes.x.offset + axes.x.length);
+    var py = Math.min(Math.max(ev.clientY - r.top, axes.y.offset), axes.y.offset + axes.y.length);
+    if (Math.abs(px - box.start.px) < BOX_MIN_PX || Math.abs(py - box.start.py) < BOX_MIN_PX) { host._box = null; return; }
+    box.end = { x: axes.x.toValue(px) / MAP_SCALE, y: axes.y.toValue(py) / MAP_SCALE, at: performance.now() };
+  }
+
+  // The drawn box (map units) widened about its centre to a region of the plot's aspect, as plotly.js ranges.
+  function keptBox(gd, box) {
+    var axes = plotlyInternals.cartesianAxes(gd);
+    var x0 = Math.min(box.start.x, box.end.x), x1 = Math.max(box.start.x, box.end.x);
+    var y0 = Math.min(box.start.y, box.end.y), y1 = Math.max(box.start.y, box.end.y);
+    var aspect = axes.x.length / axes.y.length, w = x1 - x0, h = y1 - y0;
+    if (w / h < aspect) { w = h * aspect; } else { h = w / aspect; }
+    var cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+    return { "xaxis.range": [(cx - w / 2) * MAP_SCALE, (cx + w / 2) * MAP_SCALE],
+             "yaxis.range": [(cy - h / 2) * MAP_SCALE, (cy + h / 2) * MAP_SCALE] };
+  }
+
+  // Whether a relayout is plotly.js's zoom of a box the mouse drew; if so the box is drawn as kept, and the
+  // relayout that makes brings the region's figure.
+  function keepBox(host, gd) {
+    var box = host._box;
+    host._box = null;
+    if (!box || !box.end || performance.now() - box.end.at > 1000) { return false; }  // not this relayout's box
+    window.Plotly.relayout(gd, keptBox(gd, box));
+    return true;
+  }
+
   function onRelayout(host, ev) {
     var keys = Object.keys(ev || {});
     if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
     var gd = plotOf(host), meta = mapMeta(gd);
-    if (!meta || meta.view !== "map") { return; }
+    if (!meta || meta.view !== "map") { host._box = null; return; }
     if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {  // autoscale: the data's extent is the drawn region's
+      host._box = null;
       window.Plotly.relayout(gd, wholeRanges());
       return;
     }
+    if (keepBox(host, gd)) { return; }
     var quiet = host._quietZoom;  // a zoom the URL asked for (the back button): the URL has it already
     host._quietZoom = false;
     if (sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
@@ -669,7 +719,9 @@
   function bindMap(host, gd) {
     if (host._boundPlot === gd) { return; }
     host._boundPlot = gd;
-    gd.addEventListener("mousedown", function (ev) { startPick(host, ev); }, true);
+    gd.addEventListener("mousedown", function (ev) { startPick(host, ev); startBox(host, gd, ev); }, true);
+    // the release may land outside the plot (plotly.js follows the drag on the document): heard first, on the window
+    window.addEventListener("mouseup", function (ev) { if (host._boundPlot === gd) { endBox(host, gd, ev); } }, true);
     gd.addEventListener("click", function (ev) { onMapClick(host, ev); });
     gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
     gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; hidePreview(host); });
