@@ -570,12 +570,16 @@ def density_map_figure(
     frame: dict | None = None,
     title: str = "",
     zmax: float,
+    extent: tuple[float, float, float, float] | None = None,
+    points: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> go.Figure:
     """Server-binned density (ratio to a uniform sphere) as a heatmap on the Mollweide plane (map units).
 
     ``zmax``: the colour scale's upper end, from the services
     (:func:`orientscope.services.map_data.density_grids`); one value for figures shown side by
-    side, so that equal colours mean equal densities.
+    side, so that equal colours mean equal densities. ``extent`` = (x0, x1, y0, y1), Mollweide units: the
+    region shown (default the whole map). ``points`` (x, y, axis 1..3), (n,) each: the points of a set too
+    small for a density (its cells are empty; its density would be a few blocks), drawn with the map's marker rule.
     """
     ratio = np.asarray(ratio, np.float32)
     heat = go.Heatmap(
@@ -595,7 +599,29 @@ def density_map_figure(
         meta={"kind": "density", "zmax": zmax},
     )
     traces = [heat, *_frame_traces(frame, MAP_SCALE), reference_trace(reference, "scatter")]
-    return unvalidated_figure(traces, layout=_map_layout(title))
+    if points is not None:
+        traces.append(density_points_trace(*points))
+    return unvalidated_figure(traces, layout=_map_layout(title, extent))
+
+
+DENSITY_POINTS_PX = (560, 280)  # about the pixels of one of the density view's two maps (the marker rule's plot)
+
+
+def density_points_trace(x: np.ndarray, y: np.ndarray, axes: np.ndarray) -> dict:
+    """A small set's axis points (Mollweide x, y and axis 1..3, (n,) each) over its density, in the axes' colours,
+    sized and outlined by the map's marker rule; the hover is the server's pick (the card), not plotly's."""
+    axes = np.asarray(axes, np.int64)
+    marker = vector_marker(np.size(x), *DENSITY_POINTS_PX)
+    return {
+        "type": "scatter",
+        "x": (np.asarray(x, np.float64) * MAP_SCALE).astype(np.float32),
+        "y": (np.asarray(y, np.float64) * MAP_SCALE).astype(np.float32),
+        "mode": "markers",
+        "marker": {**marker, "color": [AXIS_COLORS[int(a)] for a in axes]},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "meta": {"kind": "points", "n_points": int(np.size(x))},
+    }
 
 
 def sphere_figure(

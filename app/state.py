@@ -64,8 +64,9 @@ class ViewState:
 
     @property
     def region(self) -> tuple[float, float, float, float] | None:
-        """The zoomed region (x0, x1, y0, y1), Mollweide units, of the flat map; None: the whole map."""
-        return parse_zoom(self.zoom) if self.zoom and self.view == "map" else None
+        """The zoomed region (x0, x1, y0, y1), Mollweide units, of the flat map or the density view; None: the whole
+        map."""
+        return parse_zoom(self.zoom) if self.zoom and self.view in PLANE_VIEWS else None
 
     @property
     def scatter_region(self) -> tuple[float, float, float, float] | None:

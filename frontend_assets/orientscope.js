@@ -513,10 +513,13 @@
   }
 
   // The density view keeps plotly's hover label (the cell's density); the preview names the molecule
-  // a click there opens (map/preview: map/nearest's pick, the flat map's, with the card).
+  // a click there opens (map/preview: map/nearest's pick, the flat map's, with the card), on the map hovered:
+  // the control's molecules are picked on the control. The other map's label shows its density at the same
+  // place on the sky, so that the two are read side by side.
   function densityPreview(host, gd, meta, ev) {
     var pq = pickQuery(gd, ev);
     clearTimeout(host._previewTimer);
+    linkHover(gd, pq && pq.p);
     if (!pq) { hidePreview(host); return; }
     host._previewTimer = setTimeout(function () {
       var asked = host._previewAsked = (host._previewAsked || 0) + 1;
@@ -524,6 +527,22 @@
         if (asked === host._previewAsked) { showPreview(host, gd, pq.p, hit); }
       }).catch(function () { hidePreview(host); });
     }, HOVER_MS);
+  }
+
+  // The density view's other map: the control's beside the dataset's, and the dataset's beside the control's.
+  function otherDensity(gd) {
+    var main = plotOf(document.getElementById("orientation-map")), control = plotOf(document.getElementById("control-map"));
+    var other = gd === main ? control : main;
+    return other && (mapMeta(other) || {}).view === "density" && (mapMeta(gd) || {}).view === "density" ? other : null;
+  }
+
+  // The other density map's hover label at the sky position of plot pixel p of `gd` (none when p is null).
+  function linkHover(gd, p) {
+    var other = otherDensity(gd), Fx = window.Plotly && window.Plotly.Fx;
+    if (!other || !Fx) { return; }
+    if (!p) { Fx.unhover(other); return; }
+    var axes = plotlyInternals.cartesianAxes(gd);
+    Fx.hover(other, { xval: axes.x.toValue(p.px), yval: axes.y.toValue(p.py) });
   }
 
   // The sphere's hover is plotly's picking: its label names the molecule of the dot under the cursor
@@ -595,8 +614,7 @@
   // On a press with the zoom tool: where the box starts, in map units (the axes as they are before the zoom).
   function startBox(host, gd, ev) {
     host._box = null;
-    var fl = gd._fullLayout;
-    if (ev.button !== 0 || !fl || fl.dragmode !== "zoom") { return; }
+    if (ev.button !== 0 || !gd.layout || gd.layout.dragmode !== "zoom") { return; }
     var p = eventPoint(gd, ev);
     if (p) { host._box = { start: p, end: null }; }
   }
@@ -638,7 +656,7 @@
     var keys = Object.keys(ev || {});
     if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
     var gd = plotOf(host), meta = mapMeta(gd);
-    if (!meta || meta.view !== "map") { host._box = null; return; }
+    if (!meta || (meta.view !== "map" && meta.view !== "density")) { host._box = null; return; }
     if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {  // autoscale: the data's extent is the drawn region's
       host._box = null;
       window.Plotly.relayout(gd, wholeRanges());
@@ -672,7 +690,7 @@
     if (meta.view === "scatter" && window.orientscopeScatter) {  // its own units (frontend_assets/scatter.js)
       return window.orientscopeScatter.applyZoom(gd, meta, zoom) ? zoom || "" : clientside.no_update;
     }
-    if (meta.view !== "map") { return clientside.no_update; }
+    if (meta.view !== "map" && meta.view !== "density") { return clientside.no_update; }
     host._zoom = zoom || null;
     var shown = shownViewport(gd);
     if (!shown || zoomText(shown) === host._zoom) { return clientside.no_update; }
@@ -701,6 +719,10 @@
     getJson(FIGURE_PATH + "?" + q).then(function (figure) {
       if (seq !== host._regionSeq) { return; }  // a later zoom took over
       clientside.set_props("map-viewport", { data: vp });  // a new colour or filter keeps this region
+      if (figure && figure.density) {  // the density view: both maps, binned anew for the region
+        clientside.set_props("control-map", { figure: figure.density[1] });
+        figure = figure.density[0];
+      }
       if (figure) {
         (figure.layout.images || []).forEach(function (im) { im.source = asBlobUrl(im.source); decoded(im.source); });
         clientside.set_props("orientation-map", { figure: figure });
@@ -716,13 +738,19 @@
     }, function () {});  // the server is gone: the old figure stays, zoomed
   }
 
-  function bindMap(host, gd) {
-    if (host._boundPlot === gd) { return; }
+  // A press, a release and a click on a plot whose clicks the server picks (the map, the density view's two
+  // maps): the pick, and the box a zoom draws.
+  function bindPicks(host, gd) {
     host._boundPlot = gd;
     gd.addEventListener("mousedown", function (ev) { startPick(host, ev); startBox(host, gd, ev); }, true);
     // the release may land outside the plot (plotly.js follows the drag on the document): heard first, on the window
     window.addEventListener("mouseup", function (ev) { if (host._boundPlot === gd) { endBox(host, gd, ev); } }, true);
     gd.addEventListener("click", function (ev) { onMapClick(host, ev); });
+  }
+
+  function bindMap(host, gd) {
+    if (host._boundPlot === gd) { return; }
+    bindPicks(host, gd);
     gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
     gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; hidePreview(host); });
     gd.on("plotly_relayout", function (ev) { onRelayout(host, ev); });
@@ -802,7 +830,7 @@
       }
       found = true;
       setHint("");  // a click's hint ("no molecule within 5 px") was about the figure before this one
-      if (meta.view === "sphere") { bindSphere(host, gd); } else if (meta.view !== "scatter") { bindMap(host, gd); }  // scatter: plotly.js's picking
+      if (meta.view === "sphere") { bindSphere(host, gd); } else if (meta.view !== "scatter") { bindMap(host, gd); }  // scatter: scatter.js
       var shown = meta.view === "map" ? shownViewport(gd) : null;
       if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
         drawRegion(host, meta.state, shown, true);
@@ -828,6 +856,39 @@
     var host = document.getElementById("orientation-map"), gd = plotOf(host), meta = mapMeta(gd);
     if (host && host._mapToken === undefined && meta) { watchMap({ layout: gd.layout }, "orientation-map"); }
   }, 100);
+  // ------------------------------------------------------------ the density view's control map, linked
+  // Its zoom is the dataset's map's (a box or a pan there zooms both, binned anew for the region), its hover
+  // shows the card of the control molecule there and the dataset's density at the same place, and a click
+  // opens the control molecule it picks (the same molecules, randomly rotated: the control's own positions).
+  function bindControl(host, gd) {
+    if (host._boundPlot === gd) { return; }
+    bindPicks(host, gd);
+    gd.addEventListener("mousemove", function (ev) {
+      var meta = mapMeta(gd);
+      if (ev.buttons || !meta || meta.view !== "density") { hidePreview(host); return; }
+      densityPreview(host, gd, meta, ev);
+    });
+    gd.addEventListener("mouseleave", function () { hidePreview(host); linkHover(gd, null); });
+    gd.on("plotly_relayout", function (ev) { followControl(host, gd, ev); });
+  }
+
+  // A zoom or pan of the control map, made the dataset map's (whose relayout then draws both).
+  function followControl(host, gd, ev) {
+    var keys = Object.keys(ev || {}), main = plotOf(document.getElementById("orientation-map"));
+    if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
+    if (!main || (mapMeta(gd) || {}).view !== "density") { host._box = null; return; }
+    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) { host._box = null; window.Plotly.relayout(main, wholeRanges()); return; }
+    var box = host._box;
+    host._box = null;
+    var ranges = box && box.end && performance.now() - box.end.at < 1000 ? keptBox(gd, box)
+      : { "xaxis.range": gd.layout.xaxis.range.slice(), "yaxis.range": gd.layout.yaxis.range.slice() };
+    window.Plotly.relayout(main, ranges);
+  }
+
+  setInterval(function () {
+    var host = document.getElementById("control-map"), gd = plotOf(host);
+    if (gd && gd.on && (mapMeta(gd) || {}).view === "density") { bindControl(host, gd); }
+  }, 200);
   // ================================================================ end of the map at any size
 
   window.dash_clientside = Object.assign({}, window.dash_clientside, {

@@ -91,11 +91,12 @@ def test_a_link_to_a_molecule_without_a_view_opens_the_point_map():
     assert parse_query("?dataset=qm9")[0].view == "density"
 
 
-def test_the_zoom_travels_in_the_url_of_the_flat_map_only():
+def test_the_zoom_travels_in_the_url_of_the_flat_map_and_the_density_view_not_the_sphere():
     st, warnings = parse_query("?dataset=qm9&view=map&zoom=-0.5,0.5,-0.25,0.25")
     assert warnings == [] and st.zoom == "-0.5000,0.5000,-0.2500,0.2500" and st.region == (-0.5, 0.5, -0.25, 0.25)
     assert parse_query(st.to_query())[0] == st
-    assert "zoom" not in st.with_(view="sphere").to_query() and st.with_(view="density").region is None
+    assert "zoom" not in st.with_(view="sphere").to_query() and st.with_(view="sphere").region is None
+    assert st.with_(view="density").region == st.region  # the density view zooms on the same plane
     assert "zoom" not in st.map_state()  # a zoom draws the same layers
     for bad in ("1,2,3", "0.5,-0.5,0,1", "nan,1,0,1", "0,1e9,0,1", "a,b,c,d"):
         st, warnings = parse_query(f"?view=map&zoom={bad}")
