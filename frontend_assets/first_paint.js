@@ -3,9 +3,10 @@
    it runs as soon as they are parsed, about 1.5 s before the page's 6 MB of scripts have run. No
    plotly.js, no Dash.
 
-   Map: a click asks the server for the nearest shown point within 5 px (GET .../map/nearest, as
-   the interactive plot does), rings it and names it; hovering the image asks what the pixel
-   holds (GET .../map/pixel). Sphere: a click or hover picks the nearest drawn dot within 5 px
+   Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
+   .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
+   molecules share its pixel; hovering the image asks what the point and its pixel hold (GET .../map/preview,
+   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the nearest drawn dot within 5 px
    (its molecule id travels with the dots). Density view (the landing page): a click asks as on the map;
    hovering either density map names its cell's density. The chosen molecule then shows in the static molecule
    panel: its id and info as the server renders them for Dash (GET _first-paint/molecule-panel) and
@@ -477,10 +478,13 @@
 
   // ---------------------------------------------------------------- the map's image
   // The pick's query of an SVG point: the same for a click and a hover (one pick rule), on the image's own
-  // pixel grid (cfg.grid), as the interactive map picks over an image.
+  // pixel grid (cfg.grid), as the interactive map picks over an image; the density view's maps have no image
+  // of points: their grid is the drawing's pixels on screen, as the interactive density view's.
   function nearestParams(p) {
     var s = cfg.scale;  // map units per Mollweide unit
-    return Object.assign({ x: p.x / s, y: -p.y / s }, cfg.query, cfg.grid);
+    var grid = cfg.grid || { x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
+                             width: Math.max(1, Math.round(p.width)), height: Math.max(1, Math.round(p.height)) };
+    return Object.assign({ x: p.x / s, y: -p.y / s }, cfg.query, grid);
   }
 
   function mapPick(ev) {

@@ -277,8 +277,9 @@
   // The server draws the map as an aggregated image above its point budget, or as the
   // region's points below it (app/mapfigure.py); layout.meta.map says which, and how many
   // distinct molecules are drawn. A click anywhere asks the server for the nearest shown
-  // point within 5 px; hovering the image asks it what the pixel holds; zooming or panning
-  // sends the visible region back so the server re-aggregates it at the plot's resolution.
+  // point within 5 px; a hover asks it for that point, its card and its pixel (one pixel grid:
+  // the image's over an image, the plot's over points); zooming or panning sends the visible
+  // region back so the server re-aggregates it at the plot's resolution (the density view too).
   var MAP_SCALE = 10000;  // map units per Mollweide unit (app/figures.py MAP_SCALE)
   var HOVER_MS = 120;
   // The whole map's ranges in Mollweide units (app/figures.py MAP_RANGE_X, MAP_RANGE_Y).
