@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from orientscope.core.errors import OrientScopeError
 from orientscope.core.resources import LazyModule
-from orientscope.core.settings import DATASET_FORMATS, DEFAULT_SEED, FORMAT_CHOICES, resolve_data_dir
+from orientscope.core.settings import DEFAULT_SEED, EXPORT_FORMAT_CHOICES, FORMAT_CHOICES, resolve_data_dir
 from orientscope.store import datasets as ds
 
 pipeline = LazyModule("orientscope.pipeline.precompute")
@@ -198,6 +198,8 @@ def _ingested(root: Path, meta: dict) -> None:
     typer.echo(f"ingested {meta['id']} ({meta['name']}): {meta['n_molecules']} molecules{skipped}")
     for problem in meta.get("problems", [])[:5]:
         typer.echo(f"  skipped: {problem}", err=True)
+    for warning in meta.get("warnings", []):
+        typer.echo(f"  warning: {warning}", err=True)
     for stage, reason in datasets_svc.dataset_info(root, meta["id"]).skipped_stages.items():
         typer.echo(f"  stage {stage} skipped: {reason}")
 
@@ -294,7 +296,7 @@ def export_cmd(
     data_dir: DataDir = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the random rotations")] = DEFAULT_SEED,
     fmt: Annotated[
-        str | None, typer.Option("--format", help=" | ".join(DATASET_FORMATS) + " (default: the input's)")
+        str | None, typer.Option("--format", help=" | ".join(EXPORT_FORMAT_CHOICES) + " (default: the input's)")
     ] = None,
     copies: Annotated[
         int | None,

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from orientscope.core.dataset import RESERVED_COLUMNS, MoleculeSet
-from orientscope.core.elements import MAX_Z, hill_formulas, symbol_to_z
+from orientscope.core.elements import MAX_Z, atomic_number_message, dummy_atom_message, hill_formulas, symbol_to_z
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
@@ -90,20 +90,6 @@ class Loaded:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     tags: dict[str, list[str]] = field(default_factory=dict)
-
-
-def dummy_atom_message(symbol: str) -> str:
-    return (
-        f"dummy atom {symbol!r} (atomic number 0: a ghost, centroid or query atom, not an element); "
-        "remove dummy atoms before loading"
-    )
-
-
-def atomic_number_message(z: int) -> str:
-    """Why an atomic number read from a file is not an element."""
-    if z == 0:
-        return dummy_atom_message("X")
-    return f"atomic number {z} is not an element (accepted: 1 to {MAX_Z})"
 
 
 def element_to_z(token: str) -> int:

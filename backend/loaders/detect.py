@@ -32,10 +32,10 @@ EXTENSIONS = {
     ".npz": "npz",
     ".parquet": "parquet",
     ".pq": "parquet",
-    ".json": "json",  # or an ASE JSON database: told apart by its content (:func:`_json_kind`)
-    ".jsonl": "json",
-    ".ndjson": "json",
 }
+# JSON molecule records, or (.json) an ASE JSON database: told apart by content (:func:`_json_kind`). Not in
+# EXTENSIONS, which also names the formats an export's file name asks for: JSON is read, not written.
+JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
 def check_format(fmt: str) -> str:
@@ -59,6 +59,16 @@ def _json_kind(head: bytes) -> str:
     return "json"
 
 
+def is_molecule_file(path: Path) -> bool:
+    """Whether a file found in a folder of inputs is one to read: a molecule format's extension, and for
+    ``.json`` molecule records inside (a folder's ``metadata.json`` or a manifest is not one)."""
+    path = Path(path)
+    if path.suffix.lower() not in JSON_SUFFIXES:
+        return path.suffix.lower() in EXTENSIONS
+    with open(path, "rb") as fh:
+        return b'"elements"' in fh.read(4096)
+
+
 def detect_format(path: Path) -> str:
     """One of DATASET_FORMATS, or "archive"; DatasetError naming what is accepted if unknown."""
     path = Path(path)
@@ -71,7 +81,9 @@ def detect_format(path: Path) -> str:
     fmt = EXTENSIONS.get(path.suffix.lower())
     if fmt is None and is_archive(path):
         return "archive"
-    if fmt == "json" or (fmt is None and head.lstrip()[:1] in (b"{", b"[") and b'"elements"' in head):
+    if path.suffix.lower() in JSON_SUFFIXES or (
+        fmt is None and head.lstrip()[:1] in (b"{", b"[") and b'"elements"' in head
+    ):
         return _json_kind(head)
     # Without an extension, only a first line that is an atom count says "xyz" (not any leading digit).
     if (fmt == "xyz" and head[:20].lstrip()[:1].isdigit()) or (

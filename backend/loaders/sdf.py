@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orientscope.core.elements import dummy_atom_message
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
@@ -28,7 +29,6 @@ from orientscope.loaders.base import (
     BadRecord,
     LineReader,
     Record,
-    dummy_atom_message,
     element_to_z,
     numeric_properties,
     open_text,
