@@ -530,9 +530,9 @@ def format_report(r: dict) -> str:
         shown.add(section.skipped)
         if section.rows:
             lines += _table(section.header, section.rows)
-            lines += [f"  {note}" for note in section.notes]
         else:
             lines.append(f"  skipped: {section.skipped or 'not computed'}")
+        lines += [f"  {note}" for note in section.notes]
     if "reference_orientation" in r:
         lines += ["", f"Reference orientation (molecule {r.get('reference_molecule')}):"]
         lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r["reference_orientation"]]
