@@ -66,11 +66,11 @@ def load_parquet_file(path: Path, collector: Collector, progress: Progress | Non
         z_col, pos_col = batch.column("z"), batch.column("pos")
         counts = np.asarray(z_col.value_lengths().to_numpy(zero_copy_only=False), dtype=np.int64)
         pos_len = np.asarray(pos_col.value_lengths().to_numpy(zero_copy_only=False), dtype=np.int64)
-        ids = (
-            batch.column("id").to_numpy(zero_copy_only=False).astype(str)
-            if "id" in names
-            else np.arange(done + 1, done + 1 + batch.num_rows).astype(str)
-        )
+        ids = np.arange(done + 1, done + 1 + batch.num_rows).astype(str).astype(object)  # the row number, from 1
+        if "id" in names:  # as written; a null id keeps the row number (never the text "None")
+            written = batch.column("id").to_pylist()
+            ids = np.array([ids[i] if v is None else str(v) for i, v in enumerate(written)], dtype=object)
+        ids = ids.astype(str)
         wrong = np.flatnonzero(pos_len != 3 * counts)
         keep = np.ones(batch.num_rows, dtype=bool)
         for i in wrong:

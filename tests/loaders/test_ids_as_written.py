@@ -323,3 +323,12 @@ def test_properties_written_as_property_colon_name_read_back_under_their_name(tm
     loaded = load_path_text(tmp_path, "p.extxyz", "".join(frames))
     assert loaded.mols.properties.to_dict("list") == {"name": [0.0, 1.0]} and list(loaded.mols.ids) == ["w0", "w1"]
     assert pd.api.types.is_float_dtype(loaded.mols.properties["name"])
+
+
+def test_a_null_parquet_id_is_the_row_number_not_the_text_none(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = {"id": ["000", None, "98"], "z": [list(WATER[0])] * 3, "pos": [list(np.ravel(WATER[1]))] * 3}
+    pq.write_table(pa.table(rows), tmp_path / "n.parquet")
+    assert list(load_path(tmp_path / "n.parquet").mols.ids) == ["000", "2", "98"]
