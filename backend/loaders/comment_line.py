@@ -163,9 +163,9 @@ def read_comment(comment: str, flags: bool = True) -> CommentFields:
         skip.update(SERVER_TAGS)
         out.tags = {k: values[k] for k in SERVER_TAGS if k in values}
         out.problem = check_units(values["units"])
-        if out.id is None and len(bare) == 2:  # the older download: "<dataset> <id> pose=… units=…"
-            out.tags.setdefault("dataset", bare[0])
-            out.id, bare = bare[1], []
+        if out.id is None and len(bare) >= 2:  # the older download: "<dataset> <id> pose=… units=…"
+            out.tags.setdefault("dataset", bare[0])  # a dataset id has no blank (a slug): the rest is the id
+            out.id, bare = " ".join(bare[1:]), []
     if out.id is None and len(pairs) == 1 and bare:
         out.id, bare = bare[0], []
     for key, text in values.items():

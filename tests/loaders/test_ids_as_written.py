@@ -257,6 +257,8 @@ def test_the_older_server_xyz_comment_gives_the_id_and_no_junk_properties(tmp_pa
     assert list(loaded.mols.ids) == [str(k * 11) for k in range(30)]
     assert list(loaded.mols.properties.columns) == []
     assert loaded.tags == {"pose": ["stored"], "units": ["angstrom"], "dataset": ["qm9"]}
+    (tmp_path / "spaced.xyz").write_text(_xyz_frame(WATER, "my-set a b pose=canonical units=angstrom"))
+    assert list(load_path(tmp_path / "spaced.xyz").mols.ids) == ["a b"]  # a dataset id (a slug) has no blank
 
 
 def test_coordinates_tagged_in_other_units_are_refused(tmp_path):
