@@ -27,6 +27,7 @@ from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
 from orientscope.loaders.base import (
+    HYDROGEN_ISOTOPES,
     ISOTOPE_NOTE,
     BadRecord,
     LineReader,
@@ -81,6 +82,8 @@ def _properties(value) -> tuple[dict[str, float], dict[str, str]]:
         if not isinstance(name, str) or not name:
             raise ValueError("a property without a name")
         raw = entry.get("value") if isinstance(entry, dict) else entry
+        if isinstance(raw, bool):  # true/false as 1/0, as extended XYZ's T/F
+            raw = str(float(raw))
         try:
             props[name] = _number(raw, f"property {name!r}")
         except ValueError:
@@ -118,7 +121,7 @@ def json_record(record, where: str) -> Record | BadRecord:
         return BadRecord(where, f"properties: {err}")
     mol_id = record.get("id")
     smiles = record.get("smiles")
-    isotopes = any(str(e).upper() in ("D", "T") for e in elements)
+    isotopes = any(str(e).strip().upper() in HYDROGEN_ISOTOPES for e in elements)
     return Record(
         where,
         z,

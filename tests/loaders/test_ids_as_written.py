@@ -334,3 +334,9 @@ def test_a_null_parquet_id_is_the_row_number_not_the_text_none(tmp_path):
     rows = {"id": ["000", None, "98"], "z": [list(WATER[0])] * 3, "pos": [list(np.ravel(WATER[1]))] * 3}
     pq.write_table(pa.table(rows), tmp_path / "n.parquet")
     assert list(load_path(tmp_path / "n.parquet").mols.ids) == ["000", "2", "98"]
+
+
+def test_json_property_values_true_false_and_text(tmp_path):
+    props = {"flag": True, "off": False, "label": "not a number", "e": 1.5}
+    loaded = load_path_text(tmp_path, "f.json", json.dumps({**_json_record(WATER, "w"), "properties": props}))
+    assert loaded.mols.properties.to_dict("list") == {"flag": [1.0], "off": [0.0], "e": [1.5]}
