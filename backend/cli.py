@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from orientscope.core.errors import OrientScopeError
 from orientscope.core.resources import LazyModule
-from orientscope.core.settings import DATASET_FORMATS, DEFAULT_SEED, FORMAT_CHOICES, resolve_data_dir
+from orientscope.core.settings import DEFAULT_SEED, EXPORT_FORMAT_CHOICES, FORMAT_CHOICES, resolve_data_dir
 from orientscope.store import datasets as ds
 
 pipeline = LazyModule("orientscope.pipeline.precompute")
@@ -198,6 +198,8 @@ def _ingested(root: Path, meta: dict) -> None:
     typer.echo(f"ingested {meta['id']} ({meta['name']}): {meta['n_molecules']} molecules{skipped}")
     for problem in meta.get("problems", [])[:5]:
         typer.echo(f"  skipped: {problem}", err=True)
+    for warning in meta.get("warnings", []):
+        typer.echo(f"  warning: {warning}", err=True)
     for stage, reason in datasets_svc.dataset_info(root, meta["id"]).skipped_stages.items():
         typer.echo(f"  stage {stage} skipped: {reason}")
 
@@ -294,7 +296,7 @@ def export_cmd(
     data_dir: DataDir = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the random rotations")] = DEFAULT_SEED,
     fmt: Annotated[
-        str | None, typer.Option("--format", help=" | ".join(DATASET_FORMATS) + " (default: the input's)")
+        str | None, typer.Option("--format", help=" | ".join(EXPORT_FORMAT_CHOICES) + " (default: the input's)")
     ] = None,
     copies: Annotated[
         int | None,
@@ -528,9 +530,9 @@ def format_report(r: dict) -> str:
         shown.add(section.skipped)
         if section.rows:
             lines += _table(section.header, section.rows)
-            lines += [f"  {note}" for note in section.notes]
         else:
             lines.append(f"  skipped: {section.skipped or 'not computed'}")
+        lines += [f"  {note}" for note in section.notes]
     if "reference_orientation" in r:
         lines += ["", f"Reference orientation (molecule {r.get('reference_molecule')}):"]
         lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r["reference_orientation"]]

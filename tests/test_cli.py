@@ -318,6 +318,36 @@ def test_text_report_of_three_molecules_says_what_was_skipped(tmp_path):
     assert "measure" not in res.output  # no empty table
 
 
+# Three molecules read differently from their file: "A" names water and methane, a property is called
+# n_atoms (a column of the molecules table), and a deuterium is read as hydrogen.
+READ_DIFFERENTLY = (
+    "3\nid=A n_atoms=0\nO 0 0 0.117\nD 0 0.757 -0.469\nH 0 -0.757 -0.469\n"
+    "5\nid=A n_atoms=1\nC 0 0 0\nH 0.629 0.629 0.629\nH -0.629 -0.629 0.629\nH -0.629 0.629 -0.629\n"
+    "H 0.629 -0.629 -0.629\n"
+    "3\nid=B n_atoms=2\nO 0 0 0.117\nH 0 0.757 -0.469\nH 0 -0.757 -0.469\n"
+)
+
+
+@pytest.mark.parametrize("cluster", [[], ["--cluster", "in-process"]])
+def test_ingest_prints_what_it_read_differently_from_the_file(tmp_path, cluster):
+    """One file read here and the same file read as shards on the engine say the same warnings."""
+    from typer.testing import CliRunner
+
+    from orientscope.cli import app
+
+    (tmp_path / "odd.extxyz").write_text(READ_DIFFERENTLY)
+    d = ["--data-dir", str(tmp_path / "data")]
+    res = CliRunner().invoke(app, ["ingest", str(tmp_path / "odd.extxyz"), "--name", "odd", *d, *cluster])
+    assert res.exit_code == 0, res.output
+    warnings = [line for line in res.stderr.splitlines() if line.startswith("  warning: ")]
+    assert len(warnings) == 3, res.stderr
+    assert "1 id(s) name 2 molecules of different formulas" in warnings[0] and "'A_dup1' (CH4)" in warnings[0]
+    assert "'n_atoms' → 'prop_n_atoms'" in warnings[1]
+    assert "atoms written D or T (deuterium, tritium) were read as hydrogen" in warnings[2]
+    strict = CliRunner().invoke(app, ["ingest", str(tmp_path / "odd.extxyz"), "--name", "odd2", "--strict", *d])
+    assert strict.exit_code != 0 and "id 'A' names molecules of different formulas" in strict.output
+
+
 # ------------------------------------------------------------------ migrate: single-folder datasets to shards
 @pytest.fixture()
 def old_dir(old_layout_store, tmp_path):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from orientscope.core.elements import MAX_Z
+from orientscope.core.elements import MAX_Z, atomic_number_message
 from orientscope.core.errors import DatasetError
 
 # Columns of the stored molecules table that are not properties: a property of such a name is renamed at loading.
@@ -93,7 +93,7 @@ class MoleculeSet:
         badz = (z < 1) | (z > MAX_Z)
         if badz.any():
             i = int(np.searchsorted(off, int(np.argmax(badz)), side="right") - 1)
-            raise DatasetError(f"{self._name(i)} has an invalid atomic number {int(z[badz][0])}")
+            raise DatasetError(f"{self._name(i)}: {atomic_number_message(int(z[badz][0]))}")
         if self.smiles is not None and self.smiles.shape != (n,):
             raise DatasetError(f"{self.smiles.shape[0]} SMILES for {n} molecules")
         if len(self.properties.columns) and len(self.properties) != n:

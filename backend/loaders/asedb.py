@@ -16,9 +16,10 @@ import numpy as np
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import BadRecord, Record, numeric_properties
+from orientscope.loaders.base import BadRecord, Record, numeric_properties, written_property_name
 
 ID_KEYS = ("name", "id", "mol_id", "identifier", "source")
+OWN_KEYS = frozenset({*ID_KEYS, "smiles"})  # keys never read as properties
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -118,7 +119,7 @@ def write_asedb(path: Path, mols, kind: str | None = None) -> None:
     with db:
         for i in range(mols.n_molecules):
             z, pos = mols.atoms_of(i)
-            data = {c: float(values[i, k]) for k, c in enumerate(cols)} if cols else {}
+            data = {written_property_name(str(c), OWN_KEYS): float(values[i, k]) for k, c in enumerate(cols)}
             data["id"] = str(mols.ids[i])
             if mols.smiles is not None and mols.smiles[i]:
                 data["smiles"] = str(mols.smiles[i])

@@ -18,9 +18,10 @@ import numpy as np
 
 from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.progress import Progress, scaled
-from orientscope.loaders.base import Collector
+from orientscope.loaders.base import Collector, written_property_name
 
 REQUIRED = ("z", "pos", "n_atoms")
+OWN_ARRAYS = frozenset({*REQUIRED, "ids", "id", "smiles"})  # arrays that are never properties
 CHUNK_BYTES = 64 << 20
 MAX_ITEM_BYTES = 4096  # per array element: a string dtype of millions of characters is a memory bomb
 
@@ -143,7 +144,6 @@ def write_npz(path: Path, mols) -> None:
     if mols.smiles is not None:
         arrays["smiles"] = mols.smiles.astype(str)
     for col in mols.properties.columns:
-        if col not in arrays:
-            arrays[col] = mols.properties[col].to_numpy(np.float64)
+        arrays[written_property_name(str(col), OWN_ARRAYS)] = mols.properties[col].to_numpy(np.float64)
     with open(path, "wb") as fh:
         np.savez_compressed(fh, **arrays)

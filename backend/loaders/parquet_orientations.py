@@ -22,19 +22,21 @@ import pyarrow as pa
 from orientscope.core.dataset import RESERVED_COLUMNS
 from orientscope.core.errors import DatasetError
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import Collector, open_parquet
+from orientscope.loaders.base import Collector, open_parquet, written_property_name
 
 PARQUET_MAGIC = b"PAR1"
 STORE_TABLES = ("molecules.parquet", "atoms.parquet")
 BATCH_ROWS = 65_536
+ONE_FILE_COLUMNS = frozenset({"id", "z", "pos", "smiles"})  # the one-file layout's columns that are not properties
 
 
-def _properties(batch, skip: set[str]) -> dict[str, np.ndarray]:
+def _properties(batch, skip) -> dict[str, np.ndarray]:
+    """The numeric columns of ``batch`` but ``skip`` (a reserved name among them is renamed by the collector)."""
     import pyarrow.types as pat
 
     out = {}
     for name in batch.schema.names:
-        if name in skip or name in RESERVED_COLUMNS:
+        if name in skip:
             continue
         col = batch.column(name)
         if pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_boolean(col.type):
@@ -64,11 +66,11 @@ def load_parquet_file(path: Path, collector: Collector, progress: Progress | Non
         z_col, pos_col = batch.column("z"), batch.column("pos")
         counts = np.asarray(z_col.value_lengths().to_numpy(zero_copy_only=False), dtype=np.int64)
         pos_len = np.asarray(pos_col.value_lengths().to_numpy(zero_copy_only=False), dtype=np.int64)
-        ids = (
-            batch.column("id").to_numpy(zero_copy_only=False).astype(str)
-            if "id" in names
-            else np.arange(done + 1, done + 1 + batch.num_rows).astype(str)
-        )
+        ids = np.arange(done + 1, done + 1 + batch.num_rows).astype(str).astype(object)  # the row number, from 1
+        if "id" in names:  # as written; a null id keeps the row number (never the text "None")
+            written = batch.column("id").to_pylist()
+            ids = np.array([ids[i] if v is None else str(v) for i, v in enumerate(written)], dtype=object)
+        ids = ids.astype(str)
         wrong = np.flatnonzero(pos_len != 3 * counts)
         keep = np.ones(batch.num_rows, dtype=bool)
         for i in wrong:
@@ -87,7 +89,7 @@ def load_parquet_file(path: Path, collector: Collector, progress: Progress | Non
             pos.to_numpy(zero_copy_only=False),
             counts,
             ids,
-            _properties(batch, {"z", "pos", "id", "smiles"}),
+            _properties(batch, ONE_FILE_COLUMNS),
             _smiles(batch),
         )
         done += len(keep)
@@ -118,7 +120,7 @@ def load_store_tables(folder: Path, collector: Collector) -> None:
         pos,
         counts,
         mol.column("id").to_numpy(zero_copy_only=False).astype(str),
-        _properties(mol, {"id", "smiles", "offset", "n_atoms"}),
+        _properties(mol, RESERVED_COLUMNS),
         _smiles(mol),
     )
 
@@ -140,5 +142,5 @@ def write_parquet(path: Path, mols) -> None:
     if mols.smiles is not None:
         cols["smiles"] = pa.array(mols.smiles.astype(str))
     for col in mols.properties.columns:
-        cols[col] = pa.array(mols.properties[col].to_numpy(np.float64))
+        cols[written_property_name(str(col), ONE_FILE_COLUMNS)] = pa.array(mols.properties[col].to_numpy(np.float64))
     pq.write_table(pa.table(cols), path, compression="zstd")

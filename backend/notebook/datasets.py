@@ -16,6 +16,7 @@ import glob
 import shutil
 import time
 import uuid
+import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -238,9 +239,12 @@ def read(path_or_glob, **options) -> Dataset:
             loaded = load_path(paths[0], fmt, strict=strict, limits=Limits.from_env(), progress=bar,
                                workdir=staging_root(data_dir))  # fmt: skip
         source = f"read {paths[0].name} ({loaded.format}) in Python"
+        for text in loaded.warnings:  # renamed ids or properties, isotopes: said where the notebook shows it
+            warnings.warn(text, stacklevel=2)
         return _in_memory(
             loaded.mols, name, data_dir, source, loaded.format, frame_dependent, n_skipped=loaded.n_skipped,
-            problems=loaded.problems, original_filename=paths[0].name, strict=strict,
+            problems=loaded.problems, warnings=loaded.warnings, tags=loaded.tags, original_filename=paths[0].name,
+            strict=strict,
         )  # fmt: skip
     from orientscope.pipeline.sharded_ingest import ingest_files
 

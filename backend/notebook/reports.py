@@ -21,7 +21,7 @@ from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.pipeline.engine import parse_cluster
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report, format_kl
-from orientscope.services.report_format import headline
+from orientscope.services.report_format import headline, left_out_note
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
 
@@ -100,7 +100,10 @@ class Report:
 
     @property
     def regression(self) -> pd.DataFrame:
-        return pd.DataFrame(self._report.get("regression") or [])
+        """One row per property; ``attrs["note"]`` names the properties left out (constant or missing)."""
+        table = pd.DataFrame(self._report.get("regression") or [])
+        table.attrs["note"] = left_out_note(self._report)
+        return table
 
     @property
     def frames(self) -> pd.DataFrame:

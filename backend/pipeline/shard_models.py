@@ -47,6 +47,7 @@ from orientscope.science.classifiers import (
 )
 from orientscope.science.counter_rng import haar_rotations, subsample, uniforms
 from orientscope.science.frames import compute_frames
+from orientscope.science.regression import column_ranges, left_out_properties, merge_column_ranges
 from orientscope.science.rotations import derived_seed, rotate_molecules
 from orientscope.store.atomic import atomic_write_bytes
 from orientscope.store.datasets import read_meta
@@ -58,6 +59,7 @@ MIN_MOLECULES = 20
 SCORE_FEATURES = "frame+composition"
 CLASSIFIER = ClassifierSettings()
 NO_PROPERTIES = "the dataset has no numeric properties to predict"
+ALL_LEFT_OUT = "every numeric property is constant or missing: there is nothing to predict"
 
 
 def score_column(feature_set: str) -> str:
@@ -108,8 +110,10 @@ def training_features(job: FeatureJob) -> dict:
     """{which: {feature set: (X_stored, X_negative)}, "y": (m, p) properties} of this shard's training molecules."""
     mols = read_shard(job.shard.ref, read_meta(Path(job.shard.data_dir), job.shard.dataset_id))
     out = {which: _features(job.shard, which, job.rows, negatives=True, mols=mols) for which in WHICH}
-    out["y"] = _properties(mols)[np.asarray(job.rows, dtype=np.int64) - job.shard.ref.start]
+    y = _properties(mols)
+    out["y"] = y[np.asarray(job.rows, dtype=np.int64) - job.shard.ref.start]
     out["properties"] = list(mols.properties.select_dtypes("number").columns)
+    out["ranges"] = column_ranges(y)  # over every molecule of the shard: is a property constant or missing?
     return out
 
 
@@ -232,12 +236,18 @@ def run_job(job) -> object:
     return job.run()
 
 
-def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int, n: int) -> tuple[dict, str | None]:
-    """{which: RegressionJob} on the subsample's frames and properties, or ({}, why it is skipped); ``n``:
-    the set's size (a subsample that is the whole set needs no model for the others)."""
+def _regression_jobs(
+    folder: Path, parts: list[dict], seed: int, n_train: int, n: int, columns: list[int]
+) -> tuple[dict, str | None]:
+    """{which: RegressionJob} on the subsample's frames and properties ``columns`` (the others are constant or
+    missing), or ({}, why it is skipped); ``n``: the set's size (a subsample that is the whole set needs no model
+    for the others)."""
     y = np.concatenate([p["y"] for p in parts])
     if y.shape[1] == 0:
         return {}, NO_PROPERTIES
+    if not columns:
+        return {}, ALL_LEFT_OUT
+    y = y[:, columns]
     if n_train < 2 * REGRESSION.n_neighbors:
         return {}, f"needs at least {2 * REGRESSION.n_neighbors} molecules, got {n_train}"
     arrays = {f"{which}:rotations": np.concatenate([p[which]["frame"][0][:, :9] for p in parts]) for which in WHICH}
@@ -250,6 +260,7 @@ def _regression_jobs(folder: Path, parts: list[dict], seed: int, n_train: int, n
             reg_seed,
             str(folder / f"reg-{which}.npz"),
             fit_whole=n_train < n,
+            columns=tuple(columns),
         )
         for which in WHICH
     }, None
@@ -309,8 +320,10 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
     folder = Path(jobs[0].result_dir) / "models"
     folder.mkdir(parents=True, exist_ok=True)
     names = list(parts[0]["properties"])  # the columns of y, in the order every shard reads them
+    left_out = left_out_properties(names, merge_column_ranges([p["ranges"] for p in parts]))
+    columns = [j for j, name in enumerate(names) if name not in {e["property"] for e in left_out}]
     folds, clf_seed = _fold_jobs(folder, parts, seed)
-    regression, regression_skipped = _regression_jobs(folder, parts, seed, len(train), n)
+    regression, regression_skipped = _regression_jobs(folder, parts, seed, len(train), n, columns)
     del parts
     # One task per classifier fold and per regression, the costliest first, so that the workers finish together.
     fits = sorted([*folds, *regression.values()], key=lambda f: -f.cost)
@@ -339,9 +352,9 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
     rows = []
     if regression:
         partials = {which: [d["regression"][which] for d in done[len(metric_jobs) :]] for which in WHICH}
-        rows = regression_section(meta, names, partials, frame_dependent_properties(meta))
+        rows = regression_section(meta, [names[j] for j in columns], partials, frame_dependent_properties(meta))
     return StageOutput(
-        report={"classifiers": metrics["original"], "regression": rows},
+        report={"classifiers": metrics["original"], "regression": rows, "regression_left_out": left_out},
         control={"classifiers": metrics["control"]},
         settings={
             "classifier": {**CLASSIFIER.as_dict(), "model": "HistGradientBoostingClassifier"},

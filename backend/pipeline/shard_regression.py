@@ -66,6 +66,7 @@ class RegressionJob:
     seed: int
     out_path: str  # npz: out-of-fold pred, baseline, fold and fill; the fitted model (pickled) beside it
     fit_whole: bool = True  # False when the subsample is the whole set: no molecule is left to score
+    columns: tuple[int, ...] | None = None  # the property columns regressed (the others are constant or missing)
 
     cost = 1  # relative to the classifier folds (see shard_models.FoldJob.cost)
 
@@ -101,10 +102,12 @@ def regression_partial(
     Parameters
     ----------
     rotations : (n, 3, 3) frames of the shard's molecules in this orientation set
-    y : (n, p) their properties
+    y : (n, p) their properties (every numeric column; the job's ``columns`` are taken)
     start : global index of the shard's first molecule
     train_local : (m,) shard rows of the training molecules; ``train_slice`` their rows in the subsample
     """
+    if fitted.columns is not None:
+        y = y[:, list(fitted.columns)]
     with np.load(fitted.out_path) as oof:
         fill = oof["fill"]
         pred = np.empty(y.shape)

@@ -111,6 +111,9 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
     )
     _remove_upload(manager, job)  # the store holds the data now
     skipped = f"; {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
+    warnings = meta.get("warnings", [])
+    if warnings:  # renamed ids or properties, isotopes read as hydrogen: said where the upload is followed
+        skipped += f"; {len(warnings)} warning(s): " + "; ".join(warnings)
     store = ResultStore(manager.data_dir, meta["id"], meta["active_params"])
     stages_skipped = store.skipped_stages()
     if stages_skipped:
@@ -123,6 +126,7 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
         "n_molecules": meta["n_molecules"],
         "n_skipped": meta.get("n_skipped", 0),
         "problems": meta.get("problems", []),
+        "warnings": warnings,
         "skipped_stages": stages_skipped,
     }
     return f"dataset {meta['id']!r} ready: {meta['n_molecules']:,} molecules{skipped}", result

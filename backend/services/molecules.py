@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from orientscope.core.elements import z_to_symbols
+from orientscope.loaders.json_records import record_fields
 from orientscope.loaders.sdf import sdf_block
-from orientscope.loaders.xyz import xyz_block
+from orientscope.loaders.xyz import molecule_comment, xyz_block
 from orientscope.pipeline.engine import IN_PROCESS, Engine, parse_cluster
 from orientscope.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
 from orientscope.science import substructure
@@ -270,20 +271,16 @@ def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
     lonlat = view.cell("lonlat", i).tolist()
     values = view.cell("property_values", i).tolist()
     record = molecule_item(view, i)
+    # elements, positions and properties as the JSON loader reads them back: the record uploads as it was
+    record.update(record_fields(z, pos, dict(zip(view.property_names, values, strict=True)), view.property_units))
     record.update(
         {
-            "elements": z_to_symbols(z),
-            "positions": pos.tolist(),
             "canonical_positions": view.canonical_positions(i, pos).tolist(),
             "rotation": view.cell("rotations", i).tolist(),
             "quaternion": view.cell("quaternions", i).tolist(),
             "eigenvalues": view.cell("eigenvalues", i).tolist(),
             "degenerate_reason": str(view.cell("reasons", i)) or None,
             "axes_lonlat": [{"axis": a + 1, "lon_deg": lon, "lat_deg": lat} for a, (lon, lat) in enumerate(lonlat)],
-            "properties": [
-                {"name": name, "value": _clean(value), "unit": view.property_units.get(name)}
-                for name, value in zip(view.property_names, values, strict=True)
-            ],
             "result_key": view.result_key,
         }
     )
@@ -301,7 +298,11 @@ def _check_export(fmt: str, pose: str) -> None:
 def export_molecule(
     data_dir: Path, dataset_id: str, mol_id: str, fmt: str = "xyz", pose: str = "stored"
 ) -> tuple[str, str]:
-    """(file text, file name) of one molecule as XYZ or SDF in the stored or canonical pose."""
+    """(file text, file name) of one molecule as XYZ or SDF in the stored or canonical pose.
+
+    Both carry the id, SMILES and properties (XYZ as ``key=value`` pairs on the comment line, SDF as the
+    title and SD fields) and the tags ``dataset``, ``pose`` and ``units``, so the file uploads back as it was.
+    """
     _check_export(fmt, pose)
     view = get_view(data_dir, dataset_id)
     i = view.row_of(mol_id)
@@ -309,8 +310,12 @@ def export_molecule(
     if pose == "canonical":
         pos = view.canonical_positions(i, pos)
     mol_id = str(view.cell("ids", i))
-    filename = f"{dataset_id}_{mol_id}_{pose}.{fmt}"
+    # Any id in the file, but only characters every browser takes in a file name (the header is latin-1).
+    filename = re.sub(r"[^A-Za-z0-9._\-]+", "_", f"{dataset_id}_{mol_id}_{pose}") + f".{fmt}"
+    smiles = str(view.cell("smiles", i)) or None
+    props = dict(zip(view.property_names, view.cell("property_values", i).tolist(), strict=True))
+    # The server's own tags, read back as metadata (loaders/comment_line.py): the file re-uploads as it was.
+    tags = [("dataset", dataset_id), ("pose", pose), ("units", "angstrom")]
     if fmt == "xyz":
-        return xyz_block(z, pos, f"{dataset_id} {mol_id} pose={pose} units=angstrom", decimals=8), filename
-    props = dict(zip(view.property_names, map(_clean, view.cell("property_values", i).tolist()), strict=True))
-    return sdf_block(z, pos, f"{dataset_id}_{mol_id}", str(view.cell("smiles", i)) or None, props), filename
+        return xyz_block(z, pos, molecule_comment(mol_id, smiles, props, tags), decimals=8), filename
+    return sdf_block(z, pos, mol_id, smiles, props, tags), filename

@@ -165,19 +165,36 @@ def _classifiers(report: dict) -> Section:
     )
 
 
+def left_out_note(report: dict) -> str | None:
+    """The sentence that names the properties the regression left out (constant or missing), if any."""
+    left_out = report.get("regression_left_out") or []
+    if not left_out:
+        return None
+    named = ", ".join(f"{e['property']} ({_left_out_reason(e)})" for e in left_out)
+    return f"Left out of the regression, as there is nothing to predict: {named}."
+
+
+def _left_out_reason(entry: dict) -> str:
+    if entry.get("reason") == "constant":
+        return f"constant: {format_number(entry.get('value'), '.6g')} for every molecule"
+    return "no values" if entry.get("reason") == "missing" else str(entry.get("reason"))
+
+
 def _regression(report: dict) -> Section:
     rows, flagged = [], False
     for r in regression_rows(report):
         flagged |= r["frame_dependent"]
         name = r["label"] + (" *" if r["frame_dependent"] else "")
         rows.append((name, r["error_text"], r["gain_text"], r["control_gain_text"]))
+    notes = [FRAME_DEPENDENT_NOTE] if flagged else []
+    note = left_out_note(report)
     return Section(
         "regression",
         REGRESSION_TITLE,
         ("property", "MSE vs mean baseline", "gain", "control gain"),
         rows,
         _skipped(report, "models", "models.regression"),
-        [FRAME_DEPENDENT_NOTE] if flagged else [],
+        notes + ([note] if note else []),
     )
 
 

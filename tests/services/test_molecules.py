@@ -134,8 +134,21 @@ def test_detail_of_a_degenerate_molecule(toy_dir):
 def test_xyz_export_format(toy_dir):
     text, name = export_molecule(toy_dir, "plain", "water", "xyz", "stored")
     assert name == "plain_water_stored.xyz"
-    assert text.splitlines()[:2] == ["3", "plain water pose=stored units=angstrom"]
+    # The id, SMILES and properties, and the server's own tags, as key=value pairs that read back as written.
+    assert text.splitlines()[:2] == ["3", "dataset=plain pose=stored units=angstrom id=water smiles=O energy=-3.0"]
     assert len(text.splitlines()[2].split()[1].split(".")[1]) == 8  # 8 decimals
+
+
+def test_a_file_name_holds_only_safe_characters_whatever_the_id(tmp_path):
+    from orientscope.core.dataset import from_molecules
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.shards import save_sharded
+
+    save_sharded(tmp_path, "odd", from_molecules([WATER], ids=['ü "a"/b']), name="Odd", source="constructed")
+    precompute(tmp_path, "odd", make_params(seed=0), stages=["frames"])
+    text, name = export_molecule(tmp_path, "odd", 'ü "a"/b', "xyz", "stored")
+    assert name == "odd__a_b_stored.xyz"  # latin-1 header-safe; the id itself is in the file
+    assert 'id="ü \\"a\\"/b"' in text.splitlines()[1]
 
 
 def test_sdf_export_of_benzene_has_aromatic_bonds_from_smiles(toy_dir):
