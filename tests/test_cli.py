@@ -280,6 +280,7 @@ def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
 # ------------------------------------------------------------------ the text report
 def test_text_report_aligns_columns_and_names_every_section():
     from orientscope.cli import format_report
+    from orientscope.science.verdict import RULE_VERSION
     from tests.services.test_report_format import _report
 
     report = _report(
@@ -287,7 +288,12 @@ def test_text_report_aligns_columns_and_names_every_section():
         degenerate_reasons={"eigen_gap_12": 1},
     )  # fmt: skip
     text = format_report(report)
-    assert "Verdict: Aligned: the " in text and "Control's verdict, same rule: Not detected" in text
+    lines = text.splitlines()
+    # the badge and the rule that made it, then the verdict's words; the control's by the same rule
+    verdict = lines.index(f"Verdict: Aligned — strong effect (rule version {RULE_VERSION})")
+    assert lines[verdict + 1].startswith("  Aligned: 3 of 3 tests reject random orientations")
+    control = lines.index(f"Control's verdict, same rule: Not detected (rule version {RULE_VERSION})")
+    assert lines[control + 1].startswith("  Not detected: no test tells these poses from random orientations")
     assert "eigen_gap_12 (1): the first two axes have (almost) the same spread" in text
     kl = next(line for line in text.splitlines() if line.startswith("KL to uniform"))
     assert "0.907 [0.896, 0.918] | -0.001 [-0.003, 0.002]" in kl  # dataset and control apart
