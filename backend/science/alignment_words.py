@@ -306,7 +306,9 @@ def kl_difference_text(a: dict, b: dict, names: tuple[str, str] = ("A", "B")) ->
             f"{names[0]} {kl_text(at_a)}, {names[1]} {kl_text(at_b)}."
         )
     small, large = (a, b) if (na or 0) <= (nb or 0) else (b, a)
-    needs = at_a.get("n") or at_b.get("n")
+    # The size KL at n needs: a missing one says it (its n); a computed one is at its subsample size.
+    needs = next((r.get("n") for r in (at_a, at_b) if not is_number(r.get("value")) and r.get("n")), None)
+    needs = needs or next((r.get("subsample_size") for r in (at_a, at_b) if r.get("subsample_size")), None)
     needs_text = f" (it needs {format_count(needs)} molecules in each)" if is_number(needs) else ""
     limit = f" --limit {int(small['n_molecules'])}" if is_number(small.get("n_molecules")) else ""
     return (
