@@ -48,6 +48,10 @@ def test_report_json_has_the_documented_keys(cli_dir):
     assert report["dataset"] == "qm9" and report["n_molecules"] == 300 and report["seed"] == 5
     assert report["verdict"]["code"] in ("aligned", "weakly_aligned") and report["verdict"]["aligned"] is True
     assert report["control"]["verdict"]["code"] == "not_detected" and report["verdict"]["alpha"] == 1e-3
+    assert (
+        report["verdict"]["badge"] == "Aligned — strong effect"
+        and report["control"]["verdict"]["badge"] == "Not detected"
+    )
     assert set(report["kl"]) >= {"value", "ci95"} and len(report["kl"]["ci95"]) == 2
     assert set(report["control"]["kl"]) >= {"value", "ci95"} and set(report["control"]["ks"]) >= {"statistic", "pvalue"}
     # The control is a uniformly rotated copy: its KL is near 0, far below the data's.
@@ -60,7 +64,8 @@ def test_report_reuses_stored_results_and_reads_env_dir(cli_dir):
     before = manifest.read_text()
     proc = run("report", "qm9", "--limit", "300", "--seed", "5", env_dir=cli_dir)
     text = proc.stdout
-    assert "Verdict: Aligned" in text and "Control's verdict, same rule: Not detected" in text
+    assert "Verdict: Aligned — strong effect (rule version " in text
+    assert "Control's verdict, same rule: Not detected" in text
     assert manifest.read_text() == before
     assert "%|" not in proc.stderr  # nothing ran: no progress bar
 

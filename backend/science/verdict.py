@@ -256,7 +256,15 @@ def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None, kl_at_n
                 row["size"] = _size("accuracy", c["accuracy"], interval, STRONG_ACCURACY[name], "percent")
             rows.append(row)
     if ks and is_number(ks.get("pvalue")):
-        rows.append({"test": "KS", "statistic": float(ks["statistic"]), "pvalue": float(ks["pvalue"]), "role": KS_ROLE})
+        rows.append(
+            {
+                "test": "KS",
+                "statistic": float(ks["statistic"]),
+                "ci95": None,
+                "pvalue": float(ks["pvalue"]),
+                "role": KS_ROLE,
+            }
+        )
     for row, p_holm in zip(rows, holm([r["pvalue"] for r in rows]), strict=True):
         row["p_holm"] = p_holm
         row["rejects"] = bool(p_holm < alpha)
