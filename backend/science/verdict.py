@@ -198,7 +198,7 @@ def size_reading(value, interval, bar: float) -> str:
     return "strong" if low >= bar else "small" if high < bar else "uncertain"
 
 
-def _size(measure: str, value, interval, bar: float, kind: str, **extra) -> dict:
+def _effect_size(measure: str, value, interval, bar: float, kind: str, **extra) -> dict:
     """An effect size judged against its bar: what the words cite for a test that rejected."""
     return {
         "measure": measure,
@@ -216,10 +216,10 @@ def _kl_size(kl: dict, kl_at_n: dict | None) -> dict:
     if kl_at_n and is_number(kl_at_n.get("value")):
         n = int(kl_at_n.get("subsample_size") or kl_at_n.get("n"))
         ci = kl_at_n.get("ci95")
-        return _size("KL at n", kl_at_n["value"], list(ci) if ci else None, STRONG_KL, "number", n=n)
+        return _effect_size("KL at n", kl_at_n["value"], list(ci) if ci else None, STRONG_KL, "number", n=n)
     n = int(kl.get("n_used") or kl["n"])
     ci = kl.get("ci95")
-    return _size("KL", kl["value"], list(ci) if ci else None, STRONG_KL, "number", n=n)
+    return _effect_size("KL", kl["value"], list(ci) if ci else None, STRONG_KL, "number", n=n)
 
 
 def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None, kl_at_n: dict | None, alpha: float) -> list:
@@ -253,7 +253,7 @@ def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None, kl_at_n
                 + ("" if "n_pvalue" in c else POOLED_NOTE),
             }
             if name in STRONG_ACCURACY:
-                row["size"] = _size("accuracy", c["accuracy"], interval, STRONG_ACCURACY[name], "percent")
+                row["size"] = _effect_size("accuracy", c["accuracy"], interval, STRONG_ACCURACY[name], "percent")
             rows.append(row)
     if ks and is_number(ks.get("pvalue")):
         rows.append(
