@@ -174,6 +174,7 @@ def one_draw(job: tuple[int, int, bool, bool]) -> dict:
         "kl_reading": size_reading(fig["kl"]["value"], fig["kl"]["ci95"], STRONG_KL),
         "loose": _code_at(full, LOOSE_ALPHA),
         "code_kl_ks": cheap["code"],
+        "effect_kl_ks": cheap["effect"],
         "loose_kl_ks": _code_at(cheap, LOOSE_ALPHA),
         "p": {e["test"]: e["pvalue"] for e in full["evidence"]},
         "accuracy": {c["features"]: c["accuracy"] for c in fig["classifiers"]},
@@ -242,6 +243,8 @@ def measure_size(pool, n: int, power: int, null: int, with_classifiers: int) -> 
         "detected_kl_ks": _detected(orig, "code_kl_ks") / len(orig),
         "fp_loose_kl_ks": _detected(haar, "loose_kl_ks"),
         "fp_default_kl_ks": _detected(haar, "code_kl_ks"),
+        "effects_kl_ks": {e: sum(r["effect_kl_ks"] == e for r in orig) for e in READINGS},
+        "fp_strong_kl_ks": sum(r["effect_kl_ks"] == "strong" for r in haar),
         "cover_haar": _coverage(haar, kl_null(n)["mean"]),
         "cover_aligned": _coverage(orig, aligned_mean),
         "aligned_mean": aligned_mean,
@@ -268,8 +271,10 @@ def write_report(lines: list[dict], null_rows: list[dict], mc_draws: int, counts
         f"| {r['n']} | " + " | ".join(f"{k} / {m}" for k, m in r["per_test"].values()) + " |" for r in lines
     )
     cheap_table = "\n".join(
-        f"| {r['n']} | {r['draws'][0]} / {r['draws'][1]} | {r['detected_kl_ks']:.1%} | {r['fp_loose_kl_ks']} | "
-        f"{r['fp_default_kl_ks']} | {r['cover_haar']:.1%} | {r['cover_aligned']:.1%} (target {r['aligned_mean']:.3f}) |"
+        f"| {r['n']} | {r['draws'][0]} / {r['draws'][1]} | {r['detected_kl_ks']:.1%} | "
+        + " / ".join(str(r["effects_kl_ks"][e]) for e in READINGS)
+        + f" | {r['fp_loose_kl_ks']} | {r['fp_default_kl_ks']} | {r['fp_strong_kl_ks']} | {r['cover_haar']:.1%} | "
+        f"{r['cover_aligned']:.1%} (target {r['aligned_mean']:.3f}) |"
         for r in lines
     )
     null_table = "\n".join(f"| {r['n']} | {r[0.05]:.4f} | {r[1e-2]:.4f} | {r[1e-3]:.4f} |" for r in null_rows)
@@ -315,8 +320,8 @@ Each test on its own on the same Haar draws: raw p < 0.05 (nominal 5 %).
 Every draw, KL and KS only (the rule's two-test family without the classifiers), and the KL interval
 (a Neyman interval: the null law at N scaled to the variance sd0² + {KL_SPREAD_GROWTH:g}·T/N at each target T):
 
-| N | draws (orig / Haar) | detected | false pos. α = 0.05 | false pos. default α | KL CI coverage, Haar | KL CI coverage, aligned |
-|---|---|---|---|---|---|---|
+| N | draws (orig / Haar) | detected | effect strong / uncertain / small | false pos. α = 0.05 | false pos. default α | of them strong | KL CI coverage, Haar | KL CI coverage, aligned |
+|---|---|---|---|---|---|---|---|---|
 {cheap_table}
 
 KL null law (Pearson III fit from a Monte-Carlo run, seed {KL_NULL_MC["seed"]}) against {mc_draws:,} fresh Haar
