@@ -77,7 +77,7 @@ def _is_classifier(row: dict) -> bool:
     return str(row.get("test", "")).endswith("classifier")
 
 
-def test_label(row: dict) -> str:
+def phrase_of(row: dict) -> str:
     """``the KL test``, ``the frame classifier``: how a sentence names a test."""
     name = row.get("test", "")
     return f"the {name}" if _is_classifier(row) else f"the {name} test"
@@ -128,7 +128,7 @@ def verdict_badge(verdict: dict) -> str:
 
 
 def _alpha(verdict: dict) -> str:
-    return f"α = {verdict['alpha']:g}"
+    return f"α = {format_number(verdict['alpha'], 'g')}"
 
 
 def _too_few(verdict: dict) -> str:
@@ -145,7 +145,7 @@ def _not_detected(verdict: dict) -> str:
     best = min(evidence, key=lambda e: e["p_holm"])
     return (
         f"Not detected: no test tells these poses from random orientations at {_alpha(verdict)} after Holm's "
-        f"adjustment over {format_count(len(evidence))} tests (smallest: {test_label(best)}, "
+        f"adjustment over {format_count(len(evidence))} tests (smallest: {phrase_of(best)}, "
         f"Holm p {format_p_clause(best['p_holm'])})."
     )
 
@@ -230,7 +230,7 @@ def evidence_figure(row: dict, alpha: float) -> str:
     outcome = "rejects" if _rejects(row, {"alpha": alpha}) else "does not reject"
     return (
         f"{figure} (p {format_p_clause(row.get('pvalue'))}, Holm p {format_p_clause(row.get('p_holm'))}: "
-        f"{outcome} at α = {alpha:g}{tail})"
+        f"{outcome} at α = {format_number(alpha, 'g')}{tail})"
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orientscope.core.numbers import format_number, format_p, format_percent, is_number
+from orientscope.core.numbers import format_count, format_number, format_p, format_percent, is_number
 from orientscope.science import alignment_words as words
 from orientscope.science.frames import DEGENERACY_CODES
 from orientscope.science.verdict import CLASSIFIER_ROLE, DEFAULT_ALPHA
@@ -125,7 +125,7 @@ def _statistics(report: dict) -> Section:
         )
     if (report.get("kl_at_n") or {}).get("value") is not None:
         at = report["kl_at_n"]
-        label = f"KL at n = {at['subsample_size']:,} (comparable across sizes)"
+        label = f"KL at n = {format_count(at['subsample_size'])} (comparable across sizes)"
         rows.append((label, format_kl(at), format_kl(c.get("kl_at_n"))))
     if "ks" in report:
         ks, cks = report["ks"] or {}, c.get("ks") or {}
