@@ -228,7 +228,8 @@ TOOLTIPS = {
     "kl": "Kullback–Leibler divergence of the orientations from a uniform distribution over rotations (SO(3)), "
     "k-nearest-neighbour estimate. 0 = uniform. The estimate grows with N (QM9 subsets: 0.31 at 100 molecules, "
     "0.54 at 1,000, 0.91 for all 130,831), so its 95% interval is for the expected estimate at this N, and "
-    "sets of different sizes compare through 'KL at n'.",
+    "sets of different sizes compare through 'KL at n' (shown for sets of 100,000 molecules or more), else only "
+    "at an equal N.",
     "kl_sign_invariant": "The same divergence with the sign of each axis ignored: what is left when a frame's axis "
     "directions are only defined up to sign.",
     "ks": "Kolmogorov–Smirnov test of the angles to the reference orientation against the law of uniform rotations "
