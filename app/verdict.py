@@ -15,8 +15,8 @@ from orientscope.services.report_format import (
     TOOLTIPS,
     Section,
     degeneracy_lines,
-    format_number,
     headline,
+    kl_mark_label,
     report_sections,
 )
 
@@ -24,7 +24,7 @@ VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"
 
 
-def _table(section: Section) -> html.Table:
+def _dash_table(section: Section) -> html.Table:
     # A column with no value in any row (the control's own "control" column in Compare) is left out.
     keep = [0] + [i for i in range(1, len(section.header)) if any(row[i] != "–" for row in section.rows)]
     return html.Table(
@@ -50,7 +50,7 @@ def section_children(section: Section) -> list:
         return []
     out: list = [html.H4(section.title, title=TOOLTIPS.get(section.key), className="has-tooltip")]
     if section.rows:
-        out.append(_table(section))
+        out.append(_dash_table(section))
     if section.skipped:
         out.append(html.P(f"Not computed: {section.skipped}", className="skipped"))
     out += [html.P(n, className="note") for n in section.notes]
@@ -77,12 +77,12 @@ def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
 
     marks = [
         at(0.0, "uniform", "0 = uniform", "0 = orientations as random as a uniform rotation"),
-        at(kl, "dataset", f"this set {format_number(kl, '.2f')}", "this dataset's KL to uniform"),
+        at(kl, "dataset", kl_mark_label("this set", kl), "this dataset's KL to uniform"),
     ]
     if control is not None:
         marks.insert(
             1,
-            at(control, "control", f"control {format_number(control, '.2f')}", "the same molecules, randomly rotated"),
+            at(control, "control", kl_mark_label("control", control), "the same molecules, randomly rotated"),
         )
     return html.Div([html.Div(className="kl-track"), *marks], className="kl-scale", title=TOOLTIPS["kl"])
 

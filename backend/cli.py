@@ -514,13 +514,14 @@ KEEP_ALIVE_S = 30
 
 def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
+    from orientscope.core.numbers import format_count
     from orientscope.services.report_format import degeneracy_lines, report_sections
 
     lines = [
-        f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, "
+        f"{r['name']} ({r['dataset']}): {format_count(r['n_molecules'])} molecules, frame {r['frame']}/{r['sign_rule']}, "
         f"seed {r['seed']}",
-        f"Verdict: {r['verdict']['text']}",
-        f"Control's verdict, same rule: {((r.get('control') or {}).get('verdict') or {}).get('text', '–')}",
+        *_verdict_lines("Verdict", r.get("verdict") or {}),
+        *_verdict_lines("Control's verdict, same rule", (r.get("control") or {}).get("verdict") or {}),
         f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons') or {})})",
         *(f"  {line}" for line in degeneracy_lines(r.get("degenerate_reasons") or {})),
     ]
@@ -529,7 +530,7 @@ def format_report(r: dict) -> str:
         lines += ["", section.title]
         shown.add(section.skipped)
         if section.rows:
-            lines += _table(section.header, section.rows)
+            lines += _text_table(section.header, section.rows)
         else:
             lines.append(f"  skipped: {section.skipped or 'not computed'}")
         lines += [f"  {note}" for note in section.notes]
@@ -543,7 +544,13 @@ def format_report(r: dict) -> str:
     return "\n".join(lines)
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _verdict_lines(title: str, verdict: dict) -> list[str]:
+    """``title: badge (rule version N)``, then the verdict's text, indented."""
+    rule = f" (rule version {verdict['rule_version']})" if verdict.get("rule_version") is not None else ""
+    return [f"{title}: {verdict.get('badge') or '–'}{rule}", f"  {verdict.get('text', '–')}"]
+
+
+def _text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     """Columns padded to their widest cell and separated by ' | ', under a header and a rule."""
     widths = [max(len(str(row[j])) for row in (header, *rows)) for j in range(len(header))]
 

@@ -48,6 +48,10 @@ def test_report_json_has_the_documented_keys(cli_dir):
     assert report["dataset"] == "qm9" and report["n_molecules"] == 300 and report["seed"] == 5
     assert report["verdict"]["code"] in ("aligned", "weakly_aligned") and report["verdict"]["aligned"] is True
     assert report["control"]["verdict"]["code"] == "not_detected" and report["verdict"]["alpha"] == 1e-3
+    assert (
+        report["verdict"]["badge"] == "Aligned — strong effect"
+        and report["control"]["verdict"]["badge"] == "Not detected"
+    )
     assert set(report["kl"]) >= {"value", "ci95"} and len(report["kl"]["ci95"]) == 2
     assert set(report["control"]["kl"]) >= {"value", "ci95"} and set(report["control"]["ks"]) >= {"statistic", "pvalue"}
     # The control is a uniformly rotated copy: its KL is near 0, far below the data's.
@@ -60,7 +64,8 @@ def test_report_reuses_stored_results_and_reads_env_dir(cli_dir):
     before = manifest.read_text()
     proc = run("report", "qm9", "--limit", "300", "--seed", "5", env_dir=cli_dir)
     text = proc.stdout
-    assert "Verdict: Aligned" in text and "Control's verdict, same rule: Not detected" in text
+    assert "Verdict: Aligned — strong effect (rule version " in text
+    assert "Control's verdict, same rule: Not detected" in text
     assert manifest.read_text() == before
     assert "%|" not in proc.stderr  # nothing ran: no progress bar
 
@@ -280,6 +285,7 @@ def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
 # ------------------------------------------------------------------ the text report
 def test_text_report_aligns_columns_and_names_every_section():
     from orientscope.cli import format_report
+    from orientscope.science.verdict import RULE_VERSION
     from tests.services.test_report_format import _report
 
     report = _report(
@@ -287,7 +293,12 @@ def test_text_report_aligns_columns_and_names_every_section():
         degenerate_reasons={"eigen_gap_12": 1},
     )  # fmt: skip
     text = format_report(report)
-    assert "Verdict: Aligned: the " in text and "Control's verdict, same rule: Not detected" in text
+    lines = text.splitlines()
+    # the badge and the rule that made it, then the verdict's words; the control's by the same rule
+    verdict = lines.index(f"Verdict: Aligned — strong effect (rule version {RULE_VERSION})")
+    assert lines[verdict + 1].startswith("  Aligned: 3 of 3 tests reject random orientations")
+    control = lines.index(f"Control's verdict, same rule: Not detected (rule version {RULE_VERSION})")
+    assert lines[control + 1].startswith("  Not detected: no test tells these poses from random orientations")
     assert "eigen_gap_12 (1): the first two axes have (almost) the same spread" in text
     kl = next(line for line in text.splitlines() if line.startswith("KL to uniform"))
     assert "0.907 [0.896, 0.918] | -0.001 [-0.003, 0.002]" in kl  # dataset and control apart

@@ -57,14 +57,33 @@ class DatasetPublic(_Model):
     )
 
 
+class EffectSizePublic(BaseModel):
+    """A test's effect size judged against its bar: only a test that rejected sizes the verdict's effect."""
+
+    measure: str = Field(description="accuracy (a classifier's), KL (at this N) or 'KL at n' (at a fixed n).")
+    value: float = Field(description="The estimate.")
+    ci95: list[float] | None = Field(description="Its 95 % interval, null if none was computed.")
+    bar: float = Field(description="The value from which the effect counts as strong.")
+    kind: Literal["number", "percent"] = Field(description="How the words write it.")
+    reading: Literal["strong", "small", "uncertain"] = Field(
+        description="strong: the interval lies at or above the bar; small: wholly below; uncertain: across it "
+        "(or no interval)."
+    )
+    n: int | None = Field(default=None, description="The N (KL) or subsample size n (KL at n) the estimate is at.")
+
+
 class EvidencePublic(BaseModel):
     """One test of "each pose is Haar-uniform" behind the verdict."""
 
     test: str = Field(description="KL, KS or '<feature set> classifier'.")
     statistic: float = Field(description="KL estimate, KS D, or held-out classifier accuracy.")
+    ci95: list[float] | None = Field(default=None, description="The statistic's 95 % interval, where it has one.")
     pvalue: float = Field(description="The test's own p-value.")
     p_holm: float = Field(description="Holm-adjusted over every test in the evidence.")
+    rejects: bool | None = Field(default=None, description="True when p_holm is below the verdict's alpha.")
     role: str = Field(description="What the test reads.")
+    size: EffectSizePublic | None = Field(default=None, description="Its effect size against a bar, where it has one.")
+    n: int | None = Field(default=None, description="Molecules behind the KL estimate (KL only).")
 
 
 class VerdictPublic(BaseModel):
@@ -74,16 +93,32 @@ class VerdictPublic(BaseModel):
 
     code: str = Field(
         default="too_few",
-        description="aligned (detected, strong effect), weakly_aligned (detected, small effect), not_detected, "
-        "or too_few (below the minimum for any test).",
+        description="aligned (detected; effect strong or uncertain, see effect), weakly_aligned (detected, small "
+        "effect), not_detected, or too_few (below the minimum for any test, or no test could run).",
     )
     aligned: bool | None = Field(
         description="True for aligned and weakly_aligned, false for not_detected, null for too_few."
     )
-    text: str = Field(description="The verdict in words; names the test that carried it.")
+    effect: Literal["strong", "uncertain", "small"] | None = Field(
+        default=None,
+        description="How strong, from the effect sizes of the tests that rejected: strong (one interval above its "
+        "bar), small (every one below), uncertain (otherwise); null when nothing rejected. aligned is strong or "
+        "uncertain, weakly_aligned is small.",
+    )
+    badge: str | None = Field(
+        default=None,
+        description="The verdict in a few words for the first screen: 'Aligned — strong effect', 'Aligned — "
+        "effect size uncertain', 'Weakly aligned', 'Not detected', 'Too few molecules' or 'Not tested'.",
+    )
+    text: str = Field(
+        description="The verdict in words: each test that rejected with its estimate, interval and Holm p, then "
+        "the effect size against its bar."
+    )
     evidence: list[EvidencePublic] = Field(default_factory=list, description="Every test, with its Holm p.")
     alpha: float | None = Field(default=None, description="Family-wise error rate of the Holm-adjusted tests.")
-    rule_version: int | None = Field(default=None, description="Version of the decision rule.")
+    rule_version: int | None = Field(default=None, description="Version of the decision rule that made it.")
+    n_molecules: int | None = Field(default=None, description="Molecules in the set the verdict is about.")
+    min_molecules: int | None = Field(default=None, description="The fewest molecules any test needs.")
     not_tests: dict | None = Field(
         default=None,
         description="Classifiers left out of the family, with the reason: a model that predicted one class for "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -69,6 +70,10 @@ def test_report_equals_the_cli_report_json(data_dir):
     assert kinds["angles"].layout.yaxis.type == "log"  # the ratio to the Haar density (the dashboard's figure)
     card = r._repr_html_()
     assert "data-verdict=" in card and "data:image/png;base64," in card and cli["result_key"] in card
+    # the badge, the rule that made it, and each test with its own interval and Holm p (never a bare "86%")
+    v = cli["verdict"]
+    assert f"<strong>{html.escape(v['badge'])}</strong>" in card and f"verdict rule {v['rule_version']}" in card
+    assert all(html.escape(e["test"]) in card for e in v["evidence"]) and card.count("Holm p") >= len(v["evidence"])
     view = r.molecule("1")._make_html()
     assert "data:text/javascript;base64," in view and "cdn.jsdelivr" not in view
     with pytest.raises(ValueError, match=r"unknown figure 'histogram'; allowed: \['map', 'sphere', 'angles'\]"):
