@@ -15,6 +15,7 @@ _API = {
     "Batch": "batches", "Poses": "batches", "rotated_copies": "batches",
     "canonicalize": "canonical", "Canonical": "canonical",
     "compare_audits": "compare", "sweep": "compare", "AuditComparison": "compare",
+    "sample_path": "samples",
 }  # fmt: skip
 __all__ = ["__version__", *_API]
 
