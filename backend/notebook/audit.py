@@ -11,6 +11,7 @@ poses, and no training augmentation at default settings (purpose ``augment``) ev
 from __future__ import annotations
 
 import html
+import itertools
 import time
 from collections.abc import Callable, Sequence
 
@@ -103,9 +104,10 @@ class _Model:
         self.seconds += time.perf_counter() - t0
         return _check_output(result, batch, self.properties, label)
 
-    def check(self, dataset: Dataset) -> None:
-        """Call it once on the first molecules' stored poses: a wrong signature fails here, before any stage."""
-        first = next(stored_batches(dataset.row_parts(), CHECK_MOLECULES))
+    def check(self, part: tuple) -> None:
+        """Call it once on the first molecules' stored poses of ``part`` (molecules, rows): a wrong signature
+        fails here, before any stage."""
+        first = next(stored_batches([part], CHECK_MOLECULES))
         self(first, f"a {len(first)}-molecule check batch (stored poses, first id {str(first.ids[0])!r})")
         self.seconds = 0.0
 
@@ -186,8 +188,10 @@ def audit_model(
     view = dataset if ids is None else dataset.subset(ids)
     name = display_name(name or getattr(predict, "__name__", "model"), "audit")
     model = _Model(predict, featurize, properties)
+    parts = view.row_parts()
+    first = next(parts)  # read once: the check calls predict on its first molecules, and the audit starts with it
     with collected_warnings(silence=not progress) as stage_warnings:
-        model.check(view)
+        model.check(first)
         stage_seconds = view.ensure_computed(progress)
         note = f"ran the pipeline stages on {dataset.name} first ({stage_seconds:.1f} s)" if stage_seconds else ""
         n = view.n_molecules
@@ -196,7 +200,7 @@ def audit_model(
         batch_ids, stored, turned = [], [], [[] for _ in range(copies)]
         with progress_bar(f"audit {name}", progress) as bar:
             done = 0
-            for number, batch in enumerate(stored_batches(view.row_parts(), batch_size)):
+            for number, batch in enumerate(stored_batches(itertools.chain([first], parts), batch_size)):
                 bar(0.8 * done / n, f"batch {number}, molecules {done:,}-{done + len(batch) - 1:,}", "predict")
                 batch_ids.append(batch.ids)
                 stored.append(model(batch, _label(batch, number)))

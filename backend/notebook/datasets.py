@@ -203,11 +203,10 @@ class Dataset:
         A subset view runs its whole set's (it has none of its own)."""
         if self._parent is not None:
             return self._parent.ensure_computed(progress)
-        from orientscope.pipeline.precompute import make_params, precompute
-
         root, dataset_id = self.location()
         if ds.read_meta(root, dataset_id).get("active_result"):
             return 0.0
+        from orientscope.pipeline.precompute import make_params, precompute  # the stages' code only when they run
         t0 = time.perf_counter()
         with progress_bar(f"stages of {self.name}", progress) as bar:
             precompute(root, dataset_id, make_params(), progress=bar)

@@ -178,7 +178,7 @@ def _training_note(figures: dict, split: str | None) -> str:
 
 
 def _straddle(ci: list[float], margin: float, significant: bool, p_text: str) -> str:
-    """Why a CI that reaches past a margin leaves the tier open, saying what the estimate says."""
+    """Why a CI that reaches past a margin leaves the tier open, saying only what the interval says."""
     low, high = ci
     above, below = high > margin, low < -margin
     width = "More molecules or copies narrow the interval."
@@ -187,19 +187,25 @@ def _straddle(ci: list[float], margin: float, significant: bool, p_text: str) ->
             f"the reliance CI reaches past both the {_margin(margin, '-')} and the {_margin(margin, '+')} margins, "
             f"so it cannot tell a robust model from one that leans or does better on rotated copies. {width}"
         )
+    if below and high < 0:
+        return (
+            "the error is lower on rotated copies than on the stored poses (the whole reliance CI is negative), "
+            f"but not wholly below the {_margin(margin, '-')} margin: the model may do as well on both. {width}"
+        )
     if below:
         return (
-            "the error is lower on rotated copies than on the stored poses, but the reliance CI is not wholly "
-            f"below the {_margin(margin, '-')} margin: the model may do as well on both. {width}"
+            f"the reliance CI reaches below the {_margin(margin, '-')} margin, so it cannot tell a model robust to "
+            f"the margin from one that does better on rotated copies. {width}"
         )
-    if significant:
+    if significant or low > 0:
+        grows = f"Holm-adjusted p {p_text}" if significant else "the whole reliance CI is positive"
         return (
-            f"the error grows on rotated copies (Holm-adjusted p {p_text}), but the reliance CI reaches below the "
+            f"the error grows on rotated copies ({grows}), but the reliance CI reaches below the "
             f"{_margin(margin, '+')} margin: the increase may be smaller than the margin. {width}"
         )
     return (
-        f"the reliance CI reaches above the {_margin(margin, '+')} margin but not wholly: the increase may be "
-        f"within the margin. {width}"
+        f"the reliance CI reaches above the {_margin(margin, '+')} margin, so it cannot tell a model robust to the "
+        f"margin from one that leans. {width}"
     )
 
 

@@ -57,6 +57,9 @@ def test_a_negative_reliance_says_the_model_does_better_on_rotated_copies():
     inconclusive = verdict(_figures(-0.048, [-0.082, -0.005]), 1e-4, False, None)["text"]
     assert "the error is lower on rotated copies than on the stored poses" in inconclusive
     assert "reliance -4.8 % [-8.2 %, -0.5 %]" in inconclusive
+    # A CI that reaches below the margin but also above 0 claims no direction.
+    open_ = verdict(_figures(-0.002, [-0.014, 0.0097]), 0.7, False, None)["text"]
+    assert "lower on rotated copies than" not in open_ and "reaches below the -1.0 % margin" in open_
     better = verdict(_figures(-0.048, [-0.082, -0.011]), 1e-4, False, None)["text"]
     assert better.startswith("Better on rotated copies") and "does worse on the stored poses" in better
 
