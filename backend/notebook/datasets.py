@@ -207,6 +207,7 @@ class Dataset:
         if ds.read_meta(root, dataset_id).get("active_result"):
             return 0.0
         from orientscope.pipeline.precompute import make_params, precompute  # the stages' code only when they run
+
         t0 = time.perf_counter()
         with progress_bar(f"stages of {self.name}", progress) as bar:
             precompute(root, dataset_id, make_params(), progress=bar)

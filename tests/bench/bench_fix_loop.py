@@ -184,8 +184,10 @@ def main(data_dir: str | None = None, baseline_ref: str = BASELINE_REF) -> dict:
                              "predict_cpu": statistics.median(x["predict_cpu"] for x in v),
                              "wall": statistics.median(x["wall"] for x in v), "verdicts": v[0]["verdicts"]}
                       for side, v in runs.items()}  # fmt: skip
-        r["subset"] = {"new": _python(SUBSET_NEW, str(qm9), str(SUBSET_N)),
-                       "base": _python(SUBSET_BASE, str(qm9), str(SUBSET_N), str(tmp / "base-data"), root=base)}
+        r["subset"] = {
+            "new": _python(SUBSET_NEW, str(qm9), str(SUBSET_N)),
+            "base": _python(SUBSET_BASE, str(qm9), str(SUBSET_N), str(tmp / "base-data"), root=base),
+        }
         loads.append(os.getloadavg()[0])
         r["copies"] = {k: _python(COPIES, str(qm9), str(COPIES_N), str(k), "stream") for k in (1, 4, 16)}
         r["export"] = _python(COPIES, str(qm9), str(COPIES_N), "16", "export", str(tmp))
