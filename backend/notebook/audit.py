@@ -259,6 +259,11 @@ def _predictions(ids: np.ndarray, properties: list[str], stored: np.ndarray, rot
     return _Predictions(table, audit_rows_)
 
 
+def _percent(fraction: float | None) -> float | None:
+    """A reliance in percent, the unit its texts and tables write it in."""
+    return None if fraction is None else 100.0 * fraction
+
+
 class ModelAudit:
     """A model audit, the same record as ``GET /api/datasets/{id}/model-audits/{audit_id}``.
 
@@ -268,8 +273,9 @@ class ModelAudit:
         view when the audit was of some ids)
     verdicts : {property: tier} (``invariant``, ``robust``, ``leans``, ``better_rotated``, ``inconclusive``,
         ``frame_dependent``), over all audited molecules
-    properties : DataFrame, one row per property (and split): reliance and its CI, p-values, the rotation shift
-        (median and 95th percentile with their CIs, largest), the MAEs, tier and its text
+    properties : DataFrame, one row per property (and split): the reliance and its CI in percent (the texts'
+        unit), p-values, the rotation shift (median and 95th percentile with their CIs, largest; property
+        unit), the MAEs, tier and its text
     warnings : what the audit and the stages before it warned about
     predictions : DataFrame id, property, copy, stored, rotated: what ``predict`` returned, in the form of the
         predictions file ``orientscope audit-model`` reads
@@ -310,12 +316,13 @@ class ModelAudit:
     def properties(self) -> pd.DataFrame:
         rows = []
         for p in self._record["properties"]:
-            ci = p["ci95"].get("reliance") or [None, None]
+            ci = [_percent(x) for x in p["ci95"].get("reliance") or [None, None]]
             median_ci = p.get("shift_median_ci95") or [None, None]
             p95_ci = p.get("shift_p95_ci95") or [None, None]
             rows.append({
                 "property": p["property"], "split": p["split"], "n": p["n"], "unit": p.get("unit", ""),
-                "reliance": p["reliance"], "reliance_ci_low": ci[0], "reliance_ci_high": ci[1],
+                "reliance_percent": _percent(p["reliance"]), "reliance_ci_low_percent": ci[0],
+                "reliance_ci_high_percent": ci[1],
                 "pvalue": p["pvalue"], "pvalue_holm": p["pvalue_holm"],
                 "shift_median": p.get("shift_median"), "shift_median_ci_low": median_ci[0],
                 "shift_median_ci_high": median_ci[1], "shift_p95": p.get("shift_p95"),

@@ -30,8 +30,8 @@ class AuditComparison:
 
     Attributes
     ----------
-    table : DataFrame, one row per (audit, property): reliance and its CI (fractions), rotation shift median and
-        95th percentile with its CI and the MAEs (property unit), tier, margin
+    table : DataFrame, one row per (audit, property): the reliance and its CI in percent, rotation shift median
+        and 95th percentile with its CI and the MAEs (property unit), tier, margin (a fraction)
     audits : the :class:`ModelAudit` objects (or records) compared, in order
     """
 
@@ -49,7 +49,8 @@ class AuditComparison:
                 "MAE stored / rotated", "tier")  # fmt: skip
         body = "".join(
             f"<tr data-tier='{esc(r.tier)}'><td>{esc(str(r.audit))}</td><td>{esc(r.property)}</td><td>{r.n:,}</td>"
-            f"<td>{esc(format_percent(r.reliance))} {esc(format_interval(r.reliance_ci_low, r.reliance_ci_high, 'percent'))}</td>"
+            f"<td>{esc(format_percent(r.reliance_percent / 100))} "  # the table's NaN reads "–"
+            f"{esc(format_interval(r.reliance_ci_low_percent / 100, r.reliance_ci_high_percent / 100, 'percent'))}</td>"
             f"<td>{esc(format_number(r.shift_median, '.3g'))} {esc(r.unit)}</td>"
             f"<td>{esc(format_number(r.shift_p95, '.3g'))} "
             f"{esc(format_interval(r.shift_p95_ci_low, r.shift_p95_ci_high, 'number', fmt='.3g'))} {esc(r.unit)}</td>"

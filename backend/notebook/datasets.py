@@ -33,6 +33,7 @@ from orientscope.core.settings import (
     in_memory_bytes,
     resolve_data_dir,
     slugify,
+    validate_id,
 )
 from orientscope.notebook.progress import check_options, checked_options, progress_bar
 from orientscope.store import datasets as ds
@@ -468,8 +469,11 @@ def from_pyg(dataset, property_names: Sequence[str] | None = None, *, name: str 
 @checked_options
 def load(dataset_id: str = DEFAULT_DATASET, data_dir=None) -> Dataset:
     """A stored set (the built-in QM9 is written into the data folder on first use)."""
-    from orientscope.pipeline.precompute import ensure_dataset
-
     root = resolve_data_dir(data_dir)
-    meta = ensure_dataset(root, dataset_id)
+    if ds.has_dataset(root, validate_id(dataset_id)):  # stored: the pipeline's code (seconds of imports) is not needed
+        meta = ds.require_current_layout(dataset_id, ds.read_meta(root, dataset_id))
+    else:
+        from orientscope.pipeline.precompute import ensure_dataset
+
+        meta = ensure_dataset(root, dataset_id)
     return Dataset(root, dataset_id, meta.get("name", dataset_id))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pandas as pd
 
 TABLE_COLUMNS = (
-    "audit", "property", "split", "n", "reliance", "reliance_ci_low", "reliance_ci_high", "shift_median",
+    "audit", "property", "split", "n", "reliance_percent", "reliance_ci_low_percent", "reliance_ci_high_percent",
+    "shift_median",
     "shift_p95", "shift_p95_ci_low", "shift_p95_ci_high", "mae_stored", "mae_rotated", "unit", "tier", "margin",
 )  # fmt: skip
 
@@ -24,11 +25,13 @@ def comparison_table(records: list[dict], labels: list[str], split: str | None =
         for p in record["properties"]:
             if p.get("split") != split:
                 continue
-            ci = (p.get("ci95") or {}).get("reliance") or [None, None]
+            ci = [None if x is None else 100.0 * x for x in (p.get("ci95") or {}).get("reliance") or [None, None]]
+            reliance = p.get("reliance")
             shift_ci = p.get("shift_p95_ci95") or [None, None]
             rows.append({
                 "audit": label, "property": p["property"], "split": p.get("split") or "all", "n": p["n"],
-                "reliance": p.get("reliance"), "reliance_ci_low": ci[0], "reliance_ci_high": ci[1],
+                "reliance_percent": None if reliance is None else 100.0 * reliance,
+                "reliance_ci_low_percent": ci[0], "reliance_ci_high_percent": ci[1],
                 "shift_median": p.get("shift_median"), "shift_p95": p.get("shift_p95"),
                 "shift_p95_ci_low": shift_ci[0], "shift_p95_ci_high": shift_ci[1],
                 "mae_stored": p.get("mae_stored"), "mae_rotated": p.get("mae_rotated"), "unit": p.get("unit", ""),
@@ -57,8 +60,9 @@ def comparison_figure(table: pd.DataFrame):
         unit = rows["unit"].iloc[0]
         in_unit = f" ({unit})" if unit else ""
         fig.add_trace(go.Scatter(
-            x=rows["audit"], y=100 * rows["reliance"], mode="markers", name=f"{prop}: reliance",
-            error_y=_error_bars(100 * rows["reliance"], 100 * rows["reliance_ci_low"], 100 * rows["reliance_ci_high"]),
+            x=rows["audit"], y=rows["reliance_percent"], mode="markers", name=f"{prop}: reliance",
+            error_y=_error_bars(rows["reliance_percent"], rows["reliance_ci_low_percent"],
+                                rows["reliance_ci_high_percent"]),
             customdata=rows[["tier"]], hovertemplate="%{x}: %{y:+.1f} % (%{customdata[0]})<extra></extra>",
         ), row=1, col=1)  # fmt: skip
         fig.add_trace(go.Scatter(

@@ -268,11 +268,8 @@ def test_the_gate_raises_with_the_table_and_the_comparison_needs_no_dash(qm9_sma
         "invariant",
     ]
     assert both.table["shift_p95"].iloc[0] > 0.01 and both.table["shift_p95"].iloc[1] < 1e-12
-    assert (
-        both.table["reliance_ci_low"].iloc[0]
-        <= both.table["reliance"].iloc[0]
-        <= both.table["reliance_ci_high"].iloc[0]
-    )
+    lo, mid, hi = (both.table[f"reliance{k}_percent"].iloc[0] for k in ("_ci_low", "", "_ci_high"))
+    assert lo <= mid <= hi and mid == pytest.approx(100 * lab.to_dict()["properties"][0]["reliance"])
     figure = both.figure()
     assert {t.name for t in figure.data} >= {"pose_linked: reliance", "pose_linked: shift 95th pct"}
     assert "data-tier='leans'" in both._repr_html_()
@@ -305,7 +302,7 @@ def test_sweep_trains_on_rotated_copies_and_audits_the_held_out_molecules(qm9_sm
     # Trained on copies, the least-squares model keeps a small lab-x weight (about +5 % reliance here, inside the
     # ±10 % margin), and its predictions move 40x less with the pose.
     assert list(table["tier"]) == ["leans", "robust"] and (table["margin"] == 0.1).all()
-    assert table["reliance"].iloc[1] < table["reliance"].iloc[0] / 100
+    assert table["reliance_percent"].iloc[1] < table["reliance_percent"].iloc[0] / 100
     assert table["shift_p95"].iloc[1] < table["shift_p95"].iloc[0] / 10
     with pytest.raises(ValueError, match="sweep needs the held-out ids"):
         orientscope.sweep(train, ds, "pose_linked", n_copies=[0])

@@ -79,7 +79,8 @@ def test_the_audit_notebook_runs_and_shows_the_verdicts(tmp_path, monkeypatch):
     ]
     assert "data-verdict='invariant'" in invariant
     shown = text["print(lab_audit.verdicts, invariant_audit.verdicts)"]
-    assert "{'pose_linked': 'leans'} {'gap': 'invariant'}" in shown and "shift_p95" in shown
+    assert "{'pose_linked': 'leans'} {'gap': 'invariant'}" in shown and "rotation shift median" in shown
+    assert "pose_linked: Leans on the pose" in shown and "Tiers by audit rule 3" in shown
     data_dir = tmp_path / "data"
     assert list_dataset_ids(data_dir) == ["qm9-sample"]
     names = {
@@ -94,7 +95,7 @@ def test_the_fix_loop_notebook_leans_then_fixes_and_proves_it(tmp_path, monkeypa
     before = text["pose_model = train(orientscope.rotated_copies(ds, 0, ids=train_ids))"]
     assert "data-verdict='leans'" in before
     after = text["augmented = train(orientscope.rotated_copies(ds, 16, ids=train_ids))"]
-    assert "robust" in after and "shift_median" in after and "leans" not in after
+    assert "data-verdict='robust'" in after and "rotation shift median" in after and "leans" not in after
     fixed = text["def canonical_features(batch):"]
     assert "data-verdict='invariant'" in fixed
     comparison = text["comparison = orientscope.compare_audits([before, after, fixed])"]
