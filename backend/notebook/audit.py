@@ -139,7 +139,7 @@ def _splits(ids: np.ndarray, train_ids, dataset: Dataset) -> np.ndarray | None:
     if train_ids is None:
         return None
     train = pd.Index(np.asarray([train_ids] if isinstance(train_ids, str) else list(train_ids)).astype(str))
-    known = pd.Index(dataset.ids if not dataset.is_subset else dataset._parent.ids)
+    known = pd.Index(dataset.whole.ids)
     unknown = train[known.get_indexer(train) < 0]
     if len(unknown):
         raise ValueError(f"{len(unknown):,} train_ids are not molecules of {dataset.id!r}, e.g. {list(unknown[:5])}")
@@ -224,7 +224,7 @@ def audit_model(
         "batch_size": batch_size,
         **{k: v for k, v in rotation_record(AUDIT, seed).items() if k != "seed"},
         "featurize": None if featurize is None else getattr(featurize, "__qualname__", type(featurize).__name__),
-        "subset": None if not view.is_subset else {"n_molecules": view.n_molecules, "of": view._parent.n_molecules},
+        "subset": None if not view.is_subset else {"n_molecules": view.n_molecules, "of": view.whole.n_molecules},
     }
     record = audit_record(name, source, preds.rows_for_audit, settings, figures)
     seconds = {"total": time.perf_counter() - t0, "predict": model.seconds, "stages": stage_seconds}

@@ -100,6 +100,11 @@ class Dataset:
         """Whether this is a view on some molecules of another set (:meth:`subset`)."""
         return self._parent is not None
 
+    @property
+    def whole(self) -> Dataset:
+        """The whole set: this one, or the set a subset view is cut from."""
+        return self._parent or self
+
     def subset(self, ids) -> Dataset:
         """A view on the molecules with ``ids`` (in the set's order): it shares this set's store and results and
         recomputes nothing.
