@@ -134,16 +134,20 @@ def _callable(value, what: str) -> None:
         raise TypeError(f"{what} must be callable, got {type(value).__name__}")
 
 
-def _splits(ids: np.ndarray, train_ids, dataset: Dataset) -> np.ndarray | None:
-    """Per audited molecule ``train`` or ``test`` (``train_ids`` marks the training ones), or None."""
+def _training_ids(train_ids, dataset: Dataset) -> pd.Index | None:
+    """``train_ids`` as an index, checked against the whole set (ValueError naming ids it lacks), or None."""
     if train_ids is None:
         return None
     train = pd.Index(np.asarray([train_ids] if isinstance(train_ids, str) else list(train_ids)).astype(str))
-    known = pd.Index(dataset.whole.ids)
-    unknown = train[known.get_indexer(train) < 0]
+    unknown = train[pd.Index(dataset.whole.ids).get_indexer(train) < 0]
     if len(unknown):
         raise ValueError(f"{len(unknown):,} train_ids are not molecules of {dataset.id!r}, e.g. {list(unknown[:5])}")
-    return np.where(pd.Index(ids).isin(train), "train", "test")
+    return train
+
+
+def _splits(ids: np.ndarray, train: pd.Index | None) -> np.ndarray | None:
+    """Per audited molecule ``train`` or ``test``, or None without training ids."""
+    return None if train is None else np.where(pd.Index(ids).isin(train), "train", "test")
 
 
 @checked_options
@@ -186,6 +190,7 @@ def audit_model(
     decision = Decision(margin, max_shift)
     copies, batch_size, seed = int(copies), check_batch_size(batch_size), int(seed)
     view = dataset if ids is None else dataset.subset(ids)
+    train = _training_ids(train_ids, view)
     name = display_name(name or getattr(predict, "__name__", "model"), "audit")
     model = _Model(predict, featurize, properties)
     parts = view.row_parts()
@@ -211,7 +216,7 @@ def audit_model(
                 done += len(batch)
             all_ids = np.concatenate(batch_ids)
             preds = _predictions(all_ids, properties, np.concatenate(stored), [np.concatenate(r) for r in turned],
-                                 _splits(all_ids, train_ids, view))  # fmt: skip
+                                 _splits(all_ids, train))  # fmt: skip
             settings = AuditSettings()
             root, dataset_id = view.location()
             figures, table = audit_predictions(root, dataset_id, preds.rows_for_audit, seed, settings,

@@ -306,3 +306,23 @@ def test_sweep_trains_on_rotated_copies_and_audits_the_held_out_molecules(qm9_sm
     assert table["shift_p95"].iloc[1] < table["shift_p95"].iloc[0] / 10
     with pytest.raises(ValueError, match="sweep needs the held-out ids"):
         orientscope.sweep(train, ds, "pose_linked", n_copies=[0])
+
+
+def test_train_ids_split_the_audit_and_its_text_names_the_training_molecules(ds, data_dir):
+    mols = load_dataset(data_dir, "qm9")
+    w, *_ = np.linalg.lstsq(lab_frame_features(mols), mols.properties["gap"].to_numpy(), rcond=None)
+    train = ds.ids[::4]
+    audit = orientscope.audit_model(lambda b: lab_frame_features(_set(b)) @ w, ds, "gap", copies=2, train_ids=train,
+                                    progress=False)  # fmt: skip
+    table = audit.properties.set_index("split", drop=False)
+    assert list(table["split"].fillna("all")) == ["all", "train", "test"]
+    assert table.loc["train", "n"] == len(train) and table.loc["test", "n"] == ds.n_molecules - len(train)
+    everything = audit.to_dict()["properties"][0]
+    assert everything["n_train"] == len(train)
+    assert (
+        f"Training molecules are included: {len(train)} of the {ds.n_molecules} molecules"
+        in everything["verdict"]["text"]
+    )
+    assert set(audit.predictions["split"]) == {"train", "test"}
+    with pytest.raises(ValueError, match=r"1 train_ids are not molecules of 'qm9', e.g. \['nosuch'\]"):
+        orientscope.audit_model(np.zeros, ds, "gap", train_ids=["nosuch"], progress=False)
