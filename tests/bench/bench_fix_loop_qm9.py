@@ -138,8 +138,8 @@ def _markdown(r: dict) -> str:
         lines.append(
             f"| {features} | {row['model']} | {_mev(row['mae_stored'])} / {_mev(row['mae_rotated'])} "
             f"| {_mev(row['shift_median'])}, {_mev(row['shift_p95'])} [{_mev(row['shift_p95_ci_low'])}, "
-            f"{_mev(row['shift_p95_ci_high'])}] | {100 * row['reliance']:+.1f} % [{100 * row['reliance_ci_low']:+.1f}, "
-            f"{100 * row['reliance_ci_high']:+.1f}] | `{row['verdict']}` |"
+            f"{_mev(row['shift_p95_ci_high'])}] | {row['reliance_percent']:+.1f} % [{row['reliance_ci_low_percent']:+.1f}, "
+            f"{row['reliance_ci_high_percent']:+.1f}] | `{row['verdict']}` |"
         )
     table = "\n".join(lines)
     return f"""## The fix loop on QM9 ZPVE (issue 39's acceptance)
