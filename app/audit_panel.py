@@ -18,6 +18,7 @@ from dash import ClientsideFunction, Input, Output, State, dash_table, dcc, html
 from orientscope.app import data, ids
 from orientscope.app.initial_view import color_options
 from orientscope.app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
+from orientscope.core.numbers import format_count
 from orientscope.services.audit_table import COLUMNS, audit_rows, provenance
 
 
@@ -94,7 +95,11 @@ def audit_texts(record: dict) -> list:
     ]
     warnings = [html.P(w, className="warning") for w in record.get("warnings", [])]
     unknown = record.get("n_unknown_ids")
-    note = [html.P(f"{unknown:,} ids of the file are not in the dataset.", className="note")] if unknown else []
+    note = (
+        [html.P(f"{format_count(unknown)} ids of the file are not in the dataset.", className="note")]
+        if unknown
+        else []
+    )
     rules = [html.P(provenance(record), className="note audit-rules")]
     return texts + note + warnings + rules
 

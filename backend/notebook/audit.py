@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from orientscope.core.numbers import format_count
 from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions
 from orientscope.notebook.batches import Batch, check_batch_size, rotated, stored_batches
@@ -370,7 +371,7 @@ class ModelAudit:
         head = "".join(f"<th>{esc(headers[k])}</th>" for k in shown) + "<th>tier</th><th></th>"
         return (
             f"<div class='orientscope-audit'><h3>Model audit {esc(self._record['name'])} of "
-            f"{esc(self.dataset.name)}: {self._record['n_molecules']:,} molecules, "
+            f"{esc(self.dataset.name)}: {format_count(self._record['n_molecules'])} molecules, "
             f"{self._record['input']['copies']} rotated copies, seed {self._record['seed']}</h3>"
             f"<table><tr>{head}</tr>{rows}</table>{notes}</div>"
         )

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from orientscope.core.numbers import format_interval, format_number, format_percent
+from orientscope.core.numbers import format_count, format_interval, format_number, format_percent
 from orientscope.core.settings import DEFAULT_SEED
 from orientscope.notebook.audit import ModelAudit, audit_model
 from orientscope.notebook.batches import DEFAULT_BATCH_SIZE, rotated_copies
@@ -48,7 +48,7 @@ class AuditComparison:
         head = ("audit", "property", "n", "reliance [95 % CI]", "shift median", "shift 95th pct [95 % CI]",
                 "MAE stored / rotated", "tier")  # fmt: skip
         body = "".join(
-            f"<tr data-tier='{esc(r.tier)}'><td>{esc(str(r.audit))}</td><td>{esc(r.property)}</td><td>{r.n:,}</td>"
+            f"<tr data-tier='{esc(r.tier)}'><td>{esc(str(r.audit))}</td><td>{esc(r.property)}</td><td>{format_count(int(r.n))}</td>"
             f"<td>{esc(format_percent(r.reliance_percent / 100))} "  # the table's NaN reads "–"
             f"{esc(format_interval(r.reliance_ci_low_percent / 100, r.reliance_ci_high_percent / 100, 'percent'))}</td>"
             f"<td>{esc(format_number(r.shift_median, '.3g'))} {esc(r.unit)}</td>"

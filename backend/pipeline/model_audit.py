@@ -26,6 +26,7 @@ import pandas as pd
 from orientscope.core.dataset import frame_dependent_properties
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
+from orientscope.core.numbers import format_number
 from orientscope.core.progress import Progress, quiet
 from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions, read_predictions
@@ -119,7 +120,7 @@ def _shifted_truth_warning(
         if shifted < 0.5 * mse:
             return (
                 f"{prop}: the stored predictions match the value of id{step:+d} far better than their own "
-                f"(MSE {shifted:.3g} against {mse:.3g}): are the ids shifted by one?"
+                f"(MSE {format_number(shifted, '.3g')} against {format_number(mse, '.3g')}): are the ids shifted by one?"
             )
     return None
 

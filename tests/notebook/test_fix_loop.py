@@ -272,7 +272,8 @@ def test_the_gate_raises_with_the_table_and_the_comparison_needs_no_dash(qm9_sma
     assert lo <= mid <= hi and mid == pytest.approx(100 * lab.to_dict()["properties"][0]["reliance"])
     figure = both.figure()
     assert {t.name for t in figure.data} >= {"pose_linked: reliance", "pose_linked: shift 95th pct"}
-    assert "data-tier='leans'" in both._repr_html_()
+    html = both._repr_html_()
+    assert "data-tier='leans'" in html and f"<td>{len(held_out)}</td>" in html
     code = "import sys, orientscope; orientscope.compare_audits; import orientscope.notebook.compare; " \
            "print('dash' in sys.modules)"  # fmt: skip
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
