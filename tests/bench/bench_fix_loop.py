@@ -220,7 +220,10 @@ the whole process around the call (batching, the rotations, the checks of what `
 and, new, the rotation shift's quantiles and the identity-keyed rotations) less `predict`'s own process time.
 The stream reads the QM9 store one shard at a time (the whole set is one shard here) and keeps one batch's
 copies; its peak RSS is the shard plus the interpreter. Machine load (1-min average) before and after each
-part: {", ".join(f"{x:.1f}" for x in r["load"])}; the machine is shared with other jobs, so wall times vary.
+part: {", ".join(f"{x:.1f}" for x in r["load"])}. The targets of the subset start and the stream are wall times;
+on a machine this loaded a process gets a fraction of a core (wall/CPU {s["new"]["check"] / s["new"]["check_cpu"]:.1f}×
+for the subset start), so the CPU seconds are the figure to read against them: this run does not show the wall
+targets met, only the work within them.
 """
 
 

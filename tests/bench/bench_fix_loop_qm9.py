@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from orientscope.core.numbers import format_interval, format_number, format_percent
 from tests.bench.common import ROOT, write_section
 
 PROPERTY = "zpve"
@@ -117,14 +118,14 @@ def main(data_dir: str | None = None) -> dict:
     part = {(b.copy, i): b.positions[b.offsets[j] : b.offsets[j + 1]]
             for b in orientscope.rotated_copies(ds.subset(some[::-1]), 2) for j, i in enumerate(b.ids)}  # fmt: skip
     same = whole.keys() == part.keys() and all(np.array_equal(whole[k], part[k]) for k in whole)
-    r = {"rows": rows, "gate": gate, "cli_exit": cli.returncode, "cli_stderr": cli.stderr.strip()[-300:],
+    r = {"rows": rows, "gate": gate, "cli_exit": cli.returncode, "cli_stderr": cli.stderr.strip().splitlines()[-1],
          "subset_copies_equal": bool(same), "n_checked": len(some), "load": loads}  # fmt: skip
     write_section("fix-loop-qm9", _markdown(r))
     return r
 
 
 def _mev(x) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{x * MEV_PER_HARTREE:.1f}"
+    return format_number(None if x is None else x * MEV_PER_HARTREE, ".1f")
 
 
 def _markdown(r: dict) -> str:
@@ -138,8 +139,9 @@ def _markdown(r: dict) -> str:
         lines.append(
             f"| {features} | {row['model']} | {_mev(row['mae_stored'])} / {_mev(row['mae_rotated'])} "
             f"| {_mev(row['shift_median'])}, {_mev(row['shift_p95'])} [{_mev(row['shift_p95_ci_low'])}, "
-            f"{_mev(row['shift_p95_ci_high'])}] | {row['reliance_percent']:+.1f} % [{row['reliance_ci_low_percent']:+.1f}, "
-            f"{row['reliance_ci_high_percent']:+.1f}] | `{row['verdict']}` |"
+            f"{_mev(row['shift_p95_ci_high'])}] | {format_percent(row['reliance_percent'] / 100)} "
+            f"{format_interval(row['reliance_ci_low_percent'] / 100, row['reliance_ci_high_percent'] / 100, 'percent')} "
+            f"| `{row['verdict']}` |"
         )
     table = "\n".join(lines)
     return f"""## The fix loop on QM9 ZPVE (issue 39's acceptance)
