@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 EXE = shutil.which("orientscope", path=str(Path(sys.executable).parent)) or "orientscope"
@@ -251,9 +252,11 @@ def test_export_copies_then_audit_model_json(audit_dir, tmp_path):
     from tests.audit_models import invariant_features, predictions_frame
 
     out = tmp_path / "rot.npz"
-    run("export", "qm9", "--mode", "random", "--copies", "2", "--out", str(out), "--data-dir", str(audit_dir))
+    proc = run("export", "qm9", "--mode", "random", "--copies", "2", "--purpose", "audit", "--out", str(out),
+               "--data-dir", str(audit_dir))  # fmt: skip
+    assert "audit stream" in proc.stdout
     rotations = pd.read_csv(tmp_path / "rot.npz.rotations.csv")
-    assert sorted(rotations["copy"].unique()) == [0, 1]
+    assert sorted(rotations["copy"].unique()) == [0, 1] and set(rotations["purpose"]) == {"audit"}
     copies = [load_path(tmp_path / f"rot.copy{k}.npz", "npz").mols for k in range(2)]
     stored = load_dataset(audit_dir, "qm9")
     frame = predictions_frame(stored, copies, invariant_features, stored.properties["gap"].to_numpy(), "gap")
@@ -270,7 +273,53 @@ def test_export_copies_then_audit_model_json(audit_dir, tmp_path):
         assert key in prop
     assert prop["verdict"]["code"] == "invariant"
     table = run("audit-model", "qm9", str(tmp_path / "pred.csv"), "--name", "again", "--data-dir", str(audit_dir))
-    assert "invariant" in table.stdout and "gap" in table.stdout
+    assert "invariant" in table.stdout and "gap" in table.stdout and "rotation shift median" in table.stdout
+    gate = run("audit-model", "qm9", str(tmp_path / "pred.csv"), "--name", "gate", "--fail-on", "not-invariant",
+               "--data-dir", str(audit_dir))  # fmt: skip
+    assert gate.returncode == 0
+
+
+def test_audit_model_of_held_out_ids_fails_the_gate_with_its_own_exit_code(audit_dir, tmp_path):
+    from orientscope.cli import EXIT_AUDIT_FAILED
+    from orientscope.loaders.detect import load_path
+    from orientscope.pipeline.export import export_dataset
+    from orientscope.store.datasets import load_dataset
+    from tests.audit_models import lab_frame_features, lab_x_share, predictions_frame
+
+    info = export_dataset(audit_dir, "qm9", "random", tmp_path / "c.npz", fmt="npz", copies=2, purpose="audit")
+    copies = [load_path(p, "npz").mols for p in info["paths"]]
+    stored = load_dataset(audit_dir, "qm9")
+    y = 3.0 * lab_x_share(stored) + np.random.default_rng(1).normal(0, 0.05, stored.n_molecules)
+    frame = predictions_frame(stored, copies, lab_frame_features, y, "pose_linked", with_true=True)
+    frame.to_csv(tmp_path / "lab.csv", index=False, float_format="%.17g")
+    held_out = stored.ids[1::3]
+    (tmp_path / "test_ids.txt").write_text("id\n" + "\n".join(held_out) + "\n")
+    args = ["audit-model", "qm9", str(tmp_path / "lab.csv"), "--name", "lab", "--ids", str(tmp_path / "test_ids.txt"),
+            "--data-dir", str(audit_dir)]  # fmt: skip
+    proc = run(*args, "--fail-on", "leans", check=False)
+    assert proc.returncode == EXIT_AUDIT_FAILED == 3, proc.stderr
+    assert "leans" in proc.stdout and f"{len(held_out):,} molecules" in proc.stdout
+    assert "audit failed (--fail-on leans): {'pose_linked': 'leans'}" in proc.stderr
+    assert run(*args, "--json", "--fail-on", "nonsense", check=False).returncode == 2
+    unknown = tmp_path / "unknown.txt"
+    unknown.write_text("nosuch\n")
+    bad = run("audit-model", "qm9", str(tmp_path / "lab.csv"), "--name", "x", "--ids", str(unknown),
+              "--data-dir", str(audit_dir), check=False)  # fmt: skip
+    assert bad.returncode == 2 and "not molecules of dataset 'qm9'" in bad.stderr
+
+
+def test_export_ids_and_limit(audit_dir, tmp_path):
+    import pandas as pd
+
+    from orientscope.store.datasets import load_dataset
+
+    ids = load_dataset(audit_dir, "qm9").ids[:10]
+    (tmp_path / "ids.txt").write_text("\n".join(ids) + "\n")
+    proc = run("export", "qm9", "--mode", "random", "--ids", str(tmp_path / "ids.txt"), "--limit", "4",
+               "--out", str(tmp_path / "few.npz"), "--data-dir", str(audit_dir))  # fmt: skip
+    assert "wrote 4 molecules" in proc.stdout and "augment stream" in proc.stdout
+    rotations = pd.read_csv(tmp_path / "few.npz.rotations.csv", dtype={"id": str})
+    assert set(rotations["id"]) <= set(ids) and len(rotations) == 4
 
 
 def test_export_copies_refused_with_canonical(audit_dir, tmp_path):

@@ -186,6 +186,25 @@ def select_rows(n_total: int, limit: int | None) -> np.ndarray:
     return np.unique(np.linspace(0, n_total - 1, limit).round().astype(np.int64))
 
 
+def rows_of_ids(dataset_ids: np.ndarray, ids, what: str = "the dataset") -> np.ndarray:
+    """(m,) sorted rows of ``ids`` (one id, or a sequence) among ``dataset_ids``; DatasetError naming unknown or
+    repeated ids."""
+    values = [ids] if isinstance(ids, str) else ids
+    wanted = pd.Index(np.asarray(values if isinstance(values, np.ndarray) else list(values)).astype(str))
+    if wanted.empty:
+        raise DatasetError("no ids given: give at least one molecule id")
+    if wanted.has_duplicates:
+        repeated = wanted[wanted.duplicated()].unique()
+        raise DatasetError(f"{len(repeated):,} id(s) are given more than once, e.g. {list(repeated[:5])}")
+    where = pd.Index(np.asarray(dataset_ids).astype(str)).get_indexer(wanted)
+    if (where < 0).any():
+        unknown = wanted[where < 0]
+        raise DatasetError(
+            f"{len(unknown):,} of the {len(wanted):,} ids are not molecules of {what}, e.g. {list(unknown[:5])}"
+        )
+    return np.sort(where)
+
+
 def from_molecules(molecules, ids=None, smiles=None, properties=None, property_units=None):
     """Build a :class:`MoleculeSet` from a list of (atomic_numbers, positions) pairs."""
     molecules = list(molecules)

@@ -15,6 +15,9 @@ reads the same everywhere:
 from __future__ import annotations
 
 import math
+import numbers
+
+import numpy as np
 
 MISSING = "–"
 # p-values under this are written as a bound: below ~1e-300 a float p is 0 or denormal.
@@ -24,8 +27,8 @@ PERCENT_CAP = 1000.0
 
 
 def is_number(x) -> bool:
-    """A finite real number (bools excluded)."""
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite real number, NumPy scalars included (bools excluded)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_) and math.isfinite(x)
 
 
 def _unsigned_zero(text: str) -> str:

@@ -44,6 +44,7 @@ def report(
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(f"report() takes an orientscope Dataset (read, from_arrays, load ...), not {type(dataset)}")
+    dataset._refuse_subset("report()")
     params = make_params(frame, sign, seed)
     if cluster is not None:
         parse_cluster(cluster)  # a bad value fails before anything is written

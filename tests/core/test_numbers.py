@@ -82,3 +82,11 @@ def test_format_estimate_writes_the_interval_like_its_estimate():
     assert format_estimate(0.51, None) == "0.51" and format_estimate(0.51, [None, 0.6]) == "0.51"
     with pytest.raises(ValueError, match="expected number or percent"):
         format_estimate(0.5, kind="ratio")
+
+
+def test_numpy_scalars_are_numbers():
+    import numpy as np
+
+    assert format_count(np.int64(130831)) == "130,831"
+    assert format_percent(np.float32(0.5), digits=0) == "+50 %"
+    assert format_number(np.bool_(True)) == "–"
