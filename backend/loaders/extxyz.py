@@ -4,6 +4,8 @@ Frames are split by our own streaming reader (so a bad frame is located by
 line and stepped over) and each frame is parsed by ASE. Numeric info values
 and scalar calculator results (e.g. ``energy``) become properties; string
 values named ``id``/``name`` become the molecule id and ``smiles`` the SMILES.
+The total charge is ``total_charge=`` or ``charge=`` (which stays a property
+too), else the sum of a per-atom ``initial_charges`` or ``charges`` column.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
+from orientscope.core.dataset import TOTAL_CHARGE
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
 from orientscope.loaders.base import (
     BadRecord,
     LineReader,
     Record,
+    charge_value,
+    first_charge,
     numeric_properties,
     open_text,
 )
@@ -36,12 +41,25 @@ def atoms_properties(atoms) -> tuple[str | None, str, dict[str, float]]:
         (str(info[k]) for k in ID_KEYS if isinstance(info.get(k), str | int | np.integer) and str(info[k])), None
     )
     smiles = next((info[k] for k in SMILES_KEYS if isinstance(info.get(k), str)), "")
-    skip = set(ID_KEYS) | set(SMILES_KEYS)
+    skip = set(ID_KEYS) | set(SMILES_KEYS) | {TOTAL_CHARGE}
     props = numeric_properties((k, v) for k, v in info.items() if k not in skip)
     calc = getattr(atoms, "calc", None)
     results = getattr(calc, "results", None) or {}
     props.update(numeric_properties((k, v) for k, v in results.items() if np.ndim(v) == 0))
     return mol_id, smiles, props
+
+
+def atoms_charge(atoms) -> float:
+    """Total charge of an ASE Atoms: ``total_charge``/``charge`` in its info, else the sum of its per-atom
+    ``initial_charges`` column or calculated ``charges`` (whole numbers only; NaN if none)."""
+    charge = first_charge(atoms.info)
+    if not np.isnan(charge):
+        return charge
+    results = getattr(getattr(atoms, "calc", None), "results", None) or {}
+    for per_atom in (atoms.arrays.get("initial_charges"), results.get("charges")):
+        if per_atom is not None and np.ndim(per_atom) == 1 and len(per_atom) == len(atoms):
+            return charge_value(float(np.sum(per_atom)))
+    return np.nan
 
 
 def _columns_problem(comment: str, first_atom_line: str) -> str | None:
@@ -85,7 +103,8 @@ def read_extxyz(path: Path, limits: Limits, progress: Progress | None = None) ->
                 yield BadRecord(block.where, f"not a valid extended-XYZ frame ({type(err).__name__}: {err})")
                 continue
             mol_id, smiles, props = atoms_properties(atoms)
-            yield Record(block.where, atoms.numbers, atoms.positions, id=mol_id, smiles=smiles, properties=props)
+            yield Record(block.where, atoms.numbers, atoms.positions, id=mol_id, smiles=smiles, properties=props,
+                         charge=atoms_charge(atoms))  # fmt: skip
 
 
 def molecule_atoms(mols, i: int):
@@ -99,6 +118,8 @@ def molecule_atoms(mols, i: int):
         atoms.info["smiles"] = str(mols.smiles[i])
     for col in mols.properties.columns:
         atoms.info[col] = float(mols.properties[col].iat[i])
+    if mols.charges is not None and not np.isnan(mols.charges[i]):
+        atoms.info[TOTAL_CHARGE] = int(mols.charges[i])
     return atoms
 
 

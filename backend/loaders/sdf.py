@@ -6,6 +6,10 @@ The molecule id is the title line, else the ``CHEMBL_ID``/``ID``/``NAME`` tag,
 else the record number; a name that repeats (several conformers of one
 molecule, as in QMugs) becomes ``<name>_conf<k>``. SD fields whose values
 parse as numbers become properties; the SMILES comes from the mol block.
+The total charge is the sum of the mol block's formal charges (``M  CHG`` or
+the atom lines' charge field) where the block has bonds or charges; an
+atoms-only block takes it from a ``total_charge`` or ``charge`` SD field
+(which stays a property too), else it is unknown.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orientscope.core.dataset import TOTAL_CHARGE
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
@@ -23,6 +28,7 @@ from orientscope.loaders.base import (
     BadRecord,
     LineReader,
     Record,
+    first_charge,
     numeric_properties,
     open_text,
 )
@@ -94,9 +100,17 @@ def parse_sd_block(where: str, block: list[str]) -> Record | BadRecord:
             smiles = Chem.MolToSmiles(Chem.RemoveHs(mol))
         except Exception:  # unsanitizable chemistry: keep the geometry, leave SMILES unknown
             smiles = ""
-    skip = set(ID_TAGS) | set(SMILES_TAGS)
+    skip = set(ID_TAGS) | set(SMILES_TAGS) | {TOTAL_CHARGE}
     props = numeric_properties((k, v) for k, v in tags.items() if k not in skip)
-    return Record(where, z, pos, id=mol_id, smiles=smiles, properties=props)
+    return Record(where, z, pos, id=mol_id, smiles=smiles, properties=props, charge=block_charge(mol, tags))
+
+
+def block_charge(mol, tags: dict[str, str]) -> float:
+    """The sum of a mol block's formal charges if it has bonds or charges, else its charge SD field (or NaN)."""
+    formal = [a.GetFormalCharge() for a in mol.GetAtoms()]
+    if mol.GetNumBonds() or any(formal):
+        return float(sum(formal))
+    return first_charge(tags)
 
 
 def read_sdf(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
@@ -203,6 +217,8 @@ def write_sdf(path: Path, mols) -> None:
     def records():
         for i in range(mols.n_molecules):
             values = {col: float(props[col].iat[i]) for col in props.columns}
+            if mols.charges is not None and not np.isnan(mols.charges[i]):
+                values[TOTAL_CHARGE] = int(mols.charges[i])  # atoms-only blocks cannot carry it
             smi = str(smiles[i]) if smiles is not None and smiles[i] else None
             yield sdf_mol(*mols.atoms_of(i), str(mols.ids[i]), smi, values, bonds=False)
 
