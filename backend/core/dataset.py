@@ -149,6 +149,10 @@ class MoleculeSet:
         a, b = self.offsets[i], self.offsets[i + 1]
         return self.atomic_numbers[a:b], self.positions_angstrom[a:b]
 
+    def charge_of(self, i: int) -> float:
+        """Total charge of molecule row ``i`` in e, NaN if the file gave none."""
+        return float(self.charges[i]) if self.charges is not None else float("nan")
+
     def subset(self, rows) -> MoleculeSet:
         """A new set with the molecules at ``rows`` (in that order)."""
         rows = np.asarray(rows, dtype=np.int64)
