@@ -15,7 +15,7 @@ atoms-only block takes it from a ``total_charge`` or ``charge`` SD field
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,8 @@ from orientscope.loaders.base import (
     open_text,
 )
 
+# (atomic numbers (n,), positions (n, 3) Å) -> an RDKit molecule with bonds and formal charges, or None.
+Perceive = Callable[[np.ndarray, np.ndarray], object]
 ID_TAGS = ("CHEMBL_ID", "chembl_id", "ID", "id", "NAME", "name", "_Name")
 SMILES_TAGS = ("SMILES", "smiles")
 END = "$$$$"
@@ -144,8 +146,9 @@ def _atoms_molecule(atomic_numbers, positions_angstrom):
     return mol
 
 
-def _with_bonds(mol, smiles: str | None):
-    """Bond orders from the SMILES when it matches the atoms, else perceived from the geometry (else connectivity)."""
+def _with_bonds(mol, smiles: str | None, perceive: Perceive | None):
+    """Bond orders from the SMILES when it matches the atoms, else ``perceive(atomic numbers, positions)``
+    (the caller's guarded bond perception, ``science.perception``), else connectivity alone."""
     from rdkit import Chem
     from rdkit.Chem import AllChem, rdDetermineBonds
 
@@ -157,24 +160,28 @@ def _with_bonds(mol, smiles: str | None):
             return AllChem.AssignBondOrdersFromTemplate(template, conn)
         except (ValueError, RuntimeError):
             pass
+    if perceive is not None:
+        found = perceive(np.array([a.GetAtomicNum() for a in mol.GetAtoms()]), mol.GetConformer().GetPositions())
+        if found is not None:
+            return found
+    bonded = Chem.Mol(mol)
     try:
-        bonded = Chem.Mol(mol)
-        rdDetermineBonds.DetermineBonds(bonded, charge=0)
-    except (ValueError, RuntimeError):
-        bonded = Chem.Mol(mol)
         rdDetermineBonds.DetermineConnectivity(bonded)
+    except (ValueError, RuntimeError):
+        pass  # the atoms alone
     return bonded
 
 
-def sdf_mol(atomic_numbers, positions_angstrom, title: str, smiles: str | None, properties: dict, bonds: bool):
+def sdf_mol(atomic_numbers, positions_angstrom, title: str, smiles: str | None, properties: dict, bonds: bool,
+            perceive: Perceive | None = None):  # fmt: skip
     """The RDKit molecule of one SDF record: ``title`` as its name, the SMILES and ``properties`` as SD fields.
 
-    With ``bonds`` the record carries bonds (see :func:`_with_bonds`); without,
-    atoms only, so reading it back gives exactly the stored atoms.
+    With ``bonds`` the record carries bonds (see :func:`_with_bonds`); without, atoms only, so reading
+    it back gives exactly the stored atoms.
     """
     mol = _atoms_molecule(atomic_numbers, positions_angstrom)
     if bonds:
-        mol = _with_bonds(mol, smiles)
+        mol = _with_bonds(mol, smiles, perceive)
     mol.SetProp("_Name", title)
     if smiles:
         mol.SetProp("SMILES", smiles)
@@ -197,11 +204,18 @@ def _write_records(target, mols) -> None:
 
 
 def sdf_block(
-    atomic_numbers, positions_angstrom, title: str, smiles: str | None = None, properties: dict | None = None
+    atomic_numbers,
+    positions_angstrom,
+    title: str,
+    smiles: str | None = None,
+    properties: dict | None = None,
+    perceive: Perceive | None = None,
 ) -> str:
-    """One SDF record with bonds (a single-molecule download)."""
+    """One SDF record with bonds (a single-molecule download): from the SMILES where it fits the atoms, else
+    from ``perceive``, the caller's guarded bond perception (loaders do not import the science layer)."""
     buf = io.StringIO()
-    _write_records(buf, [sdf_mol(atomic_numbers, positions_angstrom, title, smiles, properties or {}, bonds=True)])
+    record = sdf_mol(atomic_numbers, positions_angstrom, title, smiles, properties or {}, bonds=True, perceive=perceive)
+    _write_records(buf, [record])
     return buf.getvalue()
 
 

@@ -167,6 +167,13 @@ def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:
     return {m: s for m, s in zip(view.ids.tolist(), smiles.tolist(), strict=True) if m in wanted}
 
 
+def graph_smiles(view: DatasetView, mol_id: str) -> str:
+    """SMILES of the graph the chemistry stage built for one molecule ("" without the stage or a graph)."""
+    if not view.has_table(CHEMISTRY_STAGE, "molecules"):
+        return ""
+    return _smiles_of(view, {str(mol_id)}).get(str(mol_id), "")
+
+
 def _leader_id(row: dict) -> str | None:
     """Id of the cluster's leader, or None if it is not known."""
     leader = row.get("leader_id")

@@ -16,6 +16,7 @@ from orientscope.pipeline.engine import IN_PROCESS, Engine, parse_cluster
 from orientscope.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
 from orientscope.science import substructure
 from orientscope.science.chemistry import molecule_graph
+from orientscope.science.perception import perceive_bonds
 from orientscope.services import smarts_search
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import DatasetView, get_view
@@ -25,6 +26,7 @@ from orientscope.services.grouping import (
     check_group_kind,
     chemistry_table,
     formulas,
+    graph_smiles,
     group_ids,
     group_label,
     group_rows,
@@ -313,4 +315,15 @@ def export_molecule(
     if fmt == "xyz":
         return xyz_block(z, pos, f"{dataset_id} {mol_id} pose={pose} units=angstrom", decimals=8), filename
     props = dict(zip(view.property_names, map(_clean, view.cell("property_values", i).tolist()), strict=True))
-    return sdf_block(z, pos, f"{dataset_id}_{mol_id}", str(view.cell("smiles", i)) or None, props), filename
+    # The file's SMILES, else the graph the chemistry stage built (at the molecule's charge), else perceived here.
+    smiles = str(view.cell("smiles", i)) or graph_smiles(view, mol_id) or None
+    charge = _charge(view, i)
+    return sdf_block(z, pos, f"{dataset_id}_{mol_id}", smiles, props, lambda a, p: perceive_bonds(a, p, charge).mol), (
+        filename
+    )
+
+
+def _charge(view: DatasetView, i: int) -> float:
+    """Total charge of row ``i`` as the file gave it (NaN if unknown, or for a view that holds no molecules)."""
+    mols = getattr(view, "mols", None)
+    return mols.charge_of(int(view.rows[i])) if mols is not None else float("nan")
