@@ -512,7 +512,7 @@ KEEP_ALIVE_S = 30
 
 def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
-    from orientscope.services.report_format import degeneracy_lines, report_sections
+    from orientscope.services.report_format import chemistry_lines, degeneracy_lines, report_sections
 
     lines = [
         f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, "
@@ -522,6 +522,8 @@ def format_report(r: dict) -> str:
         f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons') or {})})",
         *(f"  {line}" for line in degeneracy_lines(r.get("degenerate_reasons") or {})),
     ]
+    if chemistry := chemistry_lines(r):
+        lines += [chemistry[0], *(f"  {line}" for line in chemistry[1:])]
     shown = set()
     for section in report_sections(r):
         lines += ["", section.title]
