@@ -98,7 +98,20 @@ def mol_from_xyz(atomic_numbers: np.ndarray, positions_angstrom: np.ndarray, cha
     found = perceive_bonds(atomic_numbers, positions_angstrom, charge)
     if found.mol is None:
         raise MoleculeFailure(found.reason, f"bond perception from 3D coordinates failed: {found.message}")
-    return _guarded("removing hydrogens", Chem.RemoveHs, found.mol)
+    try:
+        return Chem.RemoveHs(found.mol)
+    except Exception:  # RDKit may fail to kekulize again a ring it made aromatic around a metal's dative bonds
+        return _guarded("removing hydrogens", _without_hydrogens, found.mol)
+
+
+def _without_hydrogens(mol):
+    """``mol`` (sanitised) without its hydrogens and without sanitising it again."""
+    from rdkit import Chem
+
+    out = Chem.RemoveHs(mol, sanitize=False)
+    out.UpdatePropertyCache(strict=False)
+    Chem.FastFindRings(out)
+    return out
 
 
 def smiles_graph(smiles: str, n_heavy: int):

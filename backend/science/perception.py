@@ -227,6 +227,7 @@ def _with_metals(mol, total: int, metals: list[int], iterations: int):
     bonded = [i for i in range(rw.GetNumAtoms()) if i not in metal and i not in lone]
     if bonded:
         found = _ligand_bond_orders(rw, bonded, total - ligand_charge, len(metals), iterations)
+        Chem.Kekulize(found, clearAromaticFlags=True)  # plain bond orders: the whole molecule is sanitised below
         for bond in found.GetBonds():  # back onto the molecule, in the file's atom order
             a, b = bonded[bond.GetBeginAtomIdx()], bonded[bond.GetEndAtomIdx()]
             rw.GetBondBetweenAtoms(a, b).SetBondType(bond.GetBondType())
