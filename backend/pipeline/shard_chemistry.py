@@ -338,7 +338,7 @@ def _graphs_pass(engine: Engine, jobs: list[ShardJob], say) -> list[dict]:
     counts = [shard_atom_counts(j) for j in jobs]
     has_smiles = bool(jobs and read_meta(Path(jobs[0].data_dir), jobs[0].dataset_id).get("has_smiles"))
     workers = parse_workers(engine, int(sum(c.sum() for c in counts)), has_smiles)
-    plan = plan_chunks(jobs, counts, max(workers, engine.describe()["workers"]))
+    plan = plan_chunks(jobs, counts, max(workers, engine.describe()["workers"]), has_smiles)
     chunks = [ChunkJob(j, lo, hi) for j, ranges in zip(jobs, plan, strict=True) for lo, hi in ranges]
     progress = say("graphs, fingerprints, scaffolds:", 0.0, 0.65, unit="molecules")
     weights = [c.hi - c.lo for c in chunks]

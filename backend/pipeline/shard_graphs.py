@@ -1,8 +1,9 @@
 """Pass 1 of the chemistry stage: graphs, fingerprints and scaffolds, in chunks balanced by atoms on every worker.
 
 The RDKit work per molecule grows with its size (bond perception on a 400-atom ligand costs a thousand
-times a QM9 molecule's SMILES parse), so the pass is not cut by shard but into chunks of about
-``CHUNK_ATOMS`` atoms (at least ``CHUNKS_PER_WORKER`` per worker), each a task on the engine:
+times a QM9 molecule's SMILES parse), so the pass is not cut by shard but into chunks of about equal
+atom counts, each about ``CHUNK_SECONDS`` of estimated work (:func:`estimated_seconds`; at least
+``CHUNKS_PER_WORKER`` per worker), each a task on the engine:
 
 1. :func:`graphs_chunk` reads its rows of one shard itself (only the row groups that hold them), builds
    every molecule's graph under its budget (``science.chemistry``, ``science.perception``) and writes
@@ -13,7 +14,7 @@ times a QM9 molecule's SMILES parse), so the pass is not cut by shard but into c
    and graph table (the layout in ``backend/store/shards.py``) and returns its labels and its share
    of the seeded samples, as ``pipeline.shard_chemistry`` merges them.
 
-Progress counts molecules, as the chunks finish. A set that runs in this process by its size parses
+Progress counts molecules, as the chunks finish (about every ``CHUNK_SECONDS`` of a worker's CPU). A set that runs in this process by its size parses
 on a local cluster of up to ``MAX_PARSE_WORKERS`` when its RDKit work is estimated
 (:func:`estimated_seconds`) to take longer than ``PARALLEL_FROM_S``, about twice what starting the
 workers costs; smaller sets, such as every test's, stay in this process.
@@ -44,7 +45,7 @@ from orientscope.store.shards import read_shard_rows
 
 STAGE = "chemistry"
 CHUNKS = "chunks"
-CHUNK_ATOMS = 50_000
+CHUNK_SECONDS = 1.0
 CHUNKS_PER_WORKER = 4
 MAX_PARSE_WORKERS = 2
 PARALLEL_FROM_S = 8.0
@@ -101,11 +102,16 @@ def cut_by_atoms(counts: np.ndarray, n_pieces: int) -> list[tuple[int, int]]:
     return [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True) if hi > lo]
 
 
-def plan_chunks(jobs: list[ShardJob], counts: list[np.ndarray], n_workers: int) -> list[list[tuple[int, int]]]:
-    """Per shard, its chunks' row ranges: about ``CHUNK_ATOMS`` atoms each, at least ``CHUNKS_PER_WORKER``
-    per worker over the set, each shard cut in proportion to its atoms."""
+def plan_chunks(
+    jobs: list[ShardJob], counts: list[np.ndarray], n_workers: int, has_smiles: bool
+) -> list[list[tuple[int, int]]]:
+    """Per shard, its chunks' row ranges: about ``CHUNK_SECONDS`` of estimated work each (QM9 with SMILES:
+    83,000 atoms; ligands perceived from 3D: 17,000), at least ``CHUNKS_PER_WORKER`` per worker over the
+    set, each shard cut in proportion to its atoms."""
     atoms = [int(c.sum()) for c in counts]
-    n_chunks = max(math.ceil(sum(atoms) / CHUNK_ATOMS), CHUNKS_PER_WORKER * max(n_workers, 1))
+    n_chunks = max(
+        math.ceil(estimated_seconds(sum(atoms), has_smiles) / CHUNK_SECONDS), CHUNKS_PER_WORKER * max(n_workers, 1)
+    )
     per_atom = n_chunks / max(sum(atoms), 1)
     return [cut_by_atoms(c, max(1, round(a * per_atom))) for c, a in zip(counts, atoms, strict=True)]
 
