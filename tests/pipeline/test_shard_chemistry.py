@@ -244,6 +244,19 @@ def test_chunks_are_balanced_by_atoms_and_cover_every_row():
     assert cut_by_atoms(np.array([7, 7]), 5) == [(0, 1), (1, 2)] and cut_by_atoms(np.zeros(0, int), 3) == []
 
 
+def test_chunks_hold_about_a_second_of_work_within_their_bounds_per_worker():
+    from orientscope.pipeline.shard_graphs import CHUNKS_PER_WORKER, MAX_CHUNKS_PER_WORKER, plan_chunks
+
+    def n_chunks(counts, workers, has_smiles):
+        return sum(len(p) for p in plan_chunks([None] * len(counts), counts, workers, has_smiles))
+
+    ligands = [np.full(8653, 50)]  # 432,650 atoms perceived from 3D: ~26 s of work
+    assert n_chunks(ligands, 2, has_smiles=False) == 26
+    assert n_chunks(ligands, 2, has_smiles=True) == CHUNKS_PER_WORKER * 2  # from SMILES: ~5 s, yet 4 per worker
+    millions = [np.full(250_000, 18)] * 40  # 10M QM9-like molecules: ~2,200 s of work
+    assert n_chunks(millions, 2, has_smiles=True) <= MAX_CHUNKS_PER_WORKER * 2
+
+
 @pytest.mark.parametrize("smarts", ["C=O", "c1ccccc1", "[#7]~[#6]", "C1CC1"])
 def test_smarts_over_shards_matches_the_in_memory_index_and_reports_progress(sharded, in_memory, smarts):
     from orientscope.pipeline.engine import Engine, parse_cluster
