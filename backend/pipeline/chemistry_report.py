@@ -98,8 +98,9 @@ def pool_too_small(n_pool: int, n_molecules: int) -> str | None:
     other 0.75 % of the time, so on few pairs the count the test rests on is 0 or 1 whether or not
     neighbours share poses (``enrichment 0.0, p 1.0`` on 7 pairs said nothing). At 100 pairs a
     five-fold enrichment (full QM9's is larger) is found at α = 0.05 with probability 0.73 (exact
-    binomial; 0.54 at 75 pairs, 0.29 at 50); simulated, the test's false positives stay under 1.5 %
-    at every size from 5 to 200 pairs (BENCHMARKS.md, "similarity test: the fewest pairs").
+    binomial; 0.54 at 75 pairs, 0.29 at 50); simulated, the test's false positives stay at or under 2 %
+    at every size from 5 to 200 pairs, and it rejects on 16 % of 100-molecule QM9 subsets (BENCHMARKS.md,
+    section ``similarity-pairs``).
     """
     n_pairs = min(n_pool, N_PAIRS)
     if n_pairs >= MIN_SIMILARITY_PAIRS:
