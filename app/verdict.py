@@ -14,6 +14,7 @@ from dash import html
 from orientscope.services.report_format import (
     TOOLTIPS,
     Section,
+    chemistry_lines,
     degeneracy_lines,
     headline,
     kl_mark_label,
@@ -22,6 +23,7 @@ from orientscope.services.report_format import (
 
 VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"
+CHEMISTRY_GRAPHS = "chemistry-graphs"
 
 
 def _dash_table(section: Section) -> html.Table:
@@ -134,7 +136,8 @@ def skipped_children(report: dict, main: bool = True) -> list:
 
 
 def meta_children(report: dict, main: bool = True) -> list:
-    """What the verdict rests on: size, frame, seed, degenerate frames and the stages that did not run."""
+    """What the verdict rests on: size, frame, seed, degenerate frames, the molecules without a chemical graph
+    (by reason) and the stages that did not run."""
     out: list = [
         html.P(
             f"{report.get('name', report.get('dataset'))}: {report.get('n_molecules')} molecules, "
@@ -145,6 +148,9 @@ def meta_children(report: dict, main: bool = True) -> list:
     ]
     if lines := degeneracy_lines(report.get("degenerate_reasons") or {}):
         out.append(html.Ul([html.Li(line) for line in lines], className="note degeneracy-codes"))
+    if lines := chemistry_lines(report):
+        out.append(html.Div([html.Span(lines[0]), html.Ul([html.Li(line) for line in lines[1:]])],
+                            className="note chemistry-graphs", **({"id": CHEMISTRY_GRAPHS} if main else {})))  # fmt: skip
     return out + skipped_children(report, main)
 
 

@@ -277,7 +277,9 @@ class GroupPublic(_Model):
 class UngroupedPublic(_Model):
     """Molecules outside every group of one kind (e.g. unclustered: no cluster leader within the threshold)."""
 
-    label: str = Field(description="What they are called: 'unclustered', 'no scaffold (no chemical graph)' ...")
+    label: str = Field(
+        description="What they are called: 'unclustered', 'no scaffold (no chemical graph, or a single atom)' ..."
+    )
     size: int = Field(description="How many molecules are in no group.")
 
 

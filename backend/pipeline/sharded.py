@@ -17,6 +17,7 @@ import logging
 import time
 from pathlib import Path
 
+from orientscope.core.numbers import format_count
 from orientscope.core.progress import Progress, scaled
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.resume import ResumingEngine
@@ -107,10 +108,11 @@ def precompute_sharded(
         notify = scaled(progress, (number - 1) / len(stages), number / len(stages), stage=name)
         steps = ResumingEngine(engine, store.dir, name, len(jobs), reuse)
 
-        def say(what: str, lo: float = 0.0, hi: float = 1.0, _notify=notify, _steps=steps):
-            """A shard progress callback for one pass: shards done of total, on [lo, hi] of the stage."""
+        def say(what: str, lo: float = 0.0, hi: float = 1.0, unit: str = "shards", _notify=notify, _steps=steps):
+            """A progress callback for one pass: shards (or ``unit``) done of total, on [lo, hi] of the stage."""
             return lambda done, total: _notify(
-                lo + (hi - lo) * done / max(total, 1), f"{what} {done}/{total} shards{_steps.note()}"
+                lo + (hi - lo) * done / max(total, 1),
+                f"{what} {format_count(done)}/{format_count(total)} {unit}{_steps.note()}",
             )
 
         notify(0.0, f"starting (stage {number} of {len(stages)})")

@@ -17,6 +17,7 @@ from orientscope.pipeline.engine import IN_PROCESS, Engine, parse_cluster
 from orientscope.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
 from orientscope.science import substructure
 from orientscope.science.chemistry import molecule_graph
+from orientscope.science.perception import perceive_bonds
 from orientscope.services import smarts_search
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import DatasetView, get_view
@@ -26,6 +27,7 @@ from orientscope.services.grouping import (
     check_group_kind,
     chemistry_table,
     formulas,
+    graph_smiles,
     group_ids,
     group_label,
     group_rows,
@@ -316,6 +318,16 @@ def export_molecule(
     props = dict(zip(view.property_names, view.cell("property_values", i).tolist(), strict=True))
     # The server's own tags, read back as metadata (loaders/comment_line.py): the file re-uploads as it was.
     tags = [("dataset", dataset_id), ("pose", pose), ("units", "angstrom")]
+    charge = _charge(view, i)
     if fmt == "xyz":
-        return xyz_block(z, pos, molecule_comment(mol_id, smiles, props, tags), decimals=8), filename
-    return sdf_block(z, pos, mol_id, smiles, props, tags), filename
+        return xyz_block(z, pos, molecule_comment(mol_id, smiles, props, tags, charge), decimals=8), filename
+    # The file's SMILES, else the graph the chemistry stage built (at the molecule's charge), else perceived here.
+    smiles = smiles or graph_smiles(view, mol_id) or None
+    props = {name: _clean(value) for name, value in props.items()}
+    return sdf_block(z, pos, mol_id, smiles, props, tags, lambda a, p: perceive_bonds(a, p, charge).mol), filename
+
+
+def _charge(view: DatasetView, i: int) -> float:
+    """Total charge of row ``i`` as the file gave it (NaN if unknown, or for a view that holds no molecules)."""
+    mols = getattr(view, "mols", None)
+    return mols.charge_of(int(view.rows[i])) if mols is not None else float("nan")

@@ -104,6 +104,37 @@ def degeneracy_lines(reasons: dict) -> list[str]:
     ]
 
 
+def chemistry_lines(report: dict) -> list[str]:
+    """How many molecules have a chemical graph and, grouped by reason, why the others have none.
+
+    The first line is the count; each reason follows as ``reason (count): what it means; e.g. ids``,
+    then the ions kept out of every group and the molecules whose charge was assumed. Empty without
+    the chemistry stage.
+    """
+    chem = report.get("chemistry") or {}
+    if "n_ok" not in chem:
+        return []
+    total = chem["n_ok"] + chem.get("n_failed", 0)
+    lines = [f"Chemical graphs: {format_count(chem['n_ok'])} of {format_count(total)} molecules"]
+    reasons = chem.get("no_graph")
+    if chem.get("n_failed") and reasons is None:
+        lines.append(
+            f"no graph: {format_count(chem['n_failed'])} (reasons not recorded: recompute the chemistry stage)"
+        )
+    for reason, entry in (reasons or {}).items():
+        examples = f"; e.g. {', '.join(entry['examples'])}" if entry.get("examples") else ""
+        lines.append(f"no graph, {reason} ({format_count(entry['count'])}): {entry['meaning']}{examples}")
+    if n := chem.get("n_single_atoms"):
+        lines.append(f"{_counted(n, 'single atom')} (ions): in no scaffold, formula or cluster group")
+    if n := chem.get("n_charge_assumed"):
+        lines.append(f"{_counted(n, 'molecule')} perceived from 3D without a charge in the file: charge 0 assumed")
+    return lines
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{format_count(n)} {noun}{'' if n == 1 else 's'}"
+
+
 def _skipped(report: dict, *names: str) -> str | None:
     skipped = report.get("skipped_stages") or {}
     return next((skipped[n] for n in names if n in skipped), None)
