@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from orientscope.core.orientations_schema import AXIS_COLUMN, ORIENTATION_COLUMN, Q_COLUMNS, R_COLUMNS
 from orientscope.pipeline.frames_table import frames_to_table
@@ -28,7 +29,13 @@ from orientscope.pipeline.stage import StageOutput
 from orientscope.science.axial import METHOD as AXIAL_METHOD
 from orientscope.science.axial import MIN_AXES, axial_terms, bingham_test, defined_axes, sums_from_terms
 from orientscope.science.counter_rng import haar_rotations, half_split, subsample, uniforms
-from orientscope.science.frames import ORIENTATION_CLASSES, SYMMETRY_KINDS, compute_frames
+from orientscope.science.frames import (
+    ORIENTATION_CLASSES,
+    SYMMETRY_KINDS,
+    compute_frames,
+    orientation_of,
+    symmetry_kinds,
+)
 from orientscope.science.ordered_sums import block_partial, merge_block_partials
 from orientscope.science.rotations import geodesic_angle, rotate_molecules
 from orientscope.science.so3_partial import (
@@ -47,6 +54,7 @@ from orientscope.store.shards import (
     ShardRef,
     read_shard,
     read_shard_table,
+    shard_table_path,
     write_shard_table,
 )
 
@@ -177,8 +185,13 @@ def shard_frames(job: ShardJob, which: str, columns: list[str]) -> np.ndarray:
 
 def shard_orientation(job: ShardJob, which: str) -> tuple[np.ndarray, np.ndarray]:
     """((n,) str class "none" | "axis" | "full", (n,) int8 defined axis) of the shard's molecules in ``which``."""
-    path = (Path(job.result_dir), "frames", which, job.ref.number)
-    table = read_shard_table(*path, columns=[ORIENTATION_COLUMN, AXIS_COLUMN])
+    path = shard_table_path(Path(job.result_dir), "frames", which, job.ref.number)
+    if ORIENTATION_COLUMN not in pq.read_schema(path).names:  # a table of an older rule: the codes decide
+        reasons = read_shard_table(Path(job.result_dir), "frames", which, job.ref.number, columns=["reason"])
+        return orientation_of(symmetry_kinds(reasons.column("reason").to_numpy(zero_copy_only=False)))
+    table = read_shard_table(
+        Path(job.result_dir), "frames", which, job.ref.number, columns=[ORIENTATION_COLUMN, AXIS_COLUMN]
+    )
     return (
         table.column(ORIENTATION_COLUMN).to_numpy(zero_copy_only=False).astype(str),
         table.column(AXIS_COLUMN).to_numpy().astype(np.int8),
