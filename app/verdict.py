@@ -18,10 +18,12 @@ from orientscope.services.report_format import (
     format_number,
     headline,
     report_sections,
+    warnings,
 )
 
 VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"
+WARNINGS = "verdict-warnings"
 
 
 def _table(section: Section) -> html.Table:
@@ -93,6 +95,15 @@ def headline_children(report: dict, main: bool = True) -> list:
     badge = "weak" if h.weak else {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
     control = ((report.get("control") or {}).get("kl") or {}).get("value")
     out: list = [
+        # A failed self-check (and a result of an older rule) is read before the verdict it puts in doubt.
+        html.Div(
+            [html.P(w, className="warning") for w in warnings(report)],
+            className="verdict-warnings",
+            role="alert",
+            **({"id": WARNINGS} if main else {}),
+        )
+        if warnings(report)
+        else None,
         html.P(
             h.answer,
             className=f"verdict-line {badge}",
@@ -145,6 +156,8 @@ def meta_children(report: dict, main: bool = True) -> list:
     ]
     if lines := degeneracy_lines(report.get("degenerate_reasons") or {}):
         out.append(html.Ul([html.Li(line) for line in lines], className="note degeneracy-codes"))
+    if report.get("orientation_note"):
+        out.append(html.P(report["orientation_note"], className="note orientation-classes"))
     return out + skipped_children(report, main)
 
 

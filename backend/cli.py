@@ -512,15 +512,18 @@ KEEP_ALIVE_S = 30
 
 def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
-    from orientscope.services.report_format import degeneracy_lines, report_sections
+    from orientscope.services.report_format import degeneracy_lines, report_sections, warnings
 
     lines = [
         f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, "
         f"seed {r['seed']}",
+        *(f"WARNING: {w}" for w in warnings(r)),
         f"Verdict: {r['verdict']['text']}",
         f"Control's verdict, same rule: {((r.get('control') or {}).get('verdict') or {}).get('text', '–')}",
         f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons') or {})})",
         *(f"  {line}" for line in degeneracy_lines(r.get("degenerate_reasons") or {})),
+        *([f"Orientation by symmetry: {_classes(r['orientation_classes'])}"] if r.get("orientation_classes") else []),
+        *([f"  {r['orientation_note']}"] if r.get("orientation_note") else []),
     ]
     shown = set()
     for section in report_sections(r):
@@ -549,6 +552,10 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
         return " | ".join(f"{str(c):<{w}}" for c, w in zip(cells, widths, strict=True)).rstrip()
 
     return [line(header), "-+-".join("-" * w for w in widths), *(line(row) for row in rows)]
+
+
+def _classes(counts: dict) -> str:
+    return f"{counts.get('full')} full frames, {counts.get('axis')} only an axis, {counts.get('none')} no orientation"
 
 
 def _reasons(counts: dict) -> str:

@@ -21,7 +21,7 @@ from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.pipeline.engine import parse_cluster
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report, format_kl
-from orientscope.services.report_format import headline
+from orientscope.services.report_format import headline, warnings
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
 
@@ -195,7 +195,8 @@ class Report:
         return (
             f"<div class='orientscope-report' data-verdict='{code}'>"
             f"<h3>OrientScope: {esc(str(r['name']))} ({esc(r['dataset'])})</h3>"
-            f"<p><strong>{esc(h.answer)}</strong></p><p>{esc(h.strength)}</p>"
+            + "".join(f"<p style='color:#9B1C1C'><strong>{esc(w)}</strong></p>" for w in warnings(r))
+            + f"<p><strong>{esc(h.answer)}</strong></p><p>{esc(h.strength)}</p>"
             f"<table>{table}</table>{image}</div>"
         )
 

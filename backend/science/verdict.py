@@ -18,7 +18,18 @@ construction):
   included. A model that predicted one class for every held-out molecule
   (below about 35 molecules it can grow no split) tests nothing and is left
   out of the family, under ``not_tests``;
-* ``ks``: the Kolmogorov-Smirnov test of the angles to a reference orientation.
+* ``ks``: the Kolmogorov-Smirnov test of the angles to a reference orientation;
+* ``axial``: Bingham's test of the defined axis of the molecules whose symmetry
+  leaves only an axis (linear molecules, symmetric tops; :mod:`orientscope.science.axial`).
+
+KL, KS and the classifiers read full frames only (molecules with no orientation,
+single atoms and spherical tops, and axis-only molecules are left out of them);
+each part enters the family when it has at least :data:`MIN_MOLECULES`
+molecules (full frames, or axes for Bingham's test).
+
+A control that is not ``not_detected`` fails the self-check:
+:func:`control_check` says so, with the likely cause, and every surface shows
+it before the verdict.
 
 Holm's step-down adjustment over the tests present controls the family-wise
 error at ``alpha`` (default :data:`DEFAULT_ALPHA`). Anything detected is
@@ -44,8 +55,9 @@ import math
 
 import numpy as np
 
-from orientscope.core.numbers import format_p_clause
+from orientscope.core.numbers import format_count, format_p_clause
 from orientscope.core.resources import scipy_stats as stats
+from orientscope.science.frames import SYMMETRY_KINDS, SYMMETRY_TEXT
 from orientscope.science.model_audit import holm
 
 RULE_VERSION = 3  # 3: a classifier that predicted one class is left out of the family
@@ -107,6 +119,13 @@ CONSTANT_NOTE = (
 )
 KL_ROLE = "measures how far the orientations are from uniform, against the estimator's own null law at this N"
 KS_ROLE = "compares the angles to one reference orientation with the Haar angle law (low power for multi-modal poses)"
+AXIAL_ROLE = (
+    "tests the one axis of the molecules whose symmetry defines only an axis (linear molecules, symmetric tops) "
+    "for a preferred direction"
+)
+
+
+SYMMETRY_CLASS = {kind: cls for kind, (cls, _) in SYMMETRY_KINDS.items()}
 
 
 def kl_null(n: int, k: int = 5) -> dict:
@@ -161,8 +180,16 @@ def kl_interval(value: float, n: int, k: int = 5) -> list[float]:
     return [bound(float(high_q)), bound(float(low_q))]
 
 
-def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None) -> list[dict]:
+def _evidence(
+    kl: dict | None,
+    classifiers: list[dict],
+    ks: dict | None,
+    axial: dict | None = None,
+    so3_molecules: int | None = None,
+) -> list[dict]:
     rows = []
+    if so3_molecules is not None and so3_molecules < MIN_MOLECULES:  # too few full frames for the SO(3) tests
+        kl, ks, classifiers = None, None, []
     if kl and _finite(kl.get("value")) and (kl.get("n_used") or kl.get("n") or 0) > kl.get("k", 5):
         n, k = int(kl.get("n_used") or kl["n"]), int(kl.get("k", 5))
         rows.append(
@@ -183,9 +210,62 @@ def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None) -> list
             )
     if ks and _finite(ks.get("pvalue")):
         rows.append({"test": "KS", "statistic": float(ks["statistic"]), "pvalue": float(ks["pvalue"]), "role": KS_ROLE})
+    rows += _axial_evidence(axial)
     for row, p_holm in zip(rows, holm([r["pvalue"] for r in rows]), strict=True):
         row["p_holm"] = p_holm
     return rows
+
+
+def _axial_evidence(axial: dict | None) -> list[dict]:
+    """Bingham's test as a row of the family, where it has at least :data:`MIN_MOLECULES` axes."""
+    if not axial or not _finite(axial.get("pvalue")) or int(axial.get("n") or 0) < MIN_MOLECULES:
+        return []
+    return [
+        {
+            "test": "Bingham axial",
+            "statistic": float(axial["statistic"]),
+            "pvalue": float(axial["pvalue"]),
+            "n": int(axial["n"]),
+            "role": AXIAL_ROLE,
+        }
+    ]
+
+
+def orientation_note(orientation: dict | None) -> str:
+    """Which molecules the SO(3) statistics leave out and why, from ``{none, axis, full, by_symmetry}`` counts
+    (the frames stage's ``orientation_classes``); "" when every molecule has a full frame."""
+    if not orientation or not (orientation.get("none") or orientation.get("axis")):
+        return ""
+    kinds = orientation.get("by_symmetry") or {}
+
+    def listed(cls: str) -> str:
+        parts = [
+            f"{format_count(kinds[k])} {text}"
+            for k, text in SYMMETRY_TEXT.items()
+            if SYMMETRY_CLASS[k] == cls and kinds.get(k)
+        ]
+        return f" ({', '.join(parts)})" if parts else ""
+
+    out = []
+    if orientation.get("none"):
+        out.append(f"{format_count(orientation['none'])} with no orientation{listed('none')}")
+    if orientation.get("axis"):
+        out.append(
+            f"{format_count(orientation['axis'])} with only an axis{listed('axis')}, tested on that axis by Bingham's test"
+        )
+    return f"Left out of the SO(3) statistics (KL, KS, classifiers): {' and '.join(out)}."
+
+
+def _too_few_text(n_molecules: int | None, orientation: dict | None) -> str:
+    if orientation and (n_molecules or 0) >= MIN_MOLECULES:
+        none, axis = int(orientation.get("none") or 0), int(orientation.get("axis") or 0)
+        return (
+            f"Too few molecules with an orientation to test: the verdict needs at least {MIN_MOLECULES} molecules "
+            f"with a full frame, or {MIN_MOLECULES} with an axis; of {format_count(n_molecules)}, "
+            f"{format_count(none)} {'has' if none == 1 else 'have'} no orientation, {format_count(axis)} only an axis "
+            f"and {format_count(int(orientation.get('full') or 0))} a full frame."
+        )
+    return f"Too few molecules to test: the verdict needs at least {MIN_MOLECULES} (this set has {n_molecules or 0})."
 
 
 def _finite(x) -> bool:
@@ -227,6 +307,8 @@ def alignment_verdict(
     ks: dict | None = None,
     kl_at_n: dict | None = None,
     alpha: float = DEFAULT_ALPHA,
+    axial: dict | None = None,
+    orientation: dict | None = None,
 ) -> dict:
     """``{code, aligned, text, evidence, alpha, rule_version}`` of one set of orientations.
 
@@ -238,6 +320,9 @@ def alignment_verdict(
     ks : ``{statistic, pvalue}`` of the angles to a reference orientation
     kl_at_n : ``{value, subsample_size}`` when the set is large enough for it
     alpha : family-wise error rate of the Holm-adjusted family
+    axial : Bingham's test of the axis-only molecules (``{n, statistic, pvalue}``)
+    orientation : ``{none, axis, full, by_symmetry}`` counts; KL, KS and the classifiers
+        enter the family only with at least ``MIN_MOLECULES`` full frames
 
     ``aligned`` (the field older clients read) is True for ``aligned`` and
     ``weakly_aligned``, False for ``not_detected``, None for ``too_few``.
@@ -245,7 +330,8 @@ def alignment_verdict(
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     classifiers = list(classifiers or [])
-    evidence = _evidence(kl, classifiers, ks) if (n_molecules or 0) >= MIN_MOLECULES else []
+    so3 = None if not orientation else int(orientation.get("full") or 0)
+    evidence = _evidence(kl, classifiers, ks, axial, so3) if (n_molecules or 0) >= MIN_MOLECULES else []
     out = {"alpha": alpha, "rule_version": RULE_VERSION, "evidence": evidence}
     untested = [f"{c.get('features')} classifier" for c in classifiers if c.get("constant")]
     if untested and evidence:
@@ -257,8 +343,7 @@ def alignment_verdict(
             **out,
             "code": "too_few",
             "aligned": None,
-            "text": f"Too few molecules to test: the verdict needs at least {MIN_MOLECULES} "
-            f"(this set has {n_molecules or 0}).",
+            "text": _too_few_text(n_molecules, orientation),
         }
     if all(e["p_holm"] >= alpha for e in evidence):
         best = min(evidence, key=lambda e: e["p_holm"])
@@ -293,6 +378,76 @@ def alignment_verdict(
         "aligned": True,
         "text": f"Weakly aligned: {found}, but the effect is small: {_weak_reason(classifiers)}.",
     }
+
+
+# ---------------------------------------------------------------------- the self-check
+def control_check(
+    control_verdict: dict | None, control: dict | None, n_molecules: int | None = None, alpha: float = DEFAULT_ALPHA
+) -> dict:
+    """The random-rotation control as a self-check: ``{passed, control_code, text, causes}``.
+
+    The control (every molecule turned by a seeded Haar rotation) must come out
+    ``not_detected``; anything else means the tests are not calibrated on this
+    set, and ``text`` says so with the likely cause (``causes``, most likely
+    first) read from the control's figures (``orientation_classes``,
+    ``degenerate_reasons``) and its ``n_molecules``. ``passed`` is
+    None when no test could run on the control (``too_few``): nothing to check.
+    """
+    v = control_verdict or {}
+    code = v.get("code")
+    if code == "not_detected":
+        return {"passed": True, "control_code": code, "text": "", "causes": []}
+    if code not in ("aligned", "weakly_aligned"):
+        return {"passed": None, "control_code": code, "text": "", "causes": []}
+    rejected = [
+        e["test"] for e in v.get("evidence") or [] if _finite(e.get("p_holm")) and e["p_holm"] < v.get("alpha", alpha)
+    ]
+    causes = _control_causes(control or {}, n_molecules or 0, rejected, v.get("alpha", alpha))
+    tests = ", ".join(rejected) if rejected else "its tests"
+    text = (
+        f"Control check failed: the same molecules, each turned by a seeded random rotation, are called "
+        f"{code.replace('_', ' ')} ({tests} {'rejects' if len(rejected) == 1 else 'reject'} random orientations), so "
+        f"the tests are not calibrated on this set and the verdict below cannot be trusted. Likely cause: {causes[0]}"
+    )
+    return {"passed": False, "control_code": code, "text": text, "causes": causes}
+
+
+def _control_causes(control: dict, n: int, rejected: list[str], alpha: float) -> list[str]:
+    """What the control's counts point to, most likely first (the last is always chance)."""
+    causes = []
+    reasons = control.get("degenerate_reasons") or {}
+    classes = control.get("orientation_classes")
+    so3_tests = [t for t in rejected if t != "Bingham axial"]
+    if classes is None:  # a result computed before the symmetry rule: every frame counted as a pose
+        single = int(reasons.get("single_atom") or 0)
+        axis = (
+            int(reasons.get("linear") or 0)
+            + int(reasons.get("eigen_gap_12") or 0)
+            + int(reasons.get("eigen_gap_23") or 0)
+        )
+        if single or axis:
+            causes.append(
+                f"{format_count(single)} molecules have no orientation (single atoms) and up to {format_count(axis)} "
+                "only an axis (linear molecules, symmetric tops), and this result was computed under an older rule "
+                "that counted their frames as poses: recompute it (orientscope precompute)."
+            )
+    if "Bingham axial" in rejected and classes:
+        causes.append(
+            f"the defined axes of the {format_count(classes.get('axis') or 0)} axis-only molecules do not follow the "
+            "rotation: some are probably near the eigenvalue-gap tolerance, so their defined axis changes with the pose."
+        )
+    ties = max(int(reasons.get("sign_tie_1") or 0), int(reasons.get("sign_tie_2") or 0))
+    full = int((classes or {}).get("full") or n)
+    if so3_tests and full and ties >= 0.25 * full:
+        causes.append(
+            f"{format_count(ties)} of {format_count(full)} molecules with a full frame have a finite symmetry (sign "
+            "ties: the third moment picks the signs of their axes), so several frames of one molecule compete."
+        )
+    causes.append(
+        f"chance: at α = {alpha:g} about one control in {round(1 / alpha):,} fails on a calibrated set. Re-run with "
+        "another --seed; a control that fails again points to a cause above."
+    )
+    return causes
 
 
 def subsample_spread(values: np.ndarray, m: int, n: int) -> float:
