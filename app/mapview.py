@@ -206,7 +206,7 @@ def _color_source(data_dir: Path, dataset_id: str, color: str, grouping: str, no
 def _compute(data_dir: Path, st: ViewState) -> MapLayers:
     dataset_id = st.dataset
     md = data.load_map_data(data_dir, dataset_id, st.table)
-    notes: list[str] = []
+    notes: list[str] = [md.symmetry_note] if md.symmetry_note else []  # the legend's caption: what symmetry hides
     mask = None
     errors: list[str] = []
     if st.group:
