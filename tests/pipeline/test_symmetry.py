@@ -194,3 +194,33 @@ def test_the_api_serves_it_before_the_verdict(failed_control):
     assert body["control_check"] == report["control_check"] and body["control_check"]["passed"] is False
     assert r.text.index('"control_check"') < r.text.index('"verdict"')
     assert json.loads(r.text)["verdict"]["control_check"]["passed"] is False
+
+
+def test_results_of_an_older_rule_say_so_and_a_rerun_updates_them(tmp_path):
+    from orientscope.pipeline.stage import STAGE_RULES
+    from orientscope.services.molecules import molecule_detail
+    from orientscope.store.atomic import atomic_write_json, read_json
+
+    mols, _ = _salted(40, 2, seed=6)
+    _store(tmp_path, "rules", mols)
+    store = ResultStore(tmp_path, "rules", PARAMS)
+    assert {s: store.stage_rule(s) for s in store.completed_stages()} == STAGE_RULES
+    # As a result of the rule before symmetry: no rule recorded (rule 1) for frames and statistics.
+    path = store.dir / "manifest.json"
+    manifest = read_json(path)
+    for stage in ("frames", "statistics"):
+        del manifest["stages"][stage]["rule"]
+    atomic_write_json(path, manifest)
+    before = {s: read_json(path)["stages"][s]["completed_at"] for s in STAGE_RULES}
+    old = build_report(tmp_path, "rules", PARAMS)
+    assert set(old["older_rule"]["stages"]) == {"frames", "statistics"}
+    assert "Computed under an older rule: frames (rule 1, now 2)" in old["older_rule"]["text"]
+    result = CliRunner().invoke(app, ["report", "rules", "--seed", "5", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    after = read_json(path)["stages"]
+    assert {s: after[s]["completed_at"] != before[s] for s in STAGE_RULES} == {
+        "frames": True, "statistics": True, "chemistry": False, "models": False
+    }  # fmt: skip
+    assert "older_rule" not in build_report(tmp_path, "rules", PARAMS) and "older rule" not in result.output
+    ion = molecule_detail(tmp_path, "rules", "41")  # the first salt molecule: a single ion
+    assert ion["orientation"] == {"class": "none", "defined_axis": None, "symmetry": "single_atom"}
