@@ -40,10 +40,10 @@ def _turned(mols, seed: int):
     return [(z, (pos - pos.mean(axis=0)) @ Q.T) for (z, pos), Q in zip(mols, rotations, strict=True)]
 
 
-def _store(data_dir, name: str, mols, shard_size: int | None = None) -> dict:
+def _store(data_dir, name: str, mols, shard_size: int | None = None, cluster: str = "in-process") -> dict:
     kw = {} if shard_size is None else {"shard_size": shard_size}
     save_sharded(data_dir, name, from_molecules(mols), name=name, source="constructed", **kw)
-    precompute(data_dir, name, PARAMS, cluster="in-process")
+    precompute(data_dir, name, PARAMS, cluster=cluster)
     return build_report(data_dir, name, PARAMS)
 
 
@@ -97,11 +97,14 @@ def test_the_statistics_read_exactly_the_full_frames(salted):
     assert scores["classifier_score"].isna().to_numpy().tolist() == (~full).tolist()
 
 
-def test_one_shard_or_four_give_the_same_report(tmp_path, salted):
+def test_one_shard_four_or_a_dask_cluster_give_the_same_report(tmp_path, salted):
     _, mols, _, report = salted
     drop = {"engine", "stages", "dataset", "name", "result_key"}
-    one = _store(tmp_path, "one", mols)
+    one = _store(tmp_path / "one", "one", mols)
     assert {k: v for k, v in one.items() if k not in drop} == {k: v for k, v in report.items() if k not in drop}
+    dask = _store(tmp_path / "dask", "dask", mols, shard_size=100, cluster="local:2")
+    assert dask["engine"]["statistics"] == {"where": "local:2", "workers": 2}
+    assert {k: v for k, v in dask.items() if k not in drop} == {k: v for k, v in report.items() if k not in drop}
 
 
 def test_an_ions_only_set_is_not_called_aligned(tmp_path):
