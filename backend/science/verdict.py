@@ -60,7 +60,9 @@ from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.frames import SYMMETRY_KINDS, SYMMETRY_TEXT
 from orientscope.science.model_audit import holm
 
-RULE_VERSION = 3  # 3: a classifier that predicted one class is left out of the family
+# 3: a classifier that predicted one class is left out of the family; 4: Bingham's axial test of the axis-only
+# molecules joins the family, and KL, KS and the classifiers (on full frames) join only with 10 full frames.
+RULE_VERSION = 4
 DEFAULT_ALPHA = 1e-3
 MIN_MOLECULES = 10
 CODES = ("aligned", "weakly_aligned", "not_detected", "too_few")
