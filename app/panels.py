@@ -461,7 +461,8 @@ def report_download(data_dir: Path, st: ViewState) -> dict:
     view = {
         "group": f"{_group_name(data_dir, st)} ({st.grouping})" if st.group else "",
         "SMARTS highlight": f"{st.smarts} ({layers.n_matches or 0:,} matching molecules)" if st.smarts else "",
-        "notes": "; ".join(layers.errors + layers.notes),
+        # what this view changed (the symmetry note is the dataset's, said in the report's statistics)
+        "notes": "; ".join(layers.errors + [n for n in layers.notes if n != layers.md.symmetry_note]),
     }
     text = static_report_html(report, figures, view)
     return {"content": text, "filename": f"orientscope-{st.dataset}-report.html", "type": "text/html"}

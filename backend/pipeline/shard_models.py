@@ -328,7 +328,7 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
     del full_index
     per_shard = [train[(train >= j.ref.start) & (train < j.ref.stop)] for j in jobs]
     parts = engine.map(training_features, [FeatureJob(j, r) for j, r in zip(jobs, per_shard, strict=True)],
-                       say("training features:", 0.0, 0.1))  # fmt: skip
+                       say("training features:", 0.02, 0.1))  # fmt: skip
     folder = Path(jobs[0].result_dir) / "models"
     folder.mkdir(parents=True, exist_ok=True)
     names = list(parts[0]["properties"])  # the columns of y, in the order every shard reads them

@@ -194,6 +194,19 @@ class MapData:
         defined = (~np.isnan(np.asarray(self.x))).sum(axis=1) if self.n_molecules else np.zeros(0, np.int64)
         return np.bincount(defined, minlength=4)
 
+    def n_defined(self, axes=AXES, mask: np.ndarray | None = None) -> int:
+        """How many points :meth:`points` gives for ``axes`` and ``mask``, counted without building them."""
+        cols = [int(a) - 1 for a in sorted({int(a) for a in axes})]
+        if not self.axis_counts[:3].any():  # every axis of every molecule is defined
+            return len(cols) * (self.n_molecules if mask is None else int(np.count_nonzero(mask)))
+        if mask is None:
+            return int(self._defined_per_axis[cols].sum())
+        return int((~np.isnan(np.asarray(self.x)[np.asarray(mask, bool)][:, cols])).sum())
+
+    @cached_property
+    def _defined_per_axis(self) -> np.ndarray:
+        return (~np.isnan(np.asarray(self.x))).sum(axis=0)
+
     @property
     def symmetry_note(self) -> str | None:
         """What the map leaves out by symmetry (the legend's caption), or None if every molecule has a full frame."""
