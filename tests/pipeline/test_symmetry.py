@@ -142,9 +142,9 @@ def test_symmetric_tops_with_their_axes_along_z_are_found_by_the_axial_test(tmp_
     assert report["control"]["verdict"]["code"] == "not_detected" and report["control_check"]["passed"] is True
 
 
-@pytest.fixture(scope="module")
-def failed_control(tmp_path_factory):
-    """An aligned set whose control is forced to be the set itself (no rotation): the self-check must fail."""
+def store_a_failing_control(data_dir) -> dict:
+    """Store "forced": an aligned set whose control is forced to be the set itself (no rotation), so that the
+    self-check must fail; its report."""
     from orientscope.pipeline import shard_models, shard_stages
     from orientscope.science import counter_rng
 
@@ -154,12 +154,16 @@ def failed_control(tmp_path_factory):
             out[:] = np.eye(3)
         return out
 
-    data = tmp_path_factory.mktemp("failed")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(shard_stages, "haar_rotations", no_turn_for_the_control)
         mp.setattr(shard_models, "haar_rotations", no_turn_for_the_control)
-        report = _store(data, "forced", [asymmetric(3000 + i) for i in range(120)])
-    return data, report
+        return _store(data_dir, "forced", [asymmetric(3000 + i) for i in range(120)])
+
+
+@pytest.fixture(scope="module")
+def failed_control(tmp_path_factory):
+    data = tmp_path_factory.mktemp("failed")
+    return data, store_a_failing_control(data)
 
 
 def test_a_control_forced_to_fail_is_loud_in_the_report(failed_control):
