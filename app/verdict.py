@@ -19,11 +19,13 @@ from orientscope.services.report_format import (
     headline,
     kl_mark_label,
     report_sections,
+    warnings,
 )
 
 VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"
 CHEMISTRY_GRAPHS = "chemistry-graphs"
+WARNINGS = "verdict-warnings"
 
 
 def _dash_table(section: Section) -> html.Table:
@@ -95,6 +97,15 @@ def headline_children(report: dict, main: bool = True) -> list:
     badge = "weak" if h.weak else {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
     control = ((report.get("control") or {}).get("kl") or {}).get("value")
     out: list = [
+        # A failed self-check (and a result of an older rule) is read before the verdict it puts in doubt.
+        html.Div(
+            [html.P(w, className="warning") for w in warnings(report)],
+            className="verdict-warnings",
+            role="alert",
+            **({"id": WARNINGS} if main else {}),
+        )
+        if warnings(report)
+        else None,
         html.P(
             h.answer,
             className=f"verdict-line {badge}",
@@ -151,6 +162,8 @@ def meta_children(report: dict, main: bool = True) -> list:
     if lines := chemistry_lines(report):
         out.append(html.Div([html.Span(lines[0]), html.Ul([html.Li(line) for line in lines[1:]])],
                             className="note chemistry-graphs", **({"id": CHEMISTRY_GRAPHS} if main else {})))  # fmt: skip
+    if report.get("orientation_note"):
+        out.append(html.P(report["orientation_note"], className="note orientation-classes"))
     return out + skipped_children(report, main)
 
 

@@ -564,15 +564,18 @@ def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
     from orientscope.core.numbers import format_count
     from orientscope.services.audit_table import text_table
-    from orientscope.services.report_format import chemistry_lines, degeneracy_lines, report_sections
+    from orientscope.services.report_format import chemistry_lines, degeneracy_lines, report_sections, warnings
 
     lines = [
         f"{r['name']} ({r['dataset']}): {format_count(r['n_molecules'])} molecules, frame {r['frame']}/{r['sign_rule']}, "
         f"seed {r['seed']}",
+        *(f"WARNING: {w}" for w in warnings(r)),
         *_verdict_lines("Verdict", r.get("verdict") or {}),
         *_verdict_lines("Control's verdict, same rule", (r.get("control") or {}).get("verdict") or {}),
         f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons') or {})})",
         *(f"  {line}" for line in degeneracy_lines(r.get("degenerate_reasons") or {})),
+        *([f"Orientation by symmetry: {_classes(r['orientation_classes'])}"] if r.get("orientation_classes") else []),
+        *([f"  {r['orientation_note']}"] if r.get("orientation_note") else []),
     ]
     if chemistry := chemistry_lines(r):
         lines += [chemistry[0], *(f"  {line}" for line in chemistry[1:])]
@@ -599,6 +602,10 @@ def _verdict_lines(title: str, verdict: dict) -> list[str]:
     """``title: badge (rule version N)``, then the verdict's text, indented."""
     rule = f" (rule version {verdict['rule_version']})" if verdict.get("rule_version") is not None else ""
     return [f"{title}: {verdict.get('badge') or '–'}{rule}", f"  {verdict.get('text', '–')}"]
+
+
+def _classes(counts: dict) -> str:
+    return f"{counts.get('full')} full frames, {counts.get('axis')} only an axis, {counts.get('none')} no orientation"
 
 
 def _reasons(counts: dict) -> str:

@@ -6,7 +6,7 @@ its key and its (small) result; the marker is written atomically and after the
 files the task wrote itself, so a marker that is there vouches for them. The
 key is a digest of everything that fixes the task's result:
 
-* the package version, the stage and the step;
+* the package version, the stage, the stage's rule (``pipeline.stage.STAGE_RULES``) and the step;
 * the upper-case settings of the step's module (``N_CANDIDATES``, ``CLASSIFIER``, ...);
 * the task's inputs: the run's parameters, its shard (name, first global index,
   size; not where the data dir is, which moves from staging to the store) and
@@ -35,6 +35,7 @@ import numpy as np
 from orientscope import __version__
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.shard_stages import ShardJob
+from orientscope.pipeline.stage import STAGE_RULES
 from orientscope.store.atomic import atomic_write_bytes, atomic_write_pickle
 
 log = logging.getLogger(__name__)
@@ -168,7 +169,8 @@ class ResumingEngine:
 
     def _steps(self, fn: Callable, items: list) -> list[Step]:
         base = hashlib.sha256()
-        _feed(base, (__version__, self.stage, fn.__module__, fn.__qualname__, _module_settings(fn)))
+        rule = STAGE_RULES.get(self.stage, 1)  # a task of an older rule is never taken over
+        _feed(base, (__version__, self.stage, rule, fn.__module__, fn.__qualname__, _module_settings(fn)))
         steps = []
         for k, item in enumerate(items):
             h = base.copy()

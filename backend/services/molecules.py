@@ -17,6 +17,7 @@ from orientscope.pipeline.engine import IN_PROCESS, Engine, parse_cluster
 from orientscope.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
 from orientscope.science import substructure
 from orientscope.science.chemistry import molecule_graph
+from orientscope.science.frames import orientation_of, symmetry_kinds
 from orientscope.science.perception import perceive_bonds
 from orientscope.services import smarts_search
 from orientscope.services.bytecache import shared_cache
@@ -265,6 +266,13 @@ def list_molecules(
 
 
 # ---------------------------------------------------------------- detail
+def orientation_record(reason: str) -> dict:
+    """``{class, defined_axis, symmetry}`` of one molecule from its frame's degeneracy codes (``science.frames``)."""
+    symmetry = symmetry_kinds(np.array([reason]))
+    classes, axes = orientation_of(symmetry)
+    return {"class": str(classes[0]), "defined_axis": int(axes[0]) or None, "symmetry": str(symmetry[0]) or None}
+
+
 def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
     """Everything stored about one molecule: atoms in both poses, its frame, score, groups and properties."""
     view = get_view(data_dir, dataset_id)
@@ -282,6 +290,7 @@ def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
             "quaternion": view.cell("quaternions", i).tolist(),
             "eigenvalues": view.cell("eigenvalues", i).tolist(),
             "degenerate_reason": str(view.cell("reasons", i)) or None,
+            "orientation": orientation_record(str(view.cell("reasons", i))),
             "axes_lonlat": [{"axis": a + 1, "lon_deg": lon, "lat_deg": lat} for a, (lon, lat) in enumerate(lonlat)],
             "result_key": view.result_key,
         }
