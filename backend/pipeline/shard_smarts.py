@@ -1,4 +1,12 @@
-"""SMARTS search over a sharded result: one task per shard on the engine, matches streamed as shards finish.
+"""SMARTS search over a sharded result: the index a request searches, and one task per shard on the engine
+for the background jobs, matches streamed as shards finish.
+
+What an index holds (``science.substructure.search_smiles``: each molecule's SMILES as RDKit writes it from
+the sanitised molecule) costs a parse of every molecule, about 9 s on QM9: the first search after a server
+start took 14 s for it. It is made once per shard, at ingest (:func:`index_result`, after the stages) or
+else at the server's warm-up, and kept beside the chemistry stage's table as ``chemistry/search-NNNNN.parquet``
+stamped with that table's size and time (a recomputed stage is indexed anew); :func:`result_index` reads
+it back in a fraction of a second.
 
 Each task reads its shard's graphs (the chemistry stage's ``smiles`` column,
 perceived graphs written as SMILES; for a set whose chemistry stage was not
@@ -19,14 +27,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from orientscope.pipeline.engine import Engine, ShardProgress
 from orientscope.science import substructure
 from orientscope.science.chemistry import molecule_graph
+from orientscope.store.atomic import atomic_write_table, read_table
 from orientscope.store.datasets import read_meta, read_molecule_tables
-from orientscope.store.shards import is_sharded, read_shard_table, shard_refs, shard_table_paths
+from orientscope.store.shards import is_sharded, read_shard_table, shard_refs, shard_table_path, shard_table_paths
 
 STAGE = "chemistry"
+SEARCH_TABLE = "search"  # per shard: the SMILES an index holds and whether each is valid
+SOURCE_KEY = b"orientscope.source"  # the search table's metadata: the chemistry table it was made from
 
 
 @dataclass(frozen=True)
@@ -41,22 +53,84 @@ class SmartsJob:
     block: int = substructure.BLOCK  # molecules scanned between two looks at the clock
 
 
-def _graphs(job: SmartsJob):
-    """The shard's molecular graphs: SMILES strings, or RDKit molecules made one at a time as the index reads them."""
+def _shard_index(job: SmartsJob) -> substructure.SubstructureIndex:
+    """The shard's index: from its kept search SMILES (made from the chemistry stage's graphs if missing),
+    or for a set whose chemistry stage was not run per shard, from its ingested molecules, RDKit molecules
+    made one at a time as the index reads them."""
     if not job.molecules_folder:
-        table = read_shard_table(Path(job.result_dir), STAGE, "molecules", job.number, columns=["smiles"])
-        return table.column("smiles").to_pylist()
+        return substructure.SubstructureIndex.from_search_smiles(
+            *search_smiles_shard(job.result_dir, job.number, write=False), n_threads=1
+        )
     mols = read_molecule_tables(Path(job.molecules_folder), {"has_smiles": job.has_smiles})
     smiles = mols.smiles if mols.smiles is not None else [""] * mols.n_molecules
-    return (molecule_graph(str(smiles[i] or ""), *mols.atoms_of(i))[0] for i in range(mols.n_molecules))
+    graphs = (molecule_graph(str(smiles[i] or ""), *mols.atoms_of(i))[0] for i in range(mols.n_molecules))
+    return substructure.SubstructureIndex(graphs, n_threads=1)
 
 
 def smarts_shard(job: SmartsJob) -> dict:
     """Global indices of the shard's molecules that contain the pattern, and how many were scanned."""
-    found = substructure.SubstructureIndex(_graphs(job), n_threads=1).search(
-        job.smarts, timeout_s=job.timeout_s, block=job.block
-    )
+    found = _shard_index(job).search(job.smarts, timeout_s=job.timeout_s, block=job.block)
     return {"index": found.indices + job.start, "n_scanned": found.n_scanned, "complete": found.complete}
+
+
+def _source_stamp(result_dir: Path, number: int) -> bytes:
+    """Size and modification time of the shard's chemistry table: a search table made from another is stale."""
+    stat = shard_table_path(Path(result_dir), STAGE, "molecules", number).stat()
+    return f"{stat.st_size}:{stat.st_mtime_ns}".encode()
+
+
+def shard_numbers(result_dir: Path) -> list[int]:
+    """The shard numbers of a result's chemistry tables, in shard order."""
+    return [int(p.stem.rsplit("-", 1)[1]) for p in shard_table_paths(Path(result_dir), STAGE, "molecules")]
+
+
+def read_search_smiles(result_dir: Path, number: int) -> tuple[list[str], np.ndarray] | None:
+    """The shard's kept search SMILES and validity; None if there are none, or they are older than its table."""
+    path = shard_table_path(Path(result_dir), STAGE, SEARCH_TABLE, number)
+    if not path.is_file():
+        return None
+    table = read_table(path)
+    if (table.schema.metadata or {}).get(SOURCE_KEY) != _source_stamp(result_dir, number):
+        return None
+    return table.column("smiles").to_pylist(), table.column("valid").to_numpy(zero_copy_only=False)
+
+
+def search_smiles_shard(result_dir: str, number: int, write: bool = True) -> tuple[list[str], np.ndarray]:
+    """The shard's search SMILES: kept ones, else made from its chemistry table (and kept, when ``write``)."""
+    kept = read_search_smiles(Path(result_dir), number)
+    if kept is not None:
+        return kept
+    stamp = _source_stamp(Path(result_dir), number)
+    graphs = read_shard_table(Path(result_dir), STAGE, "molecules", number, columns=["smiles"]).column("smiles")
+    smiles, valid = substructure.search_smiles(graphs.to_pylist())
+    if write:
+        table = pa.table({"smiles": pa.array(smiles, pa.string()), "valid": pa.array(valid, pa.bool_())})
+        path = shard_table_path(Path(result_dir), STAGE, SEARCH_TABLE, number)
+        atomic_write_table(path, table.replace_schema_metadata({SOURCE_KEY: stamp}))
+    return smiles, valid
+
+
+def _index_shard(job: tuple[str, int]) -> int:
+    return len(search_smiles_shard(*job)[1])
+
+
+def unindexed_shards(result_dir: Path) -> list[int]:
+    """The shards of a result whose search SMILES are not kept (or are stale)."""
+    return [k for k in shard_numbers(result_dir) if read_search_smiles(result_dir, k) is None]
+
+
+def index_result(engine: Engine, result_dir: Path, numbers: list[int], progress: ShardProgress | None = None) -> None:
+    """Make and keep the search SMILES of the shards ``numbers`` of a result, shard-parallel on ``engine``."""
+    engine.map(_index_shard, [(str(result_dir), k) for k in numbers], progress)
+
+
+def result_index(result_dir: Path, write: bool = False, n_threads: int = 2) -> substructure.SubstructureIndex:
+    """One index over every shard of a result, in row order, from the kept search SMILES (made where missing,
+    and kept when ``write``)."""
+    parts = [search_smiles_shard(str(result_dir), k, write) for k in shard_numbers(result_dir)]
+    smiles = [s for part in parts for s in part[0]]
+    valid = np.concatenate([part[1] for part in parts]) if parts else np.zeros(0, bool)
+    return substructure.SubstructureIndex.from_search_smiles(smiles, valid, n_threads)
 
 
 def sharded_result(result_dir: Path) -> bool:
@@ -85,8 +159,7 @@ def search_shards(
     shard as it finishes. Raises ``ValueError`` for an invalid or too long pattern.
     """
     substructure.parse_smarts(smarts)  # a typo answers before any task starts
-    paths = shard_table_paths(Path(result_dir), STAGE, "molecules")
-    numbers = [int(p.stem.rsplit("-", 1)[1]) for p in paths]
+    numbers = shard_numbers(result_dir)
     sizes = [read_shard_table(Path(result_dir), STAGE, "molecules", k, columns=["id"]).num_rows for k in numbers]
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
     jobs = [
