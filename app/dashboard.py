@@ -85,7 +85,7 @@ def _controls() -> html.Div:
                 ],
             ),
             html.Label(
-                className="control",
+                className="control axes-control",
                 children=[
                     "Axes",
                     dcc.Checklist(
@@ -98,7 +98,7 @@ def _controls() -> html.Div:
                 ],
             ),
             html.Label(
-                className="control",
+                className="control color-control",
                 children=[
                     "Colour by",
                     dcc.Dropdown(
@@ -119,7 +119,11 @@ def _controls() -> html.Div:
             ),
             html.Label(
                 className="control",
-                children=["Only group", dcc.Dropdown(id=ids.GROUP_FILTER, placeholder="all molecules")],
+                # Searched on the server, as typed (app/panels.py group_search_options), and listed in its order.
+                children=[
+                    "Only group",
+                    dcc.Dropdown(id=ids.GROUP_FILTER, placeholder="all molecules", search_order="original"),
+                ],
             ),
             html.Label(
                 className="control",
@@ -729,6 +733,16 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
     )
     def list_groups(st, sort_by):
         return panels.group_outputs(data_dir, ViewState.from_map_state(st), sort_by)._asdict()
+
+    @callback(
+        Output(ids.GROUP_FILTER, "options", allow_duplicate=True),
+        Input(ids.GROUP_FILTER, "search_value"),
+        State(ids.MAP_STATE, "data"),
+        State(ids.GROUP_FILTER, "value"),
+        prevent_initial_call=True,
+    )
+    def search_groups(text, st, current):
+        return panels.group_search_options(data_dir, ViewState.from_map_state(st), text, current)
 
     @callback(
         Output(ids.GROUP_FILTER, "value", allow_duplicate=True),

@@ -309,6 +309,27 @@ def group_outputs(data_dir: Path, st: ViewState, sort_by: list | None = None) ->
     return GroupsPanel(options, rows, picked, groups_summary(listing, len(rows), sort))
 
 
+def group_search_options(data_dir: Path, st: ViewState, text: str | None, current: str | None) -> list[dict]:
+    """The "only group" choices for the ``text`` typed into it: every group whose label holds it as typed.
+
+    SMILES and formulas are case-sensitive (aromatic c is not aliphatic C, Co is not CO), so "c1ccccc1"
+    finds benzene and never cyclohexane, whatever the dropdown's own search (which ignores case) would
+    list. Labels equal to the text come first, then those that start with it, then the rest, larger groups
+    first within each; the chosen group stays among the choices. No text: the largest groups.
+    """
+    default = group_outputs(data_dir, st).options
+    if not text or not st.ready:
+        return default
+    listing = data.list_groups(data_dir, st.dataset, st.grouping, ALL_GROUPS)
+    if listing is None:
+        return default
+    rows = [r for r in group_rows(listing) if text in r["label"]]
+    rows.sort(key=lambda r: (r["label"] != text, not r["label"].startswith(text), -r["size"]))
+    options = [{"label": f"{r['label']} ({r['size']:,})", "value": r["group"]} for r in rows[:GROUP_TABLE_ROWS]]
+    options += [o for o in default if o["value"] == current and o not in options]
+    return options
+
+
 def _table_sort(sort_by: list | None) -> tuple[str, bool] | None:
     """(column, descending) of the table's first sort, or None (the default: largest first)."""
     first = (sort_by or [None])[0]

@@ -32,12 +32,19 @@
     return ["SMARTS search " + p.text, false, nu];
   }
 
+  // A new submission's status replaces the last one's at once: while the file is sent, a second audit or
+  // upload showed the first one's "done".
+  function sending(statusId, filename) {
+    window.dash_clientside.set_props(statusId, { children: "sending " + (filename || "the file") + "…" });
+  }
+
   // The upload page shows at /upload only (the header's link, app/dashboard.py).
   function uploadHidden(pathname) { return pathname !== "/upload"; }
 
   async function uploadSubmit(nClicks, contents, filename, name, format, strict, token) {
     if (!nClicks) { return window.dash_clientside.no_update; }
     if (!contents) { return { error: "Choose a file first." }; }
+    sending("upload-status", filename);
     var fields = {
       name: (name || filename || "").trim(),
       format: format || "auto",
@@ -69,6 +76,7 @@
     if (!nClicks) { return window.dash_clientside.no_update; }
     if (!dataset) { return { error: "Choose a dataset first." }; }
     if (!contents) { return { error: "Choose a predictions file first." }; }
+    sending("audit-status", filename);
     var path = "/api/datasets/" + encodeURIComponent(dataset) + "/model-audits";
     var fields = { name: (name || filename || "").trim() };
     var sent = await orientscope().postUpload(path, contents, filename || "predictions.csv", fields, token);
