@@ -14,7 +14,7 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from orientscope.app import ids, panels, pins, scatter_panel, selection_panel, smarts_progress
+from orientscope.app import downloads, ids, panels, pins, scatter_panel, selection_panel, smarts_progress
 from orientscope.app.audit_panel import audit_section, register_audit
 from orientscope.app.audit_panel import first_view_props as audit_first_view
 from orientscope.app.compat import first_screen_scripts
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 ASSETS = frontend_asset()
 LAZY_ASSETS = r"3Dmol-min\.js$"  # served from /assets/, but not put into the page
+MAP_WHILE_LOADING = {"visibility": "visible", "opacity": 0.5}
 VIEW_TIPS = {
     "density": "How densely the principal axes cover the sky, ÷ uniform (1 = uniform), beside the random-rotation "
     "control on the same scale",
@@ -239,8 +240,9 @@ def build_layout(read_only: bool) -> html.Div:
                 [
                     html.H2("Verdict"),
                     dcc.Loading(html.Div(id=ids.VERDICT, className="verdict")),
+                    downloads.download_status(),
                 ],
-                className="panel",
+                className="panel verdict-panel",
             ),
             html.Section(
                 [
@@ -261,6 +263,9 @@ def build_layout(read_only: bool) -> html.Div:
                                             figure=message_figure("Loading…"),
                                         ),
                                         parent_className="map-cell",
+                                        # The map stays on screen, dimmed under the spinner, while it is
+                                        # redrawn (Dash hides it by default: a SMARTS search left it blank).
+                                        overlay_style=MAP_WHILE_LOADING,
                                     ),
                                     html.Div(
                                         dcc.Graph(
@@ -282,6 +287,8 @@ def build_layout(read_only: bool) -> html.Div:
                     html.P(id=ids.MAP_HINT, className="note map-hint"),
                     *pins.pin_strip(),
                     selection_panel.selection_section(),
+                    # below the map: the frames the verdict rests on and the degeneracy codes
+                    html.Div(id=ids.FRAME_NOTES, className="frame-notes"),
                 ],
                 className="panel",
             ),
@@ -330,6 +337,7 @@ VERDICT_OUT = {
     "histogram": (ids.ANGLE_HISTOGRAM, "figure"),
     "progress": (ids.PROGRESS, "children"),
     "poll_disabled": (ids.STATUS_POLL, "disabled"),
+    "frames": (ids.FRAME_NOTES, "children"),
 }
 MOLECULE_OUT = {
     "molecule_id": (ids.MOLECULE_ID, "children"),
@@ -491,6 +499,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))
+    downloads.register(app, data_dir, guarded(app.callback))
     pins.register(app)
     selection_panel.register(app, data_dir, guarded(app.callback))
     if not read_only:

@@ -30,7 +30,7 @@ from orientscope.app.mapview import map_layers
 from orientscope.app.pins import pin_controls
 from orientscope.app.state import ViewState
 from orientscope.app.static_report import static_report_html
-from orientscope.app.verdict import verdict_children
+from orientscope.app.verdict import frame_children, verdict_children
 from orientscope.app.viewer import group_scenes, molecule_viewer_spec, viewer_spec
 from orientscope.services.report_format import control_report
 
@@ -50,6 +50,7 @@ class VerdictPanel(NamedTuple):
     histogram: object
     progress: list | None
     poll_disabled: bool
+    frames: list = []  # under the map: the frames the verdict rests on, and the degeneracy codes
 
 
 class MoleculePanel(NamedTuple):
@@ -162,19 +163,20 @@ def verdict_outputs(data_dir: Path, st: ViewState) -> VerdictPanel:
         report = data.dataset_summary(data_dir, dataset)
     except data.OrientScopeError as err:
         return VerdictPanel([html.P(friendly(err), className="warning")], message_figure("", 300), None, True)
-    children, hist = data.per_result(data_dir, dataset, "verdict_panel", lambda: _verdict_of(report, dataset))
-    return VerdictPanel(children, hist, None, True)
+    children, hist, frames = data.per_result(data_dir, dataset, "verdict_panel", lambda: _verdict_of(report, dataset))
+    return VerdictPanel(children, hist, None, True, frames)
 
 
-def _verdict_of(report: dict, dataset: str) -> tuple[list, object]:
-    """Verdict components and angle histogram of a report (about 40 ms to build)."""
+def _verdict_of(report: dict, dataset: str) -> tuple[list, object, list]:
+    """Verdict components, angle histogram and the frames' notes of a report (about 40 ms to build)."""
     hist = angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram"))
     try:
-        children = verdict_children(report)
+        children, frames = verdict_children(report), frame_children(report)
     except (KeyError, TypeError, ValueError, IndexError):  # a report section in an unexpected shape
         log.exception("cannot render the verdict of %s", dataset)
         children = [html.P((report.get("verdict") or {}).get("text", "No verdict."), className="verdict-line")]
-    return children, hist
+        frames = []
+    return children, hist, frames
 
 
 # ----------------------------------------------------------------- molecule
