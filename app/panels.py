@@ -325,9 +325,10 @@ def group_search_options(data_dir: Path, st: ViewState, text: str | None, curren
     listing = data.list_groups(data_dir, st.dataset, st.grouping, ALL_GROUPS)
     if listing is None:
         return default
-    rows = [r for r in group_rows(listing) if text in r["label"]]
-    rows.sort(key=lambda r: (r["label"] != text, not r["label"].startswith(text), -r["size"]))
-    options = [{"label": f"{r['label']} ({r['size']:,})", "value": r["group"]} for r in rows[:GROUP_TABLE_ROWS]]
+    found = [(g.get("label") or str(g["group"]), int(g["size"]), str(g["group"])) for g in listing.get("groups") or []]
+    found = [f for f in found if text in f[0]]
+    found.sort(key=lambda f: (f[0] != text, not f[0].startswith(text), -f[1]))
+    options = [{"label": f"{label} ({size:,})", "value": group} for label, size, group in found[:GROUP_TABLE_ROWS]]
     options += [o for o in default if o["value"] == current and o not in options]
     return options
 
