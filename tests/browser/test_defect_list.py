@@ -261,9 +261,10 @@ def test_the_molecule_viewer_fits_water_with_its_axis_labels_clear_of_the_atoms_
         left, top, width, height = scene["cell"]
         atoms, labels = np.array(scene["atoms"]), np.array(scene["labels"])
         # the molecule, as drawn (hydrogen spheres of 0.26 Å at its ends), fills a good part of its viewer
-        # (it was about 20 px of 280)
+        # (it was about 20 px of 280). A third and more: the view is fitted for any turn (issue 40), so the
+        # sphere that holds the axis labels, about 1.6 Å from water's centre, fits the cell, not this view's outline
         drawn = np.ptp(atoms, axis=0).max() + 2 * 0.26 * scene["px_per_angstrom"]
-        assert drawn >= 0.4 * height, (np.ptp(atoms, axis=0), scene["px_per_angstrom"], height)
+        assert drawn >= 0.35 * height, (np.ptp(atoms, axis=0), scene["px_per_angstrom"], height)
         # each label lies inside its cell, clear of the edges and of the caption strip at the foot
         margin = 8
         assert (labels[:, 0] >= left + margin).all() and (labels[:, 0] <= left + width - margin).all(), labels
