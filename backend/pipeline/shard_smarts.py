@@ -1,12 +1,13 @@
 """SMARTS search over a sharded result: the index a request searches, and one task per shard on the engine
 for the background jobs, matches streamed as shards finish.
 
-What an index holds (``science.substructure.search_smiles``: each molecule's SMILES as RDKit writes it from
-the sanitised molecule) costs a parse of every molecule, about 9 s on QM9: the first search after a server
-start took 14 s for it. It is made once per shard, at ingest (:func:`index_result`, after the stages) or
-else at the server's warm-up, and kept beside the chemistry stage's table as ``chemistry/search-NNNNN.parquet``
-stamped with that table's size and time (a recomputed stage is indexed anew); :func:`result_index` reads
-it back in a fraction of a second.
+What an index holds (``science.substructure.search_data``: each molecule's SMILES as RDKit writes it from
+the sanitised molecule, and its pattern fingerprint, the screen) costs a parse of every molecule, about 25 s
+on QM9: the first search after a server start took 14 s building an index without the screen. It is made
+once per shard, at ingest (:func:`index_result`, after the stages) or else at the server's warm-up, and kept
+beside the chemistry stage's table as ``chemistry/search-NNNNN.parquet``, stamped with that table's size and
+time and with the RDKit version (a recomputed stage, or another RDKit, is indexed anew); :func:`result_index`
+reads it back in about a second.
 
 Each task reads its shard's graphs (the chemistry stage's ``smiles`` column,
 perceived graphs written as SMILES; for a set whose chemistry stage was not
@@ -37,8 +38,9 @@ from orientscope.store.datasets import read_meta, read_molecule_tables
 from orientscope.store.shards import is_sharded, read_shard_table, shard_refs, shard_table_path, shard_table_paths
 
 STAGE = "chemistry"
-SEARCH_TABLE = "search"  # per shard: the SMILES an index holds and whether each is valid
+SEARCH_TABLE = "search"  # per shard: the SMILES an index holds, whether each is valid, and its fingerprint
 SOURCE_KEY = b"orientscope.source"  # the search table's metadata: the chemistry table it was made from
+RDKIT_KEY = b"orientscope.rdkit"  # and the RDKit version that made it
 
 
 @dataclass(frozen=True)
@@ -54,12 +56,12 @@ class SmartsJob:
 
 
 def _shard_index(job: SmartsJob) -> substructure.SubstructureIndex:
-    """The shard's index: from its kept search SMILES (made from the chemistry stage's graphs if missing),
+    """The shard's index: from its kept search data (made from the chemistry stage's graphs if missing),
     or for a set whose chemistry stage was not run per shard, from its ingested molecules, RDKit molecules
     made one at a time as the index reads them."""
     if not job.molecules_folder:
-        return substructure.SubstructureIndex.from_search_smiles(
-            *search_smiles_shard(job.result_dir, job.number, write=False), n_threads=1
+        return substructure.SubstructureIndex.from_search_data(
+            search_data_shard(job.result_dir, job.number, write=False), n_threads=1
         )
     mols = read_molecule_tables(Path(job.molecules_folder), {"has_smiles": job.has_smiles})
     smiles = mols.smiles if mols.smiles is not None else [""] * mols.n_molecules
@@ -84,53 +86,72 @@ def shard_numbers(result_dir: Path) -> list[int]:
     return [int(p.stem.rsplit("-", 1)[1]) for p in shard_table_paths(Path(result_dir), STAGE, "molecules")]
 
 
-def read_search_smiles(result_dir: Path, number: int) -> tuple[list[str], np.ndarray] | None:
-    """The shard's kept search SMILES and validity; None if there are none, or they are older than its table."""
+def read_search_data(result_dir: Path, number: int) -> substructure.SearchData | None:
+    """The shard's kept search data; None if there are none, or they were made from another chemistry table
+    or by another RDKit."""
     path = shard_table_path(Path(result_dir), STAGE, SEARCH_TABLE, number)
     if not path.is_file():
         return None
     table = read_table(path)
-    if (table.schema.metadata or {}).get(SOURCE_KEY) != _source_stamp(result_dir, number):
+    meta = table.schema.metadata or {}
+    if meta.get(SOURCE_KEY) != _source_stamp(result_dir, number):
         return None
-    return table.column("smiles").to_pylist(), table.column("valid").to_numpy(zero_copy_only=False)
+    if meta.get(RDKIT_KEY) != substructure.rdkit_version().encode():
+        return None
+    return substructure.SearchData(
+        table.column("smiles").to_pylist(),
+        table.column("valid").to_numpy(zero_copy_only=False),
+        table.column("pattern").to_pylist(),
+        substructure.rdkit_version(),
+    )
 
 
-def search_smiles_shard(result_dir: str, number: int, write: bool = True) -> tuple[list[str], np.ndarray]:
-    """The shard's search SMILES: kept ones, else made from its chemistry table (and kept, when ``write``)."""
-    kept = read_search_smiles(Path(result_dir), number)
+def search_data_shard(result_dir: str, number: int, write: bool = True) -> substructure.SearchData:
+    """The shard's search data: kept ones, else made from its chemistry table (and kept, when ``write``)."""
+    kept = read_search_data(Path(result_dir), number)
     if kept is not None:
         return kept
     stamp = _source_stamp(Path(result_dir), number)
     graphs = read_shard_table(Path(result_dir), STAGE, "molecules", number, columns=["smiles"]).column("smiles")
-    smiles, valid = substructure.search_smiles(graphs.to_pylist())
+    data = substructure.search_data(graphs.to_pylist())
     if write:
-        table = pa.table({"smiles": pa.array(smiles, pa.string()), "valid": pa.array(valid, pa.bool_())})
+        table = pa.table(
+            {
+                "smiles": pa.array(data.smiles, pa.string()),
+                "valid": pa.array(data.valid, pa.bool_()),
+                "pattern": pa.array(data.patterns, pa.binary()),
+            }
+        )
         path = shard_table_path(Path(result_dir), STAGE, SEARCH_TABLE, number)
-        atomic_write_table(path, table.replace_schema_metadata({SOURCE_KEY: stamp}))
-    return smiles, valid
+        atomic_write_table(path, table.replace_schema_metadata({SOURCE_KEY: stamp, RDKIT_KEY: data.rdkit.encode()}))
+    return data
 
 
 def _index_shard(job: tuple[str, int]) -> int:
-    return len(search_smiles_shard(*job)[1])
+    return len(search_data_shard(*job).valid)
 
 
 def unindexed_shards(result_dir: Path) -> list[int]:
-    """The shards of a result whose search SMILES are not kept (or are stale)."""
-    return [k for k in shard_numbers(result_dir) if read_search_smiles(result_dir, k) is None]
+    """The shards of a result whose search data are not kept (or are stale)."""
+    return [k for k in shard_numbers(result_dir) if read_search_data(result_dir, k) is None]
 
 
 def index_result(engine: Engine, result_dir: Path, numbers: list[int], progress: ShardProgress | None = None) -> None:
-    """Make and keep the search SMILES of the shards ``numbers`` of a result, shard-parallel on ``engine``."""
+    """Make and keep the search data of the shards ``numbers`` of a result, shard-parallel on ``engine``."""
     engine.map(_index_shard, [(str(result_dir), k) for k in numbers], progress)
 
 
 def result_index(result_dir: Path, write: bool = False, n_threads: int = 2) -> substructure.SubstructureIndex:
-    """One index over every shard of a result, in row order, from the kept search SMILES (made where missing,
+    """One index over every shard of a result, in row order, from the kept search data (made where missing,
     and kept when ``write``)."""
-    parts = [search_smiles_shard(str(result_dir), k, write) for k in shard_numbers(result_dir)]
-    smiles = [s for part in parts for s in part[0]]
-    valid = np.concatenate([part[1] for part in parts]) if parts else np.zeros(0, bool)
-    return substructure.SubstructureIndex.from_search_smiles(smiles, valid, n_threads)
+    parts = [search_data_shard(str(result_dir), k, write) for k in shard_numbers(result_dir)]
+    data = substructure.SearchData(
+        [s for part in parts for s in part.smiles],
+        np.concatenate([part.valid for part in parts]) if parts else np.zeros(0, bool),
+        [p for part in parts for p in part.patterns],
+        substructure.rdkit_version(),
+    )
+    return substructure.SubstructureIndex.from_search_data(data, n_threads)
 
 
 def sharded_result(result_dir: Path) -> bool:
