@@ -27,7 +27,9 @@ def upload_section(read_only: bool) -> html.Section | None:
             html.P(
                 [
                     "XYZ, extended XYZ, SDF/MOL, ASE .db/.aselmdb, NPZ (z, pos, n_atoms), our Parquet, "
-                    "or a zip/tar of such files. The whole pipeline runs in the background; the dataset then "
+                    "JSON molecule records (the molecule downloads), or a zip/tar of such files. Ids are kept "
+                    "as written; what is read differently (a renamed id or property) is listed when the job is "
+                    "done. The whole pipeline runs in the background; the dataset then "
                     "appears in the dataset list. Large files: use ",
                     html.Code("orientscope ingest"),
                     " on the server.",

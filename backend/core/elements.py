@@ -49,6 +49,21 @@ def symbol_to_z(symbol: str) -> int:
     return z
 
 
+def dummy_atom_message(symbol: str) -> str:
+    """Why an atom written ``symbol`` (``X``, ``*``, 0 …) is refused: it is not an element."""
+    return (
+        f"dummy atom {symbol!r} (atomic number 0: a ghost, centroid or query atom, not an element); "
+        "remove dummy atoms before loading"
+    )
+
+
+def atomic_number_message(z: int) -> str:
+    """Why an atomic number is not an element, and what is accepted."""
+    if z == 0:
+        return dummy_atom_message("X")
+    return f"atomic number {z} is not an element (accepted: 1 to {MAX_Z})"
+
+
 def z_to_symbols(atomic_numbers) -> list[str]:
     return [SYMBOLS[int(z)] for z in atomic_numbers]
 

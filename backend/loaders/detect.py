@@ -33,6 +33,9 @@ EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
+# JSON molecule records, or (.json) an ASE JSON database: told apart by content (:func:`_json_kind`). Not in
+# EXTENSIONS, which also names the formats an export's file name asks for: JSON is read, not written.
+JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
 def check_format(fmt: str) -> str:
@@ -40,9 +43,30 @@ def check_format(fmt: str) -> str:
 
 
 def _looks_extxyz(head: str) -> bool:
-    """A comment line of ``key=value`` pairs (``Properties=``, ``Lattice=`` or any other) marks extended XYZ."""
-    lines = head.splitlines()
+    """A comment line of ``key=value`` pairs (``Properties=``, ``Lattice=`` or any other) marks extended XYZ.
+
+    The server's own XYZ downloads are such lines too (``dataset=… pose=… units=… id=…``): the extended-XYZ
+    reader takes them as they were written (``loaders/comment_line.py``).
+    """
+    lines = head.split("\n")  # only a newline ends a line in the file (not str.splitlines' U+2028 or \x1c)
     return len(lines) > 1 and "=" in lines[1]
+
+
+def _json_kind(head: bytes) -> str:
+    """A ``.json`` file: molecule records ("json") or an ASE JSON database ("asedb", rows of ``numbers``)."""
+    if b'"elements"' not in head and (b'"nextid"' in head or b'"numbers"' in head):
+        return "asedb"
+    return "json"
+
+
+def is_molecule_file(path: Path) -> bool:
+    """Whether a file found in a folder of inputs is one to read: a molecule format's extension, and for
+    ``.json`` molecule records inside (a folder's ``metadata.json`` or a manifest is not one)."""
+    path = Path(path)
+    if path.suffix.lower() not in JSON_SUFFIXES:
+        return path.suffix.lower() in EXTENSIONS
+    with open(path, "rb") as fh:
+        return b'"elements"' in fh.read(4096)
 
 
 def detect_format(path: Path) -> str:
@@ -57,6 +81,10 @@ def detect_format(path: Path) -> str:
     fmt = EXTENSIONS.get(path.suffix.lower())
     if fmt is None and is_archive(path):
         return "archive"
+    if path.suffix.lower() in JSON_SUFFIXES or (
+        fmt is None and head.lstrip()[:1] in (b"{", b"[") and b'"elements"' in head
+    ):
+        return _json_kind(head)
     # Without an extension, only a first line that is an atom count says "xyz" (not any leading digit).
     if (fmt == "xyz" and head[:20].lstrip()[:1].isdigit()) or (
         fmt is None and head.split(b"\n", 1)[0].strip().isdigit()
@@ -82,6 +110,7 @@ def detect_format(path: Path) -> str:
 def _feeders() -> dict[str, Callable[[Path, Collector, Progress | None], None]]:
     from orientscope.loaders.asedb import read_asedb
     from orientscope.loaders.extxyz import read_extxyz
+    from orientscope.loaders.json_records import read_json_records
     from orientscope.loaders.npz import feed_npz
     from orientscope.loaders.parquet_orientations import load_parquet_file, load_store_tables
     from orientscope.loaders.sdf import read_sdf
@@ -107,6 +136,7 @@ def _feeders() -> dict[str, Callable[[Path, Collector, Progress | None], None]]:
         "asedb": records(read_asedb),
         "npz": feed_npz,
         "parquet": parquet,
+        "json": records(read_json_records),
     }
 
 

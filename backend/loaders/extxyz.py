@@ -1,71 +1,81 @@
-"""Extended XYZ (ASE): per-structure ``key=value`` pairs on the comment line become properties.
+"""Extended XYZ (ASE's format): per-structure ``key=value`` pairs on the comment line become properties.
 
 Frames are split by our own streaming reader (so a bad frame is located by
-line and stepped over) and each frame is parsed by ASE. Numeric info values
-and scalar calculator results (e.g. ``energy``) become properties; string
-values named ``id``/``name`` become the molecule id and ``smiles`` the SMILES.
+line and stepped over). The comment line is read as text
+(``loaders/comment_line.py``: ASE's grammar, without its type guessing), so an
+id is kept exactly as written (``000``, ``T``, ``1E3``, ``NAN`` stay text);
+numeric values become properties, ``id``/``name`` the molecule id and
+``smiles`` the SMILES. The atom columns are read from the ``Properties=`` spec
+(``species`` or ``Z``, and ``pos``); extra columns (forces …) are ignored.
+The total charge is ``total_charge=`` or ``charge=`` (which stays a property
+too), else the sum of a per-atom ``initial_charges`` or ``charges`` column.
 """
 
 from __future__ import annotations
 
-import io
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import (
-    BadRecord,
-    LineReader,
-    Record,
-    numeric_properties,
-    open_text,
-)
-from orientscope.loaders.xyz import iter_xyz_blocks
+from orientscope.loaders.base import BadRecord, LineReader, Record, charge_value, open_text
+from orientscope.loaders.comment_line import read_comment
+from orientscope.loaders.xyz import comment_record, iter_xyz_blocks, molecule_comments, parse_atom_lines, xyz_block
 
-ID_KEYS = ("id", "name", "mol_id", "identifier")
-SMILES_KEYS = ("smiles", "SMILES", "canonical_smiles")
+DEFAULT_SPEC = "species:S:1:pos:R:3"  # what ASE assumes when a frame has no Properties=
+ELEMENT_COLUMNS = ("species", "symbols", "Z", "numbers")
+POSITION_COLUMNS = ("pos", "positions")
+CHARGE_COLUMNS = ("initial_charges", "charges")  # per-atom charges (ASE's names); their sum is the total
 
 
-def atoms_properties(atoms) -> tuple[str | None, str, dict[str, float]]:
-    """(id, smiles, numeric properties) of an ASE Atoms from its info and calculator."""
-    info = dict(atoms.info)
-    mol_id = next(
-        (str(info[k]) for k in ID_KEYS if isinstance(info.get(k), str | int | np.integer) and str(info[k])), None
-    )
-    smiles = next((info[k] for k in SMILES_KEYS if isinstance(info.get(k), str)), "")
-    skip = set(ID_KEYS) | set(SMILES_KEYS)
-    props = numeric_properties((k, v) for k, v in info.items() if k not in skip)
-    calc = getattr(atoms, "calc", None)
-    results = getattr(calc, "results", None) or {}
-    props.update(numeric_properties((k, v) for k, v in results.items() if np.ndim(v) == 0))
-    return mol_id, smiles, props
+def atom_columns(spec: str, first_atom_line: str) -> tuple[int, int, int] | str:
+    """(element column, first position column, columns per line) of a ``Properties=`` spec, or why not.
+
+    A spec declaring more columns than the atom lines hold is refused before any is read (ASE would make
+    one array per declared column: ``species:S:2147483648`` took minutes and gigabytes).
+    """
+    parts = spec.split(":")
+    if len(parts) % 3:
+        return f"Properties={spec[:80]!r} is not name:type:count triples"
+    element = position = None
+    column = 0
+    for name, count in zip(parts[0::3], parts[2::3], strict=True):
+        if not count.strip().isdigit():
+            return f"Properties={spec[:80]!r}: the count {count[:20]!r} is not a number"
+        n = int(count)
+        if name in ELEMENT_COLUMNS and element is None and n == 1:
+            element = column
+        elif name in POSITION_COLUMNS and position is None and n == 3:
+            position = column
+        column += n
+    available = len(first_atom_line.split())
+    if column > available:
+        return f"Properties declares {column:,} columns but the atom lines have {available}"
+    if element is None:
+        return f"Properties={spec[:80]!r} has no species (or Z) column"
+    if position is None:
+        return f"Properties={spec[:80]!r} has no pos column of 3 numbers"
+    return element, position, column
 
 
-def _columns_problem(comment: str, first_atom_line: str) -> str | None:
-    """ASE makes one numpy field per declared column, so a count like ``species:S:2147483648``
-    would take minutes and gigabytes: refuse more columns than the atom lines hold."""
-    from ase.io.extxyz import key_val_str_to_dict
-
-    try:
-        spec = key_val_str_to_dict(comment).get("Properties")
-    except Exception:  # ASE reports a malformed comment line itself
-        return None
-    counts = spec.split(":")[2::3] if isinstance(spec, str) else []
-    if not all(c.strip().isdigit() for c in counts):
-        return None
-    declared, available = sum(int(c) for c in counts), len(first_atom_line.split())
-    if declared > available:
-        return f"Properties declares {declared:,} columns but the atom lines have {available}"
+def charge_column(spec: str) -> int | None:
+    """The column of a per-atom charge (one number per atom) in a valid ``Properties=`` spec, else None."""
+    parts = spec.split(":")
+    column = 0
+    for name, count in zip(parts[0::3], parts[2::3], strict=True):
+        if name in CHARGE_COLUMNS and int(count) == 1:
+            return column
+        column += int(count)
     return None
 
 
-def _parse_frame(text: str):
-    from ase.io import read  # ASE import is slow; only pay it when reading
-
-    return read(io.StringIO(text), format="extxyz")
+def summed_charge(atom_lines: list[str], column: int) -> float:
+    """The total charge of a frame from its per-atom charge column (whole numbers only; NaN otherwise)."""
+    try:
+        return charge_value(sum(float(line.split()[column]) for line in atom_lines))
+    except (ValueError, IndexError):
+        return math.nan
 
 
 def read_extxyz(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
@@ -74,36 +84,30 @@ def read_extxyz(path: Path, limits: Limits, progress: Progress | None = None) ->
             if isinstance(block, BadRecord):
                 yield block
                 continue
-            problem = _columns_problem(block.comment, block.atom_lines[0])
-            if problem:
-                yield BadRecord(block.where, f"not a valid extended-XYZ frame ({problem})")
+            fields = read_comment(block.comment)
+            spec = fields.spec or DEFAULT_SPEC
+            columns = atom_columns(spec, block.atom_lines[0])
+            if isinstance(columns, str):
+                yield BadRecord(block.where, f"not a valid extended-XYZ frame ({columns})")
                 continue
-            text = f"{len(block.atom_lines)}\n{block.comment}\n{''.join(block.atom_lines)}"
-            try:
-                atoms = _parse_frame(text)
-            except Exception as err:  # ASE raises many types for malformed frames
-                yield BadRecord(block.where, f"not a valid extended-XYZ frame ({type(err).__name__}: {err})")
+            element, position, n = columns
+            atoms = parse_atom_lines(block, element, position, n, f"{n} columns ({spec[:80]})")
+            if isinstance(atoms, str):
+                yield BadRecord(block.where, atoms)
                 continue
-            mol_id, smiles, props = atoms_properties(atoms)
-            yield Record(block.where, atoms.numbers, atoms.positions, id=mol_id, smiles=smiles, properties=props)
-
-
-def molecule_atoms(mols, i: int):
-    """Molecule ``i`` as an ASE Atoms with id, SMILES and properties in ``info``."""
-    from ase import Atoms
-
-    z, pos = mols.atoms_of(i)
-    atoms = Atoms(numbers=z.astype(int), positions=pos)
-    atoms.info["id"] = str(mols.ids[i])
-    if mols.smiles is not None and mols.smiles[i]:
-        atoms.info["smiles"] = str(mols.smiles[i])
-    for col in mols.properties.columns:
-        atoms.info[col] = float(mols.properties[col].iat[i])
-    return atoms
+            record = comment_record(block, atoms, fields)
+            column = charge_column(spec)
+            if isinstance(record, Record) and math.isnan(record.charge) and column is not None:
+                record.charge = summed_charge(block.atom_lines, column)
+            yield record
 
 
 def write_extxyz(path: Path, mols) -> None:
-    """Extended XYZ with every property (and id, SMILES) on each frame's comment line."""
-    from ase.io import write
+    """Extended XYZ with the id, SMILES and every property on each frame's comment line.
 
-    write(str(path), (molecule_atoms(mols, i) for i in range(mols.n_molecules)), format="extxyz")
+    Written as ASE writes it (``Properties=species:S:1:pos:R:3`` first), with text quoted and
+    escaped so that it reads back as written, and numbers written in full (``repr``).
+    """
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, comment in enumerate(molecule_comments(mols, tags=[("Properties", DEFAULT_SPEC)])):
+            fh.write(xyz_block(*mols.atoms_of(i), comment))

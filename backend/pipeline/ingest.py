@@ -40,17 +40,37 @@ def new_dataset_id(data_dir: Path, name: str, reserved: set[str] | frozenset[str
     return validate_id(candidate)
 
 
-def ingest_meta(loaded_format: str, n_skipped: int, problems: list, strict: bool | None = None, **extra) -> dict:
-    """The meta fields every ingested dataset records about its reading (one file or many)."""
+def ingest_meta(
+    loaded_format: str,
+    n_skipped: int,
+    problems: list,
+    strict: bool | None = None,
+    warnings: list | tuple = (),
+    tags: dict | None = None,
+    **extra,
+) -> dict:
+    """The meta fields every ingested dataset records about its reading (one file or many).
+
+    ``warnings``: what was read differently from the file (renamed ids and properties, isotopes);
+    ``tags``: the server's own tags its records carried (``pose``, ``units``, ``dataset`` -> values).
+    """
     meta = {
         "format": loaded_format,
         "n_skipped": int(n_skipped),
         "problems": list(problems)[:MAX_PROBLEMS_KEPT],
+        "warnings": list(warnings),
         "ingested": True,
     }
+    if tags:
+        meta["file_tags"] = dict(tags)
     if strict is not None:
         meta["strict"] = bool(strict)
     return {**meta, **extra}
+
+
+def loaded_meta(loaded: Loaded) -> dict:
+    """:func:`ingest_meta` of one loaded file."""
+    return ingest_meta(loaded.format, loaded.n_skipped, loaded.problems, warnings=loaded.warnings, tags=loaded.tags)
 
 
 def store_and_precompute(
@@ -88,7 +108,7 @@ def store_and_precompute(
             notify(LOAD_SHARE, f"{mols.n_molecules:,} molecules stored by the interrupted attempt", "save")
         else:
             notify(LOAD_SHARE, f"storing {mols.n_molecules:,} molecules", "save")
-            meta_extra = {**ingest_meta(loaded.format, loaded.n_skipped, loaded.problems), **(extra or {})}
+            meta_extra = {**loaded_meta(loaded), **(extra or {})}
             if frame_dependent:
                 declared = check_frame_dependent(frame_dependent, mols.properties.columns)
                 mols = replace(mols, frame_dependent=mols.frame_dependent | declared)

@@ -29,7 +29,8 @@ from orientscope.core.dataset import check_frame_dependent
 from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress, quiet, scaled
-from orientscope.loaders.detect import EXTENSIONS, load_path
+from orientscope.loaders.base import merge_tags
+from orientscope.loaders.detect import EXTENSIONS, is_molecule_file, load_path
 from orientscope.loaders.parquet_orientations import is_store_folder
 from orientscope.pipeline.engine import Engine, choose_cluster
 from orientscope.pipeline.ingest import ingest_meta, new_dataset_id
@@ -62,7 +63,7 @@ def expand_inputs(inputs: list[str | Path]) -> list[Path]:
             found.update(p for p in matches if p.is_file() or is_store_folder(p))
         elif Path(text).is_dir() and not is_store_folder(text):
             inside = [p for p in Path(text).iterdir() if not p.name.startswith(".")]
-            found.update(p for p in inside if (p.is_file() and p.suffix.lower() in EXTENSIONS) or is_store_folder(p))
+            found.update(p for p in inside if (p.is_file() and is_molecule_file(p)) or is_store_folder(p))
         elif Path(text).exists():
             found.add(Path(text))
         else:
@@ -101,6 +102,8 @@ def load_file_to_shards(job: FileJob) -> dict:
         "shards": shards,
         "n_skipped": loaded.n_skipped,
         "problems": loaded.problems,
+        "warnings": loaded.warnings,
+        "tags": loaded.tags,
         "has_smiles": bool(mols.smiles is not None and (mols.smiles != "").any()),
         "properties": list(mols.properties.columns),
         "property_units": dict(mols.property_units),
@@ -168,6 +171,8 @@ def _load_files(
             sum(r["n_skipped"] for r in results),
             [p for r in results for p in r["problems"]],
             template.strict,
+            warnings=[w for r in results for w in r["warnings"]],
+            tags=merge_tags([r["tags"] for r in results]),
             layout=SHARDED,
             format_version=FORMAT_VERSION,
             shard_size=template.shard_size,

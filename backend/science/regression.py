@@ -107,6 +107,43 @@ class RegressionSettings:
         return {"model": "SO3NeighborsRegressor", **{k: getattr(self, k) for k in self.__dataclass_fields__}}
 
 
+def column_ranges(y: np.ndarray) -> np.ndarray:
+    """(3, p) per property column: the count of finite values, their minimum and maximum (NaN if none).
+
+    Partial results of row blocks merge with :func:`merge_column_ranges`, in any order.
+    """
+    y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+    finite = np.isfinite(y)
+    count = finite.sum(axis=0).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        low = np.where(count > 0, np.where(finite, y, np.inf).min(axis=0, initial=np.inf), np.nan)
+        high = np.where(count > 0, np.where(finite, y, -np.inf).max(axis=0, initial=-np.inf), np.nan)
+    return np.vstack([count, low, high])
+
+
+def merge_column_ranges(parts: list[np.ndarray]) -> np.ndarray:
+    """The :func:`column_ranges` of all rows from those of row blocks (associative and commutative)."""
+    stacked = np.stack([np.asarray(p, dtype=np.float64) for p in parts])
+    return np.vstack([stacked[:, 0].sum(axis=0), np.fmin.reduce(stacked[:, 1]), np.fmax.reduce(stacked[:, 2])])
+
+
+def left_out_properties(names: list[str], ranges: np.ndarray) -> list[dict]:
+    """The properties the orientation-only regression leaves out, and why: ``missing`` (no finite value) or
+    ``constant`` (one value for every molecule that has one: nothing to predict, and a zero-variance
+    baseline would read as a 100 % gain).
+
+    ``ranges`` is (3, p) from :func:`column_ranges`. Each entry: ``property``, ``reason``, and ``value``
+    (the constant's value, None when missing).
+    """
+    out = []
+    for name, (count, low, high) in zip(names, np.asarray(ranges).T, strict=True):
+        if count == 0:
+            out.append({"property": str(name), "reason": "missing", "value": None})
+        elif low == high:
+            out.append({"property": str(name), "reason": "constant", "value": float(low)})
+    return out
+
+
 def column_means(y: np.ndarray) -> np.ndarray:
     """(p,) each column's mean over its finite values: the mean predictor's value, and the NaN fill."""
     return np.nanmean(np.where(np.isfinite(y), y, np.nan), axis=0)

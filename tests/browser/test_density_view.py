@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import density_cells, load_map_data
-from tests.browser.chrome import map_drawn, serve, severe_console
+from tests.browser.chrome import map_drawn, serve
 from tests.browser.test_dashboard import settle, text_of, wait_for
 from tests.browser.test_map_scale import open_map
 
@@ -75,7 +75,6 @@ def _zoom(driver) -> str | None:
 
 
 def test_a_zoom_bins_both_maps_anew_the_control_leads_and_follows_and_the_url_keeps_it(driver, base_url, qm9_store):
-    driver.get_log("browser")
     open_map(driver, base_url + "/?dataset=qm9&view=density")
     n_points = load_map_data(qm9_store, "qm9").n_molecules * 3
     whole = wait_for(lambda: all(_both(driver)) and _both(driver), what="both density maps")
@@ -115,13 +114,11 @@ def test_a_zoom_bins_both_maps_anew_the_control_leads_and_follows_and_the_url_ke
     main = wait_for(lambda: map_drawn(driver) and (m := _shown(driver, MAIN)) and m["x"][1] - m["x"][0] < 3 and m,
                     what="the zoomed density on load")  # fmt: skip
     assert main["x"][0] <= x0 + 1e-3 and main["x"][1] >= x1 - 1e-3 and len(main["cx"]) == nx
-    assert severe_console(driver) == []
 
 
 def test_the_controls_hover_shows_its_molecule_and_the_datasets_density_and_a_click_opens_it(
     driver, base_url, qm9_store
 ):
-    driver.get_log("browser")
     open_map(driver, base_url + "/?dataset=qm9&view=density")
     wait_for(lambda: _shown(driver, CONTROL), what="the control's map")
     graph = driver.find_element(By.CSS_SELECTOR, CONTROL + " .js-plotly-plot")
@@ -154,7 +151,6 @@ def test_the_controls_hover_shows_its_molecule_and_the_datasets_density_and_a_cl
         break
     else:
         pytest.fail("no control point inside the plot")
-    assert severe_console(driver) == []
 
 
 @pytest.fixture(scope="module")
@@ -174,12 +170,10 @@ def three_url(tmp_path_factory):
 
 
 def test_three_molecules_are_drawn_as_their_points_not_blocks_of_density(driver, three_url):
-    driver.get_log("browser")
     open_map(driver, three_url + "/?dataset=three&view=density")
     main, control = wait_for(lambda: all(_both(driver)) and _both(driver), what="both maps")
     assert main["points"] == [9] and control["points"] == [9]
     assert "Too few points for a density (9" in text_of(driver, "map-notes")
-    assert severe_console(driver) == []
 
 
 def test_three_molecules_first_paint_draws_their_points(without_scripts, three_url):

@@ -9,7 +9,7 @@ import numpy as np
 from selenium.webdriver.common.by import By
 
 from orientscope.loaders.extxyz import write_extxyz
-from tests.browser.chrome import serve, severe_console, wait_until
+from tests.browser.chrome import serve, wait_until
 
 
 def test_upload_runs_the_pipeline_with_a_progress_bar(driver, writable_url, qm9_small, tmp_path):
@@ -37,8 +37,6 @@ def test_upload_runs_the_pipeline_with_a_progress_bar(driver, writable_url, qm9_
             e for e in driver.find_elements(By.XPATH, "//*[contains(text(), 'From the page')]") if e.is_displayed()
         ]
     )
-    # Only this page's errors: the dashboard's own panels are tested in test_dashboard.py.
-    assert [m for m in severe_console(driver) if "/api/" in m or "upload" in m.lower()] == []
 
 
 def test_upload_page_is_absent_when_read_only(driver, qm9_store):
@@ -102,3 +100,24 @@ def test_a_failed_upload_turns_its_progress_bar_red_and_says_failed(driver, writ
     assert bar.get_attribute("value") == "100" and bar.get_attribute("title") == "failed"
     accent = driver.execute_script("return getComputedStyle(arguments[0]).accentColor", bar)
     assert accent == "rgb(192, 57, 43)", accent
+
+
+def test_an_upload_read_differently_from_its_file_says_so_on_the_page(driver, writable_url, tmp_path):
+    """Renamed ids and properties, and D read as hydrogen, are in the status the page shows when the job is done."""
+    from tests.test_cli import READ_DIFFERENTLY
+
+    path = tmp_path / "odd.extxyz"
+    path.write_text(READ_DIFFERENTLY)
+    driver.get(f"{writable_url}/upload")
+    page = wait_until(lambda: driver.find_elements(By.ID, "upload-page"))[0]
+    wait_until(page.is_displayed)
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#upload-file input[type=file]"))[0].send_keys(str(path))
+    wait_until(lambda: "odd.extxyz" in driver.find_element(By.ID, "upload-drop-text").text)
+    driver.find_element(By.ID, "upload-name").send_keys("read differently")
+    driver.find_element(By.ID, "upload-submit").click()
+    status = driver.find_element(By.ID, "upload-status")
+    wait_until(lambda: status.text.startswith(("done", "failed")))
+    assert status.text.startswith("done"), status.text
+    assert "3 warning(s): " in status.text, status.text
+    assert "'n_atoms' → 'prop_n_atoms'" in status.text and "'A_dup1' (CH4)" in status.text
+    assert "read as hydrogen" in status.text

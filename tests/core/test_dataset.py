@@ -60,9 +60,11 @@ def test_mismatched_lengths_rejected():
         _set(ids=["a", "a"])
 
 
-def test_bad_atomic_number_rejected():
-    with pytest.raises(DatasetError, match="invalid atomic number 0"):
+def test_bad_atomic_number_rejected_naming_the_molecule_and_what_is_accepted():
+    with pytest.raises(DatasetError, match=r"\(index 0\): dummy atom 'X' \(atomic number 0: a ghost, centroid"):
         _set(atomic_numbers=[8, 1, 0, 6, 8, 8])
+    with pytest.raises(DatasetError, match=r"\(index 1\): atomic number 200 is not an element \(accepted: 1 to 118\)"):
+        _set(atomic_numbers=[8, 1, 1, 6, 8, 200])
 
 
 def test_subset_keeps_atoms_and_properties_aligned():

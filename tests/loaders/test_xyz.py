@@ -46,7 +46,7 @@ def test_one_word_comment_is_the_id_and_qm9_exponents_parse(tmp_path):
     ("bad_line", "expected"),
     [
         ("H nan 0.0 0.0", "NaN or infinite"),
-        ("Xq 0.0 0.0 0.0", "unknown element 'Xq'"),
+        ("Xq 0.0 0.0 0.0", "unknown element symbol 'Xq'"),
         ("H 0.0 zero 0.0", "line 9"),
     ],
 )

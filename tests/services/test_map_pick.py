@@ -86,7 +86,10 @@ def test_a_pixels_summary_reads_its_members_as_the_image_shades_them(toy_dir):
 
 
 def test_a_molecules_caption_of_one_axis_describes_that_axiss_point(toy_dir):
-    for axis in (1, 2, 3):
-        caption = molecule_caption(toy_dir, MapQuery("toy"), "benzene", axis)
+    for axis in (1, 2, 3):  # water: an asymmetric top, all three axes drawn
+        caption = molecule_caption(toy_dir, MapQuery("toy"), "water", axis)
         assert caption["axis"] == axis and caption["value"] == AXIS_NAMES[axis]
-    assert molecule_caption(toy_dir, MapQuery("toy", axes="3"), "benzene", 1)["value"] is None  # not shown
+    assert molecule_caption(toy_dir, MapQuery("toy", axes="3"), "water", 1)["value"] is None  # not shown
+    # benzene, a symmetric top, is drawn by its unique axis only (axis 3): its other axes have no point
+    assert molecule_caption(toy_dir, MapQuery("toy"), "benzene", 3)["axis"] == 3
+    assert molecule_caption(toy_dir, MapQuery("toy"), "benzene", 1)["axis"] is None

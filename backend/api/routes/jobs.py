@@ -59,7 +59,8 @@ class JobPublic(BaseModel):
     )
     result: dict | None = Field(
         default=None,
-        description="On success, ingests: dataset_id, n_molecules, n_skipped, skipped-record messages (problems) and "
+        description="On success, ingests: dataset_id, n_molecules, n_skipped, skipped-record messages (problems), "
+        "warnings (ids or properties renamed, D/T read as hydrogen …) and "
         "skipped_stages (analysis step → reason); audits: dataset_id, audit_id, n_molecules, n_unknown_ids; "
         "exports: export_id, file and n_molecules; SMARTS searches: search_id, n_matches, n_scanned and complete "
         "(false if the scan stopped at its time limit).",
