@@ -35,6 +35,7 @@ from orientscope.loaders.base import (
     written_property_name,
 )
 from orientscope.loaders.comment_line import SERVER_TAGS, check_units, server_tags
+from orientscope.loaders.formats import MARKER, NO, Format, records
 
 ID_TAGS = ("CHEMBL_ID", "chembl_id", "ID", "id", "NAME", "name", "_Name")
 SMILES_TAGS = ("SMILES", "smiles")
@@ -292,3 +293,22 @@ def write_sdf(path: Path, mols) -> None:
             yield sdf_mol(*mols.atoms_of(i), str(mols.ids[i]), smi, values, bonds=False)
 
     _write_records(str(path), records())
+
+
+def _sniff(head: bytes, path: Path) -> int:
+    # A mol block's end or counts-line version, anywhere in the head (the title line before it is free text).
+    return MARKER if b"M  END" in head or b"V2000" in head or b"V3000" in head else NO
+
+
+FORMAT = Format(
+    name="sdf",
+    label="SDF/MOL",
+    extensions=(".sdf", ".sd", ".mol"),
+    read=records(read_sdf),
+    description="V2000 or V3000 mol blocks separated by `$$$$`; the title line is the id, numeric SD fields "
+    "are properties",
+    sniff=_sniff,
+    write=write_sdf,
+    write_molecule=sdf_block,
+    media_type="chemical/x-mdl-sdfile",
+)
