@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from orientscope.core.settings import check_choice
-from orientscope.loaders import asedb, extxyz, json_records, npz, parquet_orientations, sdf, xyz
+from orientscope.loaders import asedb, ccd, extxyz, json_records, npz, parquet_orientations, sdf, xyz
 from orientscope.loaders.formats import Format
 
 FORMATS: tuple[Format, ...] = (
@@ -23,6 +23,7 @@ FORMATS: tuple[Format, ...] = (
     npz.FORMAT,
     parquet_orientations.FORMAT,
     json_records.FORMAT,
+    ccd.FORMAT,
 )
 AUTO = "auto"  # detect the format of each file
 # What export writes when neither its --format, its file name nor the input's format says: every property kept.
