@@ -18,19 +18,8 @@ from dash import ClientsideFunction, Input, Output, State, dash_table, dcc, html
 from orientscope.app import data, ids
 from orientscope.app.initial_view import color_options
 from orientscope.app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
-
-COLUMNS = (
-    ("property", "property"),
-    ("split", "split"),
-    ("n", "molecules"),
-    ("pose_alone", "pose alone predicts"),
-    ("mse_stored", "MSE stored"),
-    ("mse_rotated", "MSE rotated"),
-    ("reliance", "reliance"),
-    ("reliance_ci", "95 % CI"),
-    ("pvalue_holm", "p (Holm)"),
-    ("verdict", "verdict"),
-)
+from orientscope.core.numbers import format_count
+from orientscope.services.audit_table import COLUMNS, audit_rows, provenance
 
 
 def _upload_form(read_only: bool) -> html.Div | None:
@@ -66,13 +55,15 @@ def audit_section(read_only: bool) -> html.Section:
             html.P(
                 [
                     "Does your model lean on the pose? Run it on the stored poses and on rotated copies (",
-                    html.Code("orientscope export DATASET --mode random --copies 5 --format extxyz"),
+                    html.Code("orientscope export DATASET --mode random --copies 5 --purpose audit --format extxyz"),
                     "), then upload a file with the columns id, property, stored, rotated "
                     "(optional: copy, true, split). ",
                     html.Em("Pose alone predicts"),
                     " is what any model could take from the poses; ",
                     html.Em("reliance"),
-                    " is how much this model's error grows on the rotated copies.",
+                    " is how much this model's error grows on the rotated copies; the ",
+                    html.Em("rotation shift"),
+                    " is how far its predictions move when a molecule is rotated (property unit).",
                 ],
                 className="note",
             ),
@@ -95,33 +86,8 @@ def audit_section(read_only: bool) -> html.Section:
     )
 
 
-def _number(x, fmt: str = ".4g") -> str:
-    return "–" if x is None else format(x, fmt)
-
-
-def audit_rows(record: dict) -> list[dict]:
-    """One table row per property (and split) of a stored audit."""
-    rows = []
-    for p in record.get("properties", []):
-        ci = (p.get("ci95") or {}).get("reliance")
-        gain = p.get("regression_improvement")
-        rows.append({
-            "property": p["property"],
-            "split": p.get("split") or "all",
-            "n": p["n"],
-            "pose_alone": "–" if gain is None else f"{gain:+.1%}",
-            "mse_stored": _number(p["mse_stored"]),
-            "mse_rotated": _number(p["mse_rotated"]),
-            "reliance": "–" if p.get("reliance") is None else f"{p['reliance']:+.1%}",
-            "reliance_ci": "–" if not ci else f"{ci[0]:+.1%} to {ci[1]:+.1%}",
-            "pvalue_holm": _number(p.get("pvalue_holm"), ".2g"),
-            "verdict": p["verdict"]["code"],
-        })  # fmt: skip
-    return rows
-
-
 def audit_texts(record: dict) -> list:
-    """The verdict sentences (all molecules) and the warnings, as paragraphs."""
+    """The tier sentences (all molecules), the warnings and which rules made the audit, as paragraphs."""
     texts = [
         html.P([html.Strong(p["property"] + ": "), p["verdict"]["text"]])
         for p in record.get("properties", [])
@@ -129,8 +95,13 @@ def audit_texts(record: dict) -> list:
     ]
     warnings = [html.P(w, className="warning") for w in record.get("warnings", [])]
     unknown = record.get("n_unknown_ids")
-    note = [html.P(f"{unknown:,} ids of the file are not in the dataset.", className="note")] if unknown else []
-    return texts + note + warnings
+    note = (
+        [html.P(f"{format_count(unknown)} ids of the file are not in the dataset.", className="note")]
+        if unknown
+        else []
+    )
+    rules = [html.P(provenance(record), className="note audit-rules")]
+    return texts + note + warnings + rules
 
 
 def audit_choices(data_dir: Path, dataset: str | None) -> list[dict]:

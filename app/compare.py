@@ -13,8 +13,7 @@ from dataclasses import replace
 from dash import html
 
 from orientscope.app.verdict import headline_children, meta_children, section_children
-from orientscope.core.numbers import format_number
-from orientscope.services.report_format import Section, report_sections
+from orientscope.services.report_format import Section, kl_difference, report_sections
 
 SLOTS = ("headline", "kl-difference", "meta", "statistics", "classifiers", "regression", "similarity", "map")
 
@@ -34,21 +33,6 @@ def _same_rows(a: Section, b: Section) -> tuple[Section, Section]:
         return replace(s, rows=[have.get(m, (m,) + ("–",) * (len(s.header) - 1)) for m in order])
 
     return filled(a), filled(b)
-
-
-def kl_difference(a: dict, b: dict) -> str | None:
-    """'KL difference, A − B: +0.42' (None unless both sides have a KL); sets of different sizes say so,
-    as KL grows with N."""
-    ka, kb = ((r.get("kl") or {}).get("value") for r in (a, b))
-    if ka is None or kb is None:
-        return None
-    text = (
-        f"KL difference, A − B: {ka - kb:+.2f} "
-        f"(A {format_number(ka, '.2f')}, B {format_number(kb, '.2f')}; 0 = the same distance from uniform)"
-    )
-    if a.get("n_molecules") != b.get("n_molecules"):
-        text += "; the sets differ in size and KL grows with N: compare their KL at n below"
-    return text
 
 
 def compare_columns(reports: tuple[dict, dict], graphs: tuple[object, object]) -> tuple[list, list]:

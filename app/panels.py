@@ -252,6 +252,16 @@ def _neighbour_list(kind: str, title: str, result: dict | None, metric: str, fmt
     return html.Div([html.H4(title), html.Ul(items, className="neighbours")])
 
 
+def _orientation_text(o: dict) -> str:
+    """What the statistics read of this molecule's pose (its symmetry's class)."""
+    kind = (o.get("symmetry") or "").replace("_", " ")
+    if o.get("class") == "none":
+        return f"none ({kind}): left out of every statistic"
+    if o.get("class") == "axis":
+        return f"only axis {o.get('defined_axis')} ({kind}): tested by Bingham's axial test"
+    return "full frame" if o else "–"
+
+
 def _molecule_info(detail: dict) -> list:
     score = detail.get("classifier_score")
     rows = [
@@ -260,6 +270,7 @@ def _molecule_info(detail: dict) -> list:
         ("atoms", str(len(detail["elements"]))),
         ("classifier score P(stored)", "not computed" if score is None else f"{score:.3f}"),
         ("degenerate frame", f"yes ({detail.get('degenerate_reason')})" if detail.get("degenerate") else "no"),
+        ("orientation", _orientation_text(detail.get("orientation") or {})),
     ]
     labels = detail.get("group_labels") or {}
     rows += [(GROUP_ROW_NAMES.get(k, f"{k} group"), v) for k, v in labels.items() if v]
@@ -450,7 +461,8 @@ def report_download(data_dir: Path, st: ViewState) -> dict:
     view = {
         "group": f"{_group_name(data_dir, st)} ({st.grouping})" if st.group else "",
         "SMARTS highlight": f"{st.smarts} ({layers.n_matches or 0:,} matching molecules)" if st.smarts else "",
-        "notes": "; ".join(layers.errors + layers.notes),
+        # what this view changed (the symmetry note is the dataset's, said in the report's statistics)
+        "notes": "; ".join(layers.errors + [n for n in layers.notes if n != layers.md.symmetry_note]),
     }
     text = static_report_html(report, figures, view)
     return {"content": text, "filename": f"orientscope-{st.dataset}-report.html", "type": "text/html"}

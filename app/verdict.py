@@ -14,17 +14,21 @@ from dash import html
 from orientscope.services.report_format import (
     TOOLTIPS,
     Section,
+    chemistry_lines,
     degeneracy_lines,
-    format_number,
     headline,
+    kl_mark_label,
     report_sections,
+    warnings,
 )
 
 VERDICT_TEXT = "verdict-text"
 SKIPPED = "skipped-stages"
+CHEMISTRY_GRAPHS = "chemistry-graphs"
+WARNINGS = "verdict-warnings"
 
 
-def _table(section: Section) -> html.Table:
+def _dash_table(section: Section) -> html.Table:
     # A column with no value in any row (the control's own "control" column in Compare) is left out.
     keep = [0] + [i for i in range(1, len(section.header)) if any(row[i] != "–" for row in section.rows)]
     return html.Table(
@@ -50,7 +54,7 @@ def section_children(section: Section) -> list:
         return []
     out: list = [html.H4(section.title, title=TOOLTIPS.get(section.key), className="has-tooltip")]
     if section.rows:
-        out.append(_table(section))
+        out.append(_dash_table(section))
     if section.skipped:
         out.append(html.P(f"Not computed: {section.skipped}", className="skipped"))
     out += [html.P(n, className="note") for n in section.notes]
@@ -77,12 +81,12 @@ def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
 
     marks = [
         at(0.0, "uniform", "0 = uniform", "0 = orientations as random as a uniform rotation"),
-        at(kl, "dataset", f"this set {format_number(kl, '.2f')}", "this dataset's KL to uniform"),
+        at(kl, "dataset", kl_mark_label("this set", kl), "this dataset's KL to uniform"),
     ]
     if control is not None:
         marks.insert(
             1,
-            at(control, "control", f"control {format_number(control, '.2f')}", "the same molecules, randomly rotated"),
+            at(control, "control", kl_mark_label("control", control), "the same molecules, randomly rotated"),
         )
     return html.Div([html.Div(className="kl-track"), *marks], className="kl-scale", title=TOOLTIPS["kl"])
 
@@ -93,6 +97,15 @@ def headline_children(report: dict, main: bool = True) -> list:
     badge = "weak" if h.weak else {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
     control = ((report.get("control") or {}).get("kl") or {}).get("value")
     out: list = [
+        # A failed self-check (and a result of an older rule) is read before the verdict it puts in doubt.
+        html.Div(
+            [html.P(w, className="warning") for w in warnings(report)],
+            className="verdict-warnings",
+            role="alert",
+            **({"id": WARNINGS} if main else {}),
+        )
+        if warnings(report)
+        else None,
         html.P(
             h.answer,
             className=f"verdict-line {badge}",
@@ -134,7 +147,8 @@ def skipped_children(report: dict, main: bool = True) -> list:
 
 
 def meta_children(report: dict, main: bool = True) -> list:
-    """What the verdict rests on: size, frame, seed, degenerate frames and the stages that did not run."""
+    """What the verdict rests on: size, frame, seed, degenerate frames, the molecules without a chemical graph
+    (by reason) and the stages that did not run."""
     out: list = [
         html.P(
             f"{report.get('name', report.get('dataset'))}: {report.get('n_molecules')} molecules, "
@@ -145,6 +159,11 @@ def meta_children(report: dict, main: bool = True) -> list:
     ]
     if lines := degeneracy_lines(report.get("degenerate_reasons") or {}):
         out.append(html.Ul([html.Li(line) for line in lines], className="note degeneracy-codes"))
+    if lines := chemistry_lines(report):
+        out.append(html.Div([html.Span(lines[0]), html.Ul([html.Li(line) for line in lines[1:]])],
+                            className="note chemistry-graphs", **({"id": CHEMISTRY_GRAPHS} if main else {})))  # fmt: skip
+    if report.get("orientation_note"):
+        out.append(html.P(report["orientation_note"], className="note orientation-classes"))
     return out + skipped_children(report, main)
 
 

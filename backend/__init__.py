@@ -1,7 +1,8 @@
 """OrientScope: is your molecular dataset aligned?
 
 ``import orientscope`` loads nothing heavy: the Python API (``orientscope.read``, ``report``,
-``audit_model``, ... from :mod:`orientscope.notebook`) is imported on first use.
+``audit_model``, ``rotated_copies``, ``canonicalize``, ... from :mod:`orientscope.notebook`) is imported on
+first use.
 """
 
 __version__ = "0.1.0"
@@ -10,7 +11,11 @@ __version__ = "0.1.0"
 _API = {
     "read": "datasets", "from_arrays": "datasets", "from_ase": "datasets", "from_pyg": "datasets",
     "load": "datasets", "Dataset": "datasets", "report": "reports", "Report": "reports",
-    "audit_model": "audit", "ModelAudit": "audit", "Batch": "audit", "PredictError": "audit",
+    "audit_model": "audit", "ModelAudit": "audit", "PredictError": "audit", "assert_pose_robust": "audit",
+    "Batch": "batches", "Poses": "batches", "rotated_copies": "batches",
+    "canonicalize": "canonical", "Canonical": "canonical",
+    "compare_audits": "compare", "sweep": "compare", "AuditComparison": "compare",
+    "sample_path": "samples",
 }  # fmt: skip
 __all__ = ["__version__", *_API]
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +28,9 @@ ingest_mod = LazyModule("orientscope.pipeline.ingest")
 synth_mod = LazyModule("orientscope.pipeline.synth")
 datasets_svc = LazyModule("orientscope.services.datasets")
 audit_mod = LazyModule("orientscope.pipeline.model_audit")
+ids_mod = LazyModule("orientscope.loaders.ids")
+verdict_mod = LazyModule("orientscope.science.audit_verdict")
+audit_table = LazyModule("orientscope.services.audit_table")
 sharded_ingest = LazyModule("orientscope.pipeline.sharded_ingest")
 map_data = LazyModule("orientscope.services.map_data")
 migrate_mod = LazyModule("orientscope.pipeline.migrate")
@@ -316,20 +321,39 @@ def export_cmd(
     ] = None,
     copies: Annotated[
         int | None,
-        typer.Option("--copies", help="random mode: write K rotated copies OUT-stem.copy<k> (input of audit-model)"),
+        typer.Option("--copies", help="random mode: write K rotated copies OUT-stem.copy<k>"),
+    ] = None,
+    purpose: Annotated[
+        str,
+        typer.Option(
+            "--purpose",
+            help="random mode: augment (training data, the default) | audit (the copies audit-model scores); "
+            "two streams that never share a pose",
+        ),
+    ] = "augment",
+    ids: Annotated[
+        Path | None, typer.Option("--ids", help="export only these molecules: a file of ids (one per line, or CSV)")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="export an evenly spread subset of N molecules (of --ids)")
     ] = None,
 ) -> None:
     """Write DATASET with de-biased poses; the per-molecule rotations go to OUT.rotations.csv."""
     with _failing():
         info = export_mod.export_dataset(
-            resolve_data_dir(data_dir), dataset, mode, out, seed=seed, fmt=fmt, copies=copies
-        )
+            resolve_data_dir(data_dir), dataset, mode, out, seed=seed, fmt=fmt, copies=copies, purpose=purpose,
+            ids=None if ids is None else ids_mod.read_ids(ids), limit=limit,
+        )  # fmt: skip
     for path in info.get("paths", [info["path"]]):
         typer.echo(
             f"wrote {info['n_molecules']} molecules ({info['mode']}, {info['format']}, seed {info['seed']}) to {path}"
         )
-    rule = f" ({info['rotation_rule']})" if info.get("rotation_rule") else ""
+    rule = f" ({info['purpose']} stream: {info['rotation_rule']})" if info.get("rotation_rule") else ""
     typer.echo(f"rotations: {info['rotations_path']}{rule}")
+
+
+# audit-model --fail-on: the exit code when a property's tier fails the gate (2 means a bad input).
+EXIT_AUDIT_FAILED = 3
 
 
 @app.command("audit-model")
@@ -340,17 +364,60 @@ def audit_model_cmd(
     data_dir: DataDir = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the bootstrap and the permutations")] = DEFAULT_SEED,
     as_json: Annotated[bool, typer.Option("--json", help="print the audit as one JSON object")] = False,
+    ids: Annotated[
+        Path | None,
+        typer.Option(
+            "--ids", help="audit only these molecules (e.g. held-out ones): a file of ids, one per line or CSV"
+        ),
+    ] = None,
+    margin: Annotated[
+        float, typer.Option("--margin", min=0.0, help="the tiers' reliance margin, a fraction (0.01: ±1 %)")
+    ] = 0.01,
+    max_shift: Annotated[
+        float | None,
+        typer.Option(
+            "--max-shift",
+            min=0.0,
+            help="robust needs the rotation shift's 95th percentile at most this (the property's unit)",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            help=f"exit {EXIT_AUDIT_FAILED} if a property's tier (all audited molecules) is: leans | not-robust "
+            "(anything but invariant or robust) | not-invariant",
+        ),
+    ] = None,
 ) -> None:
-    """Does a model lean on the pose? Audit PREDICTIONS (stored vs rotated poses) against DATASET and store it."""
+    """Does a model lean on the pose? Audit PREDICTIONS (stored vs rotated poses) against DATASET and store it.
+
+    With --fail-on, the audit is stored and printed, then the command exits with code 3 if a property fails
+    the gate (a bad input exits with 2).
+    """
     with _failing():
+        if fail_on is not None:
+            verdict_mod.passes("invariant", fail_on)  # ValueError naming the choices, before any work
+        decision = verdict_mod.Decision(margin, max_shift)
+        chosen = None if ids is None else ids_mod.read_ids(ids)
         with _ProgressBar(f"audit {predictions.name}") as bar:
             record = audit_mod.run_audit(
-                resolve_data_dir(data_dir), dataset, predictions, name, seed=seed, progress=bar
-            )
+                resolve_data_dir(data_dir), dataset, predictions, name, seed=seed, progress=bar, ids=chosen,
+                decision=decision,
+            )  # fmt: skip
     if as_json:
         typer.echo(json.dumps(audit_summary(record)))
     else:
-        typer.echo(format_audit(record))
+        typer.echo(audit_table.format_audit(record))
+    if fail_on is not None:
+        failed = {
+            p["property"]: p["verdict"]["code"]
+            for p in record["properties"]
+            if p["split"] is None and not verdict_mod.passes(p["verdict"]["code"], fail_on)
+        }
+        if failed:
+            typer.echo(f"audit failed (--fail-on {fail_on}): {failed}", err=True)
+            raise typer.Exit(EXIT_AUDIT_FAILED)
 
 
 def audit_summary(record: dict) -> dict:
@@ -361,30 +428,11 @@ def audit_summary(record: dict) -> dict:
         "audit_id": record["id"],
         "n_unknown_ids": record["n_unknown_ids"],
         "result_key": record["result_key"],
+        "audit_rule_version": record.get("audit_rule_version"),
+        "decision": record.get("decision"),
         "warnings": record["warnings"],
         "properties": record["properties"],
     }
-
-
-def format_audit(record: dict) -> str:
-    """Human-readable audit table."""
-    lines = [
-        f"audit {record['id']} ({record['name']}) of {record['dataset']}: {record['n_molecules']} molecules, "
-        f"{record['n_unknown_ids']} unknown ids, seed {record['seed']}",
-        f"{'property':<14}{'split':<7}{'n':>7}{'mse stored':>12}{'mse rotated':>12}{'reliance':>10}"
-        f"{'95% CI':>20}{'p (Holm)':>10}  verdict",
-    ]
-    for p in record["properties"]:
-        ci = p["ci95"].get("reliance")
-        ci_text = f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-"
-        reliance = "-" if p["reliance"] is None else f"{p['reliance']:+.3f}"
-        lines.append(
-            f"{p['property']:<14}{p['split'] or 'all':<7}{p['n']:>7}{p['mse_stored']:>12.4g}{p['mse_rotated']:>12.4g}"
-            f"{reliance:>10}{ci_text:>20}{p['pvalue_holm']:>10.2g}  {p['verdict']['code']}"
-        )
-    lines += ["", *(f"{p['property']}: {p['verdict']['text']}" for p in record["properties"] if p["split"] is None)]
-    lines += [f"warning: {w}" for w in record["warnings"]]
-    return "\n".join(lines)
 
 
 @app.command("rename")
@@ -530,22 +578,29 @@ KEEP_ALIVE_S = 30
 
 def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
-    from orientscope.services.report_format import degeneracy_lines, report_sections
+    from orientscope.core.numbers import format_count
+    from orientscope.services.audit_table import text_table
+    from orientscope.services.report_format import chemistry_lines, degeneracy_lines, report_sections, warnings
 
     lines = [
-        f"{r['name']} ({r['dataset']}): {r['n_molecules']} molecules, frame {r['frame']}/{r['sign_rule']}, "
+        f"{r['name']} ({r['dataset']}): {format_count(r['n_molecules'])} molecules, frame {r['frame']}/{r['sign_rule']}, "
         f"seed {r['seed']}",
-        f"Verdict: {r['verdict']['text']}",
-        f"Control's verdict, same rule: {((r.get('control') or {}).get('verdict') or {}).get('text', '–')}",
+        *(f"WARNING: {w}" for w in warnings(r)),
+        *_verdict_lines("Verdict", r.get("verdict") or {}),
+        *_verdict_lines("Control's verdict, same rule", (r.get("control") or {}).get("verdict") or {}),
         f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons') or {})})",
         *(f"  {line}" for line in degeneracy_lines(r.get("degenerate_reasons") or {})),
+        *([f"Orientation by symmetry: {_classes(r['orientation_classes'])}"] if r.get("orientation_classes") else []),
+        *([f"  {r['orientation_note']}"] if r.get("orientation_note") else []),
     ]
+    if chemistry := chemistry_lines(r):
+        lines += [chemistry[0], *(f"  {line}" for line in chemistry[1:])]
     shown = set()
     for section in report_sections(r):
         lines += ["", section.title]
         shown.add(section.skipped)
         if section.rows:
-            lines += _table(section.header, section.rows)
+            lines += text_table(section.header, section.rows)
         else:
             lines.append(f"  skipped: {section.skipped or 'not computed'}")
         lines += [f"  {note}" for note in section.notes]
@@ -559,23 +614,45 @@ def format_report(r: dict) -> str:
     return "\n".join(lines)
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    """Columns padded to their widest cell and separated by ' | ', under a header and a rule."""
-    widths = [max(len(str(row[j])) for row in (header, *rows)) for j in range(len(header))]
+def _verdict_lines(title: str, verdict: dict) -> list[str]:
+    """``title: badge (rule version N)``, then the verdict's text, indented."""
+    rule = f" (rule version {verdict['rule_version']})" if verdict.get("rule_version") is not None else ""
+    return [f"{title}: {verdict.get('badge') or '–'}{rule}", f"  {verdict.get('text', '–')}"]
 
-    def line(cells) -> str:
-        return " | ".join(f"{str(c):<{w}}" for c, w in zip(cells, widths, strict=True)).rstrip()
 
-    return [line(header), "-+-".join("-" * w for w in widths), *(line(row) for row in rows)]
+def _classes(counts: dict) -> str:
+    return f"{counts.get('full')} full frames, {counts.get('axis')} only an axis, {counts.get('none')} no orientation"
 
 
 def _reasons(counts: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
 
+# Typer's exit code for a command ended by Ctrl-C (KeyboardInterrupt).
+INTERRUPTED = 130
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app()
+    try:
+        app()
+    except SystemExit as end:
+        if end.code == INTERRUPTED:
+            _exit_at_once(INTERRUPTED)
+        raise
+
+
+def _exit_at_once(code: int) -> None:
+    """End the process after Ctrl-C without the interpreter's teardown of its modules.
+
+    Unwinding has already released the locks and kept what earlier stages wrote; tearing down scipy,
+    scikit-learn and datashader then takes another 0.8-1.5 s, which would put Ctrl-C past its 2 s.
+    The exit handlers (logging, temporary files) still run.
+    """
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -53,8 +53,11 @@ def lab_frame_features(mols: MoleculeSet) -> np.ndarray:
 
 
 def exported_copies(data_dir: Path, dataset_id: str, out_dir: Path, copies: int) -> list[MoleculeSet]:
-    """Rotated copies written by ``export --mode random --copies K`` (NPZ keeps full precision), read back."""
-    info = export_dataset(data_dir, dataset_id, "random", out_dir / "copies.npz", fmt="npz", copies=copies)
+    """Rotated copies written by ``export --mode random --copies K --purpose audit`` (the copies an audit scores;
+    NPZ keeps full precision), read back."""
+    info = export_dataset(
+        data_dir, dataset_id, "random", out_dir / "copies.npz", fmt="npz", copies=copies, purpose="audit"
+    )
     return [load_path(Path(p), "npz").mols for p in info["paths"]]
 
 

@@ -90,3 +90,11 @@ def old_layout_store(tmp_path_factory) -> Path:
     with tarfile.open(OLD_LAYOUT_ARCHIVE) as archive:
         archive.extractall(data_dir, filter="data")
     return data_dir
+
+
+@pytest.fixture(scope="session")
+def sentence_grid(tmp_path_factory) -> dict:
+    """The report fixtures every generated sentence is checked on (``tests/sentences.py``), by name."""
+    from tests.sentences import build_grid
+
+    return build_grid(tmp_path_factory.mktemp("sentence-grid"))

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 EXE = shutil.which("orientscope", path=str(Path(sys.executable).parent)) or "orientscope"
@@ -48,6 +49,10 @@ def test_report_json_has_the_documented_keys(cli_dir):
     assert report["dataset"] == "qm9" and report["n_molecules"] == 300 and report["seed"] == 5
     assert report["verdict"]["code"] in ("aligned", "weakly_aligned") and report["verdict"]["aligned"] is True
     assert report["control"]["verdict"]["code"] == "not_detected" and report["verdict"]["alpha"] == 1e-3
+    assert (
+        report["verdict"]["badge"] == "Aligned — strong effect"
+        and report["control"]["verdict"]["badge"] == "Not detected"
+    )
     assert set(report["kl"]) >= {"value", "ci95"} and len(report["kl"]["ci95"]) == 2
     assert set(report["control"]["kl"]) >= {"value", "ci95"} and set(report["control"]["ks"]) >= {"statistic", "pvalue"}
     # The control is a uniformly rotated copy: its KL is near 0, far below the data's.
@@ -60,7 +65,8 @@ def test_report_reuses_stored_results_and_reads_env_dir(cli_dir):
     before = manifest.read_text()
     proc = run("report", "qm9", "--limit", "300", "--seed", "5", env_dir=cli_dir)
     text = proc.stdout
-    assert "Verdict: Aligned" in text and "Control's verdict, same rule: Not detected" in text
+    assert "Verdict: Aligned — strong effect (rule version " in text
+    assert "Control's verdict, same rule: Not detected" in text
     assert manifest.read_text() == before
     assert "%|" not in proc.stderr  # nothing ran: no progress bar
 
@@ -70,7 +76,8 @@ def test_map_stores_the_map_in_the_active_result(cli_dir):
     folder = cli_dir / "datasets/qm9/results/pca-max-s5-n300/map/original"
     assert f"stored the map of qm9 in {folder}" in out
     meta = json.loads((folder / "map.json").read_text())
-    assert meta["n_molecules"] == 300 and meta["n_points"] == 900 and meta["whole"] == [900, 300]
+    # Methane has no orientation: its three axes are no points.
+    assert meta["n_molecules"] == 300 and meta["n_points"] == 897 and meta["whole"] == [897, 299]
     assert not (folder.parent / "control").exists()
     proc = run("map", "qm9", "--table", "sideways", "--data-dir", str(cli_dir), check=False)
     assert proc.returncode == 2 and "unknown table 'sideways'" in proc.stderr
@@ -246,9 +253,11 @@ def test_export_copies_then_audit_model_json(audit_dir, tmp_path):
     from tests.audit_models import invariant_features, predictions_frame
 
     out = tmp_path / "rot.npz"
-    run("export", "qm9", "--mode", "random", "--copies", "2", "--out", str(out), "--data-dir", str(audit_dir))
+    proc = run("export", "qm9", "--mode", "random", "--copies", "2", "--purpose", "audit", "--out", str(out),
+               "--data-dir", str(audit_dir))  # fmt: skip
+    assert "audit stream" in proc.stdout
     rotations = pd.read_csv(tmp_path / "rot.npz.rotations.csv")
-    assert sorted(rotations["copy"].unique()) == [0, 1]
+    assert sorted(rotations["copy"].unique()) == [0, 1] and set(rotations["purpose"]) == {"audit"}
     copies = [load_path(tmp_path / f"rot.copy{k}.npz", "npz").mols for k in range(2)]
     stored = load_dataset(audit_dir, "qm9")
     frame = predictions_frame(stored, copies, invariant_features, stored.properties["gap"].to_numpy(), "gap")
@@ -265,7 +274,53 @@ def test_export_copies_then_audit_model_json(audit_dir, tmp_path):
         assert key in prop
     assert prop["verdict"]["code"] == "invariant"
     table = run("audit-model", "qm9", str(tmp_path / "pred.csv"), "--name", "again", "--data-dir", str(audit_dir))
-    assert "invariant" in table.stdout and "gap" in table.stdout
+    assert "invariant" in table.stdout and "gap" in table.stdout and "rotation shift median" in table.stdout
+    gate = run("audit-model", "qm9", str(tmp_path / "pred.csv"), "--name", "gate", "--fail-on", "not-invariant",
+               "--data-dir", str(audit_dir))  # fmt: skip
+    assert gate.returncode == 0
+
+
+def test_audit_model_of_held_out_ids_fails_the_gate_with_its_own_exit_code(audit_dir, tmp_path):
+    from orientscope.cli import EXIT_AUDIT_FAILED
+    from orientscope.loaders.detect import load_path
+    from orientscope.pipeline.export import export_dataset
+    from orientscope.store.datasets import load_dataset
+    from tests.audit_models import lab_frame_features, lab_x_share, predictions_frame
+
+    info = export_dataset(audit_dir, "qm9", "random", tmp_path / "c.npz", fmt="npz", copies=2, purpose="audit")
+    copies = [load_path(p, "npz").mols for p in info["paths"]]
+    stored = load_dataset(audit_dir, "qm9")
+    y = 3.0 * lab_x_share(stored) + np.random.default_rng(1).normal(0, 0.05, stored.n_molecules)
+    frame = predictions_frame(stored, copies, lab_frame_features, y, "pose_linked", with_true=True)
+    frame.to_csv(tmp_path / "lab.csv", index=False, float_format="%.17g")
+    held_out = stored.ids[1::3]
+    (tmp_path / "test_ids.txt").write_text("id\n" + "\n".join(held_out) + "\n")
+    args = ["audit-model", "qm9", str(tmp_path / "lab.csv"), "--name", "lab", "--ids", str(tmp_path / "test_ids.txt"),
+            "--data-dir", str(audit_dir)]  # fmt: skip
+    proc = run(*args, "--fail-on", "leans", check=False)
+    assert proc.returncode == EXIT_AUDIT_FAILED == 3, proc.stderr
+    assert "leans" in proc.stdout and f"{len(held_out):,} molecules" in proc.stdout
+    assert "audit failed (--fail-on leans): {'pose_linked': 'leans'}" in proc.stderr
+    assert run(*args, "--json", "--fail-on", "nonsense", check=False).returncode == 2
+    unknown = tmp_path / "unknown.txt"
+    unknown.write_text("nosuch\n")
+    bad = run("audit-model", "qm9", str(tmp_path / "lab.csv"), "--name", "x", "--ids", str(unknown),
+              "--data-dir", str(audit_dir), check=False)  # fmt: skip
+    assert bad.returncode == 2 and "not molecules of dataset 'qm9'" in bad.stderr
+
+
+def test_export_ids_and_limit(audit_dir, tmp_path):
+    import pandas as pd
+
+    from orientscope.store.datasets import load_dataset
+
+    ids = load_dataset(audit_dir, "qm9").ids[:10]
+    (tmp_path / "ids.txt").write_text("\n".join(ids) + "\n")
+    proc = run("export", "qm9", "--mode", "random", "--ids", str(tmp_path / "ids.txt"), "--limit", "4",
+               "--out", str(tmp_path / "few.npz"), "--data-dir", str(audit_dir))  # fmt: skip
+    assert "wrote 4 molecules" in proc.stdout and "augment stream" in proc.stdout
+    rotations = pd.read_csv(tmp_path / "few.npz.rotations.csv", dtype={"id": str})
+    assert set(rotations["id"]) <= set(ids) and len(rotations) == 4
 
 
 def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
@@ -280,6 +335,7 @@ def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
 # ------------------------------------------------------------------ the text report
 def test_text_report_aligns_columns_and_names_every_section():
     from orientscope.cli import format_report
+    from orientscope.science.verdict import RULE_VERSION
     from tests.services.test_report_format import _report
 
     report = _report(
@@ -287,7 +343,12 @@ def test_text_report_aligns_columns_and_names_every_section():
         degenerate_reasons={"eigen_gap_12": 1},
     )  # fmt: skip
     text = format_report(report)
-    assert "Verdict: Aligned: the " in text and "Control's verdict, same rule: Not detected" in text
+    lines = text.splitlines()
+    # the badge and the rule that made it, then the verdict's words; the control's by the same rule
+    verdict = lines.index(f"Verdict: Aligned — strong effect (rule version {RULE_VERSION})")
+    assert lines[verdict + 1].startswith("  Aligned: 3 of 3 tests reject random orientations")
+    control = lines.index(f"Control's verdict, same rule: Not detected (rule version {RULE_VERSION})")
+    assert lines[control + 1].startswith("  Not detected: no test tells these poses from random orientations")
     assert "eigen_gap_12 (1): the first two axes have (almost) the same spread" in text
     kl = next(line for line in text.splitlines() if line.startswith("KL to uniform"))
     assert "0.907 [0.896, 0.918] | -0.001 [-0.003, 0.002]" in kl  # dataset and control apart
@@ -314,7 +375,7 @@ def test_text_report_of_three_molecules_says_what_was_skipped(tmp_path):
     assert res.exit_code == 0, res.output
     assert "skipped: orientation statistics (KL, KS) need more than 6 molecules, got 3" in res.output
     assert res.output.count("skipped: the rotation classifiers and the orientation-only regression") == 2
-    assert "skipped: similarity–pose coupling needs at least 2 molecules" in res.output
+    assert "skipped: similarity–pose coupling not tested: 0 neighbour pairs, fewer than the 100" in res.output
     assert "measure" not in res.output  # no empty table
 
 

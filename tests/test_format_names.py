@@ -32,6 +32,7 @@ OTHER_MEANINGS = [
     ("backend/pipeline/jobs.py", {".json"}, "job records"),
     ("backend/pipeline/shard_models.py", {".npz"}, "the models' per-shard arrays"),
     ("backend/pipeline/smarts_jobs.py", {".npz"}, "a SMARTS search's match arrays"),
+    ("backend/pipeline/shard_graphs.py", {".parquet"}, "the chemistry stage's chunk tables"),
     ("backend/services/map_data.py", {".parquet"}, "the map's persisted arrays"),
     ("backend/services/orientations.py", {"json", "parquet"}, "encodings of the orientations table download"),
     ("backend/api/routes/orientations.py", {"json", "parquet"}, "encodings of the orientations table download"),

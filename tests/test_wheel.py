@@ -64,6 +64,10 @@ def test_the_wheel_has_one_import_package(wheel_env, tmp_path):
     for name in ("app", "backend"):
         missing = _python(wheel_env, f"import {name}", cwd=tmp_path)
         assert missing.returncode != 0 and f"No module named '{name}'" in missing.stderr
+    # The QM9 sample the notebooks read ships as package data.
+    sample = _python(wheel_env, "import orientscope; print(orientscope.sample_path())", cwd=tmp_path)
+    assert sample.returncode == 0, sample.stderr
+    assert str(wheel_env.parent) in sample.stdout and sample.stdout.strip().endswith("qm9_sample.extxyz")
 
 
 def _get(url: str) -> tuple[int, bytes]:

@@ -57,14 +57,42 @@ class DatasetPublic(_Model):
     )
 
 
+class EffectSizePublic(BaseModel):
+    """A test's effect size judged against its bar: only a test that rejected sizes the verdict's effect."""
+
+    measure: str = Field(description="accuracy (a classifier's), KL (at this N) or 'KL at n' (at a fixed n).")
+    value: float = Field(description="The estimate.")
+    ci95: list[float] | None = Field(description="Its 95 % interval, null if none was computed.")
+    bar: float = Field(description="The value from which the effect counts as strong.")
+    kind: Literal["number", "percent"] = Field(description="How the words write it.")
+    reading: Literal["strong", "small", "uncertain"] = Field(
+        description="strong: the interval lies at or above the bar; small: wholly below; uncertain: across it "
+        "(or no interval)."
+    )
+    n: int | None = Field(default=None, description="The N (KL) or subsample size n (KL at n) the estimate is at.")
+
+
 class EvidencePublic(BaseModel):
     """One test of "each pose is Haar-uniform" behind the verdict."""
 
     test: str = Field(description="KL, KS or '<feature set> classifier'.")
     statistic: float = Field(description="KL estimate, KS D, or held-out classifier accuracy.")
+    ci95: list[float] | None = Field(default=None, description="The statistic's 95 % interval, where it has one.")
     pvalue: float = Field(description="The test's own p-value.")
     p_holm: float = Field(description="Holm-adjusted over every test in the evidence.")
+    rejects: bool | None = Field(default=None, description="True when p_holm is below the verdict's alpha.")
     role: str = Field(description="What the test reads.")
+    size: EffectSizePublic | None = Field(default=None, description="Its effect size against a bar, where it has one.")
+    n: int | None = Field(default=None, description="Molecules behind the KL estimate (KL only).")
+
+
+class ControlCheckPublic(BaseModel):
+    """The self-check: the random-rotation control must come out not_detected."""
+
+    passed: bool | None = Field(description="True if the control is not_detected, false if not, null if too few.")
+    control_code: str | None = Field(default=None, description="The control's own verdict code.")
+    text: str = Field(default="", description="Said before the verdict when the check failed, with the likely cause.")
+    causes: list[str] = Field(default_factory=list, description="Likely causes, most likely first.")
 
 
 class VerdictPublic(BaseModel):
@@ -72,18 +100,38 @@ class VerdictPublic(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    control_check: ControlCheckPublic | None = Field(
+        default=None, description="The control's self-check; every surface shows a failed one before the verdict."
+    )
+
     code: str = Field(
         default="too_few",
-        description="aligned (detected, strong effect), weakly_aligned (detected, small effect), not_detected, "
-        "or too_few (below the minimum for any test).",
+        description="aligned (detected; effect strong or uncertain, see effect), weakly_aligned (detected, small "
+        "effect), not_detected, or too_few (below the minimum for any test, or no test could run).",
     )
     aligned: bool | None = Field(
         description="True for aligned and weakly_aligned, false for not_detected, null for too_few."
     )
-    text: str = Field(description="The verdict in words; names the test that carried it.")
+    effect: Literal["strong", "uncertain", "small"] | None = Field(
+        default=None,
+        description="How strong, from the effect sizes of the tests that rejected: strong (one interval above its "
+        "bar), small (every one below), uncertain (otherwise); null when nothing rejected. aligned is strong or "
+        "uncertain, weakly_aligned is small.",
+    )
+    badge: str | None = Field(
+        default=None,
+        description="The verdict in a few words for the first screen: 'Aligned — strong effect', 'Aligned — "
+        "effect size uncertain', 'Weakly aligned', 'Not detected', 'Too few molecules' or 'Not tested'.",
+    )
+    text: str = Field(
+        description="The verdict in words: each test that rejected with its estimate, interval and Holm p, then "
+        "the effect size against its bar."
+    )
     evidence: list[EvidencePublic] = Field(default_factory=list, description="Every test, with its Holm p.")
     alpha: float | None = Field(default=None, description="Family-wise error rate of the Holm-adjusted tests.")
-    rule_version: int | None = Field(default=None, description="Version of the decision rule.")
+    rule_version: int | None = Field(default=None, description="Version of the decision rule that made it.")
+    n_molecules: int | None = Field(default=None, description="Molecules in the set the verdict is about.")
+    min_molecules: int | None = Field(default=None, description="The fewest molecules any test needs.")
     not_tests: dict | None = Field(
         default=None,
         description="Classifiers left out of the family, with the reason: a model that predicted one class for "
@@ -120,6 +168,23 @@ class SummaryPublic(BaseModel):
     stages: dict[str, Any] = Field(description="Per stage: seconds spent and settings.")
     skipped_stages: dict[str, str] = Field(
         description="Stages ('models') or parts of stages ('chemistry.similarity') that could not run, with the reason."
+    )
+    orientation_classes: dict[str, Any] | None = Field(
+        default=None,
+        description="Molecules by the orientation their symmetry defines: none (single atoms, spherical tops), axis "
+        "(linear molecules, symmetric tops) and full, with by_symmetry counts. KL, KS and the classifiers read "
+        "full frames only.",
+    )
+    axial: dict[str, Any] | None = Field(
+        default=None,
+        description="Bingham's test of the axis-only molecules' defined axis: n, statistic, df, pvalue, eigenvalues "
+        "of the orientation tensor, preferred_direction.",
+    )
+    control_check: ControlCheckPublic | None = Field(
+        default=None, description="The control's self-check (also inside verdict); shown before the verdict."
+    )
+    older_rule: dict[str, Any] | None = Field(
+        default=None, description="Stages computed under an older rule, with a note; a re-run recomputes them."
     )
     verdict: VerdictPublic = Field(description="Plain-words verdict.")
 
@@ -187,6 +252,12 @@ class MoleculePublic(MoleculeSummaryPublic):
     degenerate_reason: str | None = Field(
         description="';'-joined codes (single_atom, linear, eigen_gap_12, eigen_gap_23, sign_tie_1, sign_tie_2) or null."
     )
+    orientation: dict[str, Any] | None = Field(
+        default=None,
+        description="What the molecule's symmetry leaves of its pose: class (none, axis or full), defined_axis "
+        "(1 or 3 for the axis class) and symmetry (single_atom, spherical_top, linear, prolate_top, oblate_top, "
+        "or null for a full frame).",
+    )
     axes_lonlat: list[AxisLonLat] = Field(description="Longitude and latitude of the three axes.")
     properties: list[PropertyValue] = Field(description="Stored properties with units.")
     result_key: str = Field(description="Key of the result these values come from.")
@@ -242,7 +313,9 @@ class GroupPublic(_Model):
 class UngroupedPublic(_Model):
     """Molecules outside every group of one kind (e.g. unclustered: no cluster leader within the threshold)."""
 
-    label: str = Field(description="What they are called: 'unclustered', 'no scaffold (no chemical graph)' ...")
+    label: str = Field(
+        description="What they are called: 'unclustered', 'no scaffold (no chemical graph, or a single atom)' ..."
+    )
     size: int = Field(description="How many molecules are in no group.")
 
 

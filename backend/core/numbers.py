@@ -15,6 +15,9 @@ reads the same everywhere:
 from __future__ import annotations
 
 import math
+import numbers
+
+import numpy as np
 
 MISSING = "–"
 # p-values under this are written as a bound: below ~1e-300 a float p is 0 or denormal.
@@ -24,8 +27,8 @@ PERCENT_CAP = 1000.0
 
 
 def is_number(x) -> bool:
-    """A finite real number (bools excluded)."""
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite real number, NumPy scalars included (bools excluded)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_) and math.isfinite(x)
 
 
 def _unsigned_zero(text: str) -> str:
@@ -92,3 +95,35 @@ def format_interval(low, high, kind: str = "number", **kwargs) -> str:
     if writer is None:
         raise ValueError(f"unknown interval kind {kind!r}; expected one of number, percent, p")
     return f"[{writer(low, **kwargs)}, {writer(high, **kwargs)}]"
+
+
+def decimals_apart(values, start: int = 2, most: int = 6) -> int:
+    """The fewest decimals, from ``start`` up to ``most``, at which every two different ``values`` read apart.
+
+    A bound written beside the bar it is judged against must show on which side of the bar it lies:
+    0.596 and a bar of 0.6 both read ``0.60`` at two decimals, ``0.596`` and ``0.600`` at three. Missing
+    values are ignored.
+    """
+    finite = {float(v) for v in values if is_number(v)}
+    for digits in range(start, most + 1):
+        if len({format_number(v, f".{digits}f") for v in finite}) == len(finite):
+            return digits
+    return most
+
+
+def format_estimate(value, interval=None, kind: str = "number", digits: int = 2) -> str:
+    """An estimate and its 95 % interval, each written alike: ``0.51 [0.37, 0.68]``, ``86 % [83 %, 88 %]``.
+
+    ``kind``: ``number`` (``digits`` decimals) or ``percent`` (of a fraction, unsigned, ``digits``
+    decimals). Without an interval, the estimate alone.
+    """
+    if kind == "number":
+        text, extra = format_number(value, f".{digits}f"), {"fmt": f".{digits}f"}
+    elif kind == "percent":
+        text, extra = format_percent(value, digits, signed=False), {"digits": digits, "signed": False}
+    else:
+        raise ValueError(f"unknown estimate kind {kind!r}; expected number or percent")
+    low, high = interval if interval is not None and len(interval) == 2 else (None, None)
+    if not (is_number(low) and is_number(high)):
+        return text
+    return f"{text} {format_interval(low, high, kind, **extra)}"

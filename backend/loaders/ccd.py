@@ -11,8 +11,10 @@ atoms' ``type_symbol``, and the coordinates the ``coordinates`` option chooses:
 
 A component some of whose atoms lack the chosen coordinates (``?``) is skipped, with that reason; with
 ``fallback=yes`` it takes the other kind where those are complete, and a warning counts such components.
-The atoms' formal charges (``_chem_comp_atom.charge``) summed are the property ``charge`` (e; missing if
-any atom's is ``?``). Bonds, names and descriptors are not read.
+The component's total charge (e) is the sum of its atoms' formal charges (``_chem_comp_atom.charge``), or,
+where an atom's is ``?``, the component's ``_chem_comp.pdbx_formal_charge``; it is the record's charge, which
+the chemistry stage perceives bonds at (ions, charged ligands), and also the property ``charge``, as a
+``charge=`` key of extended XYZ is. Bonds, names and descriptors are not read.
 
 The mmCIF parser is biotite's, an optional dependency: ``pip install 'orientscope[ccd]'``.
 """
@@ -153,7 +155,7 @@ def _column(category, name: str, dtype, missing):
 
 def _components(block, where: str, coordinates: str, fallback: bool, progress=None) -> Iterator[Record | BadRecord]:
     """The records of one data block's components, in the order they first appear."""
-    listed = _column(block["chem_comp"], "id", str, "?").tolist() if "chem_comp" in block else []
+    listed, formal = _formal_charges(block)
     if ATOMS not in block:
         named = f" (component {', '.join(map(repr, listed[:3]))})" if listed else ""
         yield BadRecord(where, f"no _chem_comp_atom category{named}: a component without atoms, or not CCD mmCIF")
@@ -168,9 +170,18 @@ def _components(block, where: str, coordinates: str, fallback: bool, progress=No
         yield BadRecord(f"component {name!r}", "no atoms in _chem_comp_atom")
     other = next(k for k in COORDINATES if k != coordinates)
     for done, (mol_id, rows) in enumerate(zip(ids, table["rows"], strict=True)):
-        yield _record(mol_id, rows, table, coordinates, other, fallback)
+        yield _record(mol_id, rows, table, coordinates, other, fallback, formal.get(mol_id, np.nan))
         if progress is not None and done % PROGRESS_EVERY == 0:
             progress(done / len(ids), f"read {done:,} of {len(ids):,} components")
+
+
+def _formal_charges(block) -> tuple[list[str], dict[str, float]]:
+    """The component ids ``_chem_comp`` lists, and each one's ``pdbx_formal_charge`` (NaN where ``?``)."""
+    if "chem_comp" not in block:
+        return [], {}
+    comp = block["chem_comp"]
+    listed = _column(comp, "id", str, "?").tolist()
+    return listed, dict(zip(listed, _column(comp, "pdbx_formal_charge", float, np.nan).tolist(), strict=True))
 
 
 def _atom_table(atoms) -> dict:
@@ -198,7 +209,8 @@ def _atom_table(atoms) -> dict:
     }
 
 
-def _record(mol_id: str, rows: np.ndarray, table: dict, chosen: str, other: str, fallback: bool) -> Record | BadRecord:
+def _record(mol_id: str, rows: np.ndarray, table: dict, chosen: str, other: str, fallback: bool,
+            formal_charge: float) -> Record | BadRecord:  # fmt: skip
     where = f"component {mol_id!r}"
     z = table["z"][rows]
     wrong = np.flatnonzero(z == 0)
@@ -220,6 +232,8 @@ def _record(mol_id: str, rows: np.ndarray, table: dict, chosen: str, other: str,
         pos = table[other][rows]
         notes += (f"components without {chosen} coordinates were read with their {other} ones (fallback=yes)",)
     charge = float(table["charges"][rows].sum())  # NaN where an atom's charge is '?'
+    if np.isnan(charge):
+        charge = float(formal_charge)
     return Record(
         where=where,
         atomic_numbers=z,
@@ -227,6 +241,7 @@ def _record(mol_id: str, rows: np.ndarray, table: dict, chosen: str, other: str,
         id=str(mol_id),
         properties={"charge": charge},
         notes=notes,
+        charge=charge,
     )
 
 
@@ -249,7 +264,7 @@ FORMAT = Format(
     extensions=(".cif", ".bcif"),
     read=records(read_ccd),
     description="components (ligands, ions, monomers) as mmCIF `data_` blocks or biotite's BinaryCIF; the "
-    "component id is the id, the summed formal charges the property `charge`; needs `orientscope[ccd]`",
+    "component id is the id, its formal charge the total charge (and property `charge`); needs `orientscope[ccd]`",
     sniff=_sniff,
     media_type="chemical/x-mmcif",
     options=(

@@ -8,6 +8,7 @@ format table read these declarations, so a new format is its module and one line
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,29 @@ HEAD_BYTES = 4096  # what a sniff sees of a file
 
 Feed = Callable[[Path, Collector, "Progress | None", Mapping[str, str]], None]
 RecordReader = Callable[..., Iterator[Record | BadRecord]]
+
+
+def _no_graph() -> str:
+    return ""
+
+
+@dataclass(frozen=True)
+class MoleculeChemistry:
+    """What the server knows of one molecule beyond its atoms, for a one-molecule writer (``write_molecule``).
+
+    charge : total charge in e as the file gave it (NaN: unknown, not written)
+    graph_smiles : ``() -> str``, the SMILES of the graph the chemistry stage built ("" without one); called only
+        by a writer that writes bonds, and only when the file gave no SMILES
+    perceive : ``(atomic_numbers, positions_angstrom) -> RDKit molecule or None``, the guarded bond perception at
+        ``charge`` (``science.perception``; loaders do not import the science layer), or None
+    """
+
+    charge: float = math.nan
+    graph_smiles: Callable[[], str] = _no_graph
+    perceive: Callable | None = None
+
+
+NO_CHEMISTRY = MoleculeChemistry()
 
 
 @dataclass(frozen=True)
@@ -55,7 +79,7 @@ class Format:
     sniff : ``(first bytes, path) -> NO | MARKER | OPENING``, how strongly the content says it is this format
     write : ``(path, molecule set)``, for ``export``
     write_molecule : one molecule as text, ``(atomic_numbers, positions_angstrom (n, 3), id, smiles,
-        properties, tags) -> str``, for ``GET …/molecules/{mol_id}?format=``
+        properties, tags, chemistry: MoleculeChemistry) -> str``, for ``GET …/molecules/{mol_id}?format=``
     media_type : the type of a file in this format, as the API serves it
     options : the reading options it takes
     reads_folder : whether a folder is one dataset in this format (with ``folder_hint``: what it holds)

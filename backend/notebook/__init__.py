@@ -1,14 +1,23 @@
 """The Python API: verb-first functions over plain data (see docs/python.md).
 
 A thin facade over the pipeline and the services that the CLI and the REST API use; it holds no science.
-Re-exported lazily by ``orientscope`` itself, so ``import orientscope`` stays light.
+Re-exported lazily by ``orientscope`` itself, so ``import orientscope`` stays light. Each name is imported
+with its own module on first use (``orientscope.load`` does not import the report's stages, nor
+``orientscope.audit_model`` the dashboard's figures).
 """
 
-from orientscope.notebook.audit import Batch, ModelAudit, PredictError, audit_model
-from orientscope.notebook.datasets import Dataset, from_arrays, from_ase, from_pyg, load, read
-from orientscope.notebook.reports import Report, report
+from orientscope import _API
 
-__all__ = [
-    "Batch", "Dataset", "ModelAudit", "PredictError", "Report",
-    "audit_model", "from_arrays", "from_ase", "from_pyg", "load", "read", "report",
-]  # fmt: skip
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'orientscope.notebook' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"orientscope.notebook.{_API[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

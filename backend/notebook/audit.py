@@ -1,64 +1,51 @@
 """``orientscope.audit_model``: does a model lean on the pose? The model audit from a callable.
 
-OrientScope hands ``predict`` the stored poses and K rotated copies in batches and audits the
-predictions with the same code as ``orientscope audit-model`` and ``POST …/model-audits``
-(:func:`orientscope.pipeline.model_audit.audit_predictions`). Copy ``k`` of molecule ``i`` is
-rotated by :func:`orientscope.pipeline.export.copy_rotations` of (seed, k, i), the rule
-``orientscope export --copies K`` writes, so a batch needs no state and the files of an export
-give the model the same inputs.
+OrientScope hands ``predict`` the stored poses and K rotated copies in batches (:mod:`orientscope.notebook.batches`)
+and audits the predictions with the same code as ``orientscope audit-model`` and ``POST …/model-audits``
+(:func:`orientscope.pipeline.model_audit.audit_predictions`). The copies are those of purpose ``audit``
+(:mod:`orientscope.science.copy_rotations`): ``orientscope export --copies K --purpose audit`` writes the same
+poses, and no training augmentation at default settings (purpose ``augment``) ever gives one of them.
+:func:`assert_pose_robust` turns the audit into a gate for a test suite.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from orientscope.core.dataset import MoleculeSet
+from orientscope.core.numbers import format_count
 from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions
+from orientscope.notebook.batches import Batch, check_batch_size, rotated, stored_batches
 from orientscope.notebook.datasets import Dataset
-from orientscope.notebook.progress import checked_options, progress_bar
-from orientscope.pipeline.export import ROTATION_RULE, check_copies, copy_rotations
+from orientscope.notebook.progress import checked_options, collected_warnings, progress_bar
+from orientscope.pipeline.export import check_copies, rotation_record
 from orientscope.pipeline.model_audit import audit_predictions, audit_record
+from orientscope.science.audit_verdict import AUDIT_RULE_VERSION, DEFAULT_MARGIN, Decision, passes
+from orientscope.science.copy_rotations import AUDIT
+from orientscope.science.counter_rng import id_counters
 from orientscope.science.model_audit import AuditSettings
-from orientscope.science.rotations import rotate_molecules
+from orientscope.services.audit_table import COLUMNS, audit_rows, format_audit
+from orientscope.services.model_audits import get_audit
 from orientscope.store import audits as store
 
 PREDICT_FORMAT = "python"
+CHECK_MOLECULES = 2
+FEATURIZE_HINT = (
+    "predict gets an orientscope Batch (numbers, positions, offsets, ids); a predict that takes scikit-learn's "
+    "X, such as model.predict, needs featurize=, a function from a Batch to X (n_molecules, n_features)"
+)
+
+__all__ = ["Batch", "ModelAudit", "PredictError", "assert_pose_robust", "audit_model"]
 
 
 class PredictError(ValueError):
     """``predict`` raised, or returned something other than one finite value per molecule and property."""
-
-
-@dataclass(frozen=True)
-class Batch:
-    """What ``predict`` receives: a batch of molecules in flat arrays.
-
-    Attributes
-    ----------
-    numbers : (n_atoms,) int atomic numbers
-    positions : (n_atoms, 3) float64 positions in ångström
-    offsets : (n_molecules + 1,) int, molecule ``j`` of the batch owns atoms ``offsets[j]:offsets[j+1]``
-    ids : (n_molecules,) str molecule ids
-    index : (n_molecules,) int, the molecules' rows in the dataset
-    copy : None for the stored poses, else the rotated copy's number (0 … K-1)
-    """
-
-    numbers: np.ndarray
-    positions: np.ndarray
-    offsets: np.ndarray
-    ids: np.ndarray
-    index: np.ndarray
-    copy: int | None
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 def _check_output(out, batch: Batch, properties: list[str], label: str) -> np.ndarray:
@@ -93,53 +80,42 @@ def _check_output(out, batch: Batch, properties: list[str], label: str) -> np.nd
     return values
 
 
-def _batches(parts: Iterable[MoleculeSet], batch_size: int) -> Iterator[Batch]:
-    """The stored poses in batches of ``batch_size`` molecules, in dataset order (the last one shorter).
+class _Model:
+    """``predict`` (after ``featurize``, when given), timed, its errors named by the batch they came from."""
 
-    ``parts`` are read one at a time (a stored set's shards), and a batch may span two of them.
-    """
-    pieces, have, start = [], 0, 0
-    for mols in parts:
-        a = 0
-        while a < mols.n_molecules:
-            b = min(a + batch_size - have, mols.n_molecules)
-            lo, hi = mols.offsets[a], mols.offsets[b]
-            pieces.append(
-                (mols.atomic_numbers[lo:hi], mols.positions_angstrom[lo:hi], mols.n_atoms[a:b], mols.ids[a:b])
-            )
-            have, a = have + b - a, b
-            if have == batch_size:
-                yield _join(pieces, start)
-                pieces, have, start = [], 0, start + batch_size
-    if pieces:
-        yield _join(pieces, start)
+    def __init__(self, predict: Callable, featurize: Callable | None, properties: list[str]):
+        self.predict, self.featurize, self.properties = predict, featurize, properties
+        self.seconds = 0.0
 
+    def __call__(self, batch: Batch, label: str) -> np.ndarray:
+        t0 = time.perf_counter()
+        step = "predict"
+        try:
+            if self.featurize is not None:
+                step = "featurize"
+                x = self.featurize(batch)
+                step = "predict"
+                result = self.predict(x)
+            else:
+                result = self.predict(batch)
+        except Exception as err:
+            hint = f"; {FEATURIZE_HINT}" if self.featurize is None else ""
+            detail = " ".join(str(err).split())[:300]  # one line: a library's message may quote the whole input
+            raise PredictError(f"{step} raised {type(err).__name__} on {label}: {detail}{hint}") from err
+        self.seconds += time.perf_counter() - t0
+        return _check_output(result, batch, self.properties, label)
 
-def _join(pieces: list[tuple], start: int) -> Batch:
-    """One batch of stored poses from consecutive (numbers, positions, atom counts, ids) pieces."""
-    numbers, positions, counts, ids = (np.concatenate(column) if len(pieces) > 1 else column[0]
-                                       for column in zip(*pieces, strict=True))  # fmt: skip
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    return Batch(numbers, positions, offsets, ids, np.arange(start, start + len(ids)), None)
-
-
-def _rotated(batch: Batch, seed: int, copy: int) -> Batch:
-    """Copy ``copy`` of the batch: each molecule rotated about its centroid by the counter-based rule."""
-    positions = rotate_molecules(batch.positions, batch.offsets, copy_rotations(batch.index, seed, copy))
-    return replace(batch, positions=positions, copy=copy)
+    def check(self, part: tuple) -> None:
+        """Call it once on the first molecules' stored poses of ``part`` (molecules, rows): a wrong signature
+        fails here, before any stage."""
+        first = next(stored_batches([part], CHECK_MOLECULES))
+        self(first, f"a {len(first)}-molecule check batch (stored poses, first id {str(first.ids[0])!r})")
+        self.seconds = 0.0
 
 
-def _predict(predict: Callable, batch: Batch, number: int, properties: list[str], timer: list[float]) -> np.ndarray:
-    """(n, P) checked predictions of one batch; PredictError naming the batch and its first id."""
+def _label(batch: Batch, number: int) -> str:
     where = "stored poses" if batch.copy is None else f"copy {batch.copy}"
-    label = f"batch {number} ({where}, first id {str(batch.ids[0])!r})"
-    t0 = time.perf_counter()
-    try:
-        result = predict(batch)
-    except Exception as err:
-        raise PredictError(f"predict raised {type(err).__name__} on {label}: {err}") from err
-    timer[0] += time.perf_counter() - t0
-    return _check_output(result, batch, properties, label)
+    return f"batch {number} ({where}, first id {str(batch.ids[0])!r})"
 
 
 def _check_properties(properties, known: Sequence[str]) -> list[str]:
@@ -154,6 +130,27 @@ def _check_properties(properties, known: Sequence[str]) -> list[str]:
     return names
 
 
+def _callable(value, what: str) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{what} must be callable, got {type(value).__name__}")
+
+
+def _training_ids(train_ids, dataset: Dataset) -> pd.Index | None:
+    """``train_ids`` as an index, checked against the whole set (ValueError naming ids it lacks), or None."""
+    if train_ids is None:
+        return None
+    train = pd.Index(np.asarray([train_ids] if isinstance(train_ids, str) else list(train_ids)).astype(str))
+    unknown = train[pd.Index(dataset.whole.ids).get_indexer(train) < 0]
+    if len(unknown):
+        raise ValueError(f"{len(unknown):,} train_ids are not molecules of {dataset.id!r}, e.g. {list(unknown[:5])}")
+    return train
+
+
+def _splits(ids: np.ndarray, train: pd.Index | None) -> np.ndarray | None:
+    """Per audited molecule ``train`` or ``test``, or None without training ids."""
+    return None if train is None else np.where(pd.Index(ids).isin(train), "train", "test")
+
+
 @checked_options
 def audit_model(
     predict: Callable[[Batch], object],
@@ -164,77 +161,113 @@ def audit_model(
     batch_size: int = 1024,
     name: str | None = None,
     progress: bool = True,
+    ids=None,
+    train_ids=None,
+    featurize: Callable[[Batch], object] | None = None,
+    margin: float = DEFAULT_MARGIN,
+    max_shift: float | None = None,
 ) -> ModelAudit:
     """Run ``predict`` on the stored poses and on ``copies`` rotated copies of ``dataset``, and audit it.
 
     ``predict(batch)`` gets a :class:`Batch` and returns, for the batch's n molecules, an (n,) array (one
-    property), an (n, P) array (the ``properties`` in order) or a dict {property: (n,) array}. ``seed``
-    seeds the copies' rotations and the audit's bootstrap and sign-flip test. A set without results gets
-    its pipeline stages first (the classifier scores and the regression the audit reads); ``note`` says
-    how long that took.
+    property), an (n, P) array (the ``properties`` in order) or a dict {property: (n,) array}. With
+    ``featurize``, ``predict(featurize(batch))`` is called instead, so ``model.predict`` of scikit-learn works.
+    ``predict`` is first called on two molecules: a wrong signature fails there, before anything else runs.
+
+    ``ids``: audit only these molecules (e.g. the held-out ones; the same as ``dataset.subset(ids)``).
+    ``train_ids``: the molecules the model was trained on; the audit then has a ``train`` and a ``test`` split,
+    and its texts say when training molecules are in the figures. ``seed`` seeds the copies' rotations
+    (purpose ``audit``) and the audit's bootstrap and sign-flip test. ``margin`` (a fraction: 0.01 is ±1 %)
+    and ``max_shift`` (the property's unit) are the bars of the tiers. A set without results gets its pipeline
+    stages first (the classifier scores and the regression the audit reads); ``note`` says how long that took.
+    ``progress=False`` silences the progress bars and the stages' warnings (they are kept in ``warnings``).
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(f"audit_model() takes an orientscope Dataset, not {type(dataset).__name__}")
-    if not callable(predict):
-        raise TypeError(f"predict must be callable, got {type(predict).__name__}")
+    _callable(predict, "predict")
+    _callable(featurize, "featurize")
     properties = _check_properties(properties, dataset.properties)
     check_copies("random", int(copies))
-    if int(batch_size) < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    copies, batch_size, seed = int(copies), int(batch_size), int(seed)
+    decision = Decision(margin, max_shift)
+    copies, batch_size, seed = int(copies), check_batch_size(batch_size), int(seed)
+    view = dataset if ids is None else dataset.subset(ids)
+    train = _training_ids(train_ids, view)
     name = display_name(name or getattr(predict, "__name__", "model"), "audit")
-    stage_seconds = dataset.ensure_computed(progress)
-    note = f"ran the pipeline stages on {dataset.name} first ({stage_seconds:.1f} s)" if stage_seconds else ""
-    n = dataset.n_molecules
-    timer = [0.0]
-    t0 = time.perf_counter()
-    # Batch by batch, the stored poses then each copy: one batch's copies in memory at a time, never the set's.
-    ids, stored, rotated = [], [], [[] for _ in range(copies)]
-    with progress_bar(f"audit {name}", progress) as bar:
-        for number, batch in enumerate(_batches(dataset.parts(), batch_size)):
-            bar(
-                0.8 * batch.index[0] / n, f"batch {number}, molecules {batch.index[0]:,}-{batch.index[-1]:,}", "predict"
-            )
-            ids.append(batch.ids)
-            stored.append(_predict(predict, batch, number, properties, timer))
-            for k in range(copies):
-                rotated[k].append(_predict(predict, _rotated(batch, seed, k), number, properties, timer))
-        preds = _predictions(np.concatenate(ids), properties, np.concatenate(stored),
-                             [np.concatenate(r) for r in rotated])  # fmt: skip
-        settings = AuditSettings()
-        root, dataset_id = dataset.location()
-        figures, table = audit_predictions(root, dataset_id, preds.rows_for_audit, seed, settings,
-                                           lambda f, m, s="": bar(0.8 + 0.2 * f, m, s))  # fmt: skip
+    model = _Model(predict, featurize, properties)
+    parts = view.row_parts()
+    first = next(parts)  # read once: the check calls predict on its first molecules, and the audit starts with it
+    with collected_warnings(silence=not progress) as stage_warnings:
+        model.check(first)
+        stage_seconds = view.ensure_computed(progress)
+        note = f"ran the pipeline stages on {dataset.name} first ({stage_seconds:.1f} s)" if stage_seconds else ""
+        n = view.n_molecules
+        t0 = time.perf_counter()
+        # Batch by batch, the stored poses then each copy: one batch's copies in memory at a time, never the set's.
+        batch_ids, stored, turned = [], [], [[] for _ in range(copies)]
+        with progress_bar(f"audit {name}", progress) as bar:
+            done = 0
+            for number, batch in enumerate(stored_batches(itertools.chain([first], parts), batch_size)):
+                bar(0.8 * done / n, f"batch {number}, molecules {done:,}-{done + len(batch) - 1:,}", "predict")
+                batch_ids.append(batch.ids)
+                stored.append(model(batch, _label(batch, number)))
+                counters = id_counters(batch.ids)
+                for k in range(copies):
+                    copy = rotated(batch, seed, k, AUDIT, counters)
+                    turned[k].append(model(copy, _label(copy, number)))
+                done += len(batch)
+            all_ids = np.concatenate(batch_ids)
+            preds = _predictions(all_ids, properties, np.concatenate(stored), [np.concatenate(r) for r in turned],
+                                 _splits(all_ids, train))  # fmt: skip
+            settings = AuditSettings()
+            root, dataset_id = view.location()
+            figures, table = audit_predictions(root, dataset_id, preds.rows_for_audit, seed, settings,
+                                               lambda f, m, s="": bar(0.8 + 0.2 * f, m, s),
+                                               decision=decision)  # fmt: skip
+    figures["warnings"] = list(dict.fromkeys([*stage_warnings, *figures["warnings"]]))  # each once, in order
     source = {
         "filename": f"python:{getattr(predict, '__qualname__', type(predict).__name__)}",
         "copies": copies,
         "batch_size": batch_size,
-        "rotation_rule": ROTATION_RULE,
+        **{k: v for k, v in rotation_record(AUDIT, seed).items() if k != "seed"},
+        "featurize": None if featurize is None else getattr(featurize, "__qualname__", type(featurize).__name__),
+        "subset": None if not view.is_subset else {"n_molecules": view.n_molecules, "of": view.whole.n_molecules},
     }
     record = audit_record(name, source, preds.rows_for_audit, settings, figures)
-    seconds = {"total": time.perf_counter() - t0, "predict": timer[0], "stages": stage_seconds}
-    return ModelAudit(dataset, record, table, preds.table, note, seconds)
+    seconds = {"total": time.perf_counter() - t0, "predict": model.seconds, "stages": stage_seconds}
+    return ModelAudit(view, record, table, preds.table, note, seconds)
 
 
-@dataclass(frozen=True)
 class _Predictions:
-    table: pd.DataFrame  # id, property, copy, stored, rotated: the CSV ``audit-model`` reads
-    rows_for_audit: Predictions
+    def __init__(self, table: pd.DataFrame, rows_for_audit: Predictions):
+        self.table = table  # id, property, copy, stored, rotated [, split]: the CSV ``audit-model`` reads
+        self.rows_for_audit = rows_for_audit
 
 
-def _predictions(ids: np.ndarray, properties: list[str], stored: np.ndarray, rotated: list[np.ndarray]) -> _Predictions:
+def _predictions(ids: np.ndarray, properties: list[str], stored: np.ndarray, rotated_: list[np.ndarray],
+                 splits: np.ndarray | None) -> _Predictions:  # fmt: skip
     """The predictions in the long form of a predictions file: one row per (copy, property, molecule)."""
-    n, k = len(ids), len(rotated)
+    n, k = len(ids), len(rotated_)
     parts = []
     for j, prop in enumerate(properties):
-        parts.append(pd.DataFrame({
+        part = pd.DataFrame({
             "id": np.tile(ids, k), "property": prop, "copy": np.repeat(np.arange(k), n),
-            "stored": np.tile(stored[:, j], k), "rotated": np.concatenate([r[:, j] for r in rotated]),
-        }))  # fmt: skip
+            "stored": np.tile(stored[:, j], k), "rotated": np.concatenate([r[:, j] for r in rotated_]),
+        })  # fmt: skip
+        if splits is not None:
+            part["split"] = np.tile(splits, k)
+        parts.append(part)
     table = pd.concat(parts, ignore_index=True)
-    rows = table[["id", "property", "stored", "rotated"]].assign(true=np.nan, split=None)
-    audit_rows = Predictions(rows=rows, format=PREDICT_FORMAT, has_true=False, has_split=False, has_copy=True)
-    return _Predictions(table, audit_rows)
+    rows = table[["id", "property", "stored", "rotated"]].assign(
+        true=np.nan, split=table["split"] if splits is not None else None
+    )
+    audit_rows_ = Predictions(rows=rows, format=PREDICT_FORMAT, has_true=False, has_split=splits is not None,
+                              has_copy=True)  # fmt: skip
+    return _Predictions(table, audit_rows_)
+
+
+def _percent(fraction: float | None) -> float | None:
+    """A reliance in percent, the unit its texts and tables write it in."""
+    return None if fraction is None else 100.0 * fraction
 
 
 class ModelAudit:
@@ -242,9 +275,14 @@ class ModelAudit:
 
     Attributes
     ----------
-    id : the audit id; ``dataset`` : the audited :class:`~orientscope.notebook.datasets.Dataset`
-    verdicts : {property: verdict code} (``invariant``, ``leans``, ...)
-    properties : DataFrame, one row per property: reliance, its CI, p-values, verdict code and text
+    id : the audit id; ``dataset`` : the audited :class:`~orientscope.notebook.datasets.Dataset` (a subset
+        view when the audit was of some ids)
+    verdicts : {property: tier} (``invariant``, ``robust``, ``leans``, ``better_rotated``, ``inconclusive``,
+        ``frame_dependent``), over all audited molecules
+    properties : DataFrame, one row per property (and split): the reliance and its CI in percent (the texts'
+        unit), p-values, the rotation shift (median and 95th percentile with their CIs, largest; property
+        unit), the MAEs, tier and its text
+    warnings : what the audit and the stages before it warned about
     predictions : DataFrame id, property, copy, stored, rotated: what ``predict`` returned, in the form of the
         predictions file ``orientscope audit-model`` reads
     note : what ran before the audit (stages of an unsaved set) and how long it took
@@ -265,59 +303,109 @@ class ModelAudit:
     def to_dict(self) -> dict:
         """The audit as the REST API serves it (``state`` done)."""
         if self.saved:
-            return {**store.read_audit(*self.dataset.location(), self.id), "state": "done"}
-        return {**self._record, "dataset": self.dataset.id, "state": "done"}
+            return get_audit(*self.dataset.location(), self.id)
+        return {**self._record, "dataset": self.dataset.id, "made_by_rule": AUDIT_RULE_VERSION, "state": "done"}
+
+    @property
+    def name(self) -> str:
+        return self._record["name"]
 
     @property
     def verdicts(self) -> dict[str, str]:
         return {p["property"]: p["verdict"]["code"] for p in self._record["properties"] if not p["split"]}
 
     @property
+    def warnings(self) -> list[str]:
+        return list(self._record["warnings"])
+
+    @property
     def properties(self) -> pd.DataFrame:
         rows = []
         for p in self._record["properties"]:
-            ci = p["ci95"].get("reliance") or [None, None]
+            ci = [_percent(x) for x in p["ci95"].get("reliance") or [None, None]]
+            median_ci = p.get("shift_median_ci95") or [None, None]
+            p95_ci = p.get("shift_p95_ci95") or [None, None]
             rows.append({
-                "property": p["property"], "split": p["split"], "n": p["n"], "reliance": p["reliance"],
-                "reliance_ci_low": ci[0], "reliance_ci_high": ci[1], "pvalue": p["pvalue"],
-                "pvalue_holm": p["pvalue_holm"], "verdict": p["verdict"]["code"], "text": p["verdict"]["text"],
+                "property": p["property"], "split": p["split"], "n": p["n"], "unit": p.get("unit", ""),
+                "reliance_percent": _percent(p["reliance"]), "reliance_ci_low_percent": ci[0],
+                "reliance_ci_high_percent": ci[1],
+                "pvalue": p["pvalue"], "pvalue_holm": p["pvalue_holm"],
+                "shift_median": p.get("shift_median"), "shift_median_ci_low": median_ci[0],
+                "shift_median_ci_high": median_ci[1], "shift_p95": p.get("shift_p95"),
+                "shift_p95_ci_low": p95_ci[0], "shift_p95_ci_high": p95_ci[1], "shift_max": p.get("shift_max"),
+                "mae_stored": p["mae_stored"], "mae_rotated": p["mae_rotated"],
+                "verdict": p["verdict"]["code"], "text": p["verdict"]["text"],
             })  # fmt: skip
         return pd.DataFrame(rows)
+
+    def table(self) -> str:
+        """The audit as ``orientscope audit-model`` prints it."""
+        return format_audit(self._record)
 
     def save(self) -> ModelAudit:
         """Store the audit with its dataset, so the dashboard's Model audit section shows it; ``self``.
 
-        The dataset must be saved first (``dataset.save(name)``).
+        The dataset must be saved first (``dataset.save(name)``); an audit of a subset view is stored with its
+        whole set.
         """
         if not self.dataset.saved:
             raise ValueError(f"dataset {self.dataset.id!r} is not saved: call .save(name) on it first")
         if not self.saved:
             record = {k: v for k, v in self._record.items() if k not in ("id", "dataset", "created")}
-            store.write_audit(self.dataset.data_dir, self.dataset.id, self.id, record, self._table)
+            store.write_audit(*self.dataset.location(), self.id, record, self._table)
             self.saved = True
         return self
 
     def _repr_html_(self) -> str:
         esc = html.escape
-
-        def cell(x, fmt):
-            return "–" if x is None or not np.isfinite(x) else format(x, fmt)
-
+        shown = ("property", "reliance", "reliance_ci", "pvalue_holm", "shift_median", "shift_p95", "shift_p95_ci")
+        headers = dict(COLUMNS)
+        texts = {p["property"]: p["verdict"]["text"] for p in self._record["properties"] if p["split"] is None}
         rows = "".join(
-            f"<tr data-verdict='{esc(r.verdict)}'><td>{esc(r.property)}</td><td>{cell(r.reliance, '+.3f')} "
-            f"[{cell(r.reliance_ci_low, '+.3f')}, {cell(r.reliance_ci_high, '+.3f')}]</td>"
-            f"<td>{cell(r.pvalue_holm, '.2g')}</td><td><code>{esc(r.verdict)}</code></td><td>{esc(r.text)}</td></tr>"
-            for r in self.properties.itertuples()
-            if r.split is None
-        )
+            f"<tr data-verdict='{esc(r['tier'])}'>" + "".join(f"<td>{esc(r[k])}</td>" for k in shown)
+            + f"<td><code>{esc(r['tier'])}</code></td><td>{esc(texts[r['property']])}</td></tr>"
+            for r in audit_rows(self._record)
+            if r["split"] == "all"
+        )  # fmt: skip
         notes = "".join(f"<p>{esc(w)}</p>" for w in [self.note, *self._record["warnings"]] if w)
+        head = "".join(f"<th>{esc(headers[k])}</th>" for k in shown) + "<th>tier</th><th></th>"
         return (
             f"<div class='orientscope-audit'><h3>Model audit {esc(self._record['name'])} of "
-            f"{esc(self.dataset.name)}: {self._record['n_molecules']:,} molecules, "
+            f"{esc(self.dataset.name)}: {format_count(self._record['n_molecules'])} molecules, "
             f"{self._record['input']['copies']} rotated copies, seed {self._record['seed']}</h3>"
-            "<table><tr><th>property</th><th>reliance [95 % CI]</th><th>p (Holm)</th><th>verdict</th><th></th></tr>"
-            f"{rows}</table>{notes}</div>"
+            f"<table><tr>{head}</tr>{rows}</table>{notes}</div>"
         )
 
     def __repr__(self) -> str:
         return f"<orientscope.ModelAudit {self.id} of {self.dataset.id!r}: {self.verdicts}>"
+
+
+@checked_options
+def assert_pose_robust(
+    predict: Callable,
+    dataset: Dataset,
+    properties: str | Sequence[str],
+    ids=None,
+    max_reliance: float = DEFAULT_MARGIN,
+    max_shift: float | None = None,
+    copies: int = 5,
+    seed: int = DEFAULT_SEED,
+    featurize: Callable | None = None,
+    train_ids=None,
+    fail_on: str = "not-robust",
+) -> ModelAudit:
+    """Audit ``predict`` (see :func:`audit_model`) and raise AssertionError, with the audit table, unless every
+    property passes ``fail_on`` over all audited molecules; the audit otherwise.
+
+    ``max_reliance`` is the margin (0.01: the reliance CI must lie within ±1 %), ``max_shift`` the largest 95th
+    percentile of the rotation shift accepted (property unit). ``fail_on``: ``not-robust`` (the default:
+    ``invariant`` or ``robust`` pass), ``leans`` (only ``leans`` fails) or ``not-invariant``. One line in a test::
+
+        orientscope.assert_pose_robust(model.predict, ds, "gap", ids=test_ids, featurize=features)
+    """
+    audit = audit_model(predict, dataset, properties, copies=copies, seed=seed, progress=False, ids=ids,
+                        train_ids=train_ids, featurize=featurize, margin=max_reliance, max_shift=max_shift)  # fmt: skip
+    failed = {p: code for p, code in audit.verdicts.items() if not passes(code, fail_on)}
+    if failed:
+        raise AssertionError(f"pose audit failed (--fail-on {fail_on}): {failed}\n{audit.table()}")
+    return audit

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from orientscope.core.dataset import MoleculeSet, check_frame_dependent
+from orientscope.core.dataset import MoleculeSet, check_frame_dependent, rows_of_ids
 from orientscope.core.errors import DatasetError
 from orientscope.core.settings import (
     DEFAULT_DATASET,
@@ -33,6 +33,7 @@ from orientscope.core.settings import (
     in_memory_bytes,
     resolve_data_dir,
     slugify,
+    validate_id,
 )
 from orientscope.notebook.progress import check_options, checked_options, progress_bar
 from orientscope.store import datasets as ds
@@ -86,13 +87,57 @@ class Dataset:
         self._unsaved = unsaved
         self._source = source
         self._extra = extra or {}
+        # A subset view: the set it is cut from and its rows there (sorted); see subset().
+        self._parent: Dataset | None = None
+        self._rows: np.ndarray | None = None
 
     @property
     def saved(self) -> bool:
+        if self._parent is not None:
+            return self._parent.saved
         return self._molecules is None and self._unsaved is None
 
+    @property
+    def is_subset(self) -> bool:
+        """Whether this is a view on some molecules of another set (:meth:`subset`)."""
+        return self._parent is not None
+
+    @property
+    def whole(self) -> Dataset:
+        """The whole set: this one, or the set a subset view is cut from."""
+        return self._parent or self
+
+    def subset(self, ids) -> Dataset:
+        """A view on the molecules with ``ids`` (in the set's order): it shares this set's store and results and
+        recomputes nothing.
+
+        ``audit_model``, ``rotated_copies``, ``assert_pose_robust`` and ``sweep`` take it and read only those
+        molecules (classifier scores and regression come from the whole set's result, as an audit of the whole
+        set would read them). ``report`` and ``save`` refuse it: a subset has no results of its own; make a set
+        of it with ``orientscope.from_arrays`` on ``subset.molecules()`` to analyse it alone. ValueError naming
+        ids the set lacks or repeats.
+        """
+        base = self._parent or self
+        rows = rows_of_ids(self.ids, ids, f"dataset {self.id!r}")
+        if self._rows is not None:
+            rows = self._rows[rows]
+        view = Dataset(base.data_dir, base.id, f"{base.name} [{len(rows):,} of {base.n_molecules:,}]")
+        view._parent, view._rows = base, rows
+        return view
+
+    def _refuse_subset(self, action: str) -> None:
+        if self._parent is not None:
+            raise ValueError(
+                f"{action} takes a whole set, and {self.name!r} is a subset view of {self._parent.id!r} with no "
+                "results of its own; use the whole set, or orientscope.from_arrays on subset.molecules()"
+            )
+
     def location(self) -> tuple[Path, str]:
-        """(data folder, dataset id) where the set is stored; an in-memory set is written to its private store first."""
+        """(data folder, dataset id) where the set is stored; an in-memory set is written to its private store first.
+
+        A subset view answers its whole set's location."""
+        if self._parent is not None:
+            return self._parent.location()
         if self.saved:
             return self.data_dir, self.id
         if self._unsaved is None:
@@ -105,38 +150,72 @@ class Dataset:
         return ds.read_meta(*self.location())
 
     def molecules(self) -> MoleculeSet:
-        """The whole set in memory."""
+        """The whole set (or the subset view's molecules) in memory."""
+        if self._parent is not None:
+            return self._parent.molecules().subset(self._rows)
         return self._molecules if self._molecules is not None else ds.load_dataset(*self.location())
 
     def parts(self) -> Iterator[MoleculeSet]:
         """The molecules in order, one stored shard at a time (the whole set when it is in memory)."""
+        for mols, _ in self.row_parts():
+            yield mols
+
+    def row_parts(self) -> Iterator[tuple[MoleculeSet, np.ndarray]]:
+        """As :meth:`parts`, each part with its molecules' rows (n,) in the whole set (for a subset, its parent)."""
+        if self._parent is not None:
+            for mols, rows in self._parent.row_parts():
+                lo, hi = np.searchsorted(self._rows, [rows[0], rows[-1] + 1])
+                if hi > lo:  # rows of a part are consecutive, so the view's rows in it are one slice
+                    picked = self._rows[lo:hi]
+                    yield mols.subset(picked - rows[0]), picked
+            return
         if self._molecules is not None:
-            yield self._molecules
+            yield self._molecules, np.arange(self._molecules.n_molecules)
             return
         root, dataset_id = self.location()
         meta = ds.read_meta(root, dataset_id)
+        start = 0
         for ref in shard_refs(root, dataset_id, meta):
-            yield read_shard(ref, meta)
+            mols = read_shard(ref, meta)
+            yield mols, np.arange(start, start + mols.n_molecules)
+            start += mols.n_molecules
+
+    @property
+    def ids(self) -> np.ndarray:
+        """(n_molecules,) str, the molecules' ids in the set's order."""
+        if self._parent is not None:
+            return self._parent.ids[self._rows]
+        if self._molecules is not None:
+            return self._molecules.ids
+        return ds.read_molecule_columns(*self.location(), ["id"])["id"].to_numpy().astype(str)
 
     @property
     def n_molecules(self) -> int:
+        if self._parent is not None:
+            return len(self._rows)
         if self._molecules is not None:
             return self._molecules.n_molecules
         return int(self.meta()["n_molecules"])
 
     @property
     def properties(self) -> list[str]:
+        if self._parent is not None:
+            return self._parent.properties
         if self._molecules is not None:
             return list(self._molecules.properties.columns)
         return list(self.meta().get("properties", []))
 
     def ensure_computed(self, progress: bool = True) -> float:
-        """Run the default stages if the set has no result yet (what the dashboard and an audit read); seconds taken."""
-        from orientscope.pipeline.precompute import make_params, precompute
+        """Run the default stages if the set has no result yet (what the dashboard and an audit read); seconds taken.
 
+        A subset view runs its whole set's (it has none of its own)."""
+        if self._parent is not None:
+            return self._parent.ensure_computed(progress)
         root, dataset_id = self.location()
         if ds.read_meta(root, dataset_id).get("active_result"):
             return 0.0
+        from orientscope.pipeline.precompute import make_params, precompute  # the stages' code only when they run
+
         t0 = time.perf_counter()
         with progress_bar(f"stages of {self.name}", progress) as bar:
             precompute(root, dataset_id, make_params(), progress=bar)
@@ -147,6 +226,7 @@ class Dataset:
 
         Its stages run first if nothing was computed yet, so the dashboard shows it at once.
         """
+        self._refuse_subset("save()")
         if self.saved:
             raise ValueError(f"dataset {self.id!r} is already saved in {self.data_dir}")
         from orientscope.pipeline.ingest import new_dataset_id, publish
@@ -165,6 +245,8 @@ class Dataset:
 
     def __repr__(self) -> str:
         where = f"saved in {self.data_dir}" if self.saved else "not saved"
+        if self._parent is not None:
+            return f"<orientscope.Dataset subset of {self.id!r}: {self.n_molecules:,} molecules, {where}>"
         return f"<orientscope.Dataset {self.id!r} ({self.name}): {self.n_molecules:,} molecules, {where}>"
 
 
@@ -402,8 +484,11 @@ def from_pyg(dataset, property_names: Sequence[str] | None = None, *, name: str 
 @checked_options
 def load(dataset_id: str = DEFAULT_DATASET, data_dir=None) -> Dataset:
     """A stored set (the built-in QM9 is written into the data folder on first use)."""
-    from orientscope.pipeline.precompute import ensure_dataset
-
     root = resolve_data_dir(data_dir)
-    meta = ensure_dataset(root, dataset_id)
+    if ds.has_dataset(root, validate_id(dataset_id)):  # stored: the pipeline's code (seconds of imports) is not needed
+        meta = ds.require_current_layout(dataset_id, ds.read_meta(root, dataset_id))
+    else:
+        from orientscope.pipeline.precompute import ensure_dataset
+
+        meta = ensure_dataset(root, dataset_id)
     return Dataset(root, dataset_id, meta.get("name", dataset_id))

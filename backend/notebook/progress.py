@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import warnings
 from contextlib import contextmanager
 
 from orientscope.core.progress import Progress, quiet
@@ -29,6 +31,40 @@ def progress_bar(desc: str, show: bool = True):
         bar.close()
 
 
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]):
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
+
+
+@contextmanager
+def collected_warnings(silence: bool):
+    """Collect the warnings OrientScope's stages log (and Python warnings) into the yielded list.
+
+    ``silence``: they are not printed (``progress=False``); otherwise they are printed as usual too.
+    """
+    messages: list[str] = []
+    logger = logging.getLogger("orientscope")
+    handler, propagate = _Collect(messages), logger.propagate
+    logger.addHandler(handler)
+    if silence:
+        logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+    for w in caught:
+        messages.append(str(w.message))
+        if not silence:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def check_options(function: str, options, allowed: list[str]) -> None:
     """TypeError naming ``function``, the unknown keywords among ``options`` and the ``allowed`` ones."""
     unknown = sorted(set(options) - set(allowed))
@@ -52,4 +88,4 @@ def checked_options(function):
     return wrapper
 
 
-__all__ = ["Progress", "check_options", "checked_options", "progress_bar"]
+__all__ = ["Progress", "check_options", "checked_options", "collected_warnings", "progress_bar"]

@@ -15,13 +15,14 @@ from functools import cache
 
 import pandas as pd
 
+from orientscope.core.numbers import format_count
 from orientscope.core.resources import frontend_asset
 from orientscope.notebook.datasets import Dataset
 from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.pipeline.engine import parse_cluster
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report, format_kl
-from orientscope.services.report_format import headline, left_out_note
+from orientscope.services.report_format import evidence_figures, headline, left_out_note, warnings
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
 
@@ -43,6 +44,7 @@ def report(
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(f"report() takes an orientscope Dataset (read, from_arrays, load ...), not {type(dataset)}")
+    dataset._refuse_subset("report()")
     params = make_params(frame, sign, seed)
     if cluster is not None:
         parse_cluster(cluster)  # a bad value fails before anything is written
@@ -187,18 +189,23 @@ class Report:
                 f"style='max-width:100%;background:#fff'>"
             )
         rows = [
-            ("molecules", f"{r['n_molecules']:,} ({r['n_degenerate']:,} degenerate frames)"),
+            ("molecules", f"{format_count(r['n_molecules'])} ({format_count(r['n_degenerate'])} degenerate frames)"),
             ("KL to uniform [95 % CI]", format_kl(r.get("kl"))),
             ("control KL", format_kl(r["control"].get("kl"))),
-            *((f"{c['features']} classifier", f"{c['accuracy']:.0%} accuracy") for c in r.get("classifiers") or []),
-            ("parameters", f"frame {r['frame']}/{r['sign_rule']}, seed {r['seed']}, result {r['result_key']}"),
+            *evidence_figures(r),
+            (
+                "parameters",
+                f"frame {r['frame']}/{r['sign_rule']}, seed {r['seed']}, result {r['result_key']}, "
+                f"verdict rule {h.rule_version}",
+            ),
         ]
         table = "".join(f"<tr><th style='text-align:left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
         code = {True: "aligned", False: "not_aligned", None: "too_few"}[h.aligned]
         return (
             f"<div class='orientscope-report' data-verdict='{code}'>"
             f"<h3>OrientScope: {esc(str(r['name']))} ({esc(r['dataset'])})</h3>"
-            f"<p><strong>{esc(h.answer)}</strong></p><p>{esc(h.strength)}</p>"
+            + "".join(f"<p style='color:#9B1C1C'><strong>{esc(w)}</strong></p>" for w in warnings(r))
+            + f"<p><strong>{esc(h.badge)}</strong></p><p>{esc(h.answer)}</p><p>{esc(h.strength)}</p>"
             f"<table>{table}</table>{image}</div>"
         )
 

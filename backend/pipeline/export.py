@@ -1,19 +1,23 @@
 """De-biased export: write a dataset with every molecule uniformly rotated, or in its canonical pose.
 
-* ``random``: molecule ``i`` is rotated about its centroid by a Haar-uniform
-  rotation drawn from (seed, copy 0, ``i``) (:data:`ROTATION_RULE`), so the
-  export has no preferred orientation; the rotations are written to a side
-  file ``<out>.rotations.csv`` (id, seed, r00 … r22) so the change can be undone.
+* ``random``: each molecule is rotated about its centroid by a Haar-uniform
+  rotation, copy 0 of the ``purpose`` stream (:mod:`orientscope.science.copy_rotations`:
+  a pure function of (purpose, seed, copy, molecule id)), so the export has no
+  preferred orientation; the rotations are written to a side file
+  ``<out>.rotations.csv`` (id, mode, purpose, seed, r00 … r22) so the change can be undone.
 * ``canonical``: every molecule in its canonical pose ``R (x - centroid)``
   (PCA frame, sign rule "max"); the side file holds each ``R``.
 
+``purpose`` is ``augment`` by default (training data: the de-biased set and
+``orientscope.rotated_copies``) or ``audit`` (the copies ``orientscope audit-model``
+scores, which ``orientscope.audit_model`` hands a Python model): two streams, so
+an audit never scores a pose the training fix trained on.
+
 With ``copies=K`` (random mode only) K files ``<stem>.copy<k><suffix>`` are
 written, every one keeping the original ids, plus one side file with a
-``copy`` column: the input of a model audit (:mod:`orientscope.pipeline.model_audit`).
-Copy 0 is the single random export; copy ``k`` rotates molecule ``i`` by a
-counter-based draw of (seed, ``export:copy<k>``, ``i``), so a molecule's
-rotation depends neither on which other molecules are exported nor on how they
-are batched: ``orientscope.audit_model`` hands a model the same copies.
+``copy`` column. Copy 0 is the single random export of the same purpose and seed.
+``ids`` and ``limit`` export only some molecules; as every rotation is keyed by
+the molecule's id, a molecule gets the same pose whichever others are exported.
 
 Properties are kept. Lab-frame tensor and vector properties (columns
 ``<name>_xx _xy _xz _yy _yz _zz`` or ``<name>_x _y _z``, such as QM9's
@@ -33,12 +37,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from orientscope.core.dataset import MoleculeSet
+from orientscope.core.dataset import MoleculeSet, rows_of_ids, select_rows
 from orientscope.core.orientations_schema import R_COLUMNS
 from orientscope.core.progress import Progress, quiet
 from orientscope.core.settings import DEFAULT_SEED, check_choice
 from orientscope.loaders import registry
-from orientscope.science.counter_rng import haar_rotations
+from orientscope.science.copy_rotations import (
+    AUGMENT,
+    ROTATION_RULE,
+    ROTATION_RULE_VERSION,
+    check_purpose,
+    copy_rotations,
+)
+from orientscope.science.counter_rng import id_counters
 from orientscope.science.frames import canonical_positions, compute_frames
 from orientscope.science.rotations import rotate_molecules
 from orientscope.store import datasets as ds
@@ -62,24 +73,38 @@ class ExportRequest:
     """What to export: every parameter of an export job, in one place so that new ones are one field more.
 
     ``format`` None means the dataset's input format where it can be written, else extended XYZ;
-    ``copies`` (random mode only) asks for that many rotated copies (:func:`export_copies`).
+    ``copies`` (random mode only) asks for that many rotated copies (:func:`export_copies`);
+    ``purpose`` (random mode) picks the rotation stream, ``augment`` (training data) or ``audit``;
+    ``ids`` and ``limit`` export only those molecules, or an evenly spread ``limit`` of them.
     """
 
     mode: str
     format: str | None = None
     seed: int = DEFAULT_SEED
     copies: int | None = None
+    purpose: str = AUGMENT
+    ids: tuple[str, ...] | None = None
+    limit: int | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
         check_copies(self.mode, self.copies)
+        check_purpose(self.purpose)
         if self.format is not None:
             check_export_format(self.format)
         if not 0 <= self.seed < 2**63:
             raise ValueError(f"export seed {self.seed} must be between 0 and 2**63 - 1")
+        if self.ids is not None:
+            object.__setattr__(self, "ids", tuple(map(str, self.ids)))
+            if not self.ids:
+                raise ValueError("ids is empty: give at least one molecule id, or none to export every molecule")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be at least 1, got {self.limit}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        values = asdict(self)
+        values["ids"] = None if self.ids is None else list(self.ids)
+        return values
 
     @classmethod
     def from_dict(cls, values: dict) -> ExportRequest:
@@ -148,21 +173,23 @@ def rotate_properties(props: pd.DataFrame, rotations: np.ndarray) -> pd.DataFram
     return out
 
 
-# Recorded with every export and Python model audit, so a reader knows which rotations were used.
-ROTATION_RULE = "counter-based Haar rotation of (seed, 'export:copy<k>', molecule index)"
+def rotation_record(purpose: str, seed: int) -> dict:
+    """What an export or an audit records of its rotated copies: the rule, its version, purpose and seed."""
+    return {
+        "rotation_rule": ROTATION_RULE,
+        "rotation_rule_version": ROTATION_RULE_VERSION,
+        "purpose": purpose,
+        "seed": int(seed),
+    }
 
 
-def copy_rotations(index, seed: int, copy: int = 0) -> np.ndarray:
-    """(n, 3, 3) Haar-uniform rotations of copy ``copy`` for the molecules at global indices ``index`` (n,);
-    copy 0 is the single random export's."""
-    return haar_rotations(seed, f"export:copy{copy}", index)
-
-
-def debias(mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED, copy: int = 0) -> tuple[MoleculeSet, np.ndarray]:
+def debias(
+    mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED, copy: int = 0, purpose: str = AUGMENT
+) -> tuple[MoleculeSet, np.ndarray]:
     """The re-posed molecule set and the (n, 3, 3) rotation applied to each molecule."""
     check_mode(mode)
     if mode == "random":
-        rotations = copy_rotations(np.arange(mols.n_molecules), seed, copy)
+        rotations = copy_rotations(id_counters(mols.ids), seed, copy, purpose)
         pos = rotate_molecules(mols.positions_angstrom, mols.offsets, rotations)
     else:
         frames = compute_frames(
@@ -174,8 +201,13 @@ def debias(mols: MoleculeSet, mode: str, seed: int = DEFAULT_SEED, copy: int = 0
     return replace(mols, positions_angstrom=pos, properties=props), rotations
 
 
-def rotations_table(ids: np.ndarray, rotations: np.ndarray, mode: str, seed: int) -> pd.DataFrame:
-    df = pd.DataFrame({"id": np.asarray(ids).astype(str), "mode": mode, "seed": seed})
+def rotations_table(
+    ids: np.ndarray, rotations: np.ndarray, mode: str, seed: int, purpose: str | None = None
+) -> pd.DataFrame:
+    df = pd.DataFrame({"id": np.asarray(ids).astype(str), "mode": mode})
+    if purpose is not None:
+        df["purpose"] = purpose
+    df["seed"] = seed
     for k, col in enumerate(R_COLUMNS):
         df[col] = rotations.reshape(-1, 9)[:, k]
     return df
@@ -201,28 +233,33 @@ def _write_molecules(out: Path, posed: MoleculeSet, fmt: str) -> None:
 
 
 def export_molecules(
-    mols: MoleculeSet, out: Path, mode: str, fmt: str, seed: int = DEFAULT_SEED, progress: Progress = quiet
+    mols: MoleculeSet,
+    out: Path,
+    mode: str,
+    fmt: str,
+    seed: int = DEFAULT_SEED,
+    progress: Progress = quiet,
+    purpose: str = AUGMENT,
 ) -> dict:
     """Write ``mols`` re-posed by ``mode`` to ``out`` in ``fmt`` plus the rotations side file."""
     check_export_format(fmt)
     out = Path(out)
+    random = mode == "random"
     progress(0.2, f"re-posing {mols.n_molecules:,} molecules ({mode})", "pose")
-    posed, rotations = debias(mols, mode, seed)
+    posed, rotations = debias(mols, mode, seed, purpose=purpose)
     progress(0.4, f"writing {out.name}", "write")
     _write_molecules(out, posed, fmt)
     progress(0.9, "writing the rotations", "write")
     side = out.with_name(out.name + ".rotations.csv")
-    _write_atomically(
-        side, lambda p: rotations_table(mols.ids, rotations, mode, seed).to_csv(p, index=False, float_format="%.12g")
-    )
+    table = rotations_table(mols.ids, rotations, mode, seed, purpose if random else None)
+    _write_atomically(side, lambda p: table.to_csv(p, index=False, float_format="%.12g"))
     return {
         "path": str(out),
         "rotations_path": str(side),
         "format": fmt,
         "mode": mode,
-        "seed": seed,
         "n_molecules": mols.n_molecules,
-        **({"rotation_rule": ROTATION_RULE} if mode == "random" else {}),
+        **(rotation_record(purpose, seed) if random else {"seed": seed}),
         **frame_dependent_note(mols),
     }
 
@@ -244,7 +281,13 @@ def check_copies(mode: str, copies: int | None) -> int | None:
 
 
 def export_copies(
-    mols: MoleculeSet, out: Path, fmt: str, copies: int, seed: int = DEFAULT_SEED, progress: Progress = quiet
+    mols: MoleculeSet,
+    out: Path,
+    fmt: str,
+    copies: int,
+    seed: int = DEFAULT_SEED,
+    progress: Progress = quiet,
+    purpose: str = AUGMENT,
 ) -> dict:
     """Write ``copies`` randomly rotated copies of ``mols`` and one rotations file with a ``copy`` column."""
     check_export_format(fmt)
@@ -252,11 +295,11 @@ def export_copies(
     paths, tables = [], []
     for copy in range(copies):
         progress(0.2 + 0.75 * copy / copies, f"writing copy {copy + 1} of {copies}", "write")
-        posed, rotations = debias(mols, "random", seed, copy)
+        posed, rotations = debias(mols, "random", seed, copy, purpose)
         path = copy_path(out, copy)
         _write_molecules(path, posed, fmt)
         paths.append(str(path))
-        tables.append(rotations_table(mols.ids, rotations, "random", seed).assign(copy=copy))
+        tables.append(rotations_table(mols.ids, rotations, "random", seed, purpose).assign(copy=copy))
     table = pd.concat(tables, ignore_index=True)
     table = table[["copy", *[c for c in table.columns if c != "copy"]]]
     side = out.with_name(out.name + ".rotations.csv")
@@ -267,12 +310,24 @@ def export_copies(
         "rotations_path": str(side),
         "format": fmt,
         "mode": "random",
-        "seed": seed,
         "copies": copies,
-        "rotation_rule": ROTATION_RULE,
+        **rotation_record(purpose, seed),
         "n_molecules": mols.n_molecules,
         **frame_dependent_note(mols),
     }
+
+
+def select_molecules(mols: MoleculeSet, ids=None, limit: int | None = None, what: str = "the dataset") -> MoleculeSet:
+    """The molecules of ``mols`` with ``ids`` (in the set's order), then an evenly spread ``limit`` of them.
+
+    DatasetError naming the ids ``mols`` lacks (and how many there are), or a repeated id.
+    """
+    rows = np.arange(mols.n_molecules)
+    if ids is not None:
+        rows = rows_of_ids(mols.ids, ids, what)
+    if limit is not None:
+        rows = rows[select_rows(len(rows), limit)]
+    return mols if len(rows) == mols.n_molecules else mols.subset(rows)
 
 
 def export_dataset(
@@ -284,22 +339,27 @@ def export_dataset(
     fmt: str | None = None,
     copies: int | None = None,
     progress: Progress = quiet,
+    purpose: str = AUGMENT,
+    ids=None,
+    limit: int | None = None,
 ) -> dict:
     """Export a stored dataset (format: ``fmt``, else from ``out``'s suffix, else the input's, else extended XYZ).
 
-    With ``copies`` (random mode only), that many rotated copies; see :func:`export_copies`.
+    With ``copies`` (random mode only), that many rotated copies; see :func:`export_copies`. ``purpose``
+    picks the rotation stream (random mode); ``ids`` and ``limit`` select the molecules written.
     Reads the store and writes only the export's files.
     """
     check_mode(mode)
     check_copies(mode, copies)
+    check_purpose(purpose)
     meta = ds.read_meta(data_dir, dataset_id)
     named = registry.writer_for(Path(out))
     fmt = check_export_format(fmt) if fmt else named.name if named else default_format(meta)
     progress(0.0, f"reading {dataset_id!r}", "load")
-    mols = ds.load_dataset(data_dir, dataset_id)
+    mols = select_molecules(ds.load_dataset(data_dir, dataset_id), ids, limit, f"dataset {dataset_id!r}")
     if copies is not None:
-        return export_copies(mols, Path(out), fmt, copies, seed, progress)
-    return export_molecules(mols, Path(out), mode, fmt, seed, progress)
+        return export_copies(mols, Path(out), fmt, copies, seed, progress, purpose)
+    return export_molecules(mols, Path(out), mode, fmt, seed, progress, purpose)
 
 
 def export_filename(dataset_id: str, mode: str, fmt: str) -> str:

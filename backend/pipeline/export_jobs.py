@@ -20,9 +20,16 @@ import shutil
 import uuid
 from pathlib import Path
 
+from orientscope.core.dataset import rows_of_ids
 from orientscope.core.errors import NotFoundError, NotReady, Unavailable
 from orientscope.core.progress import Progress
-from orientscope.pipeline.export import ExportRequest, copy_path, default_format, export_dataset, export_filename
+from orientscope.pipeline.export import (
+    ExportRequest,
+    copy_path,
+    default_format,
+    export_dataset,
+    export_filename,
+)
 from orientscope.pipeline.jobs import ACTIVE, DONE, JobKind, JobManager, job_record, read_job_record
 from orientscope.store import datasets as ds
 
@@ -64,6 +71,9 @@ def export_files(export_dir: Path, dataset_id: str, export_id: str, copy: int = 
 def submit_export(manager: JobManager, dataset_id: str, request: ExportRequest) -> dict:
     """Queue an export of ``dataset_id``; the job record (its ``export_id`` names the files)."""
     meta = ds.read_meta(manager.data_dir, dataset_id)  # NotFoundError for unknown datasets
+    if request.ids is not None:  # unknown ids are refused now, not by a failed job later
+        rows_of_ids(ds.read_molecule_columns(manager.data_dir, dataset_id, ["id"])["id"], request.ids,
+                    f"dataset {dataset_id!r}")  # fmt: skip
     token = uuid.uuid4().hex[:16]
     inputs = {**request.to_dict(), "format": request.format or default_format(meta)}
     job = job_record(
@@ -94,13 +104,16 @@ def _export(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
         fmt=request.format,
         copies=request.copies,
         progress=progress,
+        purpose=request.purpose,
+        ids=request.ids,
+        limit=request.limit,
     )
     result = {
         "export_id": job["export_id"],
         "file": filename,
         "copies": request.copies,
         "n_molecules": info["n_molecules"],
-        "rotation_rule": info.get("rotation_rule"),
+        **{k: info.get(k) for k in ("rotation_rule", "rotation_rule_version", "purpose")},
     }
     return f"export {job['export_id']!r} ready: {info['n_molecules']:,} molecules", result
 

@@ -8,7 +8,10 @@ the audit. The classifier scores and the orientation-only regression come
 from the dataset's active result (null, with a reason, if it has none).
 
 Every random draw is seeded from ``derived_seed(seed, "audit:<property>:<split>")``,
-so one recorded seed reproduces the audit.
+so one recorded seed reproduces the audit. ``ids`` restricts the audit to those
+molecules (e.g. held-out ones); the tiers follow the user's
+:class:`~orientscope.science.audit_verdict.Decision` (margin, max_shift), which
+the record keeps with the rule version that made it.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ import pandas as pd
 from orientscope.core.dataset import frame_dependent_properties
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
+from orientscope.core.numbers import format_number
 from orientscope.core.progress import Progress, quiet
 from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions, read_predictions
 from orientscope.science import model_audit as sci
+from orientscope.science.audit_verdict import AUDIT_RULE_VERSION, Decision, verdict
 from orientscope.science.rotations import derived_seed
 from orientscope.store import audits as store
 from orientscope.store import datasets as ds
@@ -40,7 +45,7 @@ MAX_EXAMPLES = 5
 SHIFT_WARNING_SHARE = 0.5
 MOLECULE_COLUMNS = (
     "id", "property", "split", "n_copies", "stored", "true", "se_stored", "se_rotated",
-    "ae_stored", "ae_rotated", "shift", "copy_spread",
+    "ae_stored", "ae_rotated", "shift", "shift_max", "copy_spread",
 )  # fmt: skip
 
 
@@ -115,7 +120,7 @@ def _shifted_truth_warning(
         if shifted < 0.5 * mse:
             return (
                 f"{prop}: the stored predictions match the value of id{step:+d} far better than their own "
-                f"(MSE {shifted:.3g} against {mse:.3g}): are the ids shifted by one?"
+                f"(MSE {format_number(shifted, '.3g')} against {format_number(mse, '.3g')}): are the ids shifted by one?"
             )
     return None
 
@@ -133,6 +138,23 @@ def _figure_sets(preds: Predictions) -> list[tuple[str, str | None]]:
     return [(prop, split) for prop in sorted(preds.rows["property"].unique()) for split in splits]
 
 
+def _only_ids(preds: Predictions, ids, dataset_ids: pd.Index, dataset_id: str) -> tuple[Predictions, dict]:
+    """The predictions of the molecules ``ids`` only, and what the record says of that choice."""
+    wanted = pd.Index(pd.unique(np.asarray(list(ids), dtype=object).astype(str)))
+    unknown = wanted[dataset_ids.get_indexer(wanted) < 0]
+    if len(unknown):
+        raise DatasetError(
+            f"{len(unknown):,} of the {len(wanted):,} ids to audit are not molecules of dataset {dataset_id!r}, "
+            f"e.g. {list(unknown[:MAX_EXAMPLES])}"
+        )
+    keep = preds.rows["id"].isin(wanted).to_numpy()
+    found = pd.Index(preds.rows["id"][keep].unique())
+    if not keep.any():
+        raise DatasetError(f"none of the {len(wanted):,} ids to audit has a prediction (e.g. {list(wanted[:3])})")
+    chosen = {"n_ids": int(len(wanted)), "n_ids_without_predictions": int(len(wanted) - len(found))}
+    return Predictions(preds.rows[keep], preds.format, preds.has_true, preds.has_split, preds.has_copy), chosen
+
+
 def audit_predictions(
     data_dir: Path,
     dataset_id: str,
@@ -140,14 +162,24 @@ def audit_predictions(
     seed: int = DEFAULT_SEED,
     settings: sci.AuditSettings | None = None,
     progress: Progress | None = None,
+    ids=None,
+    decision: Decision | None = None,
 ) -> tuple[dict, pd.DataFrame]:
-    """The audit's figures (a JSON-ready dict) and its per-molecule table, for validated predictions."""
+    """The audit's figures (a JSON-ready dict) and its per-molecule table, for validated predictions.
+
+    ``ids``: audit only these molecules (their other predictions are left out); ``decision``: the
+    margin and max_shift the tiers use (default ±1 %, no max_shift).
+    """
     settings = settings or sci.AuditSettings()
+    decision = decision or Decision()
     notify = progress or quiet
     meta = ds.read_meta(data_dir, dataset_id)
     used = sorted(set(preds.rows["property"].unique()) & set(meta.get("properties", [])))
     mol_table = ds.read_molecule_columns(data_dir, dataset_id, ["id", *used])
     dataset_ids = pd.Index(mol_table["id"].astype(str))
+    chosen = None
+    if ids is not None:
+        preds, chosen = _only_ids(preds, ids, dataset_ids, dataset_id)
     codes, uniques = pd.factorize(preds.rows["id"])
     where = dataset_ids.get_indexer(uniques)
     unknown = np.asarray(uniques)[where < 0]
@@ -187,6 +219,9 @@ def audit_predictions(
             scores=None if scores is None else scores[errors.molecule],
             control_scores=None if control is None else control[errors.molecule],
         )
+        first_split = sub["split"].to_numpy()[ok][np.unique(mol[ok], return_index=True)[1]]
+        if split is None and preds.has_split:
+            figures["n_train"] = int(np.count_nonzero(first_split == "train"))
         notes = []
         variance = float(np.nanvar(values)) if values is not None else float(np.var(errors.true))
         if (note := sci.units_warning(figures["mse_stored"], variance, units.get(prop, ""), split)) is not None:
@@ -205,19 +240,20 @@ def audit_predictions(
             "warnings": notes,
         })  # fmt: skip
         if split is None:
-            first_split = sub["split"].to_numpy()[ok][np.unique(mol[ok], return_index=True)[1]]
             tables.append(pd.DataFrame({
                 "id": dataset_ids.to_numpy()[errors.molecule], "property": prop, "split": first_split,
                 "n_copies": errors.n_copies, "stored": errors.stored, "true": errors.true,
                 "se_stored": errors.se_stored, "se_rotated": errors.se_rotated, "ae_stored": errors.ae_stored,
-                "ae_rotated": errors.ae_rotated, "shift": errors.shift, "copy_spread": errors.copy_spread,
+                "ae_rotated": errors.ae_rotated, "shift": errors.shift, "shift_max": errors.shift_max,
+                "copy_spread": errors.copy_spread,
             }))  # fmt: skip
     adjusted = sci.holm([e["pvalue"] for e in entries])
     for entry, p_holm in zip(entries, adjusted, strict=True):
         entry["pvalue_holm"] = p_holm
-        entry["verdict"] = sci.verdict(
-            entry, p_holm, is_frame_dependent(meta, entry["property"]), regression.get(entry["property"])
-        )
+        entry["verdict"] = verdict(
+            entry, p_holm, is_frame_dependent(meta, entry["property"]), regression.get(entry["property"]),
+            decision, entry["split"],
+        )  # fmt: skip
         warnings.extend(entry["warnings"])
     record = {
         "n_rows": preds.n_rows,
@@ -229,6 +265,9 @@ def audit_predictions(
         "seed": int(seed),
         "settings": settings.as_dict(),
         "seed_rule": "derived_seed(seed, 'audit:<property>:<split or all>')",
+        "audit_rule_version": AUDIT_RULE_VERSION,
+        "decision": decision.as_dict(),
+        **({"ids": chosen} if chosen is not None else {}),
         "warnings": warnings,
         "properties": entries,
     }
@@ -263,8 +302,13 @@ def run_audit(
     limits: Limits | None = None,
     progress: Progress | None = None,
     original_name: str | None = None,
+    ids=None,
+    decision: Decision | None = None,
 ) -> dict:
-    """Audit the predictions in ``path`` against ``dataset_id`` and store the result; the stored record."""
+    """Audit the predictions in ``path`` against ``dataset_id`` and store the result; the stored record.
+
+    ``ids`` restricts the audit to those molecules; ``decision`` holds the tiers' margin and max_shift.
+    """
     data_dir, path = Path(data_dir), Path(path)
     notify = progress or quiet
     name = display_name(name, "audit")
@@ -275,7 +319,7 @@ def run_audit(
     preds = read_predictions(path, meta.get("properties", []), limits)
     notify(0.15, f"{preds.n_rows:,} prediction rows", "load")
     settings = settings or sci.AuditSettings()
-    figures, table = audit_predictions(data_dir, dataset_id, preds, seed, settings, notify)
+    figures, table = audit_predictions(data_dir, dataset_id, preds, seed, settings, notify, ids, decision)
     source = {"filename": original_name or path.name, "sha256": file_sha256(path)}
     record = audit_record(name, source, preds, settings, figures)
     audit_id = audit_id or store.new_audit_id()

@@ -22,6 +22,7 @@ from orientscope.core.settings import DEFAULT_SEED, check_choice, validate_id
 from orientscope.pipeline.builtin import BUILTIN
 from orientscope.pipeline.engine import Engine, choose_cluster
 from orientscope.pipeline.sharded import STAGES, precompute_sharded
+from orientscope.pipeline.stage import older_rule_stages
 from orientscope.pipeline.staging import staging
 from orientscope.science.frames import FRAME_METHODS, SIGN_RULES
 from orientscope.store import datasets as ds
@@ -92,7 +93,8 @@ def precompute(
     cluster: str | None = None,
     engine: Engine | None = None,
 ) -> ResultStore:
-    """Compute every missing stage (or ``stages``) and mark the result active.
+    """Compute every missing stage (or ``stages``), and every one stored under an older rule
+    (:func:`older_rule_stages`), and mark the result active.
 
     ``progress`` hears the fraction of all stages to run, with each stage's name. A re-run after a
     crash keeps the stages the interrupted run recorded and takes over the per-shard tasks it finished
@@ -106,7 +108,10 @@ def precompute(
     spec = choose_cluster(cluster, min(int(meta["n_molecules"]), limit or int(meta["n_molecules"])))
     store = ResultStore(data_dir, dataset_id, params)
     with store.lock():
-        todo = [s for s in names if force or not store.completed(s)]
+        older = older_rule_stages(store)
+        todo = [s for s in names if force or not store.completed(s) or s in older]
+        if older and not force:
+            log.info("%s [%s]: recomputing %s, stored under an older rule", dataset_id, store.key, older)
         if todo and todo[0] != "frames" and not store.completed("frames"):
             raise RuntimeError(f"stage {todo[0]!r} needs ['frames'] first")
         if todo:

@@ -48,7 +48,9 @@ def _graphs(job: SmartsJob):
         return table.column("smiles").to_pylist()
     mols = read_molecule_tables(Path(job.molecules_folder), {"has_smiles": job.has_smiles})
     smiles = mols.smiles if mols.smiles is not None else [""] * mols.n_molecules
-    return (molecule_graph(str(smiles[i] or ""), *mols.atoms_of(i))[0] for i in range(mols.n_molecules))
+    return (
+        molecule_graph(str(smiles[i] or ""), *mols.atoms_of(i), mols.charge_of(i))[0] for i in range(mols.n_molecules)
+    )
 
 
 def smarts_shard(job: SmartsJob) -> dict:

@@ -98,10 +98,15 @@ def submit_ingest(
         return manager.submit(job_record(manager.new_id(INGEST), INGEST, dataset_id, name, inputs), upload)
 
 
-def submit_audit(manager: JobManager, upload: Path, dataset_id: str, name: str, original_name=None) -> dict:
-    """Queue a model audit of ``upload`` (a predictions file, moved into the job folder) against a dataset."""
+def submit_audit(
+    manager: JobManager, upload: Path, dataset_id: str, name: str, original_name=None, decision: dict | None = None
+) -> dict:
+    """Queue a model audit of ``upload`` (a predictions file, moved into the job folder) against a dataset.
+
+    ``decision``: the tiers' ``margin`` and ``max_shift`` (:class:`~orientscope.science.audit_verdict.Decision`).
+    """
     name = display_name(name, "audit")
-    inputs = {"file": _filename(upload, original_name, "predictions")}
+    inputs = {"file": _filename(upload, original_name, "predictions"), "decision": decision}
     job = job_record(manager.new_id(AUDIT), AUDIT, dataset_id, name, inputs, audit_id=new_audit_id())
     return manager.submit(job, upload)
 
@@ -156,6 +161,7 @@ def skipped_in_words(stages: dict[str, str]) -> str:
 def _audit(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dict]:
     # Imported here: the audit pulls in SciPy's statistics, which listing jobs should not pay for.
     from orientscope.pipeline.model_audit import run_audit
+    from orientscope.science.audit_verdict import Decision
 
     record = run_audit(
         manager.data_dir,
@@ -166,6 +172,7 @@ def _audit(manager: JobManager, job: dict, progress: Progress) -> tuple[str, dic
         limits=manager.limits,
         progress=progress,
         original_name=job["input"]["file"],
+        decision=Decision.from_dict(job["input"].get("decision")),
     )
     _remove_upload(manager, job)
     codes = ", ".join(f"{p['property']}: {p['verdict']['code']}" for p in record["properties"] if not p["split"])

@@ -1,15 +1,17 @@
-"""Counter-based random draws: every value is a pure function of (seed, stream, global index).
+"""Counter-based random draws: every value is a pure function of (seed, stream, counter).
 
 A sequential generator gives molecule ``i`` a value that depends on how many
 draws came before it, so the result would change with the shard size, the
 worker count or the order in which shards finish. Here each draw is a hash of
 its coordinates instead: a 64-bit key from (seed, stream name) and the
-molecule's global index go through two rounds of the SplitMix64 finaliser
+molecule's counter go through two rounds of the SplitMix64 finaliser
 (Steele, Lea & Flood 2014; the same mixer that seeds xoshiro). Any cut of the
-index range into chunks gives identical draws, and two stream names give
+molecules into chunks gives identical draws, and two stream names give
 unrelated values for the same molecule.
 
-Every function takes ``index``: (n,) int, the global molecule indices to draw for.
+Every function takes ``index``: (n,) the molecules' counters, either int (>= 0) global molecule indices
+(the dataset's own stages) or the uint64 :func:`id_counters` of their ids (draws that must not change with
+a subset, an order or a cut of the set, such as a rotated copy's rotation).
 """
 
 from __future__ import annotations
@@ -42,14 +44,38 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def random_bits(seed: int, stream: str, index, n_draws: int = 1) -> np.ndarray:
-    """(n, n_draws) uint64: the ``n_draws`` raw draws of each molecule in ``index``."""
-    idx = np.asarray(index, dtype=np.int64).reshape(-1)
+def id_counters(ids) -> np.ndarray:
+    """(n,) uint64 counters of molecule ids: the first 8 bytes (little-endian) of BLAKE2b-64 of each id's UTF-8.
+
+    A draw keyed by these is a function of the molecule's identity alone: the same in any subset, order
+    or shard cut. Two distinct ids share a counter with probability about 2**-64.
+    """
+    values = np.asarray(ids).reshape(-1)
+    out = np.empty(len(values), dtype=np.uint64)
+    for k, text in enumerate(values.astype(str).tolist()):
+        digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
+        out[k] = int.from_bytes(digest, "little")
+    return out
+
+
+def _counters(index) -> np.ndarray:
+    """(n,) uint64 from int indices (>= 0) or from :func:`id_counters`."""
+    values = np.asarray(index).reshape(-1)
+    if values.dtype == np.uint64:
+        return values
+    idx = values.astype(np.int64)
     if idx.size and idx.min() < 0:
         raise ValueError(f"global molecule indices must be >= 0, got {int(idx.min())}")
+    return idx.astype(np.uint64)
+
+
+def random_bits(seed: int, stream: str, index, n_draws: int = 1) -> np.ndarray:
+    """(n, n_draws) uint64: the ``n_draws`` raw draws of each molecule in ``index``."""
     key, key2 = stream_keys(seed, stream)
-    counter = idx.astype(np.uint64)[:, None] * np.uint64(n_draws) + np.arange(n_draws, dtype=np.uint64)[None, :]
     with np.errstate(over="ignore"):
+        # Id counters wrap around when multiplied by n_draws: two molecules share a draw only if their
+        # counters differ by one of about n_draws**2 values, which random 64-bit counters do with p ~ 2**-60.
+        counter = _counters(index)[:, None] * np.uint64(n_draws) + np.arange(n_draws, dtype=np.uint64)[None, :]
         x = _mix(counter * _GOLDEN + key)
         x ^= key2
         return _mix(x)

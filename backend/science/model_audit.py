@@ -29,13 +29,25 @@ Figures (per property, and per split when given)
     Carlo permutations up to ``max_permutation_molecules`` molecules, above
     that the normal approximation of the same sign-flip distribution
     (``z = Σd / sqrt(Σd²)``); the result names the method used.
-``shift_rms``
-    RMS over molecules of each molecule's RMS (over copies) of
-    ``rotated - stored``. With two or more copies, ``copy_spread_rms`` is the
-    RMS of the per-molecule standard deviation of the rotated predictions, and
-    ``stored_special_ratio = shift_rms / (sqrt(2) * copy_spread_rms)``: about 1
-    when the stored pose is just one more pose (the model is merely not
-    invariant), well above 1 when the stored pose is special to the model.
+The rotation shift (how far predictions move when the molecule is rotated)
+    Per molecule, ``shift`` is the RMS and ``shift_max`` the largest absolute
+    value over its copies of ``rotated - stored``, in the property's unit.
+    ``shift_median`` and ``shift_p95`` are the median and the 95th percentile
+    over molecules of ``shift``, each with a distribution-free 95 % interval
+    from order statistics (``*_ci95``, :func:`quantile_ci`); ``shift_max_p95``
+    is the 95th percentile of ``shift_max``, ``shift_max`` the largest of all
+    and ``shift_tolerance`` the float tolerance under which a shift is 0
+    (:func:`shift_tolerance`). ``shift_rms`` is the RMS over molecules of ``shift``.
+``copy_spread_rms``, ``stored_special_ratio``
+    With two or more copies, ``copy_spread_rms`` is the RMS of the per-molecule
+    standard deviation of the rotated predictions, and ``stored_special_ratio
+    = shift_rms / (sqrt(2) * copy_spread_rms)``: how far the stored-pose
+    predictions sit from the copies', in units of the copies' distance from one
+    another (1: as far as one copy from another). It describes where the
+    predictions sit, not their errors: a model fitted on the stored poses can sit
+    at ratio 1 and still be more accurate there, so the tier never reads it.
+
+The tiers (words) built from these figures are in :mod:`orientscope.science.audit_verdict`.
 """
 
 from __future__ import annotations
@@ -44,27 +56,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orientscope.core.numbers import format_percent
+from orientscope.core.numbers import format_number
 from orientscope.core.resources import scipy_stats as stats
 
-# Lower end of the reliance CI needed to call a model "leaning" on the pose.
-LEANS_MIN_RELIANCE = 0.01
-LEANS_MAX_PVALUE = 1e-3
-# Holm p under this (but not under LEANS_MAX_PVALUE) reads "inconclusive", never "no reliance".
-INCONCLUSIVE_PVALUE = 0.05
 # The ratio's denominator is at least this share of the property's variance (a stored-pose MSE of 0 is
 # a memoriser, not an infinitely good model); small enough that a model 1000x better than the mean
 # still divides by its own MSE.
 MSE_FLOOR_FRACTION = 1e-6
-AUDIT_RULE_VERSION = 2
+# A shift within max(INVARIANT_ABS, INVARIANT_REL * RMS of the stored-pose predictions) is float noise.
 INVARIANT_ABS = 1e-12
 INVARIANT_REL = 1e-6
+SHIFT_QUANTILES = {"median": 0.5, "p95": 0.95}
+CI_LEVEL = 0.95
 # Spearman's rho: Fisher-z standard error sqrt(1.06 / (n - 3)) (Fieller, Hartley & Pearson 1957).
 SPEARMAN_VARIANCE_FACTOR = 1.06
 N_DECILES = 10
 # A gather of this many (molecule, resample) pairs at a time bounds the bootstrap's memory.
 RESAMPLE_BLOCK = 4_000_000
-VERDICTS = ("invariant", "leans", "inconclusive", "no_reliance", "frame_dependent")
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,8 @@ class MoleculeErrors:
 
     ``molecule`` holds the caller's molecule codes (e.g. dataset row
     indices), sorted. Errors are in the property's unit (squared for ``se``).
-    ``copy_spread`` is NaN for molecules with a single copy.
+    ``shift`` and ``shift_max`` are the RMS and the largest absolute value over copies of
+    rotated − stored. ``copy_spread`` is NaN for molecules with a single copy.
     """
 
     molecule: np.ndarray
@@ -104,6 +113,7 @@ class MoleculeErrors:
     ae_rotated: np.ndarray
     shift: np.ndarray
     copy_spread: np.ndarray
+    shift_max: np.ndarray
 
     @property
     def n(self) -> int:
@@ -134,6 +144,8 @@ def molecule_errors(molecule: np.ndarray, stored: np.ndarray, rotated: np.ndarra
     with np.errstate(invalid="ignore", divide="ignore"):
         spread = np.sqrt(np.bincount(inverse, weights=deviation**2, minlength=len(codes)) / (counts - 1))
     spread[counts < 2] = np.nan
+    largest = np.zeros(len(codes))
+    np.maximum.at(largest, inverse, np.abs(rotated - stored))
     return MoleculeErrors(
         molecule=codes,
         n_copies=counts,
@@ -145,6 +157,7 @@ def molecule_errors(molecule: np.ndarray, stored: np.ndarray, rotated: np.ndarra
         ae_rotated=mean(np.abs(rotated - true)),
         shift=np.sqrt(mean((rotated - stored) ** 2)),
         copy_spread=spread,
+        shift_max=largest,
     )
 
 
@@ -215,6 +228,48 @@ def holm(pvalues: list[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (m - rank) * p))
         adjusted[i] = running
     return adjusted
+
+
+def quantile_ci(values: np.ndarray, q: float, level: float = CI_LEVEL) -> tuple[float, list[float | None]]:
+    """The ``q`` quantile of ``values`` (n,) and its distribution-free ``level`` interval [low, high].
+
+    The bounds are order statistics whose ranks come from the Binomial(n, q) quantiles (the sign-test
+    interval of a quantile: coverage at least ``level`` up to the binomial's discreteness, for any
+    continuous distribution). A bound the sample cannot give (too few values beyond the quantile) is None.
+    """
+    x = np.sort(np.asarray(values, dtype=np.float64))
+    n = len(x)
+    if n == 0:
+        raise ValueError("no values")
+    tail = (1.0 - level) / 2.0
+    low_rank = int(stats.binom.ppf(tail, n, q))  # 1-based rank of the lower bound
+    high_rank = int(stats.binom.ppf(1.0 - tail, n, q)) + 1
+    low = float(x[low_rank - 1]) if low_rank >= 1 else None
+    high = float(x[high_rank - 1]) if high_rank <= n else None
+    return float(np.quantile(x, q)), [low, high]
+
+
+def shift_tolerance(stored_rms: float) -> float:
+    """The shift below which rotating the input moved no prediction beyond float rounding."""
+    return max(INVARIANT_ABS, INVARIANT_REL * stored_rms)
+
+
+def shift_figures(shift: np.ndarray, shift_max: np.ndarray | None, stored_rms: float) -> dict:
+    """The rotation shift's summary (see the module docstring) from per-molecule shifts (m,).
+
+    ``shift_max`` None (a table stored before it existed) leaves the max-based figures out, and the
+    largest RMS shift stands in for ``shift_max``.
+    """
+    out: dict = {}
+    for name, q in SHIFT_QUANTILES.items():
+        out[f"shift_{name}"], out[f"shift_{name}_ci95"] = quantile_ci(shift, q)
+    if shift_max is not None:
+        out["shift_max_p95"], out["shift_max_p95_ci95"] = quantile_ci(shift_max, SHIFT_QUANTILES["p95"])
+    else:
+        out["shift_max_p95"], out["shift_max_p95_ci95"] = None, None
+    out["shift_max"] = float(np.max(shift_max if shift_max is not None else shift))
+    out["shift_tolerance"] = shift_tolerance(stored_rms)
+    return out
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> dict:
@@ -323,8 +378,8 @@ def audit_figures(
         "mse_floor": floor,
         "reliance": reliance,
         "reliance_floored": mse_stored < floor,
-        "reliance_reason": f"mse_stored is below the floor ({MSE_FLOOR_FRACTION:g} of the variance, {floor:.3g}): "
-        "the ratio divides by the floor"
+        "reliance_reason": f"mse_stored is below the floor ({MSE_FLOOR_FRACTION:g} of the variance, "
+        f"{format_number(floor, '.3g')}): the ratio divides by the floor"
         if mse_stored < floor
         else None,
         "ci95": ci,
@@ -332,116 +387,12 @@ def audit_figures(
         "test": {k: v for k, v in test.items() if k != "pvalue"},
         "shift_rms": shift_rms,
         "stored_rms": stored_rms,
-        "invariant": shift_rms <= max(INVARIANT_ABS, INVARIANT_REL * stored_rms),
+        **shift_figures(errors.shift, errors.shift_max, stored_rms),
+        "invariant": float(errors.shift_max.max()) <= shift_tolerance(stored_rms),
         "copy_spread_rms": spread_rms,
         "stored_special_ratio": None if special is None else float(special),
         **_score_figures(errors, scores, control_scores),
     }
-
-
-def _percent(x: float | None) -> str:
-    return "n/a" if x is None else format_percent(x)
-
-
-def shortcut_reading(regression: dict | None) -> str:
-    """What the property's orientation-only regression says about a shortcut."""
-    if not regression or regression.get("improvement") is None:
-        return (
-            "This dataset has no orientation-only regression for the property, so a learned shortcut "
-            "cannot be told apart from rotated inputs that are out of distribution for the model."
-        )
-    gain = float(regression["improvement"])
-    floor = max(
-        0.01, float(regression.get("control_improvement") or 0.0) + 2 * float(regression.get("improvement_std") or 0.0)
-    )
-    if gain > floor:
-        return (
-            f"The pose alone predicts {gain:.1%} of this property in this dataset, "
-            "so a learned shortcut through the pose is plausible."
-        )
-    return (
-        f"The pose alone predicts almost none of this property here ({gain:+.1%}), so the rotated inputs are "
-        "more likely out of distribution for the model (e.g. it only saw one pose convention) than a learned shortcut."
-    )
-
-
-def _change(figures: dict) -> str:
-    """The MSE change in absolute terms and as a ratio, saying when the ratio reads against the floor."""
-    stored, rotated = figures["mse_stored"], figures["mse_rotated"]
-    text = f"rotated copies change the MSE from {stored:.3g} to {rotated:.3g} (by {rotated - stored:+.3g}"
-    reliance = figures.get("reliance")
-    if reliance is not None:
-        floored = " against the floor of the stored-pose MSE" if figures.get("reliance_floored") else ""
-        text += f", {_percent(reliance)}{floored}"
-    ci = figures["ci95"].get("reliance")
-    if ci:
-        text += f"; 95 % CI {_percent(ci[0])} to {_percent(ci[1])}"
-    return text + ")"
-
-
-def verdict(figures: dict, pvalue_holm: float | None, frame_dependent: bool, regression: dict | None) -> dict:
-    """``{code, text, alpha, rule_version}`` from one property's figures (see :data:`VERDICTS`).
-
-    ``leans``: Holm p below :data:`LEANS_MAX_PVALUE` and an increase whose CI
-    starts above :data:`LEANS_MIN_RELIANCE` (or, for figures stored before the
-    floor existed, a stored-pose MSE of about 0 that the copies raise);
-    ``inconclusive``: Holm p below :data:`INCONCLUSIVE_PVALUE`, or a CI that
-    excludes 0, without the above; ``no_reliance`` otherwise.
-    """
-    out = {"alpha": LEANS_MAX_PVALUE, "rule_version": AUDIT_RULE_VERSION}
-    ci = figures["ci95"].get("reliance")
-    change = _change(figures)
-    p_text = "n/a" if pvalue_holm is None else f"{pvalue_holm:.2g}"
-    if frame_dependent:
-        return {
-            **out,
-            "code": "frame_dependent",
-            "text": "The property depends on the lab frame by definition, so the error depends on the pose for "
-            f"any model; {change}. Audit it with the rotated copies' own true values.",
-        }
-    if figures["invariant"]:
-        return {
-            **out,
-            "code": "invariant",
-            "text": f"Invariant: rotating the input does not change the predictions (shift RMS "
-            f"{figures['shift_rms']:.3g}), so the error does not depend on the pose.",
-        }
-    significant = pvalue_holm is not None and pvalue_holm < LEANS_MAX_PVALUE
-    memoriser = figures.get("reliance") is None and figures["mse_rotated"] > figures["mse_stored"]
-    if significant and ((ci and ci[0] > LEANS_MIN_RELIANCE) or memoriser):
-        return {
-            **out,
-            "code": "leans",
-            "text": f"The error depends on the pose: {change}, Holm-adjusted p = {p_text}. "
-            + shortcut_reading(regression),
-        }
-    excludes_zero = bool(ci) and (ci[0] > 0 or ci[1] < 0)
-    if significant or excludes_zero or (pvalue_holm is not None and pvalue_holm < INCONCLUSIVE_PVALUE):
-        why = (
-            f"below α = {LEANS_MAX_PVALUE:g}, but the increase may be under {LEANS_MIN_RELIANCE:.0%}"
-            if significant
-            else f"not below α = {LEANS_MAX_PVALUE:g}"
-        )
-        return {
-            **out,
-            "code": "inconclusive",
-            "text": f"Inconclusive: {change}, Holm-adjusted p = {p_text} ({why}). "
-            "More molecules or rotated copies would settle it.",
-        }
-    return {
-        **out,
-        "code": "no_reliance",
-        "text": f"No detectable reliance on the pose: {change}, Holm-adjusted p = {p_text} (α = {LEANS_MAX_PVALUE:g}).",
-    }
-
-
-def reread_verdict(entry: dict, frame_dependent: bool) -> dict:
-    """The verdict of a stored property entry by the current rule (entries keep their figures, not the rule)."""
-    if (entry.get("verdict") or {}).get("rule_version") == AUDIT_RULE_VERSION:
-        return entry["verdict"]
-    improvement = entry.get("regression_improvement")
-    regression = None if improvement is None else {"improvement": improvement}
-    return {**verdict(entry, entry.get("pvalue_holm"), frame_dependent, regression), "reread": True}
 
 
 def units_warning(mse_stored: float, variance: float, unit: str = "", split: str | None = None) -> str | None:
@@ -450,7 +401,7 @@ def units_warning(mse_stored: float, variance: float, unit: str = "", split: str
         unit_text = f" in {unit}" if unit else ""
         where = f" on split {split!r}" if split else " over all molecules"
         return (
-            f"the stored-pose MSE{where} ({mse_stored:.3g}) is above the property's variance ({variance:.3g}): "
-            f"are the predictions in the dataset's units{unit_text}?"
+            f"the stored-pose MSE{where} ({format_number(mse_stored, '.3g')}) is above the property's variance "
+            f"({format_number(variance, '.3g')}): are the predictions in the dataset's units{unit_text}?"
         )
     return None

@@ -24,9 +24,12 @@ from orientscope.pipeline.export import (
     export_dataset,
     export_filename,
 )
+from orientscope.science.copy_rotations import PURPOSES
 from orientscope.store import datasets as ds
 
-__all__ = ["EXPORT_FORMATS", "MAX_COPIES", "MODES", "ExportFiles", "ExportRequest", "export_files", "export_now"]
+__all__ = [
+    "EXPORT_FORMATS", "MAX_COPIES", "MODES", "PURPOSES", "ExportFiles", "ExportRequest", "export_files", "export_now",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,11 @@ def export_now(data_dir: Path, dataset_id: str, request: ExportRequest, limits: 
     fmt = request.format or default_format(meta)
     tmp = Path(tempfile.mkdtemp(prefix="orientscope-export-"))
     try:
+        out = tmp / export_filename(dataset_id, request.mode, fmt)
         info = export_dataset(
-            data_dir, dataset_id, request.mode, tmp / export_filename(dataset_id, request.mode, fmt), request.seed, fmt
-        )
+            data_dir, dataset_id, request.mode, out, request.seed, fmt,
+            purpose=request.purpose, ids=request.ids, limit=request.limit,
+        )  # fmt: skip
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -62,9 +62,13 @@ class BackgroundJobs:
         """Queue an ingest of the spooled ``upload``; the job record."""
         return upload_jobs.submit_ingest(self.manager, upload, name, fmt, strict, original_name, format_options)
 
-    def submit_audit(self, upload: Path, dataset_id: str, name: str, original_name: str) -> dict:
-        """Queue a model audit of the spooled predictions ``upload`` against ``dataset_id``; the job record."""
-        return upload_jobs.submit_audit(self.manager, upload, dataset_id, name, original_name)
+    def submit_audit(
+        self, upload: Path, dataset_id: str, name: str, original_name: str, decision: dict | None = None
+    ) -> dict:
+        """Queue a model audit of the spooled predictions ``upload`` against ``dataset_id``; the job record.
+
+        ``decision``: the tiers' ``margin`` and ``max_shift`` (checked by :func:`check_decision`)."""
+        return upload_jobs.submit_audit(self.manager, upload, dataset_id, name, original_name, decision)
 
     def submit_export(self, dataset_id: str, request: ExportRequest) -> dict:
         """Queue an export of ``dataset_id``; the job record with its ``export_id``."""

@@ -17,7 +17,8 @@ import pyarrow.csv as pcsv
 from orientscope.core.errors import DatasetError, NotFoundError
 from orientscope.loaders.predictions import check_header, shown_as
 from orientscope.pipeline.jobs import DONE, list_jobs
-from orientscope.science.model_audit import reread_verdict
+from orientscope.science.audit_verdict import AUDIT_RULE_VERSION, Decision, reread_verdict
+from orientscope.science.model_audit import shift_figures
 from orientscope.services.errors import InvalidInput
 from orientscope.store import audits as store
 from orientscope.store import datasets as ds
@@ -40,6 +41,24 @@ def check_upload(data_dir: Path, dataset_id: str, path: Path, filename: str | No
         raise InvalidInput(str(shown_as(err, path, filename)), ("body", "file")) from None
 
 
+def check_decision(margin: str | None, max_shift: str | None) -> dict:
+    """The tiers' margin and max_shift from an upload's text fields (InvalidInput naming the field otherwise)."""
+    values = {}
+    for field, text, default in (("margin", margin, 0.01), ("max_shift", max_shift, None)):
+        if text is None or not text.strip():
+            values[field] = default
+            continue
+        try:
+            values[field] = float(text)
+        except ValueError:
+            raise InvalidInput(f"{field} must be a number, got {text!r}", ("body", field)) from None
+    try:
+        return Decision(values["margin"], values["max_shift"]).as_dict()
+    except ValueError as err:
+        field = "margin" if str(err).startswith("margin") else "max_shift"
+        raise InvalidInput(str(err), ("body", field)) from None
+
+
 def _audit_jobs(data_dir: Path, dataset_id: str) -> list[dict]:
     return [j for j in list_jobs(data_dir) if j.get("kind") == AUDIT_JOB and j.get("dataset_id") == dataset_id]
 
@@ -57,11 +76,45 @@ def _from_job(job: dict) -> dict:
     }
 
 
+def _add_shift_figures(data_dir: Path, dataset_id: str, audit_id: str, record: dict) -> None:
+    """Give the entries of an audit stored before the rotation shift's figures those figures, computed from its
+    ``molecules.parquet`` (its per-molecule RMS shift; the largest over copies was not kept). Stored figures
+    are left as they are."""
+    missing = [p for p in record["properties"] if "shift_median" not in p]
+    if not missing:
+        return
+    columns = ["id", "property", "split", "shift"]
+    table = store.read_audit_molecules(data_dir, dataset_id, audit_id, columns=columns).to_pandas()
+    for entry in missing:
+        rows = table[table["property"] == entry["property"]]
+        if entry.get("split"):
+            rows = rows[rows["split"] == entry["split"]]
+        if rows.empty:
+            continue
+        shift = rows["shift"].to_numpy(np.float64)
+        entry.update(shift_figures(shift, None, float(entry.get("stored_rms") or 0.0)))
+        if entry.get("split") is None and (record.get("input") or {}).get("has_split"):
+            entry["n_train"] = int((rows["split"] == "train").sum())
+        entry["shift_figures_from"] = "molecules.parquet (re-read; the per-molecule largest shift was not stored)"
+
+
 def _read(data_dir: Path, dataset_id: str, audit_id: str) -> dict:
-    """A stored audit with every verdict re-read by the current rule from its stored figures."""
+    """A stored audit with every verdict re-read by the current rule from its stored figures.
+
+    ``made_by_rule`` is the audit rule version its stored verdicts were made by (1 or 2 before the rule
+    recorded it at the top level); ``audit_rule_version`` the rule its verdicts are served by now.
+    """
     record = store.read_audit(data_dir, dataset_id, audit_id)
+    made_by = record.get("audit_rule_version") or min(
+        (p["verdict"].get("rule_version") or 1 for p in record["properties"]), default=AUDIT_RULE_VERSION
+    )
+    if made_by != AUDIT_RULE_VERSION:
+        _add_shift_figures(data_dir, dataset_id, audit_id, record)
+    decision = Decision.from_dict(record.get("decision"))
     for p in record["properties"]:
-        p["verdict"] = reread_verdict(p, frame_dependent=p["verdict"].get("code") == "frame_dependent")
+        p["verdict"] = reread_verdict(p, p["verdict"].get("code") == "frame_dependent", decision)
+    record["made_by_rule"] = made_by
+    record["audit_rule_version"] = AUDIT_RULE_VERSION
     return record
 
 

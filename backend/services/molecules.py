@@ -11,12 +11,15 @@ from pathlib import Path
 import numpy as np
 
 from orientscope.loaders import registry
+from orientscope.loaders.formats import MoleculeChemistry
 from orientscope.loaders.json_records import record_fields
 from orientscope.loaders.xyz import xyz_block
 from orientscope.pipeline.engine import IN_PROCESS, Engine, parse_cluster
 from orientscope.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
 from orientscope.science import substructure
 from orientscope.science.chemistry import molecule_graph
+from orientscope.science.frames import orientation_of, symmetry_kinds
+from orientscope.science.perception import perceive_bonds
 from orientscope.services import smarts_search
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import DatasetView, get_view
@@ -26,6 +29,7 @@ from orientscope.services.grouping import (
     check_group_kind,
     chemistry_table,
     formulas,
+    graph_smiles,
     group_ids,
     group_label,
     group_rows,
@@ -263,6 +267,13 @@ def list_molecules(
 
 
 # ---------------------------------------------------------------- detail
+def orientation_record(reason: str) -> dict:
+    """``{class, defined_axis, symmetry}`` of one molecule from its frame's degeneracy codes (``science.frames``)."""
+    symmetry = symmetry_kinds(np.array([reason]))
+    classes, axes = orientation_of(symmetry)
+    return {"class": str(classes[0]), "defined_axis": int(axes[0]) or None, "symmetry": str(symmetry[0]) or None}
+
+
 def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
     """Everything stored about one molecule: atoms in both poses, its frame, score, groups and properties."""
     view = get_view(data_dir, dataset_id)
@@ -280,6 +291,7 @@ def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
             "quaternion": view.cell("quaternions", i).tolist(),
             "eigenvalues": view.cell("eigenvalues", i).tolist(),
             "degenerate_reason": str(view.cell("reasons", i)) or None,
+            "orientation": orientation_record(str(view.cell("reasons", i))),
             "axes_lonlat": [{"axis": a + 1, "lon_deg": lon, "lat_deg": lat} for a, (lon, lat) in enumerate(lonlat)],
             "result_key": view.result_key,
         }
@@ -318,4 +330,14 @@ def export_molecule(
     props = dict(zip(view.property_names, view.cell("property_values", i).tolist(), strict=True))
     # The server's own tags, read back as metadata (loaders/comment_line.py): the file re-uploads as it was.
     tags = [("dataset", dataset_id), ("pose", pose), ("units", "angstrom")]
-    return writer.write_molecule(z, pos, mol_id, smiles, props, tags), filename
+    charge = _charge(view, i)
+    chemistry = MoleculeChemistry(
+        charge, lambda: graph_smiles(view, mol_id), lambda a, p: perceive_bonds(a, p, charge).mol
+    )
+    return writer.write_molecule(z, pos, mol_id, smiles, props, tags, chemistry), filename
+
+
+def _charge(view: DatasetView, i: int) -> float:
+    """Total charge of row ``i`` as the file gave it (NaN if unknown, or for a view that holds no molecules)."""
+    mols = getattr(view, "mols", None)
+    return mols.charge_of(int(view.rows[i])) if mols is not None else float("nan")

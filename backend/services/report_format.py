@@ -4,22 +4,27 @@ The CLI's text report, the dashboard's verdict panel and the offline HTML report
 all show the same figures; they take them from here, already formatted, so a
 p-value below the smallest float reads ``< 1e-300`` (never ``0``), a gain that
 rounds to zero reads ``0.0 %`` (never ``-0.0 %``) and a stage that did not run
-says why instead of leaving an empty table.
+says why instead of leaving an empty table. The sentences about alignment (the
+verdict, its badge, each test's line, how strongly, the control's self-check,
+the compare view's KL difference) are built by
+:mod:`orientscope.science.alignment_words` from the verdict's fields; this
+module hands them on.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from orientscope.core.numbers import format_number, format_p, format_percent
+from orientscope.core.numbers import format_count, format_number, format_p, format_percent, is_number
+from orientscope.science import alignment_words as words
 from orientscope.science.frames import DEGENERACY_CODES
-from orientscope.science.verdict import CLASSIFIER_ROLE
+from orientscope.science.verdict import CLASSIFIER_ROLE, DEFAULT_ALPHA
 from orientscope.services.report import format_kl
 
 KL_SCALE_NOTE = (
     "KL: 0 = uniform orientations (as the control should be); the estimate grows with N, so its interval is for "
-    "the expected estimate at this N, and sets of different sizes compare through KL at n"
+    "the expected estimate at this N, and sets of different sizes compare through KL at n where both have it, "
+    "else only at an equal N (report --limit)"
 )
 FRAME_DEPENDENT_NOTE = (
     "* lab-frame component: it changes with the orientation by definition, so a gain is expected, not a leak"
@@ -54,10 +59,6 @@ class Section:
     notes: list[str] = field(default_factory=list)
 
 
-def _finite(x) -> bool:
-    return isinstance(x, int | float) and math.isfinite(x)
-
-
 def regression_rows(report: dict) -> list[dict]:
     """The orientation-only regression per property, display-ready.
 
@@ -77,7 +78,7 @@ def regression_rows(report: dict) -> list[dict]:
     for r in report.get("regression") or []:
         unit = f" ({r['unit']})" if r.get("unit") else ""
         std = r.get("improvement_std")
-        spread = f" ± {format_number(100 * std, '.1f')}" if _finite(std) else ""
+        spread = f" ± {format_number(100 * std, '.1f')}" if is_number(std) else ""
         rows.append(
             {
                 **r,
@@ -85,7 +86,7 @@ def regression_rows(report: dict) -> list[dict]:
                 "frame_dependent": bool(r.get("frame_dependent")) or r.get("property") in declared,
                 "error_text": f"{format_number(r.get('mse_normalised'))} vs "
                 f"{format_number(r.get('baseline_mse_normalised'))} of variance"
-                if _finite(r.get("mse_normalised")) or _finite(r.get("baseline_mse_normalised"))
+                if is_number(r.get("mse_normalised")) or is_number(r.get("baseline_mse_normalised"))
                 else "–",
                 "gain": r.get("improvement"),
                 "gain_text": format_percent(r.get("improvement")) + spread,
@@ -101,6 +102,37 @@ def degeneracy_lines(reasons: dict) -> list[str]:
         f"{code} ({count}): {DEGENERACY_CODES.get(code, 'unknown code')}"
         for code, count in sorted((reasons or {}).items())
     ]
+
+
+def chemistry_lines(report: dict) -> list[str]:
+    """How many molecules have a chemical graph and, grouped by reason, why the others have none.
+
+    The first line is the count; each reason follows as ``reason (count): what it means; e.g. ids``,
+    then the ions kept out of every group and the molecules whose charge was assumed. Empty without
+    the chemistry stage.
+    """
+    chem = report.get("chemistry") or {}
+    if "n_ok" not in chem:
+        return []
+    total = chem["n_ok"] + chem.get("n_failed", 0)
+    lines = [f"Chemical graphs: {format_count(chem['n_ok'])} of {format_count(total)} molecules"]
+    reasons = chem.get("no_graph")
+    if chem.get("n_failed") and reasons is None:
+        lines.append(
+            f"no graph: {format_count(chem['n_failed'])} (reasons not recorded: recompute the chemistry stage)"
+        )
+    for reason, entry in (reasons or {}).items():
+        examples = f"; e.g. {', '.join(entry['examples'])}" if entry.get("examples") else ""
+        lines.append(f"no graph, {reason} ({format_count(entry['count'])}): {entry['meaning']}{examples}")
+    if n := chem.get("n_single_atoms"):
+        lines.append(f"{_counted(n, 'single atom')} (ions): in no scaffold, formula or cluster group")
+    if n := chem.get("n_charge_assumed"):
+        lines.append(f"{_counted(n, 'molecule')} perceived from 3D without a charge in the file: charge 0 assumed")
+    return lines
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{format_count(n)} {noun}{'' if n == 1 else 's'}"
 
 
 def _skipped(report: dict, *names: str) -> str | None:
@@ -124,16 +156,64 @@ def _statistics(report: dict) -> Section:
         )
     if (report.get("kl_at_n") or {}).get("value") is not None:
         at = report["kl_at_n"]
-        label = f"KL at n = {at['subsample_size']:,} (comparable across sizes)"
+        label = f"KL at n = {format_count(at['subsample_size'])} (comparable across sizes)"
         rows.append((label, format_kl(at), format_kl(c.get("kl_at_n"))))
     if "ks" in report:
         ks, cks = report["ks"] or {}, c.get("ks") or {}
         rows.append(_both("KS vs Haar angle law: D", ks, cks, "statistic", ".4f"))
         rows.append(("KS p-value", format_p(ks.get("pvalue")), format_p(cks.get("pvalue"))))
+    rows += _axial_rows(report.get("axial") or {}, c.get("axial") or {})
     notes = [KL_SCALE_NOTE] if rows else []
+    notes += [n for n in (report.get("orientation_note"),) if n]
     return Section(
         "statistics", "Orientation statistics", DATASET_VS_CONTROL, rows, _skipped(report, "statistics"), notes
     )
+
+
+def _classifier_p(clf: dict) -> str:
+    """``p 0.012``; a model that predicted one class tests nothing, and says so instead of a p."""
+    if clf.get("constant"):
+        return "no test (it predicted one class)"
+    return f"p {format_p(clf.get('pvalue'))}"
+
+
+def _axial_rows(axial: dict, control: dict) -> list[tuple[str, str, str]]:
+    """Bingham's test of the axis-only molecules, dataset vs control (nothing when no molecule has only an axis)."""
+    if not axial.get("n"):
+        return []
+
+    def test(a: dict) -> str:
+        if not a.get("n"):
+            return "–"
+        text = f"S = {format_number(a.get('statistic'), '.2f')}, p {format_p(a.get('pvalue'))}"
+        return text + (" (not in the verdict: too few)" if a.get("skipped") else "")
+
+    def direction(a: dict) -> str:
+        v, ev = a.get("preferred_direction"), a.get("eigenvalues")
+        if not v or not ev:
+            return "–"
+        return f"({', '.join(format_number(x, '.2f') for x in v)}), eigenvalues {', '.join(format_number(x, '.2f') for x in ev)}"
+
+    return [
+        (f"Bingham axial test, {format_count(axial['n'])} axis-only molecules (χ²₅)", test(axial), test(control)),
+        (
+            "axial: preferred direction (x, y, z), T's eigenvalues (1/3 each = uniform)",
+            direction(axial),
+            direction(control),
+        ),
+    ]
+
+
+def warnings(report: dict) -> list[str]:
+    """What every surface says before the verdict: a failed self-check (the control is not ``not_detected``) and
+    a result made under an older rule."""
+    out = []
+    check = report.get("control_check") or (report.get("verdict") or {}).get("control_check") or {}
+    if check.get("passed") is False and check.get("text"):
+        out.append(check["text"])
+    if (report.get("older_rule") or {}).get("text"):
+        out.append(report["older_rule"]["text"])
+    return out
 
 
 def _accuracy_ci(clf: dict) -> list:
@@ -146,14 +226,14 @@ def _classifiers(report: dict) -> Section:
     rows = []
     for clf in report.get("classifiers") or []:
         lo, hi = _accuracy_ci(clf)
-        auc = f", AUC {format_number(clf['auc'])}" if _finite(clf.get("auc")) else ""
+        auc = f", AUC {format_number(clf['auc'])}" if is_number(clf.get("auc")) else ""
         other = control.get(clf.get("features"))
         rows.append(
             (
                 f"accuracy, {clf.get('features')} features",
                 f"{format_number(clf.get('accuracy'))} [{format_number(lo)}, {format_number(hi)}]{auc}, "
-                f"p {format_p(clf.get('pvalue'))}",
-                f"{format_number(other.get('accuracy'))}, p {format_p(other.get('pvalue'))}" if other else "–",
+                + _classifier_p(clf),
+                f"{format_number(other.get('accuracy'))}, {_classifier_p(other)}" if other else "–",
             )
         )
     return Section(
@@ -237,7 +317,8 @@ TOOLTIPS = {
     "kl": "Kullback–Leibler divergence of the orientations from a uniform distribution over rotations (SO(3)), "
     "k-nearest-neighbour estimate. 0 = uniform. The estimate grows with N (QM9 subsets: 0.31 at 100 molecules, "
     "0.54 at 1,000, 0.91 for all 130,831), so its 95% interval is for the expected estimate at this N, and "
-    "sets of different sizes compare through 'KL at n'.",
+    "sets of different sizes compare through 'KL at n' (shown for sets of 100,000 molecules or more), else only "
+    "at an equal N.",
     "kl_sign_invariant": "The same divergence with the sign of each axis ignored: what is left when a frame's axis "
     "directions are only defined up to sign.",
     "ks": "Kolmogorov–Smirnov test of the angles to the reference orientation against the law of uniform rotations "
@@ -249,8 +330,9 @@ TOOLTIPS = {
     "similarity": "Whether chemically similar molecules (nearest Tanimoto neighbours) share a pose more often "
     "than random pairs.",
     "verdict": "One rule for every screen: Holm's adjustment over every test of 'each pose is a uniform random "
-    "rotation' (KL against its null at this N, each classifier, KS) at the stated alpha; the strength tier "
-    "comes from classifier accuracy (and KL at a fixed n), which do not drift with N.",
+    "rotation' (KL against its null at this N, each classifier, KS) at the stated alpha. Only a test that rejected "
+    "sizes the effect: its estimate's interval against its bar reads strong (wholly above), small (wholly below) "
+    "or uncertain (across the bar).",
 }
 # How each verdict's text begins; a verdict stored before codes existed is prefixed with it.
 ANSWER_PREFIX = {
@@ -268,12 +350,14 @@ class Headline:
     code : the verdict's code (aligned, weakly_aligned, not_detected, too_few)
     aligned : True (aligned or weakly), False or None (too few molecules)
     weak : detected, with a small effect
-    answer : is it aligned: the verdict's text, which names the test that carried it
+    badge : the verdict in a few words (``Aligned — strong effect``, ``Not detected`` ...)
+    answer : is it aligned: the verdict's text, which cites each test that rejected with its estimate
     control_answer : the control's own verdict by the same rule (the built-in self-check)
-    strength : the KL with its interval at this N, next to its null and the control
+    strength : the KL with its interval at this N, the range uniform poses give, and the control's KL
     kl : the dataset's KL, for drawing it on a scale from 0 (None if not computed)
     remedy : what to do about it
-    evidence : one sentence per test: its figure, p, Holm p and what it rests on
+    evidence : one sentence per test: its figure, p, Holm p, outcome and what it rests on
+    rule_version : the version of the rule that made the verdict (None for a verdict stored before it)
     """
 
     aligned: bool | None
@@ -285,6 +369,8 @@ class Headline:
     weak: bool = False
     code: str = "too_few"
     control_answer: str = ""
+    badge: str = ""
+    rule_version: int | None = None
 
 
 def _code(v: dict) -> str:
@@ -294,53 +380,53 @@ def _code(v: dict) -> str:
     return {True: "aligned", False: "not_detected"}.get(v.get("aligned"), "too_few")
 
 
-def _evidence_sentence(e: dict) -> str:
-    name, stat = e.get("test", ""), e.get("statistic")
-    p = f"p {format_p(e.get('pvalue'))}, Holm p {format_p(e.get('p_holm'))}"
-    if name.endswith("classifier"):
-        figure = f"{format_percent(stat, 0, signed=False)} accuracy ({p}; 50 % = cannot tell)"
-    elif name == "KL":
-        figure = f"{format_number(stat, '.2f')} against its null at this N ({p})"
-    else:
-        figure = f"D = {format_number(stat, '.3f')} ({p})"
-    return f"{name}: {figure}; it {e['role']}" if e.get("role") else f"{name}: {figure}"
-
-
 def classifier_evidence(report: dict) -> list[str]:
-    """One sentence per test behind the verdict: figure, p, Holm p, and what it rests on.
+    """One sentence per test behind the verdict: figure, p, Holm p, outcome, and what it rests on.
 
     Frame-only classifiers come before the atom-order one, which reads file order and
     must never stand alone as the headline.
     """
     order = {name: i for i, name in enumerate(("KL", *(f"{c} classifier" for c in CLASSIFIER_ROLE), "KS"))}
-    rows = (report.get("verdict") or {}).get("evidence") or []
-    return [_evidence_sentence(e) for e in sorted(rows, key=lambda e: order.get(e.get("test"), 99))]
+    v = report.get("verdict") or {}
+    rows = v.get("evidence") or []
+    alpha = v.get("alpha", DEFAULT_ALPHA)
+    return [words.evidence_line(e, alpha) for e in sorted(rows, key=lambda e: order.get(e.get("test"), 99))]
+
+
+def evidence_figures(report: dict) -> list[tuple[str, str]]:
+    """``(test, figure)`` per test behind the verdict, for a compact table: estimate, interval, p, Holm p and
+    outcome; then the classifiers left out of the family, saying why."""
+    v = report.get("verdict") or {}
+    alpha = v.get("alpha", DEFAULT_ALPHA)
+    rows = [(e.get("test", ""), words.evidence_figure(e, alpha)) for e in v.get("evidence") or []]
+    left_out = v.get("not_tests") or {}
+    return rows + [(name, "not a test: it predicted one class") for name in left_out.get("tests") or []]
 
 
 def _strength(report: dict) -> str:
     kl = report.get("kl") or {}
-    if not _finite(kl.get("value")):
+    if not is_number(kl.get("value")):
         return "Orientation statistics were not computed: " + (
             _skipped(report, "statistics") or "not enough molecules."
         )
-    ctl = ((report.get("control") or {}).get("kl") or {}).get("value")
-    null = (report.get("verdict") or {}).get("kl_null") or {}
-    n = kl.get("n_used") or kl.get("n")
-    at = f" at N = {n:,}" if isinstance(n, int) else ""
-    text = f"KL to uniform {format_kl(kl)} (0 = uniform; 95 % interval of the estimate{at})"
-    if _finite(null.get("mean")) and _finite(null.get("sd")):
-        text += f"; uniform poses give {format_number(null['mean'], '.2f')} ± {format_number(1.96 * null['sd'], '.2f')}"
-    if _finite(ctl):
-        text += f"; this set's own random-rotation control: {format_number(ctl, '.2f')}"
-    return text + "."
+    null = (report.get("verdict") or {}).get("kl_null")
+    return words.strength_text(kl, null, (report.get("control") or {}).get("kl"))
 
 
 def control_answer(report: dict) -> str:
     """The control's verdict by the same rule, as the self-check sentence shown beside the dataset's."""
-    v = (report.get("control") or {}).get("verdict") or {}
-    if not v.get("text"):
-        return ""
-    return f"Self-check, the same molecules randomly rotated: {v['text']}"
+    return words.control_text((report.get("control") or {}).get("verdict"))
+
+
+def kl_difference(a: dict, b: dict) -> str | None:
+    """The compare view's KL difference of two reports, A − B, each KL with its interval (None unless both have
+    one); sets of different sizes say what compares them instead."""
+    return words.kl_difference_text(a, b)
+
+
+def kl_mark_label(who: str, value) -> str:
+    """A mark's label on the KL scale (``this set 0.51``)."""
+    return words.kl_mark_label(who, value)
 
 
 def headline(report: dict) -> Headline:
@@ -350,18 +436,20 @@ def headline(report: dict) -> Headline:
     aligned = {"aligned": True, "weakly_aligned": True, "not_detected": False}.get(code)
     kl = (report.get("kl") or {}).get("value")
     answer = v.get("text") or ANSWER_PREFIX[code]
-    if not answer.startswith(ANSWER_PREFIX[code]):
+    if "code" not in v and not answer.startswith(ANSWER_PREFIX[code]):
         answer = f"{ANSWER_PREFIX[code]}: {answer}"
     return Headline(
         aligned=aligned,
         answer=answer,
         strength=_strength(report),
-        kl=float(kl) if _finite(kl) else None,
+        kl=float(kl) if is_number(kl) else None,
         remedy=REMEDY if aligned else NO_REMEDY if aligned is False else "",
         evidence=classifier_evidence(report),
         weak=code == "weakly_aligned",
         code=code,
         control_answer=control_answer(report),
+        badge=v.get("badge") or words.verdict_badge({**v, "code": code}),
+        rule_version=v.get("rule_version"),
     )
 
 

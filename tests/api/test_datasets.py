@@ -50,6 +50,24 @@ def test_summary_is_exactly_the_cli_report(client, api_data):
     assert "kl" in r.json() and "verdict" in r.json()
 
 
+def test_summary_serves_the_verdict_badge_and_the_rule_that_made_it(client):
+    from orientscope.science.verdict import RULE_VERSION
+
+    verdict = client.get("/api/datasets/qm9/summary").json()["verdict"]
+    # the 400-molecule QM9 subset in its stored poses: KL's interval lies above its bar
+    assert (verdict["badge"], verdict["effect"], verdict["rule_version"]) == (
+        "Aligned — strong effect",
+        "strong",
+        RULE_VERSION,
+    )
+    assert all({"ci95", "rejects", "p_holm"} <= set(e) for e in verdict["evidence"])
+    kl = next(e for e in verdict["evidence"] if e["test"] == "KL")
+    assert kl["rejects"] and kl["size"]["reading"] == "strong" and kl["size"]["ci95"][0] >= kl["size"]["bar"]
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]
+    assert {"badge", "effect", "rule_version"} <= set(schema["VerdictPublic"]["properties"])
+    assert {"ci95", "rejects", "size"} <= set(schema["EvidencePublic"]["properties"])
+
+
 def test_summary_of_dataset_without_results_is_404(client):
     r = client.get("/api/datasets/pending/summary")
     assert r.status_code == 404

@@ -3,11 +3,13 @@ the direct limit, 4xx on bad input, and exports on read-only and token-protected
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import time
 
 import httpx
+import numpy as np
 import pytest
 
 from orientscope.server import create_app
@@ -73,8 +75,8 @@ def test_an_export_job_on_a_read_only_server_downloads_what_the_direct_export_gi
     rotations = httpx.get(url, params={"part": "rotations"})
     assert rotations.status_code == 200 and rotations.headers["content-type"].startswith("text/csv")
     lines = rotations.text.splitlines()
-    assert lines[0].startswith("id,mode,seed,r00") and len(lines) == 401
-    assert lines[1].split(",")[1:3] == ["random", "9"]
+    assert lines[0].startswith("id,mode,purpose,seed,r00") and len(lines) == 401
+    assert lines[1].split(",")[1:4] == ["random", "augment", "9"]  # a de-biased export: training data (augment)
     # Nothing was written to the dataset store; the files live in the exports area.
     assert _snapshot(store / "datasets") == before
     assert (store / "exports" / accepted["export_id"] / "qm9-random.xyz").is_file()
@@ -134,8 +136,37 @@ def test_an_export_with_copies_downloads_each_copy_and_one_rotations_file(read_o
     single = httpx.get(f"{read_only}/api/datasets/qm9/export", params=BODY, timeout=60)
     assert files[0].content == single.content  # copy 0 is the single export
     rotations = httpx.get(url, params={"part": "rotations"}).text.splitlines()
-    assert rotations[0].startswith("copy,id,mode,seed,r00") and len(rotations) == 1 + 3 * 400
+    assert rotations[0].startswith("copy,id,mode,purpose,seed,r00") and len(rotations) == 1 + 3 * 400
     assert httpx.get(url, params={"copy": 3}).status_code == 422
+
+
+def test_an_audit_export_of_some_ids_gives_the_copies_a_python_audit_scores(read_only, store):
+    """The REST API's copies follow the rule of rotated_copies and audit_model: purpose, seed, copy, molecule id."""
+    import pandas as pd
+
+    from orientscope.pipeline.export import copy_rotations
+    from orientscope.science.counter_rng import id_counters
+    from orientscope.store.datasets import load_dataset
+
+    ids = list(load_dataset(store, "qm9").ids[[5, 50, 300]])
+    body = {"mode": "random", "format": "npz", "seed": 4, "copies": 2, "purpose": "audit", "ids": ids}
+    r = httpx.post(f"{read_only}/api/datasets/qm9/exports", json=body)
+    assert r.status_code == 202, r.text
+    job = _finished(read_only, r.json()["job_id"])
+    assert job["state"] == "done" and job["result"]["n_molecules"] == 3, job["message"]
+    assert job["result"]["purpose"] == "audit" and job["result"]["rotation_rule_version"] == 2
+    url = f"{read_only}/api/datasets/qm9/exports/{r.json()['export_id']}"
+    table = pd.read_csv(io.StringIO(httpx.get(url, params={"part": "rotations"}).text), dtype={"id": str})
+    for k in range(2):
+        rows = table[table["copy"] == k].set_index("id").loc[ids]
+        got = rows[[f"r{i}{j}" for i in range(3) for j in range(3)]].to_numpy().reshape(-1, 3, 3)
+        np.testing.assert_allclose(got, copy_rotations(id_counters(ids), 4, k, "audit"), atol=1e-11)
+    assert (table["purpose"] == "audit").all()
+    for bad, field in (({"purpose": "train"}, "purpose"), ({"ids": []}, "ids"), ({"limit": 0}, "limit")):
+        r = httpx.post(f"{read_only}/api/datasets/qm9/exports", json={**body, **bad})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] == field, r.text
+    r = httpx.post(f"{read_only}/api/datasets/qm9/exports", json={**body, "ids": [*ids, "nosuch"]})
+    assert r.status_code == 422 and "nosuch" in r.text
 
 
 def test_unknown_datasets_exports_and_jobs_are_404(read_only):

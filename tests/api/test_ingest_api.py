@@ -178,7 +178,7 @@ def test_random_export_of_qm9_reingests_unbiased(servers):
     rot = httpx.get(
         f"{url}/api/datasets/qm9/export", params={"mode": "random", "format": "extxyz", "seed": 9, "part": "rotations"}
     )
-    assert rot.status_code == 200 and rot.text.splitlines()[0].startswith("id,mode,seed,r00")
+    assert rot.status_code == 200 and rot.text.splitlines()[0].startswith("id,mode,purpose,seed,r00")
     assert len(rot.text.splitlines()) == aligned["n_molecules"] + 1
     _, job = _ingest(url, "qm9-random.extxyz", r.content, "QM9 de-biased")
     assert job["state"] == "done", job["message"]

@@ -39,16 +39,21 @@ def audited(qm9_store, tmp_path_factory):
 def test_rows_put_the_pose_alone_gain_beside_the_reliance(audited):
     _, record, half = audited
     (row,) = audit_rows(record)
-    assert row["property"] == "gap" and row["split"] == "all" and row["n"] == len(half)
-    assert row["pose_alone"].endswith("%") and row["verdict"] == "leans"
-    assert row["reliance"].startswith("+")
+    assert row["property"] == "gap" and row["split"] == "all" and row["n"] == f"{len(half):,}"
+    assert row["pose_alone"].endswith("%") and row["tier"] == "leans"
+    assert row["reliance"] == "> +1,000 %"  # 1e-6 on stored poses, 1e-4 on copies: the percent cap
+    # The rotation shift beside the reliance, in the property's unit (gap: Ha), with its interval.
+    (entry,) = record["properties"]
+    assert row["shift_median"] == f"{entry['shift_median']:.3g} Ha" and row["shift_p95_ci"].startswith("[")
 
 
 def test_first_view_shows_the_newest_audit(audited):
     data_dir, record, _ = audited
     props = first_view_props(data_dir, "qm9")
     assert props[ids.AUDIT_SELECT]["value"] == record["id"]
-    assert props[ids.AUDIT_TABLE]["data"][0]["verdict"] == "leans"
+    assert props[ids.AUDIT_TABLE]["data"][0]["tier"] == "leans"
+    texts = str(props[ids.AUDIT_TEXT]["children"])
+    assert "Tiers by audit rule 3 (margin ±1.0 %, no max_shift)" in texts and "predictions file" in texts
     assert first_view_props(data_dir, None)[ids.AUDIT_TABLE]["data"] == []
 
 

@@ -7,6 +7,7 @@ import re
 from orientscope.app.dashboard import components_of
 from orientscope.app.static_report import static_report_html
 from orientscope.app.verdict import SKIPPED, VERDICT_TEXT, verdict_children
+from orientscope.science.verdict import RULE_VERSION
 from tests.services.test_report_format import _report
 
 
@@ -32,13 +33,16 @@ def test_first_screen_answers_is_it_aligned_how_strongly_and_what_to_do():
     children = verdict_children(_aligned())
     text = _text(children)
     headline = _by_id(children, VERDICT_TEXT).children
-    assert headline.startswith("Aligned") and "95" not in headline  # the strength never rests on atom order alone
+    assert headline.startswith("Aligned")  # the strength rests on the frame classifier, not on atom order
+    assert headline.endswith(
+        "The effect is strong: the frame classifier's accuracy 68 % [67 %, 69 %] lies above its bar of 60 %."
+    )
     assert "0 = uniform" in text and "0.91" in text and "QM9 0.90" not in text  # no landmark from another N
     assert "Self-check" in text and "Not detected" in text  # the control's own verdict beside it
     assert "random rotations" in text and "de-biased export" in text
     # each classifier's figure says what it rests on; the frame-only one comes first
     frame, atom = text.index("frame classifier: 68 %"), text.index("atom-order classifier: 95 %")
-    assert text.index("KL: 0.91") < frame
+    assert text.index("KL: 0.91 [0.90, 0.92]") < frame
     assert frame < atom and "file order" in text[atom:]
     assert (
         not re.search(r"p 0(?![.0-9])", text) and "p < 1e-300" in text and "-0.0 %" not in text and "−0.0 %" not in text
@@ -70,7 +74,8 @@ def test_skipped_stages_are_listed_with_their_reasons_in_the_panel_and_the_repor
 def test_html_report_names_the_active_group_and_smarts():
     page = static_report_html(_aligned(), [], {"group": "C7H10O2 (formula)", "SMARTS highlight": "C=O (12 matching)"})
     assert "id='active-view'" in page and "C7H10O2 (formula)" in page and "C=O (12 matching)" in page
-    assert "Aligned: the " in page and "Self-check" in page
+    assert "Aligned: 4 of 4 tests reject " in page and "Self-check" in page
+    assert "id='verdict-badge'>Aligned — strong effect<" in page and f"verdict rule {RULE_VERSION}" in page
 
 
 def test_a_column_without_any_value_is_left_out():

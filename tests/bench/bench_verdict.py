@@ -10,10 +10,14 @@ shortened, which no p-value uses), then :func:`alignment_verdict`.
 
 Measured:
 
-* power: the share of original-pose sets detected, split into ``aligned`` and
-  ``weakly_aligned``, and the classifiers' mean accuracy (the tier's effect sizes);
+* power: the share of original-pose sets detected, split by the effect the rule reads
+  (strong, uncertain, small: each rejecting test's interval against its bar), and the
+  classifiers' mean accuracy (the sizes' estimates);
+* the KL bar (``STRONG_KL``): where each set's KL interval lies against it (above, across,
+  below) on original-pose and on Haar-rotated sets, whether or not the test rejected;
 * false positives on Haar-rotated sets, at α = 0.05 and at the default α, for
-  the whole rule and for each test on its own (raw p below the level);
+  the whole rule and for each test on its own (raw p below the level), and how
+  many of them the rule called strong;
 * coverage of the KL interval: on Haar sets its target is the null mean at N,
   on aligned sets the mean estimate over the aligned draws at that N;
 * the KL null's fitted law against a fresh Monte-Carlo run of Haar
@@ -56,10 +60,13 @@ from orientscope.science.verdict import (
     DEFAULT_ALPHA,
     KL_NULL_MC,
     KL_SPREAD_GROWTH,
+    RULE_VERSION,
     STRONG_ACCURACY,
+    STRONG_KL,
     alignment_verdict,
     kl_null,
     kl_pvalue,
+    size_reading,
 )
 from tests.bench.common import write_section
 
@@ -73,6 +80,7 @@ NULL_MC_DRAWS = 20_000
 NULL_MC_SIZES = (20, 100, 1000)
 FIRST_FOLD_CHECKS = 3  # Haar draws per N whose first-fold p-values are checked against detect_rotation
 TESTS = ("KL", "frame classifier", "frame+composition classifier", "atom-order classifier", "KS")
+READINGS = ("strong", "uncertain", "small")
 
 _QM9 = None  # one copy per worker process
 
@@ -162,8 +170,11 @@ def one_draw(job: tuple[int, int, bool, bool]) -> dict:
         "ci": fig["kl"]["ci95"],
         "full": with_classifiers,
         "code": full["code"],
+        "effect": full["effect"],
+        "kl_reading": size_reading(fig["kl"]["value"], fig["kl"]["ci95"], STRONG_KL),
         "loose": _code_at(full, LOOSE_ALPHA),
         "code_kl_ks": cheap["code"],
+        "effect_kl_ks": cheap["effect"],
         "loose_kl_ks": _code_at(cheap, LOOSE_ALPHA),
         "p": {e["test"]: e["pvalue"] for e in full["evidence"]},
         "accuracy": {c["features"]: c["accuracy"] for c in fig["classifiers"]},
@@ -212,10 +223,15 @@ def measure_size(pool, n: int, power: int, null: int, with_classifiers: int) -> 
         "draws": (len(orig), len(haar)),
         "full_draws": (len(full_orig), len(full_haar)),
         "detected": _detected(full_orig, "code") / max(1, len(full_orig)),
-        "aligned": codes.count("aligned"),
-        "weak": codes.count("weakly_aligned"),
+        "effects": {e: sum(r["effect"] == e for r in full_orig) for e in READINGS},
+        "not_detected": codes.count("not_detected") + codes.count("too_few"),
         "fp_loose": _detected(full_haar, "loose"),
         "fp_default": _detected(full_haar, "code"),
+        "fp_strong": sum(r["effect"] == "strong" for r in full_haar),
+        "kl_bar": {
+            kind: {e: sum(r["kl_reading"] == e for r in rs) for e in READINGS}
+            for kind, rs in (("orig", orig), ("haar", haar))
+        },
         "per_test": {
             t_: (sum(r["p"].get(t_, 1.0) < LOOSE_ALPHA for r in full_haar), sum(t_ in r["p"] for r in full_haar))
             for t_ in TESTS
@@ -227,6 +243,8 @@ def measure_size(pool, n: int, power: int, null: int, with_classifiers: int) -> 
         "detected_kl_ks": _detected(orig, "code_kl_ks") / len(orig),
         "fp_loose_kl_ks": _detected(haar, "loose_kl_ks"),
         "fp_default_kl_ks": _detected(haar, "code_kl_ks"),
+        "effects_kl_ks": {e: sum(r["effect_kl_ks"] == e for r in orig) for e in READINGS},
+        "fp_strong_kl_ks": sum(r["effect_kl_ks"] == "strong" for r in haar),
         "cover_haar": _coverage(haar, kl_null(n)["mean"]),
         "cover_aligned": _coverage(orig, aligned_mean),
         "aligned_mean": aligned_mean,
@@ -236,40 +254,62 @@ def measure_size(pool, n: int, power: int, null: int, with_classifiers: int) -> 
 
 def write_report(lines: list[dict], null_rows: list[dict], mc_draws: int, counts: dict, load, total: float) -> None:
     full_table = "\n".join(
-        f"| {r['n']} | {r['full_draws'][0]} | {r['detected']:.1%} ({r['aligned']} aligned, {r['weak']} weakly) | "
+        f"| {r['n']} | {r['full_draws'][0]} | {r['detected']:.1%} | "
+        + " / ".join(str(r["effects"][e]) for e in READINGS)
+        + " | "
         + " / ".join(f"{a:.2f}" for a in r["accuracy"].values())
-        + f" | {r['full_draws'][1]} | {r['fp_loose']} | {r['fp_default']} | {r['seconds']:.0f} s |"
+        + f" | {r['full_draws'][1]} | {r['fp_loose']} | {r['fp_default']} | {r['fp_strong']} | {r['seconds']:.0f} s |"
+        for r in lines
+    )
+    bar_table = "\n".join(
+        f"| {r['n']} | "
+        + " | ".join(" / ".join(str(r["kl_bar"][kind][e]) for e in READINGS) for kind in ("orig", "haar"))
+        + f" | {r['aligned_mean']:.3f} |"
         for r in lines
     )
     per_test = "\n".join(
         f"| {r['n']} | " + " | ".join(f"{k} / {m}" for k, m in r["per_test"].values()) + " |" for r in lines
     )
     cheap_table = "\n".join(
-        f"| {r['n']} | {r['draws'][0]} / {r['draws'][1]} | {r['detected_kl_ks']:.1%} | {r['fp_loose_kl_ks']} | "
-        f"{r['fp_default_kl_ks']} | {r['cover_haar']:.1%} | {r['cover_aligned']:.1%} (target {r['aligned_mean']:.3f}) |"
+        f"| {r['n']} | {r['draws'][0]} / {r['draws'][1]} | {r['detected_kl_ks']:.1%} | "
+        + " / ".join(str(r["effects_kl_ks"][e]) for e in READINGS)
+        + f" | {r['fp_loose_kl_ks']} | {r['fp_default_kl_ks']} | {r['fp_strong_kl_ks']} | {r['cover_haar']:.1%} | "
+        f"{r['cover_aligned']:.1%} (target {r['aligned_mean']:.3f}) |"
         for r in lines
     )
     null_table = "\n".join(f"| {r['n']} | {r[0.05]:.4f} | {r[1e-2]:.4f} | {r[1e-3]:.4f} |" for r in null_rows)
     write_section(
         "verdict",
-        f"""## verdict: calibration of the alignment verdict (issue 28)
+        f"""## verdict: calibration of the alignment verdict (issues 28 and 40; rule version {RULE_VERSION})
 
 QM9 molecules drawn at random (seeded, `SEED = {SEED}`): original poses are the aligned truth, the same
 draws with every molecule Haar-rotated the null. In process on arrays (frames, KL with its interval, KS,
 the three classifiers with the models stage's settings, then `alignment_verdict`), not through ingest.
 Default α = {DEFAULT_ALPHA:g} (Holm over every test); the α = {LOOSE_ALPHA} columns rerun the same evidence.
+The effect of a detected set is read from the tests that rejected, each size's 95 % interval against its bar
+(accuracy {" / ".join(f"{b:.0%}" for b in STRONG_ACCURACY.values())} for the frame / frame+composition /
+atom-order classifiers, KL {STRONG_KL:g}): strong when one lies above, small when all lie below, else uncertain.
 Targets: detected ≥ 95 % from N = 100; false positives at α = 0.05 within 33–68 per 1,000, at the default
-α ≤ 3 per 1,000; KL interval coverage 93–97 % (Haar target: the null mean at N; aligned target: the mean
-estimate over the aligned draws at N).
+α ≤ 3 per 1,000, strong or not (a strong effect is claimed only on a detection); KL interval coverage 93–97 % (Haar target: the null mean at N;
+aligned target: the mean estimate over the aligned draws at N).
 
 Counts that ran: {counts["power"]} original and {counts["null"]} Haar draws per N; the first
 {counts["classifiers"]} of each kind run the full rule (KL, three classifiers, KS). Original draws run the
 classifiers' full cross-fit; Haar draws, where only detection counts, read each classifier's p from its first
 fold's model alone, the p the verdict uses (checked equal to the cross-fit's on {FIRST_FOLD_CHECKS} draws per N).
 
-| N | original draws | detected | mean accuracy frame / frame+comp. / atom-order | Haar draws | false pos. α = 0.05 | false pos. default α | time (all draws of N) |
-|---|---|---|---|---|---|---|---|
+| N | original draws | detected | effect strong / uncertain / small | mean accuracy frame / frame+comp. / atom-order | Haar draws | false pos. α = 0.05 | false pos. default α | of them strong | time (all draws of N) |
+|---|---|---|---|---|---|---|---|---|---|
 {full_table}
+
+The KL bar ({STRONG_KL:g}) on every draw, rejected or not: the KL interval (for the expected estimate at N)
+lies above / across / below it. On Haar sets an interval above the bar would make KL alone call the effect
+strong; on QM9 subsets the estimate grows with N (last column: their mean estimate), so an interval above
+the bar at small N stays above it at larger N.
+
+| N | QM9 subsets: above / across / below | Haar sets: above / across / below | mean KL, QM9 subsets |
+|---|---|---|---|
+{bar_table}
 
 Each test on its own on the same Haar draws: raw p < 0.05 (nominal 5 %).
 
@@ -280,8 +320,8 @@ Each test on its own on the same Haar draws: raw p < 0.05 (nominal 5 %).
 Every draw, KL and KS only (the rule's two-test family without the classifiers), and the KL interval
 (a Neyman interval: the null law at N scaled to the variance sd0² + {KL_SPREAD_GROWTH:g}·T/N at each target T):
 
-| N | draws (orig / Haar) | detected | false pos. α = 0.05 | false pos. default α | KL CI coverage, Haar | KL CI coverage, aligned |
-|---|---|---|---|---|---|---|
+| N | draws (orig / Haar) | detected | effect strong / uncertain / small | false pos. α = 0.05 | false pos. default α | of them strong | KL CI coverage, Haar | KL CI coverage, aligned |
+|---|---|---|---|---|---|---|---|---|
 {cheap_table}
 
 KL null law (Pearson III fit from a Monte-Carlo run, seed {KL_NULL_MC["seed"]}) against {mc_draws:,} fresh Haar
@@ -292,7 +332,7 @@ quaternion sets per N: share of p-values below each level (nominal 0.05, 0.01, 0
 {null_table}
 
 Run time {total / 60:.1f} min for N = {", ".join(str(r["n"]) for r in lines)} with {counts["workers"]} worker
-processes under `nice`; load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on a shared 2-core machine.
+processes at niceness {os.nice(0)}; load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on a shared 2-core machine.
 """,
     )
 

@@ -232,9 +232,20 @@ return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
 """
 
 
+def finite_pixels(driver, script: str, points) -> np.ndarray:
+    """(n, 2) what ``script`` answers for (n, 2) points, NaN for a point with a NaN coordinate: an axis the
+    molecule's symmetry leaves undefined is no point on the map, and WebDriver's JSON cannot carry NaN."""
+    pts = np.asarray(points, float).reshape(-1, 2)
+    out = np.full(pts.shape, np.nan)
+    ok = np.isfinite(pts).all(axis=1)
+    if ok.any():
+        out[ok] = np.array(driver.execute_script(script, pts[ok].tolist())).reshape(-1, 2)
+    return out
+
+
 def first_paint_pixels(driver, points) -> np.ndarray:
     """(n, 2) on-screen offsets from the first paint's centre of (n, 2) points in its SVG units (map units, y down)."""
-    return np.array(driver.execute_script(FIRST_PAINT_PIXELS_JS, np.asarray(points, float).tolist())).reshape(-1, 2)
+    return finite_pixels(driver, FIRST_PAINT_PIXELS_JS, points)
 
 
 def map_traces(driver, with_arrays: bool = False):

@@ -135,10 +135,11 @@ def test_a_shared_link_opens_fully_drawn_without_any_callback(driver, base_url, 
     assert [u for u in urls if "_dash-update-component" in u] == []
 
 
-def test_map_holds_one_point_per_axis_per_molecule(driver, base_url, qm9_store):
+def test_map_holds_one_point_per_defined_axis_per_molecule(driver, base_url, qm9_store):
     open_page(driver, base_url + "/?dataset=qm9&view=map")
-    n = load_map_data(qm9_store, "qm9").n_molecules
-    assert n_points(driver) == 3 * n
+    md = load_map_data(qm9_store, "qm9")
+    # Three per molecule, but none for methane (no orientation) and one for the oblate top (one axis).
+    assert n_points(driver) == md.points()[0].size < 3 * md.n_molecules
     kinds = [t["kind"] for t in map_traces(driver)]
     assert {"outline", "graticule", "reference"} <= set(kinds)
 
@@ -211,7 +212,8 @@ def test_url_restores_colour_and_axes(driver, base_url, qm9_store):
     """A shared link with a property colour keeps it: the options arrive with the value."""
     open_page(driver, f"{base_url}/?dataset=qm9&color=prop%3Amu&axes=12&view=map")
     md = load_map_data(qm9_store, "qm9")
-    wait_for(lambda: n_points(driver) == 2 * md.n_molecules, what="two axes per molecule")
+    two = md.points((1, 2))[0].size  # axes 1 and 2 of every molecule that defines them
+    wait_for(lambda: n_points(driver) == two, what="two axes per molecule")
     traces = map_traces(driver)
     assert any(t["kind"] == "colorbar" for t in traces)
     assert all(t["meta"]["range"] is not None or t["color"] == "#BBBBBB" for t in point_traces(driver, True))
@@ -252,7 +254,7 @@ def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_stor
     mu = view.property_values[:, view.property_names.index("mu")]
     md = load_map_data(qm9_store, "qm9")
     mu_by_row = mu[[view.row_of(str(i)) for i in md.ids]]
-    assert sum(t["n"] for t in after) == 3 * md.n_molecules
+    assert sum(t["n"] for t in after) == md.points()[0].size
     binned = [t for t in after if t["meta"]["range"]]
     assert len({t["color"] for t in binned}) >= 5  # a colour scale, not one colour
     for trace in binned:  # every point sits in the bin of its own molecule's mu

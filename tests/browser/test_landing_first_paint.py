@@ -69,14 +69,15 @@ def test_the_landing_page_draws_hovers_and_opens_a_molecule_with_no_script_file_
     driver = without_scripts
     md = load_map_data(qm9_store, "qm9")
     drawn, svg = _static_landing(driver, base_url + "/")
-    assert drawn == {"drawn": md.n_molecules, "mode": "image"}
+    assert drawn == {"drawn": int(md.axis_counts[1:].sum()), "mode": "image"}  # molecules with an orientation
     # the dataset's density beside its control's, in the layout's map cells
     assert len(driver.find_elements(By.CSS_SELECTOR, "[data-first-paint] .maps > .map-cell svg image")) == 2
     # hover: the cell's density, as the heatmap's own hover names it (the grid of every axis point)
-    (grid, _), _ = density_grids([(md.x.ravel(), md.y.ravel())] * 2)
+    shown = ~np.isnan(md.x.ravel())  # the defined axes
+    (grid, _), _ = density_grids([(md.x.ravel()[shown], md.y.ravel()[shown])] * 2)
     driver.execute_script(WATCH_CURSOR_JS)
     hovered = 0
-    for row in np.random.default_rng(0).permutation(md.n_molecules)[:40]:
+    for row in np.random.default_rng(0).permutation(np.flatnonzero(~np.isnan(md.x[:, 0])))[:40]:
         at = _points(driver, md, [row])[0, 0]
         if np.abs(at).max() > 120:
             continue

@@ -12,7 +12,7 @@ from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import serve, severe_console
+from tests.browser.chrome import finite_pixels, serve, severe_console
 from tests.browser.test_dashboard import text_of, wait_for
 from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
 
@@ -33,7 +33,7 @@ def image_url(qm9_store):
 def _click_near_a_point(driver, graph, md) -> None:
     size = graph.size
     for row in range(md.n_molecules):
-        spot = driver.execute_script(TO_PIXEL_JS, [[float(md.x[row, 0]) * MAP_SCALE, float(md.y[row, 0]) * MAP_SCALE]])
+        spot = finite_pixels(driver, TO_PIXEL_JS, [[float(md.x[row, 0]) * MAP_SCALE, float(md.y[row, 0]) * MAP_SCALE]])
         x, y = spot[0]
         if abs(x) < size["width"] / 2 - 30 and abs(y) < size["height"] / 2 - 30:
             ActionChains(driver).move_to_element_with_offset(graph, int(x) + 1, int(y)).click().perform()

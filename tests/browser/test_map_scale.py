@@ -17,7 +17,7 @@ from selenium.webdriver.common.by import By
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import molecule_detail
-from tests.browser.chrome import PageRequests, after_frames, map_drawn, serve, severe_console
+from tests.browser.chrome import PageRequests, after_frames, finite_pixels, map_drawn, serve, severe_console
 from tests.browser.test_dashboard import settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
@@ -59,7 +59,7 @@ def open_map(driver, url):
 def _pixels(driver, md, rows) -> np.ndarray:
     """(len(rows), 3, 2) on-screen offsets from the plot centre of each molecule's three axis points."""
     pts = [[float(md.x[r, a]) * MAP_SCALE, float(md.y[r, a]) * MAP_SCALE] for r in rows for a in range(3)]
-    return np.array(driver.execute_script(TO_PIXEL_JS, pts)).reshape(len(rows), 3, 2)
+    return finite_pixels(driver, TO_PIXEL_JS, pts).reshape(len(rows), 3, 2)
 
 
 def _clicked(driver) -> str | None:
@@ -72,13 +72,13 @@ def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm
     driver.get_log("browser")
     graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
-    assert map_drawn(driver) == {"drawn": md.n_molecules, "mode": "image"}
+    assert map_drawn(driver) == {"drawn": int(md.axis_counts[1:].sum()), "mode": "image"}  # with an orientation
     assert driver.execute_script(
         "return document.querySelector('#orientation-map .js-plotly-plot').layout.images.length"
     )
     rng = np.random.default_rng(0)
     clicks = 0
-    for row in rng.permutation(md.n_molecules)[:40]:
+    for row in rng.permutation(np.flatnonzero(~np.isnan(md.x[:, 0])))[:40]:  # axis 1 drawn
         target = _pixels(driver, md, [row])[0, 0] + [2, -1]  # 2.2 px from the molecule's first axis
         if np.abs(target).max() > 150:  # keep clicks well inside the plot
             continue
@@ -194,7 +194,8 @@ def test_the_page_html_shows_the_image_map_with_its_hook_before_dash_draws_the_p
     assert driver.execute_script("return performance.getEntriesByName('orientscope:first-paint').length") == 1
     # ... and Dash's page replaced it with the plot, which carries the hook again
     assert driver.find_elements(By.CSS_SELECTOR, "[data-first-paint]") == []
-    assert map_drawn(driver) == {"drawn": load_map_data(qm9_store, "qm9").n_molecules, "mode": "image"}
+    drawn = int(load_map_data(qm9_store, "qm9").axis_counts[1:].sum())  # the molecules with an orientation
+    assert map_drawn(driver) == {"drawn": drawn, "mode": "image"}
     assert severe_console(driver) == []
 
 
@@ -213,7 +214,7 @@ def test_a_click_far_from_every_point_selects_nothing_and_says_so(driver, image_
 def test_hovering_the_image_shows_the_pixels_count_and_dominant_axis(driver, image_url, qm9_store):
     graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
-    for row in range(40):
+    for row in np.flatnonzero(~np.isnan(md.x[:, 0]))[:40]:  # molecules whose axis 1 is drawn
         target = _pixels(driver, md, [row])[0, 0]
         if np.abs(target).max() > 150:
             continue
@@ -292,7 +293,8 @@ def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image
     graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     # a region around a molecule's first axis, small enough to hold fewer than BUDGET points
-    cx, cy = float(md.x[0, 0]), float(md.y[0, 0])
+    first = int(np.flatnonzero(~np.isnan(md.x[:, 0]))[0])  # molecule 0 is methane: no axis is drawn
+    cx, cy = float(md.x[first, 0]), float(md.y[first, 0])
     half = 0.4
     driver.execute_script(
         "Plotly.relayout(document.querySelector('#orientation-map .js-plotly-plot'),"
@@ -308,7 +310,7 @@ def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image
     inside = (md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)
     assert 0 < inside.sum() <= BUDGET and shown["drawn"] == inside.any(axis=1).sum()
     # hover the molecule's point: the tooltip names the molecule a click there opens
-    target = _pixels(driver, md, [0])[0, 0]
+    target = _pixels(driver, md, [first])[0, 0]
     ActionChains(driver).move_to_element_with_offset(graph, int(target[0]), int(target[1])).perform()
     label = wait_for(
         lambda: driver.execute_script(
@@ -329,7 +331,7 @@ def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image
 def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_store):
     graph = open_map(driver, image_url + "/?dataset=qm9&view=sphere")
     md = load_map_data(qm9_store, "qm9")
-    assert map_drawn(driver) == {"drawn": md.n_molecules, "mode": "points"}
+    assert map_drawn(driver) == {"drawn": int(md.axis_counts[1:].sum()), "mode": "points"}
     assert driver.find_elements(By.CSS_SELECTOR, "#orientation-map .xtick, #orientation-map .ytick") == []
     driver.execute_script(
         "const gd = document.querySelector('#orientation-map .js-plotly-plot');"

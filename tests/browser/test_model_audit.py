@@ -25,6 +25,7 @@ def test_upload_predictions_then_the_table_shows_the_verdict(driver, writable_ur
     assert status.text.startswith("done"), status.text
     table = driver.find_element(By.ID, "audit-table")
     wait_until(lambda: "invariant" in table.text)
-    assert "gap" in table.text and "pose alone predicts" in table.text
+    assert "gap" in table.text and "pose alone predicts" in table.text and "rotation shift median" in table.text
     assert "Invariant" in driver.find_element(By.ID, "audit-text").text
+    assert "Tiers by audit rule 3 (margin ±1.0 %" in driver.find_element(By.ID, "audit-text").text
     assert [m for m in severe_console(driver) if "/api/" in m or "audit" in m.lower()] == []

@@ -63,3 +63,30 @@ def test_ratio_count_interval():
     assert format_interval(-0.0001, 0.2) == "[0.000, 0.200]"
     with pytest.raises(ValueError, match="percent"):
         format_interval(0, 1, "angle")
+
+
+def test_decimals_apart_shows_which_side_of_a_bar_a_bound_lies():
+    from orientscope.core.numbers import decimals_apart
+
+    assert decimals_apart([0.907, 0.896, 0.918]) == 2  # 0.91 [0.90, 0.92]
+    assert decimals_apart([59.6, 60.0, 65.0], start=0) == 1  # 59.6 % against a 60.0 % bar, not 60 % against 60 %
+    assert decimals_apart([-0.0032, 0.0036, 0.0]) == 3  # never "-0.00" and "0.00" for a range around 0
+    assert decimals_apart([0.5, 0.5, None, math.nan]) == 2 and decimals_apart([1.0, 1.0 + 1e-12], most=4) == 4
+
+
+def test_format_estimate_writes_the_interval_like_its_estimate():
+    from orientscope.core.numbers import format_estimate
+
+    assert format_estimate(0.855, [0.828, 0.8817], "percent", 0) == "86 % [83 %, 88 %]"
+    assert format_estimate(-0.0004, [-0.06, 0.07]) == "0.00 [-0.06, 0.07]"
+    assert format_estimate(0.51, None) == "0.51" and format_estimate(0.51, [None, 0.6]) == "0.51"
+    with pytest.raises(ValueError, match="expected number or percent"):
+        format_estimate(0.5, kind="ratio")
+
+
+def test_numpy_scalars_are_numbers():
+    import numpy as np
+
+    assert format_count(np.int64(130831)) == "130,831"
+    assert format_percent(np.float32(0.5), digits=0) == "+50 %"
+    assert format_number(np.bool_(True)) == "–"

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from orientscope.core.dataset import concat_molecule_sets
 from orientscope.core.errors import DatasetError, Unavailable
 from orientscope.core.limits import Limits
 from orientscope.loaders import registry
@@ -49,6 +50,26 @@ def test_components_are_molecules_named_by_their_ids_with_their_summed_charges()
     z, _ = _atoms(loaded, "HEM")
     assert (z == 26).sum() == 1 and (z == 7).sum() == 4  # one iron held by four nitrogens
     assert sorted(_atoms(loaded, "ATP")[0].tolist()).count(15) == 3  # three phosphates
+
+
+def test_a_component_s_total_charge_is_its_formal_charge():
+    """ZN2+, SO4 2- (two O-), neutral water, ATP and heme: the molecule's total charge, as the chemistry reads it."""
+    loaded = load_path(SAMPLE, limits=LENIENT)
+    assert loaded.mols.charges.tolist() == [2.0, 0.0, -2.0, 0.0, 0.0]
+
+
+def test_without_atom_charges_the_component_s_formal_charge_is_taken(tmp_path):
+    text = SAMPLE.read_text().split("data_ATP")[0]  # ZN, HOH, SO4
+    so4 = [line for line in text.splitlines() if line.split()[3:4] == ["SO4"] and len(line.split()) == 24]
+    for row in so4:  # every SO4 atom's charge unknown ('?'); _chem_comp.pdbx_formal_charge is -2
+        parts = row.split()
+        text = text.replace(row, " ".join([*parts[:2], "?", *parts[3:]]))
+    (tmp_path / "formal.cif").write_text(text)
+    assert load_path(tmp_path / "formal.cif").mols.charges.tolist() == [2.0, 0.0, -2.0]
+    unknown = text.replace("_chem_comp.pdbx_formal_charge                    -2", "_chem_comp.pdbx_formal_charge ?")
+    (tmp_path / "unknown.cif").write_text(unknown)
+    charges = load_path(tmp_path / "unknown.cif").mols.charges
+    assert charges[:2].tolist() == [2.0, 0.0] and np.isnan(charges[2])  # unknown, not assumed neutral
 
 
 def test_ideal_coordinates_give_the_known_geometry_of_water_and_sulfate():
@@ -180,6 +201,38 @@ def test_binary_cif_reads_as_the_text_does(tmp_path):
     assert detect_format(tmp_path / "noext") == "ccd"
 
 
+def test_binary_cif_gives_ions_and_charged_ligands_their_charge(tmp_path):
+    """Na+, acetate (one O-), ammonium (N+) and sulfate from the CCD biotite ships: the sums of the atoms' charges."""
+    loaded = load_path(_binary(tmp_path, ["NA", "ACT", "NH4", "SO4"]))
+    assert list(loaded.mols.ids) == ["NA", "ACT", "NH4", "SO4"]
+    assert loaded.mols.charges.tolist() == [1.0, -1.0, 1.0, -2.0]
+
+
+def test_the_chemistry_stage_perceives_ccd_components_at_their_charge(tmp_path):
+    """Bonds are perceived at the file's charge: the ions and charged ligands keep their charged graphs."""
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.results import ResultStore
+    from orientscope.store.shards import save_sharded
+
+    text = tmp_path / "ions.cif"
+    text.write_text(SAMPLE.read_text().split("data_ATP")[0])  # ZN, HOH, SO4
+    paths = [text, _binary(tmp_path, ["NA", "ACT", "NH4"])]
+    mols = concat_molecule_sets([load_path(p).mols for p in paths])
+    save_sharded(tmp_path / "data", "ccd", mols, name="ccd", source="CCD")
+    params = make_params(seed=0)
+    precompute(tmp_path / "data", "ccd", params, stages=["frames", "chemistry"], cluster="in-process")
+    table = ResultStore(tmp_path / "data", "ccd", params).table("chemistry", "molecules").to_pandas().set_index("id")
+    assert table["chemistry_ok"].all()
+    assert table.loc[["ZN", "HOH", "SO4", "NA", "ACT", "NH4"], "smiles"].tolist() == [
+        "[Zn+2]",
+        "O",
+        "O=S(=O)([O-])[O-]",
+        "[Na+]",
+        "CC(=O)[O-]",
+        "[NH4+]",
+    ]
+
+
 def test_the_ccd_biotite_ships_reads_whole_with_its_ions_metals_and_counted_skips():
     info = pytest.importorskip("biotite.structure.info")
     shipped = Path(info.__file__).parent / "components.bcif"
@@ -189,8 +242,9 @@ def test_the_ccd_biotite_ships_reads_whole_with_its_ions_metals_and_counted_skip
     n_listed = len(info.get_ccd()["chem_comp"]["id"].as_array())
     assert loaded.format == "ccd" and len(ids) + loaded.n_skipped == n_listed
     assert 0 < loaded.n_skipped < 0.05 * n_listed  # UNL has no atoms; some lack ideal coordinates or are dummies
-    charge = dict(zip(ids, loaded.mols.properties["charge"].tolist(), strict=True))
+    charge = dict(zip(ids, loaded.mols.charges.tolist(), strict=True))
     assert (charge["ZN"], charge["NA"], charge["SO4"], charge["HOH"]) == (2.0, 1.0, -2.0, 0.0)
+    np.testing.assert_array_equal(loaded.mols.properties["charge"], loaded.mols.charges)  # NaN where unknown
     assert max(loaded.mols.n_atoms) <= 2000 and 26 in _atoms(loaded, "HEM")[0]
     text = load_path(SAMPLE, limits=LENIENT)
     for mol_id in READ:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -18,6 +19,7 @@ from orientscope.core.dataset import MoleculeSet
 from orientscope.notebook.audit import PredictError
 from orientscope.notebook.datasets import UNSAVED
 from orientscope.pipeline.export import copy_rotations
+from orientscope.science.counter_rng import id_counters
 from orientscope.science.rotations import rotate_molecules
 from orientscope.store import audits as audit_store
 from orientscope.store.datasets import list_dataset_ids
@@ -69,6 +71,10 @@ def test_report_equals_the_cli_report_json(data_dir):
     assert kinds["angles"].layout.yaxis.type == "log"  # the ratio to the Haar density (the dashboard's figure)
     card = r._repr_html_()
     assert "data-verdict=" in card and "data:image/png;base64," in card and cli["result_key"] in card
+    # the badge, the rule that made it, and each test with its own interval and Holm p (never a bare "86%")
+    v = cli["verdict"]
+    assert f"<strong>{html.escape(v['badge'])}</strong>" in card and f"verdict rule {v['rule_version']}" in card
+    assert all(html.escape(e["test"]) in card for e in v["evidence"]) and card.count("Holm p") >= len(v["evidence"])
     view = r.molecule("1")._make_html()
     assert "data:text/javascript;base64," in view and "cdn.jsdelivr" not in view
     with pytest.raises(ValueError, match=r"unknown figure 'histogram'; allowed: \['map', 'sphere', 'angles'\]"):
@@ -76,7 +82,8 @@ def test_report_equals_the_cli_report_json(data_dir):
 
 
 def test_copies_are_the_exports_copies(data_dir, tmp_path):
-    """predict sees exactly the poses `export --copies K` writes (one counter-based rule), whatever the batch size."""
+    """predict sees exactly the poses `export --copies K --purpose audit` writes (one counter-based rule), whatever
+    the batch size."""
     ds = orientscope.load("qm9", data_dir)
     seen: dict[int, list[np.ndarray]] = {}
 
@@ -158,10 +165,10 @@ def test_unsaved_set_lab_frame_model_leans_and_saves(qm9_small, tmp_path):
 @pytest.mark.parametrize(
     ("predict", "message"),
     [
-        (lambda b: 1 / 0, "predict raised ZeroDivisionError on batch 0 (stored poses, first id '1')"),
-        (lambda b: np.zeros(len(b) + 1), "predict returned shape (51,) for batch 0 (stored poses, first id '1')"),
-        (lambda b: np.full(len(b), np.nan), "predict returned nan for molecule '1', property 'gap' in batch 0"),
-        (lambda b: {"homo": np.zeros(len(b))}, "predict returned no ['gap'] for batch 0"),
+        (lambda b: 1 / 0, "predict raised ZeroDivisionError on a 2-molecule check batch (stored poses, first id '1')"),
+        (lambda b: np.zeros(len(b) + 1), "predict returned shape (3,) for a 2-molecule check batch"),
+        (lambda b: np.full(len(b), np.nan), "predict returned nan for molecule '1', property 'gap' in a 2-molecule"),
+        (lambda b: {"homo": np.zeros(len(b))}, "predict returned no ['gap'] for a 2-molecule check batch"),
         (lambda b: np.zeros(len(b)) if b.copy is None else 1 / 0, "on batch 0 (copy 0, first id '1')"),
     ],
 )
@@ -211,13 +218,15 @@ def test_a_glob_is_a_sharded_set_whose_stages_run_on_a_local_cluster_and_save(qm
         return lab_frame_features(_batch_set(batch)) @ weights
 
     audit = orientscope.audit_model(model, ds, "gap", copies=2, seed=4, batch_size=37, progress=False)
-    assert calls == [(37, None), (37, 0), (37, 1)] * 5 + [(15, None), (15, 0), (15, 1)]
+    # First a 2-molecule call that checks predict before anything runs.
+    assert calls == [(2, None)] + [(37, None), (37, 0), (37, 1)] * 5 + [(15, None), (15, 0), (15, 1)]
     table = audit.predictions
     for k in range(2):
         rows = table[table["copy"] == k]
         assert list(rows["id"]) == list(mols.ids)
         np.testing.assert_allclose(rows["stored"], lab_frame_features(mols) @ weights, rtol=1e-12)
-        turned = rotate_molecules(mols.positions_angstrom, mols.offsets, copy_rotations(np.arange(200), 4, k))
+        turns = copy_rotations(id_counters(mols.ids), 4, k, "audit")
+        turned = rotate_molecules(mols.positions_angstrom, mols.offsets, turns)
         expected = lab_frame_features(replace(mols, positions_angstrom=turned)) @ weights
         np.testing.assert_allclose(rows["rotated"], expected, rtol=1e-12)
 

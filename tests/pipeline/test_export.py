@@ -2,6 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from orientscope.core.errors import DatasetError
 from orientscope.core.orientations_schema import R_COLUMNS
 from orientscope.loaders.detect import load_path
 from orientscope.pipeline.export import EXPORT_FORMATS, debias, export_molecules, rotate_properties
@@ -103,15 +104,47 @@ def test_frame_dependent_property_that_cannot_be_rotated_is_named(tmp_path, mols
     assert info["frame_dependent_not_rotated"] == ["gap"]
 
 
-def test_random_copies_follow_the_counter_rule_and_record_it(tmp_path, qm9_small):
-    """Copy k of molecule i is a pure function of (seed, k, i): the single export is copy 0, and a subset's
-    molecules get the rotations they have in the whole set only through their index, never a sequential draw."""
+def test_a_copy_is_keyed_by_purpose_seed_copy_and_molecule_id(tmp_path, qm9_small):
+    """Copy k of a molecule is a pure function of (purpose, seed, k, id): the single export is copy 0, a subset,
+    a reordering or a cut of the set gives each molecule the rotation it has in the whole set, and the audit
+    and augment streams never share a rotation."""
     from orientscope.pipeline.export import ROTATION_RULE, copy_rotations, debias, export_copies
-    from orientscope.science.counter_rng import haar_rotations
+    from orientscope.science.counter_rng import haar_rotations, id_counters
 
     mols = qm9_small.subset(np.arange(20))
     _, single = debias(mols, "random", seed=3)
-    np.testing.assert_array_equal(single, haar_rotations(3, "export:copy0", np.arange(20)))
-    np.testing.assert_array_equal(copy_rotations(np.arange(5, 20), 3, 2), copy_rotations(np.arange(20), 3, 2)[5:])
+    np.testing.assert_array_equal(single, haar_rotations(3, "augment:copy0", id_counters(mols.ids)))
+    keys = id_counters(mols.ids)
+    whole = copy_rotations(keys, 3, 2, "augment")
+    np.testing.assert_array_equal(copy_rotations(keys[5:], 3, 2, "augment"), whole[5:])
+    backwards = debias(mols.subset(np.arange(19, -1, -1)), "random", seed=3, copy=2)[1]
+    np.testing.assert_array_equal(backwards, whole[::-1])
+    audit = copy_rotations(keys, 3, 2, "audit")
+    # Two independent Haar draws: no rotation of one stream is within 1 degree of the other's for the same molecule.
+    cos = (np.einsum("nij,nij->n", audit, whole) - 1) / 2
+    assert np.all(cos < np.cos(np.radians(1.0)))
     info = export_copies(mols, tmp_path / "c.npz", "npz", copies=2, seed=3)
-    assert info["rotation_rule"] == ROTATION_RULE
+    assert info["rotation_rule"] == ROTATION_RULE and info["purpose"] == "augment" and info["seed"] == 3
+    table = pd.read_csv(tmp_path / "c.npz.rotations.csv", dtype={"id": str})
+    assert list(table.columns[:5]) == ["copy", "id", "mode", "purpose", "seed"]
+    assert set(table["purpose"]) == {"augment"}
+    with pytest.raises(ValueError, match="unknown rotation purpose 'train'.*'audit', 'augment'"):
+        copy_rotations(keys, 3, 0, "train")
+
+
+def test_export_of_ids_and_a_limit_gives_each_molecule_its_whole_set_pose(tmp_path, qm9_store):
+    from orientscope.loaders.detect import load_path
+    from orientscope.pipeline.export import export_dataset
+    from orientscope.store.datasets import load_dataset
+
+    export_dataset(qm9_store, "qm9", "random", tmp_path / "all.npz", seed=5, purpose="audit")
+    ids = list(load_dataset(qm9_store, "qm9").ids[[7, 3, 100, 42]])
+    part = export_dataset(qm9_store, "qm9", "random", tmp_path / "part.npz", seed=5, purpose="audit", ids=ids)
+    assert part["n_molecules"] == 4 and part["purpose"] == "audit"
+    every, some = (load_path(tmp_path / f, "npz").mols for f in ("all.npz", "part.npz"))
+    for i in ids:
+        np.testing.assert_array_equal(some.atoms_of(some.index_of(i))[1], every.atoms_of(every.index_of(i))[1])
+    limited = export_dataset(qm9_store, "qm9", "random", tmp_path / "lim.npz", ids=ids, limit=2)
+    assert limited["n_molecules"] == 2
+    with pytest.raises(DatasetError, match=r"1 of the 2 ids are not molecules of dataset 'qm9', e.g. \['nosuch'\]"):
+        export_dataset(qm9_store, "qm9", "random", tmp_path / "bad.npz", ids=[ids[0], "nosuch"])

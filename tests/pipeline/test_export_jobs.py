@@ -31,7 +31,9 @@ def test_an_export_job_writes_its_files_and_a_record_and_nothing_in_the_store(ex
     assert job["state"] == QUEUED and job["id"][1:] == job["export_id"][1:]
     done = exports.wait(job["id"])
     assert done["state"] == DONE and done["progress"] == 1.0 and done["result"]["n_molecules"] == 30
-    assert done["input"] == {"mode": "random", "format": "extxyz", "seed": 3, "copies": None}
+    assert done["input"] == {"mode": "random", "format": "extxyz", "seed": 3, "copies": None, "purpose": "augment",
+                             "ids": None, "limit": None}  # fmt: skip
+    assert done["result"]["purpose"] == "augment" and done["result"]["rotation_rule_version"] == 2
     data, rotations = export_files(exports.export_dir, "small", job["export_id"])
     assert data.name == "small-random.extxyz" and data.parent == exports.export_dir / job["export_id"]
     assert len(rotations.read_text().splitlines()) == 31

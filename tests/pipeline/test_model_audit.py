@@ -86,9 +86,16 @@ def test_lab_frame_model_leans(data_dir, stored, copies, tmp_path):
     assert entry["verdict"]["code"] == "leans", entry["verdict"]
     assert entry["reliance"] > 0.1 and entry["ci95"]["reliance"][0] > 0.1
     assert entry["pvalue"] < 1e-3 and entry["pvalue_holm"] < 1e-3
-    assert "the error depends on the pose" in entry["verdict"]["text"].lower()
+    assert entry["verdict"]["text"].startswith("Leans on the pose: the reliance CI lies above the +1.0 % margin")
+    # The rotation shift: per molecule in molecules.parquet (RMS and largest over copies), summarised with CIs.
+    table = store.read_audit_molecules(data_dir, "qm9", record["id"]).to_pandas()
+    assert (table["shift_max"] >= table["shift"] - 1e-15).all() and (table["shift"] > 0).all()
+    assert entry["shift_median"] == pytest.approx(np.median(table["shift"]))
+    lo, hi = entry["shift_p95_ci95"]
+    assert lo <= entry["shift_p95"] <= hi and entry["shift_max"] == pytest.approx(table["shift_max"].max())
+    assert record["audit_rule_version"] == 3 and record["decision"] == {"margin": 0.01, "max_shift": None}
     # Scores of the dataset's classifier are read beside the shift.
-    assert entry["shift_vs_score"]["n"] == stored.n_molecules
+    assert entry["shift_vs_score"]["n"] == stored.n_molecules - 2  # methane and the oblate top have no score
     assert len(entry["reliance_by_decile"]) == 10
 
 
@@ -141,6 +148,23 @@ def test_splits_get_their_own_figures(data_dir, stored, copies, tmp_path):
     record = run_audit(data_dir, "qm9", path, "split", settings=FAST)
     splits = {e["split"]: e["n"] for e in record["properties"]}
     assert splits[None] == stored.n_molecules and splits["train"] + splits["test"] == stored.n_molecules
+    (everything,) = [e for e in record["properties"] if e["split"] is None]
+    assert everything["n_train"] == splits["train"]
+
+
+def test_ids_audit_only_those_molecules(data_dir, stored, copies, tmp_path):
+    y = _pose_linked(stored)
+    frame = predictions_frame(stored, copies[:2], lab_frame_features, y, "pose_linked", with_true=True)
+    path = tmp_path / "lab.csv"
+    frame.to_csv(path, index=False, float_format="%.17g")
+    held_out = list(stored.ids[::4])
+    record = run_audit(data_dir, "qm9", path, "held out", settings=FAST, ids=held_out)
+    (entry,) = record["properties"]
+    assert entry["n"] == len(held_out) == record["n_molecules"] and record["ids"]["n_ids"] == len(held_out)
+    table = store.read_audit_molecules(data_dir, "qm9", record["id"]).to_pandas()
+    assert sorted(table["id"]) == sorted(held_out)
+    with pytest.raises(DatasetError, match=r"1 of the 2 ids to audit are not molecules of dataset 'qm9'"):
+        run_audit(data_dir, "qm9", path, "bad", settings=FAST, ids=[held_out[0], "nosuch"])
 
 
 @pytest.mark.parametrize(

@@ -86,3 +86,24 @@ def test_subsample_merges_across_shards():
     # Spread over the whole range, not the first rows.
     assert abs(np.median(whole) - N / 2) < N * 0.05
     np.testing.assert_array_equal(subsample(2, "train", np.arange(10), 50), np.arange(10))
+
+
+def test_id_counters_are_blake2b_of_the_id_and_key_haar_draws_by_identity():
+    # The documented rule: the first 8 bytes, little-endian, of BLAKE2b-64 of the id's UTF-8.
+    import hashlib
+
+    from orientscope.science.counter_rng import id_counters
+
+    ids = np.array(["1", "gdb_17", "é-ion", "0001"])
+    expected = [int.from_bytes(hashlib.blake2b(i.encode(), digest_size=8).digest(), "little") for i in ids]
+    assert id_counters(ids).tolist() == expected and id_counters(ids).dtype == np.uint64
+    assert id_counters(["1"])[0] != id_counters(["01"])[0]  # ids are text: "01" is not "1"
+    keys = id_counters(np.arange(N).astype(str))
+    assert len(np.unique(keys)) == N
+    whole = haar_rotations(0, "audit:copy0", keys)
+    shuffled = np.random.default_rng(1).permutation(N)
+    np.testing.assert_array_equal(haar_rotations(0, "audit:copy0", keys[shuffled]), whole[shuffled])
+    # Haar-uniform: the rotation angle follows the Haar law.
+    assert kstest(geodesic_angle(whole, np.eye(3)), haar_angle_cdf).pvalue > 1e-3
+    with pytest.raises(ValueError, match="must be >= 0"):
+        uniforms(0, "x", np.array([-1]))

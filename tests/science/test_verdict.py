@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import pearson3
 
+from orientscope.science.alignment_words import orientation_note
+from orientscope.science.axial import axial_test
 from orientscope.science.counter_rng import haar_quaternions, normals
 from orientscope.science.model_audit import holm
 from orientscope.science.rotations import quaternion_to_matrix
@@ -16,8 +18,9 @@ from orientscope.science.verdict import (
     KL_SPREAD_GROWTH,
     MIN_MOLECULES,
     RULE_VERSION,
-    STRONG_ACCURACY,
+    STRONG_KL,
     alignment_verdict,
+    control_check,
     kl_interval,
     kl_null,
     kl_pvalue,
@@ -48,15 +51,90 @@ def test_haar_sets_are_not_detected_and_the_text_names_the_smallest_p():
         assert v["text"].startswith("Not detected") and best["test"] in v["text"]
 
 
-def test_a_concentrated_set_is_detected_by_kl_and_its_strength_comes_from_the_classifiers():
-    f = _figures(_concentrated(50, 1), 1)
-    weak = alignment_verdict(50, f["kl"], [{"features": "frame", "accuracy": 0.55, "pvalue": 0.2}], f["ks"])
-    assert weak["code"] == "weakly_aligned" and weak["aligned"] is True
-    assert weak["text"].startswith("Weakly aligned: the KL test") and "frame classifier at 55%" in weak["text"]
-    strong = [{"features": "frame", "accuracy": STRONG_ACCURACY["frame"], "pvalue": 1e-12}]
-    v = alignment_verdict(50, f["kl"], strong, f["ks"])
-    assert v["code"] == "aligned" and "frame classifier" in v["text"] and "60%" in v["text"]
-    assert v["kl_null"]["n"] == 50 and v["kl_null"]["monte_carlo"]["seed"] and v["rule_version"] == RULE_VERSION
+def test_a_concentrated_set_of_30_is_strongly_aligned_by_its_kl_interval_not_weakly_by_its_size():
+    f = _figures(_concentrated(30, 1), 1)
+    lo, hi = f["kl"]["ci95"]
+    assert lo > STRONG_KL  # about 2 [1.5, 3]: far from uniform even at N = 30
+    clfs = [{"features": "frame", "accuracy": 0.55, "ci95": {"accuracy": [0.4, 0.7]}, "pvalue": 0.2, "n_pvalue": 20}]
+    v = alignment_verdict(30, f["kl"], clfs, f["ks"])
+    assert (v["code"], v["effect"], v["badge"]) == ("aligned", "strong", "Aligned — strong effect")
+    assert v["aligned"] is True and v["rule_version"] == RULE_VERSION and v["kl_null"]["n"] == 30
+    assert "The effect is strong: KL " in v["text"] and "at N = 30 lies above its bar of 0.20" in v["text"]
+    # the classifier did not reject: never cited, its 55 % nowhere
+    assert "frame classifier" not in v["text"] and "55" not in v["text"]
+
+
+def _issue_40_subset(**frame) -> list[dict]:
+    """The 300-molecule QM9 subset of issue 40: the frame classifier's 61 % straddles its bar and does not pass."""
+    return [
+        {"features": "frame", "accuracy": 0.61, "ci95": {"accuracy": [0.575, 0.645]}, "pvalue": 0.004,
+         "n_pvalue": 200, **frame},
+        {"features": "atom-order", "accuracy": 0.86, "ci95": {"accuracy": [0.83, 0.89]}, "pvalue": 1e-29,
+         "n_pvalue": 200},
+    ]  # fmt: skip
+
+
+def test_strong_cites_only_a_test_that_rejected_with_its_own_estimate_and_interval():
+    kl = {"value": 0.02, "ci95": kl_interval(0.02, 300), "n": 300, "k": 5}  # close to uniform: does not reject
+    v = alignment_verdict(300, kl, _issue_40_subset(), {"statistic": 0.05, "pvalue": 0.3})
+    frame, atom = (e for e in v["evidence"] if e["test"].endswith("classifier"))
+    assert not frame["rejects"] and frame["p_holm"] >= DEFAULT_ALPHA and atom["rejects"]
+    assert (v["code"], v["effect"]) == ("aligned", "strong")
+    assert "61" not in v["text"] and "frame classifier" not in v["text"]
+    strong = "The effect is strong: the atom-order classifier's accuracy 86 % [83 %, 89 %] lies above its bar of 70 %"
+    assert strong in v["text"] and "the atom-order classifier's accuracy 86 % [83 %, 89 %] (Holm p = " in v["text"]
+    assert "file order" in v["text"]
+
+
+def test_an_interval_across_the_bar_reads_uncertain_and_the_bar_and_bound_read_apart():
+    clfs = [
+        {"features": "frame", "accuracy": 0.62, "ci95": {"accuracy": [0.596, 0.65]}, "pvalue": 1e-9, "n_pvalue": 2000}
+    ]
+    v = alignment_verdict(1000, {"value": 0.01, "n": 1000, "k": 5}, clfs, None)
+    assert (v["code"], v["effect"], v["badge"]) == ("aligned", "uncertain", "Aligned — effect size uncertain")
+    # 59.6 % and the 60 % bar would both read "60 %" in whole percents: one decimal tells them apart
+    assert "the frame classifier's accuracy 62.0 % [59.6 %, 65.0 %] straddles its bar of 60.0 %" in v["text"]
+    only_ks = alignment_verdict(1000, {"value": 0.01, "n": 1000, "k": 5}, [], {"statistic": 0.2, "pvalue": 1e-20})
+    assert only_ks["effect"] == "uncertain" and "no test that rejected measures it" in only_ks["text"]
+
+
+def test_every_size_below_its_bar_is_weakly_aligned_at_this_size():
+    kl = {"value": 0.08, "ci95": kl_interval(0.08, 5000), "n": 5000, "k": 5}
+    clfs = [
+        {"features": "frame", "accuracy": 0.53, "ci95": {"accuracy": [0.52, 0.54]}, "pvalue": 1e-8, "n_pvalue": 2000}
+    ]
+    v = alignment_verdict(5000, kl, clfs, {"statistic": 0.02, "pvalue": 0.4})
+    assert (v["code"], v["effect"], v["badge"], v["aligned"]) == ("weakly_aligned", "small", "Weakly aligned", True)
+    assert v["text"].startswith("Weakly aligned: 2 of 3 tests reject random orientations at α = 0.001")
+    assert (
+        "The effect is small at this size: the frame classifier's accuracy 53 % [52 %, 54 %] lies below its bar of "
+        "60 % and KL 0.08 [0.06, 0.10] at N = 5,000 lies below its bar of 0.20." in v["text"]
+    )
+
+
+def test_kl_at_n_sizes_the_kl_test_where_the_set_has_it():
+    kl = {"value": 0.91, "ci95": [0.9, 0.92], "n": 130_831, "k": 5}
+    at_n = {"value": 0.15, "ci95": [0.14, 0.16], "subsample_size": 100_000, "n": 130_831}
+    v = alignment_verdict(130_831, kl, [], None, kl_at_n=at_n)
+    assert v["evidence"][0]["size"]["measure"] == "KL at n" and v["effect"] == "small"
+    assert "KL at n = 100,000, 0.15 [0.14, 0.16], lies below its bar of 0.20" in v["text"]
+
+
+def test_a_classifier_under_not_tests_is_never_quoted():
+    clfs = [
+        {"features": "frame", "accuracy": 0.99, "ci95": {"accuracy": [0.98, 1.0]}, "pvalue": 0.5, "n_pvalue": 14,
+         "constant": True},
+        *_issue_40_subset()[1:],
+    ]  # fmt: skip
+    v = alignment_verdict(40, {"value": 0.1, "n": 40, "k": 5}, clfs, None)
+    assert v["not_tests"]["tests"] == ["frame classifier"] and "frame" not in v["text"] and "99" not in v["text"]
+
+
+def test_seeded_haar_rotations_are_not_detected_and_carry_no_effect():
+    for seed in range(3):
+        f = _figures(_haar(300, seed), seed)
+        v = alignment_verdict(300, f["kl"], [], f["ks"])
+        assert (v["code"], v["effect"], v["badge"]) == ("not_detected", None, "Not detected")
 
 
 def test_evidence_is_holm_adjusted_over_every_test():
@@ -68,18 +146,25 @@ def test_evidence_is_holm_adjusted_over_every_test():
     ps = [e["pvalue"] for e in v["evidence"]]
     assert [e["test"] for e in v["evidence"]] == ["KL", "frame classifier", "atom-order classifier", "KS"]
     assert [e["p_holm"] for e in v["evidence"]] == holm(ps)
-    assert v["code"] == "aligned" and v["text"].startswith("Aligned: the atom-order classifier (Holm p = 4e-30)")
+    assert [e["rejects"] for e in v["evidence"]] == [False, False, True, False]
+    # no interval for the accuracy (a result from before it had one): the size cannot be judged
+    assert v["code"] == "aligned" and v["effect"] == "uncertain"
+    assert v["text"].startswith("Aligned: 1 of 4 tests rejects random orientations at α = 0.001 after Holm's ")
+    assert "the atom-order classifier's accuracy 90 % (Holm p = 4e-30)" in v["text"]
+    assert "has no interval to judge against its bar of 70 %" in v["text"]
     # alpha is the family-wise level: frame p 0.02 with KL p about 0.4 passes Holm at 0.05, not at 1e-3
     kl = {"value": 0.01, "n": 300, "k": 5}
     assert alignment_verdict(300, kl, clfs[:1], None)["code"] == "not_detected"
     loose = alignment_verdict(300, kl, clfs[:1], None, alpha=0.05)
-    assert loose["code"] == "weakly_aligned" and loose["alpha"] == 0.05 and "α" not in loose["text"]
+    assert loose["code"] == "aligned" and loose["alpha"] == 0.05 and "α = 0.05" in loose["text"]
 
 
 def test_too_few_molecules_or_no_test():
     v = alignment_verdict(MIN_MOLECULES - 1, {"value": 0.5, "n": 9, "k": 5})
-    assert v["code"] == "too_few" and v["aligned"] is None and v["evidence"] == []
-    assert alignment_verdict(100)["code"] == "too_few"
+    assert v["code"] == "too_few" and v["aligned"] is None and v["evidence"] == [] and v["effect"] is None
+    assert v["badge"] == "Too few molecules" and v["text"].endswith("at least 10 (this set has 9).")
+    untested = alignment_verdict(100)
+    assert untested["code"] == "too_few" and untested["badge"] == "Not tested" and "100" not in untested["text"]
     with pytest.raises(ValueError, match="alpha"):
         alignment_verdict(100, alpha=0)
 
@@ -136,3 +221,52 @@ def test_kl_interval_bounds_are_the_targets_whose_own_law_reaches_the_estimate()
         assert kl_interval(t + lo * scale, n)[1] == pytest.approx(t, rel=1e-9)
     # At and below zero the spread is the null's: the null law's own interval.
     assert kl_interval(-0.1, n) == pytest.approx([-0.1 - hi, -0.1 - lo])
+
+
+# ---------------------------------------------------------------------- orientation by symmetry
+def _axes_along_z(n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    v = np.column_stack([0.05 * rng.normal(size=(n, 2)), np.ones(n)])
+    return axial_test(v / np.linalg.norm(v, axis=1, keepdims=True))
+
+
+def test_bingham_s_test_joins_the_family_with_enough_axes_and_carries_an_aligned_set_of_axes():
+    f = _figures(_haar(200, 3), 3)
+    classes = {"none": 0, "axis": 30, "full": 200, "by_symmetry": {"oblate_top": 30}}
+    v = alignment_verdict(230, f["kl"], [], f["ks"], axial=_axes_along_z(30, 1), orientation=classes)
+    assert [e["test"] for e in v["evidence"]] == ["KL", "KS", "Bingham axial"]
+    assert v["code"] in ("aligned", "weakly_aligned") and "Bingham axial" in v["text"]
+    few = _axes_along_z(MIN_MOLECULES - 1, 2)
+    v = alignment_verdict(209, f["kl"], [], f["ks"], axial=few, orientation={**classes, "axis": MIN_MOLECULES - 1})
+    assert [e["test"] for e in v["evidence"]] == ["KL", "KS"] and v["code"] == "not_detected"
+
+
+def test_the_so3_tests_need_enough_full_frames_and_a_set_without_orientation_is_too_few():
+    f = _figures(_concentrated(60, 1), 1)
+    classes = {"none": 55, "axis": 0, "full": MIN_MOLECULES - 1, "by_symmetry": {"single_atom": 55}}
+    v = alignment_verdict(64, f["kl"], [], f["ks"], orientation=classes)
+    assert v["code"] == "too_few" and v["aligned"] is None and v["evidence"] == []
+    assert "55 have no orientation" in v["text"] and "with a full frame" in v["text"]
+    ions = {"none": 102, "axis": 0, "full": 0, "by_symmetry": {"single_atom": 102}}
+    v = alignment_verdict(102, None, [], None, orientation=ions)
+    assert v["code"] == "too_few" and "102 have no orientation" in v["text"]
+    note = orientation_note({"none": 3, "axis": 2, "full": 5, "by_symmetry": {"single_atom": 3, "linear": 2}})
+    assert "3 with no orientation (3 single atoms)" in note and "2 with only an axis (2 linear molecules" in note
+    assert orientation_note({"none": 0, "axis": 0, "full": 5, "by_symmetry": {}}) == ""
+
+
+def test_a_control_that_is_not_detected_passes_and_one_that_is_detected_fails_with_a_cause():
+    assert control_check({"code": "not_detected"}, {}, 100)["passed"] is True
+    assert control_check({"code": "too_few"}, {}, 5)["passed"] is None
+    f = _figures(_concentrated(100, 4), 4)
+    detected = alignment_verdict(100, f["kl"], [], f["ks"])
+    # A result computed before the symmetry rule: its control counts single atoms as poses.
+    old = {"degenerate_reasons": {"single_atom": 40, "linear": 3}}
+    check = control_check(detected, old, 100)
+    assert check["passed"] is False and check["control_code"] == detected["code"]
+    assert check["text"].startswith("Control check failed") and "KL" in check["text"]
+    assert "40 molecules have no orientation" in check["causes"][0] and "older rule" in check["causes"][0]
+    assert check["causes"][-1].startswith("chance")
+    # Under the current rule, with nothing in the counts to blame, chance is named.
+    now = {"orientation_classes": {"none": 0, "axis": 0, "full": 100, "by_symmetry": {}}, "degenerate_reasons": {}}
+    assert control_check(detected, now, 100)["causes"][0].startswith("chance")

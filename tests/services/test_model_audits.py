@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -64,8 +65,19 @@ def test_a_memoriser_leans_and_a_stored_audit_is_re_read_by_the_current_rule(aud
     # the fixture's model is exact on the stored poses and 0.01 off on the copies
     (gap,) = svc.get_audit(data_dir, "qm9", record["id"])["properties"]
     assert gap["mse_stored"] == 0 and gap["reliance_floored"] and gap["verdict"]["code"] == "leans"
-    old = {**record, "id": "aold", "properties": [{**gap, "reliance": None, "ci95": {**gap["ci95"], "reliance": None},
-           "verdict": {"code": "no_reliance", "text": "rotated copies change the MSE by n/a"}}]}  # fmt: skip
+    old = {
+        **record,
+        "id": "aold",
+        "properties": [
+            {
+                **gap,
+                "reliance": None,
+                "ci95": {**gap["ci95"], "reliance": None},
+                "verdict": {"code": "no_reliance", "text": "rotated copies change the MSE by n/a", "rule_version": 1},
+            }
+        ],
+    }
+    old.pop("audit_rule_version")  # fmt: skip
     molecules = store.read_audit_molecules(data_dir, "qm9", record["id"]).to_pandas()
     store.write_audit(data_dir, "qm9", "aold", old, molecules)
     try:
@@ -75,6 +87,50 @@ def test_a_memoriser_leans_and_a_stored_audit_is_re_read_by_the_current_rule(aud
         assert {a["id"]: a["verdicts"] for a in svc.list_audits(data_dir, "qm9")}["aold"] == {"gap": "leans"}
     finally:
         svc.delete_audit(data_dir, "qm9", "aold")
+
+
+RULE2 = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.mark.parametrize("fixture", ["audit_rule2", "audit_rule2_python"])
+def test_audits_stored_under_rule_2_read_back_unchanged_with_the_rotation_shift_added(audited, fixture):
+    """Audits written by the code before the rotation shift (audit rule 2, rotation rule 1) of 400 real QM9
+    molecules: every stored figure reads back as stored, the shift comes from molecules.parquet, the tiers are
+    re-read by the current rule, and the record says which rules made it."""
+    from orientscope.store.atomic import read_json
+
+    data_dir, _ = audited
+    stored = read_json(RULE2 / fixture / "audit.json")
+    folder = data_dir / "datasets" / "qm9" / "audits" / stored["id"]
+    shutil.copytree(RULE2 / fixture, folder)
+    got = svc.get_audit(data_dir, "qm9", stored["id"])
+    assert got["made_by_rule"] == 2 and got["audit_rule_version"] == 3
+    table = pd.read_parquet(folder / "molecules.parquet")
+    for old, new in zip(stored["properties"], got["properties"], strict=True):
+        assert {k: new[k] for k in old if k != "verdict"} == {k: v for k, v in old.items() if k != "verdict"}
+        rows = table[table["property"] == old["property"]]
+        if old["split"]:
+            rows = rows[rows["split"] == old["split"]]
+        assert new["shift_median"] == pytest.approx(np.median(rows["shift"]))
+        assert new["shift_p95"] == pytest.approx(np.quantile(rows["shift"], 0.95))
+        assert new["verdict"]["reread"] and new["verdict"]["stored_rule_version"] == 2
+        assert new["verdict"]["code"] in ("invariant", "robust", "leans", "better_rotated", "inconclusive")
+    codes = {(p["property"], p["split"]): p["verdict"]["code"] for p in got["properties"]}
+    from orientscope.services.audit_table import provenance
+
+    words = provenance(got)
+    assert "stored under audit rule 2 and re-read" in words
+    if fixture == "audit_rule2":
+        # the lab-frame model and the memoriser still lean; "no_reliance" of a model that moves is gone
+        assert codes[("pose_linked", None)] == "leans" and codes[("homo", None)] == "leans"
+        assert (
+            codes[("gap", None)] == "inconclusive"
+            and "Training molecules are included" in got["properties"][0]["verdict"]["text"]
+        )
+    else:
+        assert "rotation rule 1 (counter-based Haar rotation of (seed, 'export:copy<k>', molecule index)" in words
+        assert "the current rule is 2" in words
+    svc.delete_audit(data_dir, "qm9", stored["id"])
 
 
 def test_map_colour_prediction_shift(audited):

@@ -109,20 +109,29 @@ def test_control_report_shows_the_controls_own_figures_not_the_datasets():
 
 
 def test_headline_answers_in_plain_words_and_names_what_each_classifier_rests_on():
+    from orientscope.science.verdict import RULE_VERSION
     from orientscope.services.report_format import REMEDY, headline
 
     atom_order = {"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}
     frame = {"features": "frame", "accuracy": 0.68, "ci95": {"accuracy": [0.67, 0.69]}, "pvalue": 0.0}
     h = headline(_report(classifiers=[atom_order, frame]))
-    assert h.code == "aligned" and h.aligned is True and h.answer.startswith("Aligned: the ")
-    # the strength comes from the frame-only classifier, never the atom-order figure alone
-    assert "frame classifier tells a stored pose from a random one 68%" in h.answer and "95" not in h.answer
-    assert "0 = uniform" in h.strength and "0.91" in h.strength and "QM9" not in h.strength
-    assert "at N = 1,000" in h.strength and "uniform poses give 0.00 ± 0.04" in h.strength
+    assert h.code == "aligned" and h.aligned is True and h.answer.startswith("Aligned: 4 of 4 tests reject ")
+    assert h.badge == "Aligned — strong effect" and h.rule_version == RULE_VERSION
+    # the strength comes from the frame-only classifier, never the atom-order figure when another will do
+    effect = h.answer[h.answer.index("The effect is") :]
+    assert (
+        effect == "The effect is strong: the frame classifier's accuracy 68 % [67 %, 69 %] lies above its bar of 60 %."
+    )
+    assert "0 = uniform" in h.strength and "KL to uniform 0.91 [0.90, 0.92] at N = 1,000" in h.strength
+    # what uniform poses give at this N, with enough decimals to be read; the control's KL with its interval
+    assert "uniform poses give 95 % of their estimates in [-0.04, 0.04]" in h.strength and "QM9" not in h.strength
+    assert "control: -0.001 [-0.003, 0.002]" in h.strength and "about half of its values fall below 0" in h.strength
     assert h.remedy == REMEDY and "random rotations" in h.remedy and "de-biased export" in h.remedy
     # KL first, then the frame-only figure; the atom-order one says it reads file order
-    assert h.evidence[0].startswith("KL: 0.91 against its null at this N (p ")
-    assert h.evidence[1].startswith("frame classifier: 68 %") and "p < 1e-300" in h.evidence[1]
+    assert h.evidence[0].startswith("KL: 0.91 [0.90, 0.92] against its null at this N (p = ")
+    assert h.evidence[1].startswith(
+        "frame classifier: 68 % [67 %, 69 %] accuracy (p < 1e-300, Holm p < 1e-300: rejects"
+    )
     assert h.evidence[2].startswith("atom-order classifier: 95 %") and "file order" in h.evidence[2]
     assert h.control_answer.startswith("Self-check, the same molecules randomly rotated: Not detected")
 
@@ -143,8 +152,13 @@ def test_the_headline_never_contradicts_the_figures_it_shows():
     h = headline(report)
     assert report["verdict"]["aligned"] is True and h.code == "aligned"
     assert "no clear preference" not in h.answer and "Not detectably" not in h.answer
-    assert h.answer.startswith("Aligned: the KL test (Holm p = ") and "frame classifier (Holm p = 2e-10)" in h.answer
-    assert h.answer.index("frame classifier") < h.answer.index("atom-order classifier")
+    assert h.answer.startswith("Aligned: 3 of 4 tests reject random orientations at α = 0.001 after Holm's adjustment")
+    assert (
+        "KL 0.40 [0.29, 0.50] (Holm p = " in h.answer
+        and "frame classifier's accuracy 63 % (Holm p = 2e-10)" in h.answer
+    )
+    assert h.answer.index("frame classifier") < h.answer.index("atom-order classifier") and "KS" not in h.answer
+    assert h.answer.endswith("The effect is strong: KL 0.40 [0.29, 0.50] at N = 290 lies above its bar of 0.20.")
 
 
 def test_headline_of_a_set_too_small_for_statistics_says_why():

@@ -21,12 +21,21 @@ from orientscope.api.routes.jobs import JobsDep
 from orientscope.api.schemas import ErrorPublic
 from orientscope.services import exports as export_service
 from orientscope.services import formats
-from orientscope.services.exports import EXPORT_FORMATS, MAX_COPIES, MODES, ExportFiles, ExportRequest
+from orientscope.services.exports import EXPORT_FORMATS, MAX_COPIES, MODES, PURPOSES, ExportFiles, ExportRequest
 
 router = APIRouter(prefix="/datasets", tags=["exports"])
 
 ModeField = Literal[MODES]  # type: ignore[valid-type]
 FormatField = Literal[EXPORT_FORMATS]  # type: ignore[valid-type]
+PurposeField = Literal[PURPOSES]  # type: ignore[valid-type]
+PURPOSE_HELP = (
+    "random mode: the rotation stream. augment (default): training data, the de-biased set; audit: the copies "
+    "a model audit scores. A copy's rotation is a function of (purpose, seed, copy, molecule id), so the two "
+    "never share a pose"
+)
+LIMIT_HELP = "export an evenly spread subset of this many molecules (of the ids, when given)"
+# An export's ids travel in its job record: a bound keeps that record small.
+MAX_EXPORT_IDS = 1_000_000
 MODE_HELP = "random: every molecule uniformly rotated; canonical: every molecule in its canonical pose"
 FORMAT_HELP = f"file format (default: the input's format where it can be written, else {formats.DEFAULT_EXPORT})"
 SEED_HELP = "seed of the random rotations"
@@ -63,9 +72,14 @@ class ExportBody(BaseModel):
         ge=1,
         strict=True,
         le=MAX_COPIES,
-        description="random mode only: write that many rotated copies (the input of a model audit); "
-        "download copy k with ?copy=k",
+        description="random mode only: write that many rotated copies (training data, or with purpose "
+        "audit the input of a model audit); download copy k with ?copy=k",
     )
+    purpose: PurposeField = Field(default="augment", description=PURPOSE_HELP)
+    ids: list[str] | None = Field(
+        default=None, min_length=1, max_length=MAX_EXPORT_IDS, description="export only the molecules with these ids"
+    )
+    limit: int | None = Field(default=None, ge=1, strict=True, description=LIMIT_HELP)
 
     @field_validator("copies")
     @classmethod
@@ -97,9 +111,12 @@ def export_dataset(
     format: Annotated[FormatField | None, Query(description=FORMAT_HELP)] = None,
     seed: Annotated[int, Query(ge=0, le=2**63 - 1, description=SEED_HELP)] = 0,
     part: PartQuery = "data",
+    purpose: Annotated[PurposeField, Query(description=PURPOSE_HELP)] = "augment",
+    limit: Annotated[int | None, Query(ge=1, description=LIMIT_HELP)] = None,
 ) -> FileResponse:
     """The dataset with de-biased poses, written while you wait (or, with part=rotations, each molecule's rotation)."""
-    files = export_service.export_now(data_dir, dataset_id, ExportRequest(mode, format, seed))
+    request = ExportRequest(mode, format, seed, purpose=purpose, limit=limit)
+    files = export_service.export_now(data_dir, dataset_id, request)
     return _file(files, part)
 
 
@@ -111,7 +128,8 @@ def export_dataset(
 )
 def submit_export(dataset_id: DatasetIdPath, body: Annotated[ExportBody, Body()], jobs: JobsDep) -> dict:
     """Export the dataset with de-biased poses in the background; answers the job and export ids."""
-    job = jobs.submit_export(dataset_id, ExportRequest(body.mode, body.format, body.seed, body.copies))
+    request = ExportRequest(body.mode, body.format, body.seed, body.copies, body.purpose, body.ids, body.limit)
+    job = jobs.submit_export(dataset_id, request)
     return {"job_id": job["id"], "export_id": job["export_id"]}
 
 

@@ -46,13 +46,23 @@ class AuditPublic(BaseModel):
     message: str | None = Field(default=None, description="While queued or running, or why it failed.")
     properties: list[dict[str, Any]] | None = Field(
         default=None, description="Per property (and split): n, mse/mae stored and rotated, reliance, ci95, "
-        "pvalue, pvalue_holm, shift_rms, score correlations, verdict {code, text}.",
+        "pvalue, pvalue_holm, the rotation shift (shift_median, shift_p95 with their ci95, shift_max_p95, "
+        "shift_max, shift_rms), score correlations, verdict {code (invariant, robust, leans, better_rotated, "
+        "inconclusive, frame_dependent), text, decided_by, margin, max_shift, rule_version}.",
     )  # fmt: skip
+    audit_rule_version: int | None = Field(default=None, description="The audit rule the verdicts are served by.")
+    made_by_rule: int | None = Field(
+        default=None, description="The audit rule the stored verdicts were made by (re-read when older)."
+    )
 
 
 UPLOAD_BODY = multipart_body(
-    "CSV or Parquet: id, property, stored, rotated [, copy, true, split]", "display name of the audit"
-)
+    "CSV or Parquet: id, property, stored, rotated [, copy, true, split]",
+    "display name of the audit",
+    margin={"type": "number", "description": "the tiers' reliance margin, a fraction (default 0.01: ±1 %)"},
+    max_shift={"type": "number", "description": "robust needs the rotation shift's 95th percentile at most this "
+               "(the property's unit; default: none, the shift is shown and left to the reader)"},
+)  # fmt: skip
 
 
 @router.post(
@@ -71,15 +81,17 @@ async def upload_predictions(dataset_id: DatasetIdPath, request: Request, jobs: 
     dataset_info(jobs.data_dir, dataset_id)  # 404 before reading the body
     jobs.check_room()  # and 429 too
     received = await receive_upload(
-        request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name",), "the predictions"
+        request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name", "margin", "max_shift"), "the predictions"
     )
     problems = received.problems("the predictions (CSV or Parquet)")
     with received.removed_on_failure():
         if problems:
             raise invalid(problems)
+        decision = svc.check_decision(received.fields.get("margin"), received.fields.get("max_shift"))
         # Off the event loop: the check reads up to 100,000 rows.
         await run_in_threadpool(svc.check_upload, jobs.data_dir, dataset_id, received.path, received.filename)
-        job = jobs.submit_audit(received.path, dataset_id, received.name, original_name=received.filename)
+        job = jobs.submit_audit(received.path, dataset_id, received.name, original_name=received.filename,
+                                decision=decision)  # fmt: skip
     return {"job_id": job["id"], "audit_id": job["audit_id"]}
 
 
