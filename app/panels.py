@@ -30,7 +30,7 @@ from orientscope.app.mapview import map_layers
 from orientscope.app.pins import pin_controls
 from orientscope.app.state import ViewState
 from orientscope.app.static_report import static_report_html
-from orientscope.app.verdict import verdict_children
+from orientscope.app.verdict import frame_children, verdict_children
 from orientscope.app.viewer import group_scenes, molecule_viewer_spec, viewer_spec
 from orientscope.services.report_format import control_report
 
@@ -50,6 +50,7 @@ class VerdictPanel(NamedTuple):
     histogram: object
     progress: list | None
     poll_disabled: bool
+    frames: list = []  # under the map: the frames the verdict rests on, and the degeneracy codes
 
 
 class MoleculePanel(NamedTuple):
@@ -162,19 +163,20 @@ def verdict_outputs(data_dir: Path, st: ViewState) -> VerdictPanel:
         report = data.dataset_summary(data_dir, dataset)
     except data.OrientScopeError as err:
         return VerdictPanel([html.P(friendly(err), className="warning")], message_figure("", 300), None, True)
-    children, hist = data.per_result(data_dir, dataset, "verdict_panel", lambda: _verdict_of(report, dataset))
-    return VerdictPanel(children, hist, None, True)
+    children, hist, frames = data.per_result(data_dir, dataset, "verdict_panel", lambda: _verdict_of(report, dataset))
+    return VerdictPanel(children, hist, None, True, frames)
 
 
-def _verdict_of(report: dict, dataset: str) -> tuple[list, object]:
-    """Verdict components and angle histogram of a report (about 40 ms to build)."""
+def _verdict_of(report: dict, dataset: str) -> tuple[list, object, list]:
+    """Verdict components, angle histogram and the frames' notes of a report (about 40 ms to build)."""
     hist = angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram"))
     try:
-        children = verdict_children(report)
+        children, frames = verdict_children(report), frame_children(report)
     except (KeyError, TypeError, ValueError, IndexError):  # a report section in an unexpected shape
         log.exception("cannot render the verdict of %s", dataset)
         children = [html.P((report.get("verdict") or {}).get("text", "No verdict."), className="verdict-line")]
-    return children, hist
+        frames = []
+    return children, hist, frames
 
 
 # ----------------------------------------------------------------- molecule
@@ -318,6 +320,28 @@ def group_outputs(data_dir: Path, st: ViewState, sort_by: list | None = None) ->
         options.append({"label": _group_name(data_dir, st), "value": st.group})
     picked = [i for i, r in enumerate(rows) if st.group in (r["group"], r["label"])]
     return GroupsPanel(options, rows, picked, groups_summary(listing, len(rows), sort))
+
+
+def group_search_options(data_dir: Path, st: ViewState, text: str | None, current: str | None) -> list[dict]:
+    """The "only group" choices for the ``text`` typed into it: every group whose label holds it as typed.
+
+    SMILES and formulas are case-sensitive (aromatic c is not aliphatic C, Co is not CO), so "c1ccccc1"
+    finds benzene and never cyclohexane, whatever the dropdown's own search (which ignores case) would
+    list. Labels equal to the text come first, then those that start with it, then the rest, larger groups
+    first within each; the chosen group stays among the choices. No text: the largest groups.
+    """
+    default = group_outputs(data_dir, st).options
+    if not text or not st.ready:
+        return default
+    listing = data.list_groups(data_dir, st.dataset, st.grouping, ALL_GROUPS)
+    if listing is None:
+        return default
+    found = [(g.get("label") or str(g["group"]), int(g["size"]), str(g["group"])) for g in listing.get("groups") or []]
+    found = [f for f in found if text in f[0]]
+    found.sort(key=lambda f: (f[0] != text, not f[0].startswith(text), -f[1]))
+    options = [{"label": f"{label} ({size:,})", "value": group} for label, size, group in found[:GROUP_TABLE_ROWS]]
+    options += [o for o in default if o["value"] == current and o not in options]
+    return options
 
 
 def _table_sort(sort_by: list | None) -> tuple[str, bool] | None:

@@ -272,7 +272,9 @@ def ingest_cmd(
 
 @app.command("generate")
 def generate_cmd(
-    smiles: Annotated[Path, typer.Option("--smiles", help="file with one 'SMILES [name]' per line")],
+    smiles: Annotated[
+        Path, typer.Option("--smiles", help="one SMILES per line, optionally followed by a name: 'CCO ethanol'")
+    ],
     name: Annotated[str, typer.Option("--name", help="display name; the dataset id is derived from it")],
     data_dir: DataDir = None,
     random_coords: Annotated[bool, typer.Option("--random-coords", help="ETKDG with useRandomCoords=True")] = False,

@@ -71,3 +71,19 @@ O 0.000 0.000 0.677
 H 0.000 0.935 -1.116
 H 0.000 -0.935 -1.116
 """
+
+
+# Six-membered rings, aromatic and aliphatic, as "SMILES name" lines (orientscope generate): the scaffold
+# groups are c1ccccc1 (benzene, 4 molecules) and C1CCCCC1 (cyclohexane, 6, so it comes first by size).
+# SMILES are case-sensitive: aromatic c is not aliphatic C.
+RINGS_SMILES = """Cc1ccccc1 toluene
+Oc1ccccc1 phenol
+Nc1ccccc1 aniline
+CCc1ccccc1 ethylbenzene
+CC1CCCCC1 methylcyclohexane
+OC1CCCCC1 cyclohexanol
+NC1CCCCC1 cyclohexylamine
+CCC1CCCCC1 ethylcyclohexane
+CCCC1CCCCC1 propylcyclohexane
+SC1CCCCC1 cyclohexanethiol
+"""

@@ -446,3 +446,22 @@ def test_serve_migrates_nothing_and_names_migrate_for_an_old_qm9(old_dir):
     err = _health_then_stop(_serve(old_dir, "--no-access-log"))
     assert "orientscope migrate qm9" in err
     assert _layout(old_dir, "qm9") == (None, 0)
+
+
+def test_every_option_help_reads_in_the_command_help_as_written():
+    """Help texts are shown as written: rich markup took "[name]" in "one 'SMILES [name]' per line" for a
+    style tag and printed "one 'SMILES ' per line" (issue 40)."""
+    import re
+
+    import typer
+    from typer.testing import CliRunner
+
+    from orientscope.cli import app
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():
+        res = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "200"}, terminal_width=200)
+        shown = " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.output).split())
+        for param in command.params:
+            text = " ".join((getattr(param, "help", None) or "").split())
+            assert text in shown, (name, param.name, text)

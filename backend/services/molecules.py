@@ -14,8 +14,7 @@ from orientscope.loaders import registry
 from orientscope.loaders.formats import MoleculeChemistry
 from orientscope.loaders.json_records import record_fields
 from orientscope.loaders.xyz import xyz_block
-from orientscope.pipeline.engine import IN_PROCESS, Engine, parse_cluster
-from orientscope.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
+from orientscope.pipeline.shard_smarts import result_index, searchable_shards, sharded_result
 from orientscope.science import substructure
 from orientscope.science.chemistry import molecule_graph
 from orientscope.science.frames import orientation_of, symmetry_kinds
@@ -102,8 +101,31 @@ def graphs_from_3d(view: DatasetView) -> bool:
     return view.extra("graphs_from_3d", lambda: not any(str(s or "") for s in view.smiles))
 
 
-def _smarts_index(view: DatasetView) -> substructure.SubstructureIndex:
-    return view.extra("smarts_index", lambda: substructure.SubstructureIndex(_search_graphs(view)))
+def smarts_index(view: DatasetView) -> substructure.SubstructureIndex:
+    """The view's SMARTS index, built once per view: from the search SMILES kept with the result when its
+    chemistry stage ran per shard (``pipeline.shard_smarts``: read in a fraction of a second), else from the
+    graphs the chemistry stage uses. The server's warm-up builds it, so that no search waits for it."""
+
+    def build() -> substructure.SubstructureIndex:
+        if sharded_result(view.store.dir):
+            return result_index(view.store.dir)
+        return substructure.SubstructureIndex(_search_graphs(view))
+
+    return view.extra("smarts_index", build)
+
+
+def warm_search(data_dir: Path, dataset_id: str) -> bool:
+    """Build the dataset's SMARTS index now (a server's warm-up), so that no search waits for it; True if built.
+
+    Only where it is cheap to come by: a result whose chemistry stage ran per shard (its kept search SMILES,
+    or its chemistry table's graphs). Sets searched by background jobs, and sets whose graphs would have to
+    be perceived from 3D first, are left to their first search.
+    """
+    view = get_view(data_dir, dataset_id)
+    if smarts_search.needs_job(view) or not sharded_result(view.store.dir):
+        return False
+    smarts_index(view)
+    return True
 
 
 def match_smarts(view: DatasetView, smarts: str, start: bool = False) -> SmartsMatches:
@@ -129,12 +151,7 @@ def match_smarts(view: DatasetView, smarts: str, start: bool = False) -> SmartsM
         matches = SmartsMatches(kept.mask, kept.complete, kept.n_scanned)
         shared_cache().put("smarts_mask", key, matches)  # a kept result is final, complete or not
         return matches
-    if sharded_result(view.store.dir):
-        # Shard by shard on the engine: no index of the whole set is built in the server.
-        with Engine(parse_cluster(IN_PROCESS)) as engine:
-            result = search_shards(engine, view.store.dir, smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
-    else:
-        result = _smarts_index(view).search(smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
+    result = smarts_index(view).search(smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
     mask = np.zeros(len(view), dtype=bool)
     mask[result.indices] = True
     matches = SmartsMatches(mask, result.complete, result.n_scanned)
