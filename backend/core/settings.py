@@ -14,11 +14,6 @@ TOKEN_ENV = "ORIENTSCOPE_TOKEN"
 EXPORT_DIR_ENV = "ORIENTSCOPE_EXPORT_DIR"
 DEFAULT_DATASET = "qm9"
 DEFAULT_SEED = 0
-# The formats ``export`` writes (pipeline/export.py WRITERS), named here for the CLI's help without importing it;
-# every one is also read, as are JSON molecule records (what GET …/molecules/{mol_id} answers).
-EXPORT_FORMAT_CHOICES = ("xyz", "extxyz", "sdf", "asedb", "npz", "parquet")
-DATASET_FORMATS = (*EXPORT_FORMAT_CHOICES, "json")
-FORMAT_CHOICES = ("auto", *DATASET_FORMATS)
 MAP_POINT_BUDGET_ENV = "ORIENTSCOPE_MAP_POINT_BUDGET"
 # Above this many points in view the map is aggregated on the server into an image
 # (one pixel grid's worth of bytes); at or below it the browser draws the real points. 30,000: a
