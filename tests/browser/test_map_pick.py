@@ -197,3 +197,17 @@ def test_a_click_on_a_shared_pixel_of_the_first_paint_opens_the_chooser(without_
     wait_for(lambda: driver.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked") == pick, what="the chosen one")
     wait_for(lambda: driver.execute_script(PANEL_JS, "molecule-id") == pick, what="the static panel")
     assert f"molecule={pick}" in driver.current_url
+
+
+def test_a_click_on_a_shared_pixel_of_the_density_view_opens_the_chooser(driver, stacked_url):
+    """The density view's map picks by the map's rule: a click where 50 molecules share a pixel lists them."""
+    url, data_dir = stacked_url
+    graph = open_map(driver, url + "/?dataset=waters&view=density")
+    md = load_map_data(data_dir, "waters")
+    row = md.row_of("stack-0")
+    target = driver.execute_script(TO_PIXEL_JS, [[float(md.x[row, 0]) * MAP_SCALE, float(md.y[row, 0]) * MAP_SCALE]])[0]
+    ActionChains(driver).move_to_element_with_offset(graph, int(round(target[0])), int(round(target[1]))).perform()
+    ActionChains(driver).click().perform()
+    chooser = wait_for(lambda: driver.execute_script(CHOOSER_JS), what="the density view's chooser")
+    assert chooser["total"] == N_STACKED
+    assert {r[0] for r in chooser["rows"]} <= {f"stack-{i}" for i in range(N_STACKED)}
