@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from orientscope.core.orientations_schema import Q_COLUMNS, R_COLUMNS
+from orientscope.pipeline.depends import depends_on
 from orientscope.pipeline.frames_table import frames_to_table
 from orientscope.pipeline.stage import StageOutput
 from orientscope.science.counter_rng import haar_rotations, half_split, subsample, uniforms
@@ -80,6 +81,7 @@ def degenerate_summary(degenerate: np.ndarray, reasons: np.ndarray) -> dict:
     return {"n_degenerate": int(degenerate.sum()), "degenerate_reasons": counts}
 
 
+@depends_on()
 def frames_shard(job: ShardJob) -> dict:
     """Frames of the shard's stored poses and of its control copy, written as the shard's frame tables."""
     result = Path(job.result_dir)
@@ -149,6 +151,7 @@ def _half_a(job: ShardJob) -> np.ndarray:
     return half_split(job.seed, "split", job.ref.index)
 
 
+@depends_on("N_CANDIDATES")
 def reference_candidates(job: ShardJob) -> dict:
     """Per orientation set, this shard's share of the seeded reference candidates (at most N_CANDIDATES rows)."""
     index = job.ref.index
@@ -188,6 +191,7 @@ def kernel_fraction(n_molecules: int) -> float:
     return min(1.0, 2.0 * KERNEL_ROWS / max(n_molecules, 1))
 
 
+@depends_on("BANDWIDTH_RAD")
 def kernel_partial(job: KernelJob) -> dict:
     """Per orientation set, the candidates' kernel sums over this shard's (seeded share of) half A."""
     in_a = _half_a(job.shard)
@@ -205,6 +209,7 @@ class AngleJob:
     reference: dict  # which -> (3, 3) reference orientation
 
 
+@depends_on()
 def angle_partial(job: AngleJob) -> dict:
     """Per orientation set, fine counts of the angle between half B's frames and the reference."""
     in_b = ~_half_a(job.shard)
@@ -235,6 +240,7 @@ def kl_jobs(jobs: list[ShardJob], limits: dict | None = None) -> list[KLJob]:
     return [KLJob(tuple(jobs), which, name, part) for name, parts in plan.items() for which in WHICH for part in parts]
 
 
+@depends_on("K_NEIGHBOURS")
 def kl_part_task(job: KLJob) -> dict:
     """The k-NN KL fit of one part: reads only its rows, shard by shard, into one (m, 4) float64 array.
 
