@@ -14,7 +14,7 @@ from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html, no_updat
 from dash.development.base_component import Component
 from fastapi import FastAPI
 
-from orientscope.app import ids, panels, pins, scatter_panel, selection_panel, smarts_progress
+from orientscope.app import downloads, ids, panels, pins, scatter_panel, selection_panel, smarts_progress
 from orientscope.app.audit_panel import audit_section, register_audit
 from orientscope.app.audit_panel import first_view_props as audit_first_view
 from orientscope.app.compat import first_screen_scripts
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 ASSETS = frontend_asset()
 LAZY_ASSETS = r"3Dmol-min\.js$"  # served from /assets/, but not put into the page
+MAP_WHILE_LOADING = {"visibility": "visible", "opacity": 0.5}
 VIEW_TIPS = {
     "density": "How densely the principal axes cover the sky, ÷ uniform (1 = uniform), beside the random-rotation "
     "control on the same scale",
@@ -85,7 +86,7 @@ def _controls() -> html.Div:
                 ],
             ),
             html.Label(
-                className="control",
+                className="control axes-control",
                 children=[
                     "Axes",
                     dcc.Checklist(
@@ -98,7 +99,7 @@ def _controls() -> html.Div:
                 ],
             ),
             html.Label(
-                className="control",
+                className="control color-control",
                 children=[
                     "Colour by",
                     dcc.Dropdown(
@@ -119,7 +120,11 @@ def _controls() -> html.Div:
             ),
             html.Label(
                 className="control",
-                children=["Only group", dcc.Dropdown(id=ids.GROUP_FILTER, placeholder="all molecules")],
+                # Searched on the server, as typed (app/panels.py group_search_options), and listed in its order.
+                children=[
+                    "Only group",
+                    dcc.Dropdown(id=ids.GROUP_FILTER, placeholder="all molecules", search_order="original"),
+                ],
             ),
             html.Label(
                 className="control",
@@ -235,8 +240,9 @@ def build_layout(read_only: bool) -> html.Div:
                 [
                     html.H2("Verdict"),
                     dcc.Loading(html.Div(id=ids.VERDICT, className="verdict")),
+                    downloads.download_status(),
                 ],
-                className="panel",
+                className="panel verdict-panel",
             ),
             html.Section(
                 [
@@ -257,6 +263,9 @@ def build_layout(read_only: bool) -> html.Div:
                                             figure=message_figure("Loading…"),
                                         ),
                                         parent_className="map-cell",
+                                        # The map stays on screen, dimmed under the spinner, while it is
+                                        # redrawn (Dash hides it by default: a SMARTS search left it blank).
+                                        overlay_style=MAP_WHILE_LOADING,
                                     ),
                                     html.Div(
                                         dcc.Graph(
@@ -278,6 +287,8 @@ def build_layout(read_only: bool) -> html.Div:
                     html.P(id=ids.MAP_HINT, className="note map-hint"),
                     *pins.pin_strip(),
                     selection_panel.selection_section(),
+                    # below the map: the frames the verdict rests on and the degeneracy codes
+                    html.Div(id=ids.FRAME_NOTES, className="frame-notes"),
                 ],
                 className="panel",
             ),
@@ -326,6 +337,7 @@ VERDICT_OUT = {
     "histogram": (ids.ANGLE_HISTOGRAM, "figure"),
     "progress": (ids.PROGRESS, "children"),
     "poll_disabled": (ids.STATUS_POLL, "disabled"),
+    "frames": (ids.FRAME_NOTES, "children"),
 }
 MOLECULE_OUT = {
     "molecule_id": (ids.MOLECULE_ID, "children"),
@@ -487,6 +499,7 @@ def create_dash(server: FastAPI, data_dir: Path, read_only: bool = False) -> das
     _register(app, data_dir)
     register_audit(app, data_dir, read_only, guarded(app.callback))
     smarts_progress.register(app, data_dir, guarded(app.callback))
+    downloads.register(app, data_dir, guarded(app.callback))
     pins.register(app)
     selection_panel.register(app, data_dir, guarded(app.callback))
     if not read_only:
@@ -729,6 +742,16 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
     )
     def list_groups(st, sort_by):
         return panels.group_outputs(data_dir, ViewState.from_map_state(st), sort_by)._asdict()
+
+    @callback(
+        Output(ids.GROUP_FILTER, "options", allow_duplicate=True),
+        Input(ids.GROUP_FILTER, "search_value"),
+        State(ids.MAP_STATE, "data"),
+        State(ids.GROUP_FILTER, "value"),
+        prevent_initial_call=True,
+    )
+    def search_groups(text, st, current):
+        return panels.group_search_options(data_dir, ViewState.from_map_state(st), text, current)
 
     @callback(
         Output(ids.GROUP_FILTER, "value", allow_duplicate=True),

@@ -20,6 +20,8 @@ from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import get_view
 from orientscope.services.datasets import NEEDS_MIGRATION, READY, dataset_info, dataset_summary, list_datasets
 from orientscope.services.errors import NotComputed, SearchPending
+from orientscope.services.exports import ExportRequest
+from orientscope.services.jobs import BackgroundJobs
 from orientscope.services.map_data import MapData, load_map_data
 
 __all__ = [
@@ -101,6 +103,11 @@ def smarts_mask(data_dir: Path, dataset_id: str, smarts: str) -> np.ndarray:
     this raises :class:`SearchPending`.
     """
     return molecule_service.match_smarts(get_view(data_dir, dataset_id), smarts, start=True).mask
+
+
+def submit_export(data_dir: Path, dataset_id: str, request: ExportRequest) -> dict:
+    """Queue an export job of a dataset (the REST API's ``POST …/exports``); its record, with ``export_id``."""
+    return BackgroundJobs(data_dir).submit_export(dataset_id, request)
 
 
 def smarts_search_job(data_dir: Path, dataset_id: str, smarts: str) -> dict | None:

@@ -26,6 +26,7 @@ import plotly.io as pio
 from plotly.colors import sample_colorscale
 
 from orientscope.app.compat import unvalidated_figure
+from orientscope.core.numbers import format_count, format_number
 from orientscope.core.palette import (
     AXIS_COLORS,
     CIVIDIS,
@@ -669,6 +670,33 @@ def sphere_figure(
 
 
 TOO_FEW_FOR_HISTOGRAM = "Too few molecules for an angle histogram: no bin holds an angle."
+UNIFORM_LABEL = "uniform (Haar) = 1"
+# The histogram's height and bottom band (px): under the plot, the x-axis title, the legend, then the
+# footnote, each at a fixed distance below the plot so that none is cut off or overlaps another.
+HISTOGRAM_HEIGHT, HISTOGRAM_BOTTOM = 380, 130
+HISTOGRAM_BELOW_PX = {"legend": 58, "footnote": 92}
+
+
+def log_ticks(low: float, high: float) -> dict:
+    """``tickvals`` and ``ticktext`` of a log axis spanning ``low``..``high`` (both > 0).
+
+    Every label is the whole number ("0.5", "50"): plotly's own log ticks label the 2s and 5s of a decade
+    by their digit alone, so 0.5 and 50 both read "5". The ticks are 1, 1.5, 2, 3, 5 and 7 of each decade over
+    up to one decade, 1, 2 and 5 over up to 2.5, 1 and 3 over up to 5, else the decades alone.
+    """
+    span = np.log10(high / low)
+    steps = (1.0, 1.5, 2.0, 3.0, 5.0, 7.0) if span <= 1 else (1.0, 2.0, 5.0) if span <= 2.5 else (1.0, 3.0)
+    steps = steps if span <= 5 else (1.0,)
+    decades = np.arange(np.floor(np.log10(low)), np.ceil(np.log10(high)) + 1)
+    values = [float(m * 10.0**e) for e in decades for m in steps]
+    values = [v for v in values if low <= v * (1 + 1e-9) and v <= high * (1 + 1e-9)]
+    return {"tickvals": values, "ticktext": [format_count(v) if v >= 1000 else format_number(v, "g") for v in values]}
+
+
+def _below_plot(px: float) -> float:
+    """Paper y of ``px`` pixels below the histogram's plot area."""
+    plot_px = HISTOGRAM_HEIGHT - figure_layout("")["margin"]["t"] - HISTOGRAM_BOTTOM
+    return -px / plot_px
 
 
 def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure:
@@ -701,23 +729,34 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
                 "%{customdata[3]:.1f} expected if uniform (ratio %{y:.2f})<extra>" + name + "</extra>",
             )
         )
-    if not any(np.isfinite(np.asarray(t.y, np.float64)).any() for t in fig.data):
+    shown = np.concatenate([np.asarray(t.y, np.float64) for t in fig.data]) if fig.data else np.zeros(0)
+    shown = shown[np.isfinite(shown) & (shown > 0)]
+    if not shown.size:
         # Nothing to draw: an empty log axis (plotly's default runs from 10^-1 to 10^4) reads as data.
         return message_figure(TOO_FEW_FOR_HISTOGRAM, height=320)
-    fig.add_hline(y=1, line={"color": "#000000", "width": 2, "dash": "dash"}, annotation_text="uniform (Haar) = 1")
-    _base_layout(fig, "Angle to the reference orientation, as a ratio to uniform poses", height=320)
+    # The axis always holds 1 (uniform), with a little room above and below the bars.
+    low, high = min(shown.min(), 1.0) / 1.5, max(shown.max(), 1.0) * 1.5
+    fig.add_hline(y=1, line={"color": "#000000", "width": 2, "dash": "dash"})
+    _base_layout(fig, "Angle to the reference orientation, as a ratio to uniform poses", height=HISTOGRAM_HEIGHT)
     fig.update_layout(
         barmode="overlay",
         uirevision=None,
-        legend={"y": -0.35},
+        margin={"b": HISTOGRAM_BOTTOM},
+        legend={"y": _below_plot(HISTOGRAM_BELOW_PX["legend"]), "yanchor": "top"},
         annotations=[
-            *fig.layout.annotations,
-            {"text": ANGLE_PEAK_NOTE, "x": 0, "y": -0.62, "xref": "paper", "yref": "paper", "showarrow": False,
-             "xanchor": "left", "font": {"size": 11}},
+            # On a log axis an annotation's y is the exponent (plotly's rule): log10(1) = 0 puts it on the line.
+            {"text": UNIFORM_LABEL, "x": 1, "xref": "paper", "xanchor": "right", "y": 0, "yref": "y",
+             "yanchor": "bottom", "showarrow": False, "font": {"size": 12}, "bgcolor": "rgba(255,255,255,0.85)",
+             "name": "uniform"},
+            {"text": ANGLE_PEAK_NOTE, "x": 0, "y": _below_plot(HISTOGRAM_BELOW_PX["footnote"]), "xref": "paper",
+             "yref": "paper", "showarrow": False, "xanchor": "left", "yanchor": "top", "align": "left",
+             "font": {"size": 11}, "name": "footnote"},
         ],
     )  # fmt: skip
     fig.update_xaxes(title="angle (degrees)", range=[0, 180])
-    fig.update_yaxes(title="observed / uniform", type="log")
+    fig.update_yaxes(
+        title="observed / uniform", type="log", range=[np.log10(low), np.log10(high)], **log_ticks(low, high)
+    )
     return fig
 
 

@@ -89,6 +89,12 @@ SCATTER_AXIS = "scatter-axis"
 SCATTER_COORD = "scatter-coord"
 SCATTER_SCALE = "scatter-scale"
 NEIGHBOUR = "neighbour"  # the "type" of the pattern-matched neighbour buttons
+FRAME_NOTES = "frame-notes"  # under the map: the frames the verdict rests on, and why some are degenerate
+# the first screen's downloads (app/downloads.py): the buttons' pattern "type", the job and its progress
+DOWNLOAD = "download"
+DOWNLOAD_STATUS = "download-status"
+DOWNLOAD_JOB = "download-job"
+DOWNLOAD_POLL = "download-poll"
 
 # model audit
 AUDIT_FILE = "audit-file"

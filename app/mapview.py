@@ -86,8 +86,10 @@ class MapLayers:
     @property
     def n_points(self) -> int:
         """Points the view shows (counted without building them)."""
-        n = self.n_molecules if not self.only_matches else int(self.n_matches or 0)
-        n *= len(self.shown)
+        keep = self.mask
+        if self.only_matches:
+            keep = self.match if keep is None else keep & self.match
+        n = self.md.n_defined(self.shown, keep)  # the axes the molecules' symmetry defines
         return n if self.sample is None else min(n, self.sample)
 
     def matches(self) -> MapLayers:
@@ -206,7 +208,7 @@ def _color_source(data_dir: Path, dataset_id: str, color: str, grouping: str, no
 def _compute(data_dir: Path, st: ViewState) -> MapLayers:
     dataset_id = st.dataset
     md = data.load_map_data(data_dir, dataset_id, st.table)
-    notes: list[str] = []
+    notes: list[str] = [md.symmetry_note] if md.symmetry_note else []  # the legend's caption: what symmetry hides
     mask = None
     errors: list[str] = []
     if st.group:
@@ -219,7 +221,7 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
                 errors.append(str(err))
                 mask = np.zeros(md.n_molecules, bool)
     n_mol = md.n_molecules if mask is None else int(np.count_nonzero(mask))
-    n_points = n_mol * len(st.axis_numbers)
+    n_points = md.n_defined(st.axis_numbers, mask)
     sample = None
     if st.view == "sphere" and n_points > SPHERE_MAX_POINTS:
         notes.append(f"3D view shows a random sample of {SPHERE_MAX_POINTS:,} of {n_points:,} points")

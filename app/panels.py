@@ -30,7 +30,7 @@ from orientscope.app.mapview import map_layers
 from orientscope.app.pins import pin_controls
 from orientscope.app.state import ViewState
 from orientscope.app.static_report import static_report_html
-from orientscope.app.verdict import verdict_children
+from orientscope.app.verdict import frame_children, verdict_children
 from orientscope.app.viewer import group_scenes, molecule_viewer_spec, viewer_spec
 from orientscope.services.report_format import control_report
 
@@ -50,6 +50,7 @@ class VerdictPanel(NamedTuple):
     histogram: object
     progress: list | None
     poll_disabled: bool
+    frames: list = []  # under the map: the frames the verdict rests on, and the degeneracy codes
 
 
 class MoleculePanel(NamedTuple):
@@ -162,19 +163,20 @@ def verdict_outputs(data_dir: Path, st: ViewState) -> VerdictPanel:
         report = data.dataset_summary(data_dir, dataset)
     except data.OrientScopeError as err:
         return VerdictPanel([html.P(friendly(err), className="warning")], message_figure("", 300), None, True)
-    children, hist = data.per_result(data_dir, dataset, "verdict_panel", lambda: _verdict_of(report, dataset))
-    return VerdictPanel(children, hist, None, True)
+    children, hist, frames = data.per_result(data_dir, dataset, "verdict_panel", lambda: _verdict_of(report, dataset))
+    return VerdictPanel(children, hist, None, True, frames)
 
 
-def _verdict_of(report: dict, dataset: str) -> tuple[list, object]:
-    """Verdict components and angle histogram of a report (about 40 ms to build)."""
+def _verdict_of(report: dict, dataset: str) -> tuple[list, object, list]:
+    """Verdict components, angle histogram and the frames' notes of a report (about 40 ms to build)."""
     hist = angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram"))
     try:
-        children = verdict_children(report)
+        children, frames = verdict_children(report), frame_children(report)
     except (KeyError, TypeError, ValueError, IndexError):  # a report section in an unexpected shape
         log.exception("cannot render the verdict of %s", dataset)
         children = [html.P((report.get("verdict") or {}).get("text", "No verdict."), className="verdict-line")]
-    return children, hist
+        frames = []
+    return children, hist, frames
 
 
 # ----------------------------------------------------------------- molecule
@@ -252,6 +254,16 @@ def _neighbour_list(kind: str, title: str, result: dict | None, metric: str, fmt
     return html.Div([html.H4(title), html.Ul(items, className="neighbours")])
 
 
+def _orientation_text(o: dict) -> str:
+    """What the statistics read of this molecule's pose (its symmetry's class)."""
+    kind = (o.get("symmetry") or "").replace("_", " ")
+    if o.get("class") == "none":
+        return f"none ({kind}): left out of every statistic"
+    if o.get("class") == "axis":
+        return f"only axis {o.get('defined_axis')} ({kind}): tested by Bingham's axial test"
+    return "full frame" if o else "–"
+
+
 def _molecule_info(detail: dict) -> list:
     score = detail.get("classifier_score")
     rows = [
@@ -260,6 +272,7 @@ def _molecule_info(detail: dict) -> list:
         ("atoms", str(len(detail["elements"]))),
         ("classifier score P(stored)", "not computed" if score is None else f"{score:.3f}"),
         ("degenerate frame", f"yes ({detail.get('degenerate_reason')})" if detail.get("degenerate") else "no"),
+        ("orientation", _orientation_text(detail.get("orientation") or {})),
     ]
     labels = detail.get("group_labels") or {}
     rows += [(GROUP_ROW_NAMES.get(k, f"{k} group"), v) for k, v in labels.items() if v]
@@ -307,6 +320,28 @@ def group_outputs(data_dir: Path, st: ViewState, sort_by: list | None = None) ->
         options.append({"label": _group_name(data_dir, st), "value": st.group})
     picked = [i for i, r in enumerate(rows) if st.group in (r["group"], r["label"])]
     return GroupsPanel(options, rows, picked, groups_summary(listing, len(rows), sort))
+
+
+def group_search_options(data_dir: Path, st: ViewState, text: str | None, current: str | None) -> list[dict]:
+    """The "only group" choices for the ``text`` typed into it: every group whose label holds it as typed.
+
+    SMILES and formulas are case-sensitive (aromatic c is not aliphatic C, Co is not CO), so "c1ccccc1"
+    finds benzene and never cyclohexane, whatever the dropdown's own search (which ignores case) would
+    list. Labels equal to the text come first, then those that start with it, then the rest, larger groups
+    first within each; the chosen group stays among the choices. No text: the largest groups.
+    """
+    default = group_outputs(data_dir, st).options
+    if not text or not st.ready:
+        return default
+    listing = data.list_groups(data_dir, st.dataset, st.grouping, ALL_GROUPS)
+    if listing is None:
+        return default
+    found = [(g.get("label") or str(g["group"]), int(g["size"]), str(g["group"])) for g in listing.get("groups") or []]
+    found = [f for f in found if text in f[0]]
+    found.sort(key=lambda f: (f[0] != text, not f[0].startswith(text), -f[1]))
+    options = [{"label": f"{label} ({size:,})", "value": group} for label, size, group in found[:GROUP_TABLE_ROWS]]
+    options += [o for o in default if o["value"] == current and o not in options]
+    return options
 
 
 def _table_sort(sort_by: list | None) -> tuple[str, bool] | None:
@@ -450,7 +485,8 @@ def report_download(data_dir: Path, st: ViewState) -> dict:
     view = {
         "group": f"{_group_name(data_dir, st)} ({st.grouping})" if st.group else "",
         "SMARTS highlight": f"{st.smarts} ({layers.n_matches or 0:,} matching molecules)" if st.smarts else "",
-        "notes": "; ".join(layers.errors + layers.notes),
+        # what this view changed (the symmetry note is the dataset's, said in the report's statistics)
+        "notes": "; ".join(layers.errors + [n for n in layers.notes if n != layers.md.symmetry_note]),
     }
     text = static_report_html(report, figures, view)
     return {"content": text, "filename": f"orientscope-{st.dataset}-report.html", "type": "text/html"}

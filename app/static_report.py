@@ -11,7 +11,7 @@ import json
 
 import plotly.graph_objects as go
 
-from orientscope.services.report_format import headline, report_sections
+from orientscope.services.report_format import headline, report_sections, warnings
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}
@@ -60,6 +60,7 @@ def static_report_html(report: dict, figures: list[go.Figure], view: dict[str, s
     shown = "".join(f"<li>{esc(k)}: {esc(v)}</li>" for k, v in (view or {}).items() if v)
     parts = [
         f"<h1>OrientScope report: {esc(str(report.get('name', report.get('dataset'))))}</h1>",
+        *(f"<p class='skipped warning'>{esc(w)}</p>" for w in warnings(report)),
         f"<p class='badge' id='verdict-badge'>{esc(h.badge)}</p>" if h.badge else "",
         f"<p class='verdict' id='verdict'>{esc(h.answer)}</p>",
         f"<p class='self-check'>{esc(h.control_answer)}</p>" if h.control_answer else "",

@@ -1,27 +1,43 @@
-"""The verdict panel: three plain-words answers, then each figure next to its control.
+"""The verdict panel: a badge, what to do (with the downloads), and the evidence one click away.
 
-Is the set aligned (with the control's own verdict by the same rule beside it), how
-strongly (KL on a scale from 0 = uniform) and what to do about it come first; what each figure rests on is said next
-to it, and hovering a table's title explains the measure. Wording and number formats
-come from ``orientscope.services.report_format`` (shared with the CLI and the HTML report);
-this module only lays them out. Stages that did not run say why.
+The page's own panel (:func:`first_screen_children`) leads with the verdict's badge and what to do about it,
+with buttons that download the de-biased set and rotated copies (``app/downloads.py``); the answer that
+names its tests, the control's own verdict, how strongly (KL on a scale from 0 = uniform) and every figure
+behind them sit in a collapsed section below, so that the map is on the first screen. The frames the verdict
+rests on, and why some are degenerate, are said under the map (:func:`frame_children`). Side by side in
+Compare, both columns show everything. Wording and number formats come from
+``orientscope.services.report_format`` (shared with the CLI and the HTML report); this module only lays them
+out. Stages that did not run say why.
 """
 
 from __future__ import annotations
 
 from dash import html
 
+from orientscope.app.downloads import download_buttons
 from orientscope.services.report_format import (
     TOOLTIPS,
     Section,
+    chemistry_lines,
     degeneracy_lines,
     headline,
     kl_mark_label,
     report_sections,
+    warnings,
 )
 
 VERDICT_TEXT = "verdict-text"
+VERDICT_BADGE = "verdict-badge"
+VERDICT_EVIDENCE = "verdict-evidence"
 SKIPPED = "skipped-stages"
+CHEMISTRY_GRAPHS = "chemistry-graphs"
+WARNINGS = "verdict-warnings"
+# The badge's colour by the verdict's code (style.css .verdict-badge.*); a code not listed is "unknown".
+BADGE_CLASSES = {"aligned": "aligned", "weakly_aligned": "weak", "not_detected": "not-aligned"}
+EVIDENCE_SUMMARY = (
+    "Why: the tests behind the verdict, how strongly, and every figure (statistics, classifiers, regression, "
+    "similarity)"
+)
 
 
 def _dash_table(section: Section) -> html.Table:
@@ -87,12 +103,36 @@ def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
     return html.Div([html.Div(className="kl-track"), *marks], className="kl-scale", title=TOOLTIPS["kl"])
 
 
-def headline_children(report: dict, main: bool = True) -> list:
-    """The three answers: is it aligned, how strongly, what to do; then what the classifiers rest on."""
+def verdict_badge(report: dict) -> html.P:
+    """The verdict in a few words: the verdict's own ``badge`` text (e.g. "Aligned — strong effect"), else its
+    code. Nothing is derived here: the words are the verdict's."""
+    code = headline(report).code
+    text = (report.get("verdict") or {}).get("badge") or code
+    kind = BADGE_CLASSES.get(code, "unknown")
+    return html.P(text, id=VERDICT_BADGE, className=f"verdict-badge {kind}", title=TOOLTIPS["verdict"])
+
+
+def warnings_div(report: dict, main: bool = True) -> html.Div | None:
+    """A failed self-check (and a result of an older rule), read before the verdict it puts in doubt."""
+    if not warnings(report):
+        return None
+    return html.Div(
+        [html.P(w, className="warning") for w in warnings(report)],
+        className="verdict-warnings",
+        role="alert",
+        **({"id": WARNINGS} if main else {}),
+    )
+
+
+def headline_children(report: dict, main: bool = True, remedy: bool = True, warn: bool = True) -> list:
+    """The three answers: is it aligned, how strongly, what to do (unless ``remedy`` is false: the first screen
+    says it beside its downloads); then what the classifiers rest on. ``warn``: the warnings first (the first
+    screen shows them above its badge instead)."""
     h = headline(report)
     badge = "weak" if h.weak else {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
     control = ((report.get("control") or {}).get("kl") or {}).get("value")
     out: list = [
+        None if not warn else warnings_div(report, main),
         html.P(
             h.answer,
             className=f"verdict-line {badge}",
@@ -103,7 +143,7 @@ def headline_children(report: dict, main: bool = True) -> list:
         html.P(["How strongly: ", h.strength], className="answer strength", title=TOOLTIPS["kl"]),
         kl_scale(h.kl, control),
     ]
-    if h.remedy:
+    if h.remedy and remedy:
         out.append(html.P(["What to do: ", h.remedy], className="answer remedy"))
     if h.evidence:
         out.append(
@@ -133,8 +173,9 @@ def skipped_children(report: dict, main: bool = True) -> list:
     ]
 
 
-def meta_children(report: dict, main: bool = True) -> list:
-    """What the verdict rests on: size, frame, seed, degenerate frames and the stages that did not run."""
+def frame_children(report: dict, main: bool = True) -> list:
+    """The frames the verdict rests on: size, frame, seed, how many are degenerate and why (the codes), the
+    molecules without a chemical graph (by reason) and how many have an orientation."""
     out: list = [
         html.P(
             f"{report.get('name', report.get('dataset'))}: {report.get('n_molecules')} molecules, "
@@ -145,17 +186,46 @@ def meta_children(report: dict, main: bool = True) -> list:
     ]
     if lines := degeneracy_lines(report.get("degenerate_reasons") or {}):
         out.append(html.Ul([html.Li(line) for line in lines], className="note degeneracy-codes"))
-    return out + skipped_children(report, main)
+    if lines := chemistry_lines(report):
+        out.append(html.Div([html.Span(lines[0]), html.Ul([html.Li(line) for line in lines[1:]])],
+                            className="note chemistry-graphs", **({"id": CHEMISTRY_GRAPHS} if main else {})))  # fmt: skip
+    if report.get("orientation_note"):
+        out.append(html.P(report["orientation_note"], className="note orientation-classes"))
+    return out
+
+
+def meta_children(report: dict, main: bool = True) -> list:
+    """What the verdict rests on: size, frame, seed, degenerate frames, the molecules without a chemical graph
+    (by reason) and the stages that did not run."""
+    return frame_children(report, main) + skipped_children(report, main)
+
+
+def _tables(report: dict) -> list:
+    return [c for section in report_sections(report) for c in section_children(section)]
+
+
+def first_screen_children(report: dict) -> list:
+    """The page's own verdict panel: the badge; what to do, with the downloads; the stages that did not run;
+    then, collapsed, the answer that names its tests, the control's verdict, how strongly, and every figure."""
+    h = headline(report)
+    todo = html.Div(
+        [html.P(["What to do: ", h.remedy] if h.remedy else [], className="answer remedy"), *download_buttons()],
+        className="what-to-do",
+    )
+    evidence = html.Details(
+        [html.Summary(EVIDENCE_SUMMARY), *headline_children(report, True, remedy=False, warn=False), *_tables(report)],
+        id=VERDICT_EVIDENCE,
+        className="figures-details",
+    )
+    # A failed control check is loud: above the badge, never inside the collapsed evidence.
+    first = [warnings_div(report, main=True), verdict_badge(report), todo, *skipped_children(report, main=True)]
+    return [c for c in first if c is not None] + [evidence]
 
 
 def verdict_children(report: dict, main: bool = True) -> list:
-    """Children of the ``verdict`` panel for a report dict (``main``: the page's own panel, whose parts have ids)."""
-    out = headline_children(report, main) + meta_children(report, main)
-    tables = [c for section in report_sections(report) for c in section_children(section)]
-    if tables and main:
-        # The answers above come first; the tables behind them are one click away on the page's own panel.
-        summary = "All figures behind the verdict: statistics, classifiers, property regression, similarity"
-        out.append(html.Details([html.Summary(summary), *tables], className="figures-details"))
-    else:  # side by side in Compare, the tables are what is compared (and html.Details ignores open=True)
-        out += tables
-    return out
+    """Children of the ``verdict`` panel for a report dict: the page's own (``main``, :func:`first_screen_children`:
+    its parts have ids), or everything in reading order, as a Compare column shows it."""
+    if main:
+        return first_screen_children(report)
+    # side by side in Compare, the tables are what is compared (and html.Details ignores open=True)
+    return headline_children(report, main) + meta_children(report, main) + _tables(report)

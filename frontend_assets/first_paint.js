@@ -130,42 +130,36 @@
   // beyond every atom along its own direction on screen: the view shortens the atoms' offsets as much as
   // the arrow.
   var ISOMETRIC = [0.279848, -0.364705, -0.115917, 0.880476];  // that rotation as a quaternion (x, y, z, w)
-  var SCREEN_X = [0.707107, 0, -0.707107], SCREEN_Y = [-0.408248, 0.816497, -0.408248];
+  var SCREEN_X = [0.707107, 0, -0.707107];  // the screen's x in model coordinates: a scale probe
   var ATOM_PAD = 0.45;  // Å around an atom's centre: its drawn sphere
   var LABEL_PAD_PX = 14;  // px around a label's point: its text
   var EDGE_PX = 4;
+  var SLAB_MARGIN = 0.5;  // Å beyond the farthest item, front and back
 
-  function dot(a, b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
-  // Fits the view to the molecule: the atoms and the arrows' labels fill the cell, none clipped.
+  // Fits the view to the molecule whichever way it is turned: the rotation centre (zoomTo's, the atoms'
+  // centre) sits at the cell's centre, and the sphere about it that holds every atom (with its drawn sphere)
+  // and every axis label (with its text) fits the cell; the slab (3Dmol's near and far clipping planes) holds
+  // that sphere too. A fit to the first view's outline cropped the molecule and its axes once it was turned.
   function fitView(v, atoms, arrows, cell) {
     var view = v.getView();
     v.setView(view.slice(0, 4).concat(ISOMETRIC));
-    // Everything in screen units (Å along the screen's x and y): atoms with their spheres, labels as points.
+    var c = [-view[0], -view[1], -view[2]];
     var items = atoms.map(function (a) { return { p: [a.x, a.y, a.z], pad: ATOM_PAD, px: 0 }; })
       .concat(arrows.map(function (a) { return { p: a.label_at || a.end, pad: 0, px: LABEL_PAD_PX }; }));
-    var xs = items.map(function (it) { return dot(SCREEN_X, it.p); });
-    var ys = items.map(function (it) { return dot(SCREEN_Y, it.p); });
-    var cx = (Math.min.apply(null, xs) + Math.max.apply(null, xs)) / 2;
-    var cy = (Math.min.apply(null, ys) + Math.max.apply(null, ys)) / 2;
     // px per Å now, at the depth of the view's centre
-    var c = { x: -view[0], y: -view[1], z: -view[2] };
-    var o = v.modelToScreen(c);
-    var e = v.modelToScreen({ x: c.x + SCREEN_X[0], y: c.y + SCREEN_X[1], z: c.z + SCREEN_X[2] });
+    var o = v.modelToScreen({ x: c[0], y: c[1], z: c[2] });
+    var e = v.modelToScreen({ x: c[0] + SCREEN_X[0], y: c[1] + SCREEN_X[1], z: c[2] + SCREEN_X[2] });
     var scale = Math.hypot(e.x - o.x, e.y - o.y);
-    // the largest px per Å at which every item stays inside the cell, centred on (cx, cy)
-    var fit = Infinity;
-    items.forEach(function (it, i) {
-      var dx = Math.abs(xs[i] - cx) + it.pad, dy = Math.abs(ys[i] - cy) + it.pad;
-      var room = { x: cell.width / 2 - EDGE_PX - it.px, y: cell.height / 2 - EDGE_PX - it.px };
-      if (dx > 0) { fit = Math.min(fit, room.x / dx); }
-      if (dy > 0) { fit = Math.min(fit, room.y / dy); }
+    // the largest px per Å at which each item, turned any way about the centre, stays inside the cell
+    var half = Math.min(cell.width, cell.height) / 2 - EDGE_PX, fit = Infinity, reach = 0;
+    items.forEach(function (it) {
+      var r = Math.hypot(it.p[0] - c[0], it.p[1] - c[1], it.p[2] - c[2]) + it.pad;
+      reach = Math.max(reach, r);
+      if (r > 0) { fit = Math.min(fit, (half - it.px) / r); }
     });
     if (!isFinite(fit) || !(scale > 0)) { return; }
-    // centre (cx, cy) on screen: shift by its offset from the view's centre (screen y runs down)
-    var cScreen = [dot(SCREEN_X, [c.x, c.y, c.z]), dot(SCREEN_Y, [c.x, c.y, c.z])];
-    v.translateScene((cScreen[0] - cx) * scale, (cy - cScreen[1]) * scale);
     v.zoom(fit / scale);
+    v.setSlab(-reach - SLAB_MARGIN, reach + SLAB_MARGIN);
   }
 
   // 3Dmol.js (540 kB) is not in the page (app/dashboard.py LAZY_ASSETS): the first screen does not

@@ -7,14 +7,17 @@
   function orientscope() { return window.dash_clientside.orientscope; }
 
   // Only a view with a pattern asks the server (a page without one costs no callback). A new pattern
-  // (not the page's first) replaces the map's notes, an earlier pattern's error among them, by
-  // "searching…" until the map callback answers with the new notes.
+  // (not the one the page opened with, whose notes the layout holds) replaces the map's notes, an
+  // earlier pattern's error among them, by "searching…" until the map callback answers with the new notes.
   function smartsAsk(st, asked) {
     var nu = window.dash_clientside.no_update;
     if (st && st.dataset && st.smarts) {
-      var fresh = asked !== null && asked !== undefined && asked.smarts !== st.smarts;
+      var triggered = (window.dash_clientside.callback_context || {}).triggered || [];
+      var opening = !triggered.length || triggered[0].prop_id === ".";
+      var fresh = !opening && (!asked || asked.smarts !== st.smarts);
+      var bar = { type: "Progress", namespace: "dash_html_components", props: { className: "searching-bar" } };
       var searching = { type: "P", namespace: "dash_html_components",
-                        props: { children: "Searching for " + st.smarts + "…", className: "note searching" } };
+                        props: { children: [bar, " Searching for " + st.smarts + "…"], className: "note searching" } };
       return [{ dataset: st.dataset, smarts: st.smarts }, fresh ? [searching] : nu];
     }
     return [asked && asked.smarts ? {} : nu, nu];
@@ -32,12 +35,19 @@
     return ["SMARTS search " + p.text, false, nu];
   }
 
+  // A new submission's status replaces the last one's at once: while the file is sent, a second audit or
+  // upload showed the first one's "done".
+  function sending(statusId, filename) {
+    window.dash_clientside.set_props(statusId, { children: "sending " + (filename || "the file") + "…" });
+  }
+
   // The upload page shows at /upload only (the header's link, app/dashboard.py).
   function uploadHidden(pathname) { return pathname !== "/upload"; }
 
   async function uploadSubmit(nClicks, contents, filename, name, format, strict, token) {
     if (!nClicks) { return window.dash_clientside.no_update; }
     if (!contents) { return { error: "Choose a file first." }; }
+    sending("upload-status", filename);
     var fields = {
       name: (name || filename || "").trim(),
       format: format || "auto",
@@ -69,6 +79,7 @@
     if (!nClicks) { return window.dash_clientside.no_update; }
     if (!dataset) { return { error: "Choose a dataset first." }; }
     if (!contents) { return { error: "Choose a predictions file first." }; }
+    sending("audit-status", filename);
     var path = "/api/datasets/" + encodeURIComponent(dataset) + "/model-audits";
     var fields = { name: (name || filename || "").trim() };
     var sent = await orientscope().postUpload(path, contents, filename || "predictions.csv", fields, token);
@@ -87,10 +98,39 @@
     return [p.text, false, nu];
   }
 
+  function component(type, props) { return { type: type, namespace: "dash_html_components", props: props }; }
+
+  // The links of a finished export (app/downloads.py): its file, or each rotated copy, and the rotations.
+  function downloadLinks(job, record) {
+    var base = "/api/datasets/" + encodeURIComponent(job.dataset) + "/exports/" + job.export_id;
+    var file = record.result && record.result.file ? record.result.file : "the file";
+    var links = job.copies
+      ? Array.from({ length: job.copies }, function (_, k) {
+          return component("A", { children: "copy " + k, href: base + "?copy=" + k, download: "",
+                                  className: "download-link" });
+        })
+      : [component("A", { children: file, href: base, download: "", className: "download-link" })];
+    links.push(component("A", { children: "rotations (CSV)", href: base + "?part=rotations", download: "",
+                                className: "download-link" }));
+    return [component("Span", { children: "Ready (" + record.message + "): " })].concat(links);
+  }
+
+  // Follows the export job the download buttons queued: a progress bar, then the download links.
+  async function downloadPoll(nIntervals, job) {
+    var nu = window.dash_clientside.no_update;
+    if (!job || !job.job_id) { return [nu, true]; }
+    var p = await orientscope().pollRecord("/api/jobs/" + job.job_id, "Export " + job.export_id);
+    if (p.error) { return [p.error, true]; }
+    if (p.record.state === "done") { return [downloadLinks(job, p.record), true]; }
+    if (p.record.state === "failed") { return ["The export failed: " + p.record.message, true]; }
+    return [[component("Progress", { value: p.pct, max: 100, className: "download-progress" }),
+             component("Span", { children: " export " + p.text })], false];
+  }
+
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     orientscope_panels: {
       smartsAsk: smartsAsk, smartsPoll: smartsPoll, uploadHidden: uploadHidden, uploadSubmit: uploadSubmit,
-      uploadPoll: uploadPoll, auditSubmit: auditSubmit, auditPoll: auditPoll
+      uploadPoll: uploadPoll, auditSubmit: auditSubmit, auditPoll: auditPoll, downloadPoll: downloadPoll
     }
   });
 })();

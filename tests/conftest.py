@@ -98,3 +98,16 @@ def sentence_grid(tmp_path_factory) -> dict:
     from tests.sentences import build_grid
 
     return build_grid(tmp_path_factory.mktemp("sentence-grid"))
+
+
+@pytest.fixture(scope="session")
+def rings_store(tmp_path_factory) -> tuple[Path, str]:
+    """(data dir, dataset id) of six-membered rings embedded from SMILES (tests.molecules.RINGS_SMILES): the
+    scaffold groups C1CCCCC1 (6 molecules) and c1ccccc1 (4), every stage computed."""
+    from orientscope.pipeline.ingest import generate_dataset
+    from tests.molecules import RINGS_SMILES
+
+    data_dir = tmp_path_factory.mktemp("rings") / "data"
+    path = data_dir.parent / "rings.smi"
+    path.write_text(RINGS_SMILES)
+    return data_dir, generate_dataset(data_dir, path, "rings")["id"]

@@ -76,7 +76,8 @@ def test_map_stores_the_map_in_the_active_result(cli_dir):
     folder = cli_dir / "datasets/qm9/results/pca-max-s5-n300/map/original"
     assert f"stored the map of qm9 in {folder}" in out
     meta = json.loads((folder / "map.json").read_text())
-    assert meta["n_molecules"] == 300 and meta["n_points"] == 900 and meta["whole"] == [900, 300]
+    # Methane has no orientation: its three axes are no points.
+    assert meta["n_molecules"] == 300 and meta["n_points"] == 897 and meta["whole"] == [897, 299]
     assert not (folder.parent / "control").exists()
     proc = run("map", "qm9", "--table", "sideways", "--data-dir", str(cli_dir), check=False)
     assert proc.returncode == 2 and "unknown table 'sideways'" in proc.stderr
@@ -397,7 +398,7 @@ def test_text_report_of_three_molecules_says_what_was_skipped(tmp_path):
     assert res.exit_code == 0, res.output
     assert "skipped: orientation statistics (KL, KS) need more than 6 molecules, got 3" in res.output
     assert res.output.count("skipped: the rotation classifiers and the orientation-only regression") == 2
-    assert "skipped: similarity–pose coupling needs at least 2 molecules" in res.output
+    assert "skipped: similarity–pose coupling not tested: 0 neighbour pairs, fewer than the 100" in res.output
     assert "measure" not in res.output  # no empty table
 
 
@@ -468,3 +469,22 @@ def test_serve_migrates_nothing_and_names_migrate_for_an_old_qm9(old_dir):
     err = _health_then_stop(_serve(old_dir, "--no-access-log"))
     assert "orientscope migrate qm9" in err
     assert _layout(old_dir, "qm9") == (None, 0)
+
+
+def test_every_option_help_reads_in_the_command_help_as_written():
+    """Help texts are shown as written: rich markup took "[name]" in "one 'SMILES [name]' per line" for a
+    style tag and printed "one 'SMILES ' per line" (issue 40)."""
+    import re
+
+    import typer
+    from typer.testing import CliRunner
+
+    from orientscope.cli import app
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():
+        res = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "200"}, terminal_width=200)
+        shown = " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.output).split())
+        for param in command.params:
+            text = " ".join((getattr(param, "help", None) or "").split())
+            assert text in shown, (name, param.name, text)

@@ -8,6 +8,8 @@ tests/test_layers.py checks imports, and it fails on a test that sleeps and then
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,365 @@ def test_each_kind_of_fixed_wait_is_found(source, found):
 def test_a_kill_timing_helper_must_say_why():
     quiet = "import time\ndef sigkill_after(proc, delay_s):\n    time.sleep(delay_s)\n"
     assert fixed_waits(quiet, "tests/kill_timing.py") == ["tests/kill_timing.py:3"]
+
+
+# ----------------------------------------------------------------- click-then-assert
+# A browser test that acts on the page (a click, keys, a navigation, a script that plays an input) and then
+# asserts must first wait for the new state it asserts. Found from the syntax tree, across the browser tests'
+# helpers (``open_page`` navigates and waits, ``_choose`` clicks): an assert before any wait, and a wait that
+# asks for exactly what it last found (the same probe, the same expected value: it returns at once, on the
+# old state), are both reported, and so is a wait whose condition cannot be false.
+BROWSER_TESTS = "tests/browser"
+ACTION_METHODS = {"click", "double_click", "perform", "send_keys", "clear", "submit", "back", "forward", "refresh"}
+DRIVER_NAMES = {"driver", "drv", "ro", "browser"}  # whose ``get(url)`` is a navigation
+# A script that plays an input or changes the page's state (not one that only reads it or scrolls).
+PLAYS_INPUT = re.compile(r"\.click\(\)|dispatchEvent|set_props|Plotly\.(relayout|react)|history\.")
+# A script that sets a property of the page (``el.dataset.clicked = ''``, ``tip.hidden = true``) before an
+# input: the next wait on it asks for a new answer.
+RESETS = re.compile(r"(\.\w+|\])\s*=[^=>]")
+WAITS = {"wait_for", "wait_until"}
+# Barriers: they wait for the page to be idle (no callback pending, frames drawn), not for one state, so they
+# may follow an action before asserting that something did not happen.
+BARRIERS = {"settle", "after_frames"}
+ASYNC_SCRIPT = "execute_async_script"  # waits for the page to answer: a barrier too
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "update", "clear", "add", "discard", "setdefault"}
+
+
+@dataclass
+class Effect:
+    """What calling a helper does to the page: navigates, and ends on an unanswered action or on a wait."""
+
+    navigates: bool = False
+    acts: bool = False  # plays an input (whose new state it may wait for itself)
+    ends: str | None = None  # "action" | "wait" | None
+
+
+@dataclass
+class Flow:
+    """One pass over a function's statements, in order."""
+
+    path: str
+    helpers: dict[str, Effect]
+    strings: dict[str, str]  # module-level string constants (scripts)
+    pending: int | None = None  # line of the last action not yet waited for
+    acted: int | None = None  # line of the last action (waited for or not)
+    navigates: bool = False
+    acts: bool = False
+    waited: bool = False
+    last: dict[str, str] = field(default_factory=dict)  # probe -> what the last wait on it asked for
+    found: list[str] = field(default_factory=list)
+
+    def report(self, node: ast.AST, why: str) -> None:
+        self.found.append(f"{self.path}:{node.lineno}: {why}")
+
+    def statements(self, body: list[ast.stmt]) -> bool:
+        """Walk ``body`` in order; True when it never falls through (it ends in return, break, continue or
+        raise), so that what comes after it only runs on the paths that skipped it."""
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue  # runs when called, not here
+            for call in _calls_in_order(stmt):
+                self.call(call)
+            self.forget(_rebound(stmt))
+            if isinstance(stmt, ast.Assert) and self.pending is not None:
+                self.report(stmt, f"asserts after the action of line {self.pending} without waiting for the new state")
+            if isinstance(stmt, (ast.Return, ast.Break, ast.Continue, ast.Raise)):
+                return True
+            if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                self.loop(stmt)
+            elif isinstance(stmt, ast.If):
+                self.branches(stmt.body, stmt.orelse)
+            elif isinstance(stmt, ast.Try):
+                self.statements(stmt.body)
+                for handler in stmt.handlers:
+                    self.branches(handler.body, [])
+                self.statements(stmt.orelse)
+                self.statements(stmt.finalbody)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                if self.statements(stmt.body):
+                    return True
+        return False
+
+    def loop(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
+        """A loop's body twice: its second round meets what the first one left (a wait that still finds the
+        first round's answer), unless the first round cannot come round (it ends in return or break)."""
+        before = self.state()
+        for _ in range(2):
+            self.forget(_rebound(stmt) if isinstance(stmt, (ast.For, ast.AsyncFor)) else set())
+            if self.statements(stmt.body):
+                self.restore(before)
+                break
+        self.statements(stmt.orelse)
+
+    def branches(self, taken: list[ast.stmt], other: list[ast.stmt]) -> None:
+        """An if: a branch that never falls through leaves the state of the other one."""
+        before = self.state()
+        if self.statements(taken):
+            self.restore(before)
+            self.statements(other)
+            return
+        after_taken = self.state()
+        if self.statements(other):
+            self.restore(after_taken)
+
+    def state(self) -> tuple:
+        return self.pending, self.acted, dict(self.last)
+
+    def restore(self, state: tuple) -> None:
+        self.pending, self.acted, self.last = state[0], state[1], dict(state[2])
+
+    def forget(self, names: set[str]) -> None:
+        """Drop the waits that name any of ``names``: with a new value they ask for something else."""
+        self.last = {k: v for k, v in self.last.items() if not any(f"Name(id='{n}'" in k + v for n in names)}
+
+    def call(self, call: ast.Call) -> None:
+        name, method = _call_name(call)
+        helper = self.helpers.get(name) if name else None
+        if method == "get" and _receiver(call) in DRIVER_NAMES:
+            self.navigate(call)
+        elif method == "execute_script" and self._script_matches(call, RESETS):
+            self.last = {}  # it set something on the page (``dataset.clicked = ''``): a wait then asks anew
+        elif method in ACTION_METHODS or (method == "execute_script" and self._script_matches(call, PLAYS_INPUT)):
+            self.pending = self.acted = call.lineno
+            self.acts = True
+        elif name in WAITS:
+            self.wait(call, *_probe(call))
+        elif name in BARRIERS or method == ASYNC_SCRIPT:
+            self.pending, self.waited = None, True
+        elif helper is not None:
+            if helper.navigates:
+                self.navigate(call)
+            if helper.acts and not helper.navigates:
+                self.acted, self.acts = call.lineno, True
+            if helper.ends == "action":
+                self.pending = call.lineno
+            elif helper.ends == "wait" and helper.acts:  # it waits for what its own input changed
+                self.pending, self.waited = None, True
+            elif helper.ends == "wait":
+                self.wait(call, name, ast.dump(call))
+
+    def navigate(self, call: ast.Call) -> None:
+        self.navigates, self.pending, self.acted, self.last = True, call.lineno, None, {}
+
+    def wait(self, call: ast.Call, probe: str, asked: str) -> None:
+        if self.acted is not None and self.last.get(probe) == asked:
+            self.report(call, f"waits for what it found before the action of line {self.acted} (the old state)")
+        if _cannot_be_false(call):
+            self.report(call, "waits for a condition that cannot be false")
+        self.last[probe], self.pending, self.waited = asked, None, True
+
+    def _script_matches(self, call: ast.Call, pattern: re.Pattern) -> bool:
+        script = call.args[0] if call.args else None
+        text = script.value if isinstance(script, ast.Constant) else None
+        if isinstance(script, ast.Name):
+            text = self.strings.get(script.id)
+        if isinstance(script, ast.JoinedStr):
+            text = "".join(v.value for v in script.values if isinstance(v, ast.Constant))
+        return isinstance(text, str) and bool(pattern.search(text))
+
+    def effect(self) -> Effect:
+        ends = "action" if self.pending is not None else "wait" if self.waited else None
+        return Effect(self.navigates, self.acts, ends)
+
+
+def _calls_in_order(node: ast.AST) -> list[ast.Call]:
+    """The calls a statement makes, in the order they run (arguments before the call), leaving out the bodies
+    of lambdas (a wait's condition runs inside the wait) and of nested blocks (walked as statements)."""
+    out: list[ast.Call] = []
+
+    def visit(n: ast.AST) -> None:
+        for name, value in ast.iter_fields(n):
+            if isinstance(n, ast.stmt) and name in ("body", "orelse", "finalbody", "handlers"):
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST) and not isinstance(child, (ast.Lambda, ast.stmt)):
+                    visit(child)
+        if isinstance(n, ast.Call):
+            out.append(n)
+
+    visit(node)
+    return out
+
+
+def _rebound(stmt: ast.stmt) -> set[str]:
+    """Names a statement assigns or changes in place (``x = ...``, ``x += ...``, ``x.append(...)``)."""
+    targets = getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]
+    names = {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names | {
+        c.func.value.id
+        for c in _calls_in_order(stmt)
+        if isinstance(c.func, ast.Attribute) and c.func.attr in MUTATORS and isinstance(c.func.value, ast.Name)
+    }
+
+
+def _call_name(call: ast.Call) -> tuple[str | None, str | None]:
+    """(bare function name, method name) of a call; one of them is None."""
+    if isinstance(call.func, ast.Name):
+        return call.func.id, None
+    if isinstance(call.func, ast.Attribute):
+        return None, call.func.attr
+    return None, None
+
+
+def _receiver(call: ast.Call) -> str | None:
+    value = call.func.value if isinstance(call.func, ast.Attribute) else None
+    return value.id if isinstance(value, ast.Name) else None
+
+
+def _probe(call: ast.Call) -> tuple[str, str]:
+    """(what a wait looks at, what it asks of it): ``wait_for(lambda: x == y)`` looks at x and asks == y."""
+    condition = call.args[0] if call.args else None
+    if isinstance(condition, ast.Lambda):
+        body, defaults = condition.body, ast.dump(condition.args)
+        if isinstance(body, ast.Compare) and len(body.ops) == 1:
+            return ast.dump(body.left), ast.dump(body.ops[0]) + ast.dump(body.comparators[0]) + defaults
+        return ast.dump(body), defaults
+    return ast.dump(condition) if condition is not None else "", ""
+
+
+def _cannot_be_false(call: ast.Call) -> bool:
+    """``wait_for(lambda: read() or "-")``: the condition ends in a true constant."""
+    condition = call.args[0] if call.args and isinstance(call.args[0], ast.Lambda) else None
+    body = condition.body if condition else None
+    return isinstance(body, ast.BoolOp) and isinstance(body.op, ast.Or) and isinstance(body.values[-1], ast.Constant)
+
+
+def _functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _strings(tree: ast.Module) -> dict[str, str]:
+    return {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+
+
+def _visible_helpers(path: str, tree: ast.Module, effects: dict[tuple[str, str], Effect]) -> dict[str, Effect]:
+    """The helpers a module calls by name: its own, and those it imports from the other browser test modules."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(BROWSER_TESTS.replace("/", ".")):
+            source = node.module.replace(".", "/") + ".py"
+            out |= {a.asname or a.name: effects[source, a.name] for a in node.names if (source, a.name) in effects}
+    return out | {name: effect for (where, name), effect in effects.items() if where == path}
+
+
+def unwaited_actions(sources: dict[str, str]) -> list[str]:
+    """``"path:line: why"`` of each assert or wait in ``sources`` (path -> browser test module) that does not
+    wait for the new state after an action."""
+    trees = {path: ast.parse(src) for path, src in sources.items()}
+    strings = {k: v for tree in trees.values() for k, v in _strings(tree).items()}
+    effects: dict[tuple[str, str], Effect] = {}
+    for _ in range(10):  # helpers call helpers: until their effects stop changing
+        found = {}
+        for path, tree in trees.items():
+            visible = _visible_helpers(path, tree, effects)
+            for f in _functions(tree):
+                if not f.name.startswith("test_") and f.name not in WAITS | BARRIERS:
+                    flow = Flow(path, visible, strings)
+                    flow.statements(f.body)
+                    found[path, f.name] = flow.effect()
+        if found == effects:
+            break
+        effects = found
+    out = []
+    for path, tree in trees.items():
+        visible = _visible_helpers(path, tree, effects)
+        for function in _functions(tree):
+            flow = Flow(path, visible, strings)
+            flow.statements(function.body)
+            out += flow.found
+    return sorted(set(out))
+
+
+def browser_test_sources(root: Path) -> dict[str, str]:
+    return {f.relative_to(root).as_posix(): f.read_text() for f in sorted((root / BROWSER_TESTS).glob("*.py"))}
+
+
+def test_every_action_in_a_browser_test_is_followed_by_a_wait_for_its_new_state():
+    assert unwaited_actions(browser_test_sources(REPO)) == []
+
+
+PINS_BEFORE_ISSUE_40 = """
+def _drawn(driver, ids):
+    return wait_for(lambda: [c["molecule"] for c in strip(driver)] == ids)
+
+
+def test_toggle(driver):
+    driver.get(URL)
+    _drawn(driver, ["1"])
+    driver.find_element(By.CSS_SELECTOR, ".pin-pose").click()
+    cards = _drawn(driver, ["1"])
+    assert cards[0]["pose"] == "canonical"
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        # the pose toggle read through the wait it had already passed (make test red, issue 40)
+        (PINS_BEFORE_ISSUE_40, ["t.py:10: waits for what it found before the action of line 9 (the old state)"]),
+        (
+            "def test_t(driver):\n    driver.get(URL)\n    button.click()\n    assert text_of(driver, 'x') == 'y'\n",
+            ["t.py:4: asserts after the action of line 3 without waiting for the new state"],
+        ),
+        (
+            "def test_t(driver):\n    driver.get(URL)\n    assert driver.title\n",
+            ["t.py:3: asserts after the action of line 2 without waiting for the new state"],
+        ),
+        # a wait for the new state, then asserts: fine
+        (
+            "def test_t(driver):\n    driver.get(URL)\n    wait_for(lambda: x(driver) == 1)\n    b.click()\n"
+            "    wait_for(lambda: x(driver) == 2)\n    assert y(driver)\n",
+            [],
+        ),
+        # the second round of a loop finds the first round's answer
+        (
+            "def test_t(driver):\n    for p in points:\n        chain(p).click().perform()\n"
+            "        chosen = wait_for(lambda: clicked(driver))\n        assert near(chosen, p)\n",
+            ["t.py:4: waits for what it found before the action of line 3 (the old state)"],
+        ),
+        # ... unless each round first clears it, or the loop cannot come round
+        (
+            "def test_t(driver):\n    for p in points:\n        driver.execute_script(\"m.dataset.clicked = ''\")\n"
+            "        chain(p).click().perform()\n        chosen = wait_for(lambda: clicked(driver))\n",
+            [],
+        ),
+        (
+            "def test_t(driver):\n    for p in points:\n        chain(p).perform()\n"
+            "        tip = wait_for(lambda: tooltip(driver))\n        assert tip\n        return\n",
+            [],
+        ),
+        # a helper that clicks and returns: its caller waits; one that clicks and waits: done
+        (
+            "def _press(d):\n    d.find_element(1).click()\n\n\ndef test_t(driver):\n    _press(driver)\n    assert x\n",
+            ["t.py:7: asserts after the action of line 6 without waiting for the new state"],
+        ),
+        (
+            "def _press(d):\n    d.find_element(1).click()\n    wait_for(lambda: x(d) == 1)\n\n\n"
+            "def test_t(driver):\n    _press(driver)\n    assert y\n",
+            [],
+        ),
+        # a name the wait uses has a new value: it asks for something else
+        (
+            "def test_t(driver):\n    wait_for(lambda: strip(driver) == ids)\n    ids.append(2)\n    b.click()\n"
+            "    wait_for(lambda: strip(driver) == ids)\n",
+            [],
+        ),
+        (
+            "def test_t(d):\n    b.click()\n    wait_for(lambda: text(d) or '-')\n",
+            ["t.py:3: waits for a condition that cannot be false"],
+        ),
+        # a script that plays an input is an action
+        (
+            "ZOOM = 'Plotly.relayout(gd, r)'\ndef test_t(d):\n    d.execute_script(ZOOM)\n    assert ranges(d)\n",
+            ["t.py:4: asserts after the action of line 3 without waiting for the new state"],
+        ),
+    ],
+)
+def test_each_kind_of_unwaited_action_is_found(source, found):
+    assert unwaited_actions({"t.py": source}) == found

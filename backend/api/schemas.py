@@ -86,10 +86,23 @@ class EvidencePublic(BaseModel):
     n: int | None = Field(default=None, description="Molecules behind the KL estimate (KL only).")
 
 
+class ControlCheckPublic(BaseModel):
+    """The self-check: the random-rotation control must come out not_detected."""
+
+    passed: bool | None = Field(description="True if the control is not_detected, false if not, null if too few.")
+    control_code: str | None = Field(default=None, description="The control's own verdict code.")
+    text: str = Field(default="", description="Said before the verdict when the check failed, with the likely cause.")
+    causes: list[str] = Field(default_factory=list, description="Likely causes, most likely first.")
+
+
 class VerdictPublic(BaseModel):
     """The verdict: one calibrated rule (backend/science/verdict.py) shown by every surface."""
 
     model_config = ConfigDict(extra="allow")
+
+    control_check: ControlCheckPublic | None = Field(
+        default=None, description="The control's self-check; every surface shows a failed one before the verdict."
+    )
 
     code: str = Field(
         default="too_few",
@@ -155,6 +168,23 @@ class SummaryPublic(BaseModel):
     stages: dict[str, Any] = Field(description="Per stage: seconds spent and settings.")
     skipped_stages: dict[str, str] = Field(
         description="Stages ('models') or parts of stages ('chemistry.similarity') that could not run, with the reason."
+    )
+    orientation_classes: dict[str, Any] | None = Field(
+        default=None,
+        description="Molecules by the orientation their symmetry defines: none (single atoms, spherical tops), axis "
+        "(linear molecules, symmetric tops) and full, with by_symmetry counts. KL, KS and the classifiers read "
+        "full frames only.",
+    )
+    axial: dict[str, Any] | None = Field(
+        default=None,
+        description="Bingham's test of the axis-only molecules' defined axis: n, statistic, df, pvalue, eigenvalues "
+        "of the orientation tensor, preferred_direction.",
+    )
+    control_check: ControlCheckPublic | None = Field(
+        default=None, description="The control's self-check (also inside verdict); shown before the verdict."
+    )
+    older_rule: dict[str, Any] | None = Field(
+        default=None, description="Stages computed under an older rule, with a note; a re-run recomputes them."
     )
     verdict: VerdictPublic = Field(description="Plain-words verdict.")
 
@@ -222,6 +252,12 @@ class MoleculePublic(MoleculeSummaryPublic):
     degenerate_reason: str | None = Field(
         description="';'-joined codes (single_atom, linear, eigen_gap_12, eigen_gap_23, sign_tie_1, sign_tie_2) or null."
     )
+    orientation: dict[str, Any] | None = Field(
+        default=None,
+        description="What the molecule's symmetry leaves of its pose: class (none, axis or full), defined_axis "
+        "(1 or 3 for the axis class) and symmetry (single_atom, spherical_top, linear, prolate_top, oblate_top, "
+        "or null for a full frame).",
+    )
     axes_lonlat: list[AxisLonLat] = Field(description="Longitude and latitude of the three axes.")
     properties: list[PropertyValue] = Field(description="Stored properties with units.")
     result_key: str = Field(description="Key of the result these values come from.")
@@ -277,7 +313,9 @@ class GroupPublic(_Model):
 class UngroupedPublic(_Model):
     """Molecules outside every group of one kind (e.g. unclustered: no cluster leader within the threshold)."""
 
-    label: str = Field(description="What they are called: 'unclustered', 'no scaffold (no chemical graph)' ...")
+    label: str = Field(
+        description="What they are called: 'unclustered', 'no scaffold (no chemical graph, or a single atom)' ..."
+    )
     size: int = Field(description="How many molecules are in no group.")
 
 

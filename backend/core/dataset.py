@@ -14,8 +14,10 @@ import pandas as pd
 from orientscope.core.elements import MAX_Z, atomic_number_message
 from orientscope.core.errors import DatasetError
 
+# The stored molecules table's column of each molecule's total charge (and a file's key for it).
+TOTAL_CHARGE = "total_charge"
 # Columns of the stored molecules table that are not properties: a property of such a name is renamed at loading.
-RESERVED_COLUMNS = frozenset({"id", "smiles", "offset", "n_atoms"})
+RESERVED_COLUMNS = frozenset({"id", "smiles", "offset", "n_atoms", TOTAL_CHARGE})
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,6 +36,8 @@ class MoleculeSet:
     frame_dependent : property columns whose values change with the lab frame by
         definition (e.g. tensor components); declared by the loader or at ingest,
         stored in the dataset's metadata (see :func:`frame_dependent_properties`)
+    charges : (n_molecules,) float64 total charge in e as the file gives it (whole
+        numbers), NaN where the file gives none; None if no molecule has one
     """
 
     atomic_numbers: np.ndarray
@@ -44,6 +48,7 @@ class MoleculeSet:
     properties: pd.DataFrame = field(default_factory=pd.DataFrame)
     property_units: dict[str, str] = field(default_factory=dict)
     frame_dependent: frozenset[str] = frozenset()
+    charges: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         z = np.ascontiguousarray(self.atomic_numbers, dtype=np.int16)
@@ -56,6 +61,8 @@ class MoleculeSet:
         object.__setattr__(self, "ids", ids)
         if self.smiles is not None:
             object.__setattr__(self, "smiles", np.asarray(self.smiles).astype(str))
+        if self.charges is not None:
+            object.__setattr__(self, "charges", np.asarray(self.charges, dtype=np.float64).reshape(-1))
         props = self.properties if self.properties is not None else pd.DataFrame()
         object.__setattr__(self, "properties", props.reset_index(drop=True))
         object.__setattr__(self, "frame_dependent", frozenset(map(str, self.frame_dependent)))
@@ -96,9 +103,24 @@ class MoleculeSet:
             raise DatasetError(f"{self._name(i)}: {atomic_number_message(int(z[badz][0]))}")
         if self.smiles is not None and self.smiles.shape != (n,):
             raise DatasetError(f"{self.smiles.shape[0]} SMILES for {n} molecules")
+        self._validate_charges(n)
         if len(self.properties.columns) and len(self.properties) != n:
             raise DatasetError(f"property table has {len(self.properties)} rows for {n} molecules")
         check_frame_dependent(self.frame_dependent, self.properties.columns)
+
+    def _validate_charges(self, n: int) -> None:
+        q = self.charges
+        if q is None:
+            return
+        if q.shape != (n,):
+            raise DatasetError(f"{q.shape[0]} total charges for {n} molecules")
+        known = ~np.isnan(q)
+        bad = known & (~np.isfinite(q) | (q != np.round(q)))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise DatasetError(
+                f"{self._name(i)} has a total charge of {q[i]}; a total charge is a whole number of e (or unknown)"
+            )
 
     # ------------------------------------------------------------------ access
     @property
@@ -127,6 +149,10 @@ class MoleculeSet:
         a, b = self.offsets[i], self.offsets[i + 1]
         return self.atomic_numbers[a:b], self.positions_angstrom[a:b]
 
+    def charge_of(self, i: int) -> float:
+        """Total charge of molecule row ``i`` in e, NaN if the file gave none."""
+        return float(self.charges[i]) if self.charges is not None else float("nan")
+
     def subset(self, rows) -> MoleculeSet:
         """A new set with the molecules at ``rows`` (in that order)."""
         rows = np.asarray(rows, dtype=np.int64)
@@ -145,6 +171,7 @@ class MoleculeSet:
             else pd.DataFrame(),
             property_units=dict(self.property_units),
             frame_dependent=self.frame_dependent,
+            charges=None if self.charges is None else self.charges[rows],
         )
 
     def with_positions(self, positions_angstrom: np.ndarray) -> MoleculeSet:
@@ -158,6 +185,7 @@ class MoleculeSet:
             properties=self.properties,
             property_units=dict(self.property_units),
             frame_dependent=self.frame_dependent,
+            charges=self.charges,
         )
 
 
@@ -205,8 +233,9 @@ def rows_of_ids(dataset_ids: np.ndarray, ids, what: str = "the dataset") -> np.n
     return np.sort(where)
 
 
-def from_molecules(molecules, ids=None, smiles=None, properties=None, property_units=None):
-    """Build a :class:`MoleculeSet` from a list of (atomic_numbers, positions) pairs."""
+def from_molecules(molecules, ids=None, smiles=None, properties=None, property_units=None, charges=None):
+    """Build a :class:`MoleculeSet` from a list of (atomic_numbers, positions) pairs (``charges``: total
+    charge per molecule, None or NaN where unknown)."""
     molecules = list(molecules)
     zs = [np.asarray(m[0]).reshape(-1) for m in molecules]
     ps = [np.asarray(m[1], dtype=np.float64).reshape(-1, 3) for m in molecules]
@@ -223,6 +252,7 @@ def from_molecules(molecules, ids=None, smiles=None, properties=None, property_u
         smiles=smiles,
         properties=pd.DataFrame() if properties is None else pd.DataFrame(properties),
         property_units=property_units or {},
+        charges=None if charges is None else [np.nan if q is None else q for q in charges],
     )
 
 
@@ -232,6 +262,7 @@ def concat_molecule_sets(parts: list[MoleculeSet]) -> MoleculeSet:
         raise DatasetError("no molecule sets to concatenate")
     counts = np.concatenate([p.n_atoms for p in parts])
     has_smiles = any(p.smiles is not None for p in parts)
+    has_charges = any(p.charges is not None for p in parts)
     return MoleculeSet(
         atomic_numbers=np.concatenate([p.atomic_numbers for p in parts]),
         positions_angstrom=np.concatenate([p.positions_angstrom for p in parts]),
@@ -243,4 +274,7 @@ def concat_molecule_sets(parts: list[MoleculeSet]) -> MoleculeSet:
         properties=pd.concat([p.properties for p in parts], ignore_index=True),
         property_units=dict(parts[0].property_units),
         frame_dependent=parts[0].frame_dependent,
+        charges=np.concatenate([p.charges if p.charges is not None else np.full(p.n_molecules, np.nan) for p in parts])
+        if has_charges
+        else None,
     )

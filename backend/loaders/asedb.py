@@ -3,7 +3,9 @@
 ``.aselmdb`` is how OMol25 ships. Each row is one molecule; its id is the
 ``name``/``id``/``mol_id`` key if present, else ``<row id>``. Numeric key-value
 pairs, scalar calculator results (``energy``, ``charge`` ...) and scalar
-``data`` entries become properties.
+``data`` entries become properties. The total charge is ``total_charge`` or
+``charge`` of ``data``, then of the key-value pairs, else the sum of the row's
+``initial_charges``.
 """
 
 from __future__ import annotations
@@ -13,10 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
+from orientscope.core.dataset import TOTAL_CHARGE
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import BadRecord, Record, numeric_properties, written_property_name
+from orientscope.loaders.base import (
+    BadRecord,
+    Record,
+    charge_value,
+    first_charge,
+    numeric_properties,
+    written_property_name,
+)
 
 ID_KEYS = ("name", "id", "mol_id", "identifier", "source")
 OWN_KEYS = frozenset({*ID_KEYS, "smiles"})  # keys never read as properties
@@ -55,7 +65,7 @@ def _row_record(row, where: str) -> Record:
     data = dict(row.get("data") or {})
     mol_id = next((str(src[k]) for src in (kvp, data) for k in ID_KEYS if isinstance(src.get(k), str) and src[k]), None)
     smiles = next((src["smiles"] for src in (kvp, data) if isinstance(src.get("smiles"), str)), "")
-    skip = {*ID_KEYS, "smiles"}
+    skip = {*ID_KEYS, "smiles", TOTAL_CHARGE}
     props = numeric_properties((k, v) for k, v in kvp.items() if k not in skip)
     for key in ("energy", "free_energy"):
         value = row.get(key)
@@ -70,7 +80,20 @@ def _row_record(row, where: str) -> Record:
         id=mol_id or str(row.id),
         smiles=smiles,
         properties=props,
+        charge=_row_charge(row, kvp, data),
     )
+
+
+def _row_charge(row, kvp: dict, data: dict) -> float:
+    """``total_charge``/``charge`` of ``data`` or the key-value pairs, else the sum of ``initial_charges`` (or NaN).
+
+    ``data`` first: ASE's SQLite backend overwrites a ``charge`` key with the sum of the initial charges.
+    """
+    charge = first_charge(data, kvp)
+    per_atom = row.get("initial_charges")
+    if np.isnan(charge) and per_atom is not None and np.ndim(per_atom) == 1:
+        charge = charge_value(float(np.sum(per_atom)))
+    return charge
 
 
 def read_asedb(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
@@ -121,6 +144,8 @@ def write_asedb(path: Path, mols, kind: str | None = None) -> None:
             z, pos = mols.atoms_of(i)
             data = {written_property_name(str(c), OWN_KEYS): float(values[i, k]) for k, c in enumerate(cols)}
             data["id"] = str(mols.ids[i])
+            if mols.charges is not None and not np.isnan(mols.charges[i]):
+                data[TOTAL_CHARGE] = int(mols.charges[i])
             if mols.smiles is not None and mols.smiles[i]:
                 data["smiles"] = str(mols.smiles[i])
             db.write(Atoms(numbers=z.astype(int), positions=pos), data=data)

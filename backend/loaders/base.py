@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from orientscope.core.dataset import RESERVED_COLUMNS, MoleculeSet
+from orientscope.core.dataset import RESERVED_COLUMNS, TOTAL_CHARGE, MoleculeSet
 from orientscope.core.elements import MAX_Z, atomic_number_message, dummy_atom_message, hill_formulas, symbol_to_z
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
@@ -49,6 +49,10 @@ def written_property_name(name: str, own: Iterable[str]) -> str:
     return f"{PROPERTY_PREFIX}{name}" if name in own or name.startswith(PROPERTY_PREFIX) else name
 
 
+# Per-atom charges (e.g. Mulliken) sum to the total charge up to rounding: within this of a whole number.
+CHARGE_TOLERANCE = 1e-3
+
+
 @dataclass
 class Record:
     """One molecule as read from a file; ``where`` locates it for error messages.
@@ -67,6 +71,7 @@ class Record:
     notes: tuple[str, ...] = ()
     tags: dict[str, str] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
+    charge: float = math.nan  # total charge in e, NaN if the file gives none (see :func:`charge_value`)
 
 
 @dataclass
@@ -116,6 +121,35 @@ def element_to_z(token: str) -> int:
         ) from None
 
 
+def charge_value(value) -> float:
+    """A total charge read from a file as a whole number of e (float), NaN if absent or not one.
+
+    Accepts ints, floats and numeric text; a sum of per-atom charges within ``CHARGE_TOLERANCE``
+    of a whole number is rounded to it. Anything else (a fraction, text, NaN) is unknown.
+    """
+    if isinstance(value, bool | np.bool_) or value is None:
+        return math.nan
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.reshape(-1)[0]
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        return math.nan
+    whole = round(number) if math.isfinite(number) else math.nan
+    return float(whole) if abs(number - whole) <= CHARGE_TOLERANCE else math.nan
+
+
+def first_charge(*sources: dict, keys: tuple[str, ...] = (TOTAL_CHARGE, "charge")) -> float:
+    """The first whole-number charge under ``keys`` in ``sources`` (mappings, in order of trust), else NaN."""
+    for source in sources:
+        for key in keys:
+            if key in source:
+                charge = charge_value(source[key])
+                if not math.isnan(charge):
+                    return charge
+    return math.nan
+
+
 def numeric_properties(items: Iterable[tuple[str, object]]) -> dict[str, float]:
     """Keep the finite-or-NaN real scalars of a key/value mapping, as float."""
     out: dict[str, float] = {}
@@ -155,6 +189,7 @@ class Collector:
         self._counts: list[np.ndarray] = []
         self._ids: list[str] = []
         self._smiles: list[str] = []
+        self._charges: list[float] = []
         self._props: dict[str, list[float]] = {}
         self._units: dict[str, str] = {}
         self._renamed: dict[str, str] = {}  # property name as written -> as stored
@@ -191,6 +226,7 @@ class Collector:
         self._counts.append(np.array([len(z)], dtype=np.int64))
         self._ids.append(item.id if item.id else f"{self.id_prefix}{self.n_good}")
         self._smiles.append(item.smiles or "")
+        self._charges.append(charge_value(item.charge))
         self._add_props(item.properties, 1)
         self._read_aside(item)
 
@@ -203,12 +239,29 @@ class Collector:
         for name, unit in item.units.items():
             self._units.setdefault(self._property_name(name), unit)
 
-    def add_bulk(self, z, pos, counts, ids, properties: dict[str, np.ndarray], smiles: list[str] | None = None) -> None:
-        """Vectorised intake of many molecules; bad ones are skipped (counted) or fail if strict."""
+    def add_bulk(
+        self,
+        z,
+        pos,
+        counts,
+        ids,
+        properties: dict[str, np.ndarray],
+        smiles: list[str] | None = None,
+        charges: np.ndarray | None = None,
+    ) -> None:
+        """Vectorised intake of many molecules; bad ones are skipped (counted) or fail if strict.
+
+        ``charges``: (n,) total charge per molecule, NaN where unknown (see :func:`charge_value`).
+        """
         z = np.asarray(z, dtype=np.int64)
         pos = np.asarray(pos, dtype=np.float64).reshape(-1, 3)
         counts = np.asarray(counts, dtype=np.int64)
         ids = np.asarray(ids).astype(str)
+        charges = (
+            np.full(len(counts), np.nan)
+            if charges is None
+            else np.array([charge_value(q) for q in np.asarray(charges)])
+        )
         if counts.size and counts.max() > self.limits.max_atoms_per_molecule:
             self.limits.check_atoms(int(counts.max()), f"{self.source}: molecule {ids[int(np.argmax(counts))]!r}")
         offsets = np.concatenate([[0], np.cumsum(counts)])
@@ -223,7 +276,7 @@ class Collector:
         if bad.any():
             keep = ~bad
             keep_atoms = keep[owner]
-            z, pos, counts, ids = z[keep_atoms], pos[keep_atoms], counts[keep], ids[keep]
+            z, pos, counts, ids, charges = z[keep_atoms], pos[keep_atoms], counts[keep], ids[keep], charges[keep]
             properties = {k: np.asarray(v)[keep] for k, v in properties.items()}
             smiles = None if smiles is None else [s for s, k in zip(smiles, keep, strict=True) if k]
         self._accept(len(counts), int(counts.sum()), self.source)
@@ -232,6 +285,7 @@ class Collector:
         self._counts.append(counts)
         self._ids.extend(ids)
         self._smiles.extend(smiles if smiles is not None else [""] * len(counts))
+        self._charges.extend(charges.tolist())
         self._add_props({k: np.asarray(v, dtype=np.float64) for k, v in properties.items()}, len(counts))
 
     def _check(self, z: np.ndarray, pos: np.ndarray, where: str) -> str | None:
@@ -295,6 +349,7 @@ class Collector:
         z = np.concatenate(self._z)
         offsets = np.concatenate([[0], np.cumsum(counts)])
         ids, warnings = unique_ids(self._ids, lambda rows: formulas_of(z, offsets, rows), self.strict, self.source)
+        charges = np.array(self._charges, dtype=np.float64)
         mols = MoleculeSet(
             atomic_numbers=z,
             positions_angstrom=np.concatenate(self._pos),
@@ -303,6 +358,7 @@ class Collector:
             smiles=smiles if (smiles != "").any() else None,
             properties=pd.DataFrame(props) if props else pd.DataFrame(),
             property_units={k: v for k, v in self._units.items() if k in props},
+            charges=charges if (~np.isnan(charges)).any() else None,
         )
         warnings += self._warnings()
         return Loaded(mols, fmt, self.n_bad, list(self.problems), warnings, dict(self._tags))

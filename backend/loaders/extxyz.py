@@ -7,22 +7,26 @@ id is kept exactly as written (``000``, ``T``, ``1E3``, ``NAN`` stay text);
 numeric values become properties, ``id``/``name`` the molecule id and
 ``smiles`` the SMILES. The atom columns are read from the ``Properties=`` spec
 (``species`` or ``Z``, and ``pos``); extra columns (forces …) are ignored.
+The total charge is ``total_charge=`` or ``charge=`` (which stays a property
+too), else the sum of a per-atom ``initial_charges`` or ``charges`` column.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.loaders.base import BadRecord, LineReader, Record, open_text
+from orientscope.loaders.base import BadRecord, LineReader, Record, charge_value, open_text
 from orientscope.loaders.comment_line import read_comment
 from orientscope.loaders.xyz import comment_record, iter_xyz_blocks, molecule_comments, parse_atom_lines, xyz_block
 
 DEFAULT_SPEC = "species:S:1:pos:R:3"  # what ASE assumes when a frame has no Properties=
 ELEMENT_COLUMNS = ("species", "symbols", "Z", "numbers")
 POSITION_COLUMNS = ("pos", "positions")
+CHARGE_COLUMNS = ("initial_charges", "charges")  # per-atom charges (ASE's names); their sum is the total
 
 
 def atom_columns(spec: str, first_atom_line: str) -> tuple[int, int, int] | str:
@@ -55,6 +59,25 @@ def atom_columns(spec: str, first_atom_line: str) -> tuple[int, int, int] | str:
     return element, position, column
 
 
+def charge_column(spec: str) -> int | None:
+    """The column of a per-atom charge (one number per atom) in a valid ``Properties=`` spec, else None."""
+    parts = spec.split(":")
+    column = 0
+    for name, count in zip(parts[0::3], parts[2::3], strict=True):
+        if name in CHARGE_COLUMNS and int(count) == 1:
+            return column
+        column += int(count)
+    return None
+
+
+def summed_charge(atom_lines: list[str], column: int) -> float:
+    """The total charge of a frame from its per-atom charge column (whole numbers only; NaN otherwise)."""
+    try:
+        return charge_value(sum(float(line.split()[column]) for line in atom_lines))
+    except (ValueError, IndexError):
+        return math.nan
+
+
 def read_extxyz(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
     with open_text(path, progress) as fh:
         for block in iter_xyz_blocks(LineReader(fh, Path(path).name), limits):
@@ -69,7 +92,14 @@ def read_extxyz(path: Path, limits: Limits, progress: Progress | None = None) ->
                 continue
             element, position, n = columns
             atoms = parse_atom_lines(block, element, position, n, f"{n} columns ({spec[:80]})")
-            yield BadRecord(block.where, atoms) if isinstance(atoms, str) else comment_record(block, atoms, fields)
+            if isinstance(atoms, str):
+                yield BadRecord(block.where, atoms)
+                continue
+            record = comment_record(block, atoms, fields)
+            column = charge_column(spec)
+            if isinstance(record, Record) and math.isnan(record.charge) and column is not None:
+                record.charge = summed_charge(block.atom_lines, column)
+            yield record
 
 
 def write_extxyz(path: Path, mols) -> None:

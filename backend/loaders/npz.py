@@ -1,6 +1,7 @@
 """NPZ arrays: ``z`` (n_atoms_total,) atomic numbers, ``pos`` (n_atoms_total, 3) ångström,
 ``n_atoms`` (n_molecules,); optional ``ids``/``id`` and ``smiles`` (n_molecules,) and any
-other numeric (n_molecules,) array as a property.
+other numeric (n_molecules,) array as a property. The total charge per molecule is
+``total_charge`` (NaN where unknown), else ``charge`` (which stays a property too).
 
 Arrays are streamed from the zip member in chunks (``np.load`` would
 decompress everything at once), and the declared shapes are checked against
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orientscope.core.dataset import TOTAL_CHARGE
 from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.progress import Progress, scaled
 from orientscope.loaders.base import Collector, written_property_name
@@ -127,10 +129,19 @@ def _feed_npz(path: Path, collector: Collector, progress: Progress | None) -> No
     else:
         ids = np.arange(1, n_mol + 1).astype(str)
     smiles = extra.pop("smiles", None)
+    charges = _charges(extra)
     props = {k: v.astype(np.float64) for k, v in extra.items() if v.dtype.kind in "biuf"}
 
     smiles_list = list(smiles.astype(str)) if smiles is not None and smiles.dtype.kind in "US" else None
-    collector.add_bulk(z, pos, counts, ids, props, smiles_list)
+    collector.add_bulk(z, pos, counts, ids, props, smiles_list, charges)
+
+
+def _charges(extra: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The per-molecule ``total_charge`` array (taken out of the properties), else ``charge`` (which stays one)."""
+    charges = extra.pop(TOTAL_CHARGE, None)
+    if charges is None:
+        charges = extra.get("charge")
+    return charges if charges is not None and charges.dtype.kind in "biuf" else None
 
 
 def write_npz(path: Path, mols) -> None:
@@ -143,6 +154,8 @@ def write_npz(path: Path, mols) -> None:
     }
     if mols.smiles is not None:
         arrays["smiles"] = mols.smiles.astype(str)
+    if mols.charges is not None:
+        arrays[TOTAL_CHARGE] = mols.charges
     for col in mols.properties.columns:
         arrays[written_property_name(str(col), OWN_ARRAYS)] = mols.properties[col].to_numpy(np.float64)
     with open(path, "wb") as fh:

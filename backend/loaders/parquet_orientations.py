@@ -2,11 +2,11 @@
 
 * **One file** (what ``orientscope export --format parquet`` writes), one row
   per molecule: ``id`` (string), ``z`` (list of atomic numbers), ``pos`` (list
-  of 3·n coordinates in ångström, x1 y1 z1 x2 ...), optional ``smiles`` and
-  numeric property columns.
+  of 3·n coordinates in ångström, x1 y1 z1 x2 ...), optional ``smiles``,
+  ``total_charge`` (e, NaN where unknown) and numeric property columns.
 * **Store layout**, a folder (or archive) holding the two tables of
   ``datasets/<id>/`` in the store: ``molecules.parquet`` (``id``, ``smiles``,
-  ``offset``, ``n_atoms``, properties) and ``atoms.parquet`` (``z``, ``x``,
+  ``offset``, ``n_atoms``, [``total_charge``], properties) and ``atoms.parquet`` (``z``, ``x``,
   ``y``, ``zc``).
 
 Rows are streamed batch by batch; malformed molecules are skipped and counted.
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from orientscope.core.dataset import RESERVED_COLUMNS
+from orientscope.core.dataset import RESERVED_COLUMNS, TOTAL_CHARGE
 from orientscope.core.errors import DatasetError
 from orientscope.core.progress import Progress
 from orientscope.loaders.base import Collector, open_parquet, written_property_name
@@ -27,7 +27,8 @@ from orientscope.loaders.base import Collector, open_parquet, written_property_n
 PARQUET_MAGIC = b"PAR1"
 STORE_TABLES = ("molecules.parquet", "atoms.parquet")
 BATCH_ROWS = 65_536
-ONE_FILE_COLUMNS = frozenset({"id", "z", "pos", "smiles"})  # the one-file layout's columns that are not properties
+# The one-file layout's columns that are not properties.
+ONE_FILE_COLUMNS = frozenset({"id", "z", "pos", "smiles", TOTAL_CHARGE})
 
 
 def _properties(batch, skip) -> dict[str, np.ndarray]:
@@ -42,6 +43,13 @@ def _properties(batch, skip) -> dict[str, np.ndarray]:
         if pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_boolean(col.type):
             out[name] = col.to_numpy(zero_copy_only=False).astype(np.float64)
     return out
+
+
+def _charges(batch) -> np.ndarray | None:
+    """The ``total_charge`` column (NaN where unknown), else None."""
+    if TOTAL_CHARGE not in batch.schema.names:
+        return None
+    return np.asarray(batch.column(TOTAL_CHARGE).to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def _smiles(batch) -> list[str] | None:
@@ -91,6 +99,7 @@ def load_parquet_file(path: Path, collector: Collector, progress: Progress | Non
             ids,
             _properties(batch, ONE_FILE_COLUMNS),
             _smiles(batch),
+            _charges(batch),
         )
         done += len(keep)
         if progress is not None:
@@ -122,6 +131,7 @@ def load_store_tables(folder: Path, collector: Collector) -> None:
         mol.column("id").to_numpy(zero_copy_only=False).astype(str),
         _properties(mol, RESERVED_COLUMNS),
         _smiles(mol),
+        _charges(mol),
     )
 
 
@@ -141,6 +151,8 @@ def write_parquet(path: Path, mols) -> None:
     cols = {"id": pa.array(mols.ids.astype(str)), "z": z, "pos": pos}
     if mols.smiles is not None:
         cols["smiles"] = pa.array(mols.smiles.astype(str))
+    if mols.charges is not None:
+        cols[TOTAL_CHARGE] = pa.array(mols.charges)
     for col in mols.properties.columns:
         cols[written_property_name(str(col), ONE_FILE_COLUMNS)] = pa.array(mols.properties[col].to_numpy(np.float64))
     pq.write_table(pa.table(cols), path, compression="zstd")

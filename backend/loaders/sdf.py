@@ -10,16 +10,21 @@ become properties; the SMILES comes from the mol block. ``D`` and ``T`` are
 read as hydrogen; a dummy or query atom (``X``, ``*``, ``R`` …) or an unknown
 symbol skips the record with a message naming the line and symbol. The
 server's own fields ``pose`` and ``units`` (with ``dataset``) are metadata.
+The total charge is the sum of the mol block's formal charges (``M  CHG`` or
+the atom lines' charge field) where the block has bonds or charges; an
+atoms-only block takes it from a ``total_charge`` or ``charge`` SD field
+(which stays a property too), else it is unknown.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
+from orientscope.core.dataset import TOTAL_CHARGE
 from orientscope.core.elements import dummy_atom_message
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
@@ -30,12 +35,15 @@ from orientscope.loaders.base import (
     LineReader,
     Record,
     element_to_z,
+    first_charge,
     numeric_properties,
     open_text,
     written_property_name,
 )
 from orientscope.loaders.comment_line import SERVER_TAGS, check_units, server_tags
 
+# (atomic numbers (n,), positions (n, 3) Å) -> an RDKit molecule with bonds and formal charges, or None.
+Perceive = Callable[[np.ndarray, np.ndarray], object]
 ID_TAGS = ("CHEMBL_ID", "chembl_id", "ID", "id", "NAME", "name", "_Name")
 SMILES_TAGS = ("SMILES", "smiles")
 END = "$$$$"
@@ -160,7 +168,7 @@ def parse_sd_block(where: str, block: list[str], start: int = 1) -> Record | Bad
             smiles = Chem.MolToSmiles(Chem.RemoveHs(mol))
         except Exception:  # unsanitizable chemistry: keep the geometry, leave SMILES unknown
             smiles = ""
-    skip = set(ID_TAGS) | set(SMILES_TAGS)
+    skip = set(ID_TAGS) | set(SMILES_TAGS) | {TOTAL_CHARGE}
     own = server_tags(tags)  # the server's own download: its tags are metadata
     if own:
         skip |= set(SERVER_TAGS)
@@ -177,7 +185,16 @@ def parse_sd_block(where: str, block: list[str], start: int = 1) -> Record | Bad
         properties=props,
         notes=(ISOTOPE_NOTE,) if isotopes else (),
         tags={k: tags[k] for k in SERVER_TAGS if k in tags} if own else {},
+        charge=block_charge(mol, tags),
     )
+
+
+def block_charge(mol, tags: dict[str, str]) -> float:
+    """The sum of a mol block's formal charges if it has bonds or charges, else its charge SD field (or NaN)."""
+    formal = [a.GetFormalCharge() for a in mol.GetAtoms()]
+    if mol.GetNumBonds() or any(formal):
+        return float(sum(formal))
+    return first_charge(tags)
 
 
 def read_sdf(path: Path, limits: Limits, progress: Progress | None = None) -> Iterator[Record | BadRecord]:
@@ -211,8 +228,9 @@ def _atoms_molecule(atomic_numbers, positions_angstrom):
     return mol
 
 
-def _with_bonds(mol, smiles: str | None):
-    """Bond orders from the SMILES when it matches the atoms, else perceived from the geometry (else connectivity)."""
+def _with_bonds(mol, smiles: str | None, perceive: Perceive | None):
+    """Bond orders from the SMILES when it matches the atoms, else ``perceive(atomic numbers, positions)``
+    (the caller's guarded bond perception, ``science.perception``), else connectivity alone."""
     from rdkit import Chem
     from rdkit.Chem import AllChem, rdDetermineBonds
 
@@ -224,25 +242,29 @@ def _with_bonds(mol, smiles: str | None):
             return AllChem.AssignBondOrdersFromTemplate(template, conn)
         except (ValueError, RuntimeError):
             pass
+    if perceive is not None:
+        found = perceive(np.array([a.GetAtomicNum() for a in mol.GetAtoms()]), mol.GetConformer().GetPositions())
+        if found is not None:
+            return found
+    bonded = Chem.Mol(mol)
     try:
-        bonded = Chem.Mol(mol)
-        rdDetermineBonds.DetermineBonds(bonded, charge=0)
-    except (ValueError, RuntimeError):
-        bonded = Chem.Mol(mol)
         rdDetermineBonds.DetermineConnectivity(bonded)
+    except (ValueError, RuntimeError):
+        pass  # the atoms alone
     return bonded
 
 
-def sdf_mol(atomic_numbers, positions_angstrom, title: str, smiles: str | None, properties: dict, bonds: bool, tags=()):
+def sdf_mol(atomic_numbers, positions_angstrom, title: str, smiles: str | None, properties: dict, bonds: bool,
+            tags=(), perceive: Perceive | None = None):  # fmt: skip
     """The RDKit molecule of one SDF record: ``title`` (the id) as its name, then ``tags`` (pairs), the SMILES
     and ``properties`` as SD fields.
 
-    With ``bonds`` the record carries bonds (see :func:`_with_bonds`); without,
-    atoms only, so reading it back gives exactly the stored atoms.
+    With ``bonds`` the record carries bonds (see :func:`_with_bonds`); without, atoms only, so reading
+    it back gives exactly the stored atoms.
     """
     mol = _atoms_molecule(atomic_numbers, positions_angstrom)
     if bonds:
-        mol = _with_bonds(mol, smiles)
+        mol = _with_bonds(mol, smiles, perceive)
     mol.SetProp("_Name", str(title).replace("\r", " ").replace("\n", " "))
     for name, value in tags:
         mol.SetProp(name, str(value))
@@ -267,12 +289,22 @@ def _write_records(target, mols) -> None:
 
 
 def sdf_block(
-    atomic_numbers, positions_angstrom, title: str, smiles: str | None = None, properties: dict | None = None, tags=()
+    atomic_numbers,
+    positions_angstrom,
+    title: str,
+    smiles: str | None = None,
+    properties: dict | None = None,
+    tags=(),
+    perceive: Perceive | None = None,
 ) -> str:
-    """One SDF record with bonds (a single-molecule download); ``tags``: (name, text) SD fields put first."""
+    """One SDF record with bonds (a single-molecule download); ``tags``: (name, text) SD fields put first. Bonds
+    come from the SMILES where it fits the atoms, else from ``perceive``, the caller's guarded bond perception
+    (loaders do not import the science layer)."""
     buf = io.StringIO()
-    mol = sdf_mol(atomic_numbers, positions_angstrom, title, smiles, properties or {}, bonds=True, tags=tags)
-    _write_records(buf, [mol])
+    record = sdf_mol(
+        atomic_numbers, positions_angstrom, title, smiles, properties or {}, bonds=True, tags=tags, perceive=perceive
+    )
+    _write_records(buf, [record])
     return buf.getvalue()
 
 
@@ -288,6 +320,8 @@ def write_sdf(path: Path, mols) -> None:
     def records():
         for i in range(mols.n_molecules):
             values = {col: float(props[col].iat[i]) for col in props.columns}
+            if mols.charges is not None and not np.isnan(mols.charges[i]):
+                values[TOTAL_CHARGE] = int(mols.charges[i])  # atoms-only blocks cannot carry it
             smi = str(smiles[i]) if smiles is not None and smiles[i] else None
             yield sdf_mol(*mols.atoms_of(i), str(mols.ids[i]), smi, values, bonds=False)
 

@@ -12,12 +12,14 @@ accepted. ``D`` and ``T`` are read as hydrogen (with a warning); a dummy atom
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from orientscope.core.dataset import TOTAL_CHARGE
 from orientscope.core.elements import SYMBOLS
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
@@ -29,6 +31,7 @@ from orientscope.loaders.base import (
     LineReader,
     Record,
     element_to_z,
+    first_charge,
     open_text,
 )
 from orientscope.loaders.comment_line import CommentFields, comment_fields, format_comment, quote, read_comment
@@ -152,15 +155,20 @@ def comment_record(block: XyzBlock, atoms: AtomLines, fields: CommentFields | No
         fields = read_comment(block.comment, flags=False)
     if fields.problem:
         return BadRecord(block.where, fields.problem)
+    # The total charge: ``total_charge=`` (the charge only) or ``charge=`` (which stays a property too).
+    properties = dict(fields.properties)
+    charge = first_charge(properties)
+    properties.pop(TOTAL_CHARGE, None)
     return Record(
         block.where,
         atoms.z,
         atoms.pos,
         id=fields.id or str(block.ordinal),
         smiles=fields.smiles,
-        properties=fields.properties,
+        properties=properties,
         notes=atoms.notes,
         tags=fields.tags,
+        charge=charge,
     )
 
 
@@ -209,16 +217,20 @@ def xyz_block(atoms, positions_angstrom, comment: str = "", decimals: int = 10) 
     return "\n".join(lines) + "\n"
 
 
-def molecule_comment(mol_id: str, smiles: str | None = None, properties: dict | None = None, tags=()) -> str:
-    """The comment line that reads back as this id, SMILES, properties and ``tags`` (pairs, put first).
+def molecule_comment(
+    mol_id: str, smiles: str | None = None, properties: dict | None = None, tags=(), charge: float = math.nan
+) -> str:
+    """The comment line that reads back as this id, SMILES, properties, total ``charge`` (NaN: unknown, not
+    written) and ``tags`` (pairs, put first).
 
     The bare id where it is all there is and reads back as one word (plain XYZ); else ``key=value`` pairs.
     """
     mol_id = str(mol_id)
-    if not smiles and not properties and not tags and quote(mol_id) == mol_id and len(mol_id) <= MAX_ID_LENGTH:
+    known = charge is not None and math.isfinite(charge)
+    if not (smiles or properties or tags or known) and quote(mol_id) == mol_id and len(mol_id) <= MAX_ID_LENGTH:
         return mol_id
     fields = comment_fields(mol_id, smiles, properties or {})
-    return format_comment([*tags, *fields])
+    return format_comment([*tags, *fields, *([(TOTAL_CHARGE, int(charge))] if known else [])])
 
 
 def molecule_comments(mols, tags=()) -> Iterator[str]:
@@ -227,7 +239,8 @@ def molecule_comments(mols, tags=()) -> Iterator[str]:
     values = mols.properties.to_numpy(np.float64) if names else np.zeros((mols.n_molecules, 0))
     for i in range(mols.n_molecules):
         smiles = str(mols.smiles[i]) if mols.smiles is not None and mols.smiles[i] else None
-        yield molecule_comment(mols.ids[i], smiles, dict(zip(names, values[i].tolist(), strict=True)), tags)
+        properties = dict(zip(names, values[i].tolist(), strict=True))
+        yield molecule_comment(mols.ids[i], smiles, properties, tags, mols.charge_of(i))
 
 
 def write_xyz(path: Path, mols) -> None:

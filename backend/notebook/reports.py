@@ -22,7 +22,7 @@ from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.pipeline.engine import parse_cluster
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report, format_kl
-from orientscope.services.report_format import evidence_figures, headline, left_out_note
+from orientscope.services.report_format import evidence_figures, headline, left_out_note, warnings
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
 
@@ -204,7 +204,8 @@ class Report:
         return (
             f"<div class='orientscope-report' data-verdict='{code}'>"
             f"<h3>OrientScope: {esc(str(r['name']))} ({esc(r['dataset'])})</h3>"
-            f"<p><strong>{esc(h.badge)}</strong></p><p>{esc(h.answer)}</p><p>{esc(h.strength)}</p>"
+            + "".join(f"<p style='color:#9B1C1C'><strong>{esc(w)}</strong></p>" for w in warnings(r))
+            + f"<p><strong>{esc(h.badge)}</strong></p><p>{esc(h.answer)}</p><p>{esc(h.strength)}</p>"
             f"<table>{table}</table>{image}</div>"
         )
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, Q_COLUMNS, R_COLUMNS
-from orientscope.science.frames import Frames
+from orientscope.core.orientations_schema import (
+    AXIS_COLUMN,
+    C_COLUMNS,
+    EV_COLUMNS,
+    ORIENTATION_COLUMN,
+    Q_COLUMNS,
+    R_COLUMNS,
+)
+from orientscope.science.frames import Frames, orientation_of
 from orientscope.science.sphere import axes_lonlat_deg
 
 
@@ -19,6 +26,8 @@ def frames_to_table(ids: np.ndarray, frames: Frames) -> pd.DataFrame:
     data.update(dict(zip(C_COLUMNS, frames.centroids.T, strict=False)))
     data["degenerate"] = frames.degenerate
     data["reason"] = frames.reasons.astype(str)
+    data["symmetry"] = frames.symmetry.astype(str)
+    data[ORIENTATION_COLUMN], data[AXIS_COLUMN] = orientation_of(frames.symmetry)
     for a in range(3):
         data[f"lon{a + 1}"] = lon[:, a]
         data[f"lat{a + 1}"] = lat[:, a]
@@ -33,4 +42,6 @@ def frames_from_table(df: pd.DataFrame) -> Frames:
         centroids=df[C_COLUMNS].to_numpy(np.float64),
         degenerate=df["degenerate"].to_numpy(bool),
         reasons=df["reason"].to_numpy(str),
+        # A table written before the symmetry column: the kind follows from the reasons.
+        symmetry=df["symmetry"].to_numpy(str) if "symmetry" in df else None,
     )

@@ -20,8 +20,11 @@ from orientscope.core.errors import NotFoundError
 from orientscope.core.progress import Progress
 from orientscope.core.settings import DEFAULT_SEED, check_choice, validate_id
 from orientscope.pipeline.builtin import BUILTIN
-from orientscope.pipeline.engine import Engine, choose_cluster
+from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
+from orientscope.pipeline.shard_smarts import index_result, unindexed_shards
 from orientscope.pipeline.sharded import STAGES, precompute_sharded
+from orientscope.pipeline.smarts_jobs import smarts_job_above
+from orientscope.pipeline.stage import older_rule_stages
 from orientscope.pipeline.staging import staging
 from orientscope.science.frames import FRAME_METHODS, SIGN_RULES
 from orientscope.store import datasets as ds
@@ -114,7 +117,8 @@ def precompute(
     cluster: str | None = None,
     engine: Engine | None = None,
 ) -> ResultStore:
-    """Compute every missing stage (or ``stages``) and mark the result active.
+    """Compute every missing stage (or ``stages``), and every one stored under an older rule
+    (:func:`older_rule_stages`), and mark the result active.
 
     ``progress`` hears the fraction of all stages to run, with each stage's name. A re-run after a
     crash keeps the stages the interrupted run recorded and takes over the per-shard tasks it finished
@@ -128,12 +132,33 @@ def precompute(
     spec = choose_cluster(cluster, min(int(meta["n_molecules"]), limit or int(meta["n_molecules"])))
     store = ResultStore(data_dir, dataset_id, params)
     with store.lock():
-        todo = [s for s in names if force or not store.completed(s)]
+        older = older_rule_stages(store)
+        todo = [s for s in names if force or not store.completed(s) or s in older]
+        if older and not force:
+            log.info("%s [%s]: recomputing %s, stored under an older rule", dataset_id, store.key, older)
         if todo and todo[0] != "frames" and not store.completed("frames"):
             raise RuntimeError(f"stage {todo[0]!r} needs ['frames'] first")
         if todo:
             started = nullcontext(engine) if engine else Engine(spec)
             with _source(data_dir, dataset_id, meta, limit) as source, started as run_on:
                 precompute_sharded(source, dataset_id, params, run_on, store, todo, progress, reuse=not force)
+        n = min(int(meta["n_molecules"]), limit or int(meta["n_molecules"]))
+        _index_for_search(store, engine or spec, n, progress)
         ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
     return store
+
+
+def _index_for_search(store: ResultStore, engine: Engine | ClusterSpec, n_molecules: int, progress) -> None:
+    """Keep what a SMARTS search of the result reads (``pipeline.shard_smarts``), so that the first search after
+    a server start does not parse every molecule (9 s on QM9). Sets searched by background jobs (above
+    ``ORIENTSCOPE_SMARTS_JOB_ABOVE``) are left as they were: their ingest does not grow."""
+    todo = unindexed_shards(store.dir) if store.completed("chemistry") and n_molecules <= smarts_job_above() else []
+    if not todo:
+        return
+
+    def shards_done(done: int, total: int) -> None:
+        if progress:
+            progress(1.0, f"SMARTS search index: {done}/{total} shards", "chemistry")
+
+    with nullcontext(engine) if isinstance(engine, Engine) else Engine(engine) as run_on:
+        index_result(run_on, store.dir, todo, shards_done)

@@ -6,7 +6,7 @@ its key and its (small) result; the marker is written atomically and after the
 files the task wrote itself, so a marker that is there vouches for them. The
 key is a digest of everything that fixes the task's result:
 
-* the package version, the stage and the step;
+* the package version, the stage, the stage's rule (``pipeline.stage.STAGE_RULES``) and the step;
 * the settings of its module the step declares (``@depends_on("N_CANDIDATES")``, see
   ``pipeline.depends``), and no other: a module constant it does not declare may change
   without invalidating finished shards;
@@ -37,6 +37,7 @@ from orientscope import __version__
 from orientscope.pipeline.depends import declared_settings
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.shard_stages import ShardJob
+from orientscope.pipeline.stage import STAGE_RULES
 from orientscope.store.atomic import atomic_write_bytes, atomic_write_pickle
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,8 @@ class ResumingEngine:
 
     def _steps(self, fn: Callable, items: list) -> list[Step]:
         base = hashlib.sha256()
-        _feed(base, (__version__, self.stage, fn.__module__, fn.__qualname__, declared_settings(fn)))
+        rule = STAGE_RULES.get(self.stage, 1)  # a task of an older rule is never taken over
+        _feed(base, (__version__, self.stage, rule, fn.__module__, fn.__qualname__, declared_settings(fn)))
         steps = []
         for k, item in enumerate(items):
             h = base.copy()
@@ -178,21 +180,27 @@ class ResumingEngine:
         else:
             self._pass = (sum(taken), len(items), "tasks")
 
-    def map(self, fn: Callable, items: Sequence, progress=None) -> list:
-        """``[fn(item) for item in items]`` as :meth:`Engine.map`, taking over the tasks whose marker matches."""
+    def map(self, fn: Callable, items: Sequence, progress=None, weights: Sequence[int] | None = None,
+            on: Engine | None = None) -> list:  # fmt: skip
+        """``[fn(item) for item in items]`` as :meth:`Engine.map` (on ``on`` if given, e.g. a local cluster started
+        for one pass), taking over the tasks whose marker matches."""
         items = list(items)
+        weights = [1] * len(items) if weights is None else [int(w) for w in weights]
         steps = self._steps(fn, items)
         results = [_taken_over(s) if self.reuse else _MISSING for s in steps]
         todo = [k for k, r in enumerate(results) if r is _MISSING]
-        reused = len(items) - len(todo)
+        reused = sum(w for w, r in zip(weights, results, strict=True) if r is not _MISSING)
         self._count(items, [r is not _MISSING for r in results])
-        if reused:
-            log.info("%s %s: reused %d of %d tasks of an interrupted run", self.stage, fn.__name__, reused, len(items))
+        if len(todo) < len(items):
+            log.info("%s %s: reused %d of %d tasks of an interrupted run", self.stage, fn.__name__,
+                     len(items) - len(todo), len(items))  # fmt: skip
 
         def on_progress(done: int, total: int) -> None:
-            progress(reused + done, len(items))
+            progress(reused + done, sum(weights))
 
-        computed = self.engine.map(run_step, [steps[k] for k in todo], on_progress if progress else None)
+        computed = (on or self.engine).map(
+            run_step, [steps[k] for k in todo], on_progress if progress else None, weights=[weights[k] for k in todo]
+        )
         for k, result in zip(todo, computed, strict=True):
             results[k] = result
         return results

@@ -2,14 +2,17 @@
 
 Three passes of per-shard tasks on the engine, each followed by a small merge:
 
-1. **graphs** (:func:`graphs_shard`): parse, perceive bonds, fingerprint and
-   find scaffolds of one shard (repeated SMILES once); write the shard's
-   packed fingerprints and their bit counts (``chemistry/fingerprints-NNNNN.npy``
+1. **graphs**: parse, perceive bonds, fingerprint and find scaffolds in
+   chunks of about equal atom counts on every worker (``pipeline.shard_graphs``,
+   repeated SMILES once); then per shard (:func:`graphs_shard`) write the
+   shard's packed fingerprints and their bit counts (``chemistry/fingerprints-NNNNN.npy``
    and ``popcounts-NNNNN.npy``, the layout in ``backend/store/shards.py``) and
-   its graph table; return the shard's scaffold and formula labels and its
-   share of the seeded samples (the clustering sample, the coupling's queries
-   and random partners: the smallest counter-based draws by global index,
-   which merge exactly).
+   its graph table; return the shard's scaffold and formula labels, its
+   molecules without a graph by reason, and its share of the seeded samples
+   (the clustering sample, the coupling's queries and random partners: the
+   smallest counter-based draws by global index, which merge exactly). A
+   single atom (an ion) is in no group: it has no scaffold, formula or cluster
+   group, and is in no sample.
    The merge numbers the labels (sorted) and
    clusters the sample exactly (the leaders). Each pass-2 task then gets the
    merged codes of its own shard's labels only, not every label of the set.
@@ -31,11 +34,8 @@ error), whatever the shard size or worker count.
 
 from __future__ import annotations
 
-import os
-import warnings
-from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
-from multiprocessing import current_process
 from pathlib import Path
 
 import numpy as np
@@ -49,9 +49,12 @@ from orientscope.pipeline.chemistry_report import (
     MOLECULE_COLUMNS,
     N_PAIRS,
     N_RANDOM,
+    chemistry_section,
     coupling_sections,
     groups_section,
     label_groups,
+    merge_no_graph,
+    no_graph_part,
     no_graph_reason,
     pool_too_small,
     scaffold_keys,
@@ -59,10 +62,20 @@ from orientscope.pipeline.chemistry_report import (
     stage_output,
 )
 from orientscope.pipeline.depends import depends_on
-from orientscope.pipeline.engine import IN_PROCESS, ClusterSpec, Engine, spawn_safe
+from orientscope.pipeline.engine import ClusterSpec, Engine
+from orientscope.pipeline.shard_graphs import (
+    ChunkJob,
+    GraphsJob,
+    graph_table,
+    graphs_chunk,
+    parse_workers,
+    plan_chunks,
+    read_chunks,
+    shard_atom_counts,
+    shard_charge_known,
+)
 from orientscope.pipeline.shard_stages import ShardJob, shard_frames
 from orientscope.pipeline.stage import StageOutput
-from orientscope.science.chemistry import compute_chemistry
 from orientscope.science.clustering import (
     TanimotoIndex,
     assign_to_leaders,
@@ -86,7 +99,7 @@ from orientscope.science.rotations import derived_seed
 from orientscope.science.similarity import pair_queries, partner_pool
 from orientscope.store.datasets import read_meta
 from orientscope.store.shards import (
-    read_shard,
+    read_shard_ids,
     read_shard_table,
     shard_array_path,
     shard_table_path,
@@ -95,10 +108,6 @@ from orientscope.store.shards import (
 )
 
 STAGE = "chemistry"
-# parse_workers: from this many molecules a set run in process parses on local workers.
-MIN_PARALLEL = 50_000
-MAX_PARSE_WORKERS = 2
-CHUNKS_PER_WORKER = 2
 GROUP_COLUMNS = {g: f"{g}_group" for g in GROUP_KINDS}
 LABEL_KEYS = {"scaffold": "scaffolds", "formula": "formulas"}  # grouping -> its labels in a pass-1 part
 
@@ -120,48 +129,38 @@ def _rows_of(index: np.ndarray, job: ShardJob) -> np.ndarray:
 
 # ---------------------------------------------------------------- pass 1: graphs
 @depends_on("CLUSTER_SAMPLE", "N_PAIRS", "N_RANDOM", "MOLECULE_COLUMNS")
-def graphs_shard(job: ShardJob, map_chunks: Callable | None = None, n_chunks: int = 1) -> dict:
-    """Graphs, fingerprints and scaffolds of one shard, written; its labels and its share of the seeded samples.
-
-    The RDKit work runs in this task (the engine runs the shards in parallel), or in ``n_chunks``
-    pieces on ``map_chunks`` (see :func:`parse_workers`).
-    """
-    mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
-    chem = compute_chemistry(mols, map_chunks, n_chunks)
-    result = Path(job.result_dir)
-    write_shard_array(result, STAGE, "fingerprints", job.ref.number, chem.fingerprints)
+def graphs_shard(job: GraphsJob) -> dict:
+    """The shard's chunks joined and written (fingerprints, bit counts, graph table); its labels, its molecules
+    without a graph by reason, and its share of the seeded samples."""
+    shard = job.shard
+    chem = read_chunks(job)
+    ids = read_shard_ids(shard.ref).astype(str)
+    result = Path(shard.result_dir)
+    write_shard_array(result, STAGE, "fingerprints", shard.ref.number, chem.fingerprints)
     counts = popcounts(chem.fingerprints)
-    write_shard_array(result, STAGE, "popcounts", job.ref.number, counts.astype(np.uint16))
-    values = [
-        mols.ids,
-        chem.smiles,
-        chem.formula,
-        chem.scaffold,
-        chem.generic_scaffold,
-        chem.ok,
-        chem.source,
-        chem.error,
-    ]
-    write_shard_table(
-        result, STAGE, "graphs", job.ref.number, pd.DataFrame(dict(zip(MOLECULE_COLUMNS, values, strict=True)))
-    )
-    index, words = job.ref.index, chem.fingerprints
-    active = chem.ok & (counts > 0)
-    degenerate = shard_frames(job, "original", ["degenerate"])[:, 0].astype(bool)
-    pool = similarity_pool(chem.ok, degenerate, words)
-    cluster_seed, pair_seed = _seeds(job.seed)
-    sample = cluster_sample(cluster_seed, index[active], CLUSTER_SAMPLE) - job.ref.start
-    queries = pair_queries(pair_seed, index[pool], N_PAIRS) - job.ref.start
+    write_shard_array(result, STAGE, "popcounts", shard.ref.number, counts.astype(np.uint16))
+    write_shard_table(result, STAGE, "graphs", shard.ref.number, graph_table(ids, chem))
+    index, words = shard.ref.index, chem.fingerprints
+    groupable = chem.ok & (shard_atom_counts(shard) > 1)  # a single atom (an ion) is in no group
+    active = groupable & (counts > 0)
+    degenerate = shard_frames(shard, "original", ["degenerate"])[:, 0].astype(bool)
+    pool = similarity_pool(groupable, degenerate, words)
+    cluster_seed, pair_seed = _seeds(shard.seed)
+    sample = cluster_sample(cluster_seed, index[active], CLUSTER_SAMPLE) - shard.ref.start
+    queries = pair_queries(pair_seed, index[pool], N_PAIRS) - shard.ref.start
+    single = shard_atom_counts(shard) == 1
+    charge_assumed = (chem.source != "smiles") & ~shard_charge_known(shard)
     return {
-        "scaffolds": np.unique(scaffold_keys(chem.scaffold[chem.ok])),
-        "formulas": np.unique(chem.formula),
+        "scaffolds": np.unique(scaffold_keys(chem.scaffold[groupable])),
+        "formulas": np.unique(chem.formula[~single]),
         "n_ok": int(chem.ok.sum()),
         "n_pool": int(pool.sum()),
+        "no_graph": no_graph_part(ids, chem.reason, charge_assumed, single),
         "sample": {
             "index": index[sample],
             "words": words[sample],
             "smiles": chem.smiles[sample],
-            "id": mols.ids[sample],
+            "id": ids[sample],
         },
         "queries": {"index": index[queries], "words": words[queries]},
         "partners": partner_pool(pair_seed, index[pool], N_PAIRS * N_RANDOM),
@@ -264,19 +263,21 @@ def groups_shard(job: GroupsJob) -> dict:
     shard, plan = job.shard, job.plan
     result = Path(shard.result_dir)
     chem = _graphs(result, shard.ref.number)
-    ok = chem["chemistry_ok"].to_numpy(bool)
+    single = shard_atom_counts(shard) == 1  # ions: in no group, as pass 1 left them out of the labels
+    groupable = chem["chemistry_ok"].to_numpy(bool) & ~single
     words = np.ascontiguousarray(_fingerprints(shard))
     groups = {g: np.full(len(chem), -1, np.int64) for g in GROUP_KINDS}
     # The shard's own labels, sorted as pass 1 sent them: local position -> merged code.
-    keys = {"scaffold": scaffold_keys(chem["scaffold"].to_numpy(str)[ok]), "formula": chem["formula"].to_numpy(str)}
+    members = {"scaffold": groupable, "formula": ~single}
+    keys = {"scaffold": scaffold_keys(chem["scaffold"].to_numpy(str)), "formula": chem["formula"].to_numpy(str)}
     for g, values in keys.items():
-        own, local = np.unique(values, return_inverse=True)
+        own, local = np.unique(values[members[g]], return_inverse=True)
         if len(own) != len(job.codes[g]):
             raise ValueError(
                 f"shard {shard.ref.number}: {len(own)} {g} labels, pass 1 sent codes for {len(job.codes[g])}"
             )
-        groups[g][ok if g == "scaffold" else slice(None)] = job.codes[g][local.reshape(-1)]
-    active = np.flatnonzero(ok & (popcounts(words) > 0))
+        groups[g][members[g]] = job.codes[g][local.reshape(-1)]
+    active = np.flatnonzero(groupable & (popcounts(words) > 0))
     groups["cluster"][active] = assign_to_leaders(words[active], plan.leader_words, CLUSTER_THRESHOLD)[0]
     in_sample = (plan.sample_index >= shard.ref.start) & (plan.sample_index < shard.ref.stop)
     groups["cluster"][plan.sample_index[in_sample] - shard.ref.start] = plan.sample_labels[in_sample]
@@ -289,7 +290,7 @@ def groups_shard(job: GroupsJob) -> dict:
     degenerate = shard_frames(shard, "original", ["degenerate"])[:, 0].astype(bool)
     return {
         "sums": {g: group_sums(groups[g], q, R) for g in GROUP_KINDS},
-        "nearest": _nearest_in_shard(words, similarity_pool(ok, degenerate, words), job),
+        "nearest": _nearest_in_shard(words, similarity_pool(groupable, degenerate, words), job),
     }
 
 
@@ -336,45 +337,26 @@ def angles_shard(job: AnglesJob) -> dict:
 
 
 # ---------------------------------------------------------------- the stage
-def parse_workers(engine: Engine, n_molecules: int) -> int:
-    """Local workers for the RDKit pass of a set that runs in this process because of its size (1: none).
-
-    A set below the local-cluster size is one shard or a few, so the engine runs its RDKit work,
-    about 0.22 ms a molecule, on one core: full QM9 took 29 s. From ``MIN_PARALLEL`` molecules, where
-    two workers save more than the few seconds their start costs, the shards are parsed in chunks on a
-    local cluster of up to ``MAX_PARSE_WORKERS``, as the stage did before it ran over shards. Never
-    for a cluster named by ``--cluster`` or ``$ORIENTSCOPE_CLUSTER`` (``in-process`` included), nor in a
-    daemon process, which may not start workers, nor where workers would run unguarded code again
-    (:func:`~orientscope.pipeline.engine.spawn_safe`).
-    """
-    spec = engine.spec
-    by_size_in_process = spec.kind == IN_PROCESS and spec.by_size
-    if not by_size_in_process or n_molecules < MIN_PARALLEL or current_process().daemon or not spawn_safe():
-        return 1
-    return min(MAX_PARSE_WORKERS, os.cpu_count() or 1)
-
-
-def _graphs_pass(engine: Engine, jobs: list[ShardJob], n: int, progress) -> list[dict]:
-    """Pass 1 on the engine, or on a local cluster of :func:`parse_workers` workers."""
-    workers = parse_workers(engine, n)
-    if workers == 1:
-        return engine.map(graphs_shard, jobs, progress)
-    # The chunks travel inside the task graph (Dask warns above 10 MB) so that the scheduler holds them and a
-    # task retried after a lost worker still has its data; scattered data would be lost with the worker.
-    with Engine(ClusterSpec("local", workers=workers)) as local, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-        parts = []
-        for done, job in enumerate(jobs):
-            progress(done, len(jobs))
-            parts.append(graphs_shard(job, local.map, CHUNKS_PER_WORKER * workers))
-        progress(len(jobs), len(jobs))
-        return parts
+def _graphs_pass(engine: Engine, jobs: list[ShardJob], say) -> list[dict]:
+    """Pass 1: chunks of every shard on the engine (or a local cluster, :func:`parse_workers`), then per shard."""
+    counts = [shard_atom_counts(j) for j in jobs]
+    has_smiles = bool(jobs and read_meta(Path(jobs[0].data_dir), jobs[0].dataset_id).get("has_smiles"))
+    workers = parse_workers(engine, int(sum(c.sum() for c in counts)), has_smiles)
+    plan = plan_chunks(jobs, counts, max(workers, engine.describe()["workers"]), has_smiles)
+    chunks = [ChunkJob(j, lo, hi) for j, ranges in zip(jobs, plan, strict=True) for lo, hi in ranges]
+    progress = say("graphs, fingerprints, scaffolds:", 0.0, 0.65, unit="molecules")
+    weights = [c.hi - c.lo for c in chunks]
+    with Engine(ClusterSpec("local", workers=workers)) if workers > 1 else nullcontext() as local:
+        engine.map(graphs_chunk, chunks, progress, weights=weights, on=local)
+    parts = engine.map(graphs_shard, [GraphsJob(j, tuple(r)) for j, r in zip(jobs, plan, strict=True)],
+                       say("graph tables:", 0.65, 0.7))  # fmt: skip
+    return parts
 
 
 def run_chemistry(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
     n = sum(j.ref.n_molecules for j in jobs)
     seed = int(params["seed"])
-    graphs = _graphs_pass(engine, jobs, n, say("graphs, fingerprints, scaffolds:", 0.0, 0.7))
+    graphs = _graphs_pass(engine, jobs, say)
     plan, extra = merge_graphs(graphs, seed)
     group_jobs = [GroupsJob(j, plan, shard_codes(part, extra["labels"])) for j, part in zip(jobs, graphs, strict=True)]
     passes = engine.map(groups_shard, group_jobs, say("groups and neighbours:", 0.7, 0.85))
@@ -417,7 +399,8 @@ def run_chemistry(engine: Engine, jobs: list[ShardJob], params: dict, say) -> St
     n_ok = sum(p["n_ok"] for p in graphs)
     skipped_parts.update(no_graph_reason(n_ok))
     n_grouped = {g: int(sums[g]["size"].sum()) for g in GROUP_KINDS}
-    report = {"groups": groups_section(tables, n_grouped, n), "chemistry": {"n_ok": n_ok, "n_failed": n - n_ok}}
+    no_graph = merge_no_graph([p["no_graph"] for p in graphs])
+    report = {"groups": groups_section(tables, n_grouped, n), "chemistry": chemistry_section(n, n_ok, no_graph)}
     out = stage_output(report, similarity, control, tables, skipped_parts)
     out.settings.update({
         "spread_method": f"counts in {SPREAD_BIN_DEG}° bins merged over shards: the median within {SPREAD_BIN_DEG / 2}°",

@@ -1,8 +1,11 @@
 """The models stage over shards: classifiers and the orientation-only regression (shard_regression.py)
 trained on a seeded subsample, every molecule scored per shard.
 
-1. The training subsample: the ``TRAIN_MOLECULES`` molecules with the smallest
-   ``(seed, "models:train")`` draws (all of them for smaller sets).
+1. The training subsample: of the molecules with a full frame (in the stored
+   poses and in the control: a molecule with no orientation or only an axis has
+   no SO(3) pose to classify), the ``TRAIN_MOLECULES`` with the smallest
+   ``(seed, "models:train")`` draws (all of them for smaller sets). The others
+   get no score (NaN) and stay out of the regression's sums.
 2. Per shard, a task computes the subsample's features for the stored pose and
    for a negative copy turned by ``haar_rotations(seed, "models:<which>:negatives", index)``.
 3. One task per fold of each (orientation set, feature set) fits the fold's
@@ -35,7 +38,7 @@ from orientscope.pipeline.depends import depends_on
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.frames_table import frames_from_table
 from orientscope.pipeline.shard_regression import REGRESSION, RegressionJob, regression_partial, regression_section
-from orientscope.pipeline.shard_stages import WHICH, ShardJob
+from orientscope.pipeline.shard_stages import WHICH, ShardJob, full_frames
 from orientscope.pipeline.stage import StageOutput
 from orientscope.science.classifiers import (
     FEATURE_SETS,
@@ -67,9 +70,20 @@ def score_column(feature_set: str) -> str:
     return "score_" + feature_set.replace("+", "_").replace("-", "_")
 
 
-def training_rows(n_molecules: int, seed: int, size: int = TRAIN_MOLECULES) -> np.ndarray:
-    """Sorted global indices of the training subsample."""
-    return subsample(seed, "models:train", np.arange(n_molecules), size)
+def training_rows(full_index: np.ndarray, seed: int, size: int = TRAIN_MOLECULES) -> np.ndarray:
+    """Sorted global indices of the training subsample, drawn from ``full_index`` (the molecules with a full frame)."""
+    return subsample(seed, "models:train", full_index, size)
+
+
+def full_in_both(job: ShardJob) -> np.ndarray:
+    """(n,) bool: the shard's molecules with a full frame in the stored poses and in the control."""
+    return full_frames(job, "original") & full_frames(job, "control")
+
+
+@depends_on()
+def full_rows(job: ShardJob) -> np.ndarray:
+    """Global indices of the shard's molecules with a full frame in both orientation sets."""
+    return job.ref.index[full_in_both(job)]
 
 
 def _poses(job: ShardJob, which: str, rows: np.ndarray | None, mols=None):
@@ -193,7 +207,8 @@ class ScoreJob:
         job = self.shard
         mols = read_shard(job.ref, read_meta(Path(job.data_dir), job.dataset_id))
         in_train = self.train_rows - job.ref.start
-        rest = np.ones(mols.n_molecules, dtype=bool)
+        full = full_in_both(job)
+        rest = full.copy()  # the molecules with a full frame outside the training subsample
         rest[in_train] = False
         # Only the molecules outside the training subsample need features and a fold model's score:
         # the others keep their out-of-fold score (all of a set below TRAIN_MOLECULES).
@@ -203,7 +218,7 @@ class ScoreJob:
             features = _features(job, which, rest_rows, negatives=False, mols=mols) if rest.any() else None
             scores = {}
             for fs in FEATURE_SETS:
-                p = np.empty(mols.n_molecules)
+                p = np.full(mols.n_molecules, np.nan)  # no score without a full frame
                 p[in_train] = self.train_scores[which][fs]
                 if features is not None:
                     p[rest] = _fold_scores(self.model_paths[which][fs], features[fs][0], job.seed, which, rest_rows)
@@ -216,7 +231,7 @@ class ScoreJob:
                 frames = read_shard_table(Path(job.result_dir), "frames", which, job.ref.number).to_pandas()
                 regression[which] = regression_partial(
                     self.regression[which], frames_from_table(frames).rotations, _properties(mols), job.ref.start,
-                    in_train, self.train_slice,
+                    in_train, self.train_slice, full,
                 )  # fmt: skip
         return {"regression": regression}
 
@@ -308,18 +323,27 @@ def _out_of_fold(folder: Path, folds: list[FoldJob], fitted: list, clf_seed: dic
 
 
 def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
-    n = sum(j.ref.n_molecules for j in jobs)
+    n_all = sum(j.ref.n_molecules for j in jobs)
+    if n_all < MIN_MOLECULES:
+        return StageOutput(
+            skipped=f"the rotation classifiers and the orientation-only regression need at least {MIN_MOLECULES} "
+            f"molecules, got {n_all}"
+        )
+    full_index = np.concatenate(engine.map(full_rows, jobs, say("molecules with a full frame:", 0.0, 0.02)))
+    n = len(full_index)
     if n < MIN_MOLECULES:
         return StageOutput(
             skipped=f"the rotation classifiers and the orientation-only regression need at least {MIN_MOLECULES} "
-            f"molecules, got {n}"
+            f"molecules with a full frame, got {n} of {n_all} (molecules with no orientation or only an axis "
+            "have no SO(3) pose)"
         )
     seed = int(params["seed"])
     meta = read_meta(Path(jobs[0].data_dir), jobs[0].dataset_id)
-    train = training_rows(n, seed, TRAIN_MOLECULES)
+    train = training_rows(full_index, seed, TRAIN_MOLECULES)
+    del full_index
     per_shard = [train[(train >= j.ref.start) & (train < j.ref.stop)] for j in jobs]
     parts = engine.map(training_features, [FeatureJob(j, r) for j, r in zip(jobs, per_shard, strict=True)],
-                       say("training features:", 0.0, 0.1))  # fmt: skip
+                       say("training features:", 0.02, 0.1))  # fmt: skip
     folder = Path(jobs[0].result_dir) / "models"
     folder.mkdir(parents=True, exist_ok=True)
     names = list(parts[0]["properties"])  # the columns of y, in the order every shard reads them
@@ -365,7 +389,9 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
             "score_features": SCORE_FEATURES,
             "regression": REGRESSION.as_dict(),
             "training_subsample": int(len(train)),
-            "training_rule": f"the {TRAIN_MOLECULES:,} molecules with the smallest (seed, 'models:train') draws",
+            "molecules_with_full_frames": int(n),
+            "training_rule": f"of the molecules with a full frame (stored and control), the {TRAIN_MOLECULES:,} "
+            "with the smallest (seed, 'models:train') draws; the others get no score",
             "negatives": "counter-based: haar_rotations(seed, 'models:<which>:negatives', global index)",
             "metrics": "out-of-fold (cross-fitted) over the training subsample; molecule-level bootstrap CI",
             "scores": "training molecules: out-of-fold; others: the model of fold "

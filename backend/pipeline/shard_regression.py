@@ -95,7 +95,13 @@ def score_group(seed: int, index: np.ndarray) -> np.ndarray:
 
 
 def regression_partial(
-    fitted: RegressionJob, rotations: np.ndarray, y: np.ndarray, start: int, train_local: np.ndarray, train_slice: slice
+    fitted: RegressionJob,
+    rotations: np.ndarray,
+    y: np.ndarray,
+    start: int,
+    train_local: np.ndarray,
+    train_slice: slice,
+    scored: np.ndarray | None = None,
 ) -> dict:
     """One shard's ordered sums of :func:`error_terms` per group.
 
@@ -105,18 +111,21 @@ def regression_partial(
     y : (n, p) their properties (every numeric column; the job's ``columns`` are taken)
     start : global index of the shard's first molecule
     train_local : (m,) shard rows of the training molecules; ``train_slice`` their rows in the subsample
+    scored : (n,) bool the molecules that count (those with a full frame), all if None; the others add nothing
     """
     if fitted.columns is not None:
         y = y[:, list(fitted.columns)]
+    if scored is not None:
+        y = np.where(np.asarray(scored, dtype=bool)[:, None], y, np.nan)  # a NaN target counts zero
     with np.load(fitted.out_path) as oof:
         fill = oof["fill"]
-        pred = np.empty(y.shape)
+        pred = np.zeros(y.shape)
         baseline = np.broadcast_to(fill, y.shape).copy()
         group = score_group(fitted.seed, start + np.arange(len(y)))
         pred[train_local] = oof["pred"][train_slice]
         baseline[train_local] = oof["baseline"][train_slice]
         group[train_local] = oof["fold"][train_slice]
-    rest = np.ones(len(y), dtype=bool)
+    rest = np.ones(len(y), dtype=bool) if scored is None else np.asarray(scored, dtype=bool).copy()
     rest[train_local] = False
     if rest.any():  # the molecules outside the subsample: the model fitted on all of it
         model = pickle.loads(Path(fitted.model_path).read_bytes())

@@ -21,13 +21,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
-from orientscope.core.orientations_schema import Q_COLUMNS, R_COLUMNS
+from orientscope.core.orientations_schema import AXIS_COLUMN, ORIENTATION_COLUMN, Q_COLUMNS, R_COLUMNS
 from orientscope.pipeline.depends import depends_on
 from orientscope.pipeline.frames_table import frames_to_table
 from orientscope.pipeline.stage import StageOutput
+from orientscope.science.axial import METHOD as AXIAL_METHOD
+from orientscope.science.axial import MIN_AXES, axial_terms, bingham_test, defined_axes, sums_from_terms
 from orientscope.science.counter_rng import haar_rotations, half_split, subsample, uniforms
-from orientscope.science.frames import compute_frames
+from orientscope.science.frames import (
+    ORIENTATION_CLASSES,
+    SYMMETRY_KINDS,
+    compute_frames,
+    orientation_of,
+    symmetry_kinds,
+)
+from orientscope.science.ordered_sums import block_partial, merge_block_partials
 from orientscope.science.rotations import geodesic_angle, rotate_molecules
 from orientscope.science.so3_partial import (
     KL_AT_N,
@@ -45,6 +55,7 @@ from orientscope.store.shards import (
     ShardRef,
     read_shard,
     read_shard_table,
+    shard_table_path,
     write_shard_table,
 )
 
@@ -72,13 +83,36 @@ class ShardJob:
 
 
 # ---------------------------------------------------------------------- frames
-def degenerate_summary(degenerate: np.ndarray, reasons: np.ndarray) -> dict:
-    """``n_degenerate`` and the count of each reason code (``reasons``: ";"-joined codes per molecule)."""
+def degenerate_summary(degenerate: np.ndarray, reasons: np.ndarray, symmetry: np.ndarray | None = None) -> dict:
+    """``n_degenerate``, the count of each reason code (``reasons``: ";"-joined codes per molecule) and, given
+    the symmetry kinds, ``orientation_classes`` (:func:`orientation_counts`)."""
     counts: dict[str, int] = {}
     for codes in reasons[degenerate]:
         for code in codes.split(";"):
             counts[code] = counts.get(code, 0) + 1
-    return {"n_degenerate": int(degenerate.sum()), "degenerate_reasons": counts}
+    out = {"n_degenerate": int(degenerate.sum()), "degenerate_reasons": counts}
+    if symmetry is not None:
+        out["orientation_classes"] = orientation_counts(symmetry)
+    return out
+
+
+def orientation_counts(symmetry: np.ndarray) -> dict:
+    """``{none, axis, full, by_symmetry: {kind: count}}``: how many molecules carry which part of a pose."""
+    kinds, counts = np.unique(np.asarray(symmetry).astype(str), return_counts=True)
+    by_kind = {str(k): int(c) for k, c in zip(kinds, counts, strict=True) if k}
+    out = {cls: 0 for cls in ORIENTATION_CLASSES}
+    for kind, count in zip(kinds, counts, strict=True):
+        out[SYMMETRY_KINDS[str(kind)][0]] += int(count)
+    return {**out, "by_symmetry": by_kind}
+
+
+def merge_orientation_counts(parts: list[dict]) -> dict:
+    out = {cls: sum(p[cls] for p in parts) for cls in ORIENTATION_CLASSES}
+    by_kind: dict[str, int] = {}
+    for part in parts:
+        for kind, count in part["by_symmetry"].items():
+            by_kind[kind] = by_kind.get(kind, 0) + count
+    return {**out, "by_symmetry": dict(sorted(by_kind.items()))}
 
 
 @depends_on()
@@ -93,8 +127,8 @@ def frames_shard(job: ShardJob) -> dict:
     for which, f in (("original", frames), ("control", control)):
         write_shard_table(result, "frames", which, job.ref.number, frames_to_table(mols.ids, f))
     return {
-        "original": degenerate_summary(frames.degenerate, frames.reasons),
-        "control": degenerate_summary(control.degenerate, control.reasons),
+        "original": degenerate_summary(frames.degenerate, frames.reasons, frames.symmetry),
+        "control": degenerate_summary(control.degenerate, control.reasons, control.symmetry),
         "atom_counts": np.bincount(mols.n_atoms),
     }
 
@@ -104,7 +138,11 @@ def _merge_degenerate(parts: list[dict]) -> dict:
     for part in parts:
         for code, count in part["degenerate_reasons"].items():
             reasons[code] = reasons.get(code, 0) + count
-    return {"n_degenerate": sum(p["n_degenerate"] for p in parts), "degenerate_reasons": reasons}
+    return {
+        "n_degenerate": sum(p["n_degenerate"] for p in parts),
+        "degenerate_reasons": reasons,
+        "orientation_classes": merge_orientation_counts([p["orientation_classes"] for p in parts]),
+    }
 
 
 def _median_from_counts(counts: np.ndarray) -> float:
@@ -147,31 +185,89 @@ def shard_frames(job: ShardJob, which: str, columns: list[str]) -> np.ndarray:
     return np.column_stack([table.column(c).to_numpy() for c in columns])
 
 
+def shard_orientation(job: ShardJob, which: str) -> tuple[np.ndarray, np.ndarray]:
+    """((n,) str class "none" | "axis" | "full", (n,) int8 defined axis) of the shard's molecules in ``which``."""
+    path = shard_table_path(Path(job.result_dir), "frames", which, job.ref.number)
+    if ORIENTATION_COLUMN not in pq.read_schema(path).names:  # a table of an older rule: the codes decide
+        reasons = read_shard_table(Path(job.result_dir), "frames", which, job.ref.number, columns=["reason"])
+        return orientation_of(symmetry_kinds(reasons.column("reason").to_numpy(zero_copy_only=False)))
+    table = read_shard_table(
+        Path(job.result_dir), "frames", which, job.ref.number, columns=[ORIENTATION_COLUMN, AXIS_COLUMN]
+    )
+    return (
+        table.column(ORIENTATION_COLUMN).to_numpy(zero_copy_only=False).astype(str),
+        table.column(AXIS_COLUMN).to_numpy().astype(np.int8),
+    )
+
+
+def full_frames(job: ShardJob, which: str) -> np.ndarray:
+    """(n,) bool: the shard's molecules whose frame is a whole SO(3) pose in orientation set ``which``: the
+    only ones the SO(3) statistics (KL, KS, the reference, the classifiers, the regression) read."""
+    return shard_orientation(job, which)[0] == "full"
+
+
 def _half_a(job: ShardJob) -> np.ndarray:
     return half_split(job.seed, "split", job.ref.index)
 
 
+@depends_on()
+def orientation_partial(job: ShardJob) -> dict:
+    """Per orientation set, the count of full frames and the axis-only molecules' sums for Bingham's test."""
+    out = {}
+    for which in WHICH:
+        classes, axis = shard_orientation(job, which)
+        has_axis = axis > 0
+        rotations = shard_frames(job, which, R_COLUMNS)[has_axis].reshape(-1, 3, 3)
+        terms = np.zeros((len(axis), 10))  # a molecule without an axis adds nothing
+        terms[has_axis] = axial_terms(defined_axes(rotations, axis[has_axis]))
+        out[which] = {
+            "n_full": int((classes == "full").sum()),
+            # In fixed global blocks: any cut of the set gives the same bits of Bingham's S.
+            "axial": block_partial(terms, np.zeros(len(axis), np.int64), 1, job.ref.start),
+        }
+    return out
+
+
+def merge_orientation(parts: list[dict]) -> dict:
+    """Per orientation set, ``{"n_full": count, "axial": Bingham's test}`` from the shards' partials."""
+    return {
+        which: {
+            "n_full": sum(p[which]["n_full"] for p in parts),
+            "axial": bingham_test(sums_from_terms(merge_block_partials([p[which]["axial"] for p in parts], 1)[0])),
+        }
+        for which in WHICH
+    }
+
+
 @depends_on("N_CANDIDATES")
 def reference_candidates(job: ShardJob) -> dict:
-    """Per orientation set, this shard's share of the seeded reference candidates (at most N_CANDIDATES rows)."""
+    """Per orientation set, this shard's share of the seeded reference candidates (at most N_CANDIDATES
+    full frames of half A)."""
     index = job.ref.index
-    chosen = subsample(job.seed, "reference", index[_half_a(job)], N_CANDIDATES)
-    rows = chosen - job.ref.start
+    half_a = _half_a(job)
     ids = read_shard_table(Path(job.result_dir), "frames", "original", job.ref.number, columns=["id"])
-    out = {"index": chosen, "id": ids.column("id").to_numpy(zero_copy_only=False)[rows]}
+    ids = ids.column("id").to_numpy(zero_copy_only=False)
+    out = {}
     for which in WHICH:
-        out[which] = shard_frames(job, which, [*Q_COLUMNS, *R_COLUMNS])[rows]
+        chosen = subsample(job.seed, "reference", index[half_a & full_frames(job, which)], N_CANDIDATES)
+        rows = chosen - job.ref.start
+        frames = shard_frames(job, which, [*Q_COLUMNS, *R_COLUMNS])[rows]
+        out[which] = {"index": chosen, "id": ids[rows], "frames": frames}
     return out
 
 
 def merge_candidates(parts: list[dict], seed: int) -> dict:
-    """The global candidates: the N_CANDIDATES smallest draws over all shards' candidates."""
-    index = np.concatenate([p["index"] for p in parts])
-    keep = np.isin(index, subsample(seed, "reference", index, N_CANDIDATES))
-    order = np.argsort(index[keep], kind="stable")
-    merged = {"index": index[keep][order], "id": np.concatenate([p["id"] for p in parts])[keep][order]}
+    """Per orientation set, the global candidates: the N_CANDIDATES smallest draws over all shards' candidates."""
+    merged = {}
     for which in WHICH:
-        merged[which] = np.concatenate([p[which] for p in parts])[keep][order]
+        index = np.concatenate([p[which]["index"] for p in parts])
+        keep = np.isin(index, subsample(seed, "reference", index, N_CANDIDATES))
+        order = np.argsort(index[keep], kind="stable")
+        merged[which] = {
+            "index": index[keep][order],
+            "id": np.concatenate([p[which]["id"] for p in parts])[keep][order],
+            "frames": np.concatenate([p[which]["frames"] for p in parts])[keep][order],
+        }
     return merged
 
 
@@ -193,14 +289,17 @@ def kernel_fraction(n_molecules: int) -> float:
 
 @depends_on("BANDWIDTH_RAD")
 def kernel_partial(job: KernelJob) -> dict:
-    """Per orientation set, the candidates' kernel sums over this shard's (seeded share of) half A."""
+    """Per orientation set, the candidates' kernel sums over this shard's (seeded share of) half A's full frames."""
     in_a = _half_a(job.shard)
     if job.fraction < 1.0:
         in_a &= uniforms(job.shard.seed, "kernel", job.shard.ref.index)[:, 0] < job.fraction
-    return {
-        which: kernel_sums(job.candidates_q[which], shard_frames(job.shard, which, Q_COLUMNS)[in_a], BANDWIDTH_RAD)
-        for which in WHICH
-    }
+    out = {}
+    for which in WHICH:
+        rows = in_a & full_frames(job.shard, which)
+        out[which] = kernel_sums(
+            job.candidates_q[which], shard_frames(job.shard, which, Q_COLUMNS)[rows], BANDWIDTH_RAD
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -211,18 +310,19 @@ class AngleJob:
 
 @depends_on()
 def angle_partial(job: AngleJob) -> dict:
-    """Per orientation set, fine counts of the angle between half B's frames and the reference."""
+    """Per orientation set, fine counts of the angle between half B's full frames and the reference."""
     in_b = ~_half_a(job.shard)
     out = {}
     for which in WHICH:
-        R = shard_frames(job.shard, which, R_COLUMNS)[in_b].reshape(-1, 3, 3)
+        rows = in_b & full_frames(job.shard, which)
+        R = shard_frames(job.shard, which, R_COLUMNS)[rows].reshape(-1, 3, 3)
         out[which] = fine_angle_counts(geodesic_angle(np.asarray(job.reference[which])[None], R))
     return out
 
 
 @dataclass(frozen=True)
 class KLJob:
-    """One k-NN KL fit of one orientation set: the rows of ``part`` read from every shard."""
+    """One k-NN KL fit of one orientation set: the rows of ``part`` among the full frames of every shard."""
 
     shards: tuple[ShardJob, ...]
     which: str
@@ -230,28 +330,38 @@ class KLJob:
     part: KLPart
 
 
-def kl_jobs(jobs: list[ShardJob], limits: dict | None = None) -> list[KLJob]:
+def kl_jobs(jobs: list[ShardJob], n_full: dict, limits: dict | None = None) -> list[KLJob]:
     """One task per KL fit and orientation set, largest fits first so the small ones fill in behind them.
 
+    ``n_full``: per orientation set, its molecules with a full frame (the fits' set).
     ``limits`` (``exact_limit``, ``sign_limit``, ``at_n``) default to
     so3_partial's; tests lower them to reach the subsampled paths on small sets.
     """
-    plan = kl_plan(sum(j.ref.n_molecules for j in jobs), **(limits or {}))
-    return [KLJob(tuple(jobs), which, name, part) for name, parts in plan.items() for which in WHICH for part in parts]
+    out = []
+    for which in WHICH:
+        plan = kl_plan(n_full[which], **(limits or {}))
+        out += [KLJob(tuple(jobs), which, name, part) for name, parts in plan.items() for part in parts]
+    return out
 
 
 @depends_on("K_NEIGHBOURS")
 def kl_part_task(job: KLJob) -> dict:
     """The k-NN KL fit of one part: reads only its rows, shard by shard, into one (m, 4) float64 array.
 
-    The one step whose memory grows with its size m (up to the exact limit,
-    10M): the quaternions, which the KD-tree shares, its index and nodes and
-    the k-th distances, about 56 B per molecule (see ``kth_neighbour_angles``),
-    about 0.6 GB for 10M rows; every other part is at most 250k rows.
+    The part's groups are drawn over the global indices of the full frames, so
+    which molecules a fit uses depends on the seed and the set alone. The one
+    step whose memory grows with its size m (up to the exact limit, 10M): the
+    quaternions, which the KD-tree shares, its index and nodes and the k-th
+    distances, about 56 B per molecule (see ``kth_neighbour_angles``), about
+    0.6 GB for 10M rows; every other part is at most 250k rows.
     """
     seed, part = job.shards[0].seed, job.part
     # Group membership shard by shard (never an index array of the whole set), then the trim over the group.
-    group = np.concatenate([s.ref.index[part.members(seed, s.ref.index)] for s in job.shards])
+    group = []
+    for s in job.shards:
+        index = s.ref.index[full_frames(s, job.which)]
+        group.append(index[part.members(seed, index)])
+    group = np.concatenate(group)
     keep = group[part.trim(seed, group)]
     del group
     q = np.empty((len(keep), len(Q_COLUMNS)))
@@ -262,37 +372,71 @@ def kl_part_task(job: KLJob) -> dict:
     return kl_exact(q, K_NEIGHBOURS, part.sign_invariant, overwrite=True)
 
 
-def merge_kl(jobs: list[KLJob], fits: list[dict], n: int, at_n: int = KL_AT_N) -> dict:
+def merge_kl(jobs: list[KLJob], fits: list[dict], n_full: dict, at_n: int = KL_AT_N) -> dict:
     """Per orientation set, ``kl``, ``kl_sign_invariant`` and ``kl_at_n`` from the parts' fits."""
     out = {}
     for which in WHICH:
         mine = [(j, f) for j, f in zip(jobs, fits, strict=True) if j.which == which]
         plan = {name: [j.part for j, _ in mine if j.name == name] for name in ("kl", "kl_sign_invariant", "kl_at_n")}
         by_name = {name: [f for j, f in mine if j.name == name] for name in plan}
-        out[which] = kl_from_fits(plan, by_name, n, K_NEIGHBOURS, at_n)
+        out[which] = kl_from_fits(plan, by_name, n_full[which], K_NEIGHBOURS, at_n)
     return out
 
 
-def statistics_section(candidates: dict, best: dict, reference: dict, angles: list[dict], kls: dict) -> StageOutput:
-    """The statistics section from the merged partial results; ``best``/``reference``: per orientation set,
-    the row of the chosen candidate and its (3, 3) orientation."""
+def too_few_full_frames(n_full: dict) -> str | None:
+    """Why the SO(3) statistics cannot run on the full frames (per orientation set), or None."""
+    low = {which: n for which, n in n_full.items() if n <= K_NEIGHBOURS + 1}
+    if not low:
+        return None
+    counts = ", ".join(f"{n} in the {which} set" for which, n in low.items())
+    return (
+        f"the SO(3) statistics (KL, KS) need more than {K_NEIGHBOURS + 1} molecules with a full frame, got "
+        f"{counts} (molecules with no orientation or only an axis are left out of them)"
+    )
+
+
+def statistics_section(
+    orientation: dict,
+    candidates: dict | None = None,
+    best: dict | None = None,
+    reference: dict | None = None,
+    angles: list[dict] | None = None,
+    kls: dict | None = None,
+    so3_skipped: str | None = None,
+) -> StageOutput:
+    """The statistics section from the merged partial results.
+
+    ``orientation``: per orientation set, ``n_full`` and Bingham's ``axial`` test (:func:`merge_orientation`);
+    ``best``/``reference``: per orientation set, the row of the chosen candidate and its (3, 3) orientation;
+    with ``so3_skipped`` (too few full frames) only the axial test is reported.
+    """
     sections = {}
     for which in WHICH:
-        counts = sum(a[which] for a in angles)
-        sections[which] = {
-            "reference_index": int(candidates["index"][best[which]]),
-            "reference_orientation": reference[which].tolist(),
-            "reference_molecule": str(candidates["id"][best[which]]),
-            **kls[which],
-            "ks": ks_from_counts(counts),
-            "angle_histogram": histogram_from_counts(counts, N_BINS),
-        }
+        section = {"so3_molecules": orientation[which]["n_full"], "axial": orientation[which]["axial"]}
+        if not so3_skipped:
+            counts = sum(a[which] for a in angles)
+            cand = candidates[which]
+            section.update(
+                {
+                    "reference_index": int(cand["index"][best[which]]),
+                    "reference_orientation": reference[which].tolist(),
+                    "reference_molecule": str(cand["id"][best[which]]),
+                    **kls[which],
+                    "ks": ks_from_counts(counts),
+                    "angle_histogram": histogram_from_counts(counts, N_BINS),
+                }
+            )
+        sections[which] = section
     return StageOutput(
         report=sections["original"],
         control=sections["control"],
         settings={
             "k": K_NEIGHBOURS,
             "bins": N_BINS,
+            "so3_molecules": "full frames only: molecules with no orientation (single atoms, spherical tops) or "
+            "only an axis (linear molecules, symmetric tops) are left out of KL, KS and the reference",
+            "axial": f"{AXIAL_METHOD}, over the defined axis of every axis-only molecule; in the verdict's family "
+            f"from {MIN_AXES} such molecules",
             "reference_bandwidth_rad": BANDWIDTH_RAD,
             "reference_candidates": N_CANDIDATES,
             "reference_kernel_rows": f"all of half A up to {KERNEL_ROWS:,}, else a seeded share of about that many",
@@ -301,4 +445,5 @@ def statistics_section(candidates: dict, best: dict, reference: dict, angles: li
             "its rows; the exact fit holds about 56 B per molecule (0.6 GB at 10M)",
             "ks_method": "fine merged histogram (245,760 bins on [0, π]); statistic within 1e-5 of the exact value",
         },
+        skipped_parts={"so3": so3_skipped} if so3_skipped else {},
     )

@@ -17,6 +17,7 @@ import logging
 import time
 from pathlib import Path
 
+from orientscope.core.numbers import format_count
 from orientscope.core.progress import Progress, scaled
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.resume import ResumingEngine
@@ -37,10 +38,13 @@ from orientscope.pipeline.shard_stages import (
     merge_candidates,
     merge_frames,
     merge_kl,
+    merge_orientation,
+    orientation_partial,
     reference_candidates,
     statistics_section,
+    too_few_full_frames,
 )
-from orientscope.pipeline.stage import StageOutput
+from orientscope.pipeline.stage import STAGE_RULES, StageOutput
 from orientscope.science.so3_partial import KL_AT_N
 from orientscope.store.datasets import read_meta
 from orientscope.store.results import ResultStore
@@ -60,20 +64,29 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
             skipped=f"orientation statistics (KL, KS) need more than {K_NEIGHBOURS + 1} molecules, got {n}"
         )
     seed = int(params["seed"])
-    candidates = merge_candidates(engine.map(reference_candidates, jobs, say("reference candidates:", 0.0, 0.15)), seed)
-    cand_q = {which: candidates[which][:, :4] for which in WHICH}
-    fraction = kernel_fraction(n)
+    orientation = merge_orientation(engine.map(orientation_partial, jobs, say("orientation classes:", 0.0, 0.05)))
+    n_full = {which: orientation[which]["n_full"] for which in WHICH}
+    too_few = too_few_full_frames(n_full)
+    if too_few:
+        return statistics_section(orientation, so3_skipped=too_few)
+    candidates = merge_candidates(
+        engine.map(reference_candidates, jobs, say("reference candidates:", 0.05, 0.15)), seed
+    )
+    if any(len(candidates[which]["index"]) == 0 for which in WHICH):  # half A drew no full frame
+        return statistics_section(orientation, so3_skipped="no molecule with a full frame fell in half A")
+    cand_q = {which: candidates[which]["frames"][:, :4] for which in WHICH}
+    fraction = kernel_fraction(max(n_full.values()))
     kernels = engine.map(kernel_partial, [KernelJob(j, cand_q, fraction) for j in jobs], say("kernel sums:", 0.15, 0.5))
     best = {which: sum(k[which] for k in kernels).argmax() for which in WHICH}
-    reference = {which: candidates[which][best[which], 4:].reshape(3, 3) for which in WHICH}
+    reference = {which: candidates[which]["frames"][best[which], 4:].reshape(3, 3) for which in WHICH}
     angles = engine.map(
         angle_partial, [AngleJob(j, reference) for j in jobs], say("angles to the reference:", 0.5, 0.6)
     )
     limits = params.get("kl_limits") or {}  # make_params' kl_limits: read here, they travel inside the tasks
-    parts = kl_jobs(jobs, limits)
+    parts = kl_jobs(jobs, n_full, limits)
     fits = engine.map(kl_part_task, parts, say("k-NN KL fits (original, control):", 0.6, 1.0))
-    kls = merge_kl(parts, fits, n, limits.get("at_n", KL_AT_N))
-    return statistics_section(candidates, best, reference, angles, kls)
+    kls = merge_kl(parts, fits, n_full, limits.get("at_n", KL_AT_N))
+    return statistics_section(orientation, candidates, best, reference, angles, kls)
 
 
 # In pipeline order: the later stages read the frames.
@@ -104,10 +117,11 @@ def precompute_sharded(
         notify = scaled(progress, (number - 1) / len(stages), number / len(stages), stage=name)
         steps = ResumingEngine(engine, store.dir, name, len(jobs), reuse)
 
-        def say(what: str, lo: float = 0.0, hi: float = 1.0, _notify=notify, _steps=steps):
-            """A shard progress callback for one pass: shards done of total, on [lo, hi] of the stage."""
+        def say(what: str, lo: float = 0.0, hi: float = 1.0, unit: str = "shards", _notify=notify, _steps=steps):
+            """A progress callback for one pass: shards (or ``unit``) done of total, on [lo, hi] of the stage."""
             return lambda done, total: _notify(
-                lo + (hi - lo) * done / max(total, 1), f"{what} {done}/{total} shards{_steps.note()}"
+                lo + (hi - lo) * done / max(total, 1),
+                f"{what} {format_count(done)}/{format_count(total)} {unit}{_steps.note()}",
             )
 
         notify(0.0, f"starting (stage {number} of {len(stages)})")
@@ -116,7 +130,8 @@ def precompute_sharded(
         seconds = time.perf_counter() - t0
         reused = steps.summary()
         store.write_stage(name, out.section(), out.tables, seconds, out.settings, out.skipped_stages(name),
-                          engine=engine.describe(), shard_rows=out.shard_rows, reused=reused)  # fmt: skip
+                          engine=engine.describe(), shard_rows=out.shard_rows, reused=reused,
+                          rule=STAGE_RULES[name])  # fmt: skip
         steps.clear()
         taken = f"; reused {reused['reused']} of {reused['shards']} shards" if reused["reused"] else ""
         notify(1.0, (f"skipped: {out.skipped}" if out.skipped else f"done in {seconds:.1f} s") + taken)

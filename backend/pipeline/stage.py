@@ -7,6 +7,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+# The rule each stage's results are made by. The manifest records it per stage, and a re-run
+# (``orientscope precompute`` or ``report``) recomputes a stage stored under an older rule (one with no
+# record is rule 1). 2 (frames, statistics, models): each molecule contributes only the orientation its
+# symmetry defines (none, one axis, the full frame); the SO(3) statistics read full frames only, and
+# Bingham's test reads the axis-only molecules' axes.
+STAGE_RULES = {"frames": 2, "statistics": 2, "chemistry": 1, "models": 2}
+
 
 @dataclass
 class StageOutput:
@@ -58,3 +65,14 @@ def _finite_or_null(obj):
     if isinstance(obj, float | np.floating) and not np.isfinite(obj):
         return None
     return obj
+
+
+def older_rule_stages(store) -> dict[str, dict[str, int]]:
+    """``{stage: {"stored": rule, "current": rule}}`` of the stored stages made by an older rule than the
+    current one (:data:`STAGE_RULES`): what a re-run recomputes."""
+    out = {}
+    for stage in store.completed_stages():
+        stored, current = store.stage_rule(stage), STAGE_RULES.get(stage, 1)
+        if stored < current:
+            out[stage] = {"stored": stored, "current": current}
+    return out

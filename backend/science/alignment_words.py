@@ -29,6 +29,7 @@ from orientscope.core.numbers import (
     format_percent,
     is_number,
 )
+from orientscope.science.frames import SYMMETRY_KINDS, SYMMETRY_TEXT
 
 BADGES = {
     "strong": "Aligned — strong effect",
@@ -124,6 +125,8 @@ def verdict_badge(verdict: dict) -> str:
     if code == "not_detected":
         return BADGES["not_detected"]
     n, least = verdict.get("n_molecules"), verdict.get("min_molecules")
+    if _too_few_oriented(verdict):
+        return BADGES["too_few"]
     return BADGES["not_tested"] if is_number(n) and is_number(least) and n >= least else BADGES["too_few"]
 
 
@@ -133,6 +136,9 @@ def _alpha(verdict: dict) -> str:
 
 def _too_few(verdict: dict) -> str:
     n, least = verdict.get("n_molecules") or 0, verdict.get("min_molecules")
+    oriented = _too_few_oriented(verdict)
+    if oriented:
+        return oriented
     if is_number(least) and n >= least:
         return "Not tested: no test of the poses could run on this set (its skipped stages say why)."
     return (
@@ -317,3 +323,97 @@ def kl_difference_text(a: dict, b: dict, names: tuple[str, str] = ("A", "B")) ->
         f"bar, or compute the larger set at the other's size (orientscope report {large.get('dataset', 'DATASET')}"
         f"{limit}) and compare KL at equal N."
     )
+
+
+# ----------------------------------------------------------------- who has an orientation
+SYMMETRY_CLASS = {kind: cls for kind, (cls, _) in SYMMETRY_KINDS.items()}
+
+
+def orientation_note(orientation: dict | None) -> str:
+    """Which molecules the SO(3) statistics leave out and why, from ``{none, axis, full, by_symmetry}`` counts
+    (the frames stage's ``orientation_classes``); "" when every molecule has a full frame."""
+    if not orientation or not (orientation.get("none") or orientation.get("axis")):
+        return ""
+    kinds = orientation.get("by_symmetry") or {}
+
+    def listed(cls: str) -> str:
+        parts = [
+            f"{format_count(kinds[k])} {text}"
+            for k, text in SYMMETRY_TEXT.items()
+            if SYMMETRY_CLASS[k] == cls and kinds.get(k)
+        ]
+        return f" ({', '.join(parts)})" if parts else ""
+
+    out = []
+    if orientation.get("none"):
+        out.append(f"{format_count(orientation['none'])} with no orientation{listed('none')}")
+    if orientation.get("axis"):
+        out.append(
+            f"{format_count(orientation['axis'])} with only an axis{listed('axis')}, tested on that axis by Bingham's test"
+        )
+    return f"Left out of the SO(3) statistics (KL, KS, classifiers): {' and '.join(out)}."
+
+
+def _too_few_oriented(verdict: dict) -> str | None:
+    """Why a set of enough molecules has too few with an orientation to test, or None if that is not why."""
+    orientation, least, n = verdict.get("orientation"), verdict.get("min_molecules"), verdict.get("n_molecules") or 0
+    if not orientation or not is_number(least) or n < least:
+        return None
+    none, axis, full = (int(orientation.get(k) or 0) for k in ("none", "axis", "full"))
+    if full >= least or axis >= least:
+        return None
+    return (
+        f"Too few molecules with an orientation to test: the verdict needs at least {format_count(least)} molecules "
+        f"with a full frame, or {format_count(least)} with an axis; of {format_count(n)}, "
+        f"{format_count(none)} {'has' if none == 1 else 'have'} no orientation, {format_count(axis)} only an axis "
+        f"and {format_count(full)} a full frame."
+    )
+
+
+# ----------------------------------------------------------------- the control as a self-check
+def control_failed(code: str, rejected: list[str], causes: list[str]) -> str:
+    """The control check's sentence when the random-rotation control is called aligned."""
+    tests = ", ".join(rejected) if rejected else "its tests"
+    return (
+        f"Control check failed: the same molecules, each turned by a seeded random rotation, are called "
+        f"{code.replace('_', ' ')} ({tests} {'rejects' if len(rejected) == 1 else 'reject'} random orientations), so "
+        f"the tests are not calibrated on this set and the verdict below cannot be trusted. Likely cause: {causes[0]}"
+    )
+
+
+def control_causes(control: dict, n: int, rejected: list[str], alpha: float) -> list[str]:
+    """What the control's counts point to, most likely first (the last is always chance)."""
+    causes = []
+    reasons = control.get("degenerate_reasons") or {}
+    classes = control.get("orientation_classes")
+    so3_tests = [t for t in rejected if t != "Bingham axial"]
+    if classes is None:  # a result computed before the symmetry rule: every frame counted as a pose
+        single = int(reasons.get("single_atom") or 0)
+        axis = (
+            int(reasons.get("linear") or 0)
+            + int(reasons.get("eigen_gap_12") or 0)
+            + int(reasons.get("eigen_gap_23") or 0)
+        )
+        if single or axis:
+            causes.append(
+                f"{format_count(single)} molecules have no orientation (single atoms) and up to {format_count(axis)} "
+                "only an axis (linear molecules, symmetric tops), and this result was computed under an older rule "
+                "that counted their frames as poses: recompute it (orientscope precompute)."
+            )
+    if "Bingham axial" in rejected and classes:
+        causes.append(
+            f"the defined axes of the {format_count(classes.get('axis') or 0)} axis-only molecules do not follow the "
+            "rotation: some are probably near the eigenvalue-gap tolerance, so their defined axis changes with the pose."
+        )
+    ties = max(int(reasons.get("sign_tie_1") or 0), int(reasons.get("sign_tie_2") or 0))
+    full = int((classes or {}).get("full") or n)
+    if so3_tests and full and ties >= 0.25 * full:
+        causes.append(
+            f"{format_count(ties)} of {format_count(full)} molecules with a full frame have a finite symmetry (sign "
+            "ties: the third moment picks the signs of their axes), so several frames of one molecule compete."
+        )
+    causes.append(
+        f"chance: at α = {alpha:g} about one control in {round(1 / alpha):,} fails on a calibrated set. Re-run with "
+        "another --seed; a control that fails again points to a cause above."
+    )
+    return causes

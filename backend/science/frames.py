@@ -18,6 +18,16 @@ A frame is flagged ``degenerate`` where it is ill-defined:
   have opposite signs; rule "count": as many atoms on each side). Ties fall
   back to the sign of the third moment (then +1), so the frame stays
   deterministic but is flagged.
+
+What orientation a frame carries follows from these codes (:func:`symmetry_kinds`):
+
+* none: single atoms, and spherical tops (both gaps below ``gap_tol``, e.g.
+  methane, SF6): no rotation changes them, so their frame is a constant;
+* one axis: linear molecules and prolate symmetric tops (``eigen_gap_23``)
+  define only axis 1, oblate symmetric tops (``eigen_gap_12``, e.g. benzene,
+  NH3) only axis 3; the other two axes spin freely, so only the defined axis,
+  as an axial direction (v and -v alike), is a pose;
+* full: every other molecule, finite symmetries (``sign_tie_*``) included.
 """
 
 from __future__ import annotations
@@ -36,11 +46,31 @@ DEGENERACY_CODES = {
     "linear": "the atoms lie on a line: only the first axis is defined, the other two spin freely",
     "eigen_gap_12": "the first two axes have (almost) the same spread, so they can swap under tiny noise",
     "eigen_gap_23": "the second and third axes have (almost) the same spread, so they can swap or spin "
-    "(e.g. methane, benzene)",
+    "(e.g. methane, CH3Cl)",
     "sign_tie_1": "the sign rule cannot choose the first axis' direction (e.g. water's H···H axis); "
     "the third moment decides",
     "sign_tie_2": "the sign rule cannot choose the second axis' direction; the third moment decides",
 }
+
+# What each symmetry leaves of the orientation: its class (none, axis, full) and the one defined axis (1..3) of
+# the axis class. "" is a molecule with a full frame.
+SYMMETRY_KINDS = {
+    "": ("full", 0),
+    "single_atom": ("none", 0),
+    "spherical_top": ("none", 0),
+    "linear": ("axis", 1),
+    "prolate_top": ("axis", 1),
+    "oblate_top": ("axis", 3),
+}
+# What a set of molecules of each kind is called in a sentence.
+SYMMETRY_TEXT = {
+    "single_atom": "single atoms",
+    "spherical_top": "spherical tops",
+    "linear": "linear molecules",
+    "prolate_top": "prolate symmetric tops",
+    "oblate_top": "oblate symmetric tops",
+}
+ORIENTATION_CLASSES = ("none", "axis", "full")
 
 FRAME_METHODS = ("pca", "pca-mass", "inertia")
 SIGN_RULES = ("max", "count")
@@ -58,6 +88,7 @@ class Frames:
     centroids : (n, 3) Å (mass-weighted where the method is)
     degenerate : (n,) bool
     reasons : (n,) str, ";"-joined codes, "" where well defined
+    symmetry : (n,) str, the key of :data:`SYMMETRY_KINDS` (derived from ``reasons`` if not given)
     """
 
     rotations: np.ndarray
@@ -66,9 +97,67 @@ class Frames:
     centroids: np.ndarray
     degenerate: np.ndarray
     reasons: np.ndarray
+    symmetry: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.symmetry is None:
+            object.__setattr__(self, "symmetry", symmetry_kinds(self.reasons))
 
     def __len__(self) -> int:
         return len(self.rotations)
+
+    @property
+    def orientation(self) -> np.ndarray:
+        """(n,) str: "none", "axis" or "full" (:data:`SYMMETRY_KINDS`)."""
+        return orientation_of(self.symmetry)[0]
+
+    @property
+    def defined_axis(self) -> np.ndarray:
+        """(n,) int8: the one defined axis (1 or 3) of an axis-only molecule, else 0."""
+        return orientation_of(self.symmetry)[1]
+
+
+def symmetry_kinds(reasons: np.ndarray) -> np.ndarray:
+    """(n,) str key of :data:`SYMMETRY_KINDS` per molecule from its ";"-joined degeneracy codes.
+
+    Only the distinct codes of the degenerate molecules are parsed, so 10M mostly
+    well-defined frames cost one comparison each.
+    """
+    reasons = np.asarray(reasons).astype(str)
+    out = np.full(len(reasons), "", dtype="<U13")
+    flagged = np.flatnonzero(reasons != "")
+    if flagged.size:
+        distinct, inverse = np.unique(reasons[flagged], return_inverse=True)
+        out[flagged] = np.array([_kind(set(r.split(";"))) for r in distinct], dtype="<U13")[inverse]
+    return out
+
+
+def _kind(codes: set[str]) -> str:
+    if "single_atom" in codes:
+        return "single_atom"
+    if "linear" in codes:
+        return "linear"
+    gap12, gap23 = "eigen_gap_12" in codes, "eigen_gap_23" in codes
+    if gap12 and gap23:
+        return "spherical_top"
+    return "prolate_top" if gap23 else "oblate_top" if gap12 else ""
+
+
+def orientation_of(symmetry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(class (n,) str, defined axis (n,) int8) of each molecule's symmetry kind (:data:`SYMMETRY_KINDS`)."""
+    symmetry = np.asarray(symmetry).astype(str)
+    classes = np.full(len(symmetry), "full", dtype="<U4")
+    axes = np.zeros(len(symmetry), dtype=np.int8)
+    flagged = symmetry != ""
+    if flagged.any():
+        unknown = set(np.unique(symmetry[flagged])) - set(SYMMETRY_KINDS)
+        if unknown:
+            raise ValueError(f"unknown symmetry kind(s) {sorted(unknown)}; expected some of {list(SYMMETRY_KINDS)}")
+        for kind, (cls, axis) in SYMMETRY_KINDS.items():
+            if kind:
+                mask = symmetry == kind
+                classes[mask], axes[mask] = cls, axis
+    return classes, axes
 
 
 def _check_options(method: str, sign_rule: str) -> None:
@@ -189,6 +278,7 @@ def compute_frames(
         centroids=centroids,
         degenerate=degenerate,
         reasons=reasons.astype(str),
+        symmetry=symmetry_kinds(reasons),
     )
 
 

@@ -13,8 +13,13 @@ live molecules (``MolHolder``) match ~5x faster but take ~850 MB, too much for
 a web worker; binary pickles (``CachedMolHolder``, ~0.3 kB each) took 85.5 s
 over 29 queries where trusted SMILES took 57.3 s with identical matches; the
 Python loop of ``HasSubstructMatch`` the service used before was ~1.7x slower
-than pickles. Pattern-fingerprint screening (``prefilter``) speeds selective
-queries but costs ~15-30 s of build on QM9, so it is off by default.
+than pickles. Pattern-fingerprint screening (``prefilter``) spares a query the
+molecules whose fingerprint lacks the pattern's bits: on full QM9 (load 15-20)
+seven patterns took a median 2.5 s against 7.4 s without it, but making the
+fingerprints costs ~15-30 s on QM9, so an index built on the spot does without.
+:func:`search_data` makes what an index holds, fingerprints included, once (a
+dataset keeps it: ``pipeline.shard_smarts``); :meth:`SubstructureIndex.from_search_data`
+reads it back, screen and all, without parsing a molecule.
 """
 
 from __future__ import annotations
@@ -71,6 +76,60 @@ def _molecule(m):
     return (Chem.MolFromSmiles(m) if m else None) if isinstance(m, str) else m
 
 
+def _parsed(molecules, patterns=None):
+    """(valid, the SMILES an index holds: "" for none, the pattern fingerprint when ``patterns`` is a
+    PatternHolder, else None) of each molecule, one alive at a time (all of QM9's at once is ~850 MB that the C
+    heap then keeps)."""
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    empty = Chem.Mol()
+    for m in molecules:
+        mol = _molecule(m)
+        # RDKit writes these SMILES from a sanitised molecule, so re-reading them unsanitised is exact
+        smiles = Chem.MolToSmiles(mol) if mol is not None else ""
+        fingerprint = None if patterns is None else patterns.MakeFingerprint(mol if mol is not None else empty)
+        yield mol is not None, smiles, fingerprint
+
+
+@dataclass(frozen=True)
+class SearchData:
+    """What an index holds for n molecules, made once (:func:`search_data`) and kept with a dataset, so that
+    an index is made again without parsing a molecule (:meth:`SubstructureIndex.from_search_data`).
+
+    smiles : each molecule's SMILES as RDKit writes it from the sanitised molecule ("" where there is none)
+    valid : (n,) bool
+    patterns : each molecule's pattern fingerprint (:data:`PATTERN_BITS` bits) in RDKit's binary form, the
+        screen; empty for an index without one
+    rdkit : the RDKit version that made them (another version's fingerprints may differ: not to be mixed)
+    """
+
+    smiles: list[str]
+    valid: np.ndarray
+    patterns: list[bytes]
+    rdkit: str
+
+
+def rdkit_version() -> str:
+    import rdkit
+
+    return rdkit.__version__
+
+
+def search_data(molecules) -> SearchData:
+    """What an index holds for ``molecules``, its screen included. Parsing is the cost of an index (QM9: about
+    9 s, 25 s with the fingerprints)."""
+    from rdkit.Chem import rdSubstructLibrary
+
+    maker = rdSubstructLibrary.PatternHolder(PATTERN_BITS)
+    smiles, valid, patterns = [], [], []
+    for ok, text, fingerprint in _parsed(molecules, maker):
+        smiles.append(text)
+        valid.append(ok)
+        patterns.append(fingerprint.ToBinary())
+    return SearchData(smiles, np.array(valid, bool), patterns, rdkit_version())
+
+
 class SubstructureIndex:
     """An RDKit SubstructLibrary over the molecules.
 
@@ -83,25 +142,45 @@ class SubstructureIndex:
     """
 
     def __init__(self, molecules, prefilter: bool = False, n_threads: int = 2):
-        from rdkit import Chem, RDLogger
         from rdkit.Chem import rdSubstructLibrary
 
-        RDLogger.DisableLog("rdApp.*")
+        maker = rdSubstructLibrary.PatternHolder(PATTERN_BITS) if prefilter else None
+        self._fill(_parsed(molecules, maker), prefilter, n_threads)
+
+    @classmethod
+    def from_search_data(cls, data: SearchData, n_threads: int = 2) -> SubstructureIndex:
+        """The index over what :func:`search_data` made, its screen included when it holds fingerprints:
+        nothing is parsed (QM9's 130,831 molecules load in about a second instead of the build's 25 s)."""
+        from rdkit import DataStructs
+
+        prefilter = bool(data.patterns)
+        if prefilter and data.rdkit != rdkit_version():
+            raise ValueError(f"pattern fingerprints of RDKit {data.rdkit} cannot screen for RDKit {rdkit_version()}")
+        patterns = data.patterns if prefilter else [None] * len(data.smiles)
+        entries = (
+            (bool(ok), str(s) if ok else "", None if p is None else DataStructs.ExplicitBitVect(p))
+            for s, ok, p in zip(data.smiles, data.valid, patterns, strict=True)
+        )
+        index = cls.__new__(cls)
+        index._fill(entries, prefilter, n_threads)
+        return index
+
+    def _fill(self, entries, prefilter: bool, n_threads: int) -> None:
+        """Hold ``entries``: (valid, SMILES, pattern fingerprint or None) each; with ``prefilter`` the
+        fingerprints make the screen."""
+        from rdkit.Chem import rdSubstructLibrary
+
         holder = rdSubstructLibrary.CachedTrustedSmilesMolHolder()
         patterns = rdSubstructLibrary.PatternHolder(PATTERN_BITS) if prefilter else None
-        empty = Chem.Mol()
         valid = []
-        self.nbytes_ = 0  # the SMILES the holder keeps
-        # One molecule alive at a time: all of QM9's at once is ~850 MB that the C heap then keeps.
-        for m in molecules:
-            mol = _molecule(m)
-            valid.append(mol is not None)
-            # RDKit wrote these SMILES from a sanitised molecule, so re-reading them unsanitised is exact
-            smiles = Chem.MolToSmiles(mol) if mol is not None else ""
+        self.nbytes_ = 0  # the SMILES the holder keeps, and the fingerprints
+        for ok, smiles, fingerprint in entries:
+            valid.append(ok)
             holder.AddSmiles(smiles)
             self.nbytes_ += len(smiles) + 32  # a std::string each
             if patterns is not None:
-                patterns.AddFingerprint(patterns.MakeFingerprint(mol if mol is not None else empty))
+                patterns.AddFingerprint(fingerprint)
+                self.nbytes_ += PATTERN_BITS // 8 + 32
         self.valid_ = np.array(valid, bool)
         self.nbytes_ += self.valid_.nbytes
         if patterns is not None:

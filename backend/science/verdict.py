@@ -18,7 +18,18 @@ construction):
   included. A model that predicted one class for every held-out molecule
   (below about 35 molecules it can grow no split) tests nothing and is left
   out of the family, under ``not_tests``;
-* ``ks``: the Kolmogorov-Smirnov test of the angles to a reference orientation.
+* ``ks``: the Kolmogorov-Smirnov test of the angles to a reference orientation;
+* ``axial``: Bingham's test of the defined axis of the molecules whose symmetry
+  leaves only an axis (linear molecules, symmetric tops; :mod:`orientscope.science.axial`).
+
+KL, KS and the classifiers read full frames only (molecules with no orientation,
+single atoms and spherical tops, and axis-only molecules are left out of them);
+each part enters the family when it has at least :data:`MIN_MOLECULES`
+molecules (full frames, or axes for Bingham's test).
+
+A control that is not ``not_detected`` fails the self-check:
+:func:`control_check` says so, with the likely cause, and every surface shows
+it before the verdict.
 
 Holm's step-down adjustment over the tests present controls the family-wise
 error at ``alpha`` (default :data:`DEFAULT_ALPHA`); a test *rejects* when its
@@ -59,13 +70,15 @@ import numpy as np
 
 from orientscope.core.numbers import is_number
 from orientscope.core.resources import scipy_stats as stats
-from orientscope.science.alignment_words import verdict_badge, verdict_text
+from orientscope.science import alignment_words as words
 from orientscope.science.model_audit import holm
 
 # 3: a classifier that predicted one class is left out of the family.
 # 4: only a test that rejected sizes the effect, by its interval against the bar (strong, small or uncertain);
 #    the KL interval at any N sizes it too, against STRONG_KL.
-RULE_VERSION = 4
+# 5: Bingham's axial test of the axis-only molecules joins the family, and KL, KS and the classifiers (on full
+#    frames only) join only with MIN_MOLECULES full frames.
+RULE_VERSION = 5
 DEFAULT_ALPHA = 1e-3
 MIN_MOLECULES = 10
 CODES = ("aligned", "weakly_aligned", "not_detected", "too_few")
@@ -126,6 +139,10 @@ CONSTANT_NOTE = (
 )
 KL_ROLE = "measures how far the orientations are from uniform, against the estimator's own null law at this N"
 KS_ROLE = "compares the angles to one reference orientation with the Haar angle law (low power for multi-modal poses)"
+AXIAL_ROLE = (
+    "tests the one axis of the molecules whose symmetry defines only an axis (linear molecules, symmetric tops) "
+    "for a preferred direction"
+)
 
 
 def kl_null(n: int, k: int = 5) -> dict:
@@ -222,9 +239,23 @@ def _kl_size(kl: dict, kl_at_n: dict | None) -> dict:
     return _effect_size("KL", kl["value"], list(ci) if ci else None, STRONG_KL, "number", n=n)
 
 
-def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None, kl_at_n: dict | None, alpha: float) -> list:
-    """One row per test: ``{test, statistic, ci95, pvalue, p_holm, rejects, role, size}``, in the fixed order."""
+def _evidence(
+    kl: dict | None,
+    classifiers: list[dict],
+    ks: dict | None,
+    kl_at_n: dict | None,
+    alpha: float,
+    axial: dict | None = None,
+    so3_molecules: int | None = None,
+) -> list[dict]:
+    """One row per test: ``{test, statistic, ci95, pvalue, p_holm, rejects, role, size}``, in the fixed order.
+
+    ``so3_molecules``: molecules with a full frame; below :data:`MIN_MOLECULES` the SO(3) tests (KL, KS,
+    classifiers) leave the family, and only Bingham's axial test (on the axis-only molecules) may remain.
+    """
     rows = []
+    if so3_molecules is not None and so3_molecules < MIN_MOLECULES:
+        kl, ks, classifiers = None, None, []
     if kl and is_number(kl.get("value")) and (kl.get("n_used") or kl.get("n") or 0) > kl.get("k", 5):
         n, k = int(kl.get("n_used") or kl["n"]), int(kl.get("k", 5))
         ci = kl.get("ci95")
@@ -265,10 +296,27 @@ def _evidence(kl: dict | None, classifiers: list[dict], ks: dict | None, kl_at_n
                 "role": KS_ROLE,
             }
         )
+    rows += _axial_evidence(axial)
     for row, p_holm in zip(rows, holm([r["pvalue"] for r in rows]), strict=True):
         row["p_holm"] = p_holm
         row["rejects"] = bool(p_holm < alpha)
     return rows
+
+
+def _axial_evidence(axial: dict | None) -> list[dict]:
+    """Bingham's test as a row of the family, where it has at least :data:`MIN_MOLECULES` axes."""
+    if not axial or not is_number(axial.get("pvalue")) or int(axial.get("n") or 0) < MIN_MOLECULES:
+        return []
+    return [
+        {
+            "test": "Bingham axial",
+            "statistic": float(axial["statistic"]),
+            "ci95": None,
+            "pvalue": float(axial["pvalue"]),
+            "n": int(axial["n"]),
+            "role": AXIAL_ROLE,
+        }
+    ]
 
 
 def effect_of(evidence: list[dict]) -> str | None:
@@ -293,6 +341,8 @@ def alignment_verdict(
     ks: dict | None = None,
     kl_at_n: dict | None = None,
     alpha: float = DEFAULT_ALPHA,
+    axial: dict | None = None,
+    orientation: dict | None = None,
 ) -> dict:
     """``{code, aligned, effect, badge, text, evidence, alpha, rule_version, n_molecules}`` of one set of orientations.
 
@@ -304,6 +354,9 @@ def alignment_verdict(
     ks : ``{statistic, pvalue}`` of the angles to a reference orientation
     kl_at_n : ``{value, ci95, subsample_size}`` when the set is large enough for it
     alpha : family-wise error rate of the Holm-adjusted family
+    axial : Bingham's test of the axis-only molecules (``{n, statistic, pvalue}``)
+    orientation : ``{none, axis, full, by_symmetry}`` counts; KL, KS and the classifiers
+        enter the family only with at least ``MIN_MOLECULES`` full frames
 
     ``aligned`` (the field older clients read) is True for ``aligned`` and
     ``weakly_aligned``, False for ``not_detected``, None for ``too_few``.
@@ -315,7 +368,8 @@ def alignment_verdict(
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     classifiers = list(classifiers or [])
     n = int(n_molecules or 0)
-    evidence = _evidence(kl, classifiers, ks, kl_at_n, alpha) if n >= MIN_MOLECULES else []
+    so3 = None if not orientation else int(orientation.get("full") or 0)
+    evidence = _evidence(kl, classifiers, ks, kl_at_n, alpha, axial, so3) if n >= MIN_MOLECULES else []
     out = {
         "alpha": alpha,
         "rule_version": RULE_VERSION,
@@ -323,6 +377,8 @@ def alignment_verdict(
         "min_molecules": MIN_MOLECULES,
         "evidence": evidence,
     }
+    if orientation:
+        out["orientation"] = {cls: int(orientation.get(cls) or 0) for cls in ("none", "axis", "full")}
     untested = [f"{c.get('features')} classifier" for c in classifiers if c.get("constant")]
     if untested and evidence:
         out["not_tests"] = {"tests": untested, "reason": CONSTANT_NOTE}
@@ -338,9 +394,39 @@ def alignment_verdict(
     else:
         code = "weakly_aligned" if effect == "small" else "aligned"
     out.update({"code": code, "aligned": {"too_few": None, "not_detected": False}.get(code, True), "effect": effect})
-    out["badge"] = verdict_badge(out)
-    out["text"] = verdict_text(out)
+    out["badge"] = words.verdict_badge(out)
+    out["text"] = words.verdict_text(out)
     return out
+
+
+# ---------------------------------------------------------------------- the self-check
+def control_check(
+    control_verdict: dict | None, control: dict | None, n_molecules: int | None = None, alpha: float = DEFAULT_ALPHA
+) -> dict:
+    """The random-rotation control as a self-check: ``{passed, control_code, text, causes}``.
+
+    The control (every molecule turned by a seeded Haar rotation) must come out
+    ``not_detected``; anything else means the tests are not calibrated on this
+    set, and ``text`` says so with the likely cause (``causes``, most likely
+    first) read from the control's figures (``orientation_classes``,
+    ``degenerate_reasons``) and its ``n_molecules``. ``passed`` is
+    None when no test could run on the control (``too_few``): nothing to check.
+    """
+    v = control_verdict or {}
+    code = v.get("code")
+    if code == "not_detected":
+        return {"passed": True, "control_code": code, "text": "", "causes": []}
+    if code not in ("aligned", "weakly_aligned"):
+        return {"passed": None, "control_code": code, "text": "", "causes": []}
+    level = v.get("alpha", alpha)
+    rejected = [e["test"] for e in v.get("evidence") or [] if is_number(e.get("p_holm")) and e["p_holm"] < level]
+    causes = words.control_causes(control or {}, n_molecules or 0, rejected, level)
+    return {
+        "passed": False,
+        "control_code": code,
+        "text": words.control_failed(code, rejected, causes),
+        "causes": causes,
+    }
 
 
 def subsample_spread(values: np.ndarray, m: int, n: int) -> float:

@@ -5,8 +5,9 @@ groups without the chemistry stage the formula itself) and a *label* a person
 reads: the Hill formula (``C7H10O2``), the Murcko scaffold SMILES (``C1CC1``) or,
 for a Tanimoto cluster, the SMILES of its representative (the leader the
 cluster was grown from). Molecules outside every group (cluster -1: no leader
-within the threshold; scaffold -1: no chemical graph) have the code ``None``
-and are reported apart under :data:`UNGROUPED`, never as one more group.
+within the threshold; scaffold -1: no chemical graph; every grouping: a single
+atom, an ion, which has no pose to share) have the code ``None`` and are
+reported apart under :data:`UNGROUPED`, never as one more group.
 """
 
 from __future__ import annotations
@@ -130,8 +131,8 @@ def group_ids(view: DatasetView) -> dict[str, np.ndarray]:
             if col is not None:
                 out[by], distinct = _codes(chem[col])
                 size += out[by].nbytes + nbytes(distinct)
-        if "formula" not in out:
-            out["formula"] = formulas(view)
+        if "formula" not in out:  # no chemistry stage: formula groups from the atoms, ions in none (as the stage)
+            out["formula"] = np.where(np.asarray(view.n_atoms) > 1, formulas(view), None).astype(object)
             size += nbytes(out["formula"])
         return GroupCodes(out, size)
 
@@ -165,6 +166,13 @@ def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:
     else:
         smiles = np.asarray(view.smiles).astype(str)
     return {m: s for m, s in zip(view.ids.tolist(), smiles.tolist(), strict=True) if m in wanted}
+
+
+def graph_smiles(view: DatasetView, mol_id: str) -> str:
+    """SMILES of the graph the chemistry stage built for one molecule ("" without the stage or a graph)."""
+    if not view.has_table(CHEMISTRY_STAGE, "molecules"):
+        return ""
+    return _smiles_of(view, {str(mol_id)}).get(str(mol_id), "")
 
 
 def _leader_id(row: dict) -> str | None:

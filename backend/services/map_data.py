@@ -1,4 +1,9 @@
-"""Orientation-map data: every molecule's three canonical axes on the sphere, ready to draw.
+"""Orientation-map data: every molecule's canonical axes on the sphere, ready to draw.
+
+A molecule shows only the axes its symmetry defines (``science.frames``): all
+three for a full frame, its one defined axis for a linear molecule or a
+symmetric top, none for a single atom or a spherical top. An undefined axis is
+stored as NaN and is never a point (:meth:`MapData.points`).
 
 Reads the stored frames table (never recomputes frames) one shard at a time,
 projects the axes to the equal-area Mollweide plane as float32, and draws
@@ -24,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from orientscope.science.counter_rng import random_bits
+from orientscope.science.frames import orientation_of, symmetry_kinds
 from orientscope.science.map_scales import density_ceiling, density_ratio, grid_counts
 from orientscope.science.nearest_point import point_keys
 from orientscope.science.rotations import derived_seed
@@ -182,10 +188,47 @@ class MapData:
         rows = sorted(int(r) for r in order[lo:hi] if self.ids[int(r)] == mol_id)
         return rows[0] if rows else -1
 
+    @cached_property
+    def axis_counts(self) -> np.ndarray:
+        """(4,) molecules with 0, 1, 2 and 3 defined axes (NaN map positions are undefined axes)."""
+        defined = (~np.isnan(np.asarray(self.x))).sum(axis=1) if self.n_molecules else np.zeros(0, np.int64)
+        return np.bincount(defined, minlength=4)
+
+    def n_defined(self, axes=AXES, mask: np.ndarray | None = None) -> int:
+        """How many points :meth:`points` gives for ``axes`` and ``mask``, counted without building them."""
+        cols = [int(a) - 1 for a in sorted({int(a) for a in axes})]
+        if not self.axis_counts[:3].any():  # every axis of every molecule is defined
+            return len(cols) * (self.n_molecules if mask is None else int(np.count_nonzero(mask)))
+        if mask is None:
+            return int(self._defined_per_axis[cols].sum())
+        return int((~np.isnan(np.asarray(self.x)[np.asarray(mask, bool)][:, cols])).sum())
+
+    @cached_property
+    def _defined_per_axis(self) -> np.ndarray:
+        return (~np.isnan(np.asarray(self.x))).sum(axis=0)
+
+    @property
+    def symmetry_note(self) -> str | None:
+        """What the map leaves out by symmetry (the legend's caption), or None if every molecule has a full frame."""
+        none, one = int(self.axis_counts[0]), int(self.axis_counts[1])
+        if not (none or one):
+            return None
+        parts = []
+        if one:
+            parts.append(
+                f"{one:,} molecules with only one defined axis (linear molecules, symmetric tops) show that axis"
+            )
+        if none:
+            parts.append(
+                f"{none:,} with no orientation (single atoms, spherical tops) {'are' if none != 1 else 'is'} not drawn"
+            )
+        return "; ".join(parts)
+
     def points(self, axes=AXES, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rows, axes) of the shown points, (m,) int32 and (m,) int8, in row order (axes ascending within a row).
 
         axes : subset of (1, 2, 3); mask : optional (n,) bool keep-molecule mask.
+        An axis the molecule's symmetry leaves undefined (NaN on the map) is no point.
         Sort them by :meth:`draw_keys` to draw them.
         """
         axes = sorted({int(a) for a in axes})
@@ -195,6 +238,9 @@ class MapData:
         kept = np.arange(self.n_molecules, dtype=np.int32) if mask is None else np.flatnonzero(mask).astype(np.int32)
         rows = np.repeat(kept, len(axes))
         axis = np.tile(np.asarray(axes, np.int8), kept.size)
+        if self.axis_counts[:3].any():  # some molecule has an undefined axis
+            ok = ~np.isnan(self._flat_xy[0].take(self.point_keys(rows, axis)))
+            rows, axis = rows[ok], axis[ok]
         return rows, axis
 
     def draw_keys(self, rows: np.ndarray, axes: np.ndarray) -> np.ndarray:
@@ -412,7 +458,7 @@ _ROTATION = [f"r{i}{j}" for i in range(3) for j in range(3)]
 def _frame_parts(store, table: str) -> list:
     """Readers of the frames table in parts: one per shard of a sharded result (never the whole float64
     table at once), else the one table."""
-    columns = ["id", "degenerate", *_ROTATION]
+    columns = ["id", "degenerate", "reason", *_ROTATION]
     single = store.dir / f"frames.{table}.parquet"
     paths = [] if single.is_file() or not store.completed("frames") else shard_table_paths(store.dir, "frames", table)
     if not paths:  # NotFoundError naming the stage if it is not computed
@@ -425,8 +471,24 @@ def _project(read) -> tuple[np.ndarray, np.ndarray, list, np.ndarray]:
     part = read()
     rot = np.column_stack([part.column(c).to_numpy() for c in _ROTATION]).reshape(-1, 3, 3)
     x, y = mollweide_xy(*axes_lonlat_deg(rot))
+    undefined = ~defined_axes_mask(part.column("reason"))
+    x[undefined], y[undefined] = np.nan, np.nan
     degenerate = part.column("degenerate").to_numpy(zero_copy_only=False).astype(bool)
     return x.astype(np.float32), y.astype(np.float32), part.column("id").chunks, degenerate
+
+
+def defined_axes_mask(reasons) -> np.ndarray:
+    """(k, 3) bool: the axes each molecule's symmetry defines, from its frame's degeneracy codes (an Arrow column):
+    all three for a full frame, the one defined axis of an axis-only molecule, none without an orientation."""
+    flagged = np.flatnonzero(pc.not_equal(reasons, "").to_numpy(zero_copy_only=False))
+    shown = np.ones((len(reasons), 3), bool)
+    if flagged.size:
+        classes, axis = orientation_of(symmetry_kinds(reasons.take(pa.array(flagged)).to_numpy(zero_copy_only=False)))
+        partial = flagged[classes != "full"]
+        shown[partial] = False
+        one = classes == "axis"
+        shown[flagged[one], axis[one] - 1] = True
+    return shown
 
 
 def _build_map_data(store, dataset_id: str, table: str) -> MapData:

@@ -303,7 +303,7 @@ def _geometry(md: MapData, axes: tuple[int, ...], mask: np.ndarray | None, mask_
 
 def _resolve(data_dir: Path, q: MapQuery) -> MapPoints:
     md = load_map_data(data_dir, q.dataset, q.table)
-    notes: list[str] = []
+    notes: list[str] = [md.symmetry_note] if md.symmetry_note else []
     mask = None
     view = get_view(data_dir, q.dataset) if _needs_view(q) else None
     if q.group:

@@ -13,10 +13,11 @@ import numpy as np
 from orientscope.loaders.json_records import record_fields
 from orientscope.loaders.sdf import sdf_block
 from orientscope.loaders.xyz import molecule_comment, xyz_block
-from orientscope.pipeline.engine import IN_PROCESS, Engine, parse_cluster
-from orientscope.pipeline.shard_smarts import search_shards, searchable_shards, sharded_result
+from orientscope.pipeline.shard_smarts import result_index, searchable_shards, sharded_result
 from orientscope.science import substructure
 from orientscope.science.chemistry import molecule_graph
+from orientscope.science.frames import orientation_of, symmetry_kinds
+from orientscope.science.perception import perceive_bonds
 from orientscope.services import smarts_search
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.cache import DatasetView, get_view
@@ -26,6 +27,7 @@ from orientscope.services.grouping import (
     check_group_kind,
     chemistry_table,
     formulas,
+    graph_smiles,
     group_ids,
     group_label,
     group_rows,
@@ -98,8 +100,31 @@ def graphs_from_3d(view: DatasetView) -> bool:
     return view.extra("graphs_from_3d", lambda: not any(str(s or "") for s in view.smiles))
 
 
-def _smarts_index(view: DatasetView) -> substructure.SubstructureIndex:
-    return view.extra("smarts_index", lambda: substructure.SubstructureIndex(_search_graphs(view)))
+def smarts_index(view: DatasetView) -> substructure.SubstructureIndex:
+    """The view's SMARTS index, built once per view: from the search SMILES kept with the result when its
+    chemistry stage ran per shard (``pipeline.shard_smarts``: read in a fraction of a second), else from the
+    graphs the chemistry stage uses. The server's warm-up builds it, so that no search waits for it."""
+
+    def build() -> substructure.SubstructureIndex:
+        if sharded_result(view.store.dir):
+            return result_index(view.store.dir)
+        return substructure.SubstructureIndex(_search_graphs(view))
+
+    return view.extra("smarts_index", build)
+
+
+def warm_search(data_dir: Path, dataset_id: str) -> bool:
+    """Build the dataset's SMARTS index now (a server's warm-up), so that no search waits for it; True if built.
+
+    Only where it is cheap to come by: a result whose chemistry stage ran per shard (its kept search SMILES,
+    or its chemistry table's graphs). Sets searched by background jobs, and sets whose graphs would have to
+    be perceived from 3D first, are left to their first search.
+    """
+    view = get_view(data_dir, dataset_id)
+    if smarts_search.needs_job(view) or not sharded_result(view.store.dir):
+        return False
+    smarts_index(view)
+    return True
 
 
 def match_smarts(view: DatasetView, smarts: str, start: bool = False) -> SmartsMatches:
@@ -125,12 +150,7 @@ def match_smarts(view: DatasetView, smarts: str, start: bool = False) -> SmartsM
         matches = SmartsMatches(kept.mask, kept.complete, kept.n_scanned)
         shared_cache().put("smarts_mask", key, matches)  # a kept result is final, complete or not
         return matches
-    if sharded_result(view.store.dir):
-        # Shard by shard on the engine: no index of the whole set is built in the server.
-        with Engine(parse_cluster(IN_PROCESS)) as engine:
-            result = search_shards(engine, view.store.dir, smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
-    else:
-        result = _smarts_index(view).search(smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
+    result = smarts_index(view).search(smarts, timeout_s=SMARTS_TIMEOUT_S, block=SMARTS_BLOCK)
     mask = np.zeros(len(view), dtype=bool)
     mask[result.indices] = True
     matches = SmartsMatches(mask, result.complete, result.n_scanned)
@@ -263,6 +283,13 @@ def list_molecules(
 
 
 # ---------------------------------------------------------------- detail
+def orientation_record(reason: str) -> dict:
+    """``{class, defined_axis, symmetry}`` of one molecule from its frame's degeneracy codes (``science.frames``)."""
+    symmetry = symmetry_kinds(np.array([reason]))
+    classes, axes = orientation_of(symmetry)
+    return {"class": str(classes[0]), "defined_axis": int(axes[0]) or None, "symmetry": str(symmetry[0]) or None}
+
+
 def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
     """Everything stored about one molecule: atoms in both poses, its frame, score, groups and properties."""
     view = get_view(data_dir, dataset_id)
@@ -280,6 +307,7 @@ def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
             "quaternion": view.cell("quaternions", i).tolist(),
             "eigenvalues": view.cell("eigenvalues", i).tolist(),
             "degenerate_reason": str(view.cell("reasons", i)) or None,
+            "orientation": orientation_record(str(view.cell("reasons", i))),
             "axes_lonlat": [{"axis": a + 1, "lon_deg": lon, "lat_deg": lat} for a, (lon, lat) in enumerate(lonlat)],
             "result_key": view.result_key,
         }
@@ -316,6 +344,16 @@ def export_molecule(
     props = dict(zip(view.property_names, view.cell("property_values", i).tolist(), strict=True))
     # The server's own tags, read back as metadata (loaders/comment_line.py): the file re-uploads as it was.
     tags = [("dataset", dataset_id), ("pose", pose), ("units", "angstrom")]
+    charge = _charge(view, i)
     if fmt == "xyz":
-        return xyz_block(z, pos, molecule_comment(mol_id, smiles, props, tags), decimals=8), filename
-    return sdf_block(z, pos, mol_id, smiles, props, tags), filename
+        return xyz_block(z, pos, molecule_comment(mol_id, smiles, props, tags, charge), decimals=8), filename
+    # The file's SMILES, else the graph the chemistry stage built (at the molecule's charge), else perceived here.
+    smiles = smiles or graph_smiles(view, mol_id) or None
+    props = {name: _clean(value) for name, value in props.items()}
+    return sdf_block(z, pos, mol_id, smiles, props, tags, lambda a, p: perceive_bonds(a, p, charge).mol), filename
+
+
+def _charge(view: DatasetView, i: int) -> float:
+    """Total charge of row ``i`` as the file gave it (NaN if unknown, or for a view that holds no molecules)."""
+    mols = getattr(view, "mols", None)
+    return mols.charge_of(int(view.rows[i])) if mols is not None else float("nan")

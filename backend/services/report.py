@@ -14,8 +14,10 @@ from pathlib import Path
 from orientscope import __version__
 from orientscope.core.dataset import frame_dependent_properties
 from orientscope.core.numbers import format_number
+from orientscope.pipeline.stage import older_rule_stages
+from orientscope.science.alignment_words import orientation_note
 from orientscope.science.so3_stats import haar_ratio_histogram
-from orientscope.science.verdict import alignment_verdict
+from orientscope.science.verdict import alignment_verdict, control_check
 from orientscope.services.results import open_result
 from orientscope.store import datasets as ds
 from orientscope.store.results import IN_PROCESS_ENGINE, ResultStore
@@ -66,10 +68,29 @@ def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) ->
     }
     report["engine"] = {name: s.get("engine", IN_PROCESS_ENGINE) for name, s in manifest["stages"].items()}
     report["skipped_stages"] = skipped_stages(store)
+    older = older_rule_stages(store)
+    report["stage_rules"] = {name: store.stage_rule(name) for name in manifest["stages"]}
+    if older:
+        report["older_rule"] = {"stages": older, "text": older_rule_text(older, dataset_id)}
     for figures in (report, control):
         figures["verdict"] = verdict(figures, report["n_molecules"])
+        figures["orientation_note"] = orientation_note(figures.get("orientation_classes"))
         _add_haar_ratio(figures)
-    return report
+    # The self-check comes before any verdict, in the JSON as on every screen: with the header fields.
+    check = control_check(control["verdict"], control, report["n_molecules"])
+    report["verdict"] = {"control_check": check, **report.pop("verdict")}
+    header = list(report)[: list(report).index("version") + 1]
+    return {**{k: report[k] for k in header}, "control_check": check, **report}
+
+
+def older_rule_text(older: dict, dataset_id: str) -> str:
+    """The note on a result whose stages were made by an older rule (``pipeline.stage.older_rule_stages``)."""
+    stages = ", ".join(f"{name} (rule {r['stored']}, now {r['current']})" for name, r in older.items())
+    return (
+        f"Computed under an older rule: {stages}. Under it, molecules with no orientation (single atoms, spherical "
+        "tops) or only an axis (linear molecules, symmetric tops) counted as full poses in the SO(3) statistics. "
+        f"`orientscope precompute {dataset_id}` (or `report`) recomputes what the rule changed."
+    )
 
 
 def _add_haar_ratio(figures: dict) -> None:
@@ -105,4 +126,6 @@ def verdict(figures: dict, n_molecules: int | None) -> dict:
         classifiers=figures.get("classifiers"),
         ks=figures.get("ks"),
         kl_at_n=figures.get("kl_at_n"),
+        axial=figures.get("axial"),
+        orientation=figures.get("orientation_classes"),
     )

@@ -104,6 +104,37 @@ def degeneracy_lines(reasons: dict) -> list[str]:
     ]
 
 
+def chemistry_lines(report: dict) -> list[str]:
+    """How many molecules have a chemical graph and, grouped by reason, why the others have none.
+
+    The first line is the count; each reason follows as ``reason (count): what it means; e.g. ids``,
+    then the ions kept out of every group and the molecules whose charge was assumed. Empty without
+    the chemistry stage.
+    """
+    chem = report.get("chemistry") or {}
+    if "n_ok" not in chem:
+        return []
+    total = chem["n_ok"] + chem.get("n_failed", 0)
+    lines = [f"Chemical graphs: {format_count(chem['n_ok'])} of {format_count(total)} molecules"]
+    reasons = chem.get("no_graph")
+    if chem.get("n_failed") and reasons is None:
+        lines.append(
+            f"no graph: {format_count(chem['n_failed'])} (reasons not recorded: recompute the chemistry stage)"
+        )
+    for reason, entry in (reasons or {}).items():
+        examples = f"; e.g. {', '.join(entry['examples'])}" if entry.get("examples") else ""
+        lines.append(f"no graph, {reason} ({format_count(entry['count'])}): {entry['meaning']}{examples}")
+    if n := chem.get("n_single_atoms"):
+        lines.append(f"{_counted(n, 'single atom')} (ions): in no scaffold, formula or cluster group")
+    if n := chem.get("n_charge_assumed"):
+        lines.append(f"{_counted(n, 'molecule')} perceived from 3D without a charge in the file: charge 0 assumed")
+    return lines
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{format_count(n)} {noun}{'' if n == 1 else 's'}"
+
+
 def _skipped(report: dict, *names: str) -> str | None:
     skipped = report.get("skipped_stages") or {}
     return next((skipped[n] for n in names if n in skipped), None)
@@ -131,7 +162,9 @@ def _statistics(report: dict) -> Section:
         ks, cks = report["ks"] or {}, c.get("ks") or {}
         rows.append(_both("KS vs Haar angle law: D", ks, cks, "statistic", ".4f"))
         rows.append(("KS p-value", format_p(ks.get("pvalue")), format_p(cks.get("pvalue"))))
+    rows += _axial_rows(report.get("axial") or {}, c.get("axial") or {})
     notes = [KL_SCALE_NOTE] if rows else []
+    notes += [n for n in (report.get("orientation_note"),) if n]
     return Section(
         "statistics", "Orientation statistics", DATASET_VS_CONTROL, rows, _skipped(report, "statistics"), notes
     )
@@ -142,6 +175,45 @@ def _classifier_p(clf: dict) -> str:
     if clf.get("constant"):
         return "no test (it predicted one class)"
     return f"p {format_p(clf.get('pvalue'))}"
+
+
+def _axial_rows(axial: dict, control: dict) -> list[tuple[str, str, str]]:
+    """Bingham's test of the axis-only molecules, dataset vs control (nothing when no molecule has only an axis)."""
+    if not axial.get("n"):
+        return []
+
+    def test(a: dict) -> str:
+        if not a.get("n"):
+            return "–"
+        text = f"S = {format_number(a.get('statistic'), '.2f')}, p {format_p(a.get('pvalue'))}"
+        return text + (" (not in the verdict: too few)" if a.get("skipped") else "")
+
+    def direction(a: dict) -> str:
+        v, ev = a.get("preferred_direction"), a.get("eigenvalues")
+        if not v or not ev:
+            return "–"
+        return f"({', '.join(format_number(x, '.2f') for x in v)}), eigenvalues {', '.join(format_number(x, '.2f') for x in ev)}"
+
+    return [
+        (f"Bingham axial test, {format_count(axial['n'])} axis-only molecules (χ²₅)", test(axial), test(control)),
+        (
+            "axial: preferred direction (x, y, z), T's eigenvalues (1/3 each = uniform)",
+            direction(axial),
+            direction(control),
+        ),
+    ]
+
+
+def warnings(report: dict) -> list[str]:
+    """What every surface says before the verdict: a failed self-check (the control is not ``not_detected``) and
+    a result made under an older rule."""
+    out = []
+    check = report.get("control_check") or (report.get("verdict") or {}).get("control_check") or {}
+    if check.get("passed") is False and check.get("text"):
+        out.append(check["text"])
+    if (report.get("older_rule") or {}).get("text"):
+        out.append(report["older_rule"]["text"])
+    return out
 
 
 def _accuracy_ci(clf: dict) -> list:

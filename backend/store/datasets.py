@@ -4,12 +4,16 @@ Layout::
 
     datasets/<id>/dataset.json                     id, name, source, n_molecules, created, active_result,
                                                    layout "sharded", format_version, shards
-    datasets/<id>/shards/<name>/molecules.parquet  id, smiles, offset, n_atoms, <properties>
+    datasets/<id>/shards/<name>/molecules.parquet  id, smiles, offset, n_atoms, [total_charge], <properties>
     datasets/<id>/shards/<name>/atoms.parquet      z, x, y, z  (ångström)
     datasets/<id>/results/<key>/                   precomputed results (see results.py)
 
 Stores written before the sharded layout kept one ``molecules.parquet`` and
 ``atoms.parquet`` in the dataset folder; only ``orientscope migrate`` reads them.
+
+``total_charge`` (float64, e; NaN where the file gave none) is there only if some
+molecule's file gave a charge; a table without it (every store written before
+charges were read) reads as charges unknown.
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from orientscope.core.dataset import RESERVED_COLUMNS, MoleculeSet, concat_molecule_sets, frame_dependent_properties
+from orientscope.core.dataset import (
+    RESERVED_COLUMNS,
+    TOTAL_CHARGE,
+    MoleculeSet,
+    concat_molecule_sets,
+    frame_dependent_properties,
+)
 from orientscope.core.errors import NotFoundError, OldLayout
 from orientscope.core.settings import validate_id
 from orientscope.store.atomic import atomic_write_json, atomic_write_table, read_json, read_table
@@ -166,6 +176,8 @@ def write_molecule_tables(folder: Path, mols: MoleculeSet) -> None:
         "offset": pa.array(mols.offsets[:-1]),
         "n_atoms": pa.array(mols.n_atoms),
     }
+    if mols.charges is not None:
+        cols[TOTAL_CHARGE] = pa.array(mols.charges)
     for col in mols.properties.columns:
         if col in RESERVED_COLUMNS:
             raise ValueError(f"property name {col!r} is reserved")
@@ -187,6 +199,7 @@ def molecules_from_tables(molecules: pa.Table, atoms: pa.Table, meta: dict) -> M
     n_atoms = mol["n_atoms"].to_numpy(np.int64)
     props = mol.drop(columns=[c for c in RESERVED_COLUMNS if c in mol.columns])
     smiles = mol["smiles"].to_numpy(str) if meta.get("has_smiles") else None
+    charges = mol[TOTAL_CHARGE].to_numpy(np.float64) if TOTAL_CHARGE in mol.columns else None
     pos = np.column_stack([atoms.column(c).to_numpy() for c in ("x", "y", "zc")])
     return MoleculeSet(
         atomic_numbers=atoms.column("z").to_numpy(),
@@ -197,6 +210,7 @@ def molecules_from_tables(molecules: pa.Table, atoms: pa.Table, meta: dict) -> M
         properties=pd.DataFrame(props),
         property_units=meta.get("property_units", {}),
         frame_dependent=frame_dependent_properties(meta),
+        charges=charges,
     )
 
 

@@ -117,6 +117,7 @@ class ResultStore:
         engine: dict | None = None,
         shard_rows: dict[str, int] | None = None,
         reused: dict[str, int] | None = None,
+        rule: int | None = None,
     ) -> None:
         """Write a stage's files, then record it in the manifest (last, atomically).
 
@@ -125,6 +126,7 @@ class ResultStore:
         ``engine`` says where the stage ran: ``{"where": "in-process" | "local:W" | address, "workers": n}``.
         ``shard_rows`` names per-shard tables or arrays the stage's tasks already wrote, with their total rows.
         ``reused``: ``{"shards": n, "reused": k}``, the k shards whose work an interrupted run had finished.
+        ``rule``: the version of the rule that made the stage's results (see ``pipeline.stage.STAGE_RULES``).
         """
         rows = dict(shard_rows or {})
         for name, table in tables.items():
@@ -142,10 +144,15 @@ class ResultStore:
             "settings": settings or {},
             "engine": engine or IN_PROCESS_ENGINE,
             **({"reused": reused} if reused else {}),
+            **({"rule": int(rule)} if rule is not None else {}),
         }
         manifest["skipped_stages"] = {**_without_stage(manifest.get("skipped_stages", {}), stage), **(skipped or {})}
         manifest["version"] = __version__
         atomic_write_json(self.dir / MANIFEST, manifest)
+
+    def stage_rule(self, stage: str) -> int:
+        """The rule version a stored stage was made by (1 for a stage stored before rules were recorded)."""
+        return int(self.manifest()["stages"].get(stage, {}).get("rule", 1))
 
     def drop_stage(self, stage: str) -> None:
         manifest = self.manifest()

@@ -43,12 +43,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from orientscope.core.dataset import MoleculeSet
+from orientscope.core.dataset import TOTAL_CHARGE, MoleculeSet
 from orientscope.core.settings import Settings, env_name, settings
 from orientscope.store.atomic import atomic_write_bytes, atomic_write_table, read_table
 from orientscope.store.datasets import (
     dataset_dir,
     meta_of,
+    molecules_from_tables,
     read_meta,
     read_molecule_tables,
     require_current_layout,
@@ -147,6 +148,30 @@ def save_sharded(
 
 def read_shard(ref: ShardRef, meta: dict) -> MoleculeSet:
     return read_molecule_tables(Path(ref.folder), meta)
+
+
+def read_shard_rows(
+    ref: ShardRef, meta: dict, lo: int, hi: int, columns: tuple[str, ...] = ("id", "smiles")
+) -> MoleculeSet:
+    """Molecules ``lo:hi`` of one shard with ``columns`` of its molecules table (and the total charge, if stored),
+    reading only the row groups of its atoms table that hold their atoms (no properties)."""
+    import pyarrow.parquet as pq
+
+    folder = Path(ref.folder)
+    names = pq.read_schema(folder / "molecules.parquet").names
+    wanted = [c for c in (*columns, "n_atoms", TOTAL_CHARGE) if c in names]
+    molecules = read_table(folder / "molecules.parquet", columns=list(dict.fromkeys(wanted))).slice(lo, hi - lo)
+    counts = read_table(folder / "molecules.parquet", columns=["n_atoms"]).column("n_atoms").to_numpy()
+    start = int(counts[:lo].sum())
+    stop = start + int(counts[lo:hi].sum())
+    atoms_file = pq.ParquetFile(folder / "atoms.parquet", memory_map=True)
+    edges = np.cumsum([0] + [atoms_file.metadata.row_group(g).num_rows for g in range(atoms_file.num_row_groups)])
+    groups = [g for g in range(atoms_file.num_row_groups) if edges[g] < stop and edges[g + 1] > start]
+    if groups:
+        atoms = atoms_file.read_row_groups(groups).slice(start - int(edges[groups[0]]), stop - start)
+    else:
+        atoms = atoms_file.schema_arrow.empty_table()
+    return molecules_from_tables(molecules, atoms, {**meta, "frame_dependent": []})
 
 
 def read_shard_ids(ref: ShardRef) -> np.ndarray:

@@ -101,7 +101,9 @@ def test_orientations_export_streams_the_same_table(clients, fmt):
     if fmt == "parquet":
         a, b = pd.read_parquet(io.BytesIO(ra.content)), pd.read_parquet(io.BytesIO(rb.content))
         pd.testing.assert_frame_equal(a, b)
-        assert len(b) == N and b["classifier_score"].notna().all()
+        # every molecule with a full frame has a score; the copies of methane (no orientation) have none
+        scored = b["classifier_score"].notna()
+        assert len(b) == N and 0 < (~scored).sum() < N // 100
     else:
         assert rb.content == ra.content
 

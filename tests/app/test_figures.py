@@ -147,6 +147,40 @@ def test_angle_histogram_is_a_ratio_to_uniform_on_a_log_scale_with_the_180_note(
     np.testing.assert_allclose(fig.data[0].y[0], ratio["ratio"][0])
 
 
+@pytest.mark.parametrize(("low", "high"), [(0.2, 60.0), (0.01, 300.0), (0.66, 1.5), (1e-3, 1e5), (0.5, 2.0)])
+def test_log_ticks_name_each_tick_by_its_whole_value(low, high):
+    """Plotly's own log ticks read "5, 1, 2, 5, 10, 2, 5": 0.5 and 50 both "5" (issue 40)."""
+    from orientscope.app.figures import log_ticks
+
+    ticks = log_ticks(low, high)
+    values = [float(t.replace(",", "")) for t in ticks["ticktext"]]
+    assert values == pytest.approx(ticks["tickvals"]) and len(set(ticks["ticktext"])) == len(values) >= 3
+    assert all(low <= v * (1 + 1e-9) and v <= high * (1 + 1e-9) for v in values)
+
+
+def test_angle_histogram_labels_its_ticks_its_uniform_line_and_keeps_its_footnote_inside():
+    from orientscope.app.figures import UNIFORM_LABEL
+    from orientscope.science.so3_stats import angle_histogram, haar_ratio_histogram
+
+    angles = np.r_[np.linspace(0.05, 0.25, 20), np.linspace(1.0, 3.1, 20)]  # 20 near the reference: ratio > 100
+    hist = angle_histogram(angles)
+    hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(angles))
+    fig = angle_histogram_figure(hist, None)
+    y = fig.layout.yaxis
+    ratios = np.array([r for r in hist["haar_ratio"]["ratio"] if r])
+    assert 10 ** y.range[0] <= min(ratios.min(), 1) and 10 ** y.range[1] >= ratios.max()  # every bar and 1 shown
+    assert list(y.ticktext) == [f"{v:g}" for v in y.tickvals] and 1.0 in y.tickvals
+    # the label sits on the line at 1: on a log axis an annotation's y is the exponent, so y=1 read 10
+    label = next(a for a in fig.layout.annotations if a.text == UNIFORM_LABEL)
+    assert label.yref == "y" and label.y == 0
+    # the footnote (and the legend above it) lie inside the figure's bottom margin, not below its edge
+    note = next(a for a in fig.layout.annotations if "180°" in a.text)
+    plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    note_top_px, legend_top_px = -note.y * plot_px, -fig.layout.legend.y * plot_px
+    assert note.yanchor == "top" and fig.layout.legend.yanchor == "top"
+    assert legend_top_px + 20 <= note_top_px and note_top_px + 2 * note.font.size <= fig.layout.margin.b
+
+
 @pytest.mark.parametrize("kind", ["none", "categorical"])
 def test_map_figure_accepts_empty_selection(kind):
     spec = ColorSpec(kind) if kind == "none" else _axis_spec(0)

@@ -121,7 +121,7 @@ def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
     assert _props(layout, "viewer-spec")["data"]["molecule"] == mol
     assert len(_props(layout, "selected-ring")["data"]) == 2
     points = [t for t in _props(layout, "orientation-map")["figure"]["data"] if t["meta"]["kind"] == "points"]
-    assert sum(t["meta"]["n_points"] for t in points) == 2 * layers.n_molecules
+    assert sum(t["meta"]["n_points"] for t in points) == layers.md.points((1, 2))[0].size  # the defined axes
     assert _props(layout, "verdict")["children"]  # the verdict is there without a callback
     # a foreign or missing Referer gets the plain layout; the callbacks then resolve the URL
     for headers in ({"Referer": "http://evil.example/?dataset=qm9"}, {}):

@@ -43,12 +43,13 @@ def test_selected_ring_marks_the_molecules_shown_axes_in_every_view(qm9_store):
 def test_density_and_sphere_views(qm9_store):
     density, layers = map_figure_json(qm9_store, ViewState(dataset="qm9", view="density"))
     meta = density["layout"]["meta"]["map"]
-    assert meta["mode"] == "image" and meta["drawn"] == layers.md.n_molecules  # server-binned counts
+    drawn = int(layers.md.axis_counts[1:].sum())  # methane has no orientation: not drawn
+    assert meta["mode"] == "image" and meta["drawn"] == drawn  # server-binned counts
     sphere, layers = map_figure(qm9_store, ViewState(dataset="qm9", view="sphere"))
     assert any(t.meta and t.meta.get("kind") == "points" for t in sphere.data)
     assert sphere.layout.xaxis.visible is False and sphere.layout.yaxis.visible is False  # no 2D axes around it
     payload, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="sphere"))
-    assert payload["layout"]["meta"]["map"]["drawn"] == layers.md.n_molecules  # 1200 points < the sample
+    assert payload["layout"]["meta"]["map"]["drawn"] == drawn  # 1195 points < the sample
     one_axis, layers = map_figure_json(qm9_store, ViewState(dataset="qm9", view="density", axes="1", group="C7H10O2"))
     assert 0 < one_axis["layout"]["meta"]["map"]["drawn"] == layers.n_molecules < layers.md.n_molecules
     layers = map_layers(qm9_store, ViewState(dataset="qm9"))
@@ -56,10 +57,12 @@ def test_density_and_sphere_views(qm9_store):
 
 
 def test_above_the_budget_the_map_is_an_image_under_vector_overlays(qm9_store, monkeypatch):
-    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "1000")  # the store's map has 1200 points
+    monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "1000")  # the store's map has 1195 points
     fig, layers = map_figure_json(qm9_store, ViewState(dataset="qm9", view="map", color="score"))
     meta = fig["layout"]["meta"]["map"]
-    assert meta["mode"] == "image" and meta["drawn"] == layers.md.n_molecules and meta["n_points"] == 1200
+    # every defined axis: methane has none, the oblate top one
+    assert meta["mode"] == "image" and meta["drawn"] == int(layers.md.axis_counts[1:].sum())
+    assert meta["n_points"] == layers.md.points()[0].size == layers.n_points
     image = fig["layout"]["images"][0]
     assert image["layer"] == "below" and image["xref"] == "x" and image["sizing"] == "stretch"
     kinds = [t["meta"]["kind"] for t in fig["data"]]

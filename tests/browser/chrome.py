@@ -74,6 +74,7 @@ def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0, env:
             time.sleep(0.5)
         yield base
     finally:
+        close_pages(base)  # before the server goes: a page left open would fail to reach it in its console
         proc.terminate()
         try:
             proc.wait(timeout=10)
@@ -127,14 +128,25 @@ def make_driver(
     driver._os_profile = profile
     if download_dir is not None:
         driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(download_dir)})
+    LIVE_DRIVERS.append(driver)
     return driver
 
 
 def quit_driver(driver) -> None:
+    """Quit ``driver``; what its console held is kept for :func:`console_errors` (a test may quit its own)."""
+    if driver in LIVE_DRIVERS:
+        LIVE_DRIVERS.remove(driver)
+        QUIT_CONSOLE.extend(severe_console(driver))
     profile = getattr(driver, "_os_profile", None)
     driver.quit()
     if profile:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+# Every browser made by make_driver and not quit yet, and the errors of those quit since the last look:
+# the browser tests' console check (tests/browser/conftest.py) reads all of them.
+LIVE_DRIVERS: list = []
+QUIT_CONSOLE: list[str] = []
 
 
 # Documents of these schemes are the browser's own pages (its start page, settings, ...), never a page under test.
@@ -194,7 +206,31 @@ class PageRequests:
 
 
 def severe_console(driver) -> list[str]:
+    """The console's errors since the last look (reading drains it): uncaught exceptions, ``console.error``,
+    and every failed request, which Chromium logs there ("Failed to load resource: ... status of 422",
+    "net::ERR_CONNECTION_REFUSED")."""
     return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def close_pages(base_url: str) -> None:
+    """Send every browser the tests made that shows a page of ``base_url`` to a blank page."""
+    for driver in LIVE_DRIVERS:
+        try:
+            if driver.current_url.startswith(base_url):
+                driver.get("about:blank")
+        except Exception:  # a browser that crashed says so in console_errors
+            pass
+
+
+def console_errors() -> list[str]:
+    """The console errors of every browser the tests made, since the last call (drains them)."""
+    found, QUIT_CONSOLE[:] = list(QUIT_CONSOLE), []
+    for driver in LIVE_DRIVERS:
+        try:
+            found += severe_console(driver)
+        except Exception as err:  # a browser that crashed or whose session ended says so, once
+            found.append(f"cannot read the console of a browser: {type(err).__name__}: {err}")
+    return found
 
 
 MAP_JS = """
@@ -232,9 +268,20 @@ return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
 """
 
 
+def finite_pixels(driver, script: str, points) -> np.ndarray:
+    """(n, 2) what ``script`` answers for (n, 2) points, NaN for a point with a NaN coordinate: an axis the
+    molecule's symmetry leaves undefined is no point on the map, and WebDriver's JSON cannot carry NaN."""
+    pts = np.asarray(points, float).reshape(-1, 2)
+    out = np.full(pts.shape, np.nan)
+    ok = np.isfinite(pts).all(axis=1)
+    if ok.any():
+        out[ok] = np.array(driver.execute_script(script, pts[ok].tolist())).reshape(-1, 2)
+    return out
+
+
 def first_paint_pixels(driver, points) -> np.ndarray:
     """(n, 2) on-screen offsets from the first paint's centre of (n, 2) points in its SVG units (map units, y down)."""
-    return np.array(driver.execute_script(FIRST_PAINT_PIXELS_JS, np.asarray(points, float).tolist())).reshape(-1, 2)
+    return finite_pixels(driver, FIRST_PAINT_PIXELS_JS, points)
 
 
 def map_traces(driver, with_arrays: bool = False):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
-from tests.browser.chrome import chromium_available, make_driver, quit_driver, serve
+from tests.browser.chrome import chromium_available, console_errors, make_driver, quit_driver, serve
 
 # Set by .ci/run (CI=true is also set by most CI runners): there the browser tests must run, not skip.
 CI_ENVS = ("ORIENTSCOPE_CI", "CI")
@@ -17,6 +18,29 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/browser/" in str(item.fspath):
             item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(autouse=True)
+def no_console_errors(request):
+    """Every browser test fails on any console error or failed request of any browser it drove
+    (crystaltoolkit's rule), whether it used the module's ``driver`` or made its own.
+
+    A test that provokes an error on purpose declares it: ``@pytest.mark.console_errors(pattern, ...)``,
+    regular expressions searched in the messages; each must match one, and nothing else may occur.
+    Errors logged before the test starts (a module fixture's page, the previous test's page still
+    answering) are the previous step's: they fail this test's setup.
+    """
+    before = console_errors()
+    if before:
+        pytest.fail("console errors before this test started:\n" + "\n".join(before))
+    yield
+    found = console_errors()
+    expected = [re.compile(p) for mark in request.node.iter_markers("console_errors") for p in mark.args]
+    unexpected = [m for m in found if not any(p.search(m) for p in expected)]
+    missing = [p.pattern for p in expected if not any(p.search(m) for m in found)]
+    if unexpected or missing:
+        lines = [f"unexpected: {m}" for m in unexpected] + [f"declared but not logged: {p}" for p in missing]
+        pytest.fail("the browser's console:\n" + "\n".join(lines))
 
 
 def under_ci() -> bool:
@@ -67,8 +91,10 @@ def driver(download_dir):
 
 
 @pytest.fixture
-def without_scripts(driver):
-    """The module's browser with every script file of Dash blocked: only the page HTML runs."""
+def without_scripts(driver, request):
+    """The module's browser with every script file of Dash blocked: only the page HTML runs (its inline start of
+    Dash then fails in the console, declared here)."""
+    request.node.add_marker(pytest.mark.console_errors("DashRenderer is not defined"))
     driver.execute_cdp_cmd("Network.enable", {})
     driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/_dash-component-suites/*", "*/assets/*.js*"]})
     yield driver

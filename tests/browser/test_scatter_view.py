@@ -12,7 +12,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 from orientscope.services.cache import get_view
-from tests.browser.chrome import map_drawn, serve, severe_console
+from tests.browser.chrome import map_drawn, serve
 from tests.browser.test_dashboard import settle, text_of, wait_for
 
 pytestmark = pytest.mark.browser
@@ -66,7 +66,6 @@ def _query(driver) -> dict:
 def test_the_scatter_draws_the_chosen_property_against_the_axis_and_a_click_opens_a_molecule(
     driver, base_url, qm9_store
 ):
-    driver.get_log("browser")
     driver.get(base_url + "/?dataset=qm9&view=scatter&prop=zpve&xaxis=1&coord=lat&yscale=log")
     plot = wait_for(lambda: _drawn(driver, "axis 1 latitude (°)"), what="the scatter")
     assert plot["meta"]["mode"] == "points" and plot["meta"]["y"].startswith("zpve") and plot["yType"] == "log"
@@ -96,7 +95,6 @@ def test_the_scatter_draws_the_chosen_property_against_the_axis_and_a_click_open
     assert np.allclose(plot["x"], np.degrees(np.arcsin(view.rotations[rows, 2, 2])))
     query = wait_for(lambda: (q := _query(driver)).get("xaxis") == "3" and q, what="the axis in the URL")
     assert query["view"] == "scatter" and query["prop"] == "zpve" and query["yscale"] == "log"
-    assert severe_console(driver) == []
 
 
 def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says_why(driver, qm9_store):
@@ -133,7 +131,6 @@ def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says
         wait_for(lambda: driver.execute_script(DRAWN_IMAGE_JS) not in (None, before), what="the region's image drawn")
         region = httpx.get(url + image["source"], timeout=60)
         assert region.status_code == 200 and region.content.startswith(b"\x89PNG")
-        assert severe_console(driver) == []
 
 
 COLOR_JS = """
@@ -192,7 +189,6 @@ def test_the_scatter_is_coloured_by_the_colour_by_choice_in_both_modes(driver, b
         assert parse_qs(urlparse(image["source"]).query)["color"] == ["prop:u0"]
         zoomed = httpx.get(url + image["source"], timeout=60)
         assert zoomed.status_code == 200
-        assert severe_console(driver) == []
 
 
 N_STACKED = 50
@@ -223,7 +219,6 @@ def stacked_scatter(tmp_path_factory):
 
 def test_the_scatter_images_hover_names_formula_colour_and_how_many_share_the_pixel(driver, stacked_scatter):
     url, data_dir = stacked_scatter
-    driver.get_log("browser")
     driver.get(url + "/?dataset=waters&view=scatter&prop=e&xaxis=1&coord=lat&color=prop:e")
     plot = wait_for(lambda: _drawn(driver, "axis 1 latitude (°)"), what="the scatter's image")
     assert plot["meta"]["mode"] == "image"
@@ -243,4 +238,3 @@ def test_the_scatter_images_hover_names_formula_colour_and_how_many_share_the_pi
     # the molecule the hover names is the one a click opens
     ActionChains(driver).click().perform()
     wait_for(lambda: text_of(driver, "molecule-id") == first, what=f"molecule {first} to open")
-    assert severe_console(driver) == []

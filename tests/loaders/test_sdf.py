@@ -78,5 +78,10 @@ def test_one_record_with_bonds_from_the_smiles_or_the_geometry():
     assert Chem.MolToSmiles(Chem.RemoveHs(mol)) == "c1ccccc1"
     assert "<energy>" in text and "-1.5" in text and "<missing>" not in text and "<SMILES>" in text
     np.testing.assert_allclose(mol.GetConformer().GetPositions(), pos, atol=1e-4)
-    perceived = Chem.MolFromMolBlock(sdf_block(*CO2, "co2"), removeHs=False)  # no SMILES: bonds from 3D
+    from orientscope.science.perception import perceive_bonds
+
+    # No SMILES: bonds from 3D, by the caller's guarded perception (the loaders do not import science).
+    perceived = Chem.MolFromMolBlock(sdf_block(*CO2, "co2", perceive=lambda a, p: perceive_bonds(a, p).mol))
     assert Chem.MolToSmiles(perceived) == "O=C=O"
+    connected = Chem.MolFromMolBlock(sdf_block(*CO2, "co2"), sanitize=False)  # without it: connectivity only
+    assert connected.GetNumBonds() == 2 and {b.GetBondTypeAsDouble() for b in connected.GetBonds()} == {1.0}

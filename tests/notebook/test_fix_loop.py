@@ -7,6 +7,7 @@ import logging
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -213,9 +214,19 @@ def test_a_scikit_learn_predict_works_through_featurize_and_a_wrong_signature_fa
 
 
 def test_progress_false_silences_the_stage_warnings_and_keeps_them(qm9_small, tmp_path, caplog):
-    """The chemistry stage warns about molecules without a graph (QM9 has some); with progress=False no warning
-    reaches the handlers (nothing is printed) and every one is in the audit's warnings."""
-    mols = qm9_small.subset(np.arange(120))
+    """The chemistry stage warns about molecules without a graph (here a methyl radical: no bond orders fit charge
+    0); with progress=False no warning reaches the handlers (nothing is printed) and every one is in the audit's
+    warnings."""
+    qm9 = qm9_small.subset(np.arange(119))
+    angles = np.deg2rad([0.0, 120.0, 240.0])
+    methyl = np.vstack([[0.0, 0.0, 0.0], np.column_stack([1.08 * np.cos(angles), 1.08 * np.sin(angles), [0.0] * 3])])
+    mols = SimpleNamespace(
+        atomic_numbers=np.concatenate([qm9.atomic_numbers, [6, 1, 1, 1]]),
+        positions_angstrom=np.vstack([qm9.positions_angstrom, methyl]),
+        ids=[*qm9.ids, "methyl"],
+        offsets=np.append(qm9.offsets, qm9.offsets[-1] + 4),
+        properties={"gap": np.append(qm9.properties["gap"], 0.3)},
+    )
 
     def noisy(batch):
         logging.getLogger("orientscope.pipeline").warning("warned while the audit ran")

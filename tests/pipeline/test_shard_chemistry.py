@@ -55,13 +55,15 @@ def on_arrays(mols, frames: dict, seed: int):
     """The chemistry stage's output from the science functions on the whole set's arrays (the oracle)."""
     chem = compute_chemistry(mols)
     ids = mols.ids
+    single = mols.n_atoms == 1  # ions: in no group
+    groupable = chem.ok & ~single
     cluster, leaders, cluster_sim = sampled_leader_clusters(
         chem.fingerprints, report.CLUSTER_THRESHOLD, sample_size=report.CLUSTER_SAMPLE,
-        seed=derived_seed(seed, "cluster"), mask=chem.ok,
+        seed=derived_seed(seed, "cluster"), mask=groupable,
     )  # fmt: skip
     group_ids, group_labels = {"cluster": cluster}, {"cluster": np.asarray(chem.smiles, dtype=object)[leaders]}
-    group_ids["scaffold"], group_labels["scaffold"] = _factorize(report.scaffold_keys(chem.scaffold), chem.ok)
-    group_ids["formula"], group_labels["formula"] = _factorize(chem.formula, np.ones(len(ids), bool))
+    group_ids["scaffold"], group_labels["scaffold"] = _factorize(report.scaffold_keys(chem.scaffold), groupable)
+    group_ids["formula"], group_labels["formula"] = _factorize(chem.formula, ~single)
     original = frames["original"]
     tables = {}
     for g in GROUPINGS:
@@ -71,21 +73,24 @@ def on_arrays(mols, frames: dict, seed: int):
     clusters = tables["groups_cluster"]
     clusters["leader_id"] = ids[leaders[clusters["group"].to_numpy(np.int64)]]
     n_grouped = {g: int((group_ids[g] >= 0).sum()) for g in GROUPINGS}
-    pool = report.similarity_pool(chem.ok, original.degenerate, chem.fingerprints)
+    pool = report.similarity_pool(groupable, original.degenerate, chem.fingerprints)
     pair_seed = derived_seed(seed, "similarity")
     queries, neighbours, tanimoto = neighbour_pairs(chem.fingerprints, report.N_PAIRS, pair_seed, pool)
     partners = partner_pool(pair_seed, np.flatnonzero(pool), report.N_PAIRS * report.N_RANDOM)
     gathered = np.unique(np.concatenate([queries, neighbours, partners]))
     rotations = {which: frames[which].rotations[gathered] for which in ("original", "control")}
     similarity, control = report.coupling_sections(gathered, rotations, queries, neighbours, tanimoto, partners, seed)
-    values = [ids, chem.smiles, chem.formula, chem.scaffold, chem.generic_scaffold, chem.ok, chem.source, chem.error]
+    values = [ids, chem.smiles, chem.formula, chem.scaffold, chem.generic_scaffold, chem.ok, chem.source, chem.error,
+              chem.reason]  # fmt: skip
     molecules = pd.DataFrame(dict(zip(report.MOLECULE_COLUMNS, values, strict=True)))
     tables["molecules"] = molecules.assign(scaffold_group=group_ids["scaffold"], formula_group=group_ids["formula"],
                                            cluster_group=cluster, cluster_similarity=cluster_sim)  # fmt: skip
     tables["fingerprints"] = pd.DataFrame({"id": ids, **dict(zip(FP_COLUMNS, chem.fingerprints.T, strict=True))})
     n_ok = int(chem.ok.sum())
+    charge_known = ~np.isnan(mols.charges) if mols.charges is not None else np.zeros(len(ids), bool)
+    no_graph = report.no_graph_part(ids, chem.reason, (chem.source != "smiles") & ~charge_known, single)
     section = {"groups": report.groups_section(tables, n_grouped, len(ids)),
-               "chemistry": {"n_ok": n_ok, "n_failed": len(ids) - n_ok}}  # fmt: skip
+               "chemistry": report.chemistry_section(len(ids), n_ok, no_graph)}  # fmt: skip
     return report.stage_output(section, similarity, control, tables, {})
 
 
@@ -181,12 +186,12 @@ def test_a_set_run_in_process_by_its_size_parses_on_local_workers_with_the_same_
 ):
     import os
 
-    from orientscope.pipeline import shard_chemistry
+    from orientscope.pipeline import shard_chemistry, shard_graphs
     from orientscope.pipeline.engine import CLUSTER_ENV, LOCAL_ABOVE_ENV, ClusterSpec
 
     monkeypatch.delenv(CLUSTER_ENV, raising=False)
     monkeypatch.delenv(LOCAL_ABOVE_ENV, raising=False)
-    monkeypatch.setattr(shard_chemistry, "MIN_PARALLEL", N)  # the rule of a large set, on this small one
+    monkeypatch.setattr(shard_graphs, "PARALLEL_FROM_S", 0.0)  # the rule of a set with much RDKit work, on this one
     started = []
 
     class Recorded(shard_chemistry.Engine):
@@ -198,7 +203,7 @@ def test_a_set_run_in_process_by_its_size_parses_on_local_workers_with_the_same_
     _, store = sharded
     section, tables = _comparable(store)
     _, other = _sharded(tmp_path, synth_dir, 700, None)  # no cluster named: in process by its size
-    workers = min(shard_chemistry.MAX_PARSE_WORKERS, os.cpu_count() or 1)
+    workers = min(shard_graphs.MAX_PARSE_WORKERS, os.cpu_count() or 1)
     assert started == ([ClusterSpec("local", workers=workers)] if workers > 1 else [])
     assert other.manifest()["stages"]["chemistry"]["engine"] == {"where": "in-process", "workers": 1}
     other_section, other_tables = _comparable(other)
@@ -207,21 +212,49 @@ def test_a_set_run_in_process_by_its_size_parses_on_local_workers_with_the_same_
         pd.testing.assert_frame_equal(other_tables[name], table)
 
 
-def test_parse_workers_only_for_a_large_set_run_in_process_by_its_size():
+def test_parse_workers_only_where_the_rdkit_work_outweighs_starting_them():
     import os
     from types import SimpleNamespace
 
     from orientscope.pipeline.engine import ClusterSpec
-    from orientscope.pipeline.shard_chemistry import MAX_PARSE_WORKERS, MIN_PARALLEL, parse_workers
+    from orientscope.pipeline.shard_graphs import COST_US_PER_ATOM, MAX_PARSE_WORKERS, PARALLEL_FROM_S, parse_workers
 
-    def workers(spec, n):
-        return parse_workers(SimpleNamespace(spec=spec), n)
+    def workers(spec, n_atoms, has_smiles=True):
+        return parse_workers(SimpleNamespace(spec=spec), n_atoms, has_smiles)
 
     by_size = ClusterSpec("in-process", by_size=True)
-    assert workers(by_size, MIN_PARALLEL) == min(MAX_PARSE_WORKERS, os.cpu_count() or 1)
-    assert workers(by_size, MIN_PARALLEL - 1) == 1
-    assert workers(ClusterSpec("in-process"), 10**7) == 1  # named: --cluster in-process
-    assert workers(ClusterSpec("local", workers=2, by_size=True), 10**7) == 1  # the engine's own workers
+    enough = int(PARALLEL_FROM_S * 1e6 / COST_US_PER_ATOM["smiles"]) + 1  # atoms of that much work from SMILES
+    assert workers(by_size, enough) == min(MAX_PARSE_WORKERS, os.cpu_count() or 1)
+    assert workers(by_size, enough // 2) == 1
+    # Perceiving bonds from 3D costs more per atom: fewer atoms are worth the workers.
+    assert workers(by_size, enough // 2, has_smiles=False) == min(MAX_PARSE_WORKERS, os.cpu_count() or 1)
+    assert workers(ClusterSpec("in-process"), 10**9) == 1  # named: --cluster in-process
+    assert workers(ClusterSpec("local", workers=2, by_size=True), 10**9) == 1  # the engine's own workers
+
+
+def test_chunks_are_balanced_by_atoms_and_cover_every_row():
+    from orientscope.pipeline.shard_graphs import cut_by_atoms
+
+    counts = np.array([400] + [10] * 40 + [400, 5, 5])  # two large ligands among small molecules
+    pieces = cut_by_atoms(counts, 4)
+    assert pieces[0][0] == 0 and pieces[-1][1] == len(counts)
+    assert all(a[1] == b[0] for a, b in zip(pieces[:-1], pieces[1:], strict=True))
+    atoms = [int(counts[lo:hi].sum()) for lo, hi in pieces]
+    assert max(atoms) <= 410 and len(pieces) == 4  # no chunk holds both large ligands
+    assert cut_by_atoms(np.array([7, 7]), 5) == [(0, 1), (1, 2)] and cut_by_atoms(np.zeros(0, int), 3) == []
+
+
+def test_chunks_hold_about_a_second_of_work_within_their_bounds_per_worker():
+    from orientscope.pipeline.shard_graphs import CHUNKS_PER_WORKER, MAX_CHUNKS_PER_WORKER, plan_chunks
+
+    def n_chunks(counts, workers, has_smiles):
+        return sum(len(p) for p in plan_chunks([None] * len(counts), counts, workers, has_smiles))
+
+    ligands = [np.full(8653, 50)]  # 432,650 atoms perceived from 3D: ~26 s of work
+    assert n_chunks(ligands, 2, has_smiles=False) == 26
+    assert n_chunks(ligands, 2, has_smiles=True) == CHUNKS_PER_WORKER * 2  # from SMILES: ~5 s, yet 4 per worker
+    millions = [np.full(250_000, 18)] * 40  # 10M QM9-like molecules: ~2,200 s of work
+    assert n_chunks(millions, 2, has_smiles=True) <= MAX_CHUNKS_PER_WORKER * 2
 
 
 @pytest.mark.parametrize("smarts", ["C=O", "c1ccccc1", "[#7]~[#6]", "C1CC1"])

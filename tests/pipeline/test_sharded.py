@@ -59,7 +59,11 @@ def test_frames_are_exact_and_the_report_has_the_engine(reference):
     assert set(report["skipped_stages"]) == set()
     assert report["groups"]["formula"]["n_grouped"] == N and report["engine"]["chemistry"]["where"] == "in-process"
     assert report["kl"]["value"] > 0.3 and abs(report["control"]["kl"]["value"]) < 0.1
-    assert report["kl"]["method"].startswith("exact") and report["kl"]["n_used"] == N
+    # KL reads full frames only: the copies of methane (no orientation) and of one symmetric top (an axis) are out.
+    classes = report["orientation_classes"]
+    assert classes["none"] == classes["axis"] == N // 400 and classes["full"] == N - 2 * N // 400
+    assert report["kl"]["method"].startswith("exact") and report["kl"]["n_used"] == classes["full"]
+    assert report["axial"]["n"] == classes["axis"] and report["so3_molecules"] == classes["full"]
     assert report["ks"]["pvalue"] < 1e-3 and report["control"]["ks"]["pvalue"] > 1e-4
     mols = ds.load_dataset(data, meta["id"])
     whole = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers)
@@ -157,7 +161,9 @@ def test_classifiers_train_on_a_seeded_subsample_and_score_every_molecule(tmp_pa
     (report, scores), (other, other_scores) = runs
     assert comparable(report) == comparable(other)
     assert scores.equals(other_scores)
-    assert len(scores) == N and scores["classifier_score"].between(0, 1).all()
+    scored = scores["classifier_score"].notna()
+    assert len(scores) == N and scores["classifier_score"][scored].between(0, 1).all()
+    assert (~scored).sum() == N - report["so3_molecules"]  # no full frame, no score
     assert report["stages"]["models"]["settings"]["training_subsample"] == 600
     by_features = {c["features"]: c for c in report["classifiers"]}
     assert by_features["frame+composition"]["accuracy"] > 0.6 and by_features["frame+composition"]["n_test"] == 1200
@@ -182,11 +188,14 @@ def test_regression_on_a_subsample_of_the_whole_set_is_the_regression_on_the_arr
     store = ResultStore(data, meta["id"], make_params())
     y = ds.load_dataset(data, meta["id"]).properties.select_dtypes("number")
     seed = derived_seed(0, "models:regression")
+    tables = {which: store.table("frames", which).to_pandas() for which in ("original", "control")}
+    # The regression reads the molecules with a full frame (in both sets) only.
+    full = np.logical_and(*(t["orientation"].to_numpy() == "full" for t in tables.values()))
+    assert 0 < (~full).sum() < 20
     expected = {}
-    for which in ("original", "control"):
-        table = store.table("frames", which).to_pandas()
-        rotations = table[[f"r{i}{j}" for i in range(3) for j in range(3)]].to_numpy().reshape(-1, 3, 3)
-        expected[which] = orientation_regression(rotations, y.to_numpy(np.float64), REGRESSION, seed)
+    for which, table in tables.items():
+        rotations = table[[f"r{i}{j}" for i in range(3) for j in range(3)]].to_numpy()[full].reshape(-1, 3, 3)
+        expected[which] = orientation_regression(rotations, y.to_numpy(np.float64)[full], REGRESSION, seed)
     assert [r["property"] for r in report["regression"]] == list(y.columns)
     for j, row in enumerate(report["regression"]):
         for key in ("mse", "baseline_mse", "improvement", "improvement_std", "mse_normalised"):
@@ -232,7 +241,7 @@ def test_kl_beyond_the_exact_limit_runs_one_task_per_subsample_and_does_not_depe
         assert ResultStore(data_dir, meta["id"], params).key == "pca-max-s0-kl-at_n600-exact_limit1000-sign_limit500"
     assert reports[0] == reports[1]
     kl, signs, at_n = (reports[0][name] for name in ("kl", "kl_sign_invariant", "kl_at_n"))
-    assert kl["n_subsamples"] == 3 and kl["n_used"] == N and "disjoint" in kl["method"]
+    assert kl["n_subsamples"] == 3 and kl["n_used"] == reports[0]["so3_molecules"] and "disjoint" in kl["method"]
     assert signs["n_used"] == 1500 and signs["subsample_size"] == 500 and signs["sign_invariant"]
     assert at_n["n_used"] == 1800 and at_n["subsample_size"] == 600
     assert kl["value"] > 0.3 and kl["ci95"][0] < kl["value"] < kl["ci95"][1]

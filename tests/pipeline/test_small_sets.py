@@ -52,7 +52,11 @@ def test_three_symmetric_molecules_ingest_with_every_skip_explained(tmp_path):
     assert set(skipped) == {"statistics", "models", "chemistry.similarity"}
     assert "more than 6 molecules, got 3" in skipped["statistics"]
     assert "at least 20 molecules, got 3" in skipped["models"]
-    assert "well-defined frame, got 0 of 3" in skipped["chemistry.similarity"]
+    assert "not tested: 0 neighbour pairs, fewer than the 100" in skipped["chemistry.similarity"]
+    assert (
+        "(0 of 3 molecules have a chemical graph, more than one atom and a well-defined frame)"
+        in (skipped["chemistry.similarity"])
+    )
     report = build_report(tmp_path / "data", meta["id"])
     assert report["skipped_stages"] == skipped
     assert report["n_molecules"] == 3 and report["n_degenerate"] == 3
@@ -67,12 +71,13 @@ def test_one_and_two_molecule_sets_complete(tmp_path, mols):
     assert report["n_molecules"] == len(mols) and report["groups"]["formula"]["n_grouped"] == len(mols)
 
 
-def test_set_without_smiles_perceives_bonds_and_couples_similarity(tmp_path):
+def test_set_without_smiles_perceives_bonds_and_skips_a_coupling_of_too_few_pairs(tmp_path):
     report = _run(tmp_path, "nosmiles", from_molecules(_embedded(NO_SMILES)))
-    assert report["chemistry"]["n_ok"] == len(NO_SMILES)
-    assert not [k for k in report["skipped_stages"] if k.startswith("chemistry")]
-    assert report["similarity"]["n_pairs"] == len(NO_SMILES)
-    assert set(report["skipped_stages"]) == {"models"}
+    assert report["chemistry"]["n_ok"] == len(NO_SMILES) and report["chemistry"]["no_graph"] == {}
+    # No charge in the data: every graph was perceived at charge 0, and the report says so.
+    assert report["chemistry"]["n_charge_assumed"] == len(NO_SMILES)
+    assert set(report["skipped_stages"]) == {"models", "chemistry.similarity"} and "similarity" not in report
+    assert f"{len(NO_SMILES)} neighbour pairs, fewer than the 100" in report["skipped_stages"]["chemistry.similarity"]
     assert report["kl"]["value"] is not None
 
 

@@ -4,9 +4,27 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from orientscope.core.dataset import from_molecules
-from orientscope.science.frames import canonical_positions, compute_frames, frame_of_molecule
+from orientscope.science.frames import (
+    canonical_positions,
+    compute_frames,
+    frame_of_molecule,
+    orientation_of,
+    symmetry_kinds,
+)
 from orientscope.science.rotations import random_rotations
-from tests.molecules import ACETYLENE, CO2, METHANE, WATER, asymmetric, benzene
+from tests.molecules import (
+    ACETYLENE,
+    CH3CL,
+    CO2,
+    HCN,
+    METHANE,
+    NH3,
+    SF6,
+    SODIUM_ION,
+    WATER,
+    asymmetric,
+    benzene,
+)
 
 
 def _frame(mol, **kw):
@@ -122,3 +140,51 @@ def test_unknown_options_raise():
         _frame(asymmetric(0), method="svd")
     with pytest.raises(ValueError, match="expected one of"):
         _frame(asymmetric(0), sign_rule="first")
+
+
+# ---------------------------------------------------------------------- orientation by symmetry
+SYMMETRY_CASES = [
+    ("sodium ion", SODIUM_ION, "single_atom", "none", 0),
+    ("CH4", METHANE, "spherical_top", "none", 0),
+    ("SF6", SF6, "spherical_top", "none", 0),
+    ("CO2", CO2, "linear", "axis", 1),
+    ("HCN", HCN, "linear", "axis", 1),
+    ("acetylene", ACETYLENE, "linear", "axis", 1),
+    ("CH3Cl", CH3CL, "prolate_top", "axis", 1),
+    ("NH3", NH3, "oblate_top", "axis", 3),
+    ("benzene", benzene(), "oblate_top", "axis", 3),
+    ("water", WATER, "", "full", 0),
+    ("asymmetric", asymmetric(2), "", "full", 0),
+]
+# The symmetry axis of each axis-only molecule as constructed (tests/molecules.py).
+SYMMETRY_AXIS = {"CO2": [1, 0, 0], "HCN": [0, 0, 1], "acetylene": [1, 0, 0], "CH3Cl": [0, 0, 1], "NH3": [0, 0, 1],
+                 "benzene": [0, 0, 1]}  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["pca", "pca-mass", "inertia"])
+@pytest.mark.parametrize("name,mol,kind,cls,axis", SYMMETRY_CASES, ids=[c[0] for c in SYMMETRY_CASES])
+def test_orientation_class_is_the_symmetry_s_and_invariant_under_rotation(method, name, mol, kind, cls, axis):
+    z, pos = mol
+    rotations = random_rotations(20, seed=42)
+    stacked = np.vstack([pos] + [pos @ Q.T + 1.5 for Q in rotations])
+    offsets = np.arange(len(rotations) + 2) * len(z)
+    frames = compute_frames(stacked, offsets, np.tile(z, len(rotations) + 1), method=method)
+    assert set(frames.symmetry) == {kind}, name
+    assert set(frames.orientation) == {cls} and set(frames.defined_axis) == {axis}
+    if cls == "axis":  # the defined axis is the symmetry axis, turned with the molecule (as an axial direction)
+        expected = np.vstack([SYMMETRY_AXIS[name]] + [Q @ SYMMETRY_AXIS[name] for Q in rotations])
+        got = frames.rotations[:, axis - 1]
+        np.testing.assert_allclose(np.abs(np.einsum("ai,ai->a", got, expected)), 1.0, atol=1e-9)
+
+
+def test_the_symmetry_kind_follows_from_the_stored_reasons_alone():
+    mols = [m for _, m, *_ in SYMMETRY_CASES]
+    z = np.concatenate([m[0] for m in mols])
+    offsets = np.concatenate([[0], np.cumsum([len(m[0]) for m in mols])])
+    frames = compute_frames(np.vstack([m[1] for m in mols]), offsets, z)
+    np.testing.assert_array_equal(symmetry_kinds(frames.reasons), frames.symmetry)
+    classes, axes = orientation_of(frames.symmetry)
+    np.testing.assert_array_equal(classes, [c[3] for c in SYMMETRY_CASES])
+    np.testing.assert_array_equal(axes, [c[4] for c in SYMMETRY_CASES])
+    with pytest.raises(ValueError, match="unknown symmetry kind"):
+        orientation_of(np.array(["helix"]))

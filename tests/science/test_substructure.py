@@ -61,3 +61,24 @@ def test_molecules_may_be_given_as_rdkit_molecules_or_none():
     index = SubstructureIndex([Chem.MolFromSmiles("CC=O"), None, "C=O"])
     result = index.search("C=O")
     assert result.indices.tolist() == [0, 2] and result.complete and result.n_scanned == 3
+
+
+def test_an_index_read_back_from_its_search_data_matches_as_the_one_it_was_made_from(qm9_small):
+    """What an index holds, kept with a dataset, makes the same index (its screen included) without parsing a
+    molecule again."""
+    from dataclasses import replace
+
+    from orientscope.science.substructure import search_data
+
+    molecules = list(qm9_small.smiles[:300]) + TRICKY + SMILES
+    data = search_data(molecules)
+    assert data.valid.tolist()[-len(SMILES) :] == [True, True, True, False, True, False, True]
+    assert data.smiles[-4] == "" and data.smiles[-5] == "c1ccccc1"  # RDKit's own spelling; "" where there is none
+    built, read_back = SubstructureIndex(molecules), SubstructureIndex.from_search_data(data)
+    assert read_back.prefilter and not built.prefilter and len(read_back) == len(molecules)
+    for smarts in ("C=O", "c1ccccc1", "C1CCCCC1", "[#7;R]", "[N+]", "[C@H]", "[2H]", "[#6]", "[x3]", "[R2]"):
+        assert read_back.search(smarts).indices.tolist() == built.search(smarts).indices.tolist(), smarts
+    # without fingerprints, no screen; fingerprints of another RDKit are not mixed with this one's queries
+    assert not SubstructureIndex.from_search_data(replace(data, patterns=[])).prefilter
+    with pytest.raises(ValueError, match="pattern fingerprints of RDKit 2000.01.1 cannot screen"):
+        SubstructureIndex.from_search_data(replace(data, rdkit="2000.01.1"))

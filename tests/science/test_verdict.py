@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import pearson3
 
+from orientscope.science.alignment_words import orientation_note
+from orientscope.science.axial import axial_test
 from orientscope.science.counter_rng import haar_quaternions, normals
 from orientscope.science.model_audit import holm
 from orientscope.science.rotations import quaternion_to_matrix
@@ -18,6 +20,7 @@ from orientscope.science.verdict import (
     RULE_VERSION,
     STRONG_KL,
     alignment_verdict,
+    control_check,
     kl_interval,
     kl_null,
     kl_pvalue,
@@ -218,3 +221,52 @@ def test_kl_interval_bounds_are_the_targets_whose_own_law_reaches_the_estimate()
         assert kl_interval(t + lo * scale, n)[1] == pytest.approx(t, rel=1e-9)
     # At and below zero the spread is the null's: the null law's own interval.
     assert kl_interval(-0.1, n) == pytest.approx([-0.1 - hi, -0.1 - lo])
+
+
+# ---------------------------------------------------------------------- orientation by symmetry
+def _axes_along_z(n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    v = np.column_stack([0.05 * rng.normal(size=(n, 2)), np.ones(n)])
+    return axial_test(v / np.linalg.norm(v, axis=1, keepdims=True))
+
+
+def test_bingham_s_test_joins_the_family_with_enough_axes_and_carries_an_aligned_set_of_axes():
+    f = _figures(_haar(200, 3), 3)
+    classes = {"none": 0, "axis": 30, "full": 200, "by_symmetry": {"oblate_top": 30}}
+    v = alignment_verdict(230, f["kl"], [], f["ks"], axial=_axes_along_z(30, 1), orientation=classes)
+    assert [e["test"] for e in v["evidence"]] == ["KL", "KS", "Bingham axial"]
+    assert v["code"] in ("aligned", "weakly_aligned") and "Bingham axial" in v["text"]
+    few = _axes_along_z(MIN_MOLECULES - 1, 2)
+    v = alignment_verdict(209, f["kl"], [], f["ks"], axial=few, orientation={**classes, "axis": MIN_MOLECULES - 1})
+    assert [e["test"] for e in v["evidence"]] == ["KL", "KS"] and v["code"] == "not_detected"
+
+
+def test_the_so3_tests_need_enough_full_frames_and_a_set_without_orientation_is_too_few():
+    f = _figures(_concentrated(60, 1), 1)
+    classes = {"none": 55, "axis": 0, "full": MIN_MOLECULES - 1, "by_symmetry": {"single_atom": 55}}
+    v = alignment_verdict(64, f["kl"], [], f["ks"], orientation=classes)
+    assert v["code"] == "too_few" and v["aligned"] is None and v["evidence"] == []
+    assert "55 have no orientation" in v["text"] and "with a full frame" in v["text"]
+    ions = {"none": 102, "axis": 0, "full": 0, "by_symmetry": {"single_atom": 102}}
+    v = alignment_verdict(102, None, [], None, orientation=ions)
+    assert v["code"] == "too_few" and "102 have no orientation" in v["text"]
+    note = orientation_note({"none": 3, "axis": 2, "full": 5, "by_symmetry": {"single_atom": 3, "linear": 2}})
+    assert "3 with no orientation (3 single atoms)" in note and "2 with only an axis (2 linear molecules" in note
+    assert orientation_note({"none": 0, "axis": 0, "full": 5, "by_symmetry": {}}) == ""
+
+
+def test_a_control_that_is_not_detected_passes_and_one_that_is_detected_fails_with_a_cause():
+    assert control_check({"code": "not_detected"}, {}, 100)["passed"] is True
+    assert control_check({"code": "too_few"}, {}, 5)["passed"] is None
+    f = _figures(_concentrated(100, 4), 4)
+    detected = alignment_verdict(100, f["kl"], [], f["ks"])
+    # A result computed before the symmetry rule: its control counts single atoms as poses.
+    old = {"degenerate_reasons": {"single_atom": 40, "linear": 3}}
+    check = control_check(detected, old, 100)
+    assert check["passed"] is False and check["control_code"] == detected["code"]
+    assert check["text"].startswith("Control check failed") and "KL" in check["text"]
+    assert "40 molecules have no orientation" in check["causes"][0] and "older rule" in check["causes"][0]
+    assert check["causes"][-1].startswith("chance")
+    # Under the current rule, with nothing in the counts to blame, chance is named.
+    now = {"orientation_classes": {"none": 0, "axis": 0, "full": 100, "by_symmetry": {}}, "degenerate_reasons": {}}
+    assert control_check(detected, now, 100)["causes"][0].startswith("chance")

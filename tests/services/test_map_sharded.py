@@ -36,6 +36,9 @@ def _in_memory(data, dataset_id, seed: int) -> MapPoints:
     mols = ds.load_dataset(data, dataset_id)
     frames = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers)
     x, y = (a.astype(np.float32) for a in mollweide_xy(*axes_lonlat_deg(frames.rotations)))
+    # Only the axes the symmetry defines are points: none without orientation, the defined one of an axis-only one.
+    undefined = (frames.orientation != "full")[:, None] & (np.arange(1, 4)[None, :] != frames.defined_axis[:, None])
+    x[undefined], y[undefined] = np.nan, np.nan
     md = MapData(dataset_id, "memory", "original", np.asarray(mols.ids), x, y, frames.degenerate, seed)
     rows, axes = md.points()
     px, py = md.xy(rows, axes)
@@ -50,13 +53,15 @@ def test_the_sharded_map_is_the_map_of_the_same_molecules_in_memory(sharded):
     data, dataset_id = sharded
     served = view_points(data, MapQuery(dataset_id))
     memory = _in_memory(data, dataset_id, served.md.seed)
-    assert served.x_sorted and served.size == memory.size == 3 * N
+    # Every defined axis: the synthetic set's methane copies have none, its oblate-top copies one.
+    assert served.x_sorted and served.size == memory.size == int((~np.isnan(memory.md.x)).sum()) >= 3 * N - N // 50
     assert served.md.ids.tolist() == memory.md.ids.tolist()
     np.testing.assert_array_equal(served.md.x, memory.md.x)
     np.testing.assert_array_equal(served.md.y, memory.md.y)
     # the image: counts per pixel and colours, exactly
     a, b = mr.render_map(served, VP, budget=0), mr.render_map(memory, VP, budget=0)
-    assert a.mode == b.mode == "image" and a.n_drawn == b.n_drawn == N
+    drawn = int((~np.isnan(memory.md.x)).any(axis=1).sum())  # the molecules with an orientation
+    assert a.mode == b.mode == "image" and a.n_drawn == b.n_drawn == drawn >= N - N // 100
     np.testing.assert_array_equal(a.counts, b.counts)
     np.testing.assert_array_equal(a.rgba, b.rgba)
     # a click: the same molecule's point, from the sorted view and the unsorted one
@@ -87,6 +92,7 @@ def test_the_default_map_of_a_sharded_set_reads_only_its_frames(sharded, monkeyp
 
     monkeypatch.setattr(mv, "get_view", no_molecules)
     points = view_points(data, MapQuery(dataset_id, axes="13"))
-    assert points.size == 2 * N and set(np.unique(points.axis)) == {1, 3}
+    assert points.size == int((~np.isnan(points.md.x[:, [0, 2]])).sum()) >= 2 * N - N // 50
+    assert set(np.unique(points.axis)) == {1, 3}
     row = points.md.row_of(points.md.ids[N - 1])
     assert row == N - 1

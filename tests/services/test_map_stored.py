@@ -108,7 +108,11 @@ def test_a_large_sharded_map_is_stored_on_first_use_and_memory_mapped(sharded, f
     in_memory = view_points(data, MapQuery(dataset_id))
     assert not isinstance(in_memory.md.x, np.memmap) and in_memory.md.default_view is None
     _same_answers(served, in_memory)
-    assert mr.region_stats(served, VP) == mr.region_stats(in_memory, VP) == (3 * N, N)
+    # Every defined axis (the synthetic set's methane copies have none, its oblate-top copies one) of every
+    # molecule with an orientation.
+    shown = (~np.isnan(memory.x)).sum(axis=1)
+    assert mr.region_stats(served, VP) == mr.region_stats(in_memory, VP) == (shown.sum(), (shown > 0).sum())
+    assert 0 < (shown < 3).sum() < N // 100
 
 
 def test_a_restarted_server_opens_the_stored_map_without_building(sharded, fresh, monkeypatch):
@@ -126,7 +130,8 @@ def test_a_restarted_server_opens_the_stored_map_without_building(sharded, fresh
     np.testing.assert_array_equal(again.x, first.x)
     # another view of the stored map (a subset of axes) is built from the memory maps
     two = view_points(data, MapQuery(dataset_id, axes="13", table="control"))
-    assert two.size == 2 * N and set(np.unique(two.axis)) == {1, 3}
+    assert two.size == int((~np.isnan(first.md.x[:, [0, 2]])).sum()) >= 2 * N - N // 50
+    assert set(np.unique(two.axis)) == {1, 3}
 
 
 def test_the_map_stored_in_the_store_is_used_and_a_stale_one_ignored(sharded, fresh, monkeypatch):

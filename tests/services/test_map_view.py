@@ -11,10 +11,17 @@ from orientscope.services.map_view import MapQuery, view_points
 from tests.services.conftest import TOY_IDS, TOY_SCORES
 
 
-def test_the_default_view_shows_every_axis_of_every_molecule(toy_dir):
+def test_the_default_view_shows_every_defined_axis_of_every_molecule(toy_dir):
     pts = view_points(toy_dir, MapQuery("toy"))
     md = load_map_data(toy_dir, "toy")
-    assert pts.size == 3 * len(TOY_IDS) and np.bincount(pts.rows).tolist() == [3] * len(TOY_IDS)
+    # water and the asymmetric molecules: three axes; CO2 (linear) and benzene (oblate top): their one
+    # defined axis; methane (a spherical top): none, and the note under the map says so.
+    shown = {"co2": 1, "methane": 0, "benzene": 1}
+    expected = [shown.get(name, 3) for name in TOY_IDS]
+    assert pts.size == sum(expected) and np.bincount(pts.rows, minlength=len(TOY_IDS)).tolist() == expected
+    assert set(pts.axis[pts.rows == TOY_IDS.index("co2")]) == {1}
+    assert set(pts.axis[pts.rows == TOY_IDS.index("benzene")]) == {3}
+    assert "2 molecules with only one defined axis" in pts.notes[0] and "1 with no orientation" in pts.notes[0]
     np.testing.assert_array_equal(pts.x, md.x[pts.rows, pts.axis - 1])
     np.testing.assert_array_equal(pts.y, md.y[pts.rows, pts.axis - 1])
     assert pts.colors.kind == "categorical" and pts.colors.title == "axis"

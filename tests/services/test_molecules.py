@@ -158,3 +158,54 @@ def test_sdf_export_of_benzene_has_aromatic_bonds_from_smiles(toy_dir):
     assert Chem.MolToSmiles(Chem.RemoveHs(mol)) == "c1ccccc1"
     # Canonical pose of a planar ring: the third coordinate vanishes.
     np.testing.assert_allclose(mol.GetConformer().GetPositions()[:, 2], 0, atol=1e-4)
+
+
+def test_after_the_warm_up_a_first_smarts_search_parses_no_molecule(qm9_store, tmp_path, monkeypatch):
+    """The first SMARTS search after a server start took 14 s on QM9 (issue 40): it built the index, parsing
+    every molecule. The search SMILES are kept at ingest and the warm-up reads them: no query parses."""
+    import shutil
+
+    from orientscope.pipeline import shard_smarts
+    from orientscope.science import substructure
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(qm9_store, data_dir)
+    view = get_view(data_dir, "qm9")
+    assert shard_smarts.shard_numbers(view.store.dir) and shard_smarts.unindexed_shards(view.store.dir) == []
+    graphs = [Chem.MolFromSmiles(s) for s in svc.chemistry_table(view)["smiles"]]
+    pattern = Chem.MolFromSmarts("C=O")
+    expected = [i for i, m in enumerate(graphs) if m is not None and m.HasSubstructMatch(pattern)]
+
+    def parse(_molecules):
+        raise AssertionError("a molecule was parsed after the warm-up")
+
+    monkeypatch.setattr(substructure, "_parsed", parse)
+    assert svc.warm_search(data_dir, "qm9")
+    found = svc.match_smarts(view, "C=O")
+    assert found.complete and np.flatnonzero(found.mask).tolist() == expected and 0 < len(expected) < len(graphs)
+
+
+def test_search_data_made_from_another_chemistry_table_or_rdkit_are_made_anew(qm9_store, tmp_path):
+    import os
+    import shutil
+
+    from orientscope.pipeline import shard_smarts
+    from orientscope.store.atomic import atomic_write_table, read_table
+    from orientscope.store.shards import shard_table_path
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(qm9_store, data_dir)
+    result = get_view(data_dir, "qm9").store.dir
+    kept = shard_smarts.read_search_data(result, 0)
+    assert kept is not None and len(kept.patterns) == len(kept.smiles) == len(kept.valid)
+    table = shard_table_path(result, "chemistry", "molecules", 0)
+    os.utime(table, ns=(table.stat().st_atime_ns, table.stat().st_mtime_ns + 10**9))  # the stage ran again
+    assert shard_smarts.unindexed_shards(result) == [0] and shard_smarts.read_search_data(result, 0) is None
+    assert shard_smarts.search_data_shard(str(result), 0).smiles == kept.smiles  # made again (and kept)
+    assert shard_smarts.unindexed_shards(result) == []
+    # another RDKit made them: its fingerprints may differ, so they are made anew too
+    path = shard_table_path(result, "chemistry", "search", 0)
+    search = read_table(path)
+    other = {**search.schema.metadata, shard_smarts.RDKIT_KEY: b"2000.01.1"}
+    atomic_write_table(path, search.replace_schema_metadata(other))
+    assert shard_smarts.unindexed_shards(result) == [0]
