@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8050
 
-.PHONY: help setup serve test test-fast bench lint lint-imports format check docs loadtest clean
+.PHONY: help setup serve test test-fast bench lint lint-imports format formats-table check docs loadtest clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -45,6 +45,9 @@ lint-imports: setup  ## the layer contract of pyproject.toml (import-linter)
 format: setup  ## ruff format + autofix
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+formats-table: setup  ## regenerate docs/formats.md's format table from the format registry
+	$(BIN)/python -m tests.loaders.test_format_table
 
 check: lint test  ## lint and test
 

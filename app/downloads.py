@@ -16,11 +16,13 @@ from dash import ALL, ClientsideFunction, Input, Output, State, ctx, dcc, html, 
 
 from orientscope.app import data, ids
 from orientscope.app.upload_widgets import POLL_MS
+from orientscope.services import formats
 from orientscope.services.exports import ExportRequest
 
 AUDIT_COPIES = 5  # as the model audit section's `orientscope export DATASET --mode random --copies 5`
 # kind -> (button label, what the button says it gives, the export request's fields). Every export field
-# is passed as the REST API's body would be: the dataset's own format unless one is named.
+# is passed as the REST API's body would be: the dataset's own format unless one is named. The copies are in the
+# registry's default export format (extended XYZ: every property kept), whatever the dataset's format.
 DOWNLOADS = {
     "debiased": (
         "Download the de-biased set",
@@ -30,8 +32,8 @@ DOWNLOADS = {
     "copies": (
         f"Download {AUDIT_COPIES} rotated copies",
         f"{AUDIT_COPIES} randomly rotated copies for a model audit "
-        f"(orientscope export DATASET --mode random --copies {AUDIT_COPIES} --format extxyz)",
-        {"mode": "random", "copies": AUDIT_COPIES, "format": "extxyz"},
+        f"(orientscope export DATASET --mode random --copies {AUDIT_COPIES} --format {formats.DEFAULT_EXPORT})",
+        {"mode": "random", "copies": AUDIT_COPIES, "format": formats.DEFAULT_EXPORT},
     ),
 }
 

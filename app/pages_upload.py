@@ -12,9 +12,9 @@ import dash
 from dash import ClientsideFunction, Input, Output, State, dcc, html
 
 from orientscope.app.upload_widgets import POLL_MS, drop_zone, register_chosen_label
-from orientscope.core.settings import FORMAT_CHOICES
+from orientscope.services import formats
 
-FORMAT_OPTIONS = list(FORMAT_CHOICES)
+FORMAT_OPTIONS = list(formats.INGEST_CHOICES)
 
 
 def upload_section(read_only: bool) -> html.Section | None:
@@ -26,8 +26,7 @@ def upload_section(read_only: bool) -> html.Section | None:
             html.H2("Upload a dataset"),
             html.P(
                 [
-                    "XYZ, extended XYZ, SDF/MOL, ASE .db/.aselmdb, NPZ (z, pos, n_atoms), our Parquet, "
-                    "JSON molecule records (the molecule downloads), or a zip/tar of such files. Ids are kept "
+                    f"{formats.upload_summary()}, or a zip/tar of such files. Ids are kept "
                     "as written; what is read differently (a renamed id or property) is listed when the job is "
                     "done. The whole pipeline runs in the background; the dataset then "
                     "appears in the dataset list. Large files: use ",

@@ -17,13 +17,8 @@ from tqdm import tqdm
 
 from orientscope.core.errors import OrientScopeError
 from orientscope.core.resources import LazyModule
-from orientscope.core.settings import (
-    DEFAULT_SEED,
-    EXPORT_FORMAT_CHOICES,
-    FORMAT_CHOICES,
-    SettingsError,
-    resolve_data_dir,
-)
+from orientscope.core.settings import DEFAULT_SEED, SettingsError, resolve_data_dir
+from orientscope.loaders import registry
 from orientscope.store import datasets as ds
 
 pipeline = LazyModule("orientscope.pipeline.precompute")
@@ -39,7 +34,6 @@ audit_table = LazyModule("orientscope.services.audit_table")
 sharded_ingest = LazyModule("orientscope.pipeline.sharded_ingest")
 map_data = LazyModule("orientscope.services.map_data")
 migrate_mod = LazyModule("orientscope.pipeline.migrate")
-store_folders = LazyModule("orientscope.loaders.parquet_orientations")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
 
@@ -220,7 +214,15 @@ def ingest_cmd(
     paths: Annotated[list[Path], typer.Argument(help="files, folders or glob patterns ('data/*.npz')")],
     name: Annotated[str, typer.Option("--name", help="display name; the dataset id is derived from it")],
     data_dir: DataDir = None,
-    fmt: Annotated[str, typer.Option("--format", help=" | ".join(FORMAT_CHOICES))] = "auto",
+    fmt: Annotated[str, typer.Option("--format", help=" | ".join(registry.choices()))] = registry.AUTO,
+    format_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--format-option",
+            help="NAME=VALUE, a reading option of the format (repeatable): "
+            + "; ".join(f"{f.name}: {registry.options_help(f)}" for f in registry.FORMATS if f.options),
+        ),
+    ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="fail on the first malformed record instead of skipping it")
     ] = False,
@@ -242,20 +244,28 @@ def ingest_cmd(
     stage runs shard by shard.
     """
     single = len(paths) == 1 and not any(ch in str(paths[0]) for ch in "*?[") and cluster is None
-    single = single and shard_size is None and (paths[0].is_file() or store_folders.is_store_folder(paths[0]))
+    single = single and shard_size is None and (paths[0].is_file() or registry.folder_format(paths[0]) is not None)
     root = resolve_data_dir(data_dir)
     names = [p.strip() for p in frame_dependent.split(",") if p.strip()]
     desc = f"ingest {paths[0].name}" + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")
     with _failing():
+        options = registry.check_options(registry.check_format(fmt), registry.parse_options(format_option or []))
         with _ProgressBar(desc) as bar:
             if single:
                 meta = ingest_mod.ingest_file(
-                    root, paths[0], name, fmt=fmt, strict=strict, progress=bar, frame_dependent=names
+                    root,
+                    paths[0],
+                    name,
+                    fmt=fmt,
+                    strict=strict,
+                    progress=bar,
+                    frame_dependent=names,
+                    format_options=options,
                 )
             else:
                 meta = sharded_ingest.ingest_files(
                     root, paths, name, fmt=fmt, strict=strict, cluster=cluster, shard_size=shard_size,
-                    progress=bar, frame_dependent=names,
+                    progress=bar, frame_dependent=names, format_options=options,
                 )  # fmt: skip
     _ingested(root, meta)
 
@@ -309,7 +319,7 @@ def export_cmd(
     data_dir: DataDir = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the random rotations")] = DEFAULT_SEED,
     fmt: Annotated[
-        str | None, typer.Option("--format", help=" | ".join(EXPORT_FORMAT_CHOICES) + " (default: the input's)")
+        str | None, typer.Option("--format", help=" | ".join(registry.writable()) + " (default: the input's)")
     ] = None,
     copies: Annotated[
         int | None,

@@ -33,11 +33,6 @@ from orientscope.core.errors import OrientScopeError
 
 DEFAULT_DATASET = "qm9"
 DEFAULT_SEED = 0
-# The formats ``export`` writes (pipeline/export.py WRITERS), named here for the CLI's help without importing it;
-# every one is also read, as are JSON molecule records (what GET …/molecules/{mol_id} answers).
-EXPORT_FORMAT_CHOICES = ("xyz", "extxyz", "sdf", "asedb", "npz", "parquet")
-DATASET_FORMATS = (*EXPORT_FORMAT_CHOICES, "json")
-FORMAT_CHOICES = ("auto", *DATASET_FORMATS)
 
 # Ids name folders on disk, so they are restricted to a safe alphabet.
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")

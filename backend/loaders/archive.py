@@ -28,9 +28,9 @@ ZIP_MAGIC = b"PK\x03\x04"
 
 
 def is_archive(path: Path) -> bool:
+    """A zip or tar by its name, else by its content (callers ask only for files no format's extension names:
+    an ``.npz`` is a zip too)."""
     name = Path(path).name.lower()
-    if name.endswith(".npz"):
-        return False
     if name.endswith(ARCHIVE_SUFFIXES):
         return True
     return tarfile.is_tarfile(path) if Path(path).is_file() else False

@@ -27,6 +27,7 @@ from orientscope.loaders.base import (
     numeric_properties,
     written_property_name,
 )
+from orientscope.loaders.formats import MARKER, NO, OPENING, Format, records
 
 ID_KEYS = ("name", "id", "mol_id", "identifier", "source")
 OWN_KEYS = frozenset({*ID_KEYS, "smiles"})  # keys never read as properties
@@ -151,3 +152,25 @@ def write_asedb(path: Path, mols, kind: str | None = None) -> None:
             db.write(Atoms(numbers=z.astype(int), positions=pos), data=data)
     if hasattr(db, "close"):
         db.close()
+
+
+def _sniff(head: bytes, path: Path) -> int:
+    if head.startswith(SQLITE_MAGIC):
+        return OPENING
+    # A ".json" of rows with "numbers" (or the "nextid" counter) and no molecule record's "elements" is ASE's
+    # JSON database; the JSON records format reads the rest.
+    if Path(path).suffix.lower() == ".json" and b'"elements"' not in head:
+        return MARKER if b'"nextid"' in head or b'"numbers"' in head else NO
+    return NO
+
+
+FORMAT = Format(
+    name="asedb",
+    label="ASE database",
+    extensions=(".db", ".aselmdb", ".lmdb", ".json"),
+    read=records(read_asedb),
+    description="ASE's SQLite (`.db`), LMDB (`.aselmdb`, as OMol25 ships) or JSON database, a row per molecule",
+    sniff=_sniff,
+    write=write_asedb,
+    media_type="application/vnd.sqlite3",
+)

@@ -21,7 +21,16 @@ from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
 from orientscope.loaders.base import BadRecord, LineReader, Record, charge_value, open_text
 from orientscope.loaders.comment_line import read_comment
-from orientscope.loaders.xyz import comment_record, iter_xyz_blocks, molecule_comments, parse_atom_lines, xyz_block
+from orientscope.loaders.formats import NO, OPENING, Format, records
+from orientscope.loaders.xyz import (
+    comment_record,
+    count_line,
+    iter_xyz_blocks,
+    key_value_comment,
+    molecule_comments,
+    parse_atom_lines,
+    xyz_block,
+)
 
 DEFAULT_SPEC = "species:S:1:pos:R:3"  # what ASE assumes when a frame has no Properties=
 ELEMENT_COLUMNS = ("species", "symbols", "Z", "numbers")
@@ -111,3 +120,21 @@ def write_extxyz(path: Path, mols) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for i, comment in enumerate(molecule_comments(mols, tags=[("Properties", DEFAULT_SPEC)])):
             fh.write(xyz_block(*mols.atoms_of(i), comment))
+
+
+def _sniff(head: bytes, path: Path) -> int:
+    return OPENING if count_line(head) and key_value_comment(head) else NO
+
+
+FORMAT = Format(
+    name="extxyz",
+    label="extended XYZ",
+    # A ".xyz" whose comment line holds key=value pairs is extended XYZ (ASE writes it so).
+    extensions=(".extxyz", ".exyz", ".xyz"),
+    read=records(read_extxyz),
+    description="XYZ whose comment lines hold `key=value` pairs (ASE's): the id, SMILES and numeric properties; "
+    "the atom columns from `Properties=`",
+    sniff=_sniff,
+    write=write_extxyz,
+    media_type="chemical/x-xyz",
+)

@@ -36,6 +36,7 @@ from orientscope.loaders.base import (
     open_text,
     written_property_name,
 )
+from orientscope.loaders.formats import HEAD_BYTES, NO, OPENING, Format, records
 
 REQUIRED_FIELDS = ("elements", "positions")
 SHAPE_HELP = (
@@ -184,3 +185,26 @@ def _checked(item: Record | BadRecord, limits: Limits, source: str) -> Record | 
     if isinstance(item, Record):
         limits.check_atoms(len(item.atomic_numbers), f"{source}: {item.where}")
     return item
+
+
+def _sniff(head: bytes, path: Path) -> int:
+    return OPENING if head.lstrip()[:1] in (b"{", b"[") and b'"elements"' in head else NO
+
+
+def _in_folder(path: Path) -> bool:
+    """Records inside: a folder's ``metadata.json`` or a manifest is not a molecule file."""
+    with open(path, "rb") as fh:
+        return b'"elements"' in fh.read(HEAD_BYTES)
+
+
+FORMAT = Format(
+    name="json",
+    label="JSON molecule records",
+    extensions=(".json", ".jsonl", ".ndjson"),
+    read=records(read_json_records),
+    description="what `GET …/molecules/{mol_id}` answers: records of `elements` and `positions` (Å), with `id`, "
+    "`smiles` and `properties`; one, an array, or one a line (JSON Lines)",
+    sniff=_sniff,
+    media_type="application/json",
+    in_folder=_in_folder,
+)

@@ -20,7 +20,9 @@ import numpy as np
 from orientscope.core.dataset import TOTAL_CHARGE
 from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.progress import Progress, scaled
+from orientscope.loaders.archive import ZIP_MAGIC
 from orientscope.loaders.base import Collector, written_property_name
+from orientscope.loaders.formats import NO, OPENING, Format, feeder
 
 REQUIRED = ("z", "pos", "n_atoms")
 OWN_ARRAYS = frozenset({*REQUIRED, "ids", "id", "smiles"})  # arrays that are never properties
@@ -160,3 +162,18 @@ def write_npz(path: Path, mols) -> None:
         arrays[written_property_name(str(col), OWN_ARRAYS)] = mols.properties[col].to_numpy(np.float64)
     with open(path, "wb") as fh:
         np.savez_compressed(fh, **arrays)
+
+
+def _sniff(head: bytes, path: Path) -> int:
+    return OPENING if head.startswith(ZIP_MAGIC) and b".npy" in head else NO
+
+
+FORMAT = Format(
+    name="npz",
+    label="NPZ",
+    extensions=(".npz",),
+    read=feeder(feed_npz),
+    description="NumPy arrays `z`, `pos` (Å) and `n_atoms`; optional `ids`, `smiles` and one array per property",
+    sniff=_sniff,
+    write=write_npz,
+)

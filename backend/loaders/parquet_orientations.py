@@ -14,6 +14,7 @@ Rows are streamed batch by batch; malformed molecules are skipped and counted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from orientscope.core.dataset import RESERVED_COLUMNS, TOTAL_CHARGE
 from orientscope.core.errors import DatasetError
 from orientscope.core.progress import Progress
 from orientscope.loaders.base import Collector, open_parquet, written_property_name
+from orientscope.loaders.formats import NO, OPENING, Format
 
 PARQUET_MAGIC = b"PAR1"
 STORE_TABLES = ("molecules.parquet", "atoms.parquet")
@@ -156,3 +158,29 @@ def write_parquet(path: Path, mols) -> None:
     for col in mols.properties.columns:
         cols[written_property_name(str(col), ONE_FILE_COLUMNS)] = pa.array(mols.properties[col].to_numpy(np.float64))
     pq.write_table(pa.table(cols), path, compression="zstd")
+
+
+def _read(path: Path, collector: Collector, progress: Progress | None, options: Mapping[str, str]) -> None:
+    if is_store_folder(path):
+        load_store_tables(path, collector)
+    else:
+        load_parquet_file(path, collector, progress)
+
+
+def _sniff(head: bytes, path: Path) -> int:
+    return OPENING if head.startswith(PARQUET_MAGIC) else NO
+
+
+FORMAT = Format(
+    name="parquet",
+    label="Parquet",
+    extensions=(".parquet", ".pq"),
+    read=_read,
+    description="OrientScope's own: one row per molecule (`id`, `z`, `pos`, `smiles`, properties), or a folder "
+    "with the store's two tables",
+    sniff=_sniff,
+    write=write_parquet,
+    media_type="application/vnd.apache.parquet",
+    reads_folder=is_store_folder,
+    folder_hint=" and ".join(STORE_TABLES),
+)

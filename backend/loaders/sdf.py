@@ -19,6 +19,7 @@ atoms-only block takes it from a ``total_charge`` or ``charge`` SD field
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from orientscope.loaders.base import (
     written_property_name,
 )
 from orientscope.loaders.comment_line import SERVER_TAGS, check_units, server_tags
+from orientscope.loaders.formats import MARKER, NO, NO_CHEMISTRY, Format, MoleculeChemistry, records
 
 # (atomic numbers (n,), positions (n, 3) Å) -> an RDKit molecule with bonds and formal charges, or None.
 Perceive = Callable[[np.ndarray, np.ndarray], object]
@@ -308,6 +310,16 @@ def sdf_block(
     return buf.getvalue()
 
 
+def molecule_sdf(atomic_numbers, positions_angstrom, mol_id: str, smiles=None, properties=None, tags=(),
+                 chemistry: MoleculeChemistry = NO_CHEMISTRY) -> str:  # fmt: skip
+    """One molecule as the server's SDF download (:func:`sdf_block`): bonds from the file's SMILES, else from
+    the graph the chemistry stage built, else from ``chemistry.perceive`` (at the molecule's charge); a property
+    that is not a finite number is left out."""
+    smiles = smiles or chemistry.graph_smiles() or None
+    finite = {name: value for name, value in (properties or {}).items() if value is not None and math.isfinite(value)}
+    return sdf_block(atomic_numbers, positions_angstrom, mol_id, smiles, finite, tags, chemistry.perceive)
+
+
 def write_sdf(path: Path, mols) -> None:
     """SDF with the id as title and every property as an SD field.
 
@@ -326,3 +338,22 @@ def write_sdf(path: Path, mols) -> None:
             yield sdf_mol(*mols.atoms_of(i), str(mols.ids[i]), smi, values, bonds=False)
 
     _write_records(str(path), records())
+
+
+def _sniff(head: bytes, path: Path) -> int:
+    # A mol block's end or counts-line version, anywhere in the head (the title line before it is free text).
+    return MARKER if b"M  END" in head or b"V2000" in head or b"V3000" in head else NO
+
+
+FORMAT = Format(
+    name="sdf",
+    label="SDF/MOL",
+    extensions=(".sdf", ".sd", ".mol"),
+    read=records(read_sdf),
+    description="V2000 or V3000 mol blocks separated by `$$$$`; the title line is the id, numeric SD fields "
+    "are properties",
+    sniff=_sniff,
+    write=write_sdf,
+    write_molecule=molecule_sdf,
+    media_type="chemical/x-mdl-sdfile",
+)

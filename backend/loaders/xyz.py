@@ -35,6 +35,7 @@ from orientscope.loaders.base import (
     open_text,
 )
 from orientscope.loaders.comment_line import CommentFields, comment_fields, format_comment, quote, read_comment
+from orientscope.loaders.formats import NO, NO_CHEMISTRY, OPENING, Format, MoleculeChemistry, first_line, records
 
 MAX_ID_LENGTH = 128  # a longer single word on a comment line is not read as an id
 
@@ -249,3 +250,44 @@ def write_xyz(path: Path, mols) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for i, comment in enumerate(molecule_comments(mols)):
             fh.write(xyz_block(*mols.atoms_of(i), comment))
+
+
+def molecule_xyz(atomic_numbers, positions_angstrom, mol_id: str, smiles=None, properties=None, tags=(),
+                 chemistry: MoleculeChemistry = NO_CHEMISTRY) -> str:  # fmt: skip
+    """One molecule as the server's XYZ download (8 decimals), its id, SMILES, properties, ``tags`` and total
+    charge (``chemistry.charge``) on the comment line (:func:`molecule_comment`)."""
+    comment = molecule_comment(mol_id, smiles, properties, tags, chemistry.charge)
+    return xyz_block(atomic_numbers, positions_angstrom, comment, decimals=8)
+
+
+def count_line(head: bytes) -> bool:
+    """The file opens with an atom count alone on its line (not any leading digit)."""
+    return first_line(head).strip().isdigit()
+
+
+def key_value_comment(head: bytes) -> bool:
+    """The second line (the first frame's comment) holds ``key=value`` pairs: extended XYZ.
+
+    The server's own XYZ downloads are such lines too (``dataset=… pose=… units=… id=…``): the extended-XYZ
+    reader takes them as they were written (``loaders/comment_line.py``).
+    """
+    lines = head.split(b"\n", 2)
+    return len(lines) > 1 and b"=" in lines[1]
+
+
+def _sniff(head: bytes, path: Path) -> int:
+    return OPENING if count_line(head) and not key_value_comment(head) else NO
+
+
+FORMAT = Format(
+    name="xyz",
+    label="XYZ",
+    extensions=(".xyz",),
+    read=records(read_xyz),
+    description="frames of an atom count, a comment line (a one-word id, or `key=value` pairs) and "
+    "`symbol x y z` lines in Å",
+    sniff=_sniff,
+    write=write_xyz,
+    write_molecule=molecule_xyz,
+    media_type="chemical/x-xyz",
+)

@@ -29,7 +29,6 @@ from orientscope.core.dataset import MoleculeSet, check_frame_dependent, rows_of
 from orientscope.core.errors import DatasetError
 from orientscope.core.settings import (
     DEFAULT_DATASET,
-    FORMAT_CHOICES,
     display_name,
     in_memory_bytes,
     resolve_data_dir,
@@ -41,7 +40,9 @@ from orientscope.store import datasets as ds
 from orientscope.store.shards import read_shard, save_sharded, shard_refs
 
 UNSAVED = ".unsaved"
-READ_OPTIONS = ["name", "format", "strict", "frame_dependent", "cluster", "shard_size", "data_dir", "progress"]
+READ_OPTIONS = [
+    "name", "format", "format_options", "strict", "frame_dependent", "cluster", "shard_size", "data_dir", "progress"
+]  # fmt: skip
 
 
 class _UnsavedStore:
@@ -292,26 +293,30 @@ def _expand(path_or_glob) -> list[Path]:
 def read(path_or_glob, **options) -> Dataset:
     """Read molecules from a file, a store folder, an archive, a folder of files or a glob, as ``ingest`` does.
 
-    Options: ``name`` (default: the file's stem), ``format`` (one of ``FORMAT_CHOICES``), ``strict``,
-    ``frame_dependent`` (property names), ``cluster``, ``shard_size``, ``data_dir``, ``progress``.
+    Options: ``name`` (default: the file's stem), ``format`` ("auto" or a format's name,
+    ``orientscope.loaders.registry.choices()``), ``format_options`` (the format's reading options, e.g.
+    ``{"coordinates": "model"}`` for the Chemical Component Dictionary), ``strict``, ``frame_dependent``
+    (property names), ``cluster``, ``shard_size``, ``data_dir``, ``progress``.
     One file no larger than ``$ORIENTSCOPE_IN_MEMORY_MB`` is read into memory; a larger file, several files,
     a folder of files, ``cluster`` or ``shard_size`` make a sharded set, ingested into the private store
     (its stages run there on the engine ``cluster`` picks).
     """
     check_options("read", options, READ_OPTIONS)
-    fmt = options.get("format", "auto")
-    if fmt not in FORMAT_CHOICES:
-        raise ValueError(f"read: unknown format {fmt!r}; allowed: {list(FORMAT_CHOICES)}")
+    from orientscope.loaders import registry
+
+    fmt = options.get("format", registry.AUTO)
+    if fmt not in registry.choices():
+        raise ValueError(f"read: unknown format {fmt!r}; allowed: {list(registry.choices())}")
+    format_options = registry.check_options(fmt, options.get("format_options"))
     paths = _expand(path_or_glob)
     name = options.get("name") or paths[0].stem or "dataset"
     strict, show = bool(options.get("strict", False)), options.get("progress", True)
     cluster, shard_size = options.get("cluster"), options.get("shard_size")
     frame_dependent = list(options.get("frame_dependent") or ())
     data_dir = resolve_data_dir(options.get("data_dir"))
-    from orientscope.loaders.parquet_orientations import is_store_folder
-
     single = len(paths) == 1 and cluster is None and shard_size is None
-    if single and (paths[0].is_file() or is_store_folder(paths[0])) and _disk_bytes(paths[0]) <= in_memory_bytes():
+    folder = registry.folder_format(paths[0]) is not None
+    if single and (paths[0].is_file() or folder) and _disk_bytes(paths[0]) <= in_memory_bytes():
         from orientscope.core.limits import Limits
         from orientscope.loaders.detect import load_path
         from orientscope.pipeline.ingest import staging_root
@@ -319,14 +324,14 @@ def read(path_or_glob, **options) -> Dataset:
         staging_root(data_dir).mkdir(parents=True, exist_ok=True)
         with progress_bar(f"read {paths[0].name}", show) as bar:
             loaded = load_path(paths[0], fmt, strict=strict, limits=Limits.from_env(), progress=bar,
-                               workdir=staging_root(data_dir))  # fmt: skip
+                               workdir=staging_root(data_dir), options=format_options)  # fmt: skip
         source = f"read {paths[0].name} ({loaded.format}) in Python"
         for text in loaded.warnings:  # renamed ids or properties, isotopes: said where the notebook shows it
             warnings.warn(text, stacklevel=2)
         return _in_memory(
             loaded.mols, name, data_dir, source, loaded.format, frame_dependent, n_skipped=loaded.n_skipped,
             problems=loaded.problems, warnings=loaded.warnings, tags=loaded.tags, original_filename=paths[0].name,
-            strict=strict,
+            strict=strict, **({"format_options": format_options} if format_options else {}),
         )  # fmt: skip
     from orientscope.pipeline.sharded_ingest import ingest_files
 
@@ -334,7 +339,8 @@ def read(path_or_glob, **options) -> Dataset:
     try:
         with progress_bar(f"read {len(paths)} file(s)", show) as bar:
             meta = ingest_files(store.root, paths, name, fmt=fmt, strict=strict, cluster=cluster,
-                                shard_size=shard_size, progress=bar, frame_dependent=frame_dependent)  # fmt: skip
+                                shard_size=shard_size, progress=bar, frame_dependent=frame_dependent,
+                                format_options=format_options)  # fmt: skip
     except BaseException:
         store.remove()  # a failed read leaves nothing behind
         raise

@@ -41,13 +41,7 @@ from orientscope.core.dataset import MoleculeSet, rows_of_ids, select_rows
 from orientscope.core.orientations_schema import R_COLUMNS
 from orientscope.core.progress import Progress, quiet
 from orientscope.core.settings import DEFAULT_SEED, check_choice
-from orientscope.loaders.asedb import write_asedb
-from orientscope.loaders.detect import EXTENSIONS
-from orientscope.loaders.extxyz import write_extxyz
-from orientscope.loaders.npz import write_npz
-from orientscope.loaders.parquet_orientations import write_parquet
-from orientscope.loaders.sdf import write_sdf
-from orientscope.loaders.xyz import write_xyz
+from orientscope.loaders import registry
 from orientscope.science.copy_rotations import (
     AUGMENT,
     ROTATION_RULE,
@@ -63,16 +57,12 @@ from orientscope.store import datasets as ds
 log = logging.getLogger(__name__)
 
 MODES = ("random", "canonical")
+# The formats export writes (every registered format with a writer): name -> (suffix, write(path, mols)).
 WRITERS: dict[str, tuple[str, Callable]] = {
-    "xyz": (".xyz", write_xyz),
-    "extxyz": (".extxyz", write_extxyz),
-    "sdf": (".sdf", write_sdf),
-    "asedb": (".db", write_asedb),
-    "npz": (".npz", write_npz),
-    "parquet": (".parquet", write_parquet),
+    f.name: (f.suffix, f.write) for f in registry.FORMATS if f.write is not None
 }
 EXPORT_FORMATS = tuple(WRITERS)
-DEFAULT_FORMAT = "extxyz"
+DEFAULT_FORMAT = registry.DEFAULT_EXPORT.name
 TENSOR_SUFFIXES = ("xx", "xy", "xz", "yy", "yz", "zz")
 VECTOR_SUFFIXES = ("x", "y", "z")
 MAX_COPIES = 100
@@ -225,7 +215,8 @@ def rotations_table(
 
 def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # The temporary file keeps the suffix: a writer may read its kind from it (an ASE .db, .aselmdb or .json).
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
     os.close(fd)
     os.unlink(tmp)  # some writers (ASE databases) refuse to open an existing empty file
     try:
@@ -238,8 +229,7 @@ def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
 
 def _write_molecules(out: Path, posed: MoleculeSet, fmt: str) -> None:
     writer = WRITERS[fmt][1]
-    kind = {".aselmdb": "aselmdb", ".lmdb": "aselmdb", ".json": "json"}.get(out.suffix.lower(), "db")
-    _write_atomically(out, (lambda p: writer(p, posed, kind)) if fmt == "asedb" else (lambda p: writer(p, posed)))
+    _write_atomically(out, lambda p: writer(p, posed))
 
 
 def export_molecules(
@@ -363,7 +353,8 @@ def export_dataset(
     check_copies(mode, copies)
     check_purpose(purpose)
     meta = ds.read_meta(data_dir, dataset_id)
-    fmt = check_export_format(fmt) if fmt else EXTENSIONS.get(Path(out).suffix.lower()) or default_format(meta)
+    named = registry.writer_for(Path(out))
+    fmt = check_export_format(fmt) if fmt else named.name if named else default_format(meta)
     progress(0.0, f"reading {dataset_id!r}", "load")
     mols = select_molecules(ds.load_dataset(data_dir, dataset_id), ids, limit, f"dataset {dataset_id!r}")
     if copies is not None:

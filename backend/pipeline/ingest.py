@@ -7,7 +7,7 @@ whole pipeline has succeeded (``orientscope.pipeline.staging``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -132,16 +132,20 @@ def ingest_file(
     frame_dependent: Iterable[str] = (),
     engine_for: Callable[[int], Engine] | None = None,
     resume: str | None = None,
+    format_options: Mapping[str, str] | None = None,
 ) -> dict:
     """Load ``path`` (any supported format or archive), store it and run every stage; its meta.
 
     ``frame_dependent``, ``engine_for`` and ``resume``: see :func:`store_and_precompute`; ``resume``
-    defaults to the file's path, size and modification time with every option.
+    defaults to the file's path, size and modification time with every option. ``format_options``: the
+    format's reading options (e.g. the CCD's ``coordinates``), recorded in the meta.
     """
     data_dir = Path(data_dir)
     dataset_id = dataset_id or new_dataset_id(data_dir, name)
     limits = limits or Limits.from_env()
+    format_options = dict(format_options or {})
     options = [name, fmt, strict, asdict(limits), sorted(frame_dependent), original_name]
+    options += [sorted(format_options.items())] if format_options else []
     resume = resume or resume_key([Path(path)], options)
     (progress or quiet)(0.0, f"reading {original_name or Path(path).name}", "load")
     staging_root(data_dir).mkdir(parents=True, exist_ok=True)
@@ -152,9 +156,12 @@ def ingest_file(
         limits=limits,
         progress=scaled(progress, 0.0, LOAD_SHARE, stage="load"),
         workdir=staging_root(data_dir),
+        options=format_options,
     )
     source = f"uploaded {original_name or Path(path).name} ({loaded.format})"
     extra = {"original_filename": original_name or Path(path).name, "strict": strict}
+    if format_options:
+        extra["format_options"] = format_options
     return store_and_precompute(
         data_dir, dataset_id, loaded, name, source, extra, progress, frame_dependent, engine_for, resume
     )

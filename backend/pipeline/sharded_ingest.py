@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import glob
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -29,9 +29,9 @@ from orientscope.core.dataset import check_frame_dependent
 from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress, quiet, scaled
+from orientscope.loaders import registry
 from orientscope.loaders.base import merge_tags
-from orientscope.loaders.detect import EXTENSIONS, is_molecule_file, load_path
-from orientscope.loaders.parquet_orientations import is_store_folder
+from orientscope.loaders.detect import is_molecule_file, load_path
 from orientscope.pipeline.engine import Engine, choose_cluster
 from orientscope.pipeline.ingest import ingest_meta, new_dataset_id
 from orientscope.pipeline.staging import publish, resume_key, staging
@@ -60,17 +60,23 @@ def expand_inputs(inputs: list[str | Path]) -> list[Path]:
             matches = [Path(p) for p in glob.glob(text, recursive=True)]
             if not matches:
                 raise FileNotFoundError(f"no file matches {text!r}")
-            found.update(p for p in matches if p.is_file() or is_store_folder(p))
-        elif Path(text).is_dir() and not is_store_folder(text):
+            found.update(p for p in matches if p.is_file() or _dataset_folder(p))
+        elif Path(text).is_dir() and not _dataset_folder(text):
             inside = [p for p in Path(text).iterdir() if not p.name.startswith(".")]
-            found.update(p for p in inside if (p.is_file() and is_molecule_file(p)) or is_store_folder(p))
+            found.update(p for p in inside if (p.is_file() and is_molecule_file(p)) or _dataset_folder(p))
         elif Path(text).exists():
             found.add(Path(text))
         else:
             raise FileNotFoundError(f"no such file: {text}")
     if not found:
-        raise FileNotFoundError(f"no input files in {[str(i) for i in inputs]}; accepted: {sorted(set(EXTENSIONS))}")
+        raise FileNotFoundError(
+            f"no input files in {[str(i) for i in inputs]}; accepted: {sorted(registry.extensions())}"
+        )
     return sorted(p.resolve() for p in found)
+
+
+def _dataset_folder(path) -> bool:
+    return registry.folder_format(Path(path)) is not None
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ class FileJob:
     limits: Limits
     shard_root: str
     shard_size: int
+    format_options: tuple[tuple[str, str], ...] = ()
 
 
 def load_file_to_shards(job: FileJob) -> dict:
@@ -91,7 +98,10 @@ def load_file_to_shards(job: FileJob) -> dict:
     """
     path = Path(job.path)
     try:
-        loaded = load_path(path, job.fmt, strict=job.strict, limits=job.limits, id_prefix=f"{path.stem}:")
+        loaded = load_path(
+            path, job.fmt, strict=job.strict, limits=job.limits, id_prefix=f"{path.stem}:",
+            options=dict(job.format_options),
+        )  # fmt: skip
     except (OrientScopeError, OSError, ValueError) as err:
         return {"error": f"{path.name}: {err}" if path.name not in str(err) else str(err)}
     mols = loaded.mols
@@ -178,6 +188,7 @@ def _load_files(
             shard_size=template.shard_size,
             shards=shards,
             input_files=[p.name for p in files],
+            **({"format_options": dict(template.format_options)} if template.format_options else {}),
         ),
     )
 
@@ -193,12 +204,14 @@ def ingest_files(
     progress: Progress | None = None,
     frame_dependent: Iterable[str] = (),
     stages: list[str] | None = None,
+    format_options: Mapping[str, str] | None = None,
 ) -> dict:
     """Ingest ``inputs`` as one sharded dataset and run its stages (all, or ``stages``) with the default
     parameters; its meta.
 
     ``frame_dependent`` names properties whose values change with the lab frame, in
     addition to those the loaders declare (see :func:`~orientscope.pipeline.ingest.store_and_precompute`).
+    ``format_options`` are the format's reading options (``loaders/registry.py``), applied to every file.
     """
     from orientscope.pipeline.precompute import make_params, precompute
 
@@ -209,7 +222,9 @@ def ingest_files(
     params = make_params()
     frame_dependent = sorted(frame_dependent)
     limits = _local_limits()
+    options = tuple(sorted(registry.check_options(fmt, format_options).items()))
     settings = [name, fmt, strict, shard_size, params, frame_dependent, stages, asdict(limits)]
+    settings += [options] if options else []  # only when given: the resume keys of other ingests stay as they were
     notify = progress or quiet
     guess = sum(p.stat().st_size for p in files if p.is_file()) // BYTES_PER_MOLECULE_GUESS
     spec = choose_cluster(cluster, int(guess))
@@ -219,7 +234,7 @@ def ingest_files(
                 notify(0.45, "molecules stored by the interrupted run", "save")
             else:
                 folder = ds.dataset_dir(stage_dir, dataset_id) / SHARDS
-                template = FileJob("", 0, fmt, strict, limits, str(folder), shard_size)
+                template = FileJob("", 0, fmt, strict, limits, str(folder), shard_size, options)
                 meta = _load_files(engine, files, template, dataset_id, name, frame_dependent, notify)
                 ds.write_meta(stage_dir, dataset_id, meta)  # last: the shard list marks the dataset complete
                 notify(0.45, f"{meta['n_molecules']:,} molecules in {len(meta['shards'])} shards", "save")

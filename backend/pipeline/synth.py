@@ -27,6 +27,7 @@ import numpy as np
 
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.settings import check_choice
+from orientscope.loaders.npz import FORMAT as NPZ  # the shards are NPZ molecule files
 from orientscope.science.counter_rng import axis_angle_rotations, haar_rotations, normals, unit_vectors
 from orientscope.science.rotations import rotate_molecules
 
@@ -86,7 +87,7 @@ def synth_arrays(source: MoleculeSet, spec: SynthSpec, start: int, stop: int) ->
 
 
 def shard_name(number: int) -> str:
-    return f"shard-{number:05d}.npz"
+    return f"shard-{number:05d}{NPZ.suffix}"
 
 
 def write_synth(
@@ -113,7 +114,7 @@ def write_synth(
     shards = []
     for number, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
         path = out_dir / shard_name(number)
-        tmp = path.with_suffix(".npz.tmp")
+        tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, **synth_arrays(source, spec, start, stop))
         os.replace(tmp, path)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from orientscope.core.progress import Progress
 from orientscope.core.settings import display_name
-from orientscope.loaders.detect import check_format
+from orientscope.loaders.registry import check_format, check_options
 from orientscope.pipeline.ingest import ingest_file, new_dataset_id
 from orientscope.pipeline.jobs import ACTIVE, JobKind, JobManager, job_record
 from orientscope.pipeline.staging import staging_dir
@@ -75,12 +75,24 @@ def _filename(upload: Path, original_name: str | None, fallback: str) -> str:
 
 
 def submit_ingest(
-    manager: JobManager, upload: Path, name: str, fmt: str = "auto", strict: bool = False, original_name=None
+    manager: JobManager,
+    upload: Path,
+    name: str,
+    fmt: str = "auto",
+    strict: bool = False,
+    original_name=None,
+    format_options: dict[str, str] | None = None,
 ) -> dict:
-    """Queue an ingest of ``upload`` (moved into the job folder); the job record."""
+    """Queue an ingest of ``upload`` (moved into the job folder); the job record.
+
+    ``format_options``: the format's reading options (``registry.check_options``), recorded in the job's input.
+    """
     check_format(fmt)
+    format_options = check_options(fmt, format_options)
     name = display_name(name)
     inputs = {"file": _filename(upload, original_name, "upload"), "format": fmt, "strict": bool(strict)}
+    if format_options:  # only when given: earlier jobs' inputs (and resume keys) stay as they were
+        inputs["format_options"] = format_options
     with manager.lock:  # the dataset id is reserved against the other queued ingests
         dataset_id = new_dataset_id(manager.data_dir, name, _reserved(manager))
         return manager.submit(job_record(manager.new_id(INGEST), INGEST, dataset_id, name, inputs), upload)
@@ -107,6 +119,7 @@ def _ingest(manager: JobManager, job: dict, progress: Progress) -> tuple[str, di
         job["name"],
         fmt=job["input"]["format"],
         strict=job["input"]["strict"],
+        format_options=job["input"].get("format_options"),
         dataset_id=job["dataset_id"],
         limits=manager.limits,
         progress=progress,

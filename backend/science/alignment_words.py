@@ -338,7 +338,7 @@ def orientation_note(orientation: dict | None) -> str:
 
     def listed(cls: str) -> str:
         parts = [
-            f"{format_count(kinds[k])} {text}"
+            f"{format_count(kinds[k])} {text if kinds[k] != 1 else text[:-1]}"  # every kind's plural ends in "s"
             for k, text in SYMMETRY_TEXT.items()
             if SYMMETRY_CLASS[k] == cls and kinds.get(k)
         ]

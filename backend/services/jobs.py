@@ -56,9 +56,11 @@ class BackgroundJobs:
         """Busy (429, with Retry-After) when this data folder has as many jobs queued or running as it takes."""
         self.manager.check_room()
 
-    def submit_ingest(self, upload: Path, name: str, fmt: str, strict: bool, original_name: str) -> dict:
+    def submit_ingest(
+        self, upload: Path, name: str, fmt: str, strict: bool, original_name: str, format_options=None
+    ) -> dict:
         """Queue an ingest of the spooled ``upload``; the job record."""
-        return upload_jobs.submit_ingest(self.manager, upload, name, fmt, strict, original_name)
+        return upload_jobs.submit_ingest(self.manager, upload, name, fmt, strict, original_name, format_options)
 
     def submit_audit(
         self, upload: Path, dataset_id: str, name: str, original_name: str, decision: dict | None = None

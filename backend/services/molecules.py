@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+from orientscope.loaders import registry
+from orientscope.loaders.formats import MoleculeChemistry
 from orientscope.loaders.json_records import record_fields
-from orientscope.loaders.sdf import sdf_block
-from orientscope.loaders.xyz import molecule_comment, xyz_block
+from orientscope.loaders.xyz import xyz_block
 from orientscope.pipeline.shard_smarts import result_index, searchable_shards, sharded_result
 from orientscope.science import substructure
 from orientscope.science.chemistry import molecule_graph
@@ -36,7 +37,7 @@ from orientscope.services.grouping import (
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
 POSES = ("stored", "canonical")
-EXPORT_FORMATS = ("xyz", "sdf")
+EXPORT_FORMATS = registry.downloads()  # the formats with a one-molecule writer (loaders/registry.py)
 SORT_KEYS = ("index", "id", "n_atoms", "formula", "classifier_score", "degenerate")
 MAX_SMARTS_LENGTH = substructure.MAX_SMARTS_LENGTH
 SMARTS_TIMEOUT_S = substructure.DEFAULT_TIMEOUT_S  # a pathological pattern cannot hold a request longer
@@ -324,14 +325,16 @@ def _check_export(fmt: str, pose: str) -> None:
 
 
 def export_molecule(
-    data_dir: Path, dataset_id: str, mol_id: str, fmt: str = "xyz", pose: str = "stored"
+    data_dir: Path, dataset_id: str, mol_id: str, fmt: str = EXPORT_FORMATS[0], pose: str = "stored"
 ) -> tuple[str, str]:
-    """(file text, file name) of one molecule as XYZ or SDF in the stored or canonical pose.
+    """(file text, file name) of one molecule in a download format (:data:`EXPORT_FORMATS`: XYZ, SDF) in the
+    stored or canonical pose.
 
-    Both carry the id, SMILES and properties (XYZ as ``key=value`` pairs on the comment line, SDF as the
+    Each carries the id, SMILES and properties (XYZ as ``key=value`` pairs on the comment line, SDF as the
     title and SD fields) and the tags ``dataset``, ``pose`` and ``units``, so the file uploads back as it was.
     """
     _check_export(fmt, pose)
+    writer = registry.get(fmt)
     view = get_view(data_dir, dataset_id)
     i = view.row_of(mol_id)
     z, pos = view.atoms(i)
@@ -339,18 +342,16 @@ def export_molecule(
         pos = view.canonical_positions(i, pos)
     mol_id = str(view.cell("ids", i))
     # Any id in the file, but only characters every browser takes in a file name (the header is latin-1).
-    filename = re.sub(r"[^A-Za-z0-9._\-]+", "_", f"{dataset_id}_{mol_id}_{pose}") + f".{fmt}"
+    filename = re.sub(r"[^A-Za-z0-9._\-]+", "_", f"{dataset_id}_{mol_id}_{pose}") + writer.suffix
     smiles = str(view.cell("smiles", i)) or None
     props = dict(zip(view.property_names, view.cell("property_values", i).tolist(), strict=True))
     # The server's own tags, read back as metadata (loaders/comment_line.py): the file re-uploads as it was.
     tags = [("dataset", dataset_id), ("pose", pose), ("units", "angstrom")]
     charge = _charge(view, i)
-    if fmt == "xyz":
-        return xyz_block(z, pos, molecule_comment(mol_id, smiles, props, tags, charge), decimals=8), filename
-    # The file's SMILES, else the graph the chemistry stage built (at the molecule's charge), else perceived here.
-    smiles = smiles or graph_smiles(view, mol_id) or None
-    props = {name: _clean(value) for name, value in props.items()}
-    return sdf_block(z, pos, mol_id, smiles, props, tags, lambda a, p: perceive_bonds(a, p, charge).mol), filename
+    chemistry = MoleculeChemistry(
+        charge, lambda: graph_smiles(view, mol_id), lambda a, p: perceive_bonds(a, p, charge).mol
+    )
+    return writer.write_molecule(z, pos, mol_id, smiles, props, tags, chemistry), filename
 
 
 def _charge(view: DatasetView, i: int) -> float:

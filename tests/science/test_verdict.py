@@ -253,6 +253,9 @@ def test_the_so3_tests_need_enough_full_frames_and_a_set_without_orientation_is_
     note = orientation_note({"none": 3, "axis": 2, "full": 5, "by_symmetry": {"single_atom": 3, "linear": 2}})
     assert "3 with no orientation (3 single atoms)" in note and "2 with only an axis (2 linear molecules" in note
     assert orientation_note({"none": 0, "axis": 0, "full": 5, "by_symmetry": {}}) == ""
+    one = orientation_note({"none": 2, "axis": 1, "full": 5, "by_symmetry": {"single_atom": 1, "spherical_top": 1,
+                                                                           "oblate_top": 1}})  # fmt: skip
+    assert "(1 single atom, 1 spherical top)" in one and "(1 oblate symmetric top)" in one
 
 
 def test_a_control_that_is_not_detected_passes_and_one_that_is_detected_fails_with_a_cause():

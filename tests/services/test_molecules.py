@@ -160,6 +160,29 @@ def test_sdf_export_of_benzene_has_aromatic_bonds_from_smiles(toy_dir):
     np.testing.assert_allclose(mol.GetConformer().GetPositions()[:, 2], 0, atol=1e-4)
 
 
+def test_one_molecule_downloads_carry_the_charge_and_sdf_perceives_bonds_at_it(tmp_path):
+    """Acetate (-1) and ammonium (+1) from a file that gave their charges; an acetate whose file gave none."""
+    from orientscope.core.dataset import from_molecules
+    from orientscope.loaders.detect import load_path
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.store.shards import save_sharded
+    from tests.science.test_perception import ACETATE, AMMONIUM
+
+    mols = from_molecules([ACETATE, AMMONIUM, ACETATE], ids=["acetate", "ammonium", "nocharge"], charges=[-1, 1, None])
+    save_sharded(tmp_path, "ions", mols, name="ions", source="constructed")
+    precompute(tmp_path, "ions", make_params(seed=0), stages=["frames"], cluster="in-process")
+    for mol_id, charge, smiles in [("acetate", -1, "CC(=O)[O-]"), ("ammonium", 1, "[NH4+]")]:
+        text, name = export_molecule(tmp_path, "ions", mol_id, "xyz")
+        assert f"total_charge={charge}" in text.splitlines()[1]
+        (tmp_path / name).write_text(text)
+        assert load_path(tmp_path / name).mols.charges.tolist() == [charge]  # uploads back with its charge
+        text, _ = export_molecule(tmp_path, "ions", mol_id, "sdf")
+        mol = next(Chem.ForwardSDMolSupplier(io.BytesIO(text.encode()), removeHs=False))
+        assert Chem.MolToSmiles(Chem.RemoveHs(mol)) == smiles  # no SMILES, no chemistry stage: perceived at it
+    text, _ = export_molecule(tmp_path, "ions", "nocharge", "xyz")
+    assert "total_charge" not in text.splitlines()[1]  # unknown is not written as 0
+
+
 def test_after_the_warm_up_a_first_smarts_search_parses_no_molecule(qm9_store, tmp_path, monkeypatch):
     """The first SMARTS search after a server start took 14 s on QM9 (issue 40): it built the index, parsing
     every molecule. The search SMILES are kept at ingest and the warm-up reads them: no query parses."""

@@ -20,6 +20,7 @@ from orientscope.api.errors import BUSY, NOT_FOUND
 from orientscope.api.routes.jobs import JobsDep
 from orientscope.api.schemas import ErrorPublic
 from orientscope.services import exports as export_service
+from orientscope.services import formats
 from orientscope.services.exports import EXPORT_FORMATS, MAX_COPIES, MODES, PURPOSES, ExportFiles, ExportRequest
 
 router = APIRouter(prefix="/datasets", tags=["exports"])
@@ -36,7 +37,7 @@ LIMIT_HELP = "export an evenly spread subset of this many molecules (of the ids,
 # An export's ids travel in its job record: a bound keeps that record small.
 MAX_EXPORT_IDS = 1_000_000
 MODE_HELP = "random: every molecule uniformly rotated; canonical: every molecule in its canonical pose"
-FORMAT_HELP = "file format (default: the input's format where it can be written, else extxyz)"
+FORMAT_HELP = f"file format (default: the input's format where it can be written, else {formats.DEFAULT_EXPORT})"
 SEED_HELP = "seed of the random rotations"
 PartQuery = Annotated[
     Literal["data", "rotations"], Query(description="the dataset file or the per-molecule rotations (CSV)")
@@ -46,6 +47,15 @@ ExportIdPath = Annotated[
 ]
 TOO_LARGE = {413: {"model": ErrorPublic, "description": "Too large to export directly: use POST …/exports."}}
 NOT_READY = {409: {"model": ErrorPublic, "description": "The export job is still running, or failed."}}
+CSV = "text/csv"
+FILES = {
+    200: {
+        "description": "The exported file (part=data), in its format's media type, or the rotations (part=rotations).",
+        "content": {
+            media: {"schema": {"type": "string", "format": "binary"}} for media in (*formats.export_media_types(), CSV)
+        },
+    }
+}
 
 
 class ExportBody(BaseModel):
@@ -88,12 +98,12 @@ class ExportAccepted(BaseModel):
 
 def _file(files: ExportFiles, part: str) -> FileResponse:
     path = files.rotations if part == "rotations" else files.data
-    media = "text/csv" if part == "rotations" else "application/octet-stream"
+    media = CSV if part == "rotations" else formats.media_type_of(path)
     cleanup = BackgroundTask(files.cleanup) if files.folder is not None else None
     return FileResponse(path, media_type=media, filename=path.name, background=cleanup)
 
 
-@router.get("/{dataset_id}/export", response_class=FileResponse, responses={**NOT_FOUND, **TOO_LARGE})
+@router.get("/{dataset_id}/export", response_class=FileResponse, responses={**NOT_FOUND, **TOO_LARGE, **FILES})
 def export_dataset(
     dataset_id: DatasetIdPath,
     data_dir: DataDirDep,
@@ -123,7 +133,9 @@ def submit_export(dataset_id: DatasetIdPath, body: Annotated[ExportBody, Body()]
     return {"job_id": job["id"], "export_id": job["export_id"]}
 
 
-@router.get("/{dataset_id}/exports/{export_id}", response_class=FileResponse, responses={**NOT_FOUND, **NOT_READY})
+@router.get(
+    "/{dataset_id}/exports/{export_id}", response_class=FileResponse, responses={**NOT_FOUND, **NOT_READY, **FILES}
+)
 def download_export(
     dataset_id: DatasetIdPath,
     export_id: ExportIdPath,

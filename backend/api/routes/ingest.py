@@ -17,8 +17,9 @@ from orientscope.api.errors import NOT_FOUND
 from orientscope.api.routes.jobs import JobsDep
 from orientscope.api.schemas import DatasetPublic
 from orientscope.api.uploads import UPLOAD_RESPONSES, invalid, multipart_body, receive_upload
-from orientscope.core.settings import FORMAT_CHOICES
+from orientscope.services import formats
 from orientscope.services import ingest as ingest_service
+from orientscope.services.errors import InvalidInput
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
@@ -39,8 +40,13 @@ class DatasetRename(BaseModel):
 UPLOAD_BODY = multipart_body(
     "the dataset file or a zip/tar of files",
     "display name; the dataset id is derived from it",
-    format={"type": "string", "enum": list(FORMAT_CHOICES), "default": "auto"},
+    format={"type": "string", "enum": list(formats.INGEST_CHOICES), "default": formats.AUTO},
     strict={"type": "boolean", "default": False, "description": "fail on the first malformed record"},
+    format_options={
+        "type": "string",
+        "description": "the format's reading options as name=value pairs separated by commas, e.g. "
+        "coordinates=model,fallback=yes for the Chemical Component Dictionary (docs/formats.md)",
+    },
 )
 
 
@@ -53,23 +59,36 @@ UPLOAD_BODY = multipart_body(
     responses=UPLOAD_RESPONSES,
 )
 async def upload_dataset(request: Request, jobs: JobsDep) -> dict:
-    """Upload a dataset (multipart: file, name, optional format and strict); it is ingested in the background."""
+    """Upload a dataset (multipart: file, name, optional format, strict and format_options); it is ingested in
+    the background."""
     jobs.check_room()  # before the body streams in: a full queue costs the client nothing to learn
-    received = await receive_upload(
-        request, jobs.limits.max_upload_bytes, jobs.upload_dir(), ("name", "format", "strict"), "the dataset"
-    )
-    fmt = received.fields["format"] or "auto"
+    fields = ("name", "format", "strict", "format_options")
+    received = await receive_upload(request, jobs.limits.max_upload_bytes, jobs.upload_dir(), fields, "the dataset")
+    fmt = received.fields["format"] or formats.AUTO
     strict_text = (received.fields["strict"] or "false").strip().lower()
     strict = strict_text in ("1", "true", "yes", "on")
     problems = received.problems("the dataset")
     if not strict and strict_text not in ("0", "false", "no", "off"):
         problems.append(("strict", f"'strict' must be true or false (got {strict_text[:20]!r})"))
-    if fmt not in FORMAT_CHOICES:
-        problems.append(("format", f"'format' must be one of {list(FORMAT_CHOICES)} (got {fmt!r})"))
+    options = {}
+    if fmt not in formats.INGEST_CHOICES:
+        problems.append(("format", f"'format' must be one of {list(formats.INGEST_CHOICES)} (got {fmt!r})"))
+    else:
+        try:
+            options = formats.format_options(fmt, received.fields["format_options"])
+        except InvalidInput as err:
+            problems.append(("format_options", str(err)))
     with received.removed_on_failure():
         if problems:
             raise invalid(problems)
-        job = jobs.submit_ingest(received.path, received.name, fmt=fmt, strict=strict, original_name=received.filename)
+        job = jobs.submit_ingest(
+            received.path,
+            received.name,
+            fmt=fmt,
+            strict=strict,
+            original_name=received.filename,
+            format_options=options,
+        )
     return {"job_id": job["id"], "dataset_id": job["dataset_id"]}
 
 

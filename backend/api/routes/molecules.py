@@ -10,18 +10,21 @@ from orientscope.api.encoded import answer, json_record
 from orientscope.api.errors import NOT_COMPUTED, NOT_FOUND, SEARCH_PENDING
 from orientscope.api.schemas import MoleculePublic, MoleculesPublic
 from orientscope.core.groups import GROUP_KINDS
+from orientscope.services import formats
 from orientscope.services import molecules as svc
 from orientscope.services.depiction import depiction_svg
 
 router = APIRouter(prefix="/datasets/{dataset_id}/molecules", tags=["molecules"])
 
-MEDIA = {"xyz": "chemical/x-xyz", "sdf": "chemical/x-mdl-sdfile", "svg": "image/svg+xml"}
+SVG = "image/svg+xml"
+FILES = "|".join(formats.DOWNLOADS)
 DOWNLOADS = {
     200: {
-        "description": "JSON record, or the molecule as a file when format=xyz|sdf.",
-        "content": {MEDIA["xyz"]: {"schema": {"type": "string"}}, MEDIA["sdf"]: {"schema": {"type": "string"}}},
+        "description": f"JSON record, or the molecule as a file when format={FILES}.",
+        "content": {formats.media_type(name): {"schema": {"type": "string"}} for name in formats.DOWNLOADS},
     }
 }
+FormatQuery = Literal[(formats.RECORD, *formats.DOWNLOADS)]  # type: ignore[valid-type]
 
 
 @router.get("", response_model=MoleculesPublic, responses={**NOT_FOUND, **NOT_COMPUTED, **SEARCH_PENDING})
@@ -73,26 +76,28 @@ async def get_molecule(
     dataset_id: DatasetIdPath,
     mol_id: MoleculeIdPath,
     data_dir: DataDirDep,
-    format: Annotated[Literal["json", "xyz", "sdf"], Query(description="json record, or an xyz/sdf file.")] = "json",
+    format: Annotated[
+        FormatQuery, Query(description=f"{formats.RECORD} record, or a file in one of {', '.join(formats.DOWNLOADS)}.")
+    ] = formats.RECORD,
     pose: Annotated[
-        Literal["stored", "canonical"], Query(description="Pose of the xyz/sdf file: as stored, or canonical.")
+        Literal["stored", "canonical"], Query(description="Pose of the file: as stored, or canonical.")
     ] = "stored",
 ):
-    """One molecule: atoms in both poses, frame, score, groups and properties; or an xyz/sdf download."""
-    if format == "json":
+    """One molecule: atoms in both poses, frame, score, groups and properties; or the molecule as a file."""
+    if format == formats.RECORD:
         return json_record(await answer(svc.molecule_detail, data_dir, dataset_id, mol_id))
     text, filename = await run_in_threadpool(svc.export_molecule, data_dir, dataset_id, mol_id, format, pose)
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
-    return Response(text, media_type=MEDIA[format], headers=headers)
+    return Response(text, media_type=formats.media_type(format), headers=headers)
 
 
 @router.get(
     "/{mol_id}/depiction.svg",
     response_class=Response,
-    responses={**NOT_FOUND, 200: {"content": {MEDIA["svg"]: {"schema": {"type": "string"}}}}},
+    responses={**NOT_FOUND, 200: {"content": {SVG: {"schema": {"type": "string"}}}}},
 )
 async def get_depiction(dataset_id: DatasetIdPath, mol_id: MoleculeIdPath, data_dir: DataDirDep) -> Response:
     """A 2D depiction (SVG): from the SMILES, else the canonical pose seen down its third axis."""
     svg = await run_in_threadpool(depiction_svg, data_dir, dataset_id, mol_id)
     # The same molecule of the same result draws the same way: the browser may keep it a while.
-    return Response(svg, media_type=MEDIA["svg"], headers={"Cache-Control": "private, max-age=300"})
+    return Response(svg, media_type=SVG, headers={"Cache-Control": "private, max-age=300"})
