@@ -204,6 +204,20 @@ def test_serve_a_private_server_from_a_token_file_with_two_workers(ready_dir, tm
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
             time.sleep(0.2)
+        # The workers got their settings as one value (tokens excepted: those they inherit from serve's own
+        # environment, where the read token never was).
+        import psutil
+
+        workers = [
+            p for p in psutil.Process(proc.pid).children(recursive=True) if "multiprocessing" in " ".join(p.cmdline())
+        ]
+        assert workers
+        for worker in workers:
+            env = {k: v for k, v in worker.environ().items() if k.startswith("ORIENTSCOPE_")}
+            assert env.keys() == {"ORIENTSCOPE_SETTINGS", "ORIENTSCOPE_TOKEN"}
+            handed = json.loads(env["ORIENTSCOPE_SETTINGS"])
+            assert handed["allowed_hosts"] == ["lab.example"] and handed["host"] == "0.0.0.0"
+            assert handed["read_token_file"] == str(tmp_path / "read-token") and read_token not in str(env)
         for _ in range(4):  # both workers
             assert httpx.get(f"{url}/api/datasets").status_code == 401
             assert httpx.get(f"{url}/api/datasets", headers=reader).status_code == 200
@@ -214,6 +228,15 @@ def test_serve_a_private_server_from_a_token_file_with_two_workers(ready_dir, tm
         proc.terminate()
         out, err = proc.communicate(timeout=30)
     assert "sign in at" in err and read_token not in out + err
+
+
+def test_a_setting_a_command_does_not_accept_ends_it_naming_the_variable(tmp_path):
+    import os
+
+    env = {**os.environ, "ORIENTSCOPE_DATA_DIR": str(tmp_path), "ORIENTSCOPE_SHARD_SIZE": "0"}
+    proc = subprocess.run([EXE, "list"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: ORIENTSCOPE_SHARD_SIZE='0': expected a whole number of molecules, at least 1"
 
 
 @pytest.mark.parametrize(

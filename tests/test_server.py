@@ -72,18 +72,29 @@ def test_factory_applies_the_write_rule_and_tunes_its_process(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORIENTSCOPE_")}
     env["ORIENTSCOPE_DATA_DIR"] = str(tmp_path)
-    steps = [{}, {"ORIENTSCOPE_HOST": "0.0.0.0"}, {"ORIENTSCOPE_READ_ONLY": "1"}]  # each adds to the last
+    steps = [
+        {},
+        {"ORIENTSCOPE_HOST": "0.0.0.0"},
+        {"ORIENTSCOPE_READ_ONLY": "1"},
+        # What `serve --workers N` hands its workers: one value, which overrides the single variables.
+        {"ORIENTSCOPE_SETTINGS": json.dumps({"read_only": False, "data_dir": str(tmp_path)})},
+        {"ORIENTSCOPE_SETTINGS": json.dumps({"read_only": True, "host": "127.0.0.1", "data_dir": str(tmp_path)})},
+    ]  # each adds to the last
     root = Path(__file__).resolve().parents[1]  # `python -c` imports from its working directory
     done = subprocess.run(
         [sys.executable, "-c", _FACTORY, json.dumps(steps)], env=env, cwd=root, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    unknown, public, read_only = (json.loads(line) for line in done.stdout.splitlines())
+    unknown, public, read_only, serialised_writable, serialised = (
+        json.loads(line) for line in done.stdout.splitlines()
+    )
     # uvicorn does not pass its address to the factory: unknown counts as reachable.
     assert "ORIENTSCOPE_TOKEN" in unknown["refused"]
     assert "--read-only" in public["refused"]
     assert read_only["read_only"] and read_only["switch_s"] == GIL_SWITCH_S
     assert "orientscope-warm" in read_only["threads"]
+    assert "--read-only" in serialised_writable["refused"]  # ORIENTSCOPE_READ_ONLY=1 overridden
+    assert serialised["read_only"]
 
 
 _ARENAS = """

@@ -1,7 +1,8 @@
 """A real Dask scheduler and two `dask worker` processes on loopback, started from the project's environment.
 
 The CLI's `precompute --cluster tcp://127.0.0.1:PORT` must give the report the
-in-process run gives, and so must a run during which a worker is killed.
+in-process run gives, and so must a run during which a worker is killed. The
+workers' environment holds settings no run accepts: tasks carry what they need.
 """
 
 from __future__ import annotations
@@ -48,15 +49,17 @@ class DaskOnLoopback:
         self.env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         self.log_dir = log_dir
         self.scheduler = self._start("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", str(self.port)])
+        # A task that read a setting on a worker (rather than receiving it from the client) would fail here.
+        broken = {**self.env, "ORIENTSCOPE_SETTINGS": "{not json", "ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE": "none"}
         self.workers = [
-            self._start(f"worker{k}", ["worker", self.address, "--nworkers", "1", "--nthreads", "1"])
+            self._start(f"worker{k}", ["worker", self.address, "--nworkers", "1", "--nthreads", "1"], broken)
             for k in range(n_workers)
         ]
 
-    def _start(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _start(self, name: str, args: list[str], env: dict | None = None) -> subprocess.Popen:
         log = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115 - closed with the process in stop()
         cmd = [str(BIN / "dask"), *args, "--no-dashboard"]
-        return subprocess.Popen(cmd, stdout=log, stderr=log, env=self.env, cwd=ROOT, start_new_session=True)
+        return subprocess.Popen(cmd, stdout=log, stderr=log, env=env or self.env, cwd=ROOT, start_new_session=True)
 
     def wait_for_workers(self, n: int) -> None:
         from distributed import Client
