@@ -15,6 +15,7 @@ from orientscope.science.nearest_point import _nearest
 from orientscope.server import MALLOC_ARENAS, _warm
 from orientscope.services.cache import get_view
 from orientscope.services.map_raster import _region_stats
+from tests.harness import wait_until
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 # Starlette's TestClient sends this Host; the server answers it only when told to, as for a tunnel's name.
@@ -137,7 +138,6 @@ def test_a_serving_process_keeps_its_threads_to_two_malloc_arenas():
 
 
 def test_health_says_warming_until_the_background_warm_up_ends(api_data):  # noqa: F811
-    import time
 
     from fastapi.testclient import TestClient
 
@@ -146,11 +146,9 @@ def test_health_says_warming_until_the_background_warm_up_ends(api_data):  # noq
     gc.unfreeze()
     try:
         with TestClient(create_app(api_data, dashboard=False, warm=True, allowed_hosts=TEST_CLIENT_HOST)) as client:
-            seen = [client.get("/api/health").json()["warming"]]
-            deadline = time.monotonic() + 300
-            while seen[-1] and time.monotonic() < deadline:
-                time.sleep(0.2)
-                seen.append(client.get("/api/health").json()["warming"])
+            seen = []
+            warmed = lambda: seen.append(client.get("/api/health").json()["warming"]) or seen[-1] is False  # noqa: E731
+            wait_until(warmed, timeout_s=300, what="the warm-up to end", poll_s=0.2)
         assert seen[0] is True and seen[-1] is False  # the thread waits 2 s before it starts loading
         with TestClient(
             create_app(api_data, dashboard=False, allowed_hosts=TEST_CLIENT_HOST)
