@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8050
 
-.PHONY: help setup serve test test-fast bench lint lint-imports format formats-table check loadtest clean
+.PHONY: help setup serve test test-fast bench lint lint-imports format formats-table check docs loadtest clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -50,6 +50,9 @@ formats-table: setup  ## regenerate docs/formats.md's format table from the form
 	$(BIN)/python -m tests.loaders.test_format_table
 
 check: lint test  ## lint and test
+
+docs: setup  ## regenerate the settings table of docs/operations.md from backend/core/settings.py
+	$(BIN)/python -m orientscope.core.settings_table docs/operations.md
 
 clean:  ## remove the virtual environment and caches (keeps ./data)
 	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache

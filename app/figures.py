@@ -512,7 +512,9 @@ def selection_ring(xy: tuple[np.ndarray, np.ndarray] | None) -> list[list[float]
     """
     if xy is None:
         return []
-    return [[float(x) * MAP_SCALE, float(y) * MAP_SCALE] for x, y in zip(np.ravel(xy[0]), np.ravel(xy[1]), strict=True)]
+    pairs = zip(np.ravel(xy[0]), np.ravel(xy[1]), strict=True)
+    # an axis the molecule's symmetry leaves undefined (NaN on the map) gets no ring
+    return [[float(x) * MAP_SCALE, float(y) * MAP_SCALE] for x, y in pairs if np.isfinite(x) and np.isfinite(y)]
 
 
 def reference_trace(reference: dict | None, kind: str = "scatter") -> dict:

@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from orientscope.core.errors import OrientScopeError
 from orientscope.core.resources import LazyModule
-from orientscope.core.settings import DEFAULT_SEED, resolve_data_dir
+from orientscope.core.settings import DEFAULT_SEED, SettingsError, resolve_data_dir
 from orientscope.loaders import registry
 from orientscope.store import datasets as ds
 
@@ -484,7 +484,6 @@ def serve_cmd(
         str | None,
         typer.Option(
             "--allowed-hosts",
-            envvar="ORIENTSCOPE_ALLOWED_HOSTS",
             help="more Host names to answer, comma-separated (a tunnel's or proxy's public name); "
             "on a non-loopback address, the only ones besides loopback",
         ),
@@ -502,27 +501,25 @@ def serve_cmd(
     On an address other than loopback, writes need ORIENTSCOPE_TOKEN, or the server must be --read-only.
     See docs/security.md for the Host names it answers and the read token.
     """
-    import os
+    from dataclasses import replace
 
     from orientscope.core.settings import (
-        ALLOWED_HOSTS_ENV,
-        ANONYMOUS_WRITES_ENV,
-        DATA_DIR_ENV,
         DEFAULT_DATASET,
-        HOST_ENV,
-        READ_ONLY_ENV,
-        READ_TOKEN_FILE_ENV,
-        TOKEN_ENV,
         check_write_access,
+        hand_to_workers,
         parse_allowed_hosts,
         resolve_read_token,
+        settings,
     )
 
     # Before any import of the server or any precompute: a refused start costs nothing.
     with _failing((OrientScopeError, ValueError)):
-        hosts = parse_allowed_hosts(allowed_hosts)
+        current = settings()  # the options below override their variables
+        hosts = current.allowed_hosts if allowed_hosts is None else parse_allowed_hosts(allowed_hosts)
+        read_only = read_only or current.read_only
+        allow_anonymous_writes = allow_anonymous_writes or current.allow_anonymous_writes
         read_token = resolve_read_token(read_token_file)
-        warning = check_write_access(host, read_only, os.environ.get(TOKEN_ENV), allow_anonymous_writes, read_token)
+        warning = check_write_access(host, read_only, current.token, allow_anonymous_writes, read_token)
     if warning:
         typer.echo(warning, err=True)
 
@@ -552,19 +549,18 @@ def serve_cmd(
     logs = {**serve_logging(access_log), "timeout_keep_alive": KEEP_ALIVE_S}
     tune_for_serving()
     if workers > 1:
-        os.environ[DATA_DIR_ENV] = str(root)
-        os.environ[READ_ONLY_ENV] = "1" if read_only else ""
-        os.environ[HOST_ENV] = host
-        os.environ[ANONYMOUS_WRITES_ENV] = "1" if allow_anonymous_writes else ""
-        os.environ[ALLOWED_HOSTS_ENV] = ",".join(hosts)
-        if read_token_file:  # the path, not the token: the token stays out of the workers' environment
-            os.environ[READ_TOKEN_FILE_ENV] = str(read_token_file)
+        # Each worker's factory reads back one value: these settings with the options given. It holds the
+        # token file's path, never a token: the tokens stay in their own variables, which the workers inherit.
+        chosen = replace(current, data_dir=root, read_only=read_only, host=host, allowed_hosts=hosts,
+                         allow_anonymous_writes=allow_anonymous_writes,
+                         read_token_file=read_token_file or current.read_token_file)  # fmt: skip
+        hand_to_workers(chosen)
         uvicorn.run(FACTORY, factory=True, host=host, port=port, workers=workers, **logs)
     else:
         app_ = create_app(
             root,
             read_only=read_only,
-            token=os.environ.get(TOKEN_ENV),
+            token=current.token,
             warm=True,
             bind_host=host,
             allowed_hosts=hosts,
@@ -638,6 +634,9 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         app()
+    except SettingsError as err:  # a bad ORIENTSCOPE_* variable, wherever the command first read one
+        typer.echo(f"error: {err}", err=True)
+        raise SystemExit(2) from None
     except SystemExit as end:
         if end.code == INTERRUPTED:
             _exit_at_once(INTERRUPTED)

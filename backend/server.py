@@ -30,19 +30,7 @@ from orientscope.app.map_route import PATH as MAP_FIGURE_PATH
 from orientscope.app.mapfigure import DEFAULT_VIEWPORT
 from orientscope.app.mounting import mount_dashboard
 from orientscope.app.request_guard import CALLBACK_PATH
-from orientscope.core.settings import (
-    ALLOWED_HOSTS_ENV,
-    ANONYMOUS_WRITES_ENV,
-    DATA_DIR_ENV,
-    HOST_ENV,
-    READ_ONLY_ENV,
-    TOKEN_ENV,
-    check_read_token,
-    check_write_access,
-    env_flag,
-    parse_allowed_hosts,
-    resolve_read_token,
-)
+from orientscope.core.settings import check_read_token, check_write_access, resolve_read_token, settings
 from orientscope.services import depiction, map_raster
 from orientscope.services.cache import view_cache
 from orientscope.services.datasets import READY, dataset_summary, list_datasets
@@ -209,26 +197,29 @@ def tune_for_serving() -> None:
 
 
 def app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory``: settings from ORIENTSCOPE_DATA_DIR, _READ_ONLY, _TOKEN, _HOST,
-    _ALLOW_ANONYMOUS_WRITES, _ALLOWED_HOSTS and _READ_TOKEN (or _READ_TOKEN_FILE).
+    """Factory for ``uvicorn --factory``: the app of :func:`~orientscope.core.settings.settings` (data dir,
+    read-only, tokens, host, anonymous writes, allowed hosts), which ``orientscope serve --workers N`` hands
+    to each worker as one ``ORIENTSCOPE_SETTINGS`` value.
 
     uvicorn does not tell the factory which address it binds, so ``ORIENTSCOPE_HOST``
     does (``orientscope serve`` sets it); without it the address counts as reachable
     from outside and the write rule of :func:`check_write_access` applies.
     """
-    read_only, token, host = env_flag(READ_ONLY_ENV), os.environ.get(TOKEN_ENV), os.environ.get(HOST_ENV)
+    current = settings()
     read_token = resolve_read_token()
-    warning = check_write_access(host, read_only, token, env_flag(ANONYMOUS_WRITES_ENV), read_token)
+    warning = check_write_access(
+        current.host, current.read_only, current.token, current.allow_anonymous_writes, read_token
+    )
     if warning:
         log.warning(warning)
     tune_for_serving()
     return create_app(
-        os.environ.get(DATA_DIR_ENV),
-        read_only=read_only,
-        token=token,
+        current.data_dir,
+        read_only=current.read_only,
+        token=current.token,
         warm=True,
-        bind_host=host,
-        allowed_hosts=parse_allowed_hosts(os.environ.get(ALLOWED_HOSTS_ENV)),
+        bind_host=current.host,
+        allowed_hosts=current.allowed_hosts,
         read_token=read_token,
     )
 

@@ -163,6 +163,8 @@
     var shown = 0;
     points.forEach(function (p) {
       var px = xa.toPixel(p[0]), py = ya.toPixel(p[1]);
+      // an axis the molecule's symmetry leaves undefined has no point (null or NaN): no ring
+      if (p[0] === null || p[1] === null || !isFinite(px) || !isFinite(py)) { return; }
       if (px < xa.offset || px > xa.offset + xa.length || py < ya.offset || py > ya.offset + ya.length) { return; }
       var c = document.createElementNS(SVG_NS, "circle");
       c.setAttribute("cx", px); c.setAttribute("cy", py); c.setAttribute("r", RING_RADIUS);

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.spatial.transform import Rotation
+
+from orientscope.core.dataset import MoleculeSet
 
 # Tetrahedral methane: all three covariance eigenvalues equal.
 METHANE = (
@@ -87,3 +90,62 @@ CCC1CCCCC1 ethylcyclohexane
 CCCC1CCCCC1 propylcyclohexane
 SC1CCCCC1 cyclohexanethiol
 """
+
+
+def waters(n_stacked: int, n_other: int, seed: int = 0) -> MoleculeSet:
+    """``n_stacked`` identical waters (one pose: their axis points coincide) and ``n_other`` randomly
+    distorted and rotated ones."""
+    rng = np.random.default_rng(seed)
+    water = np.array([[0.0, 0.0, 0.0], [0.757, 0.586, 0.0], [-0.757, 0.586, 0.0]])
+    poses = [water] * n_stacked
+    for _ in range(n_other):
+        r1, r2 = rng.uniform(0.9, 1.1, 2)
+        angle = np.radians(rng.uniform(95, 120))
+        pose = np.array([[0, 0, 0], [r1, 0, 0], [r2 * np.cos(angle), r2 * np.sin(angle), 0]])
+        poses.append(Rotation.random(random_state=rng).apply(pose))
+    n = len(poses)
+    return MoleculeSet(
+        atomic_numbers=np.tile([8, 1, 1], n),
+        positions_angstrom=np.concatenate(poses),
+        offsets=np.arange(n + 1) * 3,
+        ids=[f"stack-{i}" for i in range(n_stacked)] + [f"w-{i}" for i in range(n_other)],
+    )
+
+
+# Charged organics and a costly ligand for bond perception (science/perception.py).
+ACETATE = ([6, 8, 8, 6, 1, 1, 1], [[-0.07, 0, 0], [-0.68, 1.06, 0], [-0.68, -1.06, 0], [1.44, 0, 0], [1.8, 0, 1.03],
+                                   [1.8, -0.89, -0.51], [1.8, 0.89, -0.51]])  # fmt: skip
+AMMONIUM = ([7, 1, 1, 1, 1], [[0, 0, 0], [0.6, 0.6, 0.6], [-0.6, -0.6, 0.6], [-0.6, 0.6, -0.6], [0.6, -0.6, -0.6]])
+# Methylthioacryloyl-CoA (the PDB's 1GZ), whose bond-order search runs for minutes without a cap.
+COSTLY_SMILES = (
+    "CS/C=C/C(=O)SCCNC(=O)CCNC(=O)[C@H](O)C(C)(C)CO[P@@](=O)(O)O[P@](=O)(O)OC[C@H]1O[C@@H](n2cnc3c(N)ncnc32)"
+    "[C@H](O)[C@@H]1OP(=O)(O)O"
+)
+
+
+def embedded(smiles: str, seed: int = 7) -> tuple[list[int], np.ndarray]:
+    """Atoms and ETKDG coordinates (seeded) of a SMILES, hydrogens included; its graph is then forgotten."""
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    mol = Chem.AddHs(Chem.MolFromSmiles(smiles))
+    assert AllChem.EmbedMolecule(mol, randomSeed=seed) == 0
+    return [a.GetAtomicNum() for a in mol.GetAtoms()], mol.GetConformer().GetPositions()
+
+
+# Small asymmetric molecules, embedded by RDKit and stored without their SMILES:
+# the chemistry stage has to perceive the bonds from 3D.
+NO_SMILES = ["CCO", "CCCO", "CC(=O)OC", "CC(N)C(=O)O", "CCC(C)=O", "OCC(O)CO", "CC(C)CO", "NCCO"]
+
+# Small organics, charge 0, whose graphs perception finds.
+ORGANICS = ["CCO", "CCCO", "CC(=O)OC", "CCC(C)=O", "OCC(O)CO", "CC(C)CO", "NCCO", "c1ccccc1O", "Cc1ccccc1",
+            "C1CCCCC1", "CC1CCCC1", "c1ccncc1"]  # fmt: skip
+
+# An extxyz file that the readers read differently from how it was written (a repeated id, D, a property
+# named like a column).
+READ_DIFFERENTLY = (
+    "3\nid=A n_atoms=0\nO 0 0 0.117\nD 0 0.757 -0.469\nH 0 -0.757 -0.469\n"
+    "5\nid=A n_atoms=1\nC 0 0 0\nH 0.629 0.629 0.629\nH -0.629 -0.629 0.629\nH -0.629 0.629 -0.629\n"
+    "H 0.629 -0.629 -0.629\n"
+    "3\nid=B n_atoms=2\nO 0 0 0.117\nH 0 0.757 -0.469\nH 0 -0.757 -0.469\n"
+)

@@ -9,19 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-EXE = shutil.which("orientscope", path=str(Path(sys.executable).parent)) or "orientscope"
-
-
-def run(*args, env_dir=None, check=True):
-    env = None
-    if env_dir is not None:
-        import os
-
-        env = {**os.environ, "ORIENTSCOPE_DATA_DIR": str(env_dir)}
-    proc = subprocess.run([EXE, *args], capture_output=True, text=True, env=env, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(proc.stderr)
-    return proc
+from tests.cli_run import EXE, run
+from tests.harness import GaveUp, exited, free_port, wait_healthy, wait_until
+from tests.molecules import READ_DIFFERENTLY
 
 
 @pytest.fixture(scope="module")
@@ -108,11 +98,8 @@ def test_synth_writes_shards_the_npz_loader_reads(tmp_path):
 def _serve(data_dir: Path, *args: str, token: str | None = None) -> subprocess.Popen:
     """``orientscope serve`` from this checkout (python -m orientscope.cli) on a free port."""
     import os
-    import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORIENTSCOPE_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     if token:
@@ -125,22 +112,10 @@ def _serve(data_dir: Path, *args: str, token: str | None = None) -> subprocess.P
 
 def _health_then_stop(proc: subprocess.Popen) -> str:
     """Wait until the server answers /api/health on loopback, stop it; its stderr."""
-    import time
-
-    import httpx
-
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"serve exited with {proc.returncode}: {proc.stderr.read()}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{proc.port}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("serve did not answer") from None
-                time.sleep(0.1)
+        wait_healthy(f"http://127.0.0.1:{proc.port}", proc, timeout_s=120)
+    except GaveUp:
+        raise AssertionError(f"serve exited with {proc.returncode}: {proc.stderr.read()}") from None
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)
@@ -181,7 +156,6 @@ def test_serve_allow_anonymous_writes_warns_and_starts(ready_dir):
 
 def test_serve_a_private_server_from_a_token_file_with_two_workers(ready_dir, tmp_path):
     """--read-token-file and --allowed-hosts reach every worker; the token never reaches the log."""
-    import time
 
     import httpx
 
@@ -195,15 +169,22 @@ def test_serve_a_private_server_from_a_token_file_with_two_workers(ready_dir, tm
     )
     url, reader = f"http://127.0.0.1:{proc.port}", {"Authorization": f"Bearer {read_token}"}
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/api/health", timeout=2).json() == {"status": "ok"}:  # public, and minimal
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.2)
+        health = lambda: httpx.get(f"{url}/api/health", timeout=2).json() == {"status": "ok"}  # noqa: E731
+        wait_until(health, 120, "serve's /api/health (public, and minimal)", 0.2, exited(proc))
+        # The workers got their settings as one value (tokens excepted: those they inherit from serve's own
+        # environment, where the read token never was).
+        import psutil
+
+        workers = [
+            p for p in psutil.Process(proc.pid).children(recursive=True) if "multiprocessing" in " ".join(p.cmdline())
+        ]
+        assert workers
+        for worker in workers:
+            env = {k: v for k, v in worker.environ().items() if k.startswith("ORIENTSCOPE_")}
+            assert env.keys() == {"ORIENTSCOPE_SETTINGS", "ORIENTSCOPE_TOKEN"}
+            handed = json.loads(env["ORIENTSCOPE_SETTINGS"])
+            assert handed["allowed_hosts"] == ["lab.example"] and handed["host"] == "0.0.0.0"
+            assert handed["read_token_file"] == str(tmp_path / "read-token") and read_token not in str(env)
         for _ in range(4):  # both workers
             assert httpx.get(f"{url}/api/datasets").status_code == 401
             assert httpx.get(f"{url}/api/datasets", headers=reader).status_code == 200
@@ -214,6 +195,15 @@ def test_serve_a_private_server_from_a_token_file_with_two_workers(ready_dir, tm
         proc.terminate()
         out, err = proc.communicate(timeout=30)
     assert "sign in at" in err and read_token not in out + err
+
+
+def test_a_setting_a_command_does_not_accept_ends_it_naming_the_variable(tmp_path):
+    import os
+
+    env = {**os.environ, "ORIENTSCOPE_DATA_DIR": str(tmp_path), "ORIENTSCOPE_SHARD_SIZE": "0"}
+    proc = subprocess.run([EXE, "list"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: ORIENTSCOPE_SHARD_SIZE='0': expected a whole number of molecules, at least 1"
 
 
 @pytest.mark.parametrize(
@@ -336,9 +326,9 @@ def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
 def test_text_report_aligns_columns_and_names_every_section():
     from orientscope.cli import format_report
     from orientscope.science.verdict import RULE_VERSION
-    from tests.services.test_report_format import _report
+    from tests.reports import constructed_report
 
-    report = _report(
+    report = constructed_report(
         name="QM9", dataset="qm9", n_molecules=400, frame="pca", sign_rule="max", seed=0, n_degenerate=1,
         degenerate_reasons={"eigen_gap_12": 1},
     )  # fmt: skip
@@ -381,14 +371,6 @@ def test_text_report_of_three_molecules_says_what_was_skipped(tmp_path):
 
 # Three molecules read differently from their file: "A" names water and methane, a property is called
 # n_atoms (a column of the molecules table), and a deuterium is read as hydrogen.
-READ_DIFFERENTLY = (
-    "3\nid=A n_atoms=0\nO 0 0 0.117\nD 0 0.757 -0.469\nH 0 -0.757 -0.469\n"
-    "5\nid=A n_atoms=1\nC 0 0 0\nH 0.629 0.629 0.629\nH -0.629 -0.629 0.629\nH -0.629 0.629 -0.629\n"
-    "H 0.629 -0.629 -0.629\n"
-    "3\nid=B n_atoms=2\nO 0 0 0.117\nH 0 0.757 -0.469\nH 0 -0.757 -0.469\n"
-)
-
-
 @pytest.mark.parametrize("cluster", [[], ["--cluster", "in-process"]])
 def test_ingest_prints_what_it_read_differently_from_the_file(tmp_path, cluster):
     """One file read here and the same file read as shards on the engine say the same warnings."""

@@ -15,6 +15,7 @@ from orientscope.science.nearest_point import _nearest
 from orientscope.server import MALLOC_ARENAS, _warm
 from orientscope.services.cache import get_view
 from orientscope.services.map_raster import _region_stats
+from tests.harness import wait_until
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 # Starlette's TestClient sends this Host; the server answers it only when told to, as for a tunnel's name.
@@ -72,18 +73,29 @@ def test_factory_applies_the_write_rule_and_tunes_its_process(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORIENTSCOPE_")}
     env["ORIENTSCOPE_DATA_DIR"] = str(tmp_path)
-    steps = [{}, {"ORIENTSCOPE_HOST": "0.0.0.0"}, {"ORIENTSCOPE_READ_ONLY": "1"}]  # each adds to the last
+    steps = [
+        {},
+        {"ORIENTSCOPE_HOST": "0.0.0.0"},
+        {"ORIENTSCOPE_READ_ONLY": "1"},
+        # What `serve --workers N` hands its workers: one value, which overrides the single variables.
+        {"ORIENTSCOPE_SETTINGS": json.dumps({"read_only": False, "data_dir": str(tmp_path)})},
+        {"ORIENTSCOPE_SETTINGS": json.dumps({"read_only": True, "host": "127.0.0.1", "data_dir": str(tmp_path)})},
+    ]  # each adds to the last
     root = Path(__file__).resolve().parents[1]  # `python -c` imports from its working directory
     done = subprocess.run(
         [sys.executable, "-c", _FACTORY, json.dumps(steps)], env=env, cwd=root, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    unknown, public, read_only = (json.loads(line) for line in done.stdout.splitlines())
+    unknown, public, read_only, serialised_writable, serialised = (
+        json.loads(line) for line in done.stdout.splitlines()
+    )
     # uvicorn does not pass its address to the factory: unknown counts as reachable.
     assert "ORIENTSCOPE_TOKEN" in unknown["refused"]
     assert "--read-only" in public["refused"]
     assert read_only["read_only"] and read_only["switch_s"] == GIL_SWITCH_S
     assert "orientscope-warm" in read_only["threads"]
+    assert "--read-only" in serialised_writable["refused"]  # ORIENTSCOPE_READ_ONLY=1 overridden
+    assert serialised["read_only"]
 
 
 _ARENAS = """
@@ -126,7 +138,6 @@ def test_a_serving_process_keeps_its_threads_to_two_malloc_arenas():
 
 
 def test_health_says_warming_until_the_background_warm_up_ends(api_data):  # noqa: F811
-    import time
 
     from fastapi.testclient import TestClient
 
@@ -135,11 +146,9 @@ def test_health_says_warming_until_the_background_warm_up_ends(api_data):  # noq
     gc.unfreeze()
     try:
         with TestClient(create_app(api_data, dashboard=False, warm=True, allowed_hosts=TEST_CLIENT_HOST)) as client:
-            seen = [client.get("/api/health").json()["warming"]]
-            deadline = time.monotonic() + 300
-            while seen[-1] and time.monotonic() < deadline:
-                time.sleep(0.2)
-                seen.append(client.get("/api/health").json()["warming"])
+            seen = []
+            warmed = lambda: seen.append(client.get("/api/health").json()["warming"]) or seen[-1] is False  # noqa: E731
+            wait_until(warmed, timeout_s=300, what="the warm-up to end", poll_s=0.2)
         assert seen[0] is True and seen[-1] is False  # the thread waits 2 s before it starts loading
         with TestClient(
             create_app(api_data, dashboard=False, allowed_hosts=TEST_CLIENT_HOST)

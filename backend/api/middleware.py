@@ -13,9 +13,10 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from orientscope.core.settings import settings
+
 access_log = logging.getLogger("orientscope.access")
 
-CORS_ENV = "ORIENTSCOPE_CORS_ORIGINS"
 REQUEST_ID_HEADER = "x-request-id"
 # Dash needs inline scripts/styles and eval-free blob workers for WebGL; nothing
 # is loaded from another origin.
@@ -115,9 +116,8 @@ class SelectiveGZip:
 
 
 def cors_origins() -> list[str]:
-    """Allowed cross-origin callers: none unless listed (comma-separated env var)."""
-    raw = os.environ.get(CORS_ENV, "")
-    return [o.strip() for o in raw.split(",") if o.strip()]
+    """Allowed cross-origin callers: none unless listed ($ORIENTSCOPE_CORS_ORIGINS, comma-separated)."""
+    return list(settings().cors_origins)
 
 
 def install_middleware(app) -> None:

@@ -31,23 +31,26 @@ fails on the first malformed record.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 
 from orientscope.core.errors import OrientScopeError
+from orientscope.core.settings import Settings, env_name, settings
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
 
-UPLOAD_MB_ENV = "ORIENTSCOPE_MAX_UPLOAD_MB"
-# The whole-number limits an environment variable overrides: field -> variable.
+UPLOAD_MB_ENV = env_name("max_upload_mb")
+# The whole-number limits a setting overrides (the field has the setting's name): field -> variable.
 COUNT_ENV = {
-    "max_molecules": "ORIENTSCOPE_MAX_MOLECULES",
-    "max_atoms_per_molecule": "ORIENTSCOPE_MAX_ATOMS_PER_MOLECULE",
-    "max_total_atoms": "ORIENTSCOPE_MAX_TOTAL_ATOMS",
-    "max_prediction_rows": "ORIENTSCOPE_MAX_PREDICTION_ROWS",
-    "direct_export_max": "ORIENTSCOPE_DIRECT_EXPORT_MAX",
+    name: env_name(name)
+    for name in (
+        "max_molecules",
+        "max_atoms_per_molecule",
+        "max_total_atoms",
+        "max_prediction_rows",
+        "direct_export_max",
+    )
 }
 
 
@@ -61,25 +64,23 @@ def _exceeded(text: str, variable: str) -> LimitExceeded:
 
 @dataclass(frozen=True)
 class Limits:
-    max_upload_bytes: int = 2 * GIB
-    max_molecules: int = 2_000_000
-    max_atoms_per_molecule: int = 2_000
-    max_total_atoms: int = 60_000_000
+    max_upload_bytes: int = int(Settings.max_upload_mb * MIB)
+    max_molecules: int = Settings.max_molecules
+    max_atoms_per_molecule: int = Settings.max_atoms_per_molecule
+    max_total_atoms: int = Settings.max_total_atoms
     max_bad_fraction: float = 0.05
     max_archive_members: int = 100_000
     max_archive_ratio: float = 250.0
     max_archive_bytes: int = 8 * GIB
-    max_prediction_rows: int = 20_000_000
-    direct_export_max: int = 200_000
+    max_prediction_rows: int = Settings.max_prediction_rows
+    direct_export_max: int = Settings.direct_export_max
 
     @classmethod
     def from_env(cls) -> Limits:
-        """Defaults, overridden by the ``ORIENTSCOPE_MAX_*`` variables (read when called)."""
-        env = os.environ
-        changes = {field: int(env[var]) for field, var in COUNT_ENV.items() if env.get(var)}
-        if env.get(UPLOAD_MB_ENV):
-            changes["max_upload_bytes"] = int(float(env[UPLOAD_MB_ENV]) * MIB)
-        return replace(cls(), **changes)
+        """Defaults, overridden by the ``ORIENTSCOPE_MAX_*`` settings (read when called)."""
+        current = settings()
+        changes = {field: getattr(current, field) for field in COUNT_ENV}
+        return replace(cls(), max_upload_bytes=int(current.max_upload_mb * MIB), **changes)
 
     def check_upload_bytes(self, n_bytes: int, what: str = "upload") -> None:
         if n_bytes > self.max_upload_bytes:

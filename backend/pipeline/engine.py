@@ -30,13 +30,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orientscope.core.settings import env_count
+from orientscope.core.settings import env_name, settings
 
 log = logging.getLogger(__name__)
 
-CLUSTER_ENV = "ORIENTSCOPE_CLUSTER"
-LOCAL_ABOVE_ENV = "ORIENTSCOPE_LOCAL_CLUSTER_ABOVE"
-DEFAULT_LOCAL_ABOVE = 2_000_000
+CLUSTER_ENV = env_name("cluster")
+LOCAL_ABOVE_ENV = env_name("local_cluster_above")
 IN_PROCESS = "in-process"
 TASK_RETRIES = 2
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -114,14 +113,19 @@ def spawn_safe() -> bool:
 
 
 def local_cluster_above() -> int:
-    return env_count(LOCAL_ABOVE_ENV, DEFAULT_LOCAL_ABOVE, "molecules")
+    return settings().local_cluster_above
 
 
 def choose_cluster(requested: str | None, n_molecules: int) -> ClusterSpec:
     """``--cluster``, else ``$ORIENTSCOPE_CLUSTER``, else by size: in process or one local worker per core."""
-    chosen = requested or os.environ.get(CLUSTER_ENV, "")
+    if requested:
+        return parse_cluster(requested)
+    chosen = settings().cluster
     if chosen:
-        return parse_cluster(chosen)
+        try:
+            return parse_cluster(chosen)
+        except ValueError as err:
+            raise ValueError(f"{CLUSTER_ENV}: {err}") from None
     if n_molecules < local_cluster_above():
         return ClusterSpec(IN_PROCESS, by_size=True)
     return ClusterSpec("local", workers=max(os.cpu_count() or 1, 1), by_size=True)

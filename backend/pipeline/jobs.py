@@ -40,7 +40,7 @@ from pathlib import Path
 from orientscope.core.errors import Busy, NotFoundError, OrientScopeError, Unavailable
 from orientscope.core.limits import Limits
 from orientscope.core.progress import Progress
-from orientscope.core.settings import env_count, resolve_export_dir, validate_id
+from orientscope.core.settings import env_name, resolve_export_dir, settings, validate_id
 from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
 from orientscope.pipeline.staging import staging_root
 from orientscope.store.atomic import atomic_write_json, read_json
@@ -52,8 +52,7 @@ STATES = (QUEUED, RUNNING, DONE, FAILED)
 ACTIVE = (QUEUED, RUNNING)
 SAVE_INTERVAL_S = 0.25  # progress writes are throttled; state changes are always written
 STALE_STAGING_S = 86_400.0
-MAX_QUEUED_ENV = "ORIENTSCOPE_MAX_QUEUED_JOBS"
-DEFAULT_MAX_QUEUED = 8
+MAX_QUEUED_ENV = env_name("max_queued_jobs")
 RETRY_AFTER_S = 30  # what a refused client is told to wait: about one small job's run
 # Jobs queued or running in this process (a job of ours not listed here was orphaned).
 LIVE: set[str] = set()
@@ -69,7 +68,7 @@ def jobs_dir(data_dir: Path) -> Path:
 
 def max_queued_jobs() -> int:
     """$ORIENTSCOPE_MAX_QUEUED_JOBS, else 8: jobs of every kind queued or running at once per data folder."""
-    return env_count(MAX_QUEUED_ENV, DEFAULT_MAX_QUEUED, "jobs", minimum=1)
+    return settings().max_queued_jobs
 
 
 # ---------------------------------------------------------------- records

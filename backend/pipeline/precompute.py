@@ -34,12 +34,34 @@ from orientscope.store.shards import read_shard, save_sharded, shard_refs
 log = logging.getLogger(__name__)
 
 
-def make_params(frame: str = "pca", sign: str = "max", seed: int = DEFAULT_SEED, limit: int | None = None) -> dict:
+KL_LIMIT_NAMES = ("exact_limit", "sign_limit", "at_n")
+
+
+def make_params(
+    frame: str = "pca",
+    sign: str = "max",
+    seed: int = DEFAULT_SEED,
+    limit: int | None = None,
+    kl_limits: dict | None = None,
+) -> dict:
+    """The parameters of a run, which its result is stored under.
+
+    ``kl_limits`` lowers the sizes at which the k-NN KL fits turn to subsamples (``exact_limit``,
+    ``sign_limit``, ``at_n``: see :func:`~orientscope.science.so3_partial.kl_plan`), so that a small set
+    reaches those paths (tests, studies of the estimator); given, they are part of the result's key.
+    """
     check_choice(frame, FRAME_METHODS, "frame")
     check_choice(sign, SIGN_RULES, "sign rule")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")
-    return {"frame": frame, "sign": sign, "seed": int(seed), "limit": limit}
+    params = {"frame": frame, "sign": sign, "seed": int(seed), "limit": limit}
+    for name, value in (kl_limits or {}).items():
+        check_choice(name, KL_LIMIT_NAMES, "KL limit")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"KL limit {name} must be a whole number >= 1, got {value!r}")
+    if kl_limits:
+        params["kl_limits"] = dict(sorted(kl_limits.items()))
+    return params
 
 
 def ensure_dataset(data_dir: Path, dataset_id: str) -> dict:

@@ -7,7 +7,9 @@ files the task wrote itself, so a marker that is there vouches for them. The
 key is a digest of everything that fixes the task's result:
 
 * the package version, the stage, the stage's rule (``pipeline.stage.STAGE_RULES``) and the step;
-* the upper-case settings of the step's module (``N_CANDIDATES``, ``CLASSIFIER``, ...);
+* the settings of its module the step declares (``@depends_on("N_CANDIDATES")``, see
+  ``pipeline.depends``), and no other: a module constant it does not declare may change
+  without invalidating finished shards;
 * the task's inputs: the run's parameters, its shard (name, first global index,
   size; not where the data dir is, which moves from staging to the store) and
   whatever earlier merges handed it.
@@ -25,7 +27,6 @@ import hashlib
 import logging
 import pickle
 import shutil
-import sys
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from orientscope import __version__
+from orientscope.pipeline.depends import declared_settings
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.shard_stages import ShardJob
 from orientscope.pipeline.stage import STAGE_RULES
@@ -43,7 +45,6 @@ log = logging.getLogger(__name__)
 DONE = "done"
 DEFLATE_MAX_BYTES = 64 << 20  # larger markers are written as they are
 PICKLE_START = pickle.PROTO  # an uncompressed marker (pickle protocol 2+); zlib's start with 0x78
-_SETTING_TYPES = (int, float, str, bool, tuple, list, dict, type(None))
 
 
 def markers_dir(result_dir: Path, stage: str) -> Path:
@@ -76,16 +77,6 @@ def _feed(h, obj) -> None:
         _feed(h, ("slice", obj.start, obj.stop, obj.step))
     else:
         h.update(f"{type(obj).__name__}:{obj!r};".encode())
-
-
-def _module_settings(fn: Callable) -> dict:
-    """The upper-case constants of ``fn``'s module: the settings a step reads besides its inputs."""
-    module = vars(sys.modules[fn.__module__])
-    return {
-        name: value
-        for name, value in module.items()
-        if name.isupper() and (isinstance(value, _SETTING_TYPES) or dataclasses.is_dataclass(value))
-    }
 
 
 def shard_number(item) -> int | None:
@@ -170,7 +161,7 @@ class ResumingEngine:
     def _steps(self, fn: Callable, items: list) -> list[Step]:
         base = hashlib.sha256()
         rule = STAGE_RULES.get(self.stage, 1)  # a task of an older rule is never taken over
-        _feed(base, (__version__, self.stage, rule, fn.__module__, fn.__qualname__, _module_settings(fn)))
+        _feed(base, (__version__, self.stage, rule, fn.__module__, fn.__qualname__, declared_settings(fn)))
         steps = []
         for k, item in enumerate(items):
             h = base.copy()

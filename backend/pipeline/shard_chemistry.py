@@ -61,6 +61,7 @@ from orientscope.pipeline.chemistry_report import (
     similarity_pool,
     stage_output,
 )
+from orientscope.pipeline.depends import depends_on
 from orientscope.pipeline.engine import ClusterSpec, Engine
 from orientscope.pipeline.shard_graphs import (
     ChunkJob,
@@ -127,6 +128,7 @@ def _rows_of(index: np.ndarray, job: ShardJob) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- pass 1: graphs
+@depends_on("CLUSTER_SAMPLE", "N_PAIRS", "N_RANDOM", "MOLECULE_COLUMNS")
 def graphs_shard(job: GraphsJob) -> dict:
     """The shard's chunks joined and written (fingerprints, bit counts, graph table); its labels, its molecules
     without a graph by reason, and its share of the seeded samples."""
@@ -255,6 +257,7 @@ def _graphs(result: Path, number: int) -> pd.DataFrame:
     return read_shard_table(result, STAGE, "molecules", number, columns=MOLECULE_COLUMNS).to_pandas()
 
 
+@depends_on("CLUSTER_THRESHOLD", "GROUP_KINDS", "MOLECULE_COLUMNS")
 def groups_shard(job: GroupsJob) -> dict:
     """Groups of every molecule of the shard, written as its molecules table; per-group sums and nearest neighbours."""
     shard, plan = job.shard, job.plan
@@ -308,6 +311,7 @@ class AnglesJob:
     gather: np.ndarray  # global indices whose frames the coupling needs
 
 
+@depends_on("GROUP_KINDS", "SPREAD_BIN_DEG")
 def angles_shard(job: AnglesJob) -> dict:
     """Per grouping, angle partials of the shard's members; the frames of the coupling's molecules here."""
     shard = job.shard

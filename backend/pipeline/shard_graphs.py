@@ -35,6 +35,7 @@ import pyarrow as pa
 from orientscope.core.dataset import TOTAL_CHARGE
 from orientscope.core.elements import hill_formulas
 from orientscope.pipeline.chemistry_report import MOLECULE_COLUMNS
+from orientscope.pipeline.depends import depends_on
 from orientscope.pipeline.engine import IN_PROCESS, Engine, spawn_safe
 from orientscope.pipeline.resume import markers_dir
 from orientscope.pipeline.shard_stages import ShardJob
@@ -144,6 +145,7 @@ def parse_workers(engine: Engine, n_atoms: int, has_smiles: bool) -> int:
 
 
 # ---------------------------------------------------------------- the tasks
+@depends_on("CHUNK_COLUMNS", "FP_BITS")
 def graphs_chunk(job: ChunkJob) -> int:
     """Graphs of rows ``lo:hi`` of one shard, written as the chunk's table; the number of molecules."""
     shard = job.shard

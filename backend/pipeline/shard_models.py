@@ -34,6 +34,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from orientscope.core.dataset import frame_dependent_properties
+from orientscope.pipeline.depends import depends_on
 from orientscope.pipeline.engine import Engine
 from orientscope.pipeline.frames_table import frames_from_table
 from orientscope.pipeline.shard_regression import REGRESSION, RegressionJob, regression_partial, regression_section
@@ -79,6 +80,7 @@ def full_in_both(job: ShardJob) -> np.ndarray:
     return full_frames(job, "original") & full_frames(job, "control")
 
 
+@depends_on()
 def full_rows(job: ShardJob) -> np.ndarray:
     """Global indices of the shard's molecules with a full frame in both orientation sets."""
     return job.ref.index[full_in_both(job)]
@@ -119,6 +121,7 @@ class FeatureJob:
     rows: np.ndarray  # global indices of this shard's training molecules
 
 
+@depends_on("FEATURE_SETS")
 def training_features(job: FeatureJob) -> dict:
     """{which: {feature set: (X_stored, X_negative)}, "y": (m, p) properties} of this shard's training molecules."""
     mols = read_shard(job.shard.ref, read_meta(Path(job.shard.data_dir), job.shard.dataset_id))
@@ -245,6 +248,7 @@ def _fold_scores(model_paths: list[str], X: np.ndarray, seed: int, which: str, i
     return p
 
 
+@depends_on("CLASSIFIER", "REGRESSION", "FEATURE_SETS", "SCORE_FEATURES")
 def run_job(job) -> object:
     """Run a job object (metrics or scores): one engine pass can mix both kinds."""
     return job.run()

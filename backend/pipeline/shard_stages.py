@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from orientscope.core.orientations_schema import AXIS_COLUMN, ORIENTATION_COLUMN, Q_COLUMNS, R_COLUMNS
+from orientscope.pipeline.depends import depends_on
 from orientscope.pipeline.frames_table import frames_to_table
 from orientscope.pipeline.stage import StageOutput
 from orientscope.science.axial import METHOD as AXIAL_METHOD
@@ -114,6 +115,7 @@ def merge_orientation_counts(parts: list[dict]) -> dict:
     return {**out, "by_symmetry": dict(sorted(by_kind.items()))}
 
 
+@depends_on()
 def frames_shard(job: ShardJob) -> dict:
     """Frames of the shard's stored poses and of its control copy, written as the shard's frame tables."""
     result = Path(job.result_dir)
@@ -208,6 +210,7 @@ def _half_a(job: ShardJob) -> np.ndarray:
     return half_split(job.seed, "split", job.ref.index)
 
 
+@depends_on()
 def orientation_partial(job: ShardJob) -> dict:
     """Per orientation set, the count of full frames and the axis-only molecules' sums for Bingham's test."""
     out = {}
@@ -236,6 +239,7 @@ def merge_orientation(parts: list[dict]) -> dict:
     }
 
 
+@depends_on("N_CANDIDATES")
 def reference_candidates(job: ShardJob) -> dict:
     """Per orientation set, this shard's share of the seeded reference candidates (at most N_CANDIDATES
     full frames of half A)."""
@@ -283,6 +287,7 @@ def kernel_fraction(n_molecules: int) -> float:
     return min(1.0, 2.0 * KERNEL_ROWS / max(n_molecules, 1))
 
 
+@depends_on("BANDWIDTH_RAD")
 def kernel_partial(job: KernelJob) -> dict:
     """Per orientation set, the candidates' kernel sums over this shard's (seeded share of) half A's full frames."""
     in_a = _half_a(job.shard)
@@ -303,6 +308,7 @@ class AngleJob:
     reference: dict  # which -> (3, 3) reference orientation
 
 
+@depends_on()
 def angle_partial(job: AngleJob) -> dict:
     """Per orientation set, fine counts of the angle between half B's full frames and the reference."""
     in_b = ~_half_a(job.shard)
@@ -338,6 +344,7 @@ def kl_jobs(jobs: list[ShardJob], n_full: dict, limits: dict | None = None) -> l
     return out
 
 
+@depends_on("K_NEIGHBOURS")
 def kl_part_task(job: KLJob) -> dict:
     """The k-NN KL fit of one part: reads only its rows, shard by shard, into one (m, 4) float64 array.
 

@@ -52,10 +52,6 @@ from orientscope.store.shards import shard_refs
 
 log = logging.getLogger(__name__)
 
-# Overrides of so3_partial's KL limits (exact_limit, sign_limit, at_n); tests lower them to reach the
-# subsampled fits on small sets. Read in the client, so they travel inside the tasks.
-KL_LIMITS: dict = {}
-
 
 def _frames(engine: Engine, jobs: list[ShardJob], params: dict, say) -> StageOutput:
     return merge_frames(engine.map(frames_shard, jobs, say("frames of")), params)
@@ -86,9 +82,10 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
     angles = engine.map(
         angle_partial, [AngleJob(j, reference) for j in jobs], say("angles to the reference:", 0.5, 0.6)
     )
-    parts = kl_jobs(jobs, n_full, KL_LIMITS)
+    limits = params.get("kl_limits") or {}  # make_params' kl_limits: read here, they travel inside the tasks
+    parts = kl_jobs(jobs, n_full, limits)
     fits = engine.map(kl_part_task, parts, say("k-NN KL fits (original, control):", 0.6, 1.0))
-    kls = merge_kl(parts, fits, n_full, KL_LIMITS.get("at_n", KL_AT_N))
+    kls = merge_kl(parts, fits, n_full, limits.get("at_n", KL_AT_N))
     return statistics_section(orientation, candidates, best, reference, angles, kls)
 
 

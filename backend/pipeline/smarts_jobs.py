@@ -32,15 +32,14 @@ import numpy as np
 
 from orientscope.core.errors import NotFoundError
 from orientscope.core.progress import Progress
-from orientscope.core.settings import env_count
+from orientscope.core.settings import env_name, settings
 from orientscope.pipeline.jobs import DONE, FAILED, JobKind, JobManager, job_record
 from orientscope.pipeline.shard_smarts import search_dataset
 from orientscope.store.atomic import atomic_write_bytes
 
 SEARCH = "smarts"  # the job kind
 JOB_PREFIX, SEARCH_PREFIX = "q", "s"
-SMARTS_JOB_ABOVE_ENV = "ORIENTSCOPE_SMARTS_JOB_ABOVE"
-DEFAULT_SMARTS_JOB_ABOVE = 250_000
+SMARTS_JOB_ABOVE_ENV = env_name("smarts_job_above")
 SEARCH_TTL_S = 7 * 86_400.0  # a week: a kept result costs n/8 bytes of disk
 # A job has no request waiting on it, but a pathological pattern must still end: the result then says
 # it is not complete and how many molecules were scanned, as an in-request scan does after 10 s.
@@ -49,7 +48,7 @@ JOB_TIMEOUT_S = 3600.0
 
 def smarts_job_above() -> int:
     """$ORIENTSCOPE_SMARTS_JOB_ABOVE (molecules), else 250,000: larger sharded sets search in a job."""
-    return env_count(SMARTS_JOB_ABOVE_ENV, DEFAULT_SMARTS_JOB_ABOVE, "molecules")
+    return settings().smarts_job_above
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
-import os
 import sys
 import threading
 from collections.abc import Callable, Hashable
@@ -37,33 +36,19 @@ import pandas as pd
 import pyarrow as pa
 from scipy.spatial import cKDTree
 
+from orientscope.core.settings import env_name, settings
 from orientscope.store.columns import mmap_base
 
 log = logging.getLogger(__name__)
 
-CACHE_MB_ENV = "ORIENTSCOPE_CACHE_MB"
-DEFAULT_CACHE_MB = 256
-# The map's points (projected axes, ids, resolved views sorted by x) have a budget of their own: at 10M
-# molecules the map data (370 MB) and its default view (420 MB) together are larger than every other
-# cache, and sharing one budget would let them evict each other (or never be kept at all).
-MAP_CACHE_MB_ENV = "ORIENTSCOPE_MAP_CACHE_MB"
-DEFAULT_MAP_CACHE_MB = 1024
+CACHE_MB_ENV = env_name("cache_mb")
 MB = 1024 * 1024
 _KDTREE_NODE_BYTES = 100  # scipy's ckdtreenode: split dim and value, bounds, children, start/end indices
 
 
-def budget_bytes(env: str = CACHE_MB_ENV, default_mb: float = DEFAULT_CACHE_MB) -> int:
-    """The byte budget from ``$env`` (a non-negative number of MB), else ``default_mb``."""
-    raw = os.environ.get(env, "").strip()
-    if not raw:
-        return int(default_mb * MB)
-    try:
-        mb = float(raw)
-    except ValueError:
-        raise ValueError(f"{env}={raw!r} is not a number of megabytes") from None
-    if mb < 0:
-        raise ValueError(f"{env}={raw!r} must be 0 or more megabytes")
-    return int(mb * MB)
+def budget_bytes(setting: str = "cache_mb") -> int:
+    """The byte budget of the setting ``setting``, a number of MB (``cache_mb``: ``$ORIENTSCOPE_CACHE_MB``)."""
+    return int(getattr(settings(), setting) * MB)
 
 
 def nbytes(value: Any, _seen: set[int] | None = None) -> int:
@@ -206,22 +191,25 @@ _caches: dict[str, ByteBudgetCache] = {}
 _shared_lock = threading.Lock()
 
 
-def _named(name: str, env: str, default_mb: float) -> ByteBudgetCache:
+def _named(name: str, setting: str) -> ByteBudgetCache:
     with _shared_lock:
         if name not in _caches:
-            _caches[name] = ByteBudgetCache(budget_bytes(env, default_mb))
+            _caches[name] = ByteBudgetCache(budget_bytes(setting))
         return _caches[name]
 
 
 def shared_cache() -> ByteBudgetCache:
     """The process's cache, with the budget of ``$ORIENTSCOPE_CACHE_MB`` read at first use."""
-    return _named("shared", CACHE_MB_ENV, DEFAULT_CACHE_MB)
+    return _named("shared", "cache_mb")
 
 
+# The map's points (projected axes, ids, resolved views sorted by x) have a budget of their own: at 10M
+# molecules the map data (370 MB) and its default view (420 MB) together are larger than every other
+# cache, and sharing one budget would let them evict each other (or never be kept at all).
 def map_cache() -> ByteBudgetCache:
     """The cache of the map's points (map data and resolved views), with the budget of
     ``$ORIENTSCOPE_MAP_CACHE_MB`` (default 1024 MB) read at first use."""
-    return _named("map", MAP_CACHE_MB_ENV, DEFAULT_MAP_CACHE_MB)
+    return _named("map", "map_cache_mb")
 
 
 def release_freed_memory() -> None:

@@ -26,7 +26,7 @@ import pandas as pd
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.errors import NotFoundError
 from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
-from orientscope.core.settings import validate_id
+from orientscope.core.settings import env_name, settings, validate_id
 from orientscope.services.bytecache import ByteBudgetCache, budget_bytes, nbytes, release_freed_memory
 from orientscope.services.results import open_result
 from orientscope.store import columns as cols
@@ -45,15 +45,13 @@ log = logging.getLogger(__name__)
 # at 512 MB it was reloaded on every request, 20-80 s each) or two or three warmed QM9-sized views; with the
 # 256 MB of derived data a warmed worker stays near 1.1 GB after `make loadtest` (one dataset). Several large
 # datasets used in turn fill it: lower it to bound a worker (e.g. 512 MB holds one warmed QM9).
-VIEW_CACHE_MB_ENV = "ORIENTSCOPE_VIEW_CACHE_MB"
-DEFAULT_VIEW_CACHE_MB = 1024
+VIEW_CACHE_MB_ENV = env_name("view_cache_mb")
 _VIEWS = "views"
 
 # Sharded datasets of at least this many molecules are served from memory-mapped
 # columns (:class:`ColumnView`) instead of being loaded: 10M molecules in memory would
 # need ~10 GB, while their memory-mapped columns cost only the pages requests touch.
-COLUMN_VIEW_ABOVE_ENV = "ORIENTSCOPE_COLUMN_VIEW_ABOVE"
-DEFAULT_COLUMN_VIEW_ABOVE = 1_000_000
+COLUMN_VIEW_ABOVE_ENV = env_name("column_view_above")
 
 # Optional stages written by other parts of the pipeline: (stage, table).
 MODELS_SCORES = ("models", "scores")
@@ -386,7 +384,7 @@ class _Labelled:
 
 
 def column_view_above() -> int:
-    return int(os.environ.get(COLUMN_VIEW_ABOVE_ENV) or DEFAULT_COLUMN_VIEW_ABOVE)
+    return settings().column_view_above
 
 
 def _view_class(meta: dict, store: ResultStore) -> type[DatasetView]:
@@ -407,9 +405,7 @@ class ViewCache:
     """
 
     def __init__(self, max_bytes: int | None = None):
-        self._cache = ByteBudgetCache(
-            budget_bytes(VIEW_CACHE_MB_ENV, DEFAULT_VIEW_CACHE_MB) if max_bytes is None else max_bytes
-        )
+        self._cache = ByteBudgetCache(budget_bytes("view_cache_mb") if max_bytes is None else max_bytes)
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[str, str], threading.Lock] = {}
         self._paths: dict[tuple, tuple[str, str | None]] = {}

@@ -37,12 +37,12 @@ import pyarrow.parquet as pq
 from orientscope.core.dataset import RESERVED_COLUMNS
 from orientscope.core.elements import hill_formulas
 from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
+from orientscope.core.settings import settings
 from orientscope.store.atomic import atomic_write_json, read_json, read_table
 from orientscope.store.shards import ShardRef, hash_ids, open_shard_arrays, read_shard_table, shard_refs
 
 log = logging.getLogger(__name__)
 
-COLUMNS_DIR_ENV = "ORIENTSCOPE_COLUMNS_DIR"
 META = "columns.json"
 _FLOAT_BLOCKS = {
     "rotations": (R_COLUMNS, (3, 3)),
@@ -55,7 +55,7 @@ _FLOAT_BLOCKS = {
 
 def columns_root() -> Path:
     """Where column caches live: ``$ORIENTSCOPE_COLUMNS_DIR``, else ``<tmp>/orientscope-columns``."""
-    return Path(os.environ.get(COLUMNS_DIR_ENV) or Path(tempfile.gettempdir()) / "orientscope-columns")
+    return Path(settings().columns_dir or Path(tempfile.gettempdir()) / "orientscope-columns")
 
 
 def save_id_index(folder: Path, id_hash: np.ndarray) -> None:

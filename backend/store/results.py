@@ -37,6 +37,8 @@ def result_key(params: dict) -> str:
     key = f"{params['frame']}-{params['sign']}-s{params['seed']}"
     if params.get("limit"):
         key += f"-n{params['limit']}"
+    if params.get("kl_limits"):
+        key += "-kl-" + "-".join(f"{name}{value}" for name, value in sorted(params["kl_limits"].items()))
     return key
 
 

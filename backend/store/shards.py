@@ -35,7 +35,6 @@ written atomically and named in the manifest only once every shard is done.
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +44,7 @@ import pandas as pd
 import pyarrow as pa
 
 from orientscope.core.dataset import TOTAL_CHARGE, MoleculeSet
+from orientscope.core.settings import Settings, env_name, settings
 from orientscope.store.atomic import atomic_write_bytes, atomic_write_table, read_table
 from orientscope.store.datasets import (
     dataset_dir,
@@ -59,8 +59,8 @@ from orientscope.store.datasets import (
 
 SHARDS = "shards"
 SHARDED = "sharded"
-DEFAULT_SHARD_SIZE = 250_000
-SHARD_SIZE_ENV = "ORIENTSCOPE_SHARD_SIZE"
+DEFAULT_SHARD_SIZE = Settings.shard_size
+SHARD_SIZE_ENV = env_name("shard_size")
 # The store format of datasets written in this layout from the start (the single-folder layout had none).
 FORMAT_VERSION = 2
 
@@ -86,7 +86,7 @@ class ShardRef:
 
 def shard_size_setting(shard_size: int | None = None) -> int:
     """Molecules per shard: ``shard_size`` if given, else ``$ORIENTSCOPE_SHARD_SIZE``, else the default."""
-    size = int(shard_size or os.environ.get(SHARD_SIZE_ENV) or DEFAULT_SHARD_SIZE)
+    size = int(shard_size or settings().shard_size)
     if size < 1:
         raise ValueError(f"shard size must be >= 1, got {size}")
     return size

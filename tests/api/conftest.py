@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 
 import httpx
 import pytest
 import uvicorn
 
+from tests.harness import wait_until
 from tests.services.conftest import api_data  # noqa: F401  (shared session fixture)
 
 
@@ -31,11 +31,8 @@ class ServerThread:
 
     def __enter__(self) -> ServerThread:
         self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
+        ended = lambda: not self.thread.is_alive() and "its thread ended"  # noqa: E731
+        wait_until(lambda: self.server.started, timeout_s=30, what="uvicorn to start", poll_s=0.02, give_up=ended)
         return self
 
     def __exit__(self, *exc) -> None:

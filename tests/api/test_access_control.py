@@ -187,12 +187,11 @@ def test_the_lab_setup_from_the_command_line(data_dir, tmp_path):
     import os
     import subprocess
     import sys
-    import time
     from pathlib import Path
 
-    from tests.bench.bench_api import _free_port
+    from tests.harness import free_port, wait_healthy, wait_until
 
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     exe = str(Path(sys.executable).parent / "orientscope")
     log = (tmp_path / "serve.log").open("w+")
@@ -200,28 +199,20 @@ def test_the_lab_setup_from_the_command_line(data_dir, tmp_path):
     cmd = [exe, "serve", "--data-dir", str(data_dir), "--port", str(port), "--workers", "2"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "orientscope serve did not start"
-            time.sleep(0.2)
+        wait_healthy(url, proc, timeout_s=120)
         for _ in range(4):  # both workers answer with the same settings
             assert httpx.delete(f"{url}/api/datasets/qm9").status_code == 401
             assert httpx.get(f"{url}/api/datasets/qm9").status_code == 200
         r = httpx.get(f"{url}/api/datasets/qm9/summary", headers={"X-Request-ID": "lab-check-1"})
         assert r.status_code == 200 and r.headers["x-request-id"] == "lab-check-1"
+
         # each worker writes a request's line once it has answered: wait for the summary's and the DELETEs'
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        def logged() -> list | None:
             access = _access_lines(log.name)
             summary_logged = any(a["request_id"] == "lab-check-1" for a in access)
-            if summary_logged and sum(a["method"] == "DELETE" for a in access) == 4:
-                break
-            time.sleep(0.1)
+            return access if summary_logged and sum(a["method"] == "DELETE" for a in access) == 4 else None
+
+        access = wait_until(logged, timeout_s=60, what="the summary's and the DELETEs' access lines", poll_s=0.1)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

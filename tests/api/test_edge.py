@@ -6,7 +6,6 @@ test store; the probes are the issue's curl commands and their kin on every kind
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import socket
@@ -18,12 +17,11 @@ from orientscope.api.tokens import session_value
 from orientscope.core.settings import UnsafeServerError
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
+from tests.api.guarded import READ_TOKEN, WRITE_TOKEN, stored
 
 XYZ = b"3\nwater\nO 0 0 0.1173\nH 0 0.7572 -0.4692\nH 0 -0.7572 -0.4692\n"
 WATER = {"elements": ["O", "H", "H"], "positions": [[0, 0, 0.1173], [0, 0.7572, -0.4692], [0, -0.7572, -0.4692]]}
 EVIL = "http://evil.example"
-WRITE_TOKEN = "write-token-0123456789"
-READ_TOKEN = "read-token-9876543210"
 PANEL = "/_first-paint/molecule-panel?dataset=qm9&molecule=1"
 CALLBACK = "/_dash-update-component"
 
@@ -46,13 +44,6 @@ def open_url(data_dir):
 def private_url(data_dir):
     with ServerThread(create_app(data_dir, token=WRITE_TOKEN, read_token=READ_TOKEN)) as server:
         yield server.url
-
-
-def stored(data_dir) -> dict:
-    """Dataset id -> display name, and the job records: what a refused request must leave alone."""
-    names = {p.name: json.loads((p / "dataset.json").read_text())["name"] for p in (data_dir / "datasets").iterdir()}
-    jobs = sorted(p.name for p in (data_dir / "jobs").glob("*.json")) if (data_dir / "jobs").exists() else []
-    return {"datasets": names, "jobs": jobs}
 
 
 def websocket_status(url: str, headers: dict) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import time
 
 import httpx
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
+from tests.harness import wait_job
 
 TOKEN = "export-token"
 BODY = {"mode": "random", "format": "xyz", "seed": 9}
@@ -43,13 +43,10 @@ def with_token(store):
 
 
 def _finished(url: str, job_id: str) -> dict:
-    deadline = time.monotonic() + 120
-    while True:
-        job = httpx.get(f"{url}/api/jobs/{job_id}").json()
+    def progress_in_range(job: dict) -> None:
         assert 0.0 <= job["progress"] <= 1.0
-        if job["state"] not in ("queued", "running") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.05)
+
+    return wait_job(url, f"/api/jobs/{job_id}", each=progress_in_range)
 
 
 def test_an_export_job_on_a_read_only_server_downloads_what_the_direct_export_gives(read_only, store):

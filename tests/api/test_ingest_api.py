@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import io
-import os
 import random
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import zipfile
-from pathlib import Path
 
 import httpx
 import numpy as np
@@ -19,45 +13,9 @@ import pytest
 
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.science.rotations import random_rotations, rotate_molecules
+from tests.api_server import AUTH, TOKEN, UPLOAD_LIMIT_MB, start_ingest_server
+from tests.harness import wait_job
 from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
-
-TOKEN = "s3cret-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-UPLOAD_LIMIT_MB = 2
-
-SERVER = """
-import sys, uvicorn
-from orientscope.server import create_app
-data_dir, port, read_only, token = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] or None
-uvicorn.run(create_app(data_dir, read_only=read_only, token=token, dashboard=False), host="127.0.0.1", port=port, log_level="warning")
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(data_dir: Path, read_only: bool, token: str) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    env = {**os.environ, "ORIENTSCOPE_MAX_UPLOAD_MB": str(UPLOAD_LIMIT_MB)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(data_dir), str(port), "1" if read_only else "0", token], env=env
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None:
-            raise RuntimeError("server exited during start-up")
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("server did not start")
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +23,8 @@ def servers(qm9_store, tmp_path_factory):
     """A writable server (token required) and a read-only one on the same copy of the QM9 store."""
     data_dir = tmp_path_factory.mktemp("ingest-api") / "data"
     shutil.copytree(qm9_store, data_dir)
-    writable, w_url = _start(data_dir, read_only=False, token=TOKEN)
-    read_only, r_url = _start(data_dir, read_only=True, token="")
+    writable, w_url = start_ingest_server(data_dir, read_only=False, token=TOKEN)
+    read_only, r_url = start_ingest_server(data_dir, read_only=True, token="")
     yield {"w": w_url, "r": r_url, "data_dir": data_dir}
     for proc in (writable, read_only):
         proc.terminate()
@@ -84,16 +42,12 @@ def _upload(url: str, filename: str, data: bytes, name: str, headers=AUTH, **fie
 
 
 def _wait(url: str, job_id: str, timeout_s: float = 240) -> dict:
-    deadline = time.monotonic() + timeout_s
     seen = []
-    while time.monotonic() < deadline:
-        job = httpx.get(f"{url}/api/jobs/{job_id}", timeout=10).json()
-        seen.append(job["progress"])
-        if job["state"] in ("done", "failed"):
-            assert seen == sorted(seen), "progress never goes back"
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} did not finish")
+    job = wait_job(
+        url, f"/api/jobs/{job_id}", timeout_s=timeout_s, poll_s=0.2, each=lambda j: seen.append(j["progress"])
+    )
+    assert seen == sorted(seen), "progress never goes back"
+    return job
 
 
 def _ingest(url: str, filename: str, data: bytes, name: str, **fields) -> tuple[dict, dict]:

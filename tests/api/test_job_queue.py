@@ -12,7 +12,8 @@ import pytest
 
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.loaders.qm9 import load_qm9
-from tests.api.test_ingest_api import AUTH, TOKEN, UPLOAD_LIMIT_MB, _start
+from tests.api_server import AUTH, TOKEN, UPLOAD_LIMIT_MB, start_ingest_server
+from tests.harness import wait_job
 
 
 @pytest.fixture()
@@ -21,7 +22,7 @@ def server(qm9_store, tmp_path, monkeypatch):
     data_dir = tmp_path / "data"
     shutil.copytree(qm9_store, data_dir)
     monkeypatch.setenv("ORIENTSCOPE_MAX_QUEUED_JOBS", "1")
-    proc, url = _start(data_dir, read_only=False, token=TOKEN)
+    proc, url = start_ingest_server(data_dir, read_only=False, token=TOKEN)
     yield url, data_dir
     proc.terminate()
     proc.wait(timeout=20)
@@ -77,11 +78,7 @@ def test_a_cancelled_upload_leaves_no_dataset_upload_or_staging_folder(server, t
     assert httpx.delete(f"{url}/api/jobs/{job_id}").status_code == 401  # stopping a store write needs the token
     cancelled = httpx.delete(f"{url}/api/jobs/{job_id}", headers=AUTH)
     assert cancelled.status_code == 200, cancelled.text
-    deadline = time.monotonic() + 60
-    job = httpx.get(f"{url}/api/jobs/{job_id}").json()
-    while job["state"] in ("queued", "running") and time.monotonic() < deadline:
-        time.sleep(0.1)
-        job = httpx.get(f"{url}/api/jobs/{job_id}").json()
+    job = wait_job(url, f"/api/jobs/{job_id}", timeout_s=60, poll_s=0.1)
     assert job["state"] == "failed" and "cancelled" in job["message"]
     assert "big" not in [d["id"] for d in httpx.get(f"{url}/api/datasets").json()]
     assert not (data_dir / "jobs" / job_id).exists()

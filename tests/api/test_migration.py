@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +21,7 @@ from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import SHARD_SIZE_ENV
 from tests.api.conftest import ServerThread
+from tests.harness import wait_until
 
 EXE = str(Path(sys.executable).parent / "orientscope")
 HINT = "orientscope migrate old"
@@ -76,9 +76,8 @@ def test_an_old_layout_dataset_is_refused_with_the_hint_and_after_migrate_opens_
         for url in ("/api/datasets/old/summary", "/api/datasets/old/molecules", "/api/datasets/old/map"):
             r = client.get(url)
             assert r.status_code == 409 and HINT in r.json()["detail"], (url, r.status_code, r.text)
-        deadline = time.monotonic() + 600  # a bound for a busy machine, not a timing assertion
-        while get(client, "/api/health")["warming"] and time.monotonic() < deadline:
-            time.sleep(0.2)
+        # 600 s: a bound for a busy machine, not a timing assertion
+        wait_until(lambda: not get(client, "/api/health")["warming"], 600, "the warm-up to end", 0.2)
         assert get(client, "/api/health")["datasets"]["needs_migration"] == 1
     assert needs_migration(data, "old")  # the server converted nothing
 

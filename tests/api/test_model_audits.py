@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import time
 
 import httpx
 import pandas as pd
@@ -14,6 +13,7 @@ from orientscope.server import create_app
 from orientscope.store.datasets import load_dataset
 from tests.api.conftest import ServerThread
 from tests.audit_models import exported_copies, invariant_features, predictions_frame
+from tests.harness import wait_job
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +43,7 @@ def _audits_on_disk(data_dir) -> list:
 
 
 def _wait(c: httpx.Client, audit_id: str) -> dict:
-    deadline = time.monotonic() + 120
-    while True:
-        body = c.get(f"/api/datasets/qm9/model-audits/{audit_id}").json()
-        if body["state"] in ("done", "failed") or time.monotonic() > deadline:
-            return body
-        time.sleep(0.1)
+    return wait_job(c, f"/api/datasets/qm9/model-audits/{audit_id}", poll_s=0.1)
 
 
 def test_upload_audit_list_download_delete(url, data_dir, predictions_csv):

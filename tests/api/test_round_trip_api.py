@@ -5,7 +5,6 @@ the job's record."""
 from __future__ import annotations
 
 import math
-import time
 from urllib.parse import quote
 
 import httpx
@@ -16,6 +15,7 @@ import pytest
 from orientscope.core.dataset import from_molecules
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
+from tests.harness import wait_job
 from tests.molecules import CO2, METHANE, WATER, asymmetric, benzene
 
 TOKEN = "round-trip-token"
@@ -56,13 +56,7 @@ def _ingest(url: str, filename: str, data: bytes, name: str) -> dict:
     )
     assert r.status_code == 202, r.text
     job_id = r.json()["job_id"]
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        job = httpx.get(f"{url}/api/jobs/{job_id}", timeout=10).json()
-        if job["state"] in ("done", "failed"):
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} did not finish")
+    return wait_job(url, f"/api/jobs/{job_id}", timeout_s=240, poll_s=0.2)
 
 
 def _properties(record: dict) -> dict:

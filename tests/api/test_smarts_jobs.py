@@ -9,7 +9,6 @@ until it is done.
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 import numpy as np
@@ -23,6 +22,7 @@ from orientscope.services import cache, jobs
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.molecules import match_smarts
 from tests.api.conftest import ServerThread
+from tests.harness import wait_job
 
 N = 2400
 SHARD = 1000
@@ -73,12 +73,7 @@ def in_request_mask(data_dir, smarts: str, env) -> np.ndarray:
 
 
 def wait_done(client, job_id: str) -> dict:
-    deadline = time.monotonic() + 120
-    while True:
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["state"] not in ("queued", "running") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.05)
+    return wait_job(client, f"/api/jobs/{job_id}")
 
 
 def store_files(data_dir) -> set:

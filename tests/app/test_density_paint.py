@@ -16,8 +16,7 @@ from orientscope.app.figures import MAP_SCALE
 from orientscope.core.palette import CIVIDIS
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
-from tests.app.test_first_paint import _settings
-from tests.app.test_initial_view import _props
+from tests.app.components import map_settings, props_of
 
 
 def _rgb(hex_color: str) -> list[int]:
@@ -63,12 +62,12 @@ def test_the_landing_page_carries_the_density_view_and_its_control_as_the_layout
         page = c.get("/").text
         layout = c.get("/_dash-layout", headers={"Referer": f"{srv.url}/"}).json()
     assert page.count('id="orientation-map"') == 1 and "_dash-loading" not in page
-    figure = _props(layout, "orientation-map")["figure"]
-    control = _props(layout, "control-map")["figure"]
+    figure = props_of(layout, "orientation-map")["figure"]
+    control = props_of(layout, "control-map")["figure"]
     meta = figure["layout"]["meta"]["map"]
     assert meta["view"] == "density"
     # what first_paint.js asks the server for a click: the layout's own REST query; its hover is the density's
-    assert _settings(page) == {"view": "density", "dataset": "qm9", "query": meta["query"], "kind": "density",
+    assert map_settings(page) == {"view": "density", "dataset": "qm9", "query": meta["query"], "kind": "density",
                                "scale": MAP_SCALE}  # fmt: skip
     assert f"setAttribute('data-drawn','{meta['drawn']}')" in page and "setAttribute('data-mode','image')" in page
     # both maps' cells, as the layout's heatmaps hold them (to the hover's two decimals)

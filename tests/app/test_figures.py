@@ -69,6 +69,9 @@ def test_map_has_fixed_leading_traces_and_every_point_as_int16_map_units():
     # the selection ring is drawn by the browser over the map, in map units
     assert selection_ring((np.array([0.5]), np.array([0.25]))) == [[0.5 * MAP_SCALE, 0.25 * MAP_SCALE]]
     assert selection_ring(None) == []
+    # a linear molecule's undefined axes (NaN on the map) get no ring: NaN would reach the SVG as cx="NaN"
+    linear = (np.array([0.5, np.nan, np.nan]), np.array([0.25, np.nan, np.nan]))
+    assert selection_ring(linear) == [[0.5 * MAP_SCALE, 0.25 * MAP_SCALE]]
     # one legend entry per colour, shared by that colour's slices
     assert sorted(t.name for t in points if t.showlegend) == ["a1", "a2", "a3"]
 

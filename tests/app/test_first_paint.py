@@ -18,7 +18,7 @@ from orientscope.server import create_app
 from orientscope.services.cache import WouldBlock, get_view, warm_only
 from orientscope.services.map_data import load_map_data, store_map_arrays
 from tests.api.conftest import ServerThread
-from tests.app.test_initial_view import _props
+from tests.app.components import map_settings, props_of
 
 
 def test_a_polyline_becomes_svg_path_data_in_map_units_with_y_down_and_breaks_at_nan():
@@ -30,10 +30,6 @@ def test_a_polyline_becomes_svg_path_data_in_map_units_with_y_down_and_breaks_at
 def test_a_points_mode_figure_has_no_first_paint():
     payload = {"data": [], "layout": {"meta": {"map": {"view": "map", "mode": "points", "drawn": 5}}}}
     assert first_paint_html(payload) == ""
-
-
-def _settings(text: str) -> dict:
-    return json.loads(html.unescape(re.search(r'data-map="([^"]*)"', text).group(1)))
 
 
 def _image_source(text: str) -> str:
@@ -59,8 +55,8 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     assert src in sources  # the same image the interactive plot then draws
     # what first_paint.js needs to ask the server for clicks and hover: the layout's own REST query and the
     # image's pixel grid, on which its hover and its clicks pick (as the interactive map's over an image)
-    meta = _props(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
-    assert _settings(page) == {
+    meta = props_of(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
+    assert map_settings(page) == {
         "view": "map", "dataset": "qm9", "query": meta["query"], "kind": "color", "grid": meta["grid"],
         "scale": MAP_SCALE,
     }  # fmt: skip
@@ -94,7 +90,7 @@ def test_the_page_carries_dashs_molecule_panel_and_its_route_answers_what_the_ca
         answer = c.get("/_first-paint/molecule-panel" + query)
         unknown = c.get("/_first-paint/molecule-panel?dataset=qm9&view=map&molecule=no-such-molecule").json()
     # the panel of the layout, filled as the layout's own props fill it, as HTML; its viewer spec beside it
-    shown = {k: _props(layout, k) for k in ("molecule-id", "molecule-info", "viewer-spec")}
+    shown = {k: props_of(layout, k) for k in ("molecule-id", "molecule-info", "viewer-spec")}
     assert f'<span id="molecule-id" class="molecule-id">{mol}</span>' in _panel(page)
     viewer = json.loads(html.unescape(re.search(r'data-viewer="([^"]*)"', page).group(1)))
     assert viewer == shown["viewer-spec"]["data"] and viewer["molecule"] == mol
@@ -125,7 +121,7 @@ def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with
     assert circles[1][:3] == ("0.000", f"{-2 / np.sqrt(6):.3f}", "#0a0")
     assert "setAttribute('data-mode','points')" in text and "setAttribute('data-drawn','3')" in text
     # each dot's molecule and tie-break key, in the dots' order, for first_paint.js's clicks
-    assert _settings(text) == {"view": "sphere", "dataset": None, "ids": ["c", "b", "a"], "keys": [8, 4, 0]}
+    assert map_settings(text) == {"view": "sphere", "dataset": None, "ids": ["c", "b", "a"], "keys": [8, 4, 0]}
     assert text.count("<script>") == 1  # the hook; first_paint.js comes once per page (page_html)
     continuous = ColorSpec("continuous", np.zeros(3, np.float32))
     assert sphere_paint_html(payload, vectors, continuous, ["a", "b", "c"], [0, 4, 8]) == ""
@@ -155,6 +151,6 @@ def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone
     assert f"setAttribute('data-drawn','{drawn}')" in page and "setAttribute('data-mode','image')" in page
     assert 'data-first-paint="1"' in landing and landing.count("<image ") == 2
     assert f"{points:,} axis points of {n:,} molecules" in page  # its title, from the stored report
-    meta = _props(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
+    meta = props_of(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
     assert (meta["mode"], meta["drawn"]) == ("image", drawn) and _image_source(page) in json.dumps(layout)
     assert not (tmp_path / "columns").exists() or not any((tmp_path / "columns").glob("map-*"))  # the stored map

@@ -17,11 +17,12 @@ from orientscope.app.verdict import (
     verdict_badge,
 )
 from orientscope.pipeline.export import ExportRequest
-from tests.app.test_verdict import _aligned, _text
+from tests.app.components import component_text
+from tests.reports import aligned_report
 
 
 def test_the_badge_shows_the_verdicts_own_words_else_its_code():
-    report = _aligned()
+    report = aligned_report()
     report["verdict"].pop("badge", None)  # a result without the verdict's own words: its code
     assert verdict_badge(report).children == "aligned" and "aligned" in verdict_badge(report).className.split()
     report["verdict"]["badge"] = "Aligned — strong effect"
@@ -31,12 +32,12 @@ def test_the_badge_shows_the_verdicts_own_words_else_its_code():
 
 
 def test_the_first_screen_leads_with_the_badge_and_what_to_do_and_keeps_the_evidence_one_click_away():
-    report = _aligned(degenerate_reasons={"eigen_gap_12": 3})
+    report = aligned_report(degenerate_reasons={"eigen_gap_12": 3})
     children = first_screen_children(report)
     assert children[0].id == VERDICT_BADGE
     todo = children[1]
     buttons = [c for c in todo.children if isinstance(c, html.Button)]
-    assert "What to do" in _text(todo) and "de-biased" in _text(todo)
+    assert "What to do" in component_text(todo) and "de-biased" in component_text(todo)
     assert [b.id for b in buttons] == [{"type": ids.DOWNLOAD, "kind": kind} for kind in downloads.DOWNLOADS]
     evidence = children[-1]
     assert (
@@ -44,10 +45,10 @@ def test_the_first_screen_leads_with_the_badge_and_what_to_do_and_keeps_the_evid
     )
     # the answer that names its tests and their p-values is inside it, not on the first screen
     shown = [c for c in children if c is not evidence]
-    assert "Holm p" not in _text(shown) and "Holm p" in _text(evidence)
+    assert "Holm p" not in component_text(shown) and "Holm p" in component_text(evidence)
     assert any(getattr(c, "id", None) == VERDICT_TEXT for c in components_of(evidence))
     # the frames' notes (and the degeneracy codes) are said under the map, not here
-    assert "eigen_gap_12" not in _text(children) and "eigen_gap_12" in _text(frame_children(report))
+    assert "eigen_gap_12" not in component_text(children) and "eigen_gap_12" in component_text(frame_children(report))
 
 
 def test_each_download_asks_for_the_export_the_cli_writes():

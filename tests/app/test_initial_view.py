@@ -9,6 +9,7 @@ from orientscope.app.initial_view import PageQueryMiddleware, page_query, refere
 from orientscope.server import create_app
 from orientscope.services.bytecache import MB, ByteBudgetCache
 from tests.api.conftest import ServerThread
+from tests.app.components import props_of
 
 
 @pytest.mark.parametrize(
@@ -91,20 +92,6 @@ def dash_url(qm9_store):
         yield server.url
 
 
-def _props(layout: dict, wanted: str) -> dict:
-    stack = [layout]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            props = node.get("props")
-            if isinstance(props, dict) and props.get("id") == wanted:
-                return props
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    raise KeyError(wanted)
-
-
 @pytest.mark.dash_canary  # /_dash-layout and its Referer (app/initial_view.py)
 def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
     from orientscope.app.mapview import map_layers
@@ -114,26 +101,26 @@ def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
     mol = str(layers.md.ids[5])
     page = f"{dash_url}/?dataset=qm9&molecule={mol}&axes=12&view=map"
     layout = httpx.get(dash_url + "/_dash-layout", headers={"Referer": page}, timeout=120).json()
-    assert _props(layout, "url")["search"] == f"?dataset=qm9&molecule={mol}&axes=12&view=map"
-    assert _props(layout, "map-state")["data"]["axes"] == "12"
-    assert _props(layout, "selected")["data"] == mol
-    assert _props(layout, "molecule-id")["children"] == mol
-    assert _props(layout, "viewer-spec")["data"]["molecule"] == mol
-    assert len(_props(layout, "selected-ring")["data"]) == 2
-    points = [t for t in _props(layout, "orientation-map")["figure"]["data"] if t["meta"]["kind"] == "points"]
+    assert props_of(layout, "url")["search"] == f"?dataset=qm9&molecule={mol}&axes=12&view=map"
+    assert props_of(layout, "map-state")["data"]["axes"] == "12"
+    assert props_of(layout, "selected")["data"] == mol
+    assert props_of(layout, "molecule-id")["children"] == mol
+    assert props_of(layout, "viewer-spec")["data"]["molecule"] == mol
+    assert len(props_of(layout, "selected-ring")["data"]) == 2
+    points = [t for t in props_of(layout, "orientation-map")["figure"]["data"] if t["meta"]["kind"] == "points"]
     assert sum(t["meta"]["n_points"] for t in points) == layers.md.points((1, 2))[0].size  # the defined axes
-    assert _props(layout, "verdict")["children"]  # the verdict is there without a callback
+    assert props_of(layout, "verdict")["children"]  # the verdict is there without a callback
     # a foreign or missing Referer gets the plain layout; the callbacks then resolve the URL
     for headers in ({"Referer": "http://evil.example/?dataset=qm9"}, {}):
         plain = httpx.get(dash_url + "/_dash-layout", headers=headers, timeout=60).json()
-        assert "data" not in _props(plain, "map-state") and "search" not in _props(plain, "url")
+        assert "data" not in props_of(plain, "map-state") and "search" not in props_of(plain, "url")
 
 
 def test_layout_for_an_unknown_dataset_leaves_the_url_to_the_callbacks(dash_url):
     layout = httpx.get(dash_url + "/_dash-layout", headers={"Referer": dash_url + "/?dataset=nope"}, timeout=60).json()
-    assert "search" not in _props(layout, "url")  # dcc.Location reports it, sync_state cleans it
-    assert "Unknown dataset 'nope'" in str(_props(layout, "messages")["children"])
-    assert _props(layout, "map-state")["data"]["dataset"] == "qm9"
+    assert "search" not in props_of(layout, "url")  # dcc.Location reports it, sync_state cleans it
+    assert "Unknown dataset 'nope'" in str(props_of(layout, "messages")["children"])
+    assert props_of(layout, "map-state")["data"]["dataset"] == "qm9"
 
 
 def test_zoomed_pages_are_not_cached_so_zooming_does_not_grow_the_cache():

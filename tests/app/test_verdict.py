@@ -8,30 +8,17 @@ from orientscope.app.dashboard import components_of
 from orientscope.app.static_report import static_report_html
 from orientscope.app.verdict import SKIPPED, VERDICT_TEXT, verdict_children
 from orientscope.science.verdict import RULE_VERSION
-from tests.services.test_report_format import _report
-
-
-def _text(children) -> str:
-    """The text of components in reading order."""
-    if isinstance(children, str | int | float):
-        return str(children)
-    if isinstance(children, list | tuple):
-        return "\n".join(_text(c) for c in children if c is not None)
-    return _text(getattr(children, "children", None) or [])
+from tests.app.components import component_text
+from tests.reports import aligned_report
 
 
 def _by_id(children, ident):
     return next(c for root in children for c in components_of(root) if getattr(c, "id", None) == ident)
 
 
-def _aligned(**extra) -> dict:
-    frame = {"features": "frame", "accuracy": 0.68, "auc": 0.74, "ci95": {"accuracy": [0.67, 0.69]}, "pvalue": 0.0}
-    return _report(classifiers=[{"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}, frame], **extra)
-
-
 def test_first_screen_answers_is_it_aligned_how_strongly_and_what_to_do():
-    children = verdict_children(_aligned())
-    text = _text(children)
+    children = verdict_children(aligned_report())
+    text = component_text(children)
     headline = _by_id(children, VERDICT_TEXT).children
     assert headline.startswith("Aligned")  # the strength rests on the frame classifier, not on atom order
     assert headline.endswith(
@@ -50,11 +37,11 @@ def test_first_screen_answers_is_it_aligned_how_strongly_and_what_to_do():
 
 
 def test_regression_table_marks_lab_frame_components_and_reads_as_fractions_of_variance():
-    children = verdict_children(_aligned())
+    children = verdict_children(aligned_report())
     rows = [c for root in children for c in components_of(root) if type(c).__name__ == "Tr"]
     alpha = next(r for r in rows if str(r.children[0].children).startswith("alpha_zz"))
     assert alpha.className == "frame-dependent" and alpha.children[0].children.endswith(" *")
-    text = _text(children)
+    text = component_text(children)
     assert "lab-frame component" in text and "not a leak" in text
     assert "0.781 vs 1.000 of variance" in text and "e+0" not in text
 
@@ -64,7 +51,7 @@ def test_skipped_stages_are_listed_with_their_reasons_in_the_panel_and_the_repor
     report = {"name": "three small", "n_molecules": 3, "skipped_stages": skipped,
               "verdict": {"aligned": None, "text": "Not enough molecules for orientation statistics."}}  # fmt: skip
     children = verdict_children(report)
-    listed = _text([_by_id(children, SKIPPED)])
+    listed = component_text([_by_id(children, SKIPPED)])
     assert "statistics" in listed and "got 3" in listed and "models" in listed and "at least 20" in listed
     page = static_report_html(report, [])
     assert "id='skipped-stages'" in page and "needs more than 6 molecules, got 3" in page
@@ -72,7 +59,9 @@ def test_skipped_stages_are_listed_with_their_reasons_in_the_panel_and_the_repor
 
 
 def test_html_report_names_the_active_group_and_smarts():
-    page = static_report_html(_aligned(), [], {"group": "C7H10O2 (formula)", "SMARTS highlight": "C=O (12 matching)"})
+    page = static_report_html(
+        aligned_report(), [], {"group": "C7H10O2 (formula)", "SMARTS highlight": "C=O (12 matching)"}
+    )
     assert "id='active-view'" in page and "C7H10O2 (formula)" in page and "C=O (12 matching)" in page
     assert "Aligned: 4 of 4 tests reject " in page and "Self-check" in page
     assert "id='verdict-badge'>Aligned — strong effect<" in page and f"verdict rule {RULE_VERSION}" in page
@@ -81,10 +70,12 @@ def test_html_report_names_the_active_group_and_smarts():
 def test_a_column_without_any_value_is_left_out():
     from orientscope.services.report_format import control_report
 
-    children = verdict_children(control_report(_aligned()), main=False)
+    children = verdict_children(control_report(aligned_report()), main=False)
     heads = [[th.children for th in t.children[0].children.children] for t in _tables(children)]
     assert heads and all("control" not in h and "control gain" not in h for h in heads)
-    assert "– vs –" not in _text(children) and "this set's own random-rotation control" not in _text(children)
+    assert "– vs –" not in component_text(children) and "this set's own random-rotation control" not in component_text(
+        children
+    )
 
 
 def _tables(children):
@@ -94,5 +85,5 @@ def _tables(children):
 def test_kl_scale_never_shows_a_negative_zero():
     from orientscope.app.verdict import kl_scale
 
-    text = _text(kl_scale(0.907, -0.0004))
+    text = component_text(kl_scale(0.907, -0.0004))
     assert "control 0.00" in text and "-0.00" not in text and "this set 0.91" in text

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import psutil
 
 from tests.bench.common import write_section
 from tests.bench.http_load import drive
+from tests.harness import free_port, wait_healthy, wait_warm
 
 CLIENTS = 32
 DURATION_S = 30.0
@@ -34,12 +34,6 @@ BASELINE_S = 10.0
 RUNS = 3  # issue 14: a figure counts as changed only if the medians of 3 runs differ by more than 10 %
 SEED = 0
 TARGETS = {"molecules/{id}": "p95 ≤ 50 ms, 0 errors", "summary": "p95 ≤ 50 ms, 0 errors"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ensure_store(data_dir: Path) -> float:
@@ -63,17 +57,14 @@ def _start_server(data_dir: Path, port: int) -> tuple[subprocess.Popen, float]:
 
 
 def wait_until_healthy(proc: subprocess.Popen, port: int, t0: float, limit_s: float) -> float:
-    """Seconds from ``t0`` until the server on ``port`` answers /api/health; RuntimeError if it dies or times out."""
-    url = f"http://127.0.0.1:{port}/api/health"
-    while True:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return time.perf_counter() - t0
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.perf_counter() - t0 > limit_s:
-            raise RuntimeError("the server did not start")
-        time.sleep(0.05)
+    """Seconds from ``t0`` until the server on ``port`` answers /api/health; AssertionError if it dies or times out."""
+    wait_healthy(f"http://127.0.0.1:{port}", proc, timeout_s=_left(t0, limit_s))
+    return time.perf_counter() - t0
+
+
+def _left(t0: float, limit_s: float) -> float:
+    """Seconds left of ``limit_s`` counted from ``t0`` (a perf_counter reading); a wait needs some."""
+    return max(limit_s - (time.perf_counter() - t0), 0.01)
 
 
 def _median_run(runs: list[dict]) -> dict:
@@ -84,17 +75,13 @@ def _median_run(runs: list[dict]) -> dict:
 
 
 def wait_until_warm(port: int, t0: float, limit_s: float) -> float:
-    """Seconds from ``t0`` until /api/health stops reporting the start-up warm-up; RuntimeError on time-out.
+    """Seconds from ``t0`` until /api/health stops reporting the start-up warm-up; AssertionError on time-out.
 
     Requests measured during the warm-up share the cores with it (map index, k-d tree, fingerprints):
     on full QM9 it doubled the 32-client p95 of molecules/{id}.
     """
-    url = f"http://127.0.0.1:{port}/api/health"
-    while time.perf_counter() - t0 < limit_s:
-        if not httpx.get(url, timeout=5).json().get("warming"):
-            return time.perf_counter() - t0
-        time.sleep(0.2)
-    raise RuntimeError("the server did not finish warming up")
+    wait_warm(f"http://127.0.0.1:{port}", timeout_s=_left(t0, limit_s))
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -105,7 +92,7 @@ def main() -> None:
     ids = list(load_dataset(data_dir, "qm9").ids)
     rng = random.Random(SEED)
     sample = rng.sample(ids, 2000)
-    port = _free_port()
+    port = free_port()
     proc, start_s = _start_server(data_dir, port)
     base = f"http://127.0.0.1:{port}"
     try:

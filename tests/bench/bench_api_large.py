@@ -34,9 +34,10 @@ import pandas as pd
 import psutil
 
 from orientscope.services.cache import VIEW_CACHE_MB_ENV
-from tests.bench.bench_api import _free_port, wait_until_healthy, wait_until_warm
+from tests.bench.bench_api import wait_until_healthy, wait_until_warm
 from tests.bench.common import write_section
 from tests.bench.http_load import drive
+from tests.harness import free_port
 
 CLIENTS = 32
 DURATION_S = 20.0
@@ -158,7 +159,7 @@ def _export_start(base: str, path: str) -> tuple[float, float]:
 
 def _run(data: Path, dataset_id: str, ids: list[str], chemistry: bool) -> dict:
     """Everything measured on one served dataset."""
-    port = _free_port()
+    port = free_port()
     proc, start_s = _start_server(data, port)
     spawned = time.perf_counter() - start_s  # the one-offs below run before the warm-up is waited for
     base = f"http://127.0.0.1:{port}"

@@ -24,9 +24,10 @@ from pathlib import Path
 
 import httpx
 
-from tests.bench.bench_api import CLIENTS, _free_port, wait_until_healthy, wait_until_warm
+from tests.bench.bench_api import CLIENTS, wait_until_healthy, wait_until_warm
 from tests.bench.common import write_section
 from tests.bench.http_load import drive
+from tests.harness import free_port
 
 N_MOLECULES = 20_000  # the edge's cost is per request, not per molecule: a subset keeps the set-up short
 ROUNDS = 6  # the machine is shared: many short alternating runs, compared in pairs
@@ -50,7 +51,7 @@ def ensure_store(data_dir: Path) -> None:
 
 def one_run(tree: Path, data_dir: Path, paths: list[str], seed: int) -> dict:
     """Serve from ``tree``, wait for the warm-up, drive 32 clients; the load figures and the load average."""
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "orientscope.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)]
     env = {**os.environ, "PYTHONPATH": str(tree)}  # this tree's backend and app, before the installed one
     t0 = time.perf_counter()

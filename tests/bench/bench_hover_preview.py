@@ -22,6 +22,7 @@ import numpy as np
 from tests.bench.bench_ui import cpu_reference_s, ensure_store
 from tests.bench.common import write_section
 from tests.browser.chrome import make_driver, map_drawn, quit_driver, serve
+from tests.harness import wait_until
 
 N_SAMPLES = 20
 HOVER_DEBOUNCE_MS = 120  # orientscope.js HOVER_MS
@@ -92,8 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         driver = make_driver()
         try:
             driver.get(base + "/?dataset=qm9&view=map&color=prop:gap")
-            while not map_drawn(driver):
-                time.sleep(0.05)
+            wait_until(lambda: map_drawn(driver), timeout_s=600, what="the map", poll_s=0.05)
             time.sleep(SETTLE_S)  # the server's warm-up and the page's idle work end
             results["cold"] = previews(driver, md, rows, MAP_SCALE)
             results["warm"] = previews(driver, md, rows, MAP_SCALE)

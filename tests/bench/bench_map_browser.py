@@ -40,6 +40,7 @@ from tests.bench.bench_ui import (
 )
 from tests.bench.common import write_section
 from tests.browser.chrome import make_driver, map_drawn, quit_driver, serve, severe_console
+from tests.harness import wait_job, wait_until
 
 N_NAV = 5
 N_FIRST_PAINT_CLICKS = 3
@@ -74,14 +75,7 @@ def run_search(base: str, dataset_id: str, smarts: str) -> dict:
     _, raw = _http(f"{base}/api/datasets/{dataset_id}/smarts", {"smarts": smarts})
     job = json.loads(raw)
     out = {"kept": job["state"] == "done"}
-    t0 = time.perf_counter()
-    while True:
-        record = json.loads(_http(f"{base}/api/jobs/{job['job_id']}")[1])
-        if record["state"] not in ("queued", "running"):
-            break
-        if time.perf_counter() - t0 > SMARTS_JOB_TIMEOUT_S:
-            raise TimeoutError(f"the SMARTS search job {job['job_id']} did not finish")
-        time.sleep(5.0)
+    record = wait_job(base, f"/api/jobs/{job['job_id']}", timeout_s=SMARTS_JOB_TIMEOUT_S, poll_s=5.0)
     if record["state"] != "done":
         raise RuntimeError(f"the SMARTS search job failed: {record.get('message')}")
     out["seconds"] = record["finished"] - record["created"]  # queued to done, whenever it ran
@@ -125,9 +119,7 @@ def measure(data_dir: Path, dataset_id: str, zooms: bool = True, smarts: str | N
         try:
             t0 = time.perf_counter()
             driver.get(base + url)  # the warm-up navigation (the browser's first visit fills the layout caches)
-            deadline = time.perf_counter() + WARM_TIMEOUT_S
-            while not map_drawn(driver) and time.perf_counter() < deadline:
-                time.sleep(0.5)
+            wait_until(lambda: map_drawn(driver), timeout_s=WARM_TIMEOUT_S, what="the warm-up's map", poll_s=0.5)
             results["warm"] = time.perf_counter() - t0
             results |= cold_navigations(base + url, N_NAV)
             results["fp_click"] = [time_first_paint_click(base + url, md) for _ in range(N_FIRST_PAINT_CLICKS)]

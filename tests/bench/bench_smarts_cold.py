@@ -29,7 +29,7 @@ import httpx
 from tests.bench.bench_api import _ensure_store, wait_until_healthy, wait_until_warm
 from tests.bench.bench_ui import cpu_reference_s
 from tests.bench.common import ROOT, write_section
-from tests.browser.chrome import free_port
+from tests.harness import free_port
 
 SECTION = "smarts-cold"
 TARGET_S = 2.0

@@ -25,6 +25,7 @@ import numpy as np
 
 from orientscope.store.atomic import atomic_write_bytes
 from tests.browser.chrome import first_paint_pixels, make_driver, map_drawn, quit_driver, serve
+from tests.harness import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SECTION = "ui"
@@ -82,13 +83,7 @@ def ensure_store(data_dir: Path) -> Path:
 
 
 def _wait(fn, timeout=120.0, poll=0.02):
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(poll)
-    raise TimeoutError("benchmark condition not reached")
+    return wait_until(fn, timeout_s=timeout, what="the benchmark's condition", poll_s=poll)
 
 
 # When the map's first paint (the server's image inside the page HTML, app/first_paint.py) set the test

@@ -30,6 +30,7 @@ import numpy as np
 from tests.bench.bench_ui import FIRST_PAINT_JS, _wait, cpu_reference_s, ensure_store, time_zooms
 from tests.bench.common import write_section
 from tests.browser.chrome import make_driver, map_drawn, quit_driver, serve
+from tests.harness import wait_until
 
 N_SAMPLES = int(os.environ.get("ORIENTSCOPE_BENCH_SAMPLES", "20"))  # fewer only for a trial run
 HOVER_DEBOUNCE_MS = 120  # orientscope.js HOVER_MS
@@ -93,8 +94,9 @@ def landing(url: str, n: int) -> tuple[list[float], list[float]]:
         try:
             t0 = time.perf_counter()
             driver.get(url)
-            while not map_drawn(driver, first_paint=True):
-                time.sleep(0.01)
+            wait_until(
+                lambda d=driver: map_drawn(d, first_paint=True), timeout_s=120, what="the first paint", poll_s=0.01
+            )
             fp = driver.execute_script(FIRST_PAINT_JS)  # since navigation start, set by the first paint
             first.append(fp if fp is not None else time.perf_counter() - t0)
             interactive.append(_wait(lambda d=driver: d.execute_script(INTERACTIVE_JS), poll=0.01))
@@ -187,8 +189,7 @@ def measure(data_dir: Path, dataset_id: str, read_only: bool, rng, scale: float,
             for name, path in views if full else views[:1]:
                 results[name], results[name + "-dash"] = measured(name, lambda p=path: landing(base + p, N_SAMPLES))
             driver.get(base + f"/?dataset={dataset_id}&view=map")
-            while not map_drawn(driver):
-                time.sleep(0.05)
+            wait_until(lambda: map_drawn(driver), timeout_s=600, what="the map", poll_s=0.05)
             image = measured(
                 # above the point budget (30,000 points in view): most of the sky
                 "zoom-image",
@@ -199,8 +200,7 @@ def measure(data_dir: Path, dataset_id: str, read_only: bool, rng, scale: float,
             )
             results["zoom"] = {mode: [s for s, m in image + points if m == mode] for mode in ("image", "points")}
             driver.get(base + f"/?dataset={dataset_id}&view=map")
-            while not map_drawn(driver):
-                time.sleep(0.05)
+            wait_until(lambda: map_drawn(driver), timeout_s=600, what="the map", poll_s=0.05)
             if full:
                 results["hover"] = measured("hover", lambda: hovers(driver, md, N_SAMPLES, rng, scale))
             results["preview"] = measured("preview", lambda: preview_hovers(driver, md, N_SAMPLES, rng, scale))

@@ -25,6 +25,7 @@ from orientscope.pipeline.ingest import ingest_file
 from orientscope.science.perception import BOND_ORDER_BUDGET_S
 from orientscope.services.report import build_report
 from tests.bench.common import write_section
+from tests.harness import GaveUp, exited, wait_until
 
 SEED = 0
 N_SET = 10_000
@@ -98,10 +99,11 @@ def ctrl_c_latency(path: Path, pattern: str, wait_s: float) -> tuple[float, int]
         proc = subprocess.Popen([EXE, "ingest", str(path), "--name", "interrupted", "--data-dir", str(work / "data")],
                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)  # fmt: skip
     try:
-        while pattern not in log.read_text(errors="replace"):
-            if proc.poll() is not None:
-                return float("nan"), proc.returncode
-            time.sleep(0.02)
+        try:
+            seen = lambda: pattern in log.read_text(errors="replace")  # noqa: E731
+            wait_until(seen, timeout_s=600, what=f"{pattern!r} in {log}", poll_s=0.02, give_up=exited(proc))
+        except GaveUp:
+            return float("nan"), proc.returncode
         time.sleep(wait_s)
         t0 = time.perf_counter()
         os.killpg(proc.pid, signal.SIGINT)

@@ -314,19 +314,15 @@ def _molecule_ids(data_dir: Path) -> list[str]:
 
 
 def _serve(data_dir: Path, port: int, workers: int) -> tuple[subprocess.Popen, float]:
+    from tests.harness import exited, wait_until
+
     cmd = [sys.executable, "-m", "orientscope.cli", "serve", "--data-dir", str(data_dir), "--port", str(port),
            "--read-only", "--workers", str(workers)]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).json().get("ready"):
-                return proc, time.perf_counter() - t0
-        except (httpx.HTTPError, ValueError):
-            pass
-        if proc.poll() is not None or time.perf_counter() - t0 > 300:
-            raise RuntimeError("the server did not start")
-        time.sleep(0.1)
+    ready = lambda: httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).json().get("ready")  # noqa: E731
+    wait_until(ready, timeout_s=300, what="the server to be ready", poll_s=0.1, give_up=exited(proc))
+    return proc, time.perf_counter() - t0
 
 
 def _table(result: dict) -> list[str]:
@@ -369,8 +365,9 @@ def _think(text: str) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from tests.bench.bench_api import _free_port, wait_until_warm
+    from tests.bench.bench_api import wait_until_warm
     from tests.bench.common import write_section
+    from tests.harness import free_port
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ORIENTSCOPE_DATA_DIR", "data")))
@@ -386,7 +383,7 @@ def main(argv: list[str] | None = None) -> None:
 
     precompute_s = _ensure_store(args.data_dir)
     ids = _molecule_ids(args.data_dir)
-    port = _free_port()
+    port = free_port()
     load_before = os.getloadavg()
     proc, start_s = _serve(args.data_dir, port, args.workers)
     # The server's own start-up warm-up (kernels, first paint, k-d tree) shares the cores with whatever runs

@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
 import numpy as np
+
+from tests.harness import exited, free_port, start_server, stop, wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -24,12 +23,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 def chromium_available() -> bool:
     return Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _warming(base: str) -> bool:
@@ -52,34 +45,19 @@ def serve(data_dir: Path, read_only: bool = False, timeout_s: float = 60.0, env:
     if warm:
         cmd.append("--warm")
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, **(env or {})}
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/_dash-layout", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    raise RuntimeError(
-                        f"dashboard server did not start:\n{log.read().decode(errors='replace')}"
-                    ) from None
-                time.sleep(0.2)
-        while warm and _warming(base):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("dashboard server did not finish its warm-up")
-            time.sleep(0.5)
+        proc, base = start_server(cmd, port, timeout_s, "/_dash-layout", cwd=REPO, stdout=log, stderr=log, env=env)
+    except AssertionError as err:
+        log.seek(0)
+        raise RuntimeError(f"dashboard server did not start ({err}):\n{log.read().decode(errors='replace')}") from None
+    try:
+        if warm:
+            wait_until(lambda: not _warming(base), timeout_s, "the dashboard server's warm-up", 0.5, exited(proc))
         yield base
     finally:
         close_pages(base)  # before the server goes: a page left open would fail to reach it in its console
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         log.close()
 
 
@@ -298,14 +276,3 @@ def after_frames(driver) -> None:
     """Return once the page has drawn two more frames: what an input event sets off for the next frame (plotly's
     3D picking, a redraw) has run. A barrier of the page's own, where a fixed pause would be a guess."""
     driver.execute_async_script(NEXT_FRAMES_JS)
-
-
-def wait_until(predicate, timeout_s: float = 120.0):
-    """The first truthy value of ``predicate()``, polled every 0.25 s (AssertionError after ``timeout_s``)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError("timed out")

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tests.browser.chrome import chromium_available, console_errors, make_driver, quit_driver, serve
+from tests.browser.pages import BUDGET
 
 # Set by .ci/run (CI=true is also set by most CI runners): there the browser tests must run, not skip.
 CI_ENVS = ("ORIENTSCOPE_CI", "CI")
@@ -64,6 +65,13 @@ def chromium():
 @pytest.fixture(scope="module")
 def base_url(qm9_store):
     with serve(qm9_store) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def image_url(qm9_store):
+    """The dashboard with a point budget below the store's points: the whole map is an image."""
+    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": str(BUDGET)}) as url:
         yield url
 
 

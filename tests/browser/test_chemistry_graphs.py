@@ -10,9 +10,8 @@ from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.science.perception import NO_GRAPH_REASONS
 from orientscope.store.shards import save_sharded
 from tests.browser.chrome import serve
-from tests.browser.test_dashboard import open_page, text_of
-from tests.pipeline.test_chemistry_beyond_qm9 import ORGANICS
-from tests.science.test_perception import ACETATE, COSTLY_SMILES, embedded
+from tests.browser.pages import open_page, text_of
+from tests.molecules import ACETATE, COSTLY_SMILES, ORGANICS, embedded
 
 pytestmark = pytest.mark.browser
 

@@ -6,8 +6,8 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from tests.browser.chrome import serve
-from tests.browser.test_dashboard import open_page, wait_for
-from tests.pipeline.test_symmetry import PARAMS, store_a_failing_control
+from tests.browser.pages import open_page, wait_for
+from tests.constructed_stores import PARAMS, store_a_failing_control
 
 pytestmark = pytest.mark.browser
 

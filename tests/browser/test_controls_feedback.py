@@ -6,7 +6,7 @@ from __future__ import annotations
 from selenium.webdriver.common.by import By
 
 from tests.browser.chrome import map_drawn
-from tests.browser.test_dashboard import settle, text_of, wait_for
+from tests.browser.pages import settle, text_of, wait_for
 
 
 def _box(driver, axis: str):

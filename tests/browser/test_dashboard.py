@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 import urllib.request
 
 import numpy as np
@@ -19,29 +18,13 @@ from orientscope.services.molecules import match_smarts
 from tests.browser.chrome import (
     PageRequests,
     make_driver,
-    map_drawn,
     map_traces,
     quit_driver,
     serve,
 )
+from tests.browser.pages import choose, isolated_point_pixel, open_page, settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
-TIMEOUT_S = 40
-
-
-def wait_for(fn, timeout=TIMEOUT_S, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = fn()
-        except Exception as err:  # the page may be mid-render
-            last = err
-        else:
-            if last:
-                return last
-        time.sleep(0.15)
-    raise AssertionError(f"timed out waiting for {what}; last value {last!r}")
 
 
 def point_traces(driver, with_arrays=False) -> list[dict]:
@@ -59,51 +42,6 @@ def molecules_at(md, x, y) -> list[int]:
     mx, my = (np.where(drawn, np.asarray(v, np.float64), 0.0) for v in (md.x, md.y))
     hits = drawn & (map_units(mx) == x) & (map_units(my) == y)
     return sorted(set(np.flatnonzero(hits.any(axis=1)).tolist()))
-
-
-# After two painted frames (a plot or a draw already under way has run), the map's place on the page,
-# or null while a Dash callback is pending (dash-renderer shows ._dash-loading-callback exactly then)
-# or a component is loading.
-SETTLED_JS = """
-const done = arguments[arguments.length - 1];
-requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
-  if (document.querySelector('[data-dash-is-loading="true"], ._dash-loading-callback')) return done(null);
-  const gd = document.querySelector('#orientation-map .js-plotly-plot');
-  done(gd ? JSON.stringify(gd.getBoundingClientRect()) + document.body.scrollHeight : null);
-})));
-"""
-
-
-def settle(driver):
-    """Wait until no callback is pending and the map stops moving (content above it can shift it).
-
-    The barrier before checking that something did not happen: what a click or a load sets off reaches
-    Dash as a pending callback or as a frame to draw.
-    """
-    last = {"v": None}
-
-    def stable():
-        now = driver.execute_async_script(SETTLED_JS)
-        same = now is not None and now == last["v"]
-        last["v"] = now
-        return same
-
-    wait_for(stable, what="the page to settle")
-
-
-def open_page(driver, url):
-    driver.get(url)
-    wait_for(lambda: map_drawn(driver), what="the orientation map")
-    wait_for(lambda: text_of(driver, "verdict"), what="the verdict")
-    settle(driver)
-
-
-def text_of(driver, element_id):
-    return driver.find_element(By.ID, element_id).text
-
-
-def viewer_molecule(driver, element_id="molecule-viewer"):
-    return driver.execute_script(f"return document.getElementById('{element_id}').dataset.molecule || null")
 
 
 def test_page_loads_without_console_errors_or_foreign_requests(driver, base_url):
@@ -143,33 +81,9 @@ def test_map_holds_one_point_per_defined_axis_per_molecule(driver, base_url, qm9
     assert {"outline", "graticule", "reference"} <= set(kinds)
 
 
-def _isolated_point_pixel(driver):
-    """Map units and on-screen offset (from the plot centre) of a map point far from every other point."""
-    return driver.execute_script(
-        """
-        const gd = document.querySelector('#orientation-map .js-plotly-plot');
-        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-        const xs = [], ys = [];
-        for (const t of gd._fullData) {
-          if (!(t.meta && t.meta.kind === 'points')) continue;
-          for (let i = 0; i < t._length; i++) { xs.push(t.x[i]); ys.push(t.y[i]); }
-        }
-        const px = xs.map(v => xa._offset + xa.l2p(v)), py = ys.map(v => ya._offset + ya.l2p(v));
-        let best = -1, bestD = 0;
-        for (let i = 0; i < Math.min(px.length, 400); i++) {
-          let d = Infinity;
-          for (let j = 0; j < px.length; j++) { if (j !== i) d = Math.min(d, Math.hypot(px[i]-px[j], py[i]-py[j])); }
-          if (d > bestD) { bestD = d; best = i; }
-        }
-        const r = gd.getBoundingClientRect();
-        return {x: xs[best], y: ys[best], dx: px[best] - r.width / 2, dy: py[best] - r.height / 2, gap: bestD};
-        """
-    )
-
-
 def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
     open_page(driver, base_url + "/?dataset=qm9&view=map")
-    target = _isolated_point_pixel(driver)
+    target = isolated_point_pixel(driver)
     assert target["gap"] > 4
     md = load_map_data(qm9_store, "qm9")
     rows = molecules_at(md, target["x"], target["y"])
@@ -177,7 +91,7 @@ def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
     expected = str(md.ids[rows[0]])
     graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
-    target = _isolated_point_pixel(driver)
+    target = isolated_point_pixel(driver)
     ActionChains(driver).move_to_element_with_offset(graph, int(round(target["dx"])), int(round(target["dy"]))).pause(
         0.3
     ).click().perform()
@@ -230,21 +144,10 @@ def test_unknown_dataset_and_molecule_get_friendly_messages(driver, base_url):
     assert "Unknown molecule 'zzz'" in msg
 
 
-def _choose(driver, dropdown_id, label):
-    driver.find_element(By.ID, dropdown_id).click()
-    option = wait_for(
-        lambda: [
-            e for e in driver.find_elements(By.XPATH, f"//*[normalize-space(text())='{label}']") if e.is_displayed()
-        ],
-        what=f"option {label}",
-    )[0]
-    option.click()
-
-
 def test_colour_by_and_group_filter_change_the_figure(driver, base_url, qm9_store):
     open_page(driver, base_url + "/?dataset=qm9&view=map")
     before = [t["color"] for t in point_traces(driver, True)]
-    _choose(driver, "color-by", "property: mu")
+    choose(driver, "color-by", "property: mu")
     wait_for(lambda: "color=prop" in driver.current_url, what="colour in the URL")
     after = wait_for(
         lambda: (t := point_traces(driver, True)) and [p["color"] for p in t] != before and t, what="recoloured map"

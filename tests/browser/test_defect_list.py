@@ -18,16 +18,10 @@ from orientscope.services.grouping import group_label_map
 from orientscope.services.groups import list_groups
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import group_ids, match_smarts
-from tests.browser.chrome import serve
-from tests.browser.test_dashboard import map_traces, open_page, settle, text_of, viewer_molecule, wait_for
+from tests.browser.chrome import map_traces, serve
+from tests.browser.pages import open_page, settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def image_url(qm9_store):
-    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
-        yield url
 
 
 FIGURE_JS = """

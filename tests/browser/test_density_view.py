@@ -15,8 +15,7 @@ from selenium.webdriver.common.by import By
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import density_cells, load_map_data
 from tests.browser.chrome import map_drawn, serve
-from tests.browser.test_dashboard import settle, text_of, wait_for
-from tests.browser.test_map_scale import open_map
+from tests.browser.pages import open_map, settle, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 MAIN, CONTROL = "#orientation-map", "#control-map"
@@ -105,7 +104,13 @@ def test_a_zoom_bins_both_maps_anew_the_control_leads_and_follows_and_the_url_ke
     # the back button: the first zoom again, on both maps
     before = (main, control)
     driver.back()
-    main, control = _redrawn(driver, before)
+    _redrawn(driver, before)
+
+    def first_region():  # both maps redrawn may pass through the second region first: wait for the first's
+        both = _both(driver)
+        return all(both) and all(m["x"][0] <= x0 + 1e-3 for m in both) and both
+
+    main, control = wait_for(first_region, what="the first zoom on both maps again")
     for shown in (main, control):  # the first region again, about its centre (the plot's aspect may widen it)
         assert shown["x"][0] <= x0 + 1e-3 and shown["x"][1] >= x1 - 1e-3 and shown["y"][0] <= y0 + 1e-3
         assert sum(shown["x"]) / 2 == pytest.approx((x0 + x1) / 2, abs=1e-3) and shown["x"][1] - shown["x"][0] < 2

@@ -4,14 +4,14 @@ server keeps finished layouts per page URL, and a model audit added since must n
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 import uuid
 
 from selenium.webdriver.common.by import By
 
 from orientscope.store.datasets import load_dataset
-from tests.browser.test_dashboard import wait_for
+from tests.browser.pages import wait_for
+from tests.harness import wait_until
 
 
 def _post_audit(base: str, csv: str, name: str) -> dict:
@@ -45,9 +45,7 @@ def test_an_audit_added_after_the_page_was_served_is_listed_when_it_is_opened_ag
     gap = mols.properties["gap"].to_numpy()
     csv = "id,property,stored,rotated\n" + "".join(f"{i},gap,{g},{g}\n" for i, g in zip(mols.ids, gap, strict=True))
     accepted = _post_audit(writable_url, csv, "direct open model")
-    deadline = time.monotonic() + 120
-    while not any(a["id"] == accepted["audit_id"] and a["state"] == "done" for a in _audits(writable_url)):
-        assert time.monotonic() < deadline, _audits(writable_url)
-        time.sleep(0.5)
+    done = lambda: any(a["id"] == accepted["audit_id"] and a["state"] == "done" for a in _audits(writable_url))  # noqa: E731
+    wait_until(done, timeout_s=120, what="the audit to be done", poll_s=0.5)
     driver.get(page)  # opened again (a reload, a bookmark): the audit is listed
     wait_for(lambda: "direct open model" in options(), what="the new audit in the list")

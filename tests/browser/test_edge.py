@@ -21,9 +21,10 @@ from selenium.webdriver.common.keys import Keys
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
-from tests.api.test_edge import READ_TOKEN, WRITE_TOKEN, stored
-from tests.browser.chrome import chromium_available, free_port, make_driver, map_traces, quit_driver, wait_until
-from tests.browser.test_dashboard import _isolated_point_pixel, open_page, text_of
+from tests.api.guarded import READ_TOKEN, WRITE_TOKEN, stored
+from tests.browser.chrome import chromium_available, make_driver, map_traces, quit_driver
+from tests.browser.pages import isolated_point_pixel, open_page, text_of
+from tests.harness import free_port, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -145,7 +146,7 @@ def test_a_private_server_signs_in_from_a_link_then_the_whole_dashboard_works(
     # a click on the map selects a molecule
     graph = browser.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
-    target = _isolated_point_pixel(browser)
+    target = isolated_point_pixel(browser)
     ActionChains(browser).move_to_element_with_offset(graph, int(round(target["dx"])), int(round(target["dy"]))).pause(
         0.3
     ).click().perform()

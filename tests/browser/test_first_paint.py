@@ -13,7 +13,6 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_SCALE
 from orientscope.app.first_paint import SPHERE_RIGHT, SPHERE_UP
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import (
@@ -22,32 +21,23 @@ from tests.browser.chrome import (
     make_driver,
     map_drawn,
     quit_driver,
-    serve,
 )
-from tests.browser.test_dashboard import text_of, wait_for
-from tests.browser.test_map_scale import BUDGET
+from tests.browser.pages import (
+    FIRST_PAINT,
+    FIRST_PAINT_JS,
+    HOLD_JS,
+    PANEL_JS,
+    map_pixels,
+    static_map,
+    text_of,
+    wait_for,
+)
 
 pytestmark = pytest.mark.browser
-FIRST_PAINT = "#orientation-map[data-first-paint]"
-FIRST_PAINT_JS = "const m = document.querySelector(arguments[0]); return m ? m.dataset[arguments[1]] || null : null"
-PANEL_JS = "const e = document.querySelector('[data-first-paint] #' + arguments[0]); return e && e.textContent"
 TOOLTIP_JS = (
     "const t = document.querySelector('#orientation-map[data-first-paint] .map-tooltip');"
     "return t && !t.hidden && t.textContent"
 )
-
-
-@pytest.fixture(scope="module")
-def image_url(qm9_store):
-    """The dashboard with a point budget below the store's points: the whole map is an image."""
-    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": str(BUDGET)}) as url:
-        yield url
-
-
-def _map_pixels(driver, md, rows) -> np.ndarray:
-    """(len(rows), 3, 2) offsets of each molecule's three axis points on the static map (SVG y is down)."""
-    pts = [[float(md.x[r, a]) * MAP_SCALE, -float(md.y[r, a]) * MAP_SCALE] for r in rows for a in range(3)]
-    return first_paint_pixels(driver, pts).reshape(len(rows), 3, 2)
 
 
 def _targets(driver, md, n: int, seed: int = 0):
@@ -55,19 +45,12 @@ def _targets(driver, md, n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     out = []
     for row in rng.permutation(md.n_molecules)[:60]:
-        target = _map_pixels(driver, md, [row])[0, 0] + [2, -1]
+        target = map_pixels(driver, md, [row])[0, 0] + [2, -1]
         if np.abs(target).max() < 150:
             out.append((row, target))
         if len(out) == n:
             break
     return out
-
-
-def _static_map(driver, url):
-    driver.get(url)
-    wait_for(lambda: map_drawn(driver, first_paint=True), what="the first paint's test hook")
-    assert driver.execute_script("return typeof window.Plotly + typeof window.DashRenderer") == "undefinedundefined"
-    return driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " svg")
 
 
 def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_file_loaded(
@@ -76,10 +59,10 @@ def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_fil
     qm9_store,
 ):
     driver = without_scripts
-    svg = _static_map(driver, image_url + "/?dataset=qm9&view=map")
+    svg = static_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     for row, _ in _targets(driver, md, 10):  # hover a molecule's own point (an offset may fall on an empty pixel)
-        at = _map_pixels(driver, md, [row])[0, 0]
+        at = map_pixels(driver, md, [row])[0, 0]
         ActionChains(driver).move_to_element_with_offset(svg, int(at[0]), int(at[1])).perform()
         try:
             tip = wait_for(lambda: driver.execute_script(TOOLTIP_JS), timeout=5, what="the tooltip")
@@ -94,7 +77,7 @@ def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_fil
         ActionChains(driver).move_to_element_with_offset(svg, int(target[0]), int(target[1])).click().perform()
         chosen = wait_for(lambda: driver.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked"), what="the nearest")
         # the opened molecule has a shown point within 5 px of the click (+1: clicks land on whole pixels)
-        where = _map_pixels(driver, md, [md.row_of(chosen)])[0]
+        where = map_pixels(driver, md, [md.row_of(chosen)])[0]
         assert np.hypot(*(where - np.round(target)).T).min() <= 5.0 + 1.0
         # named under the map and shown in the page's static molecule panel (3Dmol.js is a blocked script file
         # here: the structure is not drawn), ringed on the map, and handed to Dash through the page URL
@@ -117,7 +100,7 @@ def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_fil
 
 def test_a_dot_of_the_static_sphere_opens_its_molecule(without_scripts, image_url, qm9_store):
     driver = without_scripts
-    svg = _static_map(driver, image_url + "/?dataset=qm9&view=sphere")
+    svg = static_map(driver, image_url + "/?dataset=qm9&view=sphere")
     md = load_map_data(qm9_store, "qm9")
     # the nearest-to-the-viewer dot (drawn last, on top of every other)
     cx, cy = driver.execute_script(
@@ -151,7 +134,7 @@ def test_a_click_on_the_static_map_while_dash_loads_opens_the_molecule_in_the_pa
         svg = drv.find_element(By.CSS_SELECTOR, FIRST_PAINT + " svg")
         md = load_map_data(qm9_store, "qm9")
         (_, target), *_ = _targets(drv, md, 1, seed=2)
-        every = _map_pixels(drv, md, np.arange(md.n_molecules))  # where each molecule is drawn when clicked
+        every = map_pixels(drv, md, np.arange(md.n_molecules))  # where each molecule is drawn when clicked
         ActionChains(drv).move_to_element_with_offset(svg, int(target[0]), int(target[1])).click().perform()
         # the first paint answered the click (whether Dash takes it over through the URL or its store) ...
         wait_for(
@@ -173,34 +156,6 @@ def test_a_click_on_the_static_map_while_dash_loads_opens_the_molecule_in_the_pa
         quit_driver(drv)
 
 
-# Installed before the page's scripts: Dash is held back until the test releases it (window.__release), either
-# before its renderer starts (it then asks for its layout after the click) or with its layout's answer held (it
-# asked before the click). From the frame the first paint's viewer has drawn a molecule on, every frame counts
-# whether no molecule panel shows that molecule with its structure (window.__blank).
-HOLD_JS = """
-const held = new Promise(resolve => { window.__release = resolve; });
-if (HOLD === 'renderer') {
-  let real;
-  Object.defineProperty(window, 'DashRenderer', {configurable: true, set(v) { real = v; },
-    get() { return real && function () { held.then(() => new real()); }; }});
-} else {
-  const plainFetch = window.fetch;
-  window.fetch = function (url) {
-    const answer = plainFetch.apply(this, arguments);
-    return /_dash-layout/.test(String(url)) ? answer.then(r => held.then(() => r)) : answer;
-  };
-}
-window.__blank = 0; window.__frames = 0;
-(function frame() {
-  const v = document.getElementById('molecule-viewer'), id = document.getElementById('molecule-id');
-  if (window.__frames || (v && v.dataset.molecule)) {
-    window.__frames += 1;
-    const shown = v && v.dataset.molecule && v.querySelector('canvas') && id && id.textContent === v.dataset.molecule;
-    if (!shown) { window.__blank += 1; }
-  }
-  requestAnimationFrame(frame);
-})();
-"""
 DASH_JS = (
     "const v = document.querySelector('#react-entry-point #molecule-viewer'), i = document.querySelector("
     "'#react-entry-point #molecule-id'); return v && !document.querySelector('[data-first-paint]') && "

@@ -14,7 +14,7 @@ from selenium.webdriver.common.keys import Keys
 from orientscope.pipeline.export import export_dataset
 from orientscope.services.datasets import dataset_summary
 from tests.browser.chrome import make_driver, map_drawn, quit_driver
-from tests.browser.test_dashboard import open_page, settle, text_of, wait_for
+from tests.browser.pages import open_page, settle, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 

@@ -17,11 +17,8 @@ from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import finite_pixels, map_drawn, serve
-from tests.browser.test_dashboard import wait_for
-from tests.browser.test_first_paint import _map_pixels, _static_map
-from tests.browser.test_map_pick import TIP_JS
-from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
+from tests.browser.chrome import finite_pixels, map_drawn
+from tests.browser.pages import TIP_JS, TO_PIXEL_JS, map_pixels, open_map, static_map, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -44,12 +41,6 @@ for (const s of ['.map-tooltip', '.hover-preview']) {
   const t = document.querySelector('#orientation-map ' + s); if (t) { t.hidden = true; t.dataset.molecule = ''; }
 }
 """
-
-
-@pytest.fixture(scope="module")
-def image_url(qm9_store):
-    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
-        yield url
 
 
 def _spots(driver, md, graph, n: int, seed: int = 3):
@@ -151,11 +142,11 @@ def test_a_rest_on_a_point_of_the_sphere_previews_its_molecule(driver, base_url)
 
 def test_the_first_paint_previews_the_molecule_its_hover_names(without_scripts, image_url, qm9_store):
     driver = without_scripts
-    svg = _static_map(driver, image_url + "/?dataset=qm9&view=map")
+    svg = static_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     rng = np.random.default_rng(11)
     for row in rng.permutation(np.flatnonzero(~np.isnan(md.x[:, 0])))[:30]:  # molecules whose axis 1 is drawn
-        at = _map_pixels(driver, md, [row])[0, 0]
+        at = map_pixels(driver, md, [row])[0, 0]
         if np.abs(at).max() > 150:
             continue
         ActionChains(driver).move_to_element_with_offset(svg, int(at[0]), int(at[1])).perform()

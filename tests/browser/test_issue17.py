@@ -12,8 +12,8 @@ from orientscope.core.numbers import format_percent
 from orientscope.services.cache import get_view
 from orientscope.services.datasets import dataset_summary
 from orientscope.services.grouping import group_ids, group_label_map
-from tests.browser.chrome import serve
-from tests.browser.test_dashboard import _choose, map_traces, open_page, settle, text_of, wait_for
+from tests.browser.chrome import map_traces, serve
+from tests.browser.pages import choose, open_page, settle, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -86,7 +86,7 @@ def test_picking_b_puts_compare_in_the_url(driver, base_url):
     open_page(driver, base_url + "/?dataset=qm9")
     box = driver.find_element(By.ID, "compare-b")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
-    _choose(driver, "compare-b", "QM9 (400) · control")
+    choose(driver, "compare-b", "QM9 (400) · control")
     wait_for(lambda: "compare=qm9%3A%3Acontrol" in driver.current_url, what="compare in the URL")
     wait_for(lambda: driver.execute_script(REGRESSION_JS, "#compare-panel-b"), what="panel B")
 
@@ -144,14 +144,19 @@ def small_sets_url(tmp_path_factory):
     from orientscope.pipeline.ingest import ingest_file
     from orientscope.pipeline.precompute import make_params, precompute
     from orientscope.store.shards import save_sharded
-    from tests.molecules import WATER_METHANE_FORMALDEHYDE_XYZ
-    from tests.pipeline.test_small_sets import NO_SMILES, _embedded
+    from tests.molecules import NO_SMILES, WATER_METHANE_FORMALDEHYDE_XYZ, embedded
 
     data_dir = tmp_path_factory.mktemp("small-sets") / "data"
     path = data_dir.parent / "three.xyz"
     path.write_text(WATER_METHANE_FORMALDEHYDE_XYZ)
     three = ingest_file(data_dir, path, "three small")["id"]
-    save_sharded(data_dir, "nosmiles", from_molecules(_embedded(NO_SMILES)), name="no SMILES", source="constructed")
+    save_sharded(
+        data_dir,
+        "nosmiles",
+        from_molecules([embedded(smi) for smi in NO_SMILES]),
+        name="no SMILES",
+        source="constructed",
+    )
     precompute(data_dir, "nosmiles", make_params(seed=3))
     with serve(data_dir) as url:
         yield url, three

@@ -13,8 +13,7 @@ from selenium.webdriver.common.by import By
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import density_grids, load_map_data
 from tests.browser.chrome import after_frames, first_paint_pixels, make_driver, map_drawn, quit_driver
-from tests.browser.test_dashboard import text_of, wait_for
-from tests.browser.test_first_paint import FIRST_PAINT, FIRST_PAINT_JS, HOLD_JS, PANEL_JS
+from tests.browser.pages import FIRST_PAINT, FIRST_PAINT_JS, HOLD_JS, PANEL_JS, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 TIP_JS = "const t = document.querySelector(arguments[0] + ' .map-tooltip');return t && !t.hidden ? t.textContent : null"

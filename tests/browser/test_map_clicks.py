@@ -12,9 +12,8 @@ from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import finite_pixels, serve
-from tests.browser.test_dashboard import text_of, wait_for
-from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
+from tests.browser.chrome import finite_pixels
+from tests.browser.pages import TO_PIXEL_JS, open_map, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -22,12 +21,6 @@ HOVERED_JS = """
 const gd = document.querySelector('#orientation-map .js-plotly-plot');
 window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.points[0]; });
 """
-
-
-@pytest.fixture(scope="module")
-def image_url(qm9_store):
-    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
-        yield url
 
 
 def _click_near_a_point(driver, graph, md) -> None:

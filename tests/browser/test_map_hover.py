@@ -12,9 +12,8 @@ from selenium.webdriver.common.action_chains import ActionChains
 
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import map_drawn, serve
-from tests.browser.test_dashboard import wait_for
-from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
+from tests.browser.chrome import map_drawn
+from tests.browser.pages import TO_PIXEL_JS, open_map, wait_for
 
 pytestmark = pytest.mark.browser
 N_HOVERS = 50  # per mode
@@ -57,13 +56,6 @@ return {text: t.textContent, molecule: t.dataset.molecule, axis: Number(t.datase
         card_molecule: c.dataset.molecule, card_axis: Number(c.dataset.axis), card: c.textContent,
         cursor: window.__cursor};
 """
-
-
-@pytest.fixture(scope="module")
-def image_url(qm9_store):
-    """The small store's 1,200 points over a budget of 300: the whole map is an image."""
-    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
-        yield url
 
 
 def _picked(md, grid: dict, cursor) -> tuple[int, int, int, int] | None:

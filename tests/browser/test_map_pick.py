@@ -5,25 +5,28 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import MAP_SCALE
-from orientscope.core.dataset import MoleculeSet
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import first_paint_pixels, map_drawn, serve
-from tests.browser.test_dashboard import text_of, wait_for
-from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
+from tests.browser.pages import (
+    FIRST_PAINT,
+    FIRST_PAINT_JS,
+    PANEL_JS,
+    TIP_JS,
+    TO_PIXEL_JS,
+    open_map,
+    static_map,
+    text_of,
+    wait_for,
+)
+from tests.molecules import waters
 
 pytestmark = pytest.mark.browser
 N_STACKED = 50
 
-TIP_JS = """
-const t = document.querySelector('#orientation-map .map-tooltip');
-return t && !t.hidden && t.textContent ? {text: t.textContent, molecule: t.dataset.molecule, shared: t.dataset.shared}
-                                       : null;
-"""
 CHOOSER_JS = """
 const c = document.querySelector('#orientation-map .map-chooser');
 if (!c || c.dataset.page === undefined) return null;
@@ -32,33 +35,13 @@ return {page: Number(c.dataset.page), total: Number(c.dataset.total), title: c.q
 """
 
 
-def _waters(n_stacked: int, n_other: int, seed: int = 0) -> MoleculeSet:
-    """``n_stacked`` identical waters (one pose: their axis points coincide) and ``n_other`` randomly
-    distorted and rotated ones."""
-    rng = np.random.default_rng(seed)
-    water = np.array([[0.0, 0.0, 0.0], [0.757, 0.586, 0.0], [-0.757, 0.586, 0.0]])
-    poses = [water] * n_stacked
-    for _ in range(n_other):
-        r1, r2 = rng.uniform(0.9, 1.1, 2)
-        angle = np.radians(rng.uniform(95, 120))
-        pose = np.array([[0, 0, 0], [r1, 0, 0], [r2 * np.cos(angle), r2 * np.sin(angle), 0]])
-        poses.append(Rotation.random(random_state=rng).apply(pose))
-    n = len(poses)
-    return MoleculeSet(
-        atomic_numbers=np.tile([8, 1, 1], n),
-        positions_angstrom=np.concatenate(poses),
-        offsets=np.arange(n + 1) * 3,
-        ids=[f"stack-{i}" for i in range(n_stacked)] + [f"w-{i}" for i in range(n_other)],
-    )
-
-
 @pytest.fixture(scope="module")
 def stacked_url(tmp_path_factory):
     from orientscope.pipeline.precompute import make_params, precompute
     from orientscope.store.shards import save_sharded
 
     data_dir = tmp_path_factory.mktemp("stacked")
-    save_sharded(data_dir, "waters", _waters(N_STACKED, 40), name="Waters", source="constructed")
+    save_sharded(data_dir, "waters", waters(N_STACKED, 40), name="Waters", source="constructed")
     # no "models" stage: the map needs only frames (and the stage takes longest)
     precompute(data_dir, "waters", make_params(seed=0), stages=["frames", "statistics", "chemistry"])
     with serve(data_dir) as url:
@@ -145,12 +128,6 @@ def test_hover_and_click_name_the_same_molecule_at_random_points(driver, base_ur
 
 
 @pytest.fixture(scope="module")
-def image_url(qm9_store):
-    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": "300"}) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
 def stacked_image_url(stacked_url):
     """The stacked waters with a point budget under their 270 points: the whole map is an image (and the
     page's HTML carries it as its first paint)."""
@@ -175,11 +152,9 @@ def test_a_click_on_a_shared_pixel_of_the_image_opens_the_chooser(driver, stacke
 
 def test_a_click_on_a_shared_pixel_of_the_first_paint_opens_the_chooser(without_scripts, stacked_image_url):
     """Before Dash has loaded (its scripts blocked), the page HTML's static map picks as the interactive one."""
-    from tests.browser.test_first_paint import FIRST_PAINT, FIRST_PAINT_JS, PANEL_JS, _static_map
-
     driver = without_scripts
     url, data_dir = stacked_image_url
-    svg = _static_map(driver, url + "/?dataset=waters&view=map")
+    svg = static_map(driver, url + "/?dataset=waters&view=map")
     md = load_map_data(data_dir, "waters")
     row = md.row_of("stack-0")
     at = first_paint_pixels(driver, [[float(md.x[row, 0]) * MAP_SCALE, -float(md.y[row, 0]) * MAP_SCALE]])[0]

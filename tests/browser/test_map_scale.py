@@ -18,18 +18,11 @@ from selenium.webdriver.common.by import By
 from orientscope.app.figures import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import molecule_detail
-from tests.browser.chrome import PageRequests, after_frames, finite_pixels, map_drawn, serve
-from tests.browser.test_dashboard import settle, text_of, viewer_molecule, wait_for
+from tests.browser.chrome import PageRequests, after_frames, finite_pixels, map_drawn
+from tests.browser.pages import BUDGET, TO_PIXEL_JS, open_map, settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
-BUDGET = 300  # the store's map has 1,200 points: the whole map is an image, a small region is points
 
-# Pixel (relative to the plot's centre, as ActionChains offsets are) of map units, and back.
-TO_PIXEL_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[0].map(p => [xa._offset + xa.l2p(p[0]) - r.width / 2, ya._offset + ya.l2p(p[1]) - r.height / 2]);
-"""
 ZOOM_JS = """
 const gd = document.querySelector('#orientation-map .js-plotly-plot');
 Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]});
@@ -39,22 +32,6 @@ const gd = document.querySelector('#orientation-map .js-plotly-plot');
 const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
 return [(xa.range[1] - xa.range[0]) / xa._length, (ya.range[1] - ya.range[0]) / ya._length];
 """
-
-
-@pytest.fixture(scope="module")
-def image_url(qm9_store):
-    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": str(BUDGET)}) as url:
-        yield url
-
-
-def open_map(driver, url):
-    """Load the dashboard at ``url``, wait for the map, and return its plot element (centred in view)."""
-    driver.get(url)
-    wait_for(lambda: map_drawn(driver), what="the map's test hook")
-    settle(driver)
-    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
-    return graph
 
 
 def _pixels(driver, md, rows) -> np.ndarray:

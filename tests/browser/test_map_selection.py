@@ -16,8 +16,7 @@ from orientscope.core.dataset import MoleculeSet
 from orientscope.core.selection import parse_selection
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn, serve
-from tests.browser.test_dashboard import text_of, wait_for
-from tests.browser.test_map_scale import TO_PIXEL_JS, open_map
+from tests.browser.pages import TO_PIXEL_JS, open_map, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 N_MOLECULES = 60

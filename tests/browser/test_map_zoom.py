@@ -11,12 +11,10 @@ from selenium.webdriver.common.by import By
 
 from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import map_drawn, serve
-from tests.browser.test_dashboard import wait_for
-from tests.browser.test_map_scale import open_map
+from tests.browser.chrome import map_drawn
+from tests.browser.pages import open_map, wait_for
 
 pytestmark = pytest.mark.browser
-BUDGET = 300  # the store's map has 1,200 points: the whole map is an image, a small region is points
 
 # What the plot shows: its axes' ranges (map units), its pixel size, the drawn figure's token and image.
 SHOWN_JS = """
@@ -40,12 +38,6 @@ gd._fullData.forEach(t => { if (t.meta && t.meta.kind === 'points') {
   for (let i = 0; i < t._length; i++) out.push([t.x[i], t.y[i]]); } });
 return out;
 """
-
-
-@pytest.fixture(scope="module")
-def image_url(qm9_store):
-    with serve(qm9_store, env={"ORIENTSCOPE_MAP_POINT_BUDGET": str(BUDGET)}) as url:
-        yield url
 
 
 def _shown(driver) -> dict:

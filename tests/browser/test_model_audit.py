@@ -5,7 +5,7 @@ from __future__ import annotations
 from selenium.webdriver.common.by import By
 
 from orientscope.store.datasets import load_dataset
-from tests.browser.chrome import wait_until
+from tests.harness import wait_until
 
 
 def test_upload_predictions_then_the_table_shows_the_verdict(driver, writable_url, qm9_store, tmp_path):

@@ -9,7 +9,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.browser.chrome import PageRequests, make_driver, quit_driver, wait_until
+from tests.browser.chrome import PageRequests, make_driver, quit_driver
+from tests.harness import wait_until
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from orientscope.services.map_data import load_map_data
-from tests.browser.test_dashboard import settle, text_of, wait_for
-from tests.browser.test_map_scale import open_map
+from tests.browser.pages import open_map, settle, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 

@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 
 from orientscope.services.cache import get_view
 from tests.browser.chrome import PageRequests, map_drawn, serve
-from tests.browser.test_dashboard import settle, text_of, wait_for
+from tests.browser.pages import settle, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 CHOOSER_JS = """
@@ -223,10 +223,10 @@ def stacked_scatter(tmp_path_factory):
 
     from orientscope.pipeline.precompute import make_params, precompute
     from orientscope.store.shards import save_sharded
-    from tests.browser.test_map_pick import _waters
+    from tests.molecules import waters
 
     rng = np.random.default_rng(1)
-    waters = _waters(N_STACKED, 40)
+    waters = waters(N_STACKED, 40)
     e = np.concatenate([np.full(N_STACKED, 1.0), rng.uniform(0.0, 2.0, 40)])
     data_dir = tmp_path_factory.mktemp("stacked-scatter")
     save_sharded(data_dir, "waters", replace(waters, properties=pd.DataFrame({"e": e})), name="Waters",

@@ -12,7 +12,7 @@ from selenium.webdriver.common.keys import Keys
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import molecule_detail
 from tests.browser.chrome import serve
-from tests.browser.test_dashboard import open_page, settle, text_of, viewer_molecule, wait_for
+from tests.browser.pages import open_page, settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
 

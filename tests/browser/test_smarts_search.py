@@ -17,7 +17,7 @@ from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.store.results import ResultStore
 from tests.browser.chrome import PageRequests, map_traces, serve
-from tests.browser.test_dashboard import open_page, wait_for
+from tests.browser.pages import open_page, wait_for
 
 pytestmark = pytest.mark.browser
 N = 1200

@@ -12,7 +12,7 @@ from orientscope.app.mapview import map_layers
 from orientscope.app.state import parse_query
 from orientscope.core.palette import HIGHLIGHT, OTHER_GREY
 from tests.browser.chrome import map_drawn
-from tests.browser.test_dashboard import wait_for
+from tests.browser.pages import wait_for
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,8 @@ import numpy as np
 from selenium.webdriver.common.by import By
 
 from orientscope.loaders.extxyz import write_extxyz
-from tests.browser.chrome import serve, wait_until
+from tests.browser.chrome import serve
+from tests.harness import wait_until
 
 
 def test_upload_runs_the_pipeline_with_a_progress_bar(driver, writable_url, qm9_small, tmp_path):
@@ -104,7 +105,7 @@ def test_a_failed_upload_turns_its_progress_bar_red_and_says_failed(driver, writ
 
 def test_an_upload_read_differently_from_its_file_says_so_on_the_page(driver, writable_url, tmp_path):
     """Renamed ids and properties, and D read as hydrogen, are in the status the page shows when the job is done."""
-    from tests.test_cli import READ_DIFFERENTLY
+    from tests.molecules import READ_DIFFERENTLY
 
     path = tmp_path / "odd.extxyz"
     path.write_text(READ_DIFFERENTLY)

@@ -25,7 +25,7 @@ from orientscope.store import audits as audit_store
 from orientscope.store.datasets import list_dataset_ids
 from tests.api.conftest import ServerThread
 from tests.audit_models import exported_copies, invariant_features, lab_frame_features, lab_x_share
-from tests.test_cli import run
+from tests.cli_run import run
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +234,7 @@ def test_a_glob_is_a_sharded_set_whose_stages_run_on_a_local_cluster_and_save(qm
 def test_report_runs_on_a_dask_scheduler_and_gives_the_in_process_numbers(qm9_small, tmp_path):
     """`cluster="tcp://…"`: a real `dask scheduler` and worker on loopback run the stages of a sharded set."""
     from orientscope.loaders.npz import write_npz
-    from tests.pipeline.test_engine_tcp import DaskOnLoopback
+    from tests.dask_cluster import DaskOnLoopback
 
     npz = tmp_path / "set.npz"
     write_npz(npz, qm9_small.subset(np.arange(150)))

@@ -24,10 +24,7 @@ from orientscope.science.perception import NO_GRAPH_REASONS
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import save_sharded
-from tests.science.test_perception import ACETATE, AMMONIUM, COSTLY_SMILES, embedded
-
-ORGANICS = ["CCO", "CCCO", "CC(=O)OC", "CCC(C)=O", "OCC(O)CO", "CC(C)CO", "NCCO", "c1ccccc1O", "Cc1ccccc1",
-            "C1CCCCC1", "CC1CCCC1", "c1ccncc1"]  # fmt: skip
+from tests.molecules import ACETATE, AMMONIUM, COSTLY_SMILES, ORGANICS, embedded
 
 
 def _molecules_table(data_dir, dataset_id: str) -> pd.DataFrame:

@@ -1,16 +1,14 @@
 """A real Dask scheduler and two `dask worker` processes on loopback, started from the project's environment.
 
 The CLI's `precompute --cluster tcp://127.0.0.1:PORT` must give the report the
-in-process run gives, and so must a run during which a worker is killed.
+in-process run gives, and so must a run during which a worker is killed. The
+workers' environment holds settings no run accepts: tasks carry what they need.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,55 +21,14 @@ from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.services.report import build_report
 from orientscope.store import datasets as ds
+from tests.dask_cluster import DaskOnLoopback
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-STARTUP_S = 90
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _comparable(report: dict) -> dict:
     return {k: v for k, v in report.items() if k not in {"engine", "stages", "result_key"}}
-
-
-class DaskOnLoopback:
-    """`dask scheduler` plus `dask worker` processes, each in its own session so it can be killed whole."""
-
-    def __init__(self, n_workers: int, log_dir: Path):
-        self.port = _free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        self.log_dir = log_dir
-        self.scheduler = self._start("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", str(self.port)])
-        self.workers = [
-            self._start(f"worker{k}", ["worker", self.address, "--nworkers", "1", "--nthreads", "1"])
-            for k in range(n_workers)
-        ]
-
-    def _start(self, name: str, args: list[str]) -> subprocess.Popen:
-        log = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115 - closed with the process in stop()
-        cmd = [str(BIN / "dask"), *args, "--no-dashboard"]
-        return subprocess.Popen(cmd, stdout=log, stderr=log, env=self.env, cwd=ROOT, start_new_session=True)
-
-    def wait_for_workers(self, n: int) -> None:
-        from distributed import Client
-
-        with Client(self.address, timeout=f"{STARTUP_S}s") as client:
-            client.wait_for_workers(n, timeout=STARTUP_S)
-
-    def kill(self, proc: subprocess.Popen) -> None:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        for proc in [*self.workers, self.scheduler]:
-            self.kill(proc)
 
 
 @pytest.fixture

@@ -12,10 +12,8 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -27,15 +25,12 @@ from orientscope.loaders.extxyz import write_extxyz
 from orientscope.services.report import build_report
 from orientscope.store.datasets import list_dataset_ids, load_dataset, read_meta
 from orientscope.store.shards import SHARD_SIZE_ENV, shard_array_path, shard_array_paths, shard_table_paths
+from tests.api_server import start_api_server
+from tests.harness import wait_job
 from tests.kill_timing import sigkill_after
 
 EXE = str(Path(sys.executable).parent / "orientscope")
 N_MOLECULES = 200
-SERVER = """
-import sys, uvicorn
-from orientscope.server import create_app
-uvicorn.run(create_app(sys.argv[1], dashboard=False), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
-"""
 # A process that SIGKILLs itself as it is about to write the fingerprints of chemistry shard KILL_AT.
 KILL_AT = 3
 DIES_IN_CHEMISTRY = f"""
@@ -48,7 +43,6 @@ def write_or_die(result, stage, name, number, array):
     return write(result, stage, name, number, array)
 shard_chemistry.write_shard_array = write_or_die
 """
-DYING_SERVER = DIES_IN_CHEMISTRY + SERVER
 DYING_CLI = DIES_IN_CHEMISTRY + "from orientscope.cli import main\nmain()\n"
 
 
@@ -102,36 +96,12 @@ def test_sigkill_ingest_at_random_moments_leaves_only_complete_datasets(tmp_path
     assert check_complete(data_dir)[new] == check_complete(data_dir)[sorted(before | {new})[0]]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _serve(data_dir: Path, script: str = SERVER, env: dict | None = None) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-c", script, str(data_dir), str(port)], env=env or os.environ.copy())
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        assert proc.poll() is None, "server exited during start-up"
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("server did not start")
+def _serve(data_dir: Path, prelude: str = "", env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    return start_api_server(data_dir, env=env, prelude=prelude)
 
 
 def _wait_job(url: str, job_id: str, states: tuple[str, ...], timeout_s: float = 120) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        job = httpx.get(f"{url}/api/jobs/{job_id}", timeout=10).json()
-        if job["state"] in states or time.monotonic() > deadline:
-            return job
-        time.sleep(0.05)
+    return wait_job(url, f"/api/jobs/{job_id}", until=states, timeout_s=timeout_s)
 
 
 def test_job_interrupted_by_a_server_crash_is_failed_on_restart_and_retried(tmp_path, qm9_small):
@@ -217,7 +187,7 @@ def test_an_ingest_run_again_reuses_the_shards_its_killed_attempt_finished(tmp_p
     data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
     write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
     env = {**os.environ, SHARD_SIZE_ENV: "25"}  # 8 shards
-    proc, url = _serve(data_dir, DYING_SERVER, env)
+    proc, url = _serve(data_dir, DIES_IN_CHEMISTRY, env)
     try:
         submitted = _upload(url, upload, "Lab")
         job_id, dataset_id = submitted["job_id"], submitted["dataset_id"]

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,8 @@ import pytest
 from orientscope.core.dataset import from_molecules
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.store.datasets import list_dataset_ids
-from tests.science.test_perception import COSTLY_SMILES, embedded
+from tests.harness import wait_until
+from tests.molecules import COSTLY_SMILES, embedded
 
 EXE = str(Path(sys.executable).parent / "orientscope")
 N_COSTLY = 12  # each spends its whole bond-order budget: the stage lasts many seconds
@@ -36,11 +36,10 @@ def _costly_set(path: Path) -> None:
 
 
 def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while text not in path.read_text(errors="replace"):
-        assert proc.poll() is None, path.read_text(errors="replace")[-2000:]
-        assert time.monotonic() < deadline, f"never saw {text!r}"
-        time.sleep(0.05)
+    def exited() -> str | None:
+        return None if proc.poll() is None else path.read_text(errors="replace")[-2000:]
+
+    wait_until(lambda: text in path.read_text(errors="replace"), timeout_s, f"{text!r} in {path}", 0.05, exited)
 
 
 @pytest.mark.parametrize("cluster", [[], ["--cluster", "local:2"]], ids=["in-process", "local:2"])

@@ -3,6 +3,7 @@ only the others, and its report equals an uninterrupted run's."""
 
 from __future__ import annotations
 
+import importlib
 import signal
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.pipeline.resume import markers_dir
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
-from orientscope.store.shards import save_sharded, shard_table_path
+from orientscope.store.shards import save_sharded, shard_array_path, shard_table_path
 from tests.kill_timing import precompute_killed_at_shard
 
 SHARD = 40  # 150 molecules: shards 0-3
@@ -85,17 +86,29 @@ def test_a_rerun_after_a_kill_reuses_the_finished_shards(tmp_path, qm9_small, st
     assert all(_identity(shard_table_path(store.dir, stage, *key)) != ident for key, ident in finished.items())
 
 
-def test_tasks_of_other_settings_are_computed_again(tmp_path, qm9_small, monkeypatch):
-    """Markers left by a run whose step settings differ (here the coupling's number of pairs) are not taken over;
-    the graph chunks (``pipeline.shard_graphs``), which do not depend on it, are."""
-    from orientscope.pipeline import shard_chemistry
-
+# A declared setting: pass 1 (graphs_shard) declares the coupling's number of pairs; the graph chunks
+# (pipeline.shard_graphs) and the groups pass, which do not depend on it, are taken over. Declared by no task: the expected parse time
+# from which the RDKit chunks run on local workers, which changes where they run, not what they give.
+@pytest.mark.parametrize(
+    ("module", "setting", "change", "declared"),
+    [("shard_chemistry", "N_PAIRS", -1, True), ("shard_graphs", "PARALLEL_FROM_S", 1.0, False)],
+)
+def test_a_changed_setting_runs_again_the_tasks_that_declare_it_and_no_others(
+    tmp_path, qm9_small, monkeypatch, module, setting, change, declared
+):
+    where = importlib.import_module(f"orientscope.pipeline.{module}")
     data_dir = tmp_path / "data"
     save_sharded(data_dir, "set", qm9_small.subset(np.arange(150)), name="Set", source="test", shard_size=SHARD)
-    _killed_run(data_dir, "shard_chemistry", "molecules")
+    _killed_run(data_dir, "shard_chemistry", "molecules")  # pass 1 finished every shard, pass 2 shards 0-1
     store = ResultStore(data_dir, "set", make_params(seed=4))
-    before = {k: _identity(shard_table_path(store.dir, "chemistry", "molecules", k)) for k in range(KILL_AT)}
-    monkeypatch.setattr(shard_chemistry, "N_PAIRS", shard_chemistry.N_PAIRS - 1)
+    pass_1 = {k: _identity(shard_array_path(store.dir, "chemistry", "fingerprints", k)) for k in range(N_SHARDS)}
+    pass_2 = {k: _identity(shard_table_path(store.dir, "chemistry", "molecules", k)) for k in range(KILL_AT)}
+    monkeypatch.setattr(where, setting, getattr(where, setting) + change)
     precompute(data_dir, "set", make_params(seed=4), cluster="in-process")
+    kept_1 = [_identity(shard_array_path(store.dir, "chemistry", "fingerprints", k)) == v for k, v in pass_1.items()]
+    kept_2 = [_identity(shard_table_path(store.dir, "chemistry", "molecules", k)) == v for k, v in pass_2.items()]
+    # Either way every shard's graph chunks were taken over.
     assert store.manifest()["stages"]["chemistry"]["reused"] == {"shards": N_SHARDS, "reused": N_SHARDS}
-    assert all(_identity(shard_table_path(store.dir, "chemistry", "molecules", k)) != v for k, v in before.items())
+    # The groups pass (pass 2) does not depend on the number of pairs: its finished shards are taken over either way.
+    assert all(kept_2)
+    assert not any(kept_1) if declared else all(kept_1)  # pass 1 ran again only for the setting it declares

@@ -228,17 +228,17 @@ def test_sharded_and_one_file_ingest_record_the_same_meta(tmp_path, synth_dir):
         ingest_files(tmp_path / "c", [one], "x", cluster="in-process", frame_dependent=["nope"])
 
 
-def test_kl_beyond_the_exact_limit_runs_one_task_per_subsample_and_does_not_depend_on_the_cut(
-    tmp_path, synth_dir, monkeypatch
-):
-    from orientscope.pipeline import sharded
-
+def test_kl_beyond_the_exact_limit_runs_one_task_per_subsample_and_does_not_depend_on_the_cut(tmp_path, synth_dir):
     # 2400 molecules: KL from 3 groups of ~800, sign-invariant and kl_at_n from subsamples of 500 and 600.
-    monkeypatch.setattr(sharded, "KL_LIMITS", {"exact_limit": 1000, "sign_limit": 500, "at_n": 600})
+    params = make_params(kl_limits={"exact_limit": 1000, "sign_limit": 500, "at_n": 600})
     reports = []
     for size, cluster in ((700, "in-process"), (1000, "local:2")):
-        meta = ingest_files(tmp_path / str(size), [synth_dir], "kl", cluster=cluster, shard_size=size)
-        reports.append(comparable(build_report(tmp_path / str(size), meta["id"])))
+        data_dir = tmp_path / str(size)
+        meta = ingest_files(data_dir, [synth_dir], "kl", cluster="in-process", shard_size=size, stages=["frames"])
+        precompute(data_dir, meta["id"], params, stages=["frames", "statistics"], cluster=cluster)
+        reports.append(comparable(build_report(data_dir, meta["id"])))
+        # The limits are part of the result's key: the default result (frames only) is another folder.
+        assert ResultStore(data_dir, meta["id"], params).key == "pca-max-s0-kl-at_n600-exact_limit1000-sign_limit500"
     assert reports[0] == reports[1]
     kl, signs, at_n = (reports[0][name] for name in ("kl", "kl_sign_invariant", "kl_at_n"))
     assert kl["n_subsamples"] == 3 and kl["n_used"] == reports[0]["so3_molecules"] and "disjoint" in kl["method"]

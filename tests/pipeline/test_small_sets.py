@@ -17,23 +17,7 @@ from orientscope.services.datasets import dataset_info
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import save_sharded
-from tests.molecules import METHANE, WATER, WATER_METHANE_FORMALDEHYDE_XYZ, asymmetric, benzene
-
-# Small asymmetric molecules, embedded by RDKit and stored without their SMILES:
-# the chemistry stage has to perceive the bonds from 3D.
-NO_SMILES = ["CCO", "CCCO", "CC(=O)OC", "CC(N)C(=O)O", "CCC(C)=O", "OCC(O)CO", "CC(C)CO", "NCCO"]
-
-
-def _embedded(smiles: list[str], seed: int = 7) -> list[tuple[list[int], np.ndarray]]:
-    from rdkit import Chem
-    from rdkit.Chem import AllChem
-
-    out = []
-    for smi in smiles:
-        mol = Chem.AddHs(Chem.MolFromSmiles(smi))
-        assert AllChem.EmbedMolecule(mol, randomSeed=seed) == 0
-        out.append(([a.GetAtomicNum() for a in mol.GetAtoms()], mol.GetConformer().GetPositions()))
-    return out
+from tests.molecules import METHANE, NO_SMILES, WATER, WATER_METHANE_FORMALDEHYDE_XYZ, asymmetric, benzene, embedded
 
 
 def _run(data_dir, name: str, mols) -> dict:
@@ -72,7 +56,7 @@ def test_one_and_two_molecule_sets_complete(tmp_path, mols):
 
 
 def test_set_without_smiles_perceives_bonds_and_skips_a_coupling_of_too_few_pairs(tmp_path):
-    report = _run(tmp_path, "nosmiles", from_molecules(_embedded(NO_SMILES)))
+    report = _run(tmp_path, "nosmiles", from_molecules([embedded(smi) for smi in NO_SMILES]))
     assert report["chemistry"]["n_ok"] == len(NO_SMILES) and report["chemistry"]["no_graph"] == {}
     # No charge in the data: every graph was perceived at charge 0, and the report says so.
     assert report["chemistry"]["n_charge_assumed"] == len(NO_SMILES)

@@ -18,33 +18,23 @@ from typer.testing import CliRunner
 
 from orientscope.app.verdict import WARNINGS, headline_children
 from orientscope.cli import app
-from orientscope.core.dataset import from_molecules
-from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.science.frames import compute_frames
 from orientscope.science.rotations import random_rotations
 from orientscope.science.so3_partial import kl_exact
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
-from orientscope.store.shards import save_sharded
+from tests.constructed_stores import PARAMS, store_a_failing_control, store_constructed
 from tests.molecules import ACETYLENE, CH3CL, CO2, HCN, METHANE, NH3, SF6, SODIUM_ION, asymmetric, benzene
 
 SALT = {"ion": SODIUM_ION, "CO2": CO2, "HCN": HCN, "acetylene": ACETYLENE, "NH3": NH3, "benzene": benzene(),
         "CH3Cl": CH3CL, "CH4": METHANE, "SF6": SF6}  # fmt: skip
 SALT_CLASS = {"ion": "none", "CH4": "none", "SF6": "none"}  # every other salt molecule has only an axis
-PARAMS = make_params(seed=5)
 
 
 def _turned(mols, seed: int):
     """Each molecule turned by its own seeded Haar rotation about its centroid."""
     rotations = random_rotations(len(mols), seed)
     return [(z, (pos - pos.mean(axis=0)) @ Q.T) for (z, pos), Q in zip(mols, rotations, strict=True)]
-
-
-def _store(data_dir, name: str, mols, shard_size: int | None = None, cluster: str = "in-process") -> dict:
-    kw = {} if shard_size is None else {"shard_size": shard_size}
-    save_sharded(data_dir, name, from_molecules(mols), name=name, source="constructed", **kw)
-    precompute(data_dir, name, PARAMS, cluster=cluster)
-    return build_report(data_dir, name, PARAMS)
 
 
 def _salted(n_asymmetric: int, copies: int, seed: int):
@@ -59,7 +49,7 @@ def salted(tmp_path_factory):
     """240 Haar-rotated asymmetric molecules and 90 Haar-rotated symmetric ones (27 %), in shards of 100."""
     data = tmp_path_factory.mktemp("salted")
     mols, names = _salted(240, 10, seed=11)
-    return data, mols, names, _store(data, "salted", mols, shard_size=100)
+    return data, mols, names, store_constructed(data, "salted", mols, shard_size=100)
 
 
 def test_a_haar_set_salted_with_symmetric_molecules_is_not_detected_and_its_control_is_clean(salted):
@@ -100,9 +90,9 @@ def test_the_statistics_read_exactly_the_full_frames(salted):
 def test_one_shard_four_or_a_dask_cluster_give_the_same_report(tmp_path, salted):
     _, mols, _, report = salted
     drop = {"engine", "stages", "dataset", "name", "result_key"}
-    one = _store(tmp_path / "one", "one", mols)
+    one = store_constructed(tmp_path / "one", "one", mols)
     assert {k: v for k, v in one.items() if k not in drop} == {k: v for k, v in report.items() if k not in drop}
-    dask = _store(tmp_path / "dask", "dask", mols, shard_size=100, cluster="local:2")
+    dask = store_constructed(tmp_path / "dask", "dask", mols, shard_size=100, cluster="local:2")
     assert dask["engine"]["statistics"] == {"where": "local:2", "workers": 2}
     assert {k: v for k, v in dask.items() if k not in drop} == {k: v for k, v in report.items() if k not in drop}
 
@@ -110,7 +100,7 @@ def test_one_shard_four_or_a_dask_cluster_give_the_same_report(tmp_path, salted)
 def test_an_ions_only_set_is_not_called_aligned(tmp_path):
     rng = np.random.default_rng(3)
     ions = [([int(z)], rng.normal(size=(1, 3))) for z in rng.choice([3, 11, 12, 17, 19, 20, 35], size=102)]
-    report = _store(tmp_path, "ions", ions)
+    report = store_constructed(tmp_path, "ions", ions)
     assert report["orientation_classes"] == {"none": 102, "axis": 0, "full": 0, "by_symmetry": {"single_atom": 102}}
     for figures in (report, report["control"]):
         assert figures["verdict"]["code"] == "too_few" and figures["verdict"]["aligned"] is None
@@ -131,7 +121,7 @@ def test_symmetric_tops_with_their_axes_along_z_are_found_by_the_axial_test(tmp_
         spin = np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]])
         flip = np.diag([1, -1, -1]) if rng.random() < 0.5 else np.eye(3)
         tops.append((z, (pos - pos.mean(axis=0)) @ (flip @ spin).T))
-    report = _store(tmp_path, "tops", tops + _turned([asymmetric(2000 + i) for i in range(40)], seed=4))
+    report = store_constructed(tmp_path, "tops", tops + _turned([asymmetric(2000 + i) for i in range(40)], seed=4))
     axial = report["axial"]
     assert axial["n"] == 60 and axial["pvalue"] < 1e-30
     np.testing.assert_allclose(axial["preferred_direction"], [0, 0, 1], atol=1e-9)
@@ -140,24 +130,6 @@ def test_symmetric_tops_with_their_axes_along_z_are_found_by_the_axial_test(tmp_
     assert bingham["p_holm"] < report["verdict"]["alpha"] and report["verdict"]["code"] in ("aligned", "weakly_aligned")
     assert "Bingham axial" in report["verdict"]["text"]
     assert report["control"]["verdict"]["code"] == "not_detected" and report["control_check"]["passed"] is True
-
-
-def store_a_failing_control(data_dir) -> dict:
-    """Store "forced": an aligned set whose control is forced to be the set itself (no rotation), so that the
-    self-check must fail; its report."""
-    from orientscope.pipeline import shard_models, shard_stages
-    from orientscope.science import counter_rng
-
-    def no_turn_for_the_control(seed, stream, index):
-        out = counter_rng.haar_rotations(seed, stream, index)
-        if stream == "control":
-            out[:] = np.eye(3)
-        return out
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(shard_stages, "haar_rotations", no_turn_for_the_control)
-        mp.setattr(shard_models, "haar_rotations", no_turn_for_the_control)
-        return _store(data_dir, "forced", [asymmetric(3000 + i) for i in range(120)])
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +181,7 @@ def test_results_of_an_older_rule_say_so_and_a_rerun_updates_them(tmp_path):
     from orientscope.store.atomic import atomic_write_json, read_json
 
     mols, _ = _salted(40, 2, seed=6)
-    _store(tmp_path, "rules", mols)
+    store_constructed(tmp_path, "rules", mols)
     store = ResultStore(tmp_path, "rules", PARAMS)
     assert {s: store.stage_rule(s) for s in store.completed_stages()} == STAGE_RULES
     # As a result of the rule before symmetry: no rule recorded (rule 1) for frames and statistics.

@@ -15,24 +15,7 @@ from rdkit import Chem
 
 from orientscope.science import perception
 from orientscope.science.perception import NO_GRAPH_REASONS, bond_order_iterations, perceive_bonds
-
-ACETATE = ([6, 8, 8, 6, 1, 1, 1], [[-0.07, 0, 0], [-0.68, 1.06, 0], [-0.68, -1.06, 0], [1.44, 0, 0], [1.8, 0, 1.03],
-                                   [1.8, -0.89, -0.51], [1.8, 0.89, -0.51]])  # fmt: skip
-AMMONIUM = ([7, 1, 1, 1, 1], [[0, 0, 0], [0.6, 0.6, 0.6], [-0.6, -0.6, 0.6], [-0.6, 0.6, -0.6], [0.6, -0.6, -0.6]])
-# Methylthioacryloyl-CoA (the PDB's 1GZ), whose bond-order search runs for minutes without a cap.
-COSTLY_SMILES = (
-    "CS/C=C/C(=O)SCCNC(=O)CCNC(=O)[C@H](O)C(C)(C)CO[P@@](=O)(O)O[P@](=O)(O)OC[C@H]1O[C@@H](n2cnc3c(N)ncnc32)"
-    "[C@H](O)[C@@H]1OP(=O)(O)O"
-)
-
-
-def embedded(smiles: str, seed: int = 7) -> tuple[list[int], np.ndarray]:
-    """Atoms and ETKDG coordinates (seeded) of a SMILES, hydrogens included; its graph is then forgotten."""
-    from rdkit.Chem import AllChem
-
-    mol = Chem.AddHs(Chem.MolFromSmiles(smiles))
-    assert AllChem.EmbedMolecule(mol, randomSeed=seed) == 0
-    return [a.GetAtomicNum() for a in mol.GetAtoms()], mol.GetConformer().GetPositions()
+from tests.molecules import ACETATE, AMMONIUM, COSTLY_SMILES, embedded
 
 
 def smiles_of(found) -> str:
@@ -129,7 +112,7 @@ def test_ctrl_c_during_a_costly_search_stops_the_process(tmp_path):
     """SIGINT, as Ctrl-C sends it, in the middle of RDKit's bond-order search (which catches it itself)."""
     script = textwrap.dedent("""
         from orientscope.science.perception import perceive_bonds
-        from tests.science.test_perception import COSTLY_SMILES, embedded
+        from tests.molecules import COSTLY_SMILES, embedded
         z, pos = embedded(COSTLY_SMILES)
         print("searching", flush=True)
         perceive_bonds(z, pos, charge=0, budget_s=600.0)  # a cap far beyond the test's patience

@@ -111,10 +111,11 @@ def test_nbytes_of_frames_and_kd_trees():
 
 
 def test_a_second_budget_reads_its_own_setting(monkeypatch):
-    monkeypatch.setenv("OTHER_MB", "2")
-    assert budget_bytes("OTHER_MB", 5) == 2 * MB
-    monkeypatch.delenv("OTHER_MB")
-    assert budget_bytes("OTHER_MB", 5) == 5 * MB
+    monkeypatch.setenv("ORIENTSCOPE_MAP_CACHE_MB", "2")
+    monkeypatch.setenv(CACHE_MB_ENV, "3")
+    assert budget_bytes("map_cache_mb") == 2 * MB
+    monkeypatch.delenv("ORIENTSCOPE_MAP_CACHE_MB")
+    assert budget_bytes("map_cache_mb") == 1024 * MB
 
 
 def test_entry_size_is_the_size_kept():

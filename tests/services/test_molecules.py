@@ -166,7 +166,7 @@ def test_one_molecule_downloads_carry_the_charge_and_sdf_perceives_bonds_at_it(t
     from orientscope.loaders.detect import load_path
     from orientscope.pipeline.precompute import make_params, precompute
     from orientscope.store.shards import save_sharded
-    from tests.science.test_perception import ACETATE, AMMONIUM
+    from tests.molecules import ACETATE, AMMONIUM
 
     mols = from_molecules([ACETATE, AMMONIUM, ACETATE], ids=["acetate", "ammonium", "nocharge"], charges=[-1, 1, None])
     save_sharded(tmp_path, "ions", mols, name="ions", source="constructed")

@@ -2,7 +2,6 @@
 
 import pytest
 
-from orientscope.services.report import verdict
 from orientscope.services.report_format import (
     FRAME_DEPENDENT_NOTE,
     format_number,
@@ -11,37 +10,7 @@ from orientscope.services.report_format import (
     regression_rows,
     report_sections,
 )
-
-
-def _report(**extra) -> dict:
-    """A constructed report with the shape the pipeline writes, its verdicts by the service's rule."""
-    report = {
-        "n_molecules": 1000,
-        "kl": {"value": 0.907, "ci95": [0.896, 0.918], "n": 1000, "k": 5},
-        "kl_sign_invariant": {"value": 0.5, "ci95": [0.45, 0.55]},
-        "ks": {"statistic": 0.31, "pvalue": 0.0},
-        "classifiers": [{"features": "frame", "accuracy": 0.68, "auc": 0.74, "ci95": {"accuracy": [0.67, 0.69]}, "pvalue": 0.0}],
-        "regression": [
-            {"property": "zpve", "unit": "Hartree", "frame_dependent": False, "improvement": 0.219,
-             "improvement_std": 0.004, "mse_normalised": 0.781, "baseline_mse_normalised": 1.0,
-             "control_improvement": -5.9e-6},
-            {"property": "alpha_zz", "unit": "bohr^3", "frame_dependent": True, "improvement": 0.351,
-             "improvement_std": 0.01, "mse_normalised": 0.649, "baseline_mse_normalised": 1.0,
-             "control_improvement": 0.0002},
-        ],
-        "similarity": {"n_pairs": 2000, "nn_within_30deg": 0.4, "random_within_30deg": 0.1, "enrichment": 4.0, "pvalue": 1e-320},
-        "control": {
-            "kl": {"value": -0.001, "ci95": [-0.003, 0.002], "n": 1000, "k": 5},
-            "ks": {"statistic": 0.01, "pvalue": 0.6},
-            "classifiers": [{"features": "frame", "accuracy": 0.5, "pvalue": 0.43}],
-            "similarity": {"n_pairs": 2000, "nn_within_30deg": 0.1, "random_within_30deg": 0.1, "enrichment": 1.0, "pvalue": 0.5},
-        },
-        "skipped_stages": {},
-    }  # fmt: skip
-    report = {**report, **extra}
-    report.setdefault("verdict", verdict(report, report["n_molecules"]))
-    report["control"].setdefault("verdict", verdict(report["control"], report["n_molecules"]))
-    return report
+from tests.reports import constructed_report
 
 
 @pytest.mark.parametrize(
@@ -64,18 +33,20 @@ def test_numbers_never_read_negative_zero():
 
 
 def test_regression_rows_are_display_ready_and_flag_lab_frame_components():
-    zpve, alpha = regression_rows(_report())
+    zpve, alpha = regression_rows(constructed_report())
     assert zpve["label"] == "zpve (Hartree)" and not zpve["frame_dependent"]
     assert zpve["gain"] == 0.219 and zpve["gain_text"] == "+21.9 % ± 0.4"
     assert zpve["control_gain_text"] == "0.0 %" and zpve["error_text"] == "0.781 vs 1.000 of variance"
     assert alpha["frame_dependent"] and alpha["gain_text"].startswith("+35.1 %")
     # Declared in the dataset's metadata after the result was computed: flagged all the same.
-    (declared,) = regression_rows({"regression": _report()["regression"][:1], "frame_dependent_properties": ["zpve"]})
+    (declared,) = regression_rows(
+        {"regression": constructed_report()["regression"][:1], "frame_dependent_properties": ["zpve"]}
+    )
     assert declared["frame_dependent"]
 
 
 def test_sections_in_reading_order_with_control_columns():
-    sections = {s.key: s for s in report_sections(_report())}
+    sections = {s.key: s for s in report_sections(constructed_report())}
     assert list(sections) == ["statistics", "classifiers", "regression", "similarity"]
     stats = dict((row[0], row[1:]) for row in sections["statistics"].rows)
     assert stats["KS p-value"] == ("< 1e-300", "0.6")
@@ -97,7 +68,7 @@ def test_a_skipped_stage_gives_its_reason_instead_of_rows():
 def test_control_report_shows_the_controls_own_figures_not_the_datasets():
     from orientscope.services.report_format import control_report
 
-    report = _report(name="QM9")
+    report = constructed_report(name="QM9")
     shown = control_report(report)
     zpve, alpha = regression_rows(shown)
     # the control's gains (about 0), never the dataset's +21.9 % / +35.1 %
@@ -114,7 +85,7 @@ def test_headline_answers_in_plain_words_and_names_what_each_classifier_rests_on
 
     atom_order = {"features": "atom-order", "accuracy": 0.95, "pvalue": 0.0}
     frame = {"features": "frame", "accuracy": 0.68, "ci95": {"accuracy": [0.67, 0.69]}, "pvalue": 0.0}
-    h = headline(_report(classifiers=[atom_order, frame]))
+    h = headline(constructed_report(classifiers=[atom_order, frame]))
     assert h.code == "aligned" and h.aligned is True and h.answer.startswith("Aligned: 4 of 4 tests reject ")
     assert h.badge == "Aligned — strong effect" and h.rule_version == RULE_VERSION
     # the strength comes from the frame-only classifier, never the atom-order figure when another will do
@@ -140,7 +111,7 @@ def test_the_headline_never_contradicts_the_figures_it_shows():
     """The 290-molecule upload of issue 28: KL far above its control, both classifiers far above chance, KS p 0.62."""
     from orientscope.services.report_format import headline
 
-    report = _report(
+    report = constructed_report(
         n_molecules=290,
         kl={"value": 0.40, "ci95": [0.29, 0.50], "n": 290, "k": 5},
         ks={"statistic": 0.05, "pvalue": 0.62},

@@ -1,10 +1,10 @@
 import subprocess
 import sys
-import time
 
 import pytest
 
 from orientscope.store import atomic
+from tests.harness import exited, wait_until
 from tests.kill_timing import sigkill_after
 
 
@@ -46,9 +46,7 @@ def test_sigkill_during_writes_never_leaves_a_torn_file(tmp_path):
         target.unlink(missing_ok=True)
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)])
         # this writer is under way once its first file is complete (however long its start-up took) ...
-        deadline = time.monotonic() + 120
-        while not target.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(target.exists, timeout_s=120, what="the writer's first file", poll_s=0.01, give_up=exited(proc))
         assert target.exists(), "the writer wrote no file"
         sigkill_after(proc, delay)  # ... and is killed anywhere in a later write
         lines = target.read_text().splitlines()
