@@ -30,7 +30,7 @@ from orientscope.app.mapfigure import region_viewport
 from orientscope.app.mapview import clicked_row, map_layers
 from orientscope.app.offload import guarded
 from orientscope.app.pages_upload import register_upload, upload_section
-from orientscope.app.state import URL_FIELDS, ViewState, control_values
+from orientscope.app.state import PLANE_VIEWS, URL_FIELDS, ViewState, control_values
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.core.resources import frontend_asset
 from orientscope.services.report_format import GROUP_COLUMN_NOTES
@@ -323,6 +323,7 @@ STATE_OUT = {
     # With the value, not later: a dropdown drops a value that is not among its options yet.
     "color_options": (ids.COLOR, "options"),
     "prop_options": (ids.SCATTER_PROP, "options"),
+    "scale_hint": (ids.SCATTER_SCALE_HINT, "children"),
     "compare_a": (ids.COMPARE_A, "value"),  # dataset A of the compare view is the page's dataset
 }
 MAP_OUT = {
@@ -377,7 +378,7 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     does not report the URL as a change either.
     """
     resolved = resolve_view(data_dir, search)
-    st = resolved.state
+    st, scale_hint = scatter_panel.resolved(data_dir, resolved.state)  # the controls show what is drawn
     drawn = ViewState.from_map_state(st.map_state())  # what the callbacks read from the map-state store
     props: dict[str, dict] = {}
     _put(
@@ -391,6 +392,7 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
             "dataset_options": resolved.dataset_options,
             "color_options": color_options(data_dir, st.dataset),
             "prop_options": scatter_panel.property_options(data_dir, st.dataset),
+            "scale_hint": scale_hint,
             "compare_a": st.dataset,
         },
     )
@@ -405,12 +407,12 @@ def first_view(data_dir: Path, search: str) -> dict[str, dict]:
     if not st.sel:
         del props[ids.MAP_SELECTION]
     viewport = None
-    if st.region is None:
-        del props[ids.MAP_ZOOM]
-    else:  # the zoomed region, at the first draw's pixel size: a colour change then keeps it
+    if st.region is not None:  # the zoomed region, at the first draw's pixel size: a colour change then keeps it
         viewport = region_viewport(st.region)
         props[ids.MAP_VIEWPORT] = {"data": viewport}
-    _put(props, MAP_OUT, panels.map_outputs(data_dir, drawn, viewport)._asdict())
+    elif st.scatter_region is None:  # no zoom: the store stays empty (a None would fire its callbacks)
+        del props[ids.MAP_ZOOM]
+    _put(props, MAP_OUT, panels.map_outputs(data_dir, drawn, viewport, st.zoom)._asdict())
     _put(props, VERDICT_OUT, panels.verdict_outputs(data_dir, drawn)._asdict())
     molecule = panels.molecule_outputs(data_dir, drawn, st.molecule)
     _put(props, MOLECULE_OUT, molecule._asdict())
@@ -528,6 +530,24 @@ def _register_upload_refresh(app: dash.Dash, data_dir: Path) -> None:
         return dataset_options(data_dir)[0], a, b
 
 
+# A change of these makes the scatter view's zoom (in its data units) mean nothing: it shows its home region again.
+SCATTER_UNITS = (ids.DATASET, ids.SCATTER_PROP, ids.SCATTER_AXIS, ids.SCATTER_COORD, ids.SCATTER_SCALE)
+
+
+def _fresh_view(trigger: str | None, before: str | None, st: ViewState) -> dict:
+    """What a change of control ``trigger`` resets of the state ``st`` the controls show, the view having been
+    ``before``: a new property or dataset, or the scatter view opened, draws the scale that suits the data; a
+    zoom does not outlive the units it was made in (the scatter's axes, or a view of other units: the map and
+    the density view share the Mollweide plane)."""
+    fresh: dict = {}
+    opened = trigger == ids.VIEW_MODE and st.view != before
+    if trigger in (ids.DATASET, ids.SCATTER_PROP) or (opened and st.view == "scatter"):
+        fresh["yscale"] = None
+    if trigger in SCATTER_UNITS or (opened and not (before in PLANE_VIEWS and st.view in PLANE_VIEWS)):
+        fresh["zoom"] = None
+    return fresh
+
+
 def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all callbacks
     callback = guarded(app.callback)
 
@@ -559,6 +579,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         if from_url:
             resolved = resolve_view(data_dir, search)
             st, messages, options = resolved.state, resolved.messages, resolved.dataset_options
+            st, out["scale_hint"] = scatter_panel.resolved(data_dir, st)
             showing = control_values(ViewState.from_controls(**shown))
             # Only what differs: a layout served for this URL already shows it (app/initial_view.py).
             out |= {name: value for name, value in control_values(st).items() if value != showing[name]}
@@ -585,7 +606,10 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
                 }
             if trigger == ids.GROUPING:
                 shown["group"] = out["group"] = None
-            st = ViewState.from_controls(**shown)
+            shown |= _fresh_view(trigger, (current or {}).get("view"), ViewState.from_controls(**shown))
+            st, out["scale_hint"] = scatter_panel.resolved(data_dir, ViewState.from_controls(**shown))
+            drawn = control_values(st)  # the controls show what is drawn: a chosen property, a possible scale
+            out |= {name: drawn[name] for name in ("prop", "yscale", "zoom") if drawn[name] != shown[name]}
             out["search"] = st.to_query()
         # Also when the store is still empty: the panels then say that no dataset is ready, and poll.
         if current is None or ViewState.from_map_state(current) != ViewState.from_map_state(st.map_state()):
@@ -611,14 +635,15 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         output=_outputs(MAP_OUT),
         # SMARTS_DONE: a background SMARTS search finished, so the map now shows its matches
         # The viewport is a State: a zoom or pan draws its region through app/map_route.py, and then
-        # tells this store, so that a new colour or filter keeps the region shown.
+        # tells this store, so that a new colour or filter keeps the region shown; the scatter view keeps
+        # its zoom (the URL's, in its data units) the same way.
         inputs=[Input(ids.MAP_STATE, "data"), Input(ids.SMARTS_DONE, "data")],
-        state=[State(ids.MAP_VIEWPORT, "data")],
+        state=[State(ids.MAP_VIEWPORT, "data"), State(ids.MAP_ZOOM, "data")],
         prevent_initial_call=True,
     )
-    def draw_map(st, _search_done, viewport):
+    def draw_map(st, _search_done, viewport, zoom):
         """The view's map in the region the browser shows, e.g. after a new colour or filter."""
-        return panels.map_outputs(data_dir, ViewState.from_map_state(st), viewport)._asdict()
+        return panels.map_outputs(data_dir, ViewState.from_map_state(st), viewport, zoom)._asdict()
 
     @callback(
         Output(ids.SELECTED_RING, "data"),
@@ -636,14 +661,12 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         prevent_initial_call=True,
     )
     def click_point(click, st):
-        """A click on the 3D sphere's or the scatter's points (the flat map's clicks go to the server's nearest
-        point, in JS)."""
+        """A click on the 3D sphere's points (the flat map's and the scatter view's clicks go to the server's
+        pick, in JS)."""
         st = ViewState.from_map_state(st)
-        if not click or not st.ready or st.view not in ("sphere", "scatter"):
+        if not click or not st.ready or st.view != "sphere":
             return no_update
         point = click["points"][0]
-        if st.view == "scatter":  # its points carry their molecule's id (app/scatter_panel.py)
-            return point.get("customdata") or no_update
         layers = map_layers(data_dir, st)
         row = clicked_row(layers, point.get("curveNumber", -1), point.get("pointNumber", -1))
         return no_update if row is None else str(layers.md.ids[row])
@@ -712,6 +735,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         Output(ids.MAP_ZOOM_DONE, "data"),
         Input(ids.MAP_ZOOM, "data"),
         State(ids.MAP, "id"),
+        State(ids.MAP_STATE, "data"),  # a zoom dropped as the view changes is not drawn in the old view
         prevent_initial_call=True,
     )
     app.clientside_callback(

@@ -40,6 +40,7 @@ from orientscope.core.palette import (
     REFERENCE_STAR,
     SELECTION_RING,
 )
+from orientscope.services.map_markers import vector_marker
 from orientscope.services.map_raster import HIGHLIGHT_LABELS
 from orientscope.services.map_view import color_range
 from orientscope.services.report_format import ANGLE_PEAK_NOTE
@@ -60,6 +61,7 @@ MAX_SLICES = 4
 MAX_POINT_TRACES = 24
 MAX_RINGED_MATCHES = 2_000  # SMARTS matches drawn as rings; more are drawn as dots over a muted map
 MUTED_OPACITY = 0.25
+SPHERE_PX = (420, 420)  # about the pixels the 3D sphere covers on screen (its marker size follows from them)
 SPHERE_MATCH_TRACE = 2  # the sphere's SMARTS matches: after the wire sphere and the points (sphere_figure)
 NO_MATCH = HIGHLIGHT_LABELS[0]  # the legend of the other molecules while matches are highlighted
 
@@ -236,7 +238,7 @@ def split_points(spec: ColorSpec, n_points: int) -> PointTraces:
     return PointTraces(members, category, colors, labels, ranges, colorbar)
 
 
-def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None) -> list[dict]:
+def _point_traces(x, y, split: PointTraces, marker: dict, n_molecules: int | None) -> list[dict]:
     traces, shown = [], set()
     for idx, k in zip(split.members, split.category, strict=True):
         legend = split.colorbar is None or split.ranges[k] is None
@@ -246,7 +248,7 @@ def _point_traces(x, y, split: PointTraces, size: float, n_molecules: int | None
                 "x": x[idx],
                 "y": y[idx],
                 "mode": "markers",
-                "marker": {"size": size, "opacity": 0.75, "color": split.colors[k]},
+                "marker": {**marker, "opacity": 0.75, "color": split.colors[k]},
                 "name": split.labels[k],
                 "legendgroup": f"c{k}",
                 "showlegend": legend and k not in shown,
@@ -386,7 +388,7 @@ def orientation_map_spec(
     reference: dict | None = None,
     title: str = "",
     n_molecules: int | None = None,
-    marker_size: float | None = None,
+    plot_px: tuple[int, int] = (900, 458),
     extent: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """Mollweide map of axis points (x, y Mollweide coordinates in draw order), in map units,
@@ -395,24 +397,27 @@ def orientation_map_spec(
     ``split`` is :func:`split_points` of ``color`` (pass it when it is cached); ``frame`` holds the
     outline and graticule polylines (``orientscope.services.map_data.frame_lines``); ``reference`` the
     shown axes of the reference orientation (see :func:`reference_trace`); ``extent`` = (x0, x1, y0, y1),
-    Mollweide units, is the region shown (default the whole map).
+    Mollweide units, is the region shown (default the whole map); ``plot_px`` = (width, height) its pixels, which
+    with the number of points set the markers' size and outline (:func:`orientscope.services.map_markers.vector_marker`).
     """
     x, y = map_units(x), map_units(y)
     split = split or split_points(color, x.size)
-    size = marker_size or (2.0 if x.size > 100_000 else 3.0 if x.size > 10_000 else 5.0)
+    marker = vector_marker(x.size, *plot_px)
+    size = marker["size"]
     hx, hy = highlight_xy if highlight_xy is not None else (np.zeros(0), np.zeros(0))
     traces = [t.to_plotly_json() for t in _frame_traces(frame, MAP_SCALE)] + [reference_trace(reference, "scatter")]
     many = np.size(hx) > MAX_RINGED_MATCHES
-    base = _point_traces(x, y, split, size, n_molecules)
+    base = _point_traces(x, y, split, marker, n_molecules)
     if np.size(hx):  # the matches stand out over the map, muted and grey: its colour scale is set aside
         for trace in base:
             trace["marker"].update(opacity=MUTED_OPACITY, color=OTHER_GREY)
+            trace["marker"].pop("line", None)  # the muted context has no outlines: only the matches stand out
             trace["showlegend"] = False
     traces += base
     # A few matches get rings, which find them at a glance; many get small dots (a third of QM9 matches C=O),
     # between which the other molecules still show.
     mark = (
-        {"size": max(size - 1, 1.5), "color": HIGHLIGHT, "opacity": 0.8}
+        {**vector_marker(np.size(hx), *plot_px), "color": HIGHLIGHT, "opacity": 0.8}
         if many
         else {"size": size + 5, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT, "width": 1.5}}
     )
@@ -568,12 +573,16 @@ def density_map_figure(
     frame: dict | None = None,
     title: str = "",
     zmax: float,
+    extent: tuple[float, float, float, float] | None = None,
+    points: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> go.Figure:
     """Server-binned density (ratio to a uniform sphere) as a heatmap on the Mollweide plane (map units).
 
     ``zmax``: the colour scale's upper end, from the services
     (:func:`orientscope.services.map_data.density_grids`); one value for figures shown side by
-    side, so that equal colours mean equal densities.
+    side, so that equal colours mean equal densities. ``extent`` = (x0, x1, y0, y1), Mollweide units: the
+    region shown (default the whole map). ``points`` (x, y, axis 1..3), (n,) each: the points of a set too
+    small for a density (its cells are empty; its density would be a few blocks), drawn with the map's marker rule.
     """
     ratio = np.asarray(ratio, np.float32)
     heat = go.Heatmap(
@@ -593,7 +602,29 @@ def density_map_figure(
         meta={"kind": "density", "zmax": zmax},
     )
     traces = [heat, *_frame_traces(frame, MAP_SCALE), reference_trace(reference, "scatter")]
-    return unvalidated_figure(traces, layout=_map_layout(title))
+    if points is not None:
+        traces.append(density_points_trace(*points))
+    return unvalidated_figure(traces, layout=_map_layout(title, extent))
+
+
+DENSITY_POINTS_PX = (560, 280)  # about the pixels of one of the density view's two maps (the marker rule's plot)
+
+
+def density_points_trace(x: np.ndarray, y: np.ndarray, axes: np.ndarray) -> dict:
+    """A small set's axis points (Mollweide x, y and axis 1..3, (n,) each) over its density, in the axes' colours,
+    sized and outlined by the map's marker rule; the hover is the server's pick (the card), not plotly's."""
+    axes = np.asarray(axes, np.int64)
+    marker = vector_marker(np.size(x), *DENSITY_POINTS_PX)
+    return {
+        "type": "scatter",
+        "x": (np.asarray(x, np.float64) * MAP_SCALE).astype(np.float32),
+        "y": (np.asarray(y, np.float64) * MAP_SCALE).astype(np.float32),
+        "mode": "markers",
+        "marker": {**marker, "color": [AXIS_COLORS[int(a)] for a in axes]},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "meta": {"kind": "points", "n_points": int(np.size(x))},
+    }
 
 
 def sphere_figure(
@@ -604,9 +635,11 @@ def sphere_figure(
     title: str = "",
     ids: np.ndarray | None = None,
     highlight: np.ndarray | None = None,
+    axes: np.ndarray | None = None,
 ) -> go.Figure:
     """3D unit-sphere view of axis vectors (n_points, 3) in draw order; ``ids`` (n_points,) name each
-    point's molecule on hover. ``highlight`` (n_points,) bool marks SMARTS matches: as on the flat map, the
+    point's molecule on hover, and ``axes`` (n_points,) its axis 1..3 (the points' customdata: the hover card
+    describes that axis's point). ``highlight`` (n_points,) bool marks SMARTS matches: as on the flat map, the
     other points are drawn grey and dimmed, without the colour scale, and the matches over them in the
     highlight colour (their own trace, :data:`SPHERE_MATCH_TRACE`)."""
     v = np.asarray(vectors, np.float32).reshape(-1, 3)
@@ -621,8 +654,9 @@ def sphere_figure(
         hoverinfo="skip",
         meta={"kind": "sphere"},
     )
-    size = 2.0 if len(v) > 20_000 else 3.0
-    marker = color_marker(color, size) if highlight is None else {"size": size, "color": OTHER_GREY}
+    shape = vector_marker(len(v), *SPHERE_PX)  # the markers' size and outline for that many points
+    size = shape["size"]
+    marker = color_marker(color, size) | shape if highlight is None else {"size": size, "color": OTHER_GREY}
     marker.pop("opacity", None)
 
     def dots(keep: np.ndarray, marker: dict, **kwargs) -> go.Scatter3d:
@@ -631,6 +665,9 @@ def sphere_figure(
             if ids is None
             else {"text": np.asarray(ids)[keep].astype(str), "hovertemplate": "molecule %{text}<extra></extra>"}
         )
+        if ids is not None and axes is not None:
+            named |= {"customdata": np.asarray(axes)[keep].astype(np.int8),
+                      "hovertemplate": "molecule %{text} · axis %{customdata}<extra></extra>"}  # fmt: skip
         return go.Scatter3d(x=v[keep, 0], y=v[keep, 1], z=v[keep, 2], mode="markers", marker=marker, **named, **kwargs)
 
     every = np.arange(len(v))

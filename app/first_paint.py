@@ -49,7 +49,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orientscope.app import panels
 from orientscope.app.density_paint import density_image, payload_array
-from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE, MUTED_OPACITY
+from orientscope.app.figures import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE, MUTED_OPACITY
 from orientscope.app.initial_view import resolve_view
 from orientscope.app.mapfigure import density_pair_json, map_figure_json
 from orientscope.app.static_html import to_html
@@ -192,7 +192,7 @@ def first_paint_html(payload: dict) -> str:
     title = _title(payload)
     return (
         f'<div id="orientation-map" class="first-paint" data-first-paint="1"'
-        f"{_settings(meta, query=meta['query'], kind=meta['kind'], viewport=meta['viewport'], scale=MAP_SCALE)}"
+        f"{_settings(meta, query=meta['query'], kind=meta['kind'], grid=meta['grid'], scale=MAP_SCALE)}"
         ' style="max-width:900px;position:relative">'
         f'<p style="font:14px sans-serif;margin:4px 0">{title}</p>'
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.0f} {-y1:.0f} {x1 - x0:.0f} {y1 - y0:.0f}" '
@@ -231,6 +231,24 @@ def _reference_stars(payload: dict) -> str:
     return "".join(marks)
 
 
+def _points(payload: dict) -> str:
+    """The points a density figure draws over its cells (a set too small for a density: its trace of kind
+    "points"), as SVG circles of the marker's size on a plot of ``DENSITY_POINTS_PX`` (map units, y flipped)."""
+    marks = []
+    unit = (MAP_RANGE_X[1] - MAP_RANGE_X[0]) / DENSITY_POINTS_PX[0]  # map units per pixel of a density map
+    for trace in payload.get("data", []):
+        if (trace.get("meta") or {}).get("kind") != "points":
+            continue
+        marker = trace["marker"]
+        r = marker["size"] / 2 * unit
+        line = marker.get("line") or {}
+        stroke = f' stroke="{line["color"]}" stroke-width="{line["width"] * unit:.0f}"' if line else ""
+        xs, ys = payload_array(trace["x"]), payload_array(trace["y"])
+        for x, y, color in zip(xs.tolist(), ys.tolist(), marker["color"], strict=True):
+            marks.append(f'<circle cx="{x:.0f}" cy="{-y:.0f}" r="{r:.0f}" fill="{color}"{stroke}/>')
+    return "".join(marks)
+
+
 def density_map_html(payload: dict, attrs: str, hook: str = "") -> str:
     """One static density map of a density figure payload: its cells as an image under the outline, the
     graticule and the reference stars; ``attrs`` go on its element, ``hook`` on the image's load event."""
@@ -249,7 +267,7 @@ def density_map_html(payload: dict, attrs: str, hook: str = "") -> str:
         f'width="100%" role="img" aria-label="{title}">'
         f'<image href="{im.source}" x="{ex0:.0f}" y="{-ey1:.0f}" width="{ex1 - ex0:.0f}" height="{ey1 - ey0:.0f}" '
         f'preserveAspectRatio="none" style="image-rendering:pixelated"{onload}/>'
-        f"{_frame_paths()}{_reference_stars(payload)}"
+        f"{_frame_paths()}{_reference_stars(payload)}{_points(payload)}"
         '</svg><p class="note map-hint"></p></div>'
     )
 

@@ -88,6 +88,7 @@ SCATTER_PROP = "scatter-prop"
 SCATTER_AXIS = "scatter-axis"
 SCATTER_COORD = "scatter-coord"
 SCATTER_SCALE = "scatter-scale"
+SCATTER_SCALE_HINT = "scatter-scale-hint"  # why the scale shown is not the one asked for
 NEIGHBOUR = "neighbour"  # the "type" of the pattern-matched neighbour buttons
 FRAME_NOTES = "frame-notes"  # under the map: the frames the verdict rests on, and why some are degenerate
 # the first screen's downloads (app/downloads.py): the buttons' pattern "type", the job and its progress

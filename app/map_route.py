@@ -1,4 +1,5 @@
-"""``GET /_map-figure?state=&x0=&x1=&y0=&y1=&width=&height=``: the flat map's figure of a region, for a zoom.
+"""``GET /_map-figure?state=&x0=&x1=&y0=&y1=&width=&height=``: the flat map's figure of a region, for a zoom, or
+the density view's two figures (``{"density": [dataset's, control's]}``) binned anew for the region.
 
 A zoom or pan asks for the region it shows straight from plotly.js's relayout event
 (``frontend_assets/orientscope.js``, "the map at any size") and hands the answer to the graph
@@ -18,7 +19,7 @@ from fastapi import FastAPI, Query
 from starlette.responses import JSONResponse, Response
 
 from orientscope.app import data
-from orientscope.app.mapfigure import map_figure_json, viewport_of
+from orientscope.app.mapfigure import density_pair_json, map_figure_json, viewport_of
 from orientscope.app.state import ViewState
 
 PATH = "/_map-figure"
@@ -39,11 +40,16 @@ def install(server: FastAPI, data_dir: Path) -> None:
             st = ViewState.from_map_state(orjson.loads(state))
         except (orjson.JSONDecodeError, TypeError, ValueError) as err:
             return JSONResponse({"detail": f"bad map state: {err}"}, status_code=422)
-        if not st.ready or st.view != "map":
-            return JSONResponse({"detail": "only the flat map is drawn by region"}, status_code=422)
+        if not st.ready or st.view not in ("map", "density"):
+            return JSONResponse({"detail": "only the flat map and the density view are drawn by region"},
+                                status_code=422)  # fmt: skip
         viewport = viewport_of({"x0": x0, "x1": x1, "y0": y0, "y1": y1, "width": width, "height": height})
         try:
-            payload, _ = map_figure_json(data_dir, st, viewport)
+            if st.view == "density":  # both maps, the dataset's and its control's, binned anew for the region
+                pair, _ = density_pair_json(data_dir, st, viewport.checked())
+                payload = {"density": list(pair)}
+            else:
+                payload, _ = map_figure_json(data_dir, st, viewport)
         except data.NotFoundError as err:
             return JSONResponse({"detail": str(err)}, status_code=404)
         except data.OrientScopeError as err:  # a region no map can show (NaN, inverted, far off)

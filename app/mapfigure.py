@@ -36,7 +36,7 @@ from orientscope.app.figures import (
 from orientscope.app.mapview import MapLayers, map_layers, relevant_state, shown_points
 from orientscope.app.state import ViewState
 from orientscope.services.bytecache import nbytes, shared_cache
-from orientscope.services.map_data import MapData, density_grids, frame_lines, reference_points
+from orientscope.services.map_data import DENSITY_MIN_POINTS, MapData, density_grids, frame_lines, reference_points
 from orientscope.services.map_raster import MapRender, Viewport, render_map
 
 # Each drawn flat map's token, unique across the server's life and its restarts (an object id may be
@@ -54,26 +54,37 @@ def reference_of(reference, axes) -> dict | None:
     return reference_points(reference, sorted({int(a) for a in axes})) if reference else None
 
 
-def density_figures(panels: list[tuple[MapLayers, object, str]]) -> list[go.Figure]:
-    """Density maps of (layers, reference orientation, title) on one shared colour scale (1 = uniform).
+def density_figures(
+    panels: list[tuple[MapLayers, object, str]], region: tuple[float, float, float, float] | None = None
+) -> list[go.Figure]:
+    """Density maps of (layers, reference orientation, title) on one shared colour scale (1 = uniform), of
+    ``region`` (x0, x1, y0, y1, Mollweide units; default the whole map) binned on its own cells.
 
     Maps shown side by side (a dataset and its control, two compared sets) must share
     the scale, or a uniform set looks as concentrated as an aligned one.
     """
     # binned from the maps' own arrays: gathering a large view's points first took seconds (10M molecules)
-    grids, zmax = density_grids([(layers.md.x, layers.md.y, layers.rows, layers.axes) for layers, _, _ in panels])
-    return [
-        density_map_figure(
-            g.x_centers,
-            g.y_centers,
-            g.ratio,
-            reference=reference_of(ref, layers.shown),
-            frame=frame_lines(),
-            title=title,
-            zmax=zmax,
+    point_sets = [(layers.md.x, layers.md.y, layers.rows, layers.axes) for layers, _, _ in panels]
+    grids, zmax = density_grids(point_sets, region)
+    figures = []
+    for g, (layers, ref, title) in zip(grids, panels, strict=True):
+        points = None  # a set too small for a density is drawn as its points (three molecules were blocks of 40x)
+        if layers.n_points < DENSITY_MIN_POINTS:
+            points = (*layers.md.xy(layers.rows, layers.axes), layers.axes)
+        figures.append(
+            density_map_figure(
+                g.x_centers,
+                g.y_centers,
+                g.ratio,
+                reference=reference_of(ref, layers.shown),
+                frame=frame_lines(),
+                title=title,
+                zmax=zmax,
+                extent=region,
+                points=points,
+            )  # fmt: skip
         )
-        for g, (layers, ref, title) in zip(grids, panels, strict=True)
-    ]
+    return figures
 
 
 def density_figure(layers: MapLayers, reference, title: str) -> go.Figure:
@@ -161,11 +172,15 @@ def _draw_meta(st: ViewState, mode: str, drawn: int, token: str, render: MapRend
     query |= {k: v for k, v in (("group", st.group), ("smarts", st.smarts)) if v}
     meta = {"view": st.view, "mode": mode, "drawn": int(drawn), "dataset": st.dataset, "query": query, "token": token}
     if render is not None:
-        vp = render.viewport
-        meta |= {"kind": render.kind, "n_points": render.n_points}
-        meta["viewport"] = {"x0": vp.x0, "x1": vp.x1, "y0": vp.y0, "y1": vp.y1, "width": vp.width, "height": vp.height}
+        meta |= {"kind": render.kind, "n_points": render.n_points, "viewport": _grid(render.viewport)}
+        if render.mode == "image":  # the image's own pixels: the grid a hover's and a click's pick counts on
+            meta["grid"] = _grid(render.image_viewport)
         meta["state"] = st.map_state()  # what a zoom asks the map-figure route for (app/map_route.py)
     return meta
+
+
+def _grid(vp: Viewport) -> dict:
+    return {"x0": vp.x0, "x1": vp.x1, "y0": vp.y0, "y1": vp.y1, "width": vp.width, "height": vp.height}
 
 
 def _color_spec(colors, keep: np.ndarray) -> ColorSpec:
@@ -197,7 +212,7 @@ def _flat_figure(data_dir: Path, st: ViewState, vp: Viewport) -> dict:
             x, y, _color_spec(points.colors, keep), frame=frame_lines(),
             highlight_xy=(x[matched], y[matched]) if matched.any() else None,
             reference=reference, title=title, n_molecules=points.n_molecules,
-            extent=(vp.x0, vp.x1, vp.y0, vp.y1),
+            extent=(vp.x0, vp.x1, vp.y0, vp.y1), plot_px=(vp.width, vp.height),
         )  # fmt: skip
     spec["layout"]["meta"] = {"map": _draw_meta(st, render.mode, render.n_drawn, _new_token(), render)}
     return spec
@@ -213,7 +228,7 @@ def map_figure(data_dir: Path, st: ViewState) -> tuple[go.Figure, MapLayers]:
         vectors = layers.md.vectors(layers.rows, layers.axes)
         fig = sphere_figure(
             vectors, layers.color, reference=ref, title=title, ids=layers.md.ids[layers.rows],
-            highlight=layers.sphere_highlight,
+            highlight=layers.sphere_highlight, axes=layers.axes,
         )  # fmt: skip
     else:
         fig = unvalidated_figure(**_flat_figure(data_dir, st, DEFAULT_VIEWPORT))
@@ -239,16 +254,23 @@ def map_figure_json(data_dir: Path, st: ViewState, viewport: Viewport | None = N
     return payload, layers
 
 
-def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict], MapLayers]:
-    """The density view: the dataset's density and its control's beside it, on one colour scale, as JSON.
+def density_pair_json(
+    data_dir: Path, st: ViewState, viewport: Viewport | None = None
+) -> tuple[tuple[dict, dict], MapLayers]:
+    """The density view: the dataset's density and its control's beside it, on one colour scale, as JSON, of the
+    region of ``viewport`` (default the whole map) binned anew on cells of its own (a zoom re-aggregates).
 
-    Cached per view state and pair of map data, not per pair of layers: the layers of a large view (30M
+    Each figure's ``layout.meta.map`` names its table (the control's clicks and hover pick on the control),
+    the view state and the viewport drawn (what a zoom asks ``app/map_route.py`` for).
+
+    Cached per view state, region and pair of map data, not per pair of layers: the layers of a large view (30M
     points at 10M molecules) are too big to cache and are built again for each request (9 s at 10M
     molecules for the landing page), while their density is the same.
     """
     layers = map_layers(data_dir, st)
     control = map_layers(data_dir, st.with_(table="control"))
-    key = (str(data_dir), id(layers.md), id(control.md), relevant_state(st))
+    region = None if viewport is None else (viewport.x0, viewport.x1, viewport.y0, viewport.y1)
+    key = (str(data_dir), id(layers.md), id(control.md), relevant_state(st), region)
     hit = shared_cache().get("density_pair", key)
     if hit is not None and hit[0] is layers.md and hit[1] is control.md:  # the id of a dropped object may be reused
         return hit[2], layers
@@ -257,11 +279,14 @@ def density_pair_json(data_dir: Path, st: ViewState) -> tuple[tuple[dict, dict],
     title = f"{report.get('name', st.dataset)} as stored · {layers.n_molecules:,} molecules"
     ctl_ref = (report.get("control") or {}).get("reference_orientation")
     ctl_title = "Control: the same molecules, randomly rotated"
-    figures = density_figures([(layers, ref, title), (control, ctl_ref, ctl_title)])
+    figures = density_figures([(layers, ref, title), (control, ctl_ref, ctl_title)], region)
     payload = tuple(orjson.loads(f.to_json()) for f in figures)
     # server-binned counts: an image in the test hook's terms, drawing every molecule of the view
     drawn = distinct_molecules(layers)
-    payload[0]["layout"]["meta"] = {"map": _draw_meta(st, "image", drawn, f"d{id(layers):x}")}
+    shown = _grid(viewport or DEFAULT_VIEWPORT)
+    for figure, table in zip(payload, ("original", "control"), strict=True):
+        meta = _draw_meta(st.with_(table=table), "image", drawn, f"d{table[0]}{id(layers):x}{hash(region) & 0xFFFF:x}")
+        figure["layout"]["meta"] = {"map": meta | {"viewport": shown, "state": st.map_state()}}
     if not (layers.pending or control.pending):  # a SMARTS search still runs: drawn again when it is done
         shared_cache().put("density_pair", key, (layers.md, control.md, payload), size=nbytes(payload))
     return payload, layers

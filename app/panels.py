@@ -32,6 +32,8 @@ from orientscope.app.state import ViewState
 from orientscope.app.static_report import static_report_html
 from orientscope.app.verdict import frame_children, verdict_children
 from orientscope.app.viewer import group_scenes, molecule_viewer_spec, viewer_spec
+from orientscope.core.numbers import format_count
+from orientscope.services.map_data import DENSITY_MIN_POINTS
 from orientscope.services.report_format import control_report
 
 log = logging.getLogger(__name__)
@@ -85,9 +87,10 @@ def friendly(err: Exception) -> str:
 
 
 # ----------------------------------------------------------------- map
-def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> MapPanel:
-    """The map figure of a view state in the viewport the browser shows (default: the whole map), the notes
-    under it and, in the density view, the control's density.
+def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None, zoom: str | None = None) -> MapPanel:
+    """The map figure of a view state in the viewport the browser shows (default: the whole map), or the
+    scatter view in the region of its ``zoom`` (the URL's, default its home region), the notes under it and,
+    in the density view, the control's density.
 
     Plain JSON only (no components in the figures): Dash then encodes the 2.4 MB answer in one
     orjson pass instead of walking it to convert objects first.
@@ -97,10 +100,11 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> 
     if not st.ready:
         return MapPanel(message_figure("Choose a dataset."), [], empty, True, density)
     if st.view == "scatter":  # a property against an axis coordinate, coloured as the map
-        return MapPanel(*scatter_panel.scatter_outputs(data_dir, st), empty, True, False)
+        region = st.with_(zoom=zoom).scatter_region
+        return MapPanel(*scatter_panel.scatter_outputs(data_dir, st, region), empty, True, False)
     try:
-        if density:
-            (fig, control), layers = density_pair_json(data_dir, st)
+        if density:  # of the region shown (the viewport store), binned anew
+            (fig, control), layers = density_pair_json(data_dir, st, viewport_of(viewport) if viewport else None)
         else:
             (fig, layers), control = map_figure_json(data_dir, st, viewport_of(viewport)), empty
     except data.OrientScopeError as err:
@@ -110,6 +114,8 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> 
         notes.append(html.P(" ".join(n + "." for n in layers.notes), className="note"))
     if density:
         notes.append(html.P(DENSITY_NOTE, className="note"))
+        if layers.n_points < DENSITY_MIN_POINTS:
+            notes.append(html.P(too_few_for_density(layers.n_points), className="note"))
     elif st.view == "map" and layers.n_matches:
         notes.append(html.P(HIGHLIGHT_NOTE, className="note"))
     return MapPanel(fig, notes, control, not density, density)
@@ -117,6 +123,14 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None) -> 
 
 # The flat map's SMARTS highlight (app/figures.py): why "colour by" shows no colours while it is on.
 HIGHLIGHT_NOTE = "While SMARTS matches are highlighted, the other molecules are grey: clear the SMARTS box for colours"
+
+
+def too_few_for_density(n_points: int) -> str:
+    """Why the density view shows a set's points and no density."""
+    return (
+        f"Too few points for a density ({format_count(n_points)}; a density needs {format_count(DENSITY_MIN_POINTS)}, "
+        "or the coarsest cells would each expect under one): the points themselves are drawn."
+    )
 
 
 DENSITY_NOTE = (

@@ -29,12 +29,16 @@ from orientscope.app.figures import (
 )
 from orientscope.app.state import ViewState
 from orientscope.core.palette import AXIS_COLORS, CIVIDIS, OTHER_GREY
+from orientscope.services.errors import InvalidInput
+from orientscope.services.map_markers import vector_marker
 from orientscope.services.map_view import MapColors
 from orientscope.services.scatter import (
     COORDINATE_NAMES,
     COORDINATES,
+    IMAGE_SIZE,
     ScatterPoints,
     ScatterQuery,
+    resolve_scale,
     scatter_colors,
     scatter_image,
     scatter_mode,
@@ -73,6 +77,8 @@ def scatter_controls() -> html.Div:
                 [
                     "Scale (y)",
                     dcc.RadioItems(id=ids.SCATTER_SCALE, options=["linear", "log"], value="linear", inline=True),
+                    # why the scale shown is not the one clicked (a log scale of values <= 0)
+                    html.Span(id=ids.SCATTER_SCALE_HINT, className="note", role="status"),
                 ],
                 className="control",
             ),
@@ -93,33 +99,46 @@ def property_options(data_dir: Path, dataset: str | None) -> list[dict]:
 
 
 def scatter_query(data_dir: Path, st: ViewState) -> ScatterQuery:
-    """The services' query of a scatter view state (its first property when none is chosen)."""
-    prop = st.prop
-    if not prop:
-        names = data.property_names(data_dir, st.dataset)
-        if not names:
-            raise data.OrientScopeError(f"dataset {st.dataset!r} has no stored property to plot")
-        prop = names[0]
-    return ScatterQuery(st.dataset, prop, int(st.xaxis), st.coord, st.yscale)
+    """The services' query of a scatter view state as :func:`resolved` draws it."""
+    st, _ = resolved(data_dir, st)
+    if not st.prop:
+        raise data.OrientScopeError(f"dataset {st.dataset!r} has no stored property to plot")
+    return ScatterQuery(st.dataset, st.prop, int(st.xaxis), st.coord, st.yscale or "linear")
+
+
+def resolved(data_dir: Path, st: ViewState) -> tuple[ViewState, str]:
+    """A scatter view state as the view draws it, so that the controls show what is drawn, and why its scale is
+    not the one asked for ("" when it is): the property (the dataset's first when none is chosen) and the scale
+    (:func:`orientscope.services.scatter.resolve_scale`: the one that suits the data when none is chosen,
+    linear for a log scale of values ≤ 0). Other views, and a property the dataset lacks, are left as they are."""
+    if st.view != "scatter" or not st.ready:
+        return st, ""
+    try:
+        prop = st.prop or next(iter(data.property_names(data_dir, st.dataset)), None)
+        if prop is None:
+            return st, ""
+        scale, why = resolve_scale(data_dir, st.dataset, prop, st.yscale)
+    except (InvalidInput, data.OrientScopeError):  # the figure says what is wrong
+        return st, ""
+    return st.with_(prop=prop, yscale=scale), why or ""
 
 
 def _point_traces(points: ScatterPoints, colors: MapColors | None) -> list[dict]:
     """The points as scattergl traces: the first holds every molecule with a colour (marker colours on a scale,
     with its colour bar), a grey one those without a value."""
-    hover = f"%{{customdata}}<br>{points.x_title}: %{{x:.4g}}<br>{points.y_title}: %{{y:.4g}}"
-    valued = hover  # the first trace's hover, with the colour's value where it has one
+    shape = vector_marker(points.x.size, *IMAGE_SIZE)  # the map's marker rule: size and outline by the count
+    size = shape["size"]
     if colors is None:  # by axis: the chosen axis's colour, as the map draws it
-        groups = [(np.arange(points.x.size), {"size": 4, "color": AXIS_COLORS[points.query.axis], "opacity": 0.6})]
+        groups = [(np.arange(points.x.size), {**shape, "color": AXIS_COLORS[points.query.axis], "opacity": 0.6})]
     elif colors.kind == "categorical":
         spec = ColorSpec("categorical", colors.codes.astype(np.float32), list(colors.labels), list(colors.colors))
-        groups = [(np.arange(points.x.size), color_marker(spec, 4))]
+        groups = [(np.arange(points.x.size), color_marker(spec, size) | shape)]
     else:
         known = np.isfinite(colors.values)
-        marker = color_marker(ColorSpec("continuous", colors.values[known], title=colors.title), 4)
+        marker = color_marker(ColorSpec("continuous", colors.values[known], title=colors.title), size) | shape
         groups = [(np.flatnonzero(known), marker)]
-        valued += f"<br>{colors.title}: %{{marker.color:.4g}}"
         if not known.all():
-            groups.append((np.flatnonzero(~known), {"size": 4, "color": OTHER_GREY, "opacity": 0.6}))
+            groups.append((np.flatnonzero(~known), {**shape, "color": OTHER_GREY, "opacity": 0.6}))
     traces = [
         {
             "type": "scattergl",
@@ -129,7 +148,9 @@ def _point_traces(points: ScatterPoints, colors: MapColors | None) -> list[dict]
             "y": points.y[idx].astype(np.float32),
             "customdata": points.ids[idx].tolist(),
             "marker": marker,
-            "hovertemplate": (valued if k == 0 else hover) + "<extra></extra>",
+            # hover and clicks are the server's pick, as the map's (frontend_assets/scatter.js): plotly's own
+            # would name another molecule than a click opens, and never the molecules sharing a pixel
+            "hoverinfo": "none",
             "name": "molecules" if k == 0 else "no value",
             "showlegend": k > 0,
         }
@@ -156,8 +177,11 @@ def _image_legend(colors: MapColors | None) -> list[dict]:
     return [bar]
 
 
-def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
-    """The scatter view's figure (a plain dict) and its notes."""
+def scatter_figure(
+    data_dir: Path, st: ViewState, region: tuple[float, float, float, float] | None = None
+) -> tuple[dict, list[str]]:
+    """The scatter view's figure (a plain dict) and its notes, showing ``region`` (x0, x1, y0, y1 in its data
+    units, y in log10 units on a log scale; default the view's home region, ``ScatterPoints.home``)."""
     points = scatter_points(data_dir, scatter_query(data_dir, st))
     colors, color_notes = scatter_colors(data_dir, points, st.color, st.grouping)
     mode = scatter_mode(points)
@@ -169,15 +193,20 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
         "yaxis": {"title": {"text": points.y_title}, "type": "log" if points.log else "linear"},
         "margin": {"l": 70, "r": 20, "t": 40, "b": 50},
         "hovermode": "closest",
-        "clickmode": "event",
+        "clickmode": "none",  # the server picks (frontend_assets/scatter.js)
         "dragmode": "zoom",
     }
-    home = None
+    home = list(points.home)  # where double-click and home return (frontend_assets/scatter.js)
+    shown = region or points.home
+    layout["xaxis"]["range"] = [shown[0], shown[1]]
+    layout["yaxis"]["range"] = [shown[2], shown[3]]  # log10 units on a log axis
+    grid = None
     if mode == "points":
         traces = _point_traces(points, colors)
     else:
-        image = scatter_image(points, colors=colors)
+        image = scatter_image(points, region, colors=colors)
         (x0, x1), (y0, y1) = image.x_range, image.y_range
+        grid = {"x0": x0, "x1": x1, "y0": y0, "y1": y1, "width": image.width, "height": image.height}
         layout["images"] = [
             {
                 "source": "data:image/png;base64," + base64.b64encode(image.png).decode("ascii"),
@@ -191,9 +220,6 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
                 "layer": "below",
             }
         ]
-        home = [x0, x1, y0, y1]  # where double-click returns after a zoom (frontend_assets/scatter.js)
-        layout["xaxis"]["range"] = [x0, x1]
-        layout["yaxis"]["range"] = [y0, y1]  # log10 units on a log axis, as the image is binned
         traces = [
             {
                 "type": "scatter",
@@ -210,17 +236,21 @@ def scatter_figure(data_dir: Path, st: ViewState) -> tuple[dict, list[str]]:
     paint = {"color": st.color, "grouping": st.grouping}  # and how a zoom's image is coloured
     layout["meta"] = {
         "map": {"view": "scatter", "mode": mode, "drawn": int(points.x.size), "dataset": st.dataset,
-                "token": f"s{id(points):x}-{id(colors):x}-{mode}", "x": points.x_title, "y": points.y_title,
+                "token": f"s{id(points):x}-{id(colors):x}-{mode}-{hash(region) & 0xFFFFFF:x}", "x": points.x_title,
+                "y": points.y_title,
                 "log": points.log, "color": None if colors is None else colors.title, "query": query, "paint": paint,
-                "home": home}
+                "home": home, "grid": grid}
     }  # fmt: skip
     return typed_arrays({"data": traces, "layout": layout}), [*points.notes, *color_notes]
 
 
-def scatter_outputs(data_dir: Path, st: ViewState) -> tuple[dict, list]:
-    """(figure, notes under it) of a scatter view state; a message figure and the error on bad input."""
+def scatter_outputs(
+    data_dir: Path, st: ViewState, region: tuple[float, float, float, float] | None = None
+) -> tuple[dict, list]:
+    """(figure, notes under it) of a scatter view state showing ``region`` (default its home region); a message
+    figure and the error on bad input."""
     try:
-        fig, notes = scatter_figure(data_dir, st)
+        fig, notes = scatter_figure(data_dir, st, region)
     except data.OrientScopeError as err:
         return message_figure(str(err)), [html.P(str(err), className="error", role="alert")]
     return fig, [html.P(" ".join(n + "." for n in notes), className="note")] if notes else []

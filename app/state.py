@@ -43,13 +43,15 @@ class ViewState:
     axes: str = DEFAULT_AXES  # the shown axes, sorted digits of 1, 2, 3
     table: str = "original"  # "control": the seeded random-rotation control (compare view)
     compare: str | None = None  # the compare view's dataset B: an id, or "<id>::control"
-    zoom: str | None = None  # the flat map's region "x0,x1,y0,y1" (Mollweide units); None: the whole map
+    # the region shown "x0,x1,y0,y1": the flat map's and the density view's in Mollweide units, the scatter view's
+    # in its data units (y: log10 of the property on a log scale); None: the whole map, or the scatter's home
+    zoom: str | None = None
     pins: str | None = None  # the pinned molecules "id1,id2:c,..." (at most MAX_PINS) in pinning order, ":c" canonical
     sel: str | None = None  # the flat map's box or lasso selection (orientscope.core.selection); None: none
     prop: str | None = None  # the scatter view's property (y); None: the dataset's first
     xaxis: str = "1"  # the scatter view's axis (x), 1..3
     coord: str = "lat"  # and its coordinate: one of COORDINATES
-    yscale: str = "linear"  # the property's scale: one of Y_SCALES
+    yscale: str | None = None  # the property's scale: one of Y_SCALES; None: the one that suits the data
 
     @property
     def ready(self) -> bool:
@@ -62,8 +64,14 @@ class ViewState:
 
     @property
     def region(self) -> tuple[float, float, float, float] | None:
-        """The zoomed region (x0, x1, y0, y1), Mollweide units, of the flat map; None: the whole map."""
-        return parse_zoom(self.zoom) if self.zoom and self.view == "map" else None
+        """The zoomed region (x0, x1, y0, y1), Mollweide units, of the flat map or the density view; None: the whole
+        map."""
+        return parse_zoom(self.zoom) if self.zoom and self.view in PLANE_VIEWS else None
+
+    @property
+    def scatter_region(self) -> tuple[float, float, float, float] | None:
+        """The scatter view's zoomed region (x0, x1, y0, y1) in its data units; None: its home region."""
+        return parse_region(self.zoom) if self.zoom and self.view == "scatter" else None
 
     def map_state(self) -> dict:
         """The map-state store's JSON: the fields that decide what the map draws."""
@@ -82,9 +90,10 @@ class ViewState:
         }
         if self.molecule and self.view == "density":
             items["view"] = self.view  # parse_query opens a molecule without a view in the point map
+        if self.view not in ZOOMED_VIEWS:
+            items.pop("zoom", None)
         if self.view != "map":
-            items.pop("zoom", None)  # only the flat map zooms
-            items.pop("sel", None)  # and selects
+            items.pop("sel", None)  # only the flat map selects
         if self.view != "scatter":
             for name in SCATTER_FIELDS:
                 items.pop(name, None)
@@ -122,13 +131,13 @@ class ViewState:
             view=_text(view, "view") or "density",
             axes=_axes(axes),
             compare=_text(compare, "compare") or None,
-            zoom=_zoom_text(_text(zoom, "zoom")),
+            zoom=_zoom_text(_text(zoom, "zoom"), _text(view, "view") or "density"),
             pins=pins_text(split_pins(_text(pins, "pins"))[0]),
             sel=_sel_text(_text(sel, "sel")),
             prop=_text(prop, "prop") or None,
             xaxis=_one_of(_text(xaxis, "xaxis"), ("1", "2", "3"), "1"),
             coord=_one_of(_text(coord, "coord"), COORDINATES, "lat"),
-            yscale=_one_of(_text(yscale, "yscale"), Y_SCALES, "linear"),
+            yscale=_one_of(_text(yscale, "yscale"), Y_SCALES, None),
         )
 
     @classmethod
@@ -164,22 +173,34 @@ def _axes(axes) -> str:
     return "".join(sorted({a for a in axes if isinstance(a, str) and a in ("1", "2", "3")})) or DEFAULT_AXES
 
 
+PLANE_VIEWS = ("map", "density")  # views of the Mollweide plane: a zoom of one is a zoom of the other
+ZOOMED_VIEWS = (*PLANE_VIEWS, "scatter")  # the views whose zoom the URL carries
 # A zoom farther out than the whole map (|x| <= 2.83, |y| <= 1.42) shows nothing more.
 MAX_ZOOM_COORDINATE = 6.0
 ZOOM_DECIMALS = 4  # 1e-4 Mollweide units: a hundredth of a pixel of the whole map
 
 
-def parse_zoom(text: str) -> tuple[float, float, float, float]:
-    """(x0, x1, y0, y1) of a zoom "x0,x1,y0,y1" (Mollweide units); ValueError naming what is wrong."""
+REGION_DIGITS = 7  # significant digits of a scatter zoom's bounds: far finer than a pixel of any plot
+MAX_REGION_COORDINATE = 1e300  # a scatter zoom is in its data units: any finite numbers
+
+
+def parse_zoom(text: str, bound: float = MAX_ZOOM_COORDINATE) -> tuple[float, float, float, float]:
+    """(x0, x1, y0, y1) of a zoom "x0,x1,y0,y1" (Mollweide units, or the scatter view's data units with ``bound``
+    :data:`MAX_REGION_COORDINATE`); ValueError naming what is wrong."""
     parts = text.split(",")
     if len(parts) != 4:
         raise ValueError(f"zoom {text!r} must be four numbers x0,x1,y0,y1")
     x0, x1, y0, y1 = (float(p) for p in parts)
-    if not all(abs(v) <= MAX_ZOOM_COORDINATE for v in (x0, x1, y0, y1)):  # also NaN and inf
-        raise ValueError(f"zoom {text!r} must lie within ±{MAX_ZOOM_COORDINATE:g}")
+    if not all(abs(v) <= bound for v in (x0, x1, y0, y1)):  # also NaN and inf
+        raise ValueError(f"zoom {text!r} must lie within ±{bound:g}")
     if not (x1 > x0 and y1 > y0):
         raise ValueError(f"zoom {text!r} must have x0 < x1 and y0 < y1")
     return x0, x1, y0, y1
+
+
+def parse_region(text: str) -> tuple[float, float, float, float]:
+    """(x0, x1, y0, y1) of the scatter view's zoom "x0,x1,y0,y1" (its data units)."""
+    return parse_zoom(text, MAX_REGION_COORDINATE)
 
 
 def zoom_text(x0: float, x1: float, y0: float, y1: float) -> str:
@@ -187,10 +208,23 @@ def zoom_text(x0: float, x1: float, y0: float, y1: float) -> str:
     return ",".join(f"{v:.{ZOOM_DECIMALS}f}" for v in (x0, x1, y0, y1))
 
 
-def _zoom_text(text: str | None) -> str | None:
-    """A valid zoom, else None (the zoom store only ever holds what the page wrote)."""
+def region_text(x0: float, x1: float, y0: float, y1: float) -> str:
+    """The URL's zoom of a scatter region (its data units)."""
+    return ",".join(f"{v:.{REGION_DIGITS}g}" for v in (x0, x1, y0, y1))
+
+
+def checked_zoom(text: str, view: str) -> str:
+    """A zoom as the URL writes it for ``view`` (Mollweide for the map and the density view, data units for the
+    scatter view); ValueError naming what is wrong."""
+    if view == "scatter":
+        return region_text(*parse_region(text))
+    return zoom_text(*parse_zoom(text))
+
+
+def _zoom_text(text: str | None, view: str) -> str | None:
+    """A valid zoom of ``view``, else None (the zoom store only ever holds what the page wrote)."""
     try:
-        return zoom_text(*parse_zoom(text)) if text else None
+        return checked_zoom(text, view) if text else None
     except ValueError:
         return None
 
@@ -271,9 +305,9 @@ def parse_query(search: str | None) -> tuple[ViewState, list[str]]:
         values["axes"] = axes or DEFAULT_AXES
     if values.get("zoom"):
         try:
-            values["zoom"] = zoom_text(*parse_zoom(values["zoom"]))
+            values["zoom"] = checked_zoom(values["zoom"], values.get("view") or "density")
         except ValueError as err:
-            warnings.append(f"{err}; showing the whole map")
+            warnings.append(f"{err}; showing the whole {'plot' if values.get('view') == 'scatter' else 'map'}")
             values.pop("zoom")
     if "pins" in values:
         pins, pin_warnings = split_pins(values["pins"])

@@ -3,9 +3,10 @@
    it runs as soon as they are parsed, about 1.5 s before the page's 6 MB of scripts have run. No
    plotly.js, no Dash.
 
-   Map: a click asks the server for the nearest shown point within 5 px (GET .../map/nearest, as
-   the interactive plot does), rings it and names it; hovering the image asks what the pixel
-   holds (GET .../map/pixel). Sphere: a click or hover picks the nearest drawn dot within 5 px
+   Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
+   .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
+   molecules share its pixel; hovering the image asks what the point and its pixel hold (GET .../map/preview,
+   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the nearest drawn dot within 5 px
    (its molecule id travels with the dots). Density view (the landing page): a click asks as on the map;
    hovering either density map names its cell's density. The chosen molecule then shows in the static molecule
    panel: its id and info as the server renders them for Dash (GET _first-paint/molecule-panel) and
@@ -21,18 +22,6 @@
    description and the viewer), which the interactive page's orientscope.js uses. */
 (function (root) {
   "use strict";
-  // What a pixel of the server's map holds (GET .../map/pixel) in words: count, dominant category or
-  // mean. Shared with the interactive map (orientscope.js), which loads this file as an asset.
-  function describePixel(info) {
-    if (!info || !info.count) { return ""; }
-    var parts = [info.count + (info.count === 1 ? " point" : " points")];
-    if (info.dominant) { parts.push("mostly " + info.dominant); }
-    if (info.mean !== undefined && info.mean !== null) { parts.push("mean " + Number(info.mean).toPrecision(4)); }
-    if (info.ratio !== undefined && info.ratio !== null) { parts.push(Number(info.ratio).toFixed(2) + "× uniform"); }
-    if (info.matches) { parts.push(info.matches + " SMARTS " + (info.matches === 1 ? "match" : "matches")); }
-    return parts.join(" · ");
-  }
-
   // The index of the point (xs[i], ys[i]) nearest to (px, py) within `radius`, or -1. Among equally
   // near points the lowest keys[i] wins (3 x molecule index + axis - 1): the server's rule
   // (backend/science/nearest_point.py), which tests/science/test_nearest_point.py checks this against.
@@ -45,12 +34,91 @@
     return best;
   }
 
-  // What a hover names (GET .../map/nearest, the molecule a click there opens) in words, and how many
-  // molecules share its pixel. Shared with the interactive map too.
-  function describeHit(hit) {
-    if (!hit || hit.id === null || hit.id === undefined) { return ""; }
-    var text = "molecule " + hit.id;
-    return hit.shared > 1 ? text + " · " + hit.shared + " molecules share this pixel (click to choose)" : text;
+  // ---------------------------------------------------------------- the chooser of a shared pixel
+  // Several molecules share the clicked point's pixel: a paged list (id, formula, the coloured value) lets the
+  // user choose one. Shared by every view that picks on the server (the map, the density view, the scatter
+  // view, the first paint): `o` = {total, at: {left, top} in the host's pixels, page(offset, limit): the promise
+  // of a page ({color, molecules: [{id, formula, value, value_text}]}), choose(id)}.
+  var CHOOSER_PAGE = 10;
+
+  function closeChooser(host) {
+    var old = host && host.querySelector(":scope > .map-chooser");
+    if (old) { old.remove(); }
+  }
+
+  function chooserCell(tr, text) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function chooserButton(label, title, onClick) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.title = title;
+    b.addEventListener("click", function (e) { e.stopPropagation(); onClick(); });
+    return b;
+  }
+
+  function openChooser(host, o) {
+    closeChooser(host);
+    var box = document.createElement("div");
+    box.className = "map-chooser";
+    box.setAttribute("role", "dialog");
+    box.dataset.total = o.total;
+    box.style.left = Math.max(0, o.at.left - 140) + "px";
+    box.style.top = (o.at.top + 12) + "px";
+    ["mousedown", "click", "mousemove"].forEach(function (t) {  // not a click or hover on the map below
+      box.addEventListener(t, function (e) { e.stopPropagation(); });
+    });
+    var title = document.createElement("p");
+    title.textContent = o.total + " molecules share this pixel: choose one";
+    var close = chooserButton("×", "close", function () { closeChooser(host); });
+    close.className = "chooser-close";
+    var table = document.createElement("table");
+    var pager = document.createElement("div");
+    pager.className = "chooser-pager";
+    box.append(close, title, table, pager);
+    host.appendChild(box);
+    var pages = Math.ceil(o.total / CHOOSER_PAGE);
+    function show(page) {
+      o.page(page * CHOOSER_PAGE, CHOOSER_PAGE).then(function (answer) {
+        if (!answer || !box.isConnected) { return; }
+        table.innerHTML = "";
+        var head = document.createElement("tr");
+        ["molecule", "formula", answer.color || "colour"].forEach(function (h) {
+          var th = document.createElement("th");
+          th.textContent = h;
+          head.appendChild(th);
+        });
+        table.appendChild(head);
+        answer.molecules.forEach(function (m) {
+          var tr = document.createElement("tr");
+          tr.className = "chooser-row";
+          tr.dataset.id = m.id;
+          chooserCell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
+            closeChooser(host);
+            o.choose(m.id);
+          }));
+          chooserCell(tr, m.formula);
+          chooserCell(tr, m.value_text);
+          table.appendChild(tr);
+        });
+        pager.innerHTML = "";
+        var prev = chooserButton("‹", "previous page", function () { show(page - 1); });
+        var next = chooserButton("›", "next page", function () { show(page + 1); });
+        prev.className = "chooser-prev"; next.className = "chooser-next";
+        prev.disabled = page === 0; next.disabled = page >= pages - 1;
+        var where = document.createElement("span");
+        where.textContent = "page " + (page + 1) + " of " + pages;
+        pager.append(prev, where, next);
+        box.dataset.page = page;
+      }, function () {});
+    }
+    show(0);
+    return box;
   }
 
   // ---------------------------------------------------------------- 3D viewer specs (app/viewer.py)
@@ -237,8 +305,7 @@
 
   // One copy per page: the inline first paint's and the asset's share the 3Dmol.js loader and the viewers.
   window.orientscopeMap = window.orientscopeMap || {
-    describePixel: describePixel, describeHit: describeHit,
-    nearestPoint: nearestPoint,
+    nearestPoint: nearestPoint, openChooser: openChooser, closeChooser: closeChooser,
     viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
               handOverFrom: handOverFrom, takeOver: takeOver }
   };
@@ -404,21 +471,35 @@
   }
 
   // ---------------------------------------------------------------- the map's image
-  // The nearest point's query of an SVG point: the same for a click and a hover (one pick rule).
+  // The pick's query of an SVG point: the same for a click and a hover (one pick rule), on the image's own
+  // pixel grid (cfg.grid), as the interactive map picks over an image; the density view's maps have no image
+  // of points: their grid is the drawing's pixels on screen, as the interactive density view's.
   function nearestParams(p) {
     var s = cfg.scale;  // map units per Mollweide unit
-    var vp = { x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
-               width: Math.max(1, Math.round(p.width)), height: Math.max(1, Math.round(p.height)) };
-    return Object.assign({ x: p.x / s, y: -p.y / s }, cfg.query, vp);
+    var grid = cfg.grid || { x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
+                             width: Math.max(1, Math.round(p.width)), height: Math.max(1, Math.round(p.height)) };
+    return Object.assign({ x: p.x / s, y: -p.y / s }, cfg.query, grid);
   }
 
   function mapPick(ev) {
     var p = svgPoint(ev), s = cfg.scale;
     if (!p) { return; }
     host.dataset.clicked = "";
-    getJson(restUrl("map/nearest", nearestParams(p))).then(function (hit) {
+    closeChooser(host);
+    var params = nearestParams(p);
+    getJson(restUrl("map/nearest", params)).then(function (hit) {
       if (!hit) { return; }
       if (hit.id === null) { nothingNear(); return; }
+      if (hit.shared > 1) {  // several molecules share its pixel: the user chooses (as on the interactive map)
+        openChooser(host, {
+          total: hit.shared, at: { left: p.px, top: p.py },
+          page: function (offset, limit) {
+            return getJson(restUrl("map/shared", Object.assign({ offset: offset, limit: limit }, params)));
+          },
+          choose: function (id) { chosen(ev, id, hit.x * s, -hit.y * s, p.unit); }
+        });
+        return;
+      }
       chosen(ev, hit.id, hit.x * s, -hit.y * s, p.unit);
     });
   }
@@ -429,16 +510,12 @@
     clearTimeout(hoverTimer);
     if (!p) { tip.hidden = true; preview(null); return; }
     hoverTimer = setTimeout(function () {
-      var asked = ++hoverAsked, s = cfg.scale;
-      // the molecule a click opens, then what the image shows at its point (at the cursor when none is near)
-      getJson(restUrl("map/preview", nearestParams(p))).then(function (hit) {
-        if (asked === hoverAsked) { preview(p, hit && hit.id, hit); }  // drawn while the pixel's request is out
-        var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: p.x / s, y: -p.y / s };
-        var params = Object.assign(at, { kind: cfg.kind }, cfg.query, cfg.viewport);
-        return getJson(restUrl("map/pixel", params)).then(function (info) {
-          if (asked !== hoverAsked) { return; }
-          showTip(p, [describeHit(hit), describePixel(info)].filter(Boolean).join(" · "));
-        });
+      var asked = ++hoverAsked;
+      // one answer: the molecule a click opens, its card, its pixel and the words
+      getJson(restUrl("map/preview", Object.assign({ kind: cfg.kind }, nearestParams(p)))).then(function (hit) {
+        if (asked !== hoverAsked) { return; }
+        preview(p, hit && hit.id, hit);
+        showTip(p, (hit && hit.text) || "");
       });
     }, HOVER_MS);
   }

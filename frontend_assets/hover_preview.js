@@ -35,12 +35,8 @@
     return card;
   }
 
-  function valueText(v) {
-    if (typeof v === "number") { return v.toPrecision(4); }
-    return v === null || v === undefined ? "no value" : String(v);
-  }
-
-  // The caption's words: the id, the formula, and the colour's value (e.g. "zpve (Ha): 0.1241").
+  // The caption's words: the id, the formula, and the colour's value at the described point (e.g. "axis 2 ·
+  // zpve (Ha): 0.1241"), as the server writes it (value_text); that point's axis unless the value names it.
   function caption(id, info) {
     if (!info) { return "molecule " + id; }
     var words = ["molecule " + info.id];
@@ -49,7 +45,8 @@
     line.textContent = words.join(" · ");
     var value = document.createElement("div");
     value.className = "hover-preview-value";
-    value.textContent = (info.color || "colour") + ": " + valueText(info.value);
+    value.textContent = (info.axis && info.color !== "axis" ? "axis " + info.axis + " · " : "") +
+      (info.color || "colour") + ": " + info.value_text;
     return [line, value];
   }
 
@@ -100,6 +97,7 @@
       card.style.left = Math.max(0, left) + "px";
       card.style.top = (at.top + GAP_PX + 20) + "px";
       card.dataset.molecule = id;
+      card.dataset.axis = (answers[1] && answers[1].axis) || "";
       card.hidden = false;
     });
   }
@@ -110,6 +108,7 @@
     card._seq++;
     card.hidden = true;
     card.dataset.molecule = "";
+    card.dataset.axis = "";
   }
 
   window.orientscopePreview = { show: show, showAnswer: showAnswer, hide: hide };

@@ -279,8 +279,9 @@
   // The server draws the map as an aggregated image above its point budget, or as the
   // region's points below it (app/mapfigure.py); layout.meta.map says which, and how many
   // distinct molecules are drawn. A click anywhere asks the server for the nearest shown
-  // point within 5 px; hovering the image asks it what the pixel holds; zooming or panning
-  // sends the visible region back so the server re-aggregates it at the plot's resolution.
+  // point within 5 px; a hover asks it for that point, its card and its pixel (one pixel grid:
+  // the image's over an image, the plot's over points); zooming or panning sends the visible
+  // region back so the server re-aggregates it at the plot's resolution (the density view too).
   var MAP_SCALE = 10000;  // map units per Mollweide unit (app/figures.py MAP_SCALE)
   var HOVER_MS = 120;
   // The whole map's ranges in Mollweide units (app/figures.py MAP_RANGE_X, MAP_RANGE_Y).
@@ -338,12 +339,22 @@
     return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
   }
 
-  // The query of a pick at a mouse event: the point under it and the region shown (the same for a hover
+  // The pixel grid a pick counts on: over an aggregated image, the image's own grid (meta.grid, the pixels
+  // drawn, whose counts the hover reads); over real points, the plot's pixels.
+  function pickGrid(gd, meta) {
+    return meta && meta.mode === "image" && meta.grid ? meta.grid : shownViewport(gd);
+  }
+
+  // The query of a pick at a mouse event: the point under it and the pixel grid (the same for a hover
   // and a click, so that both name the same molecule: backend/services/map_pick.py). Null outside the plot.
   function pickQuery(gd, ev) {
-    var p = eventPoint(gd, ev), vp = shownViewport(gd);
+    var p = eventPoint(gd, ev), vp = pickGrid(gd, mapMeta(gd));
     return p && vp ? { p: p, params: Object.assign({ x: p.x, y: p.y }, vp) } : null;
   }
+
+  // The views whose hover and clicks the server picks on the Mollweide plane (the sphere's are plotly.js's
+  // picking; the scatter view's go to its own routes, frontend_assets/scatter.js).
+  function picksOnMap(meta) { return !!meta && (meta.view === "map" || meta.view === "density"); }
 
   // On a press inside the plot: {x, y} of the press and the promise of {hit, spec} (spec null when
   // no point is near, when several molecules share the point's pixel (a chooser opens), or when the spec
@@ -351,7 +362,7 @@
   function startPick(host, ev) {
     host._pick = null;
     var gd = plotOf(host), meta = mapMeta(gd);
-    if (ev.button !== 0 || !meta || meta.view === "sphere") { return; }  // the sphere's clicks: plotly's picking
+    if (ev.button !== 0 || !picksOnMap(meta)) { return; }
     var pq = pickQuery(gd, ev);
     if (!pq) { return; }
     var answer = getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
@@ -417,91 +428,24 @@
   }
 
   // ------------------------------------------------------------ the chooser of a shared pixel
-  // Several molecules share the clicked point's pixel: a paged list (id, formula, the coloured value)
-  // lets the user choose one (GET .../map/shared, the molecule the click picked first).
-  var CHOOSER_PAGE = 10;
-
-  function closeChooser(host) {
-    var old = host.querySelector(".map-chooser");
-    if (old) { old.remove(); }
-  }
-
-  function cell(tr, text) {
-    var td = document.createElement("td");
-    td.textContent = text;
-    tr.appendChild(td);
-    return td;
-  }
-
-  function chooserButton(label, title, onClick) {
-    var b = document.createElement("button");
-    b.type = "button";
-    b.textContent = label;
-    b.title = title;
-    b.addEventListener("click", function (e) { e.stopPropagation(); onClick(); });
-    return b;
-  }
+  // Several molecules share the clicked point's pixel: the shared chooser (first_paint.js) lists them
+  // (GET .../map/shared, the molecule the click picked first).
+  function closeChooser(host) { window.orientscopeMap.closeChooser(host); }
 
   function openChooser(host, meta, pq, hit, seq) {
-    closeChooser(host);
-    var box = document.createElement("div");
-    box.className = "map-chooser";
-    box.setAttribute("role", "dialog");
-    box.dataset.total = hit.shared;
     var gd = plotOf(host), hostBox = host.getBoundingClientRect(), plotBox = gd.getBoundingClientRect();
-    box.style.left = Math.max(0, plotBox.left - hostBox.left + pq.p.px - 140) + "px";
-    box.style.top = (plotBox.top - hostBox.top + pq.p.py + 12) + "px";
-    ["mousedown", "click", "mousemove"].forEach(function (t) {  // not a click or hover on the map below
-      box.addEventListener(t, function (e) { e.stopPropagation(); });
+    window.orientscopeMap.openChooser(host, {
+      total: hit.shared,
+      at: { left: plotBox.left - hostBox.left + pq.p.px, top: plotBox.top - hostBox.top + pq.p.py },
+      page: function (offset, limit) {
+        return getJson(mapUrl(meta, "map/shared", Object.assign({ offset: offset, limit: limit }, pq.params)));
+      },
+      choose: function (id) {
+        getJson(panelUrl(meta.dataset, id)).catch(function () { return null; }).then(function (panel) {
+          openMolecule(host, id, panel, seq);
+        });
+      }
     });
-    var title = document.createElement("p");
-    title.textContent = hit.shared + " molecules share this pixel: choose one";
-    var close = chooserButton("×", "close", function () { closeChooser(host); });
-    close.className = "chooser-close";
-    var table = document.createElement("table");
-    var pager = document.createElement("div");
-    pager.className = "chooser-pager";
-    box.append(close, title, table, pager);
-    host.appendChild(box);
-    var pages = Math.ceil(hit.shared / CHOOSER_PAGE);
-    function show(page) {
-      var params = Object.assign({ offset: page * CHOOSER_PAGE, limit: CHOOSER_PAGE }, pq.params);
-      getJson(mapUrl(meta, "map/shared", params)).then(function (answer) {
-        if (!answer || !box.isConnected) { return; }
-        table.innerHTML = "";
-        var head = document.createElement("tr");
-        ["molecule", "formula", answer.color || "colour"].forEach(function (h) {
-          var th = document.createElement("th");
-          th.textContent = h;
-          head.appendChild(th);
-        });
-        table.appendChild(head);
-        answer.molecules.forEach(function (m) {
-          var tr = document.createElement("tr");
-          tr.className = "chooser-row";
-          tr.dataset.id = m.id;
-          cell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
-            closeChooser(host);
-            getJson(panelUrl(meta.dataset, m.id)).catch(function () { return null; }).then(function (panel) {
-              openMolecule(host, m.id, panel, seq);
-            });
-          }));
-          cell(tr, m.formula);
-          cell(tr, typeof m.value === "number" ? m.value.toPrecision(4) : (m.value === null ? "no value" : m.value));
-          table.appendChild(tr);
-        });
-        pager.innerHTML = "";
-        var prev = chooserButton("‹", "previous page", function () { show(page - 1); });
-        var next = chooserButton("›", "next page", function () { show(page + 1); });
-        prev.className = "chooser-prev"; next.className = "chooser-next";
-        prev.disabled = page === 0; next.disabled = page >= pages - 1;
-        var where = document.createElement("span");
-        where.textContent = "page " + (page + 1) + " of " + pages;
-        pager.append(prev, where, next);
-        box.dataset.page = page;
-      });
-    }
-    show(0);
   }
 
   function tooltipOf(host) {
@@ -526,29 +470,29 @@
     clearTimeout(host._hoverTimer);
     host._hoverTimer = setTimeout(function () {
       var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
-      // then what the image shows at the named molecule's point (at the cursor when none is near)
-      getJson(mapUrl(meta, "map/preview", pq.params)).then(function (hit) {
-        // the answer carries the card: drawn now, while the pixel's request is out
-        if (asked === host._hoverAsked) { showPreview(host, gd, pq.p, hit); }
-        if (meta.mode !== "image") { return [hit, null]; }
-        var at = hit && hit.id !== null ? { x: hit.x, y: hit.y } : { x: pq.p.x, y: pq.p.y };
-        var params = Object.assign(at, { kind: meta.kind || "color" }, meta.viewport);
-        return getJson(mapUrl(meta, "map/pixel", params)).then(function (info) { return [hit, info]; });
-      }).then(function (answers) {
+      // one answer: the molecule a click there opens, its card, its pixel and the words (map/preview)
+      var params = Object.assign({ kind: meta.kind || "color" }, pq.params);
+      getJson(mapUrl(meta, "map/preview", params)).then(function (hit) {
         if (asked !== host._hoverAsked) { return; }  // a later hover already asked
-        var hit = answers[0];
-        var words = window.orientscopeMap;  // first_paint.js
-        var text = [words.describeHit(hit), words.describePixel(answers[1])]
-          .filter(Boolean).join(" · ");
-        var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-        tip.textContent = text;
-        tip.hidden = !text;
-        tip.dataset.molecule = (hit && hit.id) || "";
-        tip.dataset.shared = (hit && hit.shared) || "";
-        tip.style.left = (box.left - hostBox.left + pq.p.px + 12) + "px";
-        tip.style.top = (box.top - hostBox.top + pq.p.py + 12) + "px";
+        showPreview(host, gd, pq.p, hit);
+        showTip(host, gd, pq.p, hit);
       }).catch(function () { tip.hidden = true; hidePreview(host); });
     }, HOVER_MS);
+  }
+
+  // The hover's words beside plot pixel p (a map/preview answer's text; none near: no words). Its data
+  // attributes name what it describes, for tests: the molecule, its axis and its pixel's two counts.
+  function showTip(host, gd, p, hit) {
+    var tip = tooltipOf(host), text = (hit && hit.text) || "", pixel = (hit && hit.pixel) || {};
+    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+    tip.textContent = text;
+    tip.hidden = !text;
+    tip.dataset.molecule = (hit && hit.id) || "";
+    tip.dataset.axis = (hit && hit.axis) || "";
+    tip.dataset.shared = (hit && hit.shared) || "";
+    tip.dataset.points = pixel.count || "";
+    tip.style.left = (box.left - hostBox.left + p.px + 12) + "px";
+    tip.style.top = (box.top - hostBox.top + p.py + 12) + "px";
   }
 
   // ------------------------------------------------------------ the hover preview (hover_preview.js)
@@ -572,10 +516,13 @@
   }
 
   // The density view keeps plotly's hover label (the cell's density); the preview names the molecule
-  // a click there opens (map/preview: map/nearest's pick, the flat map's, with the card).
+  // a click there opens (map/preview: map/nearest's pick, the flat map's, with the card), on the map hovered:
+  // the control's molecules are picked on the control. The other map's label shows its density at the same
+  // place on the sky, so that the two are read side by side.
   function densityPreview(host, gd, meta, ev) {
     var pq = pickQuery(gd, ev);
     clearTimeout(host._previewTimer);
+    linkHover(gd, pq && pq.p);
     if (!pq) { hidePreview(host); return; }
     host._previewTimer = setTimeout(function () {
       var asked = host._previewAsked = (host._previewAsked || 0) + 1;
@@ -583,6 +530,22 @@
         if (asked === host._previewAsked) { showPreview(host, gd, pq.p, hit); }
       }).catch(function () { hidePreview(host); });
     }, HOVER_MS);
+  }
+
+  // The density view's other map: the control's beside the dataset's, and the dataset's beside the control's.
+  function otherDensity(gd) {
+    var main = plotOf(document.getElementById("orientation-map")), control = plotOf(document.getElementById("control-map"));
+    var other = gd === main ? control : main;
+    return other && (mapMeta(other) || {}).view === "density" && (mapMeta(gd) || {}).view === "density" ? other : null;
+  }
+
+  // The other density map's hover label at the sky position of plot pixel p of `gd` (none when p is null).
+  function linkHover(gd, p) {
+    var other = otherDensity(gd), Fx = window.Plotly && window.Plotly.Fx;
+    if (!other || !Fx) { return; }
+    if (!p) { Fx.unhover(other); return; }
+    var axes = plotlyInternals.cartesianAxes(gd);
+    Fx.hover(other, { xval: axes.x.toValue(p.px), yval: axes.y.toValue(p.py) });
   }
 
   // The sphere's hover is plotly's picking: its label names the molecule of the dot under the cursor
@@ -602,8 +565,10 @@
       clearTimeout(host._previewTimer);
       if ((kind !== "points" && kind !== "highlight") || pt.text === undefined || !at) { hidePreview(host); return; }
       var p = at, id = String(pt.text);
+      // the card describes the hovered dot's axis (its customdata), not the molecule's first shown point
+      var query = pt.customdata ? Object.assign({ axis: pt.customdata }, meta.query) : meta.query;
       host._previewTimer = setTimeout(function () {
-        if (window.orientscopePreview) { window.orientscopePreview.show(host, previewAt(host, gd, p), meta.dataset, id, meta.query); }
+        if (window.orientscopePreview) { window.orientscopePreview.show(host, previewAt(host, gd, p), meta.dataset, id, query); }
       }, HOVER_MS);
     });
     gd.on("plotly_unhover", function () { if ((mapMeta(gd) || {}).view === "sphere") { hidePreview(host); } });
@@ -643,15 +608,64 @@
     return isWhole(vp) ? null : [vp.x0, vp.x1, vp.y0, vp.y1].map(function (v) { return v.toFixed(4); }).join(",");
   }
 
+  // ------------------------------------------------------------ box-zoom keeps the box drawn
+  // With the axes tied (scaleanchor), plotly.js widens a zoom box to the plot's aspect by stretching one of its
+  // sides: a tall box drawn at the left of the map grew to the right only. The box the mouse drew is kept
+  // instead, widened (or heightened) about its own centre, as much on each side.
+  var BOX_MIN_PX = 4;
+
+  // On a press with the zoom tool: where the box starts, in map units (the axes as they are before the zoom).
+  function startBox(host, gd, ev) {
+    host._box = null;
+    if (ev.button !== 0 || !gd.layout || gd.layout.dragmode !== "zoom") { return; }
+    var p = eventPoint(gd, ev);
+    if (p) { host._box = { start: p, end: null }; }
+  }
+
+  // On the release (before plotly.js's zoom, whose relayout comes after): where the box ends.
+  function endBox(host, gd, ev) {
+    var box = host._box;
+    if (!box || box.end) { return; }
+    var axes = plotlyInternals.cartesianAxes(gd), r = gd.getBoundingClientRect();
+    var px = Math.min(Math.max(ev.clientX - r.left, axes.x.offset), axes.x.offset + axes.x.length);
+    var py = Math.min(Math.max(ev.clientY - r.top, axes.y.offset), axes.y.offset + axes.y.length);
+    if (Math.abs(px - box.start.px) < BOX_MIN_PX || Math.abs(py - box.start.py) < BOX_MIN_PX) { host._box = null; return; }
+    box.end = { x: axes.x.toValue(px) / MAP_SCALE, y: axes.y.toValue(py) / MAP_SCALE, at: performance.now() };
+  }
+
+  // The drawn box (map units) widened about its centre to a region of the plot's aspect, as plotly.js ranges.
+  function keptBox(gd, box) {
+    var axes = plotlyInternals.cartesianAxes(gd);
+    var x0 = Math.min(box.start.x, box.end.x), x1 = Math.max(box.start.x, box.end.x);
+    var y0 = Math.min(box.start.y, box.end.y), y1 = Math.max(box.start.y, box.end.y);
+    var aspect = axes.x.length / axes.y.length, w = x1 - x0, h = y1 - y0;
+    if (w / h < aspect) { w = h * aspect; } else { h = w / aspect; }
+    var cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+    return { "xaxis.range": [(cx - w / 2) * MAP_SCALE, (cx + w / 2) * MAP_SCALE],
+             "yaxis.range": [(cy - h / 2) * MAP_SCALE, (cy + h / 2) * MAP_SCALE] };
+  }
+
+  // Whether a relayout is plotly.js's zoom of a box the mouse drew; if so the box is drawn as kept, and the
+  // relayout that makes brings the region's figure.
+  function keepBox(host, gd) {
+    var box = host._box;
+    host._box = null;
+    if (!box || !box.end || performance.now() - box.end.at > 1000) { return false; }  // not this relayout's box
+    window.Plotly.relayout(gd, keptBox(gd, box));
+    return true;
+  }
+
   function onRelayout(host, ev) {
     var keys = Object.keys(ev || {});
     if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
     var gd = plotOf(host), meta = mapMeta(gd);
-    if (!meta || meta.view !== "map") { return; }
+    if (!meta || (meta.view !== "map" && meta.view !== "density")) { host._box = null; return; }
     if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {  // autoscale: the data's extent is the drawn region's
+      host._box = null;
       window.Plotly.relayout(gd, wholeRanges());
       return;
     }
+    if (keepBox(host, gd)) { return; }
     var quiet = host._quietZoom;  // a zoom the URL asked for (the back button): the URL has it already
     host._quietZoom = false;
     if (sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
@@ -671,10 +685,15 @@
 
   // The zoom store changed: the back or forward button restored a URL (sync_state copies its zoom
   // there), or a drawn region was written to it (then it matches what is shown and nothing happens).
-  function applyZoom(zoom, id) {
+  // `state`: the map-state store; a zoom dropped as the view changes is not drawn in the view on screen.
+  function applyZoom(zoom, id, state) {
     var host = document.getElementById(id), gd = plotOf(host), meta = mapMeta(gd);
     var clientside = window.dash_clientside;
-    if (!host || !meta || meta.view !== "map" || !gd.layout) { return clientside.no_update; }
+    if (!host || !meta || !gd.layout || (state && state.view !== meta.view)) { return clientside.no_update; }
+    if (meta.view === "scatter" && window.orientscopeScatter) {  // its own units (frontend_assets/scatter.js)
+      return window.orientscopeScatter.applyZoom(gd, meta, zoom) ? zoom || "" : clientside.no_update;
+    }
+    if (meta.view !== "map" && meta.view !== "density") { return clientside.no_update; }
     host._zoom = zoom || null;
     var shown = shownViewport(gd);
     if (!shown || zoomText(shown) === host._zoom) { return clientside.no_update; }
@@ -703,6 +722,10 @@
     getJson(FIGURE_PATH + "?" + q).then(function (figure) {
       if (seq !== host._regionSeq) { return; }  // a later zoom took over
       clientside.set_props("map-viewport", { data: vp });  // a new colour or filter keeps this region
+      if (figure && figure.density) {  // the density view: both maps, binned anew for the region
+        clientside.set_props("control-map", { figure: figure.density[1] });
+        figure = figure.density[0];
+      }
       if (figure) {
         (figure.layout.images || []).forEach(function (im) { im.source = asBlobUrl(im.source); decoded(im.source); });
         clientside.set_props("orientation-map", { figure: figure });
@@ -718,11 +741,19 @@
     }, function () {});  // the server is gone: the old figure stays, zoomed
   }
 
+  // A press, a release and a click on a plot whose clicks the server picks (the map, the density view's two
+  // maps): the pick, and the box a zoom draws.
+  function bindPicks(host, gd) {
+    host._boundPlot = gd;
+    gd.addEventListener("mousedown", function (ev) { startPick(host, ev); startBox(host, gd, ev); }, true);
+    // the release may land outside the plot (plotly.js follows the drag on the document): heard first, on the window
+    window.addEventListener("mouseup", function (ev) { if (host._boundPlot === gd) { endBox(host, gd, ev); } }, true);
+    gd.addEventListener("click", function (ev) { onMapClick(host, ev); });
+  }
+
   function bindMap(host, gd) {
     if (host._boundPlot === gd) { return; }
-    host._boundPlot = gd;
-    gd.addEventListener("mousedown", function (ev) { startPick(host, ev); }, true);
-    gd.addEventListener("click", function (ev) { onMapClick(host, ev); });
+    bindPicks(host, gd);
     gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
     gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; hidePreview(host); });
     gd.on("plotly_relayout", function (ev) { onRelayout(host, ev); });
@@ -801,7 +832,8 @@
         return;
       }
       found = true;
-      if (meta.view === "sphere") { bindSphere(host, gd); } else if (meta.view !== "scatter") { bindMap(host, gd); }  // scatter: plotly.js's picking
+      setHint("");  // a click's hint ("no molecule within 5 px") was about the figure before this one
+      if (meta.view === "sphere") { bindSphere(host, gd); } else if (meta.view !== "scatter") { bindMap(host, gd); }  // scatter: scatter.js
       var shown = meta.view === "map" ? shownViewport(gd) : null;
       if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
         drawRegion(host, meta.state, shown, true);
@@ -827,6 +859,39 @@
     var host = document.getElementById("orientation-map"), gd = plotOf(host), meta = mapMeta(gd);
     if (host && host._mapToken === undefined && meta) { watchMap({ layout: gd.layout }, "orientation-map"); }
   }, 100);
+  // ------------------------------------------------------------ the density view's control map, linked
+  // Its zoom is the dataset's map's (a box or a pan there zooms both, binned anew for the region), its hover
+  // shows the card of the control molecule there and the dataset's density at the same place, and a click
+  // opens the control molecule it picks (the same molecules, randomly rotated: the control's own positions).
+  function bindControl(host, gd) {
+    if (host._boundPlot === gd) { return; }
+    bindPicks(host, gd);
+    gd.addEventListener("mousemove", function (ev) {
+      var meta = mapMeta(gd);
+      if (ev.buttons || !meta || meta.view !== "density") { hidePreview(host); return; }
+      densityPreview(host, gd, meta, ev);
+    });
+    gd.addEventListener("mouseleave", function () { hidePreview(host); linkHover(gd, null); });
+    gd.on("plotly_relayout", function (ev) { followControl(host, gd, ev); });
+  }
+
+  // A zoom or pan of the control map, made the dataset map's (whose relayout then draws both).
+  function followControl(host, gd, ev) {
+    var keys = Object.keys(ev || {}), main = plotOf(document.getElementById("orientation-map"));
+    if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
+    if (!main || (mapMeta(gd) || {}).view !== "density") { host._box = null; return; }
+    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) { host._box = null; window.Plotly.relayout(main, wholeRanges()); return; }
+    var box = host._box;
+    host._box = null;
+    var ranges = box && box.end && performance.now() - box.end.at < 1000 ? keptBox(gd, box)
+      : { "xaxis.range": gd.layout.xaxis.range.slice(), "yaxis.range": gd.layout.yaxis.range.slice() };
+    window.Plotly.relayout(main, ranges);
+  }
+
+  setInterval(function () {
+    var host = document.getElementById("control-map"), gd = plotOf(host);
+    if (gd && gd.on && (mapMeta(gd) || {}).view === "density") { bindControl(host, gd); }
+  }, 200);
   // ================================================================ end of the map at any size
 
   window.dash_clientside = Object.assign({}, window.dash_clientside, {

@@ -1,8 +1,10 @@
-// The scatter view (a property against an axis coordinate, app/scatter_panel.py): its controls show in
-// that view only, and a hover or click on its aggregated image asks the server for the nearest molecule
-// (GET .../scatter/nearest, by the map's pick rule; the points mode's hover and clicks are plotly.js's own,
-// through Dash). The hover says what the map's does: the molecule, its formula, the colour's value for it,
-// and how many molecules share its pixel of the plot.
+// The scatter view (a property against an axis coordinate, app/scatter_panel.py). Its hover and clicks are the
+// server's pick, as the map's (GET .../scatter/preview and .../scatter/nearest: the molecule nearest to the cursor
+// within 5 px, and the molecules sharing its pixel), in both modes: a hover names the molecule a click opens, with
+// its preview card, and a click on a shared pixel opens the chooser (GET .../scatter/shared). The pixel grid is the
+// image's own over an aggregated image, the plot's over points. A zoom or pan goes into the URL (?zoom=, in the
+// plot's units: log10 of the property on a log scale) and, over an image, asks the server for the region's image;
+// double-click or home return to the view's home region (layout.meta.map.home), and the back button restores a zoom.
 (function () {
   function scatterMeta(gd) {
     var meta = gd && gd.layout && gd.layout.meta && gd.layout.meta.map;
@@ -14,113 +16,185 @@
     if (el) { el.textContent = text || ""; }
   }
 
-  // The click's position in data units (log10 units of a log axis) and a pixel's size there, or null
-  // outside the plot area.
-  function clickQuery(gd, ev) {
-    var axes = window.orientscopeMap && window.orientscopeMap.cartesianAxes(gd);
+  function axesOf(gd) { return window.orientscopeMap && window.orientscopeMap.cartesianAxes(gd); }
+
+  // The region the plot shows and its pixels, in the plot's units (log10 units of a log axis).
+  function shownRegion(gd) {
+    var axes = axesOf(gd);
     if (!axes) { return null; }
-    var box = gd.getBoundingClientRect();
-    var px = ev.clientX - box.left, py = ev.clientY - box.top;
-    if (px < axes.x.offset || px > axes.x.offset + axes.x.length ||
-        py < axes.y.offset || py > axes.y.offset + axes.y.length) { return null; }
     var xs = [axes.x.toValue(axes.x.offset), axes.x.toValue(axes.x.offset + axes.x.length)];
     var ys = [axes.y.toValue(axes.y.offset), axes.y.toValue(axes.y.offset + axes.y.length)];
-    return { x: axes.x.toValue(px), y: axes.y.toValue(py),
-             dx: Math.abs(axes.x.toValue(px + 1) - axes.x.toValue(px)),
-             dy: Math.abs(axes.y.toValue(py + 1) - axes.y.toValue(py)),
-             // the region shown and its pixels: the grid whose pixel a hover counts the molecules of
-             x0: Math.min(xs[0], xs[1]), x1: Math.max(xs[0], xs[1]), y0: Math.min(ys[0], ys[1]),
+    return { x0: Math.min(xs[0], xs[1]), x1: Math.max(xs[0], xs[1]), y0: Math.min(ys[0], ys[1]),
              y1: Math.max(ys[0], ys[1]), width: Math.max(1, Math.round(axes.x.length)),
              height: Math.max(1, Math.round(axes.y.length)) };
   }
 
-  // The molecule nearest to a mouse event on the image (a promise of the server's answer), or null.
-  function nearestTo(gd, meta, ev) {
-    var q = clickQuery(gd, ev);
-    if (!q) { return null; }
-    var params = Object.assign({}, meta.query, meta.paint, q);
-    var url = "/api/datasets/" + encodeURIComponent(meta.dataset) + "/scatter/nearest?" + Object.keys(params).map(
-      function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
-    return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
+  // The grid a pick counts on: the drawn image's own over an image (the figure's, or a zoom's), the plot's pixels
+  // over points.
+  function pickGrid(gd, meta) {
+    if (meta.mode === "image") {
+      var zoomed = gd._scatterGrid;
+      return zoomed && zoomed.token === meta.token ? zoomed.grid : meta.grid;
+    }
+    return shownRegion(gd);
   }
 
-  // A moment's rest on the image names the molecule a click there would open (the map's tooltip).
+  // The pick's query of a mouse event: the cursor in the plot's units and the grid ({x, y, dx, dy} and the
+  // region of six), with {px, py} the cursor in the plot's pixels; null outside the plot area.
+  function pickQuery(gd, meta, ev) {
+    var axes = axesOf(gd), grid = pickGrid(gd, meta);
+    if (!axes || !grid) { return null; }
+    var box = gd.getBoundingClientRect();
+    var px = ev.clientX - box.left, py = ev.clientY - box.top;
+    if (px < axes.x.offset || px > axes.x.offset + axes.x.length ||
+        py < axes.y.offset || py > axes.y.offset + axes.y.length) { return null; }
+    return { p: { px: px, py: py },
+             params: Object.assign({ x: axes.x.toValue(px), y: axes.y.toValue(py),
+                                     dx: (grid.x1 - grid.x0) / grid.width, dy: (grid.y1 - grid.y0) / grid.height }, grid) };
+  }
+
+  function apiUrl(meta, path, extra) {
+    var params = Object.assign({}, meta.query, meta.paint, extra);
+    return "/api/datasets/" + encodeURIComponent(meta.dataset) + "/" + path + "?" + Object.keys(params).map(
+      function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
+  }
+
+  function getJson(url) { return fetch(url).then(function (r) { return r.ok ? r.json() : null; }); }
+
+  // Where something goes beside plot pixel p, in the host's pixels.
+  function at(host, gd, p) {
+    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+    return { left: box.left - hostBox.left + p.px, top: box.top - hostBox.top + p.py };
+  }
+
+  // ------------------------------------------------------------ hover: the words and the card
   var HOVER_MS = 120;
 
-  // "molecule 17 · C3H6O · gap (Ha): 0.2513 · 4 molecules share this pixel": the fields it has.
-  function describeHit(hit) {
-    var value = typeof hit.value === "number" ? hit.value.toPrecision(4) : hit.value;
-    var words = ["molecule " + hit.id, hit.formula,
-                 value === null || value === undefined ? null : (hit.color || "colour") + ": " + value];
-    if (hit.shared > 1) { words.push(hit.shared + " molecules share this pixel"); }
-    return words.filter(Boolean).join(" · ");
+  function tipOf(host) {
+    var tip = host.querySelector(".scatter-tooltip");
+    if (!tip) {
+      tip = document.createElement("div");
+      tip.className = "map-tooltip scatter-tooltip";
+      tip.hidden = true;
+      host.appendChild(tip);
+    }
+    return tip;
   }
 
-  function onImageHover(host, gd, ev) {
-    var meta = scatterMeta(gd), tip = host.querySelector(".scatter-tooltip");
+  function hideHover(host) {
     clearTimeout(host._scatterHover);
-    if (tip) { tip.hidden = true; }
-    if (!meta || meta.mode !== "image" || ev.buttons) { return; }
+    host._scatterAsked = (host._scatterAsked || 0) + 1;
+    tipOf(host).hidden = true;
+    if (window.orientscopePreview) { window.orientscopePreview.hide(host); }
+  }
+
+  function onHover(host, gd, ev) {
+    var meta = scatterMeta(gd);
+    clearTimeout(host._scatterHover);
+    if (!meta) { return; }
+    var q = ev.buttons ? null : pickQuery(gd, meta, ev);
+    if (!q) { hideHover(host); return; }
     host._scatterHover = setTimeout(function () {
-      var answer = nearestTo(gd, meta, ev);
-      if (!answer) { return; }
-      answer.then(function (hit) {
-        if (!hit || hit.id === null) { return; }
-        if (!tip) {
-          tip = document.createElement("div");
-          tip.className = "map-tooltip scatter-tooltip";
-          host.appendChild(tip);
-        }
-        var box = host.getBoundingClientRect();
-        tip.textContent = describeHit(hit);
+      var asked = host._scatterAsked = (host._scatterAsked || 0) + 1;
+      getJson(apiUrl(meta, "scatter/preview", q.params)).then(function (hit) {
+        if (asked !== host._scatterAsked) { return; }  // a later hover asked, or the cursor left
+        var tip = tipOf(host), where = at(host, gd, q.p);
+        if (!hit || hit.id === null) { hideHover(host); return; }
+        tip.textContent = hit.text;
         tip.dataset.molecule = hit.id;
         tip.dataset.shared = hit.shared || "";
-        tip.style.left = (ev.clientX - box.left + 12) + "px";
-        tip.style.top = (ev.clientY - box.top + 12) + "px";
+        tip.style.left = (where.left + 12) + "px";
+        tip.style.top = (where.top + 12) + "px";
         tip.hidden = false;
-      }, function () {});
+        if (window.orientscopePreview) { window.orientscopePreview.showAnswer(host, where, hit); }
+      }, function () { hideHover(host); });
     }, HOVER_MS);
   }
 
-  function onImageClick(host, gd, ev) {
-    var meta = scatterMeta(gd);
-    if (!meta || meta.mode !== "image" || !host._press ||
-        Math.abs(host._press.x - ev.clientX) + Math.abs(host._press.y - ev.clientY) > 4) { return; }  // a drag
-    var answer = nearestTo(gd, meta, ev);
-    if (!answer) { return; }
-    answer.then(function (hit) {
+  // ------------------------------------------------------------ click: the molecule, or the chooser
+  function openMolecule(host, id) {
+    setHint("");
+    host.dataset.clicked = id;
+    window.dash_clientside.set_props("selected", { data: id });
+  }
+
+  function onClick(host, gd, ev) {
+    var meta = scatterMeta(gd), press = host._scatterPress;
+    if (!meta || !press || Math.abs(press.x - ev.clientX) + Math.abs(press.y - ev.clientY) > 4) { return; }  // a drag
+    var q = pickQuery(gd, meta, ev);
+    if (!q) { return; }
+    host.dataset.clicked = "";
+    window.orientscopeMap.closeChooser(host);
+    getJson(apiUrl(meta, "scatter/nearest", q.params)).then(function (hit) {
       if (!hit) { return; }
       if (hit.id === null) {
         setHint("No molecule within 5 px of that click; click closer to a point or zoom in.");
+        host.dataset.clicked = "none";
         return;
       }
-      setHint("");
-      host.dataset.clicked = hit.id;
-      window.dash_clientside.set_props("selected", { data: hit.id });
+      if (hit.shared > 1) {  // several molecules share its pixel: the user chooses, as on the map
+        window.orientscopeMap.openChooser(host, {
+          total: hit.shared, at: at(host, gd, q.p),
+          page: function (offset, limit) {
+            return getJson(apiUrl(meta, "scatter/shared", Object.assign({ offset: offset, limit: limit }, q.params)));
+          },
+          choose: function (id) { openMolecule(host, id); }
+        });
+        return;
+      }
+      openMolecule(host, hit.id);
     }, function () {});
   }
 
-  // A zoom or pan of the image asks the server for the region's image at the plot's size, coloured as the
-  // view (GET .../scatter/image, straight as the image's source); double-click or home return to all the points.
-  function onZoom(gd, ev) {
+  // ------------------------------------------------------------ zoom: the URL, and a region's image
+  var DIGITS = 7;  // app/state.py REGION_DIGITS
+
+  function regionText(r) {
+    return [r.x0, r.x1, r.y0, r.y1].map(function (v) { return Number(v.toPrecision(DIGITS)); }).join(",");
+  }
+
+  function isHome(meta, r) {
+    var h = meta.home, tx = 1e-6 * (h[1] - h[0]), ty = 1e-6 * (h[3] - h[2]);
+    return Math.abs(r.x0 - h[0]) <= tx && Math.abs(r.x1 - h[1]) <= tx && Math.abs(r.y0 - h[2]) <= ty &&
+      Math.abs(r.y1 - h[3]) <= ty;
+  }
+
+  function onZoom(host, gd, ev) {
     var meta = scatterMeta(gd), keys = Object.keys(ev || {});
-    if (!meta || meta.mode !== "image" || !meta.home ||
-        !keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
+    if (!meta || !meta.home || !keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) {
+      return;
+    }
     var h = meta.home;
-    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {
+    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {  // double-click, home: the view's home region
       window.Plotly.relayout(gd, { "xaxis.range": [h[0], h[1]], "yaxis.range": [h[2], h[3]] });
       return;
     }
-    var axes = window.orientscopeMap.cartesianAxes(gd), xr = gd.layout.xaxis.range, yr = gd.layout.yaxis.range;
-    if (!axes || !xr || !yr) { return; }
-    var region = { x0: Math.min(xr[0], xr[1]), x1: Math.max(xr[0], xr[1]),
-                   y0: Math.min(yr[0], yr[1]), y1: Math.max(yr[0], yr[1]) };
-    var params = Object.assign({}, meta.query, meta.paint, region,
-                               { width: Math.max(1, Math.round(axes.x.length)), height: Math.max(1, Math.round(axes.y.length)) });
-    var url = "/api/datasets/" + encodeURIComponent(meta.dataset) + "/scatter/image?" + Object.keys(params).map(
-      function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
-    window.Plotly.relayout(gd, { "images[0].source": url, "images[0].x": region.x0, "images[0].y": region.y1,
-                                 "images[0].sizex": region.x1 - region.x0, "images[0].sizey": region.y1 - region.y0 });
+    var shown = shownRegion(gd);
+    if (!shown) { return; }
+    if (meta.mode === "image") {  // the region's own image at the plot's size, coloured as the view
+      var url = apiUrl(meta, "scatter/image", shown);
+      gd._scatterGrid = { token: meta.token, grid: shown };
+      window.Plotly.relayout(gd, { "images[0].source": url, "images[0].x": shown.x0, "images[0].y": shown.y1,
+                                   "images[0].sizex": shown.x1 - shown.x0, "images[0].sizey": shown.y1 - shown.y0 });
+    }
+    var quiet = host._scatterQuiet;  // a zoom the URL asked for (the back button): the URL has it already
+    host._scatterQuiet = false;
+    var zoom = isHome(meta, shown) ? null : regionText(shown);
+    if (!quiet && zoom !== (host._scatterZoom || null)) {  // into the URL (app/dashboard.py sync_state)
+      host._scatterZoom = zoom;
+      window.dash_clientside.set_props("map-zoom", { data: zoom });
+    }
+  }
+
+  // The URL's zoom (the back button), drawn: called by orientscope.js applyZoom for the scatter view.
+  function applyZoom(gd, meta, zoom) {
+    var host = gd.closest("#orientation-map"), h = meta.home, p = zoom ? zoom.split(",").map(Number) : h;
+    host._scatterZoom = zoom || null;
+    var r = shownRegion(gd);
+    if (r && regionText(r) === regionText({ x0: p[0], x1: p[1], y0: p[2], y1: p[3] })) { return false; }
+    host._scatterQuiet = true;
+    window.Plotly.relayout(gd, { "xaxis.range": [p[0], p[1]], "yaxis.range": [p[2], p[3]] });
+    return true;
   }
 
   // The graph's element can be re-created (dcc.Loading); a light watch binds each new one once.
@@ -129,17 +203,14 @@
     var gd = host && host.querySelector(".js-plotly-plot");
     if (!gd || !gd.on || gd._scatterBound) { return; }
     gd._scatterBound = true;
-    gd.addEventListener("mousedown", function (ev) { host._press = { x: ev.clientX, y: ev.clientY }; }, true);
-    gd.addEventListener("click", function (ev) { onImageClick(host, gd, ev); });
-    gd.addEventListener("mousemove", function (ev) { onImageHover(host, gd, ev); });
-    gd.on("plotly_relayout", function (ev) { onZoom(gd, ev); });
-    gd.addEventListener("mouseleave", function () {
-      clearTimeout(host._scatterHover);
-      var tip = host.querySelector(".scatter-tooltip");
-      if (tip) { tip.hidden = true; }
-    });
+    gd.addEventListener("mousedown", function (ev) { host._scatterPress = { x: ev.clientX, y: ev.clientY }; }, true);
+    gd.addEventListener("click", function (ev) { onClick(host, gd, ev); });
+    gd.addEventListener("mousemove", function (ev) { onHover(host, gd, ev); });
+    gd.on("plotly_relayout", function (ev) { onZoom(host, gd, ev); });
+    gd.addEventListener("mouseleave", function () { hideHover(host); });
   }, 200);
 
+  window.orientscopeScatter = { applyZoom: applyZoom };
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     scatter: {
       showControls: function (view) { return view !== "scatter"; }

@@ -463,19 +463,38 @@ class MapSharedMolecule(_Model):
     id: str = Field(description="Molecule id.")
     formula: str = Field(description="Hill formula.")
     value: str | float | None = Field(description="What the map's colour shows for it: a category or a number.")
+    value_text: str = Field(description="The value as a person reads it (4 significant digits, or 'no value').")
 
 
 class MapMoleculePublic(MapSharedMolecule):
     """One molecule as a view of the map shows it: the hover preview's caption."""
 
+    axis: int | None = Field(None, description="The axis (1, 2, 3) of the point described; null if none is shown.")
     color: str = Field(description="What the map is coloured by.")
 
 
-class MapPreviewPublic(MapNearestPublic):
-    """What a hover shows: the shown point nearest to it (as /map/nearest) and its molecule's preview card."""
+class MapPixelPickPublic(_Model):
+    """What the picked point's pixel holds, counted on the same pixel grid as `shared`."""
 
-    caption: MapMoleculePublic | None = Field(description="The card's caption; null when no point is near.")
+    count: int = Field(description="Shown points in the pixel.")
+    molecules: int = Field(description="Distinct molecules among them (= shared).")
+    dominant: str | None = Field(None, description="Most frequent category (colour by axis or group).")
+    mean: float | None = Field(None, description="Mean value (colour by property or score).")
+    ratio: float | None = Field(None, description="Density relative to uniform (kind=density).")
+    matches: int | None = Field(None, description="SMARTS matches in the pixel.")
+
+
+class MapPreviewPublic(MapNearestPublic):
+    """What a hover shows: the shown point nearest to it (as /map/nearest), its preview card and its pixel."""
+
+    caption: MapMoleculePublic | None = Field(
+        description="The card's caption of the picked point (its axis and value); null when no point is near."
+    )
     depiction: str | None = Field(description="The card's 2D depiction (SVG text); null when no point is near.")
+    pixel: MapPixelPickPublic | None = Field(
+        None, description="The picked point's pixel, on the viewport's grid; null when no point is near."
+    )
+    text: str | None = Field(None, description="The hover's words beside the cursor; null when no point is near.")
 
 
 class MapSharedPublic(_Model):
@@ -511,3 +530,11 @@ class ScatterNearestPublic(_Model):
     shared: int | None = Field(
         None, description="Molecules in its pixel of the region shown, itself included (null without the region)."
     )
+
+
+class ScatterPreviewPublic(ScatterNearestPublic):
+    """What a hover on the scatter view shows: the molecule nearest to it (as /scatter/nearest) and its card."""
+
+    caption: MapMoleculePublic | None = Field(description="The card's caption; null when no point is near.")
+    depiction: str | None = Field(description="The card's 2D depiction (SVG text); null when no point is near.")
+    text: str | None = Field(None, description="The hover's words beside the cursor; null when no point is near.")

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from orientscope.science.counter_rng import random_bits
 from orientscope.science.frames import orientation_of, symmetry_kinds
-from orientscope.science.map_scales import density_ceiling, density_ratio, grid_counts
+from orientscope.science.map_scales import ELLIPSE_AREA, density_ceiling, density_ratio, grid_counts
 from orientscope.science.nearest_point import point_keys
 from orientscope.science.rotations import derived_seed
 from orientscope.science.sphere import (
@@ -533,7 +533,8 @@ def reference_points(reference_orientation, axes=(1, 2, 3)) -> dict[str, list]:
 class DensityGrid:
     """Point density on the Mollweide plane relative to a uniform sphere (1 = uniform).
 
-    x_centers : (nx,), y_centers : (ny,), ratio : (ny, nx) float32, NaN outside the map.
+    x_centers : (nx,), y_centers : (ny,), ratio : (ny, nx) float32, NaN outside the map (and everywhere for a
+    set too small for a density, :data:`DENSITY_MIN_POINTS`); n_points : the set's points.
     """
 
     x_centers: np.ndarray
@@ -541,39 +542,80 @@ class DensityGrid:
     ratio: np.ndarray
     n_points: int
 
+    @property
+    def too_few(self) -> bool:
+        """Whether the set has too few points for a density (:data:`DENSITY_MIN_POINTS`; ``ratio`` is all NaN)."""
+        return self.n_points < DENSITY_MIN_POINTS
+
 
 DENSITY_POINTS_PER_CELL = 5
+MIN_DENSITY_CELLS = 24  # across the whole map
+MAX_DENSITY_CELLS = 144  # across: finer cells than this at the whole map hold noise, and cost the page bytes
+MIN_REGION_CELLS = 8  # across a zoomed region: coarser than this shows no shape
+# Fewer points leave the coarsest cells (the whole map in 24 x 12) under one expected point each: a cell
+# holds 0 or 1, a "density" of 0 or 1/expected (three molecules showed blocks at 40x uniform). Such a set is
+# drawn as its points, with no density: under 227 points (76 molecules of three axes).
+DENSITY_MIN_POINTS = int(np.ceil(ELLIPSE_AREA / (4 * SQRT2 / MIN_DENSITY_CELLS) ** 2))
 
 
 def density_grid(
-    x: np.ndarray, y: np.ndarray, nx: int = 144, ny: int = 72, rows: np.ndarray | None = None, axes=None
+    x: np.ndarray,
+    y: np.ndarray,
+    nx: int = 144,
+    ny: int = 72,
+    rows: np.ndarray | None = None,
+    axes=None,
+    region: tuple[float, float, float, float] | None = None,
 ) -> DensityGrid:
     """Bin projected points; Mollweide is equal-area so equal cells hold equal sphere area.
 
     x, y : the points' positions; or, with ``rows`` and ``axes``, a map's (n, 3) positions of which the
-    points (row, axis) are binned (:func:`orientscope.science.map_scales.grid_counts`).
+    points (row, axis) are binned (:func:`orientscope.science.map_scales.grid_counts`). ``region`` (x0, x1,
+    y0, y1): the cells cover it (default the whole map); the ratio is to a uniform sphere of all the points.
     """
-    xe = np.linspace(-2 * SQRT2, 2 * SQRT2, nx + 1)
-    ye = np.linspace(-SQRT2, SQRT2, ny + 1)
+    x0, x1, y0, y1 = region or (-2 * SQRT2, 2 * SQRT2, -SQRT2, SQRT2)
+    xe = np.linspace(x0, x1, nx + 1)
+    ye = np.linspace(y0, y1, ny + 1)
     counts = grid_counts(x, y, xe, ye, rows, axes).astype(np.float64)
     xc, yc = (xe[:-1] + xe[1:]) / 2, (ye[:-1] + ye[1:]) / 2
     n = int(np.size(x if rows is None else rows))
     ratio = density_ratio(counts, xc, yc, (xe[1] - xe[0]) * (ye[1] - ye[0]), n)
+    if n < DENSITY_MIN_POINTS:
+        ratio = np.full_like(ratio, np.nan)
     return DensityGrid(xc.astype(np.float32), yc.astype(np.float32), ratio, n)
 
 
-def density_grids(point_sets: list[tuple]) -> tuple[list[DensityGrid], float]:
-    """Density grids of point sets shown side by side, (x, y) or (x, y, rows, axes) as :func:`density_grid`
-    takes them, on one grid and one colour scale: (grids,
-    the scale's top, :func:`orientscope.science.map_scales.density_ceiling`), so that equal colours mean
-    equal densities and a uniform set does not look as concentrated as an aligned one.
+def density_cells(n_points: int, region: tuple[float, float, float, float] | None = None) -> tuple[int, int]:
+    """(nx, ny) cells of a density of ``n_points`` points over ``region`` (default the whole map): square cells
+    of the side at which a uniform set puts :data:`DENSITY_POINTS_PER_CELL` points in each, between
+    :data:`MIN_DENSITY_CELLS` and
+    :data:`MAX_DENSITY_CELLS` across the whole map, and between :data:`MIN_REGION_CELLS` and
+    :data:`MAX_DENSITY_CELLS` along a region's longer side (so a zoom of a large set shows finer cells than the whole map's:
+    full QM9's whole map has 144, cells of 0.039, and a zoom reaches cells of 0.013): finer cells on a small
+    set show sampling noise, not orientation."""
+    if region is None:
+        nx = (
+            int(np.clip(np.sqrt(2 * n_points / DENSITY_POINTS_PER_CELL), MIN_DENSITY_CELLS, MAX_DENSITY_CELLS)) // 2 * 2
+        )
+        return nx, nx // 2
+    w, h = region[1] - region[0], region[3] - region[2]
+    side = np.sqrt(DENSITY_POINTS_PER_CELL * ELLIPSE_AREA / max(n_points, 1))
+    long_cells = int(np.clip(round(max(w, h) / side), MIN_REGION_CELLS, MAX_DENSITY_CELLS))
+    short_cells = max(1, round(long_cells * min(w, h) / max(w, h)))  # square cells
+    return (long_cells, short_cells) if w >= h else (short_cells, long_cells)
 
-    Cells are sized to the larger set, about :data:`DENSITY_POINTS_PER_CELL` expected points each,
-    between 24 x 12 and 144 x 72: finer cells on a small set show sampling noise, not orientation.
+
+def density_grids(
+    point_sets: list[tuple], region: tuple[float, float, float, float] | None = None
+) -> tuple[list[DensityGrid], float]:
+    """Density grids of point sets shown side by side, (x, y) or (x, y, rows, axes) as :func:`density_grid`
+    takes them, on one grid (:func:`density_cells` of the larger set, over ``region``, default the whole map)
+    and one colour scale: (grids, the scale's top, :func:`orientscope.science.map_scales.density_ceiling`),
+    so that equal colours mean equal densities and a uniform set does not look as concentrated as an aligned one.
     """
     n = max(int(np.size(p[2] if len(p) > 2 else p[0])) for p in point_sets)
-    nx = int(np.clip(np.sqrt(2 * n / DENSITY_POINTS_PER_CELL), 24, 144)) // 2 * 2
-    grids = [density_grid(p[0], p[1], nx, nx // 2, *p[2:]) for p in point_sets]
+    nx, ny = density_cells(n, region)
+    grids = [density_grid(p[0], p[1], nx, ny, *p[2:], region=region) for p in point_sets]
     return grids, density_ceiling(*(g.ratio for g in grids))
 
 

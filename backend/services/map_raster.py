@@ -29,6 +29,10 @@ Shading rules (documented so that a test can check them pixel by pixel):
 * **SMARTS highlight**: the image is muted (opacity × ``MUTED``), and grey unless it is a density,
   and the matches are drawn over it in one colour whose opacity grows with the
   share of the pixel's points that match, from ``MIN_ALPHA`` to 255.
+* **sparse images** (few non-empty pixels: a small set, a deep zoom, a few SMARTS matches): each non-empty
+  pixel of the view's colours, and of the matches over them, is stamped as an outlined marker of the
+  diameter :mod:`orientscope.services.map_markers` gives for that many markers; the per-pixel aggregates
+  are the points' own.
 
 A view's points are held sorted by x within 32 bands of y
 (:func:`orientscope.services.map_data.banded_order`): a viewport reads one run of
@@ -63,6 +67,8 @@ from orientscope.services.errors import InvalidInput
 from orientscope.services.map_cells import cell_grid, has_cell_sums, region_counts, view_cell_sums
 from orientscope.services.map_cells import warm_up as warm_cell_sums
 from orientscope.services.map_data import band_ranges, band_starts, banded_order
+from orientscope.services.map_markers import spread_markers
+from orientscope.services.map_markers import warm_up as warm_markers
 from orientscope.services.map_view import N_GROUP_COLORS, MapPoints, MapQuery, sorted_by_x, view_points
 
 dsh = LazyModule("datashader")
@@ -527,7 +533,9 @@ def _with_matches(points: MapPoints, vp: Viewport, base: np.ndarray, out: dict, 
     base[..., 3] = (base[..., 3] * MUTED).astype(np.uint8)
     if not matches.any():
         return base
-    return _rgba(tf.stack(_as_image(base), _as_image(_match_share(matches, out["counts"]))))
+    # a few matches over a full map are stamped as outlined markers (map_markers), so that they show
+    over = spread_markers(_match_share(matches, out["counts"]), matches)
+    return _rgba(tf.stack(_as_image(base), _as_image(over)))
 
 
 def _match_share(matches: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -638,6 +646,8 @@ def render_map(points: MapPoints, viewport: Viewport, kind: str = "color", budge
         render = MapRender(points, vp, kind, "points", n_points, n_drawn, _scale(points, kind, out), index=index)
     else:
         rgba = (_image_density if kind == "density" else _image_color)(points, grid, out, cells)
+        if kind == "color":  # a sparse image's points as markers that show (map_markers); a density is cells
+            rgba = spread_markers(rgba, out["counts"])
         if points.highlight is not None:
             rgba = _with_matches(points, grid, rgba, out, kind)
         scale = _scale(points, kind, out)
@@ -749,6 +759,7 @@ def warm_up() -> None:
                 render_map(pts, small, budget=10**6)
                 nearest_point(pts, 0.0, 0.0, vp.pixel_size)
     warm_cell_sums()
+    warm_markers()
     shared_cache().clear("map_render")
 
 

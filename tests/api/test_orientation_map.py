@@ -69,11 +69,20 @@ def test_a_hovers_preview_is_the_nearest_point_with_its_molecules_caption_and_de
     hit = client.get("/api/datasets/qm9/map/nearest", params=params).json()
     assert {k: body[k] for k in hit} == hit and hit["shared"] > 1  # the same pick, on a pixel shared by several
     mol = hit["id"]
-    caption = client.get(f"/api/datasets/qm9/map/molecules/{mol}", params={"color": "prop:gap"}).json()
+    # the caption of the picked point: its axis's point of that molecule, not the molecule's first shown point
+    axis_params = {"color": "prop:gap", "axis": hit["axis"]}
+    caption = client.get(f"/api/datasets/qm9/map/molecules/{mol}", params=axis_params).json()
     assert body["caption"] == caption and "gap" in caption["color"] and caption["value"] is not None
+    assert caption["axis"] == hit["axis"] == 1
     assert body["depiction"] == client.get(f"/api/datasets/qm9/molecules/{mol}/depiction.svg").text
+    # the pixel on the same grid as "shared": its molecules are the shared ones, its points at least as many
+    assert body["pixel"]["molecules"] == hit["shared"] <= body["pixel"]["count"]
+    assert body["text"].startswith(f"molecule {mol} · axis 1 · {hit['shared']} molecules share this pixel")
     empty = client.get("/api/datasets/qm9/map/preview", params={"x": 2.8, "y": 1.4}).json()
     assert empty["id"] is None and empty["caption"] is None and empty["depiction"] is None
+    assert empty["pixel"] is None and empty["text"] is None
+    bad = client.get(f"/api/datasets/qm9/map/molecules/{mol}", params={"axis": 4})
+    assert bad.status_code == 422 and "axis" in bad.text
 
 
 def test_the_molecules_sharing_a_clicked_pixel_are_listed_the_clicked_one_first(client, api_data):

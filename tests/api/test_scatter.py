@@ -87,3 +87,38 @@ def test_the_image_of_a_region_is_coloured_as_asked_and_a_bad_colour_is_a_422(cl
     assert coloured.content != counted.content
     bad = client.get("/api/datasets/qm9/scatter/image", params={**params, "color": "prop:nope"})
     assert bad.status_code == 422 and "unknown property 'nope'" in bad.text
+
+
+def test_a_scatter_hover_carries_the_card_and_a_shared_pixel_lists_its_molecules(client, api_data):
+    """/scatter/preview is /scatter/nearest plus the card and the words; /scatter/shared pages the molecules of the
+    pixel, the picked one first; without the region shown there is no pixel to share: a clear 422."""
+    view = get_view(api_data, "qm9")
+    zpve = view.property_values[:, view.property_names.index("zpve")]
+    lat = np.degrees(np.arcsin(view.rotations[:, 0, 2]))
+    row = int(np.argsort(zpve)[len(zpve) // 2])
+    region = {"x0": -90.0, "x1": 90.0, "y0": float(zpve.min()), "y1": float(zpve.max()), "width": 40, "height": 30}
+    params = {"prop": "zpve", "x": float(lat[row]), "y": float(zpve[row]), "dx": 4.5,
+              "dy": (region["y1"] - region["y0"]) / 30, **region}  # fmt: skip
+    hit = client.get("/api/datasets/qm9/scatter/nearest", params=params).json()
+    r = client.get("/api/datasets/qm9/scatter/preview", params=params)
+    assert r.status_code == 200
+    preview = r.json()
+    assert {k: preview[k] for k in hit} == hit and hit["shared"] > 1
+    assert preview["caption"] == {"id": hit["id"], "formula": hit["formula"], "axis": 1, "value": hit["value"],
+                                  "value_text": hit["value"], "color": "axis"}  # fmt: skip
+    assert preview["depiction"] == client.get(f"/api/datasets/qm9/molecules/{hit['id']}/depiction.svg").text
+    assert preview["text"] == (
+        f"molecule {hit['id']} · {hit['formula']} · axis: {hit['value']} · "
+        f"{hit['shared']} molecules share this pixel (click to choose)"
+    )
+    pages = [
+        client.get("/api/datasets/qm9/scatter/shared", params={**params, "offset": k, "limit": 3}).json()
+        for k in range(0, hit["shared"], 3)
+    ]
+    ids = [m["id"] for p in pages for m in p["molecules"]]
+    assert ids[0] == hit["id"] and len(ids) == len(set(ids)) == hit["shared"] == pages[0]["total"]
+    no_region = {k: v for k, v in params.items() if k not in region}
+    r = client.get("/api/datasets/qm9/scatter/shared", params=no_region)
+    assert r.status_code == 422 and "region shown" in r.text
+    far = client.get("/api/datasets/qm9/scatter/preview", params={**params, "y": 10.0}).json()
+    assert far["id"] is None and far["caption"] is None and far["text"] is None

@@ -218,3 +218,21 @@ def test_smarts_matches_stay_readable_at_any_count():
         assert (match["marker"]["color"] == "rgba(0,0,0,0)") is ringed  # rings for a few, solid dots for many
     plain = orientation_map_spec(x, y, spec)
     assert all(t["marker"]["opacity"] == 0.75 for t in plain["data"] if t["meta"]["kind"] == "points")
+
+
+def test_points_are_drawn_larger_and_outlined_the_fewer_they_are():
+    """Three molecules' nine points are large outlined markers; 30,000 are small unoutlined ones, on the same plot."""
+    from orientscope.services.map_markers import MAX_PX, MIN_VECTOR_PX
+
+    rng = np.random.default_rng(1)
+    sizes = {}
+    for n in (9, 10_000, 30_000):
+        x, y = rng.uniform(-2, 2, (2, n))
+        points = _points(orientation_map_figure(x, y, _axis_spec(n), plot_px=(900, 458)))
+        sizes[n] = {t.marker.size for t in points}
+        assert all((t.marker.line.width or 0) > 0 for t in points) is (n == 9)
+    assert sizes[9] == {MAX_PX} and sizes[30_000] == {MIN_VECTOR_PX}
+    assert MIN_VECTOR_PX < min(sizes[10_000]) < MAX_PX
+    few = sphere_figure(np.eye(3, dtype=np.float32), _axis_spec(3))
+    dots = next(t for t in few.data if t.meta and t.meta.get("kind") == "points")
+    assert dots.marker.size == MAX_PX and dots.marker.line.width == 1  # the 3D sphere follows the same rule

@@ -53,13 +53,14 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     src = _image_source(page)
     assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     assert src in sources  # the same image the interactive plot then draws
-    # what first_paint.js needs to ask the server for clicks and hover: the layout's own REST query and viewport
+    # what first_paint.js needs to ask the server for clicks and hover: the layout's own REST query and the
+    # image's pixel grid, on which its hover and its clicks pick (as the interactive map's over an image)
     meta = props_of(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
     assert map_settings(page) == {
-        "view": "map", "dataset": "qm9", "query": meta["query"], "kind": "color", "viewport": meta["viewport"],
+        "view": "map", "dataset": "qm9", "query": meta["query"], "kind": "color", "grid": meta["grid"],
         "scale": MAP_SCALE,
     }  # fmt: skip
-    assert "/map/nearest" in page and "/map/pixel" in page
+    assert all(f'"map/{route}"' in page for route in ("nearest", "preview", "shared"))
     drawn = re.search(r"setAttribute\('data-drawn','(\d+)'\)", page).group(1)
     assert f'"drawn": {drawn},' in shipped
     assert 'data-first-paint="1"' in density and "_dash-loading" not in density  # tests/app/test_density_paint.py

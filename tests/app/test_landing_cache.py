@@ -18,9 +18,9 @@ def binnings(monkeypatch):
     calls = []
     real = mapfigure.density_grids
 
-    def counted(point_sets):
+    def counted(point_sets, region=None):
         calls.append(len(point_sets))
-        return real(point_sets)
+        return real(point_sets, region)
 
     monkeypatch.setattr(mapfigure, "density_grids", counted)
     shared_cache().clear()

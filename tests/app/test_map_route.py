@@ -46,6 +46,18 @@ def test_bad_states_and_other_views_are_422_and_unknown_datasets_404(client):
     assert r.status_code == 404 and "no-such-set" in r.json()["detail"]
 
 
+def test_a_density_zoom_draws_both_maps_of_the_region_as_the_map_callback_does(client, qm9_store):
+    st = ViewState(dataset="qm9", view="density")
+    vp = {"x0": -0.5, "x1": 0.4, "y0": -0.2, "y1": 0.3, "width": 640, "height": 320}
+    r = client.get(PATH, params=_params(st, vp))
+    assert r.status_code == 200
+    main, control = r.json()["density"]
+    assert main["layout"]["meta"]["map"]["viewport"] == vp == control["layout"]["meta"]["map"]["viewport"]
+    assert [f["layout"]["meta"]["map"]["query"]["table"] for f in (main, control)] == ["original", "control"]
+    shown = panels.map_outputs(qm9_store, st, vp)  # a later colour change keeps the region (the viewport store)
+    assert orjson.loads(orjson.dumps(shown.figure)) == main and orjson.loads(orjson.dumps(shown.control)) == control
+
+
 def test_a_zooms_figure_is_sent_uncompressed(client):
     """Its bulk is a base64 PNG or typed arrays: gzip saved a quarter of a 10M-molecule map's 2 MB for 100-600 ms
     of a loaded server's CPU."""

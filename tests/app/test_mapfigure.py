@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from orientscope.app.density_paint import payload_array
 from orientscope.app.figures import MAP_SCALE, NO_MATCH, TRACE
 from orientscope.app.mapfigure import map_figure, map_figure_json, selected_ring, selected_xy
 from orientscope.app.mapview import map_layers
@@ -92,3 +93,56 @@ def test_a_small_region_is_drawn_as_its_points_at_its_own_ranges(qm9_store, monk
     assert fig["layout"]["xaxis"]["range"] == [-0.5 * MAP_SCALE, 0.5 * MAP_SCALE]
     assert fig["layout"]["yaxis"]["range"] == [-0.3 * MAP_SCALE, 0.3 * MAP_SCALE]
     assert meta["viewport"] == {"x0": -0.5, "x1": 0.5, "y0": -0.3, "y1": 0.3, "width": 400, "height": 240}
+
+
+def test_a_zoomed_density_bins_both_maps_anew_for_the_region_and_names_each_maps_table(qm9_store):
+    """The density view of a region: the dataset's and its control's cells cover that region (finer than the
+    whole map's there), at its ranges, on one colour scale; each figure's meta names its table (the control's
+    hover and clicks pick on the control) and the viewport drawn (what a zoom asks the map-figure route for)."""
+    from orientscope.app.mapfigure import density_pair_json
+    from orientscope.services.map_data import density_cells
+
+    st = ViewState(dataset="qm9", view="density")
+    (whole, _), layers = density_pair_json(qm9_store, st)
+    vp = Viewport(-1.0, 1.0, -0.5, 0.5, 600, 300)
+    (main, control), _ = density_pair_json(qm9_store, st, vp)
+    nx, ny = density_cells(layers.n_points, (-1.0, 1.0, -0.5, 0.5))
+    for figure, table in ((main, "original"), (control, "control")):
+        heat = next(t for t in figure["data"] if t["type"] == "heatmap")
+        xs = payload_array(heat["x"]) / MAP_SCALE
+        assert xs.size == nx and -1.0 < xs.min() < xs.max() < 1.0  # the region's own cells
+        assert figure["layout"]["xaxis"]["range"] == [-1.0 * MAP_SCALE, 1.0 * MAP_SCALE]
+        meta = figure["layout"]["meta"]["map"]
+        assert meta["query"]["table"] == table and meta["view"] == "density" and meta["state"] == st.map_state()
+        assert meta["viewport"] == {"x0": -1.0, "x1": 1.0, "y0": -0.5, "y1": 0.5, "width": 600, "height": 300}
+    assert main["data"][0]["zmax"] == control["data"][0]["zmax"]  # one colour scale
+    whole_heat = next(t for t in whole["data"] if t["type"] == "heatmap")
+    whole_cells = payload_array(whole_heat["x"]).size
+    assert nx / 2.0 >= whole_cells / (4 * np.sqrt(2)) * 0.99  # at least as fine per unit of the map
+    assert main["layout"]["meta"]["map"]["token"] != whole["layout"]["meta"]["map"]["token"]
+
+
+def test_a_set_too_small_for_a_density_is_drawn_as_its_points_with_a_note(tmp_path):
+    """Three molecules (nine points): no cell gets a density (it was blocks of 40x uniform), their points are
+    drawn on both maps with the marker rule, and the note under the maps says why."""
+    from orientscope.app.mapfigure import density_pair_json
+    from orientscope.app.panels import map_outputs
+    from orientscope.core.dataset import from_molecules
+    from orientscope.pipeline.precompute import make_params, precompute
+    from orientscope.services.map_markers import MAX_PX
+    from orientscope.store.shards import save_sharded
+    from tests.molecules import WATER, asymmetric
+
+    save_sharded(tmp_path, "three", from_molecules([WATER, asymmetric(1), asymmetric(2)], ids=["w", "a", "b"]),
+                 name="Three", source="constructed")  # fmt: skip
+    precompute(tmp_path, "three", make_params(seed=0), stages=["frames", "statistics"])
+    st = ViewState(dataset="three", view="density")
+    (main, control), layers = density_pair_json(tmp_path, st)
+    assert layers.n_points == 9
+    for figure in (main, control):
+        heat = next(t for t in figure["data"] if t["type"] == "heatmap")
+        assert np.isnan(payload_array(heat["z"])).all()  # no cell has a density
+        points = next(t for t in figure["data"] if (t.get("meta") or {}).get("kind") == "points")
+        assert points["meta"]["n_points"] == 9 and points["marker"]["size"] == MAX_PX and points["marker"]["line"]
+    notes = " ".join(str(n.children) for n in map_outputs(tmp_path, st).notes)
+    assert "Too few points for a density (9; a density needs 227" in notes

@@ -41,7 +41,7 @@ def test_map_state_holds_what_the_map_draws_but_not_the_selection():
     assert st.map_state() == {
         "dataset": "qm9", "table": "original", "color": "score", "grouping": "formula", "group": None,
         "smarts": None, "view": "density", "axes": "123", "prop": None, "xaxis": "1", "coord": "lat",
-        "yscale": "linear",
+        "yscale": None,
     }  # fmt: skip
     assert st.with_(molecule="6").map_state() == st.map_state()
     assert ViewState.from_map_state(st.map_state()) == st.with_(molecule=None)
@@ -91,11 +91,12 @@ def test_a_link_to_a_molecule_without_a_view_opens_the_point_map():
     assert parse_query("?dataset=qm9")[0].view == "density"
 
 
-def test_the_zoom_travels_in_the_url_of_the_flat_map_only():
+def test_the_zoom_travels_in_the_url_of_the_flat_map_and_the_density_view_not_the_sphere():
     st, warnings = parse_query("?dataset=qm9&view=map&zoom=-0.5,0.5,-0.25,0.25")
     assert warnings == [] and st.zoom == "-0.5000,0.5000,-0.2500,0.2500" and st.region == (-0.5, 0.5, -0.25, 0.25)
     assert parse_query(st.to_query())[0] == st
-    assert "zoom" not in st.with_(view="sphere").to_query() and st.with_(view="density").region is None
+    assert "zoom" not in st.with_(view="sphere").to_query() and st.with_(view="sphere").region is None
+    assert st.with_(view="density").region == st.region  # the density view zooms on the same plane
     assert "zoom" not in st.map_state()  # a zoom draws the same layers
     for bad in ("1,2,3", "0.5,-0.5,0,1", "nan,1,0,1", "0,1e9,0,1", "a,b,c,d"):
         st, warnings = parse_query(f"?view=map&zoom={bad}")
@@ -146,3 +147,23 @@ def test_the_scatter_controls_round_trip_through_the_url_of_the_scatter_view_onl
     assert "prop=" not in st.with_(view="map").to_query()
     st, warnings = parse_query("?dataset=qm9&view=scatter&coord=w&xaxis=4")
     assert (st.coord, st.xaxis) == ("lat", "1") and len(warnings) == 2 and "unknown coord 'w'" in warnings[1]
+
+
+def test_the_scatter_views_zoom_is_in_its_own_units_and_the_maps_in_mollweide_units():
+    """A scatter zoom holds any finite region (a property up to 620,000 GHz); the map's stays on the plane."""
+    st, warnings = parse_query("?dataset=qm9&view=scatter&prop=rot_a&zoom=-90,90,1.5,620000")
+    assert warnings == [] and st.scatter_region == (-90.0, 90.0, 1.5, 620000.0) and st.region is None
+    assert "zoom=-90%2C90%2C1.5%2C620000" in st.to_query()
+    st, warnings = parse_query("?dataset=qm9&view=map&zoom=-90,90,1.5,620000")
+    assert st.zoom is None and any("must lie within" in w for w in warnings)
+    for bad in ("1,2,3", "0,0,1,2", "nan,1,2,3"):
+        st, warnings = parse_query(f"?view=scatter&zoom={bad}")
+        assert st.zoom is None and warnings
+    assert ViewState(view="sphere", zoom="0,1,0,1").to_query() == "?view=sphere"  # a sphere does not zoom
+    density = ViewState(dataset="qm9", view="density", zoom="0.1000,0.5000,-0.2000,0.3000")
+    assert "zoom=" in density.to_query()  # the density view zooms on the plane, as the map
+
+
+def test_the_scale_is_left_to_the_data_unless_asked_for():
+    assert ViewState().yscale is None and "yscale" not in ViewState(dataset="qm9", view="scatter").to_query()
+    assert parse_query("?view=scatter&yscale=log")[0].yscale == "log"

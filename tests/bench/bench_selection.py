@@ -52,7 +52,7 @@ def main(data_dir: Path | None = None, dataset: str = "qm9", samples: int = 20) 
         data_dir = ensure_store(Path(os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui")))
     from orientscope.services.map_selection import selection_csv, selection_page
     from orientscope.services.map_view import MapQuery, view_points
-    from orientscope.services.scatter import ScatterQuery, nearest_molecule, scatter_image, scatter_points
+    from orientscope.services.scatter import ScatterPick, ScatterQuery, nearest_molecule, scatter_image, scatter_points
 
     prop = os.environ.get("ORIENTSCOPE_BENCH_PROPERTY", "zpve")
     load_before = os.getloadavg()[0]
@@ -73,9 +73,9 @@ def main(data_dir: Path | None = None, dataset: str = "qm9", samples: int = 20) 
     image = _times(lambda: scatter_image(pts), samples)
     rows.append(_row("scatter image, 900 × 500 (first: aggregation and compile; then cached)", *image))
     i = int(np.argmax(pts.y))
-    click = (float(pts.x[i]), float(pts.y[i]), 0.2, float(np.ptp(pts.y)) / 500)
+    click = ScatterPick(float(pts.x[i]), float(pts.y[i]), 0.2, float(np.ptp(pts.y)) / 500)
     rows.append(_row("scatter image click (nearest within 5 px)",
-                     *_times(lambda: nearest_molecule(data_dir, sq, *click), samples)))  # fmt: skip
+                     *_times(lambda: nearest_molecule(data_dir, sq, click), samples)))  # fmt: skip
     load_after = os.getloadavg()[0]
     table = "\n".join(rows)
     write_section(

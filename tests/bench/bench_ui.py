@@ -64,10 +64,11 @@ return arguments[0].map(p => ({dx: xa._offset + xa.l2p(p[0]) - r.width / 2, dy: 
 
 
 def click_targets(driver, md, n: int) -> list[dict]:
-    """On-screen offsets (from the plot centre) of the first axis of every 9973rd molecule, inside the plot."""
+    """On-screen offsets (from the plot centre) of the first axis of every 9973rd molecule whose axis 1 is drawn
+    (symmetry leaves some undefined: NaN, no point, and WebDriver's JSON cannot carry it), inside the plot."""
     from orientscope.app.figures import MAP_SCALE
 
-    rows = np.arange(0, md.n_molecules, 9973)
+    rows = [r for r in np.arange(0, md.n_molecules, 9973) if np.isfinite(md.x[r, 0]) and np.isfinite(md.y[r, 0])]
     pts = [[float(md.x[r, 0]) * MAP_SCALE, float(md.y[r, 0]) * MAP_SCALE] for r in rows]
     return [t for t in driver.execute_script(TO_PIXEL_JS, pts) if abs(t["dx"]) < 300 and abs(t["dy"]) < 150][:n]
 
@@ -173,11 +174,24 @@ CENTRE_JS = (
 )
 
 
+# The grid the first paint picks on (its image's own pixels, app/first_paint.py's data-map).
+GRID_JS = (
+    "return JSON.parse(document.querySelector('#orientation-map[data-first-paint]').getAttribute('data-map')).grid"
+)
+
+
 def map_target(driver, md) -> np.ndarray:
-    """Offset from the static map's centre of the first axis of the first of every 9973rd molecule well inside it."""
+    """Offset from the static map's centre of the first axis of the first of every 9973rd molecule well inside it
+    that is alone in its pixel of the first paint's grid: a click on a shared pixel opens the chooser instead
+    of the molecule (timed by the interactive click row)."""
     from orientscope.app.figures import MAP_SCALE
 
-    rows = np.arange(0, md.n_molecules, 9973)
+    g = driver.execute_script(GRID_JS)
+    sx, sy = (g["x1"] - g["x0"]) / g["width"], (g["y1"] - g["y0"]) / g["height"]
+    col, line = np.floor((md.x - g["x0"]) / sx), np.floor((md.y - g["y0"]) / sy)
+    key = col * (g["height"] + 2) + line
+    # a count per candidate, not a sort of every point: the click must land while the page's scripts still load
+    rows = [r for r in np.arange(0, md.n_molecules, 9973) if np.count_nonzero(key == key[r, 0]) == 1]
     pixels = first_paint_pixels(driver, [[md.x[r, 0] * MAP_SCALE, -md.y[r, 0] * MAP_SCALE] for r in rows])
     return next(p for p in pixels if abs(p[0]) < 300 and abs(p[1]) < 150)
 

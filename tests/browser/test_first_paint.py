@@ -5,6 +5,7 @@ page takes the panel over when it renders."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 import numpy as np
@@ -67,7 +68,7 @@ def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_fil
             tip = wait_for(lambda: driver.execute_script(TOOLTIP_JS), timeout=5, what="the tooltip")
         except AssertionError:
             continue  # the point's pixel edge fell beside the cursor: try another
-        assert "point" in tip and "mostly axis" in tip
+        assert re.match(r"molecule \S+ · axis [123]", tip), tip  # the hovered point's molecule and axis
         break
     else:
         pytest.fail("no hover over 10 molecules' points showed a tooltip")

@@ -167,3 +167,48 @@ def test_the_zoom_goes_into_the_url_and_the_back_button_restores_it(driver, imag
     opened = _shown(driver)
     _assert_region_holds_box(opened, first_box)
     _assert_image_covers(opened)
+
+
+# Offsets from the plot's centre (as ActionChains offsets are) of map-unit points.
+TO_PIXEL_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+return arguments[0].map(p => [xa._offset + xa.l2p(p[0]) - r.width / 2, ya._offset + ya.l2p(p[1]) - r.height / 2]);
+"""
+
+
+@pytest.mark.parametrize(
+    "box",
+    [(-2.0, -1.8, -0.8, 0.6), (1.8, 2.0, -1.2, -0.2), (-1.0, 1.5, 0.9, 1.1)],  # tall at the left and right, wide
+    ids=["tall-left", "tall-right", "wide-top"],
+)
+def test_a_zoom_box_is_kept_and_widened_about_its_own_centre(driver, image_url, box):
+    """plotly.js widened a tall box to the plot's aspect by its right side only (a wide one by one side too): the
+    region drawn holds the box with as much added on each side, in the direction the aspect needs."""
+    graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
+    driver.find_element(By.CSS_SELECTOR, "#orientation-map .modebar-btn[data-val='zoom']").click()
+    wait_for(lambda: driver.execute_script(
+        "return document.querySelector('#orientation-map .js-plotly-plot')._fullLayout.dragmode") == "zoom",
+        what="the zoom tool")  # fmt: skip
+    before = _shown(driver)
+    x0, x1, y0, y1 = (v * MAP_SCALE for v in box)
+    corner, opposite = np.round(driver.execute_script(TO_PIXEL_JS, [[x0, y1], [x1, y0]]))
+    drawn_box = np.array(driver.execute_script(TO_VALUE_JS, [corner.tolist(), opposite.tolist()]))  # the pixels hit
+    ActionChains(driver).move_to_element_with_offset(
+        graph, int(corner[0]), int(corner[1])
+    ).click_and_hold().move_by_offset(
+        int((opposite[0] - corner[0]) / 2), int((opposite[1] - corner[1]) / 2)
+    ).move_to_element_with_offset(graph, int(opposite[0]), int(opposite[1])).release().perform()
+    shown = _redrawn(driver, before)
+    bx = sorted(drawn_box[:, 0])
+    by = sorted(drawn_box[:, 1])
+    centre = ((bx[0] + bx[1]) / 2, (by[0] + by[1]) / 2)
+    pixel = (bx[1] - bx[0]) / abs(opposite[0] - corner[0])  # map units per pixel of the box as drawn
+    assert (shown["x"][0] + shown["x"][1]) / 2 == pytest.approx(centre[0], abs=2 * pixel)  # as much on each side
+    assert (shown["y"][0] + shown["y"][1]) / 2 == pytest.approx(centre[1], abs=2 * pixel)
+    assert shown["x"][0] <= bx[0] + 2 * pixel and shown["x"][1] >= bx[1] - 2 * pixel  # the box is inside
+    assert shown["y"][0] <= by[0] + 2 * pixel and shown["y"][1] >= by[1] - 2 * pixel
+    tall = (bx[1] - bx[0]) / (by[1] - by[0]) < shown["px"][0] / shown["px"][1]
+    kept = by if tall else bx  # the box's long side is the region's
+    side = shown["y"] if tall else shown["x"]
+    assert side == pytest.approx(kept, abs=2 * pixel)

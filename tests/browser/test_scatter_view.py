@@ -12,10 +12,16 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 from orientscope.services.cache import get_view
-from tests.browser.chrome import map_drawn, serve
+from tests.browser.chrome import PageRequests, map_drawn, serve
 from tests.browser.pages import settle, text_of, wait_for
 
 pytestmark = pytest.mark.browser
+CHOOSER_JS = """
+const c = document.querySelector('#orientation-map .map-chooser');
+if (!c || c.dataset.page === undefined) return null;
+return {page: Number(c.dataset.page), total: Number(c.dataset.total),
+        rows: Array.from(c.querySelectorAll('tr.chooser-row')).map(r => Array.from(r.cells).map(td => td.textContent))};
+"""
 
 PLOT_JS = """
 const gd = document.querySelector('#orientation-map .js-plotly-plot');
@@ -28,6 +34,12 @@ return {meta: gd.layout.meta.map, yType: gd._fullLayout.yaxis.type, images: (gd.
 TIP_JS = """
 const t = document.querySelector('#orientation-map .scatter-tooltip');
 return t && !t.hidden && t.textContent ? {text: t.textContent, molecule: t.dataset.molecule} : null;
+"""
+CARD_JS = """
+const c = document.querySelector('#orientation-map .hover-preview');
+if (!c || c.hidden || !c.dataset.molecule) return null;
+const img = c.querySelector('img');
+return {molecule: c.dataset.molecule, caption: c.textContent, drawn: !!img && img.complete && img.naturalWidth > 0};
 """
 HOME_JS = "return document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map.home;"
 ZOOM_JS = """
@@ -84,8 +96,13 @@ def test_the_scatter_draws_the_chosen_property_against_the_axis_and_a_click_open
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     settle(driver)
     spot = driver.execute_script(TO_PIXEL_JS, plot["x"][top], plot["y"][top])
-    ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).click().perform()
     wanted = plot["ids"][top]
+    # a rest there names it and shows its card with its picture, as the map's hover does
+    ActionChains(driver).move_to_element_with_offset(graph, int(spot[0]), int(spot[1])).perform()
+    tip = wait_for(lambda: driver.execute_script(TIP_JS), what="the hover text")
+    card = wait_for(lambda: driver.execute_script(CARD_JS), what="the hover card")
+    assert tip["molecule"] == card["molecule"] == wanted and card["drawn"] and "zpve" not in card["caption"]
+    ActionChains(driver).click().perform()
     wait_for(lambda: text_of(driver, "molecule-id") == wanted, what=f"molecule {wanted} to open")
     wait_for(lambda: _query(driver).get("molecule") == wanted, what="the URL to name it")
 
@@ -102,8 +119,10 @@ def test_above_the_point_budget_the_scatter_is_an_image_and_a_bad_log_scale_says
         driver.get(url + "/?dataset=qm9&view=scatter&prop=u0&xaxis=2&coord=z&yscale=log")
         plot = wait_for(lambda: _drawn(driver, "axis 2 z component"), what="the scatter's image")
         assert plot["meta"]["mode"] == "image" and plot["images"] == 1 and plot["yType"] == "linear"
-        notes = text_of(driver, "map-notes")
-        assert "a log scale is not possible" in notes and "u0 ≤ 0" in notes
+        # the scale control shows what is drawn, and says why it is not the log scale the URL asked for
+        assert driver.find_element(By.CSS_SELECTOR, "#scatter-scale input:checked").get_attribute("value") == "linear"
+        hint = text_of(driver, "scatter-scale-hint")
+        assert "a log scale is not possible" in hint and "u0 ≤ 0" in hint
         # a click on the image opens the molecule nearest to it (the one with the highest u0, alone at the top)
         view = get_view(qm9_store, "qm9")
         u0 = view.property_values[:, view.property_names.index("u0")]
@@ -234,7 +253,86 @@ def test_the_scatter_images_hover_names_formula_colour_and_how_many_share_the_pi
     tip = wait_for(lambda: driver.execute_script(TIP_JS), what="the hover text")
     first = str(view.ids[min(stacked)])  # the map's tie rule: the molecule first in the dataset
     assert tip["molecule"] == first
-    assert tip["text"] == f"molecule {first} · H2O · e: 1.000 · {N_STACKED} molecules share this pixel", tip
-    # the molecule the hover names is the one a click opens
+    assert tip["text"] == f"molecule {first} · H2O · e: 1 · {N_STACKED} molecules share this pixel (click to choose)"
+    # a click there opens the chooser of the molecules sharing the pixel, the one the hover named first
     ActionChains(driver).click().perform()
-    wait_for(lambda: text_of(driver, "molecule-id") == first, what=f"molecule {first} to open")
+    chooser = wait_for(lambda: driver.execute_script(CHOOSER_JS), what="the chooser")
+    assert chooser["total"] == N_STACKED and chooser["rows"][0][0] == first
+    assert all(r[1] == "H2O" and r[2] == "1" for r in chooser["rows"])  # formula and the coloured value
+    pick = chooser["rows"][3][0]
+    driver.find_element(
+        By.CSS_SELECTOR, f"#orientation-map .map-chooser tr.chooser-row[data-id='{pick}'] button"
+    ).click()
+    wait_for(lambda: text_of(driver, "molecule-id") == pick, what=f"molecule {pick} to open")
+
+
+RANGES_JS = """
+const gd = document.querySelector('#orientation-map .js-plotly-plot');
+return [gd._fullLayout.xaxis.range.slice(), gd._fullLayout.yaxis.range.slice()];
+"""
+
+
+def test_the_scatter_opens_on_what_suits_the_property_and_its_controls_show_what_is_drawn(driver, base_url, qm9_store):
+    """No property or scale asked: the first property (rot_a), on the scale that suits it (the small store's rot_a
+    spans two decades: log), shown by the controls; a click on "linear" draws it linear."""
+    driver.get(base_url + "/?dataset=qm9&view=scatter")
+    plot = wait_for(lambda: _drawn(driver, "axis 1 latitude (°)"), what="the scatter")
+    view = get_view(qm9_store, "qm9")
+    rot_a = view.property_values[:, view.property_names.index("rot_a")]
+    assert plot["meta"]["y"].startswith("rot_a") and plot["yType"] == "log" and plot["meta"]["query"]["scale"] == "log"
+    assert driver.find_element(By.CSS_SELECTOR, "#scatter-prop").text.startswith("rot_a")
+    assert driver.find_element(By.CSS_SELECTOR, "#scatter-scale input:checked").get_attribute("value") == "log"
+    (_, _), (y0, y1) = driver.execute_script(RANGES_JS)
+    assert y0 < np.log10(rot_a.min()) and np.log10(rot_a.max()) < y1  # every value on screen
+    driver.find_element(By.CSS_SELECTOR, "#scatter-scale input[value='linear']").click()
+    plot = wait_for(lambda: (p := _drawn(driver, "axis 1 latitude (°)")) and p["yType"] == "linear" and p,
+                    what="the linear scatter")  # fmt: skip
+    assert driver.find_element(By.CSS_SELECTOR, "#scatter-scale input:checked").get_attribute("value") == "linear"
+    wait_for(lambda: _query(driver).get("yscale") == "linear", what="the scale in the URL")
+    assert text_of(driver, "scatter-scale-hint") == ""
+
+
+def test_a_click_on_empty_space_asks_only_the_scatters_route_and_its_hint_goes_with_the_view(driver, base_url):
+    requests = PageRequests(driver)
+    driver.get(base_url + "/?dataset=qm9&view=scatter&prop=zpve")
+    plot = wait_for(lambda: _drawn(driver, "axis 1 latitude (°)"), what="the scatter")
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+    settle(driver)
+    (x0, x1), (y0, y1) = driver.execute_script(RANGES_JS)
+    # the plot's top left corner, 3 % in: no point within 20 px there (the nearest, checked on screen)
+    corner = driver.execute_script(TO_PIXEL_JS, x0 + 0.03 * (x1 - x0), y1 - 0.03 * (y1 - y0))
+    pixels = np.array([driver.execute_script(TO_PIXEL_JS, x, y) for x, y in zip(plot["x"], plot["y"], strict=True)])
+    assert np.hypot(*(pixels - corner).T).min() > 20
+    ActionChains(driver).move_to_element_with_offset(graph, int(corner[0]), int(corner[1])).click().perform()
+    wait_for(lambda: "No molecule within 5 px" in text_of(driver, "map-hint"), what="the hint")
+    asked = requests.urls()
+    assert any("/scatter/nearest?" in u for u in asked) and not any("/map/nearest" in u for u in asked)
+    # no 422 in the console: the autouse console check (tests/browser/conftest.py) fails the test on one
+    driver.find_element(By.CSS_SELECTOR, "#view-mode input[value='map']").click()
+    wait_for(lambda: (m := driver.execute_script(PLOT_JS)) and m["meta"]["view"] == "map" and map_drawn(driver),
+             what="the map")  # fmt: skip
+    assert text_of(driver, "map-hint") == ""  # the click it spoke of was on another view
+
+
+def test_a_scatter_zoom_goes_into_the_url_and_a_reload_or_the_back_button_restores_it(driver, base_url):
+    driver.get(base_url + "/?dataset=qm9&view=scatter&prop=zpve")
+    wait_for(lambda: _drawn(driver, "axis 1 latitude (°)"), what="the scatter")
+    settle(driver)
+    first = ([-30.0, 10.0], [0.1, 0.2])
+    driver.execute_script(ZOOM_JS, *first)
+    zoom = wait_for(lambda: _query(driver).get("zoom"), what="the zoom in the URL")
+    assert [float(v) for v in zoom.split(",")] == pytest.approx([*first[0], *first[1]])
+    zoomed_url = driver.current_url
+    second = ([0.0, 20.0], [0.12, 0.15])
+    driver.execute_script(ZOOM_JS, *second)
+    wait_for(lambda: _query(driver).get("zoom") not in (None, zoom), what="the second zoom in the URL")
+    driver.back()
+    wait_for(lambda: _query(driver).get("zoom") == zoom, what="the URL of the first zoom")
+    ranges = wait_for(lambda: (r := driver.execute_script(RANGES_JS)) and r[0] == pytest.approx(first[0]) and r,
+                      what="the first zoom drawn again")  # fmt: skip
+    assert ranges[1] == pytest.approx(first[1])
+    driver.get(zoomed_url)  # a shared link opens on its zoom
+    wait_for(lambda: _drawn(driver, "axis 1 latitude (°)"), what="the scatter")
+    ranges = driver.execute_script(RANGES_JS)
+    assert ranges[0] == pytest.approx(first[0]) and ranges[1] == pytest.approx(first[1])

@@ -132,3 +132,39 @@ def test_density_grids_share_the_larger_sets_grid_and_one_colour_ceiling():
     grids, top = density_grids([aligned, uniform])
     assert [g.ratio.shape for g in grids] == [(44, 88)] * 2  # sqrt(2 * 20,000 / 5) = 89.4, even
     assert top == density_ceiling(grids[0].ratio, grids[1].ratio) > density_ceiling(grids[1].ratio) > 2
+
+
+def test_a_zoomed_density_bins_its_region_anew_on_finer_cells_counted_as_numpy_counts_them():
+    """A region's cells are square, sized for five expected points each (finer than the whole map's 144 across
+    for a large set), and hold numpy's counts on the region's own edges, over a uniform sphere of all the points."""
+    from orientscope.services.map_data import MAX_DENSITY_CELLS, MIN_REGION_CELLS, density_cells
+
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(-2.0, 2.0, 400_000), rng.uniform(-1.0, 1.0, 400_000)
+    region = (-0.5, 0.5, -0.25, 0.25)
+    nx, ny = density_cells(x.size, region)
+    side = np.sqrt(5 * 4 * np.pi / x.size)  # five points a cell under uniform: the Mollweide ellipse has area 4π
+    assert (nx, ny) == (round(1.0 / side), round(0.5 / side)) and nx > MAX_DENSITY_CELLS * 1.0 / (4 * np.sqrt(2))
+    (grid,), _ = density_grids([(x, y)], region)
+    xe, ye = np.linspace(-0.5, 0.5, nx + 1), np.linspace(-0.25, 0.25, ny + 1)
+    counts = np.histogram2d(y, x, bins=[ye, xe])[0]
+    expected = counts / (x.size * (xe[1] - xe[0]) * (ye[1] - ye[0]) / (4 * np.pi))
+    np.testing.assert_allclose(grid.ratio, expected, rtol=1e-5)
+    assert density_cells(1_000, (0.0, 0.01, 0.0, 0.01)) == (MIN_REGION_CELLS, MIN_REGION_CELLS)  # small: coarse
+    assert density_cells(10**9, (-2.8, 2.8, -1.4, 1.4)) == (MAX_DENSITY_CELLS, MAX_DENSITY_CELLS // 2)  # square
+    assert density_cells(10**9, (0.0, 0.1, 0.0, 1.0)) == (MAX_DENSITY_CELLS // 10, MAX_DENSITY_CELLS)  # a tall one
+
+
+def test_a_set_too_small_for_a_density_has_none():
+    """Under DENSITY_MIN_POINTS the coarsest cells expect under one point each: no cell gets a ratio (three
+    molecules showed blocks at 40x uniform)."""
+    from orientscope.services.map_data import DENSITY_MIN_POINTS
+
+    cell = (4 * np.sqrt(2) / 24) ** 2
+    assert DENSITY_MIN_POINTS == int(np.ceil(4 * np.pi / cell)) == 227
+    rng = np.random.default_rng(6)
+    few, enough = rng.uniform(-1, 1, (2, DENSITY_MIN_POINTS - 1)), rng.uniform(-1, 1, (2, DENSITY_MIN_POINTS))
+    (small,), _ = density_grids([few])
+    (large,), _ = density_grids([enough])
+    assert small.too_few and np.isnan(small.ratio).all()
+    assert not large.too_few and np.isfinite(large.ratio).any()

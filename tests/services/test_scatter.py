@@ -114,3 +114,89 @@ def test_the_scatter_is_coloured_by_the_maps_colour_and_its_image_shades_the_mea
         scatter_colors(toy_dir, pts, "prop:nope")
     with pytest.raises(InvalidInput, match="unknown colour"):
         scatter_colors(toy_dir, pts, "rainbow")
+
+
+def test_the_view_opens_on_the_bulk_when_a_few_outliers_would_flatten_it():
+    """QM9's rot_a in miniature: 999 values between 1.7 and 18, one at 620,000; the home region holds the bulk
+    and counts the one beyond; without outliers it holds every value."""
+    from orientscope.services.scatter import home_region
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-90, 90, 1000)
+    y = np.concatenate([rng.uniform(1.7, 18.0, 999), [620_000.0]])
+    (x0, x1, y0, y1), beyond = home_region(x, y)
+    assert x0 < x.min() and x1 > x.max() and beyond == 1
+    bulk = np.sort(y)[1:-1]  # the values but the lowest and the highest: 0.1 % of 1,000 each side
+    assert y0 < bulk[0] and bulk[-1] < y1 < 19
+    (_, _, y0, y1), beyond = home_region(x, y[:999])
+    assert beyond == 0 and y0 < y[:999].min() and y1 > y[:999].max()
+
+
+@pytest.mark.parametrize(
+    ("values", "scale"),
+    [
+        (np.geomspace(0.01, 100.0, 500), "log"),  # four decades, all positive
+        (np.linspace(1.0, 9.0, 500), "linear"),  # under one decade
+        (np.concatenate([[0.0], np.geomspace(0.01, 100.0, 500)]), "linear"),  # a zero: no log
+        (np.concatenate([np.linspace(1.7, 18.0, 999), [620_000.0]]), "linear"),  # rot_a: one decade, one outlier
+    ],
+)
+def test_the_scale_that_suits_a_property_is_log_where_its_bulk_spans_decades(values, scale):
+    from orientscope.services.scatter import suited_scale
+
+    assert suited_scale(values) == scale
+
+
+def test_a_scale_asked_for_is_drawn_unless_the_values_refuse_it(toy_dir):
+    from orientscope.services.scatter import resolve_scale
+
+    assert resolve_scale(toy_dir, "toy", "energy", None) == ("linear", None)
+    assert resolve_scale(toy_dir, "toy", "energy", "linear") == ("linear", None)
+    scale, why = resolve_scale(toy_dir, "toy", "energy", "log")  # energy runs from -3 to 4
+    assert (
+        scale == "linear" and why == "a log scale is not possible: 4 molecules have energy ≤ 0: shown on a linear scale"
+    )
+    with pytest.raises(InvalidInput, match="unknown property 'mass'"):
+        resolve_scale(toy_dir, "toy", "mass", None)
+
+
+def test_a_pick_names_the_nearest_molecule_and_lists_those_sharing_its_pixel(toy_dir):
+    """On a coarse grid (4 × 2 pixels over the toy set's plot) the molecules sharing the picked one's pixel are
+    listed, the picked one first; the preview's card and words describe the same molecule."""
+    from orientscope.services.map_raster import Viewport
+    from orientscope.services.scatter import ScatterPick, hover_preview, nearest_molecule, pick, shared_molecules
+
+    q = ScatterQuery("toy", "energy", axis=2, coord="z")
+    pts = scatter_points(toy_dir, q)
+    x0, x1, y0, y1 = pts.home
+    grid = Viewport(x0, x1, y0, y1, 4, 2)
+    dx, dy = grid.pixel_size
+    col = np.minimum(((pts.x - x0) / dx).astype(int), 3)
+    row = np.minimum(((pts.y - y0) / dy).astype(int), 1)
+    crowded = 0
+    for i in range(pts.x.size):
+        at = ScatterPick(float(pts.x[i]), float(pts.y[i]), dx, dy, grid, "prop:energy")
+        picked = pick(pts, at)
+        first = int(picked[0])
+        same = np.flatnonzero((col == col[first]) & (row == row[first]))
+        assert sorted(picked.tolist()) == same.tolist()
+        hit = nearest_molecule(toy_dir, q, at)
+        assert (
+            hit["id"] == pts.ids[first] and hit["shared"] == same.size and hit["value"] == pytest.approx(pts.y[first])
+        )
+        page = shared_molecules(toy_dir, q, at, 0, 10)
+        assert page["total"] == same.size and page["molecules"][0]["id"] == hit["id"]
+        assert {m["id"] for m in page["molecules"]} == set(pts.ids[same].tolist())
+        preview = hover_preview(toy_dir, q, at)
+        assert preview["caption"]["id"] == hit["id"] and preview["caption"]["axis"] == 2
+        assert preview["depiction"].lstrip().startswith(("<?xml", "<svg"))
+        assert preview["text"].startswith(f"molecule {hit['id']} · ")
+        if same.size > 1:
+            assert f"{same.size} molecules share this pixel" in preview["text"]
+            crowded += 1
+    assert crowded > 0
+    far = ScatterPick(x1 + 100 * dx, y1 + 100 * dy, dx, dy, grid)
+    assert set(nearest_molecule(toy_dir, q, far).values()) == {None}
+    assert hover_preview(toy_dir, q, far)["text"] is None
+    with pytest.raises(InvalidInput, match="dx must be a finite number above 0"):
+        pick(pts, ScatterPick(0.0, 0.0, 0.0, 1.0))

@@ -115,9 +115,10 @@ async def preview(
     vp: ViewportDep,
     x: ClickX,
     y: ClickY,
+    kind: KindQuery = "color",
 ):
-    """What a hover shows in one answer: /map/nearest's point, its molecule's caption and 2D depiction."""
-    return json_record(await run_in_threadpool(map_pick.hover_preview, data_dir, query, vp, x, y))
+    """What a hover shows in one answer: /map/nearest's point, its caption, 2D depiction, pixel and words."""
+    return json_record(await run_in_threadpool(map_pick.hover_preview, data_dir, query, vp, x, y, kind))
 
 
 @router.get("/map/shared", response_model=MapSharedPublic, responses={**NOT_FOUND, **SEARCH_PENDING})
@@ -135,9 +136,14 @@ async def shared(
 
 
 @router.get("/map/molecules/{mol_id}", response_model=MapMoleculePublic, responses={**NOT_FOUND, **SEARCH_PENDING})
-async def map_molecule(data_dir: DataDirDep, query: QueryDep, mol_id: MoleculeIdPath):
+async def map_molecule(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    mol_id: MoleculeIdPath,
+    axis: Annotated[int | None, Query(ge=1, le=3, description="Its point of this axis (default its first).")] = None,
+):
     """One molecule as this view of the map shows it: its formula and the value its colour shows."""
-    return json_record(await run_in_threadpool(map_pick.molecule_caption, data_dir, query, mol_id))
+    return json_record(await run_in_threadpool(map_pick.molecule_caption, data_dir, query, mol_id, axis))
 
 
 @router.get("/map/pixel", response_model=MapPixelPublic, responses={**NOT_FOUND, **SEARCH_PENDING})

@@ -1,5 +1,6 @@
 """GET /api/datasets/{id}/scatter/nearest (the molecule a click on the scatter view, a property against an axis
-coordinate, opens) and /scatter/image (its aggregated image of a region, as PNG)."""
+coordinate, opens), /scatter/preview (what a hover there shows), /scatter/shared (the molecules sharing a
+clicked pixel) and /scatter/image (its aggregated image of a region, as PNG)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from starlette.concurrency import run_in_threadpool
 from orientscope.api.deps import DataDirDep, DatasetIdPath, GroupingQuery, MapColorQuery
 from orientscope.api.encoded import json_record
 from orientscope.api.errors import NOT_FOUND
-from orientscope.api.schemas import ScatterNearestPublic
+from orientscope.api.schemas import MapSharedPublic, ScatterNearestPublic, ScatterPreviewPublic
 from orientscope.services import scatter as svc
 from orientscope.services.errors import InvalidInput
+from orientscope.services.map_pick import MAX_PAGE
 from orientscope.services.map_raster import Viewport
 
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["scatter"])
@@ -49,21 +51,44 @@ def shown_region(
     return Viewport(x0, x1, y0, y1, width, height)
 
 
-@router.get("/scatter/nearest", response_model=ScatterNearestPublic, responses={**NOT_FOUND})
-async def nearest(
-    data_dir: DataDirDep,
-    query: Annotated[svc.ScatterQuery, Depends(scatter_query)],
-    x: Annotated[float, Query(description="Click position: the axis coordinate.")],
-    y: Annotated[float, Query(description="Click position: the property (log10 of it on a log scale).")],
+def scatter_pick(
+    x: Annotated[float, Query(description="Cursor position: the axis coordinate.")],
+    y: Annotated[float, Query(description="Cursor position: the property (log10 of it on a log scale).")],
     dx: Annotated[float, Query(gt=0, description="Width of a pixel in x units.")],
     dy: Annotated[float, Query(gt=0, description="Height of a pixel in y units.")],
     shown: Annotated[Viewport | None, Depends(shown_region)],
     color: MapColorQuery = "axis",
     grouping: GroupingQuery = "formula",
-):
+) -> svc.ScatterPick:
+    return svc.ScatterPick(x, y, dx, dy, shown, color, grouping)
+
+
+QueryDep = Annotated[svc.ScatterQuery, Depends(scatter_query)]
+PickDep = Annotated[svc.ScatterPick, Depends(scatter_pick)]
+
+
+@router.get("/scatter/nearest", response_model=ScatterNearestPublic, responses={**NOT_FOUND})
+async def nearest(data_dir: DataDirDep, query: QueryDep, at: PickDep):
     """The molecule nearest to a click within 5 pixels, its formula and colour, and who shares its pixel."""
-    answer = await run_in_threadpool(svc.nearest_molecule, data_dir, query, x, y, dx, dy, shown, color, grouping)
-    return json_record(answer)
+    return json_record(await run_in_threadpool(svc.nearest_molecule, data_dir, query, at))
+
+
+@router.get("/scatter/preview", response_model=ScatterPreviewPublic, responses={**NOT_FOUND})
+async def preview(data_dir: DataDirDep, query: QueryDep, at: PickDep):
+    """What a hover shows in one answer: /scatter/nearest's molecule, its card (caption, depiction) and words."""
+    return json_record(await run_in_threadpool(svc.hover_preview, data_dir, query, at))
+
+
+@router.get("/scatter/shared", response_model=MapSharedPublic, responses={**NOT_FOUND})
+async def shared(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    at: PickDep,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 10,
+):
+    """The molecules sharing the pixel of the point /scatter/nearest picks, that molecule first (paged)."""
+    return json_record(await run_in_threadpool(svc.shared_molecules, data_dir, query, at, offset, limit))
 
 
 PNG = {200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}}
@@ -72,7 +97,7 @@ PNG = {200: {"content": {"image/png": {"schema": {"type": "string", "format": "b
 @router.get("/scatter/image", responses={**NOT_FOUND, **PNG})
 async def image(
     data_dir: DataDirDep,
-    query: Annotated[svc.ScatterQuery, Depends(scatter_query)],
+    query: QueryDep,
     x0: Annotated[float, Query(description="Left edge (the axis coordinate).")],
     x1: Annotated[float, Query(description="Right edge.")],
     y0: Annotated[float, Query(description="Bottom edge (the property, log10 of it with scale=log).")],
