@@ -25,31 +25,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.bench.common import ROOT, write_section
+from tests.bench.common import GAP_MODEL, ROOT, write_section
 
 BASELINE_REF = "9863505"  # the commit before issue 39
 AUDIT_N, SUBSET_N, COPIES_N = 10_000, 5_000, 20_000
 REPEATS = 3
 
-AUDIT = """
+AUDIT = (
+    """
 import json, resource, sys, time, numpy as np, orientscope
 ds = orientscope.load(sys.argv[1], data_dir=sys.argv[2])
 mols = ds.molecules()
 
-def features(numbers, positions, offsets):
-    n = len(offsets) - 1
-    owner = np.repeat(np.arange(n), np.diff(offsets))
-    sizes = np.diff(offsets)[:, None]
-    centroid = np.stack([np.bincount(owner, positions[:, k], minlength=n) for k in range(3)], 1) / sizes
-    x = positions - centroid[owner]
-    cov = np.zeros((n, 3, 3))
-    np.add.at(cov, owner, x[:, :, None] * x[:, None, :])
-    counts = np.stack([np.bincount(owner, numbers == z, minlength=n) for z in (1, 6, 7, 8, 9)], 1)
-    return np.column_stack([np.ones(n), counts, np.linalg.eigvalsh(cov / sizes[:, :, None])])
-
-w, *_ = np.linalg.lstsq(features(mols.atomic_numbers, mols.positions_angstrom, mols.offsets),
-                        mols.properties["gap"].to_numpy(), rcond=None)
-spent = [0.0]
+"""
+    + GAP_MODEL
+    + """spent = [0.0]
 
 def predict(b):
     t = time.process_time()
@@ -69,6 +59,7 @@ audit = orientscope.audit_model(predict, ds, "gap", copies=5, progress=False)
 print(json.dumps({"cpu": cpu() - c0, "wall": time.perf_counter() - t0, "predict_cpu": spent[0],
                   "n": audit.to_dict()["n_molecules"], "verdicts": audit.verdicts}))
 """
+)
 
 SUBSET_NEW = """
 import json, sys, time

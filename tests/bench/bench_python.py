@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.bench.common import ROOT, write_section
+from tests.bench.common import GAP_MODEL, ROOT, write_section
 
 N_DEFAULT = 10_000
 AUDIT_N = 10_000  # the audit row is measured on a stored 10k subset, whatever the report's size
@@ -39,28 +39,19 @@ r = orientscope.report(ds, progress=False)
 print(time.perf_counter() - t0, r.to_dict()["n_molecules"])
 """
 
-AUDIT = """
+AUDIT = (
+    """
 import json, sys, numpy as np, orientscope
 ds = orientscope.load(sys.argv[1], data_dir=sys.argv[2])
 mols = ds.molecules()
 
-def features(numbers, positions, offsets):
-    n = len(offsets) - 1
-    owner = np.repeat(np.arange(n), np.diff(offsets))
-    sizes = np.diff(offsets)[:, None]
-    centroid = np.stack([np.bincount(owner, positions[:, k], minlength=n) for k in range(3)], 1) / sizes
-    x = positions - centroid[owner]
-    cov = np.zeros((n, 3, 3))
-    np.add.at(cov, owner, x[:, :, None] * x[:, None, :])
-    counts = np.stack([np.bincount(owner, numbers == z, minlength=n) for z in (1, 6, 7, 8, 9)], 1)
-    return np.column_stack([np.ones(n), counts, np.linalg.eigvalsh(cov / sizes[:, :, None])])
-
-w, *_ = np.linalg.lstsq(features(mols.atomic_numbers, mols.positions_angstrom, mols.offsets),
-                        mols.properties["gap"].to_numpy(), rcond=None)
-audit = orientscope.audit_model(lambda b: features(b.numbers, b.positions, b.offsets) @ w, ds, "gap", copies=5,
+"""
+    + GAP_MODEL
+    + """audit = orientscope.audit_model(lambda b: features(b.numbers, b.positions, b.offsets) @ w, ds, "gap", copies=5,
                                 progress=False)
 print(json.dumps({**audit.seconds, "verdicts": audit.verdicts, "n": audit.to_dict()["n_molecules"]}))
 """
+)
 
 
 ENV = {k: v for k, v in os.environ.items() if k != "ORIENTSCOPE_DATA_DIR"}
