@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from scipy.stats import binom
@@ -33,10 +34,12 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import GroupKFold
 from threadpoolctl import threadpool_limits
 
+from orientscope.core.numbers import format_number, format_p, is_number
 from orientscope.core.progress import Progress, scaled
 from orientscope.science.frames import Frames, compute_frames
 from orientscope.science.rotations import rotate_molecules
 from orientscope.science.segments import owner_index
+from orientscope.science.statistic import ReportField, Statistic
 
 FEATURE_SETS = ("frame", "frame+composition", "atom-order")
 COMPOSITION_ELEMENTS = (1, 6, 7, 8, 9)  # H, C, N, O, F; everything else counts as "other"
@@ -356,3 +359,61 @@ def detect_rotation(
         result.metrics.append({"features": fs, **metrics})
         result.scores[fs] = p_orig
     return result
+
+
+# ----------------------------------------------------------------- the statistic this module declares
+CLASSIFIERS_KEY = "classifiers"
+
+
+def classifier_p_text(clf: dict) -> str:
+    """``p 0.012``; a model that predicted one class tests nothing, and says so instead of a p."""
+    if clf.get("constant"):
+        return "no test (it predicted one class)"
+    return f"p {format_p(clf.get('pvalue'))}"
+
+
+def _accuracy_ci(clf: dict) -> list:
+    ci = clf.get("ci95") or [None, None]
+    return (ci.get("accuracy") or [None, None]) if isinstance(ci, dict) else ci
+
+
+def classifier_rows(report: dict) -> list[tuple[str, str, str]]:
+    """One row per feature set: held-out accuracy [95 % CI], AUC and p, dataset vs control."""
+    control = {x.get("features"): x for x in (report.get("control") or {}).get(CLASSIFIERS_KEY) or []}
+    rows = []
+    for clf in report.get(CLASSIFIERS_KEY) or []:
+        lo, hi = _accuracy_ci(clf)
+        auc = f", AUC {format_number(clf['auc'])}" if is_number(clf.get("auc")) else ""
+        other = control.get(clf.get("features"))
+        rows.append(
+            (
+                f"accuracy, {clf.get('features')} features",
+                f"{format_number(clf.get('accuracy'))} [{format_number(lo)}, {format_number(hi)}]{auc}, "
+                + classifier_p_text(clf),
+                f"{format_number(other.get('accuracy'))}, {classifier_p_text(other)}" if other else "–",
+            )
+        )
+    return rows
+
+
+STATISTIC = Statistic(
+    key=CLASSIFIERS_KEY,
+    title="rotation classifiers: can a model tell a stored pose from a random rotation of it?",
+    stage="models",
+    inputs=("the full frames, composition and first atoms of every shard, with a seeded random copy",),
+    per_shard="pipeline.shard_models:run_job",
+    merge="pipeline.shard_models:run_models",
+    fields=(
+        ReportField(
+            CLASSIFIERS_KEY,
+            list[dict[str, Any]],
+            "One entry per feature set (frame, frame+composition, atom-order): held-out accuracy, auc, ci95, "
+            "pvalue, constant.",
+        ),
+    ),
+    table="classifiers",
+    rows=classifier_rows,
+    in_verdict=True,
+    tooltip="A gradient-boosted classifier tries to tell each stored pose from a randomly rotated copy; "
+    "0.5 accuracy = it cannot tell, 1.0 = it always can.",
+)
