@@ -52,6 +52,9 @@ from orientscope.science.so3_partial import (
 )
 from orientscope.science.so3_stats import (
     ANGLE_HISTOGRAM_KEY,
+    KL_AT_N_KEY,
+    KL_KEY,
+    KL_SIGN_INVARIANT_KEY,
     KS_KEY,
     REFERENCE_INDEX_KEY,
     REFERENCE_KEY,
@@ -232,17 +235,17 @@ def orientation_partial(job: ShardJob) -> dict:
         out[which] = {
             "n_full": int((classes == "full").sum()),
             # In fixed global blocks: any cut of the set gives the same bits of Bingham's S.
-            "axial": block_partial(terms, np.zeros(len(axis), np.int64), 1, job.ref.start),
+            AXIAL_KEY: block_partial(terms, np.zeros(len(axis), np.int64), 1, job.ref.start),
         }
     return out
 
 
 def merge_orientation(parts: list[dict]) -> dict:
-    """Per orientation set, ``{"n_full": count, "axial": Bingham's test}`` from the shards' partials."""
+    """Per orientation set, ``{"n_full": count, AXIAL_KEY: Bingham's test}`` from the shards' partials."""
     return {
         which: {
             "n_full": sum(p[which]["n_full"] for p in parts),
-            "axial": bingham_test(sums_from_terms(merge_block_partials([p[which]["axial"] for p in parts], 1)[0])),
+            AXIAL_KEY: bingham_test(sums_from_terms(merge_block_partials([p[which][AXIAL_KEY] for p in parts], 1)[0])),
         }
         for which in WHICH
     }
@@ -386,7 +389,9 @@ def merge_kl(jobs: list[KLJob], fits: list[dict], n_full: dict, at_n: int = KL_A
     out = {}
     for which in WHICH:
         mine = [(j, f) for j, f in zip(jobs, fits, strict=True) if j.which == which]
-        plan = {name: [j.part for j, _ in mine if j.name == name] for name in ("kl", "kl_sign_invariant", "kl_at_n")}
+        plan = {
+            name: [j.part for j, _ in mine if j.name == name] for name in (KL_KEY, KL_SIGN_INVARIANT_KEY, KL_AT_N_KEY)
+        }
         by_name = {name: [f for j, f in mine if j.name == name] for name in plan}
         out[which] = kl_from_fits(plan, by_name, n_full[which], K_NEIGHBOURS, at_n)
     return out
@@ -460,7 +465,7 @@ def statistics_section(
     """
     sections = {}
     for which in WHICH:
-        section = {SO3_MOLECULES_KEY: orientation[which]["n_full"], AXIAL_KEY: orientation[which]["axial"]}
+        section = {SO3_MOLECULES_KEY: orientation[which]["n_full"], AXIAL_KEY: orientation[which][AXIAL_KEY]}
         if not so3_skipped:
             counts = sum(a[which] for a in angles)
             cand = candidates[which]
@@ -481,9 +486,9 @@ def statistics_section(
         settings={
             "k": K_NEIGHBOURS,
             "bins": N_BINS,
-            "so3_molecules": "full frames only: molecules with no orientation (single atoms, spherical tops) or "
+            SO3_MOLECULES_KEY: "full frames only: molecules with no orientation (single atoms, spherical tops) or "
             "only an axis (linear molecules, symmetric tops) are left out of KL, KS and the reference",
-            "axial": f"{AXIAL_METHOD}, over the defined axis of every axis-only molecule; in the verdict's family "
+            AXIAL_KEY: f"{AXIAL_METHOD}, over the defined axis of every axis-only molecule; in the verdict's family "
             f"from {MIN_AXES} such molecules",
             "reference_bandwidth_rad": BANDWIDTH_RAD,
             "reference_candidates": N_CANDIDATES,
