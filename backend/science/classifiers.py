@@ -26,20 +26,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import binom
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.model_selection import GroupKFold
 from threadpoolctl import threadpool_limits
 
 from orientscope.core.numbers import format_number, format_p, is_number
 from orientscope.core.progress import Progress, scaled
+from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.frames import Frames, compute_frames
 from orientscope.science.rotations import rotate_molecules
 from orientscope.science.segments import owner_index
 from orientscope.science.statistic import ReportField, Statistic
+
+if TYPE_CHECKING:
+    from sklearn.ensemble import HistGradientBoostingClassifier
 
 FEATURE_SETS = ("frame", "frame+composition", "atom-order")
 COMPOSITION_ELEMENTS = (1, 6, 7, 8, 9)  # H, C, N, O, F; everything else counts as "other"
@@ -76,6 +77,10 @@ class ClassifierSettings:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     def make_model(self, seed: int) -> HistGradientBoostingClassifier:
+        # Imported here: the statistics registry reads this module's declaration, and a report (the CLI, the
+        # server's start) should not pay for scikit-learn's import.
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
         return HistGradientBoostingClassifier(
             max_iter=self.max_iter,
             learning_rate=self.learning_rate,
@@ -143,6 +148,8 @@ def grouped_folds(n_molecules: int, n_folds: int, seed: int) -> np.ndarray:
     """
     if n_molecules < n_folds:
         raise ValueError(f"need at least n_folds={n_folds} molecules, got {n_molecules}")
+    from sklearn.model_selection import GroupKFold  # see make_model
+
     groups = np.arange(n_molecules)
     fold = np.empty(n_molecules, dtype=np.int64)
     splitter = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
@@ -251,7 +258,7 @@ def held_out_pvalue(correct: int, rows: int, seed: int) -> float:
     every level holds as stated. U is drawn from ``seed`` (recorded with the result), so p is reproducible.
     """
     u = float(np.random.default_rng([seed, 0x9E5]).random())
-    return float(np.clip(binom.sf(correct, rows, 0.5) + u * binom.pmf(correct, rows, 0.5), 0.0, 1.0))
+    return float(np.clip(stats.binom.sf(correct, rows, 0.5) + u * stats.binom.pmf(correct, rows, 0.5), 0.0, 1.0))
 
 
 def detection_metrics(

@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.stats import binom
 
 from orientscope.core.numbers import format_number, format_p
+from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.clustering import TanimotoIndex
 from orientscope.science.counter_rng import subsample
 from orientscope.science.rotations import geodesic_angle
@@ -119,7 +119,7 @@ def coupling(
         "nn_within_30deg": nn_frac,
         "random_within_30deg": rand_frac,
         "enrichment": nn_frac / rand_frac if rand_frac > 0 else float("nan"),
-        "pvalue": float(binom.sf(observed - 1, m, null_rate)) if m else float("nan"),
+        "pvalue": float(stats.binom.sf(observed - 1, m, null_rate)) if m else float("nan"),
         "pvalue_permutation": float((1 + (shuffled >= observed).sum()) / (1 + n_permutations)),
         "n_permutations": int(n_permutations),
         "permutation_within_30deg": null_rate,
