@@ -116,3 +116,17 @@ def test_each_statistic_is_declared_in_one_science_module():
     assert all(path.startswith("backend/science/") for path in own)
     names = [w for words in own.values() for w in words]
     assert len(names) == len(set(names)), "two modules declare the same report key"
+
+
+def test_every_named_per_shard_and_merge_function_exists():
+    """A built-in statistic computed by its stage's own machinery names those functions; each name resolves."""
+    import importlib
+
+    for stat in statistics_registry.BUILT_IN:
+        for name in (stat.per_shard, stat.merge):
+            if callable(name):
+                continue
+            module, function = name.split(":")
+            assert callable(getattr(importlib.import_module(f"orientscope.{module}"), function, None)), (
+                f"statistic {stat.key!r} names {name!r}, which is not a function"
+            )
