@@ -17,9 +17,7 @@ from dash import html
 from orientscope.app.downloads import download_buttons
 from orientscope.services.report_format import (
     CLASSIFIERS_TOOLTIP,
-    KL_KEY,
     KL_TOOLTIP,
-    REGRESSION_KEY,
     VERDICT_TOOLTIP,
     Section,
     chemistry_lines,
@@ -29,6 +27,7 @@ from orientscope.services.report_format import (
     report_sections,
     warnings,
 )
+from orientscope.services.statistics import KL_KEY, REGRESSION_KEY
 
 VERDICT_TEXT = "verdict-text"
 VERDICT_BADGE = "verdict-badge"

@@ -15,16 +15,7 @@ from orientscope.science.so3_stats import (
     REFERENCE_KEY,
     REFERENCE_MOLECULE_KEY,
 )
-from orientscope.science.statistic import ReportField, Statistic
-from orientscope.science.statistics_registry import (
-    TABLES,
-    get,
-    keys,
-    register,
-    report_fields,
-    statistics,
-    unregister,
-)
+from orientscope.science.statistics_registry import TABLES, report_fields
 
 __all__ = [
     "ANGLE_HISTOGRAM_KEY",
@@ -33,15 +24,8 @@ __all__ = [
     "REFERENCE_KEY",
     "REFERENCE_MOLECULE_KEY",
     "REGRESSION_KEY",
-    "ReportField",
-    "Statistic",
-    "get",
-    "keys",
-    "register",
     "report_fields",
-    "statistics",
     "table_keys",
-    "unregister",
 ]
 
 
