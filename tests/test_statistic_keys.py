@@ -37,7 +37,7 @@ def statistic_keys() -> dict[str, set[str]]:
         (module,) = [
             m
             for m in list(sys.modules.values())
-            if any(v is stat or (isinstance(v, tuple) and stat in v) for v in vars(m).values())
+            if any(v is stat or (isinstance(v, tuple) and any(x is stat for x in v)) for v in vars(m).values())
             and getattr(m, "__name__", "").startswith("orientscope.science.")
             and m.__name__ != "orientscope.science.statistics_registry"
         ]
