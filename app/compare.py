@@ -14,8 +14,9 @@ from dash import html
 
 from orientscope.app.verdict import headline_children, meta_children, section_children
 from orientscope.services.report_format import Section, kl_difference, report_sections
+from orientscope.services.statistics import table_keys
 
-SLOTS = ("headline", "kl-difference", "meta", "statistics", "classifiers", "regression", "similarity", "map")
+SLOTS = ("headline", "kl-difference", "meta", *table_keys(), "map")  # one per report table between meta and map
 
 
 def _measure(row: tuple[str, ...]) -> str:

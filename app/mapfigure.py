@@ -38,6 +38,7 @@ from orientscope.app.state import ViewState
 from orientscope.services.bytecache import nbytes, shared_cache
 from orientscope.services.map_data import DENSITY_MIN_POINTS, MapData, density_grids, frame_lines, reference_points
 from orientscope.services.map_raster import MapRender, Viewport, render_map
+from orientscope.services.statistics import REFERENCE_KEY
 
 # Each drawn flat map's token, unique across the server's life and its restarts (an object id may be
 # reused): the browser's test hook tells figures apart by it.
@@ -129,11 +130,7 @@ def selected_xy(md: MapData, axes: str, selected: str | None):
 
 def _title_and_reference(data_dir: Path, st: ViewState, layers: MapLayers):
     report = data.dataset_summary(data_dir, st.dataset)  # not the dataset's view: a map needs only its map arrays
-    ref = (
-        report.get("reference_orientation")
-        if st.table == "original"
-        else (report.get("control", {}).get("reference_orientation"))
-    )
+    ref = report.get(REFERENCE_KEY) if st.table == "original" else (report.get("control", {}).get(REFERENCE_KEY))
     title = f"{report.get('name', st.dataset)}: {layers.n_points:,} axis points of {layers.n_molecules:,} molecules"
     if layers.n_matches is not None:
         title += f" · {layers.n_matches:,} match {st.smarts}"
@@ -277,7 +274,7 @@ def density_pair_json(
     report = data.dataset_summary(data_dir, st.dataset)
     _, ref = _title_and_reference(data_dir, st, layers)
     title = f"{report.get('name', st.dataset)} as stored · {layers.n_molecules:,} molecules"
-    ctl_ref = (report.get("control") or {}).get("reference_orientation")
+    ctl_ref = (report.get("control") or {}).get(REFERENCE_KEY)
     ctl_title = "Control: the same molecules, randomly rotated"
     figures = density_figures([(layers, ref, title), (control, ctl_ref, ctl_title)], region)
     payload = tuple(orjson.loads(f.to_json()) for f in figures)

@@ -35,6 +35,7 @@ from orientscope.app.viewer import group_scenes, molecule_viewer_spec, viewer_sp
 from orientscope.core.numbers import format_count
 from orientscope.services.map_data import DENSITY_MIN_POINTS
 from orientscope.services.report_format import control_report
+from orientscope.services.statistics import ANGLE_HISTOGRAM_KEY, REFERENCE_KEY
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,7 @@ def verdict_outputs(data_dir: Path, st: ViewState) -> VerdictPanel:
 
 def _verdict_of(report: dict, dataset: str) -> tuple[list, object, list]:
     """Verdict components, angle histogram and the frames' notes of a report (about 40 ms to build)."""
-    hist = angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram"))
+    hist = angle_histogram_figure(report.get(ANGLE_HISTOGRAM_KEY), report.get("control", {}).get(ANGLE_HISTOGRAM_KEY))
     try:
         children, frames = verdict_children(report), frame_children(report)
     except (KeyError, TypeError, ValueError, IndexError):  # a report section in an unexpected shape
@@ -470,7 +471,7 @@ def compare_panels(data_dir: Path, a: str | None, b: str | None) -> tuple[object
         except data.OrientScopeError as err:
             return html.P(friendly(err), className="warning"), None
         shown = control_report(report) if table == "control" else report
-        ref = shown.get("reference_orientation")
+        ref = shown.get(REFERENCE_KEY)
         sides.append((shown, (layers, ref, shown.get("name", dataset))))
     figures = density_figures([panel for _, panel in sides])
     graphs = []
@@ -485,12 +486,12 @@ def report_download(data_dir: Path, st: ViewState) -> dict:
     """The offline HTML report of the view: its figures follow the active group filter and SMARTS highlight."""
     report = data.dataset_summary(data_dir, st.dataset)
     layers = map_layers(data_dir, st.with_(view="density"))
-    panels = [(layers, report.get("reference_orientation"), f"Axis density, {layers.n_molecules:,} molecules")]
+    panels = [(layers, report.get(REFERENCE_KEY), f"Axis density, {layers.n_molecules:,} molecules")]
     if st.smarts and layers.highlight_rows.size:
         matches = layers.matches()
-        panels.append((matches, report.get("reference_orientation"), f"Axis density of the {st.smarts} matches"))
+        panels.append((matches, report.get(REFERENCE_KEY), f"Axis density of the {st.smarts} matches"))
     figures = [
-        angle_histogram_figure(report.get("angle_histogram"), report.get("control", {}).get("angle_histogram")),
+        angle_histogram_figure(report.get(ANGLE_HISTOGRAM_KEY), report.get("control", {}).get(ANGLE_HISTOGRAM_KEY)),
         *density_figures(panels),
         # the map as the dashboard first draws it: above the point budget, the server's image under
         # the vector outline, graticule, reference markers and legend

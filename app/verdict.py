@@ -16,7 +16,9 @@ from dash import html
 
 from orientscope.app.downloads import download_buttons
 from orientscope.services.report_format import (
-    TOOLTIPS,
+    CLASSIFIERS_TOOLTIP,
+    KL_TOOLTIP,
+    VERDICT_TOOLTIP,
     Section,
     chemistry_lines,
     degeneracy_lines,
@@ -25,6 +27,7 @@ from orientscope.services.report_format import (
     report_sections,
     warnings,
 )
+from orientscope.services.statistics import KL_KEY, REGRESSION_KEY
 
 VERDICT_TEXT = "verdict-text"
 VERDICT_BADGE = "verdict-badge"
@@ -50,7 +53,9 @@ def _dash_table(section: Section) -> html.Table:
                 [
                     html.Tr(
                         [html.Td(row[i]) for i in keep],
-                        className="frame-dependent" if section.key == "regression" and row[0].endswith(" *") else None,
+                        className="frame-dependent"
+                        if section.key == REGRESSION_KEY and row[0].endswith(" *")
+                        else None,
                     )
                     for row in section.rows
                 ]
@@ -64,7 +69,7 @@ def section_children(section: Section) -> list:
     """A section's title (its tooltip explains the measure), its table, its notes, or why it is empty."""
     if not section.rows and not section.skipped:
         return []
-    out: list = [html.H4(section.title, title=TOOLTIPS.get(section.key), className="has-tooltip")]
+    out: list = [html.H4(section.title, title=section.tooltip, className="has-tooltip")]
     if section.rows:
         out.append(_dash_table(section))
     if section.skipped:
@@ -100,7 +105,7 @@ def kl_scale(kl: float | None, control: float | None) -> html.Div | None:
             1,
             at(control, "control", kl_mark_label("control", control), "the same molecules, randomly rotated"),
         )
-    return html.Div([html.Div(className="kl-track"), *marks], className="kl-scale", title=TOOLTIPS["kl"])
+    return html.Div([html.Div(className="kl-track"), *marks], className="kl-scale", title=KL_TOOLTIP)
 
 
 def verdict_badge(report: dict) -> html.P:
@@ -109,7 +114,7 @@ def verdict_badge(report: dict) -> html.P:
     code = headline(report).code
     text = (report.get("verdict") or {}).get("badge") or code
     kind = BADGE_CLASSES.get(code, "unknown")
-    return html.P(text, id=VERDICT_BADGE, className=f"verdict-badge {kind}", title=TOOLTIPS["verdict"])
+    return html.P(text, id=VERDICT_BADGE, className=f"verdict-badge {kind}", title=VERDICT_TOOLTIP)
 
 
 def warnings_div(report: dict, main: bool = True) -> html.Div | None:
@@ -130,17 +135,17 @@ def headline_children(report: dict, main: bool = True, remedy: bool = True, warn
     screen shows them above its badge instead)."""
     h = headline(report)
     badge = "weak" if h.weak else {True: "aligned", False: "not-aligned"}.get(h.aligned, "unknown")
-    control = ((report.get("control") or {}).get("kl") or {}).get("value")
+    control = ((report.get("control") or {}).get(KL_KEY) or {}).get("value")
     out: list = [
         None if not warn else warnings_div(report, main),
         html.P(
             h.answer,
             className=f"verdict-line {badge}",
-            title=TOOLTIPS["verdict"],
+            title=VERDICT_TOOLTIP,
             **({"id": VERDICT_TEXT} if main else {}),
         ),
         html.P(h.control_answer, className="answer self-check") if h.control_answer else None,
-        html.P(["How strongly: ", h.strength], className="answer strength", title=TOOLTIPS["kl"]),
+        html.P(["How strongly: ", h.strength], className="answer strength", title=KL_TOOLTIP),
         kl_scale(h.kl, control),
     ]
     if h.remedy and remedy:
@@ -150,7 +155,7 @@ def headline_children(report: dict, main: bool = True, remedy: bool = True, warn
             html.Ul(
                 [html.Li(e) for e in h.evidence],
                 className="evidence",
-                title=TOOLTIPS["classifiers"],
+                title=CLASSIFIERS_TOOLTIP,
             )
         )
     return [c for c in out if c is not None]

@@ -579,6 +579,7 @@ def format_report(r: dict) -> str:
     from orientscope.core.numbers import format_count
     from orientscope.services.audit_table import text_table
     from orientscope.services.report_format import chemistry_lines, degeneracy_lines, report_sections, warnings
+    from orientscope.services.statistics import REFERENCE_KEY, REFERENCE_MOLECULE_KEY
 
     lines = [
         f"{r['name']} ({r['dataset']}): {format_count(r['n_molecules'])} molecules, frame {r['frame']}/{r['sign_rule']}, "
@@ -602,9 +603,9 @@ def format_report(r: dict) -> str:
         else:
             lines.append(f"  skipped: {section.skipped or 'not computed'}")
         lines += [f"  {note}" for note in section.notes]
-    if "reference_orientation" in r:
-        lines += ["", f"Reference orientation (molecule {r.get('reference_molecule')}):"]
-        lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r["reference_orientation"]]
+    if REFERENCE_KEY in r:
+        lines += ["", f"Reference orientation (molecule {r.get(REFERENCE_MOLECULE_KEY)}):"]
+        lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r[REFERENCE_KEY]]
     others = {stage: reason for stage, reason in (r.get("skipped_stages") or {}).items() if reason not in shown}
     if others:
         lines += ["", "Also skipped on this dataset:"]

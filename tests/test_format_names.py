@@ -20,10 +20,8 @@ from pathlib import Path
 import pytest
 
 from orientscope.loaders import registry
+from tests.source_modules import REPO, modules
 
-REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("backend", "app")
-LINKED = ("backend/app", "backend/frontend_assets")  # links to app/ and frontend_assets/, not modules of their own
 REGISTRY = "backend/loaders/registry.py"
 
 # (module, or a folder ending in "/"; the words it may spell; in which sense)
@@ -65,16 +63,6 @@ def spelled(text: str, words: set[str]) -> list[tuple[int, str]]:
         for node in ast.walk(ast.parse(text))
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() in words
     )
-
-
-def modules() -> list[str]:
-    found = []
-    for source in SOURCES:
-        for path in sorted((REPO / source).rglob("*.py")):
-            rel = path.relative_to(REPO).as_posix()
-            if not rel.startswith(tuple(f"{link}/" for link in LINKED)):
-                found.append(rel)
-    return found
 
 
 def allowed(module: str, own: dict[str, set[str]]) -> set[str]:

@@ -21,7 +21,7 @@ from orientscope.api.deps import ApiSettings, KnownQueryOnly
 from orientscope.api.docs import install_docs
 from orientscope.api.errors import install_error_handlers, validation_body
 from orientscope.api.middleware import SelectiveGZip, install_middleware
-from orientscope.api.routes import ROUTERS
+from orientscope.api.routes import ROUTERS, datasets
 from orientscope.core.settings import resolve_data_dir
 
 API_PREFIX = "/api"
@@ -68,6 +68,7 @@ def create_api(
     install_docs(app)
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX, dependencies=[KnownQueryOnly])
+    app.include_router(datasets.summary_router(), prefix=API_PREFIX, dependencies=[KnownQueryOnly])
 
     # Registered before the dashboard so that no /api path ever falls through to Dash.
     @app.api_route(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.services.canonicalize import MAX_ATOMS
 from orientscope.services.molecules import MAX_PAGE
 from orientscope.services.neighbors import MAX_K
+from orientscope.services.statistics import report_fields
 
 Vector3 = list[float]
 Matrix3 = list[list[float]]
@@ -139,12 +140,8 @@ class VerdictPublic(BaseModel):
     )
 
 
-class SummaryPublic(BaseModel):
-    """The report object, exactly what `orientscope report ID --json` prints.
-
-    Besides the fields below, each pipeline stage adds its own keys (e.g. kl,
-    kl_sign_invariant, ks, angle_histogram, reference_orientation, classifiers).
-    """
+class SummaryBase(BaseModel):
+    """The report's fields that are not a statistic's (:func:`summary_model` adds those from the registry)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -175,11 +172,6 @@ class SummaryPublic(BaseModel):
         "(linear molecules, symmetric tops) and full, with by_symmetry counts. KL, KS and the classifiers read "
         "full frames only.",
     )
-    axial: dict[str, Any] | None = Field(
-        default=None,
-        description="Bingham's test of the axis-only molecules' defined axis: n, statistic, df, pvalue, eigenvalues "
-        "of the orientation tensor, preferred_direction.",
-    )
     control_check: ControlCheckPublic | None = Field(
         default=None, description="The control's self-check (also inside verdict); shown before the verdict."
     )
@@ -187,6 +179,19 @@ class SummaryPublic(BaseModel):
         default=None, description="Stages computed under an older rule, with a note; a re-run recomputes them."
     )
     verdict: VerdictPublic = Field(description="Plain-words verdict.")
+
+
+SUMMARY_DOC = """The report object, exactly what `orientscope report ID --json` prints.
+
+Besides the fields below, each pipeline stage adds its own keys (e.g. n_atoms_total, groups, chemistry).
+"""
+
+
+def summary_model() -> type[BaseModel]:
+    """``SummaryPublic``: the report's own fields and every registered statistic's report fields (each optional: a
+    stage that did not run leaves its statistics out), built now, so that a statistic registered later is in it."""
+    fields = {f.name: (f.type | None, Field(default=None, description=f.description)) for f in report_fields()}
+    return create_model("SummaryPublic", __base__=SummaryBase, __doc__=SUMMARY_DOC, **fields)
 
 
 # ---------------------------------------------------------------- molecules

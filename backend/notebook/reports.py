@@ -23,6 +23,7 @@ from orientscope.pipeline.engine import parse_cluster
 from orientscope.pipeline.precompute import make_params, precompute
 from orientscope.services.report import build_report, format_kl
 from orientscope.services.report_format import evidence_figures, headline, left_out_note, warnings
+from orientscope.services.statistics import ANGLE_HISTOGRAM_KEY, CLASSIFIERS_KEY, KL_KEY, REGRESSION_KEY
 from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
 
@@ -85,25 +86,25 @@ class Report:
 
     @property
     def kl(self) -> float | None:
-        return (self._report.get("kl") or {}).get("value")
+        return (self._report.get(KL_KEY) or {}).get("value")
 
     @property
     def kl_ci95(self) -> tuple[float, float] | None:
-        ci = (self._report.get("kl") or {}).get("ci95")
+        ci = (self._report.get(KL_KEY) or {}).get("ci95")
         return tuple(ci) if ci else None
 
     @property
     def control_kl(self) -> float | None:
-        return ((self._report["control"].get("kl")) or {}).get("value")
+        return ((self._report["control"].get(KL_KEY)) or {}).get("value")
 
     @property
     def classifiers(self) -> pd.DataFrame:
-        return pd.DataFrame(self._report.get("classifiers") or [])
+        return pd.DataFrame(self._report.get(CLASSIFIERS_KEY) or [])
 
     @property
     def regression(self) -> pd.DataFrame:
         """One row per property; ``attrs["note"]`` names the properties left out (constant or missing)."""
-        table = pd.DataFrame(self._report.get("regression") or [])
+        table = pd.DataFrame(self._report.get(REGRESSION_KEY) or [])
         table.attrs["note"] = left_out_note(self._report)
         return table
 
@@ -130,7 +131,7 @@ class Report:
             from orientscope.app.figures import angle_histogram_figure
 
             r = self._report
-            return angle_histogram_figure(r.get("angle_histogram"), r["control"].get("angle_histogram"))
+            return angle_histogram_figure(r.get(ANGLE_HISTOGRAM_KEY), r["control"].get(ANGLE_HISTOGRAM_KEY))
         from orientscope.app.mapfigure import map_figure
         from orientscope.app.state import ViewState
 
@@ -190,8 +191,8 @@ class Report:
             )
         rows = [
             ("molecules", f"{format_count(r['n_molecules'])} ({format_count(r['n_degenerate'])} degenerate frames)"),
-            ("KL to uniform [95 % CI]", format_kl(r.get("kl"))),
-            ("control KL", format_kl(r["control"].get("kl"))),
+            ("KL to uniform [95 % CI]", format_kl(r.get(KL_KEY))),
+            ("control KL", format_kl(r["control"].get(KL_KEY))),
             *evidence_figures(r),
             (
                 "parameters",

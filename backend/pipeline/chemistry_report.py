@@ -12,7 +12,7 @@ from orientscope.core.groups import GROUP_KINDS, UNGROUPED
 from orientscope.pipeline.stage import StageOutput
 from orientscope.science.perception import NO_GRAPH_REASONS
 from orientscope.science.rotations import derived_seed
-from orientscope.science.similarity import coupling
+from orientscope.science.similarity import SIMILARITY_KEY, coupling
 
 CLUSTER_THRESHOLD = 0.5
 CLUSTER_SAMPLE = 1000
@@ -140,8 +140,8 @@ def coupling_sections(gathered, rotations, queries, neighbours, tanimoto, partne
 def stage_output(report: dict, similarity: dict, control: dict, tables: dict, skipped_parts: dict) -> StageOutput:
     """The stage's output around its report."""
     return StageOutput(
-        report={**report, "similarity": similarity} if similarity else report,
-        control={"similarity": control} if control else {},
+        report={**report, SIMILARITY_KEY: similarity} if similarity else report,
+        control={SIMILARITY_KEY: control} if control else {},
         tables=tables,
         settings=dict(SETTINGS),
         skipped_parts=skipped_parts,

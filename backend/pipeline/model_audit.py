@@ -32,6 +32,7 @@ from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions, read_predictions
 from orientscope.science import model_audit as sci
 from orientscope.science.audit_verdict import AUDIT_RULE_VERSION, Decision, verdict
+from orientscope.science.regression import REGRESSION_KEY
 from orientscope.science.rotations import derived_seed
 from orientscope.store import audits as store
 from orientscope.store import datasets as ds
@@ -68,7 +69,7 @@ def _scores_and_regression(data_dir: Path, dataset_id: str, meta: dict, ids: pd.
     if not result.completed(MODELS_STAGE):
         return None, None, {}, result.key
     section = result.section(MODELS_STAGE)
-    regression = {row["property"]: row for row in section.get("report", {}).get("regression", [])}
+    regression = {row["property"]: row for row in section.get("report", {}).get(REGRESSION_KEY, [])}
     out = []
     for table in ("scores", "control_scores"):
         frame = result.table(MODELS_STAGE, table, columns=["id", "classifier_score"]).to_pandas()

@@ -96,7 +96,7 @@ from orientscope.science.group_stats import (
     merge_group_sums,
 )
 from orientscope.science.rotations import derived_seed
-from orientscope.science.similarity import pair_queries, partner_pool
+from orientscope.science.similarity import SIMILARITY_KEY, pair_queries, partner_pool
 from orientscope.store.datasets import read_meta
 from orientscope.store.shards import (
     read_shard_ids,
@@ -395,7 +395,7 @@ def run_chemistry(engine: Engine, jobs: list[ShardJob], params: dict, say) -> St
         rotations = {w: gathered[w][order] for w in ("original", "control")}
         similarity, control = coupling_sections(gathered["index"][order], rotations, plan.query_index, neighbours,
                                                 tanimoto, extra["partners"], seed)  # fmt: skip
-    skipped_parts = {"similarity": skipped} if skipped else {}
+    skipped_parts = {SIMILARITY_KEY: skipped} if skipped else {}
     n_ok = sum(p["n_ok"] for p in graphs)
     skipped_parts.update(no_graph_reason(n_ok))
     n_grouped = {g: int(sums[g]["size"].sum()) for g in GROUP_KINDS}

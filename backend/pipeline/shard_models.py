@@ -41,6 +41,7 @@ from orientscope.pipeline.shard_regression import REGRESSION, RegressionJob, reg
 from orientscope.pipeline.shard_stages import WHICH, ShardJob, full_frames
 from orientscope.pipeline.stage import StageOutput
 from orientscope.science.classifiers import (
+    CLASSIFIERS_KEY,
     FEATURE_SETS,
     ClassifierSettings,
     composition_features,
@@ -51,7 +52,13 @@ from orientscope.science.classifiers import (
 )
 from orientscope.science.counter_rng import haar_rotations, subsample, uniforms
 from orientscope.science.frames import compute_frames
-from orientscope.science.regression import column_ranges, left_out_properties, merge_column_ranges
+from orientscope.science.regression import (
+    LEFT_OUT_KEY,
+    REGRESSION_KEY,
+    column_ranges,
+    left_out_properties,
+    merge_column_ranges,
+)
 from orientscope.science.rotations import derived_seed, rotate_molecules
 from orientscope.store.atomic import atomic_write_bytes
 from orientscope.store.datasets import read_meta
@@ -233,7 +240,7 @@ class ScoreJob:
                     self.regression[which], frames_from_table(frames).rotations, _properties(mols), job.ref.start,
                     in_train, self.train_slice, full,
                 )  # fmt: skip
-        return {"regression": regression}
+        return {REGRESSION_KEY: regression}
 
 
 def _fold_scores(model_paths: list[str], X: np.ndarray, seed: int, which: str, index: np.ndarray) -> np.ndarray:
@@ -378,16 +385,16 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
     metrics = {which: done[i * per_set : (i + 1) * per_set] for i, which in enumerate(WHICH)}
     rows = []
     if regression:
-        partials = {which: [d["regression"][which] for d in done[len(metric_jobs) :]] for which in WHICH}
+        partials = {which: [d[REGRESSION_KEY][which] for d in done[len(metric_jobs) :]] for which in WHICH}
         rows = regression_section(meta, [names[j] for j in columns], partials, frame_dependent_properties(meta))
     return StageOutput(
-        report={"classifiers": metrics["original"], "regression": rows, "regression_left_out": left_out},
-        control={"classifiers": metrics["control"]},
+        report={CLASSIFIERS_KEY: metrics["original"], REGRESSION_KEY: rows, LEFT_OUT_KEY: left_out},
+        control={CLASSIFIERS_KEY: metrics["control"]},
         settings={
             "classifier": {**CLASSIFIER.as_dict(), "model": "HistGradientBoostingClassifier"},
             "feature_sets": list(FEATURE_SETS),
             "score_features": SCORE_FEATURES,
-            "regression": REGRESSION.as_dict(),
+            REGRESSION_KEY: REGRESSION.as_dict(),
             "training_subsample": int(len(train)),
             "molecules_with_full_frames": int(n),
             "training_rule": f"of the molecules with a full frame (stored and control), the {TRAIN_MOLECULES:,} "
@@ -402,5 +409,5 @@ def run_models(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stage
             "seed_rule": "derived_seed(seed, 'models:<which>:classifier'); regression: derived_seed(seed, "
             "'models:regression')",
         },
-        skipped_parts={"regression": regression_skipped} if regression_skipped else {},
+        skipped_parts={REGRESSION_KEY: regression_skipped} if regression_skipped else {},
     )

@@ -27,8 +27,9 @@ from orientscope.core.orientations_schema import AXIS_COLUMN, ORIENTATION_COLUMN
 from orientscope.pipeline.depends import depends_on
 from orientscope.pipeline.frames_table import frames_to_table
 from orientscope.pipeline.stage import StageOutput
+from orientscope.science import statistics_registry
+from orientscope.science.axial import AXIAL_KEY, MIN_AXES, axial_terms, bingham_test, defined_axes, sums_from_terms
 from orientscope.science.axial import METHOD as AXIAL_METHOD
-from orientscope.science.axial import MIN_AXES, axial_terms, bingham_test, defined_axes, sums_from_terms
 from orientscope.science.counter_rng import haar_rotations, half_split, subsample, uniforms
 from orientscope.science.frames import (
     ORIENTATION_CLASSES,
@@ -38,7 +39,7 @@ from orientscope.science.frames import (
     symmetry_kinds,
 )
 from orientscope.science.ordered_sums import block_partial, merge_block_partials
-from orientscope.science.rotations import geodesic_angle, rotate_molecules
+from orientscope.science.rotations import geodesic_angle, matrix_to_quaternion, rotate_molecules
 from orientscope.science.so3_partial import (
     KL_AT_N,
     KLPart,
@@ -49,7 +50,18 @@ from orientscope.science.so3_partial import (
     kl_plan,
     ks_from_counts,
 )
-from orientscope.science.so3_stats import kernel_sums
+from orientscope.science.so3_stats import (
+    ANGLE_HISTOGRAM_KEY,
+    KL_AT_N_KEY,
+    KL_KEY,
+    KL_SIGN_INVARIANT_KEY,
+    KS_KEY,
+    REFERENCE_INDEX_KEY,
+    REFERENCE_KEY,
+    REFERENCE_MOLECULE_KEY,
+    SO3_MOLECULES_KEY,
+    kernel_sums,
+)
 from orientscope.store.datasets import read_meta
 from orientscope.store.shards import (
     ShardRef,
@@ -223,17 +235,17 @@ def orientation_partial(job: ShardJob) -> dict:
         out[which] = {
             "n_full": int((classes == "full").sum()),
             # In fixed global blocks: any cut of the set gives the same bits of Bingham's S.
-            "axial": block_partial(terms, np.zeros(len(axis), np.int64), 1, job.ref.start),
+            AXIAL_KEY: block_partial(terms, np.zeros(len(axis), np.int64), 1, job.ref.start),
         }
     return out
 
 
 def merge_orientation(parts: list[dict]) -> dict:
-    """Per orientation set, ``{"n_full": count, "axial": Bingham's test}`` from the shards' partials."""
+    """Per orientation set, ``{"n_full": count, AXIAL_KEY: Bingham's test}`` from the shards' partials."""
     return {
         which: {
             "n_full": sum(p[which]["n_full"] for p in parts),
-            "axial": bingham_test(sums_from_terms(merge_block_partials([p[which]["axial"] for p in parts], 1)[0])),
+            AXIAL_KEY: bingham_test(sums_from_terms(merge_block_partials([p[which][AXIAL_KEY] for p in parts], 1)[0])),
         }
         for which in WHICH
     }
@@ -377,10 +389,49 @@ def merge_kl(jobs: list[KLJob], fits: list[dict], n_full: dict, at_n: int = KL_A
     out = {}
     for which in WHICH:
         mine = [(j, f) for j, f in zip(jobs, fits, strict=True) if j.which == which]
-        plan = {name: [j.part for j, _ in mine if j.name == name] for name in ("kl", "kl_sign_invariant", "kl_at_n")}
+        plan = {
+            name: [j.part for j, _ in mine if j.name == name] for name in (KL_KEY, KL_SIGN_INVARIANT_KEY, KL_AT_N_KEY)
+        }
         by_name = {name: [f for j, f in mine if j.name == name] for name in plan}
         out[which] = kl_from_fits(plan, by_name, n_full[which], K_NEIGHBOURS, at_n)
     return out
+
+
+@dataclass(frozen=True)
+class RegisteredJob:
+    """One shard's task of one registered statistic (``Statistic.per_shard`` a callable): its key, not the function,
+    travels, and the worker finds it in the registry."""
+
+    shard: ShardJob
+    key: str
+
+
+def statistic_inputs(job: ShardJob, which: str, names: tuple[str, ...]) -> dict:
+    """The arrays ``names`` (``science.statistic.INPUTS``) of the shard's orientation set ``which``."""
+    classes, axis = shard_orientation(job, which)
+    full = classes == "full"
+    rotations = shard_frames(job, which, R_COLUMNS).reshape(-1, 3, 3)
+    make = {
+        "rotations": lambda: rotations[full],
+        "quaternions": lambda: matrix_to_quaternion(rotations[full]),
+        "index": lambda: job.ref.index[full],
+        "axes": lambda: defined_axes(rotations[axis > 0], axis[axis > 0]),
+        "seed": lambda: job.seed,
+    }
+    return {name: make[name]() for name in names}
+
+
+@depends_on()
+def registered_partial(job: RegisteredJob) -> dict:
+    """Per orientation set, the registered statistic's per-shard result on the arrays it declares as inputs."""
+    stat = statistics_registry.get(job.key)
+    return {which: stat.per_shard(**statistic_inputs(job.shard, which, stat.inputs)) for which in WHICH}
+
+
+def merge_registered(key: str, parts: list[dict]) -> dict:
+    """Per orientation set, the registered statistic's report fields from its shards' partials (in shard order)."""
+    stat = statistics_registry.get(key)
+    return {which: stat.merge([p[which] for p in parts]) for which in WHICH}
 
 
 def too_few_full_frames(n_full: dict) -> str | None:
@@ -403,39 +454,41 @@ def statistics_section(
     angles: list[dict] | None = None,
     kls: dict | None = None,
     so3_skipped: str | None = None,
+    registered: dict | None = None,
 ) -> StageOutput:
     """The statistics section from the merged partial results.
 
     ``orientation``: per orientation set, ``n_full`` and Bingham's ``axial`` test (:func:`merge_orientation`);
     ``best``/``reference``: per orientation set, the row of the chosen candidate and its (3, 3) orientation;
-    with ``so3_skipped`` (too few full frames) only the axial test is reported.
+    with ``so3_skipped`` (too few full frames) only the axial test is reported; ``registered``: per orientation
+    set, the fields of the registered statistics the stage runs generically (:func:`merge_registered`).
     """
     sections = {}
     for which in WHICH:
-        section = {"so3_molecules": orientation[which]["n_full"], "axial": orientation[which]["axial"]}
+        section = {SO3_MOLECULES_KEY: orientation[which]["n_full"], AXIAL_KEY: orientation[which][AXIAL_KEY]}
         if not so3_skipped:
             counts = sum(a[which] for a in angles)
             cand = candidates[which]
             section.update(
                 {
-                    "reference_index": int(cand["index"][best[which]]),
-                    "reference_orientation": reference[which].tolist(),
-                    "reference_molecule": str(cand["id"][best[which]]),
+                    REFERENCE_INDEX_KEY: int(cand["index"][best[which]]),
+                    REFERENCE_KEY: reference[which].tolist(),
+                    REFERENCE_MOLECULE_KEY: str(cand["id"][best[which]]),
                     **kls[which],
-                    "ks": ks_from_counts(counts),
-                    "angle_histogram": histogram_from_counts(counts, N_BINS),
+                    KS_KEY: ks_from_counts(counts),
+                    ANGLE_HISTOGRAM_KEY: histogram_from_counts(counts, N_BINS),
                 }
             )
-        sections[which] = section
+        sections[which] = {**section, **(registered or {}).get(which, {})}
     return StageOutput(
         report=sections["original"],
         control=sections["control"],
         settings={
             "k": K_NEIGHBOURS,
             "bins": N_BINS,
-            "so3_molecules": "full frames only: molecules with no orientation (single atoms, spherical tops) or "
+            SO3_MOLECULES_KEY: "full frames only: molecules with no orientation (single atoms, spherical tops) or "
             "only an axis (linear molecules, symmetric tops) are left out of KL, KS and the reference",
-            "axial": f"{AXIAL_METHOD}, over the defined axis of every axis-only molecule; in the verdict's family "
+            AXIAL_KEY: f"{AXIAL_METHOD}, over the defined axis of every axis-only molecule; in the verdict's family "
             f"from {MIN_AXES} such molecules",
             "reference_bandwidth_rad": BANDWIDTH_RAD,
             "reference_candidates": N_CANDIDATES,

@@ -28,6 +28,7 @@ from orientscope.pipeline.shard_stages import (
     WHICH,
     AngleJob,
     KernelJob,
+    RegisteredJob,
     ShardJob,
     angle_partial,
     frames_shard,
@@ -39,12 +40,15 @@ from orientscope.pipeline.shard_stages import (
     merge_frames,
     merge_kl,
     merge_orientation,
+    merge_registered,
     orientation_partial,
     reference_candidates,
+    registered_partial,
     statistics_section,
     too_few_full_frames,
 )
 from orientscope.pipeline.stage import STAGE_RULES, StageOutput
+from orientscope.science import statistics_registry
 from orientscope.science.so3_partial import KL_AT_N
 from orientscope.store.datasets import read_meta
 from orientscope.store.results import ResultStore
@@ -65,15 +69,18 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
         )
     seed = int(params["seed"])
     orientation = merge_orientation(engine.map(orientation_partial, jobs, say("orientation classes:", 0.0, 0.05)))
+    registered = _registered_statistics(engine, jobs, say)
     n_full = {which: orientation[which]["n_full"] for which in WHICH}
     too_few = too_few_full_frames(n_full)
     if too_few:
-        return statistics_section(orientation, so3_skipped=too_few)
+        return statistics_section(orientation, so3_skipped=too_few, registered=registered)
     candidates = merge_candidates(
         engine.map(reference_candidates, jobs, say("reference candidates:", 0.05, 0.15)), seed
     )
     if any(len(candidates[which]["index"]) == 0 for which in WHICH):  # half A drew no full frame
-        return statistics_section(orientation, so3_skipped="no molecule with a full frame fell in half A")
+        return statistics_section(
+            orientation, so3_skipped="no molecule with a full frame fell in half A", registered=registered
+        )
     cand_q = {which: candidates[which]["frames"][:, :4] for which in WHICH}
     fraction = kernel_fraction(max(n_full.values()))
     kernels = engine.map(kernel_partial, [KernelJob(j, cand_q, fraction) for j in jobs], say("kernel sums:", 0.15, 0.5))
@@ -86,7 +93,21 @@ def _statistics(engine: Engine, jobs: list[ShardJob], params: dict, say) -> Stag
     parts = kl_jobs(jobs, n_full, limits)
     fits = engine.map(kl_part_task, parts, say("k-NN KL fits (original, control):", 0.6, 1.0))
     kls = merge_kl(parts, fits, n_full, limits.get("at_n", KL_AT_N))
-    return statistics_section(orientation, candidates, best, reference, angles, kls)
+    return statistics_section(orientation, candidates, best, reference, angles, kls, registered=registered)
+
+
+def _registered_statistics(engine: Engine, jobs: list[ShardJob], say) -> dict:
+    """Per orientation set, the fields of every registered statistic with callable per-shard and merge functions
+    (``science.statistics_registry``): one engine pass per statistic, between the orientation classes and the
+    reference candidates."""
+    out: dict = {which: {} for which in WHICH}
+    for stat in statistics_registry.generic("statistics"):
+        parts = engine.map(
+            registered_partial, [RegisteredJob(j, stat.key) for j in jobs], say(f"{stat.key}:", 0.05, 0.05)
+        )
+        for which, fields in merge_registered(stat.key, parts).items():
+            out[which].update(fields)
+    return out
 
 
 # In pipeline order: the later stages read the frames.

@@ -30,6 +30,7 @@ from orientscope.core.numbers import (
     is_number,
 )
 from orientscope.science.frames import SYMMETRY_KINDS, SYMMETRY_TEXT
+from orientscope.science.so3_stats import KL_AT_N_KEY, KL_KEY
 
 BADGES = {
     "strong": "Aligned — strong effect",
@@ -293,7 +294,7 @@ def kl_difference_text(a: dict, b: dict, names: tuple[str, str] = ("A", "B")) ->
     both have KL at n, that compares them (its figures are in the sentence); else the sentence says what
     would compare them, never pointing at a figure that is not shown.
     """
-    ka, kb = (r.get("kl") or {} for r in (a, b))
+    ka, kb = (r.get(KL_KEY) or {} for r in (a, b))
     if not (is_number(ka.get("value")) and is_number(kb.get("value"))):
         return None
     na, nb = (r.get("n_molecules") for r in (a, b))
@@ -304,7 +305,7 @@ def kl_difference_text(a: dict, b: dict, names: tuple[str, str] = ("A", "B")) ->
     if na == nb:
         return text + "."
     sizes = f"the sets differ in size (N = {format_count(na)} and {format_count(nb)}) and the KL estimate grows with N"
-    at_a, at_b = (r.get("kl_at_n") or {} for r in (a, b))
+    at_a, at_b = (r.get(KL_AT_N_KEY) or {} for r in (a, b))
     if is_number(at_a.get("value")) and is_number(at_b.get("value")):
         n = at_a.get("subsample_size") or at_a.get("n")
         return (

@@ -17,9 +17,13 @@ so the cut never changes a bit of S).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from orientscope.core.numbers import format_count, format_number, format_p
 from orientscope.core.resources import scipy_stats as stats
+from orientscope.science.statistic import ReportField, Statistic
 
 DEGREES_OF_FREEDOM = 5
 # Below this many axes the test is left out of the verdict's family (the verdict's own minimum). The χ²₅ law
@@ -101,3 +105,56 @@ def defined_axes(rotations: np.ndarray, defined_axis: np.ndarray) -> np.ndarray:
     axis = np.asarray(defined_axis, dtype=np.int64)
     rows = np.flatnonzero(axis > 0)
     return np.asarray(rotations, dtype=np.float64)[rows, axis[rows] - 1]
+
+
+# ----------------------------------------------------------------- the statistic this module declares
+AXIAL_KEY = "axial"
+
+
+def axial_rows(report: dict) -> list[tuple[str, str, str]]:
+    """Bingham's test of the axis-only molecules, dataset vs control (nothing when no molecule has only an axis)."""
+    axial, control = report.get(AXIAL_KEY) or {}, (report.get("control") or {}).get(AXIAL_KEY) or {}
+    if not axial.get("n"):
+        return []
+
+    def test(a: dict) -> str:
+        if not a.get("n"):
+            return "–"
+        text = f"S = {format_number(a.get('statistic'), '.2f')}, p {format_p(a.get('pvalue'))}"
+        return text + (" (not in the verdict: too few)" if a.get("skipped") else "")
+
+    def direction(a: dict) -> str:
+        v, ev = a.get("preferred_direction"), a.get("eigenvalues")
+        if not v or not ev:
+            return "–"
+        return f"({', '.join(format_number(x, '.2f') for x in v)}), eigenvalues {', '.join(format_number(x, '.2f') for x in ev)}"
+
+    return [
+        (f"Bingham axial test, {format_count(axial['n'])} axis-only molecules (χ²₅)", test(axial), test(control)),
+        (
+            "axial: preferred direction (x, y, z), T's eigenvalues (1/3 each = uniform)",
+            direction(axial),
+            direction(control),
+        ),
+    ]
+
+
+STATISTIC = Statistic(
+    key=AXIAL_KEY,
+    title="Bingham's axial test of the axis-only molecules",
+    stage="statistics",
+    inputs=("the defined axis of each axis-only molecule",),
+    per_shard="pipeline.shard_stages:orientation_partial",
+    merge="pipeline.shard_stages:merge_orientation",
+    fields=(
+        ReportField(
+            AXIAL_KEY,
+            dict[str, Any],
+            "Bingham's test of the axis-only molecules' defined axis: n, statistic, df, pvalue, eigenvalues of the "
+            "orientation tensor, preferred_direction.",
+        ),
+    ),
+    table="statistics",
+    rows=axial_rows,
+    in_verdict=True,
+)

@@ -26,17 +26,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import binom
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.model_selection import GroupKFold
 from threadpoolctl import threadpool_limits
 
+from orientscope.core.numbers import format_number, format_p, is_number
 from orientscope.core.progress import Progress, scaled
+from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.frames import Frames, compute_frames
 from orientscope.science.rotations import rotate_molecules
 from orientscope.science.segments import owner_index
+from orientscope.science.statistic import ReportField, Statistic
+
+if TYPE_CHECKING:
+    from sklearn.ensemble import HistGradientBoostingClassifier
 
 FEATURE_SETS = ("frame", "frame+composition", "atom-order")
 COMPOSITION_ELEMENTS = (1, 6, 7, 8, 9)  # H, C, N, O, F; everything else counts as "other"
@@ -73,6 +77,10 @@ class ClassifierSettings:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     def make_model(self, seed: int) -> HistGradientBoostingClassifier:
+        # Imported here: the statistics registry reads this module's declaration, and a report (the CLI, the
+        # server's start) should not pay for scikit-learn's import.
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
         return HistGradientBoostingClassifier(
             max_iter=self.max_iter,
             learning_rate=self.learning_rate,
@@ -140,6 +148,8 @@ def grouped_folds(n_molecules: int, n_folds: int, seed: int) -> np.ndarray:
     """
     if n_molecules < n_folds:
         raise ValueError(f"need at least n_folds={n_folds} molecules, got {n_molecules}")
+    from sklearn.model_selection import GroupKFold  # see make_model
+
     groups = np.arange(n_molecules)
     fold = np.empty(n_molecules, dtype=np.int64)
     splitter = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
@@ -248,7 +258,7 @@ def held_out_pvalue(correct: int, rows: int, seed: int) -> float:
     every level holds as stated. U is drawn from ``seed`` (recorded with the result), so p is reproducible.
     """
     u = float(np.random.default_rng([seed, 0x9E5]).random())
-    return float(np.clip(binom.sf(correct, rows, 0.5) + u * binom.pmf(correct, rows, 0.5), 0.0, 1.0))
+    return float(np.clip(stats.binom.sf(correct, rows, 0.5) + u * stats.binom.pmf(correct, rows, 0.5), 0.0, 1.0))
 
 
 def detection_metrics(
@@ -356,3 +366,61 @@ def detect_rotation(
         result.metrics.append({"features": fs, **metrics})
         result.scores[fs] = p_orig
     return result
+
+
+# ----------------------------------------------------------------- the statistic this module declares
+CLASSIFIERS_KEY = "classifiers"
+
+
+def classifier_p_text(clf: dict) -> str:
+    """``p 0.012``; a model that predicted one class tests nothing, and says so instead of a p."""
+    if clf.get("constant"):
+        return "no test (it predicted one class)"
+    return f"p {format_p(clf.get('pvalue'))}"
+
+
+def _accuracy_ci(clf: dict) -> list:
+    ci = clf.get("ci95") or [None, None]
+    return (ci.get("accuracy") or [None, None]) if isinstance(ci, dict) else ci
+
+
+def classifier_rows(report: dict) -> list[tuple[str, str, str]]:
+    """One row per feature set: held-out accuracy [95 % CI], AUC and p, dataset vs control."""
+    control = {x.get("features"): x for x in (report.get("control") or {}).get(CLASSIFIERS_KEY) or []}
+    rows = []
+    for clf in report.get(CLASSIFIERS_KEY) or []:
+        lo, hi = _accuracy_ci(clf)
+        auc = f", AUC {format_number(clf['auc'])}" if is_number(clf.get("auc")) else ""
+        other = control.get(clf.get("features"))
+        rows.append(
+            (
+                f"accuracy, {clf.get('features')} features",
+                f"{format_number(clf.get('accuracy'))} [{format_number(lo)}, {format_number(hi)}]{auc}, "
+                + classifier_p_text(clf),
+                f"{format_number(other.get('accuracy'))}, {classifier_p_text(other)}" if other else "–",
+            )
+        )
+    return rows
+
+
+STATISTIC = Statistic(
+    key=CLASSIFIERS_KEY,
+    title="rotation classifiers: can a model tell a stored pose from a random rotation of it?",
+    stage="models",
+    inputs=("the full frames, composition and first atoms of every shard, with a seeded random copy",),
+    per_shard="pipeline.shard_models:run_job",
+    merge="pipeline.shard_models:run_models",
+    fields=(
+        ReportField(
+            CLASSIFIERS_KEY,
+            list[dict[str, Any]],
+            "One entry per feature set (frame, frame+composition, atom-order): held-out accuracy, auc, ci95, "
+            "pvalue, constant.",
+        ),
+    ),
+    table="classifiers",
+    rows=classifier_rows,
+    in_verdict=True,
+    tooltip="A gradient-boosted classifier tries to tell each stored pose from a randomly rotated copy; "
+    "0.5 accuracy = it cannot tell, 1.0 = it always can.",
+)

@@ -17,12 +17,16 @@ the pairing (query i with the neighbour of query π(i)):
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.stats import binom
+from typing import Any
 
+import numpy as np
+
+from orientscope.core.numbers import format_number, format_p
+from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.clustering import TanimotoIndex
 from orientscope.science.counter_rng import subsample
 from orientscope.science.rotations import geodesic_angle
+from orientscope.science.statistic import ReportField, Statistic
 
 DEFAULT_THRESHOLD_DEG = 30.0
 
@@ -115,7 +119,7 @@ def coupling(
         "nn_within_30deg": nn_frac,
         "random_within_30deg": rand_frac,
         "enrichment": nn_frac / rand_frac if rand_frac > 0 else float("nan"),
-        "pvalue": float(binom.sf(observed - 1, m, null_rate)) if m else float("nan"),
+        "pvalue": float(stats.binom.sf(observed - 1, m, null_rate)) if m else float("nan"),
         "pvalue_permutation": float((1 + (shuffled >= observed).sum()) / (1 + n_permutations)),
         "n_permutations": int(n_permutations),
         "permutation_within_30deg": null_rate,
@@ -129,3 +133,51 @@ def coupling(
         },
         "seed": int(seed),
     }
+
+
+# ----------------------------------------------------------------- the statistic this module declares
+SIMILARITY_KEY = "similarity"
+
+
+def similarity_rows(report: dict) -> list[tuple[str, str, str]]:
+    """Neighbour pairs vs random pairs within 30°, and the enrichment with its p, dataset vs control."""
+    s = report.get(SIMILARITY_KEY) or {}
+    c = (report.get("control") or {}).get(SIMILARITY_KEY) or {}
+    if not s:
+        return []
+
+    def both(label: str, key: str) -> tuple[str, str, str]:
+        return label, format_number(s.get(key), ".3f"), format_number(c.get(key), ".3f")
+
+    return [
+        ("pairs sampled", str(s.get("n_pairs", "–")), str(c.get("n_pairs", "–"))),
+        both("chemical neighbours within 30°", "nn_within_30deg"),
+        both("random pairs within 30°", "random_within_30deg"),
+        (
+            "enrichment (neighbours / random)",
+            f"{format_number(s.get('enrichment'), '.2f')}, p {format_p(s.get('pvalue'))}",
+            f"{format_number(c.get('enrichment'), '.2f')}, p {format_p(c.get('pvalue'))}" if c else "–",
+        ),
+    ]
+
+
+STATISTIC = Statistic(
+    key=SIMILARITY_KEY,
+    title="similarity–pose coupling: do chemical neighbours share a pose?",
+    stage="chemistry",
+    inputs=("fingerprints and full frames of a seeded sample of molecules and their nearest chemical neighbours",),
+    per_shard="pipeline.shard_chemistry:angles_shard",
+    merge="pipeline.chemistry_report:coupling_sections",
+    fields=(
+        ReportField(
+            SIMILARITY_KEY,
+            dict[str, Any],
+            "Similarity–pose coupling: n_pairs, nn_within_30deg, random_within_30deg, enrichment, pvalue, "
+            "pvalue_permutation.",
+        ),
+    ),
+    table="similarity",
+    rows=similarity_rows,
+    tooltip="Whether chemically similar molecules (nearest Tanimoto neighbours) share a pose more often "
+    "than random pairs.",
+)

@@ -28,6 +28,9 @@ from scipy.stats import t as student_t
 
 from orientscope.science.counter_rng import subsample, uniforms
 from orientscope.science.so3_stats import (
+    KL_AT_N_KEY,
+    KL_KEY,
+    KL_SIGN_INVARIANT_KEY,
     SO3_MOD_SIGNS_VOLUME,
     SO3_VOLUME,
     haar_angle_cdf,
@@ -203,11 +206,11 @@ def kl_plan(
     """
     groups = max(1, -(-n // exact_limit))
     return {
-        "kl": [KLPart("kl", g, groups, None, False) for g in range(groups)],
-        "kl_sign_invariant": [KLPart("kl:signs", 0, 1, None, True)]
+        KL_KEY: [KLPart("kl", g, groups, None, False) for g in range(groups)],
+        KL_SIGN_INVARIANT_KEY: [KLPart("kl:signs", 0, 1, None, True)]
         if n <= sign_limit
         else _fixed_size(n, sign_limit, SIGN_INVARIANT_SUBSAMPLES, "kl:signs", True),
-        "kl_at_n": _fixed_size(n, at_n, MAX_SUBSAMPLES, "kl:at-n", False) if n >= at_n else [],
+        KL_AT_N_KEY: _fixed_size(n, at_n, MAX_SUBSAMPLES, "kl:at-n", False) if n >= at_n else [],
     }
 
 
@@ -252,11 +255,11 @@ def kl_from_fits(plan: dict[str, list[KLPart]], fits: dict[str, list[dict]], n: 
     """``kl``, ``kl_sign_invariant`` and ``kl_at_n`` from each part's fit (same order as ``plan``)."""
     out = {
         # kl_at_n always reads as a subsample of at_n, even when that is the whole set.
-        name: combine_kl(fits[name], n, k, parts[0].sign_invariant, exact=name != "kl_at_n")
+        name: combine_kl(fits[name], n, k, parts[0].sign_invariant, exact=name != KL_AT_N_KEY)
         for name, parts in plan.items()
         if parts
     }
-    out.setdefault("kl_at_n", {"n": at_n, "value": None, "skipped": f"needs {at_n:,} molecules"})
+    out.setdefault(KL_AT_N_KEY, {"n": at_n, "value": None, "skipped": f"needs {at_n:,} molecules"})
     return out
 
 

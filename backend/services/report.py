@@ -8,34 +8,19 @@ whose ``report`` keys go to the top level and whose ``control`` keys go to
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from orientscope import __version__
 from orientscope.core.dataset import frame_dependent_properties
-from orientscope.core.numbers import format_number
 from orientscope.pipeline.stage import older_rule_stages
+from orientscope.science import statistics_registry
 from orientscope.science.alignment_words import orientation_note
-from orientscope.science.so3_stats import haar_ratio_histogram
+from orientscope.science.so3_stats import ANGLE_HISTOGRAM_KEY, KS_KEY, haar_ratio_histogram
+from orientscope.science.so3_stats import format_kl as format_kl  # the notebook's and the CLI's KL text
 from orientscope.science.verdict import alignment_verdict, control_check
 from orientscope.services.results import open_result
 from orientscope.store import datasets as ds
 from orientscope.store.results import IN_PROCESS_ENGINE, ResultStore
-
-# Internal bookkeeping that the public report does not need.
-_HIDDEN = {"reference_index"}
-
-
-def format_kl(section: dict | None, missing: str = "–") -> str:
-    """A KL section (``value``, ``ci95``) as ``value [low, high]`` with 3 decimals; ``missing`` for absent numbers."""
-    if not section:
-        return missing
-    ci = section.get("ci95") or [None, None]
-
-    def num(x) -> str:
-        return missing if x is None or not math.isfinite(x) else format_number(x)
-
-    return f"{num(section.get('value'))} [{num(ci[0])}, {num(ci[1])}]"
 
 
 def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) -> dict:
@@ -58,10 +43,11 @@ def build_report(data_dir: Path, dataset_id: str, params: dict | None = None) ->
         "version": __version__,
     }
     control: dict = {"description": "every molecule rotated by a seeded Haar-uniform rotation"}
+    hidden = statistics_registry.hidden_fields()  # bookkeeping the public report does not need
     for stage in manifest["stages"]:
         section = store.section(stage)
-        report.update({k: v for k, v in section.get("report", {}).items() if k not in _HIDDEN})
-        control.update({k: v for k, v in section.get("control", {}).items() if k not in _HIDDEN})
+        report.update({k: v for k, v in section.get("report", {}).items() if k not in hidden})
+        control.update({k: v for k, v in section.get("control", {}).items() if k not in hidden})
     report["control"] = control
     report["stages"] = {
         name: {"seconds": s["seconds"], "settings": s.get("settings", {})} for name, s in manifest["stages"].items()
@@ -95,10 +81,10 @@ def older_rule_text(older: dict, dataset_id: str) -> str:
 
 def _add_haar_ratio(figures: dict) -> None:
     """The angle histogram's observed/Haar ratio with merged bins (``haar_ratio``), where the KS test counted its angles."""
-    hist, n = figures.get("angle_histogram"), (figures.get("ks") or {}).get("n")
+    hist, n = figures.get(ANGLE_HISTOGRAM_KEY), (figures.get(KS_KEY) or {}).get("n")
     if hist and n:
         ratio = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], n)
-        figures["angle_histogram"] = {**hist, "haar_ratio": ratio}
+        figures[ANGLE_HISTOGRAM_KEY] = {**hist, "haar_ratio": ratio}
 
 
 def skipped_stages(store: ResultStore) -> dict[str, str]:
@@ -121,11 +107,5 @@ def skipped_stages(store: ResultStore) -> dict[str, str]:
 def verdict(figures: dict, n_molecules: int | None) -> dict:
     """The calibrated verdict (``orientscope.science.verdict``) of one set's figures: the dataset's or its control's."""
     return alignment_verdict(
-        n_molecules,
-        kl=figures.get("kl"),
-        classifiers=figures.get("classifiers"),
-        ks=figures.get("ks"),
-        kl_at_n=figures.get("kl_at_n"),
-        axial=figures.get("axial"),
-        orientation=figures.get("orientation_classes"),
+        n_molecules, **statistics_registry.verdict_figures(figures), orientation=figures.get("orientation_classes")
     )

@@ -15,21 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orientscope.core.numbers import format_count, format_number, format_p, format_percent, is_number
+from orientscope.core.numbers import format_count, is_number
 from orientscope.science import alignment_words as words
+from orientscope.science import statistics_registry
+from orientscope.science.classifiers import CLASSIFIERS_KEY
 from orientscope.science.frames import DEGENERACY_CODES
+from orientscope.science.regression import FRAME_DEPENDENT_NOTE as FRAME_DEPENDENT_NOTE
+from orientscope.science.regression import REGRESSION_KEY
+from orientscope.science.regression import left_out_note as left_out_note
+from orientscope.science.regression import regression_rows as regression_rows  # display-ready rows
+from orientscope.science.so3_stats import KL_KEY
 from orientscope.science.verdict import CLASSIFIER_ROLE, DEFAULT_ALPHA
-from orientscope.services.report import format_kl
 
-KL_SCALE_NOTE = (
-    "KL: 0 = uniform orientations (as the control should be); the estimate grows with N, so its interval is for "
-    "the expected estimate at this N, and sets of different sizes compare through KL at n where both have it, "
-    "else only at an equal N (report --limit)"
-)
-FRAME_DEPENDENT_NOTE = (
-    "* lab-frame component: it changes with the orientation by definition, so a gain is expected, not a leak"
-)
-DATASET_VS_CONTROL = ("measure", "dataset", "control")
 GROUP_COLUMN_NOTES = {
     "spread_deg": "spread: the median angle between a member's pose and the group's mean pose (degrees)",
     "concentration": "concentration: how tightly the members' axes point one way, 1 = one shared pose, "
@@ -39,7 +36,6 @@ GROUP_COLUMN_NOTES = {
 ANGLE_PEAK_NOTE = (
     "A peak near 180° is axis-sign flips: a frame whose sign rule flipped two axes is the reference turned by 180°."
 )
-REGRESSION_TITLE = "Orientation-only regression (predict the property from R alone)"
 
 
 @dataclass(frozen=True)
@@ -49,6 +45,7 @@ class Section:
     rows : tuples as long as ``header``; empty when ``skipped`` says why
     skipped : the reason the stage (or part) behind this table did not run, else None
     notes : lines to print under the table
+    tooltip : what the table's measure means, for a hover on its title (None: nothing to add)
     """
 
     key: str
@@ -57,43 +54,7 @@ class Section:
     rows: list[tuple[str, ...]] = field(default_factory=list)
     skipped: str | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def regression_rows(report: dict) -> list[dict]:
-    """The orientation-only regression per property, display-ready.
-
-    Each row keeps the report's numbers and adds:
-
-    - ``label``: property and unit, ``zpve (Hartree)``;
-    - ``frame_dependent``: the property is a lab-frame component (e.g. alpha_xx), so it
-      depends on the orientation by definition: flagged by the models stage, or declared
-      in the dataset's metadata now (``frame_dependent_properties``, core/dataset);
-    - ``error_text``: cross-validated MSE vs the mean baseline, as fractions of the
-      property's variance (``0.781 vs 1.000 of variance``), readable whatever the unit;
-    - ``gain``/``gain_text``: relative MSE reduction, ``+21.9 % ± 0.4``;
-    - ``control_gain_text``: the same on the random-rotation control (about 0 %).
-    """
-    declared = set(report.get("frame_dependent_properties") or ())
-    rows = []
-    for r in report.get("regression") or []:
-        unit = f" ({r['unit']})" if r.get("unit") else ""
-        std = r.get("improvement_std")
-        spread = f" ± {format_number(100 * std, '.1f')}" if is_number(std) else ""
-        rows.append(
-            {
-                **r,
-                "label": f"{r.get('property')}{unit}",
-                "frame_dependent": bool(r.get("frame_dependent")) or r.get("property") in declared,
-                "error_text": f"{format_number(r.get('mse_normalised'))} vs "
-                f"{format_number(r.get('baseline_mse_normalised'))} of variance"
-                if is_number(r.get("mse_normalised")) or is_number(r.get("baseline_mse_normalised"))
-                else "–",
-                "gain": r.get("improvement"),
-                "gain_text": format_percent(r.get("improvement")) + spread,
-                "control_gain_text": format_percent(r.get("control_improvement")),
-            }
-        )
-    return rows
+    tooltip: str | None = None
 
 
 def degeneracy_lines(reasons: dict) -> list[str]:
@@ -140,70 +101,6 @@ def _skipped(report: dict, *names: str) -> str | None:
     return next((skipped[n] for n in names if n in skipped), None)
 
 
-def _both(label: str, figures: dict, control: dict, key: str, fmt: str = ".3f") -> tuple[str, str, str]:
-    """A dataset-vs-control row: ``key`` of both sets of figures, in ``fmt``."""
-    return label, format_number(figures.get(key), fmt), format_number(control.get(key), fmt)
-
-
-def _statistics(report: dict) -> Section:
-    c = report.get("control") or {}
-    rows = []
-    if "kl" in report:
-        rows.append(("KL to uniform SO(3), 95% CI", format_kl(report.get("kl")), format_kl(c.get("kl"))))
-    if "kl_sign_invariant" in report:
-        rows.append(
-            ("KL, axis signs ignored", format_kl(report["kl_sign_invariant"]), format_kl(c.get("kl_sign_invariant")))
-        )
-    if (report.get("kl_at_n") or {}).get("value") is not None:
-        at = report["kl_at_n"]
-        label = f"KL at n = {format_count(at['subsample_size'])} (comparable across sizes)"
-        rows.append((label, format_kl(at), format_kl(c.get("kl_at_n"))))
-    if "ks" in report:
-        ks, cks = report["ks"] or {}, c.get("ks") or {}
-        rows.append(_both("KS vs Haar angle law: D", ks, cks, "statistic", ".4f"))
-        rows.append(("KS p-value", format_p(ks.get("pvalue")), format_p(cks.get("pvalue"))))
-    rows += _axial_rows(report.get("axial") or {}, c.get("axial") or {})
-    notes = [KL_SCALE_NOTE] if rows else []
-    notes += [n for n in (report.get("orientation_note"),) if n]
-    return Section(
-        "statistics", "Orientation statistics", DATASET_VS_CONTROL, rows, _skipped(report, "statistics"), notes
-    )
-
-
-def _classifier_p(clf: dict) -> str:
-    """``p 0.012``; a model that predicted one class tests nothing, and says so instead of a p."""
-    if clf.get("constant"):
-        return "no test (it predicted one class)"
-    return f"p {format_p(clf.get('pvalue'))}"
-
-
-def _axial_rows(axial: dict, control: dict) -> list[tuple[str, str, str]]:
-    """Bingham's test of the axis-only molecules, dataset vs control (nothing when no molecule has only an axis)."""
-    if not axial.get("n"):
-        return []
-
-    def test(a: dict) -> str:
-        if not a.get("n"):
-            return "–"
-        text = f"S = {format_number(a.get('statistic'), '.2f')}, p {format_p(a.get('pvalue'))}"
-        return text + (" (not in the verdict: too few)" if a.get("skipped") else "")
-
-    def direction(a: dict) -> str:
-        v, ev = a.get("preferred_direction"), a.get("eigenvalues")
-        if not v or not ev:
-            return "–"
-        return f"({', '.join(format_number(x, '.2f') for x in v)}), eigenvalues {', '.join(format_number(x, '.2f') for x in ev)}"
-
-    return [
-        (f"Bingham axial test, {format_count(axial['n'])} axis-only molecules (χ²₅)", test(axial), test(control)),
-        (
-            "axial: preferred direction (x, y, z), T's eigenvalues (1/3 each = uniform)",
-            direction(axial),
-            direction(control),
-        ),
-    ]
-
-
 def warnings(report: dict) -> list[str]:
     """What every surface says before the verdict: a failed self-check (the control is not ``not_detected``) and
     a result made under an older rule."""
@@ -216,95 +113,26 @@ def warnings(report: dict) -> list[str]:
     return out
 
 
-def _accuracy_ci(clf: dict) -> list:
-    ci = clf.get("ci95") or [None, None]
-    return (ci.get("accuracy") or [None, None]) if isinstance(ci, dict) else ci
-
-
-def _classifiers(report: dict) -> Section:
-    control = {x.get("features"): x for x in (report.get("control") or {}).get("classifiers") or []}
-    rows = []
-    for clf in report.get("classifiers") or []:
-        lo, hi = _accuracy_ci(clf)
-        auc = f", AUC {format_number(clf['auc'])}" if is_number(clf.get("auc")) else ""
-        other = control.get(clf.get("features"))
-        rows.append(
-            (
-                f"accuracy, {clf.get('features')} features",
-                f"{format_number(clf.get('accuracy'))} [{format_number(lo)}, {format_number(hi)}]{auc}, "
-                + _classifier_p(clf),
-                f"{format_number(other.get('accuracy'))}, {_classifier_p(other)}" if other else "–",
+def report_sections(report: dict) -> list[Section]:
+    """The report's tables in reading order (statistics, classifiers, regression, similarity), each with the
+    rows of its registered statistics (``science/statistics_registry.py``), in registry order."""
+    out = []
+    for table in statistics_registry.TABLES:
+        members = statistics_registry.for_table(table.key)
+        rows = [row for stat in members for row in stat.rows(report)]
+        notes = table.notes(report, rows) + [n for stat in members if stat.notes for n in stat.notes(report)]
+        out.append(
+            Section(
+                table.key,
+                table.title,
+                table.header,
+                rows,
+                _skipped(report, *table.skipped_by),
+                notes,
+                statistics_registry.tooltip(table.key),
             )
         )
-    return Section(
-        "classifiers",
-        "Rotation classifiers (stored pose vs a random rotation; 0.5 = cannot tell)",
-        DATASET_VS_CONTROL,
-        rows,
-        _skipped(report, "models"),
-    )
-
-
-def left_out_note(report: dict) -> str | None:
-    """The sentence that names the properties the regression left out (constant or missing), if any."""
-    left_out = report.get("regression_left_out") or []
-    if not left_out:
-        return None
-    named = ", ".join(f"{e['property']} ({_left_out_reason(e)})" for e in left_out)
-    return f"Left out of the regression, as there is nothing to predict: {named}."
-
-
-def _left_out_reason(entry: dict) -> str:
-    if entry.get("reason") == "constant":
-        return f"constant: {format_number(entry.get('value'), '.6g')} for every molecule"
-    return "no values" if entry.get("reason") == "missing" else str(entry.get("reason"))
-
-
-def _regression(report: dict) -> Section:
-    rows, flagged = [], False
-    for r in regression_rows(report):
-        flagged |= r["frame_dependent"]
-        name = r["label"] + (" *" if r["frame_dependent"] else "")
-        rows.append((name, r["error_text"], r["gain_text"], r["control_gain_text"]))
-    notes = [FRAME_DEPENDENT_NOTE] if flagged else []
-    note = left_out_note(report)
-    return Section(
-        "regression",
-        REGRESSION_TITLE,
-        ("property", "MSE vs mean baseline", "gain", "control gain"),
-        rows,
-        _skipped(report, "models", "models.regression"),
-        notes + ([note] if note else []),
-    )
-
-
-def _similarity(report: dict) -> Section:
-    s = report.get("similarity") or {}
-    c = (report.get("control") or {}).get("similarity") or {}
-    rows = []
-    if s:
-        rows = [
-            ("pairs sampled", str(s.get("n_pairs", "–")), str(c.get("n_pairs", "–"))),
-            _both("chemical neighbours within 30°", s, c, "nn_within_30deg"),
-            _both("random pairs within 30°", s, c, "random_within_30deg"),
-            (
-                "enrichment (neighbours / random)",
-                f"{format_number(s.get('enrichment'), '.2f')}, p {format_p(s.get('pvalue'))}",
-                f"{format_number(c.get('enrichment'), '.2f')}, p {format_p(c.get('pvalue'))}" if c else "–",
-            ),
-        ]
-    return Section(
-        "similarity",
-        "Similarity–pose coupling (do chemical neighbours share a pose?)",
-        DATASET_VS_CONTROL,
-        rows,
-        _skipped(report, "chemistry", "chemistry.similarity"),
-    )
-
-
-def report_sections(report: dict) -> list[Section]:
-    """The report's tables in reading order: statistics, classifiers, regression, similarity."""
-    return [_statistics(report), _classifiers(report), _regression(report), _similarity(report)]
+    return out
 
 
 # ----------------------------------------------------------------- what the figures rest on
@@ -313,27 +141,14 @@ REMEDY = (
     "or train on the de-biased export (orientscope export: every molecule randomly rotated)."
 )
 NO_REMEDY = "Nothing to do for orientation: models trained on it cannot learn a preferred pose."
-TOOLTIPS = {
-    "kl": "Kullback–Leibler divergence of the orientations from a uniform distribution over rotations (SO(3)), "
-    "k-nearest-neighbour estimate. 0 = uniform. The estimate grows with N (QM9 subsets: 0.31 at 100 molecules, "
-    "0.54 at 1,000, 0.91 for all 130,831), so its 95% interval is for the expected estimate at this N, and "
-    "sets of different sizes compare through 'KL at n' (shown for sets of 100,000 molecules or more), else only "
-    "at an equal N.",
-    "kl_sign_invariant": "The same divergence with the sign of each axis ignored: what is left when a frame's axis "
-    "directions are only defined up to sign.",
-    "ks": "Kolmogorov–Smirnov test of the angles to the reference orientation against the law of uniform rotations "
-    "(Haar). A small p says the angles are not those of random poses.",
-    "classifiers": "A gradient-boosted classifier tries to tell each stored pose from a randomly rotated copy; "
-    "0.5 accuracy = it cannot tell, 1.0 = it always can.",
-    "regression": "How much of each property's variance a model predicts from the orientation R alone "
-    "(cross-validated, against predicting the mean). Near 0 % = the pose carries no information about it.",
-    "similarity": "Whether chemically similar molecules (nearest Tanimoto neighbours) share a pose more often "
-    "than random pairs.",
-    "verdict": "One rule for every screen: Holm's adjustment over every test of 'each pose is a uniform random "
+KL_TOOLTIP = statistics_registry.tooltip(KL_KEY)
+CLASSIFIERS_TOOLTIP = statistics_registry.tooltip(CLASSIFIERS_KEY)
+VERDICT_TOOLTIP = (
+    "One rule for every screen: Holm's adjustment over every test of 'each pose is a uniform random "
     "rotation' (KL against its null at this N, each classifier, KS) at the stated alpha. Only a test that rejected "
     "sizes the effect: its estimate's interval against its bar reads strong (wholly above), small (wholly below) "
-    "or uncertain (across the bar).",
-}
+    "or uncertain (across the bar)."
+)
 # How each verdict's text begins; a verdict stored before codes existed is prefixed with it.
 ANSWER_PREFIX = {
     "aligned": "Aligned",
@@ -404,13 +219,13 @@ def evidence_figures(report: dict) -> list[tuple[str, str]]:
 
 
 def _strength(report: dict) -> str:
-    kl = report.get("kl") or {}
+    kl = report.get(KL_KEY) or {}
     if not is_number(kl.get("value")):
         return "Orientation statistics were not computed: " + (
             _skipped(report, "statistics") or "not enough molecules."
         )
     null = (report.get("verdict") or {}).get("kl_null")
-    return words.strength_text(kl, null, (report.get("control") or {}).get("kl"))
+    return words.strength_text(kl, null, (report.get("control") or {}).get(KL_KEY))
 
 
 def control_answer(report: dict) -> str:
@@ -434,7 +249,7 @@ def headline(report: dict) -> Headline:
     v = report.get("verdict") or {}
     code = _code(v)
     aligned = {"aligned": True, "weakly_aligned": True, "not_detected": False}.get(code)
-    kl = (report.get("kl") or {}).get("value")
+    kl = (report.get(KL_KEY) or {}).get("value")
     answer = v.get("text") or ANSWER_PREFIX[code]
     if "code" not in v and not answer.startswith(ANSWER_PREFIX[code]):
         answer = f"{ANSWER_PREFIX[code]}: {answer}"
@@ -474,14 +289,16 @@ def control_report(report: dict) -> dict:
             # even for a lab-frame component, so its rows carry no lab-frame mark and no "gain expected" note.
             "frame_dependent": False,
         }
-        for r in report.get("regression") or []
+        for r in report.get(REGRESSION_KEY) or []
     ]
-    shown = {k: v for k, v in report.items() if k not in ("kl", "kl_sign_invariant", "ks", "classifiers", "similarity")}
+    # The dataset's figures that the control has its own of are not shown in its place, even where it lacks one.
+    own = {f.name for stat in statistics_registry.statistics() if stat.has_control for f in stat.fields}
+    shown = {k: v for k, v in report.items() if k not in own}
     shown.update({k: v for k, v in c.items() if k != "description"})
     shown.update(
         {
             "name": f"{report.get('name', report.get('dataset'))} · control",
-            "regression": regression,
+            REGRESSION_KEY: regression,
             "frame_dependent_properties": [],
             "control": {},
             "verdict": c.get("verdict")

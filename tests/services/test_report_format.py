@@ -2,11 +2,9 @@
 
 import pytest
 
+from orientscope.core.numbers import format_number, format_p, format_percent
 from orientscope.services.report_format import (
     FRAME_DEPENDENT_NOTE,
-    format_number,
-    format_p,
-    format_percent,
     regression_rows,
     report_sections,
 )
