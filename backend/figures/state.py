@@ -1,9 +1,9 @@
 """The view state: one typed value, parsed once from the URL, the controls or the map-state store.
 
-Every callback and the server-built first view turn their raw inputs into a
-:class:`ViewState` at the boundary and pass that on; nothing below reads loose
-dicts. The whole URL-visible state round-trips through a query string, so a
-link reopens exactly the same view.
+Every callback, the server-built first view and the Python library's figures turn their raw inputs
+into a :class:`ViewState` at the boundary and pass that on; nothing below reads loose dicts. The
+whole URL-visible state round-trips through a query string, so a link reopens exactly the same
+view.
 """
 
 from __future__ import annotations
