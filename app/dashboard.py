@@ -27,12 +27,13 @@ from orientscope.app.initial_view import (
 )
 from orientscope.app.offload import guarded
 from orientscope.app.pages_upload import register_upload, upload_section
+from orientscope.app.state import control_values
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.core.resources import frontend_asset
 from orientscope.figures.mapfigure import region_viewport
 from orientscope.figures.mapview import clicked_row, map_layers
 from orientscope.figures.plots import message_figure
-from orientscope.figures.state import PLANE_VIEWS, URL_FIELDS, ViewState, control_values
+from orientscope.figures.state import PLANE_VIEWS, URL_FIELDS, ViewState
 from orientscope.services.report_format import GROUP_COLUMN_NOTES
 
 log = logging.getLogger(__name__)
