@@ -1,13 +1,14 @@
-"""Every use of Dash and plotly internals, in one place (Python side; the plotly.js side is
-the marked section of ``frontend_assets/orientscope.js``).
+"""Every use of Dash internals and of plotly's in Dash's answers, in one place (Python side; the plotly.js side
+is the marked section of ``frontend_assets/orientscope.js``; the figures' own plotly trick, which the Python
+library shares without Dash, is ``orientscope.figures.compat``).
 
 Each trick below says what it saves, measured on its own on full-QM9-sized data
 (``python -m tests.bench.bench_compat``: median of 3 runs, on a busy 2-core machine,
 so the absolute times are noisy; a trick gaining less than 10 % is removed), and
 ``tests/app/test_compat.py`` holds a canary for each: it fails when an upgrade
 changes the internal. ``pyproject.toml`` pins ``dash`` and ``plotly`` to the
-minor versions these were tested with (``PINNED``). Nothing outside this module
-may name a private Dash or plotly attribute (``tests/app/test_compat.py`` greps
+minor versions these were tested with (``PINNED``). Nothing outside the two compat
+modules may name a private Dash or plotly attribute (``tests/app/test_compat.py`` greps
 the tree).
 """
 
@@ -23,16 +24,17 @@ import anyio.to_thread
 import dash._callback
 import dash._utils
 import orjson
-import plotly.graph_objects as go
 from fastapi import FastAPI, Request
 from fastapi.routing import APIRoute
 from plotly.io.json import to_json_plotly
 from starlette.responses import JSONResponse
 
+from orientscope.figures.compat import PINNED as FIGURE_PINNED
+
 log = logging.getLogger(__name__)
 
 # The minor versions every trick here was written and measured against (pyproject.toml pins them).
-PINNED = {"dash": "4.4", "plotly": "7.1"}
+PINNED = {"dash": "4.4", **FIGURE_PINNED}
 
 
 # ----------------------------------------------------------------- 1. callback answer encoding
@@ -163,18 +165,7 @@ def dispatch_in_threads(server: FastAPI, routes_prefix: str = "/") -> None:
     server.add_api_route(path, dispatch, methods=sorted(route.methods), name=route.name, include_in_schema=False)
 
 
-# ----------------------------------------------------------------- 3. figures without validation
-# ``go.Figure(..., _validate=False)`` skips plotly's per-property validation of the figure's
-# traces and layout. Measured: the density figure (144 x 72 grid; density view, compare, report)
-# builds in 2.8 ms against 16.1 ms validated; a full-QM9 map figure in 2.6 ms against 20.0 ms.
-
-
-def unvalidated_figure(data=None, layout=None, **kwargs) -> go.Figure:
-    """``go.Figure(data, layout, ...)`` built without plotly's property validation."""
-    return go.Figure(data, layout=layout, _validate=False, **kwargs)
-
-
-# ----------------------------------------------------------------- 4. only the first screen's scripts
+# ----------------------------------------------------------------- 3. only the first screen's scripts
 # With ``eager_loading=True`` Dash puts every lazily loaded chunk of every component library into
 # the page: MathJax (2.1 MB), markdown and two syntax highlighters, the date picker, the table's
 # export, ... about 10 MB of JavaScript that a new browser parses before it asks for the layout,

@@ -18,7 +18,6 @@ from orientscope.app import downloads, ids, panels, pins, scatter_panel, selecti
 from orientscope.app.audit_panel import audit_section, register_audit
 from orientscope.app.audit_panel import first_view_props as audit_first_view
 from orientscope.app.compat import first_screen_scripts
-from orientscope.app.figures import message_figure
 from orientscope.app.initial_view import (
     BASE_COLOR_OPTIONS,
     color_options,
@@ -26,13 +25,15 @@ from orientscope.app.initial_view import (
     page_query,
     resolve_view,
 )
-from orientscope.app.mapfigure import region_viewport
-from orientscope.app.mapview import clicked_row, map_layers
 from orientscope.app.offload import guarded
 from orientscope.app.pages_upload import register_upload, upload_section
-from orientscope.app.state import PLANE_VIEWS, URL_FIELDS, ViewState, control_values
+from orientscope.app.state import control_values
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.core.resources import frontend_asset
+from orientscope.figures.mapfigure import region_viewport
+from orientscope.figures.mapview import clicked_row, map_layers
+from orientscope.figures.plots import message_figure
+from orientscope.figures.state import PLANE_VIEWS, URL_FIELDS, ViewState
 from orientscope.services.report_format import GROUP_COLUMN_NOTES
 
 log = logging.getLogger(__name__)

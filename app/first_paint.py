@@ -49,12 +49,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orientscope.app import panels
 from orientscope.app.density_paint import density_image, payload_array
-from orientscope.app.figures import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE, MUTED_OPACITY
 from orientscope.app.initial_view import resolve_view
-from orientscope.app.mapfigure import density_pair_json, map_figure_json
 from orientscope.app.static_html import to_html
 from orientscope.core.palette import HIGHLIGHT, OTHER_GREY, REFERENCE_STAR
 from orientscope.core.resources import frontend_asset
+from orientscope.figures.mapfigure import density_pair_json, map_figure_json
+from orientscope.figures.plots import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE, MUTED_OPACITY
 from orientscope.services.bytecache import nbytes, shared_cache
 from orientscope.services.map_data import frame_lines
 

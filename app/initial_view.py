@@ -20,8 +20,9 @@ import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orientscope.app import data
-from orientscope.app.state import ViewState, parse_query
+from orientscope.app.state import parse_query
 from orientscope.core.settings import DEFAULT_DATASET
+from orientscope.figures.state import ViewState
 from orientscope.services.bytecache import ByteBudgetCache, shared_cache
 
 LAYOUT_PATH = "/_dash-layout"

@@ -19,8 +19,8 @@ from fastapi import FastAPI, Query
 from starlette.responses import JSONResponse, Response
 
 from orientscope.app import data
-from orientscope.app.mapfigure import density_pair_json, map_figure_json, viewport_of
-from orientscope.app.state import ViewState
+from orientscope.figures.mapfigure import density_pair_json, map_figure_json, viewport_of
+from orientscope.figures.state import ViewState
 
 PATH = "/_map-figure"
 MAX_PIXELS = 8192  # a plot wider or taller than any screen is not a map view

@@ -16,9 +16,13 @@ from dash import dcc, html
 
 from orientscope.app import data, ids, scatter_panel
 from orientscope.app.compare import compare_columns
-from orientscope.app.figures import angle_histogram_figure, message_figure
 from orientscope.app.initial_view import dataset_options
-from orientscope.app.mapfigure import (
+from orientscope.app.pins import pin_controls
+from orientscope.app.static_report import static_report_html
+from orientscope.app.verdict import frame_children, verdict_children
+from orientscope.core.numbers import format_count
+from orientscope.figures import data as figure_data
+from orientscope.figures.mapfigure import (
     density_figures,
     density_pair_json,
     map_figure,
@@ -26,13 +30,10 @@ from orientscope.app.mapfigure import (
     selected_ring,
     viewport_of,
 )
-from orientscope.app.mapview import map_layers
-from orientscope.app.pins import pin_controls
-from orientscope.app.state import ViewState
-from orientscope.app.static_report import static_report_html
-from orientscope.app.verdict import frame_children, verdict_children
-from orientscope.app.viewer import group_scenes, molecule_viewer_spec, viewer_spec
-from orientscope.core.numbers import format_count
+from orientscope.figures.mapview import map_layers
+from orientscope.figures.plots import angle_histogram_figure, message_figure
+from orientscope.figures.state import ViewState
+from orientscope.figures.viewer import group_scenes, molecule_viewer_spec, viewer_spec
 from orientscope.services.map_data import DENSITY_MIN_POINTS
 from orientscope.services.report_format import control_report
 from orientscope.services.statistics import ANGLE_HISTOGRAM_KEY, REFERENCE_KEY
@@ -122,7 +123,7 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None, zoo
     return MapPanel(fig, notes, control, not density, density)
 
 
-# The flat map's SMARTS highlight (app/figures.py): why "colour by" shows no colours while it is on.
+# The flat map's SMARTS highlight (backend/figures/plots.py): why "colour by" shows no colours while it is on.
 HIGHLIGHT_NOTE = "While SMARTS matches are highlighted, the other molecules are grey: clear the SMARTS box for colours"
 
 
@@ -401,10 +402,10 @@ def group_members_spec(data_dir: Path, st: ViewState):
     """Viewer spec of the picked group's first members in their canonical pose (None without a group)."""
     if not st.ready or not st.group:
         return None
-    if data.group_labels(data_dir, st.dataset, st.grouping) is None:
+    if figure_data.group_labels(data_dir, st.dataset, st.grouping) is None:
         return None
     try:
-        mask = data.group_mask(data_dir, st.dataset, st.grouping, st.group)
+        mask = figure_data.group_mask(data_dir, st.dataset, st.grouping, st.group)
     except data.OrientScopeError:
         return None
     md = data.load_map_data(data_dir, st.dataset)

@@ -1,7 +1,7 @@
 """The pinned comparison: up to four molecules side by side under the map, each in one viewer that
 switches between its stored and its canonical pose.
 
-The pins are a URL field (``pins``, :mod:`orientscope.app.state`) whose control is the ``pins`` store;
+The pins are a URL field (``pins``, :mod:`orientscope.figures.state`) whose control is the ``pins`` store;
 ``frontend_assets/pins.js`` pins the molecule the panel shows, refuses a fifth, and draws the strip from
 the molecule panel's viewer spec. Nothing here reads data: the strip asks the panel route per pin.
 """

@@ -17,7 +17,8 @@ import numpy as np
 from dash import dcc, html
 
 from orientscope.app import data, ids
-from orientscope.app.figures import (
+from orientscope.core.palette import AXIS_COLORS, CIVIDIS, OTHER_GREY
+from orientscope.figures.plots import (
     ColorSpec,
     color_marker,
     colorbar_trace,
@@ -27,8 +28,7 @@ from orientscope.app.figures import (
     template_json,
     typed_arrays,
 )
-from orientscope.app.state import ViewState
-from orientscope.core.palette import AXIS_COLORS, CIVIDIS, OTHER_GREY
+from orientscope.figures.state import ViewState
 from orientscope.services.errors import InvalidInput
 from orientscope.services.map_markers import vector_marker
 from orientscope.services.map_view import MapColors

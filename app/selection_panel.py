@@ -2,7 +2,7 @@
 its molecule) and a CSV link, all answered by the services (``orientscope.services.map_selection``).
 
 ``frontend_assets/selection.js`` writes plotly.js's selection into the selection store in the URL's
-form (``sel=``, app/state.py), so a reload or a shared link lists the same molecules.
+form (``sel=``, backend/figures/state.py), so a reload or a shared link lists the same molecules.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from urllib.parse import quote, urlencode
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
 from orientscope.app import data, ids
-from orientscope.app.mapview import map_layers, shown_query
-from orientscope.app.state import ViewState
+from orientscope.figures.mapview import map_layers, shown_query
+from orientscope.figures.state import ViewState
 from orientscope.services.map_selection import selection_page
 from orientscope.services.map_view import MapQuery
 

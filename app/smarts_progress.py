@@ -16,8 +16,8 @@ import dash
 from dash import ClientsideFunction, Input, Output, State, dcc, html, no_update
 
 from orientscope.app import data, ids
-from orientscope.app.state import ViewState
 from orientscope.app.upload_widgets import POLL_MS
+from orientscope.figures.state import ViewState
 
 # Only a view with a pattern asks the server (a page without one costs no callback).
 

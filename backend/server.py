@@ -27,10 +27,10 @@ from orientscope.api.middleware import JsonLogFormatter
 from orientscope.app.first_paint import warm_landing
 from orientscope.app.initial_view import LAYOUT_PATH
 from orientscope.app.map_route import PATH as MAP_FIGURE_PATH
-from orientscope.app.mapfigure import DEFAULT_VIEWPORT
 from orientscope.app.mounting import mount_dashboard
 from orientscope.app.request_guard import CALLBACK_PATH
 from orientscope.core.settings import check_read_token, check_write_access, resolve_read_token, settings
+from orientscope.figures.mapfigure import DEFAULT_VIEWPORT
 from orientscope.services import depiction, map_raster
 from orientscope.services.cache import view_cache
 from orientscope.services.datasets import READY, dataset_summary, list_datasets

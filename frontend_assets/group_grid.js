@@ -1,4 +1,4 @@
-/* The aligned-group grid (app/viewer.py group_scenes, drawn by first_paint.js drawSpec): a click on a
+/* The aligned-group grid (backend/figures/viewer.py group_scenes, drawn by first_paint.js drawSpec): a click on a
    cell opens that molecule as a map click does (the panel, its ring on the map, the URL), through the
    "selected" store. A press that moves more than a few pixels is a rotation of the linked grid, not a click. */
 (function () {

@@ -1,4 +1,4 @@
-/* OrientScope clientside functions: render 3D viewer specs (built in Python, app/viewer.py)
+/* OrientScope clientside functions: render 3D viewer specs (built in Python, backend/figures/viewer.py)
    with 3Dmol.js from this folder, copy the view link, export the map. No network access. */
 (function () {
   "use strict";
@@ -277,14 +277,14 @@
 
   // ==================================================================== the map at any size
   // The server draws the map as an aggregated image above its point budget, or as the
-  // region's points below it (app/mapfigure.py); layout.meta.map says which, and how many
+  // region's points below it (backend/figures/mapfigure.py); layout.meta.map says which, and how many
   // distinct molecules are drawn. A click anywhere asks the server for the nearest shown
   // point within 5 px; a hover asks it for that point, its card and its pixel (one pixel grid:
   // the image's over an image, the plot's over points); zooming or panning sends the visible
   // region back so the server re-aggregates it at the plot's resolution (the density view too).
-  var MAP_SCALE = 10000;  // map units per Mollweide unit (app/figures.py MAP_SCALE)
+  var MAP_SCALE = 10000;  // map units per Mollweide unit (backend/figures/plots.py MAP_SCALE)
   var HOVER_MS = 120;
-  // The whole map's ranges in Mollweide units (app/figures.py MAP_RANGE_X, MAP_RANGE_Y).
+  // The whole map's ranges in Mollweide units (backend/figures/plots.py MAP_RANGE_X, MAP_RANGE_Y).
   var WHOLE = { x0: -2.95, x1: 2.95, y0: -1.5, y1: 1.5 };
 
   function plotOf(host) { return host && host.querySelector(".js-plotly-plot"); }
@@ -603,7 +603,7 @@
       drawn.y0 <= Math.max(shown.y0, WHOLE.y0) + ty && drawn.y1 >= Math.min(shown.y1, WHOLE.y1) - ty;
   }
 
-  // The URL's zoom of a region (app/state.py zoom_text), null for the whole map.
+  // The URL's zoom of a region (backend/figures/state.py zoom_text), null for the whole map.
   function zoomText(vp) {
     return isWhole(vp) ? null : [vp.x0, vp.x1, vp.y0, vp.y1].map(function (v) { return v.toFixed(4); }).join(",");
   }

@@ -1,20 +1,20 @@
 /* The pinned comparison: up to four molecules side by side in the strip under the map (app/pins.py),
    each in one 3Dmol.js viewer that switches between its stored and its canonical pose.
 
-   The pins live in the "pins" store as "id1,id2:c,..." (the URL's `pins`, app/state.py: ":c" a pin shown
+   The pins live in the "pins" store as "id1,id2:c,..." (the URL's `pins`, backend/figures/state.py: ":c" a pin shown
    in its canonical pose, a plain id or ":s" in its stored pose), so a link, a reload and the back button
    bring them back, each in its pose. A pin's viewer is drawn from the molecule panel's own
-   viewer spec (GET /_first-paint/molecule-panel, app/viewer.py: the stored and the canonical pose), one
+   viewer spec (GET /_first-paint/molecule-panel, backend/figures/viewer.py: the stored and the canonical pose), one
    pose at a time, by the same drawing code as the molecule viewer (first_paint.js, orientscopeMap.viewer).
    Cards of molecules still pinned are kept when the pins change, with their WebGL context. */
 (function () {
   "use strict";
-  var MAX_PINS = 4;  // app/state.py MAX_PINS
+  var MAX_PINS = 4;  // backend/figures/state.py MAX_PINS
   var PANEL_PATH = "/_first-paint/molecule-panel";
-  var POSES = ["stored", "canonical"];  // the order of the spec's scenes (app/viewer.py molecule_scenes)
-  var SUFFIX = { s: "stored", c: "canonical" };  // app/state.py PIN_POSES
+  var POSES = ["stored", "canonical"];  // the order of the spec's scenes (backend/figures/viewer.py molecule_scenes)
+  var SUFFIX = { s: "stored", c: "canonical" };  // backend/figures/state.py PIN_POSES
 
-  // [{id, pose}] of a pins value, a molecule's first pin only (app/state.py split_pins and pin_entry).
+  // [{id, pose}] of a pins value, a molecule's first pin only (backend/figures/state.py split_pins and pin_entry).
   function parse(text) {
     var seen = {}, out = [];
     (text || "").split(",").forEach(function (part) {
@@ -27,7 +27,7 @@
     return out;
   }
 
-  // The pins value of [{id, pose}] (app/state.py pin_text): ":c" for the canonical pose, and ":s" only for an
+  // The pins value of [{id, pose}] (backend/figures/state.py pin_text): ":c" for the canonical pose, and ":s" only for an
   // id that itself ends as a pose would.
   function format(pins) {
     return pins.map(function (p) {

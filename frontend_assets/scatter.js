@@ -147,7 +147,7 @@
   }
 
   // ------------------------------------------------------------ zoom: the URL, and a region's image
-  var DIGITS = 7;  // app/state.py REGION_DIGITS
+  var DIGITS = 7;  // backend/figures/state.py REGION_DIGITS
 
   function regionText(r) {
     return [r.x0, r.x1, r.y0, r.y1].map(function (v) { return Number(v.toPrecision(DIGITS)); }).join(",");

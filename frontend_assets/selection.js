@@ -2,7 +2,7 @@
 // selection store in the URL's form (sel=, backend/core/selection.py), so that Dash puts it into the
 // URL and lists the molecules (app/selection_panel.py); the server decides which molecules it holds.
 (function () {
-  var MAP_SCALE = 10000;  // map units per Mollweide unit (app/figures.py MAP_SCALE)
+  var MAP_SCALE = 10000;  // map units per Mollweide unit (backend/figures/plots.py MAP_SCALE)
   var MAX_VERTICES = 200;  // backend/core/selection.py MAX_VERTICES
   var LIMIT = 6;  // backend/core/selection.py MAX_COORDINATE
 

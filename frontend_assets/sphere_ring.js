@@ -1,5 +1,5 @@
 /* The selected molecule's ring on the 3D sphere: its axis points ([x, y, z] unit vectors, from
-   app/mapfigure.py selected_ring) as one open-circle scatter3d trace added to the drawn plot.
+   backend/figures/mapfigure.py selected_ring) as one open-circle scatter3d trace added to the drawn plot.
    The flat views' ring is an SVG overlay (orientscope.js placeRing); a 3D scene moves with the
    camera, so there the ring must be part of the scene. A new figure from Dash drops the trace;
    placeRing runs after every plot and adds it back. */

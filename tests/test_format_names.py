@@ -42,7 +42,7 @@ OTHER_MEANINGS = [
     ("backend/services/canonicalize.py", {"xyz"}, "the request's field of XYZ text"),
     ("backend/services/scatter.py", {"xyz"}, "the axis letters"),
     ("backend/notebook/reports.py", {"xyz"}, "the 3D scene's key, 3Dmol's model type and the axis letters"),
-    ("app/viewer.py", {"xyz"}, "the 3D scene's key of its XYZ text"),
+    ("backend/figures/viewer.py", {"xyz"}, "the 3D scene's key of its XYZ text"),
 ]
 
 

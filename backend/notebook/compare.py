@@ -14,13 +14,14 @@ import pandas as pd
 
 from orientscope.core.numbers import format_count, format_interval, format_number, format_percent
 from orientscope.core.settings import DEFAULT_SEED
+from orientscope.figures.audits import comparison_figure
 from orientscope.notebook.audit import ModelAudit, audit_model
 from orientscope.notebook.batches import DEFAULT_BATCH_SIZE, rotated_copies
 from orientscope.notebook.datasets import Dataset
 from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.science.audit_verdict import DEFAULT_MARGIN
 from orientscope.science.copy_rotations import AUGMENT
-from orientscope.services.audit_compare import comparison_figure, comparison_table
+from orientscope.services.audit_compare import comparison_table
 
 DEFAULT_SWEEP = (0, 1, 4, 16)
 

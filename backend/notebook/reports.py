@@ -128,12 +128,12 @@ class Report:
         if kind not in FIGURES:
             raise ValueError(f"unknown figure {kind!r}; allowed: {list(FIGURES)}")
         if kind == "angles":
-            from orientscope.app.figures import angle_histogram_figure
+            from orientscope.figures.plots import angle_histogram_figure
 
             r = self._report
             return angle_histogram_figure(r.get(ANGLE_HISTOGRAM_KEY), r["control"].get(ANGLE_HISTOGRAM_KEY))
-        from orientscope.app.mapfigure import map_figure
-        from orientscope.app.state import ViewState
+        from orientscope.figures.mapfigure import map_figure
+        from orientscope.figures.state import ViewState
 
         root, dataset_id = self._activate()
         return map_figure(root, ViewState(dataset=dataset_id, view=kind))[0]
@@ -152,7 +152,7 @@ class Report:
         rotations linked, drawn by the 3Dmol.js bundled with OrientScope (works offline)."""
         import py3Dmol
 
-        from orientscope.app.viewer import molecule_scenes
+        from orientscope.figures.viewer import molecule_scenes
         from orientscope.services.molecules import molecule_detail
 
         root, dataset_id = self._activate()

@@ -10,8 +10,8 @@ import pytest
 from orientscope.app import ids
 from orientscope.app.audit_panel import audit_rows, first_view_props
 from orientscope.app.initial_view import color_options
-from orientscope.app.mapview import map_layers
-from orientscope.app.state import ViewState
+from orientscope.figures.mapview import map_layers
+from orientscope.figures.state import ViewState
 from orientscope.pipeline.model_audit import run_audit
 from orientscope.science.model_audit import AuditSettings
 from orientscope.store.datasets import load_dataset

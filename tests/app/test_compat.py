@@ -1,4 +1,4 @@
-"""The Dash and plotly internals of app/compat.py and of orientscope.js's marked section.
+"""The Dash and plotly internals of app/compat.py, orientscope/figures/compat.py and orientscope.js's marked section.
 
 Canaries: each fails when an upgrade changes the internal a trick relies on. Then the
 tricks' behaviour (real HTTP), and a grep that keeps private names out of the rest of the tree.
@@ -23,7 +23,8 @@ from fastapi import FastAPI
 from plotly.io.json import to_json_plotly
 
 from orientscope.app import compat
-from orientscope.app.compat import PINNED, answer_json, dispatch_in_threads, install_answer_encoder, unvalidated_figure
+from orientscope.app.compat import PINNED, answer_json, dispatch_in_threads, install_answer_encoder
+from orientscope.figures.compat import unvalidated_figure
 from tests.api.conftest import ServerThread
 from tests.app.echo_app import echo_app, echo_request
 
@@ -60,7 +61,7 @@ def test_the_encoder_swap_ends_with_the_last_install_and_a_dashboard_ends_its_ow
 def test_installed_versions_are_the_pinned_minor_versions(package):
     assert version(package).startswith(PINNED[package] + "."), (package, version(package))
     pin = re.search(rf'"{package}>=([\d.]+),<([\d.]+)"', (ROOT / "pyproject.toml").read_text())
-    assert pin and pin.group(1) == PINNED[package], "pyproject.toml pins another minor version than app/compat.py"
+    assert pin and pin.group(1) == PINNED[package], "pyproject.toml pins another minor version than the compat modules"
 
 
 @pytest.mark.dash_canary
@@ -155,20 +156,23 @@ PRIVATE_JS = re.compile(r"_full\w*|\bl2p\b|\bp2l\b|\._offset\b|\._length\b|\._ha
 JS_SECTION = re.compile(r"// =+ plotly\.js internals\n.*?// =+ end of plotly\.js internals\n", re.S)
 
 
+COMPAT_MODULES = (Path("app/compat.py"), Path("backend/figures/compat.py"))  # Dash's; the figures' plotly trick
+
+
 def test_private_dash_and_plotly_names_appear_only_in_the_compat_places():
     offenders = []
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT)
         skipped = rel.parts[0] in ("tests", ".venv", "build") or rel.parts[:2] == ("backend", "app")  # the link to app/
-        if skipped or rel == Path("app/compat.py") or "site-packages" in rel.parts:
+        if skipped or rel in COMPAT_MODULES or "site-packages" in rel.parts:
             continue
         offenders += [f"{rel}: {m.group()}" for m in PRIVATE_PY.finditer(path.read_text())]
     js = (ROOT / "frontend_assets" / "orientscope.js").read_text()
     assert len(JS_SECTION.findall(js)) == 1, "orientscope.js must have one marked plotly.js internals section"
     offenders += [f"orientscope.js: {m.group()}" for m in PRIVATE_JS.finditer(JS_SECTION.sub("", js))]
     assert not offenders
-    # and the compat module really holds them (so the grep above looks for the right spellings)
-    assert PRIVATE_PY.search((ROOT / "app" / "compat.py").read_text())
+    # and the compat modules really hold them (so the grep above looks for the right spellings)
+    assert all(PRIVATE_PY.search((ROOT / module).read_text()) for module in COMPAT_MODULES)
     assert PRIVATE_JS.search(JS_SECTION.search(js).group())
 
 

@@ -5,7 +5,8 @@ import pytest
 
 from orientscope.app import ids
 from orientscope.app.dashboard import STATE_OUT, first_view
-from orientscope.app.state import ViewState, control_values, parse_query
+from orientscope.app.state import control_values, parse_query
+from orientscope.figures.state import ViewState
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 

@@ -12,8 +12,8 @@ import numpy as np
 from PIL import Image
 
 from orientscope.app.density_paint import density_image, heatmap_rgba, payload_array
-from orientscope.app.figures import MAP_SCALE
 from orientscope.core.palette import CIVIDIS
+from orientscope.figures.plots import MAP_SCALE
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 from tests.app.components import map_settings, props_of

@@ -10,8 +10,8 @@ import httpx
 import numpy as np
 import pytest
 
-from orientscope.app.figures import MAP_SCALE, ColorSpec
 from orientscope.app.first_paint import first_paint_html, polyline_path, sphere_paint_html
+from orientscope.figures.plots import MAP_SCALE, ColorSpec
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.server import create_app

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from orientscope.app import panels
-from orientscope.app.mapview import map_layers, map_query, shown_points
-from orientscope.app.state import ViewState
 from orientscope.core.palette import GROUP_COLORS, UNGROUPED_GREY
+from orientscope.figures.mapview import map_layers, map_query, shown_points
+from orientscope.figures.state import ViewState
 from orientscope.services.cache import get_view
 from orientscope.services.grouping import group_ids, group_label_map
 from orientscope.services.map_view import view_points

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orientscope.app.panels import group_search_options
-from orientscope.app.state import ViewState
+from orientscope.figures.state import ViewState
 
 
 def test_the_group_search_takes_smiles_as_typed(rings_store):

@@ -94,8 +94,8 @@ def dash_url(qm9_store):
 
 @pytest.mark.dash_canary  # /_dash-layout and its Referer (app/initial_view.py)
 def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
-    from orientscope.app.mapview import map_layers
-    from orientscope.app.state import ViewState
+    from orientscope.figures.mapview import map_layers
+    from orientscope.figures.state import ViewState
 
     layers = map_layers(qm9_store, ViewState(dataset="qm9"))
     mol = str(layers.md.ids[5])

@@ -5,9 +5,9 @@ import gc
 
 import pytest
 
-from orientscope.app import mapfigure
 from orientscope.app.first_paint import page_first_paint, warm_landing
 from orientscope.app.initial_view import resolve_view
+from orientscope.figures import mapfigure
 from orientscope.server import _warm
 from orientscope.services.bytecache import shared_cache
 

@@ -6,7 +6,7 @@ import pytest
 
 from orientscope.app import panels
 from orientscope.app.map_route import PATH
-from orientscope.app.state import ViewState
+from orientscope.figures.state import ViewState
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
 
@@ -72,8 +72,8 @@ def test_an_image_from_cell_sums_is_placed_on_its_own_grid_in_the_region_asked_f
     """A wide zoom of a large view is drawn on a cell-aligned grid around the region (services/map_cells.py): the
     axes keep the region asked for, the image is placed where its pixels are, and the hook's viewport is the one
     the browser asked for (it waits for that one)."""
-    from orientscope.app.figures import MAP_SCALE
     from orientscope.core.settings import MAP_POINT_BUDGET_ENV
+    from orientscope.figures.plots import MAP_SCALE
     from orientscope.services import map_cells
 
     monkeypatch.setenv(MAP_POINT_BUDGET_ENV, "0")

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from orientscope.app.figures import selection_legend_trace
-from orientscope.app.viewer import LAB_AXES, PRINCIPAL_COLORS, molecule_scenes
 from orientscope.core import palette
+from orientscope.figures.plots import selection_legend_trace
+from orientscope.figures.viewer import LAB_AXES, PRINCIPAL_COLORS, molecule_scenes
 
 CSS = (Path(__file__).resolve().parents[2] / "frontend_assets" / "style.css").read_text()
 

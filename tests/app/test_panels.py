@@ -2,8 +2,8 @@
 
 from orientscope.app import panels
 from orientscope.app.dashboard import components_of
-from orientscope.app.mapview import map_layers
-from orientscope.app.state import ViewState
+from orientscope.figures.mapview import map_layers
+from orientscope.figures.state import ViewState
 
 
 def _ids(component) -> list:

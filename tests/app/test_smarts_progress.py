@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from orientscope.app import ids, smarts_progress
-from orientscope.app.mapview import map_layers
-from orientscope.app.state import ViewState
+from orientscope.figures.mapview import map_layers
+from orientscope.figures.state import ViewState
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.smarts_jobs import SMARTS_JOB_ABOVE_ENV
 from orientscope.pipeline.synth import SynthSpec, write_synth

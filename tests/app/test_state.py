@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orientscope.app.state import ViewState, control_values, parse_query, pin_entry, pin_text, split_pins
+from orientscope.app.state import control_values, parse_query
+from orientscope.figures.state import ViewState, pin_entry, pin_text, split_pins
 
 
 def test_round_trip_of_every_field():

@@ -30,8 +30,8 @@ def median_ms(fn, inner: int = 1) -> float:
 
 def map_spec() -> dict:
     """The map figure of full QM9 coloured by axis, as the map callback builds it."""
-    from orientscope.app.figures import ColorSpec, orientation_map_spec
     from orientscope.core.palette import OKABE_ITO
+    from orientscope.figures.plots import ColorSpec, orientation_map_spec
     from orientscope.services.map_data import frame_lines
 
     rng = np.random.default_rng(0)
@@ -46,7 +46,7 @@ def answer_encoding(spec: dict) -> str:
     from plotly.io.json import to_json_plotly
 
     from orientscope.app.compat import answer_json
-    from orientscope.app.figures import typed_arrays
+    from orientscope.figures.plots import typed_arrays
 
     answer = {"multi": True, "response": {"orientation-map": {"figure": typed_arrays(spec)}}}
     ours, plotly = median_ms(lambda: answer_json(answer), 3), median_ms(lambda: to_json_plotly(answer), 3)
@@ -57,8 +57,8 @@ def answer_encoding(spec: dict) -> str:
 def figure_validation(spec: dict) -> str:
     import plotly.graph_objects as go
 
-    import orientscope.app.figures as figures
-    from orientscope.app.compat import unvalidated_figure
+    import orientscope.figures.plots as figures
+    from orientscope.figures.compat import unvalidated_figure
     from orientscope.services.map_data import density_grids, frame_lines
 
     rng = np.random.default_rng(1)
@@ -90,7 +90,7 @@ def dispatch(spec: dict) -> str:
     from fastapi import FastAPI
 
     from orientscope.app.compat import dispatch_in_threads, install_answer_encoder
-    from orientscope.app.figures import typed_arrays
+    from orientscope.figures.plots import typed_arrays
     from tests.api.conftest import ServerThread
     from tests.app.echo_app import echo_app, echo_request
 

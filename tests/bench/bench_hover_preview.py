@@ -79,7 +79,7 @@ def server_depictions(data_dir: Path, ids: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from orientscope.app.figures import MAP_SCALE
+    from orientscope.figures.plots import MAP_SCALE
     from orientscope.services.map_data import load_map_data
 
     argv = sys.argv[1:] if argv is None else argv

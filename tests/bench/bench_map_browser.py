@@ -53,7 +53,7 @@ BASELINE_ENV = "ORIENTSCOPE_BENCH_BASELINE"  # DATA_DIR:DATASET of the same-run 
 
 def _regions() -> list[tuple[float, float, float, float]]:
     """Zoomed regions (map units): three wide, one a pan, one small enough for points."""
-    from orientscope.app.figures import MAP_SCALE as s
+    from orientscope.figures.plots import MAP_SCALE as s
 
     return [(-1.2 * s, 0.3 * s, -0.5 * s, 0.3 * s), (0.2 * s, 0.8 * s, 0.1 * s, 0.4 * s),
             (0.3 * s, 0.9 * s, 0.1 * s, 0.4 * s), (-0.5 * s, 2.5 * s, -1.2 * s, 0.2 * s),

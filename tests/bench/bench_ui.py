@@ -66,7 +66,7 @@ return arguments[0].map(p => ({dx: xa._offset + xa.l2p(p[0]) - r.width / 2, dy: 
 def click_targets(driver, md, n: int) -> list[dict]:
     """On-screen offsets (from the plot centre) of the first axis of every 9973rd molecule whose axis 1 is drawn
     (symmetry leaves some undefined: NaN, no point, and WebDriver's JSON cannot carry it), inside the plot."""
-    from orientscope.app.figures import MAP_SCALE
+    from orientscope.figures.plots import MAP_SCALE
 
     rows = [r for r in np.arange(0, md.n_molecules, 9973) if np.isfinite(md.x[r, 0]) and np.isfinite(md.y[r, 0])]
     pts = [[float(md.x[r, 0]) * MAP_SCALE, float(md.y[r, 0]) * MAP_SCALE] for r in rows]
@@ -184,7 +184,7 @@ def map_target(driver, md) -> np.ndarray:
     """Offset from the static map's centre of the first axis of the first of every 9973rd molecule well inside it
     that is alone in its pixel of the first paint's grid: a click on a shared pixel opens the chooser instead
     of the molecule (timed by the interactive click row)."""
-    from orientscope.app.figures import MAP_SCALE
+    from orientscope.figures.plots import MAP_SCALE
 
     g = driver.execute_script(GRID_JS)
     sx, sy = (g["x1"] - g["x0"]) / g["width"], (g["y1"] - g["y0"]) / g["height"]
@@ -386,9 +386,9 @@ def write_section(text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from orientscope.app.figures import MAP_SCALE
-    from orientscope.app.mapview import map_layers
-    from orientscope.app.state import ViewState
+    from orientscope.figures.mapview import map_layers
+    from orientscope.figures.plots import MAP_SCALE
+    from orientscope.figures.state import ViewState
 
     argv = sys.argv[1:] if argv is None else argv
     data_dir = ensure_store(Path(argv[0] if argv else os.environ.get("ORIENTSCOPE_BENCH_DIR", "/tmp/os-bench-ui")))

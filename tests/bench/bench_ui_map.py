@@ -211,7 +211,7 @@ def measure(data_dir: Path, dataset_id: str, read_only: bool, rng, scale: float,
 
 def main(argv: list[str] | None = None) -> None:
     """``[QM9_DATA_DIR [LARGE_DATA_DIR LARGE_DATASET]]``: QM9's rows, and the same rows on a large store."""
-    from orientscope.app.figures import MAP_SCALE
+    from orientscope.figures.plots import MAP_SCALE
 
     argv = sys.argv[1:] if argv is None else argv
     data_dir, read_only = store_of(

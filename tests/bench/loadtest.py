@@ -118,8 +118,8 @@ class Scenario:
         return f"?dataset={self.dataset}"
 
     def map_state(self, rng: random.Random) -> dict:
-        from orientscope.app.state import ViewState
         from orientscope.core.groups import GROUP_KINDS as GROUPINGS
+        from orientscope.figures.state import ViewState
 
         axes = rng.choice(["123", "123", "1", "12", "3"])
         state = ViewState(
@@ -134,7 +134,7 @@ class Scenario:
 
 def build_scenario(base: str, ids: list[str], dataset: str = DATASET) -> Scenario:
     """Read the callback graph and the colour options from a running server."""
-    from orientscope.app.figures import POINTS_START
+    from orientscope.figures.plots import POINTS_START
 
     with httpx.Client(base_url=base, timeout=120) as c:
         deps = c.get("/_dash-dependencies").raise_for_status().json()

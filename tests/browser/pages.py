@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_SCALE
+from orientscope.figures.plots import MAP_SCALE
 from tests.browser.chrome import first_paint_pixels, map_drawn
 from tests.harness import wait_until
 

@@ -11,7 +11,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from orientscope.app.figures import map_units
+from orientscope.figures.plots import map_units
 from orientscope.services.cache import get_view
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import match_smarts

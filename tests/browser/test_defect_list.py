@@ -9,9 +9,9 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import NO_MATCH
 from orientscope.app.panels import HIGHLIGHT_NOTE
 from orientscope.core.palette import GROUP_COLORS, OTHER_GREY, UNGROUPED_GREY
+from orientscope.figures.plots import NO_MATCH
 from orientscope.services.cache import get_view
 from orientscope.services.datasets import dataset_summary
 from orientscope.services.grouping import group_label_map

@@ -12,7 +12,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_SCALE
+from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import density_cells, load_map_data
 from tests.browser.chrome import map_drawn, serve
 from tests.browser.pages import open_map, settle, text_of, wait_for

@@ -15,7 +15,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_SCALE
+from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import finite_pixels, map_drawn
 from tests.browser.pages import TIP_JS, TO_PIXEL_JS, map_pixels, open_map, static_map, wait_for

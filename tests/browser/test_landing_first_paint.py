@@ -10,7 +10,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_SCALE
+from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import density_grids, load_map_data
 from tests.browser.chrome import after_frames, first_paint_pixels, make_driver, map_drawn, quit_driver
 from tests.browser.pages import FIRST_PAINT, FIRST_PAINT_JS, HOLD_JS, PANEL_JS, text_of, wait_for

@@ -10,7 +10,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_SCALE
+from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import finite_pixels
 from tests.browser.pages import TO_PIXEL_JS, open_map, text_of, wait_for

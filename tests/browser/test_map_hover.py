@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 
-from orientscope.app.figures import MAP_SCALE
+from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn
 from tests.browser.pages import TO_PIXEL_JS, open_map, wait_for

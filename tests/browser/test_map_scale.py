@@ -15,7 +15,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_SCALE
+from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import molecule_detail
 from tests.browser.chrome import PageRequests, after_frames, finite_pixels, map_drawn

@@ -11,9 +11,9 @@ from scipy.spatial.transform import Rotation
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_SCALE
 from orientscope.core.dataset import MoleculeSet
 from orientscope.core.selection import parse_selection
+from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn, serve
 from tests.browser.pages import TO_PIXEL_JS, open_map, text_of, wait_for

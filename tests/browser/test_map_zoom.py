@@ -9,7 +9,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.figures import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
+from orientscope.figures.plots import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn
 from tests.browser.pages import open_map, wait_for

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orientscope.app.figures import MUTED_OPACITY
-from orientscope.app.mapview import map_layers
 from orientscope.app.state import parse_query
 from orientscope.core.palette import HIGHLIGHT, OTHER_GREY
+from orientscope.figures.mapview import map_layers
+from orientscope.figures.plots import MUTED_OPACITY
 from tests.browser.chrome import map_drawn
 from tests.browser.pages import wait_for
 

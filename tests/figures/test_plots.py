@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from orientscope.app.figures import (
+from orientscope.core.palette import OKABE_ITO, OTHER_GREY
+from orientscope.figures.plots import (
     MAP_SCALE,
     MAX_POINT_TRACES,
     N_BINS,
@@ -26,7 +27,6 @@ from orientscope.app.figures import (
     split_points,
     typed_arrays,
 )
-from orientscope.core.palette import OKABE_ITO, OTHER_GREY
 
 
 def _axis_spec(n_points: int) -> ColorSpec:
@@ -153,7 +153,7 @@ def test_angle_histogram_is_a_ratio_to_uniform_on_a_log_scale_with_the_180_note(
 @pytest.mark.parametrize(("low", "high"), [(0.2, 60.0), (0.01, 300.0), (0.66, 1.5), (1e-3, 1e5), (0.5, 2.0)])
 def test_log_ticks_name_each_tick_by_its_whole_value(low, high):
     """Plotly's own log ticks read "5, 1, 2, 5, 10, 2, 5": 0.5 and 50 both "5" (issue 40)."""
-    from orientscope.app.figures import log_ticks
+    from orientscope.figures.plots import log_ticks
 
     ticks = log_ticks(low, high)
     values = [float(t.replace(",", "")) for t in ticks["ticktext"]]
@@ -162,7 +162,7 @@ def test_log_ticks_name_each_tick_by_its_whole_value(low, high):
 
 
 def test_angle_histogram_labels_its_ticks_its_uniform_line_and_keeps_its_footnote_inside():
-    from orientscope.app.figures import UNIFORM_LABEL
+    from orientscope.figures.plots import UNIFORM_LABEL
     from orientscope.science.so3_stats import angle_histogram, haar_ratio_histogram
 
     angles = np.r_[np.linspace(0.05, 0.25, 20), np.linspace(1.0, 3.1, 20)]  # 20 near the reference: ratio > 100
@@ -204,7 +204,7 @@ def test_typed_arrays_encode_the_map_as_plotly_does():
 
 
 def test_smarts_matches_stay_readable_at_any_count():
-    from orientscope.app.figures import MAX_RINGED_MATCHES, MUTED_OPACITY, ColorSpec, orientation_map_spec
+    from orientscope.figures.plots import MAX_RINGED_MATCHES, MUTED_OPACITY, ColorSpec, orientation_map_spec
 
     rng = np.random.default_rng(0)
     x, y = rng.uniform(-2, 2, (2, 5000))

@@ -3,10 +3,10 @@
 import numpy as np
 
 from orientscope.app.density_paint import payload_array
-from orientscope.app.figures import MAP_SCALE, NO_MATCH, TRACE
-from orientscope.app.mapfigure import map_figure, map_figure_json, selected_ring, selected_xy
-from orientscope.app.mapview import map_layers
-from orientscope.app.state import ViewState
+from orientscope.figures.mapfigure import map_figure, map_figure_json, selected_ring, selected_xy
+from orientscope.figures.mapview import map_layers
+from orientscope.figures.plots import MAP_SCALE, NO_MATCH, TRACE
+from orientscope.figures.state import ViewState
 from orientscope.services.map_raster import Viewport
 
 
@@ -70,7 +70,7 @@ def test_above_the_budget_the_map_is_an_image_under_vector_overlays(qm9_store, m
     assert kinds[:3] == ["outline", "graticule", "reference"] and "colorbar" in kinds and "points" not in kinds
     bar = next(t for t in fig["data"] if t["meta"]["kind"] == "colorbar")["marker"]
     assert bar["cmin"] < bar["cmax"] and bar["colorbar"]["title"]["text"] == "P(stored pose)"
-    # one empty WebGL trace keeps the plot's WebGL context for a zoom to points (app/figures.py GL_KEEPALIVE)
+    # one empty WebGL trace keeps the plot's WebGL context for a zoom to points (backend/figures/plots.py GL_KEEPALIVE)
     assert [t["type"] for t in fig["data"]].count("scattergl") == 1 and kinds[-1] == "webgl"
     legend, _ = map_figure_json(qm9_store, ViewState(dataset="qm9", view="map", smarts="C=O"))
     names = [t["name"] for t in legend["data"] if t["meta"]["kind"] in ("legend", "highlight")]
@@ -99,7 +99,7 @@ def test_a_zoomed_density_bins_both_maps_anew_for_the_region_and_names_each_maps
     """The density view of a region: the dataset's and its control's cells cover that region (finer than the
     whole map's there), at its ranges, on one colour scale; each figure's meta names its table (the control's
     hover and clicks pick on the control) and the viewport drawn (what a zoom asks the map-figure route for)."""
-    from orientscope.app.mapfigure import density_pair_json
+    from orientscope.figures.mapfigure import density_pair_json
     from orientscope.services.map_data import density_cells
 
     st = ViewState(dataset="qm9", view="density")
@@ -125,9 +125,9 @@ def test_a_zoomed_density_bins_both_maps_anew_for_the_region_and_names_each_maps
 def test_a_set_too_small_for_a_density_is_drawn_as_its_points_with_a_note(tmp_path):
     """Three molecules (nine points): no cell gets a density (it was blocks of 40x uniform), their points are
     drawn on both maps with the marker rule, and the note under the maps says why."""
-    from orientscope.app.mapfigure import density_pair_json
     from orientscope.app.panels import map_outputs
     from orientscope.core.dataset import from_molecules
+    from orientscope.figures.mapfigure import density_pair_json
     from orientscope.pipeline.precompute import make_params, precompute
     from orientscope.services.map_markers import MAX_PX
     from orientscope.store.shards import save_sharded

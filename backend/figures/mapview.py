@@ -14,12 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from orientscope.app import data
-from orientscope.app.figures import SPHERE_MATCH_TRACE, ColorSpec, PointTraces, split_points
-from orientscope.app.state import SCATTER_FIELDS, ViewState
+from orientscope.core.errors import OrientScopeError
 from orientscope.core.palette import AXIS_COLORS
+from orientscope.figures import data
+from orientscope.figures.plots import SPHERE_MATCH_TRACE, ColorSpec, PointTraces, split_points
+from orientscope.figures.state import SCATTER_FIELDS, ViewState
 from orientscope.services.bytecache import shared_cache
-from orientscope.services.map_data import MapData
+from orientscope.services.errors import SearchPending
+from orientscope.services.map_data import MapData, load_map_data
 from orientscope.services.map_view import (
     AXIS_NAMES,
     MapColors,
@@ -33,7 +35,7 @@ from orientscope.services.map_view import (
 # A stated sample the 3D view draws within the flat map's time budget (software WebGL pays for
 # every 3D marker on each frame of a rotation).
 SPHERE_MAX_POINTS = 5_000
-SPHERE_POINTS_TRACE = 1  # after the wire sphere (app/figures.py sphere_figure)
+SPHERE_POINTS_TRACE = 1  # after the wire sphere (backend/figures/plots.py sphere_figure)
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,7 @@ def _color_source(data_dir: Path, dataset_id: str, color: str, grouping: str, no
         name = color[5:]
         try:
             values = data.property_values(data_dir, dataset_id, name)
-        except data.OrientScopeError as err:
+        except OrientScopeError as err:
             notes.append(str(err))
         else:
             unit = data.property_units(data_dir, dataset_id).get(name)
@@ -196,7 +198,7 @@ def _color_source(data_dir: Path, dataset_id: str, color: str, grouping: str, no
         audit_id, _, name = color[6:].partition(":")
         try:
             values = data.prediction_shift(data_dir, dataset_id, audit_id, name)
-        except data.OrientScopeError as err:
+        except OrientScopeError as err:
             notes.append(str(err))
         else:
             return ColorSource("continuous", values, title=f"prediction shift: {name}")  # NaN (grey): not audited
@@ -207,7 +209,7 @@ def _color_source(data_dir: Path, dataset_id: str, color: str, grouping: str, no
 
 def _compute(data_dir: Path, st: ViewState) -> MapLayers:
     dataset_id = st.dataset
-    md = data.load_map_data(data_dir, dataset_id, st.table)
+    md = load_map_data(data_dir, dataset_id, st.table)
     notes: list[str] = [md.symmetry_note] if md.symmetry_note else []  # the legend's caption: what symmetry hides
     mask = None
     errors: list[str] = []
@@ -217,7 +219,7 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
         else:
             try:
                 mask = data.group_mask(data_dir, dataset_id, st.grouping, st.group)
-            except data.OrientScopeError as err:
+            except OrientScopeError as err:
                 errors.append(str(err))
                 mask = np.zeros(md.n_molecules, bool)
     n_mol = md.n_molecules if mask is None else int(np.count_nonzero(mask))
@@ -230,11 +232,11 @@ def _compute(data_dir: Path, st: ViewState) -> MapLayers:
     if st.smarts:
         try:
             match = np.asarray(data.smarts_mask(data_dir, dataset_id, st.smarts), bool)
-        except data.SearchPending:
+        except SearchPending:
             pending = True
             notes.append(f"the SMARTS search for {st.smarts} runs in the background (its progress shows under the "
                          "SMARTS box); the matches are highlighted when it is done")  # fmt: skip
-        except data.OrientScopeError as err:
+        except OrientScopeError as err:
             errors.append(f"SMARTS pattern not used: {err}")
         else:
             if data.graphs_from_3d(data_dir, dataset_id):
@@ -257,7 +259,7 @@ def relevant_state(st: ViewState) -> ViewState:
 
 def map_layers(data_dir: Path, st: ViewState) -> MapLayers:
     """Cached :class:`MapLayers` for a view state (keyed by the state and the map data's identity)."""
-    md = data.load_map_data(data_dir, st.dataset, st.table)
+    md = load_map_data(data_dir, st.dataset, st.table)
     key = (str(data_dir), id(md), relevant_state(st))
     layers = shared_cache().get("map_layers", key)
     if layers is not None and layers.md is md:  # the id of a dropped map data object may be reused
@@ -291,7 +293,7 @@ def shown_points(data_dir: Path, st: ViewState, layers: MapLayers) -> MapPoints:
     """
     try:
         return view_points(data_dir, shown_query(st, layers))
-    except data.OrientScopeError:  # e.g. an unknown group or property: the layers say why
+    except OrientScopeError:  # e.g. an unknown group or property: the layers say why
         return layers.raster_points
 
 

@@ -19,9 +19,9 @@ import numpy as np
 import orjson
 import plotly.graph_objects as go
 
-from orientscope.app import data
-from orientscope.app.compat import unvalidated_figure
-from orientscope.app.figures import (
+from orientscope.figures.compat import unvalidated_figure
+from orientscope.figures.mapview import MapLayers, map_layers, relevant_state, shown_points
+from orientscope.figures.plots import (
     MAP_RANGE_X,
     MAP_RANGE_Y,
     MAP_SCALE,
@@ -33,9 +33,9 @@ from orientscope.app.figures import (
     sphere_figure,
     typed_arrays,
 )
-from orientscope.app.mapview import MapLayers, map_layers, relevant_state, shown_points
-from orientscope.app.state import ViewState
+from orientscope.figures.state import ViewState
 from orientscope.services.bytecache import nbytes, shared_cache
+from orientscope.services.datasets import dataset_summary
 from orientscope.services.map_data import DENSITY_MIN_POINTS, MapData, density_grids, frame_lines, reference_points
 from orientscope.services.map_raster import MapRender, Viewport, render_map
 from orientscope.services.statistics import REFERENCE_KEY
@@ -129,7 +129,7 @@ def selected_xy(md: MapData, axes: str, selected: str | None):
 
 
 def _title_and_reference(data_dir: Path, st: ViewState, layers: MapLayers):
-    report = data.dataset_summary(data_dir, st.dataset)  # not the dataset's view: a map needs only its map arrays
+    report = dataset_summary(data_dir, st.dataset)  # not the dataset's view: a map needs only its map arrays
     ref = report.get(REFERENCE_KEY) if st.table == "original" else (report.get("control", {}).get(REFERENCE_KEY))
     title = f"{report.get('name', st.dataset)}: {layers.n_points:,} axis points of {layers.n_molecules:,} molecules"
     if layers.n_matches is not None:
@@ -271,7 +271,7 @@ def density_pair_json(
     hit = shared_cache().get("density_pair", key)
     if hit is not None and hit[0] is layers.md and hit[1] is control.md:  # the id of a dropped object may be reused
         return hit[2], layers
-    report = data.dataset_summary(data_dir, st.dataset)
+    report = dataset_summary(data_dir, st.dataset)
     _, ref = _title_and_reference(data_dir, st, layers)
     title = f"{report.get('name', st.dataset)} as stored · {layers.n_molecules:,} molecules"
     ctl_ref = (report.get("control") or {}).get(REFERENCE_KEY)

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from orientscope.app.figures import SPHERE_MATCH_TRACE, map_units
-from orientscope.app.mapview import SPHERE_POINTS_TRACE, clicked_row, map_layers
-from orientscope.app.state import ViewState
+from orientscope.figures.mapview import SPHERE_POINTS_TRACE, clicked_row, map_layers
+from orientscope.figures.plots import SPHERE_MATCH_TRACE, map_units
+from orientscope.figures.state import ViewState
 
 
 @pytest.mark.parametrize("color", ["axis", "prop:mu", "group"])
 def test_every_axis_point_is_drawn_once_whatever_the_colour(qm9_store, color):
-    from orientscope.app.mapfigure import map_figure
+    from orientscope.figures.mapfigure import map_figure
 
     state = ViewState(dataset="qm9", view="map", color=color)
     fig, layers = map_figure(qm9_store, state)  # 1200 points, below the budget: the points are drawn
@@ -32,7 +32,7 @@ def test_sphere_clicks_map_back_to_the_sampled_points(qm9_store):
 
 
 def test_a_click_on_a_highlighted_match_of_the_sphere_opens_that_match(qm9_store):
-    from orientscope.app.mapfigure import map_figure
+    from orientscope.figures.mapfigure import map_figure
 
     state = ViewState(dataset="qm9", view="sphere", smarts="C=O")
     fig, layers = map_figure(qm9_store, state)
@@ -44,7 +44,7 @@ def test_a_click_on_a_highlighted_match_of_the_sphere_opens_that_match(qm9_store
 
 
 def test_the_sphere_draws_a_stated_sample(qm9_store, monkeypatch):
-    import orientscope.app.mapview as mapview
+    import orientscope.figures.mapview as mapview
 
     monkeypatch.setattr(mapview, "SPHERE_MAX_POINTS", 500)
     layers = mapview._compute(qm9_store, ViewState(dataset="qm9", view="sphere"))

@@ -25,7 +25,6 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import sample_colorscale
 
-from orientscope.app.compat import unvalidated_figure
 from orientscope.core.numbers import format_count, format_number
 from orientscope.core.palette import (
     AXIS_COLORS,
@@ -40,6 +39,7 @@ from orientscope.core.palette import (
     REFERENCE_STAR,
     SELECTION_RING,
 )
+from orientscope.figures.compat import unvalidated_figure
 from orientscope.services.map_markers import vector_marker
 from orientscope.services.map_raster import HIGHLIGHT_LABELS
 from orientscope.services.map_view import color_range
