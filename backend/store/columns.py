@@ -248,15 +248,21 @@ def build_columns(
             {"n_molecules": n, "properties": names, "reasons": texts, "formulas": sorted(formulas),
              "signature": signature},
         )  # fmt: skip
-        _replace_folder(tmp, folder)
+        _replace_folder(tmp, folder, signature)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder
 
 
-def _replace_folder(tmp: Path, folder: Path) -> None:
-    """Rename ``tmp`` to ``folder``, replacing a stale folder (readers that mapped its files keep them)."""
+def _replace_folder(tmp: Path, folder: Path, signature: dict | None) -> None:
+    """Rename ``tmp`` to ``folder``, replacing a stale folder (readers that mapped its files keep them).
+
+    A current folder that another process renamed into place meanwhile is kept (a reader may be opening it).
+    """
+    if signature is not None and current_columns(folder, signature):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     if folder.exists():
         shutil.rmtree(folder)
     try:
