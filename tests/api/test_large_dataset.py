@@ -99,6 +99,11 @@ def clients(stores, tmp_path_factory):
     loaded_dir, columns_dir, dataset_id = stores
     mp = pytest.MonkeyPatch()
     mp.setenv("ORIENTSCOPE_COLUMNS_DIR", str(tmp_path_factory.mktemp("columns-cache")))
+    # One copy's columns memory-mapped and read with pread (as a large set's), the other's read into memory.
+    mp.setenv("ORIENTSCOPE_VIEW_CACHE_MB", "2")  # a quarter of it is less than the 2,400 molecules' columns
+    assert not cache.get_view(columns_dir, dataset_id).resident
+    mp.delenv("ORIENTSCOPE_VIEW_CACHE_MB")
+    assert cache.get_view(loaded_dir, dataset_id).resident
     with (
         ServerThread(create_app(loaded_dir, dashboard=False)) as a,
         ServerThread(create_app(columns_dir, dashboard=False)) as b,
@@ -190,29 +195,33 @@ def test_molecule_files_equal_the_loaded_ones(clients, fmt, pose):
 
 
 def test_every_molecule_read_by_rows_equals_the_loaded_view(clients, stores):
-    """The view reads single rows with pread (cell, cells, atoms, row_of): every molecule, every array, as the
-    result's Parquet tables hold it, whether its columns were stored at ingest or built on first open."""
+    """The view reads single rows (cell, cells, atoms, row_of), with pread from memory-mapped columns or from
+    columns read into memory: every molecule, every array, as the result's Parquet tables hold it, whether its
+    columns were stored at ingest or built on first open."""
     loaded_dir, columns_dir, dataset_id = stores
-    loaded, columns = StoredTables(columns_dir, dataset_id), cache.get_view(columns_dir, dataset_id)
-    assert cache.get_view(loaded_dir, dataset_id).columns_dir.is_relative_to(loaded_dir)  # written on first open
-    names = ["ids", "smiles", "n_atoms", "scores", "degenerate", "reasons", "rotations", "quaternions"]
-    names += ["eigenvalues", "centroids", "lonlat", "property_values", "charges"]
-    for i in range(N):
-        mol_id = str(loaded.ids[i])
-        assert columns.row_of(mol_id) == i
-        for a, b in zip(loaded.atoms(i), columns.atoms(i), strict=True):
-            np.testing.assert_array_equal(b, a)
+    loaded = StoredTables(columns_dir, dataset_id)
+    mapped, resident = cache.get_view(columns_dir, dataset_id), cache.get_view(loaded_dir, dataset_id)
+    assert not mapped.resident and resident.resident
+    assert resident.columns_dir.is_relative_to(loaded_dir)  # written on first open
+    for columns in (mapped, resident):
+        names = ["ids", "smiles", "n_atoms", "scores", "degenerate", "reasons", "rotations", "quaternions"]
+        names += ["eigenvalues", "centroids", "lonlat", "property_values", "charges"]
+        for i in range(N):
+            mol_id = str(loaded.ids[i])
+            assert columns.row_of(mol_id) == i
+            for a, b in zip(loaded.atoms(i), columns.atoms(i), strict=True):
+                np.testing.assert_array_equal(b, a)
+            for name in names:
+                np.testing.assert_array_equal(columns.cell(name, i), loaded.cell(name, i))
+        rows = np.random.default_rng(2).choice(N, 30, replace=False)
         for name in names:
-            np.testing.assert_array_equal(columns.cell(name, i), loaded.cell(name, i))
-    rows = np.random.default_rng(2).choice(N, 30, replace=False)
-    for name in names:
-        np.testing.assert_array_equal(columns.cells(name, rows), loaded.cells(name, rows))
-    for name in names:
-        for a, b in [(0, 7), (SHARD - 3, SHARD + 4), (N - 5, N + 20), (N, N + 1), (9, 9)]:
-            np.testing.assert_array_equal(columns.span(name, a, b), loaded.span(name, a, b))
-    for bad in (N, -1):
-        with pytest.raises(IndexError):
-            columns.cell("quaternions", bad)
+            np.testing.assert_array_equal(columns.cells(name, rows), loaded.cells(name, rows))
+        for name in names:
+            for a, b in [(0, 7), (SHARD - 3, SHARD + 4), (N - 5, N + 20), (N, N + 1), (9, 9)]:
+                np.testing.assert_array_equal(columns.span(name, a, b), loaded.span(name, a, b))
+        for bad in (N, -1):
+            with pytest.raises(IndexError):
+                columns.cell("quaternions", bad)
 
 
 @pytest.mark.parametrize("by", ["formula", "scaffold", "cluster"])
