@@ -175,8 +175,9 @@ class Settings:
     # view (~290 MB) with room for others (see services/cache.py).
     view_cache_mb: float = _setting(
         1024, "megabytes",
-        "per worker: the byte budget of the open datasets (the indexes and panels built on their memory-mapped "
-        "columns, which count nothing themselves; a warmed 10M-molecule set about 290 MB). A separate "
+        "per worker: the byte budget of the open datasets: their columns when at most a quarter of it (read into "
+        "memory; full QM9's 130 MB), else memory-mapped and counting nothing, plus the indexes and panels built on "
+        "them (a warmed 10M-molecule set about 290 MB). A separate "
         "budget so one large dataset neither evicts nor is evicted by the small derived entries above. A dataset "
         "larger than it is served but reloaded on every request (logged as a warning): raise it for large "
         "datasets or to keep several warm. The server warms datasets at start while they fit",
