@@ -15,6 +15,7 @@ from tests.services.conftest import TOY_IDS, TOY_SCORES, toy_set
 
 def test_view_is_aligned_with_the_stored_molecules(toy_dir):
     view = get_view(toy_dir, "toy")
+    assert view.resident and view.cache_nbytes() > 0  # small columns are read into memory, and counted
     mols = toy_set()
     assert list(view.ids) == TOY_IDS
     for i in range(len(view)):
