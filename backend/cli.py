@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from orientscope.core.errors import OrientScopeError
 from orientscope.core.resources import LazyModule
-from orientscope.core.settings import DEFAULT_SEED, SettingsError, resolve_data_dir
+from orientscope.core.settings import DEFAULT_SEED, SettingsError, check_choice, resolve_data_dir
 from orientscope.loaders import registry
 from orientscope.store import datasets as ds
 
@@ -32,7 +32,8 @@ ids_mod = LazyModule("orientscope.loaders.ids")
 verdict_mod = LazyModule("orientscope.science.audit_verdict")
 audit_table = LazyModule("orientscope.services.audit_table")
 sharded_ingest = LazyModule("orientscope.pipeline.sharded_ingest")
-map_data = LazyModule("orientscope.services.map_data")
+map_stage = LazyModule("orientscope.pipeline.map_stage")
+results_svc = LazyModule("orientscope.services.results")
 migrate_mod = LazyModule("orientscope.pipeline.migrate")
 
 app = typer.Typer(help="OrientScope: is your molecular dataset aligned?", no_args_is_help=True, add_completion=False)
@@ -136,11 +137,16 @@ def map_cmd(
         list[str] | None, typer.Option("--table", help="original | control (repeat for both; default both)")
     ] = None,
 ) -> None:
-    """Store DATASET's orientation map (projected axes, the x-sorted default view) in its active result,
-    so a server memory-maps it at start instead of building it (a minute or two at 10M molecules)."""
+    """Run the map stage on DATASET's active result: store its orientation map (projected axes, the banded
+    default view) in the result, if not there and current. Precompute runs it too; this is for a result stored
+    before the stage, so a server memory-maps the map at start instead of building it (a minute or two at 10M)."""
     with _failing():
         root = resolve_data_dir(data_dir)
-        folders = map_data.store_map_arrays(root, dataset, tuple(table or map_data.TABLES))
+        store = results_svc.open_result(root, dataset)
+        tables = tuple(table or map_stage.TABLES)
+        for name in tables:
+            check_choice(name, map_stage.TABLES, "table")
+        folders = map_stage.write_maps(store, None, tables)
     for folder in folders:
         typer.echo(f"stored the map of {dataset} in {folder}")
 
@@ -151,7 +157,9 @@ def migrate_cmd(
     data_dir: DataDir = None,
     shard_size: ShardSize = None,
 ) -> None:
-    """Turn DATASET, stored before the sharded layout, into a sharded one; its results are re-cut, not recomputed.
+    """Bring DATASET to the current store format: a dataset stored before the sharded layout is made sharded
+    (its results re-cut, not recomputed), and every result gets its memory-mapped columns and map arrays
+    (written if missing or stale).
 
     The only command that reads the old single-folder layout; every other one refuses it and names this one.
     """
@@ -159,11 +167,14 @@ def migrate_cmd(
         root = resolve_data_dir(data_dir)
         if not migrate_mod.needs_migration(root, dataset):
             meta = ds.read_meta(root, dataset)  # NotFoundError for an unknown dataset
-            typer.echo(f"{dataset} is already sharded ({len(meta['shards'])} shards); nothing to do")
-            return
-        with _ProgressBar(f"migrate {dataset}") as bar:
-            meta = migrate_mod.migrate_dataset(root, dataset, shard_size=shard_size, progress=bar)
-    typer.echo(f"migrated {dataset}: {meta['n_molecules']} molecules in {len(meta['shards'])} shards")
+            typer.echo(f"{dataset} is already sharded ({len(meta['shards'])} shards)")
+        else:
+            with _ProgressBar(f"migrate {dataset}") as bar:
+                meta = migrate_mod.migrate_dataset(root, dataset, shard_size=shard_size, progress=bar)
+            typer.echo(f"migrated {dataset}: {meta['n_molecules']} molecules in {len(meta['shards'])} shards")
+        with _ProgressBar(f"read arrays of {dataset}") as bar:
+            written = migrate_mod.write_all_read_arrays(root, dataset, progress=bar)
+    typer.echo(f"{dataset}: memory-mapped columns and map arrays current for {len(written)} result(s)")
 
 
 @app.command("report")

@@ -171,12 +171,13 @@ class Settings:
         "loaded datasets and the map's points have budgets of their own (below)",
         unit="MB",
     )  # fmt: skip
-    # A full-QM9 view is ~210 MB at load and ~360 MB warmed; 1024 MB holds one warmed 10M-molecule column view
-    # (~290 MB) or two or three warmed QM9-sized views (see services/cache.py).
+    # A view's columns are memory maps: only its warmed indexes count. 1024 MB holds one warmed 10M-molecule
+    # view (~290 MB) with room for others (see services/cache.py).
     view_cache_mb: float = _setting(
         1024, "megabytes",
-        "per worker: the byte budget of the loaded datasets (their arrays plus the indexes and panels built on "
-        "them; a warmed full QM9 is about 360 MB, a warmed 10M-molecule sharded set about 600 MB). A separate "
+        "per worker: the byte budget of the open datasets: their columns when at most a quarter of it (read into "
+        "memory; full QM9's 130 MB), else memory-mapped and counting nothing, plus the indexes and panels built on "
+        "them (a warmed 10M-molecule set about 290 MB). A separate "
         "budget so one large dataset neither evicts nor is evicted by the small derived entries above. A dataset "
         "larger than it is served but reloaded on every request (logged as a warning): raise it for large "
         "datasets or to keep several warm. The server warms datasets at start while they fit",
@@ -185,21 +186,15 @@ class Settings:
     map_cache_mb: float = _setting(
         1024, "megabytes",
         "per worker: the byte budget of the map's points (each dataset's projected axes and ids, and the banded, "
-        "x-sorted points of the views drawn). A 10M-molecule dataset's map data is about 370 MB and its default "
-        "view about 390 MB when built in memory, nothing when memory-mapped from stored map arrays (section 9) "
-        "(each further colouring of a view 30-120 MB); QM9's together about 15 MB",
+        "x-sorted points of the views drawn). A dataset's map data and default view are memory-mapped from its "
+        "stored map arrays (section 9) and cost none of it; each further view or colouring of 10M molecules "
+        "30-120 MB, QM9's together about 15 MB",
         unit="MB",
-    )  # fmt: skip
-    column_view_above: int = _setting(
-        1_000_000, "count",
-        "sharded datasets of at least this many molecules are served from memory-mapped columns instead of being "
-        "loaded (section 9)",
-        unit="molecules",
     )  # fmt: skip
     columns_dir: Path | None = _setting(
         None, "path",
-        "where the server writes those columns (about 1 KB per molecule; outside the store, so read-only stores "
-        "work)",
+        "where a server writes the memory-mapped columns and map arrays of a result stored without them when it "
+        "cannot write into the store (about 1 KB per molecule; precompute and migrate write them into the result)",
         default_text="`<tmp>/orientscope-columns`",
     )  # fmt: skip
     # Above this many points in view the map is aggregated on the server into an image (one pixel grid's worth

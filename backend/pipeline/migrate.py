@@ -12,6 +12,9 @@ lock held (a running pipeline is waited for), the new folder then takes the
 old one's place in one atomic exchange (``staging.publish``). Until then the
 old dataset is untouched; a failed or killed migration
 leaves it as it was.
+
+:func:`write_all_read_arrays` (also run by ``orientscope migrate`` on a dataset already
+sharded) gives every result stored before the read arrays its memory-mapped columns and map.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ import numpy as np
 from orientscope import __version__
 from orientscope.core.errors import DatasetError
 from orientscope.core.progress import Progress, quiet
+from orientscope.pipeline.read_arrays import write_read_arrays
 from orientscope.pipeline.staging import publish, staging
 from orientscope.science.clustering import popcounts
 from orientscope.store import datasets as ds
 from orientscope.store.atomic import read_json
 from orientscope.store.relayout import copy_other_entries, cut_molecules, cut_result
-from orientscope.store.results import MANIFEST, all_results_locked, list_result_keys
+from orientscope.store.results import MANIFEST, ResultStore, all_results_locked, list_result_keys
 from orientscope.store.shards import (
     FORMAT_VERSION,
     SHARDED,
@@ -104,6 +108,25 @@ def migrate_dataset(
         log.info("migrated %s to %d shards in %.1f s", dataset_id, len(shards), seconds)
         notify(1.0, f"migrated {dataset_id} to {len(shards)} shards in {seconds:.1f} s", "migrate")
         return new_meta
+
+
+def write_all_read_arrays(data_dir: Path, dataset_id: str, progress: Progress | None = None) -> list[str]:
+    """Write every computed result's read arrays (``pipeline.read_arrays``: memory-mapped columns, map
+    arrays) that are missing or stale, each under its result's lock; the keys of the results done."""
+    data_dir = Path(data_dir)
+    ds.require_current_layout(dataset_id, ds.read_meta(data_dir, dataset_id))
+    notify = progress or quiet
+    keys = list_result_keys(data_dir, dataset_id)
+    done = []
+    for k, key in enumerate(keys):
+        manifest = read_json(ds.dataset_dir(data_dir, dataset_id) / "results" / key / MANIFEST)
+        store = ResultStore(data_dir, dataset_id, manifest["params"])
+        with store.lock():
+            if store.completed("frames"):
+                write_read_arrays(data_dir, dataset_id, store)
+                done.append(key)
+        notify((k + 1) / len(keys), f"results: {k + 1}/{len(keys)}", "read arrays")
+    return done
 
 
 def _write_popcounts(result: Path, refs: list) -> None:

@@ -21,6 +21,7 @@ from orientscope.core.progress import Progress
 from orientscope.core.settings import DEFAULT_SEED, check_choice, validate_id
 from orientscope.pipeline.builtin import BUILTIN
 from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
+from orientscope.pipeline.read_arrays import write_read_arrays
 from orientscope.pipeline.shard_smarts import index_result, unindexed_shards
 from orientscope.pipeline.sharded import STAGES, precompute_sharded
 from orientscope.pipeline.smarts_jobs import smarts_job_above
@@ -118,7 +119,8 @@ def precompute(
     engine: Engine | None = None,
 ) -> ResultStore:
     """Compute every missing stage (or ``stages``), and every one stored under an older rule
-    (:func:`older_rule_stages`), and mark the result active.
+    (:func:`older_rule_stages`), write the result's read arrays (``pipeline.read_arrays``: the
+    memory-mapped columns and the map), and mark the result active.
 
     ``progress`` hears the fraction of all stages to run, with each stage's name. A re-run after a
     crash keeps the stages the interrupted run recorded and takes over the per-shard tasks it finished
@@ -144,6 +146,8 @@ def precompute(
                 precompute_sharded(source, dataset_id, params, run_on, store, todo, progress, reuse=not force)
         n = min(int(meta["n_molecules"]), limit or int(meta["n_molecules"]))
         _index_for_search(store, engine or spec, n, progress)
+        if store.completed("frames"):  # what every read serves from (kept if current: a re-run writes nothing)
+            write_read_arrays(data_dir, dataset_id, store, engine, progress)
         ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
     return store
 

@@ -1,8 +1,9 @@
-"""In-memory view of one dataset's active result, shared by every read service.
+"""The one read view of a dataset's active result, shared by every read service, at every size.
 
-A :class:`DatasetView` holds the molecules and the per-molecule tables of the
-dataset's active result as NumPy arrays, so a request for one molecule is a
-dictionary lookup plus a few slices. Views live in an LRU bounded in bytes
+A :class:`DatasetView` serves the molecules and the per-molecule tables of the
+dataset's active result from the result's memory-mapped columns
+(``store.columns``), for 200 molecules as for 10M: a request for one molecule is
+a hash lookup plus a few reads, and only the pages requests touch are held. Views live in an LRU bounded in bytes
 (``ORIENTSCOPE_VIEW_CACHE_MB``) keyed by (data dir, dataset id); each lookup compares the modification times of
 ``dataset.json`` and of the result's ``manifest.json`` with the ones the view
 was built from, so a recomputed or re-activated result is picked up at once.
@@ -23,35 +24,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from orientscope.core.dataset import MoleculeSet
 from orientscope.core.errors import NotFoundError
-from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
-from orientscope.core.settings import env_name, settings, validate_id
+from orientscope.core.settings import env_name, validate_id
+from orientscope.pipeline.read_arrays import write_columns
 from orientscope.services.bytecache import ByteBudgetCache, budget_bytes, nbytes, release_freed_memory
 from orientscope.services.results import open_result
 from orientscope.store import columns as cols
 from orientscope.store import datasets as ds
 from orientscope.store.results import MANIFEST, ResultStore
-from orientscope.store.shards import is_sharded, shard_table_paths
+from orientscope.store.shards import shard_table_paths
 
 log = logging.getLogger(__name__)
 
-# Loaded dataset views get their own byte budget, apart from ORIENTSCOPE_CACHE_MB's cache of
-# derived data: a full-QM9 view is ~210 MB at load and ~360 MB once its panels, k-d tree,
-# fingerprint and SMARTS indexes are built, so in one shared budget a single view would evict
+# Dataset views get their own byte budget, apart from ORIENTSCOPE_CACHE_MB's cache of
+# derived data: a warmed full-QM9 view holds its panels, k-d tree, fingerprint and SMARTS
+# indexes on the heap (its columns are memory maps), so in one shared budget a single view would evict
 # every map figure and first page (or be refused outright), while a burst of small map entries
 # would evict the view that costs seconds to reload. The default holds one warmed 10M-molecule
-# column view (~290 MB with its k-d tree and one sort order; ~600 MB before the tree kept the mapped quaternions;
-# at 512 MB it was reloaded on every request, 20-80 s each) or two or three warmed QM9-sized views; with the
+# view (~290 MB with its k-d tree and one sort order; ~600 MB before the tree kept the mapped quaternions;
+# at 512 MB it was reloaded on every request, 20-80 s each) and several warmed QM9-sized views; with the
 # 256 MB of derived data a warmed worker stays near 1.1 GB after `make loadtest` (one dataset). Several large
 # datasets used in turn fill it: lower it to bound a worker (e.g. 512 MB holds one warmed QM9).
 VIEW_CACHE_MB_ENV = env_name("view_cache_mb")
 _VIEWS = "views"
-
-# Sharded datasets of at least this many molecules are served from memory-mapped
-# columns (:class:`ColumnView`) instead of being loaded: 10M molecules in memory would
-# need ~10 GB, while their memory-mapped columns cost only the pages requests touch.
-COLUMN_VIEW_ABOVE_ENV = env_name("column_view_above")
 
 # Optional stages written by other parts of the pipeline: (stage, table).
 MODELS_SCORES = ("models", "scores")
@@ -96,43 +91,71 @@ def check_dataset_id(dataset_id: str) -> str:
 
 
 class DatasetView:
-    """Arrays of one dataset's active result, aligned with the frames table.
+    """Arrays of one dataset's active result, over its memory-mapped columns (``store.columns``), at any size.
 
-    Row ``i`` of every array refers to the ``i``-th molecule of the result
-    (the order of the stored frames table); ``rows[i]`` is its row in the
-    stored dataset, which differs when the result was computed with a limit.
+    Row ``i`` of every array refers to the ``i``-th molecule of the result (the order
+    of its frames table; a limit run's subset). The arrays are read-only memory maps,
+    so only the pages a request touches are read; single molecules are read with
+    ``pread``, and ids are found through a sorted hash index. Columns small enough
+    (:data:`RESIDENT_SHARE`) are read into memory instead, behind the same readers
+    (``store.columns.ArrayReader``, ``DictIndex``). The columns are written
+    by the pipeline with the result (``pipeline.read_arrays``); a result stored before
+    that has them written on first open (seconds at QM9, minutes at 10M).
     """
 
     def __init__(self, data_dir: Path, dataset_id: str, meta: dict, store: ResultStore, signature: tuple):
-        self._open(data_dir, dataset_id, meta, store, signature)
-
-        self.mols: MoleculeSet = ds.load_dataset(data_dir, dataset_id)
-        frames = store.table("frames", "original").to_pandas()
-        self.ids: np.ndarray = frames["id"].to_numpy(str)
-        # Plain str keys (tolist): NumPy's str_ scalars take ~30 bytes more each (4 MB at QM9).
-        self.index: dict[str, int] = {mol_id: i for i, mol_id in enumerate(self.ids.tolist())}
-        dataset_rows = {mol_id: i for i, mol_id in enumerate(self.mols.ids.tolist())}
-        self.rows = np.fromiter((dataset_rows[m] for m in self.ids), dtype=np.int64, count=len(self.ids))
-        self.rotations = frames[R_COLUMNS].to_numpy(np.float64).reshape(-1, 3, 3)
-        self.quaternions = frames[Q_COLUMNS].to_numpy(np.float64)
-        self.eigenvalues = frames[EV_COLUMNS].to_numpy(np.float64)
-        self.centroids = frames[C_COLUMNS].to_numpy(np.float64)
-        self.degenerate = frames["degenerate"].to_numpy(bool)
-        self.reasons = frames["reason"].to_numpy(str)
-        self.lonlat = frames[LONLAT_COLUMNS].to_numpy(np.float64).reshape(-1, 3, 2)
-        self.n_atoms = self.mols.n_atoms[self.rows]
-        self.smiles = (
-            self.mols.smiles[self.rows] if self.mols.smiles is not None else np.full(len(self.ids), "", dtype=object)
-        )
-        props = self.mols.properties
-        self.property_names: list[str] = [str(c) for c in props.columns]
-        self.property_values = (
-            props.to_numpy(np.float64)[self.rows] if len(props.columns) else np.zeros((len(self.ids), 0))
-        )
-        self.property_units: dict[str, str] = dict(self.mols.property_units)
-        self.scores = self._scores()
-        self._extra_bytes = 0
-        self._base_bytes = nbytes([v for k, v in vars(self).items() if k not in _UNSIZED])
+        self.data_dir = data_dir
+        self.dataset_id = dataset_id
+        self.meta = meta
+        self.store = store
+        self.signature = signature
+        self.manifest = store.manifest()
+        self._lock = threading.RLock()
+        self._extras: dict[str, Any] = {}
+        folder = _columns_folder(data_dir, dataset_id, meta, store)
+        self.columns_dir = folder
+        # Columns of at most a quarter of the view budget (full QM9's: 130 MB) are read into memory: a molecule
+        # is then a few indexings, where a pread per column cost 0.99 ms against 0.36 ms per QM9 molecule
+        # detail. Larger ones are memory-mapped and their single rows read with pread (the same code reads both).
+        self.resident = cols.folder_bytes(folder) <= budget_bytes("view_cache_mb") // RESIDENT_SHARE
+        arrays, info = cols.open_columns(folder, mapped=not self.resident)
+        if self.resident:
+            self._reader = cols.ArrayReader(arrays)
+            self._id_index = cols.DictIndex(arrays["ids"])
+        else:
+            # Single molecules (details, page rows, neighbours) are read with pread, whole columns through the maps.
+            self._reader = cols.ColumnReader(
+                folder, [*_ROW_COLUMNS.values(), "formula", "offsets", "z", "positions", "id_hash", "id_order"]
+            )
+            self._id_index = cols.IdIndex(self._reader, arrays["id_hash"])
+        self._mapped = {id(array): name for name, array in arrays.items()}  # for value_at
+        self._labels = np.asarray(info["reasons"], dtype=str)
+        self._reads, self._n = 0, len(arrays["ids"])
+        self.ids = arrays["ids"]
+        self.rotations = arrays["rotations"]
+        self.quaternions = arrays["quaternions"]
+        self.eigenvalues = arrays["eigenvalues"]
+        self.centroids = arrays["centroids"]
+        self.degenerate = arrays["degenerate"]
+        self.reasons = _Labelled(arrays["reason_codes"], np.asarray(info["reasons"], dtype=str))
+        self.lonlat = arrays["lonlat"]
+        self.n_atoms = arrays["n_atoms"]
+        self.smiles = arrays["smiles"]
+        self.charges = arrays["charges"]
+        self.property_names = list(info["properties"])
+        self.property_values = arrays["properties"]
+        self.property_units = dict(meta.get("property_units", {}))
+        self.scores = arrays["scores"]
+        # Known at build time (the chemistry stage's formulas are the same Hill formulas), so
+        # nothing loads the chemistry tables (gigabytes at 10M) or scans 10M formulas for them.
+        self._extras["formulas"] = arrays["formula"]
+        if not self.has_table(*CHEMISTRY_MOLECULES):
+            # With a chemistry stage, its own formula groups (codes and labels) are used instead.
+            self._extras["group_labels:formula"] = {f: f for f in info["formulas"]}
+        # Read into memory, the arrays are the view's heap (the formulas piece is one of them); mapped, the page cache's.
+        self._base_bytes = nbytes(list(arrays.values())) + nbytes(self._id_index.rows) if self.resident else 0
+        self._extra_bytes = 0 if self.resident else nbytes(self._extras)
+        self._maps = [] if self.resident else list(arrays.values())
 
     # ------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -142,19 +165,9 @@ class DatasetView:
     def result_key(self) -> str:
         return self.store.key
 
-    def _open(self, data_dir: Path, dataset_id: str, meta: dict, store: ResultStore, signature: tuple) -> None:
-        """What every kind of view keeps before reading its arrays: where it is from, its manifest, no pieces."""
-        self.data_dir = data_dir
-        self.dataset_id = dataset_id
-        self.meta = meta
-        self.store = store
-        self.signature = signature
-        self.manifest = store.manifest()
-        self._lock = threading.RLock()
-        self._extras: dict[str, Any] = {}
-
     def cache_nbytes(self) -> int:
-        """Bytes held: the arrays read at load plus every lazy piece built so far."""
+        """Bytes held on the heap: columns read into memory and every lazy piece built so far (memory maps count
+        nothing: they are the page cache's)."""
         return self._base_bytes + self._extra_bytes
 
     def has_table(self, stage: str, table: str) -> bool:
@@ -164,17 +177,6 @@ class DatasetView:
             return False
         return table in entry.get("tables", []) or bool(shard_table_paths(self.store.dir, stage, table))
 
-    def row_of(self, mol_id: str) -> int:
-        """Row of a molecule id in this result; NotFoundError naming it otherwise."""
-        i = self.index.get(str(mol_id))
-        if i is None:
-            raise NotFoundError(f"unknown molecule {mol_id!r} in dataset {self.dataset_id!r}")
-        return i
-
-    def atoms(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """(atomic numbers (n,), stored positions (n, 3) Å) of result row ``i``."""
-        return self.mols.atoms_of(int(self.rows[i]))
-
     def canonical_positions(self, i: int, positions: np.ndarray | None = None) -> np.ndarray:
         """(n, 3) Å: R @ (x - centroid), exactly as the pipeline defines it.
 
@@ -182,22 +184,6 @@ class DatasetView:
         """
         pos = self.atoms(i)[1] if positions is None else positions
         return (pos - self.cell("centroids", i)) @ self.cell("rotations", i).T
-
-    def cell(self, column: str, i: int) -> Any:
-        """Row ``i`` of one per-molecule array (``ids``, ``rotations``, ``property_values``, ...)."""
-        return getattr(self, column)[i]
-
-    def cells(self, column: str, rows: np.ndarray) -> np.ndarray:
-        """Rows ``rows`` (a few; an int array) of one per-molecule array."""
-        return getattr(self, column)[rows]
-
-    def span(self, column: str, start: int, stop: int) -> np.ndarray:
-        """Rows ``start:stop`` of one per-molecule array."""
-        return np.asarray(getattr(self, column)[start:stop])
-
-    def value_at(self, array: np.ndarray, i: int) -> Any:
-        """``array[i]`` for a per-molecule array of this view or one of its pieces (e.g. formulas, group codes)."""
-        return array[i]
 
     def aligned_table(self, stage: str, table: str) -> pd.DataFrame | None:
         """A per-molecule table of an optional stage, reindexed to this result's rows (None if absent)."""
@@ -209,15 +195,8 @@ class DatasetView:
         df["id"] = df["id"].astype(str)
         return df.drop_duplicates("id").set_index("id").reindex(self.ids).reset_index()
 
-    def _scores(self) -> np.ndarray:
-        """(n,) classifier score per molecule; NaN where the models stage has none."""
-        df = self.aligned_table(*MODELS_SCORES)
-        if df is None or "classifier_score" not in df.columns:
-            return np.full(len(self), np.nan)
-        return pd.to_numeric(df["classifier_score"], errors="coerce").to_numpy(np.float64)
-
     # ------------------------------------------------------------ lazy pieces
-    def extra(self, name: str, build: Callable[[], Any]) -> Any:
+    def _built(self, name: str, build: Callable[[], Any]) -> Any:
         """A derived object built once per view (thread-safe)."""
         try:
             return self._extras[name]
@@ -232,67 +211,15 @@ class DatasetView:
                 self._extras[name] = value
             return self._extras[name]
 
-
-class ColumnView(DatasetView):
-    """A :class:`DatasetView` of a large sharded dataset over memory-mapped columns (``store.columns``).
-
-    The same attributes and answers as a loaded view; the arrays are read-only memory
-    maps, so only the pages a request touches are read, and ids are found through a
-    sorted hash index instead of a dictionary. Built once per result (minutes at 10M).
-    """
-
-    def __init__(self, data_dir: Path, dataset_id: str, meta: dict, store: ResultStore, signature: tuple):
-        self._open(data_dir, dataset_id, meta, store, signature)
-        folder = cols.columns_folder(data_dir, dataset_id, store.key, signature)
-        if not (folder / cols.META).is_file():
-            log.info("writing memory-mapped columns of %s [%s] to %s", dataset_id, store.key, folder)
-            cols.build_columns(data_dir, dataset_id, meta, store.dir, folder, self.has_table(*MODELS_SCORES))
-            release_freed_memory()  # the build's per-shard tables and id sort: 350 MB kept by the allocators at 10M
-        arrays, info = cols.open_columns(folder)
-        self.columns_dir = folder
-        # Single molecules (details, page rows, neighbours) are read with pread, whole columns through the maps.
-        self._reader = cols.ColumnReader(
-            folder, [*_ROW_COLUMNS.values(), "formula", "offsets", "z", "positions", "id_hash", "id_order"]
-        )
-        self._mapped = {id(array): name for name, array in arrays.items()}  # for value_at
-        self._id_index = cols.IdIndex(self._reader, arrays["id_hash"])
-        self._labels = np.asarray(info["reasons"], dtype=str)
-        self._reads, self._n = 0, len(arrays["ids"])
-        self.mols = None
-        self.rows = None  # result rows are the dataset's rows (no limit)
-        self.ids = arrays["ids"]
-        self.rotations = arrays["rotations"]
-        self.quaternions = arrays["quaternions"]
-        self.eigenvalues = arrays["eigenvalues"]
-        self.centroids = arrays["centroids"]
-        self.degenerate = arrays["degenerate"]
-        self.reasons = _Labelled(arrays["reason_codes"], np.asarray(info["reasons"], dtype=str))
-        self.lonlat = arrays["lonlat"]
-        self.n_atoms = arrays["n_atoms"]
-        self.smiles = arrays["smiles"]
-        self.property_names = list(info["properties"])
-        self.property_values = arrays["properties"]
-        self.property_units = dict(meta.get("property_units", {}))
-        self.scores = arrays["scores"]
-        # Known at build time (the chemistry stage's formulas are the same Hill formulas), so
-        # nothing loads the chemistry tables (gigabytes at 10M) or scans 10M formulas for them.
-        self._extras["formulas"] = arrays["formula"]
-        if not self.has_table(*CHEMISTRY_MOLECULES):
-            # With a chemistry stage, its own formula groups (codes and labels) are used instead.
-            self._extras["group_labels:formula"] = {f: f for f in info["formulas"]}
-        self._extra_bytes = nbytes(self._extras)
-        self._base_bytes = 0  # memory maps: the page cache holds them, not this process's heap
-        self._maps = list(arrays.values())
-
     def extra(self, name: str, build: Callable[[], Any]) -> Any:
-        """As :meth:`DatasetView.extra`; after a piece is built, the pages it read are unmapped.
+        """A derived object built once per view (thread-safe); after it is built, the pages it read are unmapped.
 
         Building a piece (a sort order, the pose tree) reads whole columns; left mapped they
         would count ~1 KB per molecule in the server's RSS, though the page cache keeps them.
         """
         if name in self._extras:
             return self._extras[name]
-        value = super().extra(name, build)
+        value = self._built(name, build)
         for array in self._maps:
             cols.release_pages(array)
         return value
@@ -310,7 +237,7 @@ class ColumnView(DatasetView):
     def cell(self, column: str, i: int) -> Any:
         name = _ROW_COLUMNS.get(column)
         if name is None:
-            return super().cell(column, i)
+            return getattr(self, column)[i]
         value = self._reader.row(name, self._check(i))
         return self._labels[value] if column == "reasons" else value
 
@@ -318,7 +245,7 @@ class ColumnView(DatasetView):
         name = _ROW_COLUMNS.get(column)
         rows = np.asarray(rows, dtype=np.int64)
         if name is None or len(rows) > _PREAD_MAX_ROWS:
-            return super().cells(column, rows)
+            return getattr(self, column)[rows]
         for i in rows.tolist():
             self._check(i)
         values = self._reader.take(name, rows)
@@ -327,7 +254,7 @@ class ColumnView(DatasetView):
     def span(self, column: str, start: int, stop: int) -> np.ndarray:
         name = _ROW_COLUMNS.get(column)
         if name is None:
-            return super().span(column, start, stop)
+            return np.asarray(getattr(self, column)[start:stop])
         start, stop, _ = slice(start, stop).indices(len(self))
         values = self._reader.span(name, start, max(start, stop))
         return self._labels[values] if column == "reasons" else values
@@ -335,7 +262,7 @@ class ColumnView(DatasetView):
     def value_at(self, array: np.ndarray, i: int) -> Any:
         name = self._mapped.get(id(array))
         if name != "formula":  # the one mapped column handed out as a piece (formulas, formula group codes)
-            return super().value_at(array, i)
+            return array[i]
         return self._reader.row(name, self._check(i))
 
     def _check(self, i: int) -> int:
@@ -343,7 +270,7 @@ class ColumnView(DatasetView):
         if not 0 <= i < self._n:
             raise IndexError(f"row {i} of dataset {self.dataset_id!r} with {len(self)} molecules")
         self._reads += 1
-        if self._reads % _RELEASE_EVERY == 0:
+        if self._maps and self._reads % _RELEASE_EVERY == 0:
             # Lists (formulas, group codes) and the pose tree's points are read through the maps; the
             # kernel maps whole folios around each touched page, so random rows would map the columns.
             for array in self._maps:
@@ -351,7 +278,7 @@ class ColumnView(DatasetView):
         return i
 
 
-# Per-molecule arrays of a view and the column files a ColumnView reads their rows from.
+# Per-molecule arrays of a view and the column files it reads their rows from.
 _ROW_COLUMNS = {
     "ids": "ids",
     "smiles": "smiles",
@@ -365,7 +292,9 @@ _ROW_COLUMNS = {
     "centroids": "centroids",
     "lonlat": "lonlat",
     "property_values": "properties",
+    "charges": "charges",
 }
+RESIDENT_SHARE = 4  # columns of at most 1/RESIDENT_SHARE of ORIENTSCOPE_VIEW_CACHE_MB are read into memory
 _PREAD_MAX_ROWS = 4096  # more rows than this are read through the maps (one read each would be slower)
 _RELEASE_EVERY = 4096  # row reads between two releases of the mapped pages (~0.05 ms each)
 
@@ -383,17 +312,22 @@ class _Labelled:
         return self.labels[self.codes[key]]
 
 
-def column_view_above() -> int:
-    return settings().column_view_above
-
-
-def _view_class(meta: dict, store: ResultStore) -> type[DatasetView]:
-    large = int(meta.get("n_molecules", 0)) >= column_view_above()
-    return ColumnView if large and is_sharded(meta) and not store.params.get("limit") else DatasetView
-
-
-# Attributes of a view that are not its data (the store handle, locks, the lazy pieces counted apart).
-_UNSIZED = frozenset({"data_dir", "store", "_lock", "_extras", "_extra_bytes"})
+def _columns_folder(data_dir: Path, dataset_id: str, meta: dict, store: ResultStore) -> Path:
+    """The result's current columns folder: the one the pipeline stored with it, else one written now
+    (into the result folder, or beside it in the column cache if the store is read-only)."""
+    signature = cols.columns_signature(meta, store.manifest(), store.params.get("limit"))
+    stored = cols.store_columns_folder(store.dir)
+    cached = cols.cache_columns_folder(store.dir, dataset_id, store.key)
+    for folder in (stored, cached):
+        if cols.current_columns(folder, signature):
+            return folder
+    log.info("%s [%s] was stored without its columns: writing them", dataset_id, store.key)
+    try:
+        folder = write_columns(data_dir, dataset_id, store, stored)
+    except PermissionError:  # a read-only store
+        folder = write_columns(data_dir, dataset_id, store, cached)
+    release_freed_memory()  # the build's per-shard tables and id sort: 350 MB kept by the allocators at 10M
+    return folder
 
 
 class ViewCache:
@@ -465,7 +399,7 @@ class ViewCache:
             raise NotFoundError(f"dataset {dataset_id!r} has no computed frames yet")
         signature = self._signature(data_dir, dataset_id, store.key)
         log.info("loading %s [%s] into the view cache", dataset_id, store.key)
-        return _view_class(meta, store)(data_dir, dataset_id, meta, store, signature)
+        return DatasetView(data_dir, dataset_id, meta, store, signature)
 
     def clear(self) -> None:
         self._cache.clear()

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from orientscope.core.elements import hill_formulas
 from orientscope.core.groups import GROUP_KINDS, UNGROUPED
 from orientscope.services.bytecache import nbytes
-from orientscope.services.cache import CHEMISTRY_MOLECULES, ColumnView, DatasetView
+from orientscope.services.cache import CHEMISTRY_MOLECULES, DatasetView
 from orientscope.services.errors import InvalidInput
 from orientscope.store.atomic import read_table
 from orientscope.store.shards import shard_table_paths
@@ -42,21 +42,22 @@ def check_group_kind(by: str, loc: str = "by") -> str:
 def chemistry_table(view: DatasetView) -> pd.DataFrame | None:
     """The chemistry stage's per-molecule table aligned with the view (None if not computed).
 
-    Loads every column: for a loaded view only. A column view (10M molecules: gigabytes of
-    SMILES and scaffolds) reads the columns it needs shard by shard (:func:`_group_table`).
+    Loads every column: only for a result whose chemistry table is one file. With per-shard tables
+    (10M molecules: gigabytes of SMILES and scaffolds) the columns needed are read shard by shard
+    (:func:`_group_table`).
     """
     return view.extra("chemistry_molecules", lambda: view.aligned_table(*CHEMISTRY_MOLECULES))
 
 
 def _shard_tables(view: DatasetView) -> list[Path]:
-    """A column view's per-shard chemistry molecules tables, in row order (empty if it has none)."""
-    return shard_table_paths(view.store.dir, CHEMISTRY_STAGE, "molecules") if isinstance(view, ColumnView) else []
+    """The view's per-shard chemistry molecules tables, in row order (empty if it has none)."""
+    return shard_table_paths(view.store.dir, CHEMISTRY_STAGE, "molecules")
 
 
 def _group_table(view: DatasetView) -> pd.DataFrame | None:
     """The chemistry stage's group columns aligned with the view (None if not computed).
 
-    A column view reads only these integer columns of its shards' tables (~80 MB per grouping
+    Reads only these integer columns of the shards' tables (~80 MB per grouping
     at 10M): they hold the dataset's molecules in shard order, which is the view's row order.
     """
     paths = _shard_tables(view)
@@ -150,7 +151,7 @@ def stage_groups_table(view: DatasetView, by: str) -> pd.DataFrame | None:
 def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:
     """{molecule id: SMILES of the graph the chemistry stage used} of the ``wanted`` ids (e.g. cluster leaders).
 
-    A column view reads its shards' id and SMILES columns one shard at a time.
+    Reads the shards' id and SMILES columns one shard at a time.
     """
     paths = _shard_tables(view)
     if paths:

@@ -5,13 +5,12 @@ three for a full frame, its one defined axis for a linear molecule or a
 symmetric top, none for a single atom or a spherical top. An undefined axis is
 stored as NaN and is never a point (:meth:`MapData.points`).
 
-Reads the stored frames table (never recomputes frames) one shard at a time,
-projects the axes to the equal-area Mollweide plane as float32, and draws
-points in one seeded order so that no colour group hides another: the order of
-the counter-based keys of (seed, point), so it is never stored and any subset of
-points sorts into it on its own. At 10M molecules the map data holds about
-370 MB (x, y 240 MB, ids as one Arrow string column 120 MB, degenerate flags).
-Results are kept in the process's byte-bounded cache
+Only reads: the pipeline's map stage (``pipeline.map_stage``) projects the stored
+frames to the equal-area Mollweide plane as float32 and stores them with the
+default view's points in banded order; this module memory-maps them (a result
+stored before that stage has them written on first open). Points are drawn in
+one seeded order so that no colour group hides another (``science.map_order``).
+Maps are kept in the process's byte-bounded cache
 (``orientscope.services.bytecache``) per (data dir, dataset, result, table), and a
 changed manifest makes a new key.
 """
@@ -19,7 +18,6 @@ changed manifest makes a new key.
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -28,8 +26,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from orientscope.science.counter_rng import random_bits
-from orientscope.science.frames import orientation_of, symmetry_kinds
+from orientscope.pipeline.map_stage import TABLES, map_signature, write_map
+from orientscope.science.map_order import (  # noqa: F401  (band_of, band_ranges, band_starts: read here by the map's services)
+    AXES,
+    DRAW_STREAM,
+    band_of,
+    band_ranges,
+    band_starts,
+    banded_order,
+    banded_points,
+    defined_points,
+    draw_keys,
+)
 from orientscope.science.map_scales import ELLIPSE_AREA, density_ceiling, density_ratio, grid_counts
 from orientscope.science.nearest_point import point_keys
 from orientscope.science.rotations import derived_seed
@@ -42,19 +50,12 @@ from orientscope.science.sphere import (
     mollweide_xy,
 )
 from orientscope.services.bytecache import map_cache, nbytes, release_freed_memory
-from orientscope.services.cache import column_view_above
 from orientscope.services.results import open_result
 from orientscope.store import map_arrays
-from orientscope.store.atomic import read_table
-from orientscope.store.datasets import read_meta
 from orientscope.store.results import MANIFEST
-from orientscope.store.shards import hash_ids, is_sharded, shard_table_paths
+from orientscope.store.shards import hash_ids
 
 log = logging.getLogger(__name__)
-
-TABLES = ("original", "control")
-AXES = (1, 2, 3)
-DRAW_STREAM = "map-draw-order"
 
 
 class IdColumn:
@@ -231,17 +232,8 @@ class MapData:
         An axis the molecule's symmetry leaves undefined (NaN on the map) is no point.
         Sort them by :meth:`draw_keys` to draw them.
         """
-        axes = sorted({int(a) for a in axes})
-        bad = [a for a in axes if a not in AXES]
-        if bad:
-            raise ValueError(f"unknown axis {bad[0]!r}; expected some of {AXES}")
-        kept = np.arange(self.n_molecules, dtype=np.int32) if mask is None else np.flatnonzero(mask).astype(np.int32)
-        rows = np.repeat(kept, len(axes))
-        axis = np.tile(np.asarray(axes, np.int8), kept.size)
-        if self.axis_counts[:3].any():  # some molecule has an undefined axis
-            ok = ~np.isnan(self._flat_xy[0].take(self.point_keys(rows, axis)))
-            rows, axis = rows[ok], axis[ok]
-        return rows, axis
+        flat_x = self._flat_xy[0]
+        return defined_points(flat_x, self.n_molecules, axes, mask, partial=bool(self.axis_counts[:3].any()))
 
     def draw_keys(self, rows: np.ndarray, axes: np.ndarray) -> np.ndarray:
         """(m,) uint64 draw key of each point: points are drawn in ascending key order.
@@ -249,8 +241,7 @@ class MapData:
         A counter-based hash of (seed, row * 3 + axis - 1): a seeded shuffle of all points
         that is never stored, and any subset of points sorts into the same relative order.
         """
-        flat = np.asarray(rows, np.int64) * 3 + (np.asarray(axes, np.int64) - 1)
-        return random_bits(self.seed, DRAW_STREAM, flat)[:, 0]
+        return draw_keys(self.seed, rows, axes)
 
     def in_draw_order(self, rows: np.ndarray, axes: np.ndarray) -> np.ndarray:
         """(m,) int64 permutation that puts the points (rows, axes) in the seeded draw order."""
@@ -299,9 +290,10 @@ class MapData:
 def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", params: dict | None = None) -> MapData:
     """Map data of a dataset's active (or given) result; ``table`` is "original" or "control".
 
-    Stored map arrays (:mod:`orientscope.store.map_arrays`) are memory-mapped when there are any; a large
-    sharded set without them has them written beside its memory-mapped columns on first use, so a
-    restarted server opens them in milliseconds; any other set is projected into memory.
+    The map arrays the pipeline's map stage stored (:mod:`orientscope.pipeline.map_stage`) are memory-mapped.
+    A result stored before that stage has them written on first open: into its result folder, or, if the
+    store is read-only, into a folder beside the memory-mapped columns; a restarted server then opens them
+    in milliseconds.
     """
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}; expected one of {TABLES}")
@@ -309,78 +301,26 @@ def load_map_data(data_dir: Path, dataset_id: str, table: str = "original", para
     manifest = store.dir / MANIFEST
     stamp = manifest.stat().st_mtime_ns if manifest.is_file() else 0
     key = (str(Path(data_dir).resolve()), dataset_id, store.key, table, stamp)
-    return map_cache().get_or_build("map_data", key, lambda: _open_or_build(data_dir, store, dataset_id, table))
+    return map_cache().get_or_build("map_data", key, lambda: _open(store, dataset_id, table))
 
 
-def map_signature(store, table: str) -> dict:
-    """What names the frames a map was projected from: a stored map with another signature is stale."""
-    frames = store.manifest()["stages"].get("frames", {})
-    return {
-        "table": table,
-        "frames_completed_at": frames.get("completed_at"),
-        "version": frames.get("version"),
-        "view_order": f"x within {N_BANDS} bands of y",  # how the stored view is ordered
-    }
-
-
-def _open_or_build(data_dir: Path, store, dataset_id: str, table: str) -> MapData:
+def _open(store, dataset_id: str, table: str) -> MapData:
     signature = map_signature(store, table)
+    stored = map_arrays.store_map_folder(store.dir, table)
     cached = map_arrays.cache_map_folder(store.dir, dataset_id, store.key, table)
-    for folder in (map_arrays.store_map_folder(store.dir, table), cached):
+    for folder in (stored, cached):
         opened = map_arrays.open_map_arrays(folder, signature)
         if opened is not None:
             return _mapped(store, dataset_id, table, *opened)
-    if not _stored_on_first_use(data_dir, dataset_id, store):
-        return _build_map_data(store, dataset_id, table)
-    log.info("writing the map arrays of %s [%s] %s to %s", dataset_id, store.key, table, cached)
-    return _mapped(store, dataset_id, table, *_write(store, dataset_id, table, cached))
-
-
-def _stored_on_first_use(data_dir: Path, dataset_id: str, store) -> bool:
-    """Whether a map is worth storing when first built: a large sharded set, as for its memory-mapped columns."""
-    meta = read_meta(data_dir, dataset_id)
-    return is_sharded(meta) and int(meta.get("n_molecules", 0)) >= column_view_above() and not store.params.get("limit")
-
-
-def store_map_arrays(data_dir: Path, dataset_id: str, tables=TABLES, params: dict | None = None) -> list[Path]:
-    """Project the frames of a dataset's active (or given) result and store its map arrays in the result
-    folder (``orientscope map``), so that every server opens them instead of building them; returns the folders."""
-    store = open_result(data_dir, dataset_id, params)
-    folders = []
-    for table in tables:
-        if table not in TABLES:
-            raise ValueError(f"unknown table {table!r}; expected one of {TABLES}")
-        folder = map_arrays.store_map_folder(store.dir, table)
-        _write(store, dataset_id, table, folder)
-        folders.append(folder)
-    return folders
-
-
-def _write(store, dataset_id: str, table: str, folder: Path):
-    """Build a table's map in memory, write it to ``folder`` and open it there (the build's memory is returned)."""
-    md = _build_map_data(store, dataset_id, table)
-    view = SortedPoints(*sorted_points(md, AXES, None))
-    ok = ~(np.isnan(view.x) | np.isnan(view.y))  # the points any region can hold (as a region's count)
-    seen = np.zeros(md.n_molecules, bool)
-    seen[view.rows[ok]] = True
-    bounds = [float(f(a)) for a in (view.x, view.y) for f in (np.min, np.max)] if view.x.size else [0.0] * 4
-    meta = {
-        "signature": map_signature(store, table),
-        "n_molecules": md.n_molecules,
-        "n_points": int(view.x.size),
-        "whole": [int(ok.sum()), int(seen.sum())],
-        "bounds": bounds,
-        "band_starts": view.starts.tolist(),
-    }
-    arrays = {"x": md.x, "y": md.y, "degenerate": md.degenerate}
-    view_arrays = {"x": view.x, "y": view.y, "rows": view.rows, "axis": view.axis}
-    map_arrays.write_map_arrays(folder, arrays, view_arrays, md.ids.arrow, meta)
-    del md, view, arrays, view_arrays, ok, seen
-    release_freed_memory()
-    opened = map_arrays.open_map_arrays(folder, meta["signature"])
+    try:
+        folder = write_map(store, table, stored)
+    except PermissionError:  # a read-only store
+        folder = write_map(store, table, cached)
+    release_freed_memory()  # the projection and the sort: ~0.6 GB at 30M points, kept by the allocators
+    opened = map_arrays.open_map_arrays(folder, signature)
     if opened is None:  # replaced by another writer's newer frames in between
         raise RuntimeError(f"the map arrays in {folder} changed while they were written")
-    return opened
+    return _mapped(store, dataset_id, table, *opened)
 
 
 def _mapped(store, dataset_id: str, table: str, arrays: dict, ids: pa.Array, meta: dict) -> MapData:
@@ -404,112 +344,11 @@ def _mapped(store, dataset_id: str, table: str, arrays: dict, ids: pa.Array, met
     )
 
 
-# A view's points are stored sorted by x within bands of y: a viewport's points are then a few
-# contiguous runs (one per band it crosses) instead of a whole column of the map. At 30M points a
-# zoomed region read 3-16M rows of an x-sorted view; in 32 bands it reads a tenth of that.
-N_BANDS = 32
-_BAND_SCALE = N_BANDS / (2 * SQRT2)
-
-
-def band_of(y: np.ndarray) -> np.ndarray:
-    """(m,) int8 band of each Mollweide y: ``N_BANDS`` equal bands of the map's height from the bottom;
-    points beyond it (or NaN) go to the edge bands, which reach to ±infinity (:func:`band_ranges`)."""
-    b = np.floor((np.asarray(y, np.float32) + np.float32(SQRT2)) * np.float32(_BAND_SCALE))
-    b[np.isnan(b)] = 0
-    return np.clip(b, 0, N_BANDS - 1).astype(np.int8)
-
-
-def band_ranges() -> np.ndarray:
-    """(N_BANDS, 2) float64 [lo, hi] of y each band holds, widened by float32 rounding (edges to ±inf)."""
-    edges = np.linspace(-SQRT2, SQRT2, N_BANDS + 1)
-    lo, hi = edges[:-1] - 1e-5, edges[1:] + 1e-5
-    lo[0], hi[-1] = -np.inf, np.inf
-    return np.column_stack([lo, hi])
-
-
-def banded_order(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """(m,) int32 permutation sorting points by band of y, then by x (both stable)."""
-    by_x = np.argsort(x, kind="stable").astype(np.int32)
-    return by_x[np.argsort(band_of(y[by_x]), kind="stable")]
-
-
-def band_starts(y: np.ndarray) -> np.ndarray:
-    """(N_BANDS + 1,) int64 first row of each band of points already in banded order (and the end)."""
-    counts = np.bincount(band_of(y), minlength=N_BANDS)
-    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
 def sorted_points(md: MapData, axes, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(x, y, rows, axis, band starts) of the shown points in banded order (:func:`banded_order`), each
-    array replaced as soon as it is sorted (at 30M points the build peaks near 0.6 GB above the map data)."""
+    """(x, y, rows, axis, band starts) of the shown points in banded order (:func:`banded_order`)."""
     rows, axis = md.points(axes, mask)
     x, y = md.xy(rows, axis)
-    order = banded_order(x, y)
-    x = x[order]
-    y = y[order]
-    rows = rows[order]
-    axis = axis[order]
-    return x, y, rows, axis, band_starts(y)
-
-
-_ROTATION = [f"r{i}{j}" for i in range(3) for j in range(3)]
-
-
-def _frame_parts(store, table: str) -> list:
-    """Readers of the frames table in parts: one per shard of a sharded result (never the whole float64
-    table at once), else the one table."""
-    columns = ["id", "degenerate", "reason", *_ROTATION]
-    single = store.dir / f"frames.{table}.parquet"
-    paths = [] if single.is_file() or not store.completed("frames") else shard_table_paths(store.dir, "frames", table)
-    if not paths:  # NotFoundError naming the stage if it is not computed
-        return [lambda: store.table("frames", table, columns=columns)]
-    return [lambda p=p: read_table(p, columns=columns) for p in paths]
-
-
-def _project(read) -> tuple[np.ndarray, np.ndarray, list, np.ndarray]:
-    """(x, y) float32 (k, 3), id chunks and degenerate flags of one part of the frames table."""
-    part = read()
-    rot = np.column_stack([part.column(c).to_numpy() for c in _ROTATION]).reshape(-1, 3, 3)
-    x, y = mollweide_xy(*axes_lonlat_deg(rot))
-    undefined = ~defined_axes_mask(part.column("reason"))
-    x[undefined], y[undefined] = np.nan, np.nan
-    degenerate = part.column("degenerate").to_numpy(zero_copy_only=False).astype(bool)
-    return x.astype(np.float32), y.astype(np.float32), part.column("id").chunks, degenerate
-
-
-def defined_axes_mask(reasons) -> np.ndarray:
-    """(k, 3) bool: the axes each molecule's symmetry defines, from its frame's degeneracy codes (an Arrow column):
-    all three for a full frame, the one defined axis of an axis-only molecule, none without an orientation."""
-    flagged = np.flatnonzero(pc.not_equal(reasons, "").to_numpy(zero_copy_only=False))
-    shown = np.ones((len(reasons), 3), bool)
-    if flagged.size:
-        classes, axis = orientation_of(symmetry_kinds(reasons.take(pa.array(flagged)).to_numpy(zero_copy_only=False)))
-        partial = flagged[classes != "full"]
-        shown[partial] = False
-        one = classes == "axis"
-        shown[flagged[one], axis[one] - 1] = True
-    return shown
-
-
-def _build_map_data(store, dataset_id: str, table: str) -> MapData:
-    # Shards are read and projected on two threads (parquet reads and NumPy release the GIL): the
-    # projection's Newton iterations are most of the minute a 10M-molecule map takes to build.
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="map-data") as pool:
-        parts = list(pool.map(_project, _frame_parts(store, table)))
-    ids = [chunk for _, _, chunks, _ in parts for chunk in chunks]
-    md = MapData(
-        dataset_id=dataset_id,
-        result_key=store.key,
-        table=table,
-        ids=IdColumn(pa.chunked_array(ids, ids[0].type if ids else pa.string())),
-        x=np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.float32),
-        y=np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, 3), np.float32),
-        degenerate=np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, bool),
-        seed=derived_seed(int(store.params.get("seed", 0)), DRAW_STREAM),
-    )
-    del parts, ids
-    release_freed_memory()
-    return md
+    return banded_points(x, y, rows, axis)
 
 
 def reference_points(reference_orientation, axes=(1, 2, 3)) -> dict[str, list]:

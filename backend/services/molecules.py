@@ -356,5 +356,4 @@ def export_molecule(
 
 def _charge(view: DatasetView, i: int) -> float:
     """Total charge of row ``i`` as the file gave it (NaN if unknown, or for a view that holds no molecules)."""
-    mols = getattr(view, "mols", None)
-    return mols.charge_of(int(view.rows[i])) if mols is not None else float("nan")
+    return float(view.cell("charges", i))

@@ -12,9 +12,10 @@ from scipy.spatial import cKDTree
 from orientscope.science.clustering import ShardedTanimotoScan, TanimotoIndex, words_from_bytes
 from orientscope.science.rotations import chord_to_angle
 from orientscope.science.so3_stats import nearest_orientations, orientation_points
-from orientscope.services.cache import CHEMISTRY_FINGERPRINTS, ColumnView, DatasetView, get_view
+from orientscope.services.cache import CHEMISTRY_FINGERPRINTS, DatasetView, get_view
 from orientscope.services.errors import InvalidInput, NotComputed
 from orientscope.store.columns import fingerprint_counts, fingerprint_shards, release_pages
+from orientscope.store.shards import shard_table_paths
 
 KINDS = ("pose", "chemistry")
 MAX_K = 100
@@ -25,7 +26,7 @@ SCAN_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
 def _pose_tree(view: DatasetView) -> cKDTree:
     # One point per molecule, its quaternion with w >= 0 (:func:`orientation_points`): stored so, the
     # tree keeps the view's float64 array itself (cKDTree copies only other dtypes: a float32 copy
-    # cost 320 MB at 10M), which for a column view is a memory map.
+    # cost 320 MB at 10M), which for the view is a memory map.
     return view.extra("pose_tree", lambda: cKDTree(orientation_points(view.quaternions), balanced_tree=False))
 
 
@@ -71,14 +72,14 @@ def _tanimoto_index(view: DatasetView) -> TanimotoIndex | ShardedTanimotoScan:
     """
 
     def build():
-        if isinstance(view, ColumnView):  # scan the shards' memory-mapped fingerprints; hold only bit counts
-            n_shards = len(view.meta["shards"])
-            shards = fingerprint_shards(view.store.dir, n_shards)
-            if shards is None:
-                return None
+        # Scan the shards' memory-mapped fingerprints, holding only bit counts. A result's shards are the
+        # dataset's (a limit run's, its subset's): as many as its frames tables.
+        n_shards = len(shard_table_paths(view.store.dir, "frames", "original"))
+        shards = fingerprint_shards(view.store.dir, n_shards) if n_shards else None
+        if shards is not None:
             counts = fingerprint_counts(view.store.dir, n_shards)  # else counted here: reads every fingerprint
             return ShardedTanimotoScan(shards, counts, after_scan=release_pages, n_threads=SCAN_THREADS)
-        fps = _fingerprint_bytes(view)
+        fps = _fingerprint_bytes(view)  # a result whose fingerprints are one table
         return None if fps is None else TanimotoIndex(words_from_bytes(fps))
 
     index = view.extra("tanimoto_index", build)

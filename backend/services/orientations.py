@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from orientscope.core.orientations_schema import EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
-from orientscope.services.cache import ColumnView, DatasetView, get_view
+from orientscope.services.cache import DatasetView, get_view
 from orientscope.services.errors import InvalidInput
 
 FORMATS = ("json", "csv", "parquet")
@@ -28,11 +28,14 @@ COLUMNS = [
 ]
 
 
+# Up to this many rows the encoded table is kept in the view (full QM9's JSON: tens of MB); a larger one
+# would hold gigabytes of bytes in the server (10M rows), so it is streamed and encoded on every request.
+ENCODED_ROWS_MAX = 1_000_000
 STREAM_BLOCK = 20_000  # rows encoded at a time for views too large to encode whole (~1-10 s of CSV on a busy machine)
 
 
 def _block(view: DatasetView, a: int, b: int) -> pd.DataFrame:
-    """Rows ``a:b`` of the orientations table (a column view reads them without mapping them: a full
+    """Rows ``a:b`` of the orientations table (the view reads them without mapping them: a full
     export through its maps left every page of ten columns, ~2.7 GB at 10M, in the server's RSS)."""
     data = {"id": view.span("ids", a, b)}
     data.update(zip(R_COLUMNS, view.span("rotations", a, b).reshape(-1, 9).T, strict=True))
@@ -104,11 +107,11 @@ def orientations_stream(
 ) -> tuple[Iterator[bytes], int | None, str, str]:
     """(chunks, total bytes or None, media type, file name) of the orientations table.
 
-    A dataset served from memory-mapped columns is encoded ``block`` rows at a time while
-    it is sent (its size is not known in advance); any other is :func:`orientations_bytes`.
+    A result of more than :data:`ENCODED_ROWS_MAX` molecules is encoded ``block`` rows at a time
+    while it is sent (its size is not known in advance); a smaller one is :func:`orientations_bytes`.
     """
     view = get_view(data_dir, dataset_id)
-    if not isinstance(view, ColumnView):
+    if len(view) <= ENCODED_ROWS_MAX:  # encoded whole once, its size known, and cached for the next request
         data, media, name = orientations_bytes(data_dir, dataset_id, fmt)
         return iter([data]), len(data), media, name
     if fmt not in FORMATS:

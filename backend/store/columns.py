@@ -1,10 +1,12 @@
-"""Memory-mapped columns of a large sharded dataset, for serving it without loading it.
+"""Memory-mapped columns of one result of a dataset: how every read serves it, at any size, without loading it.
 
 A sharded dataset's Parquet tables are compressed in row groups of up to a million
-rows, so one molecule read from them costs a whole row group (tens of ms). A server
-converts them once into plain ``.npy`` files in a cache folder outside the store
-(the store may be read-only) and memory-maps them: a molecule is then a few slices,
-and only the pages a request touches are read.
+rows, so one molecule read from them costs a whole row group (tens of ms). The
+pipeline converts them once, with the result's frames, into plain ``.npy`` files
+(``pipeline.read_arrays``: at the end of every precompute into ``<result dir>/columns/``,
+or on the first open of a result stored before that, into the result folder or, for a
+read-only store, a cache folder outside it) and a server memory-maps them: a molecule is
+then a few slices, and only the pages a request touches are read.
 
 Layout of one cache folder (row ``i`` is the ``i``-th molecule of the result, in shard order)::
 
@@ -13,8 +15,14 @@ Layout of one cache folder (row ``i`` is the ``i``-th molecule of the result, in
     rotations.npy (n, 3, 3)  quaternions.npy (n, 4)  eigenvalues.npy (n, 3) centroids.npy (n, 3)
     lonlat.npy (n, 3, 2) deg degenerate.npy (n,) bool reason_codes.npy (n,) int32 into meta "reasons"
     scores.npy (n,) float64 (NaN without a models stage)   properties.npy (n, p) float64
+    charges.npy (n,) float64 total charge in e (NaN where the file gave none)
     id_hash.npy (n,) uint64 sorted, id_order.npy (n,) int64: row of each sorted hash (id lookup)
-    columns.json            property names, reasons, formulas; written last (marks the folder complete)
+    columns.json            property names, reasons, formulas and the signature of what they were
+                            built from (:func:`columns_signature`); written last (marks the folder complete)
+
+A result computed with a limit holds the subset's molecules, in the order of its frames
+(``core.dataset.select_rows``). Folders written before the signature (server caches of
+format 1) are stale and rebuilt.
 
 On disk this is about 1 KB per molecule of ~18 atoms (positions are kept in float64
 so every answer equals the in-memory one).
@@ -34,16 +42,25 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from orientscope.core.dataset import RESERVED_COLUMNS
+from orientscope.core.dataset import RESERVED_COLUMNS, TOTAL_CHARGE, select_rows
 from orientscope.core.elements import hill_formulas
 from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
 from orientscope.core.settings import settings
 from orientscope.store.atomic import atomic_write_json, read_json, read_table
-from orientscope.store.shards import ShardRef, hash_ids, open_shard_arrays, read_shard_table, shard_refs
+from orientscope.store.shards import (
+    ShardRef,
+    hash_ids,
+    open_shard_arrays,
+    read_shard_table,
+    shard_refs,
+    shard_table_paths,
+)
 
 log = logging.getLogger(__name__)
 
 META = "columns.json"
+COLUMNS_DIR = "columns"  # in a result folder
+FORMAT = 2  # 2: charges.npy, limit results, the signature
 _FLOAT_BLOCKS = {
     "rotations": (R_COLUMNS, (3, 3)),
     "quaternions": (Q_COLUMNS, (4,)),
@@ -66,10 +83,34 @@ def save_id_index(folder: Path, id_hash: np.ndarray) -> None:
     np.save(folder / "id_hash.npy", id_hash[order])
 
 
-def columns_folder(data_dir: Path, dataset_id: str, result_key: str, signature: tuple) -> Path:
-    """The cache folder of one (data dir, dataset, result, file modification times)."""
-    tag = hashlib.sha1(repr((str(Path(data_dir).resolve()), signature)).encode()).hexdigest()[:12]
+def store_columns_folder(result_dir: Path) -> Path:
+    """The columns folder of a result inside the store."""
+    return Path(result_dir) / COLUMNS_DIR
+
+
+def cache_columns_folder(result_dir: Path, dataset_id: str, result_key: str) -> Path:
+    """The columns folder of a result outside the store (for a store this process may not write)."""
+    tag = hashlib.sha1(str(Path(result_dir).resolve()).encode()).hexdigest()[:12]
     return columns_root() / f"{dataset_id}-{result_key}-{tag}"
+
+
+def columns_signature(meta: dict, manifest: dict, limit: int | None) -> dict:
+    """What a columns folder is built from: the dataset's shards, the result's frames and models stages
+    (the scores) and its limit. A folder holding another signature is stale."""
+    stages = manifest.get("stages", {})
+    return {
+        "format": FORMAT,
+        "shards": [[s["name"], int(s["n_molecules"])] for s in meta.get("shards", [])],
+        "frames_completed_at": stages.get("frames", {}).get("completed_at"),
+        "models_completed_at": stages.get("models", {}).get("completed_at"),
+        "limit": limit,
+    }
+
+
+def current_columns(folder: Path, signature: dict) -> bool:
+    """Whether ``folder`` is a complete columns folder built from ``signature``."""
+    path = Path(folder) / META
+    return path.is_file() and read_json(path).get("signature") == signature
 
 
 def _max_len(refs: list[ShardRef], column: str) -> int:
@@ -110,20 +151,25 @@ class _NpyWriter:
 
 
 def build_columns(
-    data_dir: Path, dataset_id: str, meta: dict, result_dir: Path, folder: Path, has_scores: bool
-) -> Path:
-    """Write the column cache of a sharded dataset's result into ``folder`` (atomically, by rename).
+    data_dir: Path, dataset_id: str, meta: dict, result_dir: Path, folder: Path, has_scores: bool,
+    signature: dict | None = None, limit: int | None = None,
+) -> Path:  # fmt: skip
+    """Write the columns of a dataset's result into ``folder`` (atomically, by rename; a stale folder is replaced).
 
     Reads one shard at a time, so memory stays at about one shard's tables. ``has_scores``:
-    the result has a models stage with per-shard ``scores`` tables.
+    the result has a models stage with per-shard ``scores`` tables. ``limit``: the result's
+    limit (its frames hold the :func:`~orientscope.core.dataset.select_rows` subset).
+    ``signature``: recorded in the folder's meta (:func:`columns_signature`).
     """
-    if (folder / META).is_file():
-        return folder
+    folder = Path(folder)
     refs = shard_refs(data_dir, dataset_id, meta)
-    n = sum(r.n_molecules for r in refs)
-    n_atoms_total = int(sum(int(s["n_atoms"]) for s in meta["shards"]))
+    n_total = sum(r.n_molecules for r in refs)
+    picked = select_rows(n_total, limit) if limit and limit < n_total else None
+    takes = [None if picked is None else picked[(picked >= r.start) & (picked < r.stop)] - r.start for r in refs]
+    n = n_total if picked is None else len(picked)
+    n_atoms_total = int(sum(int(s["n_atoms"]) for s in meta["shards"])) if picked is None else _atoms_of(refs, takes)
     schema = pq.read_schema(Path(refs[0].folder) / "molecules.parquet")
-    names = [c for c in schema.names if c not in RESERVED_COLUMNS]  # the order a loaded view has
+    names = [c for c in schema.names if c not in RESERVED_COLUMNS]  # the dataset's property order
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
@@ -137,6 +183,7 @@ def build_columns(
             "degenerate": (bool, (n,)),
             "reason_codes": (np.int32, (n,)),
             "scores": (np.float64, (n,)),
+            "charges": (np.float64, (n,)),
             "properties": (np.float64, (n, len(names))),
             **{name: (np.float64, (n, *shape)) for name, (_, shape) in _FLOAT_BLOCKS.items()},
         }
@@ -145,28 +192,39 @@ def build_columns(
         hashes, formula_width, formulas = [], 1, set()
         out["offsets"].write([0])
         atom = 0
-        for ref in refs:
+        score_of = _Scores(result_dir, len(refs) if picked is None else None)
+        frames_of = _FramesReader(result_dir, "frames", "original", len(refs) if picked is None else None)
+        for ref, take in zip(refs, takes, strict=True):
             mol = read_table(Path(ref.folder) / "molecules.parquet").to_pandas()
             atoms = read_table(Path(ref.folder) / "atoms.parquet")
-            frames = read_shard_table(result_dir, "frames", "original", ref.number).to_pandas()
+            z = atoms.column("z").to_numpy()
+            xyz = np.column_stack([atoms.column(c).to_numpy() for c in ("x", "y", "zc")])
+            if take is not None:
+                atom_rows = _atom_rows(mol["n_atoms"].to_numpy(np.int64), take)
+                mol, z, xyz = mol.iloc[take].reset_index(drop=True), z[atom_rows], xyz[atom_rows]
             ids = mol["id"].to_numpy(str)
+            frames = frames_of.next(ref.number, len(ids)).to_pandas()
             if not np.array_equal(frames["id"].to_numpy(str), ids):
                 raise ValueError(f"frames of shard {ref.number} of {dataset_id!r} are not in the dataset's order")
             counts = mol["n_atoms"].to_numpy(np.int64)
-            z = atoms.column("z").to_numpy()
             out["ids"].write(ids)
             out["smiles"].write(mol["smiles"].to_numpy(str))
             out["n_atoms"].write(counts)
             out["offsets"].write(atom + np.cumsum(counts))
             out["z"].write(z)
-            out["positions"].write(np.column_stack([atoms.column(c).to_numpy() for c in ("x", "y", "zc")]))
+            out["positions"].write(xyz)
             out["properties"].write(mol[names].to_numpy(np.float64).reshape(len(mol), len(names)))
+            charges = (
+                mol[TOTAL_CHARGE].to_numpy(np.float64) if TOTAL_CHARGE in mol.columns else np.full(len(ids), np.nan)
+            )
+            out["charges"].write(charges)
             for name, (cols, _) in _FLOAT_BLOCKS.items():
                 out[name].write(frames[cols].to_numpy(np.float64))
             out["degenerate"].write(frames["degenerate"].to_numpy(bool))
             text = frames["reason"].fillna("").astype(str).to_numpy()
             out["reason_codes"].write([reasons.setdefault(r, len(reasons)) for r in text])
-            out["scores"].write(_shard_scores(result_dir, ref, ids) if has_scores else np.full(len(ids), np.nan))
+            scores = score_of(ref, ids) if has_scores else np.full(len(ids), np.nan)
+            out["scores"].write(scores)
             hashes.append(hash_ids(ids))
             formula = hill_formulas(z, np.concatenate([[0], np.cumsum(counts)]))
             np.save(tmp / f"formula-{ref.number:05d}.part.npy", formula)
@@ -186,13 +244,84 @@ def build_columns(
         del hashes
         texts = sorted(reasons, key=reasons.get)
         atomic_write_json(
-            tmp / META, {"n_molecules": n, "properties": names, "reasons": texts, "formulas": sorted(formulas)}
-        )
-        os.replace(tmp, folder)
+            tmp / META,
+            {"n_molecules": n, "properties": names, "reasons": texts, "formulas": sorted(formulas),
+             "signature": signature},
+        )  # fmt: skip
+        _replace_folder(tmp, folder, signature)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder
+
+
+def _replace_folder(tmp: Path, folder: Path, signature: dict | None) -> None:
+    """Rename ``tmp`` to ``folder``, replacing a stale folder (readers that mapped its files keep them).
+
+    A current folder that another process renamed into place meanwhile is kept (a reader may be opening it).
+    """
+    if signature is not None and current_columns(folder, signature):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    if folder.exists():
+        shutil.rmtree(folder)
+    try:
+        os.replace(tmp, folder)
+    except OSError:
+        if not (folder / META).is_file():  # another process renamed its copy into place first: use that
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _atom_rows(counts: np.ndarray, take: np.ndarray) -> np.ndarray:
+    """(k,) atom rows of the molecules ``take`` (rows of a shard whose molecules have ``counts`` atoms)."""
+    starts = np.concatenate([[0], np.cumsum(counts)])[take]
+    lengths = counts[take]
+    return np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(lengths.sum())
+
+
+def _atoms_of(refs: list[ShardRef], takes: list[np.ndarray]) -> int:
+    total = 0
+    for ref, take in zip(refs, takes, strict=True):
+        counts = read_table(Path(ref.folder) / "molecules.parquet", columns=["n_atoms"]).column("n_atoms").to_numpy()
+        total += int(counts[take].sum())
+    return total
+
+
+class _FramesReader:
+    """A result's frames table read front to back in pieces of given lengths.
+
+    A full result has one frames table per dataset shard (``n_shards``); a limit run's tables
+    are cut by the subset's own shards, so its pieces are read across them in order.
+    """
+
+    def __init__(self, result_dir: Path, stage: str, table: str, n_shards: int | None):
+        self.result_dir, self.stage, self.table, self.n_shards = Path(result_dir), stage, table, n_shards
+        self.paths = shard_table_paths(self.result_dir, stage, table)
+        self.pending: list = []
+        self.next_path = 0
+
+    def next(self, shard: int, count: int):
+        import pyarrow as pa
+
+        if self.n_shards is not None and len(self.paths) == self.n_shards:
+            return read_shard_table(self.result_dir, self.stage, self.table, shard)
+        if not self.paths:  # a result stored as one table
+            whole = self.result_dir / f"{self.stage}.{self.table}.parquet"
+            self.paths, self.n_shards = [whole], None
+        have = sum(len(t) for t in self.pending)
+        while have < count and self.next_path < len(self.paths):
+            table = read_table(self.paths[self.next_path])
+            self.next_path += 1
+            self.pending.append(table)
+            have += len(table)
+        if have < count:
+            raise ValueError(f"the frames of {self.result_dir} hold fewer rows than the dataset")
+        joined = pa.concat_tables(self.pending) if self.pending else None
+        if joined is None:
+            return read_shard_table(self.result_dir, self.stage, self.table, shard).slice(0, 0)
+        self.pending = [joined.slice(count)]
+        return joined.slice(0, count)
 
 
 def _shard_scores(result_dir: Path, ref: ShardRef, ids: np.ndarray) -> np.ndarray:
@@ -202,15 +331,85 @@ def _shard_scores(result_dir: Path, ref: ShardRef, ids: np.ndarray) -> np.ndarra
     return pd.to_numeric(scores, errors="coerce").to_numpy(np.float64)
 
 
-def open_columns(folder: Path) -> tuple[dict[str, np.ndarray], dict]:
-    """({column: read-only memory-mapped array}, the folder's meta) of a built cache folder.
+class _Scores:
+    """Classifier scores of a result's molecules, per dataset shard: from the models stage's table of the
+    same shard when the result's shards are the dataset's, else (a limit run's own shards, or one table
+    for the whole result) from all of them, read once."""
+
+    def __init__(self, result_dir: Path, n_shards: int | None):
+        self.result_dir = Path(result_dir)
+        paths = shard_table_paths(self.result_dir, "models", "scores")
+        self.per_shard = n_shards is not None and len(paths) == n_shards
+        self.paths = paths or [self.result_dir / "models.scores.parquet"]
+        self.all = None
+
+    def __call__(self, ref: ShardRef, ids: np.ndarray) -> np.ndarray:
+        if self.per_shard:
+            return _shard_scores(self.result_dir, ref, ids)
+        if self.all is None:
+            import pyarrow as pa
+
+            parts = [read_table(p, columns=["id", "classifier_score"]) for p in self.paths if p.is_file()]
+            df = pa.concat_tables(parts).to_pandas() if parts else pd.DataFrame({"id": [], "classifier_score": []})
+            df["id"] = df["id"].astype(str)
+            self.all = df.drop_duplicates("id").set_index("id")["classifier_score"]
+        return pd.to_numeric(self.all.reindex(ids), errors="coerce").to_numpy(np.float64)
+
+
+def open_columns(folder: Path, mapped: bool = True) -> tuple[dict[str, np.ndarray], dict]:
+    """({column: read-only memory-mapped array}, the folder's meta) of a built columns folder;
+    ``mapped=False`` reads the arrays into memory instead.
 
     The arrays are plain ndarrays over the maps, not ``np.memmap``: its Python-level
     ``__getitem__`` cost about 0.1 ms per served molecule (50 indexings).
     """
     meta = read_json(folder / META)
-    arrays = {p.stem: np.load(p, mmap_mode="r").view(np.ndarray) for p in sorted(folder.glob("*.npy"))}
+    arrays = {
+        p.stem: np.load(p, mmap_mode="r" if mapped else None).view(np.ndarray) for p in sorted(folder.glob("*.npy"))
+    }
     return arrays, meta
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of a columns folder's ``.npy`` files."""
+    return sum(p.stat().st_size for p in Path(folder).glob("*.npy"))
+
+
+class ArrayReader:
+    """:class:`ColumnReader`'s rows of columns read into memory: indexing, no system call."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        self._arrays = arrays
+
+    def row(self, name: str, i: int) -> np.ndarray:
+        column = self._arrays[name]
+        if not 0 <= i < len(column):
+            raise IndexError(f"row {i} of column {name!r} with {len(column)} rows")
+        return column[int(i)]
+
+    def span(self, name: str, start: int, stop: int) -> np.ndarray:
+        column = self._arrays[name]
+        if not 0 <= start <= stop or stop > len(column):
+            raise IndexError(f"rows {start}:{stop} of column {name!r} with {len(column)} rows")
+        return column[int(start) : int(stop)]
+
+    def take(self, name: str, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if len(rows) and rows.min() < 0:
+            raise IndexError(f"row {rows.min()} of column {name!r}: rows are counted from 0")
+        return self._arrays[name][rows]
+
+
+class DictIndex:
+    """:class:`IdIndex` of columns read into memory: a dictionary of the ids (plain ``str`` keys)."""
+
+    def __init__(self, ids: np.ndarray):
+        self.rows: dict[str, int] = {}
+        for i, mol_id in enumerate(ids.tolist()):
+            self.rows.setdefault(mol_id, i)
+
+    def row_of(self, mol_id: str) -> int | None:
+        return self.rows.get(mol_id)
 
 
 class ColumnReader:

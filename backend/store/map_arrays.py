@@ -2,10 +2,11 @@
 
 Projecting 10M molecules' frames onto the map and sorting their 30M points by x takes
 one to two minutes; stored once, a server opens them in milliseconds and holds only the
-pages its requests touch. The folder is written by ``orientscope map`` into the store
-(``<result dir>/map/<table>/``), or by a server on first use into a folder beside the
-memory-mapped columns (:func:`orientscope.store.columns.columns_root`), so a read-only store
-works too.
+pages its requests touch. The folder is written by the pipeline's map stage
+(``orientscope.pipeline.map_stage``: every precompute, ``orientscope map``, ``orientscope migrate``)
+into the store (``<result dir>/map/<table>/``), or, for a result stored before it, on first open: into
+the store, or, if the store is read-only, into a folder beside the memory-mapped columns
+(:func:`orientscope.store.columns.columns_root`).
 
 Layout of one map folder (row ``i`` is the ``i``-th molecule of the result, in shard order)::
 
@@ -15,12 +16,12 @@ Layout of one map folder (row ``i`` is the ``i``-th molecule of the result, in s
     id_hash.npy (n,) uint64 sorted, id_order.npy (n,) int64: row of each sorted hash (id lookup)
     view-x.npy, view-y.npy (m,) float32, view-rows.npy (m,) int32, view-axis.npy (m,) int8:
                                      the default view (axes 1, 2, 3, no filter) sorted by x within
-                                     bands of y (orientscope.services.map_data.banded_order)
+                                     bands of y (orientscope.science.map_order.banded_order)
     map.json                         {"signature", "n_molecules", "n_points", "whole", "bounds",
                                      "band_starts"}; written last
 
-``signature`` names the frames the arrays were projected from and the view's order (a folder
-whose signature differs from the result's is stale and ignored); ``whole`` is [points,
+``signature`` names the map's rule, the frames the arrays were projected from and the view's order (a folder
+whose signature differs from the result's is stale and rewritten); ``whole`` is [points,
 distinct molecules] of the default view, ``bounds`` its [x0, x1, y0, y1] and ``band_starts``
 the first row of each band of y (and the end).
 """
@@ -84,6 +85,9 @@ def write_map_arrays(
         save_id_index(tmp, id_hash)
         del id_hash
         atomic_write_json(tmp / META, meta)
+        if (folder / META).is_file() and read_json(folder / META).get("signature") == meta["signature"]:
+            shutil.rmtree(tmp)  # another process renamed the same map into place meanwhile (a reader may use it)
+            return folder
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(tmp, folder)

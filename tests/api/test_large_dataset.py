@@ -1,7 +1,9 @@
-"""A sharded dataset served from memory-mapped columns answers exactly as the same dataset loaded in memory.
+"""The one read view answers the same whether its columns were stored by the pipeline or built on first open.
 
-Two copies of one small sharded dataset are served over real HTTP: one loaded as usual,
-one (``ORIENTSCOPE_COLUMN_VIEW_ABOVE=1``) through :class:`orientscope.services.cache.ColumnView`.
+Two copies of one small sharded dataset are served over real HTTP: one as ingested (its memory-mapped
+columns and map written by the pipeline), one with them removed, as a store written before the pipeline
+wrote them holds it (the server writes them on first open). Single rows are also checked against the
+result's Parquet tables read directly.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
 from orientscope.pipeline.precompute import make_params
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.services import cache
+from orientscope.services.results import open_result
+from orientscope.store import datasets as ds
 from orientscope.store.results import ResultStore
 from tests.api.conftest import ServerThread
 
@@ -32,10 +37,58 @@ def stores(tmp_path_factory, qm9_small):
     write_synth(root / "npz", SynthSpec(n=N, bias="qm9", seed=5, shard_size=SHARD), source=qm9_small)
     meta = ingest_files(root / "loaded", [root / "npz"], "big", cluster="in-process", shard_size=SHARD)
     shutil.copytree(root / "loaded", root / "columns")
-    # The chemistry stage wrote per-shard packed fingerprints, which the column view scans.
+    # The chemistry stage wrote per-shard packed fingerprints, which the view scans.
     result = ResultStore(root / "columns", meta["id"], make_params()).dir
     assert len(list((result / "chemistry").glob("fingerprints-*.npy"))) == 3
+    without_read_arrays(root / "loaded", meta["id"])
     return root / "loaded", root / "columns", meta["id"]
+
+
+def without_read_arrays(data_dir, dataset_id):
+    """Remove the result's stored columns and map, as a store written before the pipeline wrote them holds it."""
+    result = ResultStore(data_dir, dataset_id, make_params()).dir
+    assert (result / "columns" / "columns.json").is_file() and (result / "map").is_dir()
+    shutil.rmtree(result / "columns")
+    shutil.rmtree(result / "map")
+
+
+class StoredTables:
+    """The oracle: a result's per-molecule arrays read straight from its Parquet tables (no columns, no view)."""
+
+    def __init__(self, data_dir, dataset_id):
+        store = open_result(data_dir, dataset_id)
+        self.mols = ds.load_dataset(data_dir, dataset_id)
+        frames = store.table("frames", "original").to_pandas()
+        self.ids = frames["id"].to_numpy(str)
+        self.rows = np.array([self.mols.index_of(m) for m in self.ids])
+        self.rotations = frames[R_COLUMNS].to_numpy(np.float64).reshape(-1, 3, 3)
+        self.quaternions = frames[Q_COLUMNS].to_numpy(np.float64)
+        self.eigenvalues = frames[EV_COLUMNS].to_numpy(np.float64)
+        self.centroids = frames[C_COLUMNS].to_numpy(np.float64)
+        self.degenerate = frames["degenerate"].to_numpy(bool)
+        self.reasons = frames["reason"].to_numpy(str)
+        self.lonlat = frames[LONLAT_COLUMNS].to_numpy(np.float64).reshape(-1, 3, 2)
+        self.n_atoms = self.mols.n_atoms[self.rows]
+        self.smiles = self.mols.smiles[self.rows]
+        self.property_values = self.mols.properties.to_numpy(np.float64)[self.rows]
+        self.charges = np.array([self.mols.charge_of(r) for r in self.rows])
+        if store.completed("models"):
+            scores = store.table("models", "scores").to_pandas().drop_duplicates("id").set_index("id")
+            self.scores = scores["classifier_score"].reindex(self.ids).to_numpy(np.float64)
+        else:
+            self.scores = np.full(len(self.ids), np.nan)
+
+    def atoms(self, i):
+        return self.mols.atoms_of(int(self.rows[i]))
+
+    def cell(self, name, i):
+        return getattr(self, name)[i]
+
+    def cells(self, name, rows):
+        return getattr(self, name)[rows]
+
+    def span(self, name, a, b):
+        return getattr(self, name)[a:b]
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +99,11 @@ def clients(stores, tmp_path_factory):
     loaded_dir, columns_dir, dataset_id = stores
     mp = pytest.MonkeyPatch()
     mp.setenv("ORIENTSCOPE_COLUMNS_DIR", str(tmp_path_factory.mktemp("columns-cache")))
-    mp.setenv(cache.COLUMN_VIEW_ABOVE_ENV, "1")
-    assert isinstance(cache.get_view(columns_dir, dataset_id), cache.ColumnView)
-    mp.setenv(cache.COLUMN_VIEW_ABOVE_ENV, str(10 * N))
-    assert type(cache.get_view(loaded_dir, dataset_id)) is cache.DatasetView
+    # One copy's columns memory-mapped and read with pread (as a large set's), the other's read into memory.
+    mp.setenv("ORIENTSCOPE_VIEW_CACHE_MB", "2")  # a quarter of it is less than the 2,400 molecules' columns
+    assert not cache.get_view(columns_dir, dataset_id).resident
+    mp.delenv("ORIENTSCOPE_VIEW_CACHE_MB")
+    assert cache.get_view(loaded_dir, dataset_id).resident
     with (
         ServerThread(create_app(loaded_dir, dashboard=False)) as a,
         ServerThread(create_app(columns_dir, dashboard=False)) as b,
@@ -141,28 +195,33 @@ def test_molecule_files_equal_the_loaded_ones(clients, fmt, pose):
 
 
 def test_every_molecule_read_by_rows_equals_the_loaded_view(clients, stores):
-    """The column view reads single rows with pread (cell, cells, atoms, row_of): every molecule, every array."""
+    """The view reads single rows (cell, cells, atoms, row_of), with pread from memory-mapped columns or from
+    columns read into memory: every molecule, every array, as the result's Parquet tables hold it, whether its
+    columns were stored at ingest or built on first open."""
     loaded_dir, columns_dir, dataset_id = stores
-    loaded, columns = cache.get_view(loaded_dir, dataset_id), cache.get_view(columns_dir, dataset_id)
-    assert isinstance(columns, cache.ColumnView) and type(loaded) is cache.DatasetView
-    names = ["ids", "smiles", "n_atoms", "scores", "degenerate", "reasons", "rotations", "quaternions"]
-    names += ["eigenvalues", "centroids", "lonlat", "property_values"]
-    for i in range(N):
-        mol_id = str(loaded.ids[i])
-        assert columns.row_of(mol_id) == i
-        for a, b in zip(loaded.atoms(i), columns.atoms(i), strict=True):
-            np.testing.assert_array_equal(b, a)
+    loaded = StoredTables(columns_dir, dataset_id)
+    mapped, resident = cache.get_view(columns_dir, dataset_id), cache.get_view(loaded_dir, dataset_id)
+    assert not mapped.resident and resident.resident
+    assert resident.columns_dir.is_relative_to(loaded_dir)  # written on first open
+    for columns in (mapped, resident):
+        names = ["ids", "smiles", "n_atoms", "scores", "degenerate", "reasons", "rotations", "quaternions"]
+        names += ["eigenvalues", "centroids", "lonlat", "property_values", "charges"]
+        for i in range(N):
+            mol_id = str(loaded.ids[i])
+            assert columns.row_of(mol_id) == i
+            for a, b in zip(loaded.atoms(i), columns.atoms(i), strict=True):
+                np.testing.assert_array_equal(b, a)
+            for name in names:
+                np.testing.assert_array_equal(columns.cell(name, i), loaded.cell(name, i))
+        rows = np.random.default_rng(2).choice(N, 30, replace=False)
         for name in names:
-            np.testing.assert_array_equal(columns.cell(name, i), loaded.cell(name, i))
-    rows = np.random.default_rng(2).choice(N, 30, replace=False)
-    for name in names:
-        np.testing.assert_array_equal(columns.cells(name, rows), loaded.cells(name, rows))
-    for name in names:
-        for a, b in [(0, 7), (SHARD - 3, SHARD + 4), (N - 5, N + 20), (N, N + 1), (9, 9)]:
-            np.testing.assert_array_equal(columns.span(name, a, b), loaded.span(name, a, b))
-    for bad in (N, -1):
-        with pytest.raises(IndexError):
-            columns.cell("quaternions", bad)
+            np.testing.assert_array_equal(columns.cells(name, rows), loaded.cells(name, rows))
+        for name in names:
+            for a, b in [(0, 7), (SHARD - 3, SHARD + 4), (N - 5, N + 20), (N, N + 1), (9, 9)]:
+                np.testing.assert_array_equal(columns.span(name, a, b), loaded.span(name, a, b))
+        for bad in (N, -1):
+            with pytest.raises(IndexError):
+                columns.cell("quaternions", bad)
 
 
 @pytest.mark.parametrize("by", ["formula", "scaffold", "cluster"])
@@ -181,18 +240,18 @@ def test_groups_and_group_filters_equal_the_loaded_answers(clients, stores, by):
 
 @pytest.fixture(scope="module")
 def frames_only(tmp_path_factory, qm9_small):
-    """(loaded view, column view) of a sharded set with frames only: formulas come from the columns."""
+    """(view of a store without read arrays, view as ingested) of a sharded set with frames only: formulas
+    come from the columns."""
     root = tmp_path_factory.mktemp("frames-only")
     write_synth(root / "npz", SynthSpec(n=900, bias="uniform", seed=8, shard_size=400), source=qm9_small)
     meta = ingest_files(
         root / "loaded", [root / "npz"], "thin", cluster="in-process", shard_size=400, stages=["frames"]
     )
     shutil.copytree(root / "loaded", root / "columns")
+    without_read_arrays(root / "loaded", meta["id"])
     mp = pytest.MonkeyPatch()
     mp.setenv("ORIENTSCOPE_COLUMNS_DIR", str(root / "columns-cache"))
-    mp.setenv(cache.COLUMN_VIEW_ABOVE_ENV, "1")
     columns = cache.get_view(root / "columns", meta["id"])
-    mp.setenv(cache.COLUMN_VIEW_ABOVE_ENV, "100000")
     loaded = cache.get_view(root / "loaded", meta["id"])
     yield root, meta["id"], loaded, columns
     mp.undo()
@@ -203,7 +262,7 @@ def test_records_without_chemistry_read_formulas_from_the_columns(frames_only):
     from orientscope.services.molecules import list_molecules, molecule_detail
 
     root, dataset_id, loaded, columns = frames_only
-    assert isinstance(columns, cache.ColumnView) and "chemistry" not in columns.manifest["stages"]
+    assert "chemistry" not in columns.manifest["stages"]
     for i in range(len(loaded)):
         mol_id = str(loaded.ids[i])
         a = molecule_detail(root / "loaded", dataset_id, mol_id)

@@ -98,20 +98,35 @@ def test_an_old_layout_dataset_is_refused_with_the_hint_and_after_migrate_opens_
         assert summary["control"][key] == control[key], key
 
 
-def test_a_migrated_dataset_served_from_memory_mapped_columns_answers_the_same(data, tmp_path, monkeypatch):
-    """The large-set serving path (ColumnView, per-shard fingerprints) reads the re-cut results as the loaded view."""
-    from orientscope.pipeline.migrate import migrate_dataset
+def test_migrate_writes_the_read_arrays_and_a_server_answers_the_same_without_them(data, tmp_path, monkeypatch):
+    """`orientscope migrate` writes every result's memory-mapped columns and map (``pipeline.read_arrays``); a copy
+    of the migrated store without them (as the layout migration alone left it) has them written on first open,
+    and both answer the same: summary, pages, molecule, neighbours (per-shard fingerprints) and the map."""
     from orientscope.server import create_app
 
-    migrate_dataset(data, "old")
-    with ServerThread(create_app(data, read_only=True, dashboard=False)) as server:
-        with httpx.Client(base_url=server.url, timeout=60) as client:
-            before = answers(client)
-    cache.clear_cache()
+    done = subprocess.run([EXE, "migrate", "old", "--data-dir", str(data)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    results = sorted((ds.dataset_dir(data, "old") / "results").iterdir())
+    assert f"columns and map arrays current for {len(results)} result(s)" in done.stdout and len(results) == 2
+    for result in results:  # the active one and a --limit one
+        assert (result / "columns" / "columns.json").is_file()
+        assert all((result / "map" / table / "map.json").is_file() for table in ("original", "control"))
+    again = subprocess.run([EXE, "migrate", "old", "--data-dir", str(data)], capture_output=True, text=True)
+    assert again.returncode == 0 and "already sharded" in again.stdout  # run twice: nothing to convert
+    bare = tmp_path / "bare"
+    shutil.copytree(data, bare)
+    shutil.rmtree(ResultStore(bare, "old", make_params(seed=0)).dir / "columns")
+    shutil.rmtree(ResultStore(bare, "old", make_params(seed=0)).dir / "map")
     monkeypatch.setenv("ORIENTSCOPE_COLUMNS_DIR", str(tmp_path / "columns"))
-    monkeypatch.setenv(cache.COLUMN_VIEW_ABOVE_ENV, "1")
-    assert isinstance(cache.get_view(data, "old"), cache.ColumnView)
-    with ServerThread(create_app(data, read_only=True, dashboard=False)) as server:
-        with httpx.Client(base_url=server.url, timeout=60) as client:
-            after = answers(client)
-    assert after == before
+    seen = []
+    for where in (data, bare):
+        cache.clear_cache()
+        with ServerThread(create_app(where, read_only=True, dashboard=False)) as server:
+            with httpx.Client(base_url=server.url, timeout=60) as client:
+                out = answers(client)
+                drawn = client.get("/api/datasets/old/map")
+                assert drawn.status_code == 200, drawn.text
+                out["map"] = drawn.content
+                seen.append(out)
+    assert seen[1] == seen[0]
+    assert (ResultStore(bare, "old", make_params(seed=0)).dir / "columns" / "columns.json").is_file()

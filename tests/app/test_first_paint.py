@@ -16,7 +16,7 @@ from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.server import create_app
 from orientscope.services.cache import WouldBlock, get_view, warm_only
-from orientscope.services.map_data import load_map_data, store_map_arrays
+from orientscope.services.map_data import load_map_data
 from tests.api.conftest import ServerThread
 from tests.app.components import map_settings, props_of
 
@@ -134,8 +134,7 @@ def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone
     write_synth(tmp_path / "npz", SynthSpec(n=n, bias="qm9", seed=3, shard_size=300), source=qm9_small)
     meta = ingest_files(tmp_path / "data", [tmp_path / "npz"], "big", cluster="in-process", shard_size=300,
                         stages=["frames", "statistics"])  # fmt: skip
-    data_dir, dataset_id = tmp_path / "data", meta["id"]
-    store_map_arrays(data_dir, dataset_id)
+    data_dir, dataset_id = tmp_path / "data", meta["id"]  # the ingest's map stage stored its map arrays
     monkeypatch.setenv("ORIENTSCOPE_MAP_POINT_BUDGET", "0")  # its map becomes an image
     monkeypatch.setenv("ORIENTSCOPE_COLUMNS_DIR", str(tmp_path / "columns"))
     url = f"/?dataset={dataset_id}&view=map"

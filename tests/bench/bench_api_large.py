@@ -68,8 +68,6 @@ def _qm9_fingerprints(qm9_data: Path) -> tuple[dict[str, int], np.ndarray]:
 
 def _overlay(data: Path, dataset_id: str, qm9_data: Path, root: Path) -> Path:
     """A data dir linking to the large store's dataset, plus tiled per-shard fingerprints."""
-    from orientscope.services.cache import view_cache
-    from orientscope.store import columns as cols
     from orientscope.store.atomic import read_json
     from orientscope.store.shards import shard_refs
 
@@ -94,12 +92,7 @@ def _overlay(data: Path, dataset_id: str, qm9_data: Path, root: Path) -> Path:
             rows = np.fromiter((index[m.rsplit("_", 1)[0]] for m in ids), np.int64, len(ids))
             np.save(result / "chemistry" / f"fingerprints-{ref.number:05d}.npy", words[rows])
             np.save(result / "chemistry" / f"popcounts-{ref.number:05d}.npy", counts[rows])
-    # The overlay's columns are the store's: link the folder the store's own server would write.
-    signature = view_cache()._signature(data, dataset_id, key)
-    built = cols.columns_folder(data, dataset_id, key, signature)
-    linked = cols.columns_folder(root, dataset_id, key, view_cache()._signature(root, dataset_id, key))
-    if built.is_dir() and not linked.exists():
-        linked.symlink_to(built)
+    # The overlay's columns and map are the store's (``<result>/columns``, ``<result>/map``, linked above).
     return root
 
 

@@ -128,7 +128,6 @@ def test_every_module_gets_its_settings_from_the_settings_object_when_called(tmp
     from orientscope.pipeline.jobs import max_queued_jobs
     from orientscope.pipeline.smarts_jobs import smarts_job_above
     from orientscope.services.bytecache import budget_bytes
-    from orientscope.services.cache import column_view_above
     from orientscope.store.columns import columns_root
     from orientscope.store.shards import shard_size_setting
 
@@ -137,13 +136,13 @@ def test_every_module_gets_its_settings_from_the_settings_object_when_called(tmp
         return {
             "shard": shard_size_setting(), "atoms": limits.max_atoms_per_molecule, "upload": limits.max_upload_bytes,
             "budget": map_point_budget(), "queued": max_queued_jobs(), "smarts": smarts_job_above(),
-            "columns_above": column_view_above(), "columns": columns_root(), "cache": budget_bytes(),
+            "columns": columns_root(), "cache": budget_bytes(),
             "cors": cors_origins(), "exports": resolve_export_dir(tmp_path), "local": local_cluster_above(),
             "cluster": choose_cluster(None, 10).label, "memory": in_memory_bytes(),
         }  # fmt: skip
 
     for name in ("SETTINGS", "SHARD_SIZE", "MAX_ATOMS_PER_MOLECULE", "MAX_UPLOAD_MB", "MAP_POINT_BUDGET",
-                 "MAX_QUEUED_JOBS", "SMARTS_JOB_ABOVE", "COLUMN_VIEW_ABOVE", "COLUMNS_DIR", "CACHE_MB",
+                 "MAX_QUEUED_JOBS", "SMARTS_JOB_ABOVE", "COLUMNS_DIR", "CACHE_MB",
                  "CORS_ORIGINS", "EXPORT_DIR", "LOCAL_CLUSTER_ABOVE", "CLUSTER", "IN_MEMORY_MB"):  # fmt: skip
         monkeypatch.delenv(f"ORIENTSCOPE_{name}", raising=False)
     defaults = current()
@@ -151,14 +150,14 @@ def test_every_module_gets_its_settings_from_the_settings_object_when_called(tmp
     assert defaults["exports"] == (tmp_path / "exports").resolve() and defaults["cors"] == []
     changed = {
         "SHARD_SIZE": "12", "MAX_ATOMS_PER_MOLECULE": "30", "MAX_UPLOAD_MB": "0.5", "MAP_POINT_BUDGET": "7",
-        "MAX_QUEUED_JOBS": "2", "SMARTS_JOB_ABOVE": "9", "COLUMN_VIEW_ABOVE": "5", "COLUMNS_DIR": str(tmp_path / "c"),
+        "MAX_QUEUED_JOBS": "2", "SMARTS_JOB_ABOVE": "9", "COLUMNS_DIR": str(tmp_path / "c"),
         "CACHE_MB": "1", "CORS_ORIGINS": "https://a.example, http://b.example:8080", "EXPORT_DIR": str(tmp_path / "e"),
         "LOCAL_CLUSTER_ABOVE": "3", "CLUSTER": "local:2", "IN_MEMORY_MB": "0.25",
     }  # fmt: skip
     for name, value in changed.items():  # read when called: no import or restart between
         monkeypatch.setenv(f"ORIENTSCOPE_{name}", value)
     assert current() == {
-        "shard": 12, "atoms": 30, "upload": 2**19, "budget": 7, "queued": 2, "smarts": 9, "columns_above": 5,
+        "shard": 12, "atoms": 30, "upload": 2**19, "budget": 7, "queued": 2, "smarts": 9,
         "columns": tmp_path / "c", "cache": 2**20, "cors": ["https://a.example", "http://b.example:8080"],
         "exports": tmp_path / "e", "local": 3, "cluster": "local:2", "memory": 2**18,
     }  # fmt: skip

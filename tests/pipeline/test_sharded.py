@@ -89,6 +89,10 @@ def test_a_local_cluster_of_two_workers_gives_the_same_report(tmp_path, synth_di
     report = build_report(tmp_path, other["id"])
     assert report["engine"]["statistics"] == {"where": "local:2", "workers": 2}
     assert comparable(report) == comparable(build_report(data, meta["id"]))
+    # The read arrays: the map stage projected the shards on the workers; the same arrays as in process.
+    here, there = (ResultStore(d, m["id"], make_params()).dir for d, m in ((data, meta), (tmp_path, other)))
+    for name in ("map/original/x.npy", "map/control/y.npy", "map/original/view-rows.npy", "columns/rotations.npy"):
+        np.testing.assert_array_equal(np.load(there / name), np.load(here / name))
 
 
 def test_precompute_with_another_seed_on_a_cluster_matches_in_process(tmp_path, reference):

@@ -15,6 +15,7 @@ from tests.services.conftest import TOY_IDS, TOY_SCORES, toy_set
 
 def test_view_is_aligned_with_the_stored_molecules(toy_dir):
     view = get_view(toy_dir, "toy")
+    assert view.resident and view.cache_nbytes() > 0  # small columns are read into memory, and counted
     mols = toy_set()
     assert list(view.ids) == TOY_IDS
     for i in range(len(view)):
@@ -74,9 +75,10 @@ def test_views_are_bounded_by_bytes_not_count(toy_dir):
 
 
 def test_a_view_larger_than_the_budget_is_served_but_not_kept(toy_dir):
-    cache = ViewCache(max_bytes=1_000)
+    (size,) = _sizes(toy_dir, ["toy"])
+    cache = ViewCache(max_bytes=size - 1)
     first = cache.get(toy_dir, "toy")
-    assert list(first.ids) == TOY_IDS and first.cache_nbytes() > 1_000
+    assert list(first.ids) == TOY_IDS and first.cache_nbytes() == size
     second = cache.get(toy_dir, "toy")
     assert second is not first and list(second.ids) == TOY_IDS
     assert cache.current_bytes == 0
@@ -132,3 +134,67 @@ def test_unknown_or_malformed_ids_are_not_found(toy_dir, dataset_id):
 def test_unknown_molecule_names_it(toy_dir):
     with pytest.raises(NotFoundError, match="'nope'.*'toy'"):
         get_view(toy_dir, "toy").row_of("nope")
+
+
+def _charged_set(n: int = 30):
+    """``n`` constructed molecules cycling water, CO2, methane, benzene and asymmetric clouds, with total
+    charges (-1, 0, +1, unknown) as an ion set's file gives them."""
+    from orientscope.core.dataset import from_molecules
+    from tests.molecules import CO2, METHANE, WATER, asymmetric, benzene
+
+    shapes = [WATER, CO2, METHANE, benzene(), *(asymmetric(seed=s) for s in range(3))]
+    mols = [shapes[i % len(shapes)] for i in range(n)]
+    charges = np.array([[-1.0, 0.0, 1.0, np.nan][i % 4] for i in range(n)])
+    ids = [f"m{i:03d}" for i in range(n)]
+    props = pd.DataFrame({"energy": np.arange(n, dtype=float)})
+    return from_molecules(mols, ids=ids, properties=props, charges=charges)
+
+
+def test_a_limit_result_across_shards_reads_as_its_stored_tables(tmp_path, monkeypatch):
+    """A --limit result's view holds the subset its frames hold, in their order, with atoms, charges, properties
+    and scores of each id as the dataset's tables and the result's tables give them; its columns are written
+    with the result (the precompute's read arrays)."""
+    from orientscope.store.shards import SHARD_SIZE_ENV, save_sharded
+
+    monkeypatch.setenv(SHARD_SIZE_ENV, "7")  # 30 molecules in 5 shards; the subset of 11 in 2 of its own
+    mols = _charged_set()
+    save_sharded(tmp_path, "ions", mols, name="Ions", source="constructed")
+    params = make_params(seed=0, limit=11)
+    store = precompute(tmp_path, "ions", params, stages=["frames"])
+    assert (store.dir / "columns" / "columns.json").is_file()
+    frames = store.table("frames", "original").to_pandas()
+    ids = frames["id"].astype(str).tolist()
+    scores = np.linspace(0.1, 0.9, len(ids))
+    store.write_stage("models", {"report": {}}, {"scores": pd.DataFrame({"id": ids, "classifier_score": scores})}, 0.0)
+    view = get_view(tmp_path, "ions")
+    assert list(view.ids) == ids and len(view) == 11 and len(set(ids)) == 11
+    np.testing.assert_allclose(view.scores, scores)  # the models stage came after: the columns were rebuilt
+    for i, mol_id in enumerate(ids):
+        row = mols.index_of(mol_id)
+        assert view.row_of(mol_id) == i
+        z, pos = view.atoms(i)
+        np.testing.assert_array_equal(z, mols.atoms_of(row)[0])
+        np.testing.assert_array_equal(pos, mols.atoms_of(row)[1])
+        np.testing.assert_array_equal(view.cell("charges", i), mols.charge_of(row))
+        assert view.cell("property_values", i)[0] == mols.properties["energy"][row]
+        np.testing.assert_array_equal(
+            view.cell("rotations", i),
+            frames.loc[i, [f"r{a}{b}" for a in range(3) for b in range(3)]].to_numpy(float).reshape(3, 3),
+        )
+    with pytest.raises(NotFoundError, match="m001"):  # in the dataset, not in the subset
+        view.row_of("m001")
+
+
+def test_a_store_written_without_columns_gets_them_on_first_open(tmp_path):
+    """A result stored before the pipeline wrote columns (no ``columns/``) opens: they are written then, into it."""
+    import shutil
+
+    from orientscope.store.shards import save_sharded
+
+    save_sharded(tmp_path, "t", toy_set(), name="T", source="constructed")
+    store = precompute(tmp_path, "t", make_params(seed=0), stages=["frames"])
+    shutil.rmtree(store.dir / "columns")
+    view = ViewCache().get(tmp_path, "t")
+    assert view.columns_dir == store.dir / "columns" and (view.columns_dir / "columns.json").is_file()
+    assert list(view.ids) == TOY_IDS
+    np.testing.assert_array_equal(view.atoms(3)[1], toy_set().atoms_of(3)[1])

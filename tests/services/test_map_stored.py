@@ -1,14 +1,21 @@
-"""Stored map arrays (store.map_arrays): a memory-mapped map answers exactly as the map built in memory."""
+"""The map stage (pipeline.map_stage) and its stored arrays (store.map_arrays): written with the other results,
+memory-mapped by every read, written on first open for a store without them, and answering exactly as the map
+projected in memory."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from orientscope.pipeline import map_stage
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
+from orientscope.science.map_order import DRAW_STREAM
+from orientscope.science.rotations import derived_seed
 from orientscope.services import map_data as mdata
 from orientscope.services import map_raster as mr
 from orientscope.services.bytecache import map_cache, shared_cache
@@ -42,8 +49,20 @@ def fresh(monkeypatch, tmp_path):
 
 
 def _in_memory(data, dataset_id, table="original"):
+    """The oracle: the map projected in memory by the map stage's projection, with no stored arrays or view."""
     store = open_result(data, dataset_id)
-    return mdata._build_map_data(store, dataset_id, table)
+    projected = map_stage.project_table(store, table)
+    seed = derived_seed(int(store.params["seed"]), DRAW_STREAM)
+    return mdata.MapData(dataset_id, store.key, table, projected.ids, projected.x, projected.y,
+                         projected.degenerate, seed)  # fmt: skip
+
+
+def _without_read_arrays(data, dataset_id):
+    """Remove the result's stored map and columns, as a store written before the map stage holds it."""
+    store = open_result(data, dataset_id)
+    for folder in (store.dir / map_arrays.MAP_DIR, store.dir / "columns"):
+        shutil.rmtree(folder, ignore_errors=True)
+    return store
 
 
 def _same_answers(stored, memory):
@@ -82,15 +101,22 @@ def _same_answers(stored, memory):
     assert found > 10
 
 
-def test_a_large_sharded_map_is_stored_on_first_use_and_memory_mapped(sharded, fresh, monkeypatch):
+def test_ingest_stores_the_map_and_a_server_memory_maps_it(sharded, fresh, monkeypatch):
     data, dataset_id = sharded
-    monkeypatch.setenv("ORIENTSCOPE_COLUMN_VIEW_ABOVE", "500")  # 900 molecules count as a large set
+    store = open_result(data, dataset_id)
+    for table in mdata.TABLES:  # the map stage ran with the precompute of the ingest
+        assert (map_arrays.store_map_folder(store.dir, table) / map_arrays.META).is_file()
+
+    def no_build(*args):
+        raise AssertionError("the map was built again")
+
+    monkeypatch.setattr(map_stage, "project_table", no_build)
     served = view_points(data, MapQuery(dataset_id))
     md = served.md
     assert isinstance(md.x, np.memmap) and isinstance(served.x, np.memmap) and md.ids.mapped
     assert md.cache_nbytes() == 0  # file pages, not the heap
-    folders = list(fresh.glob(f"map-{dataset_id}-*-original-*"))
-    assert len(folders) == 1 and (folders[0] / map_arrays.META).is_file()
+    assert not fresh.exists()  # nothing written outside the store
+    monkeypatch.undo()
     memory = _in_memory(data, dataset_id)
     assert md.ids.tolist() == memory.ids.tolist()
     np.testing.assert_array_equal(md.x, memory.x)
@@ -101,56 +127,81 @@ def test_a_large_sharded_map_is_stored_on_first_use_and_memory_mapped(sharded, f
         assert md.row_of(ids[row]) == row == memory.row_of(ids[row])
     with pytest.raises(KeyError, match="no-such-id"):
         md.row_of("no-such-id")
-    # the same view resolved from the in-memory map: every answer equal
-    monkeypatch.setenv("ORIENTSCOPE_COLUMN_VIEW_ABOVE", str(10**9))
-    map_cache().clear()
-    monkeypatch.setenv("ORIENTSCOPE_COLUMNS_DIR", str(fresh.parent / "elsewhere"))
-    in_memory = view_points(data, MapQuery(dataset_id))
-    assert not isinstance(in_memory.md.x, np.memmap) and in_memory.md.default_view is None
-    _same_answers(served, in_memory)
+    # the same view resolved from the map in memory (no stored default view): every answer equal
+    _same_answers(served, _sorted_in_memory(data, dataset_id))
     # Every defined axis (the synthetic set's methane copies have none, its oblate-top copies one) of every
     # molecule with an orientation.
     shown = (~np.isnan(memory.x)).sum(axis=1)
-    assert mr.region_stats(served, VP) == mr.region_stats(in_memory, VP) == (shown.sum(), (shown > 0).sum())
+    assert mr.region_stats(served, VP) == (shown.sum(), (shown > 0).sum())
     assert 0 < (shown < 3).sum() < N // 100
 
 
-def test_a_restarted_server_opens_the_stored_map_without_building(sharded, fresh, monkeypatch):
+def test_a_store_written_without_the_map_gets_it_on_first_open(sharded, fresh, tmp_path):
     data, dataset_id = sharded
-    monkeypatch.setenv("ORIENTSCOPE_COLUMN_VIEW_ABOVE", "500")
-    first = view_points(data, MapQuery(dataset_id, table="control"))
-    map_cache().clear()
-
-    def no_build(*args):
-        raise AssertionError("the map was built again")
-
-    monkeypatch.setattr(mdata, "_build_map_data", no_build)
-    again = view_points(data, MapQuery(dataset_id, table="control"))
-    assert again.md is not first.md and isinstance(again.x, np.memmap)
-    np.testing.assert_array_equal(again.x, first.x)
+    copy = tmp_path / "old"
+    shutil.copytree(data, copy)
+    store = _without_read_arrays(copy, dataset_id)
+    first = view_points(copy, MapQuery(dataset_id, table="control"))
+    folder = map_arrays.store_map_folder(store.dir, "control")
+    assert (folder / map_arrays.META).is_file() and isinstance(first.x, np.memmap)
+    assert not (map_arrays.store_map_folder(store.dir, "original") / map_arrays.META).exists()  # only what is read
+    reference = view_points(data, MapQuery(dataset_id, table="control"))  # the map the ingest stored
+    np.testing.assert_array_equal(first.x, reference.x)
+    np.testing.assert_array_equal(first.rows, reference.rows)
+    assert first.md.ids.tolist() == reference.md.ids.tolist()
     # another view of the stored map (a subset of axes) is built from the memory maps
-    two = view_points(data, MapQuery(dataset_id, axes="13", table="control"))
+    two = view_points(copy, MapQuery(dataset_id, axes="13", table="control"))
     assert two.size == int((~np.isnan(first.md.x[:, [0, 2]])).sum()) >= 2 * N - N // 50
     assert set(np.unique(two.axis)) == {1, 3}
 
 
-def test_the_map_stored_in_the_store_is_used_and_a_stale_one_ignored(sharded, fresh, monkeypatch):
+def test_a_store_the_server_cannot_write_gets_its_map_beside_the_columns(sharded, fresh, tmp_path, monkeypatch):
     data, dataset_id = sharded
-    folders = mdata.store_map_arrays(data, dataset_id, ("original",))
-    store = open_result(data, dataset_id)
-    assert folders == [map_arrays.store_map_folder(store.dir, "original")]
-    served = view_points(data, MapQuery(dataset_id))  # a small set: it is stored, so it is used
-    assert isinstance(served.x, np.memmap) and not fresh.exists()
-    _same_answers(served, _sorted_in_memory(data, dataset_id))
-    # frames recomputed since: the stored signature no longer matches and the map is built in memory
-    meta_path = folders[0] / map_arrays.META
+    copy = tmp_path / "ro"
+    shutil.copytree(data, copy)
+    store = _without_read_arrays(copy, dataset_id)
+    real = map_arrays.write_map_arrays
+
+    def refuse_store(folder, *args):
+        if Path(folder).is_relative_to(copy):
+            raise PermissionError(f"read-only: {folder}")
+        return real(folder, *args)
+
+    monkeypatch.setattr(map_arrays, "write_map_arrays", refuse_store)
+    served = view_points(copy, MapQuery(dataset_id))
+    assert not (map_arrays.store_map_folder(store.dir, "original")).exists()
+    folders = list(fresh.glob(f"map-{dataset_id}-*-original-*"))
+    assert len(folders) == 1 and (folders[0] / map_arrays.META).is_file() and isinstance(served.x, np.memmap)
+
+
+def test_a_stale_stored_map_is_rewritten_on_open(sharded, fresh, tmp_path):
+    data, dataset_id = sharded
+    copy = tmp_path / "stale"
+    shutil.copytree(data, copy)
+    store = open_result(copy, dataset_id)
+    folder = map_arrays.store_map_folder(store.dir, "original")
+    good = view_points(copy, MapQuery(dataset_id))
+    # frames recomputed since: the stored signature no longer matches, so the stage runs again
+    meta_path = folder / map_arrays.META
     meta = json.loads(meta_path.read_text())
     meta["signature"]["frames_completed_at"] = 1.0
     meta_path.write_text(json.dumps(meta))
     map_cache().clear()
-    again = view_points(data, MapQuery(dataset_id))
-    assert not isinstance(again.x, np.memmap)
-    np.testing.assert_array_equal(again.x, served.x)
+    again = view_points(copy, MapQuery(dataset_id))
+    assert json.loads(meta_path.read_text())["signature"] == map_stage.map_signature(store, "original")
+    assert isinstance(again.x, np.memmap)
+    np.testing.assert_array_equal(again.x, good.x)
+
+
+def test_the_map_stage_skips_a_current_folder(sharded, monkeypatch):
+    data, dataset_id = sharded
+    store = open_result(data, dataset_id)
+
+    def no_build(*args):
+        raise AssertionError("a current map was projected again")
+
+    monkeypatch.setattr(map_stage, "project_table", no_build)
+    assert map_stage.write_maps(store) == [map_arrays.store_map_folder(store.dir, t) for t in mdata.TABLES]
 
 
 def _sorted_in_memory(data, dataset_id):
