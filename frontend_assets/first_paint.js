@@ -306,8 +306,24 @@
     return true;
   }
 
+  // ---------------------------------------------------------------- the map's REST resource
+  // One spelling of its URLs (api/routes/orientation_map.py) for every script that asks it: the first paint,
+  // the interactive map (orientscope.js), the hover preview (hover_preview.js) and the pins (pins.js).
+  function restUrl(dataset, path, params) {
+    var q = Object.keys(params || {}).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
+    }).join("&");
+    return "/api/datasets/" + encodeURIComponent(dataset) + "/" + path + (q ? "?" + q : "");
+  }
+
+  function panelUrl(dataset, id) { return restUrl(dataset, "map/panel/" + encodeURIComponent(id)); }
+
+  // An answer's JSON, or null for an error status; rejects when the server cannot be reached.
+  function fetchJson(url) { return fetch(url).then(function (r) { return r.ok ? r.json() : null; }); }
+
   // One copy per page: the inline first paint's and the asset's share the 3Dmol.js loader and the viewers.
   window.orientscopeMap = window.orientscopeMap || {
+    rest: { url: restUrl, panelUrl: panelUrl, getJson: fetchJson },
     nearestPoint: nearestPoint, openChooser: openChooser, closeChooser: closeChooser,
     viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
               handOverFrom: handOverFrom, takeOver: takeOver }
@@ -489,16 +505,9 @@
   tip.hidden = true;
   host.appendChild(tip);
 
-  function restUrl(path, params) {
-    var q = Object.keys(params).map(function (k) {
-      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
-    }).join("&");
-    return "/api/datasets/" + encodeURIComponent(cfg.dataset) + "/" + path + (q ? "?" + q : "");
-  }
+  function mapUrl(path, params) { return restUrl(cfg.dataset, path, params); }
 
-  function getJson(url) {
-    return fetch(url).then(function (r) { return r.ok ? r.json() : null; }).catch(function () { return null; });
-  }
+  function getJson(url) { return fetchJson(url).catch(function () { return null; }); }
 
   // The SVG point (viewBox units) under a mouse event, its pixel offset in the host, and the
   // viewBox units per screen pixel; null outside the drawing.
@@ -531,9 +540,6 @@
 
   // ---------------------------------------------------------------- the molecule panel
   // Dash's panel, from the layout's components (the first paint's data), filled here until Dash's takes over.
-  function panelUrl(id) {
-    return "/api/datasets/" + encodeURIComponent(cfg.dataset) + "/map/panel/" + encodeURIComponent(id);
-  }
   var panel = root.querySelector("#molecule-panel");
   var staticViewer = root.querySelector("#molecule-viewer");
   var pick = null;  // the molecule chosen here: {id, answer (the panel route's), spec}
@@ -618,7 +624,7 @@
     });
     pick = { id: id, answer: null, spec: null };
     if (!root.isConnected) { toDash(600); return; }  // Dash's page is up: its panel shows it
-    getJson(panelUrl(id)).then(function (answer) {
+    getJson(panelUrl(cfg.dataset, id)).then(function (answer) {
       if (!answer || !pick || pick.id !== id) { return; }
       pick.answer = answer;
       if (root.isConnected) { showPanel(answer); } else { toDash(600); }
@@ -654,14 +660,14 @@
     host.dataset.clicked = "";
     closeChooser(host);
     var params = nearestParams(p);
-    getJson(restUrl("map/nearest", params)).then(function (hit) {
+    getJson(mapUrl("map/nearest", params)).then(function (hit) {
       if (!hit) { return; }
       if (hit.id === null) { nothingNear(); return; }
       if (hit.shared > 1) {  // several molecules share its pixel: the user chooses (as on the interactive map)
         openChooser(host, {
           total: hit.shared, at: { left: p.px, top: p.py },
           page: function (offset, limit) {
-            return getJson(restUrl("map/shared", Object.assign({ offset: offset, limit: limit }, params)));
+            return getJson(mapUrl("map/shared", Object.assign({ offset: offset, limit: limit }, params)));
           },
           choose: function (id) { chosen(ev, id, hit.x * s, -hit.y * s, p.unit); }
         });
@@ -679,7 +685,7 @@
     hoverTimer = setTimeout(function () {
       var asked = ++hoverAsked;
       // one answer: the molecule a click opens, its card, its pixel and the words
-      getJson(restUrl("map/preview", Object.assign({ kind: cfg.kind }, nearestParams(p)))).then(function (hit) {
+      getJson(mapUrl("map/preview", Object.assign({ kind: cfg.kind }, nearestParams(p)))).then(function (hit) {
         if (asked !== hoverAsked) { return; }
         preview(p, hit && hit.id, hit);
         showTip(p, (hit && hit.text) || "");

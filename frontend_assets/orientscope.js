@@ -313,11 +313,7 @@
   }
 
   function mapUrl(meta, path, extra) {
-    var params = Object.assign({}, meta.query, extra);
-    var q = Object.keys(params).map(function (k) {
-      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
-    }).join("&");
-    return "/api/datasets/" + encodeURIComponent(meta.dataset) + "/" + path + "?" + q;
+    return window.orientscopeMap.rest.url(meta.dataset, path, Object.assign({}, meta.query, extra));
   }
 
   function setHint(text) {
@@ -333,9 +329,7 @@
   // callback, the molecule callback and often the neighbour lists' re-render: on full QM9 (UI
   // benchmark's clicks, 6 alternating runs of 7 on a busy machine, load 7-12) 382 ms median through
   // Dash against 105 ms this way.
-  function getJson(url) {
-    return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
-  }
+  function getJson(url) { return window.orientscopeMap.rest.getJson(url); }
 
   // The pixel grid a pick counts on: over an aggregated image, the image's own grid (meta.grid, the pixels
   // drawn, whose counts the hover reads); over real points, the plot's pixels.
@@ -371,9 +365,7 @@
     host._pick = { x: ev.clientX, y: ev.clientY, answer: answer, meta: meta, query: pq };
   }
 
-  function panelUrl(dataset, id) {  // GET .../map/panel/{id}: api/routes/orientation_map.py
-    return "/api/datasets/" + encodeURIComponent(dataset) + "/map/panel/" + encodeURIComponent(id);
-  }
+  function panelUrl(dataset, id) { return window.orientscopeMap.rest.panelUrl(dataset, id); }
 
   // Tell Dash once the frame with the drawn molecule is on screen, so that its work (requests,
   // React re-renders) does not hold that frame back.

@@ -111,8 +111,8 @@
     var viewerEl = document.createElement("div");
     viewerEl.className = "viewer pin-viewer";
     card.append(head, viewerEl);
-    var url = "/api/datasets/" + encodeURIComponent(dataset) + "/map/panel/" + encodeURIComponent(id);
-    fetch(url).then(function (r) { return r.ok ? r.json() : null; }).catch(function () { return null; })
+    var rest = window.orientscopeMap.rest;
+    rest.getJson(rest.panelUrl(dataset, id)).catch(function () { return null; })
       .then(function (panel) {
         if (!panel || !panel.viewer) {
           viewerEl.textContent = "No molecule " + id + " in dataset " + dataset + ".";
