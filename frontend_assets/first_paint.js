@@ -447,8 +447,8 @@
   }
 
   function drawDensityMap(m, frame, attrs) {
-    var box = el("div", Object.assign({ "class": "first-paint", "data-grid": JSON.stringify(m.grid),
-                                        style: "position:relative" }, attrs));
+    var box = el("div", Object.assign({ "class": "first-paint", style: "position:relative" }, attrs));
+    box._grid = m.grid;  // its cells, for the hover (densityHover)
     var svg = mapSvg(m.title), image = drawImage(svg, m.image, true);
     drawFrame(svg, frame);
     m.stars.forEach(function (s) {
@@ -738,7 +738,7 @@
   // cursor as the heatmap's own hover does once plotly.js draws it ("density 1.23× uniform", app/figures.py
   // density_map_figure), from the cells the map carries (app/density_paint.py): nothing to ask the server.
   function densityHover(mapEl, own) {
-    var grid = JSON.parse(mapEl.getAttribute("data-grid")), box = mapEl.querySelector("svg");
+    var grid = mapEl._grid, box = mapEl.querySelector("svg");
     var view = box.viewBox.baseVal;
     function cellText(ev) {
       var r = box.getBoundingClientRect();
