@@ -435,12 +435,14 @@
     var host = mapHost(paint, "460px"), d = paint.dots;
     var svg = svgEl("svg", { viewBox: "-1.1 -1.1 2.2 2.2", width: "100%", role: "img", "aria-label": paint.title });
     svg.appendChild(svgEl("circle", { r: 1, fill: "#f4f4f4", stroke: "#bbb", "stroke-width": ".005" }));
-    var g = svgEl("g", { "class": "dots" });
+    // As markup, parsed at once: thousands of createElementNS and setAttribute calls took twice as long.
+    var dots = [];
     for (var i = 0; i < d.x.length; i++) {
-      var c = svgEl("circle", { cx: d.x[i], cy: d.y[i], r: ".012", fill: d.colors[d.code[i]] });
-      if (d.opacity[i] < 1) { c.setAttribute("fill-opacity", d.opacity[i]); }
-      g.appendChild(c);
+      var fade = d.opacity[i] < 1 ? '" fill-opacity="' + d.opacity[i] : "";
+      dots.push('<circle cx="' + d.x[i] + '" cy="' + d.y[i] + '" r=".012" fill="' + d.colors[d.code[i]] + fade + '"/>');
     }
+    var g = svgEl("g", { "class": "dots" });
+    g.innerHTML = dots.join("");
     svg.appendChild(g);
     host.append(title(paint.title), svg, el("p", { "class": "note map-hint" }));
     return { maps: [host], host: host, image: null };
