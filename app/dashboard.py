@@ -635,7 +635,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
     @callback(
         output=_outputs(MAP_OUT),
         # SMARTS_DONE: a background SMARTS search finished, so the map now shows its matches
-        # The viewport is a State: a zoom or pan draws its region through app/map_route.py, and then
+        # The viewport is a State: a zoom or pan draws its region through GET .../map/figure, and then
         # tells this store, so that a new colour or filter keeps the region shown; the scatter view keeps
         # its zoom (the URL's, in its data units) the same way.
         inputs=[Input(ids.MAP_STATE, "data"), Input(ids.SMARTS_DONE, "data")],

@@ -1,11 +1,10 @@
 """The view a page load asks for, resolved on the server and shipped inside ``/_dash-layout``.
 
-The browser fetches ``/_dash-layout`` right after the page, and its ``Referer``
-(sent to our own origin only: ``Referrer-Policy: same-origin``) carries the
-page's query string. The layout then arrives with the controls set and the map
-already in it, instead of a callback round trip from the URL to the view state
-and another one to the map. Without a usable Referer the layout is the plain
-one and the callbacks resolve the URL as before.
+The page sends its own query string with its layout request (the ``X-OrientScope-Page`` header, added by
+a script of the page: ``app/compat.py`` ``send_page_query_with_layout``). The layout then arrives with the
+controls set and the map already in it, instead of a callback round trip from the URL to the view state
+and another one to the map. Without the header the layout is the plain one and the callbacks resolve the
+URL as before.
 """
 
 from __future__ import annotations
@@ -14,12 +13,13 @@ from collections.abc import Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orientscope.app import data
+from orientscope.app.compat import PAGE_QUERY_HEADER
 from orientscope.app.state import parse_query
 from orientscope.core.settings import DEFAULT_DATASET
 from orientscope.figures.state import ViewState
@@ -40,21 +40,19 @@ def page_query() -> str | None:
     return _PAGE_QUERY.get()
 
 
-def referer_query(referer: str | None, host: str | None) -> str | None:
-    """'?…' (or '') of a same-host Referer; None for a missing or foreign one."""
-    if not referer or not host:
+PAGE_HEADER = PAGE_QUERY_HEADER.lower().encode("latin-1")
+MAX_QUERY_CHARS = 8192  # longer than any page's query: a header past it is not one
+
+
+def header_query(value: str | None) -> str | None:
+    """'?…' (or '') of the page query header; None for a missing or malformed one."""
+    if value is None or len(value) > MAX_QUERY_CHARS or (value and not value.startswith("?")):
         return None
-    try:
-        url = urlsplit(referer)
-    except ValueError:
-        return None
-    if url.netloc != host:
-        return None
-    return f"?{url.query}" if url.query else ""
+    return value if value != "?" else ""
 
 
 class PageQueryMiddleware:
-    """Exposes the Referer's query string to the layout function of ``GET /_dash-layout``.
+    """Exposes the page's query string (its header) to the layout function of ``GET /_dash-layout``.
 
     With ``version`` (a cheap callable that changes whenever the stored datasets
     do), finished layouts are kept per (query, version) in the process's byte-bounded
@@ -74,8 +72,8 @@ class PageQueryMiddleware:
         if scope["type"] != "http" or scope["method"] != "GET" or not scope["path"].endswith(LAYOUT_PATH):
             await self.app(scope, receive, send)
             return
-        headers = {k: v.decode("latin-1") for k, v in scope.get("headers") or [] if k in (b"referer", b"host")}
-        query = referer_query(headers.get(b"referer"), headers.get(b"host"))
+        sent_query = next((v.decode("latin-1") for k, v in scope.get("headers") or [] if k == PAGE_HEADER), None)
+        query = header_query(sent_query)
         key = None
         # A zoomed page is built afresh: each zoom is a URL of its own, and keeping their layouts
         # would fill the cache with one 2.5 MB layout per zoom. So is a selection's.

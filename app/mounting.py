@@ -3,11 +3,10 @@ routes outside the REST API, and its patches of Dash. The composition root calls
 once.
 
 - ``DashRequestGuard`` (app/request_guard.py): Dash's own routes answer bad input with a 4xx, not a 500.
-- ``PageQueryMiddleware`` (app/initial_view.py): ``/_dash-layout`` carries the page's view, cached.
-- ``FirstPaintMiddleware`` and the index patch (app/first_paint.py): the page's HTML carries the map,
-  and ``/_first-paint/molecule-panel`` answers the molecule panel (id, info and 3D viewer spec) for the
-  first paint's clicks and the interactive map's alike.
-- ``/_map-figure`` (app/map_route.py): a zoom's region, straight from the server.
+- ``PageQueryMiddleware`` (app/initial_view.py): ``/_dash-layout`` carries the page's view (the page sends its
+  query, app/compat.py), cached.
+- ``FirstPaintMiddleware`` and the index addition (app/first_paint.py): the page's HTML carries the map's
+  first paint data and the script that draws it.
 - Dash's callback route run in worker threads, and its answers encoded by orjson (app/compat.py).
 
 Each reliance on Dash's markup or internals has a canary test (marked ``dash_canary``).
@@ -20,8 +19,7 @@ from pathlib import Path
 import dash
 from fastapi import FastAPI
 
-from orientscope.app import map_route
-from orientscope.app.compat import dispatch_in_threads, install_answer_encoder
+from orientscope.app.compat import dispatch_in_threads, install_answer_encoder, send_page_query_with_layout
 from orientscope.app.dashboard import create_dash
 from orientscope.app.first_paint import FirstPaintMiddleware
 from orientscope.app.first_paint import install as install_first_paint
@@ -37,8 +35,8 @@ def mount_dashboard(server: FastAPI, data_dir: Path, read_only: bool = False) ->
     server.add_middleware(DashRequestGuard, dash_app=app)
     server.add_middleware(PageQueryMiddleware, version=lambda: (read_only, datasets_version(data_dir)))
     server.add_middleware(FirstPaintMiddleware, data_dir=data_dir, path=app.config.routes_pathname_prefix)
+    send_page_query_with_layout(app)
     install_first_paint(app)
-    map_route.install(server, data_dir)
     dispatch_in_threads(server, app.config.routes_pathname_prefix)
     # A process-wide swap (app/compat.py): ended when this server shuts down, so that a process that
     # built and closed a dashboard (tests, benchmarks) is left with Dash's own encoder.

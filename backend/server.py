@@ -24,9 +24,9 @@ from fastapi.responses import JSONResponse
 from orientscope.api.edge import edge_rules, install_edge
 from orientscope.api.main import create_api
 from orientscope.api.middleware import JsonLogFormatter
+from orientscope.app import map_paint
 from orientscope.app.first_paint import warm_landing
 from orientscope.app.initial_view import LAYOUT_PATH
-from orientscope.app.map_route import PATH as MAP_FIGURE_PATH
 from orientscope.app.mounting import mount_dashboard
 from orientscope.app.request_guard import CALLBACK_PATH
 from orientscope.core.settings import check_read_token, check_write_access, resolve_read_token, settings
@@ -68,9 +68,11 @@ def create_app(
     check_read_token(read_only, token, read_token)
     # Dash's callback and layout answers are compressed (or not) by Dash's own rules. A zoom's figure is
     # mostly a base64 PNG: gzip saved a quarter of its 2 MB on the 10M-molecule map and cost 100-600 ms.
-    server = create_api(
-        data_dir, read_only=read_only, token=token, uncompressed_suffixes=(CALLBACK_PATH, LAYOUT_PATH, MAP_FIGURE_PATH)
-    )
+    uncompressed = (CALLBACK_PATH, LAYOUT_PATH, *map_paint.REGION_PATHS)
+    server = create_api(data_dir, read_only=read_only, token=token, uncompressed_suffixes=uncompressed)
+    # The map's drawings (api/routes/orientation_map.py) come from the dashboard's figure builders, which the
+    # API cannot import: handed over here, with or without the dashboard mounted.
+    server.state.map_painter = map_paint
     settings = server.state.settings
     if dashboard:
         mount_dashboard(server=server, data_dir=Path(settings.data_dir), read_only=settings.read_only)

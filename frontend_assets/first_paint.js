@@ -1,7 +1,10 @@
-/* The first paint at work before Dash and plotly.js have loaded: app/first_paint.py inlines this
-   file into the page HTML right after the static map or sphere and the molecule panel beside it, so
-   it runs as soon as they are parsed, about 1.5 s before the page's 6 MB of scripts have run. No
-   plotly.js, no Dash.
+/* The first paint at work before Dash and plotly.js have loaded: app/first_paint.py inlines this file
+   into the page HTML, after Dash's root element, inside a placeholder that also holds the first paint's
+   data as JSON (app/map_paint.py first_paint, the answer of GET /api/datasets/{id}/map/first-paint). It
+   draws it as soon as it is parsed, about 1.5 s before the page's 6 MB of scripts have run: no plotly.js,
+   no Dash. Drawn: the map's image under its outline and graticule, the sphere's points seen along the 3D
+   scene's default camera, or the density view's two maps (cells, stars, points), beside the molecule
+   panel rendered from the layout's own Dash components.
 
    Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
    .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
@@ -9,11 +12,11 @@
    the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the nearest drawn dot within 5 px
    (its molecule id travels with the dots). Density view (the landing page): a click asks as on the map;
    hovering either density map names its cell's density. The chosen molecule then shows in the static molecule
-   panel: its id and info as the server renders them for Dash (GET _first-paint/molecule-panel) and
+   panel: its id and info as the server gives them to Dash (GET .../map/panel/{id}) and
    its 3D viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
 
    The choice is handed to Dash through the page URL (?molecule=), which Dash reads when it
-   starts: the layout request's Referer carries it (app/initial_view.py). When Dash renders its
+   starts: the layout request carries the page's query (app/compat.py). When Dash renders its
    page over the first paint, its molecule viewer takes over the drawn 3Dmol viewer (no second
    WebGL context, no redraw from scratch), and a choice its layout does not carry goes to the
    panel and the page's "selected" store.
@@ -121,7 +124,7 @@
     return box;
   }
 
-  // ---------------------------------------------------------------- 3D viewer specs (app/viewer.py)
+  // ---------------------------------------------------------------- 3D viewer specs (backend/figures/viewer.py)
   // Rendered with 3Dmol.js in one WebGL context per element (a viewer grid, rotation linked), by the
   // first paint's panel and by Dash's clientside callbacks alike (orientscope.js renderViewer).
   var VIEW_HEIGHT = 280;
@@ -194,7 +197,7 @@
   }
 
   // The camera looks along (-1, -1, -1): x points right and down, y up, z left and down, each drawn at 0.82
-  // of its length and none towards the viewer. A label just past its arrow's tip (app/viewer.py) then lies
+  // of its length and none towards the viewer. A label just past its arrow's tip (backend/figures/viewer.py) then lies
   // beyond every atom along its own direction on screen: the view shortens the atoms' offsets as much as
   // the arrow.
   var ISOMETRIC = [0.279848, -0.364705, -0.115917, 0.880476];  // that rotation as a quaternion (x, y, z, w)
@@ -303,20 +306,199 @@
     return true;
   }
 
+  // ---------------------------------------------------------------- the map's REST resource
+  // One spelling of its URLs (api/routes/orientation_map.py) for every script that asks it: the first paint,
+  // the interactive map (orientscope.js), the hover preview (hover_preview.js) and the pins (pins.js).
+  function restUrl(dataset, path, params) {
+    var q = Object.keys(params || {}).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
+    }).join("&");
+    return "/api/datasets/" + encodeURIComponent(dataset) + "/" + path + (q ? "?" + q : "");
+  }
+
+  function panelUrl(dataset, id) { return restUrl(dataset, "map/panel/" + encodeURIComponent(id)); }
+
+  // An answer's JSON, or null for an error status; rejects when the server cannot be reached.
+  function fetchJson(url) { return fetch(url).then(function (r) { return r.ok ? r.json() : null; }); }
+
   // One copy per page: the inline first paint's and the asset's share the 3Dmol.js loader and the viewers.
   window.orientscopeMap = window.orientscopeMap || {
+    rest: { url: restUrl, panelUrl: panelUrl, getJson: fetchJson },
     nearestPoint: nearestPoint, openChooser: openChooser, closeChooser: closeChooser,
     viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
               handOverFrom: handOverFrom, takeOver: takeOver }
   };
-  if (!root || !root.hasAttribute("data-first-paint")) { return; }  // loaded as an asset: nothing to paint
-  var viewer = window.orientscopeMap.viewer;
-  var host = root.querySelector("#orientation-map");
+  var dataEl = root && root.querySelector(":scope > script.first-paint-data");
+  if (!dataEl) { return; }  // loaded as an asset: nothing to paint
   var SVG_NS = "http://www.w3.org/2000/svg";
+
+  // ---------------------------------------------------------------- drawing the first paint's data
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    (children || []).forEach(function (c) { e.appendChild(c); });
+    return e;
+  }
+
+  function svgEl(tag, attrs) {
+    var e = document.createElementNS(SVG_NS, tag);
+    Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    return e;
+  }
+
+  // Dash html components as JSON ({type, namespace, props}) as DOM nodes: the molecule panel and its info, the
+  // layout's own components, so the first paint's panel and Dash's are the same markup.
+  var SKIPPED_PROPS = { children: 1, n_clicks: 1, n_clicks_timestamp: 1, disable_n_clicks: 1, key: 1, loading_state: 1 };
+  function renderComponents(node) {
+    if (node === null || node === undefined || node === false) { return []; }
+    if (Array.isArray(node)) { return node.reduce(function (out, n) { return out.concat(renderComponents(n)); }, []); }
+    if (typeof node !== "object") { return [document.createTextNode(String(node))]; }
+    if (node.namespace !== "dash_html_components") { return []; }  // a dcc component needs its React code
+    var props = node.props || {}, e = document.createElement(node.type.toLowerCase());
+    Object.keys(props).forEach(function (k) {
+      var v = props[k];
+      if (SKIPPED_PROPS[k] || v === null || v === undefined || v === false) { return; }
+      if (k === "className") { e.className = v; } else if (k === "style") { Object.assign(e.style, v); }
+      else if (k === "htmlFor") { e.htmlFor = v; } else { e.setAttribute(k, v === true ? "" : String(v)); }
+    });
+    renderComponents(props.children).forEach(function (c) { e.appendChild(c); });
+    return [e];
+  }
+
+  function title(text) {
+    var p = el("p", { style: "font:14px sans-serif;margin:4px 0" });
+    p.textContent = text || "";
+    return p;
+  }
+
+  // The plot's box in map units, SVG's y down (backend/figures/plots.py MAP_RANGE_X, MAP_RANGE_Y: ±2.95 and ±1.5 at MAP_SCALE).
+  var MAP_VIEWBOX = "-29500 -15000 59000 30000";
+
+  function mapSvg(text) {
+    return svgEl("svg", { viewBox: MAP_VIEWBOX, width: "100%", role: "img", "aria-label": text || "" });
+  }
+
+  function pathData(points) {
+    var d = "", down = false;
+    points.forEach(function (p) {
+      if (!p) { down = false; return; }
+      d += (down ? "L" : "M") + p[0] + " " + p[1];
+      down = true;
+    });
+    return d;
+  }
+
+  function drawFrame(svg, frame) {
+    svg.appendChild(svgEl("path", { d: pathData(frame.graticule), fill: "none", stroke: "#999", "stroke-width": 45 }));
+    svg.appendChild(svgEl("path", { d: pathData(frame.outline), fill: "none", stroke: "#555", "stroke-width": 60 }));
+  }
+
+  function drawImage(svg, im, pixelated) {
+    var image = svgEl("image", { href: im.source, x: im.x, y: im.y, width: im.width, height: im.height,
+                                 preserveAspectRatio: "none" });
+    if (pixelated) { image.setAttribute("style", "image-rendering:pixelated"); }
+    svg.appendChild(image);
+    return image;
+  }
+
+  // The test hook, set once the image is decoded and the frame with it has been painted (two animation frames,
+  // as orientscope.js does for the plot). The performance mark lets a benchmark read when that was.
+  function setHook(mapEl, hook, image) {
+    (image && image.decode ? image.decode() : Promise.resolve()).catch(function () {}).then(function () {
+      requestAnimationFrame(function () {
+        requestAnimationFrame(function () {
+          if (mapEl.isConnected) {
+            mapEl.setAttribute("data-mode", hook.mode);
+            mapEl.setAttribute("data-drawn", hook.drawn);
+            performance.mark("orientscope:first-paint");
+          }
+        });
+      });
+    });
+  }
+
+  function mapHost(paint, maxWidth) {
+    var host = el("div", { id: "orientation-map", "class": "first-paint", "data-first-paint": "1",
+                           "data-map": JSON.stringify(paint.settings), style: "max-width:" + maxWidth + ";position:relative" });
+    return host;
+  }
+
+  function drawMap(paint) {
+    var host = mapHost(paint, "900px"), svg = mapSvg(paint.title);
+    var image = drawImage(svg, paint.image, false);
+    drawFrame(svg, paint.frame);
+    host.append(title(paint.title), svg, el("p", { "class": "note map-hint" }));
+    return { maps: [host], host: host, image: image };
+  }
+
+  function drawSphere(paint) {
+    var host = mapHost(paint, "460px"), d = paint.dots;
+    var svg = svgEl("svg", { viewBox: "-1.1 -1.1 2.2 2.2", width: "100%", role: "img", "aria-label": paint.title });
+    svg.appendChild(svgEl("circle", { r: 1, fill: "#f4f4f4", stroke: "#bbb", "stroke-width": ".005" }));
+    // As markup, parsed at once: thousands of createElementNS and setAttribute calls took twice as long.
+    var dots = [];
+    for (var i = 0; i < d.x.length; i++) {
+      var fade = d.opacity[i] < 1 ? '" fill-opacity="' + d.opacity[i] : "";
+      dots.push('<circle cx="' + d.x[i] + '" cy="' + d.y[i] + '" r=".012" fill="' + d.colors[d.code[i]] + fade + '"/>');
+    }
+    var g = svgEl("g", { "class": "dots" });
+    g.innerHTML = dots.join("");
+    svg.appendChild(g);
+    host.append(title(paint.title), svg, el("p", { "class": "note map-hint" }));
+    return { maps: [host], host: host, image: null };
+  }
+
+  function drawDensityMap(m, frame, attrs) {
+    var box = el("div", Object.assign({ "class": "first-paint", style: "position:relative" }, attrs));
+    box._grid = m.grid;  // its cells, for the hover (densityHover)
+    var svg = mapSvg(m.title), image = drawImage(svg, m.image, true);
+    drawFrame(svg, frame);
+    m.stars.forEach(function (s) {
+      var star = svgEl("text", { x: s.x, y: s.y, "font-size": 1100, "text-anchor": "middle", "dominant-baseline": "central",
+                                 fill: s.color, stroke: "#000", "stroke-width": 40 });
+      star.textContent = "\u2605";
+      var label = svgEl("text", { x: s.x, y: s.y - 1300, "font-size": 700, "text-anchor": "middle" });
+      label.textContent = s.label;
+      svg.append(star, label);
+    });
+    var p = m.points;
+    for (var i = 0; p && i < p.x.length; i++) {
+      var c = svgEl("circle", { cx: p.x[i], cy: p.y[i], r: p.r, fill: p.color[i] });
+      if (p.stroke) { c.setAttribute("stroke", p.stroke); c.setAttribute("stroke-width", p.stroke_width); }
+      svg.appendChild(c);
+    }
+    box.append(title(m.title), svg, el("p", { "class": "note map-hint" }));
+    return { box: box, image: image };
+  }
+
+  function drawDensity(paint) {
+    var main = drawDensityMap(paint.maps[0], paint.frame, { id: "orientation-map", "data-first-paint": "1",
+                                                            "data-map": JSON.stringify(paint.settings) });
+    var control = drawDensityMap(paint.maps[1], paint.frame, { "data-first-paint-control": "1" });
+    var cells = [el("div", { "class": "map-cell" }, [main.box]),
+                 el("div", { id: "control-map-box", "class": "map-cell" }, [control.box])];
+    return { maps: cells, host: main.box, image: main.image };
+  }
+
+  // The page's structure (app/dashboard.py build_layout): the map beside the molecule panel, so the panel has
+  // the width it will have once Dash has rendered the page.
+  var paintData = JSON.parse(dataEl.textContent);
+  var drawn = (paintData.view === "sphere" ? drawSphere : paintData.view === "density" ? drawDensity : drawMap)(paintData);
+  var pagePanel = paintData.panel;
+  var explore = el("div", { "class": "explore", "data-first-paint": "1" }, [
+    el("div", { "class": paintData.view === "density" ? "map maps" : "map" }, drawn.maps)
+  ].concat(renderComponents(pagePanel.layout)));
+  root.appendChild(el("section", { "class": "panel" }, [explore]));
+  var page = root;
+  root = explore;
+  setHook(drawn.host, paintData.hook, drawn.image);
+
+  var viewer = window.orientscopeMap.viewer;
+  var host = drawn.host;
   var PICK_PX = 5;  // as the server's nearest point (backend/services/map_raster.py)
   var RING_PX = 9;  // the interactive map's selection ring (orientscope.js RING_RADIUS)
   var HOVER_MS = 120;
-  var cfg = JSON.parse(host.getAttribute("data-map"));
+  var cfg = paintData.settings;
   var svg = host.querySelector("svg");
   var hint = host.querySelector(".map-hint");
   var vb = svg.viewBox.baseVal;  // in map units, SVG y down
@@ -325,16 +507,9 @@
   tip.hidden = true;
   host.appendChild(tip);
 
-  function restUrl(path, params) {
-    var q = Object.keys(params).map(function (k) {
-      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
-    }).join("&");
-    return "/api/datasets/" + encodeURIComponent(cfg.dataset) + "/" + path + (q ? "?" + q : "");
-  }
+  function mapUrl(path, params) { return restUrl(cfg.dataset, path, params); }
 
-  function getJson(url) {
-    return fetch(url).then(function (r) { return r.ok ? r.json() : null; }).catch(function () { return null; });
-  }
+  function getJson(url) { return fetchJson(url).catch(function () { return null; }); }
 
   // The SVG point (viewBox units) under a mouse event, its pixel offset in the host, and the
   // viewBox units per screen pixel; null outside the drawing.
@@ -366,8 +541,7 @@
   }
 
   // ---------------------------------------------------------------- the molecule panel
-  // Dash's panel, rendered on the server (app/first_paint.py), filled here until Dash's takes over.
-  var PANEL_URL = window.location.pathname + "_first-paint/molecule-panel";
+  // Dash's panel, from the layout's components (the first paint's data), filled here until Dash's takes over.
   var panel = root.querySelector("#molecule-panel");
   var staticViewer = root.querySelector("#molecule-viewer");
   var pick = null;  // the molecule chosen here: {id, answer (the panel route's), spec}
@@ -389,7 +563,8 @@
 
   function showPanel(answer) {
     panel.querySelector("#molecule-id").textContent = answer.molecule_id;
-    panel.querySelector("#molecule-info").innerHTML = answer.info_html;  // rendered by our own server
+    var info = panel.querySelector("#molecule-info");
+    info.replaceChildren.apply(info, renderComponents(answer.info));
     requestAnimationFrame(function () { performance.mark("orientscope:first-paint-panel"); });
     if (answer.viewer) { drawViewer(pick.spec = answer.viewer); }
   }
@@ -417,8 +592,8 @@
   // Dash's renderer first replaces the page's content by its "Loading..." placeholder, and its page
   // comes a request later: until then, the first paint stays on screen just after Dash's root
   // (style.css hides the placeholder meanwhile), and it leaves in the frame Dash's page arrives in.
-  var page = root.closest(".first-paint-page"), entry = document.getElementById("react-entry-point");
-  if (page && entry) {
+  var entry = document.getElementById("react-entry-point");
+  if (entry) {
     new MutationObserver(function (_, watch) {
       var dashPanel = entry.querySelector("#molecule-panel");
       if (dashPanel && !page.contains(dashPanel)) {
@@ -451,7 +626,7 @@
     });
     pick = { id: id, answer: null, spec: null };
     if (!root.isConnected) { toDash(600); return; }  // Dash's page is up: its panel shows it
-    getJson(PANEL_URL + window.location.search).then(function (answer) {
+    getJson(panelUrl(cfg.dataset, id)).then(function (answer) {
       if (!answer || !pick || pick.id !== id) { return; }
       pick.answer = answer;
       if (root.isConnected) { showPanel(answer); } else { toDash(600); }
@@ -459,8 +634,8 @@
   }
 
   // A page opened on a molecule: the server filled the panel in; draw its viewer.
-  if (root.dataset.viewer) {
-    var opened = JSON.parse(root.dataset.viewer);
+  if (pagePanel.viewer) {
+    var opened = pagePanel.viewer;
     pick = { id: opened.molecule, answer: null, spec: opened };
     drawViewer(opened);
   }
@@ -487,14 +662,14 @@
     host.dataset.clicked = "";
     closeChooser(host);
     var params = nearestParams(p);
-    getJson(restUrl("map/nearest", params)).then(function (hit) {
+    getJson(mapUrl("map/nearest", params)).then(function (hit) {
       if (!hit) { return; }
       if (hit.id === null) { nothingNear(); return; }
       if (hit.shared > 1) {  // several molecules share its pixel: the user chooses (as on the interactive map)
         openChooser(host, {
           total: hit.shared, at: { left: p.px, top: p.py },
           page: function (offset, limit) {
-            return getJson(restUrl("map/shared", Object.assign({ offset: offset, limit: limit }, params)));
+            return getJson(mapUrl("map/shared", Object.assign({ offset: offset, limit: limit }, params)));
           },
           choose: function (id) { chosen(ev, id, hit.x * s, -hit.y * s, p.unit); }
         });
@@ -512,7 +687,7 @@
     hoverTimer = setTimeout(function () {
       var asked = ++hoverAsked;
       // one answer: the molecule a click opens, its card, its pixel and the words
-      getJson(restUrl("map/preview", Object.assign({ kind: cfg.kind }, nearestParams(p)))).then(function (hit) {
+      getJson(mapUrl("map/preview", Object.assign({ kind: cfg.kind }, nearestParams(p)))).then(function (hit) {
         if (asked !== hoverAsked) { return; }
         preview(p, hit && hit.id, hit);
         showTip(p, (hit && hit.text) || "");
@@ -562,10 +737,10 @@
 
   // ---------------------------------------------------------------- the density view's cells
   // Hovering a density map (the dataset's or its control's) names the density of the cell under the
-  // cursor as the heatmap's own hover does once plotly.js draws it ("density 1.23× uniform", app/figures.py
+  // cursor as the heatmap's own hover does once plotly.js draws it ("density 1.23× uniform", backend/figures/plots.py
   // density_map_figure), from the cells the map carries (app/density_paint.py): nothing to ask the server.
-  function densityHover(el, own) {
-    var grid = JSON.parse(el.getAttribute("data-grid")), box = el.querySelector("svg");
+  function densityHover(mapEl, own) {
+    var grid = mapEl._grid, box = mapEl.querySelector("svg");
     var view = box.viewBox.baseVal;
     function cellText(ev) {
       var r = box.getBoundingClientRect();
@@ -578,7 +753,7 @@
     }
     own.dataset.kind = "density";
     box.addEventListener("mousemove", function (ev) {
-      var text = cellText(ev), r = el.getBoundingClientRect();
+      var text = cellText(ev), r = mapEl.getBoundingClientRect();
       own.textContent = text;
       own.hidden = !text;
       own.style.left = (ev.clientX - r.left + 12) + "px";
@@ -592,12 +767,12 @@
   svg.addEventListener("click", sphere ? spherePick : mapPick);
   if (cfg.view === "density") {
     densityHover(host, tip);
-    Array.prototype.forEach.call(root.querySelectorAll("[data-first-paint-control]"), function (el) {
+    Array.prototype.forEach.call(root.querySelectorAll("[data-first-paint-control]"), function (box) {
       var own = document.createElement("div");
       own.className = "map-tooltip";
       own.hidden = true;
-      el.appendChild(own);
-      densityHover(el, own);
+      box.appendChild(own);
+      densityHover(box, own);
     });
   } else {
     svg.addEventListener("mousemove", sphere ? sphereHover : mapHover);

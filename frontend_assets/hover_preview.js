@@ -16,12 +16,8 @@
   var GAP_PX = 16;  // from the cursor to the card, clear of the hover text at +12 px
   var CARD_PX = { width: 200, height: 200 };  // style.css .hover-preview, for keeping it inside the host
 
-  function url(dataset, path, query) {
-    var q = Object.keys(query || {}).map(function (k) {
-      return encodeURIComponent(k) + "=" + encodeURIComponent(query[k]);
-    }).join("&");
-    return "/api/datasets/" + encodeURIComponent(dataset) + "/" + path + (q ? "?" + q : "");
-  }
+  // first_paint.js's (loaded with this script on every page): asked at hover time, once both have run
+  function url(dataset, path, query) { return window.orientscopeMap.rest.url(dataset, path, query); }
 
   function cardOf(host) {
     var card = host.querySelector(":scope > .hover-preview");

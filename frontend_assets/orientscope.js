@@ -313,11 +313,7 @@
   }
 
   function mapUrl(meta, path, extra) {
-    var params = Object.assign({}, meta.query, extra);
-    var q = Object.keys(params).map(function (k) {
-      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
-    }).join("&");
-    return "/api/datasets/" + encodeURIComponent(meta.dataset) + "/" + path + "?" + q;
+    return window.orientscopeMap.rest.url(meta.dataset, path, Object.assign({}, meta.query, extra));
   }
 
   function setHint(text) {
@@ -326,18 +322,14 @@
   }
 
   // A click's fast path. The press already asks the server for the nearest shown point within 5 px
-  // (map/nearest) and for that molecule's panel (app/first_paint.py panel_json: the id, info and viewer
+  // (map/nearest) and for that molecule's panel (GET .../map/panel/{id}: the id, info and viewer
   // spec the molecule callback answers, the route the first paint asks too); the release draws it in the
   // panel, and only after that frame does Dash hear of it (the "selected" store), whose callbacks then
   // fill in the URL, the ring and the neighbour lists. Through Dash alone the viewer waited for the URL
   // callback, the molecule callback and often the neighbour lists' re-render: on full QM9 (UI
   // benchmark's clicks, 6 alternating runs of 7 on a busy machine, load 7-12) 382 ms median through
   // Dash against 105 ms this way.
-  var PANEL_PATH = "/_first-paint/molecule-panel";
-
-  function getJson(url) {
-    return fetch(url).then(function (r) { return r.ok ? r.json() : null; });
-  }
+  function getJson(url) { return window.orientscopeMap.rest.getJson(url); }
 
   // The pixel grid a pick counts on: over an aggregated image, the image's own grid (meta.grid, the pixels
   // drawn, whose counts the hover reads); over real points, the plot's pixels.
@@ -373,9 +365,7 @@
     host._pick = { x: ev.clientX, y: ev.clientY, answer: answer, meta: meta, query: pq };
   }
 
-  function panelUrl(dataset, id) {
-    return PANEL_PATH + "?dataset=" + encodeURIComponent(dataset) + "&molecule=" + encodeURIComponent(id);
-  }
+  function panelUrl(dataset, id) { return window.orientscopeMap.rest.panelUrl(dataset, id); }
 
   // Tell Dash once the frame with the drawn molecule is on screen, so that its work (requests,
   // React re-renders) does not hold that frame back.
@@ -705,26 +695,28 @@
     return zoom || "";
   }
 
-  // The zoomed region's figure, asked for at once and straight from the server (app/map_route.py):
-  // through Dash's viewport store the request left only after dcc.Graph had replotted its echo of
-  // the old figure (every WebGL point again) and Dash had dispatched the callback. plotly.js fires
-  // plotly_relayout once per drag and already gathers a wheel's ticks; of several answers in
-  // flight only the newest zoom's is drawn.
-  var FIGURE_PATH = "/_map-figure";
+  // The zoomed region's figure, asked for at once and straight from the REST API (GET .../map/figure, or
+  // .../map/cells for the density view's pair): through Dash's viewport store the request left only after
+  // dcc.Graph had replotted its echo of the old figure (every WebGL point again) and Dash had dispatched the
+  // callback. plotly.js fires plotly_relayout once per drag and already gathers a wheel's ticks; of several
+  // answers in flight only the newest zoom's is drawn. `state`: the map-state store's view and REST query.
+  var REGION_QUERY = ["axes", "color", "grouping", "group", "smarts", "table"];
+
+  function regionUrl(state, vp) {
+    var query = {};
+    REGION_QUERY.forEach(function (k) { if (state[k] !== null && state[k] !== undefined) { query[k] = state[k]; } });
+    return mapUrl({ dataset: state.dataset, query: query }, state.view === "density" ? "map/cells" : "map/figure", vp);
+  }
 
   function askRegion(host, state, vp, quiet) {
     var seq = host._regionSeq = (host._regionSeq || 0) + 1;
-    var params = Object.assign({ state: JSON.stringify(state) }, vp);
-    var q = Object.keys(params).map(function (k) {
-      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
-    }).join("&");
     var clientside = window.dash_clientside;
-    getJson(FIGURE_PATH + "?" + q).then(function (figure) {
+    getJson(regionUrl(state, vp)).then(function (answer) {
       if (seq !== host._regionSeq) { return; }  // a later zoom took over
       clientside.set_props("map-viewport", { data: vp });  // a new colour or filter keeps this region
-      if (figure && figure.density) {  // the density view: both maps, binned anew for the region
-        clientside.set_props("control-map", { figure: figure.density[1] });
-        figure = figure.density[0];
+      var figure = answer && (answer.figure || answer.dataset);
+      if (answer && answer.control) {  // the density view: both maps, binned anew for the region
+        clientside.set_props("control-map", { figure: answer.control });
       }
       if (figure) {
         (figure.layout.images || []).forEach(function (im) { im.source = asBlobUrl(im.source); decoded(im.source); });

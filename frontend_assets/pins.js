@@ -4,13 +4,12 @@
    The pins live in the "pins" store as "id1,id2:c,..." (the URL's `pins`, backend/figures/state.py: ":c" a pin shown
    in its canonical pose, a plain id or ":s" in its stored pose), so a link, a reload and the back button
    bring them back, each in its pose. A pin's viewer is drawn from the molecule panel's own
-   viewer spec (GET /_first-paint/molecule-panel, backend/figures/viewer.py: the stored and the canonical pose), one
+   viewer spec (GET /api/datasets/{id}/map/panel/{mol_id}, backend/figures/viewer.py: the stored and the canonical pose), one
    pose at a time, by the same drawing code as the molecule viewer (first_paint.js, orientscopeMap.viewer).
    Cards of molecules still pinned are kept when the pins change, with their WebGL context. */
 (function () {
   "use strict";
   var MAX_PINS = 4;  // backend/figures/state.py MAX_PINS
-  var PANEL_PATH = "/_first-paint/molecule-panel";
   var POSES = ["stored", "canonical"];  // the order of the spec's scenes (backend/figures/viewer.py molecule_scenes)
   var SUFFIX = { s: "stored", c: "canonical" };  // backend/figures/state.py PIN_POSES
 
@@ -112,8 +111,8 @@
     var viewerEl = document.createElement("div");
     viewerEl.className = "viewer pin-viewer";
     card.append(head, viewerEl);
-    var url = PANEL_PATH + "?dataset=" + encodeURIComponent(dataset) + "&molecule=" + encodeURIComponent(id);
-    fetch(url).then(function (r) { return r.ok ? r.json() : null; }).catch(function () { return null; })
+    var rest = window.orientscopeMap.rest;
+    rest.getJson(rest.panelUrl(dataset, id)).catch(function () { return null; })
       .then(function (panel) {
         if (!panel || !panel.viewer) {
           viewerEl.textContent = "No molecule " + id + " in dataset " + dataset + ".";

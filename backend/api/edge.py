@@ -2,7 +2,7 @@
 
 :class:`EdgeGuard` is the outermost ASGI layer (``backend/server.py`` adds it after the
 dashboard is mounted), so every route passes it first: the API, Dash's pages, assets and
-callbacks, the first-paint routes and Dash's websocket. In order, for HTTP and websocket:
+callbacks, the first paint and Dash's websocket. In order, for HTTP and websocket:
 
 1. **Host allowlist** (DNS rebinding): on a loopback bind only ``localhost``, ``127.0.0.1``,
    ``[::1]`` and ``--allowed-hosts`` names, with any port; otherwise 400 naming the option.

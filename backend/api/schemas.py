@@ -543,3 +543,114 @@ class ScatterPreviewPublic(ScatterNearestPublic):
     caption: MapMoleculePublic | None = Field(description="The card's caption; null when no point is near.")
     depiction: str | None = Field(description="The card's 2D depiction (SVG text); null when no point is near.")
     text: str | None = Field(None, description="The hover's words beside the cursor; null when no point is near.")
+
+
+# ---------------------------------------------------------------- what the dashboard draws of the map
+# A plotly figure ({"data": [...], "layout": {...}}, arrays as plotly's typed arrays) and Dash components
+# ({"type", "namespace", "props"}) are the browser libraries' own formats: passed through as JSON objects.
+PlotlyFigure = dict[str, Any]
+
+
+class MapFigurePublic(_Model):
+    """The flat map's figure of a region, as the dashboard draws it (plotly.js)."""
+
+    figure: PlotlyFigure = Field(
+        description="Plotly figure: the aggregated image above the point budget, else the points; "
+        "layout.meta.map says what was drawn (mode, distinct molecules, the REST query of its points)."
+    )
+
+
+class MapCellsPublic(_Model):
+    """The density view of a region: the dataset's density beside its control's, on one colour scale."""
+
+    dataset: PlotlyFigure = Field(description="Plotly heatmap of the stored poses' density relative to uniform.")
+    control: PlotlyFigure = Field(description="The same for the randomly rotated control.")
+
+
+class MapPanelPublic(_Model):
+    """The molecule panel of the map: what the dashboard shows of a clicked molecule."""
+
+    molecule_id: str = Field(description="Molecule id.")
+    info: Any = Field(description="Its info table as Dash html components (JSON).")
+    viewer: dict[str, Any] | None = Field(description="Its 3D viewer spec (scenes of XYZ text and axis arrows).")
+
+
+class FirstPaintImage(_Model):
+    """An image placed on the map, in map units (SVG's y: down)."""
+
+    source: str = Field(description="PNG as a data URL.")
+    x: float = Field(description="Left edge.")
+    y: float = Field(description="Top edge.")
+    width: float
+    height: float
+
+
+class FirstPaintHook(_Model):
+    """The map's test hook once drawn."""
+
+    mode: str = Field(description="image or points.")
+    drawn: int = Field(description="Distinct molecules drawn.")
+
+
+class FirstPaintDots(_Model):
+    """The sphere's points seen along the 3D scene's default camera, back to front (unit sphere, y down)."""
+
+    x: list[float]
+    y: list[float]
+    code: list[int] = Field(description="Index into colors, per point.")
+    colors: list[str]
+    opacity: list[float]
+
+
+class FirstPaintStar(_Model):
+    """A reference orientation's axis on the map."""
+
+    x: float
+    y: float
+    label: str
+    color: str
+
+
+class FirstPaintPoints(_Model):
+    """Points drawn over a density map too sparse to bin (map units, y down)."""
+
+    x: list[float]
+    y: list[float]
+    color: list[str]
+    r: float
+    stroke: str | None
+    stroke_width: float
+
+
+class FirstPaintDensityMap(_Model):
+    """One density map: its cells as an image, their values for the hover, the reference stars."""
+
+    title: str
+    image: FirstPaintImage
+    grid: dict[str, Any] = Field(description="The cells: x0, dx, y0, dy, nx, ny and z (row-major from the bottom).")
+    stars: list[FirstPaintStar]
+    points: FirstPaintPoints | None
+
+
+class FirstPaintPanel(_Model):
+    """The molecule panel as the page first shows it."""
+
+    layout: Any = Field(description="The panel as Dash html components (JSON).")
+    viewer: dict[str, Any] | None = Field(description="The shown molecule's 3D viewer spec (null: none).")
+
+
+class FirstPaintPublic(_Model):
+    """Everything the page's first paint draws before Dash has loaded; ``view`` null when it draws nothing
+    (a zoomed map, a points map, a view with no static picture)."""
+
+    view: Literal["map", "sphere", "density"] | None = Field(description="The view drawn.")
+    settings: dict[str, Any] | None = Field(None, description="What its clicks and hover ask the REST API for.")
+    hook: FirstPaintHook | None = None
+    title: str | None = None
+    frame: dict[str, list[list[float] | None]] | None = Field(
+        None, description="outline and graticule polylines, map units, y down; null breaks the line."
+    )
+    image: FirstPaintImage | None = Field(None, description="The map's aggregated image (view=map).")
+    dots: FirstPaintDots | None = Field(None, description="The sphere's points (view=sphere).")
+    maps: list[FirstPaintDensityMap] | None = Field(None, description="The dataset's and its control's (view=density).")
+    panel: FirstPaintPanel | None = None

@@ -22,7 +22,7 @@ from tests.api.guarded import READ_TOKEN, WRITE_TOKEN, stored
 XYZ = b"3\nwater\nO 0 0 0.1173\nH 0 0.7572 -0.4692\nH 0 -0.7572 -0.4692\n"
 WATER = {"elements": ["O", "H", "H"], "positions": [[0, 0, 0.1173], [0, 0.7572, -0.4692], [0, -0.7572, -0.4692]]}
 EVIL = "http://evil.example"
-PANEL = "/_first-paint/molecule-panel?dataset=qm9&molecule=1"
+PANEL = "/api/datasets/qm9/map/panel/1"
 CALLBACK = "/_dash-update-component"
 
 

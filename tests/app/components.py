@@ -34,3 +34,9 @@ def props_of(layout: dict, wanted: str) -> dict:
 def map_settings(text: str) -> dict:
     """The first paint's map settings (its ``data-map`` attribute) in a page's HTML."""
     return json.loads(html.unescape(re.search(r'data-map="([^"]*)"', text).group(1)))
+
+
+def carried_paint(text: str) -> dict:
+    """The first paint's data a page's HTML carries (app/first_paint.py placeholder_html)."""
+    found = re.search(r'<script type="application/json" class="first-paint-data">(.*?)</script>', text, re.S)
+    return json.loads(found.group(1))

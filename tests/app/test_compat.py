@@ -196,3 +196,26 @@ def test_canary_first_screen_scripts_are_dashs_own_long_cached_urls_and_the_grap
             assert answer.status_code == 200 and "max-age=31536000" in answer.headers["cache-control"], url
     library = (Path(dash.__file__).parent / "dcc" / "dash_core_components.js").read_text()
     assert "window.Plotly||" in library  # the lazy graph takes plotly.js from the page when it is there
+
+
+@pytest.mark.dash_canary
+def test_canary_the_first_paint_and_the_page_query_script_come_after_dashs_root_and_before_its_renderer():
+    """app/compat.py add_after_app_entry and send_page_query_with_layout: Dash's index interpolates ``app_entry``
+    (its root element, with the "Loading..." placeholder style.css hides) before its scripts, and its renderer
+    asks for the layout through ``window.fetch``, looked up at the time it asks."""
+    import dash
+    from fastapi.testclient import TestClient
+
+    server = FastAPI()
+    app = dash.Dash(__name__, server=server, backend="fastapi", serve_locally=True)
+    app.layout = html.Div("x")
+    compat.send_page_query_with_layout(app)
+    compat.add_after_app_entry(app, lambda: '<div class="first-paint-page"></div>')
+    with TestClient(server) as client:
+        index = client.get("/").text
+    entry, loading = index.index('id="react-entry-point"'), index.index(compat.DASH_LOADING_CLASS)
+    script, paint = index.index(compat.PAGE_QUERY_SCRIPT), index.index('class="first-paint-page"')
+    renderer = index.index("new DashRenderer(")
+    assert entry < loading < script < renderer and entry < paint < renderer
+    bundle = (Path(dash.__file__).parent / "dash-renderer" / "build" / "dash_renderer.min.js").read_text()
+    assert f'"{compat.LAYOUT_ROUTE}"' in bundle and "fetch(" in bundle

@@ -2,10 +2,7 @@
 coloured and valued as the layout's figures (real HTTP)."""
 
 import base64
-import html
 import io
-import json
-import re
 
 import httpx
 import numpy as np
@@ -16,7 +13,7 @@ from orientscope.core.palette import CIVIDIS
 from orientscope.figures.plots import MAP_SCALE
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
-from tests.app.components import map_settings, props_of
+from tests.app.components import carried_paint, props_of
 
 
 def _rgb(hex_color: str) -> list[int]:
@@ -53,25 +50,21 @@ def test_a_heatmaps_image_spans_its_cells_with_the_bottom_row_last():
                        "z": [0.0, 1.0, 2.0, None, 3.0, 4.0, 4.0, 4.0]}  # fmt: skip
 
 
-def _grids(page: str) -> list[dict]:
-    return [json.loads(html.unescape(g)) for g in re.findall(r'data-grid="([^"]*)"', page)]
-
-
 def test_the_landing_page_carries_the_density_view_and_its_control_as_the_layout_draws_them(qm9_store):
     with ServerThread(create_app(qm9_store, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
         page = c.get("/").text
-        layout = c.get("/_dash-layout", headers={"Referer": f"{srv.url}/"}).json()
-    assert page.count('id="orientation-map"') == 1 and "_dash-loading" not in page
+        layout = c.get("/_dash-layout", headers={"X-OrientScope-Page": ""}).json()
+    paint = carried_paint(page)
     figure = props_of(layout, "orientation-map")["figure"]
     control = props_of(layout, "control-map")["figure"]
     meta = figure["layout"]["meta"]["map"]
     assert meta["view"] == "density"
     # what first_paint.js asks the server for a click: the layout's own REST query; its hover is the density's
-    assert map_settings(page) == {"view": "density", "dataset": "qm9", "query": meta["query"], "kind": "density",
-                               "scale": MAP_SCALE}  # fmt: skip
-    assert f"setAttribute('data-drawn','{meta['drawn']}')" in page and "setAttribute('data-mode','image')" in page
+    assert paint["settings"] == {"view": "density", "dataset": "qm9", "query": meta["query"], "kind": "density",
+                                 "scale": MAP_SCALE}  # fmt: skip
+    assert paint["hook"] == {"mode": "image", "drawn": meta["drawn"]}
     # both maps' cells, as the layout's heatmaps hold them (to the hover's two decimals)
-    grids = _grids(page)
+    grids = [m["grid"] for m in paint["maps"]]
     assert len(grids) == 2
     for grid, fig in zip(grids, (figure, control), strict=True):
         heat = next(t for t in fig["data"] if t["type"] == "heatmap")
@@ -79,4 +72,5 @@ def test_the_landing_page_carries_the_density_view_and_its_control_as_the_layout
         assert (grid["ny"], grid["nx"]) == z.shape
         shown = np.array([np.nan if v is None else v for v in grid["z"]]).reshape(z.shape)
         np.testing.assert_allclose(shown, np.round(z, 2), atol=1e-9)
-    assert page.count("<image ") == 2 and "\u2605" in page  # and the reference orientation's stars
+    assert all(m["image"]["source"].startswith("data:image/png") for m in paint["maps"])
+    assert paint["maps"][0]["stars"]  # and the reference orientation's stars

@@ -1,11 +1,13 @@
-"""The page's view from its Referer: parsing, resolving, and the layout cache (toy ASGI app, then real HTTP)."""
+"""The page's view from the query it sends with its layout request: parsing, resolving, and the layout cache (toy ASGI
+app, then real HTTP)."""
 
 import asyncio
 
 import httpx
 import pytest
 
-from orientscope.app.initial_view import PageQueryMiddleware, page_query, referer_query, resolve_view
+from orientscope.app.compat import PAGE_QUERY_HEADER
+from orientscope.app.initial_view import PageQueryMiddleware, header_query, page_query, resolve_view
 from orientscope.server import create_app
 from orientscope.services.bytecache import MB, ByteBudgetCache
 from tests.api.conftest import ServerThread
@@ -13,20 +15,18 @@ from tests.app.components import props_of
 
 
 @pytest.mark.parametrize(
-    ("referer", "host", "expected"),
+    ("sent", "expected"),
     [
-        ("http://lab:8050/?dataset=qm9&molecule=4", "lab:8050", "?dataset=qm9&molecule=4"),
-        ("http://lab:8050/", "lab:8050", ""),
-        ("http://lab:8050/upload?x=1", "lab:8050", "?x=1"),
-        ("http://evil.example/?dataset=qm9", "lab:8050", None),  # another site: ignored
-        ("http://lab:8051/?dataset=qm9", "lab:8050", None),
-        (None, "lab:8050", None),
-        ("http://lab:8050/?dataset=qm9", None, None),
-        ("http://[::1/?dataset=qm9", "lab:8050", None),  # unparsable
+        ("?dataset=qm9&molecule=4", "?dataset=qm9&molecule=4"),
+        ("", ""),
+        ("?", ""),
+        (None, None),  # not sent: the plain layout
+        ("dataset=qm9", None),  # not a location.search
+        ("?" + "x" * 9000, None),  # longer than any page's query
     ],
 )
-def test_referer_query_only_trusts_the_same_host(referer, host, expected):
-    assert referer_query(referer, host) == expected
+def test_the_page_query_header_is_a_location_search_or_ignored(sent, expected):
+    assert header_query(sent) == expected
 
 
 def test_resolve_view_fills_defaults_and_reports_unknown_names(qm9_store):
@@ -73,13 +73,13 @@ async def _get(app, path, headers):
 def test_middleware_passes_the_query_and_caches_per_version():
     calls, version = [], {"v": 1}
     app = PageQueryMiddleware(_layout_app(calls), version=lambda: version["v"], cache=ByteBudgetCache(MB))
-    ref = {"host": "lab", "referer": "http://lab/?dataset=qm9"}
+    ref = {"host": "lab", PAGE_QUERY_HEADER.lower(): "?dataset=qm9"}
     first = asyncio.run(_get(app, "/_dash-layout", ref))
     assert first == "layout for '?dataset=qm9' #1"
     assert asyncio.run(_get(app, "/_dash-layout", ref)) == first and len(calls) == 1  # served from the cache
     version["v"] = 2  # a dataset changed: build again
     assert asyncio.run(_get(app, "/_dash-layout", ref)).endswith("#2")
-    # no usable Referer: the plain layout, never cached; other paths see no query
+    # no page query: the plain layout, never cached; other paths see no query
     assert asyncio.run(_get(app, "/_dash-layout", {"host": "lab"})) == "layout for None #3"
     assert asyncio.run(_get(app, "/_dash-layout", {"host": "lab"})).endswith("#4")
     assert asyncio.run(_get(app, "/anything", ref)) == "layout for None #5"
@@ -92,15 +92,15 @@ def dash_url(qm9_store):
         yield server.url
 
 
-@pytest.mark.dash_canary  # /_dash-layout and its Referer (app/initial_view.py)
+@pytest.mark.dash_canary  # /_dash-layout and the page query header (app/initial_view.py)
 def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
     from orientscope.figures.mapview import map_layers
     from orientscope.figures.state import ViewState
 
     layers = map_layers(qm9_store, ViewState(dataset="qm9"))
     mol = str(layers.md.ids[5])
-    page = f"{dash_url}/?dataset=qm9&molecule={mol}&axes=12&view=map"
-    layout = httpx.get(dash_url + "/_dash-layout", headers={"Referer": page}, timeout=120).json()
+    page = f"?dataset=qm9&molecule={mol}&axes=12&view=map"
+    layout = httpx.get(dash_url + "/_dash-layout", headers={PAGE_QUERY_HEADER: page}, timeout=120).json()
     assert props_of(layout, "url")["search"] == f"?dataset=qm9&molecule={mol}&axes=12&view=map"
     assert props_of(layout, "map-state")["data"]["axes"] == "12"
     assert props_of(layout, "selected")["data"] == mol
@@ -110,14 +110,14 @@ def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
     points = [t for t in props_of(layout, "orientation-map")["figure"]["data"] if t["meta"]["kind"] == "points"]
     assert sum(t["meta"]["n_points"] for t in points) == layers.md.points((1, 2))[0].size  # the defined axes
     assert props_of(layout, "verdict")["children"]  # the verdict is there without a callback
-    # a foreign or missing Referer gets the plain layout; the callbacks then resolve the URL
-    for headers in ({"Referer": "http://evil.example/?dataset=qm9"}, {}):
+    # a Referer is no longer read, and a missing query gets the plain layout; the callbacks then resolve the URL
+    for headers in ({"Referer": f"{dash_url}/?dataset=qm9"}, {}):
         plain = httpx.get(dash_url + "/_dash-layout", headers=headers, timeout=60).json()
         assert "data" not in props_of(plain, "map-state") and "search" not in props_of(plain, "url")
 
 
 def test_layout_for_an_unknown_dataset_leaves_the_url_to_the_callbacks(dash_url):
-    layout = httpx.get(dash_url + "/_dash-layout", headers={"Referer": dash_url + "/?dataset=nope"}, timeout=60).json()
+    layout = httpx.get(dash_url + "/_dash-layout", headers={PAGE_QUERY_HEADER: "?dataset=nope"}, timeout=60).json()
     assert "search" not in props_of(layout, "url")  # dcc.Location reports it, sync_state cleans it
     assert "Unknown dataset 'nope'" in str(props_of(layout, "messages")["children"])
     assert props_of(layout, "map-state")["data"]["dataset"] == "qm9"
@@ -128,11 +128,11 @@ def test_zoomed_pages_are_not_cached_so_zooming_does_not_grow_the_cache():
     cache = ByteBudgetCache(MB)
     app = PageQueryMiddleware(_layout_app(calls), version=lambda: 1, cache=cache)
     for k in range(5):  # five zooms, each its own URL, each loaded twice
-        ref = {"host": "lab", "referer": f"http://lab/?dataset=qm9&view=map&zoom=-0.{k},0.5,-0.2,0.2"}
+        ref = {"host": "lab", PAGE_QUERY_HEADER.lower(): f"?dataset=qm9&view=map&zoom=-0.{k},0.5,-0.2,0.2"}
         asyncio.run(_get(app, "/_dash-layout", ref))
         asyncio.run(_get(app, "/_dash-layout", ref))
     assert len(calls) == 10 and len(cache) == 0
-    asyncio.run(_get(app, "/_dash-layout", {"host": "lab", "referer": "http://lab/?dataset=qm9&view=map"}))
+    asyncio.run(_get(app, "/_dash-layout", {"host": "lab", PAGE_QUERY_HEADER.lower(): "?dataset=qm9&view=map"}))
     assert len(cache) == 1  # the unzoomed page is kept
 
 

@@ -51,17 +51,17 @@ def test_the_warm_up_builds_the_landing_pages_first_paint(qm9_store, binnings):
         gc.unfreeze()
     assert binnings == [2]
     page = page_first_paint(qm9_store, "")
-    assert 'id="control-map-box"' in page  # the density pair's static paint
+    assert '"maps":' in page  # the density pair's static paint
     assert binnings == [2]  # from the warm-up's cache
 
 
 def test_the_landing_pages_density_paint_is_written_once_per_density_pair(qm9_store, binnings, monkeypatch):
-    from orientscope.app import first_paint
+    from orientscope.app import map_paint
 
     written = []
-    real = first_paint.density_paint_html
-    monkeypatch.setattr(first_paint, "density_paint_html", lambda payloads: written.append(1) or real(payloads))
+    real = map_paint.density_map
+    monkeypatch.setattr(map_paint, "density_map", lambda payload: written.append(1) or real(payload))
     page = page_first_paint(qm9_store, "")
-    assert page_first_paint(qm9_store, "") == page and written == [1]
+    assert page_first_paint(qm9_store, "") == page and written == [1, 1]  # the dataset's map and its control's
     shared_cache().clear("density_pair")  # a new pair (e.g. a dataset recomputed) is painted again
-    assert page_first_paint(qm9_store, "") == page and written == [1, 1] and binnings == [2, 2]
+    assert page_first_paint(qm9_store, "") == page and written == [1, 1, 1, 1] and binnings == [2, 2]

@@ -4,8 +4,8 @@ Starts ``orientscope serve --read-only`` (optionally ``--workers N``) over a
 precomputed full-QM9 store and drives it on loopback with N concurrent
 simulated users (asyncio + httpx) for a fixed time. Each user loops over:
 
-* a dashboard page load (``GET /``, ``/_dash-layout`` with the page as Referer, as a
-  browser sends it, so the layout holds that view's map; ``/_dash-dependencies``);
+* a dashboard page load (``GET /``, ``/_dash-layout`` with the page's query (``X-OrientScope-Page``),
+  as a browser sends it, so the layout holds that view's map; ``/_dash-dependencies``);
 * map recolouring: the ``map-state → orientation-map`` Dash callback with a new
   colour, grouping, view or axis choice;
 * a molecule click: the ``clickData → selected`` callback, then the
@@ -42,6 +42,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+PAGE_QUERY_HEADER = "X-OrientScope-Page"  # app/compat.py: what a page sends with its layout request
 USERS = 32
 DURATION_S = 60.0
 THINK_S = (1.0, 5.0)  # uniform pause between a user's actions: looking at the map, reading the panel
@@ -194,7 +195,7 @@ async def _user(
         if action == "page":
             view = sc.view_query(rng)
             await rec.request(client, "page /", "GET", "/" + view)
-            page = {"Referer": f"{client.base_url}/{view}"}
+            page = {PAGE_QUERY_HEADER: view}
             await rec.request(client, "page /_dash-layout", "GET", "/_dash-layout", headers=page)
             await rec.request(client, "page /_dash-dependencies", "GET", "/_dash-dependencies")
         elif action == "recolour":
@@ -426,7 +427,7 @@ def main(argv: list[str] | None = None) -> None:
         f"`python -m tests.bench.loadtest --users {args.users} --duration {args.duration:.0f} --workers {args.workers}`"
         f" (`make loadtest`): `orientscope serve --read-only --workers {args.workers}` on loopback, driven by "
         "asyncio/httpx users on the same machine. Each user loops over a page load (`/`, `/_dash-layout` with the "
-        "page as Referer so that it holds that view's map, as a browser asks for it, and `/_dash-dependencies`; "
+        "page's query so that it holds that view's map, as a browser asks for it, and `/_dash-dependencies`; "
         "the pages are the default view, a shared colour or a shared molecule), map recolouring (the "
         "`map-state → orientation-map` callback with a new colour, grouping, view or axes), a molecule click "
         "(`clickData → selected`, then the molecule panel, neighbours and selection ring callbacks for the id it "

@@ -59,7 +59,7 @@ def test_page_loads_without_console_errors_or_foreign_requests(driver, base_url)
 
 
 def test_a_shared_link_opens_fully_drawn_without_any_callback(driver, base_url, qm9_store):
-    """The layout request carries the page's view (same-origin Referer), so nothing waits on callbacks."""
+    """The layout request carries the page's view (the page sends its query: app/compat.py), so nothing waits on callbacks."""
     mol = str(load_map_data(qm9_store, "qm9").ids[11])
     requests = PageRequests(driver)
     open_page(driver, f"{base_url}/?dataset=qm9&molecule={mol}&color=group&view=map")

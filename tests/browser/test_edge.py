@@ -106,11 +106,11 @@ def test_a_page_of_another_site_changes_nothing_and_reads_nothing(browser, data_
 )
 def test_a_rebound_name_gets_400_on_every_kind_of_route(browser, data_dir, caplog):
     before = stored(data_dir)
-    paths = ("/", "/api/datasets", "/_first-paint/molecule-panel")
+    paths = ("/", "/api/datasets", "/api/datasets/qm9/map/panel/1")
     with ServerThread(create_app(data_dir)) as server, caplog.at_level(logging.INFO, logger="orientscope.access"):
         rebound = f"http://rebind.test:{server.port}"
         for path in paths:
-            browser.get(rebound + path + "?dataset=qm9&molecule=1")
+            browser.get(rebound + path + ("?dataset=qm9&molecule=1" if path == "/" else ""))
             wait_until(lambda: "--allowed-hosts" in browser.find_element(By.TAG_NAME, "body").text, timeout_s=30)
         # the websocket a rebound page would open to run callbacks
         opened = browser.execute_async_script(

@@ -13,7 +13,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.first_paint import SPHERE_RIGHT, SPHERE_UP
+from orientscope.app.map_paint import SPHERE_RIGHT, SPHERE_UP
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import (
     PageRequests,
@@ -208,6 +208,6 @@ def test_a_click_before_dash_is_ready_shows_the_molecule_panel_which_dash_takes_
         assert drv.execute_script("return [window.__frames > 0, window.__blank]") == [True, 0]
         assert wait_for(lambda: map_drawn(drv), what="the interactive map")["mode"] == "image"
         assert requests.off_origin(image_url) == []
-        assert sum("/_first-paint/molecule-panel" in u for u in requests.urls()) == 1
+        assert sum("/map/panel/" in u for u in requests.urls()) == 1
     finally:
         quit_driver(drv)

@@ -157,7 +157,7 @@ def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_
     # a viewer spec of another molecule arriving now (an earlier selection's late answer) is not drawn
     other = str(md.ids[(md.row_of(chosen) + 1) % md.n_molecules])
     driver.execute_script(
-        "fetch('/_first-paint/molecule-panel?dataset=qm9&molecule=' + arguments[0]).then(r => r.json())"
+        "fetch('/api/datasets/qm9/map/panel/' + encodeURIComponent(arguments[0])).then(r => r.json())"
         ".then(p => window.dash_clientside.set_props('viewer-spec', {data: p.viewer}))",
         other,
     )
@@ -388,8 +388,9 @@ def test_a_zoomed_image_is_drawn_from_a_blob_and_exports_embed_the_servers_png(d
         "return [gd.layout.images[0].source, gd.layout.meta.map]"
     )
     assert source.startswith("blob:")
-    query = urllib.parse.urlencode({"state": json.dumps(meta["state"]), **meta["viewport"]})
-    png = _get_json(image_url + "/_map-figure?" + query)["layout"]["images"][0]["source"]
+    query = urllib.parse.urlencode({**meta["query"], **meta["viewport"]})
+    figure = _get_json(f"{image_url}/api/datasets/{meta['dataset']}/map/figure?{query}")["figure"]
+    png = figure["layout"]["images"][0]["source"]
     assert png.startswith("data:image/png;base64,")
     for old in download_dir.iterdir():
         old.unlink()

@@ -1,25 +1,36 @@
 """GET /api/datasets/{id}/map (aggregated image or points), /map/nearest (click and hover), /map/preview (a hover's
 point and preview card), /map/shared (the molecules sharing a clicked pixel), /map/molecules/{mol_id} (one molecule's
-colour there) and /map/pixel (what a pixel of the image holds)."""
+colour there), /map/pixel (what a pixel of the image holds), and what the dashboard draws: /map/figure (a region's
+figure), /map/cells (the density view's cells), /map/panel/{mol_id} (the molecule panel) and /map/first-paint
+(everything the page draws before Dash has loaded).
+
+The dashboard's drawings come from its figure builders, which the API cannot import (``api`` and ``app`` are
+sibling layers): the composition root hands them over as ``app.state.map_painter`` (``app/map_paint.py``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from orientscope.api.deps import DataDirDep, DatasetIdPath, GroupingQuery, MapColorQuery, MoleculeIdPath
 from orientscope.api.encoded import json_record
 from orientscope.api.errors import NOT_FOUND, SEARCH_PENDING
 from orientscope.api.schemas import (
+    ErrorPublic,
+    FirstPaintPublic,
+    MapCellsPublic,
+    MapFigurePublic,
     MapMoleculePublic,
     MapNearestPublic,
+    MapPanelPublic,
     MapPixelPublic,
     MapPreviewPublic,
     MapPublic,
     MapSharedPublic,
 )
+from orientscope.core.errors import Unavailable
 from orientscope.services import map_pick
 from orientscope.services import map_raster as svc
 from orientscope.services.map_view import MapQuery
@@ -157,3 +168,49 @@ async def pixel(
 ):
     """What the aggregated image shows under the cursor: point count and dominant category or mean value."""
     return json_record(await run_in_threadpool(svc.hover_info, data_dir, query, vp, x, y, kind))
+
+
+# ----------------------------------------------------------------- what the dashboard draws
+
+
+def map_painter(request: Request) -> Any:
+    """The dashboard's figure builders (``app/map_paint.py``), handed over by the composition root."""
+    painter = getattr(request.app.state, "map_painter", None)
+    if painter is None:
+        raise Unavailable("this server has no map drawings: serve the API with orientscope serve")
+    return painter
+
+
+PainterDep = Annotated[Any, Depends(map_painter)]
+UNAVAILABLE = {503: {"model": ErrorPublic, "description": "The API is served without the map's figure builders."}}
+DRAWN = {**NOT_FOUND, **SEARCH_PENDING, **UNAVAILABLE}
+
+
+@router.get("/map/figure", response_model=MapFigurePublic, responses=DRAWN)
+async def map_figure(data_dir: DataDirDep, query: QueryDep, vp: ViewportDep, painter: PainterDep):
+    """The flat map's figure of a region as the dashboard draws it: the image above the point budget, else points."""
+    return json_record(await run_in_threadpool(painter.region_figure, data_dir, query, vp))
+
+
+@router.get("/map/cells", response_model=MapCellsPublic, responses=DRAWN)
+async def map_cells(data_dir: DataDirDep, query: QueryDep, vp: ViewportDep, painter: PainterDep):
+    """The density view of a region: the dataset's and its control's cells, binned anew for it, one colour scale."""
+    return json_record(await run_in_threadpool(painter.region_cells, data_dir, query, vp))
+
+
+@router.get("/map/panel/{mol_id}", response_model=MapPanelPublic, responses={**NOT_FOUND, **UNAVAILABLE})
+async def map_panel(data_dir: DataDirDep, dataset_id: DatasetIdPath, mol_id: MoleculeIdPath, painter: PainterDep):
+    """The molecule panel of a clicked molecule: its id, info table (Dash components) and 3D viewer spec."""
+    return json_record(await run_in_threadpool(painter.molecule_panel, data_dir, dataset_id, mol_id))
+
+
+@router.get("/map/first-paint", response_model=FirstPaintPublic, responses=DRAWN)
+async def first_paint(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    painter: PainterDep,
+    view: Annotated[Literal["map", "sphere", "density"], Query(description="The page's view.")] = "density",
+    molecule: Annotated[str | None, Query(max_length=500, description="The molecule the panel shows.")] = None,
+):
+    """Everything a page's first paint draws (image, lines, stars, sphere points, cells, molecule panel)."""
+    return json_record(await run_in_threadpool(painter.first_paint_of, data_dir, query, view, molecule))
