@@ -581,8 +581,8 @@ class FirstPaintImage(_Model):
     source: str = Field(description="PNG as a data URL.")
     x: float = Field(description="Left edge.")
     y: float = Field(description="Top edge.")
-    width: float
-    height: float
+    width: float = Field(description="Width, map units.")
+    height: float = Field(description="Height, map units.")
 
 
 class FirstPaintHook(_Model):
@@ -595,41 +595,43 @@ class FirstPaintHook(_Model):
 class FirstPaintDots(_Model):
     """The sphere's points seen along the 3D scene's default camera, back to front (unit sphere, y down)."""
 
-    x: list[float]
-    y: list[float]
+    x: list[float] = Field(description="Horizontal position per point (unit sphere seen along the camera).")
+    y: list[float] = Field(description="Vertical position per point, y down.")
     code: list[int] = Field(description="Index into colors, per point.")
-    colors: list[str]
-    opacity: list[float]
+    colors: list[str] = Field(description="The colours the codes index (CSS colours).")
+    opacity: list[float] = Field(description="Opacity per point (0–1): points behind the sphere fainter.")
 
 
 class FirstPaintStar(_Model):
     """A reference orientation's axis on the map."""
 
-    x: float
-    y: float
-    label: str
-    color: str
+    x: float = Field(description="Map x of the axis, map units.")
+    y: float = Field(description="Map y of the axis, map units, y down.")
+    label: str = Field(description="Which axis of the reference orientation it is.")
+    color: str = Field(description="Its colour (CSS).")
 
 
 class FirstPaintPoints(_Model):
     """Points drawn over a density map too sparse to bin (map units, y down)."""
 
-    x: list[float]
-    y: list[float]
-    color: list[str]
-    r: float
-    stroke: str | None
-    stroke_width: float
+    x: list[float] = Field(description="Map x per point, map units.")
+    y: list[float] = Field(description="Map y per point, map units, y down.")
+    color: list[str] = Field(description="Colour per point (CSS).")
+    r: float = Field(description="Marker radius, map units.")
+    stroke: str | None = Field(description="Marker outline colour (null: no outline).")
+    stroke_width: float = Field(description="Marker outline width, map units.")
 
 
 class FirstPaintDensityMap(_Model):
     """One density map: its cells as an image, their values for the hover, the reference stars."""
 
-    title: str
-    image: FirstPaintImage
+    title: str = Field(description="The map's title.")
+    image: FirstPaintImage = Field(description="The cells drawn as an image.")
     grid: dict[str, Any] = Field(description="The cells: x0, dx, y0, dy, nx, ny and z (row-major from the bottom).")
-    stars: list[FirstPaintStar]
-    points: FirstPaintPoints | None
+    stars: list[FirstPaintStar] = Field(description="The reference orientation's axes.")
+    points: FirstPaintPoints | None = Field(
+        description="Points drawn instead of cells where the set is too sparse to bin (null: none)."
+    )
 
 
 class FirstPaintPanel(_Model):
@@ -645,12 +647,12 @@ class FirstPaintPublic(_Model):
 
     view: Literal["map", "sphere", "density"] | None = Field(description="The view drawn.")
     settings: dict[str, Any] | None = Field(None, description="What its clicks and hover ask the REST API for.")
-    hook: FirstPaintHook | None = None
-    title: str | None = None
+    hook: FirstPaintHook | None = Field(None, description="The test hook the drawn map sets (null: nothing drawn).")
+    title: str | None = Field(None, description="The view's title.")
     frame: dict[str, list[list[float] | None]] | None = Field(
         None, description="outline and graticule polylines, map units, y down; null breaks the line."
     )
     image: FirstPaintImage | None = Field(None, description="The map's aggregated image (view=map).")
     dots: FirstPaintDots | None = Field(None, description="The sphere's points (view=sphere).")
     maps: list[FirstPaintDensityMap] | None = Field(None, description="The dataset's and its control's (view=density).")
-    panel: FirstPaintPanel | None = None
+    panel: FirstPaintPanel | None = Field(None, description="The molecule panel beside the view.")
