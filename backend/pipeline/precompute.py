@@ -17,7 +17,7 @@ import numpy as np
 
 from orientscope.core.dataset import concat_molecule_sets, select_rows
 from orientscope.core.errors import NotFoundError
-from orientscope.core.progress import Progress
+from orientscope.core.progress import Progress, scaled
 from orientscope.core.settings import DEFAULT_SEED, check_choice, validate_id
 from orientscope.pipeline.builtin import BUILTIN
 from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 
 KL_LIMIT_NAMES = ("exact_limit", "sign_limit", "at_n")
+# The share of the progress bar for the stages; the read arrays (columns, map) take the rest.
+STAGES_SHARE = 0.95
 
 
 def make_params(
@@ -122,7 +124,8 @@ def precompute(
     (:func:`older_rule_stages`), write the result's read arrays (``pipeline.read_arrays``: the
     memory-mapped columns and the map), and mark the result active.
 
-    ``progress`` hears the fraction of all stages to run, with each stage's name. A re-run after a
+    ``progress`` hears the fraction of all stages to run, with each stage's name (the read arrays take its
+    last ``1 - STAGES_SHARE``, so the fraction never goes back). A re-run after a
     crash keeps the stages the interrupted run recorded and takes over the per-shard tasks it finished
     in the others (``pipeline.resume``); ``force`` recomputes every stage and shard.
     The stages run shard by shard on ``engine`` if one is already running, else
@@ -133,6 +136,7 @@ def precompute(
     limit = params.get("limit")
     spec = choose_cluster(cluster, min(int(meta["n_molecules"]), limit or int(meta["n_molecules"])))
     store = ResultStore(data_dir, dataset_id, params)
+    on_stages = scaled(progress, 0.0, STAGES_SHARE) if progress else None
     with store.lock():
         older = older_rule_stages(store)
         todo = [s for s in names if force or not store.completed(s) or s in older]
@@ -143,11 +147,11 @@ def precompute(
         if todo:
             started = nullcontext(engine) if engine else Engine(spec)
             with _source(data_dir, dataset_id, meta, limit) as source, started as run_on:
-                precompute_sharded(source, dataset_id, params, run_on, store, todo, progress, reuse=not force)
+                precompute_sharded(source, dataset_id, params, run_on, store, todo, on_stages, reuse=not force)
         n = min(int(meta["n_molecules"]), limit or int(meta["n_molecules"]))
-        _index_for_search(store, engine or spec, n, progress)
+        _index_for_search(store, engine or spec, n, on_stages)
         if store.completed("frames"):  # what every read serves from (kept if current: a re-run writes nothing)
-            write_read_arrays(data_dir, dataset_id, store, engine, progress)
+            write_read_arrays(data_dir, dataset_id, store, engine, scaled(progress, STAGES_SHARE, 1.0))
         ds.update_meta(data_dir, dataset_id, active_result=store.key, active_params=params)
     return store
 

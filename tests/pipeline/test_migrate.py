@@ -267,16 +267,25 @@ def test_a_limit_run_on_a_migrated_dataset_runs_on_its_own_shard(old):
     assert list(staging.staging_root(old).iterdir()) == []
 
 
-def test_a_stored_orientation_map_is_carried_over_and_still_opens(old):
+def test_a_stored_orientation_map_is_brought_up_to_the_symmetry_rule_and_still_opens(old):
+    """The old store's map was written before the symmetry rule and shows every axis of every molecule. Migrating
+    rewrites it (its signature's map rule is older): the same points where the molecule's symmetry defines the
+    axis, none where it does not."""
+    from orientscope.pipeline.map_stage import defined_axes_mask
     from orientscope.services.map_data import load_map_data
 
     store = ResultStore(old, "old", make_params(seed=0))
     before = np.load(store.dir / "map" / "original" / "x.npy")  # the old store's map, as its writer left it
+    assert np.isfinite(before).all()
     migrate.migrate_dataset(old, "old")
     assert (store.dir / "map" / "original" / "map.json").is_file()
     after = load_map_data(old, "old", "original")
     assert after.ids.mapped
-    np.testing.assert_array_equal(np.asarray(after.x), before)
+    x = np.asarray(after.x)
+    shown = defined_axes_mask(store.table("frames", "original", columns=["reason"]).column("reason"))
+    assert not shown.all()  # the set has molecules without a full frame: the old map was stale
+    np.testing.assert_array_equal(np.isfinite(x), shown)
+    np.testing.assert_array_equal(x[shown], before[shown])
 
 
 def test_a_first_run_in_progress_is_waited_for_and_stops_the_migration(old, monkeypatch):
