@@ -140,9 +140,10 @@ class _NpyWriter:
         self.written = 0
 
     def write(self, values) -> None:
-        data = np.ascontiguousarray(values, dtype=self.dtype).tobytes()
+        # The array's own bytes, not a ``tobytes`` copy of them (a second pass over ~200 MB at 250,000 molecules).
+        data = np.ascontiguousarray(values, dtype=self.dtype).reshape(-1).view(np.uint8)
         self.file.write(data)
-        self.written += len(data)
+        self.written += data.nbytes
 
     def close(self) -> None:
         self.file.close()
