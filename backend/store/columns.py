@@ -140,9 +140,10 @@ class _NpyWriter:
         self.written = 0
 
     def write(self, values) -> None:
-        data = np.ascontiguousarray(values, dtype=self.dtype).tobytes()
+        # The array's own bytes, not a ``tobytes`` copy of them (a second pass over ~200 MB at 250,000 molecules).
+        data = np.ascontiguousarray(values, dtype=self.dtype).reshape(-1).view(np.uint8)
         self.file.write(data)
-        self.written += len(data)
+        self.written += data.nbytes
 
     def close(self) -> None:
         self.file.close()
@@ -221,8 +222,10 @@ def build_columns(
             for name, (cols, _) in _FLOAT_BLOCKS.items():
                 out[name].write(frames[cols].to_numpy(np.float64))
             out["degenerate"].write(frames["degenerate"].to_numpy(bool))
-            text = frames["reason"].fillna("").astype(str).to_numpy()
-            out["reason_codes"].write([reasons.setdefault(r, len(reasons)) for r in text])
+            # Codes in order of first appearance over the shards; a hash factorisation, not a Python loop per row.
+            codes, texts = pd.factorize(frames["reason"].fillna("").astype(str), use_na_sentinel=False)
+            code_of = np.array([reasons.setdefault(t, len(reasons)) for t in texts], dtype=np.int32)
+            out["reason_codes"].write(code_of[codes])
             scores = score_of(ref, ids) if has_scores else np.full(len(ids), np.nan)
             out["scores"].write(scores)
             hashes.append(hash_ids(ids))

@@ -45,3 +45,13 @@ def test_formula_is_the_same_alone_and_in_any_set(mol_list, rnd):
     assert shuffled == [alone[i] for i in order]
     for i, m in enumerate(mol_list):
         assert hill_formulas(*_flat([m])).tolist() == [alone[i]]
+
+
+def test_a_set_of_many_elements_gets_the_same_formulas():
+    # 80 single ions of distinct elements plus molecules with many atoms: the compositions no longer fit in one
+    # 63-bit number (80 elements, up to 60 of one), so the set takes the row-wise path; each formula is still its own.
+    ions = [[z] for z in range(1, 81)]
+    big = [[6] * 60 + [1] * 50 + [26], [8, 1, 1], [6, 8, 8], [6] * 6 + [1] * 6]
+    mol_list = ions + big + ions[:3]
+    assert hill_formulas(*_flat(mol_list)).tolist() == [hill_formula(m) for m in mol_list]
+    assert hill_formulas(*_flat(big)).tolist() == ["C60H50Fe", "H2O", "CO2", "C6H6"]

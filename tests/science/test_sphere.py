@@ -33,6 +33,24 @@ def test_mollweide_is_equal_area():
     assert np.mean(np.abs(y) < 0.5) == pytest.approx(band, abs=0.005)
 
 
+def test_mollweide_solves_its_equation_at_every_latitude_and_keeps_nan_apart():
+    # Near a pole the derivative of 2θ + sin 2θ vanishes and Newton converges slowly; each point must still
+    # solve the equation, and a NaN (an undefined axis) stays NaN without changing its neighbours.
+    lat = np.concatenate([np.linspace(-90, 90, 2001), 90 - np.logspace(-9, -1, 50), [np.nan]])
+    lon = np.full(lat.shape, 45.0)
+    x, y = mollweide_xy(lon, lat)
+    theta = np.arcsin(y[:-1] / np.sqrt(2))
+    residual = 2 * theta + np.sin(2 * theta) - np.pi * np.sin(np.radians(lat[:-1]))
+    assert np.abs(residual).max() < 1e-9
+    assert np.isnan(x[-1]) and np.isnan(y[-1])
+    alone = mollweide_xy(lon[:-1], lat[:-1])
+    np.testing.assert_array_equal(x[:-1], alone[0])
+    np.testing.assert_array_equal(y[:-1], alone[1])
+    grid_x, grid_y = mollweide_xy(lon.reshape(-1, 1)[:-1].repeat(3, 1), lat.reshape(-1, 1)[:-1].repeat(3, 1))
+    assert grid_x.shape == (len(lat) - 1, 3)
+    np.testing.assert_array_equal(grid_y[:, 2], alone[1])
+
+
 def test_outline_and_graticule_shapes():
     x, y = mollweide_outline()
     assert np.isclose(x[0], x[-1]) and np.isclose(y[0], y[-1])

@@ -21,7 +21,10 @@ def built(tmp_path_factory, qm9_small):
     write_synth(root / "npz", SynthSpec(n=N, bias="uniform", seed=2, shard_size=600), source=qm9_small)
     meta = ingest_files(root / "data", [root / "npz"], "set", cluster="in-process", shard_size=600)
     store = ResultStore(root / "data", meta["id"], make_params())
-    folder = cols.build_columns(root / "data", meta["id"], meta, store.dir, root / "cols" / "set", has_scores=True)
+    signature = cols.columns_signature(meta, store.manifest(), None)
+    folder = cols.build_columns(
+        root / "data", meta["id"], meta, store.dir, root / "cols" / "set", has_scores=True, signature=signature
+    )
     return root / "data", meta, store, folder
 
 
@@ -55,7 +58,8 @@ def test_id_index_finds_every_id(built):
 def test_building_again_keeps_the_finished_folder(built):
     data, meta, store, folder = built
     before = (folder / cols.META).stat().st_mtime_ns
-    assert cols.build_columns(data, meta["id"], meta, store.dir, folder, has_scores=True) == folder
+    signature = cols.columns_signature(meta, store.manifest(), None)  # the one it was built with: current
+    assert cols.build_columns(data, meta["id"], meta, store.dir, folder, True, signature) == folder
     assert (folder / cols.META).stat().st_mtime_ns == before
 
 
