@@ -62,6 +62,18 @@ def _cell_text(grid, x: float, y: float) -> str | None:
     return None if not np.isfinite(z) else f"density {z:.2f}× uniform"
 
 
+# Per map cell of the first paint: whether its image is the page's own element, loaded, and whether it lies within
+# its SVG drawing's box and spans most of it.
+LAYERS_JS = """
+return [...document.querySelectorAll('[data-first-paint] .maps > .map-cell .first-paint-layers')].map(d => {
+  const im = d.querySelector(':scope > img.first-paint-layer[id^="first-paint-layer-"]');
+  const s = d.querySelector(':scope > svg').getBoundingClientRect(), r = im.getBoundingClientRect();
+  return [im.complete && im.naturalWidth > 0, r.left >= s.left - 1 && r.right <= s.right + 1 && r.top >= s.top - 1
+          && r.bottom <= s.bottom + 1 && r.width > s.width / 2 && r.height > s.height / 2];
+});
+"""
+
+
 def test_the_landing_page_draws_hovers_and_opens_a_molecule_with_no_script_file_loaded(
     without_scripts, base_url, qm9_store
 ):
@@ -70,7 +82,8 @@ def test_the_landing_page_draws_hovers_and_opens_a_molecule_with_no_script_file_
     drawn, svg = _static_landing(driver, base_url + "/")
     assert drawn == {"drawn": int(md.axis_counts[1:].sum()), "mode": "image"}  # molecules with an orientation
     # the dataset's density beside its control's, in the layout's map cells
-    assert len(driver.find_elements(By.CSS_SELECTOR, "[data-first-paint] .maps > .map-cell svg image")) == 2
+    # each map's cells: the page's own <img> (in its HTML, ahead of the scripts), loaded and placed under its drawing
+    assert driver.execute_script(LAYERS_JS) == [[True, True], [True, True]]
     # hover: the cell's density, as the heatmap's own hover names it (the grid of every axis point)
     shown = ~np.isnan(md.x.ravel())  # the defined axes
     (grid, _), _ = density_grids([(md.x.ravel()[shown], md.y.ravel()[shown])] * 2)
