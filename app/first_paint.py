@@ -3,10 +3,11 @@
 A cold navigation spends about 2 s parsing Dash and plotly.js before the layout is even asked for.
 When a page asks for the density view (the landing page), the whole Mollweide map as an image (above
 the point budget) or the 3D sphere, its HTML carries, after Dash's root element, a placeholder holding
-the first paint's data as inline JSON (``app/map_paint.py`` ``first_paint``: the same answer as
-``GET /api/datasets/{id}/map/first-paint``, so no round trip) and ``frontend_assets/first_paint.js``,
-which draws it: the image under its outline and graticule, the sphere's points, the density cells with
-the reference stars, and the molecule panel from the layout's own components. It stays on screen until
+the first paint's images as ``<img>`` elements, then its data as inline JSON (``app/map_paint.py``
+``first_paint``: the same answer as ``GET /api/datasets/{id}/map/first-paint``, its images' sources moved to
+those elements, so no round trip) and ``frontend_assets/first_paint.js``, which draws it: the image under
+its outline and graticule, the sphere's points, the density cells with the reference stars, and the molecule
+panel from the layout's own components. It stays on screen until
 Dash's page has rendered, and leaves in that frame.
 
 The drawn map carries the test hook (``data-drawn``, ``data-mode``, set once its image is decoded, after the

@@ -153,3 +153,34 @@ def test_a_click_on_the_landing_page_before_dash_is_ready_is_taken_over_by_dash(
         assert "view=density" in drv.current_url
     finally:
         quit_driver(drv)
+
+
+# The first paint's marks, and when the browser says it presented the first paint's images (Element Timing; none
+# where the page hid the interface).
+MARKS_JS = """
+const cb = arguments[0], marks = performance.getEntriesByName('orientscope:first-paint').map(m => m.startTime);
+if (!window.PerformanceObserver || !PerformanceObserver.supportedEntryTypes.includes('element')) { cb([marks, []]); }
+new PerformanceObserver(l => cb([marks, l.getEntries().filter(e => e.identifier === 'orientscope-first-paint')
+  .map(e => e.renderTime)])).observe({type: 'element', buffered: true});
+"""
+
+
+@pytest.mark.parametrize("element_timing", [True, False])
+def test_the_first_paints_hook_is_set_once_when_its_image_is_shown_with_or_without_element_timing(
+    base_url, qm9_store, element_timing
+):
+    driver = make_driver()
+    try:
+        if not element_timing:  # a browser without it: the hook waits for the frame after the image's
+            driver.execute_cdp_cmd(
+                "Page.addScriptToEvaluateOnNewDocument", {"source": "delete window.PerformanceElementTiming"}
+            )
+        driver.get(base_url + "/")
+        wait_for(lambda: map_drawn(driver), what="Dash's density view")  # after the first paint, which it replaced
+        marks, shown = driver.execute_async_script(MARKS_JS)
+        assert len(marks) == 1 and marks[0] > 0  # set once, though both ways of knowing the image is shown fire
+        assert len(shown) == 2  # the dataset's map and its control's, presented
+        if element_timing:  # no later than the browser presented it (the frames can wait behind Dash's scripts)
+            assert marks[0] <= min(shown) + 0.5
+    finally:
+        quit_driver(driver)
