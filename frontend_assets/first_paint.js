@@ -814,4 +814,4 @@
     svg.addEventListener("mousemove", sphere ? sphereHover : mapHover);
   }
   svg.addEventListener("mouseleave", function () { clearTimeout(hoverTimer); hoverAsked++; tip.hidden = true; preview(null); });
-})(document.currentScript && document.currentScript.parentNode);
+})(window.orientscopeFirstPaintRoot || (document.currentScript && document.currentScript.parentNode));
