@@ -110,7 +110,7 @@ def placeholder_html(paint: dict) -> PagePaint:
     (the map, the density view) is drawn from the head's scripts, during that wait, onto those very elements;
     drawn by a script after the data, once the stylesheets had loaded, the landing page's first paint came 0.1 s
     later than the parent's HTML one (BENCHMARKS.md, issue 41 item 4). The sphere's thousands of dots keep the
-    script after the data: drawn from the head they were shown 0.2 s later in the same A/B.
+    script after the data: drawn from the head they were shown 0.13 s later in the same A/B (6 runs).
     """
     data, layers = raster_layers(paint)
     images = "".join(
