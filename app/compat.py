@@ -225,6 +225,20 @@ def add_after_app_entry(dash_app, markup: Callable[[], str]) -> None:
     dash_app.interpolate_index = interpolate_index
 
 
+def add_to_head(dash_app, markup: Callable[[], str]) -> None:
+    """Put ``markup()`` (evaluated per page request; "" for none) at the start of the page's head, before its
+    stylesheets (Dash's ``metas`` come first in its index)."""
+    plain = dash_app.interpolate_index
+
+    def interpolate_index(**kwargs):
+        extra = markup()
+        if extra:
+            kwargs["metas"] = extra + kwargs.get("metas", "")
+        return plain(**kwargs)
+
+    dash_app.interpolate_index = interpolate_index
+
+
 # ----------------------------------------------------------------- 6. the page's query on the layout request
 # The layout arrives with the page's view already resolved (app/initial_view.py): the map is in it, instead of a
 # callback round trip from the URL to the view state and another one to the map. The page knows its own query,

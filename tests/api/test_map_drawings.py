@@ -10,6 +10,7 @@ from orientscope.app import panels
 from orientscope.figures.state import ViewState
 from orientscope.server import create_app
 from tests.api.conftest import ServerThread
+from tests.app.components import carried_paint
 
 
 @pytest.fixture(scope="module")
@@ -114,18 +115,14 @@ def test_the_panel_route_answers_what_the_molecule_callback_shows_and_404_for_an
 
 def test_the_first_paint_resource_is_what_the_page_carries(client):
     """The map of the small store is points (under the point budget): no first paint; the density view and the sphere
-    have one, and the page HTML carries exactly the resource's answer."""
-    import html as html_lib
-    import json
-    import re
-
+    have one, and the page HTML carries exactly the resource's answer (its images as the ``<img>`` elements first_paint.js
+    places under its drawing)."""
     assert client.get("/api/datasets/qm9/map/first-paint", params={"view": "map"}).json() == {"view": None}
     for view in ("density", "sphere"):
         r = client.get("/api/datasets/qm9/map/first-paint", params={"view": view})
         assert r.status_code == 200 and r.json()["view"] == view
         page = client.get(f"/?dataset=qm9&view={view}").text
-        carried = re.search(r'<script type="application/json" class="first-paint-data">(.*?)</script>', page, re.S)
-        assert json.loads(html_lib.unescape(carried.group(1))) == r.json()
+        assert carried_paint(page) == r.json()  # its images as <img> elements ahead of the data
     assert client.get("/api/datasets/qm9/map/first-paint", params={"molecule": "nope"}).status_code == 404
     assert client.get("/api/datasets/nope/map/first-paint").status_code == 404
     assert client.get("/api/datasets/qm9/map/first-paint", params={"view": "scatter"}).status_code == 422

@@ -37,6 +37,18 @@ def map_settings(text: str) -> dict:
 
 
 def carried_paint(text: str) -> dict:
-    """The first paint's data a page's HTML carries (app/first_paint.py placeholder_html)."""
+    """The first paint's data a page's HTML carries (app/first_paint.py placeholder_html), its images' sources put
+    back from the ``<img>`` elements that carry them (AssertionError if one is missing or before none of them)."""
     found = re.search(r'<script type="application/json" class="first-paint-data">(.*?)</script>', text, re.S)
-    return json.loads(found.group(1))
+    paint = json.loads(found.group(1))
+    layers = {
+        m.group(1): (m.start(), html.unescape(m.group(2)))
+        for m in re.finditer(r'<img id="([^"]+)" class="first-paint-layer" src="([^"]*)"', text)
+    }
+    for image in [paint.get("image")] + [m["image"] for m in paint.get("maps") or []]:
+        if image:
+            at, source = layers[image["layer"]]
+            assert at < found.start() and image["source"] is None  # parsed before the scripts; not carried twice
+            image["source"] = source
+            del image["layer"]
+    return paint

@@ -66,6 +66,18 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     dots = carried_paint(sphere)
     assert len(dots["dots"]["x"]) == points and dots["hook"]["drawn"] == drawn
     assert sphere.count('class="first-paint-data"') == 1 and sphere.count("function nearestDot") == 1  # once per page
+    # the map's and the density view's drawing runs from the head, before the stylesheets hold scripts back; the
+    # sphere's after its data
+    for text in (page, density):
+        assert text.count("function nearestDot") == 1
+        assert (
+            text.index("function nearestDot") < text.index('rel="stylesheet"') < text.index('class="first-paint-data"')
+        )
+    assert (
+        sphere.index('rel="stylesheet"')
+        < sphere.index('class="first-paint-data"')
+        < sphere.index("function nearestDot")
+    )
     assert "first-paint-data" not in scatter
 
 

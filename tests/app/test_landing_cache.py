@@ -51,7 +51,7 @@ def test_the_warm_up_builds_the_landing_pages_first_paint(qm9_store, binnings):
         gc.unfreeze()
     assert binnings == [2]
     page = page_first_paint(qm9_store, "")
-    assert '"maps":' in page  # the density pair's static paint
+    assert '"maps":' in page.body  # the density pair's static paint
     assert binnings == [2]  # from the warm-up's cache
 
 

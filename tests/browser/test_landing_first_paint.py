@@ -62,6 +62,18 @@ def _cell_text(grid, x: float, y: float) -> str | None:
     return None if not np.isfinite(z) else f"density {z:.2f}× uniform"
 
 
+# Per map cell of the first paint: whether its image is the page's own element, loaded, and whether it lies within
+# its SVG drawing's box and spans most of it.
+LAYERS_JS = """
+return [...document.querySelectorAll('[data-first-paint] .maps > .map-cell .first-paint-layers')].map(d => {
+  const im = d.querySelector(':scope > img.first-paint-layer[id^="first-paint-layer-"]');
+  const s = d.querySelector(':scope > svg').getBoundingClientRect(), r = im.getBoundingClientRect();
+  return [im.complete && im.naturalWidth > 0, r.left >= s.left - 1 && r.right <= s.right + 1 && r.top >= s.top - 1
+          && r.bottom <= s.bottom + 1 && r.width > s.width / 2 && r.height > s.height / 2];
+});
+"""
+
+
 def test_the_landing_page_draws_hovers_and_opens_a_molecule_with_no_script_file_loaded(
     without_scripts, base_url, qm9_store
 ):
@@ -70,7 +82,8 @@ def test_the_landing_page_draws_hovers_and_opens_a_molecule_with_no_script_file_
     drawn, svg = _static_landing(driver, base_url + "/")
     assert drawn == {"drawn": int(md.axis_counts[1:].sum()), "mode": "image"}  # molecules with an orientation
     # the dataset's density beside its control's, in the layout's map cells
-    assert len(driver.find_elements(By.CSS_SELECTOR, "[data-first-paint] .maps > .map-cell svg image")) == 2
+    # each map's cells: the page's own <img> (in its HTML, ahead of the scripts), loaded and placed under its drawing
+    assert driver.execute_script(LAYERS_JS) == [[True, True], [True, True]]
     # hover: the cell's density, as the heatmap's own hover names it (the grid of every axis point)
     shown = ~np.isnan(md.x.ravel())  # the defined axes
     (grid, _), _ = density_grids([(md.x.ravel()[shown], md.y.ravel()[shown])] * 2)
@@ -140,3 +153,34 @@ def test_a_click_on_the_landing_page_before_dash_is_ready_is_taken_over_by_dash(
         assert "view=density" in drv.current_url
     finally:
         quit_driver(drv)
+
+
+# The first paint's marks, and when the browser says it presented the first paint's images (Element Timing; none
+# where the page hid the interface).
+MARKS_JS = """
+const cb = arguments[0], marks = performance.getEntriesByName('orientscope:first-paint').map(m => m.startTime);
+if (!window.PerformanceObserver || !PerformanceObserver.supportedEntryTypes.includes('element')) { cb([marks, []]); }
+new PerformanceObserver(l => cb([marks, l.getEntries().filter(e => e.identifier === 'orientscope-first-paint')
+  .map(e => e.renderTime)])).observe({type: 'element', buffered: true});
+"""
+
+
+@pytest.mark.parametrize("element_timing", [True, False])
+def test_the_first_paints_hook_is_set_once_when_its_image_is_shown_with_or_without_element_timing(
+    base_url, qm9_store, element_timing
+):
+    driver = make_driver()
+    try:
+        if not element_timing:  # a browser without it: the hook waits for the frame after the image's
+            driver.execute_cdp_cmd(
+                "Page.addScriptToEvaluateOnNewDocument", {"source": "delete window.PerformanceElementTiming"}
+            )
+        driver.get(base_url + "/")
+        wait_for(lambda: map_drawn(driver), what="Dash's density view")  # after the first paint, which it replaced
+        marks, shown = driver.execute_async_script(MARKS_JS)
+        assert len(marks) == 1 and marks[0] > 0  # set once, though both ways of knowing the image is shown fire
+        assert len(shown) == 2  # the dataset's map and its control's, presented
+        if element_timing:  # no later than the browser presented it (the frames can wait behind Dash's scripts)
+            assert marks[0] <= min(shown) + 0.5
+    finally:
+        quit_driver(driver)
