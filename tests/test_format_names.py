@@ -31,7 +31,7 @@ OTHER_MEANINGS = [
     ("backend/pipeline/shard_models.py", {".npz"}, "the models' per-shard arrays"),
     ("backend/pipeline/smarts_jobs.py", {".npz"}, "a SMARTS search's match arrays"),
     ("backend/pipeline/shard_graphs.py", {".parquet"}, "the chemistry stage's chunk tables"),
-    ("backend/services/map_data.py", {".parquet"}, "the map's persisted arrays"),
+    ("backend/pipeline/map_stage.py", {".parquet"}, "the frames table a map is projected from, stored as one file"),
     ("backend/services/orientations.py", {"json", "parquet"}, "encodings of the orientations table download"),
     ("backend/api/routes/orientations.py", {"json", "parquet"}, "encodings of the orientations table download"),
     ("backend/services/model_audits.py", {"parquet"}, "an encoding of the model-audit table download"),

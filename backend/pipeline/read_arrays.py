@@ -16,9 +16,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from orientscope.core.progress import Progress
-from orientscope.pipeline.map_stage import TABLES, write_maps
+from orientscope.pipeline.map_stage import TABLES, map_signature, write_maps
 from orientscope.store import columns as cols
 from orientscope.store import datasets as ds
+from orientscope.store import map_arrays
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import shard_table_paths
 
@@ -45,6 +46,19 @@ def write_columns(data_dir: Path, dataset_id: str, store: ResultStore, folder: P
     return cols.build_columns(data_dir, dataset_id, meta, store.dir, folder, has_scores(store), signature, limit)
 
 
+def read_arrays_current(data_dir: Path, dataset_id: str, store: ResultStore) -> bool:
+    """Whether the result's columns and both maps are stored with the signature of what they are built from."""
+    meta = ds.read_meta(data_dir, dataset_id)
+    signature = cols.columns_signature(meta, store.manifest(), store.params.get("limit"))
+    if not cols.current_columns(cols.store_columns_folder(store.dir), signature):
+        return False
+    return all(
+        map_arrays.open_map_arrays(map_arrays.store_map_folder(store.dir, table), map_signature(store, table))
+        is not None
+        for table in TABLES
+    )
+
+
 def write_read_arrays(
     data_dir: Path, dataset_id: str, store: ResultStore, engine=None, progress: Progress | None = None
 ) -> list[Path]:
@@ -54,7 +68,10 @@ def write_read_arrays(
     the other (Parquet reads, NumPy and file writes release the GIL). Run one after the other they added
     30 % to a frames-only ingest of 250,000 molecules, whose frames stage leaves the second core idle.
     Each folder is atomic on its own: if one fails the others are still written, and the first error is raised.
+    ``progress`` hears nothing when every folder is current (a re-run that writes nothing shows no bar).
     """
+    if progress and read_arrays_current(data_dir, dataset_id, store):
+        progress = None
     if progress:
         progress(0.0, "memory-mapped columns and map arrays", "read arrays")
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="read-arrays") as pool:
