@@ -6,12 +6,15 @@
    scene's default camera, or the density view's two maps (cells, stars, points), beside the molecule
    panel rendered from the layout's own Dash components.
 
+   The map's and the density view's click, hover, ring and cell words are map_component.js's (inlined before this
+   file), the same code as Dash's map runs; this file hands it its SVG drawing as a surface (svgSurface).
    Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
    .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
    molecules share its pixel; hovering the image asks what the point and its pixel hold (GET .../map/preview,
    the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the nearest drawn dot within 5 px
    (its molecule id travels with the dots). Density view (the landing page): a click asks as on the map;
-   hovering either density map names its cell's density. The chosen molecule then shows in the static molecule
+   hovering either density map names its cell's density, and the other map's at the same place, beside the card
+   of the molecule a click there opens. The chosen molecule then shows in the static molecule
    panel: its id and info as the server gives them to Dash (GET .../map/panel/{id}) and
    its 3D viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
 
@@ -35,93 +38,6 @@
       if (d2 < bestD2 || (d2 === bestD2 && (best < 0 || keys[i] < keys[best]))) { best = i; bestD2 = d2; }
     }
     return best;
-  }
-
-  // ---------------------------------------------------------------- the chooser of a shared pixel
-  // Several molecules share the clicked point's pixel: a paged list (id, formula, the coloured value) lets the
-  // user choose one. Shared by every view that picks on the server (the map, the density view, the scatter
-  // view, the first paint): `o` = {total, at: {left, top} in the host's pixels, page(offset, limit): the promise
-  // of a page ({color, molecules: [{id, formula, value, value_text}]}), choose(id)}.
-  var CHOOSER_PAGE = 10;
-
-  function closeChooser(host) {
-    var old = host && host.querySelector(":scope > .map-chooser");
-    if (old) { old.remove(); }
-  }
-
-  function chooserCell(tr, text) {
-    var td = document.createElement("td");
-    td.textContent = text;
-    tr.appendChild(td);
-    return td;
-  }
-
-  function chooserButton(label, title, onClick) {
-    var b = document.createElement("button");
-    b.type = "button";
-    b.textContent = label;
-    b.title = title;
-    b.addEventListener("click", function (e) { e.stopPropagation(); onClick(); });
-    return b;
-  }
-
-  function openChooser(host, o) {
-    closeChooser(host);
-    var box = document.createElement("div");
-    box.className = "map-chooser";
-    box.setAttribute("role", "dialog");
-    box.dataset.total = o.total;
-    box.style.left = Math.max(0, o.at.left - 140) + "px";
-    box.style.top = (o.at.top + 12) + "px";
-    ["mousedown", "click", "mousemove"].forEach(function (t) {  // not a click or hover on the map below
-      box.addEventListener(t, function (e) { e.stopPropagation(); });
-    });
-    var title = document.createElement("p");
-    title.textContent = o.total + " molecules share this pixel: choose one";
-    var close = chooserButton("×", "close", function () { closeChooser(host); });
-    close.className = "chooser-close";
-    var table = document.createElement("table");
-    var pager = document.createElement("div");
-    pager.className = "chooser-pager";
-    box.append(close, title, table, pager);
-    host.appendChild(box);
-    var pages = Math.ceil(o.total / CHOOSER_PAGE);
-    function show(page) {
-      o.page(page * CHOOSER_PAGE, CHOOSER_PAGE).then(function (answer) {
-        if (!answer || !box.isConnected) { return; }
-        table.innerHTML = "";
-        var head = document.createElement("tr");
-        ["molecule", "formula", answer.color || "colour"].forEach(function (h) {
-          var th = document.createElement("th");
-          th.textContent = h;
-          head.appendChild(th);
-        });
-        table.appendChild(head);
-        answer.molecules.forEach(function (m) {
-          var tr = document.createElement("tr");
-          tr.className = "chooser-row";
-          tr.dataset.id = m.id;
-          chooserCell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
-            closeChooser(host);
-            o.choose(m.id);
-          }));
-          chooserCell(tr, m.formula);
-          chooserCell(tr, m.value_text);
-          table.appendChild(tr);
-        });
-        pager.innerHTML = "";
-        var prev = chooserButton("‹", "previous page", function () { show(page - 1); });
-        var next = chooserButton("›", "next page", function () { show(page + 1); });
-        prev.className = "chooser-prev"; next.className = "chooser-next";
-        prev.disabled = page === 0; next.disabled = page >= pages - 1;
-        var where = document.createElement("span");
-        where.textContent = "page " + (page + 1) + " of " + pages;
-        pager.append(prev, where, next);
-        box.dataset.page = page;
-      }, function () {});
-    }
-    show(0);
-    return box;
   }
 
   // ---------------------------------------------------------------- 3D viewer specs (backend/figures/viewer.py)
@@ -326,7 +242,7 @@
   if (!(window.orientscopeMap && window.orientscopeMap.rest)) {
     window.orientscopeMap = Object.assign(window.orientscopeMap || {}, {
       rest: { url: restUrl, panelUrl: panelUrl, getJson: fetchJson },
-      nearestPoint: nearestPoint, openChooser: openChooser, closeChooser: closeChooser,
+      nearestPoint: nearestPoint,
       viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
                 handOverFrom: handOverFrom, takeOver: takeOver }
     });
@@ -659,10 +575,16 @@
     window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
   }
 
-  // A chosen molecule: ringed at `at` (the host's pixels) and named at once, then shown in the panel (`answer`:
-  // the panel route's, asked for with the pick; null: asked now).
-  function chosen(ev, id, at, answer) {
-    component.ring(host, [at]);
+  // The ring's point ([x, y, svgUnits], surface.toPixel's): placed again when the page's width changes the drawing's.
+  var ringed = null;
+  function ring() { component.ring(host, ringed ? [surface.toPixel.apply(null, ringed)] : []); }
+  window.addEventListener("resize", function () { if (ringed && host.isConnected) { ring(); } });
+
+  // A chosen molecule: ringed at `point` (surface.toPixel's arguments) and named at once, then shown in the panel
+  // (`answer`: the panel route's, asked for with the pick; null: asked now).
+  function chosen(ev, id, point, answer) {
+    ringed = point;
+    ring();
     host.dataset.clicked = id;
     say("Molecule " + id);
     toUrl(id);
@@ -709,7 +631,7 @@
       say("No molecule within 5 px of that click; click closer to a point.");
       return;
     }
-    chosen(ev, d.id, surface.toPixel(d.x, d.y, true), null);
+    chosen(ev, d.id, [d.x, d.y, true], null);
   }
 
   var sphereTimer = null;
@@ -730,7 +652,7 @@
   } else {
     var picks = component.picker(surface, {
       say: say, zoomable: false,
-      choose: function (id, hit, answer, ev) { chosen(ev, id, surface.toPixel(hit.x, hit.y), answer); }
+      choose: function (id, hit, answer, ev) { chosen(ev, id, [hit.x, hit.y], answer); }
     });
     svg.addEventListener("mousedown", picks.press);
     svg.addEventListener("click", picks.click);

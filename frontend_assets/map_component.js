@@ -10,7 +10,9 @@
       toMap(ev) -> {x, y (Mollweide units), px, py (the host's pixels)} or null outside the map,
       grid() -> the pixel grid a pick counts on ({x0, x1, y0, y1, width, height}),
       toPixel(x, y) -> {px, py} in the host's pixels, or null outside the drawn region,
-      source() -> {dataset, query (the map's REST query), kind (map/preview's, or null)}}.
+      source() -> {dataset, query (the map's REST query), kind (map/preview's, or null),
+                   routes ("map", or "scatter" for the scatter view's own pick: scatter/nearest, ...)}}.
+   The scatter view (scatter.js) uses the click and the hover too, in its plot's units.
    The first paint builds it from its SVG viewBox, Dash's from the plotly axes (orientscope.js plotlyInternals,
    still the only reader of plotly.js internals). */
 (function () {
@@ -26,7 +28,14 @@
   // first_paint.js's shared REST spelling (window.orientscopeMap.rest), read when called: both scripts have run
   function rest() { return window.orientscopeMap.rest; }
   function getJson(url) { return rest().getJson(url).catch(function () { return null; }); }
-  function mapUrl(src, path, params) { return rest().url(src.dataset, path, Object.assign({}, src.query, params)); }
+  // The pick's routes of each family (api/routes/orientation_map.py, api/routes/scatter.py)
+  var ROUTES = {
+    map: { nearest: "map/nearest", preview: "map/preview", shared: "map/shared" },
+    scatter: { nearest: "scatter/nearest", preview: "scatter/preview", shared: "scatter/shared" }
+  };
+  function mapUrl(src, name, params) {
+    return rest().url(src.dataset, ROUTES[src.routes || "map"][name], Object.assign({}, src.query, params));
+  }
 
   // The query of a pick at a mouse event: the point under it and the pixel grid, the same for a hover and a click,
   // so that both name the same molecule (backend/services/map_pick.py). Null outside the map.
@@ -35,24 +44,114 @@
     return p && grid ? { p: p, params: Object.assign({ x: p.x, y: p.y }, grid) } : null;
   }
 
+  // ---------------------------------------------------------------- the chooser of a shared pixel
+  // Several molecules share the clicked point's pixel: a paged list (id, formula, the coloured value) lets the
+  // user choose one (the picker's, below): `o` = {total, at: {left, top} in the host's pixels, page(offset, limit):
+  // the promise of a page ({color, molecules: [{id, formula, value, value_text}]}), choose(id)}.
+  var CHOOSER_PAGE = 10;
+
+  function closeChooser(host) {
+    var old = host && host.querySelector(":scope > .map-chooser");
+    if (old) { old.remove(); }
+  }
+
+  function chooserCell(tr, text) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function chooserButton(label, title, onClick) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.title = title;
+    b.addEventListener("click", function (e) { e.stopPropagation(); onClick(); });
+    return b;
+  }
+
+  function openChooser(host, o) {
+    closeChooser(host);
+    var box = document.createElement("div");
+    box.className = "map-chooser";
+    box.setAttribute("role", "dialog");
+    box.dataset.total = o.total;
+    box.style.left = Math.max(0, o.at.left - 140) + "px";
+    box.style.top = (o.at.top + 12) + "px";
+    ["mousedown", "click", "mousemove"].forEach(function (t) {  // not a click or hover on the map below
+      box.addEventListener(t, function (e) { e.stopPropagation(); });
+    });
+    var title = document.createElement("p");
+    title.textContent = o.total + " molecules share this pixel: choose one";
+    var close = chooserButton("×", "close", function () { closeChooser(host); });
+    close.className = "chooser-close";
+    var table = document.createElement("table");
+    var pager = document.createElement("div");
+    pager.className = "chooser-pager";
+    box.append(close, title, table, pager);
+    host.appendChild(box);
+    var pages = Math.ceil(o.total / CHOOSER_PAGE);
+    function show(page) {
+      o.page(page * CHOOSER_PAGE, CHOOSER_PAGE).then(function (answer) {
+        if (!answer || !box.isConnected) { return; }
+        table.innerHTML = "";
+        var head = document.createElement("tr");
+        ["molecule", "formula", answer.color || "colour"].forEach(function (h) {
+          var th = document.createElement("th");
+          th.textContent = h;
+          head.appendChild(th);
+        });
+        table.appendChild(head);
+        answer.molecules.forEach(function (m) {
+          var tr = document.createElement("tr");
+          tr.className = "chooser-row";
+          tr.dataset.id = m.id;
+          chooserCell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
+            closeChooser(host);
+            o.choose(m.id);
+          }));
+          chooserCell(tr, m.formula);
+          chooserCell(tr, m.value_text);
+          table.appendChild(tr);
+        });
+        pager.innerHTML = "";
+        var prev = chooserButton("‹", "previous page", function () { show(page - 1); });
+        var next = chooserButton("›", "next page", function () { show(page + 1); });
+        prev.className = "chooser-prev"; next.className = "chooser-next";
+        prev.disabled = page === 0; next.disabled = page >= pages - 1;
+        var where = document.createElement("span");
+        where.textContent = "page " + (page + 1) + " of " + pages;
+        pager.append(prev, where, next);
+        box.dataset.page = page;
+      }, function () {});
+    }
+    show(0);
+    return box;
+  }
+
   // ---------------------------------------------------------------- the click
   // The press asks for the nearest shown point within 5 px (map/nearest) and, for a lone molecule, its panel
   // (map/panel/{id}: id, info, viewer spec), so that the release has them at once. `o`:
   //   enabled() -> whether this drawing picks on the server now,
   //   choose(id, hit, panel, ev, current) -> open it (panel: the route's answer, or null; current(): whether no
   //     later click took over since),
-  //   say(text) -> the hint under the map, zoomable: whether the hint may suggest zooming in.
+  //   say(text) -> the hint under the map, zoomable: whether the hint may suggest zooming in,
+  //   panel: false -> no panel asked for (choose gets null; the scatter view hands its molecule to Dash alone).
   // Returns {press(ev), click(ev)}, for the caller's own listeners (the Dash map's press also starts a box).
   function picker(surface, o) {
     var pending = null, seq = 0;
+    function panelOf(src, id) {
+      return o.panel === false ? Promise.resolve(null) : getJson(rest().panelUrl(src.dataset, id));
+    }
     function press(ev) {
       pending = null;
       if (ev.button !== 0 || (o.enabled && !o.enabled())) { return; }
       var q = pickQuery(surface, ev), src = q && surface.source();
       if (!q) { return; }
-      var answer = getJson(mapUrl(src, "map/nearest", q.params)).then(function (hit) {
+      var answer = getJson(mapUrl(src, "nearest", q.params)).then(function (hit) {
         if (!hit || hit.id === null || hit.shared > 1) { return { hit: hit, panel: null }; }
-        return getJson(rest().panelUrl(src.dataset, hit.id)).then(function (panel) { return { hit: hit, panel: panel }; });
+        return panelOf(src, hit.id).then(function (panel) { return { hit: hit, panel: panel }; });
       });
       pending = { x: ev.clientX, y: ev.clientY, answer: answer, q: q, src: src };
     }
@@ -63,7 +162,7 @@
       var mine = ++seq, host = surface.host;
       function current() { return mine === seq; }
       host.dataset.clicked = "";
-      shared.closeChooser(host);
+      closeChooser(host);
       pick.answer.then(function (a) {
         if (!current() || !a.hit) { return; }  // a later click took over, or the server said no
         var hit = a.hit;
@@ -73,13 +172,13 @@
           return;
         }
         if (hit.shared > 1) {  // several molecules share its pixel: the user chooses
-          shared.openChooser(host, {
+          openChooser(host, {
             total: hit.shared, at: { left: pick.q.p.px, top: pick.q.p.py },
             page: function (offset, limit) {
-              return getJson(mapUrl(pick.src, "map/shared", Object.assign({ offset: offset, limit: limit }, pick.q.params)));
+              return getJson(mapUrl(pick.src, "shared", Object.assign({ offset: offset, limit: limit }, pick.q.params)));
             },
             choose: function (id) {
-              getJson(rest().panelUrl(pick.src.dataset, id)).then(function (panel) {
+              panelOf(pick.src, id).then(function (panel) {
                 host.dataset.clicked = id;
                 o.choose(id, hit, panel, ev, current);
               });
@@ -183,7 +282,7 @@
       timer = setTimeout(function () {
         var mine = ++asked, src = surface.source();
         var params = Object.assign(src.kind ? { kind: src.kind } : {}, q.params);
-        getJson(mapUrl(src, "map/preview", params)).then(function (hit) {
+        getJson(mapUrl(src, "preview", params)).then(function (hit) {
           if (mine !== asked) { return; }  // a later hover already asked, or the cursor left
           showCard(host, q.p, hit);
           if (!cells) { showTip(host, q.p, (hit && hit.text) || "", hit); }
@@ -220,8 +319,8 @@
     return shown;
   }
 
+  // showTip, showCard and HOVER_MS also serve the sphere's own hover (first_paint.js), hide a redrawn region's
   shared.component = {
-    HOVER_MS: HOVER_MS, pickQuery: pickQuery, picker: picker, hover: hover, ring: ring,
-    densityText: densityText, showTip: showTip, showCard: showCard, hide: hide
+    picker: picker, hover: hover, ring: ring, showTip: showTip, showCard: showCard, hide: hide, HOVER_MS: HOVER_MS
   };
 })();

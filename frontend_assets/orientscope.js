@@ -273,6 +273,8 @@
   // point within 5 px; a hover asks it for that point, its card and its pixel (one pixel grid:
   // the image's over an image, the plot's over points); zooming or panning sends the visible
   // region back so the server re-aggregates it at the plot's resolution (the density view too).
+  // The click, the hover, the ring and the density words are map_component.js's, as on the first paint:
+  // this section hands it the plot as a surface (plotSurface) and owns the zoom, the pan and the regions.
   var MAP_SCALE = 10000;  // map units per Mollweide unit (backend/figures/plots.py MAP_SCALE)
   var HOVER_MS = 120;
   // The whole map's ranges in Mollweide units (backend/figures/plots.py MAP_RANGE_X, MAP_RANGE_Y).
@@ -330,32 +332,47 @@
     return { left: box.left - hostBox.left, top: box.top - hostBox.top };
   }
 
-  // A map graph's host as the map component's surface (map_component.js), read from the plot on screen at
-  // each call: the graph element can be made anew (dcc.Loading) and its figure changes with every zoom.
-  function plotSurface(host) {
+  // A plotly.js 2D plot in `host` as the map component's surface (map_component.js), read from the plot on screen
+  // at each call: the graph element can be made anew (dcc.Loading) and its figure changes with every zoom.
+  // `scale`: plot units per surface unit (MAP_SCALE on the map; 1 on the scatter view, scatter.js); grid() and
+  // source(): the view's pick grid and REST source.
+  function plotSurface(host, scale, grid, source) {
+    function plot() {
+      var gd = plotOf(host), axes = plotlyInternals.cartesianAxes(gd);
+      return axes && { axes: axes, off: plotOffset(host, gd) };
+    }
+    function inside(axes, px, py) {
+      return px >= axes.x.offset && px <= axes.x.offset + axes.x.length &&
+        py >= axes.y.offset && py <= axes.y.offset + axes.y.length;
+    }
     return {
-      host: host,
+      host: host, grid: grid, source: source,
       toMap: function (ev) {
-        var gd = plotOf(host), p = gd && eventPoint(gd, ev);
-        if (!p) { return null; }
-        var off = plotOffset(host, gd);
-        return { x: p.x, y: p.y, px: off.left + p.px, py: off.top + p.py };
+        var at = plot(), hostBox = host.getBoundingClientRect();
+        if (!at) { return null; }
+        var px = ev.clientX - hostBox.left - at.off.left, py = ev.clientY - hostBox.top - at.off.top;
+        if (!inside(at.axes, px, py)) { return null; }
+        return { x: at.axes.x.toValue(px) / scale, y: at.axes.y.toValue(py) / scale,
+                 px: at.off.left + px, py: at.off.top + py };
       },
-      grid: function () { var gd = plotOf(host); return pickGrid(gd, mapMeta(gd)); },
       toPixel: function (x, y) {
-        var gd = plotOf(host), axes = plotlyInternals.cartesianAxes(gd);
-        if (!axes || x === null || y === null) { return null; }
-        var px = axes.x.toPixel(x * MAP_SCALE), py = axes.y.toPixel(y * MAP_SCALE);
-        if (!(px >= axes.x.offset && px <= axes.x.offset + axes.x.length &&
-              py >= axes.y.offset && py <= axes.y.offset + axes.y.length)) { return null; }
-        var off = plotOffset(host, gd);
-        return { px: off.left + px, py: off.top + py };
-      },
-      source: function () {
-        var meta = mapMeta(plotOf(host)) || {};
-        return { dataset: meta.dataset, query: meta.query, kind: meta.view === "map" ? meta.kind || "color" : null };
+        var at = plot();
+        if (!at || x === null || y === null) { return null; }
+        var px = at.axes.x.toPixel(x * scale), py = at.axes.y.toPixel(y * scale);
+        return inside(at.axes, px, py) ? { px: at.off.left + px, py: at.off.top + py } : null;
       }
     };
+  }
+  window.orientscopeMap.plotSurface = plotSurface;
+
+  // The map's or the density view's surface.
+  function mapSurface(host) {
+    return plotSurface(host, MAP_SCALE, function () { var gd = plotOf(host); return pickGrid(gd, mapMeta(gd)); },
+                       function () {
+                         var meta = mapMeta(plotOf(host)) || {};
+                         return { dataset: meta.dataset, query: meta.query,
+                                  kind: meta.view === "map" ? meta.kind || "color" : null };
+                       });
   }
 
   // A density map's cells, read once per figure (its token) from the heatmap plotly.js drew.
@@ -385,7 +402,7 @@
   // The host's surface, picker and hover, made once per host.
   function mapOf(host) {
     if (!host._map) {
-      var component = window.orientscopeMap.component, surface = plotSurface(host);
+      var component = window.orientscopeMap.component, surface = mapSurface(host);
       host._map = {
         surface: surface,
         picks: component.picker(surface, {
@@ -429,9 +446,11 @@
   }
 
   // The hover: the map's words and card, or the density view's cell words beside the other map's (map_component.js);
-  // the sphere's is plotly.js's picking (bindSphere), and a drag (a pan, a box) shows none.
+  // the sphere's is plotly.js's picking (bindSphere), the scatter view's scatter.js's (the same component, on the
+  // same tooltip: left alone here), and a drag (a pan, a box) shows none.
   function onMapHover(host, ev) {
     var meta = mapMeta(plotOf(host)), hover = mapOf(host).hover;
+    if (meta && meta.view === "scatter") { return; }
     if (ev.buttons || !picksOnMap(meta)) { hover.leave(); return; }
     hover.move(ev);
   }
