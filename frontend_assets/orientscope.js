@@ -276,7 +276,6 @@
   // The click, the hover, the ring and the density words are map_component.js's, as on the first paint:
   // this section hands it the plot as a surface (plotSurface) and owns the zoom, the pan and the regions.
   var MAP_SCALE = 10000;  // map units per Mollweide unit (backend/figures/plots.py MAP_SCALE)
-  var HOVER_MS = 120;
   // The whole map's ranges in Mollweide units (backend/figures/plots.py MAP_RANGE_X, MAP_RANGE_Y).
   var WHOLE = { x0: -2.95, x1: 2.95, y0: -1.5, y1: 1.5 };
 
@@ -455,15 +454,10 @@
     hover.move(ev);
   }
 
-  // Where the sphere's card goes: beside plot pixel p = {px, py}, in the host's pixels.
-  function previewAt(host, gd, p) {
-    var off = plotOffset(host, gd);
-    return { left: off.left + p.px, top: off.top + p.py };
-  }
-
+  // The sphere's card (its tooltip is plotly.js's label) put away, and its pending rest.
   function hidePreview(host) {
     clearTimeout(host._previewTimer);
-    if (window.orientscopePreview) { window.orientscopePreview.hide(host); }
+    window.orientscopeMap.component.hide(host);
   }
 
   // The sphere's hover is plotly's picking: its label names the molecule of the dot under the cursor
@@ -473,7 +467,7 @@
     host._sphereBound = gd;  // the same element may show the flat map later: its handlers ask the view
     var at = null;
     gd.addEventListener("mousemove", function (ev) {
-      var box = gd.getBoundingClientRect();
+      var box = host.getBoundingClientRect();
       at = { px: ev.clientX - box.left, py: ev.clientY - box.top };
     });
     gd.on("plotly_hover", function (e) {
@@ -485,9 +479,10 @@
       var p = at, id = String(pt.text);
       // the card describes the hovered dot's axis (its customdata), not the molecule's first shown point
       var query = pt.customdata ? Object.assign({ axis: pt.customdata }, meta.query) : meta.query;
+      var component = window.orientscopeMap.component;
       host._previewTimer = setTimeout(function () {
-        if (window.orientscopePreview) { window.orientscopePreview.show(host, previewAt(host, gd, p), meta.dataset, id, query); }
-      }, HOVER_MS);
+        component.showCard(host, p, null, id, { dataset: meta.dataset, query: query });
+      }, component.HOVER_MS);
     });
     gd.on("plotly_unhover", function () { if ((mapMeta(gd) || {}).view === "sphere") { hidePreview(host); } });
     gd.addEventListener("mouseleave", function () { hidePreview(host); });
