@@ -11,12 +11,13 @@
    Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
    .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
    molecules share its pixel; hovering the image asks what the point and its pixel hold (GET .../map/preview,
-   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the nearest drawn dot within 5 px
-   (its molecule id travels with the dots). Density view (the landing page): a click asks as on the map;
-   hovering either density map names its cell's density, and the other map's at the same place, beside the card
-   of the molecule a click there opens. The chosen molecule then shows in the static molecule
-   panel: its id and info as the server gives them to Dash (GET .../map/panel/{id}) and
-   its 3D viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
+   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the
+   nearest drawn dot within 5 px (its molecule id travels with the dots). Density view (the landing page): a
+   click on either map asks as on the map (the control's picks its control molecules); hovering either map
+   names its cell's density, and the other map's at the same place, beside the card of the molecule a click
+   there opens. The chosen molecule then shows in the static molecule panel: its id and info as the server
+   gives them to Dash (GET .../map/panel/{id}) and its 3D viewer, drawn with 3Dmol.js by the same code as
+   Dash's viewer (window.orientscopeMap.viewer).
 
    The choice is handed to Dash through the page URL (?molecule=), which Dash reads when it
    starts: the layout request carries the page's query (app/compat.py). When Dash renders its
@@ -585,7 +586,6 @@
   function chosen(ev, id, point, answer) {
     ringed = point;
     ring();
-    host.dataset.clicked = id;
     say("Molecule " + id);
     toUrl(id);
     requestAnimationFrame(function () {  // the frame with the ring: how long the click took to answer
@@ -631,6 +631,7 @@
       say("No molecule within 5 px of that click; click closer to a point.");
       return;
     }
+    host.dataset.clicked = d.id;
     chosen(ev, d.id, [d.x, d.y, true], null);
   }
 
@@ -670,5 +671,15 @@
       h[0].svg.addEventListener("mousemove", over.move);
       h[0].svg.addEventListener("mouseleave", over.leave);
     });
+    if (control) {  // a click there opens the control molecule it picks, as on Dash's control map; its ring (the
+      // molecule's own points, on the dataset's map) waits for Dash, which has those positions
+      var controlPicks = component.picker(controlSurface, {
+        say: say, zoomable: false,
+        choose: function (id, hit, answer, ev) { chosen(ev, id, null, answer); }
+      });
+      controlSurface.svg.style.cursor = "crosshair";
+      controlSurface.svg.addEventListener("mousedown", controlPicks.press);
+      controlSurface.svg.addEventListener("click", controlPicks.click);
+    }
   }
 })(window.orientscopeFirstPaintRoot || (document.currentScript && document.currentScript.parentNode));

@@ -33,16 +33,17 @@ return arguments[1].map(p => [xa._offset + xa.l2p(p[0] * arguments[2]) - r.width
 CONTROL_FIRST_PAINT, CONTROL_DASH = "[data-first-paint-control]", "#control-map"
 
 
-def _isolated_points(md, n: int, seed: int = 0) -> list[tuple[float, float]]:
-    """``n`` shown axis points (Mollweide) near the map's centre with no other point within 0.03 units (several
-    pixels of either drawing), so that a cursor a fraction of a pixel off still picks that very point."""
+def _isolated_points(md, n: int, seed: int = 0) -> list[tuple[float, float, str]]:
+    """``n`` shown axis points (Mollweide x, y and the point's molecule) near the map's centre with no other point
+    within 0.03 units (several pixels of either drawing), so that a cursor a fraction of a pixel off still picks that
+    very point."""
     x, y = md.x.ravel(), md.y.ravel()
     ok = np.isfinite(x) & (np.abs(x) < 1.2) & (np.abs(y) < 0.6)
     out = []
     for k in np.random.default_rng(seed).permutation(np.flatnonzero(ok)):
         near = np.hypot(x[ok] - x[k], y[ok] - y[k])
         if np.sum(near < 0.03) == 1:
-            out.append((float(x[k]), float(y[k])))
+            out.append((float(x[k]), float(y[k]), str(md.ids[k // md.x.shape[1]])))
         if len(out) == n:
             break
     return out
@@ -71,17 +72,27 @@ def test_a_hover_and_a_click_name_the_same_molecule_on_the_first_paint_and_on_da
     points = _isolated_points(md, 3)
     url = image_url + "/?dataset=qm9&view=map"
     svg = static_map(driver, url)
-    offsets = first_paint_pixels(driver, [[x * MAP_SCALE, -y * MAP_SCALE] for x, y in points])
-    on_first_paint = [_hover_and_click(driver, svg, FIRST_PAINT, at) for at in offsets]
+    # each point's place read just before its hover: a click's panel may change the page's layout
+    on_first_paint = [
+        _hover_and_click(driver, svg, FIRST_PAINT, first_paint_pixels(driver, [[x * MAP_SCALE, -y * MAP_SCALE]])[0])
+        for x, y, _ in points
+    ]
     driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})  # Dash's page now
     graph = open_map(driver, url)
     assert driver.execute_script("return document.querySelector('[data-first-paint]')") is None
-    offsets = driver.execute_script(DASH_PIXELS_JS, "#orientation-map", points, MAP_SCALE)
-    on_dash = [_hover_and_click(driver, graph, "#orientation-map", at) for at in offsets]
+    on_dash = [
+        _hover_and_click(
+            driver,
+            graph,
+            "#orientation-map",
+            driver.execute_script(DASH_PIXELS_JS, "#orientation-map", [[x, y]], MAP_SCALE)[0],
+        )
+        for x, y, _ in points
+    ]
     assert on_dash == on_first_paint
-    for seen in on_dash:  # the words name the point hovered, and the click opens its molecule
-        assert seen["text"].startswith(f"molecule {seen['molecule']} · axis {seen['axis']}")
-        assert seen["clicked"] == seen["molecule"]
+    for seen, (_, _, molecule) in zip(on_dash, points, strict=True):  # the point hovered, and its molecule opened
+        assert seen["text"].startswith(f"molecule {molecule} · axis {seen['axis']}")
+        assert seen["clicked"] == seen["molecule"] == molecule
 
 
 # The cells grid a density map's words come from: the first paint's (its data) or Dash's (from its heatmap).
@@ -132,3 +143,44 @@ def test_a_density_cell_hover_gives_the_same_words_on_the_first_paint_and_on_das
         "return [...document.querySelectorAll('.hovertext')].map(e => e.textContent).join(' ')"
     )
     assert "uniform" not in labels
+
+
+# Offsets from the first paint's control drawing's centre of points in its SVG units.
+CONTROL_PIXELS_JS = f"""
+const svg = document.querySelector('{CONTROL_FIRST_PAINT} svg');
+const vb = svg.viewBox.baseVal, r = svg.getBoundingClientRect();
+return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
+                              (p[1] - vb.y) / vb.height * r.height - r.height / 2]);
+"""
+
+
+def test_a_click_on_the_control_map_opens_the_same_control_molecule_on_the_first_paint_and_on_dashs_map(
+    without_scripts, base_url, qm9_store
+):
+    driver = without_scripts
+    points = _isolated_points(load_map_data(qm9_store, "qm9", "control"), 2, seed=1)
+
+    def click(element, host, offset):
+        driver.execute_script("document.querySelector(arguments[0]).dataset.clicked = ''", host)
+        ActionChains(driver).move_to_element_with_offset(
+            element, int(round(offset[0])), int(round(offset[1]))
+        ).click().perform()
+        return wait_for(lambda: driver.execute_script(CLICKED_JS, host), what=f"the click on {host}")
+
+    static_map(driver, base_url + "/")
+    svg = driver.find_element(By.CSS_SELECTOR, CONTROL_FIRST_PAINT + " svg")
+    on_first_paint = [
+        click(svg, CONTROL_FIRST_PAINT, driver.execute_script(CONTROL_PIXELS_JS, [[x * MAP_SCALE, -y * MAP_SCALE]])[0])
+        for x, y, _ in points
+    ]
+    assert f"molecule={on_first_paint[-1]}" in driver.current_url  # handed to Dash
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    open_map(driver, base_url + "/")
+    graph = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, CONTROL_DASH + " .js-plotly-plot"),
+                     what="the control map")[0]  # fmt: skip
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
+    on_dash = [
+        click(graph, CONTROL_DASH, driver.execute_script(DASH_PIXELS_JS, CONTROL_DASH, [[x, y]], MAP_SCALE)[0])
+        for x, y, _ in points
+    ]
+    assert on_dash == on_first_paint == [molecule for _, _, molecule in points]
