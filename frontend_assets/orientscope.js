@@ -56,8 +56,10 @@
     },
     // The cells grid of a drawn density map ({x0, dx, nx, y0, dy, ny, z}: map units, z row-major from the bottom
     // row, null where there is no density; map_component.js densityText) from its heatmap trace as plotly.js
-    // decoded it (the figure's own arrays may be base64 typed arrays), or null. The hover's words then come from
-    // the map component, as the first paint's do, instead of plotly's hover label.
+    // decoded it (the figure's own arrays may be base64 typed arrays: reading them here would mean a second
+    // decoder), or null. The hover's words then come from the map component, as the first paint's do, instead of
+    // plotly's hover label. Canary: test_a_density_cell_hover_gives_the_same_words_on_the_first_paint_and_on_dashs_map
+    // (tests/browser/test_map_component.py).
     densityCells: function (gd) {
       var h = ((gd && gd._fullData) || []).filter(function (t) { return t.type === "heatmap"; })[0];
       if (!h || !h.x || h.x.length < 2 || !h.y || h.y.length < 2 || !h.z) { return null; }
