@@ -4,7 +4,8 @@ The landing page's density view (the dataset's density beside its control's) is 
 server-binned ratios to uniform (``mapfigure.density_pair_json``). The first paint (``app/first_paint.py``)
 shows each as a PNG of its cells, coloured as plotly.js colours them (the same Cividis stops, 0 to the
 shared ``zmax``, the cells outside the ellipse left transparent), and carries the cells' values, so that its
-hover names the density of the cell under the cursor as the heatmap's own hover then does.
+hover names the density of the cell under the cursor as Dash's map then does: both by the same code
+(``frontend_assets/map_component.js`` densityText).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from orientscope.services.map_raster import png_rgba
 
 _STOPS = np.linspace(0.0, 1.0, len(CIVIDIS))
 _RGB = np.array([hex_to_rgb(c) for c in CIVIDIS], np.float64)  # (10, 3)
-HOVER_DECIMALS = 2  # the heatmap's hover shows %{z:.2f}
+HOVER_DECIMALS = 2  # the hover shows the cell's density to 2 decimals (map_component.js densityText)
 
 
 class DensityImage(NamedTuple):

@@ -36,26 +36,29 @@ log = logging.getLogger(__name__)
 _FIRST_PAINT: ContextVar = ContextVar("first_paint", default=("", ""))
 SCRIPT = frontend_asset("first_paint.js")
 PREVIEW_SCRIPT = frontend_asset("hover_preview.js")  # the hover preview, which the first paint shows too
+# the map's click, hover, ring and density words, the same code as Dash's map runs
+COMPONENT_SCRIPT = frontend_asset("map_component.js")
 
 
 @cache
 def _script_texts() -> tuple[str, str]:
-    """``hover_preview.js`` and ``first_paint.js`` (read once: they run before any script file could load)."""
+    """``hover_preview.js`` and ``map_component.js`` as inline scripts, and ``first_paint.js``'s text (read once:
+    they run before any script file could load)."""
     out = []
-    for script in (PREVIEW_SCRIPT, SCRIPT):
+    for script in (PREVIEW_SCRIPT, COMPONENT_SCRIPT, SCRIPT):
         text = script.read_text(encoding="utf-8")
         if "</" in text:  # would end the inline <script> element early
             raise ValueError(f"{script} must not contain '</'")
         out.append(text)
-    return out[0], out[1]
+    return f"<script>{out[0]}</script><script>{out[1]}</script>", out[2]
 
 
 @cache
 def script_html() -> str:
-    """``first_paint.js`` as an inline script after the data, after ``hover_preview.js``, which it calls: they
-    run once the head's stylesheets have loaded."""
-    preview, paint = _script_texts()
-    return f"<script>{preview}</script><script>{paint}</script>"
+    """``first_paint.js`` as an inline script after the data, after ``hover_preview.js`` and ``map_component.js``,
+    which it calls: they run once the head's stylesheets have loaded."""
+    shared, paint = _script_texts()
+    return f"{shared}<script>{paint}</script>"
 
 
 @cache
@@ -63,9 +66,9 @@ def head_script_html() -> str:
     """The same scripts for the head, before its stylesheets: ``first_paint.js`` runs as soon as the parser has
     closed the placeholder (a mutation observer's callback does not wait for stylesheets, an inline script after
     them does), on the placeholder (``window.orientscopeFirstPaintRoot``)."""
-    preview, paint = _script_texts()
+    shared, paint = _script_texts()
     return (
-        f"<script>{preview}</script><script>(function () {{ function draw() {{ {paint} }}"
+        f"{shared}<script>(function () {{ function draw() {{ {paint} }}"
         " var seen = new MutationObserver(function () {"
         " var page = document.querySelector('.first-paint-page');"
         " if (page && page.nextSibling) { seen.disconnect(); window.orientscopeFirstPaintRoot = page;"

@@ -6,14 +6,18 @@
    scene's default camera, or the density view's two maps (cells, stars, points), beside the molecule
    panel rendered from the layout's own Dash components.
 
+   The map's and the density view's click, hover, ring and cell words are map_component.js's (inlined before this
+   file), the same code as Dash's map runs; this file hands it its SVG drawing as a surface (svgSurface).
    Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
    .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
    molecules share its pixel; hovering the image asks what the point and its pixel hold (GET .../map/preview,
-   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the nearest drawn dot within 5 px
-   (its molecule id travels with the dots). Density view (the landing page): a click asks as on the map;
-   hovering either density map names its cell's density. The chosen molecule then shows in the static molecule
-   panel: its id and info as the server gives them to Dash (GET .../map/panel/{id}) and
-   its 3D viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
+   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the
+   nearest drawn dot within 5 px (its molecule id travels with the dots). Density view (the landing page): a
+   click on either map asks as on the map (the control's picks its control molecules); hovering either map
+   names its cell's density, and the other map's at the same place, beside the card of the molecule a click
+   there opens. The chosen molecule then shows in the static molecule panel: its id and info as the server
+   gives them to Dash (GET .../map/panel/{id}) and its 3D viewer, drawn with 3Dmol.js by the same code as
+   Dash's viewer (window.orientscopeMap.viewer).
 
    The choice is handed to Dash through the page URL (?molecule=), which Dash reads when it
    starts: the layout request carries the page's query (app/compat.py). When Dash renders its
@@ -35,93 +39,6 @@
       if (d2 < bestD2 || (d2 === bestD2 && (best < 0 || keys[i] < keys[best]))) { best = i; bestD2 = d2; }
     }
     return best;
-  }
-
-  // ---------------------------------------------------------------- the chooser of a shared pixel
-  // Several molecules share the clicked point's pixel: a paged list (id, formula, the coloured value) lets the
-  // user choose one. Shared by every view that picks on the server (the map, the density view, the scatter
-  // view, the first paint): `o` = {total, at: {left, top} in the host's pixels, page(offset, limit): the promise
-  // of a page ({color, molecules: [{id, formula, value, value_text}]}), choose(id)}.
-  var CHOOSER_PAGE = 10;
-
-  function closeChooser(host) {
-    var old = host && host.querySelector(":scope > .map-chooser");
-    if (old) { old.remove(); }
-  }
-
-  function chooserCell(tr, text) {
-    var td = document.createElement("td");
-    td.textContent = text;
-    tr.appendChild(td);
-    return td;
-  }
-
-  function chooserButton(label, title, onClick) {
-    var b = document.createElement("button");
-    b.type = "button";
-    b.textContent = label;
-    b.title = title;
-    b.addEventListener("click", function (e) { e.stopPropagation(); onClick(); });
-    return b;
-  }
-
-  function openChooser(host, o) {
-    closeChooser(host);
-    var box = document.createElement("div");
-    box.className = "map-chooser";
-    box.setAttribute("role", "dialog");
-    box.dataset.total = o.total;
-    box.style.left = Math.max(0, o.at.left - 140) + "px";
-    box.style.top = (o.at.top + 12) + "px";
-    ["mousedown", "click", "mousemove"].forEach(function (t) {  // not a click or hover on the map below
-      box.addEventListener(t, function (e) { e.stopPropagation(); });
-    });
-    var title = document.createElement("p");
-    title.textContent = o.total + " molecules share this pixel: choose one";
-    var close = chooserButton("×", "close", function () { closeChooser(host); });
-    close.className = "chooser-close";
-    var table = document.createElement("table");
-    var pager = document.createElement("div");
-    pager.className = "chooser-pager";
-    box.append(close, title, table, pager);
-    host.appendChild(box);
-    var pages = Math.ceil(o.total / CHOOSER_PAGE);
-    function show(page) {
-      o.page(page * CHOOSER_PAGE, CHOOSER_PAGE).then(function (answer) {
-        if (!answer || !box.isConnected) { return; }
-        table.innerHTML = "";
-        var head = document.createElement("tr");
-        ["molecule", "formula", answer.color || "colour"].forEach(function (h) {
-          var th = document.createElement("th");
-          th.textContent = h;
-          head.appendChild(th);
-        });
-        table.appendChild(head);
-        answer.molecules.forEach(function (m) {
-          var tr = document.createElement("tr");
-          tr.className = "chooser-row";
-          tr.dataset.id = m.id;
-          chooserCell(tr, "").appendChild(chooserButton(m.id, "open molecule " + m.id, function () {
-            closeChooser(host);
-            o.choose(m.id);
-          }));
-          chooserCell(tr, m.formula);
-          chooserCell(tr, m.value_text);
-          table.appendChild(tr);
-        });
-        pager.innerHTML = "";
-        var prev = chooserButton("‹", "previous page", function () { show(page - 1); });
-        var next = chooserButton("›", "next page", function () { show(page + 1); });
-        prev.className = "chooser-prev"; next.className = "chooser-next";
-        prev.disabled = page === 0; next.disabled = page >= pages - 1;
-        var where = document.createElement("span");
-        where.textContent = "page " + (page + 1) + " of " + pages;
-        pager.append(prev, where, next);
-        box.dataset.page = page;
-      }, function () {});
-    }
-    show(0);
-    return box;
   }
 
   // ---------------------------------------------------------------- 3D viewer specs (backend/figures/viewer.py)
@@ -321,13 +238,16 @@
   // An answer's JSON, or null for an error status; rejects when the server cannot be reached.
   function fetchJson(url) { return fetch(url).then(function (r) { return r.ok ? r.json() : null; }); }
 
-  // One copy per page: the inline first paint's and the asset's share the 3Dmol.js loader and the viewers.
-  window.orientscopeMap = window.orientscopeMap || {
-    rest: { url: restUrl, panelUrl: panelUrl, getJson: fetchJson },
-    nearestPoint: nearestPoint, openChooser: openChooser, closeChooser: closeChooser,
-    viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
-              handOverFrom: handOverFrom, takeOver: takeOver }
-  };
+  // One copy per page: the inline first paint's and the asset's share the 3Dmol.js loader and the viewers
+  // (map_component.js, which runs first, has put its component there already).
+  if (!(window.orientscopeMap && window.orientscopeMap.rest)) {
+    window.orientscopeMap = Object.assign(window.orientscopeMap || {}, {
+      rest: { url: restUrl, panelUrl: panelUrl, getJson: fetchJson },
+      nearestPoint: nearestPoint,
+      viewer: { load: load3Dmol, draw: drawSpec, ensureGrid: ensureGrid, drawScene: drawScene,
+                handOverFrom: handOverFrom, takeOver: takeOver }
+    });
+  }
   var dataEl = root && root.querySelector(":scope > script.first-paint-data");
   if (!dataEl) { return; }  // loaded as an asset: nothing to paint
   var SVG_NS = "http://www.w3.org/2000/svg";
@@ -530,51 +450,56 @@
   setHook(drawn.host, paintData.hook, drawn.image);
 
   var viewer = window.orientscopeMap.viewer;
+  var component = window.orientscopeMap.component;  // map_component.js, inlined before this script
   var host = drawn.host;
   var PICK_PX = 5;  // as the server's nearest point (backend/services/map_raster.py)
-  var RING_PX = 9;  // the interactive map's selection ring (orientscope.js RING_RADIUS)
-  var HOVER_MS = 120;
   var cfg = paintData.settings;
-  var svg = host.querySelector("svg");
   var hint = host.querySelector(".map-hint");
-  var vb = svg.viewBox.baseVal;  // in map units, SVG y down
-  var tip = document.createElement("div");
-  tip.className = "map-tooltip";
-  tip.hidden = true;
-  host.appendChild(tip);
-
-  function mapUrl(path, params) { return restUrl(cfg.dataset, path, params); }
-
-  function getJson(url) { return fetchJson(url).catch(function () { return null; }); }
-
-  // The SVG point (viewBox units) under a mouse event, its pixel offset in the host, and the
-  // viewBox units per screen pixel; null outside the drawing.
-  function svgPoint(ev) {
-    var box = svg.getBoundingClientRect(), hostBox = host.getBoundingClientRect();
-    var fx = (ev.clientX - box.left) / box.width, fy = (ev.clientY - box.top) / box.height;
-    if (!(fx >= 0 && fx <= 1 && fy >= 0 && fy <= 1)) { return null; }
-    return { x: vb.x + fx * vb.width, y: vb.y + fy * vb.height, unit: vb.width / box.width,
-             px: ev.clientX - hostBox.left, py: ev.clientY - hostBox.top, width: box.width, height: box.height };
-  }
 
   function say(text) { if (hint) { hint.textContent = text || ""; } }
 
-  function showTip(p, text) {
-    tip.textContent = text;
-    tip.hidden = !text;
-    tip.style.left = (p.px + 12) + "px";
-    tip.style.top = (p.py + 12) + "px";
-  }
+  function getJson(url) { return fetchJson(url).catch(function () { return null; }); }
 
-  function ring(x, y, unit) {
-    var old = svg.querySelector(".first-paint-ring");
-    if (old) { old.remove(); }
-    var c = document.createElementNS(SVG_NS, "circle");
-    c.setAttribute("class", "first-paint-ring");
-    c.setAttribute("cx", x); c.setAttribute("cy", y); c.setAttribute("r", RING_PX * unit);
-    c.setAttribute("fill", "none"); c.setAttribute("stroke", "#000"); c.setAttribute("stroke-width", 3 * unit);
-    svg.appendChild(c);
+  // ---------------------------------------------------------------- the surface (map_component.js)
+  // A drawing's SVG viewBox (map units, SVG y down) as the component's surface. Over the map's image the pick
+  // counts on the image's own pixel grid (cfg.grid), as the interactive map does; the density view's maps have no
+  // image of points: their grid is the drawing's pixels on screen, as the interactive density view's.
+  // `table`: the control map's (its hover and clicks pick on the control's molecules, as Dash's control map does).
+  function svgSurface(box, table) {
+    var svg = box.querySelector("svg"), vb = svg.viewBox.baseVal, s = cfg.scale;
+    function frame() {
+      var r = svg.getBoundingClientRect(), b = box.getBoundingClientRect();
+      return { r: r, left: r.left - b.left, top: r.top - b.top };
+    }
+    return {
+      host: box, svg: svg,
+      // also `unit`, viewBox units per screen pixel, and the SVG point, for the sphere's dots
+      toMap: function (ev) {
+        var f = frame(), fx = (ev.clientX - f.r.left) / f.r.width, fy = (ev.clientY - f.r.top) / f.r.height;
+        if (!(fx >= 0 && fx <= 1 && fy >= 0 && fy <= 1)) { return null; }
+        var sx = vb.x + fx * vb.width, sy = vb.y + fy * vb.height;
+        return { x: sx / s, y: -sy / s, sx: sx, sy: sy, unit: vb.width / f.r.width,
+                 px: f.left + fx * f.r.width, py: f.top + fy * f.r.height };
+      },
+      grid: function () {
+        var r = svg.getBoundingClientRect();
+        return cfg.grid || { x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
+                             width: Math.max(1, Math.round(r.width)), height: Math.max(1, Math.round(r.height)) };
+      },
+      // (x, y): Mollweide units, or the viewBox's own units with `svgUnits` (the sphere)
+      toPixel: function (x, y, svgUnits) {
+        var f = frame(), sx = svgUnits ? x : x * s, sy = svgUnits ? y : -y * s;
+        return { px: f.left + (sx - vb.x) / vb.width * f.r.width, py: f.top + (sy - vb.y) / vb.height * f.r.height };
+      },
+      // map/preview's kind is the flat map's (colour or count); the density view's hover asks for the molecule only
+      source: function () {
+        return { dataset: cfg.dataset, query: Object.assign({}, cfg.query, table ? { table: table } : {}),
+                 kind: cfg.view === "map" ? cfg.kind : null };
+      }
+    };
   }
+  var surface = svgSurface(host);
+  var svg = surface.svg;
 
   // ---------------------------------------------------------------- the molecule panel
   // Dash's panel, from the layout's components (the first paint's data), filled here until Dash's takes over.
@@ -643,7 +568,7 @@
   }
 
   // Hand the chosen molecule to Dash through the URL (see the top of this file).
-  function choose(id) {
+  function toUrl(id) {
     var url = new URL(window.location.href);
     url.searchParams.set("molecule", id);
     // a molecule with no view opens the point map (app/state.py parse_query): keep the view it was chosen in
@@ -651,21 +576,27 @@
     window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
   }
 
-  // A chosen molecule: ringed at (x, y) in viewBox units and named at once, then shown in the panel.
-  function chosen(ev, id, x, y, unit) {
-    ring(x, y, unit);
-    host.dataset.clicked = id;
+  // The ring's point ([x, y, svgUnits], surface.toPixel's): placed again when the page's width changes the drawing's.
+  var ringed = null;
+  function ring() { component.ring(host, ringed ? [surface.toPixel.apply(null, ringed)] : []); }
+  window.addEventListener("resize", function () { if (ringed && host.isConnected) { ring(); } });
+
+  // A chosen molecule: ringed at `point` (surface.toPixel's arguments) and named at once, then shown in the panel
+  // (`answer`: the panel route's, asked for with the pick; null: asked now).
+  function chosen(ev, id, point, answer) {
+    ringed = point;
+    ring();
     say("Molecule " + id);
-    choose(id);
+    toUrl(id);
     requestAnimationFrame(function () {  // the frame with the ring: how long the click took to answer
       performance.measure("orientscope:first-paint-click", { start: ev.timeStamp, end: performance.now() });
     });
     pick = { id: id, answer: null, spec: null };
     if (!root.isConnected) { toDash(600); return; }  // Dash's page is up: its panel shows it
-    getJson(panelUrl(cfg.dataset, id)).then(function (answer) {
-      if (!answer || !pick || pick.id !== id) { return; }
-      pick.answer = answer;
-      if (root.isConnected) { showPanel(answer); } else { toDash(600); }
+    (answer ? Promise.resolve(answer) : getJson(panelUrl(cfg.dataset, id))).then(function (got) {
+      if (!got || !pick || pick.id !== id) { return; }
+      pick.answer = got;
+      if (root.isConnected) { showPanel(got); } else { toDash(600); }
     });
   }
 
@@ -676,62 +607,8 @@
     drawViewer(opened);
   }
 
-  function nothingNear() {
-    host.dataset.clicked = "none";
-    say("No molecule within 5 px of that click; click closer to a point.");
-  }
-
-  // ---------------------------------------------------------------- the map's image
-  // The pick's query of an SVG point: the same for a click and a hover (one pick rule), on the image's own
-  // pixel grid (cfg.grid), as the interactive map picks over an image; the density view's maps have no image
-  // of points: their grid is the drawing's pixels on screen, as the interactive density view's.
-  function nearestParams(p) {
-    var s = cfg.scale;  // map units per Mollweide unit
-    var grid = cfg.grid || { x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
-                             width: Math.max(1, Math.round(p.width)), height: Math.max(1, Math.round(p.height)) };
-    return Object.assign({ x: p.x / s, y: -p.y / s }, cfg.query, grid);
-  }
-
-  function mapPick(ev) {
-    var p = svgPoint(ev), s = cfg.scale;
-    if (!p) { return; }
-    host.dataset.clicked = "";
-    closeChooser(host);
-    var params = nearestParams(p);
-    getJson(mapUrl("map/nearest", params)).then(function (hit) {
-      if (!hit) { return; }
-      if (hit.id === null) { nothingNear(); return; }
-      if (hit.shared > 1) {  // several molecules share its pixel: the user chooses (as on the interactive map)
-        openChooser(host, {
-          total: hit.shared, at: { left: p.px, top: p.py },
-          page: function (offset, limit) {
-            return getJson(mapUrl("map/shared", Object.assign({ offset: offset, limit: limit }, params)));
-          },
-          choose: function (id) { chosen(ev, id, hit.x * s, -hit.y * s, p.unit); }
-        });
-        return;
-      }
-      chosen(ev, hit.id, hit.x * s, -hit.y * s, p.unit);
-    });
-  }
-
-  var hoverTimer = null, hoverAsked = 0;
-  function mapHover(ev) {
-    var p = svgPoint(ev);
-    clearTimeout(hoverTimer);
-    if (!p) { tip.hidden = true; preview(null); return; }
-    hoverTimer = setTimeout(function () {
-      var asked = ++hoverAsked;
-      // one answer: the molecule a click opens, its card, its pixel and the words
-      getJson(mapUrl("map/preview", Object.assign({ kind: cfg.kind }, nearestParams(p)))).then(function (hit) {
-        if (asked !== hoverAsked) { return; }
-        preview(p, hit && hit.id, hit);
-        showTip(p, (hit && hit.text) || "");
-      });
-    }, HOVER_MS);
-  }
-
   // ---------------------------------------------------------------- the sphere's dots
+  // Picked here, on the drawn dots (their molecule ids travel with them): the server's pick is the flat map's.
   var dots = null;
   function nearestDot(p) {
     if (!dots) {
@@ -742,76 +619,67 @@
         dots.y.push(Number(c.getAttribute("cy")));
       });
     }
-    var k = nearestPoint(dots.x, dots.y, dots.keys, p.x, p.y, PICK_PX * p.unit);
+    var k = nearestPoint(dots.x, dots.y, dots.keys, p.sx, p.sy, PICK_PX * p.unit);
     return k < 0 ? null : { x: dots.x[k], y: dots.y[k], id: dots.ids[k] };
   }
 
   function spherePick(ev) {
-    var p = svgPoint(ev), d = p && nearestDot(p);
+    var p = surface.toMap(ev), d = p && nearestDot(p);
     if (!p) { return; }
-    if (!d) { nothingNear(); return; }
-    chosen(ev, d.id, d.x, d.y, p.unit);
-  }
-
-  function sphereHover(ev) {
-    var p = svgPoint(ev), d = p && nearestDot(p);
-    clearTimeout(hoverTimer);
-    if (!d) { tip.hidden = true; preview(p, null); return; }
-    showTip(p, "molecule " + d.id);
-    hoverTimer = setTimeout(function () { preview(p, d.id); }, HOVER_MS);
-  }
-
-  // The hover preview (hover_preview.js, inlined before this script): the card a map/preview answer
-  // carries, or the card of molecule `id` (the sphere's dots), or none.
-  function preview(p, id, answer) {
-    var card = window.orientscopePreview;
-    if (!card) { return; }
-    if (!p || id === null || id === undefined) { card.hide(host); return; }
-    if (answer) { card.showAnswer(host, { left: p.px, top: p.py }, answer); return; }
-    card.show(host, { left: p.px, top: p.py }, cfg.dataset, id, cfg.query || {});
-  }
-
-  // ---------------------------------------------------------------- the density view's cells
-  // Hovering a density map (the dataset's or its control's) names the density of the cell under the
-  // cursor as the heatmap's own hover does once plotly.js draws it ("density 1.23× uniform", backend/figures/plots.py
-  // density_map_figure), from the cells the map carries (app/density_paint.py): nothing to ask the server.
-  function densityHover(mapEl, own) {
-    var grid = mapEl._grid, box = mapEl.querySelector("svg");
-    var view = box.viewBox.baseVal;
-    function cellText(ev) {
-      var r = box.getBoundingClientRect();
-      var x = view.x + (ev.clientX - r.left) / r.width * view.width;
-      var y = -(view.y + (ev.clientY - r.top) / r.height * view.height);
-      var i = Math.floor((x - grid.x0) / grid.dx), j = Math.floor((y - grid.y0) / grid.dy);
-      if (!(i >= 0 && j >= 0 && i < grid.nx && j < grid.ny)) { return ""; }
-      var z = grid.z[j * grid.nx + i];
-      return z === null ? "" : "density " + z.toFixed(2) + "× uniform";
+    if (!d) {
+      host.dataset.clicked = "none";
+      say("No molecule within 5 px of that click; click closer to a point.");
+      return;
     }
-    own.dataset.kind = "density";
-    box.addEventListener("mousemove", function (ev) {
-      var text = cellText(ev), r = mapEl.getBoundingClientRect();
-      own.textContent = text;
-      own.hidden = !text;
-      own.style.left = (ev.clientX - r.left + 12) + "px";
-      own.style.top = (ev.clientY - r.top + 12) + "px";
-    });
-    box.addEventListener("mouseleave", function () { own.hidden = true; });
+    host.dataset.clicked = d.id;
+    chosen(ev, d.id, [d.x, d.y, true], null);
   }
 
-  var sphere = cfg.view === "sphere";
-  svg.style.cursor = "crosshair";
-  svg.addEventListener("click", sphere ? spherePick : mapPick);
-  if (cfg.view === "density") {
-    densityHover(host, tip);
-    Array.prototype.forEach.call(root.querySelectorAll("[data-first-paint-control]"), function (box) {
-      var own = document.createElement("div");
-      own.className = "map-tooltip";
-      own.hidden = true;
-      box.appendChild(own);
-      densityHover(box, own);
-    });
-  } else {
-    svg.addEventListener("mousemove", sphere ? sphereHover : mapHover);
+  var sphereTimer = null;
+  function sphereHover(ev) {
+    var p = surface.toMap(ev), d = p && nearestDot(p);
+    clearTimeout(sphereTimer);
+    if (!d) { component.hide(host); return; }
+    component.showTip(host, p, "molecule " + d.id);
+    sphereTimer = setTimeout(function () { component.showCard(host, p, null, d.id, surface.source()); }, component.HOVER_MS);
   }
-  svg.addEventListener("mouseleave", function () { clearTimeout(hoverTimer); hoverAsked++; tip.hidden = true; preview(null); });
+
+  // ---------------------------------------------------------------- the map's image and the density maps
+  svg.style.cursor = "crosshair";
+  if (cfg.view === "sphere") {
+    svg.addEventListener("click", spherePick);
+    svg.addEventListener("mousemove", sphereHover);
+    svg.addEventListener("mouseleave", function () { clearTimeout(sphereTimer); component.hide(host); });
+  } else {
+    var picks = component.picker(surface, {
+      say: say, zoomable: false,
+      choose: function (id, hit, answer, ev) { chosen(ev, id, [hit.x, hit.y], answer); }
+    });
+    svg.addEventListener("mousedown", picks.press);
+    svg.addEventListener("click", picks.click);
+    // The density view: each map names its cell's density, and the other's at the same place (the cells the
+    // page carries, app/density_paint.py: nothing to ask the server for the words).
+    var control = cfg.view === "density" && root.querySelector("[data-first-paint-control]");
+    var controlSurface = control && svgSurface(control, "control");
+    var hovers = [[surface, host, controlSurface, control]];
+    if (control) { hovers.push([controlSurface, control, surface, host]); }
+    hovers.forEach(function (h) {
+      var over = component.hover(h[0], {
+        cells: function () { return cfg.view === "density" ? h[1]._grid : null; },
+        other: function () { return h[2] ? { surface: h[2], cells: h[3]._grid } : null; }
+      });
+      h[0].svg.addEventListener("mousemove", over.move);
+      h[0].svg.addEventListener("mouseleave", over.leave);
+    });
+    if (control) {  // a click there opens the control molecule it picks, as on Dash's control map; its ring (the
+      // molecule's own points, on the dataset's map) waits for Dash, which has those positions
+      var controlPicks = component.picker(controlSurface, {
+        say: say, zoomable: false,
+        choose: function (id, hit, answer, ev) { chosen(ev, id, null, answer); }
+      });
+      controlSurface.svg.style.cursor = "crosshair";
+      controlSurface.svg.addEventListener("mousedown", controlPicks.press);
+      controlSurface.svg.addEventListener("click", controlPicks.click);
+    }
+  }
 })(window.orientscopeFirstPaintRoot || (document.currentScript && document.currentScript.parentNode));

@@ -6,8 +6,9 @@
    behave as without it.
 
    Callers name the molecule (one pick rule: the one their hover text names) and where the cursor is:
-   orientscope.js for the interactive map, the density view and the sphere; first_paint.js for the
-   first paint, which inlines this script before its own (app/first_paint.py). The flat map's hovers ask
+   map_component.js for the flat map, the density view and the scatter view, on the first paint and in Dash
+   alike; orientscope.js and first_paint.js for their sphere. app/first_paint.py inlines this script before
+   both. The flat map's hovers ask
    GET .../map/preview, whose one answer names the molecule and carries its card (showAnswer): one
    round trip after the rest instead of two. */
 (function () {

@@ -54,6 +54,24 @@
       var api = window.dash_component_api, node = api && api.getLayout && api.getLayout(id);
       return (node && node.props && node.props.figure) || null;
     },
+    // The cells grid of a drawn density map ({x0, dx, nx, y0, dy, ny, z}: map units, z row-major from the bottom
+    // row, null where there is no density; map_component.js densityText) from its heatmap trace as plotly.js
+    // decoded it (the figure's own arrays may be base64 typed arrays: reading them here would mean a second
+    // decoder), or null. The hover's words then come from the map component, as the first paint's do, instead of
+    // plotly's hover label. Canary: test_a_density_cell_hover_gives_the_same_words_on_the_first_paint_and_on_dashs_map
+    // (tests/browser/test_map_component.py).
+    densityCells: function (gd) {
+      var h = ((gd && gd._fullData) || []).filter(function (t) { return t.type === "heatmap"; })[0];
+      if (!h || !h.x || h.x.length < 2 || !h.y || h.y.length < 2 || !h.z) { return null; }
+      var nx = h.x.length, ny = h.y.length, dx = h.x[1] - h.x[0], dy = h.y[1] - h.y[0], z = [];
+      for (var j = 0; j < ny; j++) {
+        for (var i = 0; i < nx; i++) {
+          var v = h.z[j] && h.z[j].length !== undefined ? h.z[j][i] : h.z[j * nx + i];
+          z.push(v === null || v === undefined || v !== v ? null : v);
+        }
+      }
+      return { x0: h.x[0] - dx / 2, dx: dx, nx: nx, y0: h.y[0] - dy / 2, dy: dy, ny: ny, z: z };
+    },
     setHomeRanges: function (gd, xRange, yRange) {
       var fl = gd && gd._fullLayout;
       if (!fl || !fl.xaxis || !fl.yaxis) { return; }
@@ -134,44 +152,19 @@
     return code.draw(el, spec);
   }
 
-  // The selected molecule's ring is an SVG overlay, not part of the figure: any figure
-  // change makes plotly.js re-render all WebGL points (about 1 s in software WebGL).
-  var SVG_NS = "http://www.w3.org/2000/svg";
-  var RING_RADIUS = 9;
-
+  // The selected molecule's ring: on the flat views the map component's SVG overlay (map_component.js ring), at
+  // its points (map units, as backend/figures/mapfigure.py selected_ring gives them); on the 3D sphere a trace
+  // of the scene (sphere_ring.js), which moves with the camera.
   function placeRing(host) {
-    var gd = host.querySelector(".js-plotly-plot");
-    var svg = host.querySelector("svg.selection-ring");
-    if (!svg) {
-      svg = document.createElementNS(SVG_NS, "svg");
-      svg.setAttribute("class", "selection-ring");
-      host.appendChild(svg);
-    }
-    while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+    var gd = host.querySelector(".js-plotly-plot"), points = host._ring || [];
     if (gd.data && gd.data.some(function (t) { return t.type === "scatter3d"; })) {  // the 3D sphere
-      return window.orientscopeSphereRing(gd, host._ring || []);
+      window.orientscopeMap.component.ring(host, []);
+      return window.orientscopeSphereRing(gd, points);
     }
-    var axes = plotlyInternals.cartesianAxes(gd);
-    var points = host._ring || [];
-    if (!points.length || !axes) { return 0; }
-    var xa = axes.x, ya = axes.y;
-    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-    svg.style.left = (box.left - hostBox.left) + "px";
-    svg.style.top = (box.top - hostBox.top) + "px";
-    svg.setAttribute("width", box.width);
-    svg.setAttribute("height", box.height);
-    var shown = 0;
-    points.forEach(function (p) {
-      var px = xa.toPixel(p[0]), py = ya.toPixel(p[1]);
-      // an axis the molecule's symmetry leaves undefined has no point (null or NaN): no ring
-      if (p[0] === null || p[1] === null || !isFinite(px) || !isFinite(py)) { return; }
-      if (px < xa.offset || px > xa.offset + xa.length || py < ya.offset || py > ya.offset + ya.length) { return; }
-      var c = document.createElementNS(SVG_NS, "circle");
-      c.setAttribute("cx", px); c.setAttribute("cy", py); c.setAttribute("r", RING_RADIUS);
-      svg.appendChild(c);
-      shown += 1;
-    });
-    return shown;
+    var surface = mapOf(host).surface;
+    return window.orientscopeMap.component.ring(host, points.map(function (p) {
+      return p[0] === null || p[1] === null ? null : surface.toPixel(p[0] / MAP_SCALE, p[1] / MAP_SCALE);
+    }));
   }
 
   function markSelected(points, id) {
@@ -282,8 +275,9 @@
   // point within 5 px; a hover asks it for that point, its card and its pixel (one pixel grid:
   // the image's over an image, the plot's over points); zooming or panning sends the visible
   // region back so the server re-aggregates it at the plot's resolution (the density view too).
+  // The click, the hover, the ring and the density words are map_component.js's, as on the first paint:
+  // this section hands it the plot as a surface (plotSurface) and owns the zoom, the pan and the regions.
   var MAP_SCALE = 10000;  // map units per Mollweide unit (backend/figures/plots.py MAP_SCALE)
-  var HOVER_MS = 120;
   // The whole map's ranges in Mollweide units (backend/figures/plots.py MAP_RANGE_X, MAP_RANGE_Y).
   var WHOLE = { x0: -2.95, x1: 2.95, y0: -1.5, y1: 1.5 };
 
@@ -321,14 +315,6 @@
     if (el) { el.textContent = text || ""; }
   }
 
-  // A click's fast path. The press already asks the server for the nearest shown point within 5 px
-  // (map/nearest) and for that molecule's panel (GET .../map/panel/{id}: the id, info and viewer
-  // spec the molecule callback answers, the route the first paint asks too); the release draws it in the
-  // panel, and only after that frame does Dash hear of it (the "selected" store), whose callbacks then
-  // fill in the URL, the ring and the neighbour lists. Through Dash alone the viewer waited for the URL
-  // callback, the molecule callback and often the neighbour lists' re-render: on full QM9 (UI
-  // benchmark's clicks, 6 alternating runs of 7 on a busy machine, load 7-12) 382 ms median through
-  // Dash against 105 ms this way.
   function getJson(url) { return window.orientscopeMap.rest.getJson(url); }
 
   // The pixel grid a pick counts on: over an aggregated image, the image's own grid (meta.grid, the pixels
@@ -337,35 +323,102 @@
     return meta && meta.mode === "image" && meta.grid ? meta.grid : shownViewport(gd);
   }
 
-  // The query of a pick at a mouse event: the point under it and the pixel grid (the same for a hover
-  // and a click, so that both name the same molecule: backend/services/map_pick.py). Null outside the plot.
-  function pickQuery(gd, ev) {
-    var p = eventPoint(gd, ev), vp = pickGrid(gd, mapMeta(gd));
-    return p && vp ? { p: p, params: Object.assign({ x: p.x, y: p.y }, vp) } : null;
-  }
-
   // The views whose hover and clicks the server picks on the Mollweide plane (the sphere's are plotly.js's
   // picking; the scatter view's go to its own routes, frontend_assets/scatter.js).
   function picksOnMap(meta) { return !!meta && (meta.view === "map" || meta.view === "density"); }
 
-  // On a press inside the plot: {x, y} of the press and the promise of {hit, spec} (spec null when
-  // no point is near, when several molecules share the point's pixel (a chooser opens), or when the spec
-  // cannot be had: then Dash draws the viewer as before).
-  function startPick(host, ev) {
-    host._pick = null;
-    var gd = plotOf(host), meta = mapMeta(gd);
-    if (ev.button !== 0 || !picksOnMap(meta)) { return; }
-    var pq = pickQuery(gd, ev);
-    if (!pq) { return; }
-    var answer = getJson(mapUrl(meta, "map/nearest", pq.params)).then(function (hit) {
-      if (!hit || hit.id === null || hit.shared > 1) { return { hit: hit, spec: null }; }
-      return getJson(panelUrl(meta.dataset, hit.id)).then(function (panel) { return { hit: hit, spec: panel }; },
-                                                           function () { return { hit: hit, spec: null }; });
-    }).catch(function () { return { hit: null, spec: null }; });  // the server is gone: nothing to select
-    host._pick = { x: ev.clientX, y: ev.clientY, answer: answer, meta: meta, query: pq };
+  // The plot's top-left corner in its host's pixels (the overlays, tooltip and card are the host's children).
+  function plotOffset(host, gd) {
+    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
+    return { left: box.left - hostBox.left, top: box.top - hostBox.top };
   }
 
-  function panelUrl(dataset, id) { return window.orientscopeMap.rest.panelUrl(dataset, id); }
+  // A plotly.js 2D plot in `host` as the map component's surface (map_component.js), read from the plot on screen
+  // at each call: the graph element can be made anew (dcc.Loading) and its figure changes with every zoom.
+  // `scale`: plot units per surface unit (MAP_SCALE on the map; 1 on the scatter view, scatter.js); grid() and
+  // source(): the view's pick grid and REST source.
+  function plotSurface(host, scale, grid, source) {
+    function plot() {
+      var gd = plotOf(host), axes = plotlyInternals.cartesianAxes(gd);
+      return axes && { axes: axes, off: plotOffset(host, gd) };
+    }
+    function inside(axes, px, py) {
+      return px >= axes.x.offset && px <= axes.x.offset + axes.x.length &&
+        py >= axes.y.offset && py <= axes.y.offset + axes.y.length;
+    }
+    return {
+      host: host, grid: grid, source: source,
+      toMap: function (ev) {
+        var at = plot(), hostBox = host.getBoundingClientRect();
+        if (!at) { return null; }
+        var px = ev.clientX - hostBox.left - at.off.left, py = ev.clientY - hostBox.top - at.off.top;
+        if (!inside(at.axes, px, py)) { return null; }
+        return { x: at.axes.x.toValue(px) / scale, y: at.axes.y.toValue(py) / scale,
+                 px: at.off.left + px, py: at.off.top + py };
+      },
+      toPixel: function (x, y) {
+        var at = plot();
+        if (!at || x === null || y === null) { return null; }
+        var px = at.axes.x.toPixel(x * scale), py = at.axes.y.toPixel(y * scale);
+        return inside(at.axes, px, py) ? { px: at.off.left + px, py: at.off.top + py } : null;
+      }
+    };
+  }
+  window.orientscopeMap.plotSurface = plotSurface;
+
+  // The map's or the density view's surface.
+  function mapSurface(host) {
+    return plotSurface(host, MAP_SCALE, function () { var gd = plotOf(host); return pickGrid(gd, mapMeta(gd)); },
+                       function () {
+                         var meta = mapMeta(plotOf(host)) || {};
+                         return { dataset: meta.dataset, query: meta.query,
+                                  kind: meta.view === "map" ? meta.kind || "color" : null };
+                       });
+  }
+
+  // A density map's cells, read once per figure (its token) from the heatmap plotly.js drew.
+  function densityCells(host) {
+    var gd = plotOf(host), meta = mapMeta(gd);
+    if (!meta || meta.view !== "density") { return null; }
+    if (host._cellsToken !== meta.token) {
+      host._cellsToken = meta.token;
+      host._cells = plotlyInternals.densityCells(gd);
+    }
+    return host._cells;
+  }
+
+  // The density view's other map: the control's beside the dataset's, and the dataset's beside the control's.
+  function otherDensity(host) {
+    var main = document.getElementById("orientation-map"), control = document.getElementById("control-map");
+    var other = host === main ? control : main, cells = other && densityCells(other);
+    return cells && densityCells(host) ? { surface: mapOf(other).surface, cells: cells } : null;
+  }
+
+  // A click's fast path. The press asks the server for the nearest shown point within 5 px and for that
+  // molecule's panel (map_component.js picker); the release draws it in the panel, and only after that frame
+  // does Dash hear of it (the "selected" store), whose callbacks then fill in the URL, the ring and the
+  // neighbour lists. Through Dash alone the viewer waited for the URL callback, the molecule callback and
+  // often the neighbour lists' re-render: on full QM9 (UI benchmark's clicks, 6 alternating runs of 7 on a busy
+  // machine, load 7-12) 382 ms median through Dash against 105 ms this way.
+  // The host's surface, picker and hover, made once per host.
+  function mapOf(host) {
+    if (!host._map) {
+      var component = window.orientscopeMap.component, surface = mapSurface(host);
+      host._map = {
+        surface: surface,
+        picks: component.picker(surface, {
+          enabled: function () { return picksOnMap(mapMeta(plotOf(host))); },
+          say: setHint, zoomable: true,
+          choose: function (id, hit, panel, ev, current) { openMolecule(host, id, panel, current); }
+        }),
+        hover: component.hover(surface, {
+          cells: function () { return densityCells(host); },
+          other: function () { return otherDensity(host); }
+        })
+      };
+    }
+    return host._map;
+  }
 
   // Tell Dash once the frame with the drawn molecule is on screen, so that its work (requests,
   // React re-renders) does not hold that frame back.
@@ -374,17 +427,16 @@
   }
 
   // Opens molecule `id`: its panel (id, info, viewer) drawn from the panel route's answer (null: Dash
-  // fills it in), then Dash told.
-  function openMolecule(host, id, panel, seq) {
+  // fills it in), then Dash told, unless a later click took over (`current`).
+  function openMolecule(host, id, panel, current) {
     setHint("");
-    host.dataset.clicked = id;
     var explore = host.closest(".explore");
     if (explore) { explore.classList.add("has-molecule"); }  // the density view shows its panel (style.css)
     var clientside = window.dash_clientside, spec = panel && panel.viewer;
     var drawn = spec ? renderViewer(spec, "molecule-viewer") : null;
     Promise.resolve(drawn).then(function () {
       afterFrame(function () {
-        if (seq !== host._pickSeq) { return; }
+        if (!current()) { return; }
         if (spec) {
           clientside.set_props("molecule-id", { children: panel.molecule_id });
           clientside.set_props("molecule-info", { children: panel.info });
@@ -394,148 +446,20 @@
     });
   }
 
-  function onMapClick(host, ev) {
-    var pick = host._pick;
-    host._pick = null;  // one pick per press: plotly.js follows a release with a click event of its own
-    if (!pick || Math.abs(pick.x - ev.clientX) + Math.abs(pick.y - ev.clientY) > 4) { return; }  // the end of a pan
-    var seq = host._pickSeq = (host._pickSeq || 0) + 1;
-    host.dataset.clicked = "";
-    closeChooser(host);
-    pick.answer.then(function (a) {
-      if (seq !== host._pickSeq || !a.hit) { return; }  // a later click took over, or the server said no
-      var hit = a.hit;
-      if (hit.id === null) {
-        setHint("No molecule within 5 px of that click; click closer to a point or zoom in.");
-        host.dataset.clicked = "none";
-        return;
-      }
-      if (hit.shared > 1) {
-        openChooser(host, pick.meta, pick.query, hit, seq);
-        return;
-      }
-      openMolecule(host, hit.id, a.spec, seq);
-    });
-  }
-
-  // ------------------------------------------------------------ the chooser of a shared pixel
-  // Several molecules share the clicked point's pixel: the shared chooser (first_paint.js) lists them
-  // (GET .../map/shared, the molecule the click picked first).
-  function closeChooser(host) { window.orientscopeMap.closeChooser(host); }
-
-  function openChooser(host, meta, pq, hit, seq) {
-    var gd = plotOf(host), hostBox = host.getBoundingClientRect(), plotBox = gd.getBoundingClientRect();
-    window.orientscopeMap.openChooser(host, {
-      total: hit.shared,
-      at: { left: plotBox.left - hostBox.left + pq.p.px, top: plotBox.top - hostBox.top + pq.p.py },
-      page: function (offset, limit) {
-        return getJson(mapUrl(meta, "map/shared", Object.assign({ offset: offset, limit: limit }, pq.params)));
-      },
-      choose: function (id) {
-        getJson(panelUrl(meta.dataset, id)).catch(function () { return null; }).then(function (panel) {
-          openMolecule(host, id, panel, seq);
-        });
-      }
-    });
-  }
-
-  function tooltipOf(host) {
-    var tip = host.querySelector(".map-tooltip");
-    if (!tip) {
-      tip = document.createElement("div");
-      tip.className = "map-tooltip";
-      tip.hidden = true;
-      host.appendChild(tip);
-    }
-    return tip;
-  }
-
+  // The hover: the map's words and card, or the density view's cell words beside the other map's (map_component.js);
+  // the sphere's is plotly.js's picking (bindSphere), the scatter view's scatter.js's (the same component, on the
+  // same tooltip: left alone here), and a drag (a pan, a box) shows none.
   function onMapHover(host, ev) {
-    var gd = plotOf(host), meta = mapMeta(gd), tip = tooltipOf(host);
-    if (ev.buttons) { tip.hidden = true; hidePreview(host); return; }  // panning
-    // the density view's heatmap has plotly's own hover (its cells' density); the sphere's is plotly's picking
-    if (meta && meta.view === "density") { densityPreview(host, gd, meta, ev); }
-    if (!meta || meta.view !== "map") { tip.hidden = true; return; }
-    var pq = pickQuery(gd, ev);
-    if (!pq) { tip.hidden = true; hidePreview(host); return; }
-    clearTimeout(host._hoverTimer);
-    host._hoverTimer = setTimeout(function () {
-      var asked = host._hoverAsked = (host._hoverAsked || 0) + 1;
-      // one answer: the molecule a click there opens, its card, its pixel and the words (map/preview)
-      var params = Object.assign({ kind: meta.kind || "color" }, pq.params);
-      getJson(mapUrl(meta, "map/preview", params)).then(function (hit) {
-        if (asked !== host._hoverAsked) { return; }  // a later hover already asked
-        showPreview(host, gd, pq.p, hit);
-        showTip(host, gd, pq.p, hit);
-      }).catch(function () { tip.hidden = true; hidePreview(host); });
-    }, HOVER_MS);
+    var meta = mapMeta(plotOf(host)), hover = mapOf(host).hover;
+    if (meta && meta.view === "scatter") { return; }
+    if (ev.buttons || !picksOnMap(meta)) { hover.leave(); return; }
+    hover.move(ev);
   }
 
-  // The hover's words beside plot pixel p (a map/preview answer's text; none near: no words). Its data
-  // attributes name what it describes, for tests: the molecule, its axis and its pixel's two counts.
-  function showTip(host, gd, p, hit) {
-    var tip = tooltipOf(host), text = (hit && hit.text) || "", pixel = (hit && hit.pixel) || {};
-    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-    tip.textContent = text;
-    tip.hidden = !text;
-    tip.dataset.molecule = (hit && hit.id) || "";
-    tip.dataset.axis = (hit && hit.axis) || "";
-    tip.dataset.shared = (hit && hit.shared) || "";
-    tip.dataset.points = pixel.count || "";
-    tip.style.left = (box.left - hostBox.left + p.px + 12) + "px";
-    tip.style.top = (box.top - hostBox.top + p.py + 12) + "px";
-  }
-
-  // ------------------------------------------------------------ the hover preview (hover_preview.js)
-  // Where the card goes: beside plot pixel p = {px, py}, in the host's pixels.
-  function previewAt(host, gd, p) {
-    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-    return { left: box.left - hostBox.left + p.px, top: box.top - hostBox.top + p.py };
-  }
-
-  // The card of a map/preview answer (none near: no card).
-  function showPreview(host, gd, p, answer) {
-    var preview = window.orientscopePreview;
-    if (!preview) { return; }
-    if (!answer || answer.id === null || answer.id === undefined) { preview.hide(host); return; }
-    preview.showAnswer(host, previewAt(host, gd, p), answer);
-  }
-
+  // The sphere's card (its tooltip is plotly.js's label) put away, and its pending rest.
   function hidePreview(host) {
     clearTimeout(host._previewTimer);
-    if (window.orientscopePreview) { window.orientscopePreview.hide(host); }
-  }
-
-  // The density view keeps plotly's hover label (the cell's density); the preview names the molecule
-  // a click there opens (map/preview: map/nearest's pick, the flat map's, with the card), on the map hovered:
-  // the control's molecules are picked on the control. The other map's label shows its density at the same
-  // place on the sky, so that the two are read side by side.
-  function densityPreview(host, gd, meta, ev) {
-    var pq = pickQuery(gd, ev);
-    clearTimeout(host._previewTimer);
-    linkHover(gd, pq && pq.p);
-    if (!pq) { hidePreview(host); return; }
-    host._previewTimer = setTimeout(function () {
-      var asked = host._previewAsked = (host._previewAsked || 0) + 1;
-      getJson(mapUrl(meta, "map/preview", pq.params)).then(function (hit) {
-        if (asked === host._previewAsked) { showPreview(host, gd, pq.p, hit); }
-      }).catch(function () { hidePreview(host); });
-    }, HOVER_MS);
-  }
-
-  // The density view's other map: the control's beside the dataset's, and the dataset's beside the control's.
-  function otherDensity(gd) {
-    var main = plotOf(document.getElementById("orientation-map")), control = plotOf(document.getElementById("control-map"));
-    var other = gd === main ? control : main;
-    return other && (mapMeta(other) || {}).view === "density" && (mapMeta(gd) || {}).view === "density" ? other : null;
-  }
-
-  // The other density map's hover label at the sky position of plot pixel p of `gd` (none when p is null).
-  function linkHover(gd, p) {
-    var other = otherDensity(gd), Fx = window.Plotly && window.Plotly.Fx;
-    if (!other || !Fx) { return; }
-    if (!p) { Fx.unhover(other); return; }
-    var axes = plotlyInternals.cartesianAxes(gd);
-    Fx.hover(other, { xval: axes.x.toValue(p.px), yval: axes.y.toValue(p.py) });
+    window.orientscopeMap.component.hide(host);
   }
 
   // The sphere's hover is plotly's picking: its label names the molecule of the dot under the cursor
@@ -545,7 +469,7 @@
     host._sphereBound = gd;  // the same element may show the flat map later: its handlers ask the view
     var at = null;
     gd.addEventListener("mousemove", function (ev) {
-      var box = gd.getBoundingClientRect();
+      var box = host.getBoundingClientRect();
       at = { px: ev.clientX - box.left, py: ev.clientY - box.top };
     });
     gd.on("plotly_hover", function (e) {
@@ -557,9 +481,10 @@
       var p = at, id = String(pt.text);
       // the card describes the hovered dot's axis (its customdata), not the molecule's first shown point
       var query = pt.customdata ? Object.assign({ axis: pt.customdata }, meta.query) : meta.query;
+      var component = window.orientscopeMap.component;
       host._previewTimer = setTimeout(function () {
-        if (window.orientscopePreview) { window.orientscopePreview.show(host, previewAt(host, gd, p), meta.dataset, id, query); }
-      }, HOVER_MS);
+        component.showCard(host, p, null, id, { dataset: meta.dataset, query: query });
+      }, component.HOVER_MS);
     });
     gd.on("plotly_unhover", function () { if ((mapMeta(gd) || {}).view === "sphere") { hidePreview(host); } });
     gd.addEventListener("mouseleave", function () { hidePreview(host); });
@@ -668,8 +593,7 @@
     host.removeAttribute("data-mode");
     host._askedViewport = vp;  // until then no figure of another region counts as drawn
     host._mapToken = null;  // nor does the one on screen when its pending hook fires
-    tooltipOf(host).hidden = true;
-    hidePreview(host);
+    window.orientscopeMap.component.hide(host);
     askRegion(host, state, vp, quiet);
   }
 
@@ -737,17 +661,18 @@
   // maps): the pick, and the box a zoom draws.
   function bindPicks(host, gd) {
     host._boundPlot = gd;
-    gd.addEventListener("mousedown", function (ev) { startPick(host, ev); startBox(host, gd, ev); }, true);
+    var picks = mapOf(host).picks;
+    gd.addEventListener("mousedown", function (ev) { picks.press(ev); startBox(host, gd, ev); }, true);
     // the release may land outside the plot (plotly.js follows the drag on the document): heard first, on the window
     window.addEventListener("mouseup", function (ev) { if (host._boundPlot === gd) { endBox(host, gd, ev); } }, true);
-    gd.addEventListener("click", function (ev) { onMapClick(host, ev); });
+    gd.addEventListener("click", picks.click);
   }
 
   function bindMap(host, gd) {
     if (host._boundPlot === gd) { return; }
     bindPicks(host, gd);
     gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
-    gd.addEventListener("mouseleave", function () { tooltipOf(host).hidden = true; hidePreview(host); });
+    gd.addEventListener("mouseleave", function () { mapOf(host).hover.leave(); });
     gd.on("plotly_relayout", function (ev) { onRelayout(host, ev); });
     gd.on("plotly_afterplot", function () {
       var fig = plotlyInternals.heldFigure(host.id), meta = mapMeta(gd);
@@ -858,12 +783,8 @@
   function bindControl(host, gd) {
     if (host._boundPlot === gd) { return; }
     bindPicks(host, gd);
-    gd.addEventListener("mousemove", function (ev) {
-      var meta = mapMeta(gd);
-      if (ev.buttons || !meta || meta.view !== "density") { hidePreview(host); return; }
-      densityPreview(host, gd, meta, ev);
-    });
-    gd.addEventListener("mouseleave", function () { hidePreview(host); linkHover(gd, null); });
+    gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
+    gd.addEventListener("mouseleave", function () { mapOf(host).hover.leave(); });
     gd.on("plotly_relayout", function (ev) { followControl(host, gd, ev); });
   }
 

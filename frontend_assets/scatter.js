@@ -39,111 +39,23 @@
     return shownRegion(gd);
   }
 
-  // The pick's query of a mouse event: the cursor in the plot's units and the grid ({x, y, dx, dy} and the
-  // region of six), with {px, py} the cursor in the plot's pixels; null outside the plot area.
-  function pickQuery(gd, meta, ev) {
-    var axes = axesOf(gd), grid = pickGrid(gd, meta);
-    if (!axes || !grid) { return null; }
-    var box = gd.getBoundingClientRect();
-    var px = ev.clientX - box.left, py = ev.clientY - box.top;
-    if (px < axes.x.offset || px > axes.x.offset + axes.x.length ||
-        py < axes.y.offset || py > axes.y.offset + axes.y.length) { return null; }
-    return { p: { px: px, py: py },
-             params: Object.assign({ x: axes.x.toValue(px), y: axes.y.toValue(py),
-                                     dx: (grid.x1 - grid.x0) / grid.width, dy: (grid.y1 - grid.y0) / grid.height }, grid) };
+  // The scatter plot of `host` as the map component's surface (orientscope.js plotSurface, map_component.js): the
+  // map's click (press, release, nearest, hint, chooser) and hover (preview, tooltip, card), on the scatter/ routes
+  // and in the plot's units, with the grid's cell size (dx, dy) in the query.
+  function surfaceOf(host) {
+    function plot() { var gd = host.querySelector(".js-plotly-plot"); return scatterMeta(gd) ? gd : null; }
+    return window.orientscopeMap.plotSurface(host, 1, function () {
+      var gd = plot(), grid = gd && pickGrid(gd, scatterMeta(gd));
+      return grid && Object.assign({ dx: (grid.x1 - grid.x0) / grid.width, dy: (grid.y1 - grid.y0) / grid.height }, grid);
+    }, function () {
+      var meta = scatterMeta(plot()) || {};
+      return { dataset: meta.dataset, query: Object.assign({}, meta.query, meta.paint), kind: null, routes: "scatter" };
+    });
   }
 
-  function apiUrl(meta, path, extra) {
-    var params = Object.assign({}, meta.query, meta.paint, extra);
-    return "/api/datasets/" + encodeURIComponent(meta.dataset) + "/" + path + "?" + Object.keys(params).map(
-      function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
-  }
-
-  function getJson(url) { return fetch(url).then(function (r) { return r.ok ? r.json() : null; }); }
-
-  // Where something goes beside plot pixel p, in the host's pixels.
-  function at(host, gd, p) {
-    var hostBox = host.getBoundingClientRect(), box = gd.getBoundingClientRect();
-    return { left: box.left - hostBox.left + p.px, top: box.top - hostBox.top + p.py };
-  }
-
-  // ------------------------------------------------------------ hover: the words and the card
-  var HOVER_MS = 120;
-
-  function tipOf(host) {
-    var tip = host.querySelector(".scatter-tooltip");
-    if (!tip) {
-      tip = document.createElement("div");
-      tip.className = "map-tooltip scatter-tooltip";
-      tip.hidden = true;
-      host.appendChild(tip);
-    }
-    return tip;
-  }
-
-  function hideHover(host) {
-    clearTimeout(host._scatterHover);
-    host._scatterAsked = (host._scatterAsked || 0) + 1;
-    tipOf(host).hidden = true;
-    if (window.orientscopePreview) { window.orientscopePreview.hide(host); }
-  }
-
-  function onHover(host, gd, ev) {
-    var meta = scatterMeta(gd);
-    clearTimeout(host._scatterHover);
-    if (!meta) { return; }
-    var q = ev.buttons ? null : pickQuery(gd, meta, ev);
-    if (!q) { hideHover(host); return; }
-    host._scatterHover = setTimeout(function () {
-      var asked = host._scatterAsked = (host._scatterAsked || 0) + 1;
-      getJson(apiUrl(meta, "scatter/preview", q.params)).then(function (hit) {
-        if (asked !== host._scatterAsked) { return; }  // a later hover asked, or the cursor left
-        var tip = tipOf(host), where = at(host, gd, q.p);
-        if (!hit || hit.id === null) { hideHover(host); return; }
-        tip.textContent = hit.text;
-        tip.dataset.molecule = hit.id;
-        tip.dataset.shared = hit.shared || "";
-        tip.style.left = (where.left + 12) + "px";
-        tip.style.top = (where.top + 12) + "px";
-        tip.hidden = false;
-        if (window.orientscopePreview) { window.orientscopePreview.showAnswer(host, where, hit); }
-      }, function () { hideHover(host); });
-    }, HOVER_MS);
-  }
-
-  // ------------------------------------------------------------ click: the molecule, or the chooser
-  function openMolecule(host, id) {
+  function openMolecule(id) {
     setHint("");
-    host.dataset.clicked = id;
     window.dash_clientside.set_props("selected", { data: id });
-  }
-
-  function onClick(host, gd, ev) {
-    var meta = scatterMeta(gd), press = host._scatterPress;
-    if (!meta || !press || Math.abs(press.x - ev.clientX) + Math.abs(press.y - ev.clientY) > 4) { return; }  // a drag
-    var q = pickQuery(gd, meta, ev);
-    if (!q) { return; }
-    host.dataset.clicked = "";
-    window.orientscopeMap.closeChooser(host);
-    getJson(apiUrl(meta, "scatter/nearest", q.params)).then(function (hit) {
-      if (!hit) { return; }
-      if (hit.id === null) {
-        setHint("No molecule within 5 px of that click; click closer to a point or zoom in.");
-        host.dataset.clicked = "none";
-        return;
-      }
-      if (hit.shared > 1) {  // several molecules share its pixel: the user chooses, as on the map
-        window.orientscopeMap.openChooser(host, {
-          total: hit.shared, at: at(host, gd, q.p),
-          page: function (offset, limit) {
-            return getJson(apiUrl(meta, "scatter/shared", Object.assign({ offset: offset, limit: limit }, q.params)));
-          },
-          choose: function (id) { openMolecule(host, id); }
-        });
-        return;
-      }
-      openMolecule(host, hit.id);
-    }, function () {});
   }
 
   // ------------------------------------------------------------ zoom: the URL, and a region's image
@@ -172,7 +84,7 @@
     var shown = shownRegion(gd);
     if (!shown) { return; }
     if (meta.mode === "image") {  // the region's own image at the plot's size, coloured as the view
-      var url = apiUrl(meta, "scatter/image", shown);
+      var url = window.orientscopeMap.rest.url(meta.dataset, "scatter/image", Object.assign({}, meta.query, meta.paint, shown));
       gd._scatterGrid = { token: meta.token, grid: shown };
       window.Plotly.relayout(gd, { "images[0].source": url, "images[0].x": shown.x0, "images[0].y": shown.y1,
                                    "images[0].sizex": shown.x1 - shown.x0, "images[0].sizey": shown.y1 - shown.y0 });
@@ -203,11 +115,20 @@
     var gd = host && host.querySelector(".js-plotly-plot");
     if (!gd || !gd.on || gd._scatterBound) { return; }
     gd._scatterBound = true;
-    gd.addEventListener("mousedown", function (ev) { host._scatterPress = { x: ev.clientX, y: ev.clientY }; }, true);
-    gd.addEventListener("click", function (ev) { onClick(host, gd, ev); });
-    gd.addEventListener("mousemove", function (ev) { onHover(host, gd, ev); });
+    var component = window.orientscopeMap.component, surface = surfaceOf(host);
+    var picks = component.picker(surface, {
+      enabled: function () { return !!scatterMeta(gd); }, say: setHint, zoomable: true, panel: false,
+      choose: function (id) { openMolecule(id); }
+    });
+    var hover = component.hover(surface, {});
+    gd.addEventListener("mousedown", picks.press, true);
+    gd.addEventListener("click", function (ev) { if (scatterMeta(gd)) { picks.click(ev); } });
+    gd.addEventListener("mousemove", function (ev) {
+      if (!scatterMeta(gd)) { return; }
+      if (ev.buttons) { hover.leave(); } else { hover.move(ev); }
+    });
     gd.on("plotly_relayout", function (ev) { onZoom(host, gd, ev); });
-    gd.addEventListener("mouseleave", function () { hideHover(host); });
+    gd.addEventListener("mouseleave", function () { if (scatterMeta(gd)) { hover.leave(); } });
   }, 200);
 
   window.orientscopeScatter = { applyZoom: applyZoom };

@@ -598,7 +598,9 @@ def density_map_figure(
             "thickness": 12,
             **_density_ticks(zmax),
         },
-        hovertemplate="density %{z:.2f}× uniform<extra></extra>",
+        # its hover words ("density 1.23× uniform") are the map component's, from these cells, on the first paint
+        # and in Dash alike (frontend_assets/map_component.js densityText), beside the other map's at that place
+        hoverinfo="skip",
         meta={"kind": "density", "zmax": zmax},
     )
     traces = [heat, *_frame_traces(frame, MAP_SCALE), reference_trace(reference, "scatter")]

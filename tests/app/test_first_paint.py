@@ -58,7 +58,7 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
         "scale": MAP_SCALE,
     }  # fmt: skip
     assert paint["hook"] == {"mode": "image", "drawn": meta["drawn"]}
-    assert all(f'"map/{route}"' in page for route in ("nearest", "preview", "shared"))  # first_paint.js
+    assert all(f'"map/{route}"' in page for route in ("nearest", "preview", "shared"))  # map_component.js, inlined
     assert carried_paint(density)["view"] == "density" and len(carried_paint(density)["maps"]) == 2
     # the sphere's sample, one dot per point of the 3D scene, with the scene's drawn count
     md = load_map_data(data_dir, "qm9")  # small: every defined axis point is in the scene

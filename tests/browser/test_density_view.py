@@ -45,9 +45,11 @@ CARD_JS = """
 const c = document.querySelector(arguments[0] + ' .hover-preview');
 return c && !c.hidden && c.dataset.molecule ? {molecule: c.dataset.molecule, axis: c.dataset.axis} : null;
 """
-LABEL_JS = (
-    "return Array.from(document.querySelectorAll(arguments[0] + ' .hovertext')).map(e => e.textContent).join(' ')"
-)
+# A map's hover words: the map component's tooltip (a cell's density) and plotly's labels (the reference stars).
+LABEL_JS = """
+const q = arguments[0] + ' .hovertext, ' + arguments[0] + ' .map-tooltip:not([hidden])';
+return Array.from(document.querySelectorAll(q)).map(e => e.textContent).join(' ');
+"""
 
 
 def _shown(driver, which: str) -> dict | None:

@@ -85,7 +85,7 @@ def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_fil
         wait_for(lambda c=chosen: driver.execute_script(PANEL_JS, "molecule-id") == c, what="the static panel")
         assert "formula" in driver.execute_script(PANEL_JS, "molecule-info")
         assert f"molecule={chosen}" in driver.current_url
-        assert len(driver.find_elements(By.CSS_SELECTOR, FIRST_PAINT + " circle.first-paint-ring")) == 1
+        assert len(driver.find_elements(By.CSS_SELECTOR, FIRST_PAINT + " svg.selection-ring circle")) == 1
         driver.execute_script(f"document.querySelector('{FIRST_PAINT}').dataset.clicked = ''")
         clicks += 1
     assert clicks == 3

@@ -123,7 +123,7 @@ def test_the_landing_page_draws_hovers_and_opens_a_molecule_with_no_script_file_
     assert driver.find_element(By.CSS_SELECTOR, "[data-first-paint] #molecule-panel").is_displayed()
     assert "formula" in driver.execute_script(PANEL_JS, "molecule-info")
     assert f"molecule={chosen}" in driver.current_url and "view=density" in driver.current_url
-    assert len(driver.find_elements(By.CSS_SELECTOR, FIRST_PAINT + " circle.first-paint-ring")) == 1
+    assert len(driver.find_elements(By.CSS_SELECTOR, FIRST_PAINT + " svg.selection-ring circle")) == 1
 
 
 @pytest.mark.parametrize("hold", ["renderer", "layout"])

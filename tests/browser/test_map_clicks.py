@@ -92,7 +92,7 @@ def test_hovering_the_landing_view_asks_nothing_it_cannot_answer(driver, base_ur
         ActionChains(driver).move_to_element_with_offset(graph, dx, 5).pause(0.2).perform()
     # a hover there once asked .../map/pixel?kind=undefined and got a 422 (logged as a severe error)
     label = wait_for(
-        lambda: " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .hovertext")),
-        what="the density's hover label",
+        lambda: " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .map-tooltip")),
+        what="the density's hover words",
     )
     assert "uniform" in label

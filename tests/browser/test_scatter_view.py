@@ -32,7 +32,7 @@ return {meta: gd.layout.meta.map, yType: gd._fullLayout.yaxis.type, images: (gd.
         ids: t.customdata ? Array.from(t.customdata) : null};
 """
 TIP_JS = """
-const t = document.querySelector('#orientation-map .scatter-tooltip');
+const t = document.querySelector('#orientation-map .map-tooltip');
 return t && !t.hidden && t.textContent ? {text: t.textContent, molecule: t.dataset.molecule} : null;
 """
 CARD_JS = """
