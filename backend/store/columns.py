@@ -190,6 +190,7 @@ def build_columns(
         }
         # One part stored in this result: its files are renamed into the folder, not copied.
         moved = _move_whole_part(found, tmp, shapes, folder, result_dir)
+        consume = found is not None and _inside(folder, result_dir)
         out = {
             name: _NpyWriter(tmp / f"{name}.npy", dtype, shape)
             for name, (dtype, shape) in shapes.items()
@@ -223,7 +224,9 @@ def build_columns(
             if "formula" not in widths:  # its width is known once every shard's formulas are made
                 np.save(tmp / f"formula-{ref.number:05d}.part.npy", arrays["formula"])
             atom += int(counts.sum())
-            del arrays
+            del arrays, ids
+            if consume:  # its rows are in the folder being written: the disk holds one copy at a time
+                shutil.rmtree(found[number][0], ignore_errors=True)
             log.info("columns of %s: shard %d of %d", dataset_id, ref.number + 1, len(refs))
         for writer in out.values():
             writer.close()

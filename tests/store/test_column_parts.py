@@ -120,3 +120,38 @@ def test_columns_are_built_from_the_parts_without_the_atoms_tables(ingested, tmp
     _assert_same_columns(cols.store_columns_folder(store.dir), built)
     assert parts.parts_folder(store.dir).exists()  # built outside the result: its parts stay for its own folder
     parts.remove_parts(store.dir)
+
+
+def test_a_failed_build_keeps_the_earlier_folder_and_the_next_one_reads_parquet(ingested, tmp_path, monkeypatch):
+    data, meta, store = ingested
+    from orientscope.pipeline.shard_stages import ShardJob, frames_shard
+    from orientscope.store.shards import shard_refs
+
+    refs = shard_refs(data, meta["id"], meta)
+    if len(refs) < 2:
+        pytest.skip("the parts are consumed shard by shard only when there are several")
+    for ref in refs:
+        frames_shard(ShardJob(str(data), meta["id"], ref, make_params(), str(store.dir)))
+    folder = cols.store_columns_folder(store.dir)
+    signature = cols.columns_signature(meta, store.manifest(), None)
+    before = cols.open_columns(folder)[0]["positions"].copy()
+    opened, open_part = [], parts.open_part
+
+    def failing_open(part, skip=frozenset()):
+        opened.append(part)
+        if len(opened) == 2:
+            raise OSError("disk full")
+        return open_part(part, skip)
+
+    monkeypatch.setattr(parts, "open_part", failing_open)
+    with pytest.raises(OSError, match="disk full"):
+        cols.build_columns(data, meta["id"], meta, store.dir, folder, False, {**signature, "frames_completed_at": 0})
+    monkeypatch.undo()
+    assert cols.current_columns(folder, signature)  # the earlier folder, as it was
+    np.testing.assert_array_equal(cols.open_columns(folder)[0]["positions"], before)
+    assert not list(folder.parent.glob(".columns-*"))  # the failed write's temporary folder is gone
+    shards = [(s["name"], s["n_molecules"]) for s in meta["shards"]]
+    assert parts.read_parts(store.dir, shards) is None  # the first part was consumed: the rest are not used
+    rebuilt = cols.build_columns(data, meta["id"], meta, store.dir, tmp_path / "again", False, signature)
+    _assert_same_columns(folder, rebuilt)
+    parts.remove_parts(store.dir)
