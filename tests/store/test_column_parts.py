@@ -155,3 +155,14 @@ def test_a_failed_build_keeps_the_earlier_folder_and_the_next_one_reads_parquet(
     rebuilt = cols.build_columns(data, meta["id"], meta, store.dir, tmp_path / "again", False, signature)
     _assert_same_columns(folder, rebuilt)
     parts.remove_parts(store.dir)
+
+
+def test_parts_written_on_a_dask_cluster_make_the_same_columns(tmp_path, qm9_small):
+    root = tmp_path
+    write_synth(root / "npz", SynthSpec(n=N, bias="qm9", seed=3, shard_size=N), source=qm9_small)
+    meta = ingest_files(root / "data", [root / "npz"], "set", cluster="local:2", shard_size=600, stages=["frames"])
+    store = ResultStore(root / "data", meta["id"], make_params())
+    assert store.manifest()["stages"]["frames"]["engine"]["where"] != "in-process"
+    assert not parts.parts_folder(store.dir).exists()
+    rebuilt = write_columns(root / "data", meta["id"], store, tmp_path / "from-parquet")
+    _assert_same_columns(cols.store_columns_folder(store.dir), rebuilt)
