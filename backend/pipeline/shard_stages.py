@@ -62,6 +62,8 @@ from orientscope.science.so3_stats import (
     SO3_MOLECULES_KEY,
     kernel_sums,
 )
+from orientscope.store.atomic import read_table
+from orientscope.store.column_parts import shard_columns, write_part
 from orientscope.store.datasets import read_meta
 from orientscope.store.shards import (
     ShardRef,
@@ -136,13 +138,30 @@ def frames_shard(job: ShardJob) -> dict:
     frames = compute_frames(mols.positions_angstrom, mols.offsets, mols.atomic_numbers, **kw)
     turned = rotate_molecules(mols.positions_angstrom, mols.offsets, haar_rotations(job.seed, "control", job.ref.index))
     control = compute_frames(turned, mols.offsets, mols.atomic_numbers, **kw)
-    for which, f in (("original", frames), ("control", control)):
-        write_shard_table(result, "frames", which, job.ref.number, frames_to_table(mols.ids, f))
+    tables = {which: frames_to_table(mols.ids, f) for which, f in (("original", frames), ("control", control))}
+    for which, table in tables.items():
+        write_shard_table(result, "frames", which, job.ref.number, table)
+    if not job.params.get("limit"):  # a limit run's columns are built from its subset's tables
+        _write_column_part(job, mols, tables["original"])
     return {
         "original": degenerate_summary(frames.degenerate, frames.reasons, frames.symmetry),
         "control": degenerate_summary(control.degenerate, control.reasons, control.symmetry),
         "atom_counts": np.bincount(mols.n_atoms),
     }
+
+
+def _write_column_part(job: ShardJob, mols, frames) -> None:
+    """The shard's part of the result's columns (``store.column_parts``), from the arrays this task holds:
+    the read-array step at the end of the precompute then reads no Parquet table again."""
+    folder = Path(job.ref.folder)
+    smiles = mols.smiles
+    if smiles is None:  # stored as empty strings (or whatever the table holds): read them as the columns do
+        smiles = read_table(folder / "molecules.parquet", columns=["smiles"]).column("smiles").to_numpy(False)
+    arrays, reasons = shard_columns(
+        mols.ids, smiles, np.diff(mols.offsets), mols.atomic_numbers, mols.positions_angstrom,
+        mols.properties.to_numpy(np.float64), mols.charges, frames,
+    )  # fmt: skip
+    write_part(Path(job.result_dir), job.ref.number, folder.name, arrays, reasons)
 
 
 def _merge_degenerate(parts: list[dict]) -> dict:

@@ -36,6 +36,7 @@ import mmap
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -43,9 +44,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from orientscope.core.dataset import RESERVED_COLUMNS, TOTAL_CHARGE, select_rows
-from orientscope.core.elements import hill_formulas
-from orientscope.core.orientations_schema import C_COLUMNS, EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
 from orientscope.core.settings import settings
+from orientscope.store import column_parts as parts
 from orientscope.store.atomic import atomic_write_json, read_json, read_table
 from orientscope.store.shards import (
     ShardRef,
@@ -61,13 +61,6 @@ log = logging.getLogger(__name__)
 META = "columns.json"
 COLUMNS_DIR = "columns"  # in a result folder
 FORMAT = 2  # 2: charges.npy, limit results, the signature
-_FLOAT_BLOCKS = {
-    "rotations": (R_COLUMNS, (3, 3)),
-    "quaternions": (Q_COLUMNS, (4,)),
-    "eigenvalues": (EV_COLUMNS, (3,)),
-    "centroids": (C_COLUMNS, (3,)),
-    "lonlat": (LONLAT_COLUMNS, (3, 2)),
-}
 
 
 def columns_root() -> Path:
@@ -157,9 +150,10 @@ def build_columns(
 ) -> Path:  # fmt: skip
     """Write the columns of a dataset's result into ``folder`` (atomically, by rename; a stale folder is replaced).
 
-    Reads one shard at a time, so memory stays at about one shard's tables. ``has_scores``:
-    the result has a models stage with per-shard ``scores`` tables. ``limit``: the result's
-    limit (its frames hold the :func:`~orientscope.core.dataset.select_rows` subset).
+    From the per-shard parts the frames stage wrote (``store.column_parts``) when every shard has one,
+    else from the shards' Parquet tables, one shard at a time, so memory stays at about one shard's
+    tables. ``has_scores``: the result has a models stage with per-shard ``scores`` tables. ``limit``:
+    the result's limit (its frames hold the :func:`~orientscope.core.dataset.select_rows` subset).
     ``signature``: recorded in the folder's meta (:func:`columns_signature`).
     """
     folder = Path(folder)
@@ -171,12 +165,18 @@ def build_columns(
     n_atoms_total = int(sum(int(s["n_atoms"]) for s in meta["shards"])) if picked is None else _atoms_of(refs, takes)
     schema = pq.read_schema(Path(refs[0].folder) / "molecules.parquet")
     names = [c for c in schema.names if c not in RESERVED_COLUMNS]  # the dataset's property order
+    found = (
+        None
+        if picked is not None
+        else parts.read_parts(result_dir, [(Path(r.folder).name, r.n_molecules) for r in refs])
+    )
     folder.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(folder)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
+        widths = _string_widths(refs, found)
         shapes = {
-            "ids": (f"<U{_max_len(refs, 'id')}", (n,)),
-            "smiles": (f"<U{_max_len(refs, 'smiles')}", (n,)),
+            **{name: (f"<U{width}", (n,)) for name, width in widths.items()},
             "n_atoms": (np.int32, (n,)),
             "offsets": (np.int64, (n + 1,)),
             "z": (np.uint8, (n_atoms_total,)),
@@ -186,63 +186,52 @@ def build_columns(
             "scores": (np.float64, (n,)),
             "charges": (np.float64, (n,)),
             "properties": (np.float64, (n, len(names))),
-            **{name: (np.float64, (n, *shape)) for name, (_, shape) in _FLOAT_BLOCKS.items()},
+            **{name: (np.float64, (n, *shape)) for name, (_, shape) in parts.FLOAT_BLOCKS.items()},
         }
-        out = {name: _NpyWriter(tmp / f"{name}.npy", dtype, shape) for name, (dtype, shape) in shapes.items()}
+        # One part stored in this result: its files are renamed into the folder, not copied.
+        moved = _move_whole_part(found, tmp, shapes, folder, result_dir)
+        consume = found is not None and _inside(folder, result_dir)
+        out = {
+            name: _NpyWriter(tmp / f"{name}.npy", dtype, shape)
+            for name, (dtype, shape) in shapes.items()
+            if name not in moved
+        }
         reasons: dict[str, int] = {}
-        hashes, formula_width, formulas = [], 1, set()
+        hashes, formulas = [], set()
         out["offsets"].write([0])
         atom = 0
         score_of = _Scores(result_dir, len(refs) if picked is None else None)
         frames_of = _FramesReader(result_dir, "frames", "original", len(refs) if picked is None else None)
-        for ref, take in zip(refs, takes, strict=True):
-            mol = read_table(Path(ref.folder) / "molecules.parquet").to_pandas()
-            atoms = read_table(Path(ref.folder) / "atoms.parquet")
-            z = atoms.column("z").to_numpy()
-            xyz = np.column_stack([atoms.column(c).to_numpy() for c in ("x", "y", "zc")])
-            if take is not None:
-                atom_rows = _atom_rows(mol["n_atoms"].to_numpy(np.int64), take)
-                mol, z, xyz = mol.iloc[take].reset_index(drop=True), z[atom_rows], xyz[atom_rows]
-            ids = mol["id"].to_numpy(str)
-            frames = frames_of.next(ref.number, len(ids)).to_pandas()
-            if not np.array_equal(frames["id"].to_numpy(str), ids):
-                raise ValueError(f"frames of shard {ref.number} of {dataset_id!r} are not in the dataset's order")
-            counts = mol["n_atoms"].to_numpy(np.int64)
-            out["ids"].write(ids)
-            out["smiles"].write(mol["smiles"].to_numpy(str))
-            out["n_atoms"].write(counts)
+        for number, (ref, take) in enumerate(zip(refs, takes, strict=True)):
+            if found is not None:
+                arrays, texts = parts.open_part(found[number][0], moved), found[number][1]["reasons"]
+                arrays.update({name: np.load(tmp / f"{name}.npy", mmap_mode="r") for name in moved})
+            else:
+                arrays, texts = _parquet_part(ref, take, frames_of, names)
+            ids = arrays["ids"]
+            counts = np.asarray(arrays["n_atoms"], dtype=np.int64)
+            for name, writer in out.items():
+                if name in arrays and name != "reason_codes":
+                    writer.write(arrays[name])
             out["offsets"].write(atom + np.cumsum(counts))
-            out["z"].write(z)
-            out["positions"].write(xyz)
-            out["properties"].write(mol[names].to_numpy(np.float64).reshape(len(mol), len(names)))
-            charges = (
-                mol[TOTAL_CHARGE].to_numpy(np.float64) if TOTAL_CHARGE in mol.columns else np.full(len(ids), np.nan)
-            )
-            out["charges"].write(charges)
-            for name, (cols, _) in _FLOAT_BLOCKS.items():
-                out[name].write(frames[cols].to_numpy(np.float64))
-            out["degenerate"].write(frames["degenerate"].to_numpy(bool))
-            # Codes in order of first appearance over the shards; a hash factorisation, not a Python loop per row.
-            codes, texts = pd.factorize(frames["reason"].fillna("").astype(str), use_na_sentinel=False)
+            # Codes in order of first appearance over the shards.
             code_of = np.array([reasons.setdefault(t, len(reasons)) for t in texts], dtype=np.int32)
-            out["reason_codes"].write(code_of[codes])
+            out["reason_codes"].write(code_of[np.asarray(arrays["reason_codes"])])
             scores = score_of(ref, ids) if has_scores else np.full(len(ids), np.nan)
             out["scores"].write(scores)
-            hashes.append(hash_ids(ids))
-            formula = hill_formulas(z, np.concatenate([[0], np.cumsum(counts)]))
-            np.save(tmp / f"formula-{ref.number:05d}.part.npy", formula)
-            formula_width = max(formula_width, int(np.char.str_len(formula).max()) if len(formula) else 1)
-            formulas.update(np.unique(formula).tolist())
+            hashes.append(np.asarray(arrays["id_hash"]))
+            formulas.update(np.unique(arrays["formula"]).tolist())
+            if "formula" not in widths:  # its width is known once every shard's formulas are made
+                np.save(tmp / f"formula-{ref.number:05d}.part.npy", arrays["formula"])
             atom += int(counts.sum())
+            del arrays, ids
+            if consume:  # its rows are in the folder being written: the disk holds one copy at a time
+                shutil.rmtree(found[number][0], ignore_errors=True)
             log.info("columns of %s: shard %d of %d", dataset_id, ref.number + 1, len(refs))
         for writer in out.values():
             writer.close()
-        formula_out = _NpyWriter(tmp / "formula.npy", f"<U{formula_width}", (n,))
-        for ref in refs:
-            part = tmp / f"formula-{ref.number:05d}.part.npy"
-            formula_out.write(np.load(part))
-            part.unlink()
-        formula_out.close()
+        if "formula" not in widths:
+            _join_formulas(tmp, refs, n)
         save_id_index(tmp, np.concatenate(hashes))
         del hashes
         texts = sorted(reasons, key=reasons.get)
@@ -255,7 +244,83 @@ def build_columns(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if _inside(folder, result_dir):
+        parts.remove_parts(result_dir)  # held by the folder now; a later rebuild reads the Parquet tables
     return folder
+
+
+def _parquet_part(ref: ShardRef, take, frames_of: _FramesReader, names: list[str]) -> tuple[dict, list[str]]:
+    """One shard's columns (rows ``take`` of it, or all) converted from its Parquet tables and frames."""
+    mol = read_table(Path(ref.folder) / "molecules.parquet").to_pandas()
+    atoms = read_table(Path(ref.folder) / "atoms.parquet")
+    z = atoms.column("z").to_numpy()
+    xyz = np.column_stack([atoms.column(c).to_numpy() for c in ("x", "y", "zc")])
+    if take is not None:
+        atom_rows = _atom_rows(mol["n_atoms"].to_numpy(np.int64), take)
+        mol, z, xyz = mol.iloc[take].reset_index(drop=True), z[atom_rows], xyz[atom_rows]
+    frames = frames_of.next(ref.number, len(mol)).to_pandas()
+    charges = mol[TOTAL_CHARGE].to_numpy(np.float64) if TOTAL_CHARGE in mol.columns else None
+    try:
+        return parts.shard_columns(
+            mol["id"].to_numpy(str), mol["smiles"].to_numpy(str), mol["n_atoms"].to_numpy(np.int64), z, xyz,
+            mol[names].to_numpy(np.float64).reshape(len(mol), len(names)), charges, frames,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise ValueError(f"shard {ref.number} ({Path(ref.folder).name}): {exc}") from exc
+
+
+def _string_widths(refs: list[ShardRef], found: list[tuple[Path, dict]] | None) -> dict[str, int]:
+    """Characters of the widest id, SMILES and formula over the shards (the ``<U`` widths of their columns)."""
+    if found is not None:
+        return {
+            name: max(np.load(folder / f"{name}.npy", mmap_mode="r").dtype.itemsize // 4 for folder, _ in found)
+            for name in parts.STRING_COLUMNS
+        }
+    return {"ids": _max_len(refs, "id"), "smiles": _max_len(refs, "smiles")}
+
+
+def _join_formulas(tmp: Path, refs: list[ShardRef], n: int) -> None:
+    """``formula.npy`` from the shards' formula files in ``tmp``, as wide as the widest of them."""
+    paths = [tmp / f"formula-{ref.number:05d}.part.npy" for ref in refs]
+    width = max([np.load(p, mmap_mode="r").dtype.itemsize // 4 for p in paths] + [1])
+    out = _NpyWriter(tmp / "formula.npy", f"<U{width}", (n,))
+    for path in paths:
+        out.write(np.load(path))
+        path.unlink()
+    out.close()
+
+
+def _move_whole_part(found, tmp: Path, shapes: dict, folder: Path, result_dir: Path) -> set[str]:
+    """Rename the columns of a result's only part into ``tmp`` where they are stored as the folder stores them."""
+    if found is None or len(found) != 1 or not _inside(folder, result_dir):
+        return set()
+    source, moved = found[0][0], set()
+    for name in parts.PART_COLUMNS:
+        if name not in shapes or name == "reason_codes":  # codes are renumbered over the shards
+            continue
+        dtype, shape = shapes[name]
+        array = np.load(source / f"{name}.npy", mmap_mode="r")
+        if array.dtype == np.dtype(dtype) and array.shape == shape:
+            del array
+            os.replace(source / f"{name}.npy", tmp / f"{name}.npy")
+            moved.add(name)
+    return moved
+
+
+def _inside(folder: Path, result_dir: Path) -> bool:
+    return Path(folder).resolve().parent == Path(result_dir).resolve()
+
+
+def _remove_stale_temps(folder: Path, age_s: float = 3600.0) -> None:
+    """Remove temporary folders a killed write of ``folder`` left beside it (older than ``age_s``: a live
+    write in another process is younger)."""
+    now = time.time()
+    for stale in folder.parent.glob(f".{folder.name}-*"):
+        try:
+            if stale.is_dir() and now - stale.stat().st_mtime > age_s:
+                shutil.rmtree(stale, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def _replace_folder(tmp: Path, folder: Path, signature: dict | None) -> None:
