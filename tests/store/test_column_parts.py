@@ -122,14 +122,15 @@ def test_columns_are_built_from_the_parts_without_the_atoms_tables(ingested, tmp
     parts.remove_parts(store.dir)
 
 
+# the parts are consumed shard by shard only when there are several: the three-shard store alone
+@pytest.mark.parametrize("ingested", [600], ids=["three shards"], indirect=True)
 def test_a_failed_build_keeps_the_earlier_folder_and_the_next_one_reads_parquet(ingested, tmp_path, monkeypatch):
     data, meta, store = ingested
     from orientscope.pipeline.shard_stages import ShardJob, frames_shard
     from orientscope.store.shards import shard_refs
 
     refs = shard_refs(data, meta["id"], meta)
-    if len(refs) < 2:
-        pytest.skip("the parts are consumed shard by shard only when there are several")
+    assert len(refs) == 3
     for ref in refs:
         frames_shard(ShardJob(str(data), meta["id"], ref, make_params(), str(store.dir)))
     folder = cols.store_columns_folder(store.dir)
