@@ -63,18 +63,11 @@ def script_html() -> str:
 
 @cache
 def head_script_html() -> str:
-    """The same scripts for the head, before its stylesheets: ``first_paint.js`` runs as soon as the parser has
-    closed the placeholder (a mutation observer's callback does not wait for stylesheets, an inline script after
-    them does), on the placeholder (``window.orientscopeFirstPaintRoot``)."""
+    """The same scripts for the head, before its stylesheets: ``first_paint.js``, marked ``data-first-paint-head``,
+    draws on the placeholder as soon as the parser has closed it (the file's own launcher: a mutation observer's
+    callback does not wait for stylesheets, an inline script after them does)."""
     shared, paint = _script_texts()
-    return (
-        f"{shared}<script>(function () {{ function draw() {{ {paint} }}"
-        " var seen = new MutationObserver(function () {"
-        " var page = document.querySelector('.first-paint-page');"
-        " if (page && page.nextSibling) { seen.disconnect(); window.orientscopeFirstPaintRoot = page;"
-        " try { draw(); } finally { window.orientscopeFirstPaintRoot = null; } } });"
-        " seen.observe(document.documentElement, { childList: true, subtree: true }); })();</script>"
-    )
+    return f"{shared}<script data-first-paint-head>{paint}</script>"
 
 
 class PagePaint(NamedTuple):

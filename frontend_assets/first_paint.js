@@ -27,7 +27,23 @@
 
    Dash also loads this file as an asset: it then only shares window.orientscopeMap (the pixel's
    description and the viewer), which the interactive page's orientscope.js uses. */
-(function (root) {
+(function (paint) {
+  "use strict";
+  // Where it runs. Inlined after the page's first-paint data: on the placeholder, its parent. Inlined in the head
+  // (app/first_paint.py marks it data-first-paint-head), before the stylesheets: as soon as the parser has closed
+  // the placeholder, since a mutation observer's callback does not wait for the head's stylesheets while an
+  // inline script after them does. As Dash's asset: no data beside it, so it only shares window.orientscopeMap.
+  var script = document.currentScript;
+  if (script && script.hasAttribute("data-first-paint-head")) {
+    var seen = new MutationObserver(function () {
+      var page = document.querySelector(".first-paint-page");
+      if (page && page.nextSibling) { seen.disconnect(); paint(page); }
+    });
+    seen.observe(document.documentElement, { childList: true, subtree: true });
+  } else {
+    paint(script && script.parentNode);
+  }
+})(function (root) {
   "use strict";
   // The index of the point (xs[i], ys[i]) nearest to (px, py) within `radius`, or -1. Among equally
   // near points the lowest keys[i] wins (3 x molecule index + axis - 1): the server's rule
@@ -682,4 +698,4 @@
       controlSurface.svg.addEventListener("click", controlPicks.click);
     }
   }
-})(window.orientscopeFirstPaintRoot || (document.currentScript && document.currentScript.parentNode));
+});

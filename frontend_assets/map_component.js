@@ -319,7 +319,8 @@
     return shown;
   }
 
-  // showTip, showCard and HOVER_MS also serve the sphere's own hover (first_paint.js), hide a redrawn region's
+  // showTip, showCard and HOVER_MS also serve the sphere's own hover (first_paint.js, and Dash's sphere in
+  // orientscope.js); hide puts a host's tooltip and card away (the sphere's leave, a region redrawn).
   shared.component = {
     picker: picker, hover: hover, ring: ring, showTip: showTip, showCard: showCard, hide: hide, HOVER_MS: HOVER_MS
   };
