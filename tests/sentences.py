@@ -275,10 +275,16 @@ class _Renamed:
         return self.m.group(self.names.get(name, name))
 
 
+def _kl_n(report: dict):
+    """The N a report's KL is estimated over (its molecules with a full frame), as its verdict's "at N = …"."""
+    kl = report.get("kl") or {}
+    return kl.get("n_used") or kl.get("n")
+
+
 def _sizes_of_pair(m, said: Said) -> list[str]:
     out = []
-    _check(out, agrees(m.group("na"), said.figures["n_molecules"]), f"N {m.group('na')} (A)")
-    _check(out, agrees(m.group("nb"), said.other["n_molecules"]), f"N {m.group('nb')} (B)")
+    _check(out, agrees(m.group("na"), _kl_n(said.figures)), f"N {m.group('na')} (A)")
+    _check(out, agrees(m.group("nb"), _kl_n(said.other)), f"N {m.group('nb')} (B)")
     return out
 
 

@@ -297,14 +297,18 @@ def kl_difference_text(a: dict, b: dict, names: tuple[str, str] = ("A", "B")) ->
     ka, kb = (r.get(KL_KEY) or {} for r in (a, b))
     if not (is_number(ka.get("value")) and is_number(kb.get("value"))):
         return None
-    na, nb = (r.get("n_molecules") for r in (a, b))
+    # The KL's own N (molecules with a full frame), the N the verdict's "at N = …" names; older reports lack it.
+    na, nb = (k.get("n_used") or k.get("n") or r.get("n_molecules") for k, r in ((ka, a), (kb, b)))
     text = (
         f"KL difference, {names[0]} − {names[1]}: {format_number(ka['value'] - kb['value'], '+.2f')} "
         f"({names[0]} {kl_text(ka)}, {names[1]} {kl_text(kb)}; 0 = the same distance from uniform)"
     )
     if na == nb:
         return text + "."
-    sizes = f"the sets differ in size (N = {format_count(na)} and {format_count(nb)}) and the KL estimate grows with N"
+    sizes = (
+        f"the sets differ in size (KL over N = {format_count(na)} and {format_count(nb)} molecules with a full frame) "
+        "and the KL estimate grows with N"
+    )
     at_a, at_b = (r.get(KL_AT_N_KEY) or {} for r in (a, b))
     if is_number(at_a.get("value")) and is_number(at_b.get("value")):
         n = at_a.get("subsample_size") or at_a.get("n")
