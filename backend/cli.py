@@ -589,12 +589,17 @@ def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
     from orientscope.core.numbers import format_count, format_number
     from orientscope.services.audit_table import text_table
-    from orientscope.services.report_format import chemistry_lines, degeneracy_lines, report_sections, warnings
+    from orientscope.services.report_format import (
+        chemistry_lines,
+        degeneracy_lines,
+        molecules_text,
+        report_sections,
+        warnings,
+    )
     from orientscope.services.statistics import REFERENCE_KEY, REFERENCE_MOLECULE_KEY
 
     lines = [
-        f"{r['name']} ({r['dataset']}): {format_count(r['n_molecules'])} molecules, frame {r['frame']}/{r['sign_rule']}, "
-        f"seed {r['seed']}",
+        f"{r['name']} ({r['dataset']}): {molecules_text(r)}, frame {r['frame']}/{r['sign_rule']}, seed {r['seed']}",
         *(f"WARNING: {w}" for w in warnings(r)),
         *_verdict_lines("Verdict", r.get("verdict") or {}),
         *_verdict_lines("Control's verdict, same rule", (r.get("control") or {}).get("verdict") or {}),
