@@ -24,6 +24,7 @@ from orientscope.services.report_format import (
     degeneracy_lines,
     headline,
     kl_mark_label,
+    molecules_text,
     report_sections,
     warnings,
 )
@@ -183,7 +184,7 @@ def frame_children(report: dict, main: bool = True) -> list:
     molecules without a chemical graph (by reason) and how many have an orientation."""
     out: list = [
         html.P(
-            f"{report.get('name', report.get('dataset'))}: {report.get('n_molecules')} molecules, "
+            f"{report.get('name', report.get('dataset'))}: {molecules_text(report)}, "
             f"frame {report.get('frame')}/{report.get('sign_rule')}, seed {report.get('seed')}, "
             f"{report.get('n_degenerate')} degenerate frames",
             className="verdict-meta",

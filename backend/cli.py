@@ -587,18 +587,23 @@ KEEP_ALIVE_S = 30
 
 def format_report(r: dict) -> str:
     """Human-readable report: a header, then each table of figures (or why it is missing)."""
-    from orientscope.core.numbers import format_count
+    from orientscope.core.numbers import format_count, format_number
     from orientscope.services.audit_table import text_table
-    from orientscope.services.report_format import chemistry_lines, degeneracy_lines, report_sections, warnings
+    from orientscope.services.report_format import (
+        chemistry_lines,
+        degeneracy_lines,
+        molecules_text,
+        report_sections,
+        warnings,
+    )
     from orientscope.services.statistics import REFERENCE_KEY, REFERENCE_MOLECULE_KEY
 
     lines = [
-        f"{r['name']} ({r['dataset']}): {format_count(r['n_molecules'])} molecules, frame {r['frame']}/{r['sign_rule']}, "
-        f"seed {r['seed']}",
+        f"{r['name']} ({r['dataset']}): {molecules_text(r)}, frame {r['frame']}/{r['sign_rule']}, seed {r['seed']}",
         *(f"WARNING: {w}" for w in warnings(r)),
         *_verdict_lines("Verdict", r.get("verdict") or {}),
         *_verdict_lines("Control's verdict, same rule", (r.get("control") or {}).get("verdict") or {}),
-        f"Degenerate frames: {r['n_degenerate']} ({_reasons(r.get('degenerate_reasons') or {})})",
+        f"Degenerate frames: {format_count(r['n_degenerate'])} ({_reasons(r.get('degenerate_reasons') or {})})",
         *(f"  {line}" for line in degeneracy_lines(r.get("degenerate_reasons") or {})),
         *([f"Orientation by symmetry: {_classes(r['orientation_classes'])}"] if r.get("orientation_classes") else []),
         *([f"  {r['orientation_note']}"] if r.get("orientation_note") else []),
@@ -616,7 +621,8 @@ def format_report(r: dict) -> str:
         lines += [f"  {note}" for note in section.notes]
     if REFERENCE_KEY in r:
         lines += ["", f"Reference orientation (molecule {r.get(REFERENCE_MOLECULE_KEY)}):"]
-        lines += ["  " + " ".join(f"{x:+.3f}" for x in row) for row in r[REFERENCE_KEY]]
+        # A zero is unsigned (never "-0.000"), padded to the signed numbers' width so the columns line up.
+        lines += ["  " + " ".join(format_number(x, "+.3f").rjust(6) for x in row) for row in r[REFERENCE_KEY]]
     others = {stage: reason for stage, reason in (r.get("skipped_stages") or {}).items() if reason not in shown}
     if others:
         lines += ["", "Also skipped on this dataset:"]
@@ -631,7 +637,10 @@ def _verdict_lines(title: str, verdict: dict) -> list[str]:
 
 
 def _classes(counts: dict) -> str:
-    return f"{counts.get('full')} full frames, {counts.get('axis')} only an axis, {counts.get('none')} no orientation"
+    from orientscope.core.numbers import format_count
+
+    full, axis, none = (format_count(counts.get(k)) for k in ("full", "axis", "none"))
+    return f"{full} full frames, {axis} only an axis, {none} no orientation"
 
 
 def _reasons(counts: dict) -> str:

@@ -354,6 +354,28 @@ def test_text_report_aligns_columns_and_names_every_section():
     assert "alpha_zz (bohr^3) *" in text and "lab-frame component" in text
 
 
+def test_text_report_writes_a_zero_of_the_reference_orientation_unsigned_and_counts_with_separators():
+    from orientscope.cli import format_report
+    from tests.reports import constructed_report
+
+    # The identity as a canonical set's reference comes out of the kernel density: its zeros carry signs.
+    identity = [[1.0, -0.0, -1e-5], [0.0, 1.0, 4e-5], [-0.0, -2e-4, 1.0]]
+    report = constructed_report(
+        name="one pose", dataset="one-pose", n_molecules=2000, frame="pca", sign_rule="max", seed=0,
+        n_degenerate=1313, degenerate_reasons={"sign_tie_1": 1313}, reference_orientation=identity,
+        orientation_classes={"full": 1956, "axis": 41, "none": 3},
+    )  # fmt: skip
+    lines = format_report(report).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Reference orientation"))
+    assert lines[start + 1 : start + 4] == [
+        "  +1.000  0.000  0.000",
+        "   0.000 +1.000  0.000",
+        "   0.000  0.000 +1.000",
+    ]
+    assert "Degenerate frames: 1,313 (sign_tie_1 1313)" in lines
+    assert "Orientation by symmetry: 1,956 full frames, 41 only an axis, 3 no orientation" in lines
+
+
 def test_text_report_of_three_molecules_says_what_was_skipped(tmp_path):
     from typer.testing import CliRunner
 

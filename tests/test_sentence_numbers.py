@@ -95,3 +95,11 @@ def test_the_check_catches_a_wrong_number_a_stray_number_and_words_that_contradi
     atom = "the atom-order classifier's accuracy"
     cited = across["verdict"]["text"].replace(atom, f"the frame classifier's accuracy 61 % [58 %, 65 %] and {atom}", 1)
     assert not frame["rejects"] and any("did not reject" in p for p in problems(Said("verdict", cited, across)))
+
+
+def test_a_set_where_only_bingham_rejects_cites_its_s(sentence_grid):
+    # CO2 along z among Haar-rotated molecules: the verdict's one piece of evidence is Bingham's statistic,
+    # named as such ("Bingham's S = 147.14"), not a bare number after the test's name.
+    v = sentence_grid["axes-aligned"]["verdict"]
+    assert [e["test"] for e in v["evidence"] if e["rejects"]] == ["Bingham axial"]
+    assert "Bingham's S = " in v["text"] and "Bingham axial " not in v["text"]

@@ -274,7 +274,8 @@ def _regression_jobs(
         return {}, ALL_LEFT_OUT
     y = y[:, columns]
     if n_train < 2 * REGRESSION.n_neighbors:
-        return {}, f"needs at least {2 * REGRESSION.n_neighbors} molecules, got {n_train}"
+        # n_train counts molecules with a full frame only: "got 44" beside a set of 60 must say so
+        return {}, f"needs at least {2 * REGRESSION.n_neighbors} molecules with a full frame, got {n_train}"
     arrays = {f"{which}:rotations": np.concatenate([p[which]["frame"][0][:, :9] for p in parts]) for which in WHICH}
     np.savez(folder / "train-regression.npz", y=y, **arrays)
     reg_seed = derived_seed(seed, "models:regression")

@@ -44,6 +44,8 @@ BADGES = {
 # atom-order classifier (it also reads file order, so it never leads when another size will do).
 SIZE_ORDER = ("frame classifier", "frame+composition classifier", "KL", "atom-order classifier")
 READING_WORDS = {"strong": "lies above", "small": "lies below", "uncertain": "straddles"}
+# The evidence row's name of Bingham's axial test (science/verdict.py writes it).
+BINGHAM = "Bingham axial"
 # What a size cannot say by its number alone.
 SIZE_NOTES = {"atom-order classifier": "; only models that read atoms in file order can exploit it"}
 NEGATIVE_KL_NOTE = (
@@ -95,6 +97,8 @@ def statistic_text(row: dict) -> str:
         return f"KS D = {format_number(value, '.3f')}"
     if name == "KL":
         return f"KL {_figure(value, interval, 'number', _judged_bar(row))[0]}"
+    if name == BINGHAM:
+        return f"Bingham's S = {format_number(value, '.2f')}"  # named like KS's D: a bare "Bingham axial 188.43" read as a label
     return f"{name} {_figure(value, interval, 'number')[0]}"
 
 
@@ -232,6 +236,8 @@ def evidence_figure(row: dict, alpha: float) -> str:
         )
     elif name == "KS":
         figure, tail = f"D = {format_number(value, '.3f')}", ""
+    elif name == BINGHAM:
+        figure, tail = f"S = {format_number(value, '.2f')}", ""
     else:
         figure, tail = _figure(value, row.get("ci95"), "number")[0], ""
     outcome = "rejects" if _rejects(row, {"alpha": alpha}) else "does not reject"
@@ -297,14 +303,18 @@ def kl_difference_text(a: dict, b: dict, names: tuple[str, str] = ("A", "B")) ->
     ka, kb = (r.get(KL_KEY) or {} for r in (a, b))
     if not (is_number(ka.get("value")) and is_number(kb.get("value"))):
         return None
-    na, nb = (r.get("n_molecules") for r in (a, b))
+    # The KL's own N (molecules with a full frame), the N the verdict's "at N = …" names; older reports lack it.
+    na, nb = (k.get("n_used") or k.get("n") or r.get("n_molecules") for k, r in ((ka, a), (kb, b)))
     text = (
         f"KL difference, {names[0]} − {names[1]}: {format_number(ka['value'] - kb['value'], '+.2f')} "
         f"({names[0]} {kl_text(ka)}, {names[1]} {kl_text(kb)}; 0 = the same distance from uniform)"
     )
     if na == nb:
         return text + "."
-    sizes = f"the sets differ in size (N = {format_count(na)} and {format_count(nb)}) and the KL estimate grows with N"
+    sizes = (
+        f"the sets differ in size (KL over N = {format_count(na)} and {format_count(nb)} molecules with a full frame) "
+        "and the KL estimate grows with N"
+    )
     at_a, at_b = (r.get(KL_AT_N_KEY) or {} for r in (a, b))
     if is_number(at_a.get("value")) and is_number(at_b.get("value")):
         n = at_a.get("subsample_size") or at_a.get("n")
@@ -387,7 +397,7 @@ def control_causes(control: dict, n: int, rejected: list[str], alpha: float) -> 
     causes = []
     reasons = control.get("degenerate_reasons") or {}
     classes = control.get("orientation_classes")
-    so3_tests = [t for t in rejected if t != "Bingham axial"]
+    so3_tests = [t for t in rejected if t != BINGHAM]
     if classes is None:  # a result computed before the symmetry rule: every frame counted as a pose
         single = int(reasons.get("single_atom") or 0)
         axis = (
@@ -401,7 +411,7 @@ def control_causes(control: dict, n: int, rejected: list[str], alpha: float) -> 
                 "only an axis (linear molecules, symmetric tops), and this result was computed under an older rule "
                 "that counted their frames as poses: recompute it (orientscope precompute)."
             )
-    if "Bingham axial" in rejected and classes:
+    if BINGHAM in rejected and classes:
         causes.append(
             f"the defined axes of the {format_count(classes.get('axis') or 0)} axis-only molecules do not follow the "
             "rotation: some are probably near the eigenvalue-gap tolerance, so their defined axis changes with the pose."

@@ -128,11 +128,18 @@ def _shift(figures: dict) -> str:
     parts = []
     for name, label in (("median", "median"), ("p95", "95th percentile")):
         ci = figures.get(f"shift_{name}_ci95") or [None, None]
-        parts.append(
-            f"{label} {_in_unit(figures[f'shift_{name}'], unit)} "
-            f"{format_interval(ci[0], ci[1], 'number', fmt=SIGNIFICANT)}"
-        )
+        parts.append(f"{label} {_in_unit(figures[f'shift_{name}'], unit)} {_order_interval(ci, figures.get('n'))}")
     return "rotation shift " + ", ".join(parts)
+
+
+def _order_interval(ci, n) -> str:
+    """An order-statistics interval; a bound the sample cannot give (too few molecules beyond the quantile: the
+    95th percentile's upper bound needs 72) is said, not written as a dash that reads like a missing figure."""
+    low, high = (None if x is None else format_number(x, SIGNIFICANT) for x in ci)
+    if low is not None and high is not None:
+        return f"[{low}, {high}]"
+    size = f" from {format_count(n)} molecules" if n else ""
+    return f"[{low or 'no lower bound'}, {(high or 'no upper bound') + size}]"
 
 
 def shortcut_reading(regression: dict | None) -> str:

@@ -59,6 +59,10 @@ import numpy as np
 from orientscope.core.numbers import format_number
 from orientscope.core.resources import scipy_stats as stats
 
+# A stored-pose MSE above the variance by less than this share is rounding, not a worse-than-mean model
+# (a constant prediction at the mean lands on either side of the variance in the last bit).
+UNITS_TOLERANCE = 1e-9
+
 # The ratio's denominator is at least this share of the property's variance (a stored-pose MSE of 0 is
 # a memoriser, not an infinitely good model); small enough that a model 1000x better than the mean
 # still divides by its own MSE.
@@ -396,12 +400,26 @@ def audit_figures(
 
 
 def units_warning(mse_stored: float, variance: float, unit: str = "", split: str | None = None) -> str | None:
-    """A warning when the stored-pose MSE exceeds the property's variance (predicting the mean does better)."""
-    if variance > 0 and mse_stored > variance:
+    """A warning when the stored-pose MSE exceeds the property's variance (predicting the mean does better).
+
+    A constant prediction at the mean has an MSE equal to the variance, up to rounding in the last bit:
+    that is no worse than the mean, so a relative excess below :data:`UNITS_TOLERANCE` says nothing. Both
+    numbers get as many significant digits as it takes to read apart, so "above" never sits between two
+    equal-looking numbers.
+    """
+    if variance > 0 and mse_stored > variance * (1 + UNITS_TOLERANCE):
         unit_text = f" in {unit}" if unit else ""
         where = f" on split {split!r}" if split else " over all molecules"
+        fmt = next(
+            (
+                f".{d}g"
+                for d in range(3, 10)
+                if format_number(mse_stored, f".{d}g") != format_number(variance, f".{d}g")
+            ),
+            ".10g",
+        )
         return (
-            f"the stored-pose MSE{where} ({format_number(mse_stored, '.3g')}) is above the property's variance "
-            f"({format_number(variance, '.3g')}): are the predictions in the dataset's units{unit_text}?"
+            f"the stored-pose MSE{where} ({format_number(mse_stored, fmt)}) is above the property's variance "
+            f"({format_number(variance, fmt)}): are the predictions in the dataset's units{unit_text}?"
         )
     return None

@@ -309,7 +309,7 @@ def _axial_evidence(axial: dict | None) -> list[dict]:
         return []
     return [
         {
-            "test": "Bingham axial",
+            "test": words.BINGHAM,
             "statistic": float(axial["statistic"]),
             "ci95": None,
             "pvalue": float(axial["pvalue"]),

@@ -92,6 +92,14 @@ def chemistry_lines(report: dict) -> list[str]:
     return lines
 
 
+def molecules_text(report: dict) -> str:
+    """``2,000 molecules``, saying when the result is of a ``--limit`` subset (``report --limit`` and ``precompute
+    --limit`` make it the dataset's active result, so the dashboard then shows the subset, not the whole set)."""
+    text = f"{format_count(report.get('n_molecules'))} molecules"
+    limit = report.get("limit")
+    return f"{text} (an evenly spread subset: --limit {format_count(limit)})" if is_number(limit) else text
+
+
 def _counted(n: int, noun: str) -> str:
     return f"{format_count(n)} {noun}{'' if n == 1 else 's'}"
 

@@ -20,12 +20,13 @@ from tests.molecules import CO2, METHANE, WATER, asymmetric, benzene
 
 TOKEN = "round-trip-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-# Ids that type guessing changed, one with a space, one not ASCII; "098" and "98" are different molecules.
-IDS = ["000", "T", "1E3", "NAN", "098", "98", "a b", "分子"]
+# Ids that type guessing changed, one with a space, one not ASCII, one with a "/" (sent as %2F: the routes once
+# answered 404 for it); "098" and "98" are different molecules.
+IDS = ["000", "T", "1E3", "NAN", "098", "98", "a b", "分子", "lab/7"]
 PROPERTIES = {
-    "energy": [-76.4, -40.5, -188.6, -232.2, 1.5, np.nan, 0.0, 1e-9],
-    "name": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],  # a property named like an id key
-    "E (eV)": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+    "energy": [-76.4, -40.5, -188.6, -232.2, 1.5, np.nan, 0.0, 1e-9, 2.5],
+    "name": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],  # a property named like an id key
+    "E (eV)": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
 }
 
 
@@ -35,7 +36,7 @@ def server(tmp_path_factory):
     from orientscope.store.shards import save_sharded
 
     data_dir = tmp_path_factory.mktemp("round-trip") / "data"
-    mols = [WATER, METHANE, CO2, benzene(), *(asymmetric(seed=s) for s in range(4))]
+    mols = [WATER, METHANE, CO2, benzene(), *(asymmetric(seed=s) for s in range(5))]
     units = {"energy": "Ha", "E (eV)": "eV"}
     tricky = from_molecules(mols, ids=IDS, properties=pd.DataFrame(PROPERTIES), property_units=units)
     save_sharded(data_dir, "tricky", tricky, name="Tricky", source="constructed")
@@ -86,6 +87,18 @@ def test_the_servers_own_downloads_upload_back_with_the_same_ids_and_properties(
                 assert got[name][1] == unit
     info = httpx.get(f"{server}/api/datasets/{new}", timeout=10).json()
     assert info["n_molecules"] == len(IDS)
+
+
+def test_an_id_with_a_slash_has_its_record_depiction_and_neighbours(server):
+    quoted = quote("lab/7", safe="")
+    assert _molecule(server, "tricky", "lab/7").json()["id"] == "lab/7"
+    svg = httpx.get(f"{server}/api/datasets/tricky/molecules/{quoted}/depiction.svg", timeout=30)
+    assert svg.status_code == 200 and svg.text.lstrip().startswith("<") and "svg" in svg.text[:200]
+    near = httpx.get(f"{server}/api/datasets/tricky/neighbors/{quoted}", params={"k": 3}, timeout=30)
+    assert near.status_code == 200, near.text
+    assert near.json()["id"] == "lab/7" and "lab/7" not in [n["id"] for n in near.json()["items"]]
+    missing = httpx.get(f"{server}/api/datasets/tricky/molecules/{quote('lab/8', safe='')}", timeout=30)
+    assert missing.status_code == 404 and "lab/8" in missing.text
 
 
 def test_an_upload_that_is_read_differently_says_so_in_its_job(server):

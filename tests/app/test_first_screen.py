@@ -57,3 +57,18 @@ def test_each_download_asks_for_the_export_the_cli_writes():
     assert copies == ExportRequest("random", "extxyz", copies=downloads.AUDIT_COPIES)
     with pytest.raises(ValueError, match="unknown download 'all'; known: debiased, copies"):
         downloads.export_request("all")
+
+
+def test_a_limited_result_says_it_is_a_subset_in_the_dashboard_and_the_cli():
+    # `orientscope report qm9 --limit 2000` makes that result the active one: the dashboard then showed
+    # "QM9: 2000 molecules" beside a dataset listed with 130,831, without a word on the subset.
+    from orientscope.cli import format_report
+    from tests.reports import constructed_report
+
+    report = constructed_report(name="QM9", dataset="qm9", n_molecules=2000, limit=2000, frame="pca",
+                                sign_rule="max", seed=1, n_degenerate=3, degenerate_reasons={"sign_tie_1": 3})  # fmt: skip
+    said = "2,000 molecules (an evenly spread subset: --limit 2,000)"
+    assert component_text(frame_children(report)).startswith(f"QM9: {said}, frame pca/max, seed 1")
+    assert format_report(report).splitlines()[0] == f"QM9 (qm9): {said}, frame pca/max, seed 1"
+    whole = {**report, "limit": None, "n_molecules": 130_831}
+    assert component_text(frame_children(whole)).startswith("QM9: 130,831 molecules, frame")

@@ -17,7 +17,16 @@ from orientscope.services.datasets import dataset_info
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
 from orientscope.store.shards import save_sharded
-from tests.molecules import METHANE, NO_SMILES, WATER, WATER_METHANE_FORMALDEHYDE_XYZ, asymmetric, benzene, embedded
+from tests.molecules import (
+    CO2,
+    METHANE,
+    NO_SMILES,
+    WATER,
+    WATER_METHANE_FORMALDEHYDE_XYZ,
+    asymmetric,
+    benzene,
+    embedded,
+)
 
 
 def _run(data_dir, name: str, mols) -> dict:
@@ -76,9 +85,11 @@ def test_set_without_graphs_or_properties_skips_only_those_parts(tmp_path):
 
 
 def test_too_few_molecules_for_regression_is_a_skipped_part(tmp_path):
-    props = pd.DataFrame({"energy": np.arange(25.0)})
-    report = _run(tmp_path, "fewprops", from_molecules([asymmetric(seed=s) for s in range(25)], properties=props))
-    assert report["skipped_stages"]["models.regression"] == "needs at least 100 molecules, got 25"
+    # 25 asymmetric molecules and 5 CO2: the regression reads full frames only, so it got 25 of the 30.
+    props = pd.DataFrame({"energy": np.arange(30.0)})
+    mols = from_molecules([asymmetric(seed=s) for s in range(25)] + [CO2] * 5, properties=props)
+    report = _run(tmp_path, "fewprops", mols)
+    assert report["skipped_stages"]["models.regression"] == "needs at least 100 molecules with a full frame, got 25"
     assert "models" not in report["skipped_stages"]
 
 

@@ -102,6 +102,24 @@ def test_every_number_of_a_constructed_audit_text_is_a_field(case, decision):
     check_numbers(entry)
 
 
+def test_a_small_audit_says_its_shift_percentile_has_no_upper_bound():
+    # 25 molecules: the 95th percentile's distribution-free upper bound needs 72, and the text once read
+    # "95th percentile 0.0016 [0.00114, –]", a dash like a missing figure.
+    rng = np.random.default_rng(3)
+    true = rng.normal(size=25)
+    stored = true + rng.normal(0, 0.3, 25)
+    e = sci.molecule_errors(np.repeat(np.arange(25), 2), np.repeat(stored, 2), np.repeat(stored, 2) + rng.normal(0, 0.01, 50),
+                            np.repeat(true, 2))  # fmt: skip
+    entry = _entry(e, Decision())
+    low, high = entry["shift_p95_ci95"]
+    assert low is not None and high is None
+    text = entry["verdict"]["text"]
+    assert f"95th percentile {format_number(entry['shift_p95'], '.3g')} Ha [{format_number(low, '.3g')}, no upper " \
+           "bound from 25 molecules]" in text  # fmt: skip
+    assert "–" not in text
+    check_numbers(entry)
+
+
 def test_every_number_of_qm9_audit_texts_is_a_field(qm9_store, tmp_path):
     """A stored audit of 400 real QM9 molecules (audit rule 2), re-read with the rotation shift, three margins."""
     from orientscope.services.model_audits import get_audit

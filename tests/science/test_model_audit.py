@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -115,6 +117,22 @@ def test_units_warning_names_its_split():
     assert "units" in sci.units_warning(10.0, 1.0, "eV") and "over all molecules" in sci.units_warning(10.0, 1.0)
     assert "on split 'test'" in sci.units_warning(10.0, 1.0, "eV", "test")
     assert sci.units_warning(0.5, 1.0) is None
+
+
+def test_a_constant_prediction_at_the_mean_is_no_units_warning():
+    # Predicting the mean has an MSE equal to the variance; in floating point it lands just above it on
+    # about a third of such sets (seed 3 here), and the warning then read "(0.00285) is above the
+    # property's variance (0.00285)".
+    y = np.random.default_rng(3).normal(0.25, 0.05, 150)
+    mean = np.full(450, y.mean())
+    errors = sci.molecule_errors(np.repeat(np.arange(150), 3), mean, mean, np.repeat(y, 3))
+    mse = sci.audit_figures(errors, SETTINGS, seed=0)["mse_stored"]
+    assert mse > np.var(y)  # the rounding this guards against
+    assert sci.units_warning(mse, float(np.var(y))) is None
+    # A model a hair worse than the mean is flagged with numbers that read apart.
+    text = sci.units_warning(0.0028512, 0.0028504)
+    shown = [float(x) for x in re.findall(r"\(([0-9.e+-]+)\)", text)]
+    assert shown == [0.002851, 0.00285] and shown[0] > shown[1]
 
 
 def test_a_memoriser_leans_on_the_pose():

@@ -71,7 +71,21 @@ async def list_molecules(
     return json_record({**record, "complete": page.complete, "n_scanned": page.n_scanned})
 
 
-@router.get("/{mol_id}", response_model=MoleculePublic, responses={**NOT_FOUND, **DOWNLOADS})
+# Ids are text as written and may hold "/" (a client sends it as %2F, which the server decodes before routing):
+# the id is a path parameter, and the depiction is declared first so that ".../depiction.svg" reaches it.
+@router.get(
+    "/{mol_id:path}/depiction.svg",
+    response_class=Response,
+    responses={**NOT_FOUND, 200: {"content": {SVG: {"schema": {"type": "string"}}}}},
+)
+async def get_depiction(dataset_id: DatasetIdPath, mol_id: MoleculeIdPath, data_dir: DataDirDep) -> Response:
+    """A 2D depiction (SVG): from the SMILES, else the canonical pose seen down its third axis."""
+    svg = await run_in_threadpool(depiction_svg, data_dir, dataset_id, mol_id)
+    # The same molecule of the same result draws the same way: the browser may keep it a while.
+    return Response(svg, media_type=SVG, headers={"Cache-Control": "private, max-age=300"})
+
+
+@router.get("/{mol_id:path}", response_model=MoleculePublic, responses={**NOT_FOUND, **DOWNLOADS})
 async def get_molecule(
     dataset_id: DatasetIdPath,
     mol_id: MoleculeIdPath,
@@ -89,15 +103,3 @@ async def get_molecule(
     text, filename = await run_in_threadpool(svc.export_molecule, data_dir, dataset_id, mol_id, format, pose)
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
     return Response(text, media_type=formats.media_type(format), headers=headers)
-
-
-@router.get(
-    "/{mol_id}/depiction.svg",
-    response_class=Response,
-    responses={**NOT_FOUND, 200: {"content": {SVG: {"schema": {"type": "string"}}}}},
-)
-async def get_depiction(dataset_id: DatasetIdPath, mol_id: MoleculeIdPath, data_dir: DataDirDep) -> Response:
-    """A 2D depiction (SVG): from the SMILES, else the canonical pose seen down its third axis."""
-    svg = await run_in_threadpool(depiction_svg, data_dir, dataset_id, mol_id)
-    # The same molecule of the same result draws the same way: the browser may keep it a while.
-    return Response(svg, media_type=SVG, headers={"Cache-Control": "private, max-age=300"})

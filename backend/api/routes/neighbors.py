@@ -13,7 +13,7 @@ from orientscope.services import neighbors as svc
 router = APIRouter(prefix="/datasets/{dataset_id}", tags=["neighbors"])
 
 
-@router.get("/neighbors/{mol_id}", response_model=NeighborsPublic, responses={**NOT_FOUND, **NOT_COMPUTED})
+@router.get("/neighbors/{mol_id:path}", response_model=NeighborsPublic, responses={**NOT_FOUND, **NOT_COMPUTED})
 async def neighbors(
     dataset_id: DatasetIdPath,
     mol_id: MoleculeIdPath,

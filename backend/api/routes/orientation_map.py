@@ -146,7 +146,7 @@ async def shared(
     return json_record(await run_in_threadpool(map_pick.shared_molecules, data_dir, query, vp, x, y, offset, limit))
 
 
-@router.get("/map/molecules/{mol_id}", response_model=MapMoleculePublic, responses={**NOT_FOUND, **SEARCH_PENDING})
+@router.get("/map/molecules/{mol_id:path}", response_model=MapMoleculePublic, responses={**NOT_FOUND, **SEARCH_PENDING})
 async def map_molecule(
     data_dir: DataDirDep,
     query: QueryDep,
@@ -198,7 +198,7 @@ async def map_cells(data_dir: DataDirDep, query: QueryDep, vp: ViewportDep, pain
     return json_record(await run_in_threadpool(painter.region_cells, data_dir, query, vp))
 
 
-@router.get("/map/panel/{mol_id}", response_model=MapPanelPublic, responses={**NOT_FOUND, **UNAVAILABLE})
+@router.get("/map/panel/{mol_id:path}", response_model=MapPanelPublic, responses={**NOT_FOUND, **UNAVAILABLE})
 async def map_panel(data_dir: DataDirDep, dataset_id: DatasetIdPath, mol_id: MoleculeIdPath, painter: PainterDep):
     """The molecule panel of a clicked molecule: its id, info table (Dash components) and 3D viewer spec."""
     return json_record(await run_in_threadpool(painter.molecule_panel, data_dir, dataset_id, mol_id))
