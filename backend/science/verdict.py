@@ -124,6 +124,9 @@ KL_SPREAD_GROWTH = 3.0
 # (a mixture: an aligned part and a random one), and the excess over this is Var(log p), which the estimate's
 # variance carries; KL_SPREAD_GROWTH · T does not see it (half aligned, half Haar: N·Var 7-8 at T = 1.7).
 KL_TERMS_NULL_VAR = {5: 0.2213}
+# On uniform poses the terms' sample variance scatters about that with sd 0.6 / sqrt(N) (measured at N = 20 to
+# 1,000): only the excess beyond two of those sd counts, so chance scatter does not widen a uniform set's interval.
+KL_TERMS_VAR_SD = 0.6
 # The sign-invariant KL (no fitted null) widens its normal interval to this multiple of the spread over
 # seeded random subsamples (so3_partial.kl_spread).
 SPREAD_MARGIN = 2.3
@@ -185,7 +188,8 @@ def kl_interval(value: float, n: int, k: int = 5, terms_var: float | None = None
     aligned sets spread more than uniform ones, the more the further they
     are from uniform. ``terms_var``, the variance of the set's per-molecule
     log-density terms, gives E, its excess over the k-NN noise of uniform
-    poses (:data:`KL_TERMS_NULL_VAR`): a set that mixes aligned and random
+    poses (:data:`KL_TERMS_NULL_VAR`, beyond two sd of its scatter at this
+    ``n``, :data:`KL_TERMS_VAR_SD`): a set that mixes aligned and random
     poses spreads more than its T says. On Haar sets (T = 0) it is the null
     law's own interval. Each bound solves T + q · sd(T) / sd0 = value: a
     quadratic in sd(T) for the growth, direct for E; the larger spread wins
@@ -195,7 +199,9 @@ def kl_interval(value: float, n: int, k: int = 5, terms_var: float | None = None
     law = kl_null(n, k)
     sd0 = law["sd"]
     low_q, high_q = stats.pearson3.ppf([0.025, 0.975], law["skew"], loc=0.0, scale=sd0)
-    excess = max(0.0, float(terms_var) - KL_TERMS_NULL_VAR[k]) if is_number(terms_var) and k in KL_TERMS_NULL_VAR else 0
+    excess = 0.0
+    if is_number(terms_var) and k in KL_TERMS_NULL_VAR:
+        excess = max(0.0, float(terms_var) - KL_TERMS_NULL_VAR[k] - 2 * KL_TERMS_VAR_SD / math.sqrt(n))
 
     def bound(q: float) -> float:
         if value - q <= 0:  # at T <= 0 the spread is the null's

@@ -17,6 +17,7 @@ from orientscope.science.verdict import (
     DEFAULT_ALPHA,
     KL_SPREAD_GROWTH,
     KL_TERMS_NULL_VAR,
+    KL_TERMS_VAR_SD,
     MIN_MOLECULES,
     RULE_VERSION,
     STRONG_KL,
@@ -225,16 +226,17 @@ def test_kl_interval_bounds_are_the_targets_whose_own_law_reaches_the_estimate()
 
 
 def test_kl_interval_of_a_mixture_widens_with_its_terms_excess_variance():
-    # Known answers: terms no more variable than uniform poses' k-NN noise change nothing; an excess E gives the
-    # bounds of the spread sqrt(sd0² + E / n) where that is wider than the growth with T.
+    # Known answers: terms no more variable than uniform poses' k-NN noise (and its chance scatter) change nothing;
+    # an excess E beyond that gives the bounds of the spread sqrt(sd0² + E / n) where that is wider than the growth.
     n, value = 200, 0.4
     law = kl_null(n)
     lo, hi = pearson3.ppf([0.025, 0.975], law["skew"], loc=0.0, scale=law["sd"])
-    assert kl_interval(value, n, terms_var=KL_TERMS_NULL_VAR[5]) == kl_interval(value, n)
-    assert kl_interval(value, n, terms_var=0.1) == kl_interval(value, n)
+    chance = 2 * KL_TERMS_VAR_SD / np.sqrt(n)  # what uniform poses' terms reach by chance (2 sd)
+    for uniform_like in (0.1, KL_TERMS_NULL_VAR[5], KL_TERMS_NULL_VAR[5] + 0.99 * chance):
+        assert kl_interval(value, n, terms_var=uniform_like) == kl_interval(value, n)
     excess = 8.0
     scale = np.sqrt(law["sd"] ** 2 + excess / n) / law["sd"]
-    low, high = kl_interval(value, n, terms_var=KL_TERMS_NULL_VAR[5] + excess)
+    low, high = kl_interval(value, n, terms_var=KL_TERMS_NULL_VAR[5] + chance + excess)
     assert low == pytest.approx(max(value - hi * scale, 0.0)) and high == pytest.approx(value - lo * scale)
     assert low < kl_interval(value, n)[0] and high > kl_interval(value, n)[1]
 
