@@ -177,3 +177,23 @@ def test_not_detected_on_a_small_set_never_says_there_is_nothing_to_do():
     )
     assert reaching["verdict"]["code"] == "not_detected"
     assert "the frame classifier's accuracy 56 % [50 %, 62 %] straddles its bar of 60 %" in headline(reaching).remedy
+
+
+def test_the_kl_scale_note_stands_only_beside_a_kl():
+    """A set of 9 (3 full frames, 5 axes): Bingham's rows but no KL; the note explaining KL's scale has nothing to
+    explain there."""
+    from orientscope.science.statistics_registry import KL_SCALE_NOTE
+
+    with_kl = {s.key: s for s in report_sections(constructed_report())}["statistics"]
+    assert KL_SCALE_NOTE in with_kl.notes
+    axial_only = {
+        "n_molecules": 9,
+        "axial": {"n": 5, "statistic": 5.14, "pvalue": 0.4, "eigenvalues": [0.61, 0.31, 0.09],
+                  "preferred_direction": [-0.13, 0.98, 0.15]},
+        "control": {"axial": {"n": 5, "statistic": 6.76, "pvalue": 0.24, "eigenvalues": [0.65, 0.29, 0.06],
+                              "preferred_direction": [-0.15, 0.95, 0.26]}},
+        "skipped_stages": {"statistics.so3": "the SO(3) statistics (KL, KS) need more than 6 molecules"},
+    }  # fmt: skip
+    stats = {s.key: s for s in report_sections(axial_only)}["statistics"]
+    assert stats.rows and all(not row[0].startswith("KL") for row in stats.rows)
+    assert KL_SCALE_NOTE not in stats.notes
