@@ -451,8 +451,10 @@ def control_causes(control: dict, n: int, rejected: list[str], alpha: float) -> 
             f"{format_count(ties)} of {format_count(full)} molecules with a full frame have a finite symmetry (sign "
             "ties: the third moment picks the signs of their axes), so several frames of one molecule compete."
         )
+    # "A cause above" only where one is listed: a failure with no other cause in sight is chance or unknown.
+    again = "points to a cause above" if causes else "is not chance: report it with the dataset"
     causes.append(
         f"chance: at α = {alpha:g} about one control in {round(1 / alpha):,} fails on a calibrated set. Re-run with "
-        "another --seed; a control that fails again points to a cause above."
+        f"another --seed; a control that fails again {again}."
     )
     return causes

@@ -303,7 +303,9 @@ def test_a_control_that_is_not_detected_passes_and_one_that_is_detected_fails_wi
     assert check["passed"] is False and check["control_code"] == detected["code"]
     assert check["text"].startswith("Control check failed") and "KL" in check["text"]
     assert "40 molecules have no orientation" in check["causes"][0] and "older rule" in check["causes"][0]
-    assert check["causes"][-1].startswith("chance")
-    # Under the current rule, with nothing in the counts to blame, chance is named.
+    assert check["causes"][-1].startswith("chance") and check["causes"][-1].endswith("points to a cause above.")
+    # Under the current rule, with nothing in the counts to blame, chance is named, and no cause "above" it that
+    # the text does not list (a 50-molecule QM9 control with KL 0.38 [0.12, 0.79], Holm p 6e-4, read so).
     now = {"orientation_classes": {"none": 0, "axis": 0, "full": 100, "by_symmetry": {}}, "degenerate_reasons": {}}
-    assert control_check(detected, now, 100)["causes"][0].startswith("chance")
+    (only,) = control_check(detected, now, 100)["causes"]
+    assert only.startswith("chance") and "above" not in only and "is not chance" in only
