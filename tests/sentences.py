@@ -160,7 +160,8 @@ def _size(m, said: Said, measure: str) -> list[str]:
     if row is None or not row.get("size"):
         return [f"size of {test}: no such row with a size"]
     size = row["size"]
-    _check(out, row["rejects"], f"{test} is cited for the effect size but did not reject")
+    # What to do after "Not detected" cites the size that is not ruled out: a bound, not evidence.
+    _check(out, row["rejects"] or said.surface == "remedy", f"{test} is cited for the effect size but did not reject")
     _check(out, agrees(m.group("est"), size["value"]), f"{test} size {m.group('est')} vs {size['value']}")
     _interval(out, m, size.get("ci95"), f"{test} size")
     _check(out, agrees(m.group("bar"), size["bar"]), f"{test} bar {m.group('bar')} vs {size['bar']}")
@@ -454,6 +455,8 @@ def _headline_sentences(report: dict) -> list[Said]:
         Said("self-check", h.control_answer.removeprefix("Self-check, the same molecules randomly rotated: "), control)
     )
     out += [Said("evidence line", line, report) for line in h.evidence]
+    if h.remedy:
+        out.append(Said("remedy", h.remedy, report))
     return out
 
 

@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import sample_colorscale
 
-from orientscope.core.numbers import format_count, format_number
+from orientscope.core.numbers import format_count, format_number, is_number
 from orientscope.core.palette import (
     AXIS_COLORS,
     CIVIDIS,
@@ -740,13 +740,29 @@ def _below_plot(px: float) -> float:
     return -px / plot_px
 
 
+RATIO_COLUMNS = ("observed", "expected", "ratio")
+
+
+def _angle_bin_hover(low_deg: float, high_deg: float, observed: float, expected: float, ratio) -> str:
+    """``0–15°: 1 angle, 0.026 expected if uniform (ratio 39)``: every number as it reads beside the others."""
+    count = round(observed)
+    shown = "no angle" if count == 0 else f"{format_count(count)} angle{'' if count == 1 else 's'}"
+    return (
+        f"{format_number(low_deg, '.0f')}–{format_number(high_deg, '.0f')}°: {shown}, "
+        f"{format_number(expected, '.2g')} expected if uniform"
+        + (f" (ratio {format_number(ratio, '.3g')})" if is_number(ratio) else "")
+    )
+
+
 def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure:
     """Angles to the reference orientation as the ratio to the Haar (uniform) expectation, log scale.
 
     Each argument is a report ``angle_histogram`` section; its ``haar_ratio``
-    (bins merged until each expects 10 angles, so small sets read too) is drawn:
+    (3° bins merged for small sets, to 15° at the coarsest) is drawn:
     1 = as many angles as uniform poses give, 10 = ten times as many. Bins
-    with no angle are left empty.
+    with no angle are left empty. A bar's hover gives its count and what
+    uniform poses expect there, in significant digits (0–15° expects 0.03
+    of 27 angles: one angle there is a ratio of 39, never "1 of 0.0").
     """
     fig = go.Figure()
     for hist, name, color in (
@@ -765,9 +781,11 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
                 name=name,
                 marker={"color": color},
                 opacity=0.55,
-                customdata=np.column_stack([edges[:-1], edges[1:], ratio["observed"], ratio["expected"]]),
-                hovertemplate="%{customdata[0]:.0f}–%{customdata[1]:.0f}°: %{customdata[2]:.0f} angles, "
-                "%{customdata[3]:.1f} expected if uniform (ratio %{y:.2f})<extra>" + name + "</extra>",
+                hovertext=[
+                    _angle_bin_hover(*row)
+                    for row in zip(edges[:-1], edges[1:], *map(ratio.get, RATIO_COLUMNS), strict=True)
+                ],
+                hovertemplate="%{hovertext}<extra>" + name + "</extra>",
             )
         )
     shown = np.concatenate([np.asarray(t.y, np.float64) for t in fig.data]) if fig.data else np.zeros(0)

@@ -219,6 +219,44 @@ def verdict_text(verdict: dict) -> str:
     return _detected(verdict)
 
 
+# ----------------------------------------------------------------- what to do
+REMEDY = (
+    "Before training a model that is not rotation-invariant, augment with random rotations, "
+    "or train on the de-biased export (orientscope export: every molecule randomly rotated)."
+)
+TO_BE_SAFE = (
+    "Before training a model that is not rotation-invariant, augment with random rotations to be safe, "
+    "or test more molecules."
+)
+
+
+def remedy_text(verdict: dict) -> str:
+    """What to do, from the verdict's code and its tests' effect sizes ('' when nothing was tested).
+
+    ``not_detected`` is not "not aligned": on a small set an effect that matters can go undetected. The
+    words clear the set only when every effect size's interval lies below its bar; else they cite the size
+    whose interval reaches its bar and advise augmenting to be safe.
+    """
+    code = verdict.get("code")
+    if code in ("aligned", "weakly_aligned"):
+        return REMEDY
+    if code != "not_detected":
+        return ""
+    sized = sorted((e for e in verdict.get("evidence") or [] if (e.get("size") or {}).get("ci95")), key=_size_first)
+    if not sized:
+        return f"No test detects a preferred pose, but none of them measures how large one could be here. {TO_BE_SAFE}"
+    open_ = [e for e in sized if e["size"]["reading"] != "small"]
+    if open_:
+        return (
+            f"No test detects a preferred pose, but at this size an effect that matters is not ruled out: "
+            f"{size_text(open_[0])}. {TO_BE_SAFE}"
+        )
+    return (
+        f"Nothing to do for orientation: no test detects a preferred pose, and every effect size lies below its bar "
+        f"({size_text(sized[0])})."
+    )
+
+
 # ----------------------------------------------------------------- what each test rests on
 def evidence_figure(row: dict, alpha: float) -> str:
     """A test's figure, p, Holm p and outcome: ``86 % [83 %, 88 %] accuracy (p = 3.9e-30, Holm p = 1.9e-29:
@@ -423,8 +461,10 @@ def control_causes(control: dict, n: int, rejected: list[str], alpha: float) -> 
             f"{format_count(ties)} of {format_count(full)} molecules with a full frame have a finite symmetry (sign "
             "ties: the third moment picks the signs of their axes), so several frames of one molecule compete."
         )
+    # "A cause above" only where one is listed: a failure with no other cause in sight is chance or unknown.
+    again = "points to a cause above" if causes else "is not chance: report it with the dataset"
     causes.append(
         f"chance: at α = {alpha:g} about one control in {round(1 / alpha):,} fails on a calibrated set. Re-run with "
-        "another --seed; a control that fails again points to a cause above."
+        f"another --seed; a control that fails again {again}."
     )
     return causes

@@ -108,7 +108,12 @@ def _reliance(figures: dict) -> str:
     if ci:
         text += f" {format_interval(ci[0], ci[1], 'percent')}"
     if figures.get("reliance_floored"):
-        text += " against the floor of the stored-pose MSE"
+        floor = figures.get("mse_floor")
+        text += (
+            f" against the stored-pose MSE's floor of {_num(floor)}"
+            if floor
+            else " against the floor of the stored-pose MSE"
+        )
     return text
 
 

@@ -122,9 +122,10 @@ def kl_exact(
     if not sign_invariant:
         return {
             **out,
-            "ci95": kl_interval(value, n, k),
+            "ci95": kl_interval(value, n, k, float(terms.var(ddof=1)) if n > 1 else None),
             "method": "exact k-NN (Kozachenko-Leonenko) over all molecules; CI: the expected estimate at this n, "
-            f"a Neyman interval of the null law at n scaled to sd0^2 + {KL_SPREAD_GROWTH} x KL / n",
+            f"a Neyman interval of the null law at n scaled to sd0^2 + max({KL_SPREAD_GROWTH} x KL, excess "
+            "variance of the log-density terms) / n",
         }
     spread = kl_spread(q, k, sign_invariant, seed)
     half = 1.96 * float(terms.std(ddof=1)) / np.sqrt(n)

@@ -37,7 +37,9 @@ DATASET_VS_CONTROL = ("measure", "dataset", "control")
 
 
 def _statistics_notes(report: dict, rows: list) -> list[str]:
-    return ([KL_SCALE_NOTE] if rows else []) + [n for n in (report.get("orientation_note"),) if n]
+    # The KL scale's note only beside a KL (a set with Bingham's test alone has no KL row to explain).
+    kl_shown = rows and (report.get(so3_stats.KL_KEY) or {}).get("value") is not None
+    return ([KL_SCALE_NOTE] if kl_shown else []) + [n for n in (report.get("orientation_note"),) if n]
 
 
 def _no_notes(report: dict, rows: list) -> list[str]:

@@ -119,6 +119,14 @@ KL_NULL_MC = {
 # estimate. 3.0 puts the interval's coverage in 94-97 % of Haar sets and of QM9 subsets at every N there
 # (tests/bench/bench_kl_interval.py).
 KL_SPREAD_GROWTH = 3.0
+# The k-NN noise of the per-molecule log-density terms on uniform poses: their variance tends to trigamma(k)
+# (0.221 at k = 5; smaller at small N). A set whose terms vary more holds molecules of very different density
+# (a mixture: an aligned part and a random one), and the excess over this is Var(log p), which the estimate's
+# variance carries; KL_SPREAD_GROWTH · T does not see it (half aligned, half Haar: N·Var 7-8 at T = 1.7).
+KL_TERMS_NULL_VAR = {5: 0.2213}
+# On uniform poses the terms' sample variance scatters about that with sd 0.6 / sqrt(N) (measured at N = 20 to
+# 1,000): only the excess beyond two of those sd counts, so chance scatter does not widen a uniform set's interval.
+KL_TERMS_VAR_SD = 0.6
 # The sign-invariant KL (no fitted null) widens its normal interval to this multiple of the spread over
 # seeded random subsamples (so3_partial.kl_spread).
 SPREAD_MARGIN = 2.3
@@ -170,21 +178,30 @@ def kl_pvalue(value: float, n: int, k: int = 5) -> float:
     return float(stats.pearson3.sf(value, law["skew"], loc=law["mean"], scale=law["sd"]))
 
 
-def kl_interval(value: float, n: int, k: int = 5) -> list[float]:
+def kl_interval(value: float, n: int, k: int = 5, terms_var: float | None = None) -> list[float]:
     """95 % interval for the expected KL estimate at this ``n`` (not the KL of the population).
 
     A Neyman interval: it holds each target T whose own law puts ``value``
     inside its central 95 %. At T the estimate has the null law's shape
     (its 2.5 % and 97.5 % quantiles, so the skew at small N is kept),
-    centred on T and scaled to sd(T) = sqrt(sd0² + :data:`KL_SPREAD_GROWTH` · T / n):
+    centred on T and scaled to sd(T) = sqrt(sd0² + max(:data:`KL_SPREAD_GROWTH` · T, E) / n):
     aligned sets spread more than uniform ones, the more the further they
-    are from uniform. On Haar sets (T = 0) it is the null law's own interval.
-    Each bound solves T + q · sd(T) / sd0 = value, a quadratic in sd(T).
+    are from uniform. ``terms_var``, the variance of the set's per-molecule
+    log-density terms, gives E, its excess over the k-NN noise of uniform
+    poses (:data:`KL_TERMS_NULL_VAR`, beyond two sd of its scatter at this
+    ``n``, :data:`KL_TERMS_VAR_SD`): a set that mixes aligned and random
+    poses spreads more than its T says. On Haar sets (T = 0) it is the null
+    law's own interval. Each bound solves T + q · sd(T) / sd0 = value: a
+    quadratic in sd(T) for the growth, direct for E; the larger spread wins
+    (the lower bound is the smaller root, the upper the larger).
     ``tests/bench/bench_kl_interval.py`` measures the coverage.
     """
     law = kl_null(n, k)
     sd0 = law["sd"]
     low_q, high_q = stats.pearson3.ppf([0.025, 0.975], law["skew"], loc=0.0, scale=sd0)
+    excess = 0.0
+    if is_number(terms_var) and k in KL_TERMS_NULL_VAR:
+        excess = max(0.0, float(terms_var) - KL_TERMS_NULL_VAR[k] - 2 * KL_TERMS_VAR_SD / math.sqrt(n))
 
     def bound(q: float) -> float:
         if value - q <= 0:  # at T <= 0 the spread is the null's
@@ -192,7 +209,11 @@ def kl_interval(value: float, n: int, k: int = 5) -> list[float]:
         # (n / g) s² + (q / sd0) s - (n sd0² / g + value) = 0, s = sd(T) >= sd0
         a, b, c = n / KL_SPREAD_GROWTH, q / sd0, -(n * sd0**2 / KL_SPREAD_GROWTH + value)
         s = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
-        return float((s * s - sd0**2) * n / KL_SPREAD_GROWTH)
+        grown = (s * s - sd0**2) * n / KL_SPREAD_GROWTH
+        if excess <= 0:
+            return float(grown)
+        mixed = value - q * math.sqrt(sd0**2 + excess / n) / sd0
+        return float(max(min(grown, mixed), 0.0) if q > 0 else max(grown, mixed))
 
     return [bound(float(high_q)), bound(float(low_q))]
 

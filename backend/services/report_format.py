@@ -144,11 +144,7 @@ def report_sections(report: dict) -> list[Section]:
 
 
 # ----------------------------------------------------------------- what the figures rest on
-REMEDY = (
-    "Before training a model that is not rotation-invariant, augment with random rotations, "
-    "or train on the de-biased export (orientscope export: every molecule randomly rotated)."
-)
-NO_REMEDY = "Nothing to do for orientation: models trained on it cannot learn a preferred pose."
+REMEDY = words.REMEDY
 KL_TOOLTIP = statistics_registry.tooltip(KL_KEY)
 CLASSIFIERS_TOOLTIP = statistics_registry.tooltip(CLASSIFIERS_KEY)
 VERDICT_TOOLTIP = (
@@ -266,7 +262,7 @@ def headline(report: dict) -> Headline:
         answer=answer,
         strength=_strength(report),
         kl=float(kl) if is_number(kl) else None,
-        remedy=REMEDY if aligned else NO_REMEDY if aligned is False else "",
+        remedy=words.remedy_text({**v, "code": code}),
         evidence=classifier_evidence(report),
         weak=code == "weakly_aligned",
         code=code,

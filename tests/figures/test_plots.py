@@ -236,3 +236,22 @@ def test_points_are_drawn_larger_and_outlined_the_fewer_they_are():
     few = sphere_figure(np.eye(3, dtype=np.float32), _axis_spec(3))
     dots = next(t for t in few.data if t.meta and t.meta.get("kind") == "points")
     assert dots.marker.size == MAX_PX and dots.marker.line.width == 1  # the 3D sphere follows the same rule
+
+
+def test_angle_histogram_hover_gives_the_count_and_the_tiny_expectation_it_divides_by():
+    """27 uniform-like angles, one within 15° of the reference: 0.026 expected there, a ratio of 39.
+
+    The hover said "1 angles, 0.0 expected if uniform (ratio 39.04)": a ratio that no number beside it gives.
+    """
+    from orientscope.science.so3_stats import angle_histogram, haar_angle_cdf, haar_ratio_histogram
+
+    angles = np.r_[0.1, np.linspace(0.6, 3.0, 26)]
+    hist = angle_histogram(angles)
+    hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(angles))
+    first = angle_histogram_figure(hist, None).data[0].hovertext[0]
+    expected = 27 * haar_angle_cdf(np.radians(15.0))  # (θ - sin θ) / π of 27 angles: 0.0256
+    assert first == f"0–15°: 1 angle, {expected:.2g} expected if uniform (ratio {1 / expected:.3g})"
+    assert first == "0–15°: 1 angle, 0.026 expected if uniform (ratio 39)"
+    # a bin with no angle has no ratio to give
+    empty = [t for t in angle_histogram_figure(hist, None).data[0].hovertext if "no angle" in t]
+    assert empty and all("ratio" not in t for t in empty)

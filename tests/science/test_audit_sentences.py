@@ -40,7 +40,7 @@ def allowed_tokens(entry: dict) -> set[str]:
     v = entry["verdict"]
     values = [entry.get(k) for k in (
         "n", "n_train", "mse_stored", "mse_rotated", "reliance", "pvalue_holm", "shift_median", "shift_p95",
-        "shift_max", "shift_tolerance", "regression_improvement",
+        "shift_max", "shift_tolerance", "regression_improvement", "mse_floor",
     )]  # fmt: skip
     values.append(entry["mse_rotated"] - entry["mse_stored"])
     values += [*(entry["ci95"].get("reliance") or []), *(entry.get("shift_median_ci95") or [])]

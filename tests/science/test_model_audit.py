@@ -147,6 +147,9 @@ def test_a_memoriser_leans_on_the_pose():
     assert v["code"] == "leans" and "n/a" not in v["text"] and "floor" in v["text"]
     # the ratio is capped in words, never "+100000000.0 %"; the reason is unseen inputs
     assert "> +1,000 %" in v["text"] and "unseen inputs" in v["text"] and "00000" not in v["text"]
+    # the floor the ratio reads against is stated: 10⁻⁶ of the property's variance
+    assert f["mse_floor"] == pytest.approx(1e-6 * np.var(true), rel=0.01)
+    assert f"against the stored-pose MSE's floor of {f['mse_floor']:.3g}" in v["text"]
     # an audit stored before the floor (reliance null) is re-read by the current rule
     old = {**f, "reliance": None, "ci95": {**f["ci95"], "reliance": None}, "pvalue_holm": f["pvalue"],
            "verdict": {"code": "no_reliance", "text": "change the MSE by n/a", "rule_version": 1}}  # fmt: skip

@@ -137,3 +137,63 @@ def test_headline_of_a_set_too_small_for_statistics_says_why():
               "skipped_stages": {"statistics": "needs more than 6 molecules, got 3"}}  # fmt: skip
     h = headline(report)
     assert h.aligned is None and h.kl is None and "got 3" in h.strength and h.remedy == ""
+
+
+def test_not_detected_on_a_small_set_never_says_there_is_nothing_to_do():
+    """Issue 28's false reassurance: 25 molecules (12 full frames) of a truly aligned set, KL 0.29 [-0.07, 1.11].
+
+    Nothing rejects at N = 12, but the KL interval reaches far above its bar: the first screen must not say that
+    models cannot learn a preferred pose. A large Haar-like set, whose every size lies below its bar, is cleared.
+    """
+    from orientscope.services.report_format import headline
+
+    small = constructed_report(
+        n_molecules=25,
+        kl={"value": 0.29, "ci95": [-0.07, 1.11], "n": 12, "k": 5},
+        ks={"statistic": 0.19, "pvalue": 0.93},
+        classifiers=[],
+    )
+    assert small["verdict"]["code"] == "not_detected"
+    h = headline(small)
+    assert "Nothing to do" not in h.remedy and "cannot learn" not in h.remedy
+    assert h.remedy.startswith("No test detects a preferred pose, but at this size an effect that matters is not")
+    assert "KL 0.29 [-0.07, 1.11] at N = 12 straddles its bar of 0.20" in h.remedy and "augment" in h.remedy
+
+    uniform = constructed_report(
+        kl={"value": 0.01, "ci95": [-0.03, 0.05], "n": 1000, "k": 5},
+        ks={"statistic": 0.02, "pvalue": 0.7},
+        classifiers=[{"features": "frame", "accuracy": 0.51, "ci95": {"accuracy": [0.48, 0.54]}, "pvalue": 0.3}],
+    )
+    assert uniform["verdict"]["code"] == "not_detected"
+    h = headline(uniform)
+    assert h.remedy.startswith("Nothing to do for orientation: no test detects a preferred pose, and every effect")
+    # the size it cites is one whose interval lies below its bar, with its own numbers
+    assert "lies below its bar" in h.remedy and "straddles" not in h.remedy
+    # one classifier whose interval reaches its bar is enough to keep the advice to augment
+    reaching = constructed_report(
+        kl={"value": 0.01, "ci95": [-0.03, 0.05], "n": 1000, "k": 5},
+        ks={"statistic": 0.02, "pvalue": 0.7},
+        classifiers=[{"features": "frame", "accuracy": 0.56, "ci95": {"accuracy": [0.50, 0.62]}, "pvalue": 0.01}],
+    )
+    assert reaching["verdict"]["code"] == "not_detected"
+    assert "the frame classifier's accuracy 56 % [50 %, 62 %] straddles its bar of 60 %" in headline(reaching).remedy
+
+
+def test_the_kl_scale_note_stands_only_beside_a_kl():
+    """A set of 9 (3 full frames, 5 axes): Bingham's rows but no KL; the note explaining KL's scale has nothing to
+    explain there."""
+    from orientscope.science.statistics_registry import KL_SCALE_NOTE
+
+    with_kl = {s.key: s for s in report_sections(constructed_report())}["statistics"]
+    assert KL_SCALE_NOTE in with_kl.notes
+    axial_only = {
+        "n_molecules": 9,
+        "axial": {"n": 5, "statistic": 5.14, "pvalue": 0.4, "eigenvalues": [0.61, 0.31, 0.09],
+                  "preferred_direction": [-0.13, 0.98, 0.15]},
+        "control": {"axial": {"n": 5, "statistic": 6.76, "pvalue": 0.24, "eigenvalues": [0.65, 0.29, 0.06],
+                              "preferred_direction": [-0.15, 0.95, 0.26]}},
+        "skipped_stages": {"statistics.so3": "the SO(3) statistics (KL, KS) need more than 6 molecules"},
+    }  # fmt: skip
+    stats = {s.key: s for s in report_sections(axial_only)}["statistics"]
+    assert stats.rows and all(not row[0].startswith("KL") for row in stats.rows)
+    assert KL_SCALE_NOTE not in stats.notes
