@@ -38,6 +38,7 @@ OPTIONAL = ("copy", "true", "split")
 SPLITS = ("train", "test")
 HEADER_CHECK_ROWS = 100_000
 STRING_COLUMNS = ("id", "property", "split")
+FINITE = "Predictions must be finite numbers."
 # Two `stored` values of one (id, property) closer than this (relative) are the same value written twice.
 STORED_RTOL = 1e-9
 
@@ -130,12 +131,13 @@ def shown_as(err: DatasetError, path: Path, shown_name: str | None) -> DatasetEr
 
 
 def check_header(path: Path, known_properties: set[str] | list[str]) -> list[str]:
-    """Check the columns and the property names of the first rows; the columns that will be read."""
+    """Check the columns, that there are rows, and the property names of the first rows; the columns to read."""
     path = Path(path)
     known = set(known_properties)
     if prediction_format(path) == "parquet":
         pf = open_parquet(path)
         columns = _check_columns(path, pf.schema_arrow.names)
+        seen = pf.metadata.num_rows
         first = pf.read_row_group(0, columns=["property"]) if pf.num_row_groups else None
         props = first.column("property").to_pandas().astype(str).unique() if first is not None else []
     else:
@@ -147,6 +149,8 @@ def check_header(path: Path, known_properties: set[str] | list[str]) -> list[str
             props.update(batch.column(0).to_pylist())
             seen += batch.num_rows
         props = np.array(sorted(props))
+    if not seen:
+        raise DatasetError(f"{path.name}: the predictions file has a header but no rows")
     _check_properties(path, np.asarray(props), known, "true" in columns)
     return columns
 
@@ -176,14 +180,20 @@ def _read_table(path: Path, columns: list[str], limits: Limits) -> pa.Table:
     return pa.Table.from_batches(batches, schema=reader.schema)
 
 
-def _first_bad(path: Path, bad: np.ndarray, what: str, ids: pd.Series, csv: bool) -> None:
+def _first_bad(path: Path, bad: np.ndarray, what: str, ids: pd.Series, csv: bool, rule: str = "") -> None:
+    """Raise naming the first row where ``bad`` holds, what is wrong there, and the rule it breaks."""
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         where = f"line {row + 2}" if csv else f"row {row}"
         raise DatasetError(
-            f"{path.name}, {where} (id {ids.iloc[row]!r}): {what}; "
-            f"{int(bad.sum()):,} row(s) affected. Predictions must be finite numbers."
+            f"{path.name}, {where} (id {ids.iloc[row]!r}): {what}; {int(bad.sum()):,} row(s) affected."
+            + (f" {rule}" if rule else "")
         )
+
+
+def _repeated(rows: pd.DataFrame, key: list[str], column: str) -> np.ndarray:
+    """Rows whose ``column`` differs from the first row of their ``key``."""
+    return (rows[column] != rows.groupby(key, sort=False)[column].transform("first")).to_numpy()
 
 
 def _check_stored_consistent(path: Path, rows: pd.DataFrame) -> None:
@@ -209,28 +219,31 @@ def read_predictions(path: Path, known_properties: set[str] | list[str], limits:
     columns = check_header(path, known_properties)
     fmt = prediction_format(path)
     table = _read_table(path, columns, limits)
-    if table.num_rows == 0:
-        raise DatasetError(f"{path.name}: the predictions file has a header but no rows")
     rows = table.to_pandas()
     csv = fmt == "csv"
     for col in ("id", "property"):
         _first_bad(path, rows[col].isna().to_numpy(), f"empty {col!r}", rows["id"].fillna(""), csv)
     for col in ("stored", "rotated"):
         bad = ~np.isfinite(rows[col].to_numpy(np.float64))
-        _first_bad(path, bad, f"{col!r} is NaN, infinite or empty", rows["id"], csv)
+        _first_bad(path, bad, f"{col!r} is NaN, infinite or empty", rows["id"], csv, FINITE)
     has_true = "true" in columns
     if not has_true:
         rows["true"] = np.nan
     true = rows["true"].to_numpy(np.float64)
-    _first_bad(path, np.isinf(true), "'true' is infinite", rows["id"], csv)
+    _first_bad(path, np.isinf(true), "'true' is infinite", rows["id"], csv, FINITE)
     # Where the file gives no true value, the dataset's own is used, so the property must be the dataset's.
     _check_properties(path, rows.loc[np.isnan(true), "property"].unique(), set(known_properties), False)
     has_split = "split" in columns
     if has_split:
         bad = ~rows["split"].isin(SPLITS).to_numpy()
         _first_bad(path, bad, f"'split' must be one of {list(SPLITS)}", rows["id"], csv)
+        _first_bad(path, _repeated(rows, ["id"], "split"), "'split' differs from an earlier row of this id",
+                   rows["id"], csv, "A molecule is either trained on or held out: give all its rows one split.")  # fmt: skip
     else:
         rows["split"] = None
+    if "copy" in columns:
+        _first_bad(path, rows.duplicated(["property", "id", "copy"]).to_numpy(), "this (id, property, copy) "
+                   "is given again", rows["id"], csv, "Each copy of a molecule has one row per property.")  # fmt: skip
     _check_stored_consistent(path, rows)
     return Predictions(
         rows=rows[["id", "property", "stored", "rotated", "true", "split"]],

@@ -83,6 +83,7 @@ def test_upload_audit_list_download_delete(url, data_dir, predictions_csv):
         (b"id,property,stored\n1,gap,0.1\n", "file", "lack the column(s) ['rotated']"),
         (b"id,property,stored,rotated\n1,nosuch,0.1,0.2\n", "file", "unknown property 'nosuch'"),
         (b"", "file", "is empty"),
+        (b"id,property,stored,rotated\n", "file", "header but no rows"),
     ],
 )
 def test_bad_header_is_a_422_and_nothing_is_queued(url, data_dir, content, field, message):
