@@ -290,6 +290,26 @@ def test_the_gate_raises_with_the_table_and_the_comparison_needs_no_dash(qm9_sma
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"fail_on": "nah"}, r"unknown fail-on 'nah'; expected one of \['leans', 'not-robust', 'not-invariant'\]"),
+        ({"max_reliance": -0.01}, r"max_reliance \(the audit's margin\): margin must be a fraction"),
+        ({"max_shift": -1.0}, "max_shift must be a number >= 0"),
+    ],
+)
+def test_the_gate_refuses_bad_bars_by_their_names_before_predict_runs(ds, options, message):
+    calls = []
+
+    def predict(batch):
+        calls.append(len(batch.ids))
+        return np.zeros(len(batch.ids))
+
+    with pytest.raises(ValueError, match=message):
+        orientscope.assert_pose_robust(predict, ds, "gap", ids=ds.ids[:20], **options)
+    assert calls == []
+
+
 def test_sweep_trains_on_rotated_copies_and_audits_the_held_out_molecules(qm9_small, tmp_path):
     mols = qm9_small
     y = _pose_linked(mols)
