@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orientscope.core.numbers import format_number
+from orientscope.core.numbers import decimals_apart, format_number
 from orientscope.core.resources import scipy_stats as stats
 
 # The ratio's denominator is at least this share of the property's variance (a stored-pose MSE of 0 is
@@ -400,8 +400,9 @@ def units_warning(mse_stored: float, variance: float, unit: str = "", split: str
     if variance > 0 and mse_stored > variance:
         unit_text = f" in {unit}" if unit else ""
         where = f" on split {split!r}" if split else " over all molecules"
+        fmt = f".{decimals_apart([mse_stored, variance], start=3, style='g')}g"  # "above" must read above
         return (
-            f"the stored-pose MSE{where} ({format_number(mse_stored, '.3g')}) is above the property's variance "
-            f"({format_number(variance, '.3g')}): are the predictions in the dataset's units{unit_text}?"
+            f"the stored-pose MSE{where} ({format_number(mse_stored, fmt)}) is above the property's variance "
+            f"({format_number(variance, fmt)}): are the predictions in the dataset's units{unit_text}?"
         )
     return None
