@@ -67,6 +67,12 @@ def test_a_subset_is_a_view_that_recomputes_nothing(ds, data_dir):
         ds.subset([ids[0], "nosuch"])
     with pytest.raises(DatasetError, match="given more than once"):
         ds.subset([ids[0], ids[0]])
+    # A molecule of the whole set outside the view is named as outside the view, not as unknown to 'qm9'.
+    outside = r"1 of the 1 ids are not molecules of the subset view 'QM9 \[3 of 400\]', e\.g\. \['" + ds.ids[0]
+    with pytest.raises(DatasetError, match=outside):
+        view.subset([ds.ids[0]])
+    with pytest.raises(DatasetError, match=outside):
+        orientscope.rotated_copies(view, 1, ids=[ds.ids[0]])
     assert _files(dataset_dir(data_dir, "qm9")) == before
 
 
