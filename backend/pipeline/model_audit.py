@@ -153,6 +153,12 @@ def _only_ids(preds: Predictions, ids, dataset_ids: pd.Index, dataset_id: str) -
     if not keep.any():
         raise DatasetError(f"none of the {len(wanted):,} ids to audit has a prediction (e.g. {list(wanted[:3])})")
     chosen = {"n_ids": int(len(wanted)), "n_ids_without_predictions": int(len(wanted) - len(found))}
+    if chosen["n_ids_without_predictions"]:
+        missing = wanted[~wanted.isin(found)]
+        chosen["warning"] = (
+            f"{len(missing):,} of the {len(wanted):,} ids to audit have no prediction in the file and are not "
+            f"audited (e.g. {list(missing[:MAX_EXAMPLES])}); the figures are of the other {len(found):,}"
+        )
     return Predictions(preds.rows[keep], preds.format, preds.has_true, preds.has_split, preds.has_copy), chosen
 
 
@@ -189,6 +195,8 @@ def audit_predictions(
     rows = preds.rows[matched]
     mol_rows = mol_all[matched]
     warnings = shifted_id_warnings(unknown, dataset_ids)
+    if chosen is not None and "warning" in chosen:
+        warnings.insert(0, chosen.pop("warning"))
     if len(rows) == 0:
         raise DatasetError(
             f"none of the {len(uniques):,} ids in the predictions is a molecule of dataset {dataset_id!r} "
