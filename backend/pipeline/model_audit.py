@@ -26,7 +26,7 @@ import pandas as pd
 from orientscope.core.dataset import frame_dependent_properties
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
-from orientscope.core.numbers import format_number
+from orientscope.core.numbers import format_count, format_number
 from orientscope.core.progress import Progress, quiet
 from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions, read_predictions
@@ -235,6 +235,12 @@ def audit_predictions(
         variance = float(np.nanvar(values)) if values is not None else float(np.var(errors.true))
         if (note := sci.units_warning(figures["mse_stored"], variance, units.get(prop, ""), split)) is not None:
             notes.append(f"{prop}: {note}")
+        if split is None and not ok.all():  # the header counts these molecules; the figures leave them out
+            lacking = np.unique(mol[~ok])
+            notes.append(
+                f"{prop}: {format_count(len(lacking))} molecule(s) have no true value (the dataset's is missing and "
+                f"the file gives none) and are left out of its figures, e.g. {list(dataset_ids[lacking[:MAX_EXAMPLES]])}"
+            )
         if split is None and values is not None:
             if (note := _shifted_truth_warning(prop, errors, values, dataset_ids)) is not None:
                 notes.append(note)

@@ -260,6 +260,25 @@ def _pose_linked(mols: MoleculeSet) -> np.ndarray:
     return 3.0 * lab_x_share(mols) + np.random.default_rng(7).normal(0, 0.05, mols.n_molecules)
 
 
+def test_molecules_without_a_true_value_are_named_where_the_header_counts_them(qm9_small, tmp_path):
+    """A partly labelled set: the audit's header counts every molecule it was given; its figures, and a
+    warning, say which ones had no value to score against."""
+    mols = qm9_small.subset(np.arange(120))
+    y = _pose_linked(mols)
+    y[[3, 50, 51]] = np.nan
+    ds = orientscope.from_arrays(mols.atomic_numbers, mols.positions_angstrom, ids=mols.ids, offsets=mols.offsets,
+                                 properties={"pose_linked": y}, data_dir=tmp_path)  # fmt: skip
+    audit = orientscope.audit_model(lambda b: np.zeros(len(b.ids)), ds, "pose_linked", progress=False)
+    record = audit.to_dict()
+    (entry,) = record["properties"]
+    assert record["n_molecules"] == 120 and entry["n"] == 117
+    missing = [str(mols.ids[i]) for i in (3, 50, 51)]
+    assert (
+        f"pose_linked: 3 molecule(s) have no true value (the dataset's is missing and the file gives none) and "
+        f"are left out of its figures, e.g. {missing}"
+    ) in audit.warnings
+
+
 def test_the_gate_raises_with_the_table_and_the_comparison_needs_no_dash(qm9_small, tmp_path):
     mols = qm9_small
     y = _pose_linked(mols)
