@@ -16,7 +16,7 @@ from orientscope.core.numbers import format_count, format_interval, format_numbe
 from orientscope.core.settings import DEFAULT_SEED
 from orientscope.figures.audits import comparison_figure
 from orientscope.notebook.audit import ModelAudit, audit_model
-from orientscope.notebook.batches import DEFAULT_BATCH_SIZE, rotated_copies
+from orientscope.notebook.batches import DEFAULT_BATCH_SIZE, check_n_copies, rotated_copies
 from orientscope.notebook.datasets import Dataset
 from orientscope.notebook.progress import checked_options, progress_bar
 from orientscope.science.audit_verdict import DEFAULT_MARGIN
@@ -129,13 +129,19 @@ def sweep(
         train_ids = np.setdiff1d(dataset.ids, held_out.ids)
         if not len(train_ids):
             raise ValueError("every molecule is held out: give train_ids, or fewer ids")
-    ks = [int(k) for k in n_copies]
+    # Every K is checked before the first training run: the user's training is the expensive part.
+    ks = [check_n_copies(k) for k in ([n_copies] if np.isscalar(n_copies) else n_copies)]
+    if not ks:
+        raise ValueError("n_copies is empty: give the numbers of rotated copies to train on, e.g. [0, 1, 4, 16]")
     audits = []
     with progress_bar(f"sweep {dataset.name}", progress) as bar:
         for j, k in enumerate(ks):
             bar(j / len(ks), f"train on {k} rotated copies" if k else "train on the stored poses", "train")
             poses = rotated_copies(dataset, k, seed=seed, ids=train_ids, purpose=AUGMENT, batch_size=batch_size)
             predict = train(poses)
+            if not callable(predict):
+                raise TypeError(f"train(poses) must return a predict function; with {k} copies it returned "
+                                f"{type(predict).__name__}")  # fmt: skip
             bar((j + 0.5) / len(ks), f"audit the model trained on {k} copies", "audit")
             name = f"{k} rotated copies" if k else "stored poses"
             audits.append(audit_model(predict, held_out, properties, copies=copies, seed=seed, name=name,

@@ -335,6 +335,32 @@ def test_the_gate_refuses_bad_bars_by_their_names_before_predict_runs(ds, option
     assert calls == []
 
 
+@pytest.mark.parametrize(
+    ("n_copies", "error", "message"),
+    [
+        ([0, 4, 200], ValueError, "n_copies must be between 0 and 100, got 200"),
+        ([], ValueError, r"n_copies is empty: give the numbers of rotated copies to train on, e\.g\. \[0, 1, 4, 16\]"),
+        ([0], TypeError, "train\\(poses\\) must return a predict function; with 0 copies it returned NoneType"),
+    ],
+)
+def test_sweep_refuses_bad_copy_counts_before_training_and_a_train_without_predict(ds, n_copies, error, message):
+    """The user's training is the slow part: a bad K is refused before the first run, not after the others."""
+    trained = []
+
+    def train(poses):
+        trained.append(poses.n_copies)
+
+    with pytest.raises(error, match=message):
+        orientscope.sweep(train, ds, "gap", n_copies=n_copies, ids=ds.ids[:20], progress=False)
+    assert trained == ([0] if error is TypeError else [])
+
+
+def test_sweep_takes_one_copy_count_as_an_int(ds):
+    zero = lambda poses: lambda batch: np.zeros(len(batch.ids))  # noqa: E731
+    result = orientscope.sweep(zero, ds, "gap", n_copies=2, ids=ds.ids[:40], copies=2, progress=False)
+    assert list(result.table["n_copies"]) == [2] and list(result.table["tier"]) == ["invariant"]
+
+
 def test_sweep_trains_on_rotated_copies_and_audits_the_held_out_molecules(qm9_small, tmp_path):
     mols = qm9_small
     y = _pose_linked(mols)
