@@ -70,6 +70,11 @@ def _record(audit) -> tuple[dict, str]:
     if isinstance(audit, ModelAudit):
         return audit.to_dict(), audit.name
     if isinstance(audit, dict) and "properties" in audit:
+        if audit.get("state", "done") != "done" or audit["properties"] is None:  # a REST record of a queued/failed job
+            raise ValueError(
+                f"audit {audit.get('id')!r} is {audit.get('state')!r}, not done, so it has no figures to compare"
+                + (f": {audit['message']}" if audit.get("message") else "")
+            )
         return audit, str(audit.get("name") or audit.get("id"))
     raise TypeError(f"compare_audits takes ModelAudit objects or audit records (dicts), not {type(audit).__name__}")
 
@@ -82,7 +87,7 @@ def compare_audits(audits: Sequence, labels: Sequence[str] | None = None, split:
     rows (default: the audits' names); ``split``: ``train`` or ``test`` for those splits' figures (default: all
     audited molecules).
     """
-    audits = list(audits)
+    audits = [audits] if isinstance(audits, ModelAudit | dict) else list(audits)
     if not audits:
         raise ValueError("compare_audits needs at least one audit")
     records, names = zip(*(_record(a) for a in audits), strict=True)
@@ -91,7 +96,11 @@ def compare_audits(audits: Sequence, labels: Sequence[str] | None = None, split:
         raise ValueError(f"{len(labels)} labels for {len(audits)} audits")
     if split not in (None, "train", "test"):
         raise ValueError(f"split must be None, 'train' or 'test', got {split!r}")
-    return AuditComparison(audits, comparison_table(list(records), labels, split))
+    table = comparison_table(list(records), labels, split)
+    if table.empty:  # only a split can leave nothing: every audit has its all-molecules figures
+        raise ValueError(f"no audit has a {split!r} split (a split column, or train_ids=); leave split=None for "
+                         "all audited molecules")  # fmt: skip
+    return AuditComparison(audits, table)
 
 
 @checked_options

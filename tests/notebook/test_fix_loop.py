@@ -279,6 +279,18 @@ def test_molecules_without_a_true_value_are_named_where_the_header_counts_them(q
     ) in audit.warnings
 
 
+def test_compare_audits_says_why_it_cannot_compare(ds):
+    audit = orientscope.audit_model(lambda b: np.zeros(len(b.ids)), ds, "gap", ids=ds.ids[:30], copies=2,
+                                    progress=False)  # fmt: skip
+    assert list(orientscope.compare_audits(audit).table["tier"]) == ["invariant"]  # one audit, not in a list
+    # A failed job's record, as GET …/model-audits/{id} serves it.
+    failed = {"id": "a0", "state": "failed", "message": "p.csv, line 7: 'rotated' is NaN", "properties": None}
+    with pytest.raises(ValueError, match=r"audit 'a0' is 'failed', not done, .*: p\.csv, line 7: 'rotated' is NaN"):
+        orientscope.compare_audits([audit, failed])
+    with pytest.raises(ValueError, match="no audit has a 'test' split"):  # no split column, no train_ids
+        orientscope.compare_audits([audit], split="test")
+
+
 def test_the_gate_raises_with_the_table_and_the_comparison_needs_no_dash(qm9_small, tmp_path):
     mols = qm9_small
     y = _pose_linked(mols)
