@@ -241,9 +241,10 @@ def read_predictions(path: Path, known_properties: set[str] | list[str], limits:
                    rows["id"], csv, "A molecule is either trained on or held out: give all its rows one split.")  # fmt: skip
     else:
         rows["split"] = None
-    if "copy" in columns:
-        _first_bad(path, rows.duplicated(["property", "id", "copy"]).to_numpy(), "this (id, property, copy) "
-                   "is given again", rows["id"], csv, "Each copy of a molecule has one row per property.")  # fmt: skip
+    if "copy" in columns:  # a row without a copy number is a copy like any other, as without the column
+        again = (rows.duplicated(["property", "id", "copy"]) & rows["copy"].notna()).to_numpy()
+        _first_bad(path, again, "this (id, property, copy) is given again", rows["id"], csv,
+                   "Each copy of a molecule has one row per property.")  # fmt: skip
     _check_stored_consistent(path, rows)
     return Predictions(
         rows=rows[["id", "property", "stored", "rotated", "true", "split"]],

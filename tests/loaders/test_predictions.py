@@ -79,6 +79,10 @@ def test_copies_without_a_copy_column_and_one_split_per_molecule_are_accepted(tm
     text = "id,property,stored,rotated,split\nw,gap,1,2,test\nw,gap,1,3,test\nw,r2,5,5,test\nm,gap,0,0,train\n"
     p = read_predictions(_csv(tmp_path, text), KNOWN)
     assert p.n_rows == 4 and list(p.rows["split"]) == ["test", "test", "test", "train"]
+    blank = read_predictions(
+        _csv(tmp_path, "id,property,copy,stored,rotated\nw,gap,,1,2\nw,gap,,1,3\n", "b.csv"), KNOWN
+    )
+    assert blank.n_rows == 2  # copy cells left empty: rows without a copy number, as without the column
 
 
 def test_a_header_without_rows_is_refused_by_the_header_check(tmp_path):
