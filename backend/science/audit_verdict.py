@@ -103,7 +103,7 @@ def _margin(margin: float, sign: str = "±", digits: int = 1) -> str:
     return f"{sign}{format_percent(margin, digits, signed=False)}"
 
 
-def _percent_digits(ci, margin: float) -> int:
+def percent_digits(ci, margin: float) -> int:
     """Decimals at which the reliance CI's bounds and ±margin read apart: a text that says a bound lies inside
     or beyond the margin must not print the bound as the margin (+1.0 % for +0.97 % beside a ±1.0 % margin)."""
     return decimals_apart([100 * x for x in (*(ci or ()), margin, -margin)], start=1, most=3)
@@ -236,7 +236,7 @@ def verdict(
     unit = figures.get("unit") or ""
     out = {"alpha": ALPHA, **decision.as_dict(), "rule_version": AUDIT_RULE_VERSION}
     ci = (figures.get("ci95") or {}).get("reliance")
-    digits = _percent_digits(ci, m)
+    digits = percent_digits(ci, m)
     p95 = figures.get("shift_p95")
     # The shift's 95th percentile, beside a max_shift it is judged against, in digits that show which is larger.
     p95_fmt = SIGNIFICANT if limit is None or p95 is None else f".{decimals_apart([p95, limit], 3, style='g')}g"

@@ -80,6 +80,17 @@ def test_a_bound_beside_its_bar_is_written_on_the_side_the_words_say(ci, p, deci
         assert "95th percentile 0.2333 Ha [0.21, 0.257]" in v["text"]  # the shift figure in the same digits
 
 
+def test_the_table_writes_the_reliance_in_the_digits_of_its_tier_text():
+    from orientscope.services.audit_table import audit_rows
+
+    figures = _figures(0.002, [-0.005, 0.0102])
+    entry = {**figures, "property": "gap", "split": None, "verdict": verdict(figures, 0.5, False, None)}
+    (row,) = audit_rows({"properties": [entry]})
+    assert (row["reliance"], row["reliance_ci"], row["tier"]) == ("+0.20 %", "[-0.50 %, +1.02 %]", "inconclusive")
+    far = {**entry, **_figures(0.47, [0.39, 0.55])}
+    assert audit_rows({"properties": [far]})[0]["reliance_ci"] == "[+39.0 %, +55.0 %]"  # one decimal where it does
+
+
 def test_a_moving_prediction_is_never_called_fixed_and_a_robust_text_gives_the_shift():
     for reliance, ci in ((0.0, [-0.005, 0.005]), (-0.3, [-0.4, -0.2]), (0.01, [-0.02, 0.04])):
         text = verdict(_figures(reliance, ci), 0.5, False, None)["text"]
