@@ -19,7 +19,7 @@ from orientscope.notebook.audit import ModelAudit, audit_model
 from orientscope.notebook.batches import DEFAULT_BATCH_SIZE, check_n_copies, rotated_copies
 from orientscope.notebook.datasets import Dataset
 from orientscope.notebook.progress import checked_options, progress_bar
-from orientscope.science.audit_verdict import DEFAULT_MARGIN
+from orientscope.science.audit_verdict import DEFAULT_MARGIN, percent_digits
 from orientscope.science.copy_rotations import AUGMENT
 from orientscope.services.audit_compare import comparison_table
 
@@ -50,8 +50,7 @@ class AuditComparison:
                 "MAE stored / rotated", "tier")  # fmt: skip
         body = "".join(
             f"<tr data-tier='{esc(r.tier)}'><td>{esc(str(r.audit))}</td><td>{esc(r.property)}</td><td>{format_count(int(r.n))}</td>"
-            f"<td>{esc(format_percent(r.reliance_percent / 100))} "  # the table's NaN reads "–"
-            f"{esc(format_interval(r.reliance_ci_low_percent / 100, r.reliance_ci_high_percent / 100, 'percent'))}</td>"
+            f"<td>{esc(_reliance_cell(r))}</td>"
             f"<td>{esc(format_number(r.shift_median, '.3g'))} {esc(r.unit)}</td>"
             f"<td>{esc(format_number(r.shift_p95, '.3g'))} "
             f"{esc(format_interval(r.shift_p95_ci_low, r.shift_p95_ci_high, 'number', fmt='.3g'))} {esc(r.unit)}</td>"
@@ -64,6 +63,17 @@ class AuditComparison:
 
     def __repr__(self) -> str:
         return f"<orientscope.AuditComparison of {len(self.audits)} audits>\n{self.table.to_string(index=False)}"
+
+
+def _reliance_cell(row) -> str:
+    """``+0.20 % [-0.50 %, +1.02 %]``: in the decimals of the tier's text, so a bound reads on the side of the
+    margin the tier says (the table's NaN reads "–")."""
+    low, high = row.reliance_ci_low_percent / 100, row.reliance_ci_high_percent / 100
+    margin = DEFAULT_MARGIN if pd.isna(row.margin) else row.margin
+    digits = percent_digits(None if pd.isna(low) or pd.isna(high) else [low, high], margin)
+    return (
+        f"{format_percent(row.reliance_percent / 100, digits)} {format_interval(low, high, 'percent', digits=digits)}"
+    )
 
 
 def _record(audit) -> tuple[dict, str]:

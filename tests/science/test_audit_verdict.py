@@ -89,6 +89,10 @@ def test_the_table_writes_the_reliance_in_the_digits_of_its_tier_text():
     assert (row["reliance"], row["reliance_ci"], row["tier"]) == ("+0.20 %", "[-0.50 %, +1.02 %]", "inconclusive")
     far = {**entry, **_figures(0.47, [0.39, 0.55])}
     assert audit_rows({"properties": [far]})[0]["reliance_ci"] == "[+39.0 %, +55.0 %]"  # one decimal where it does
+    from orientscope import compare_audits  # the notebook's comparison writes it alike
+
+    html = compare_audits({"name": "m", "properties": [{**entry, "n": 1000}]})._repr_html_()
+    assert "<td>+0.20 % [-0.50 %, +1.02 %]</td>" in html and "data-tier='inconclusive'" in html
 
 
 def test_a_moving_prediction_is_never_called_fixed_and_a_robust_text_gives_the_shift():
