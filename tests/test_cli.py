@@ -315,12 +315,20 @@ def test_export_ids_and_limit(audit_dir, tmp_path):
     assert set(rotations["id"]) <= set(ids) and len(rotations) == 4
 
 
-def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (("--copies", "2"), "--mode random"),
+        # An audit's copies asked of a canonical export would have been canonical poses, silently.
+        (("--purpose", "audit"), "purpose 'audit' gives the rotated copies a model audit scores"),
+    ],
+)
+def test_export_copies_refused_with_canonical(audit_dir, tmp_path, option, message):
     proc = run(
-        "export", "qm9", "--mode", "canonical", "--copies", "2", "--out", str(tmp_path / "x.npz"),
+        "export", "qm9", "--mode", "canonical", *option, "--out", str(tmp_path / "x.npz"),
         "--data-dir", str(audit_dir), check=False,
     )  # fmt: skip
-    assert proc.returncode == 2 and "--mode random" in proc.stderr
+    assert proc.returncode == 2 and message in proc.stderr
     assert not list(tmp_path.iterdir())
 
 
