@@ -299,6 +299,13 @@ def test_audit_model_of_held_out_ids_fails_the_gate_with_its_own_exit_code(audit
     bad = run("audit-model", "qm9", str(tmp_path / "lab.csv"), "--name", "x", "--ids", str(unknown),
               "--data-dir", str(audit_dir), check=False)  # fmt: skip
     assert bad.returncode == 2 and "not molecules of dataset 'qm9'" in bad.stderr
+    # A split file handed to --ids: its train rows would have been audited as held out.
+    split = tmp_path / "split.csv"
+    split.write_text("id,split\n" + "".join(f"{i},{'test' if k % 3 == 1 else 'train'}\n" for k, i in
+                                            enumerate(stored.ids)))  # fmt: skip
+    bad = run("audit-model", "qm9", str(tmp_path / "lab.csv"), "--name", "x", "--ids", str(split),
+              "--data-dir", str(audit_dir), check=False)  # fmt: skip
+    assert bad.returncode == 2 and "split.csv: its 'split' column marks" in bad.stderr
 
 
 def test_export_ids_and_limit(audit_dir, tmp_path):
