@@ -412,7 +412,7 @@ def audit_model_cmd(
         if fail_on is not None:
             verdict_mod.passes("invariant", fail_on)  # ValueError naming the choices, before any work
         decision = verdict_mod.Decision(margin, max_shift)
-        chosen = None if ids is None else ids_mod.read_ids(ids)
+        chosen = None if ids is None else ids_mod.read_ids(ids, held_out=True)
         with _ProgressBar(f"audit {predictions.name}") as bar:
             record = audit_mod.run_audit(
                 resolve_data_dir(data_dir), dataset, predictions, name, seed=seed, progress=bar, ids=chosen,

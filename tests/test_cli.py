@@ -299,6 +299,13 @@ def test_audit_model_of_held_out_ids_fails_the_gate_with_its_own_exit_code(audit
     bad = run("audit-model", "qm9", str(tmp_path / "lab.csv"), "--name", "x", "--ids", str(unknown),
               "--data-dir", str(audit_dir), check=False)  # fmt: skip
     assert bad.returncode == 2 and "not molecules of dataset 'qm9'" in bad.stderr
+    # A split file handed to --ids: its train rows would have been audited as held out.
+    split = tmp_path / "split.csv"
+    split.write_text("id,split\n" + "".join(f"{i},{'test' if k % 3 == 1 else 'train'}\n" for k, i in
+                                            enumerate(stored.ids)))  # fmt: skip
+    bad = run("audit-model", "qm9", str(tmp_path / "lab.csv"), "--name", "x", "--ids", str(split),
+              "--data-dir", str(audit_dir), check=False)  # fmt: skip
+    assert bad.returncode == 2 and "split.csv: its 'split' column marks" in bad.stderr
 
 
 def test_export_ids_and_limit(audit_dir, tmp_path):
@@ -315,12 +322,20 @@ def test_export_ids_and_limit(audit_dir, tmp_path):
     assert set(rotations["id"]) <= set(ids) and len(rotations) == 4
 
 
-def test_export_copies_refused_with_canonical(audit_dir, tmp_path):
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (("--copies", "2"), "--mode random"),
+        # An audit's copies asked of a canonical export would have been canonical poses, silently.
+        (("--purpose", "audit"), "purpose 'audit' gives the rotated copies a model audit scores"),
+    ],
+)
+def test_export_copies_refused_with_canonical(audit_dir, tmp_path, option, message):
     proc = run(
-        "export", "qm9", "--mode", "canonical", "--copies", "2", "--out", str(tmp_path / "x.npz"),
+        "export", "qm9", "--mode", "canonical", *option, "--out", str(tmp_path / "x.npz"),
         "--data-dir", str(audit_dir), check=False,
     )  # fmt: skip
-    assert proc.returncode == 2 and "--mode random" in proc.stderr
+    assert proc.returncode == 2 and message in proc.stderr
     assert not list(tmp_path.iterdir())
 
 

@@ -97,16 +97,18 @@ def format_interval(low, high, kind: str = "number", **kwargs) -> str:
     return f"[{writer(low, **kwargs)}, {writer(high, **kwargs)}]"
 
 
-def decimals_apart(values, start: int = 2, most: int = 6) -> int:
+def decimals_apart(values, start: int = 2, most: int = 6, style: str = "f") -> int:
     """The fewest decimals, from ``start`` up to ``most``, at which every two different ``values`` read apart.
 
     A bound written beside the bar it is judged against must show on which side of the bar it lies:
     0.596 and a bar of 0.6 both read ``0.60`` at two decimals, ``0.596`` and ``0.600`` at three. Missing
-    values are ignored.
+    values are ignored. ``style`` ``g`` counts significant digits instead (``.3g``: 1.38, 1.3e-05).
     """
+    if style not in ("f", "g"):
+        raise ValueError(f"unknown style {style!r}; expected f (decimals) or g (significant digits)")
     finite = {float(v) for v in values if is_number(v)}
     for digits in range(start, most + 1):
-        if len({format_number(v, f".{digits}f") for v in finite}) == len(finite):
+        if len({format_number(v, f".{digits}{style}") for v in finite}) == len(finite):
             return digits
     return most
 

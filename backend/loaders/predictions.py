@@ -38,6 +38,7 @@ OPTIONAL = ("copy", "true", "split")
 SPLITS = ("train", "test")
 HEADER_CHECK_ROWS = 100_000
 STRING_COLUMNS = ("id", "property", "split")
+FINITE = "Predictions must be finite numbers."
 # Two `stored` values of one (id, property) closer than this (relative) are the same value written twice.
 STORED_RTOL = 1e-9
 
@@ -130,25 +131,40 @@ def shown_as(err: DatasetError, path: Path, shown_name: str | None) -> DatasetEr
 
 
 def check_header(path: Path, known_properties: set[str] | list[str]) -> list[str]:
-    """Check the columns and the property names of the first rows; the columns that will be read."""
+    """Check the columns, that there are rows, and every row check on the first rows; the columns to read.
+
+    An upload is checked with this before it is accepted, so a bad value in the first
+    ``HEADER_CHECK_ROWS`` rows (NaN, a repeated copy, two splits of one id, …) is refused at once.
+    """
     path = Path(path)
-    known = set(known_properties)
     if prediction_format(path) == "parquet":
         pf = open_parquet(path)
         columns = _check_columns(path, pf.schema_arrow.names)
-        first = pf.read_row_group(0, columns=["property"]) if pf.num_row_groups else None
-        props = first.column("property").to_pandas().astype(str).unique() if first is not None else []
+        first = _cast_parquet(path, pf.read_row_group(0, columns=columns)) if pf.num_row_groups else None
     else:
-        header = _csv_batches(path).schema.names
-        columns = _check_columns(path, header)
-        reader = _csv_batches(path, ["property"])
-        props, seen = set(), 0
+        columns = _check_columns(path, _csv_batches(path).schema.names)
+        reader = _csv_batches(path, columns)
+        batches, seen = [], 0
         while seen < HEADER_CHECK_ROWS and (batch := _next_batch(path, reader)) is not None:
-            props.update(batch.column(0).to_pylist())
+            batches.append(batch)
             seen += batch.num_rows
-        props = np.array(sorted(props))
-    _check_properties(path, np.asarray(props), known, "true" in columns)
+        first = pa.Table.from_batches(batches, schema=reader.schema)
+    if first is None or first.num_rows == 0:
+        raise DatasetError(f"{path.name}: the predictions file has a header but no rows")
+    _checked_rows(path, first.to_pandas(), columns, set(known_properties), prediction_format(path) == "csv")
     return columns
+
+
+def _cast_parquet(path: Path, table: pa.Table) -> pa.Table:
+    """A Parquet table's columns as a CSV's are read: text ids, properties and splits, float predictions."""
+    casts = {c: pa.string() for c in STRING_COLUMNS if c in table.column_names}
+    casts.update({c: pa.float64() for c in ("stored", "rotated", "true") if c in table.column_names})
+    for name, typ in casts.items():
+        try:
+            table = table.set_column(table.schema.get_field_index(name), name, table.column(name).cast(typ))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            raise DatasetError(f"{path.name}: column {name!r} cannot be read as {typ} ({err})") from None
+    return table
 
 
 def _read_table(path: Path, columns: list[str], limits: Limits) -> pa.Table:
@@ -159,14 +175,7 @@ def _read_table(path: Path, columns: list[str], limits: Limits) -> pa.Table:
             table = pf.read(columns=columns)
         except Exception as err:
             raise _arrow_error(path, err) from None
-        casts = {c: pa.string() for c in STRING_COLUMNS if c in columns}
-        casts.update({c: pa.float64() for c in ("stored", "rotated", "true") if c in columns})
-        for name, typ in casts.items():
-            try:
-                table = table.set_column(table.schema.get_field_index(name), name, table.column(name).cast(typ))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-                raise DatasetError(f"{path.name}: column {name!r} cannot be read as {typ} ({err})") from None
-        return table
+        return _cast_parquet(path, table)
     reader = _csv_batches(path, columns)
     batches, n_rows = [], 0
     while (batch := _next_batch(path, reader)) is not None:
@@ -176,14 +185,20 @@ def _read_table(path: Path, columns: list[str], limits: Limits) -> pa.Table:
     return pa.Table.from_batches(batches, schema=reader.schema)
 
 
-def _first_bad(path: Path, bad: np.ndarray, what: str, ids: pd.Series, csv: bool) -> None:
+def _first_bad(path: Path, bad: np.ndarray, what: str, ids: pd.Series, csv: bool, rule: str = "") -> None:
+    """Raise naming the first row where ``bad`` holds, what is wrong there, and the rule it breaks."""
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         where = f"line {row + 2}" if csv else f"row {row}"
         raise DatasetError(
-            f"{path.name}, {where} (id {ids.iloc[row]!r}): {what}; "
-            f"{int(bad.sum()):,} row(s) affected. Predictions must be finite numbers."
+            f"{path.name}, {where} (id {ids.iloc[row]!r}): {what}; {int(bad.sum()):,} row(s) affected."
+            + (f" {rule}" if rule else "")
         )
+
+
+def _repeated(rows: pd.DataFrame, key: list[str], column: str) -> np.ndarray:
+    """Rows whose ``column`` differs from the first row of their ``key``."""
+    return (rows[column] != rows.groupby(key, sort=False)[column].transform("first")).to_numpy()
 
 
 def _check_stored_consistent(path: Path, rows: pd.DataFrame) -> None:
@@ -208,34 +223,43 @@ def read_predictions(path: Path, known_properties: set[str] | list[str], limits:
     limits = limits or Limits.from_env()
     columns = check_header(path, known_properties)
     fmt = prediction_format(path)
-    table = _read_table(path, columns, limits)
-    if table.num_rows == 0:
-        raise DatasetError(f"{path.name}: the predictions file has a header but no rows")
-    rows = table.to_pandas()
-    csv = fmt == "csv"
+    rows = _checked_rows(path, _read_table(path, columns, limits).to_pandas(), columns, set(known_properties),
+                         fmt == "csv")  # fmt: skip
+    return Predictions(
+        rows=rows[["id", "property", "stored", "rotated", "true", "split"]],
+        format=fmt,
+        has_true="true" in columns,
+        has_split="split" in columns,
+        has_copy="copy" in columns,
+    )
+
+
+def _checked_rows(path: Path, rows: pd.DataFrame, columns: list[str], known: set[str], csv: bool) -> pd.DataFrame:
+    """``rows`` checked value by value (naming the first bad line), with ``true`` (NaN where not given) and
+    ``split`` (None without the column); all of a file's rows, or the first rows an upload is checked on."""
     for col in ("id", "property"):
         _first_bad(path, rows[col].isna().to_numpy(), f"empty {col!r}", rows["id"].fillna(""), csv)
     for col in ("stored", "rotated"):
         bad = ~np.isfinite(rows[col].to_numpy(np.float64))
-        _first_bad(path, bad, f"{col!r} is NaN, infinite or empty", rows["id"], csv)
+        _first_bad(path, bad, f"{col!r} is NaN, infinite or empty", rows["id"], csv, FINITE)
     has_true = "true" in columns
     if not has_true:
         rows["true"] = np.nan
     true = rows["true"].to_numpy(np.float64)
-    _first_bad(path, np.isinf(true), "'true' is infinite", rows["id"], csv)
+    _first_bad(path, np.isinf(true), "'true' is infinite", rows["id"], csv, FINITE)
     # Where the file gives no true value, the dataset's own is used, so the property must be the dataset's.
-    _check_properties(path, rows.loc[np.isnan(true), "property"].unique(), set(known_properties), False)
+    _check_properties(path, rows.loc[np.isnan(true), "property"].unique(), known, False)
     has_split = "split" in columns
     if has_split:
         bad = ~rows["split"].isin(SPLITS).to_numpy()
         _first_bad(path, bad, f"'split' must be one of {list(SPLITS)}", rows["id"], csv)
+        _first_bad(path, _repeated(rows, ["id"], "split"), "'split' differs from an earlier row of this id",
+                   rows["id"], csv, "A molecule is either trained on or held out: give all its rows one split.")  # fmt: skip
     else:
         rows["split"] = None
+    if "copy" in columns:  # a row without a copy number is a copy like any other, as without the column
+        again = (rows.duplicated(["property", "id", "copy"]) & rows["copy"].notna()).to_numpy()
+        _first_bad(path, again, "this (id, property, copy) is given again", rows["id"], csv,
+                   "Each copy of a molecule has one row per property.")  # fmt: skip
     _check_stored_consistent(path, rows)
-    return Predictions(
-        rows=rows[["id", "property", "stored", "rotated", "true", "split"]],
-        format=fmt,
-        has_true=has_true,
-        has_split=has_split,
-        has_copy="copy" in columns,
-    )
+    return rows

@@ -403,6 +403,11 @@ def assert_pose_robust(
 
         orientscope.assert_pose_robust(model.predict, ds, "gap", ids=test_ids, featurize=features)
     """
+    passes("invariant", fail_on)  # ValueError naming the choices, before any work (as audit-model --fail-on)
+    try:
+        Decision(max_reliance, max_shift)
+    except ValueError as err:  # the bar the caller gave is max_reliance, which the audit calls its margin
+        raise ValueError(f"max_reliance (the audit's margin): {err}") from None
     audit = audit_model(predict, dataset, properties, copies=copies, seed=seed, progress=False, ids=ids,
                         train_ids=train_ids, featurize=featurize, margin=max_reliance, max_shift=max_shift)  # fmt: skip
     failed = {p: code for p, code in audit.verdicts.items() if not passes(code, fail_on)}

@@ -190,7 +190,12 @@ def rotated_copies(
     if not isinstance(dataset, Dataset):
         raise TypeError(f"rotated_copies() takes an orientscope Dataset, not {type(dataset).__name__}")
     check_purpose(purpose)
+    view = dataset if ids is None else dataset.subset(ids)
+    return Poses(view, check_n_copies(n_copies), int(seed), purpose, check_batch_size(batch_size))
+
+
+def check_n_copies(n_copies) -> int:
+    """``n_copies`` as an int from 0 (the stored poses) to MAX_COPIES; ValueError otherwise."""
     if not 0 <= int(n_copies) <= MAX_COPIES:
         raise ValueError(f"n_copies must be between 0 and {MAX_COPIES}, got {n_copies}")
-    view = dataset if ids is None else dataset.subset(ids)
-    return Poses(view, int(n_copies), int(seed), purpose, check_batch_size(batch_size))
+    return int(n_copies)

@@ -16,10 +16,10 @@ from orientscope.core.numbers import format_count, format_interval, format_numbe
 from orientscope.core.settings import DEFAULT_SEED
 from orientscope.figures.audits import comparison_figure
 from orientscope.notebook.audit import ModelAudit, audit_model
-from orientscope.notebook.batches import DEFAULT_BATCH_SIZE, rotated_copies
+from orientscope.notebook.batches import DEFAULT_BATCH_SIZE, check_n_copies, rotated_copies
 from orientscope.notebook.datasets import Dataset
 from orientscope.notebook.progress import checked_options, progress_bar
-from orientscope.science.audit_verdict import DEFAULT_MARGIN
+from orientscope.science.audit_verdict import DEFAULT_MARGIN, percent_digits
 from orientscope.science.copy_rotations import AUGMENT
 from orientscope.services.audit_compare import comparison_table
 
@@ -50,8 +50,7 @@ class AuditComparison:
                 "MAE stored / rotated", "tier")  # fmt: skip
         body = "".join(
             f"<tr data-tier='{esc(r.tier)}'><td>{esc(str(r.audit))}</td><td>{esc(r.property)}</td><td>{format_count(int(r.n))}</td>"
-            f"<td>{esc(format_percent(r.reliance_percent / 100))} "  # the table's NaN reads "–"
-            f"{esc(format_interval(r.reliance_ci_low_percent / 100, r.reliance_ci_high_percent / 100, 'percent'))}</td>"
+            f"<td>{esc(_reliance_cell(r))}</td>"
             f"<td>{esc(format_number(r.shift_median, '.3g'))} {esc(r.unit)}</td>"
             f"<td>{esc(format_number(r.shift_p95, '.3g'))} "
             f"{esc(format_interval(r.shift_p95_ci_low, r.shift_p95_ci_high, 'number', fmt='.3g'))} {esc(r.unit)}</td>"
@@ -66,10 +65,26 @@ class AuditComparison:
         return f"<orientscope.AuditComparison of {len(self.audits)} audits>\n{self.table.to_string(index=False)}"
 
 
+def _reliance_cell(row) -> str:
+    """``+0.20 % [-0.50 %, +1.02 %]``: in the decimals of the tier's text, so a bound reads on the side of the
+    margin the tier says (the table's NaN reads "–")."""
+    low, high = row.reliance_ci_low_percent / 100, row.reliance_ci_high_percent / 100
+    margin = DEFAULT_MARGIN if pd.isna(row.margin) else row.margin
+    digits = percent_digits(None if pd.isna(low) or pd.isna(high) else [low, high], margin)
+    return (
+        f"{format_percent(row.reliance_percent / 100, digits)} {format_interval(low, high, 'percent', digits=digits)}"
+    )
+
+
 def _record(audit) -> tuple[dict, str]:
     if isinstance(audit, ModelAudit):
         return audit.to_dict(), audit.name
     if isinstance(audit, dict) and "properties" in audit:
+        if audit.get("state", "done") != "done" or audit["properties"] is None:  # a REST record of a queued/failed job
+            raise ValueError(
+                f"audit {audit.get('id')!r} is {audit.get('state')!r}, not done, so it has no figures to compare"
+                + (f": {audit['message']}" if audit.get("message") else "")
+            )
         return audit, str(audit.get("name") or audit.get("id"))
     raise TypeError(f"compare_audits takes ModelAudit objects or audit records (dicts), not {type(audit).__name__}")
 
@@ -82,7 +97,7 @@ def compare_audits(audits: Sequence, labels: Sequence[str] | None = None, split:
     rows (default: the audits' names); ``split``: ``train`` or ``test`` for those splits' figures (default: all
     audited molecules).
     """
-    audits = list(audits)
+    audits = [audits] if isinstance(audits, ModelAudit | dict) else list(audits)
     if not audits:
         raise ValueError("compare_audits needs at least one audit")
     records, names = zip(*(_record(a) for a in audits), strict=True)
@@ -91,7 +106,11 @@ def compare_audits(audits: Sequence, labels: Sequence[str] | None = None, split:
         raise ValueError(f"{len(labels)} labels for {len(audits)} audits")
     if split not in (None, "train", "test"):
         raise ValueError(f"split must be None, 'train' or 'test', got {split!r}")
-    return AuditComparison(audits, comparison_table(list(records), labels, split))
+    table = comparison_table(list(records), labels, split)
+    if table.empty:  # only a split can leave nothing: every audit has its all-molecules figures
+        raise ValueError(f"no audit has a {split!r} split (a split column, or train_ids=); leave split=None for "
+                         "all audited molecules")  # fmt: skip
+    return AuditComparison(audits, table)
 
 
 @checked_options
@@ -129,13 +148,19 @@ def sweep(
         train_ids = np.setdiff1d(dataset.ids, held_out.ids)
         if not len(train_ids):
             raise ValueError("every molecule is held out: give train_ids, or fewer ids")
-    ks = [int(k) for k in n_copies]
+    # Every K is checked before the first training run: the user's training is the expensive part.
+    ks = [check_n_copies(k) for k in ([n_copies] if np.isscalar(n_copies) else n_copies)]
+    if not ks:
+        raise ValueError("n_copies is empty: give the numbers of rotated copies to train on, e.g. [0, 1, 4, 16]")
     audits = []
     with progress_bar(f"sweep {dataset.name}", progress) as bar:
         for j, k in enumerate(ks):
             bar(j / len(ks), f"train on {k} rotated copies" if k else "train on the stored poses", "train")
             poses = rotated_copies(dataset, k, seed=seed, ids=train_ids, purpose=AUGMENT, batch_size=batch_size)
             predict = train(poses)
+            if not callable(predict):
+                raise TypeError(f"train(poses) must return a predict function; with {k} copies it returned "
+                                f"{type(predict).__name__}")  # fmt: skip
             bar((j + 0.5) / len(ks), f"audit the model trained on {k} copies", "audit")
             name = f"{k} rotated copies" if k else "stored poses"
             audits.append(audit_model(predict, held_out, properties, copies=copies, seed=seed, name=name,

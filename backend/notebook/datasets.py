@@ -118,7 +118,9 @@ class Dataset:
         ids the set lacks or repeats.
         """
         base = self._parent or self
-        rows = rows_of_ids(self.ids, ids, f"dataset {self.id!r}")
+        # A view's ids are its own: an id of the whole set outside the view is named as outside the view.
+        what = f"dataset {self.id!r}" if self._rows is None else f"the subset view {self.name!r}"
+        rows = rows_of_ids(self.ids, ids, what)
         if self._rows is not None:
             rows = self._rows[rows]
         view = Dataset(base.data_dir, base.id, f"{base.name} [{len(rows):,} of {base.n_molecules:,}]")

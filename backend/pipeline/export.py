@@ -43,6 +43,7 @@ from orientscope.core.progress import Progress, quiet
 from orientscope.core.settings import DEFAULT_SEED, check_choice
 from orientscope.loaders import registry
 from orientscope.science.copy_rotations import (
+    AUDIT,
     AUGMENT,
     ROTATION_RULE,
     ROTATION_RULE_VERSION,
@@ -89,7 +90,7 @@ class ExportRequest:
     def __post_init__(self) -> None:
         check_mode(self.mode)
         check_copies(self.mode, self.copies)
-        check_purpose(self.purpose)
+        check_stream(self.mode, self.purpose)
         if self.format is not None:
             check_export_format(self.format)
         if not 0 <= self.seed < 2**63:
@@ -113,6 +114,18 @@ class ExportRequest:
 
 def check_mode(mode: str) -> str:
     return check_choice(mode, MODES, "export mode")
+
+
+def check_stream(mode: str, purpose: str) -> str:
+    """``purpose`` (the stream of random rotations), refused as ``audit`` with canonical poses: those are not the
+    rotated copies a model audit scores, and a user asking for them would get canonical poses instead."""
+    check_purpose(purpose)
+    if purpose == AUDIT and mode != "random":
+        raise ValueError(
+            f"purpose 'audit' gives the rotated copies a model audit scores, and {mode} poses are not rotated "
+            "copies: use mode random with purpose audit (--mode random --purpose audit --copies K)"
+        )
+    return purpose
 
 
 def check_export_format(fmt: str) -> str:
@@ -351,7 +364,7 @@ def export_dataset(
     """
     check_mode(mode)
     check_copies(mode, copies)
-    check_purpose(purpose)
+    check_stream(mode, purpose)
     meta = ds.read_meta(data_dir, dataset_id)
     named = registry.writer_for(Path(out))
     fmt = check_export_format(fmt) if fmt else named.name if named else default_format(meta)

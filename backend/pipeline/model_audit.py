@@ -26,7 +26,7 @@ import pandas as pd
 from orientscope.core.dataset import frame_dependent_properties
 from orientscope.core.errors import DatasetError
 from orientscope.core.limits import Limits
-from orientscope.core.numbers import format_number
+from orientscope.core.numbers import format_count, format_number
 from orientscope.core.progress import Progress, quiet
 from orientscope.core.settings import DEFAULT_SEED, display_name
 from orientscope.loaders.predictions import Predictions, read_predictions
@@ -153,6 +153,12 @@ def _only_ids(preds: Predictions, ids, dataset_ids: pd.Index, dataset_id: str) -
     if not keep.any():
         raise DatasetError(f"none of the {len(wanted):,} ids to audit has a prediction (e.g. {list(wanted[:3])})")
     chosen = {"n_ids": int(len(wanted)), "n_ids_without_predictions": int(len(wanted) - len(found))}
+    if chosen["n_ids_without_predictions"]:
+        missing = wanted[~wanted.isin(found)]
+        chosen["warning"] = (
+            f"{len(missing):,} of the {len(wanted):,} ids to audit have no prediction in the file and are not "
+            f"audited (e.g. {list(missing[:MAX_EXAMPLES])}); the figures are of the other {len(found):,}"
+        )
     return Predictions(preds.rows[keep], preds.format, preds.has_true, preds.has_split, preds.has_copy), chosen
 
 
@@ -189,6 +195,8 @@ def audit_predictions(
     rows = preds.rows[matched]
     mol_rows = mol_all[matched]
     warnings = shifted_id_warnings(unknown, dataset_ids)
+    if chosen is not None and "warning" in chosen:
+        warnings.insert(0, chosen.pop("warning"))
     if len(rows) == 0:
         raise DatasetError(
             f"none of the {len(uniques):,} ids in the predictions is a molecule of dataset {dataset_id!r} "
@@ -227,6 +235,12 @@ def audit_predictions(
         variance = float(np.nanvar(values)) if values is not None else float(np.var(errors.true))
         if (note := sci.units_warning(figures["mse_stored"], variance, units.get(prop, ""), split)) is not None:
             notes.append(f"{prop}: {note}")
+        if split is None and not ok.all():  # the header counts these molecules; the figures leave them out
+            lacking = np.unique(mol[~ok])
+            notes.append(
+                f"{prop}: {format_count(len(lacking))} molecule(s) have no true value (the dataset's is missing and "
+                f"the file gives none) and are left out of its figures, e.g. {list(dataset_ids[lacking[:MAX_EXAMPLES]])}"
+            )
         if split is None and values is not None:
             if (note := _shifted_truth_warning(prop, errors, values, dataset_ids)) is not None:
                 notes.append(note)

@@ -31,6 +31,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from orientscope.core.numbers import (
+    decimals_apart,
     format_count,
     format_interval,
     format_number,
@@ -93,20 +94,27 @@ def _num(x) -> str:
     return format_number(x, SIGNIFICANT)
 
 
-def _in_unit(x, unit: str) -> str:
-    return f"{_num(x)} {unit}" if unit else _num(x)
+def _in_unit(x, unit: str, fmt: str = SIGNIFICANT) -> str:
+    text = format_number(x, fmt)
+    return f"{text} {unit}" if unit else text
 
 
-def _margin(margin: float, sign: str = "±") -> str:
-    return f"{sign}{format_percent(margin, signed=False)}"
+def _margin(margin: float, sign: str = "±", digits: int = 1) -> str:
+    return f"{sign}{format_percent(margin, digits, signed=False)}"
 
 
-def _reliance(figures: dict) -> str:
+def percent_digits(ci, margin: float) -> int:
+    """Decimals at which the reliance CI's bounds and ±margin read apart: a text that says a bound lies inside
+    or beyond the margin must not print the bound as the margin (+1.0 % for +0.97 % beside a ±1.0 % margin)."""
+    return decimals_apart([100 * x for x in (*(ci or ()), margin, -margin)], start=1, most=3)
+
+
+def _reliance(figures: dict, digits: int = 1) -> str:
     """``reliance +47.0 % [+39.0 %, +55.0 %]`` (the CI when there is one), saying when it reads against the floor."""
-    text = f"reliance {format_percent(figures.get('reliance'))}"
+    text = f"reliance {format_percent(figures.get('reliance'), digits)}"
     ci = (figures.get("ci95") or {}).get("reliance")
     if ci:
-        text += f" {format_interval(ci[0], ci[1], 'percent')}"
+        text += f" {format_interval(ci[0], ci[1], 'percent', digits=digits)}"
     if figures.get("reliance_floored"):
         floor = figures.get("mse_floor")
         text += (
@@ -117,15 +125,15 @@ def _reliance(figures: dict) -> str:
     return text
 
 
-def _change(figures: dict) -> str:
+def _change(figures: dict, digits: int = 1) -> str:
     increase = figures["mse_rotated"] - figures["mse_stored"]
     return (
         f"the MSE goes from {_num(figures['mse_stored'])} on stored poses to {_num(figures['mse_rotated'])} on "
-        f"rotated copies ({format_number(increase, '+' + SIGNIFICANT)}; {_reliance(figures)})"
+        f"rotated copies ({format_number(increase, '+' + SIGNIFICANT)}; {_reliance(figures, digits)})"
     )
 
 
-def _shift(figures: dict) -> str:
+def _shift(figures: dict, p95_fmt: str = SIGNIFICANT) -> str:
     """``rotation shift median X [lo, hi], 95th percentile Y [lo, hi] (unit)``, or "" without the figures."""
     if figures.get("shift_median") is None:
         return ""
@@ -133,7 +141,10 @@ def _shift(figures: dict) -> str:
     parts = []
     for name, label in (("median", "median"), ("p95", "95th percentile")):
         ci = figures.get(f"shift_{name}_ci95") or [None, None]
-        parts.append(f"{label} {_in_unit(figures[f'shift_{name}'], unit)} {_order_interval(ci, figures.get('n'))}")
+        parts.append(
+            f"{label} {_in_unit(figures[f'shift_{name}'], unit, p95_fmt if name == 'p95' else SIGNIFICANT)} "
+            f"{_order_interval(ci, figures.get('n'))}"
+        )
     return "rotation shift " + ", ".join(parts)
 
 
@@ -189,34 +200,35 @@ def _training_note(figures: dict, split: str | None) -> str:
     )
 
 
-def _straddle(ci: list[float], margin: float, significant: bool, p_text: str) -> str:
+def _straddle(ci: list[float], margin: float, significant: bool, p_text: str, digits: int = 1) -> str:
     """Why a CI that reaches past a margin leaves the tier open, saying only what the interval says."""
     low, high = ci
+    plus, minus = _margin(margin, "+", digits), _margin(margin, "-", digits)
     above, below = high > margin, low < -margin
     width = "More molecules or copies narrow the interval."
     if above and below:
         return (
-            f"the reliance CI reaches past both the {_margin(margin, '-')} and the {_margin(margin, '+')} margins, "
+            f"the reliance CI reaches past both the {minus} and the {plus} margins, "
             f"so it cannot tell a robust model from one that leans or does better on rotated copies. {width}"
         )
     if below and high < 0:
         return (
             "the error is lower on rotated copies than on the stored poses (the whole reliance CI is negative), "
-            f"but not wholly below the {_margin(margin, '-')} margin: the model may do as well on both. {width}"
+            f"but not wholly below the {minus} margin: the model may do as well on both. {width}"
         )
     if below:
         return (
-            f"the reliance CI reaches below the {_margin(margin, '-')} margin, so it cannot tell a model robust to "
+            f"the reliance CI reaches below the {minus} margin, so it cannot tell a model robust to "
             f"the margin from one that does better on rotated copies. {width}"
         )
     if significant or low > 0:
         grows = f"Holm-adjusted p {p_text}" if significant else "the whole reliance CI is positive"
         return (
             f"the error grows on rotated copies ({grows}), but the reliance CI reaches below the "
-            f"{_margin(margin, '+')} margin: the increase may be smaller than the margin. {width}"
+            f"{plus} margin: the increase may be smaller than the margin. {width}"
         )
     return (
-        f"the reliance CI reaches above the {_margin(margin, '+')} margin, so it cannot tell a model robust to the "
+        f"the reliance CI reaches above the {plus} margin, so it cannot tell a model robust to the "
         f"margin from one that leans. {width}"
     )
 
@@ -238,8 +250,13 @@ def verdict(
     m, limit = decision.margin, decision.max_shift
     unit = figures.get("unit") or ""
     out = {"alpha": ALPHA, **decision.as_dict(), "rule_version": AUDIT_RULE_VERSION}
-    shift = _shift(figures)
-    change = _change(figures)
+    ci = (figures.get("ci95") or {}).get("reliance")
+    digits = percent_digits(ci, m)
+    p95 = figures.get("shift_p95")
+    # The shift's 95th percentile, beside a max_shift it is judged against, in digits that show which is larger.
+    p95_fmt = SIGNIFICANT if limit is None or p95 is None else f".{decimals_apart([p95, limit], 3, style='g')}g"
+    shift = _shift(figures, p95_fmt)
+    change = _change(figures, digits)
     numbers = change[0].upper() + change[1:] + (f"; {shift}." if shift else ".")
     p_text = format_p_clause(pvalue_holm)
     alpha = f"α = {format_number(ALPHA, 'g')}"
@@ -264,14 +281,13 @@ def verdict(
             f"Invariant: no prediction moves by more than {_num(figures['shift_tolerance'])} when its molecule is "
             f"rotated (largest rotation shift {_in_unit(shift_max, unit)}), so the error cannot depend on the pose.",
         )
-    ci = (figures.get("ci95") or {}).get("reliance")
     significant = pvalue_holm is not None and pvalue_holm < ALPHA
     memoriser = figures.get("reliance") is None and figures["mse_rotated"] > figures["mse_stored"]
     if significant and ((ci and ci[0] > m) or (memoriser and not ci)):
         return tier(
             "leans",
             "reliance_ci95",
-            f"Leans on the pose: the reliance CI lies above the {_margin(m, '+')} margin and the Holm-adjusted "
+            f"Leans on the pose: the reliance CI lies above the {_margin(m, '+', digits)} margin and the Holm-adjusted "
             f"p {p_text} is below {alpha}.",
             _reading(figures, split, regression),
         )
@@ -286,17 +302,16 @@ def verdict(
         return tier(
             "better_rotated",
             "reliance_ci95",
-            f"Better on rotated copies: the reliance CI lies wholly below the {_margin(m, '-')} margin, so this "
+            f"Better on rotated copies: the reliance CI lies wholly below the {_margin(m, '-', digits)} margin, so this "
             "model does worse on the stored poses than on random ones (e.g. it was trained on rotated copies "
             "only).",
         )
     if low >= -m and high <= m:
-        p95 = figures.get("shift_p95")
         if limit is None:
             return tier(
                 "robust",
                 "reliance_ci95",
-                f"Robust to the {_margin(m)} margin: the reliance CI lies inside it, so the error does not grow on "
+                f"Robust to the {_margin(m, '±', digits)} margin: the reliance CI lies inside it, so the error does not grow on "
                 "rotated copies by more than the margin.",
                 "Its predictions still move with the pose (the rotation shift above); give max_shift to judge "
                 "that shift."
@@ -307,22 +322,22 @@ def verdict(
             return tier(
                 "robust",
                 "shift_p95",
-                f"Robust: the reliance CI lies inside the {_margin(m)} margin and the rotation shift's 95th "
-                f"percentile {_in_unit(p95, unit)} is within max_shift {_in_unit(limit, unit)}.",
+                f"Robust: the reliance CI lies inside the {_margin(m, '±', digits)} margin and the rotation shift's 95th "
+                f"percentile {_in_unit(p95, unit, p95_fmt)} is within max_shift {_in_unit(limit, unit, p95_fmt)}.",
             )
         return tier(
             "inconclusive",
             "shift_p95",
-            f"Not robust by max_shift: the reliance CI lies inside the {_margin(m)} margin, but the rotation "
-            f"shift's 95th percentile {_in_unit(p95, unit)} exceeds max_shift {_in_unit(limit, unit)}.",
+            f"Not robust by max_shift: the reliance CI lies inside the {_margin(m, '±', digits)} margin, but the rotation "
+            f"shift's 95th percentile {_in_unit(p95, unit, p95_fmt)} exceeds max_shift {_in_unit(limit, unit, p95_fmt)}.",
         )
     if low > m:  # above the margin without a Holm p below alpha
         why = (
-            f"the reliance CI lies above the {_margin(m, '+')} margin, but the Holm-adjusted p {p_text} is not "
+            f"the reliance CI lies above the {_margin(m, '+', digits)} margin, but the Holm-adjusted p {p_text} is not "
             f"below {alpha}."
         )
     else:
-        why = _straddle(ci, m, significant, p_text)
+        why = _straddle(ci, m, significant, p_text, digits)
     return tier("inconclusive", "reliance_ci95", f"Inconclusive: {why}")
 
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orientscope.core.numbers import format_number
+from orientscope.core.numbers import decimals_apart, format_number
 from orientscope.core.resources import scipy_stats as stats
 
 # A stored-pose MSE above the variance by less than this share is rounding, not a worse-than-mean model
@@ -410,14 +410,7 @@ def units_warning(mse_stored: float, variance: float, unit: str = "", split: str
     if variance > 0 and mse_stored > variance * (1 + UNITS_TOLERANCE):
         unit_text = f" in {unit}" if unit else ""
         where = f" on split {split!r}" if split else " over all molecules"
-        fmt = next(
-            (
-                f".{d}g"
-                for d in range(3, 10)
-                if format_number(mse_stored, f".{d}g") != format_number(variance, f".{d}g")
-            ),
-            ".10g",
-        )
+        fmt = f".{decimals_apart([mse_stored, variance], start=3, style='g')}g"  # "above" must read above
         return (
             f"the stored-pose MSE{where} ({format_number(mse_stored, fmt)}) is above the property's variance "
             f"({format_number(variance, fmt)}): are the predictions in the dataset's units{unit_text}?"

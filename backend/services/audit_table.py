@@ -15,7 +15,7 @@ from orientscope.core.numbers import (
     format_p,
     format_percent,
 )
-from orientscope.science.audit_verdict import AUDIT_RULE_VERSION
+from orientscope.science.audit_verdict import AUDIT_RULE_VERSION, DEFAULT_MARGIN, percent_digits
 from orientscope.science.copy_rotations import ROTATION_RULE_VERSION, RULES, rule_version
 
 SIGNIFICANT = ".3g"
@@ -56,6 +56,9 @@ def audit_rows(record: dict) -> list[dict]:
         ci = (p.get("ci95") or {}).get("reliance") or [None, None]
         shift_ci = p.get("shift_p95_ci95") or [None, None]
         unit = p.get("unit") or ""
+        # The decimals of the tier's text, so a bound beside the margin reads on the side the tier says.
+        margin = p["verdict"].get("margin")
+        digits = percent_digits(ci if None not in ci else None, DEFAULT_MARGIN if margin is None else margin)
         rows.append({
             "property": p["property"],
             "split": p.get("split") or "all",
@@ -65,8 +68,8 @@ def audit_rows(record: dict) -> list[dict]:
             "mse_rotated": _num(p["mse_rotated"]),
             "mae_stored": _in_unit(p.get("mae_stored"), unit),
             "mae_rotated": _in_unit(p.get("mae_rotated"), unit),
-            "reliance": format_percent(p.get("reliance")),
-            "reliance_ci": format_interval(ci[0], ci[1], "percent"),
+            "reliance": format_percent(p.get("reliance"), digits),
+            "reliance_ci": format_interval(ci[0], ci[1], "percent", digits=digits),
             "pvalue_holm": format_p(p.get("pvalue_holm")),
             "shift_median": _in_unit(p.get("shift_median"), unit),
             "shift_p95": _in_unit(p.get("shift_p95"), unit),

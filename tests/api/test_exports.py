@@ -120,6 +120,17 @@ def test_bad_export_bodies_are_422_naming_the_field(read_only, body, field):
     assert r.json()["detail"][0]["loc"][-1] == field
 
 
+def test_an_audit_purpose_with_canonical_poses_is_refused_by_both_routes(read_only):
+    body = {"mode": "canonical", "purpose": "audit"}
+    for r in (
+        httpx.post(f"{read_only}/api/datasets/qm9/exports", json=body),
+        httpx.get(f"{read_only}/api/datasets/qm9/export", params=body, timeout=60),
+    ):
+        assert r.status_code == 422 and "purpose 'audit'" in r.json()["detail"][0]["msg"], r.text
+    # The default purpose (augment) with canonical poses is what every canonical export has always sent.
+    assert httpx.post(f"{read_only}/api/datasets/qm9/exports", json={"mode": "canonical"}).status_code == 202
+
+
 def test_an_export_with_copies_downloads_each_copy_and_one_rotations_file(read_only):
     r = httpx.post(f"{read_only}/api/datasets/qm9/exports", json={**BODY, "copies": 3})
     assert r.status_code == 202, r.text

@@ -83,6 +83,15 @@ def test_upload_audit_list_download_delete(url, data_dir, predictions_csv):
         (b"id,property,stored\n1,gap,0.1\n", "file", "lack the column(s) ['rotated']"),
         (b"id,property,stored,rotated\n1,nosuch,0.1,0.2\n", "file", "unknown property 'nosuch'"),
         (b"", "file", "is empty"),
+        (b"id,property,stored,rotated\n", "file", "header but no rows"),
+        # Every value of the first rows is checked before the upload is accepted, not by a job that then fails.
+        (b"id,property,stored,rotated\n1,gap,0.1,0.2\n2,gap,0.1,nan\n", "file", "line 3 (id '2'): 'rotated' is NaN"),
+        (b"id,property,stored,rotated\n1,gap,0.1,0.2\n1,gap,0.3,0.2\n", "file", "'stored' differs"),
+        (
+            b"id,property,copy,stored,rotated\n1,gap,0,0.1,0.2\n1,gap,0,0.1,0.2\n",
+            "file",
+            "(id, property, copy) is given",
+        ),
     ],
 )
 def test_bad_header_is_a_422_and_nothing_is_queued(url, data_dir, content, field, message):
@@ -112,11 +121,11 @@ def test_missing_name_unknown_dataset_and_not_multipart(url):
 
 
 def test_content_error_fails_the_job_and_stores_nothing(url, data_dir):
-    content = b"id,property,stored,rotated\n1,gap,0.1,0.2\n1,gap,0.3,0.2\n"  # two stored values for one molecule
+    content = b"id,property,stored,rotated\nnosuch,gap,0.1,0.2\n"  # found by the job: no id is a molecule of qm9
     with httpx.Client(base_url=url, timeout=60) as c:
         r = c.post("/api/datasets/qm9/model-audits", files={"file": ("p.csv", content)}, data={"name": "bad"})
         assert r.status_code == 202
         audit = _wait(c, r.json()["audit_id"])
-        assert audit["state"] == "failed" and "'stored' differs" in audit["message"]
+        assert audit["state"] == "failed" and "none of the 1 ids in the predictions" in audit["message"]
         assert c.get(f"/api/datasets/qm9/model-audits/{audit['id']}/molecules").status_code == 404
     assert _audits_on_disk(data_dir) == []

@@ -72,6 +72,8 @@ def test_decimals_apart_shows_which_side_of_a_bar_a_bound_lies():
     assert decimals_apart([59.6, 60.0, 65.0], start=0) == 1  # 59.6 % against a 60.0 % bar, not 60 % against 60 %
     assert decimals_apart([-0.0032, 0.0036, 0.0]) == 3  # never "-0.00" and "0.00" for a range around 0
     assert decimals_apart([0.5, 0.5, None, math.nan]) == 2 and decimals_apart([1.0, 1.0 + 1e-12], most=4) == 4
+    assert decimals_apart([1.3812, 1.38], start=3, style="g") == 4  # 1.381 and 1.38 (significant digits)
+    assert decimals_apart([1.3e-5, 1.2e-5], start=3, style="g") == 3
 
 
 def test_format_estimate_writes_the_interval_like_its_estimate():

@@ -67,6 +67,12 @@ def test_a_subset_is_a_view_that_recomputes_nothing(ds, data_dir):
         ds.subset([ids[0], "nosuch"])
     with pytest.raises(DatasetError, match="given more than once"):
         ds.subset([ids[0], ids[0]])
+    # A molecule of the whole set outside the view is named as outside the view, not as unknown to 'qm9'.
+    outside = r"1 of the 1 ids are not molecules of the subset view 'QM9 \[3 of 400\]', e\.g\. \['" + ds.ids[0]
+    with pytest.raises(DatasetError, match=outside):
+        view.subset([ds.ids[0]])
+    with pytest.raises(DatasetError, match=outside):
+        orientscope.rotated_copies(view, 1, ids=[ds.ids[0]])
     assert _files(dataset_dir(data_dir, "qm9")) == before
 
 
@@ -254,6 +260,37 @@ def _pose_linked(mols: MoleculeSet) -> np.ndarray:
     return 3.0 * lab_x_share(mols) + np.random.default_rng(7).normal(0, 0.05, mols.n_molecules)
 
 
+def test_molecules_without_a_true_value_are_named_where_the_header_counts_them(qm9_small, tmp_path):
+    """A partly labelled set: the audit's header counts every molecule it was given; its figures, and a
+    warning, say which ones had no value to score against."""
+    mols = qm9_small.subset(np.arange(120))
+    y = _pose_linked(mols)
+    y[[3, 50, 51]] = np.nan
+    ds = orientscope.from_arrays(mols.atomic_numbers, mols.positions_angstrom, ids=mols.ids, offsets=mols.offsets,
+                                 properties={"pose_linked": y}, data_dir=tmp_path)  # fmt: skip
+    audit = orientscope.audit_model(lambda b: np.zeros(len(b.ids)), ds, "pose_linked", progress=False)
+    record = audit.to_dict()
+    (entry,) = record["properties"]
+    assert record["n_molecules"] == 120 and entry["n"] == 117
+    missing = [str(mols.ids[i]) for i in (3, 50, 51)]
+    assert (
+        f"pose_linked: 3 molecule(s) have no true value (the dataset's is missing and the file gives none) and "
+        f"are left out of its figures, e.g. {missing}"
+    ) in audit.warnings
+
+
+def test_compare_audits_says_why_it_cannot_compare(ds):
+    audit = orientscope.audit_model(lambda b: np.zeros(len(b.ids)), ds, "gap", ids=ds.ids[:30], copies=2,
+                                    progress=False)  # fmt: skip
+    assert list(orientscope.compare_audits(audit).table["tier"]) == ["invariant"]  # one audit, not in a list
+    # A failed job's record, as GET …/model-audits/{id} serves it.
+    failed = {"id": "a0", "state": "failed", "message": "p.csv, line 7: 'rotated' is NaN", "properties": None}
+    with pytest.raises(ValueError, match=r"audit 'a0' is 'failed', not done, .*: p\.csv, line 7: 'rotated' is NaN"):
+        orientscope.compare_audits([audit, failed])
+    with pytest.raises(ValueError, match="no audit has a 'test' split"):  # no split column, no train_ids
+        orientscope.compare_audits([audit], split="test")
+
+
 def test_the_gate_raises_with_the_table_and_the_comparison_needs_no_dash(qm9_small, tmp_path):
     mols = qm9_small
     y = _pose_linked(mols)
@@ -288,6 +325,52 @@ def test_the_gate_raises_with_the_table_and_the_comparison_needs_no_dash(qm9_sma
     code = "import sys, orientscope; orientscope.compare_audits; import orientscope.notebook.compare; " \
            "print('dash' in sys.modules)"  # fmt: skip
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"fail_on": "nah"}, r"unknown fail-on 'nah'; expected one of \['leans', 'not-robust', 'not-invariant'\]"),
+        ({"max_reliance": -0.01}, r"max_reliance \(the audit's margin\): margin must be a fraction"),
+        ({"max_shift": -1.0}, "max_shift must be a number >= 0"),
+    ],
+)
+def test_the_gate_refuses_bad_bars_by_their_names_before_predict_runs(ds, options, message):
+    calls = []
+
+    def predict(batch):
+        calls.append(len(batch.ids))
+        return np.zeros(len(batch.ids))
+
+    with pytest.raises(ValueError, match=message):
+        orientscope.assert_pose_robust(predict, ds, "gap", ids=ds.ids[:20], **options)
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("n_copies", "error", "message"),
+    [
+        ([0, 4, 200], ValueError, "n_copies must be between 0 and 100, got 200"),
+        ([], ValueError, r"n_copies is empty: give the numbers of rotated copies to train on, e\.g\. \[0, 1, 4, 16\]"),
+        ([0], TypeError, "train\\(poses\\) must return a predict function; with 0 copies it returned NoneType"),
+    ],
+)
+def test_sweep_refuses_bad_copy_counts_before_training_and_a_train_without_predict(ds, n_copies, error, message):
+    """The user's training is the slow part: a bad K is refused before the first run, not after the others."""
+    trained = []
+
+    def train(poses):
+        trained.append(poses.n_copies)
+
+    with pytest.raises(error, match=message):
+        orientscope.sweep(train, ds, "gap", n_copies=n_copies, ids=ds.ids[:20], progress=False)
+    assert trained == ([0] if error is TypeError else [])
+
+
+def test_sweep_takes_one_copy_count_as_an_int(ds):
+    zero = lambda poses: lambda batch: np.zeros(len(batch.ids))  # noqa: E731
+    result = orientscope.sweep(zero, ds, "gap", n_copies=2, ids=ds.ids[:40], copies=2, progress=False)
+    assert list(result.table["n_copies"]) == [2] and list(result.table["tier"]) == ["invariant"]
 
 
 def test_sweep_trains_on_rotated_copies_and_audits_the_held_out_molecules(qm9_small, tmp_path):

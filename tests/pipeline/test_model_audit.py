@@ -165,6 +165,15 @@ def test_ids_audit_only_those_molecules(data_dir, stored, copies, tmp_path):
     assert sorted(table["id"]) == sorted(held_out)
     with pytest.raises(DatasetError, match=r"1 of the 2 ids to audit are not molecules of dataset 'qm9'"):
         run_audit(data_dir, "qm9", path, "bad", settings=FAST, ids=[held_out[0], "nosuch"])
+    assert record["ids"]["n_ids_without_predictions"] == 0 and not any("no prediction" in w for w in record["warnings"])
+    # Ids given whose rows the file lacks: audited without them, and said so where a script reads (warnings).
+    frame[~frame["id"].isin(held_out[:3])].to_csv(path, index=False, float_format="%.17g")
+    record = run_audit(data_dir, "qm9", path, "three lack rows", settings=FAST, ids=held_out)
+    assert record["n_molecules"] == len(held_out) - 3 and record["ids"]["n_ids_without_predictions"] == 3
+    assert record["warnings"][0] == (
+        f"3 of the {len(held_out)} ids to audit have no prediction in the file and are not audited (e.g. "
+        f"{[str(i) for i in held_out[:3]]}); the figures are of the other {len(held_out) - 3}"
+    )
 
 
 @pytest.mark.parametrize(

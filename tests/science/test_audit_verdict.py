@@ -46,6 +46,55 @@ def test_tier_and_the_figure_that_decided_it(reliance, ci, p, decision, code, de
         assert "95th percentile 0.02 Ha is within" in v["text"] or "exceeds max_shift 0.01 Ha" in v["text"]
 
 
+@pytest.mark.parametrize(
+    ("ci", "p", "decision", "code", "says"),
+    [
+        # A bound within 0.05 points of the ±1 % margin: one decimal would print it as the margin itself.
+        ([-0.0096, 0.0097], 0.5, Decision(), "robust", "Robust to the ±1.00 % margin: the reliance CI lies inside it"),
+        ([0.0104, 0.02], 1e-5, Decision(), "leans", "the reliance CI lies above the +1.00 % margin"),
+        ([-0.005, 0.0102], 0.5, Decision(), "inconclusive", "the reliance CI reaches above the +1.00 % margin"),
+        (
+            [-0.005, 0.005],
+            0.5,
+            Decision(max_shift=0.233),
+            "inconclusive",
+            "percentile 0.2333 Ha exceeds max_shift 0.233 Ha",
+        ),
+        (
+            [-0.005, 0.005],
+            0.5,
+            Decision(max_shift=0.2334),
+            "robust",
+            "percentile 0.2333 Ha is within max_shift 0.2334 Ha",
+        ),
+    ],
+)
+def test_a_bound_beside_its_bar_is_written_on_the_side_the_words_say(ci, p, decision, code, says):
+    """Words never contradict the numbers beside them: "+1.0 %" never "reaches above" a "+1.0 %" margin."""
+    v = verdict(_figures(0.0, ci, shift_p95=0.2333), p, False, None, decision)
+    assert v["code"] == code and says in v["text"], v["text"]
+    if decision.max_shift is None:
+        low, high = (f"{100 * x:+.2f} %" for x in ci)
+        assert f"[{low}, {high}]" in v["text"]
+    else:
+        assert "95th percentile 0.2333 Ha [0.21, 0.257]" in v["text"]  # the shift figure in the same digits
+
+
+def test_the_table_writes_the_reliance_in_the_digits_of_its_tier_text():
+    from orientscope.services.audit_table import audit_rows
+
+    figures = _figures(0.002, [-0.005, 0.0102])
+    entry = {**figures, "property": "gap", "split": None, "verdict": verdict(figures, 0.5, False, None)}
+    (row,) = audit_rows({"properties": [entry]})
+    assert (row["reliance"], row["reliance_ci"], row["tier"]) == ("+0.20 %", "[-0.50 %, +1.02 %]", "inconclusive")
+    far = {**entry, **_figures(0.47, [0.39, 0.55])}
+    assert audit_rows({"properties": [far]})[0]["reliance_ci"] == "[+39.0 %, +55.0 %]"  # one decimal where it does
+    from orientscope import compare_audits  # the notebook's comparison writes it alike
+
+    html = compare_audits({"name": "m", "properties": [{**entry, "n": 1000}]})._repr_html_()
+    assert "<td>+0.20 % [-0.50 %, +1.02 %]</td>" in html and "data-tier='inconclusive'" in html
+
+
 def test_a_moving_prediction_is_never_called_fixed_and_a_robust_text_gives_the_shift():
     for reliance, ci in ((0.0, [-0.005, 0.005]), (-0.3, [-0.4, -0.2]), (0.01, [-0.02, 0.04])):
         text = verdict(_figures(reliance, ci), 0.5, False, None)["text"]
@@ -59,7 +108,8 @@ def test_a_negative_reliance_says_the_model_does_better_on_rotated_copies():
     assert "reliance -4.8 % [-8.2 %, -0.5 %]" in inconclusive
     # A CI that reaches below the margin but also above 0 claims no direction.
     open_ = verdict(_figures(-0.002, [-0.014, 0.0097]), 0.7, False, None)["text"]
-    assert "lower on rotated copies than" not in open_ and "reaches below the -1.0 % margin" in open_
+    # (+0.97 % is written +0.97 %, not +1.0 % beside the margin, so the margin reads -1.00 %)
+    assert "lower on rotated copies than" not in open_ and "reaches below the -1.00 % margin" in open_
     better = verdict(_figures(-0.048, [-0.082, -0.011]), 1e-4, False, None)["text"]
     assert better.startswith("Better on rotated copies") and "does worse on the stored poses" in better
 

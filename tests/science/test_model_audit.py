@@ -135,6 +135,13 @@ def test_a_constant_prediction_at_the_mean_is_no_units_warning():
     assert shown == [0.002851, 0.00285] and shown[0] > shown[1]
 
 
+def test_units_warning_writes_the_mse_above_the_variance_as_it_says():
+    """A constant near the mean: MSE = variance + bias², here 1.3812 against 1.3800, both 1.38 at .3g."""
+    text = sci.units_warning(1.3812, 1.38)
+    assert "(1.381) is above the property's variance (1.38)" in text
+    assert "(1.3e-05) is above the property's variance (1.2e-05)" in sci.units_warning(1.3e-5, 1.2e-5)
+
+
 def test_a_memoriser_leans_on_the_pose():
     # Exact on its training set (stored-pose MSE 0), a little off on the rotated copies.
     rng = np.random.default_rng(4)
