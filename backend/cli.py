@@ -325,7 +325,13 @@ def synth_cmd(
 @app.command("export")
 def export_cmd(
     dataset: str,
-    mode: Annotated[str, typer.Option("--mode", help="random (uniformly rotated) | canonical (canonical poses)")],
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="random (uniformly rotated) | canonical (canonical poses) | stored (as stored: the poses an audit compares with)",
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", help="output file")],
     data_dir: DataDir = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the random rotations")] = DEFAULT_SEED,

@@ -7,6 +7,9 @@
   ``<out>.rotations.csv`` (id, mode, purpose, seed, r00 … r22) so the change can be undone.
 * ``canonical``: every molecule in its canonical pose ``R (x - centroid)``
   (PCA frame, sign rule "max"); the side file holds each ``R``.
+* ``stored``: every molecule as stored (the side file holds the identity): the
+  poses a model audit compares its rotated copies with, as a file for a model
+  outside Python (``rotated_copies(ds, 0)`` gives them in Python).
 
 ``purpose`` is ``augment`` by default (training data: the de-biased set and
 ``orientscope.rotated_copies``) or ``audit`` (the copies ``orientscope audit-model``
@@ -57,7 +60,7 @@ from orientscope.store import datasets as ds
 
 log = logging.getLogger(__name__)
 
-MODES = ("random", "canonical")
+MODES = ("random", "canonical", "stored")
 # The formats export writes (every registered format with a writer): name -> (suffix, write(path, mols)).
 WRITERS: dict[str, tuple[str, Callable]] = {
     f.name: (f.suffix, f.write) for f in registry.FORMATS if f.write is not None
@@ -204,6 +207,8 @@ def debias(
     if mode == "random":
         rotations = copy_rotations(id_counters(mols.ids), seed, copy, purpose)
         pos = rotate_molecules(mols.positions_angstrom, mols.offsets, rotations)
+    elif mode == "stored":  # nothing moves: the side file's identities say so
+        return mols, np.broadcast_to(np.eye(3), (mols.n_molecules, 3, 3)).copy()
     else:
         frames = compute_frames(
             mols.positions_angstrom, mols.offsets, mols.atomic_numbers, method="pca", sign_rule="max"

@@ -5,7 +5,7 @@ import pytest
 from orientscope.core.errors import DatasetError
 from orientscope.core.orientations_schema import R_COLUMNS
 from orientscope.loaders.detect import load_path
-from orientscope.pipeline.export import EXPORT_FORMATS, debias, export_molecules, rotate_properties
+from orientscope.pipeline.export import EXPORT_FORMATS, check_stream, debias, export_molecules, rotate_properties
 from orientscope.science.frames import canonical_positions, compute_frames
 from orientscope.science.rotations import random_rotations
 
@@ -72,6 +72,22 @@ def test_tensor_and_vector_properties_rotate_with_the_molecule():
     assert out["alpha_xy"].iat[0] == pytest.approx(B[0, 1]) and out["alpha_zz"].iat[0] == pytest.approx(B[2, 2])
     np.testing.assert_allclose(out[["mu_x", "mu_y", "mu_z"]].to_numpy()[0], R[0] @ [1.0, 2.0, 3.0])
     assert out["gap"].iat[0] == 0.25
+
+
+@pytest.mark.parametrize("fmt", ["extxyz", "sdf"])
+def test_stored_export_is_the_stored_poses_for_a_model_outside_python(tmp_path, mols, fmt):
+    """The poses an audit compares its rotated copies with, as a file: nothing moved, the side file says so."""
+    info = export_molecules(mols, tmp_path / f"stored.{fmt}", "stored", fmt, seed=5)
+    back = load_path(tmp_path / f"stored.{fmt}", fmt).mols
+    assert list(back.ids) == list(mols.ids) and info["mode"] == "stored"
+    np.testing.assert_allclose(back.positions_angstrom, mols.positions_angstrom, atol=1e-4)
+    # lab-frame tensors stay as they are, with the molecule
+    np.testing.assert_allclose(back.properties["alpha_xx"], mols.properties["alpha_xx"], rtol=1e-6)
+    rot = pd.read_csv(info["rotations_path"])
+    assert (rot["mode"] == "stored").all() and list(rot["id"].astype(str)) == list(mols.ids)
+    np.testing.assert_array_equal(rot[R_COLUMNS].to_numpy(), np.tile(np.eye(3).ravel(), (mols.n_molecules, 1)))
+    with pytest.raises(ValueError, match="purpose 'audit' gives the rotated copies"):
+        check_stream("stored", "audit")
 
 
 def test_unknown_mode_and_format(tmp_path, mols):
