@@ -2,7 +2,7 @@
 
 Records are split at ``$$$$`` lines by our own streaming reader (so errors name
 the record and line) and each mol block is parsed by RDKit with hydrogens kept.
-The molecule id is the title line as written, else the ``CHEMBL_ID``/``ID``/``NAME``
+The molecule id is the title line as written (spaces kept), else the ``CHEMBL_ID``/``ID``/``NAME``
 tag, else the record number; a name that repeats over molecules of one formula
 (several conformers of one molecule, as in QMugs) becomes ``<name>_conf<k>``
 (``loaders/base.py`` ``unique_ids``). SD fields whose values parse as numbers
@@ -161,8 +161,9 @@ def parse_sd_block(where: str, block: list[str], start: int = 1) -> Record | Bad
         return BadRecord(where, element_problem(mol_lines, start, z) or dummy_atom_message("*"))
     isotopes = any(a.GetAtomicNum() == 1 and a.GetIsotope() in (2, 3) for a in mol.GetAtoms())
     pos = np.asarray(mol.GetConformer().GetPositions(), dtype=np.float64)
-    title = mol_lines[0].strip() if mol_lines else ""
-    mol_id = title or next((tags[t] for t in ID_TAGS if tags.get(t)), None)
+    # The title as written (an id "  lead" of the server's own SDF comes back as itself); a blank one is no id.
+    title = mol_lines[0].rstrip("\r\n") if mol_lines else ""
+    mol_id = (title if title.strip() else "") or next((tags[t] for t in ID_TAGS if tags.get(t)), None)
     smiles = next((tags[t] for t in SMILES_TAGS if tags.get(t)), "")
     if not smiles:
         try:

@@ -20,9 +20,9 @@ from tests.molecules import CO2, METHANE, WATER, asymmetric, benzene
 
 TOKEN = "round-trip-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-# Ids that type guessing changed, one with a space, one not ASCII, one with a "/" (sent as %2F: the routes once
-# answered 404 for it); "098" and "98" are different molecules.
-IDS = ["000", "T", "1E3", "NAN", "098", "98", "a b", "分子", "lab/7"]
+# Ids that type guessing changed, one with spaces (leading and trailing: an SDF title once lost them), one not
+# ASCII, one with a "/" (sent as %2F: the routes once answered 404 for it); "098" and "98" are different molecules.
+IDS = ["000", "T", "1E3", "NAN", "098", "98", "  a b ", "分子", "lab/7"]
 PROPERTIES = {
     "energy": [-76.4, -40.5, -188.6, -232.2, 1.5, np.nan, 0.0, 1e-9, 2.5],
     "name": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],  # a property named like an id key
