@@ -191,6 +191,10 @@ class Dataset:
             return self._molecules.ids
         return ds.read_molecule_columns(*self.location(), ["id"])["id"].to_numpy().astype(str)
 
+    def __len__(self) -> int:
+        """The number of molecules, as ``n_molecules`` (``len(ds)`` raised TypeError)."""
+        return self.n_molecules
+
     @property
     def n_molecules(self) -> int:
         if self._parent is not None:

@@ -102,6 +102,7 @@ def write_synth(
     Each shard goes to a temporary name and is renamed when complete; the
     manifest comes last, so a folder with ``synth.json`` is a whole set.
     """
+    t0 = time.perf_counter()  # the whole run, reading QM9 included (it printed 0.0 s for a 3.5 s run)
     if source is None:
         from orientscope.loaders.qm9 import load_qm9
 
@@ -109,7 +110,6 @@ def write_synth(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / MANIFEST).unlink(missing_ok=True)
-    t0 = time.perf_counter()
     bounds = list(range(0, spec.n, spec.shard_size)) + [spec.n]
     shards = []
     for number, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):

@@ -51,7 +51,10 @@ def test_a_subset_is_a_view_that_recomputes_nothing(ds, data_dir):
     before = _files(dataset_dir(data_dir, "qm9"))
     ids = ds.ids[[300, 7, 42]]
     view = ds.subset(ids)
-    assert view.is_subset and view.n_molecules == 3 and list(view.ids) == list(ds.ids[[7, 42, 300]])  # set order
+    assert (
+        view.is_subset and view.n_molecules == len(view) == 3 and list(view.ids) == list(ds.ids[[7, 42, 300]])
+    )  # set order
+    assert len(ds) == ds.n_molecules > 300
     whole = load_dataset(data_dir, "qm9")
     sub = view.molecules()
     np.testing.assert_array_equal(sub.positions_angstrom, whole.subset([7, 42, 300]).positions_angstrom)
