@@ -184,9 +184,11 @@ class EdgeGuard:
             return None  # not a browser page: the API's own rules decide
         if request.fetch_site == "same-origin" or (request.origin and self.own_origin(request.origin, request.host)):
             return None
+        # An empty Origin header is no page of this server either (and must not crash the message).
+        shown = (request.origin or request.fetch_site or "an empty Origin header")[:100]
         return _error(
             403,
-            f"a page of another site ({(request.origin or request.fetch_site)[:100]}) may not change anything here: "
+            f"a page of another site ({shown}) may not change anything here: "
             "requests other than GET must come from this server's own pages or carry 'Authorization: Bearer <token>'",
         )
 

@@ -131,8 +131,9 @@ def test_pages_of_this_server_and_non_browsers_may_run_requests(open_url):
         {"Sec-Fetch-Site": "cross-site"},
         {"Sec-Fetch-Site": "same-site"},
         {"Origin": EVIL, "Authorization": "Bearer not-a-token"},
+        {"Origin": ""},  # present but empty: no page of this server (it once crashed the guard with a 500)
     ],
-    ids=["foreign", "null", "other-port", "cross-site", "same-site", "wrong-bearer"],
+    ids=["foreign", "null", "other-port", "cross-site", "same-site", "wrong-bearer", "empty-origin"],
 )
 def test_requests_from_other_pages_are_refused_before_their_body(open_url, data_dir, headers):
     before = stored(data_dir)
