@@ -234,6 +234,16 @@ def test_token_in_the_url_signs_in_once_and_leaves_the_url(private_url, caplog):
     assert server_lines and not [line for line in server_lines if READ_TOKEN in line or "token=" in line]
 
 
+def test_a_token_link_never_redirects_to_another_site(private_url):
+    """A shared link whose path starts with two slashes would redirect to another host once signed in."""
+    with httpx.Client(base_url=private_url, timeout=60) as c:
+        for path in ("//evil.example/", "//evil.example/?dataset=qm9", "/\\evil.example/"):
+            sep = "&" if "?" in path else "?"
+            r = c.get(f"{private_url}{path}{sep}token={READ_TOKEN}")
+            assert r.status_code == 303 and r.headers["location"] == "/", (path, r.headers["location"])
+            assert "orientscope-session-" in r.headers["set-cookie"]
+
+
 def test_the_sign_in_form_posts_the_token_and_returns_to_the_page(private_url):
     with httpx.Client(base_url=private_url, timeout=60) as c:
         r = c.post("/sign-in", data={"token": WRITE_TOKEN, "next": "/?dataset=qm9"}, headers={"Origin": private_url})
