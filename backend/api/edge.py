@@ -10,8 +10,9 @@ callbacks, the first paint and Dash's websocket. In order, for HTTP and websocke
 2. **Origin rule** (cross-site writes): a request other than GET, HEAD or OPTIONS, and every
    websocket handshake, carries a valid Bearer token or comes from a page of this server
    (``Origin`` is the request's Host or an allowed name, or ``Sec-Fetch-Site: same-origin``);
-   else 403, decided from the headers before any body is read. A request with neither header
-   is not from a browser page (curl, the CLI) and keeps the API's own rules.
+   else 403, decided from the headers before any body is read. Without ``Origin`` a ``Referer``
+   stands for it (a browser too old to send ``Origin`` on a form post). A request with none of
+   these headers is not from a browser page (curl, the CLI) and keeps the API's own rules.
 3. **Read token** (private servers): with one set, every route but the sign-in page and a
    minimal ``/api/health`` needs the token (``Authorization: Bearer``) or the sign-in cookie.
    ``?token=`` signs in once: the answer is a redirect to the same URL without it.
@@ -119,6 +120,7 @@ class _Request:
     authorization: str | None = None
     cookie: str | None = None
     accept: str = ""
+    referer: str | None = None
 
     @classmethod
     def of(cls, scope: Scope) -> _Request:
@@ -137,6 +139,7 @@ _WANTED = {
     b"authorization": "authorization",
     b"cookie": "cookie",
     b"accept": "accept",
+    b"referer": "referer",
 }
 
 
@@ -180,12 +183,13 @@ class EdgeGuard:
             return None
         if rules.tokens.accepts(bearer(request.authorization)):
             return None  # a token: a script of someone who holds it, wherever it runs
-        if request.origin is None and request.fetch_site is None:
+        origin = request.origin if request.origin is not None else _referer_origin(request.referer)
+        if origin is None and request.fetch_site is None:
             return None  # not a browser page: the API's own rules decide
-        if request.fetch_site == "same-origin" or (request.origin and self.own_origin(request.origin, request.host)):
+        if request.fetch_site == "same-origin" or (origin and self.own_origin(origin, request.host)):
             return None
         # An empty Origin header is no page of this server either (and must not crash the message).
-        shown = (request.origin or request.fetch_site or "an empty Origin header")[:100]
+        shown = (origin or request.fetch_site or "an empty Origin header")[:100]
         return _error(
             403,
             f"a page of another site ({shown}) may not change anything here: "
@@ -250,6 +254,15 @@ class EdgeGuard:
             secure=scope.get("scheme") == "https",
         )
         return answer
+
+
+def _referer_origin(referer: str | None) -> str | None:
+    """The origin (scheme://host[:port]) of a ``Referer`` URL, or None when it names none.
+
+    Browsers have sent ``Origin`` on every cross-site POST only since 2019-2020 (Firefox 70); an older
+    one still sends the ``Referer`` of the page that posted, which tells a foreign page as well."""
+    parts = urlsplit((referer or "").strip())
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else None
 
 
 def _error(status: int, detail: str, headers: dict | None = None) -> JSONResponse:

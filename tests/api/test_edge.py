@@ -116,6 +116,8 @@ def test_pages_of_this_server_and_non_browsers_may_run_requests(open_url):
         {"Origin": open_url},
         {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"},
         {"Sec-Fetch-Site": "same-origin"},
+        {"Referer": f"{open_url}/upload"},  # an older browser on this server's page
+        {"Referer": "not a url"},  # names no page: not a browser's
     ):
         assert httpx.post(f"{open_url}/api/canonicalize", json=WATER, headers=headers).status_code == 200, headers
         r = httpx.post(open_url + CALLBACK, json=CALLBACK_BODY, headers=headers)
@@ -132,8 +134,9 @@ def test_pages_of_this_server_and_non_browsers_may_run_requests(open_url):
         {"Sec-Fetch-Site": "same-site"},
         {"Origin": EVIL, "Authorization": "Bearer not-a-token"},
         {"Origin": ""},  # present but empty: no page of this server (it once crashed the guard with a 500)
+        {"Referer": "http://evil.example/page.html"},  # a browser that sends no Origin on a form post
     ],
-    ids=["foreign", "null", "other-port", "cross-site", "same-site", "wrong-bearer", "empty-origin"],
+    ids=["foreign", "null", "other-port", "cross-site", "same-site", "wrong-bearer", "empty-origin", "referer"],
 )
 def test_requests_from_other_pages_are_refused_before_their_body(open_url, data_dir, headers):
     before = stored(data_dir)
