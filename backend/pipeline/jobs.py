@@ -39,6 +39,7 @@ from pathlib import Path
 
 from orientscope.core.errors import Busy, NotFoundError, OrientScopeError, Unavailable
 from orientscope.core.limits import Limits
+from orientscope.core.numbers import format_count
 from orientscope.core.progress import Progress
 from orientscope.core.settings import env_name, resolve_export_dir, settings, validate_id
 from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
@@ -285,9 +286,9 @@ class JobManager:
         limit = max_queued_jobs()
         active = sum(1 for job in self.list() if job["state"] in ACTIVE)
         if active >= limit:
-            raise Busy(
-                f"{active} jobs are already queued or running, the limit of this data folder ({MAX_QUEUED_ENV}="
-                f"{limit}); try again in {RETRY_AFTER_S} s",
+            raise Busy(  # worded so that it reads right for any count ("1 jobs are" did not)
+                f"jobs already queued or running: {format_count(active)}, the limit of this data folder "
+                f"({MAX_QUEUED_ENV}={limit}); try again in {RETRY_AFTER_S} s",
                 retry_after=RETRY_AFTER_S,
             )
 

@@ -86,6 +86,7 @@ def test_exports_past_the_queue_bound_are_refused(exports, monkeypatch):
         with pytest.raises(Busy, match="already queued or running") as refused:
             submit_export(exports, "small", ExportRequest("random"))
         assert refused.value.retry_after > 0
+        assert "queued or running: 1, the limit" in str(refused.value) and "1 jobs" not in str(refused.value)
     finally:
         exports.lock.release()
     assert exports.wait(first["id"])["state"] == DONE  # the earlier export is not lost
