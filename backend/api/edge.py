@@ -25,6 +25,7 @@ from __future__ import annotations
 import html
 import ipaddress
 import logging
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -103,11 +104,21 @@ def install_edge(app, rules: EdgeRules) -> None:
 
 
 def host_name(host_header: str) -> str:
-    """The name part of a Host header (no port), lowercased; IPv6 addresses keep their brackets."""
+    """The name part of a Host header (no port), lowercased; IPv6 addresses keep their brackets.
+
+    Anything after the name other than ``:digits`` (``[::1]evil``, ``localhost:abc``) leaves the whole
+    header as the name, which no allowlist holds: a browser never sends such a Host, so it is refused."""
     host = host_header.strip().lower()
     if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rpartition(":")[0] if ":" in host else host
+        end = host.find("]") + 1
+        name, rest = (host[:end], host[end:]) if end else (host, "")
+    else:
+        name, colon, port = host.rpartition(":")
+        name, rest = (name, colon + port) if colon else (host, "")
+    return name if _PORT.fullmatch(rest) else host
+
+
+_PORT = re.compile(r"(:[0-9]*)?")
 
 
 @dataclass
@@ -122,14 +133,17 @@ class _Request:
     accept: str = ""
     referer: str | None = None
 
+    hosts: int = 0  # how many Host headers came: HTTP/1.1 wants exactly one (RFC 9112, 3.2)
+
     @classmethod
     def of(cls, scope: Scope) -> _Request:
-        found = {}
+        found, hosts = {}, 0
         for key, value in scope["headers"]:  # ASGI servers give names in lower case
+            hosts += key == b"host"
             name = _WANTED.get(key)
             if name and name not in found:  # the first of repeated headers
                 found[name] = value.decode("latin-1")
-        return cls(**found)
+        return cls(**found, hosts=hosts)
 
 
 _WANTED = {
@@ -172,6 +186,8 @@ class EdgeGuard:
     def refusal(self, scope: Scope, request: _Request) -> Response | None:
         """The answer to a Host or origin that may not reach the app, else None."""
         rules = self.rules
+        if request.hosts > 1:  # the guard and the app might read different ones
+            return _error(400, "send one Host header: this request has several")
         if rules.hosts is not None and not self.known_host(request.host):
             shown = host_name(request.host)[:100] or "(none)"
             return _error(

@@ -103,6 +103,24 @@ def test_a_forged_host_gets_400_on_the_websocket(open_url):
     )
 
 
+@pytest.mark.parametrize("host", ["[::1]evil.example", "localhost:abc", "localhost:8050@evil.example", "[::1"])
+def test_a_host_header_no_browser_sends_gets_400(open_url, host):
+    """Only a name and an optional port: "[::1]evil.example" was once read as [::1] and answered."""
+    assert httpx.get(f"{open_url}/api/datasets", headers={"Host": host}).status_code == 400
+
+
+def test_several_host_headers_get_400(open_url):
+    """The guard and the app might read different ones; HTTP/1.1 wants exactly one."""
+    host, port = open_url.removeprefix("http://").split(":")
+    for hosts in (("localhost", "evil.example"), ("evil.example", "localhost"), ("localhost", "localhost")):
+        request = (
+            "GET /api/datasets HTTP/1.1\r\n" + "".join(f"Host: {h}\r\n" for h in hosts) + "Connection: close\r\n\r\n"
+        )
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(request.encode())
+            assert sock.recv(4096).split(b" ", 2)[1] == b"400", hosts
+
+
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]", "LocalHost"])
 def test_loopback_names_are_answered_with_any_port(open_url, host):
     for port in ("", ":8050", ":1"):
