@@ -502,6 +502,11 @@ def check_read_token(read_only: bool, token: str | None, read_token: str | None)
             f"a read token ({READ_TOKEN_ENV} or --read-token-file) needs a write token too, or its holders could "
             f"change the data: set {TOKEN_ENV}, or serve with --read-only"
         )
+    if read_token and not read_only and read_token.strip() == (token or "").strip():
+        raise UnsafeServerError(  # names the settings, never the value
+            f"the read token ({READ_TOKEN_ENV} or --read-token-file) is the write token ({TOKEN_ENV}), so its "
+            "holders could change the data: give them different values, or serve with --read-only"
+        )
 
 
 def resolve_read_token(token_file: str | os.PathLike | None = None) -> str | None:
