@@ -244,6 +244,12 @@ class EdgeGuard:
             return sign_in_page(200)
         if tokens.accepts(bearer(request.authorization)) or tokens.accepts_session(_cookie(request.cookie, name)):
             return None
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "OPTIONS"
+            and (request.origin or "").lower() in self.rules.cors
+        ):
+            return None  # a CORS preflight never carries credentials (Fetch spec), and its answer holds no data
         if path == HEALTH_PATH and scope["type"] == "http":
             return JSONResponse({"status": "ok"})  # for a container's health check; nothing more without the token
         if scope["type"] == "http" and scope["method"] == "GET" and "text/html" in request.accept:

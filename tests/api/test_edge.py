@@ -295,6 +295,23 @@ def test_the_read_token_reads_but_never_changes_stored_data(private_url, data_di
     assert stored(data_dir) == before
 
 
+def test_a_cors_origin_reaches_a_private_server(data_dir, monkeypatch):
+    """Its preflight carries no token (browsers never send one there); then its requests carry the token."""
+    notebook = "http://notebook.example:8888"
+    monkeypatch.setenv("ORIENTSCOPE_CORS_ORIGINS", notebook)
+    with ServerThread(create_app(data_dir, token=WRITE_TOKEN, read_token=READ_TOKEN, dashboard=False)) as server:
+        preflight = {"Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"}
+        r = httpx.options(f"{server.url}/api/datasets", headers={"Origin": notebook, **preflight})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == notebook
+        r = httpx.get(
+            f"{server.url}/api/datasets", headers={"Origin": notebook, "Authorization": f"Bearer {READ_TOKEN}"}
+        )
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == notebook
+        # another origin's preflight, and the notebook's reads without the token, still meet the read token
+        assert httpx.options(f"{server.url}/api/datasets", headers={"Origin": EVIL, **preflight}).status_code == 401
+        assert httpx.get(f"{server.url}/api/datasets", headers={"Origin": notebook}).status_code == 401
+
+
 def test_a_new_token_invalidates_every_cookie(data_dir):
     old_cookie = None
     with ServerThread(create_app(data_dir, token=WRITE_TOKEN, read_token=READ_TOKEN)) as server:
