@@ -312,6 +312,26 @@ def test_a_cors_origin_reaches_a_private_server(data_dir, monkeypatch):
         assert httpx.get(f"{server.url}/api/datasets", headers={"Origin": notebook}).status_code == 401
 
 
+def test_a_non_ascii_token_works_as_a_header_as_in_the_url(data_dir):
+    """Header values reach the server as Latin-1; a UTF-8 token was once accepted in ?token= but never as a header."""
+    write, read = "pässwörd-∑", "lésen-日本"
+    with ServerThread(create_app(data_dir, token=write, read_token=read, dashboard=False)) as server:
+        for token in (read, write):
+            r = httpx.get(f"{server.url}/api/datasets", headers={"Authorization": f"Bearer {token}".encode()})
+            assert r.status_code == 200, token
+            assert httpx.get(f"{server.url}/?token={token}").status_code == 303
+        assert httpx.get(f"{server.url}/api/datasets", headers={"Authorization": b"Bearer l\xe9sen"}).status_code == 401
+        before = stored(data_dir)
+        for token, status in ((read, 401), (write, 200)):  # the roles hold for UTF-8 tokens too
+            r = httpx.patch(
+                f"{server.url}/api/datasets/qm9",
+                json={"name": "QM9"},
+                headers={"Authorization": f"Bearer {token}".encode()},
+            )
+            assert r.status_code == status, (token, r.text)
+        assert stored(data_dir) == before
+
+
 def test_a_new_token_invalidates_every_cookie(data_dir):
     old_cookie = None
     with ServerThread(create_app(data_dir, token=WRITE_TOKEN, read_token=READ_TOKEN)) as server:
