@@ -238,8 +238,10 @@ class EdgeGuard:
             # Before anything logs the query string: the token leaves the URL at once.
             given = next(v for k, v in pairs if k == TOKEN_PARAM)
             rest = urlencode([(k, v) for k, v in pairs if k != TOKEN_PARAM])
-            # A path like //evil.example/ would be a redirect to another site: _local_path makes it "/".
-            return self.signed_in(scope, name, given, _local_path(path + (f"?{rest}" if rest else "")))
+            # A path like //evil.example/ would be a redirect to another site: _local_path makes it "/". A link to
+            # the sign-in page itself goes on to the dashboard, not back to the form.
+            target = "/" if path == SIGN_IN_PATH else _local_path(path + (f"?{rest}" if rest else ""))
+            return self.signed_in(scope, name, given, target)
         if path == SIGN_IN_PATH:
             return sign_in_page(200)
         if tokens.accepts(bearer(request.authorization)) or tokens.accepts_session(_cookie(request.cookie, name)):

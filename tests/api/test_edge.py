@@ -263,6 +263,9 @@ def test_a_token_link_never_redirects_to_another_site(private_url):
             r = c.get(f"{private_url}{path}{sep}token={READ_TOKEN}")
             assert r.status_code == 303 and r.headers["location"] == "/", (path, r.headers["location"])
             assert "orientscope-session-" in r.headers["set-cookie"]
+        # a link to the sign-in page itself goes on to the dashboard, not back to the form
+        r = c.get(f"/sign-in?token={READ_TOKEN}")
+        assert r.status_code == 303 and r.headers["location"] == "/"
 
 
 def test_the_sign_in_form_posts_the_token_and_returns_to_the_page(private_url):
