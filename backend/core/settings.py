@@ -229,7 +229,8 @@ class Settings:
         default_text="`<data dir>/exports`",
     )  # fmt: skip
     max_queued_jobs: int = _setting(
-        8, "count", "jobs of every kind queued or running at once per data folder; beyond it, 429",
+        8, "count", "jobs of every kind queued or running at once per data folder, counted across `--workers` "
+        "(a lock file in `ORIENTSCOPE_EXPORT_DIR`); beyond it, 429",
         unit="jobs", minimum=1,
     )  # fmt: skip
     smarts_job_above: int = _setting(
