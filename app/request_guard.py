@@ -23,8 +23,8 @@ def envelope_problem(body: bytes, known_outputs) -> str | None:
     """Why ``body`` is not a callback request Dash can dispatch (None if it is)."""
     try:
         payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return "the request body is not valid JSON"
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: "[[[[…" nested thousands deep
+        return "the request body is not valid JSON (or is nested too deeply)"
     if not isinstance(payload, dict):
         return "the request body must be a JSON object"
     output = payload.get("output")
@@ -32,16 +32,35 @@ def envelope_problem(body: bytes, known_outputs) -> str | None:
         return "'output' must be a string naming a callback output"
     if output not in known_outputs:
         return f"no callback has the output {output[:200]!r}"
+    spec = known_outputs[output]
+    if "callback" not in spec:
+        return f"the callback of {output[:200]!r} runs in the browser, not on the server"
     if not isinstance(payload.get("outputs"), dict | list):
         return "'outputs' must be an object or a list"
     for key in ("inputs", "state", "changedPropIds"):
         if key in payload and not isinstance(payload[key], list):
             return f"{key!r} must be a list"
     for item in payload.get("inputs", []) + payload.get("state", []):
-        entries = item if isinstance(item, list) else [item]
-        if not all(isinstance(e, dict) and "id" in e and isinstance(e.get("property"), str) for e in entries):
+        if not _entries_named(item):
             return "every input and state entry needs an 'id' and a 'property'"
+    # Dash reads these by position and by shape: a mismatch was an IndexError or TypeError inside it, a 500.
+    for key in ("inputs", "state"):
+        expected = len(spec.get(key, ()))
+        if len(payload.get(key, [])) != expected:
+            return f"{key!r} must have {expected} entries for the callback of {output[:200]!r}"
+    outputs, n_outputs = payload["outputs"], output.count("...") + 1 if output.startswith("..") else 1
+    if output.startswith(".."):
+        if not (isinstance(outputs, list) and len(outputs) == n_outputs and all(map(_entries_named, outputs))):
+            return f"'outputs' must be a list of {n_outputs} entries with an 'id' and a 'property'"
+    elif not (isinstance(outputs, dict) or output.startswith("{")) or not _entries_named(outputs):  # "{": ALL ids
+        return "'outputs' must be an entry with an 'id' and a 'property'"
     return None
+
+
+def _entries_named(item) -> bool:
+    """An input, state or output entry (or a pattern-matching list of them) names its 'id' and 'property'."""
+    entries = item if isinstance(item, list) else [item]
+    return all(isinstance(e, dict) and "id" in e and isinstance(e.get("property"), str) for e in entries)
 
 
 class DashRequestGuard:

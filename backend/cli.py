@@ -470,6 +470,12 @@ def delete_cmd(dataset: str, data_dir: DataDir = None) -> None:
     typer.echo(f"deleted {dataset}")
 
 
+def server_url(host: str, port: int) -> str:
+    """The URL a browser opens for a server bound to ``host``: an IPv6 address goes in brackets."""
+    name = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{name}:{port}"
+
+
 @app.command("serve")
 def serve_cmd(
     host: Annotated[str, typer.Option("--host", help="interface to listen on")] = "127.0.0.1",
@@ -558,11 +564,10 @@ def serve_cmd(
         typer.echo(f"first start: precomputing {DEFAULT_DATASET} in {root} (once; later starts take seconds)", err=True)
         with _failing():
             _precompute(root, DEFAULT_DATASET, pipeline.make_params())
-    typer.echo(f"OrientScope on http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs)", err=True)
+    base = server_url(host, port)
+    typer.echo(f"OrientScope on {base}/  (API docs: {base}/api/docs)", err=True)
     if read_token:
-        typer.echo(
-            f"private: every page and read needs the read token; sign in at http://{host}:{port}/sign-in", err=True
-        )
+        typer.echo(f"private: every page and read needs the read token; sign in at {base}/sign-in", err=True)
     logs = {**serve_logging(access_log), "timeout_keep_alive": KEEP_ALIVE_S}
     tune_for_serving()
     if workers > 1:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from orientscope import cli
 from tests.cli_run import EXE, run
 from tests.harness import GaveUp, exited, free_port, wait_healthy, wait_until
 from tests.molecules import READ_DIFFERENTLY
@@ -130,6 +131,20 @@ def ready_dir(qm9_store, tmp_path_factory):
     d = tmp_path_factory.mktemp("serve") / "data"
     shutil.copytree(qm9_store, d)
     return d
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8050"),
+        ("localhost", "http://localhost:8050"),
+        ("::1", "http://[::1]:8050"),  # printed as http://::1:8050/ once, which no browser opens
+        ("[::1]", "http://[::1]:8050"),
+        ("::", "http://[::]:8050"),
+    ],
+)
+def test_serve_prints_a_url_a_browser_opens(host, url):
+    assert cli.server_url(host, 8050) == url
 
 
 @pytest.mark.parametrize("workers", [[], ["--workers", "2"]], ids=["1 worker", "2 workers"])

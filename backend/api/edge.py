@@ -10,8 +10,9 @@ callbacks, the first paint and Dash's websocket. In order, for HTTP and websocke
 2. **Origin rule** (cross-site writes): a request other than GET, HEAD or OPTIONS, and every
    websocket handshake, carries a valid Bearer token or comes from a page of this server
    (``Origin`` is the request's Host or an allowed name, or ``Sec-Fetch-Site: same-origin``);
-   else 403, decided from the headers before any body is read. A request with neither header
-   is not from a browser page (curl, the CLI) and keeps the API's own rules.
+   else 403, decided from the headers before any body is read. Without ``Origin`` a ``Referer``
+   stands for it (a browser too old to send ``Origin`` on a form post). A request with none of
+   these headers is not from a browser page (curl, the CLI) and keeps the API's own rules.
 3. **Read token** (private servers): with one set, every route but the sign-in page and a
    minimal ``/api/health`` needs the token (``Authorization: Bearer``) or the sign-in cookie.
    ``?token=`` signs in once: the answer is a redirect to the same URL without it.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import html
 import ipaddress
 import logging
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -102,11 +104,21 @@ def install_edge(app, rules: EdgeRules) -> None:
 
 
 def host_name(host_header: str) -> str:
-    """The name part of a Host header (no port), lowercased; IPv6 addresses keep their brackets."""
+    """The name part of a Host header (no port), lowercased; IPv6 addresses keep their brackets.
+
+    Anything after the name other than ``:digits`` (``[::1]evil``, ``localhost:abc``) leaves the whole
+    header as the name, which no allowlist holds: a browser never sends such a Host, so it is refused."""
     host = host_header.strip().lower()
     if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rpartition(":")[0] if ":" in host else host
+        end = host.find("]") + 1
+        name, rest = (host[:end], host[end:]) if end else (host, "")
+    else:
+        name, colon, port = host.rpartition(":")
+        name, rest = (name, colon + port) if colon else (host, "")
+    return name if _PORT.fullmatch(rest) else host
+
+
+_PORT = re.compile(r"(:[0-9]*)?")
 
 
 @dataclass
@@ -119,15 +131,19 @@ class _Request:
     authorization: str | None = None
     cookie: str | None = None
     accept: str = ""
+    referer: str | None = None
+
+    hosts: int = 0  # how many Host headers came: HTTP/1.1 wants exactly one (RFC 9112, 3.2)
 
     @classmethod
     def of(cls, scope: Scope) -> _Request:
-        found = {}
+        found, hosts = {}, 0
         for key, value in scope["headers"]:  # ASGI servers give names in lower case
+            hosts += key == b"host"
             name = _WANTED.get(key)
             if name and name not in found:  # the first of repeated headers
                 found[name] = value.decode("latin-1")
-        return cls(**found)
+        return cls(**found, hosts=hosts)
 
 
 _WANTED = {
@@ -137,6 +153,7 @@ _WANTED = {
     b"authorization": "authorization",
     b"cookie": "cookie",
     b"accept": "accept",
+    b"referer": "referer",
 }
 
 
@@ -169,6 +186,8 @@ class EdgeGuard:
     def refusal(self, scope: Scope, request: _Request) -> Response | None:
         """The answer to a Host or origin that may not reach the app, else None."""
         rules = self.rules
+        if request.hosts > 1:  # the guard and the app might read different ones
+            return _error(400, "send one Host header: this request has several")
         if rules.hosts is not None and not self.known_host(request.host):
             shown = host_name(request.host)[:100] or "(none)"
             return _error(
@@ -180,13 +199,16 @@ class EdgeGuard:
             return None
         if rules.tokens.accepts(bearer(request.authorization)):
             return None  # a token: a script of someone who holds it, wherever it runs
-        if request.origin is None and request.fetch_site is None:
+        origin = request.origin if request.origin is not None else _referer_origin(request.referer)
+        if origin is None and request.fetch_site is None:
             return None  # not a browser page: the API's own rules decide
-        if request.fetch_site == "same-origin" or (request.origin and self.own_origin(request.origin, request.host)):
+        if request.fetch_site == "same-origin" or (origin and self.own_origin(origin, request.host)):
             return None
+        # An empty Origin header is no page of this server either (and must not crash the message).
+        shown = (origin or request.fetch_site or "an empty Origin header")[:100]
         return _error(
             403,
-            f"a page of another site ({(request.origin or request.fetch_site)[:100]}) may not change anything here: "
+            f"a page of another site ({shown}) may not change anything here: "
             "requests other than GET must come from this server's own pages or carry 'Authorization: Bearer <token>'",
         )
 
@@ -216,11 +238,20 @@ class EdgeGuard:
             # Before anything logs the query string: the token leaves the URL at once.
             given = next(v for k, v in pairs if k == TOKEN_PARAM)
             rest = urlencode([(k, v) for k, v in pairs if k != TOKEN_PARAM])
-            return self.signed_in(scope, name, given, path + (f"?{rest}" if rest else ""))
+            # A path like //evil.example/ would be a redirect to another site: _local_path makes it "/". A link to
+            # the sign-in page itself goes on to the dashboard, not back to the form.
+            target = "/" if path == SIGN_IN_PATH else _local_path(path + (f"?{rest}" if rest else ""))
+            return self.signed_in(scope, name, given, target)
         if path == SIGN_IN_PATH:
             return sign_in_page(200)
         if tokens.accepts(bearer(request.authorization)) or tokens.accepts_session(_cookie(request.cookie, name)):
             return None
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "OPTIONS"
+            and (request.origin or "").lower() in self.rules.cors
+        ):
+            return None  # a CORS preflight never carries credentials (Fetch spec), and its answer holds no data
         if path == HEALTH_PATH and scope["type"] == "http":
             return JSONResponse({"status": "ok"})  # for a container's health check; nothing more without the token
         if scope["type"] == "http" and scope["method"] == "GET" and "text/html" in request.accept:
@@ -247,6 +278,15 @@ class EdgeGuard:
             secure=scope.get("scheme") == "https",
         )
         return answer
+
+
+def _referer_origin(referer: str | None) -> str | None:
+    """The origin (scheme://host[:port]) of a ``Referer`` URL, or None when it names none.
+
+    Browsers have sent ``Origin`` on every cross-site POST only since 2019-2020 (Firefox 70); an older
+    one still sends the ``Referer`` of the page that posted, which tells a foreign page as well."""
+    parts = urlsplit((referer or "").strip())
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else None
 
 
 def _error(status: int, detail: str, headers: dict | None = None) -> JSONResponse:

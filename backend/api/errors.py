@@ -11,6 +11,8 @@ import logging
 from typing import Literal
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
@@ -87,6 +89,28 @@ async def _value_error(request: Request, exc: ValueError) -> JSONResponse:
     return JSONResponse(validation_body(str(exc)), status_code=422)
 
 
+# FastAPI repeats each wrong value as "input"; a whole body sent to the wrong route (a 2 MB file posted as
+# multipart to /api/canonicalize) came back in full. Longer values are cut to this many characters.
+MAX_ECHO_CHARS = 200
+
+
+def _echo(value):
+    """``value`` as a 422 repeats it: whole when short, else its start and its length."""
+    text = value.decode("latin-1") if isinstance(value, bytes) else value if isinstance(value, str) else None
+    if text is None:
+        text = str(value)
+        if len(text) <= MAX_ECHO_CHARS:
+            return value
+    if len(text) <= MAX_ECHO_CHARS:
+        return text
+    return f"{text[:MAX_ECHO_CHARS]}… (cut: {len(text):,} characters)"
+
+
+async def _request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = [{**e, "input": _echo(e["input"])} if "input" in e else e for e in exc.errors()]
+    return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Starlette answers an error with the handler of its nearest class (its MRO): a DatasetError, also a
     ValueError, is an OrientScopeError first."""
@@ -97,3 +121,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Busy, _busy)
     app.add_exception_handler(OrientScopeError, _invalid)
     app.add_exception_handler(ValueError, _value_error)
+    app.add_exception_handler(RequestValidationError, _request_invalid)

@@ -23,9 +23,19 @@ def same_secret(given: str | None, expected: str | None) -> bool:
 
 
 def bearer(authorization: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, else None."""
+    """The token of an ``Authorization: Bearer <token>`` header, else None.
+
+    ASGI servers decode header values as Latin-1; a client sends a non-ASCII token as UTF-8, so its bytes are
+    read again as UTF-8 (without this, a token like "pässwörd" matched as ``?token=`` but never as a header).
+    """
     scheme, _, given = (authorization or "").partition(" ")
-    return (given.strip() or None) if scheme.lower() == "bearer" else None
+    given = given.strip()
+    if scheme.lower() != "bearer" or not given:
+        return None
+    try:
+        return given.encode("latin-1").decode("utf-8")
+    except UnicodeError:  # not UTF-8 (a Latin-1 client, or text not from a header): as it came
+        return given
 
 
 def session_value(token: str) -> str:

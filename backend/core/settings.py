@@ -229,7 +229,8 @@ class Settings:
         default_text="`<data dir>/exports`",
     )  # fmt: skip
     max_queued_jobs: int = _setting(
-        8, "count", "jobs of every kind queued or running at once per data folder; beyond it, 429",
+        8, "count", "jobs of every kind queued or running at once per data folder, counted across `--workers` "
+        "(a lock file in `ORIENTSCOPE_EXPORT_DIR`); beyond it, 429",
         unit="jobs", minimum=1,
     )  # fmt: skip
     smarts_job_above: int = _setting(
@@ -501,6 +502,11 @@ def check_read_token(read_only: bool, token: str | None, read_token: str | None)
         raise UnsafeServerError(
             f"a read token ({READ_TOKEN_ENV} or --read-token-file) needs a write token too, or its holders could "
             f"change the data: set {TOKEN_ENV}, or serve with --read-only"
+        )
+    if read_token and not read_only and read_token.strip() == (token or "").strip():
+        raise UnsafeServerError(  # names the settings, never the value
+            f"the read token ({READ_TOKEN_ENV} or --read-token-file) is the write token ({TOKEN_ENV}), so its "
+            "holders could change the data: give them different values, or serve with --read-only"
         )
 
 

@@ -32,18 +32,21 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orientscope.core.errors import Busy, NotFoundError, OrientScopeError, Unavailable
 from orientscope.core.limits import Limits
+from orientscope.core.numbers import format_count
 from orientscope.core.progress import Progress
 from orientscope.core.settings import env_name, resolve_export_dir, settings, validate_id
 from orientscope.pipeline.engine import ClusterSpec, Engine, choose_cluster
 from orientscope.pipeline.staging import staging_root
 from orientscope.store.atomic import atomic_write_json, read_json
+from orientscope.store.datasets import file_lock
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,7 @@ ACTIVE = (QUEUED, RUNNING)
 SAVE_INTERVAL_S = 0.25  # progress writes are throttled; state changes are always written
 STALE_STAGING_S = 86_400.0
 MAX_QUEUED_ENV = env_name("max_queued_jobs")
+BOUND_LOCK = ".jobs-bound.lock"  # in the writable area: one per data folder and export folder
 RETRY_AFTER_S = 30  # what a refused client is told to wait: about one small job's run
 # Jobs queued or running in this process (a job of ours not listed here was orphaned).
 LIVE: set[str] = set()
@@ -285,18 +289,30 @@ class JobManager:
         limit = max_queued_jobs()
         active = sum(1 for job in self.list() if job["state"] in ACTIVE)
         if active >= limit:
-            raise Busy(
-                f"{active} jobs are already queued or running, the limit of this data folder ({MAX_QUEUED_ENV}="
-                f"{limit}); try again in {RETRY_AFTER_S} s",
+            raise Busy(  # worded so that it reads right for any count ("1 jobs are" did not)
+                f"jobs already queued or running: {format_count(active)}, the limit of this data folder "
+                f"({MAX_QUEUED_ENV}={limit}); try again in {RETRY_AFTER_S} s",
                 retry_after=RETRY_AFTER_S,
             )
+
+    @contextmanager
+    def bound_held(self) -> Iterator[None]:
+        """The bound's count and a new job's record as one step, also across the worker processes of
+        ``serve --workers N`` (each has its own manager, so this process's lock alone let two of them count
+        the same free place): an flock in the writable area, which every server of the folder has."""
+        with self.lock, ExitStack() as stack:
+            try:
+                stack.enter_context(file_lock(self.export_dir / BOUND_LOCK))
+            except OSError as err:  # no writable area: this process's lock still holds
+                log.warning("cannot lock %s (%s): the job bound holds per process only", self.export_dir, err)
+            yield
 
     # ------------------------------------------------------------- writes
     def submit(self, job: dict, upload: Path | None = None) -> dict:
         """Queue ``job`` (a :func:`job_record` of a known kind); ``upload`` is moved into its folder as
         ``job["input"]["file"]``. Busy if the bound is reached."""
         kind = self.kinds[job["kind"]]
-        with self.lock:
+        with self.bound_held():
             self.check_room()
             if upload is not None:
                 folder = self.kind_dir(kind) / job["id"]
@@ -316,7 +332,7 @@ class JobManager:
 
     def retry(self, job_id: str) -> dict:
         """Run a failed job again from its stored input (its kind's ``renew`` updates it first)."""
-        with self.lock:
+        with self.bound_held():
             job = self.get(job_id)
             kind = self.kinds[job.get("kind", "ingest")]
             if job["state"] != FAILED:

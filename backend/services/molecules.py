@@ -36,6 +36,9 @@ from orientscope.services.grouping import (
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
+# The largest offset a JSON number carries exactly (JavaScript's Number.MAX_SAFE_INTEGER): a page echoes its
+# offset, and a larger one would not encode.
+MAX_OFFSET = 2**53 - 1
 POSES = ("stored", "canonical")
 EXPORT_FORMATS = registry.downloads()  # the formats with a one-molecule writer (loaders/registry.py)
 SORT_KEYS = ("index", "id", "n_atoms", "formula", "classifier_score", "degenerate")

@@ -140,3 +140,15 @@ def test_too_many_atoms_is_422(client):
 def test_unparseable_json_is_422(client, raw):
     r = client.post("/api/canonicalize", content=raw, headers={"Content-Type": "application/json"})
     assert r.status_code == 422
+
+
+def test_a_large_body_of_the_wrong_kind_is_not_repeated_in_the_422(client):
+    """A 1 MB file posted as multipart (the upload route's shape) to this JSON route: FastAPI once echoed it whole."""
+    payload = b"id,prediction\n" + b"".join(b"m%d,0.5\n" % i for i in range(100_000))
+    r = client.post("/api/canonicalize", files={"file": ("p.csv", payload)})
+    assert r.status_code == 422 and len(r.content) < 2_000, len(r.content)
+    echoed = r.json()["detail"][0]["input"]
+    assert echoed.startswith("--") and "characters)" in echoed and len(echoed) < 300  # its start, and its length
+    # short wrong values are still repeated whole
+    r = client.post("/api/canonicalize", json={"elements": ["O"], "positions": [[0, 0, 0]], "method": "pca-x"})
+    assert r.status_code == 422 and r.json()["detail"][0]["input"] == "pca-x"

@@ -103,6 +103,24 @@ def test_a_forged_host_gets_400_on_the_websocket(open_url):
     )
 
 
+@pytest.mark.parametrize("host", ["[::1]evil.example", "localhost:abc", "localhost:8050@evil.example", "[::1"])
+def test_a_host_header_no_browser_sends_gets_400(open_url, host):
+    """Only a name and an optional port: "[::1]evil.example" was once read as [::1] and answered."""
+    assert httpx.get(f"{open_url}/api/datasets", headers={"Host": host}).status_code == 400
+
+
+def test_several_host_headers_get_400(open_url):
+    """The guard and the app might read different ones; HTTP/1.1 wants exactly one."""
+    host, port = open_url.removeprefix("http://").split(":")
+    for hosts in (("localhost", "evil.example"), ("evil.example", "localhost"), ("localhost", "localhost")):
+        request = (
+            "GET /api/datasets HTTP/1.1\r\n" + "".join(f"Host: {h}\r\n" for h in hosts) + "Connection: close\r\n\r\n"
+        )
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(request.encode())
+            assert sock.recv(4096).split(b" ", 2)[1] == b"400", hosts
+
+
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]", "LocalHost"])
 def test_loopback_names_are_answered_with_any_port(open_url, host):
     for port in ("", ":8050", ":1"):
@@ -116,6 +134,8 @@ def test_pages_of_this_server_and_non_browsers_may_run_requests(open_url):
         {"Origin": open_url},
         {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"},
         {"Sec-Fetch-Site": "same-origin"},
+        {"Referer": f"{open_url}/upload"},  # an older browser on this server's page
+        {"Referer": "not a url"},  # names no page: not a browser's
     ):
         assert httpx.post(f"{open_url}/api/canonicalize", json=WATER, headers=headers).status_code == 200, headers
         r = httpx.post(open_url + CALLBACK, json=CALLBACK_BODY, headers=headers)
@@ -131,8 +151,10 @@ def test_pages_of_this_server_and_non_browsers_may_run_requests(open_url):
         {"Sec-Fetch-Site": "cross-site"},
         {"Sec-Fetch-Site": "same-site"},
         {"Origin": EVIL, "Authorization": "Bearer not-a-token"},
+        {"Origin": ""},  # present but empty: no page of this server (it once crashed the guard with a 500)
+        {"Referer": "http://evil.example/page.html"},  # a browser that sends no Origin on a form post
     ],
-    ids=["foreign", "null", "other-port", "cross-site", "same-site", "wrong-bearer"],
+    ids=["foreign", "null", "other-port", "cross-site", "same-site", "wrong-bearer", "empty-origin", "referer"],
 )
 def test_requests_from_other_pages_are_refused_before_their_body(open_url, data_dir, headers):
     before = stored(data_dir)
@@ -233,6 +255,19 @@ def test_token_in_the_url_signs_in_once_and_leaves_the_url(private_url, caplog):
     assert server_lines and not [line for line in server_lines if READ_TOKEN in line or "token=" in line]
 
 
+def test_a_token_link_never_redirects_to_another_site(private_url):
+    """A shared link whose path starts with two slashes would redirect to another host once signed in."""
+    with httpx.Client(base_url=private_url, timeout=60) as c:
+        for path in ("//evil.example/", "//evil.example/?dataset=qm9", "/\\evil.example/"):
+            sep = "&" if "?" in path else "?"
+            r = c.get(f"{private_url}{path}{sep}token={READ_TOKEN}")
+            assert r.status_code == 303 and r.headers["location"] == "/", (path, r.headers["location"])
+            assert "orientscope-session-" in r.headers["set-cookie"]
+        # a link to the sign-in page itself goes on to the dashboard, not back to the form
+        r = c.get(f"/sign-in?token={READ_TOKEN}")
+        assert r.status_code == 303 and r.headers["location"] == "/"
+
+
 def test_the_sign_in_form_posts_the_token_and_returns_to_the_page(private_url):
     with httpx.Client(base_url=private_url, timeout=60) as c:
         r = c.post("/sign-in", data={"token": WRITE_TOKEN, "next": "/?dataset=qm9"}, headers={"Origin": private_url})
@@ -261,6 +296,43 @@ def test_the_read_token_reads_but_never_changes_stored_data(private_url, data_di
         r = c.delete("/api/datasets/qm9", headers={"Authorization": "", "Origin": private_url})
         assert r.status_code == 401
     assert stored(data_dir) == before
+
+
+def test_a_cors_origin_reaches_a_private_server(data_dir, monkeypatch):
+    """Its preflight carries no token (browsers never send one there); then its requests carry the token."""
+    notebook = "http://notebook.example:8888"
+    monkeypatch.setenv("ORIENTSCOPE_CORS_ORIGINS", notebook)
+    with ServerThread(create_app(data_dir, token=WRITE_TOKEN, read_token=READ_TOKEN, dashboard=False)) as server:
+        preflight = {"Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"}
+        r = httpx.options(f"{server.url}/api/datasets", headers={"Origin": notebook, **preflight})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == notebook
+        r = httpx.get(
+            f"{server.url}/api/datasets", headers={"Origin": notebook, "Authorization": f"Bearer {READ_TOKEN}"}
+        )
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == notebook
+        # another origin's preflight, and the notebook's reads without the token, still meet the read token
+        assert httpx.options(f"{server.url}/api/datasets", headers={"Origin": EVIL, **preflight}).status_code == 401
+        assert httpx.get(f"{server.url}/api/datasets", headers={"Origin": notebook}).status_code == 401
+
+
+def test_a_non_ascii_token_works_as_a_header_as_in_the_url(data_dir):
+    """Header values reach the server as Latin-1; a UTF-8 token was once accepted in ?token= but never as a header."""
+    write, read = "pässwörd-∑", "lésen-日本"
+    with ServerThread(create_app(data_dir, token=write, read_token=read, dashboard=False)) as server:
+        for token in (read, write):
+            r = httpx.get(f"{server.url}/api/datasets", headers={"Authorization": f"Bearer {token}".encode()})
+            assert r.status_code == 200, token
+            assert httpx.get(f"{server.url}/?token={token}").status_code == 303
+        assert httpx.get(f"{server.url}/api/datasets", headers={"Authorization": b"Bearer l\xe9sen"}).status_code == 401
+        before = stored(data_dir)
+        for token, status in ((read, 401), (write, 200)):  # the roles hold for UTF-8 tokens too
+            r = httpx.patch(
+                f"{server.url}/api/datasets/qm9",
+                json={"name": "QM9"},
+                headers={"Authorization": f"Bearer {token}".encode()},
+            )
+            assert r.status_code == status, (token, r.text)
+        assert stored(data_dir) == before
 
 
 def test_a_new_token_invalidates_every_cookie(data_dir):

@@ -18,6 +18,11 @@ GOOD = {
     "changedPropIds": ["selected.data"],
     "state": [],
 }
+# What Dash's callback map holds for GOOD's output (a server callback, one input, no state).
+SPECS = {
+    "molecule-id.children": {"callback": object(), "inputs": [{"id": "selected", "property": "data"}], "state": []}
+}
+MULTI = "..a.children...b.children.."
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +55,26 @@ def real_output(dash_url) -> dict:
         (json.dumps({**GOOD, "output": "nope.children"}).encode(), "no callback has the output"),
         (json.dumps({**GOOD, "inputs": "x"}).encode(), "'inputs' must be a list"),
         (json.dumps({**GOOD, "inputs": [{"value": 1}]}).encode(), "needs an 'id' and a 'property'"),
+        # once 500s inside Dash: nested thousands deep, a browser-side callback, counts and shapes Dash indexes
+        (b"[" * 50_000, "nested too deeply"),
+        (json.dumps({**GOOD, "output": "copy-status.children"}).encode(), "runs in the browser"),
+        (json.dumps({**GOOD, "inputs": []}).encode(), "'inputs' must have 1 entries"),
+        (json.dumps({**GOOD, "state": [{"id": "x", "property": "value"}]}).encode(), "'state' must have 0 entries"),
+        (json.dumps({**GOOD, "outputs": []}).encode(), "'outputs' must be an entry"),
+        (json.dumps({**GOOD, "output": MULTI, "outputs": {"id": "a", "property": "children"}}).encode(), "list of 2"),
+        (json.dumps({**GOOD, "output": MULTI, "outputs": [{"id": "a", "property": "children"}]}).encode(), "list of 2"),
     ],
 )
 def test_malformed_envelopes_are_named(body, reason):
-    assert reason in envelope_problem(body, {"molecule-id.children": object()})
+    specs = {**SPECS, "copy-status.children": {"inputs": [], "state": []}, MULTI: SPECS["molecule-id.children"]}
+    assert reason in envelope_problem(body, specs)
 
 
 def test_well_formed_envelope_passes():
-    assert envelope_problem(json.dumps(GOOD).encode(), {"molecule-id.children": object()}) is None
+    assert envelope_problem(json.dumps(GOOD).encode(), SPECS) is None
+    outputs = [{"id": "a", "property": "children"}, {"id": "b", "property": "children"}]
+    multi = {**GOOD, "output": MULTI, "outputs": outputs}
+    assert envelope_problem(json.dumps(multi).encode(), {MULTI: SPECS["molecule-id.children"]}) is None
 
 
 def test_over_http_malformed_is_422_and_valid_still_answers(dash_url, real_output):

@@ -37,6 +37,16 @@ def test_token_read_only_or_loopback_start_silently(host, read_only, token):
     assert check_write_access(host, read_only, token) is None
 
 
+def test_a_read_token_equal_to_the_write_token_is_refused_without_naming_it():
+    """Readers would hold the write token; the refusal names the settings, never their value."""
+    for token, read_token in (("s3cret-value", "s3cret-value"), ("s3cret-value", " s3cret-value\n")):
+        with pytest.raises(UnsafeServerError, match="is the write token") as err:
+            check_write_access("127.0.0.1", read_only=False, token=token, read_token=read_token)
+        assert "s3cret" not in str(err.value)
+    assert check_write_access("127.0.0.1", read_only=True, token="same", read_token="same") is None
+    assert check_write_access("127.0.0.1", read_only=False, token="write", read_token="read") is None
+
+
 def test_anonymous_writes_can_be_allowed_with_a_warning():
     warning = check_write_access("0.0.0.0", read_only=False, token=None, allow_anonymous_writes=True)
     assert warning.startswith("WARNING") and "anyone who can reach" in warning

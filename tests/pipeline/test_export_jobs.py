@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import numpy as np
@@ -86,9 +87,56 @@ def test_exports_past_the_queue_bound_are_refused(exports, monkeypatch):
         with pytest.raises(Busy, match="already queued or running") as refused:
             submit_export(exports, "small", ExportRequest("random"))
         assert refused.value.retry_after > 0
+        assert "queued or running: 1, the limit" in str(refused.value) and "1 jobs" not in str(refused.value)
     finally:
         exports.lock.release()
     assert exports.wait(first["id"])["state"] == DONE  # the earlier export is not lost
+
+
+def test_two_workers_submitting_at_once_keep_the_bound(exports, monkeypatch):
+    """`serve --workers 2` runs one manager per process on one folder. Worker A has counted a free place and
+    not yet written its job; worker B then counted the same place (both queued past a bound of 1)."""
+    monkeypatch.setenv(MAX_QUEUED_ENV, "1")
+    a, b = (JobManager(exports.data_dir, [EXPORT_KIND], export_dir=exports.export_dir, max_workers=1) for _ in "ab")
+    gate, a_counted, a_go, b_counted_under_a = (threading.Event() for _ in range(4))
+    for manager in (a, b):
+        manager._pool.submit(gate.wait, 60)  # their one worker is busy: submitted exports stay queued
+    write = a.write
+
+    def a_write(job):  # A pauses between its count and its record: the window two processes raced in
+        a_counted.set()
+        assert a_go.wait(60)
+        write(job)
+
+    count, b_counts = b.check_room, []
+
+    def b_count():  # submit_export counts once early, then submit counts again with the record: that one races
+        count()
+        b_counts.append(1)
+        if len(b_counts) == 2 and not a_go.is_set():
+            b_counted_under_a.set()
+
+    a.write, b.check_room = a_write, b_count
+    outcome = {}
+
+    def run(name, manager):
+        try:
+            outcome[name] = submit_export(manager, "small", ExportRequest("random"))["state"]
+        except Busy:
+            outcome[name] = "busy"
+
+    threads = [threading.Thread(target=run, args=("a", a))]
+    threads[0].start()
+    assert a_counted.wait(60)
+    threads.append(threading.Thread(target=run, args=("b", b)))
+    threads[1].start()
+    b_counted_under_a.wait(3)  # B's count inside submit cannot happen while A holds the bound: it waits for A
+    a_go.set()
+    for thread in threads:
+        thread.join(60)
+    gate.set()
+    a.shutdown(), b.shutdown()
+    assert sorted(outcome.values()) == ["busy", QUEUED], outcome
 
 
 def test_an_unwritable_export_folder_names_the_setting(tmp_path, exports):

@@ -31,7 +31,7 @@ FormatQuery = Literal[(formats.RECORD, *formats.DOWNLOADS)]  # type: ignore[vali
 async def list_molecules(
     dataset_id: DatasetIdPath,
     data_dir: DataDirDep,
-    offset: Annotated[int, Query(ge=0, description="Index of the first molecule to return.")] = 0,
+    offset: Annotated[int, Query(ge=0, le=svc.MAX_OFFSET, description="Index of the first molecule to return.")] = 0,
     limit: Annotated[
         int, Query(ge=1, le=svc.MAX_PAGE, description=f"Page size, at most {svc.MAX_PAGE}.")
     ] = svc.DEFAULT_PAGE,
