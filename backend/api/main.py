@@ -20,7 +20,7 @@ from orientscope import __version__
 from orientscope.api.deps import ApiSettings, KnownQueryOnly
 from orientscope.api.docs import install_docs
 from orientscope.api.errors import install_error_handlers, validation_body
-from orientscope.api.middleware import SelectiveGZip, install_middleware
+from orientscope.api.middleware import BodyLimit, SelectiveGZip, install_middleware
 from orientscope.api.routes import ROUTERS, datasets
 from orientscope.core.settings import resolve_data_dir
 
@@ -63,6 +63,7 @@ def create_api(
         compresslevel=5,
         exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/vnd.apache.parquet"),
     )
+    app.add_middleware(BodyLimit, prefix=API_PREFIX)
     # Outermost: request ids, security headers and access logs on every response.
     install_middleware(app)
     install_docs(app)

@@ -13,7 +13,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from orientscope.core.settings import settings
+from orientscope.core.numbers import format_number
+from orientscope.core.settings import env_name, settings
 
 access_log = logging.getLogger("orientscope.access")
 
@@ -118,6 +119,71 @@ class SelectiveGZip:
 def cors_origins() -> list[str]:
     """Allowed cross-origin callers: none unless listed ($ORIENTSCOPE_CORS_ORIGINS, comma-separated)."""
     return list(settings().cors_origins)
+
+
+class BodyLimit:
+    """413 for an API request body other than a file upload above ``$ORIENTSCOPE_MAX_REQUEST_MB``, counted while
+    it streams in (a Content-Length above it is refused before any byte is read).
+
+    File uploads (``multipart/form-data``) have their own, larger limit where they are spooled to disk
+    (``api/uploads.py``); every other body is parsed in memory, so it is held here until it is whole or too big,
+    then handed to the route unchanged."""
+
+    def __init__(self, app: ASGIApp, prefix: str) -> None:
+        self.app = app
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] in ("GET", "HEAD", "OPTIONS")
+            or not scope["path"].startswith(self.prefix)
+        ):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if headers.get(b"content-type", b"").lower().startswith(b"multipart/form-data"):
+            await self.app(scope, receive, send)
+            return
+        limit_mb = settings().max_request_mb
+        limit = int(limit_mb * 2**20)
+        declared = headers.get(b"content-length", b"").strip()
+        if declared.isdigit() and int(declared) > limit:
+            await self.too_large(scope, receive, send, limit_mb)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await self.too_large(scope, receive, send, limit_mb)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body, replayed = b"".join(chunks), False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    async def too_large(scope: Scope, receive: Receive, send: Send, limit_mb: float) -> None:
+        from starlette.responses import JSONResponse
+
+        detail = (
+            f"the request body is larger than {format_number(limit_mb, 'g')} MB, this server's limit for requests "
+            f"other than file uploads ({env_name('max_request_mb')})"
+        )
+        await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
 
 
 def install_middleware(app) -> None:

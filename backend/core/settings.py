@@ -211,6 +211,14 @@ class Settings:
     max_upload_mb: float = _setting(
         2048, "megabytes", "uploads above this are cut off with 413 while they stream in", unit="MB"
     )
+    # A request body that is not a file upload (JSON: canonicalize, exports, SMARTS, rename) is read into memory
+    # before it is checked: without a bound, one request to a public read-only server could exhaust its memory.
+    # 32 MB holds an export's list of 2,000,000 ids (the molecule limit) with room.
+    max_request_mb: float = _setting(
+        32, "megabytes",
+        "API request bodies other than file uploads (JSON, forms) above this are refused with 413 while they stream in",
+        unit="MB",
+    )  # fmt: skip
     max_molecules: int = _setting(2_000_000, "count", "per dataset", unit="molecules")
     max_atoms_per_molecule: int = _setting(
         2_000, "count", "per molecule (also the limit of `POST /api/canonicalize`)", unit="atoms"
