@@ -264,6 +264,12 @@ class MoleculePublic(MoleculeSummaryPublic):
         "or null for a full frame).",
     )
     axes_lonlat: list[AxisLonLat] = Field(description="Longitude and latitude of the three axes.")
+    chemistry: dict[str, Any] | None = Field(
+        default=None,
+        description="What the chemistry stage made of the molecule: graph (bool), smiles (its graph's), source "
+        "(smiles or 3d), and where it has no graph no_graph_reason (metal, charge, charge_unknown, budget, valence, "
+        "element, rdkit) and message (RDKit's words); null without the chemistry stage.",
+    )
     properties: list[PropertyValue] = Field(description="Stored properties with units.")
     result_key: str = Field(description="Key of the result these values come from.")
 
