@@ -359,7 +359,13 @@ class NeighborsPublic(_Model):
     by: Literal["pose", "chemistry"] = Field(description="pose: geodesic angle; chemistry: Tanimoto.")
     metric: Literal["angle_deg", "tanimoto"] = Field(description="Which distance field is filled.")
     k: int = Field(description=f"Number of neighbours asked for (at most {MAX_K}).")
-    items: list[NeighborPublic] = Field(description="Neighbours, nearest first.")
+    items: list[NeighborPublic] = Field(
+        description="Neighbours, nearest first; by=pose, only molecules with a full frame (see the README, "
+        "Orientation by symmetry)."
+    )
+    note: str | None = Field(
+        default=None, description="Why the list is empty: by=pose, the molecule has no full frame."
+    )
 
 
 # ---------------------------------------------------------------- canonicalize

@@ -237,3 +237,33 @@ def test_a_group_pose_is_made_of_its_members_with_a_full_frame_only(tmp_path):
     assert largest["CO2"]["n_posed"] == 0 and largest["CO2"]["concentration"] is None
     assert largest["CH4"]["concentration"] == pytest.approx(oracle.concentration, abs=1e-9)
     json.dumps(report, allow_nan=False)  # no NaN reaches the report
+
+
+@pytest.mark.parametrize("skipped_in_tree", [4096, 0])
+def test_pose_neighbours_are_the_nearest_full_frames_and_a_molecule_without_one_has_none(
+    salted, monkeypatch, skipped_in_tree
+):
+    """Every ion's stored frame is the identity: ions were each other's pose neighbours at 0°. Checked against
+    every pair's angle, with the tree over every row (skipping the others) and over the full frames only."""
+    from orientscope.science.rotations import quaternion_angle
+    from orientscope.services import neighbors as nb
+    from orientscope.services.cache import clear_cache
+
+    data, mols, names, _ = salted
+    monkeypatch.setattr(nb, "SKIPPED_IN_TREE_MAX", skipped_in_tree, raising=False)
+    clear_cache()
+    z = np.concatenate([m[0] for m in mols])
+    offsets = np.concatenate([[0], np.cumsum([len(m[0]) for m in mols])])
+    frames = compute_frames(np.vstack([m[1] for m in mols]), offsets, z)
+    full = np.flatnonzero(frames.orientation == "full")
+    ids = [str(i + 1) for i in range(len(mols))]
+    ion = ids[240 + names.index("ion")]
+    assert nb.neighbors(data, "salted", ion, "pose", 5)["items"] == []
+    for i in (0, 17, 239):
+        got = nb.neighbors(data, "salted", ids[i], "pose", 6)["items"]
+        others = full[full != i]
+        angles = np.degrees(quaternion_angle(frames.quaternions[others], frames.quaternions[i]))
+        order = np.argsort(angles, kind="stable")[:6]
+        assert [g["id"] for g in got] == [ids[j] for j in others[order]]
+        np.testing.assert_allclose([g["angle_deg"] for g in got], angles[order], atol=1e-6)
+    clear_cache()
