@@ -266,7 +266,7 @@ def _neighbour_list(kind: str, title: str, result: dict | None, metric: str, fmt
         for it in result["items"]
     ]
     if not items:
-        return html.Div([html.H4(title), html.P(empty, className="note")])
+        return html.Div([html.H4(title), html.P(result.get("note") or empty, className="note")])
     return html.Div([html.H4(title), html.Ul(items, className="neighbours")])
 
 

@@ -209,11 +209,17 @@ def list_cmd(data_dir: DataDir = None) -> None:
         typer.echo(f"{dataset_id}\t{meta.get('name')}\t{meta.get('n_molecules')} molecules\t{meta.get('source')}")
 
 
+SHOWN_PROBLEMS = 5  # skipped records named after an ingest; the rest are counted
+
+
 def _ingested(root: Path, meta: dict) -> None:
     skipped = f", {meta['n_skipped']} malformed record(s) skipped" if meta.get("n_skipped") else ""
     typer.echo(f"ingested {meta['id']} ({meta['name']}): {meta['n_molecules']} molecules{skipped}")
-    for problem in meta.get("problems", [])[:5]:
+    problems = meta.get("problems", [])[:SHOWN_PROBLEMS]
+    for problem in problems:
         typer.echo(f"  skipped: {problem}", err=True)
+    if (meta.get("n_skipped") or 0) > len(problems):  # say that the list is not all of them
+        typer.echo(f"  … and {meta['n_skipped'] - len(problems):,} more skipped record(s)", err=True)
     for warning in meta.get("warnings", []):
         typer.echo(f"  warning: {warning}", err=True)
     for stage, reason in datasets_svc.dataset_info(root, meta["id"]).skipped_stages.items():

@@ -8,6 +8,7 @@ test module, appears.
 from __future__ import annotations
 
 import math
+import signal
 import socket
 import subprocess
 import time
@@ -19,6 +20,13 @@ import httpx
 
 class GaveUp(AssertionError):
     """A wait ended before its deadline because what it waited on cannot happen any more (a process exited)."""
+
+
+def takes_ctrl_c() -> None:
+    """``preexec_fn`` of a child that a test or benchmark sends Ctrl-C (SIGINT): a shell starts a background job
+    (``nohup … &``) with SIGINT ignored and every child inherits that, so the child would never see the signal
+    and a Ctrl-C row would time a whole run (exit code 0, not 130)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def free_port() -> int:

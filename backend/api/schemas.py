@@ -264,6 +264,12 @@ class MoleculePublic(MoleculeSummaryPublic):
         "or null for a full frame).",
     )
     axes_lonlat: list[AxisLonLat] = Field(description="Longitude and latitude of the three axes.")
+    chemistry: dict[str, Any] | None = Field(
+        default=None,
+        description="What the chemistry stage made of the molecule: graph (bool), smiles (its graph's), source "
+        "(smiles or 3d), and where it has no graph no_graph_reason (metal, charge, charge_unknown, budget, valence, "
+        "element, rdkit) and message (RDKit's words); null without the chemistry stage.",
+    )
     properties: list[PropertyValue] = Field(description="Stored properties with units.")
     result_key: str = Field(description="Key of the result these values come from.")
 
@@ -353,7 +359,13 @@ class NeighborsPublic(_Model):
     by: Literal["pose", "chemistry"] = Field(description="pose: geodesic angle; chemistry: Tanimoto.")
     metric: Literal["angle_deg", "tanimoto"] = Field(description="Which distance field is filled.")
     k: int = Field(description=f"Number of neighbours asked for (at most {MAX_K}).")
-    items: list[NeighborPublic] = Field(description="Neighbours, nearest first.")
+    items: list[NeighborPublic] = Field(
+        description="Neighbours, nearest first; by=pose, only molecules with a full frame (see the README, "
+        "Orientation by symmetry)."
+    )
+    note: str | None = Field(
+        default=None, description="Why the list is empty: by=pose, the molecule has no full frame."
+    )
 
 
 # ---------------------------------------------------------------- canonicalize

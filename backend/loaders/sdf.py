@@ -6,7 +6,8 @@ The molecule id is the title line as written (spaces kept), else the ``CHEMBL_ID
 tag, else the record number; a name that repeats over molecules of one formula
 (several conformers of one molecule, as in QMugs) becomes ``<name>_conf<k>``
 (``loaders/base.py`` ``unique_ids``). SD fields whose values parse as numbers
-become properties; the SMILES comes from the mol block. ``D`` and ``T`` are
+become properties; the SMILES comes from the mol block where it has bonds (or one atom); an atoms-only
+block has none, so the chemistry stage perceives its bonds from 3D. ``D`` and ``T`` are
 read as hydrogen; a dummy or query atom (``X``, ``*``, ``R`` …) or an unknown
 symbol skips the record with a message naming the line and symbol. The
 server's own fields ``pose`` and ``units`` (with ``dataset``) are metadata.
@@ -165,7 +166,10 @@ def parse_sd_block(where: str, block: list[str], start: int = 1) -> Record | Bad
     title = mol_lines[0].rstrip("\r\n") if mol_lines else ""
     mol_id = (title if title.strip() else "") or next((tags[t] for t in ID_TAGS if tags.get(t)), None)
     smiles = next((tags[t] for t in SMILES_TAGS if tags.get(t)), "")
-    if not smiles:
+    # An atoms-only block (several atoms, no bond lines) says nothing of its connectivity: its SMILES would be
+    # every atom apart ("C.C.O.[HH]…", one "(acyclic)" scaffold for the whole set). It has none, and the
+    # chemistry stage perceives its bonds from the coordinates, as for XYZ.
+    if not smiles and (mol.GetNumBonds() or mol.GetNumAtoms() == 1):
         try:
             Chem.SanitizeMol(mol)
             smiles = Chem.MolToSmiles(Chem.RemoveHs(mol))

@@ -56,16 +56,24 @@ def label_groups(table: pd.DataFrame, labels: np.ndarray, typical_ids: np.ndarra
 
 
 def _largest(table: pd.DataFrame) -> list[dict]:
+    """The largest groups; a group none of whose members has a whole frame has no pose (None)."""
     top = table.head(TOP_GROUPS)
     return [
         {
             "group": int(r.group),
             "label": str(r.label),
             "size": int(r.size),
-            "mean_quaternion": [float(r.qx), float(r.qy), float(r.qz), float(r.qw)],
-            "spread_deg": float(r.spread_deg),
-            "concentration": float(r.concentration),
-            "typical_id": str(r.typical_id),
+            "n_posed": int(r.n_posed),
+            **(
+                {
+                    "mean_quaternion": [float(r.qx), float(r.qy), float(r.qz), float(r.qw)],
+                    "spread_deg": float(r.spread_deg),
+                    "concentration": float(r.concentration),
+                    "typical_id": str(r.typical_id),
+                }
+                if r.n_posed
+                else {"mean_quaternion": None, "spread_deg": None, "concentration": None, "typical_id": None}
+            ),
         }
         for r in top.itertuples(index=False)
     ]

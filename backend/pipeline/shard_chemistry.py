@@ -18,7 +18,8 @@ Three passes of per-shard tasks on the engine, each followed by a small merge:
    merged codes of its own shard's labels only, not every label of the set.
 2. **groups** (:func:`groups_shard`): give every molecule its scaffold,
    formula and cluster (best leader, exact) and write the shard's molecules
-   table; return per-group sums (size, Σ q qᵀ, Σ R) and each query's nearest
+   table; return per-group sums (size, and Σ q qᵀ, Σ R over the members with a
+   whole frame) and each query's nearest
    neighbour in this shard. Sums add up exactly: group means and
    concentrations, and the nearest neighbour over all shards (ties to the
    lower index), equal those of the whole set (up to float summation order).
@@ -74,7 +75,7 @@ from orientscope.pipeline.shard_graphs import (
     shard_atom_counts,
     shard_charge_known,
 )
-from orientscope.pipeline.shard_stages import ShardJob, shard_frames
+from orientscope.pipeline.shard_stages import ShardJob, full_frames, shard_frames
 from orientscope.pipeline.stage import StageOutput
 from orientscope.science.clustering import (
     TanimotoIndex,
@@ -289,7 +290,7 @@ def groups_shard(job: GroupsJob) -> dict:
     R = shard_frames(shard, "original", R_COLUMNS).reshape(-1, 3, 3)
     degenerate = shard_frames(shard, "original", ["degenerate"])[:, 0].astype(bool)
     return {
-        "sums": {g: group_sums(groups[g], q, R) for g in GROUP_KINDS},
+        "sums": {g: group_sums(groups[g], q, R, full_frames(shard, "original")) for g in GROUP_KINDS},
         "nearest": _nearest_in_shard(words, similarity_pool(groupable, degenerate, words), job),
     }
 
@@ -318,10 +319,11 @@ def angles_shard(job: AnglesJob) -> dict:
     table = read_shard_table(Path(shard.result_dir), STAGE, "molecules", shard.ref.number,
                              columns=["id", *GROUP_COLUMNS.values()]).to_pandas()  # fmt: skip
     q = shard_frames(shard, "original", Q_COLUMNS)
+    posed = full_frames(shard, "original")  # only a whole frame has an angle to its group's mean pose
     ids, index = table["id"].to_numpy(str), shard.ref.index
     out = {"angles": {}, "typical_id": {}}
     for g in GROUP_KINDS:
-        groups = table[GROUP_COLUMNS[g]].to_numpy(np.int64)
+        groups = np.where(posed, table[GROUP_COLUMNS[g]].to_numpy(np.int64), -1)
         rows, angles = member_angles_deg(groups, q, *job.means[g])
         part = angle_partials(groups[rows], angles, index[rows])
         out["angles"][g] = part
@@ -379,11 +381,10 @@ def run_chemistry(engine: Engine, jobs: list[ShardJob], params: dict, say) -> St
     tables = {}
     for g in GROUP_KINDS:
         s = sums[g]
-        spread, typical = merge_angle_partials([a["angles"][g] for a in angles], s["group"], s["size"])
-        frame = group_frame(
-            s["group"], s["size"], means[g][1], spread, concentration_from_axes(s["axes"], s["size"]), typical
-        )
-        named = np.array([typical_ids[int(i)] for i in frame["typical_index"]], dtype=object)
+        spread, typical = merge_angle_partials([a["angles"][g] for a in angles], s["group"], s["n_posed"])
+        concentration = concentration_from_axes(s["axes"], s["n_posed"])
+        frame = group_frame(s["group"], s["size"], means[g][1], spread, concentration, typical, s["n_posed"])
+        named = np.array([typical_ids.get(int(i)) for i in frame["typical_index"]], dtype=object)
         tables[f"groups_{g}"] = label_groups(frame, labels[g], named)
     clusters = tables["groups_cluster"]
     clusters["leader_id"] = extra["leaders"]["id"][clusters["group"].to_numpy(np.int64)] if len(clusters) else []

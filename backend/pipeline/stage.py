@@ -11,8 +11,9 @@ import pandas as pd
 # (``orientscope precompute`` or ``report``) recomputes a stage stored under an older rule (one with no
 # record is rule 1). 2 (frames, statistics, models): each molecule contributes only the orientation its
 # symmetry defines (none, one axis, the full frame); the SO(3) statistics read full frames only, and
-# Bingham's test reads the axis-only molecules' axes.
-STAGE_RULES = {"frames": 2, "statistics": 2, "chemistry": 1, "models": 2}
+# Bingham's test reads the axis-only molecules' axes. 2 (chemistry): a group's pose (mean, spread,
+# concentration, typical member) is made of its members with a full frame only.
+STAGE_RULES = {"frames": 2, "statistics": 2, "chemistry": 2, "models": 2}
 
 
 @dataclass

@@ -5,6 +5,12 @@ eigenvector of Σ q qᵀ (the chordal L2 mean, sign-free); spread is the median
 geodesic angle to it; concentration is the mean over the three principal axes
 of the mean resultant length of that axis' direction (1: all members share the
 frame, ~1/sqrt(size) for uniformly random frames).
+
+Only members with a whole SO(3) frame (``posed``; see ``science/frames.py``: not a single atom, spherical
+top, linear molecule or symmetric top) enter a group's pose: the others' frames are arbitrary where their
+symmetry leaves them undefined, and identical copies of one symmetric molecule would read as one shared
+pose (two sulfates: spread 0.005°, concentration 1.0). They still count in ``size``; a group without a
+posed member has no mean, spread, concentration or typical member (NaN, and -1 for the typical index).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import pandas as pd
 
 from orientscope.science.rotations import quaternion_angle
 
-GROUP_COLUMNS = ["group", "size", "qx", "qy", "qz", "qw", "spread_deg", "concentration", "typical_index"]
+GROUP_COLUMNS = ["group", "size", "n_posed", "qx", "qy", "qz", "qw", "spread_deg", "concentration", "typical_index"]
 
 
 def _segment_reduce(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -31,27 +37,35 @@ def _fixed(values: np.ndarray) -> np.ndarray:
     return np.rint(values * FIXED_POINT).astype(np.int64)
 
 
-def group_sums(groups: np.ndarray, quaternions: np.ndarray, rotations: np.ndarray) -> dict:
+def group_sums(
+    groups: np.ndarray, quaternions: np.ndarray, rotations: np.ndarray, posed: np.ndarray | None = None
+) -> dict:
     """Per-group sums that add up exactly over any cut of the molecules (negative ids ignored).
 
-    Returns ``{"group": (k,) ids ascending, "size": (k,), "scatter": (k, 4, 4) Σ q qᵀ,
-    "axes": (k, 3, 3) Σ R}``, the sums in fixed point (int64 units of
-    1 / :data:`FIXED_POINT`); the sums of two cuts' entries for one group are
-    exactly the sums of the whole group.
+    ``posed`` (n,) bool marks the molecules with a whole frame (default: all); only they enter the pose sums.
+    Returns ``{"group": (k,) ids ascending, "size": (k,) members, "n_posed": (k,) posed members,
+    "scatter": (k, 4, 4) Σ q qᵀ, "axes": (k, 3, 3) Σ R}`` over the posed members, the sums in fixed point
+    (int64 units of 1 / :data:`FIXED_POINT`); the sums of two cuts' entries for one group are exactly the
+    sums of the whole group.
     """
     groups = np.asarray(groups, dtype=np.int64)
+    posed = np.ones(len(groups), bool) if posed is None else np.asarray(posed, dtype=bool)
     rows = np.flatnonzero(groups >= 0)
     rows = rows[np.argsort(groups[rows], kind="stable")]
     ids, starts, sizes = np.unique(groups[rows], return_index=True, return_counts=True)
     if rows.size == 0:
         empty = np.zeros(0, np.int64)
-        return {"group": ids, "size": sizes, "scatter": empty.reshape(0, 4, 4), "axes": empty.reshape(0, 3, 3)}
-    q = np.asarray(quaternions, dtype=np.float64)[rows]
+        return {"group": ids, "size": sizes, "n_posed": sizes.copy(), "scatter": empty.reshape(0, 4, 4),
+                "axes": empty.reshape(0, 3, 3)}  # fmt: skip
+    weight = posed[rows].astype(np.float64)  # a molecule without a whole frame adds zeros to the pose sums
+    q = np.asarray(quaternions, dtype=np.float64)[rows] * weight[:, None]
+    R = np.asarray(rotations, dtype=np.float64)[rows] * weight[:, None, None]
     return {
         "group": ids,
         "size": sizes,
+        "n_posed": np.add.reduceat(posed[rows].astype(np.int64), starts),
         "scatter": _segment_reduce(_fixed(np.einsum("ni,nj->nij", q, q)), starts),
-        "axes": _segment_reduce(_fixed(np.asarray(rotations, dtype=np.float64)[rows]), starts),
+        "axes": _segment_reduce(_fixed(R), starts),
     }
 
 
@@ -60,7 +74,7 @@ def merge_group_sums(parts: list[dict]) -> dict:
     ids = np.concatenate([p["group"] for p in parts])
     uniq, inverse = np.unique(ids, return_inverse=True)
     out = {"group": uniq}
-    for key, shape in (("size", ()), ("scatter", (4, 4)), ("axes", (3, 3))):
+    for key, shape in (("size", ()), ("n_posed", ()), ("scatter", (4, 4)), ("axes", (3, 3))):
         total = np.zeros((len(uniq), *shape), dtype=np.int64)
         np.add.at(total, inverse, np.concatenate([p[key] for p in parts]))
         out[key] = total
@@ -68,21 +82,31 @@ def merge_group_sums(parts: list[dict]) -> dict:
 
 
 def means_from_scatter(scatter: np.ndarray) -> np.ndarray:
-    """(k, 4) sign-invariant means (w >= 0) from (k, 4, 4) Σ q qᵀ (fixed point): each principal eigenvector."""
+    """(k, 4) sign-invariant means (w >= 0) from (k, 4, 4) Σ q qᵀ (fixed point): each principal eigenvector;
+    NaN for a group without a posed member (its scatter, whose trace counts them, is zero)."""
     if len(scatter) == 0:
         return np.zeros((0, 4))
-    _, vecs = np.linalg.eigh(np.asarray(scatter, dtype=np.float64) / FIXED_POINT)
+    scatter = np.asarray(scatter, dtype=np.float64) / FIXED_POINT
+    _, vecs = np.linalg.eigh(scatter)
     mean = vecs[:, :, -1]
-    return mean * np.where(mean[:, 3:4] < 0, -1.0, 1.0)
+    mean = mean * np.where(mean[:, 3:4] < 0, -1.0, 1.0)
+    mean[np.trace(scatter, axis1=1, axis2=2) < 0.5] = np.nan
+    return mean
 
 
 def concentration_from_axes(axes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """(k,) mean resultant length of the three principal axes from (k, 3, 3) Σ R (fixed point) and (k,) sizes."""
+    """(k,) mean resultant length of the three principal axes from (k, 3, 3) Σ R (fixed point) and (k,) posed
+    member counts; NaN where a group has none."""
     axes = np.asarray(axes, dtype=np.float64) / FIXED_POINT
-    return (np.linalg.norm(axes, axis=2) / np.asarray(sizes)[:, None]).mean(axis=1)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (np.linalg.norm(axes, axis=2) / sizes[:, None]).mean(axis=1)
+    return np.where(sizes > 0, out, np.nan)
 
 
-def group_orientation_stats(groups: np.ndarray, quaternions: np.ndarray, rotations: np.ndarray) -> pd.DataFrame:
+def group_orientation_stats(
+    groups: np.ndarray, quaternions: np.ndarray, rotations: np.ndarray, posed: np.ndarray | None = None
+) -> pd.DataFrame:
     """Per-group orientation statistics, vectorised over all groups.
 
     Parameters
@@ -90,40 +114,48 @@ def group_orientation_stats(groups: np.ndarray, quaternions: np.ndarray, rotatio
     groups : (n,) int group id per molecule; negative ids are ignored
     quaternions : (n, 4) scalar-last unit quaternions of the frames
     rotations : (n, 3, 3) frames, rows = principal axes
+    posed : (n,) bool, the molecules with a whole frame (default: all); only they enter the pose statistics
 
     Returns
     -------
     DataFrame sorted by size (descending, then group id) with :data:`GROUP_COLUMNS`:
-    ``typical_index`` is the row of the member closest to the group mean,
-    ``spread_deg`` the median angle to the mean (degrees).
+    ``typical_index`` is the row of the posed member closest to the group mean (-1 if none),
+    ``spread_deg`` the median angle of the posed members to the mean (degrees).
     """
     groups = np.asarray(groups, dtype=np.int64)
-    rows = np.flatnonzero(groups >= 0)
-    if rows.size == 0:
+    if not (groups >= 0).any():
         return pd.DataFrame({c: [] for c in GROUP_COLUMNS})
-    rows = rows[np.argsort(groups[rows], kind="stable")]
-    sums = group_sums(groups, quaternions, rotations)
-    ids, sizes = sums["group"], sums["size"]
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    sums = group_sums(groups, quaternions, rotations, posed)
+    ids, sizes, n_posed = sums["group"], sums["size"], sums["n_posed"]
     mean = means_from_scatter(sums["scatter"])
-    member = np.repeat(np.arange(len(ids)), sizes)
-    angle = quaternion_angle(np.asarray(quaternions, dtype=np.float64)[rows], mean[member])
-    # Sort members by (group, angle): the first is the typical member, the middle the median.
-    by_angle = np.lexsort((angle, member))
-    sorted_angle = angle[by_angle]
-    lo = starts + (sizes - 1) // 2
-    hi = starts + sizes // 2
-    spread = 0.5 * (sorted_angle[lo] + sorted_angle[hi])
-    typical = rows[by_angle[starts]]
-    return group_frame(ids, sizes, mean, np.degrees(spread), concentration_from_axes(sums["axes"], sizes), typical)
+    spread = np.full(len(ids), np.nan)
+    typical = np.full(len(ids), -1, np.int64)
+    posed = np.ones(len(groups), bool) if posed is None else np.asarray(posed, dtype=bool)
+    rows = np.flatnonzero((groups >= 0) & posed)
+    if rows.size:
+        rows = rows[np.argsort(groups[rows], kind="stable")]
+        at = np.searchsorted(ids, groups[rows])
+        angle = quaternion_angle(np.asarray(quaternions, dtype=np.float64)[rows], mean[at])
+        # Sort members by (group, angle): the first is the typical member, the middle the median.
+        by_angle = np.lexsort((angle, at))
+        sorted_angle = angle[by_angle]
+        has = n_posed > 0
+        starts = np.concatenate([[0], np.cumsum(n_posed[has])[:-1]])
+        lo = starts + (n_posed[has] - 1) // 2
+        hi = starts + n_posed[has] // 2
+        spread[has] = 0.5 * (sorted_angle[lo] + sorted_angle[hi])
+        typical[has] = rows[by_angle[starts]]
+    return group_frame(ids, sizes, mean, np.degrees(spread), concentration_from_axes(sums["axes"], n_posed), typical,
+                       n_posed)  # fmt: skip
 
 
-def group_frame(ids, sizes, mean, spread_deg, concentration, typical_index) -> pd.DataFrame:
+def group_frame(ids, sizes, mean, spread_deg, concentration, typical_index, n_posed) -> pd.DataFrame:
     """The :data:`GROUP_COLUMNS` table, sorted by size (descending, then group id)."""
     out = pd.DataFrame(
         {
             "group": ids,
             "size": sizes,
+            "n_posed": n_posed,
             "qx": mean[:, 0],
             "qy": mean[:, 1],
             "qz": mean[:, 2],
@@ -176,7 +208,8 @@ def merge_angle_partials(parts: list[dict], group_ids: np.ndarray, sizes: np.nda
     """((k,) median spread in degrees, within SPREAD_BIN_DEG / 2; (k,) global index of the typical member).
 
     The typical member is the one closest to the mean, ties to the lower index,
-    as in :func:`group_orientation_stats`. ``group_ids`` ascending, ``sizes`` their member counts.
+    as in :func:`group_orientation_stats`. ``group_ids`` ascending, ``sizes`` their posed member counts (the
+    members the partials hold); a group without one has NaN and -1.
     """
     keys, inverse = np.unique(np.concatenate([p["keys"] for p in parts]), return_inverse=True)
     counts = np.bincount(inverse, weights=np.concatenate([p["counts"] for p in parts])).astype(np.int64)
@@ -187,7 +220,11 @@ def merge_angle_partials(parts: list[dict], group_ids: np.ndarray, sizes: np.nda
         """Midpoint (degrees) of the bin holding each group's ``rank``-th smallest angle."""
         return (keys[np.searchsorted(cum, starts + rank, side="right")] % N_SPREAD_BINS + 0.5) * SPREAD_BIN_DEG
 
-    spread = 0.5 * (midpoint((sizes - 1) // 2) + midpoint(sizes // 2))
+    sizes = np.asarray(sizes, dtype=np.int64)
+    spread = np.full(len(sizes), np.nan)
+    has = sizes > 0
+    starts = starts[has]
+    spread[has] = 0.5 * (midpoint((sizes[has] - 1) // 2) + midpoint(sizes[has] // 2))
     typ = {k: np.concatenate([p["typical"][k] for p in parts]) for k in ("group", "angle", "index")}
     order = np.lexsort((typ["index"], typ["angle"], typ["group"]))
     g = typ["group"][order]

@@ -148,19 +148,33 @@ def stage_groups_table(view: DatasetView, by: str) -> pd.DataFrame | None:
     return view.extra(name, lambda: view.store.table(CHEMISTRY_STAGE, name).to_pandas())
 
 
-def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:
-    """{molecule id: SMILES of the graph the chemistry stage used} of the ``wanted`` ids (e.g. cluster leaders).
+def _columns_of(view: DatasetView, wanted: set[str], columns: list[str]) -> dict[str, dict]:
+    """{molecule id: {column: value}} of the chemistry stage's per-molecule table, for the ``wanted`` ids.
 
-    Reads the shards' id and SMILES columns one shard at a time.
+    Reads the shards' id and those columns one shard at a time.
     """
     paths = _shard_tables(view)
     if paths:
         out, value_set = {}, pa.array(sorted(wanted), pa.string())
         for path in paths:
-            chem = read_table(path, columns=["id", "smiles"])
+            have = [c for c in columns if c in pq.ParquetFile(path).schema_arrow.names]
+            chem = read_table(path, columns=["id", *have])
             chem = chem.filter(pc.is_in(chem.column("id").cast(pa.string()), value_set=value_set)).to_pandas()
-            out.update(zip(chem["id"].astype(str), chem["smiles"].fillna("").astype(str), strict=True))
+            out.update({str(r.pop("id")): r for r in chem.to_dict("records")})
         return out
+    chem = chemistry_table(view)
+    if chem is None:
+        return {}
+    keep = np.isin(view.ids.astype(str), list(wanted))
+    rows = chem.loc[keep, [c for c in columns if c in chem.columns]].to_dict("records")
+    return dict(zip(view.ids[keep].astype(str).tolist(), rows, strict=True))
+
+
+def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:
+    """{molecule id: SMILES of the graph the chemistry stage used} of the ``wanted`` ids (e.g. cluster leaders)."""
+    if _shard_tables(view):
+        found = _columns_of(view, wanted, ["smiles"])
+        return {m: _text(r.get("smiles")) or "" for m, r in found.items()}
     chem = chemistry_table(view)
     if chem is not None and "smiles" in chem.columns:
         smiles = chem["smiles"].fillna("").astype(str).to_numpy()
@@ -169,11 +183,36 @@ def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:
     return {m: s for m, s in zip(view.ids.tolist(), smiles.tolist(), strict=True) if m in wanted}
 
 
+def _text(value) -> str | None:
+    """A table's text cell, None where it is empty or missing."""
+    return None if value is None or pd.isna(value) or value == "" else str(value)
+
+
 def graph_smiles(view: DatasetView, mol_id: str) -> str:
     """SMILES of the graph the chemistry stage built for one molecule ("" without the stage or a graph)."""
     if not view.has_table(CHEMISTRY_STAGE, "molecules"):
         return ""
     return _smiles_of(view, {str(mol_id)}).get(str(mol_id), "")
+
+
+def molecule_chemistry(view: DatasetView, mol_id: str) -> dict | None:
+    """What the chemistry stage made of one molecule: ``{graph, smiles, source, no_graph_reason, message}``
+    (``smiles`` the graph's, ``no_graph_reason`` a code of ``science.perception.NO_GRAPH_REASONS`` and
+    ``message`` RDKit's words where it has no graph); None without the stage."""
+    if not view.has_table(CHEMISTRY_STAGE, "molecules"):
+        return None
+    columns = ["smiles", "chemistry_ok", "chemistry_source", "chemistry_reason", "chemistry_error"]
+    row = _columns_of(view, {str(mol_id)}, columns).get(str(mol_id))
+    if row is None:
+        return None
+    graph = bool(row.get("chemistry_ok"))
+    return {
+        "graph": graph,
+        "smiles": _text(row.get("smiles")) if graph else None,
+        "source": _text(row.get("chemistry_source")),
+        "no_graph_reason": None if graph else _text(row.get("chemistry_reason")),
+        "message": None if graph else _text(row.get("chemistry_error")),
+    }
 
 
 def _leader_id(row: dict) -> str | None:

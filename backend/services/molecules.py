@@ -32,6 +32,7 @@ from orientscope.services.grouping import (
     group_ids,
     group_label,
     group_rows,
+    molecule_chemistry,
 )
 
 MAX_PAGE = 1000
@@ -313,6 +314,7 @@ def molecule_detail(data_dir: Path, dataset_id: str, mol_id: str) -> dict:
             "degenerate_reason": str(view.cell("reasons", i)) or None,
             "orientation": orientation_record(str(view.cell("reasons", i))),
             "axes_lonlat": [{"axis": a + 1, "lon_deg": lon, "lat_deg": lat} for a, (lon, lat) in enumerate(lonlat)],
+            "chemistry": molecule_chemistry(view, str(view.cell("ids", i))),
             "result_key": view.result_key,
         }
     )

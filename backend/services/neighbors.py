@@ -1,4 +1,9 @@
-"""Nearest molecules in pose (geodesic angle between frames) or in chemistry (Tanimoto)."""
+"""Nearest molecules in pose (geodesic angle between frames) or in chemistry (Tanimoto).
+
+Only molecules with a full frame have a pose to be near (``science.frames``): a single atom or a spherical
+top has none, and a linear molecule or symmetric top only an axis, so their stored frames (the identity for
+every ion) would sit at 0° from each other. They are never pose neighbours and have none themselves.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from orientscope.science.clustering import ShardedTanimotoScan, TanimotoIndex, words_from_bytes
+from orientscope.science.frames import orientation_of, symmetry_kinds
 from orientscope.science.rotations import chord_to_angle
 from orientscope.science.so3_stats import nearest_orientations, orientation_points
 from orientscope.services.cache import CHEMISTRY_FINGERPRINTS, DatasetView, get_view
@@ -18,27 +24,62 @@ from orientscope.store.columns import fingerprint_counts, fingerprint_shards, re
 from orientscope.store.shards import shard_table_paths
 
 KINDS = ("pose", "chemistry")
+NO_POSE = "no full frame (a single atom, or a symmetric, spherical or linear molecule): no pose to be near"
 MAX_K = 100
 # Threads per chemistry-neighbour scan of a large set: the machine's cores (the scan releases the GIL).
 SCAN_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
-def _pose_tree(view: DatasetView) -> cKDTree:
-    # One point per molecule, its quaternion with w >= 0 (:func:`orientation_points`): stored so, the
-    # tree keeps the view's float64 array itself (cKDTree copies only other dtypes: a float32 copy
-    # cost 320 MB at 10M), which for the view is a memory map.
-    return view.extra("pose_tree", lambda: cKDTree(orientation_points(view.quaternions), balanced_tree=False))
+# Up to this many molecules without a full frame, the pose tree holds every row (the view's quaternions
+# themselves, no copy: 320 MB at 10M) and a search asks it for that many more neighbours to skip them.
+SKIPPED_IN_TREE_MAX = 4096
+
+
+def posed_mask(view: DatasetView) -> np.ndarray:
+    """(n,) bool: the rows whose frame is a full SO(3) pose (from the few distinct degeneracy labels)."""
+
+    def build() -> np.ndarray:
+        labels = np.asarray(view.reasons.labels, dtype=str)
+        full = orientation_of(symmetry_kinds(labels))[0] == "full"
+        return full[np.asarray(view.reasons.codes)]
+
+    return view.extra("posed_mask", build)
+
+
+def _pose_tree(view: DatasetView) -> tuple[cKDTree, np.ndarray | None]:
+    """The pose tree and the view row of each of its points (None: the tree holds every row, in order)."""
+
+    def build():
+        posed = posed_mask(view)
+        if len(posed) - int(posed.sum()) <= SKIPPED_IN_TREE_MAX:
+            # One point per molecule, its quaternion with w >= 0 (:func:`orientation_points`): stored so, the
+            # tree keeps the view's float64 array itself (cKDTree copies only other dtypes), a memory map.
+            return cKDTree(orientation_points(view.quaternions), balanced_tree=False), None
+        rows = np.flatnonzero(posed)
+        return cKDTree(orientation_points(view.quaternions[rows]), balanced_tree=False), rows
+
+    return view.extra("pose_tree", build)
 
 
 def pose_neighbors(view: DatasetView, i: int, k: int) -> list[tuple[int, float]]:
-    """(row, angle in degrees) of the k molecules whose frames are closest to row ``i``'s (q and -q one
-    rotation; equally near ones in row order)."""
-    k = min(k, len(view) - 1)
-    if k < 1:
+    """(row, angle in degrees) of the k molecules with a full frame whose frames are closest to row ``i``'s
+    (q and -q one rotation; equally near ones in row order); none if row ``i`` has no full frame."""
+    posed = posed_mask(view)
+    if not posed[i]:
+        return []
+    tree, rows_of = _pose_tree(view)
+    n_skipped = len(posed) - int(posed.sum()) if rows_of is None else 0
+    at = i if rows_of is None else int(np.searchsorted(rows_of, i))
+    k_asked = min(k + n_skipped, tree.n - 1)
+    if k_asked < 1:
         return []
     qi = np.asarray(view.cell("quaternions", i), dtype=np.float64)
-    chord, rows = nearest_orientations(_pose_tree(view), qi, k, exclude=np.array([i]), workers=1)
-    return [(int(r), float(np.degrees(chord_to_angle(c)))) for r, c in zip(rows[0], chord[0], strict=True)]
+    chord, found = nearest_orientations(tree, qi, k_asked, exclude=np.array([at]), workers=1)
+    rows = found[0] if rows_of is None else rows_of[found[0]]
+    keep = posed[rows]
+    return [
+        (int(r), float(np.degrees(chord_to_angle(c)))) for r, c in zip(rows[keep][:k], chord[0][keep][:k], strict=True)
+    ]
 
 
 def _fingerprint_bytes(view: DatasetView) -> np.ndarray | None:
@@ -119,4 +160,7 @@ def neighbors(data_dir: Path, dataset_id: str, mol_id: str, by: str = "pose", k:
         }
         for j, value in pairs
     ]
-    return {"id": str(view.cell("ids", i)), "by": by, "metric": metric, "k": k, "items": items}
+    out = {"id": str(view.cell("ids", i)), "by": by, "metric": metric, "k": k, "items": items, "note": None}
+    if by == "pose" and not posed_mask(view)[i]:
+        out["note"] = NO_POSE
+    return out

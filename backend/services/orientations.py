@@ -6,11 +6,13 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from orientscope.core.orientations_schema import EV_COLUMNS, LONLAT_COLUMNS, Q_COLUMNS, R_COLUMNS
+from orientscope.science.frames import orientation_of, symmetry_kinds
 from orientscope.services.cache import DatasetView, get_view
 from orientscope.services.errors import InvalidInput
 
@@ -23,6 +25,7 @@ COLUMNS = [
     *EV_COLUMNS,
     "degenerate",
     "degenerate_reason",
+    "orientation",
     *LONLAT_COLUMNS,
     "classifier_score",
 ]
@@ -42,7 +45,11 @@ def _block(view: DatasetView, a: int, b: int) -> pd.DataFrame:
     data.update(zip(Q_COLUMNS, view.span("quaternions", a, b).T, strict=True))
     data.update(zip(EV_COLUMNS, view.span("eigenvalues", a, b).T, strict=True))
     data["degenerate"] = view.span("degenerate", a, b)
-    data["degenerate_reason"] = view.span("reasons", a, b)
+    data["degenerate_reason"] = reasons = view.span("reasons", a, b)
+    # What the statistics read of each pose (science.frames): none, one axis, or the full frame. A
+    # frame without the full class is arbitrary where its symmetry leaves it undefined (an ion's is the
+    # identity): a script that trains on these rows should leave those out, as the statistics do.
+    data["orientation"] = orientation_of(symmetry_kinds(np.asarray(reasons, dtype=str)))[0]
     data.update(zip(LONLAT_COLUMNS, view.span("lonlat", a, b).reshape(-1, 6).T, strict=True))
     data["classifier_score"] = view.span("scores", a, b)
     return pd.DataFrame(data, columns=COLUMNS)

@@ -28,9 +28,10 @@ from orientscope.science.so3_stats import KL_KEY
 from orientscope.science.verdict import CLASSIFIER_ROLE, DEFAULT_ALPHA
 
 GROUP_COLUMN_NOTES = {
-    "spread_deg": "spread: the median angle between a member's pose and the group's mean pose (degrees)",
+    "spread_deg": "spread: the median angle between a member's pose and the group's mean pose (degrees); only "
+    "members with a full frame have a pose (blank: none has)",
     "concentration": "concentration: how tightly the members' axes point one way, 1 = one shared pose, "
-    "about 1/√(size) for random poses",
+    "about 1/√n for n random poses",
     "mean_score": "mean P(stored): the classifier's mean probability that a member's pose is the stored one",
 }
 ANGLE_PEAK_NOTE = (

@@ -25,7 +25,7 @@ from orientscope.pipeline.ingest import ingest_file
 from orientscope.science.perception import BOND_ORDER_BUDGET_S
 from orientscope.services.report import build_report
 from tests.bench.common import write_section
-from tests.harness import GaveUp, exited, wait_until
+from tests.harness import GaveUp, exited, takes_ctrl_c, wait_until
 
 SEED = 0
 N_SET = 10_000
@@ -97,7 +97,8 @@ def ctrl_c_latency(path: Path, pattern: str, wait_s: float) -> tuple[float, int]
     log = work / "stderr.txt"
     with open(log, "w") as err:
         proc = subprocess.Popen([EXE, "ingest", str(path), "--name", "interrupted", "--data-dir", str(work / "data")],
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)  # fmt: skip
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                preexec_fn=takes_ctrl_c)  # fmt: skip
     try:
         try:
             seen = lambda: pattern in log.read_text(errors="replace")  # noqa: E731

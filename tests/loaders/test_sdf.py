@@ -85,3 +85,36 @@ def test_one_record_with_bonds_from_the_smiles_or_the_geometry():
     assert Chem.MolToSmiles(perceived) == "O=C=O"
     connected = Chem.MolFromMolBlock(sdf_block(*CO2, "co2"), sanitize=False)  # without it: connectivity only
     assert connected.GetNumBonds() == 2 and {b.GetBondTypeAsDouble() for b in connected.GetBonds()} == {1.0}
+
+
+ATOMS_ONLY_ETHANOL = """ethanol
+  atoms only
+
+  9  0  0  0  0  0  0  0  0  0999 V2000
+   -0.0004   -0.0125    0.0000 C   0  0  0  0  0  0  0  0  0  0  0  0
+    1.5151   -0.0125    0.0000 C   0  0  0  0  0  0  0  0  0  0  0  0
+    1.9911    1.3340    0.0000 O   0  0  0  0  0  0  0  0  0  0  0  0
+   -0.3880    1.0042    0.0000 H   0  0  0  0  0  0  0  0  0  0  0  0
+   -0.3880   -0.5208    0.8810 H   0  0  0  0  0  0  0  0  0  0  0  0
+   -0.3880   -0.5208   -0.8810 H   0  0  0  0  0  0  0  0  0  0  0  0
+    1.8897   -0.5241    0.8880 H   0  0  0  0  0  0  0  0  0  0  0  0
+    1.8897   -0.5241   -0.8880 H   0  0  0  0  0  0  0  0  0  0  0  0
+    2.9511    1.3121    0.0000 H   0  0  0  0  0  0  0  0  0  0  0  0
+M  END
+$$$$
+"""
+
+
+def test_an_atoms_only_block_has_no_smiles_and_gets_its_bonds_from_3d(tmp_path):
+    """Read as written, RDKit gives nine fragments ("C.C.O.[HH]…"): every such molecule one "(acyclic)"
+    scaffold. Without bond lines there is no SMILES, and the chemistry stage perceives ethanol from 3D."""
+    from orientscope.pipeline.ingest import ingest_file
+    from orientscope.services.molecules import molecule_detail
+
+    path = tmp_path / "atoms.sdf"
+    path.write_text(ATOMS_ONLY_ETHANOL + ATOMS_ONLY_ETHANOL.replace("ethanol\n", "ethanol2\n", 1))
+    mols = load_path(path).mols
+    assert mols.smiles is None or not any(mols.smiles)  # no SMILES at all
+    meta = ingest_file(tmp_path / "data", path, "atoms-only")
+    chemistry = molecule_detail(tmp_path / "data", meta["id"], "ethanol")["chemistry"]
+    assert (chemistry["graph"], chemistry["smiles"], chemistry["source"]) == (True, "CCO", "3d")

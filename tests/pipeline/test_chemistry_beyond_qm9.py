@@ -103,6 +103,14 @@ def test_failures_are_grouped_by_reason_in_the_report_and_the_cli_text(tmp_path)
     assert "  no graph, charge_unknown (1): no bond orders fit charge 0" in text
     out = CliRunner().invoke(app, ["report", "mixed", "--data-dir", str(tmp_path)])
     assert out.exit_code == 0 and "no graph, budget (1)" in out.output, out.output
+    # Each molecule's own record names its reason, beyond the report's first examples.
+    from orientscope.services.molecules import molecule_detail
+
+    coa, acetate, first = (molecule_detail(tmp_path, "mixed", m)["chemistry"] for m in ("coa", "acetate", "m0"))
+    assert (coa["graph"], coa["no_graph_reason"], coa["smiles"]) == (False, "budget", None)
+    assert "Max Iterations Exceeded" in coa["message"]
+    assert (acetate["graph"], acetate["no_graph_reason"]) == (False, "charge_unknown")
+    assert first == {"graph": True, "smiles": "CCO", "source": "3d", "no_graph_reason": None, "message": None}
 
 
 # ---------------------------------------------------------------- real components of the PDB's dictionary

@@ -91,7 +91,16 @@ def test_cli_strict_and_bad_format(tmp_path, qm9_small):
     assert res.exit_code == 2 and f"record 41 (line {first_line})" in res.output
     res = runner.invoke(app, ["ingest", str(bad), "--name", "lenient", *d])
     assert res.exit_code == 0, res.output
-    assert "1 malformed record(s) skipped" in res.output
+    assert "1 malformed record(s) skipped" in res.output and "more skipped record" not in res.output
+    many = tmp_path / "many.xyz"  # 7 bad records among 147: the first 5 are named, the other 2 counted
+    write_xyz(many, qm9_small.subset(np.arange(140)))
+    with open(many, "a") as fh:
+        for k in range(7):
+            fh.write(f"3\nbad{k}\nO 0 0 0\nH nan 0 0\nH 0 0.9 0\n")
+    res = runner.invoke(app, ["ingest", str(many), "--name", "many", *d])
+    assert res.exit_code == 0, res.output
+    assert "7 malformed record(s) skipped" in res.output and res.output.count("  skipped: ") == 5
+    assert "… and 2 more skipped record(s)" in res.output
     res = runner.invoke(app, ["ingest", str(bad), "--name", "x", "--format", "pdb", *d])
     assert res.exit_code == 2 and "unknown format 'pdb'" in res.output
 

@@ -22,7 +22,7 @@ import pytest
 from orientscope.core.dataset import from_molecules
 from orientscope.loaders.extxyz import write_extxyz
 from orientscope.store.datasets import list_dataset_ids
-from tests.harness import wait_until
+from tests.harness import takes_ctrl_c, wait_until
 from tests.molecules import COSTLY_SMILES, embedded
 
 EXE = str(Path(sys.executable).parent / "orientscope")
@@ -48,7 +48,8 @@ def test_ctrl_c_in_the_chemistry_stage_ends_the_ingest_and_keeps_the_earlier_sta
     _costly_set(upload)
     with open(log, "w") as err:
         proc = subprocess.Popen([EXE, "ingest", str(upload), "--name", "Costly", "--data-dir", str(data_dir), *cluster],
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)  # fmt: skip
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                preexec_fn=takes_ctrl_c)  # fmt: skip
     try:
         _wait_for(log, "chemistry: graphs, fingerprints, scaffolds: 0/", proc)
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches every process of the terminal's group

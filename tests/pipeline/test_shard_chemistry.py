@@ -67,8 +67,10 @@ def on_arrays(mols, frames: dict, seed: int):
     original = frames["original"]
     tables = {}
     for g in GROUPINGS:
-        table = group_orientation_stats(group_ids[g], original.quaternions, original.rotations)
-        typical = ids[table["typical_index"].to_numpy(np.int64)]
+        table = group_orientation_stats(group_ids[g], original.quaternions, original.rotations,
+                                        original.orientation == "full")  # fmt: skip
+        at = table["typical_index"].to_numpy(np.int64)
+        typical = np.where(at >= 0, ids[at], None)
         tables[f"groups_{g}"] = report.label_groups(table, group_labels[g], typical)
     clusters = tables["groups_cluster"]
     clusters["leader_id"] = ids[leaders[clusters["group"].to_numpy(np.int64)]]

@@ -203,3 +203,67 @@ def test_results_of_an_older_rule_say_so_and_a_rerun_updates_them(tmp_path):
     assert "older_rule" not in build_report(tmp_path, "rules", PARAMS) and "older rule" not in result.output
     ion = molecule_detail(tmp_path, "rules", "41")  # the first salt molecule: a single ion
     assert ion["orientation"] == {"class": "none", "defined_axis": None, "symmetry": "single_atom"}
+
+
+def test_a_group_pose_is_made_of_its_members_with_a_full_frame_only(tmp_path):
+    """Copies of one symmetric molecule in one pose (the CCD's ideal sulfates SO4 and SUL) read as one shared
+    pose (spread 0.005°, concentration 1.0) when their arbitrary frames counted. A group's mean, spread,
+    concentration and typical member come from its members with a full frame; the others count in its size."""
+    from orientscope.science.group_stats import group_orientation_stats
+    from orientscope.services.groups import list_groups
+
+    rng = np.random.default_rng(3)
+    # CH4 of two kinds: 6 tetrahedral methanes in one pose (no orientation) and 6 distorted ones, Haar-turned.
+    distorted = [(METHANE[0], METHANE[1] + rng.normal(0, 0.08, METHANE[1].shape)) for _ in range(6)]
+    turned = _turned(distorted, seed=21)
+    mols = _turned([asymmetric(2000 + i) for i in range(40)], seed=20) + [METHANE] * 6 + turned + [CO2] * 5
+    report = store_constructed(tmp_path, "posed", mols)
+    groups = {g["label"]: g for g in list_groups(tmp_path, "posed", "formula")["groups"]}
+    co2, ch4 = groups["CO2"], groups["CH4"]
+    assert co2["size"] == 5
+    assert all(co2["statistics"].get(k) is None for k in ("spread_deg", "concentration", "typical_id", "qw"))
+    assert co2["statistics"]["n_posed"] == 0
+    z = np.concatenate([m[0] for m in turned])
+    offsets = np.concatenate([[0], np.cumsum([len(m[0]) for m in turned])])
+    frames = compute_frames(np.vstack([m[1] for m in turned]), offsets, z)
+    assert (frames.orientation == "full").all()
+    oracle = group_orientation_stats(np.zeros(6, int), frames.quaternions, frames.rotations).iloc[0]
+    stats = ch4["statistics"]
+    assert stats["concentration"] == pytest.approx(oracle.concentration, abs=1e-9) and stats["concentration"] < 0.9
+    assert ch4["size"] == 12 and stats["n_posed"] == 6
+    assert abs(stats["spread_deg"] - oracle.spread_deg) <= 0.005 + 1e-9 and stats["spread_deg"] > 20
+    assert stats["typical_id"] in {str(i) for i in range(47, 53)}  # a distorted methane (ids count from 1)
+    largest = {g["label"]: g for g in report["groups"]["formula"]["largest"]}
+    assert largest["CO2"]["n_posed"] == 0 and largest["CO2"]["concentration"] is None
+    assert largest["CH4"]["concentration"] == pytest.approx(oracle.concentration, abs=1e-9)
+    json.dumps(report, allow_nan=False)  # no NaN reaches the report
+
+
+@pytest.mark.parametrize("skipped_in_tree", [4096, 0])
+def test_pose_neighbours_are_the_nearest_full_frames_and_a_molecule_without_one_has_none(
+    salted, monkeypatch, skipped_in_tree
+):
+    """Every ion's stored frame is the identity: ions were each other's pose neighbours at 0°. Checked against
+    every pair's angle, with the tree over every row (skipping the others) and over the full frames only."""
+    from orientscope.science.rotations import quaternion_angle
+    from orientscope.services import neighbors as nb
+    from orientscope.services.cache import clear_cache
+
+    data, mols, names, _ = salted
+    monkeypatch.setattr(nb, "SKIPPED_IN_TREE_MAX", skipped_in_tree, raising=False)
+    clear_cache()
+    z = np.concatenate([m[0] for m in mols])
+    offsets = np.concatenate([[0], np.cumsum([len(m[0]) for m in mols])])
+    frames = compute_frames(np.vstack([m[1] for m in mols]), offsets, z)
+    full = np.flatnonzero(frames.orientation == "full")
+    ids = [str(i + 1) for i in range(len(mols))]
+    ion = ids[240 + names.index("ion")]
+    assert nb.neighbors(data, "salted", ion, "pose", 5)["items"] == []
+    for i in (0, 17, 239):
+        got = nb.neighbors(data, "salted", ids[i], "pose", 6)["items"]
+        others = full[full != i]
+        angles = np.degrees(quaternion_angle(frames.quaternions[others], frames.quaternions[i]))
+        order = np.argsort(angles, kind="stable")[:6]
+        assert [g["id"] for g in got] == [ids[j] for j in others[order]]
+        np.testing.assert_allclose([g["angle_deg"] for g in got], angles[order], atol=1e-6)
+    clear_cache()

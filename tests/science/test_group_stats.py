@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from orientscope.science.group_stats import group_orientation_stats
 from orientscope.science.rotations import matrix_to_quaternion, quaternion_angle, quaternion_to_matrix, random_rotations
@@ -29,3 +30,20 @@ def test_groups_with_planted_poses_have_small_spread_and_right_mean():
         np.zeros(2000, int), matrix_to_quaternion(random_rotations(2000, 1)), random_rotations(2000, 1)
     )
     assert uniform["concentration"].iloc[0] < 0.1 and uniform["spread_deg"].iloc[0] > 90
+
+
+def test_only_posed_members_make_a_group_pose_and_a_group_without_one_has_none():
+    """Members without a full frame (identical symmetric tops in one pose) count in the size only."""
+    center = matrix_to_quaternion(random_rotations(1, 4))[0]
+    posed_q = _around(center, 15, 0.05, 5)
+    q = np.concatenate([posed_q, np.tile([0.0, 0.0, 0.0, 1.0], (10, 1)), np.tile([0.0, 0.0, 0.0, 1.0], (4, 1))])
+    groups = np.repeat([0, 1], [25, 4])
+    posed = np.r_[np.ones(15, bool), np.zeros(14, bool)]
+    table = group_orientation_stats(groups, q, quaternion_to_matrix(q), posed).set_index("group")
+    alone = group_orientation_stats(np.zeros(15, int), posed_q, quaternion_to_matrix(posed_q)).iloc[0]
+    assert table.loc[0, "size"] == 25 and table.loc[0, "n_posed"] == 15
+    for col in ("qx", "qy", "qz", "qw", "spread_deg", "concentration"):
+        assert table.loc[0, col] == pytest.approx(alone[col], abs=1e-9)
+    assert table.loc[0, "typical_index"] == alone.typical_index  # one of the posed members
+    assert table.loc[1, "size"] == 4 and table.loc[1, "n_posed"] == 0 and table.loc[1, "typical_index"] == -1
+    assert np.isnan(table.loc[1, ["qx", "qy", "qz", "qw", "spread_deg", "concentration"]].to_numpy(float)).all()

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from orientscope.science.frames import orientation_of, symmetry_kinds
 from orientscope.science.rotations import geodesic_angle
 from orientscope.services.cache import get_view
 from orientscope.services.errors import InvalidInput, NotComputed
@@ -15,9 +16,15 @@ def test_pose_neighbours_match_brute_force(toy_dir):
     i = view.row_of("a1")
     angles = np.degrees(geodesic_angle(view.rotations[i][None], view.rotations))
     angles[i] = np.inf
-    order = np.argsort(angles)
+    # Only a full frame is a pose: methane (no orientation), CO2 and benzene (one axis) are nobody's neighbours.
+    full = orientation_of(symmetry_kinds(np.asarray(view.reasons[np.arange(len(view))], dtype=str)))[0] == "full"
+    assert {str(m) for m in view.ids[~full]} == {"methane", "co2", "benzene"}
+    angles[~full] = np.inf
+    order = np.argsort(angles)[: int(full.sum()) - 1]
     assert [n["id"] for n in out["items"]] == list(view.ids[order[:7]])
     np.testing.assert_allclose([n["angle_deg"] for n in out["items"]], angles[order[:7]], atol=1e-6)
+    methane = neighbors(toy_dir, "toy", "methane", "pose", k=7)
+    assert methane["items"] == [] and "no full frame" in methane["note"] and out["note"] is None
 
 
 def test_tanimoto_known_answers(toy_dir):

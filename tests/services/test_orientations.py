@@ -16,6 +16,10 @@ def test_table_columns_and_scores(toy_dir):
     assert list(df.columns) == COLUMNS and list(df["id"]) == TOY_IDS
     assert df["classifier_score"].tolist() == pytest.approx(TOY_SCORES)
     assert df.loc[df["id"] == "co2", "degenerate"].item()
+    # the class the statistics read: methane none, CO2 and benzene one axis, the rest full frames
+    classes = dict(zip(df["id"], df["orientation"], strict=True))
+    assert (classes["methane"], classes["co2"], classes["benzene"]) == ("none", "axis", "axis")
+    assert {c for m, c in classes.items() if m not in ("methane", "co2", "benzene")} == {"full"}
 
 
 def test_encodings_agree_and_are_cached(toy_dir):
