@@ -713,7 +713,8 @@ def sphere_figure(
 TOO_FEW_FOR_HISTOGRAM = "Too few molecules for an angle histogram: no bin holds an angle."
 UNIFORM_LABEL = "uniform (Haar) = 1"
 CONTROL_NAME = "control (random rotations)"
-BAND_COLOR = "rgba(120, 120, 120, 0.22)"
+# The band lies over the bars, light enough to show them through it, with an edge that shows where it stops.
+BAND_COLOR, BAND_EDGE = "rgba(90, 90, 90, 0.16)", "rgba(40, 40, 40, 0.75)"
 # The histogram's height and bottom band (px): under the plot, the x-axis title, the legend, then the
 # footnote, each at a fixed distance below the plot so that none is cut off or overlaps another.
 HISTOGRAM_HEIGHT, HISTOGRAM_BOTTOM = 400, 150
@@ -729,11 +730,12 @@ def too_few_angles_text(n: int, min_expected: float) -> str:
 
 
 def angle_histogram_note(ratio: dict) -> str:
-    """The footnote: how the bins and the band are chosen, then the 180° peak."""
+    """The footnote, in lines as long as the 180° note: how the bins and the band are chosen, then that peak."""
     level = format_percent(ratio["band_level"], digits=0, signed=False)
     return (
-        f"Bins widen from 0° until uniform poses expect at least {format_number(ratio['min_expected'], 'g')} angles "
-        f"in each. Grey band: {level} of uniform (Haar-random) sets keep every bar inside it at once.<br>{ANGLE_PEAK_NOTE}"
+        f"Bins widen from 0° until uniform poses expect {format_number(ratio['min_expected'], 'g')} angles in each. "
+        f"Grey: {level} of uniform (Haar-random) sets<br>keep every bar inside it; a bar inside is chance, not proof "
+        f"of uniform poses (the verdict weighs every test).<br>{ANGLE_PEAK_NOTE}"
     )
 
 
@@ -785,7 +787,10 @@ def _angle_bin_hover(
 
 
 def _band_trace(ratio: dict, floor: float, name: str) -> go.Scatter:
-    """The uniform band as a grey step polygon; a band reaching 0 is drawn down to the axis' ``floor``."""
+    """The uniform band as a grey step polygon; a band reaching 0 is drawn down to the axis' ``floor``.
+
+    It is drawn over the bars: behind them, its lower edge was hidden inside every bar.
+    """
     edges = np.degrees(np.asarray(ratio["bin_edges_rad"], np.float64))
     band = np.maximum(np.asarray(ratio["band"], np.float64), floor)
     x = np.repeat(edges, 2)[1:-1]
@@ -794,7 +799,7 @@ def _band_trace(ratio: dict, floor: float, name: str) -> go.Scatter:
         y=np.r_[np.repeat(band[:, 1], 2), np.repeat(band[::-1, 0], 2)],
         fill="toself",
         fillcolor=BAND_COLOR,
-        line={"width": 0},
+        line={"width": 1, "color": BAND_EDGE},
         mode="lines",
         name=name,
         hoverinfo="skip",
@@ -857,11 +862,9 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
     for name, ratio in ratios.items():
         if any(ratio["bin_edges_rad"] == d["bin_edges_rad"] and ratio["band"] == d["band"] for d in drawn):
             continue  # the control's band is the dataset's when both count the same angles
-        label = f"{level} of uniform sets" + ("" if not drawn else f" ({name})")
+        label = f"{level} band of uniform sets" + ("" if not drawn else f" ({name})")
         fig.add_trace(_band_trace(ratio, low, label))
         drawn.append(ratio)
-    # the bands go under the bars
-    fig.data = tuple(t for t in fig.data if t.type == "scatter") + tuple(t for t in fig.data if t.type == "bar")
     fig.add_hline(y=1, line={"color": "#000000", "width": 2, "dash": "dash"})
     _base_layout(fig, "Angle to the reference orientation, as a ratio to uniform poses", height=HISTOGRAM_HEIGHT)
     fig.update_layout(

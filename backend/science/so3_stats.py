@@ -587,8 +587,9 @@ ANGLE_HISTOGRAM_STATISTIC = Statistic(
         ReportField(
             ANGLE_HISTOGRAM_KEY,
             dict[str, Any],
-            "Angles to the reference: bin_edges_rad, density, the Haar density and haar_ratio (observed/Haar, "
-            "merged bins).",
+            "Angles to the reference: bin_edges_rad, density, the Haar density and haar_ratio (observed/Haar "
+            "in bins that each expect at least min_expected angles, with the band where band_level of uniform "
+            "sets keep every bin).",
         ),
     ),
 )

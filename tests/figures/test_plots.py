@@ -142,18 +142,18 @@ def test_angle_histogram_is_a_ratio_to_uniform_on_a_log_scale_with_the_180_note(
     hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(angles))
     big = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], 10_000)
     fig = angle_histogram_figure(hist, hist)
-    # one band (the control counts the same angles), under the bars
-    assert [t.name for t in fig.data] == ["95 % of uniform sets", "dataset", "control (random rotations)"]
+    # one band (the control counts the same angles), over the bars
+    assert [t.name for t in fig.data] == ["dataset", "control (random rotations)", "95 % band of uniform sets"]
     assert fig.layout.yaxis.type == "log" and "180°" in fig.layout.annotations[-1].text
     ratio = hist["haar_ratio"]
     # 15° bins at N = 40, widened from 0° until uniform poses expect 5 (0–90°: 7.3); the stored 3° at 10,000
     np.testing.assert_allclose(np.degrees(ratio["bin_edges_rad"]), [0, 90, 120, 135, 150, 165, 180])
     np.testing.assert_allclose(np.diff(np.degrees(big["bin_edges_rad"]))[1:], 3)
     assert sum(ratio["observed"]) == pytest.approx(40) and ratio["observed"][0] == pytest.approx(26)
-    np.testing.assert_allclose(fig.data[1].y[0], ratio["ratio"][0])
+    np.testing.assert_allclose(fig.data[0].y[0], ratio["ratio"][0])
     assert ratio["ratio"][0] > ratio["band"][0][1]  # 26 angles where uniform sets give at most 14: above the band
     # the band is drawn where the ratio says: its top over the first bin is that bin's upper ratio
-    band = fig.data[0]
+    band = fig.data[2]
     assert band.fill == "toself" and band.y[0] == pytest.approx(ratio["band"][0][1])
     assert band.x[0] == 0 and band.x[1] == pytest.approx(90)
 
@@ -205,7 +205,7 @@ def test_angle_histogram_labels_its_ticks_its_uniform_line_and_keeps_its_footnot
     assert note.yanchor == "top" and fig.layout.legend.yanchor == "top"
     lines = note.text.count("<br>") + 1
     assert legend_top_px + 20 <= note_top_px and note_top_px + (lines + 1) * note.font.size <= fig.layout.margin.b
-    assert "expect at least 5 angles" in note.text and "95 % of uniform (Haar-random) sets" in note.text
+    assert "expect 5 angles in each" in note.text and "95 % of uniform (Haar-random) sets" in note.text
 
 
 @pytest.mark.parametrize("kind", ["none", "categorical"])
@@ -274,7 +274,7 @@ def test_angle_histogram_hover_gives_the_count_the_expectation_and_the_uniform_b
     angles = np.r_[0.1, np.interp((np.arange(26) + 0.5) / 26, haar_angle_cdf(grid), grid)]  # Haar quantiles
     hist = angle_histogram(angles)
     hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(angles))
-    bars = angle_histogram_figure(hist, None).data[1]
+    bars = angle_histogram_figure(hist, None).data[0]
     expected = 27 * haar_angle_cdf(np.radians(105.0))  # (θ − sin θ) / π of 27 angles: 7.45
     assert f"{expected:.2g}" == "7.4"
     assert bars.hovertext[0] == (
@@ -287,5 +287,5 @@ def test_angle_histogram_hover_gives_the_count_the_expectation_and_the_uniform_b
     crowded = np.r_[angles, np.linspace(0.05, 0.25, 20)]
     hist = angle_histogram(crowded)
     hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(crowded))
-    first = angle_histogram_figure(hist, None).data[1].hovertext[0]
+    first = angle_histogram_figure(hist, None).data[0].hovertext[0]
     assert first.startswith("0–75°: 24 angles, 5.1 expected") and first.endswith("— above what uniform sets give")
