@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import sample_colorscale
 
-from orientscope.core.numbers import format_count, format_number, is_number
+from orientscope.core.numbers import format_count, format_number, format_percent, is_number
 from orientscope.core.palette import (
     AXIS_COLORS,
     CIVIDIS,
@@ -712,10 +712,31 @@ def sphere_figure(
 
 TOO_FEW_FOR_HISTOGRAM = "Too few molecules for an angle histogram: no bin holds an angle."
 UNIFORM_LABEL = "uniform (Haar) = 1"
+CONTROL_NAME = "control (random rotations)"
+# The band lies over the bars, light enough to show them through it, with an edge that shows where it stops.
+BAND_COLOR, BAND_EDGE = "rgba(90, 90, 90, 0.16)", "rgba(40, 40, 40, 0.75)"
 # The histogram's height and bottom band (px): under the plot, the x-axis title, the legend, then the
 # footnote, each at a fixed distance below the plot so that none is cut off or overlaps another.
-HISTOGRAM_HEIGHT, HISTOGRAM_BOTTOM = 380, 130
+HISTOGRAM_HEIGHT, HISTOGRAM_BOTTOM = 400, 150
 HISTOGRAM_BELOW_PX = {"legend": 58, "footnote": 92}
+
+
+def too_few_angles_text(n: int, min_expected: float) -> str:
+    """Why no histogram is drawn for ``n`` angles: two bins need ``2 · min_expected`` expected angles."""
+    return (
+        f"Too few molecules for an angle histogram: {format_count(n)} angles to the reference, and each bin must "
+        f"expect at least {format_number(min_expected, 'g')} under uniform poses, which leaves one bin."
+    )
+
+
+def angle_histogram_note(ratio: dict) -> str:
+    """The footnote, in lines as long as the 180° note: how the bins and the band are chosen, then that peak."""
+    level = format_percent(ratio["band_level"], digits=0, signed=False)
+    return (
+        f"Bins widen from 0° until uniform poses expect {format_number(ratio['min_expected'], 'g')} angles in each. "
+        f"Grey: {level} of uniform (Haar-random) sets<br>keep every bar inside it; a bar inside is chance, not proof "
+        f"of uniform poses (the verdict weighs every test).<br>{ANGLE_PEAK_NOTE}"
+    )
 
 
 def log_ticks(low: float, high: float) -> dict:
@@ -743,14 +764,46 @@ def _below_plot(px: float) -> float:
 RATIO_COLUMNS = ("observed", "expected", "ratio")
 
 
-def _angle_bin_hover(low_deg: float, high_deg: float, observed: float, expected: float, ratio) -> str:
-    """``0–15°: 1 angle, 0.026 expected if uniform (ratio 39)``: every number as it reads beside the others."""
+def _angle_bin_hover(
+    low_deg: float, high_deg: float, observed: float, expected: float, ratio, band, level: str = "95 %"
+) -> str:
+    """``0–90°: 7 angles, 6.4 expected if uniform (ratio 1.1); 95 % band: 1–13 (ratio 0.16–2)``.
+
+    Every number as it reads beside the others; a count outside the band says so.
+    """
     count = round(observed)
     shown = "no angle" if count == 0 else f"{format_count(count)} angle{'' if count == 1 else 's'}"
+    low, high = band
+    where = (
+        " — above what uniform sets give" if count > high else " — below what uniform sets give" if count < low else ""
+    )
     return (
         f"{format_number(low_deg, '.0f')}–{format_number(high_deg, '.0f')}°: {shown}, "
         f"{format_number(expected, '.2g')} expected if uniform"
         + (f" (ratio {format_number(ratio, '.3g')})" if is_number(ratio) else "")
+        + f"; {level} band of uniform sets: {format_count(low)}–{format_count(high)} angles "
+        f"(ratio {format_number(low / expected, '.2g')}–{format_number(high / expected, '.2g')}){where}"
+    )
+
+
+def _band_trace(ratio: dict, floor: float, name: str) -> go.Scatter:
+    """The uniform band as a grey step polygon; a band reaching 0 is drawn down to the axis' ``floor``.
+
+    It is drawn over the bars: behind them, its lower edge was hidden inside every bar.
+    """
+    edges = np.degrees(np.asarray(ratio["bin_edges_rad"], np.float64))
+    band = np.maximum(np.asarray(ratio["band"], np.float64), floor)
+    x = np.repeat(edges, 2)[1:-1]
+    return go.Scatter(
+        x=np.r_[x, x[::-1]],
+        y=np.r_[np.repeat(band[:, 1], 2), np.repeat(band[::-1, 0], 2)],
+        fill="toself",
+        fillcolor=BAND_COLOR,
+        line={"width": 1, "color": BAND_EDGE},
+        mode="lines",
+        name=name,
+        hoverinfo="skip",
+        meta={"kind": "band"},
     )
 
 
@@ -758,32 +811,36 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
     """Angles to the reference orientation as the ratio to the Haar (uniform) expectation, log scale.
 
     Each argument is a report ``angle_histogram`` section; its ``haar_ratio``
-    (3° bins merged for small sets, to 15° at the coarsest) is drawn:
-    1 = as many angles as uniform poses give, 10 = ten times as many. Bins
-    with no angle are left empty. A bar's hover gives its count and what
-    uniform poses expect there, in significant digits (0–15° expects 0.03
-    of 27 angles: one angle there is a ratio of 39, never "1 of 0.0").
+    (:func:`orientscope.science.so3_stats.haar_ratio_histogram`) is drawn:
+    1 = as many angles as uniform poses give, 10 = ten times as many. Every
+    bin expects at least a few angles under uniform poses (wide bins near
+    0°, where the Haar density vanishes), and a grey band shows where
+    uniform sets keep every bar at once, so a bar outside it is an excess
+    chance rarely gives. Bins with no angle are left empty. A bar's hover
+    gives its count, what uniform poses expect there and the band, in
+    significant digits; its customdata is [low °, high °, observed, expected].
     """
+    given = {name: (hist or {}).get("haar_ratio") for name, hist in (("dataset", data), (CONTROL_NAME, control))}
+    given = {name: ratio for name, ratio in given.items() if ratio}
+    # one bin is all of 0–180°: its ratio is 1 whatever the poses, so there is nothing to draw
+    ratios = {name: ratio for name, ratio in given.items() if len(ratio["ratio"]) >= 2}
     fig = go.Figure()
-    for hist, name, color in (
-        (data, "dataset", DATASET_SERIES),
-        (control, "control (random rotations)", CONTROL_SERIES),
-    ):
-        ratio = (hist or {}).get("haar_ratio")
-        if not ratio:
-            continue
+    for name, ratio in ratios.items():
         edges = np.degrees(np.asarray(ratio["bin_edges_rad"], np.float64))
+        columns = [ratio[c] for c in RATIO_COLUMNS]
+        level = format_percent(ratio["band_level"], digits=0, signed=False)
         fig.add_trace(
             go.Bar(
                 x=(edges[:-1] + edges[1:]) / 2,
                 y=[np.nan if r is None else r for r in ratio["ratio"]],
                 width=np.diff(edges),
                 name=name,
-                marker={"color": color},
+                marker={"color": CONTROL_SERIES if name == CONTROL_NAME else DATASET_SERIES},
                 opacity=0.55,
+                customdata=np.column_stack([edges[:-1], edges[1:], *columns[:2]]),
                 hovertext=[
-                    _angle_bin_hover(*row)
-                    for row in zip(edges[:-1], edges[1:], *map(ratio.get, RATIO_COLUMNS), strict=True)
+                    _angle_bin_hover(*row, level)
+                    for row in zip(edges[:-1], edges[1:], *columns, ratio["band_count"], strict=True)
                 ],
                 hovertemplate="%{hovertext}<extra>" + name + "</extra>",
             )
@@ -792,9 +849,22 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
     shown = shown[np.isfinite(shown) & (shown > 0)]
     if not shown.size:
         # Nothing to draw: an empty log axis (plotly's default runs from 10^-1 to 10^4) reads as data.
-        return message_figure(TOO_FEW_FOR_HISTOGRAM, height=320)
-    # The axis always holds 1 (uniform), with a little room above and below the bars.
-    low, high = min(shown.min(), 1.0) / 1.5, max(shown.max(), 1.0) * 1.5
+        few = next(iter(given.values()), None)
+        text = too_few_angles_text(few["n"], few["min_expected"]) if few and few["n"] else TOO_FEW_FOR_HISTOGRAM
+        return message_figure(text, height=320)
+    band = np.concatenate([np.ravel(r["band"]) for r in ratios.values()])
+    band = band[band > 0]
+    # The axis always holds 1 (uniform) and the band's top, with a little room above and below the bars.
+    low = min(shown.min(), band.min(initial=1.0), 1.0) / 1.5
+    high = max(shown.max(), band.max(initial=1.0), 1.0) * 1.5
+    level = format_percent(next(iter(ratios.values()))["band_level"], digits=0, signed=False)
+    drawn = []
+    for name, ratio in ratios.items():
+        if any(ratio["bin_edges_rad"] == d["bin_edges_rad"] and ratio["band"] == d["band"] for d in drawn):
+            continue  # the control's band is the dataset's when both count the same angles
+        label = f"{level} band of uniform sets" + ("" if not drawn else f" ({name})")
+        fig.add_trace(_band_trace(ratio, low, label))
+        drawn.append(ratio)
     fig.add_hline(y=1, line={"color": "#000000", "width": 2, "dash": "dash"})
     _base_layout(fig, "Angle to the reference orientation, as a ratio to uniform poses", height=HISTOGRAM_HEIGHT)
     fig.update_layout(
@@ -807,9 +877,9 @@ def angle_histogram_figure(data: dict | None, control: dict | None) -> go.Figure
             {"text": UNIFORM_LABEL, "x": 1, "xref": "paper", "xanchor": "right", "y": 0, "yref": "y",
              "yanchor": "bottom", "showarrow": False, "font": {"size": 12}, "bgcolor": "rgba(255,255,255,0.85)",
              "name": "uniform"},
-            {"text": ANGLE_PEAK_NOTE, "x": 0, "y": _below_plot(HISTOGRAM_BELOW_PX["footnote"]), "xref": "paper",
-             "yref": "paper", "showarrow": False, "xanchor": "left", "yanchor": "top", "align": "left",
-             "font": {"size": 11}, "name": "footnote"},
+            {"text": angle_histogram_note(drawn[0]), "x": 0, "y": _below_plot(HISTOGRAM_BELOW_PX["footnote"]),
+             "xref": "paper", "yref": "paper", "showarrow": False, "xanchor": "left", "yanchor": "top",
+             "align": "left", "font": {"size": 11}, "name": "footnote"},
         ],
     )  # fmt: skip
     fig.update_xaxes(title="angle (degrees)", range=[0, 180])

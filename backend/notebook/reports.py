@@ -124,7 +124,8 @@ class Report:
 
     def figure(self, kind: str = "map"):
         """The dashboard's plotly figure: ``map`` (Mollweide map of the three axes), ``sphere`` or ``angles``
-        (angle to the reference orientation against the Haar density, with the control)."""
+        (angle to the reference orientation as the ratio to the Haar density, with the control and the band
+        where 95 % of uniform sets keep every bar)."""
         if kind not in FIGURES:
             raise ValueError(f"unknown figure {kind!r}; allowed: {list(FIGURES)}")
         if kind == "angles":

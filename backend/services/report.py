@@ -80,7 +80,7 @@ def older_rule_text(older: dict, dataset_id: str) -> str:
 
 
 def _add_haar_ratio(figures: dict) -> None:
-    """The angle histogram's observed/Haar ratio with merged bins (``haar_ratio``), where the KS test counted its angles."""
+    """The angle histogram's observed/Haar ratio and uniform band (``haar_ratio``), where the KS test counted its angles."""
     hist, n = figures.get(ANGLE_HISTOGRAM_KEY), (figures.get(KS_KEY) or {}).get("n")
     if hist and n:
         ratio = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], n)

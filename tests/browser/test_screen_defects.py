@@ -29,10 +29,13 @@ def _histogram_svg(driver) -> dict:
         const svg = gd.querySelector('.main-svg').getBoundingClientRect();
         const ticks = Array.from(gd.querySelectorAll('.ytick text')).map(t => t.textContent);
         const notes = Array.from(gd.querySelectorAll('.annotation')).map(a => {
-          const r = a.getBoundingClientRect(); return {text: a.textContent, top: r.top, bottom: r.bottom};
+          const r = a.getBoundingClientRect();
+          return {text: a.textContent, top: r.top, bottom: r.bottom, left: r.left, right: r.right};
         });
+        const legend = Array.from(gd.querySelectorAll('.legendtext')).map(t => t.textContent);
         const ya = gd._fullLayout.yaxis;
-        return {ticks, notes, svg: {top: svg.top, bottom: svg.bottom}, one: ya._offset + ya.l2p(0) + svg.top};
+        return {ticks, notes, legend, svg: {top: svg.top, bottom: svg.bottom, left: svg.left, right: svg.right},
+                one: ya._offset + ya.l2p(0) + svg.top};
         """
     )
 
@@ -48,6 +51,10 @@ def test_the_angle_histogram_names_each_tick_labels_the_line_at_1_and_shows_its_
     assert uniform["top"] - 4 <= drawn["one"] <= uniform["bottom"] + 6  # on the line at 1, not near 10
     note = next(n for n in drawn["notes"] if "180°" in n["text"])
     assert drawn["svg"]["top"] <= note["top"] and note["bottom"] <= drawn["svg"]["bottom"]  # not cut off
+    # its three lines (the bins, the band, the 180° peak) fit across the figure too
+    assert "expect 5 angles" in note["text"] and "Haar-random" in note["text"]
+    assert drawn["svg"]["left"] <= note["left"] and note["right"] <= drawn["svg"]["right"]
+    assert "95 % band of uniform sets" in drawn["legend"] and "dataset" in drawn["legend"]
 
 
 def test_the_pin_button_shows_once_a_molecule_is_open(driver, base_url, qm9_store):

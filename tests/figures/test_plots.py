@@ -142,12 +142,34 @@ def test_angle_histogram_is_a_ratio_to_uniform_on_a_log_scale_with_the_180_note(
     hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(angles))
     big = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], 10_000)
     fig = angle_histogram_figure(hist, hist)
-    assert [t.name for t in fig.data] == ["dataset", "control (random rotations)"]
+    # one band (the control counts the same angles), over the bars
+    assert [t.name for t in fig.data] == ["dataset", "control (random rotations)", "95 % band of uniform sets"]
     assert fig.layout.yaxis.type == "log" and "180°" in fig.layout.annotations[-1].text
     ratio = hist["haar_ratio"]
-    assert len(ratio["ratio"]) == 12 and len(big["ratio"]) == 60  # 15° bins at N = 40, the stored 3° at 10,000
-    assert sum(ratio["observed"]) == pytest.approx(40) and ratio["ratio"][0] > 100  # 20 angles where 0.03 expected
+    # 15° bins at N = 40, widened from 0° until uniform poses expect 5 (0–90°: 7.3); the stored 3° at 10,000
+    np.testing.assert_allclose(np.degrees(ratio["bin_edges_rad"]), [0, 90, 120, 135, 150, 165, 180])
+    np.testing.assert_allclose(np.diff(np.degrees(big["bin_edges_rad"]))[1:], 3)
+    assert sum(ratio["observed"]) == pytest.approx(40) and ratio["observed"][0] == pytest.approx(26)
     np.testing.assert_allclose(fig.data[0].y[0], ratio["ratio"][0])
+    assert ratio["ratio"][0] > ratio["band"][0][1]  # 26 angles where uniform sets give at most 14: above the band
+    # the band is drawn where the ratio says: its top over the first bin is that bin's upper ratio
+    band = fig.data[2]
+    assert band.fill == "toself" and band.y[0] == pytest.approx(ratio["band"][0][1])
+    assert band.x[0] == 0 and band.x[1] == pytest.approx(90)
+
+
+def test_angle_histogram_of_too_few_angles_for_two_bins_says_so():
+    """10 angles: uniform poses would expect 5 in each of 2 bins, and 135–180° holds only 4.7."""
+    from orientscope.science.so3_stats import angle_histogram, haar_ratio_histogram
+
+    hist = angle_histogram(np.linspace(0.2, 3.0, 10))
+    hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], 10)
+    fig = angle_histogram_figure(hist, hist)
+    assert fig["data"] == []
+    assert fig["layout"]["annotations"][0]["text"] == (
+        "Too few molecules for an angle histogram: 10 angles to the reference, and each bin must expect at "
+        "least 5 under uniform poses, which leaves one bin."
+    )
 
 
 @pytest.mark.parametrize(("low", "high"), [(0.2, 60.0), (0.01, 300.0), (0.66, 1.5), (1e-3, 1e5), (0.5, 2.0)])
@@ -181,7 +203,9 @@ def test_angle_histogram_labels_its_ticks_its_uniform_line_and_keeps_its_footnot
     plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     note_top_px, legend_top_px = -note.y * plot_px, -fig.layout.legend.y * plot_px
     assert note.yanchor == "top" and fig.layout.legend.yanchor == "top"
-    assert legend_top_px + 20 <= note_top_px and note_top_px + 2 * note.font.size <= fig.layout.margin.b
+    lines = note.text.count("<br>") + 1
+    assert legend_top_px + 20 <= note_top_px and note_top_px + (lines + 1) * note.font.size <= fig.layout.margin.b
+    assert "expect 5 angles in each" in note.text and "95 % of uniform (Haar-random) sets" in note.text
 
 
 @pytest.mark.parametrize("kind", ["none", "categorical"])
@@ -238,20 +262,30 @@ def test_points_are_drawn_larger_and_outlined_the_fewer_they_are():
     assert dots.marker.size == MAX_PX and dots.marker.line.width == 1  # the 3D sphere follows the same rule
 
 
-def test_angle_histogram_hover_gives_the_count_and_the_tiny_expectation_it_divides_by():
-    """27 uniform-like angles, one within 15° of the reference: 0.026 expected there, a ratio of 39.
+def test_angle_histogram_hover_gives_the_count_the_expectation_and_the_uniform_band():
+    """27 uniform angles, one within 15° of the reference, where uniform poses expect 0.026.
 
-    The hover said "1 angles, 0.0 expected if uniform (ratio 39.04)": a ratio that no number beside it gives.
+    That one angle drew a 39× bar in a 0–15° bin. The first bin now widens to 0–105° (7.4 expected), and
+    the hover gives the band that uniform sets stay within, in significant digits through core/numbers.
     """
     from orientscope.science.so3_stats import angle_histogram, haar_angle_cdf, haar_ratio_histogram
 
-    angles = np.r_[0.1, np.linspace(0.6, 3.0, 26)]
+    grid = np.linspace(0, np.pi, 20_001)
+    angles = np.r_[0.1, np.interp((np.arange(26) + 0.5) / 26, haar_angle_cdf(grid), grid)]  # Haar quantiles
     hist = angle_histogram(angles)
     hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(angles))
+    bars = angle_histogram_figure(hist, None).data[0]
+    expected = 27 * haar_angle_cdf(np.radians(105.0))  # (θ − sin θ) / π of 27 angles: 7.45
+    assert f"{expected:.2g}" == "7.4"
+    assert bars.hovertext[0] == (
+        "0–105°: 8 angles, 7.4 expected if uniform (ratio 1.07); 95 % band of uniform sets: 2–13 angles "
+        "(ratio 0.27–1.7)"
+    )
+    assert not any("above" in t or "below" in t for t in bars.hovertext)
+    np.testing.assert_allclose(bars.customdata[0], [0, 105, 8, expected])
+    # 20 more angles within 15°: the first bin rises above the band, and its hover says so
+    crowded = np.r_[angles, np.linspace(0.05, 0.25, 20)]
+    hist = angle_histogram(crowded)
+    hist["haar_ratio"] = haar_ratio_histogram(hist["bin_edges_rad"], hist["density"], len(crowded))
     first = angle_histogram_figure(hist, None).data[0].hovertext[0]
-    expected = 27 * haar_angle_cdf(np.radians(15.0))  # (θ - sin θ) / π of 27 angles: 0.0256
-    assert first == f"0–15°: 1 angle, {expected:.2g} expected if uniform (ratio {1 / expected:.3g})"
-    assert first == "0–15°: 1 angle, 0.026 expected if uniform (ratio 39)"
-    # a bin with no angle has no ratio to give
-    empty = [t for t in angle_histogram_figure(hist, None).data[0].hovertext if "no angle" in t]
-    assert empty and all("ratio" not in t for t in empty)
+    assert first.startswith("0–75°: 24 angles, 5.1 expected") and first.endswith("— above what uniform sets give")

@@ -50,6 +50,7 @@ SCRIPT = textwrap.dedent(
     bars = {
         t.name: {"y": np.asarray(t.y, float).tolist(), "customdata": np.asarray(t.customdata, float).tolist()}
         for t in figures["angles"].data
+        if t.type == "bar"
     }
     frames = r.frames
     out = {
