@@ -17,11 +17,14 @@ so the cut never changes a bit of S).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from orientscope.core.numbers import format_count, format_number, format_p
+from orientscope.core.numbers import format_count, format_estimate, format_number, format_p
+from orientscope.core.resources import scipy_optimize as optimize
+from orientscope.core.resources import scipy_special as special
 from orientscope.core.resources import scipy_stats as stats
 from orientscope.science.statistic import ReportField, Statistic
 
@@ -64,10 +67,11 @@ def merge_axial(parts: list[dict]) -> dict:
 def bingham_test(sums: dict, min_axes: int = MIN_AXES) -> dict:
     """Bingham's uniformity test from merged sums (:func:`axial_partial`).
 
-    Returns ``{n, statistic, df, pvalue, eigenvalues, preferred_direction,
+    Returns ``{n, statistic, df, pvalue, eigenvalues, preferred_direction, size,
     method}``: ``eigenvalues`` of T, descending (1/3 each for uniform axes);
     ``preferred_direction`` the unit eigenvector of the largest one (the mean
-    axis of a bipolar law, signed so that its largest component is positive).
+    axis of a bipolar law, signed so that its largest component is positive);
+    ``size`` the effect size (:func:`axial_size`: KL of the fitted Watson law, 95 % interval).
     With fewer than ``min_axes`` axes the figures are given with ``skipped``
     saying why the verdict leaves the test out; with none there are no figures.
     """
@@ -87,6 +91,7 @@ def bingham_test(sums: dict, min_axes: int = MIN_AXES) -> dict:
         eigenvalues=[float(x) for x in evals],
         preferred_direction=[float(x) for x in axis],
     )
+    out["size"] = axial_size(evals, n, out["pvalue"])
     if n < min_axes:
         out["skipped"] = f"needs at least {min_axes} molecules with only an axis, got {n}"
     return out
@@ -105,6 +110,141 @@ def defined_axes(rotations: np.ndarray, defined_axis: np.ndarray) -> np.ndarray:
     axis = np.asarray(defined_axis, dtype=np.int64)
     rows = np.flatnonzero(axis > 0)
     return np.asarray(rotations, dtype=np.float64)[rows, axis[rows] - 1]
+
+
+# ----------------------------------------------------------------- the effect size: KL of the fitted Watson law
+# The Watson law on axes, f(±x) = exp(κ (μ·x)²) / M(κ) against the uniform law, with M(κ) = ∫₀¹ exp(κ t²) dt
+# (Kummer's ₁F₁(1/2; 3/2; κ)), is an exponential family in t = (μ·x)²: its maximum-likelihood fit to axes of
+# orientation tensor T has t̄ = T's largest eigenvalue (bipolar, κ > 0) or smallest (girdle, κ < 0), and the
+# fit's KL from uniform is the Legendre transform W(t̄) = sup_κ (κ t̄ − log M(κ)). Among axis laws of this
+# second moment the Bingham fit is the one nearest uniform, and the Watson is one of them, so W is a lower
+# bound of the axes' own KL: "strong" on W never overstates. Its unit (nats) is the SO(3) KL's: a pose law
+# that only fixes an axis (free spin about it) has the same KL on SO(3) as its axis on the sphere.
+# Perfectly aligned axes have infinite KL: the mean sin² of the angle to the axis is floored at this
+# resolution (an rms spread of about 0.6°, below what a frame read from Ångström coordinates resolves),
+# which caps the size at W(1 − 1e-4) ≈ 8.9 nats (bipolar) and W(1e-4) ≈ 4.0 (every axis in one plane).
+AXIS_RESOLUTION = 1e-4
+# The axes' KL from which Bingham's effect counts as strong (science.verdict): the KL bar's 0.2 nats. A pose
+# law that fixes only an axis (free spin about it) has the same KL on SO(3) as its axis on the sphere, so the
+# bar means what the KL bar means: that much information about the pose before seeing the molecule.
+STRONG_AXIAL_KL = 0.2
+# The z of the size's 95 % interval (normal, at the fitted law's own spread).
+Z95 = 1.959963984540054
+_KAPPA_MAX = 1e7
+
+
+def _log_m(kappa: float) -> float:
+    """log ∫₀¹ exp(κ t²) dt, stable at any κ (Dawson's function above 0, erf below)."""
+    if abs(kappa) < 1e-8:
+        return kappa / 3.0
+    s = math.sqrt(abs(kappa))
+    if kappa > 0:
+        return kappa + math.log(special.dawsn(s)) - math.log(s)
+    return math.log(math.sqrt(math.pi) / 2.0 * special.erf(s) / s)
+
+
+def _mean_t(kappa: float) -> float:
+    """E[t] = d log M / dκ of the Watson law (1/3 at κ = 0, → 1 as κ → ∞, → 0 as κ → −∞)."""
+    if abs(kappa) < 1e-4:
+        return 1.0 / 3.0 + 4.0 * kappa / 45.0
+    s = math.sqrt(abs(kappa))
+    if kappa > 0:
+        return 1.0 / (2.0 * s * special.dawsn(s)) - 1.0 / (2.0 * kappa)
+    return 1.0 / (2.0 * s * s) - math.exp(-s * s) / (math.sqrt(math.pi) * s * special.erf(s))
+
+
+def _var_t(kappa: float) -> float:
+    """Var[t] = dE[t]/dκ of the Watson law (4/45 at κ = 0): the spread of one axis's t."""
+    h = 1e-3 * max(1.0, abs(kappa))
+    return max((_mean_t(kappa + h) - _mean_t(kappa - h)) / (2.0 * h), 0.0)
+
+
+def watson_kappa(t: float) -> float:
+    """The concentration κ whose Watson law has E[(μ·x)²] = ``t`` (t clipped to the resolution)."""
+    t = min(max(float(t), AXIS_RESOLUTION), 1.0 - AXIS_RESOLUTION)
+    if abs(t - 1.0 / 3.0) < 1e-12:
+        return 0.0
+    low, high = (0.0, _KAPPA_MAX) if t > 1.0 / 3.0 else (-_KAPPA_MAX, 0.0)
+    return float(optimize.brentq(lambda k: _mean_t(k) - t, low, high, xtol=1e-12, rtol=1e-12))
+
+
+def watson_kl(t: float) -> float:
+    """KL (nats) from uniform of the Watson law with E[(μ·x)²] = ``t``: 0 at 1/3, growing either way."""
+    kappa = watson_kappa(t)
+    t = min(max(float(t), AXIS_RESOLUTION), 1.0 - AXIS_RESOLUTION)
+    return max(kappa * t - _log_m(kappa), 0.0)
+
+
+def _t_bound(t_hat: float, n: int, sign: float, side: float) -> float:
+    """The t₀ on ``side`` (+1 bipolar, −1 girdle) whose law puts t̂ at its ``sign`` · 1.96 sd edge, or 1/3."""
+    third = 1.0 / 3.0
+    edge = 1.0 - AXIS_RESOLUTION if side > 0 else AXIS_RESOLUTION
+
+    def gap(t0: float) -> float:
+        return t0 + sign * Z95 * math.sqrt(_var_t(watson_kappa(t0)) / n) - t_hat
+
+    a, b = (third, edge) if side > 0 else (edge, third)
+    ga, gb = gap(a), gap(b)
+    if ga * gb > 0:  # no root inside: the bound is the end nearer t̂'s side of the fitted law
+        return third if abs(ga) < abs(gb) else edge
+    return float(optimize.brentq(gap, a, b, xtol=1e-12))
+
+
+def axial_size(eigenvalues, n: int, pvalue: float | None = None) -> dict | None:
+    """The axes' effect size: KL (nats) from uniform of the Watson law fitted to T, with a 95 % interval.
+
+    Parameters
+    ----------
+    eigenvalues : (3,) of the orientation tensor T (any order)
+    n : axes T was averaged over
+    pvalue : Bingham's p of the same axes; at 0.05 or above the interval reaches 0 (the χ²₅ test is the
+        exact level-5 % test of KL = 0, the point where the Watson fit's own spread misses the bias of
+        T's extreme eigenvalues)
+
+    Returns ``{value, ci95, shape, kappa, t}``: ``shape`` ``bipolar`` (axes gather about one direction,
+    t = the largest eigenvalue) or ``girdle`` (about one plane, t = the smallest), whichever fit is
+    further from uniform; the interval inverts t̂ ± 1.96 sd(t₀)/√n over the fitted family (a Wilson-type
+    interval: sd at each candidate t₀, not at t̂), mapped through the monotone KL. None without axes.
+    """
+    ev = np.sort(np.asarray(eigenvalues, dtype=np.float64).reshape(3))[::-1]
+    if not n or not np.all(np.isfinite(ev)):
+        return None
+    bipolar, girdle = watson_kl(ev[0]), watson_kl(ev[2])
+    side, t_hat, value = (1.0, float(ev[0]), bipolar) if bipolar >= girdle else (-1.0, float(ev[2]), girdle)
+    # t₀ below t̂ on the bipolar side (above it on the girdle side) bounds the KL from below
+    t_low = _t_bound(t_hat, int(n), side, side)
+    t_high = _t_bound(t_hat, int(n), -side, side)
+    low = 0.0 if (pvalue is not None and pvalue >= 0.05) else watson_kl(t_low)
+    high = max(watson_kl(t_high), value)
+    return {
+        "value": float(value),
+        "ci95": [float(min(low, value)), float(high)],
+        "shape": "bipolar" if side > 0 else "girdle",
+        "kappa": watson_kappa(t_hat),
+        "t": t_hat,
+    }
+
+
+def watson_axes(kappa: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, 3) axes drawn from the Watson law exp(κ (z·x)²) about z: the known truths the size is calibrated on.
+
+    cos θ by inverse CDF on a fine grid (κ > 0 gathers about ±z, κ < 0 about the xy-plane), azimuth uniform.
+    """
+    u_grid = np.linspace(-1.0, 1.0, 20001)
+    w = np.exp(kappa * u_grid**2 - max(kappa, 0.0))
+    cdf = np.concatenate([[0.0], np.cumsum((w[1:] + w[:-1]) / 2)])
+    u = np.interp(rng.random(n), cdf / cdf[-1], u_grid)
+    phi, s = rng.uniform(0, 2 * np.pi, n), np.sqrt(np.clip(1 - u * u, 0, None))
+    return np.column_stack([s * np.cos(phi), s * np.sin(phi), u])
+
+
+def size_of(test: dict) -> dict | None:
+    """The ``size`` of a :func:`bingham_test` result; for one stored before it had a size, from its eigenvalues."""
+    if test.get("size"):
+        return test["size"]
+    if not test.get("eigenvalues") or not test.get("n"):
+        return None
+    return axial_size(test["eigenvalues"], int(test["n"]), test.get("pvalue"))
 
 
 # ----------------------------------------------------------------- the statistic this module declares
@@ -129,8 +269,19 @@ def axial_rows(report: dict) -> list[tuple[str, str, str]]:
             return "–"
         return f"({', '.join(format_number(x, '.2f') for x in v)}), eigenvalues {', '.join(format_number(x, '.2f') for x in ev)}"
 
+    def size(a: dict) -> str:
+        sz = size_of(a) if a.get("n") else None
+        if not sz:
+            return "–"
+        return f"{format_estimate(sz['value'], sz['ci95'], 'number', 2)} ({sz['shape']})"
+
     return [
         (f"Bingham axial test, {format_count(axial['n'])} axis-only molecules (χ²₅)", test(axial), test(control)),
+        (
+            f"axial: effect size, KL (nats) of the fitted Watson law [95 % CI] (bar {format_number(STRONG_AXIAL_KL, '.2f')})",
+            size(axial),
+            size(control),
+        ),
         (
             "axial: preferred direction (x, y, z), T's eigenvalues (1/3 each = uniform)",
             direction(axial),
@@ -151,7 +302,8 @@ STATISTIC = Statistic(
             AXIAL_KEY,
             dict[str, Any],
             "Bingham's test of the axis-only molecules' defined axis: n, statistic, df, pvalue, eigenvalues of the "
-            "orientation tensor, preferred_direction.",
+            "orientation tensor, preferred_direction, size (the effect size: value, ci95 of the KL in nats from "
+            "uniform of the Watson law fitted to the tensor, its shape bipolar or girdle, kappa, t).",
         ),
     ),
     table="statistics",
