@@ -24,6 +24,7 @@ from orientscope.science.rotations import random_rotations
 from orientscope.science.so3_partial import kl_exact
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
+from tests.app.components import component_text
 from tests.constructed_stores import PARAMS, store_a_failing_control, store_constructed
 from tests.molecules import ACETYLENE, CH3CL, CO2, HCN, METHANE, NH3, SF6, SODIUM_ION, asymmetric, benzene
 
@@ -159,6 +160,10 @@ def test_the_axial_size_is_served_and_printed_beside_bingham_s(tmp_path):
     assert body["verdict"]["effect"] == "strong" and body["verdict"]["rule_version"] >= 6  # sized from rule 6
     result = CliRunner().invoke(app, ["report", "rods", "--seed", "5", "--data-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
+    # The dashboard's headline: its evidence list shows the size beside S, its answer cites it.
+    shown = component_text(headline_children(build_report(tmp_path, "rods", PARAMS)))
+    assert "Bingham axial: S = " in shown and ", axial KL 8.90 [8.90, 8.90] (p " in shown
+    assert "The effect is strong: axial KL 8.90 [8.90, 8.90] lies above its bar of 0.20." in shown
     size_row = next(line for line in result.output.splitlines() if line.startswith("axial: effect size"))
     assert "(bar 0.20)" in size_row and "| 8.90 [8.90, 8.90] (bipolar)" in size_row
     assert "S = " in result.output and "axial KL 8.90 [8.90, 8.90] lies above its bar of 0.20" in result.output
