@@ -6,7 +6,9 @@ xy-plane), and perfectly aligned axes, at several N. For each: how often the siz
 a set whose only test is Bingham's (:func:`orientscope.science.verdict.alignment_verdict`). On uniform axes
 the verdict must say "strong" no more often than the family's error rate α.
 
-``python -m tests.bench.bench_axial_size [draws]`` (default 1,000 per cell).
+Mixtures of axes along z and uniform ones check a law that is not Watson's (the interval uses the fitted
+Watson law's spread, which a mixture exceeds). ``python -m tests.bench.bench_axial_size [draws]`` (default
+1,000 per cell).
 """
 
 from __future__ import annotations
@@ -25,15 +27,31 @@ from tests.bench.common import write_section
 SIZES = (10, 30, 100, 1000)
 KAPPAS = (0.0, 1.0, 2.0, 4.0, 10.0, 100.0, -4.0, -20.0)
 SEED = 4242
+# Shares of axes along z in a mixture with uniform ones: not Watson laws, so the fitted law's spread is not theirs.
+MIXTURES = (0.1, 0.2, 0.5)
 
 
-def cell(kappa: float | None, n: int, draws: int) -> dict:
-    """Coverage of the true KL and the verdict's words over ``draws`` sets (κ None: every axis along ±z)."""
-    rng = np.random.default_rng(derived_seed(SEED, f"{kappa}:{n}"))
-    truth = watson_kl(1.0) if kappa is None else watson_kl(_mean_t(kappa))
+def _mixture(share: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, 3) axes: each along ±z with probability ``share``, else uniform (a law that is not Watson's)."""
+    axes = watson_axes(0.0, n, rng)
+    along = rng.random(n) < share
+    axes[along] = [0.0, 0.0, 1.0]
+    return axes
+
+
+def cell(kappa: float | None, n: int, draws: int, share: float | None = None) -> dict:
+    """Coverage of the true KL and the verdict's words over ``draws`` sets (κ None: every axis along ±z;
+    ``share``: a mixture of axes along z and uniform ones, whose target is the Watson KL of its population T)."""
+    rng = np.random.default_rng(derived_seed(SEED, f"{kappa}:{n}" if share is None else f"mixture:{share}:{n}"))
+    if share is not None:
+        truth = watson_kl(share + (1 - share) / 3)  # the population T's largest eigenvalue
+    else:
+        truth = watson_kl(1.0) if kappa is None else watson_kl(_mean_t(kappa))
     covered, words = 0, {"strong": 0, "uncertain": 0, "small": 0, None: 0}
     for _ in range(draws):
-        if kappa is None:
+        if share is not None:
+            axes = _mixture(share, n, rng)
+        elif kappa is None:
             axes = np.zeros((n, 3))
             axes[:, 2] = rng.choice([-1.0, 1.0], n)
         else:
@@ -53,6 +71,15 @@ def main(draws: int = 1000) -> None:
             r = cell(kappa, n, draws)
             rows.append(
                 f"| {'all along z' if kappa is None else kappa} | {n} | {r['truth']:.3f} | {100 * r['coverage']:.1f} % "
+                f"| {100 * r['strong']:.1f} % | {100 * r['uncertain']:.1f} % | {100 * r['small']:.1f} % "
+                f"| {100 * r['None']:.1f} % |"
+            )
+            print(rows[-1], flush=True)
+    for share in MIXTURES:
+        for n in SIZES[1:]:
+            r = cell(None, n, draws, share)
+            rows.append(
+                f"| mixture: {share:.0%} along z | {n} | {r['truth']:.3f} | {100 * r['coverage']:.1f} % "
                 f"| {100 * r['strong']:.1f} % | {100 * r['uncertain']:.1f} % | {100 * r['small']:.1f} % "
                 f"| {100 * r['None']:.1f} % |"
             )
