@@ -9,10 +9,15 @@ expectation under uniform directions, and Bingham (1974) showed that
 
 over T's eigenvalues λᵢ tends to χ² with 5 degrees of freedom (T's five free
 components). ``tests/science/test_axial.py`` checks the law by simulation (mean
-5.0 and a 5 % tail at n = 30 to 1,000). The sums of v vᵀ and the counts are the
-per-shard partial result: they merge by addition (the pipeline adds each
-molecule's :func:`axial_terms` in fixed global blocks, ``science.ordered_sums``,
-so the cut never changes a bit of S).
+5.0 and a 5 % tail at n = 30 to 1,000). The sums of v vᵀ, the counts and the
+fourth-order products (for the effect size's spread) are the per-shard partial
+result: they merge by addition (the pipeline adds each molecule's
+:func:`axial_terms` in fixed global blocks, ``science.ordered_sums``, so the cut
+never changes a bit of S).
+
+The effect size (:func:`axial_size`) is the KL from uniform of the Watson law
+fitted to T, against the verdict's KL bar; ``tests/bench/bench_axial_size.py``
+measures its interval's coverage on Watson laws, mixtures and aligned axes.
 """
 
 from __future__ import annotations
@@ -36,32 +41,57 @@ MIN_AXES = 10
 METHOD = "Bingham's test: S = (15n/2) Σ (λ - 1/3)² of the orientation tensor T = mean(v vᵀ), against χ²₅"
 
 
+# The 15 distinct fourth-order monomials v_i v_j v_k v_l (i <= j <= k <= l): their sums give each direction's
+# E[(μ·v)⁴], so the effect size's interval takes the set's own spread of (μ·v)² (a mixture of aligned and
+# uniform axes spreads more than the Watson law fitted to it).
+_QUARTIC = tuple((i, j, k, m) for i in range(3) for j in range(i, 3) for k in range(j, 3) for m in range(k, 3))
+N_TERMS = 10 + len(_QUARTIC)
+
+
+def _quartic_columns(v: np.ndarray) -> np.ndarray:
+    return np.stack([v[:, i] * v[:, j] * v[:, k] * v[:, m] for i, j, k, m in _QUARTIC], axis=1)
+
+
 def axial_partial(vectors: np.ndarray) -> dict:
-    """One part's sums: ``{"outer": (3, 3) Σ v vᵀ, "n": count}`` of unit vectors (m, 3)."""
+    """One part's sums of unit vectors (m, 3): ``{"outer": (3, 3) Σ v vᵀ, "n": count, "quartic": (15,)}``."""
     v = np.asarray(vectors, dtype=np.float64).reshape(-1, 3)
-    return {"outer": v.T @ v, "n": len(v)}
+    return {"outer": v.T @ v, "n": len(v), "quartic": _quartic_columns(v).sum(axis=0)}
 
 
 def axial_terms(vectors: np.ndarray) -> np.ndarray:
-    """(m, 10) per-axis terms whose column sums are a part's sums: v vᵀ flattened (9), then 1 (the count)."""
+    """(m, 25) per-axis terms whose column sums are a part's sums: v vᵀ flattened (9), 1 (the count), then the
+    15 distinct products v_i v_j v_k v_l."""
     v = np.asarray(vectors, dtype=np.float64).reshape(-1, 3)
-    return np.column_stack([(v[:, :, None] * v[:, None, :]).reshape(-1, 9), np.ones(len(v))])
+    return np.column_stack([(v[:, :, None] * v[:, None, :]).reshape(-1, 9), np.ones(len(v)), _quartic_columns(v)])
 
 
 def sums_from_terms(total: np.ndarray) -> dict:
-    """``{"outer", "n"}`` from the column sums (10,) of :func:`axial_terms`."""
-    total = np.asarray(total, dtype=np.float64).reshape(10)
-    return {"outer": total[:9].reshape(3, 3), "n": int(round(total[9]))}
+    """``{"outer", "n", "quartic"}`` from the column sums (25,) of :func:`axial_terms`; sums of 10 (written
+    before the quartic terms) have no ``quartic``."""
+    total = np.asarray(total, dtype=np.float64).ravel()
+    out = {"outer": total[:9].reshape(3, 3), "n": int(round(total[9]))}
+    return {**out, "quartic": total[10:N_TERMS]} if len(total) >= N_TERMS else out
 
 
 def merge_axial(parts: list[dict]) -> dict:
     """The sums of several parts (associative: the order never changes a count; sums agree to rounding)."""
-    outer = np.zeros((3, 3))
+    outer, quartic = np.zeros((3, 3)), np.zeros(len(_QUARTIC))
     n = 0
     for part in parts:
         outer = outer + np.asarray(part["outer"], dtype=np.float64)
+        quartic = quartic + np.asarray(part.get("quartic", 0.0), dtype=np.float64)
         n += int(part["n"])
-    return {"outer": outer, "n": n}
+    return {"outer": outer, "n": n, "quartic": quartic}
+
+
+def _fourth_moment(quartic: np.ndarray, n: int, direction: np.ndarray) -> float:
+    """E[(μ·v)⁴] over the axes from the sums of their distinct quartic products (multinomial weights)."""
+    total = 0.0
+    for value, idx in zip(quartic, _QUARTIC, strict=True):
+        counts = np.bincount(np.asarray(idx), minlength=3)
+        weight = math.factorial(4) / np.prod([math.factorial(c) for c in counts])
+        total += weight * value * np.prod(direction[list(idx)])
+    return float(total / n)
 
 
 def bingham_test(sums: dict, min_axes: int = MIN_AXES) -> dict:
@@ -91,7 +121,11 @@ def bingham_test(sums: dict, min_axes: int = MIN_AXES) -> dict:
         eigenvalues=[float(x) for x in evals],
         preferred_direction=[float(x) for x in axis],
     )
-    out["size"] = axial_size(evals, n, out["pvalue"])
+    spread = None
+    if sums.get("quartic") is not None:
+        q = np.asarray(sums["quartic"], dtype=np.float64)
+        spread = tuple(max(_fourth_moment(q, n, evecs[:, c]) - evals[c] ** 2, 0.0) for c in (0, 2))
+    out["size"] = axial_size(evals, n, out["pvalue"], spread)
     if n < min_axes:
         out["skipped"] = f"needs at least {min_axes} molecules with only an axis, got {n}"
     return out
@@ -190,7 +224,7 @@ def _t_bound(t_hat: float, n: int, sign: float, side: float) -> float:
     return float(optimize.brentq(gap, a, b, xtol=1e-12))
 
 
-def axial_size(eigenvalues, n: int, pvalue: float | None = None) -> dict | None:
+def axial_size(eigenvalues, n: int, pvalue: float | None = None, spread: tuple | None = None) -> dict | None:
     """The axes' effect size: KL (nats) from uniform of the Watson law fitted to T, with a 95 % interval.
 
     Parameters
@@ -200,6 +234,9 @@ def axial_size(eigenvalues, n: int, pvalue: float | None = None) -> dict | None:
     pvalue : Bingham's p of the same axes; at 0.05 or above the interval reaches 0 (the χ²₅ test is the
         exact level-5 % test of KL = 0, the point where the Watson fit's own spread misses the bias of
         T's extreme eigenvalues)
+    spread : (variance of (μ₁·v)², of (μ₃·v)²) over the axes, μ₁ and μ₃ the eigenvectors of the largest and
+        smallest eigenvalue; where given, the interval is widened to t̂ ± 1.96 · √(spread / n) if that is
+        wider (a set that is not a Watson law, e.g. half aligned and half uniform, spreads more than its fit)
 
     Returns ``{value, ci95, shape, kappa, t}``: ``shape`` ``bipolar`` (axes gather about one direction,
     t = the largest eigenvalue) or ``girdle`` (about one plane, t = the smallest), whichever fit is
@@ -214,6 +251,11 @@ def axial_size(eigenvalues, n: int, pvalue: float | None = None) -> dict | None:
     # t₀ below t̂ on the bipolar side (above it on the girdle side) bounds the KL from below
     t_low = _t_bound(t_hat, int(n), side, side)
     t_high = _t_bound(t_hat, int(n), -side, side)
+    if spread is not None:  # the set's own spread, where wider than the fitted law's
+        own = Z95 * math.sqrt(float(spread[0 if side > 0 else 1]) / int(n))
+        t_low = min(t_low, t_hat - own) if side > 0 else max(t_low, t_hat + own)
+        t_high = max(t_high, t_hat + own) if side > 0 else min(t_high, t_hat - own)
+        t_low = max(t_low, 1.0 / 3.0) if side > 0 else min(t_low, 1.0 / 3.0)
     low = 0.0 if (pvalue is not None and pvalue >= 0.05) else watson_kl(t_low)
     high = max(watson_kl(t_high), value)
     return {

@@ -88,6 +88,9 @@ def test_terms_sum_to_the_partial_sums():
     got = sums_from_terms(axial_terms(v).sum(axis=0))
     want = axial_partial(v)
     assert got["n"] == want["n"] == 25 and np.allclose(got["outer"], want["outer"], atol=1e-13)
+    np.testing.assert_allclose(got["quartic"], want["quartic"], atol=1e-13)
+    # Sums written before the quartic terms (10 columns) still read, without them.
+    assert "quartic" not in sums_from_terms(axial_terms(v).sum(axis=0)[:10])
 
 
 # ----------------------------------------------------------------- the effect size: KL of the fitted Watson law
@@ -157,7 +160,24 @@ def test_the_size_is_rotation_invariant_and_antipodally_symmetric():
 def test_a_result_stored_without_a_size_gets_it_from_its_eigenvalues():
     test = axial_test(_watson_axes(4.0, 150, seed=31))
     old = {k: v for k, v in test.items() if k != "size"}
-    assert size_of(old) == test["size"]
+    assert size_of(old) == axial_size(test["eigenvalues"], 150, test["pvalue"])  # the fitted law's spread only
+    assert size_of(old)["value"] == test["size"]["value"] and size_of(test) == test["size"]
+
+
+def test_a_mixture_of_aligned_and_uniform_axes_gets_its_own_wider_spread():
+    """Half the axes along z, half uniform: not a Watson law, and (μ·v)² spreads more than the fitted law says.
+    The set's own fourth moments widen the interval, so it holds the population's Watson KL."""
+    truth = watson_kl(0.5 + 0.5 / 3)  # the population T's largest eigenvalue
+    hits = 0
+    for seed in range(40):
+        v = _uniform_axes(1, 200, seed=100 + seed)[0]
+        v[:100] = [0.0, 0.0, 1.0]
+        test = axial_test(v)
+        fitted_only = axial_size(test["eigenvalues"], 200, test["pvalue"])["ci95"]
+        low, high = test["size"]["ci95"]
+        assert low <= fitted_only[0] and high >= fitted_only[1]  # only ever wider
+        hits += low <= truth <= high
+    assert hits >= 34
 
 
 def test_the_verdict_of_axes_along_z_is_aligned_strong_citing_the_axial_size():
