@@ -22,6 +22,7 @@ measures its interval's coverage on Watson laws, mixtures and aligned axes.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -209,19 +210,29 @@ def watson_kl(t: float) -> float:
     return max(kappa * t - _log_m(kappa), 0.0)
 
 
+@functools.cache
+def _edge_kappa(bipolar: bool) -> float:
+    """κ at the resolution's floor of the mean sin² (bipolar) or of the mean cos² (girdle): the ends of the fit."""
+    return watson_kappa(1.0 - AXIS_RESOLUTION if bipolar else AXIS_RESOLUTION)
+
+
 def _t_bound(t_hat: float, n: int, sign: float, side: float) -> float:
-    """The t₀ on ``side`` (+1 bipolar, −1 girdle) whose law puts t̂ at its ``sign`` · 1.96 sd edge, or 1/3."""
-    third = 1.0 / 3.0
-    edge = 1.0 - AXIS_RESOLUTION if side > 0 else AXIS_RESOLUTION
+    """The t₀ on ``side`` (+1 bipolar, −1 girdle) whose law puts t̂ at its ``sign`` · 1.96 sd edge, or 1/3.
 
-    def gap(t0: float) -> float:
-        return t0 + sign * Z95 * math.sqrt(_var_t(watson_kappa(t0)) / n) - t_hat
+    Solved in κ (t₀ = E_κ[t] is monotone in κ), so each step costs two closed forms, not a root of its own.
+    """
+    edge = _edge_kappa(side > 0)
 
-    a, b = (third, edge) if side > 0 else (edge, third)
+    def gap(kappa: float) -> float:
+        return _mean_t(kappa) + sign * Z95 * math.sqrt(_var_t(kappa) / n) - t_hat
+
+    a, b = (0.0, edge) if side > 0 else (edge, 0.0)
     ga, gb = gap(a), gap(b)
     if ga * gb > 0:  # no root inside: the bound is the end nearer t̂'s side of the fitted law
-        return third if abs(ga) < abs(gb) else edge
-    return float(optimize.brentq(gap, a, b, xtol=1e-12))
+        kappa = 0.0 if abs(ga if side > 0 else gb) < abs(gb if side > 0 else ga) else edge
+    else:
+        kappa = float(optimize.brentq(gap, a, b, xtol=1e-12, rtol=1e-12))
+    return 1.0 / 3.0 if kappa == 0.0 else _mean_t(kappa)
 
 
 def axial_size(eigenvalues, n: int, pvalue: float | None = None, spread: tuple | None = None) -> dict | None:
@@ -249,14 +260,15 @@ def axial_size(eigenvalues, n: int, pvalue: float | None = None, spread: tuple |
     bipolar, girdle = watson_kl(ev[0]), watson_kl(ev[2])
     side, t_hat, value = (1.0, float(ev[0]), bipolar) if bipolar >= girdle else (-1.0, float(ev[2]), girdle)
     # t₀ below t̂ on the bipolar side (above it on the girdle side) bounds the KL from below
-    t_low = _t_bound(t_hat, int(n), side, side)
+    reaches_zero = pvalue is not None and pvalue >= 0.05  # then the low bound needs no root (most uniform sets)
+    t_low = 1.0 / 3.0 if reaches_zero else _t_bound(t_hat, int(n), side, side)
     t_high = _t_bound(t_hat, int(n), -side, side)
     if spread is not None:  # the set's own spread, where wider than the fitted law's
         own = Z95 * math.sqrt(float(spread[0 if side > 0 else 1]) / int(n))
         t_low = min(t_low, t_hat - own) if side > 0 else max(t_low, t_hat + own)
         t_high = max(t_high, t_hat + own) if side > 0 else min(t_high, t_hat - own)
         t_low = max(t_low, 1.0 / 3.0) if side > 0 else min(t_low, 1.0 / 3.0)
-    low = 0.0 if (pvalue is not None and pvalue >= 0.05) else watson_kl(t_low)
+    low = 0.0 if reaches_zero else watson_kl(t_low)
     high = max(watson_kl(t_high), value)
     return {
         "value": float(value),
