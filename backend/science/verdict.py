@@ -386,7 +386,8 @@ def alignment_verdict(
     ks : ``{statistic, pvalue}`` of the angles to a reference orientation
     kl_at_n : ``{value, ci95, subsample_size}`` when the set is large enough for it
     alpha : family-wise error rate of the Holm-adjusted family
-    axial : Bingham's test of the axis-only molecules (``{n, statistic, pvalue}``)
+    axial : Bingham's test of the axis-only molecules (``{n, statistic, pvalue, eigenvalues, size}``; without
+        ``size``, a result stored before rule 6, the size comes from the eigenvalues)
     orientation : ``{none, axis, full, by_symmetry}`` counts; KL, KS and the classifiers
         enter the family only with at least ``MIN_MOLECULES`` full frames
 
