@@ -155,7 +155,7 @@ WORD_READING = {"lies above": "strong", "lies below": "small", "straddles": "unc
 def _size(m, said: Said, measure: str) -> list[str]:
     """``<subject> <est> [lo, hi] <word> its bar of <bar>``: a rejecting test's size, judged as shown."""
     out = []
-    test = m.group("clf") if measure == "accuracy" else "KL"
+    test = m.group("clf") if measure == "accuracy" else "Bingham axial" if measure == "axial KL" else "KL"
     row = _row(said.figures, test)
     if row is None or not row.get("size"):
         return [f"size of {test}: no such row with a size"]
@@ -207,7 +207,21 @@ def _smallest(m, said: Said) -> list[str]:
     return out
 
 
-FIGURE = re.compile(r"^(?:[DS] = )?(?P<est>" + NUM + r")" + INTERVAL + r"(?: accuracy| against its null at this N)?$")
+FIGURE = re.compile(
+    r"^(?:[DS] = )?(?P<est>"
+    + NUM
+    + r")"
+    + INTERVAL
+    + r"(?: accuracy| against its null at this N)?"
+    # Bingham's line: the effect size beside S, "S = 500.00, axial KL 8.90 [8.90, 8.90]"
+    + r"(?:, (?P<measure>axial KL) (?P<size>"
+    + NUM
+    + r")(?: \[(?P<slo>"
+    + NUM
+    + r"), (?P<shi>"
+    + NUM
+    + r")\])?)?$"
+)
 
 
 def _evidence_line(m, said: Said) -> list[str]:
@@ -221,6 +235,13 @@ def _evidence_line(m, said: Said) -> list[str]:
         return [f"{row['test']}: figure {m.group('figure')!r} not understood"]
     _check(out, agrees(figure.group("est"), row["statistic"]), f"{row['test']} {figure.group('est')}")
     _interval(out, figure, row.get("ci95"), row["test"])
+    size = row.get("size") or {}
+    if figure.group("measure"):
+        _check(out, figure.group("measure") == size.get("measure"), f"{row['test']}: size {figure.group('measure')}")
+        _check(out, agrees(figure.group("size"), size.get("value")), f"{row['test']} size {figure.group('size')}")
+        _interval(out, figure, size.get("ci95"), f"{row['test']} size", lo="slo", hi="shi")
+    else:
+        _check(out, row["test"] != "Bingham axial" or not size, f"{row['test']}: its size is not shown")
     _check(out, agrees(m.group("p"), row["pvalue"]), f"{row['test']} p {m.group('p')} vs {row['pvalue']}")
     _check(out, agrees(m.group("holm"), row["p_holm"]), f"{row['test']} Holm p {m.group('holm')}")
     _check(out, agrees(m.group("alpha"), said.figures["verdict"]["alpha"]), f"alpha {m.group('alpha')}")
@@ -360,6 +381,11 @@ CLAUSES: list[Clause] = [
         "size: KL at N",
         r"KL (?P<est>" + NUM + r")" + INTERVAL + r" at N = (?P<n>" + NUM + r")" + SIZE_TAIL,
         lambda m, said: _size(m, said, "KL"),
+    ),
+    _clause(
+        "size: axial KL",
+        r"axial KL (?P<est>" + NUM + r")" + INTERVAL + SIZE_TAIL,
+        lambda m, said: _size(m, said, "axial KL"),
     ),
     _clause(
         "size: accuracy",

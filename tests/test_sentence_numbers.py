@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from orientscope.services.report_format import evidence_figures
 from tests.sentences import GRID, PAIRS, Said, compare_sentences, problems, sentences
 
 
@@ -103,3 +104,13 @@ def test_a_set_where_only_bingham_rejects_cites_its_s(sentence_grid):
     v = sentence_grid["axes-aligned"]["verdict"]
     assert [e["test"] for e in v["evidence"] if e["rejects"]] == ["Bingham axial"]
     assert "Bingham's S = " in v["text"] and "Bingham axial " not in v["text"]
+    # Its size (rule 6): 30 axes within a few degrees of z read strong, not "uncertain", and the words and the
+    # evidence line cite the axes' KL, which the clauses then check against the field.
+    assert v["effect"] == "strong" and v["badge"] == "Aligned — strong effect"
+    assert "The effect is strong: axial KL " in v["text"]
+    line = next(e for e in evidence_figures(sentence_grid["axes-aligned"]) if e[0] == "Bingham axial")[1]
+    assert line.startswith("S = ") and ", axial KL " in line
+    said = Said("evidence line", f"Bingham axial: {line}", sentence_grid["axes-aligned"])
+    assert problems(said) == []
+    wrong = line.replace(", axial KL ", ", axial KL 9", 1)
+    assert problems(Said("evidence line", f"Bingham axial: {wrong}", sentence_grid["axes-aligned"]))

@@ -61,7 +61,10 @@ class DatasetPublic(_Model):
 class EffectSizePublic(BaseModel):
     """A test's effect size judged against its bar: only a test that rejected sizes the verdict's effect."""
 
-    measure: str = Field(description="accuracy (a classifier's), KL (at this N) or 'KL at n' (at a fixed n).")
+    measure: str = Field(
+        description="accuracy (a classifier's), KL (at this N), 'KL at n' (at a fixed n) or 'axial KL' (Bingham's: "
+        "the KL in nats of the Watson law fitted to the axis-only molecules' axes)."
+    )
     value: float = Field(description="The estimate.")
     ci95: list[float] | None = Field(description="Its 95 % interval, null if none was computed.")
     bar: float = Field(description="The value from which the effect counts as strong.")
@@ -70,7 +73,9 @@ class EffectSizePublic(BaseModel):
         description="strong: the interval lies at or above the bar; small: wholly below; uncertain: across it "
         "(or no interval)."
     )
-    n: int | None = Field(default=None, description="The N (KL) or subsample size n (KL at n) the estimate is at.")
+    n: int | None = Field(
+        default=None, description="The N (KL; axes for axial KL) or subsample size n (KL at n) the estimate is at."
+    )
 
 
 class EvidencePublic(BaseModel):

@@ -39,3 +39,6 @@ class LazyModule:
 # audit, the KS test) are imported by every report reader, the server's routes included, before the server
 # answers; they reach it through this handle, which imports it on first use.
 scipy_stats = LazyModule("scipy.stats")
+# The axial effect size's root-finder and special functions (science.axial), on first use likewise.
+scipy_optimize = LazyModule("scipy.optimize")
+scipy_special = LazyModule("scipy.special")

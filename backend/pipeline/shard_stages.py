@@ -30,6 +30,7 @@ from orientscope.pipeline.stage import StageOutput
 from orientscope.science import statistics_registry
 from orientscope.science.axial import AXIAL_KEY, MIN_AXES, axial_terms, bingham_test, defined_axes, sums_from_terms
 from orientscope.science.axial import METHOD as AXIAL_METHOD
+from orientscope.science.axial import N_TERMS as N_AXIAL_TERMS
 from orientscope.science.counter_rng import haar_rotations, half_split, subsample, uniforms
 from orientscope.science.frames import (
     ORIENTATION_CLASSES,
@@ -249,7 +250,7 @@ def orientation_partial(job: ShardJob) -> dict:
         classes, axis = shard_orientation(job, which)
         has_axis = axis > 0
         rotations = shard_frames(job, which, R_COLUMNS)[has_axis].reshape(-1, 3, 3)
-        terms = np.zeros((len(axis), 10))  # a molecule without an axis adds nothing
+        terms = np.zeros((len(axis), N_AXIAL_TERMS))  # a molecule without an axis adds nothing
         terms[has_axis] = axial_terms(defined_axes(rotations, axis[has_axis]))
         out[which] = {
             "n_full": int((classes == "full").sum()),

@@ -276,6 +276,9 @@ def evidence_figure(row: dict, alpha: float) -> str:
         figure, tail = f"D = {format_number(value, '.3f')}", ""
     elif name == BINGHAM:
         figure, tail = f"S = {format_number(value, '.2f')}", ""
+        size = row.get("size")
+        if size:  # the effect size beside S: the axes' KL and its interval, in the bar's decimals
+            figure += f", {size['measure']} {_figure(size['value'], size.get('ci95'), 'number', size['bar'])[0]}"
     else:
         figure, tail = _figure(value, row.get("ci95"), "number")[0], ""
     outcome = "rejects" if _rejects(row, {"alpha": alpha}) else "does not reject"

@@ -41,7 +41,8 @@ How strong
 Only a test that rejected sizes the effect, by its own estimate and 95 %
 interval against a bar (:data:`STRONG_ACCURACY` for a classifier's held-out
 accuracy, :data:`STRONG_KL` for KL: KL at n where the set has it, else the KL
-at this N). An interval wholly above its bar reads ``strong``, wholly below
+at this N; :data:`STRONG_AXIAL_KL` for Bingham's test: the KL of the Watson
+law fitted to the axes, :func:`orientscope.science.axial.axial_size`). An interval wholly above its bar reads ``strong``, wholly below
 ``small``, across it ``uncertain`` (:func:`size_reading`). The effect is strong
 when one size reads strong, small when every size reads small, else uncertain.
 ``effect`` strong or uncertain is code ``aligned``, small is ``weakly_aligned``;
@@ -71,6 +72,7 @@ import numpy as np
 from orientscope.core.numbers import is_number
 from orientscope.core.resources import scipy_stats as stats
 from orientscope.science import alignment_words as words
+from orientscope.science.axial import STRONG_AXIAL_KL, size_of
 from orientscope.science.model_audit import holm
 
 # 3: a classifier that predicted one class is left out of the family.
@@ -78,7 +80,9 @@ from orientscope.science.model_audit import holm
 #    the KL interval at any N sizes it too, against STRONG_KL.
 # 5: Bingham's axial test of the axis-only molecules joins the family, and KL, KS and the classifiers (on full
 #    frames only) join only with MIN_MOLECULES full frames.
-RULE_VERSION = 5
+# 6: Bingham's axial test sizes the effect too, by the KL of the Watson law fitted to the axes (against
+#    STRONG_AXIAL_KL): a set whose only rejecting test is Bingham's reads strong or small, no longer uncertain.
+RULE_VERSION = 6
 DEFAULT_ALPHA = 1e-3
 MIN_MOLECULES = 10
 CODES = ("aligned", "weakly_aligned", "not_detected", "too_few")
@@ -91,6 +95,8 @@ STRONG_ACCURACY = {"frame": 0.60, "frame+composition": 0.60, "atom-order": 0.70}
 # whose expected estimate grows with N (QM9 subsets: 0.30 at 100, 0.53 at 1,000), so the same bar is
 # conservative there.
 STRONG_KL = 0.2
+# STRONG_AXIAL_KL (science.axial): the bar of Bingham's effect size, the axes' KL in nats; the same 0.2.
+AXIAL_SIZE = "axial KL"
 # The KL null's fitted parameters (k = 5 neighbours) and the Monte-Carlo run they come from.
 # Measured sd·√N: 0.527 (N = 10), 0.573 (20), 0.581 (30), 0.591 (50), 0.589 (100), 0.594 (200), 0.608 (500),
 # 0.582 (1,000), 0.603 (3,000), 0.579 (10,000); skew·√N: 3.3, 3.1, 3.5, 3.2, 2.7, 3.2, 1.4, 3.6, 7, 6 (the last
@@ -328,16 +334,21 @@ def _axial_evidence(axial: dict | None) -> list[dict]:
     """Bingham's test as a row of the family, where it has at least :data:`MIN_MOLECULES` axes."""
     if not axial or not is_number(axial.get("pvalue")) or int(axial.get("n") or 0) < MIN_MOLECULES:
         return []
-    return [
-        {
-            "test": words.BINGHAM,
-            "statistic": float(axial["statistic"]),
-            "ci95": None,
-            "pvalue": float(axial["pvalue"]),
-            "n": int(axial["n"]),
-            "role": AXIAL_ROLE,
-        }
-    ]
+    row = {
+        "test": words.BINGHAM,
+        "statistic": float(axial["statistic"]),
+        "ci95": None,
+        "pvalue": float(axial["pvalue"]),
+        "n": int(axial["n"]),
+        "role": AXIAL_ROLE,
+    }
+    # Figures stored before rule 6 have no size: it is a function of the eigenvalues, n and p they do have.
+    size = size_of(axial)
+    if size:
+        row["size"] = _effect_size(
+            AXIAL_SIZE, size["value"], list(size["ci95"]), STRONG_AXIAL_KL, "number", n=int(axial["n"])
+        )
+    return [row]
 
 
 def effect_of(evidence: list[dict]) -> str | None:
@@ -375,7 +386,8 @@ def alignment_verdict(
     ks : ``{statistic, pvalue}`` of the angles to a reference orientation
     kl_at_n : ``{value, ci95, subsample_size}`` when the set is large enough for it
     alpha : family-wise error rate of the Holm-adjusted family
-    axial : Bingham's test of the axis-only molecules (``{n, statistic, pvalue}``)
+    axial : Bingham's test of the axis-only molecules (``{n, statistic, pvalue, eigenvalues, size}``; without
+        ``size``, a result stored before rule 6, the size comes from the eigenvalues)
     orientation : ``{none, axis, full, by_symmetry}`` counts; KL, KS and the classifiers
         enter the family only with at least ``MIN_MOLECULES`` full frames
 

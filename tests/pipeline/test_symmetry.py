@@ -18,11 +18,13 @@ from typer.testing import CliRunner
 
 from orientscope.app.verdict import WARNINGS, headline_children
 from orientscope.cli import app
+from orientscope.science.axial import watson_kl
 from orientscope.science.frames import compute_frames
 from orientscope.science.rotations import random_rotations
 from orientscope.science.so3_partial import kl_exact
 from orientscope.services.report import build_report
 from orientscope.store.results import ResultStore
+from tests.app.components import component_text
 from tests.constructed_stores import PARAMS, store_a_failing_control, store_constructed
 from tests.molecules import ACETYLENE, CH3CL, CO2, HCN, METHANE, NH3, SF6, SODIUM_ION, asymmetric, benzene
 
@@ -127,9 +129,44 @@ def test_symmetric_tops_with_their_axes_along_z_are_found_by_the_axial_test(tmp_
     np.testing.assert_allclose(axial["preferred_direction"], [0, 0, 1], atol=1e-9)
     assert axial["eigenvalues"][0] == pytest.approx(1.0)
     bingham = {e["test"]: e for e in report["verdict"]["evidence"]}["Bingham axial"]
-    assert bingham["p_holm"] < report["verdict"]["alpha"] and report["verdict"]["code"] in ("aligned", "weakly_aligned")
+    assert bingham["p_holm"] < report["verdict"]["alpha"]
     assert "Bingham's S = " in report["verdict"]["text"]
     assert report["control"]["verdict"]["code"] == "not_detected" and report["control_check"]["passed"] is True
+    # Every axis along z (T's eigenvalues 1, 0, 0): the axes' KL is the largest size, and with Bingham's test
+    # the only one rejecting the verdict reads strong (under rule 5 it read "effect size uncertain").
+    assert axial["size"]["value"] == pytest.approx(watson_kl(1.0)) and axial["size"]["shape"] == "bipolar"
+    assert bingham["size"]["measure"] == "axial KL" and bingham["size"]["reading"] == "strong"
+    assert [e["test"] for e in report["verdict"]["evidence"] if e["rejects"]] == ["Bingham axial"]
+    assert (report["verdict"]["code"], report["verdict"]["badge"]) == ("aligned", "Aligned — strong effect")
+    assert "The effect is strong: axial KL 8.90 [8.90, 8.90] lies above its bar of 0.20." in report["verdict"]["text"]
+    control_size = {e["test"]: e for e in report["control"]["verdict"]["evidence"]}["Bingham axial"]["size"]
+    assert control_size["ci95"][0] == 0.0  # the Haar-rotated tops: Bingham's p >= 0.05, the size reaches 0
+
+
+def test_the_axial_size_is_served_and_printed_beside_bingham_s(tmp_path):
+    """The API summary (real HTTP) and the CLI's evidence show the axes' KL and its interval beside S and p."""
+    from orientscope.server import create_app
+    from tests.api.conftest import ServerThread
+
+    co2_along_z = (CO2[0], CO2[1][:, ::-1])  # CO2 lies along x, HCN along z: both along z, either end up
+    tops = [(z, sign * (pos - pos.mean(axis=0))) for z, pos in (co2_along_z, HCN) * 15 for sign in (1, -1)]
+    store_constructed(tmp_path, "rods", tops + _turned([asymmetric(3000 + i) for i in range(30)], seed=6))
+    with ServerThread(create_app(tmp_path, dashboard=False)) as server:
+        r = httpx.get(f"{server.url}/api/datasets/rods/summary", timeout=30)
+    assert r.status_code == 200
+    body = r.json()
+    row = {e["test"]: e for e in body["verdict"]["evidence"]}["Bingham axial"]
+    assert row["size"]["measure"] == "axial KL" and row["size"]["ci95"] == body["axial"]["size"]["ci95"]
+    assert body["verdict"]["effect"] == "strong" and body["verdict"]["rule_version"] >= 6  # sized from rule 6
+    result = CliRunner().invoke(app, ["report", "rods", "--seed", "5", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    # The dashboard's headline: its evidence list shows the size beside S, its answer cites it.
+    shown = component_text(headline_children(build_report(tmp_path, "rods", PARAMS)))
+    assert "Bingham axial: S = " in shown and ", axial KL 8.90 [8.90, 8.90] (p " in shown
+    assert "The effect is strong: axial KL 8.90 [8.90, 8.90] lies above its bar of 0.20." in shown
+    size_row = next(line for line in result.output.splitlines() if line.startswith("axial: effect size"))
+    assert "(bar 0.20)" in size_row and "| 8.90 [8.90, 8.90] (bipolar)" in size_row
+    assert "S = " in result.output and "axial KL 8.90 [8.90, 8.90] lies above its bar of 0.20" in result.output
 
 
 @pytest.fixture(scope="module")
