@@ -370,7 +370,9 @@ def test_text_report_aligns_columns_and_names_every_section():
     verdict = lines.index(f"Verdict: Aligned — strong effect (rule version {RULE_VERSION})")
     assert lines[verdict + 1].startswith("  Aligned: 3 of 3 tests reject random orientations")
     control = lines.index(f"Control's verdict, same rule: Not detected (rule version {RULE_VERSION})")
-    assert lines[control + 1].startswith("  Not detected: no test tells these poses from random orientations")
+    assert lines[control + 1].startswith(
+        "  Not detected: none of the verdict's tests tells these poses from random orientations"
+    )
     assert "eigen_gap_12 (1): the first two axes have (almost) the same spread" in text
     kl = next(line for line in text.splitlines() if line.startswith("KL to uniform"))
     assert "0.907 [0.896, 0.918] | -0.001 [-0.003, 0.002]" in kl  # dataset and control apart

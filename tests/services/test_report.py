@@ -53,5 +53,7 @@ def test_verdict_of_a_uniform_set_says_so_without_negative_zero():
     }
     out = verdict(report, 200)
     assert out["aligned"] is False and out["code"] == "not_detected"
-    assert out["text"].startswith("Not detected: no test tells these poses from random orientations at α = 0.001")
+    assert out["text"].startswith(
+        "Not detected: none of the verdict's tests tells these poses from random orientations at α = 0.001"
+    )
     assert "-0" not in out["text"]
