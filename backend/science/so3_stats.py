@@ -359,7 +359,10 @@ def merged_ratio_edges(bin_edges_rad, n: int, min_expected: float = MIN_EXPECTED
     for i in range(1, len(equal)):
         if cdf[i] - cdf[keep[-1]] >= min_expected:
             keep.append(i)
-    keep[-1] = len(equal) - 1  # the last bin short of min_expected joins the one before
+    if len(keep) > 1:
+        keep[-1] = len(equal) - 1  # the last bin short of min_expected joins the one before
+    else:  # fewer angles than one bin expects: one bin, 0-180° (keep[-1] = … had dropped the 0 and left no bin)
+        keep.append(len(equal) - 1)
     return equal[np.unique(keep)]
 
 

@@ -44,6 +44,16 @@ def test_every_bin_expects_a_few_angles_and_the_bins_cover_0_to_180(n):
     assert ratio["min_expected"] == s.MIN_EXPECTED_PER_BIN and ratio["band_level"] == s.RATIO_BAND_LEVEL
 
 
+@pytest.mark.parametrize("n", [1, 4])
+def test_fewer_angles_than_one_bin_expects_make_one_bin(n):
+    """A 9-molecule set has 4 angles: one bin, 0-180° (the merge had dropped the 0 and left no bin at all, and
+    the band then divided by zero bins, so the report of such a set failed)."""
+    edges = np.linspace(0, np.pi, 61)
+    ratio = s.haar_ratio_histogram(edges, np.full(60, 1 / np.pi), n)
+    np.testing.assert_allclose(ratio["bin_edges_rad"], [0, np.pi])
+    assert ratio["expected"] == pytest.approx([n]) and np.asarray(ratio["band_count"]).shape == (1, 2)
+
+
 def test_one_angle_near_the_reference_is_no_longer_a_tall_bar():
     """The reviewer's case: 27 angles, one within 15° of the reference (0.026 expected there)."""
     angles = np.r_[0.1, haar_quantile_angles(26)]
