@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from orientscope.core.asgi_body import BodyTooLarge, read_body, replaying
 
 CALLBACK_PATH = "/_dash-update-component"
 # Callback bodies carry view state and the groups table; uploads never travel through a callback (the
@@ -74,31 +76,15 @@ class DashRequestGuard:
         if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith(CALLBACK_PATH):
             await self.app(scope, receive, send)
             return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                await JSONResponse({"detail": "callback request too large"}, status_code=413)(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        try:
+            body = await read_body(receive, MAX_BODY_BYTES)
+        except BodyTooLarge:
+            await JSONResponse({"detail": "callback request too large"}, status_code=413)(scope, receive, send)
+            return
+        if body is None:
+            return
         problem = envelope_problem(body, self.dash_app.callback_map)
         if problem:
             await JSONResponse({"detail": problem}, status_code=422)(scope, receive, send)
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)

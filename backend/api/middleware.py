@@ -13,6 +13,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from orientscope.core.asgi_body import BodyTooLarge, read_body, replaying
 from orientscope.core.numbers import format_number
 from orientscope.core.settings import env_name, settings
 
@@ -151,29 +152,13 @@ class BodyLimit:
         if declared.isdigit() and int(declared) > limit:
             await self.too_large(scope, receive, send, limit_mb)
             return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await self.too_large(scope, receive, send, limit_mb)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body, replayed = b"".join(chunks), False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
+        try:
+            body = await read_body(receive, limit)
+        except BodyTooLarge:
+            await self.too_large(scope, receive, send, limit_mb)
+            return
+        if body is not None:
+            await self.app(scope, replaying(body, receive), send)
 
     @staticmethod
     async def too_large(scope: Scope, receive: Receive, send: Send, limit_mb: float) -> None:
