@@ -55,6 +55,9 @@ def _drawn(driver, ids: list[str], poses: list[str]) -> list[dict]:
     )
 
 
+FIRST = "338"  # of the 400-molecule QM9 subset, an asymmetric molecule: its frame is full
+
+
 def _message(driver) -> str:
     return driver.execute_script("return document.getElementById('pin-message').textContent")
 
@@ -72,24 +75,25 @@ def _open_a_neighbour(driver, besides: list[str]) -> str:
 
 
 def test_pin_four_toggle_a_pose_refuse_a_fifth_unpin_and_round_trip_the_url(driver, base_url):
-    open_map(driver, base_url + "/?dataset=qm9&view=map&molecule=1")
-    wait_for(lambda: text_of(driver, "molecule-id") == "1", what="molecule 1 to open")
+    # 338, not methane (1): a molecule with a full frame has pose neighbours; a spherical top has none
+    open_map(driver, base_url + f"/?dataset=qm9&view=map&molecule={FIRST}")
+    wait_for(lambda: text_of(driver, "molecule-id") == FIRST, what=f"molecule {FIRST} to open")
     assert driver.execute_script(STRIP_JS)["hidden"]  # no pins: no strip
     driver.find_element(By.ID, "pin-molecule").click()
-    cards = _drawn(driver, ["1"], ["stored"])
+    cards = _drawn(driver, [FIRST], ["stored"])
     assert cards[0]["caption"].startswith("stored pose") and _message(driver) == ""
-    wait_for(lambda: _pins_in_url(driver) == ["1"], what="the pin in the URL")
+    wait_for(lambda: _pins_in_url(driver) == [FIRST], what="the pin in the URL")
     # the pose toggle redraws that viewer in the canonical pose
     driver.find_element(By.CSS_SELECTOR, "#pin-strip .pin-card .pin-pose").click()
-    cards = _drawn(driver, ["1"], ["canonical"])
+    cards = _drawn(driver, [FIRST], ["canonical"])
     assert cards[0]["caption"].startswith("canonical pose")
-    wait_for(lambda: _pins_in_url(driver) == ["1:c"], what="the pose in the URL")
-    pinned = ["1"]
+    wait_for(lambda: _pins_in_url(driver) == [FIRST + ":c"], what="the pose in the URL")
+    pinned = [FIRST]
     while len(pinned) < 4:
         pinned.append(_open_a_neighbour(driver, pinned))
         driver.find_element(By.ID, "pin-molecule").click()
         _drawn(driver, pinned, ["canonical"] + ["stored"] * (len(pinned) - 1))
-    in_url = ["1:c", *pinned[1:]]
+    in_url = [FIRST + ":c", *pinned[1:]]
     wait_for(lambda: _pins_in_url(driver) == in_url, what="four pins in the URL")
     # a fifth is refused, with a message, and changes nothing
     fifth = _open_a_neighbour(driver, pinned)
