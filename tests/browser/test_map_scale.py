@@ -166,9 +166,18 @@ def test_a_click_draws_the_servers_nearest_molecule_once_before_dash_and_a_miss_
 
 
 def test_the_page_html_shows_the_image_map_with_its_hook_before_dash_draws_the_plot(driver, image_url, qm9_store):
-    driver.get(image_url + "/?dataset=qm9&view=map")
-    wait_for(lambda: map_drawn(driver), what="the interactive map's test hook")
-    # the static first paint's image loaded and set the hook (app/first_paint.py) ...
+    # Every request 0.5 s late: the page's own first paint (its image inline) is drawn before Dash's scripts arrive,
+    # as on a first visit. With this module's warm cache Dash could otherwise take the page over before the first
+    # paint's image had decoded, and no hook was ever set (a CI run once ended so).
+    driver.execute_cdp_cmd("Network.enable", {})
+    slow = {"offline": False, "latency": 500, "downloadThroughput": -1, "uploadThroughput": -1}
+    try:
+        driver.execute_cdp_cmd("Network.emulateNetworkConditions", slow)
+        driver.get(image_url + "/?dataset=qm9&view=map")
+        wait_for(lambda: map_drawn(driver), what="the interactive map's test hook")
+    finally:
+        driver.execute_cdp_cmd("Network.emulateNetworkConditions", slow | {"latency": 0})
+    # the static first paint's image loaded and set the hook (frontend_assets/first_paint.js) ...
     assert driver.execute_script("return performance.getEntriesByName('orientscope:first-paint').length") == 1
     # ... and Dash's page replaced it with the plot, which carries the hook again
     assert driver.find_elements(By.CSS_SELECTOR, "[data-first-paint]") == []
