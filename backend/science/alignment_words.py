@@ -154,11 +154,9 @@ def _too_few(verdict: dict) -> str:
 def _not_detected(verdict: dict) -> str:
     evidence = verdict["evidence"]
     best = min(evidence, key=lambda e: e["p_holm"])
-    # "none of the verdict's tests", not "no test": the similarity-pose test is no member of the family and may
-    # find chemically similar molecules sharing poses on the same page (CCD model coordinates: enrichment 4.84).
     return (
-        f"Not detected: none of the verdict's tests tells these poses from random orientations at {_alpha(verdict)} after Holm's "
-        f"adjustment over {format_count(len(evidence))} tests (smallest: {phrase_of(best)}, "
+        f"Not detected: {NONE_OF_ITS_TESTS} tells these poses from random orientations at {_alpha(verdict)} after "
+        f"Holm's adjustment over {format_count(len(evidence))} tests (smallest: {phrase_of(best)}, "
         f"Holm p {format_p_clause(best['p_holm'])})."
     )
 
@@ -222,6 +220,9 @@ def verdict_text(verdict: dict) -> str:
 
 
 # ----------------------------------------------------------------- what to do
+# "none of the verdict's tests", never "no test": the similarity-pose test is no member of the family and may
+# find chemically similar molecules sharing poses on the same page (CCD model coordinates: enrichment 4.84).
+NONE_OF_ITS_TESTS = "none of the verdict's tests"
 REMEDY = (
     "Before training a model that is not rotation-invariant, augment with random rotations, "
     "or train on the de-biased export (orientscope export: every molecule randomly rotated)."
@@ -246,15 +247,20 @@ def remedy_text(verdict: dict) -> str:
         return ""
     sized = sorted((e for e in verdict.get("evidence") or [] if (e.get("size") or {}).get("ci95")), key=_size_first)
     if not sized:
-        return f"No test detects a preferred pose, but none of them measures how large one could be here. {TO_BE_SAFE}"
+        return (
+            f"{NONE_OF_ITS_TESTS.capitalize()} detects a preferred pose, and none of them measures how large one "
+            f"could be here. {TO_BE_SAFE}"
+        )
     open_ = [e for e in sized if e["size"]["reading"] != "small"]
     if open_:
         return (
-            f"No test detects a preferred pose, but at this size an effect that matters is not ruled out: "
+            f"{NONE_OF_ITS_TESTS.capitalize()} detects a preferred pose, but at this size an effect that matters is "
+            "not ruled out: "
             f"{size_text(open_[0])}. {TO_BE_SAFE}"
         )
     return (
-        f"Nothing to do for orientation: no test detects a preferred pose, and every effect size lies below its bar "
+        f"Nothing to do for orientation: {NONE_OF_ITS_TESTS} detects a preferred pose, and every effect size lies "
+        "below its bar "
         f"({size_text(sized[0])})."
     )
 

@@ -156,7 +156,7 @@ def test_not_detected_on_a_small_set_never_says_there_is_nothing_to_do():
     assert small["verdict"]["code"] == "not_detected"
     h = headline(small)
     assert "Nothing to do" not in h.remedy and "cannot learn" not in h.remedy
-    assert h.remedy.startswith("No test detects a preferred pose, but at this size an effect that matters is not")
+    assert h.remedy.startswith("None of the verdict's tests detects a preferred pose, but at this size an effect that")
     assert "KL 0.29 [-0.07, 1.11] at N = 12 straddles its bar of 0.20" in h.remedy and "augment" in h.remedy
 
     uniform = constructed_report(
@@ -166,7 +166,7 @@ def test_not_detected_on_a_small_set_never_says_there_is_nothing_to_do():
     )
     assert uniform["verdict"]["code"] == "not_detected"
     h = headline(uniform)
-    assert h.remedy.startswith("Nothing to do for orientation: no test detects a preferred pose, and every effect")
+    assert h.remedy.startswith("Nothing to do for orientation: none of the verdict's tests detects a preferred pose")
     # the size it cites is one whose interval lies below its bar, with its own numbers
     assert "lies below its bar" in h.remedy and "straddles" not in h.remedy
     # one classifier whose interval reaches its bar is enough to keep the advice to augment
