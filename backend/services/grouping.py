@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from orientscope.core.elements import hill_formulas
+from orientscope.core.errors import NotFoundError
 from orientscope.core.groups import GROUP_KINDS, UNGROUPED
-from orientscope.services.bytecache import nbytes
+from orientscope.services.bytecache import nbytes, shared_cache
 from orientscope.services.cache import CHEMISTRY_MOLECULES, DatasetView
 from orientscope.services.errors import InvalidInput
 from orientscope.store.atomic import read_table
@@ -149,18 +149,28 @@ def stage_groups_table(view: DatasetView, by: str) -> pd.DataFrame | None:
 
 
 def _columns_of(view: DatasetView, wanted: set[str], columns: list[str]) -> dict[str, dict]:
-    """{molecule id: {column: value}} of the chemistry stage's per-molecule table, for the ``wanted`` ids.
+    """{molecule id: {column: value}} of the chemistry stage's per-molecule table, for the ``wanted`` ids
+    (an id the dataset does not hold is left out).
 
-    Reads the shards' id and those columns one shard at a time.
+    With per-shard tables each id's row is found in the shard that holds it (the shards hold the dataset's
+    molecules in row order); that shard's columns are read once and kept in the byte-bounded cache. Reading
+    every shard for each molecule record cost 37 ms a request on QM9's sharded store.
     """
     paths = _shard_tables(view)
     if paths:
-        out, value_set = {}, pa.array(sorted(wanted), pa.string())
-        for path in paths:
-            have = [c for c in columns if c in pq.ParquetFile(path).schema_arrow.names]
-            chem = read_table(path, columns=["id", *have])
-            chem = chem.filter(pc.is_in(chem.column("id").cast(pa.string()), value_set=value_set)).to_pandas()
-            out.update({str(r.pop("id")): r for r in chem.to_dict("records")})
+        starts = _shard_starts(view, paths)
+        out = {}
+        for mol_id in wanted:
+            try:
+                row = view.row_of(mol_id)
+            except NotFoundError:
+                continue
+            k = int(np.searchsorted(starts, row, side="right")) - 1
+            table = _shard_columns(paths[k], columns)
+            record = {name: table.column(name)[row - int(starts[k])].as_py() for name in table.column_names}
+            if str(record.pop("id")) != str(mol_id):
+                raise ValueError(f"the chemistry tables of {view.dataset_id!r} are not in the dataset's row order")
+            out[str(mol_id)] = record
         return out
     chem = chemistry_table(view)
     if chem is None:
@@ -168,6 +178,25 @@ def _columns_of(view: DatasetView, wanted: set[str], columns: list[str]) -> dict
     keep = np.isin(view.ids.astype(str), list(wanted))
     rows = chem.loc[keep, [c for c in columns if c in chem.columns]].to_dict("records")
     return dict(zip(view.ids[keep].astype(str).tolist(), rows, strict=True))
+
+
+def _shard_starts(view: DatasetView, paths: list[Path]) -> np.ndarray:
+    """(n_shards + 1,) the first row of each per-shard chemistry table, and the total (from the files' footers)."""
+    return view.extra(
+        "chemistry_shard_starts", lambda: np.cumsum([0] + [pq.ParquetFile(p).metadata.num_rows for p in paths])
+    )
+
+
+def _shard_columns(path: Path, columns: list[str]) -> pa.Table:
+    """The id and those of ``columns`` that one shard's chemistry table has, read once while the cache keeps it
+    (keyed by the file's modification time: a recomputed stage writes new files)."""
+    key = (str(path), path.stat().st_mtime_ns, tuple(columns))
+
+    def build() -> pa.Table:
+        have = [c for c in columns if c in pq.ParquetFile(path).schema_arrow.names]
+        return read_table(path, columns=["id", *have])
+
+    return shared_cache().get_or_build("chemistry_shard_columns", key, build, size=lambda t: t.nbytes)
 
 
 def _smiles_of(view: DatasetView, wanted: set[str]) -> dict[str, str]:

@@ -173,3 +173,24 @@ def test_a_chlorophyll_with_its_charge_is_no_zwitterion(ccd):
     assert sum(a.GetFormalCharge() for a in found.mol.GetAtoms()) == 0
     assert any(b.GetBondType() == Chem.BondType.DATIVE for b in found.mol.GetBonds())  # N -> Mg
     assert np.count_nonzero([a.GetAtomicNum() == 12 for a in found.mol.GetAtoms()]) == 1
+
+
+def test_each_molecule_record_names_its_own_graph_on_a_store_of_several_shards(tmp_path):
+    """A record finds its molecule's row in the shard that holds it (the shards keep the dataset's row order)."""
+    from orientscope.services.cache import get_view
+    from orientscope.services.grouping import _shard_tables
+    from orientscope.services.molecules import molecule_detail
+
+    organics = [embedded(s, seed=k) for k, s in enumerate(ORGANICS)]
+    ids = [*(f"m{k}" for k in range(len(organics))), "acetate"]
+    mols = from_molecules([*organics, ACETATE], ids=ids, charges=[0] * len(organics) + [None])
+    save_sharded(tmp_path, "split", mols, name="split", source="constructed", shard_size=2)
+    precompute(tmp_path, "split", make_params(seed=0), stages=["frames", "chemistry"], cluster="in-process")
+    assert len(_shard_tables(get_view(tmp_path, "split"))) == math.ceil(len(ids) / 2)
+    table = _molecules_table(tmp_path, "split").set_index("id")
+    for mol_id in reversed(ids):  # the last shard first: no record leans on an earlier read
+        record = molecule_detail(tmp_path, "split", mol_id)["chemistry"]
+        assert record["graph"] == bool(table.loc[mol_id, "chemistry_ok"]), mol_id
+        assert record["smiles"] == (table.loc[mol_id, "smiles"] if record["graph"] else None), mol_id
+    assert molecule_detail(tmp_path, "split", "acetate")["chemistry"]["no_graph_reason"] == "charge_unknown"
+    assert molecule_detail(tmp_path, "split", "m0")["chemistry"]["smiles"] == "CCO"
