@@ -1,6 +1,8 @@
 """What the dashboard draws of a dataset's map, as plain data for the REST resource under ``/api/datasets/{id}/map``.
 
-- :func:`region_figure`: the flat map's figure of a region (a zoom), as the map callback draws it;
+- :func:`region_paint`: what ``frontend_assets/map_draw.js`` draws of any region of the flat map (its image or, at
+  or below the point budget, its points, with the legend) or of the density view's two maps;
+- :func:`region_figure`: the flat map's plotly figure of a region (a zoom), as the map callback draws it;
 - :func:`region_cells`: the density view's two figures (the dataset's and its control's) binned anew for a region;
 - :func:`molecule_panel`: the molecule panel's id, info (Dash ``html`` components as JSON) and 3D viewer spec;
 - :func:`first_paint`: everything the page's first paint draws (``frontend_assets/first_paint.js``): the image,
@@ -26,8 +28,8 @@ from orientscope.app import data, panels
 from orientscope.app.density_paint import density_image, payload_array
 from orientscope.app.initial_view import resolve_view
 from orientscope.core.palette import HIGHLIGHT, OTHER_GREY, REFERENCE_STAR
-from orientscope.figures.mapfigure import density_pair_json, map_figure_json
-from orientscope.figures.plots import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_SCALE, MUTED_OPACITY
+from orientscope.figures.mapfigure import DEFAULT_VIEWPORT, density_pair_json, map_figure_json
+from orientscope.figures.plots import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_SCALE, MUTED_OPACITY, typed_arrays
 from orientscope.figures.state import ViewState
 from orientscope.services.bytecache import nbytes, shared_cache
 from orientscope.services.map_data import frame_lines
@@ -42,7 +44,7 @@ SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
 BACK_OPACITY = 0.35  # the sphere's far hemisphere
 # A zoom's answer is mostly a base64 PNG: gzip saved a quarter of its 2 MB on the 10M-molecule map and cost
 # 100-600 ms, so these routes answer uncompressed (backend/server.py).
-REGION_PATHS = ("/map/figure", "/map/cells")
+REGION_PATHS = ("/map/paint", "/map/figure", "/map/cells")
 
 
 def view_state(query: MapQuery, view: str) -> ViewState:
@@ -66,6 +68,17 @@ def region_cells(data_dir: Path, query: MapQuery, viewport: Viewport) -> dict:
         data_dir, view_state(query, "density").with_(table="original"), viewport.checked()
     )
     return {"dataset": main, "control": control}
+
+
+def region_paint(data_dir: Path, query: MapQuery, viewport: Viewport, view: str) -> dict:
+    """What ``map_draw.js`` draws of ``viewport``'s region in ``view`` ("map": the image above the point budget,
+    else the points; "density": the dataset's and its control's cells binned anew for it, one colour scale)."""
+    vp = viewport.checked()
+    if view == "density":
+        pair, _ = density_pair_json(data_dir, view_state(query, "density").with_(table="original"), vp)
+        return {"view": "density", **density_paint(pair), "frame": frame()}
+    payload, _ = map_figure_json(data_dir, view_state(query, "map"), vp)
+    return {"view": "map", **flat_paint(payload), "frame": frame()}
 
 
 def panel_record(shown: panels.MoleculePanel) -> dict:
@@ -120,17 +133,95 @@ def _hook(meta: dict) -> dict:
     return {"mode": str(meta["mode"]), "drawn": int(meta["drawn"])}
 
 
-def map_paint(payload: dict) -> dict | None:
-    """The static map of an image-mode flat map figure payload; None for a points figure (Dash draws it)."""
-    meta, images = _meta(payload), payload.get("layout", {}).get("images") or []
-    if meta.get("view") != "map" or meta.get("mode") != "image" or not images:
+def _image(payload: dict) -> dict | None:
+    """The figure's image, map units, SVG's y (down); None for a points figure."""
+    images = payload.get("layout", {}).get("images") or []
+    if not images:
         return None
     im = images[0]
-    image = {"source": im["source"], "x": im["x"], "y": -im["y"], "width": im["sizex"], "height": im["sizey"]}
+    return {"source": im["source"], "x": im["x"], "y": -im["y"], "width": im["sizex"], "height": im["sizey"]}
+
+
+def _typed(values: np.ndarray) -> dict:
+    """int16 map units as a typed-array spec ({"dtype": "i2", "bdata": base64}): a tenth of their JSON numbers."""
+    return typed_arrays(np.round(values).astype(np.int16))
+
+
+def _layer(trace: dict) -> dict | None:
+    """A points trace as the renderer's canvas layer: positions (map units, y down), one colour, the marker's
+    size (px, a diameter), opacity and outline; ``ring`` for SMARTS matches drawn as open circles."""
+    xs, ys = payload_array(trace.get("x", [])), payload_array(trace.get("y", []))
+    keep = np.isfinite(xs) & np.isfinite(ys)
+    if not keep.any():
+        return None
+    marker, line = trace.get("marker") or {}, (trace.get("marker") or {}).get("line") or {}
+    color = marker.get("color")
+    ring = color == "rgba(0,0,0,0)"
     return {
-        "settings": _settings(meta, query=meta["query"], kind=meta["kind"], grid=meta["grid"], scale=MAP_SCALE),
-        "hook": _hook(meta), "title": _title(payload), "image": image,
+        "x": _typed(xs[keep]), "y": _typed(-ys[keep]), "n": int(keep.sum()),
+        "color": line.get("color") if ring else color, "size": float(marker.get("size", 4)),
+        "opacity": float(marker.get("opacity", 1.0)), "stroke": line.get("color"),
+        "stroke_width": float(line.get("width", 0) or 0), "ring": ring,
     }  # fmt: skip
+
+
+def _legend(payload: dict) -> dict:
+    """The figure's legend as the renderer draws it: swatches (label, colour, marker kind) in trace order, and the
+    continuous colour bar (title, colour stops, cmin, cmax) if one is shown."""
+    items, bar = [], None
+    for trace in payload.get("data", []):
+        marker = trace.get("marker") or {}
+        if marker.get("showscale") or trace.get("type") == "heatmap":
+            scale = trace.get("colorscale") if trace.get("type") == "heatmap" else marker.get("colorscale")
+            low = trace.get("zmin") if trace.get("type") == "heatmap" else marker.get("cmin")
+            high = trace.get("zmax") if trace.get("type") == "heatmap" else marker.get("cmax")
+            title = ((trace.get("colorbar") or marker.get("colorbar") or {}).get("title") or {}).get("text", "")
+            stops = [c for _, c in scale] if scale and isinstance(scale[0], list | tuple) else list(scale or [])
+            bar = {"title": title, "colors": stops, "cmin": low, "cmax": high}
+        if trace.get("showlegend"):
+            symbol = str(marker.get("symbol", "circle"))
+            ring = symbol.endswith("-open") or marker.get("color") == "rgba(0,0,0,0)"
+            color = (marker.get("line") or {}).get("color") if ring else marker.get("color")
+            items.append({"label": trace.get("name", ""), "color": color, "symbol": "ring" if ring else symbol})
+    return {"items": items, "colorbar": bar}
+
+
+def _region(meta: dict) -> dict:
+    vp = meta.get("viewport") or _grid_of(DEFAULT_VIEWPORT)
+    return {k: vp[k] for k in ("x0", "x1", "y0", "y1")}
+
+
+def _grid_of(vp: Viewport) -> dict:
+    return {"x0": vp.x0, "x1": vp.x1, "y0": vp.y0, "y1": vp.y1, "width": vp.width, "height": vp.height}
+
+
+def flat_paint(payload: dict) -> dict:
+    """What the renderer draws of a flat map figure payload (image or points mode): the image or the points' canvas
+    layers, the reference stars, the legend, the region shown and what its clicks and hover ask for."""
+    meta = _meta(payload)
+    mode = meta.get("mode")
+    layers = []
+    if mode == "points":  # the points first, then the SMARTS matches over them
+        for kind in ("points", "highlight"):
+            for trace in payload.get("data", []):
+                if (trace.get("meta") or {}).get("kind") == kind and (layer := _layer(trace)) is not None:
+                    layers.append(layer)
+    settings = _settings(meta, query=meta["query"], kind=meta.get("kind"), scale=MAP_SCALE)
+    if meta.get("grid"):  # the image's own pixel grid, on which a pick counts
+        settings["grid"] = meta["grid"]
+    return {
+        "settings": settings, "hook": {**_hook(meta), "token": str(meta.get("token", ""))},
+        "title": _title(payload), "region": _region(meta), "image": _image(payload) if mode == "image" else None,
+        "layers": layers, "stars": _stars(payload), "legend": _legend(payload),
+    }  # fmt: skip
+
+
+def map_paint(payload: dict) -> dict | None:
+    """The static map of an image-mode flat map figure payload; None for a points figure (Dash draws it)."""
+    meta = _meta(payload)
+    if meta.get("view") != "map" or meta.get("mode") != "image" or not _image(payload):
+        return None
+    return flat_paint(payload)
 
 
 def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight=None) -> dict | None:
@@ -197,6 +288,7 @@ def density_map(payload: dict) -> dict:
         "grid": im.grid,
         "stars": _stars(payload),
         "points": _points(payload),
+        "legend": _legend(payload),
     }
 
 
@@ -210,7 +302,8 @@ def density_paint(payloads: tuple[dict, dict]) -> dict:
     main, control = payloads
     meta = _meta(main)
     painted = {
-        "settings": _settings(meta, query=meta["query"], kind="density", scale=MAP_SCALE), "hook": _hook(meta),
+        "settings": _settings(meta, query=meta["query"], kind="density", scale=MAP_SCALE),
+        "hook": {**_hook(meta), "token": str(meta.get("token", ""))}, "region": _region(meta),
         "maps": [density_map(main), density_map(control)],
     }  # fmt: skip
     shared_cache().put("density_paint", key, (payloads, painted), size=nbytes(payloads))

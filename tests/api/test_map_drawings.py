@@ -126,3 +126,97 @@ def test_the_first_paint_resource_is_what_the_page_carries(client):
     assert client.get("/api/datasets/qm9/map/first-paint", params={"molecule": "nope"}).status_code == 404
     assert client.get("/api/datasets/nope/map/first-paint").status_code == 404
     assert client.get("/api/datasets/qm9/map/first-paint", params={"view": "scatter"}).status_code == 422
+
+
+PAINT = "/api/datasets/qm9/map/paint"
+
+
+def _decoded(spec: dict):
+    import base64
+
+    import numpy as np
+
+    return np.frombuffer(base64.b64decode(spec["bdata"]), np.dtype(spec["dtype"])).astype(float)
+
+
+def test_a_points_regions_paint_holds_every_point_of_the_callbacks_figure_in_the_region(client, qm9_store):
+    """At or below the point budget the renderer's paint is the region's points, one canvas layer per colour, at the
+    figure's positions (map units, y down) in the figure's colours; its legend names the figure's categories."""
+    import numpy as np
+
+    from orientscope.app.density_paint import payload_array
+
+    st = ViewState(dataset="qm9", view="map", color="axis")
+    vp = {"x0": -0.5, "x1": 0.4, "y0": -0.2, "y1": 0.3, "width": 640, "height": 320}
+    r = client.get(PAINT, params={**_params(st, vp), "view": "map"})
+    assert r.status_code == 200
+    paint = r.json()
+    assert paint["view"] == "map" and paint["image"] is None and paint["hook"]["mode"] == "points"
+    assert paint["region"] == {k: vp[k] for k in ("x0", "x1", "y0", "y1")}
+    fig = orjson.loads(orjson.dumps(panels.map_outputs(qm9_store, st, vp).figure))
+    traces = [t for t in fig["data"] if (t.get("meta") or {}).get("kind") == "points"]
+    want = sorted(
+        (round(x), round(-y), t["marker"]["color"])
+        for t in traces
+        for x, y in zip(payload_array(t["x"]), payload_array(t["y"]), strict=True)
+    )
+    got = sorted(
+        (x, y, layer["color"])
+        for layer in paint["layers"]
+        for x, y in zip(_decoded(layer["x"]), _decoded(layer["y"]), strict=True)
+    )
+    assert len(got) == sum(layer["n"] for layer in paint["layers"]) > 10 and got == want
+    xs = np.array([g[0] for g in got]) / 10_000
+    assert xs.min() >= vp["x0"] - 0.01 and xs.max() <= vp["x1"] + 0.01  # the region's points, not the whole map
+    from orientscope.services.map_view import AXIS_NAMES
+
+    labels = [i["label"] for i in paint["legend"]["items"]]
+    assert labels == ["reference orientation", *AXIS_NAMES.values(), "selected molecule"], labels
+
+
+def test_an_image_regions_paint_is_the_figures_image_and_a_density_paint_has_both_maps(client, monkeypatch):
+    from orientscope.core.settings import MAP_POINT_BUDGET_ENV
+
+    monkeypatch.setenv(MAP_POINT_BUDGET_ENV, "0")
+    st = ViewState(dataset="qm9", view="map", color="axis")
+    vp = {"x0": -2.0, "x1": 2.0, "y0": -1.0, "y1": 1.0, "width": 500, "height": 250}
+    paint = client.get(PAINT, params={**_params(st, vp), "view": "map"}).json()
+    fig = client.get(FIGURE, params=_params(st, vp)).json()["figure"]
+    im = fig["layout"]["images"][0]
+    assert paint["hook"]["mode"] == "image" and paint["layers"] == []
+    assert paint["image"] == {"source": im["source"], "x": im["x"], "y": -im["y"], "width": im["sizex"],
+                              "height": im["sizey"]}  # fmt: skip
+    assert paint["settings"]["grid"] == fig["layout"]["meta"]["map"]["grid"]  # a pick counts on the image's pixels
+    density = client.get(PAINT, params={**_params(st, vp), "view": "density"}).json()
+    assert density["view"] == "density" and len(density["maps"]) == 2
+    assert density["region"] == {k: vp[k] for k in ("x0", "x1", "y0", "y1")}
+    assert all(m["legend"]["colorbar"]["title"] == "density ÷ uniform" for m in density["maps"])
+    assert density["maps"][1]["title"].startswith("Control")
+
+
+def test_bad_paint_requests_are_422_naming_the_parameter(client):
+    vp = {"x0": -1, "x1": 1, "y0": -0.5, "y1": 0.5, "width": 400, "height": 200}
+    st = ViewState(dataset="qm9", view="map")
+    for bad in ({"view": "sphere"}, {"width": 0}, {"x0": "nan"}, {"x0": 2, "x1": 1}, {"axes": "45"}):
+        r = client.get(PAINT, params={**_params(st, vp), **bad})
+        assert r.status_code == 422 and any(k in r.text for k in bad), (bad, r.text)
+    assert client.get(PAINT.replace("qm9", "nope"), params=_params(st, vp)).status_code == 404
+
+
+def test_fuzzed_paint_requests_never_answer_500(client):
+    """Hypothesis-drawn query strings (any text for each parameter, any of them left out) get 200, 404 or 422."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as hs
+
+    names = ("view", "x0", "x1", "y0", "y1", "width", "height", "axes", "color", "grouping", "group", "table")
+    value = hs.one_of(
+        hs.text(max_size=12), hs.floats(allow_nan=True).map(repr), hs.integers(-(10**20), 10**20).map(str)
+    )
+
+    @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(hs.dictionaries(hs.sampled_from(names), value, max_size=6))
+    def check(params):
+        r = client.get(PAINT, params=params)
+        assert r.status_code in (200, 404, 422), (params, r.status_code, r.text[:300])
+
+    check()

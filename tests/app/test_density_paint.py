@@ -62,7 +62,7 @@ def test_the_landing_page_carries_the_density_view_and_its_control_as_the_layout
     # what first_paint.js asks the server for a click: the layout's own REST query; its hover is the density's
     assert paint["settings"] == {"view": "density", "dataset": "qm9", "query": meta["query"], "kind": "density",
                                  "scale": MAP_SCALE}  # fmt: skip
-    assert paint["hook"] == {"mode": "image", "drawn": meta["drawn"]}
+    assert paint["hook"] == {"mode": "image", "drawn": meta["drawn"], "token": meta["token"]}
     # both maps' cells, as the layout's heatmaps hold them (to the hover's two decimals)
     grids = [m["grid"] for m in paint["maps"]]
     assert len(grids) == 2

@@ -57,7 +57,7 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
         "view": "map", "dataset": "qm9", "query": meta["query"], "kind": "color", "grid": meta["grid"],
         "scale": MAP_SCALE,
     }  # fmt: skip
-    assert paint["hook"] == {"mode": "image", "drawn": meta["drawn"]}
+    assert paint["hook"] == {"mode": "image", "drawn": meta["drawn"], "token": meta["token"]}
     assert all(f'"map/{route}"' in page for route in ("nearest", "preview", "shared"))  # map_component.js, inlined
     assert carried_paint(density)["view"] == "density" and len(carried_paint(density)["maps"]) == 2
     # the sphere's sample, one dot per point of the 3D scene, with the scene's drawn count
@@ -140,7 +140,7 @@ def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone
     paint = carried_paint(page)
     md = load_map_data(data_dir, dataset_id)  # the synthetic set's methane copies have no orientation
     points, drawn = md.points()[0].size, int((md.axis_counts[1:]).sum())
-    assert paint["hook"] == {"mode": "image", "drawn": drawn}
+    assert {k: paint["hook"][k] for k in ("mode", "drawn")} == {"mode": "image", "drawn": drawn}
     assert len(carried_paint(landing)["maps"]) == 2
     assert f"{points:,} axis points of {n:,} molecules" in paint["title"]  # its title, from the stored report
     meta = props_of(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
