@@ -27,6 +27,7 @@ from plotly.io.json import to_json_plotly
 from orientscope.app import data, panels
 from orientscope.app.density_paint import density_image, payload_array
 from orientscope.app.initial_view import resolve_view
+from orientscope.core.numbers import format_number, is_number
 from orientscope.core.palette import HIGHLIGHT, OTHER_GREY, REFERENCE_STAR
 from orientscope.figures.mapfigure import DEFAULT_VIEWPORT, density_pair_json, map_figure_json
 from orientscope.figures.plots import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_SCALE, MUTED_OPACITY, typed_arrays
@@ -175,9 +176,13 @@ def _legend(payload: dict) -> dict:
             scale = trace.get("colorscale") if trace.get("type") == "heatmap" else marker.get("colorscale")
             low = trace.get("zmin") if trace.get("type") == "heatmap" else marker.get("cmin")
             high = trace.get("zmax") if trace.get("type") == "heatmap" else marker.get("cmax")
-            title = ((trace.get("colorbar") or marker.get("colorbar") or {}).get("title") or {}).get("text", "")
+            colorbar = trace.get("colorbar") or marker.get("colorbar") or {}
             stops = [c for _, c in scale] if scale and isinstance(scale[0], list | tuple) else list(scale or [])
-            bar = {"title": title, "colors": stops, "cmin": low, "cmax": high}
+            values = colorbar.get("tickvals") or [v for v in (low, high) if is_number(v)]
+            texts = colorbar.get("ticktext") or [format_number(v, ".4g") for v in values]
+            ticks = [{"value": float(v), "text": t} for v, t in zip(values, texts, strict=True)]
+            title = (colorbar.get("title") or {}).get("text", "")
+            bar = {"title": title, "colors": stops, "cmin": low, "cmax": high, "ticks": ticks}
         if trace.get("showlegend"):
             symbol = str(marker.get("symbol", "circle"))
             ring = symbol.endswith("-open") or marker.get("color") == "rgba(0,0,0,0)"

@@ -648,6 +648,13 @@ class MapLegendItem(_Model):
     symbol: str = Field(description="The marker drawn: circle, star, or ring (an open circle).")
 
 
+class MapTick(_Model):
+    """A value marked on a colour bar."""
+
+    value: float = Field(description="The value.")
+    text: str = Field(description="Its words on the bar.")
+
+
 class MapColorbar(_Model):
     """A continuous colour scale's bar."""
 
@@ -655,6 +662,7 @@ class MapColorbar(_Model):
     colors: list[str] = Field(description="The scale's colour stops, low to high, evenly spaced.")
     cmin: float | None = Field(description="The value of the lowest colour.")
     cmax: float | None = Field(description="The value of the highest colour.")
+    ticks: list[MapTick] = Field(description="Values marked on the bar and their words.")
 
 
 class MapLegend(_Model):
