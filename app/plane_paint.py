@@ -153,13 +153,22 @@ def map_paint(payload: dict) -> dict | None:
 
 
 def _stars(payload: dict) -> list[dict]:
-    """The reference orientation's stars of a density figure (its trace of kind "reference"), map units, y down."""
+    """The reference orientation's stars of a figure (its trace of kind "reference"), map units, y down, with the
+    words a hover on one shows (its axis, longitude and latitude)."""
     stars = []
     for trace in payload.get("data", []):
         if (trace.get("meta") or {}).get("kind") == "reference":
             xs, ys = payload_array(trace.get("x", [])), payload_array(trace.get("y", []))
-            for x, y, label in zip(xs.tolist(), ys.tolist(), trace.get("text") or [], strict=False):
-                stars.append({"x": round(x), "y": round(-y), "label": label, "color": REFERENCE_STAR})
+            where = trace.get("customdata") or []
+            for k, (x, y, label) in enumerate(zip(xs.tolist(), ys.tolist(), trace.get("text") or [], strict=False)):
+                star = {"x": round(x), "y": round(-y), "label": label, "color": REFERENCE_STAR}
+                if k < len(where):  # the hover's words, as the plotly figure's hovertemplate said them
+                    axis, lon, lat = where[k]
+                    star["title"] = (
+                        f"reference orientation, axis {axis}: lon {format_number(lon, '.1f')}°, "
+                        f"lat {format_number(lat, '.1f')}°"
+                    )
+                stars.append(star)
     return stars
 
 

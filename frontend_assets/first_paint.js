@@ -307,6 +307,7 @@
       set = true;
       mapEl.setAttribute("data-mode", hook.mode);
       mapEl.setAttribute("data-drawn", hook.drawn);
+      if (hook.token) { mapEl.setAttribute("data-token", hook.token); mapEl.setAttribute("data-zoom", ""); }
       performance.mark("orientscope:first-paint", { startTime: at });
     }
     function presented(entries) {  // when the browser presented the image (0: not among these entries)
@@ -360,6 +361,7 @@
         window.orientscopeMap.draw.setHook(host, p, image, window.orientscopeMap.draw.zoomText(handle.region()));
       }
     });
+    window.orientscopeMap.firstPaintMap = mapHandle;  // Dash's map box takes it over (orientscope.js drawPlane)
     return { maps: [host], host: host };
   }
 

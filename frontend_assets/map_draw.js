@@ -119,14 +119,18 @@
   // Over a map's image the pick counts on the image's own pixel grid (settings().grid); elsewhere (points, the
   // density view's cells) on the drawing's pixels on screen. `table`: the control map's (its hover and clicks pick on
   // the control's molecules). Also the first paint's static sphere's (its dots are picked in first_paint.js).
+  // `box` may be a function answering the element: a drawing can move to another page element (Dash's, from the
+  // first paint's).
   function svgSurface(box, svg, settings, table) {
+    function parent() { return typeof box === "function" ? box() : box; }
     function frame() {
-      var r = svg.getBoundingClientRect(), b = box.getBoundingClientRect();
+      var r = svg.getBoundingClientRect(), b = parent().getBoundingClientRect();
       return { r: r, left: r.left - b.left, top: r.top - b.top };
     }
     function vb() { return svg.viewBox.baseVal; }
     return {
-      host: box, svg: svg,
+      get host() { return parent(); },
+      svg: svg,
       // also `unit`, viewBox units per screen pixel, and the SVG point (sx, sy), for the sphere's dots
       toMap: function (ev) {
         var f = frame(), v = vb(), s = settings().scale || MAP_SCALE;
@@ -252,6 +256,11 @@
       var star = svgEl("text", { x: st.x, y: st.y, "font-size": 1100 * k, "text-anchor": "middle",
                                  "dominant-baseline": "central", fill: st.color, stroke: "#000", "stroke-width": 40 * k });
       star.textContent = "\u2605";
+      if (st.title) {  // the browser's own hover words (the server's)
+        var tip = svgEl("title");
+        tip.textContent = st.title;
+        star.appendChild(tip);
+      }
       var label = svgEl("text", { x: st.x, y: st.y - 1300 * k, "font-size": 700 * k, "text-anchor": "middle" });
       label.textContent = st.label;
       stars.append(star, label);
@@ -451,7 +460,9 @@
     var mode = "zoom", settleTimer = null, asked = 0, lasso = null, selection = null, listeners = [];
     var component = shared.component;
 
-    host.replaceChildren();
+    // Everything drawn is in `root`, the host's last child: the host may hold other children (Dash's graph box).
+    var root = el("div", { "class": "map-plane" });
+    host.appendChild(root);
     host.classList.add("map-drawn");
     host.style.position = host.style.position || "relative";
     var toolbar = el("div", { "class": "map-toolbar", role: "toolbar" });
@@ -474,19 +485,19 @@
     button("map-export-png", "PNG", "download what is shown as a PNG image", function () { save("png"); });
     button("map-export-svg", "SVG", "download what is shown as an SVG drawing", function () { save("svg"); });
     var row = el("div", { "class": density ? "map-drawings maps" : "map-drawings" });
-    host.append(toolbar, row);
+    root.append(toolbar, row);
     var drawings = [new Drawing(row, { "data-table": "original" })];
     if (density) { drawings.push(new Drawing(row, { "data-table": "control" })); }
     // The overlays' parent (tooltip, card, chooser, ring; the picker's data-clicked): the host for the main map, as
     // tests and pages find them there; the control map's own drawing.
     drawings.forEach(function (d, i) {
-      d.overlays = i ? d.box : host;
-      d.surface = svgSurface(d.overlays, d.svg, function () { return cfg; }, i ? "control" : null);
+      d.main = i === 0;
+      d.surface = svgSurface(function () { return d.main ? host : d.box; }, d.svg, function () { return cfg; },
+                             i ? "control" : null);
     });
 
     function say(text) {
-      if (hooks.say) { hooks.say(text); }
-      drawings[0].hint.textContent = text || "";
+      if (hooks.say) { hooks.say(text); } else { drawings[0].hint.textContent = text || ""; }
     }
 
     function setMode(m) {
@@ -520,9 +531,10 @@
     function placeRings() {
       drawings.forEach(function (d, i) {
         if (!component) { return; }
-        if (!d.ringed.length && !d.overlays.querySelector(":scope > svg.selection-ring")) { return; }
+        var over = d.surface.host;
+        if (!d.ringed.length && !over.querySelector(":scope > svg.selection-ring")) { return; }
         var pixels = d.ringed.map(function (p) { return d.surface.toPixel(p[0] / MAP_SCALE, p[1] / MAP_SCALE); });
-        component.ring(d.overlays, i === 0 ? pixels : []);
+        component.ring(over, i === 0 ? pixels : []);
       });
     }
 
@@ -531,7 +543,7 @@
       var next = fitted(box);
       if (sameBox(next, vb)) { return; }
       vb = next;
-      if (component) { drawings.forEach(function (d) { component.hide(d.overlays); }); }
+      if (component) { drawings.forEach(function (d) { component.hide(d.surface.host); }); }
       place();  // at once: the image and points on screen, scaled
       clearTimeout(settleTimer);
       settleTimer = setTimeout(settle, delay === undefined ? SETTLE_MS : delay);
@@ -642,9 +654,15 @@
       });
     }
 
+    function showSelection(polygon) {  // Mollweide [[x, y], ...] or null: drawn, not handed on
+      selection = polygon && polygon.length >= 3 ? polygon.map(function (p) { return [p[0] * MAP_SCALE, -p[1] * MAP_SCALE]; }) : null;
+      drawLasso();
+    }
+
     function save(format) {
       exportImage(drawings, vb, format).then(function (blob) {
         host.setAttribute("data-exported", format + ":" + blob.size);
+      host._exported = blob;  // for tests: what was downloaded
         var name = "orientscope-" + (cfg.dataset || "map") + "-" + paint.view + "." + format;
         download(blob, name);
       });
@@ -699,6 +717,27 @@
         placeRings();
       },
       selection: function () { return selection; },
+      showSelection: showSelection,
+      save: save,
+      // The drawing moved to `next` (Dash's map box taking the first paint's over), with the new owner's hooks.
+      moveTo: function (next, nextHooks) {
+        var old = host;
+        clearHook(old);
+        ["data-token", "data-zoom", "data-clicked"].forEach(function (a) { old.removeAttribute(a); });
+        old.classList.remove("map-drawn");
+        old._mapHandle = null;
+        Array.prototype.slice.call(old.children).forEach(function (c) {  // the overlays: tooltip, card, ring
+          if (c !== root && (c.matches(".map-tooltip, .map-chooser, svg.selection-ring") || c.className === "hover-preview")) { c.remove(); }
+        });
+        host = next;
+        hooks = nextHooks || {};
+        host.appendChild(root);
+        host.classList.add("map-drawn");
+        host.style.position = host.style.position || "relative";
+        host._mapHandle = handle;
+        setHook(host, current, drawings[0].image, zoomText(vb));
+        place();
+      },
       setMode: setMode,
       exportImage: function (format) { return exportImage(drawings, vb, format); },
       surfaces: function () { return drawings.map(function (d) { return d.surface; }); },
@@ -708,7 +747,10 @@
         if (sized) { sized.disconnect(); }
         listeners.forEach(function (l) { l[0].removeEventListener(l[1], l[2], l[3]); });
         listeners = [];
-        host.replaceChildren();
+        root.remove();
+        clearHook(host);
+        ["data-token", "data-zoom", "data-clicked", "data-drag"].forEach(function (a) { host.removeAttribute(a); });
+        Array.prototype.slice.call(host.querySelectorAll(":scope > .map-tooltip, :scope > svg.selection-ring")).forEach(function (c) { c.remove(); });
         host.classList.remove("map-drawn");
         host._mapHandle = null;
       }

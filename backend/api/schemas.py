@@ -627,6 +627,7 @@ class FirstPaintStar(_Model):
     y: float = Field(description="Map y of the axis, map units, y down.")
     label: str = Field(description="Which axis of the reference orientation it is.")
     color: str = Field(description="Its colour (CSS).")
+    title: str | None = Field(None, description="What a hover on it says: the axis, its longitude and latitude.")
 
 
 class FirstPaintPoints(_Model):
