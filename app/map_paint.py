@@ -2,8 +2,6 @@
 
 - :func:`region_paint`: what ``frontend_assets/map_draw.js`` draws of any region of the flat map (its image or, at
   or below the point budget, its points, with the legend) or of the density view's two maps;
-- :func:`region_figure`: the flat map's plotly figure of a region (a zoom), as the map callback draws it;
-- :func:`region_cells`: the density view's two figures (the dataset's and its control's) binned anew for a region;
 - :func:`molecule_panel`: the molecule panel's id, info (Dash ``html`` components as JSON) and 3D viewer spec;
 - :func:`first_paint`: everything the page's first paint draws (``frontend_assets/first_paint.js``): the image,
   the outline and graticule lines, the reference stars, the sphere's points, the density cells and the molecule
@@ -51,7 +49,7 @@ SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
 BACK_OPACITY = 0.35  # the sphere's far hemisphere
 # A zoom's answer is mostly a base64 PNG: gzip saved a quarter of its 2 MB on the 10M-molecule map and cost
 # 100-600 ms, so these routes answer uncompressed (backend/server.py).
-REGION_PATHS = ("/map/paint", "/map/figure", "/map/cells")
+REGION_PATHS = ("/map/paint",)
 
 
 def view_state(query: MapQuery, view: str) -> ViewState:
@@ -61,20 +59,6 @@ def view_state(query: MapQuery, view: str) -> ViewState:
         dataset=query.dataset, view=view, axes=query.axes, color=query.color, grouping=query.grouping,
         group=query.group, smarts=query.smarts, table=query.table,
     )  # fmt: skip
-
-
-def region_figure(data_dir: Path, query: MapQuery, viewport: Viewport) -> dict:
-    """The flat map's plotly figure of ``viewport`` (cached by the map callback's cache)."""
-    payload, _ = map_figure_json(data_dir, view_state(query, "map"), viewport.checked())
-    return {"figure": payload}
-
-
-def region_cells(data_dir: Path, query: MapQuery, viewport: Viewport) -> dict:
-    """The density view's figures of ``viewport``'s region: the dataset's and its control's, one colour scale."""
-    (main, control), _ = density_pair_json(
-        data_dir, view_state(query, "density").with_(table="original"), viewport.checked()
-    )
-    return {"dataset": main, "control": control}
 
 
 def region_paint(data_dir: Path, query: MapQuery, viewport: Viewport, view: str) -> dict:

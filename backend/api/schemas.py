@@ -565,23 +565,6 @@ class ScatterPreviewPublic(ScatterNearestPublic):
 # ---------------------------------------------------------------- what the dashboard draws of the map
 # A plotly figure ({"data": [...], "layout": {...}}, arrays as plotly's typed arrays) and Dash components
 # ({"type", "namespace", "props"}) are the browser libraries' own formats: passed through as JSON objects.
-PlotlyFigure = dict[str, Any]
-
-
-class MapFigurePublic(_Model):
-    """The flat map's figure of a region, as the dashboard draws it (plotly.js)."""
-
-    figure: PlotlyFigure = Field(
-        description="Plotly figure: the aggregated image above the point budget, else the points; "
-        "layout.meta.map says what was drawn (mode, distinct molecules, the REST query of its points)."
-    )
-
-
-class MapCellsPublic(_Model):
-    """The density view of a region: the dataset's density beside its control's, on one colour scale."""
-
-    dataset: PlotlyFigure = Field(description="Plotly heatmap of the stored poses' density relative to uniform.")
-    control: PlotlyFigure = Field(description="The same for the randomly rotated control.")
 
 
 class MapPanelPublic(_Model):
