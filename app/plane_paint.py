@@ -71,7 +71,7 @@ def _typed(values: np.ndarray) -> dict:
     return typed_arrays(np.round(values).astype(np.int16))
 
 
-def _layer(trace: dict) -> dict | None:
+def _layer(trace: dict, kind: str) -> dict | None:
     """A points trace as the renderer's canvas layer: positions (map units, y down), one colour, the marker's
     size (px, a diameter), opacity and outline; ``ring`` for SMARTS matches drawn as open circles."""
     xs, ys = payload_array(trace.get("x", [])), payload_array(trace.get("y", []))
@@ -82,7 +82,7 @@ def _layer(trace: dict) -> dict | None:
     color = marker.get("color")
     ring = color == "rgba(0,0,0,0)"
     return {
-        "x": _typed(xs[keep]), "y": _typed(-ys[keep]), "n": int(keep.sum()),
+        "kind": kind, "x": _typed(xs[keep]), "y": _typed(-ys[keep]), "n": int(keep.sum()),
         "color": line.get("color") if ring else color, "size": float(marker.get("size", 4)),
         "opacity": float(marker.get("opacity", 1.0)), "stroke": line.get("color"),
         "stroke_width": float(line.get("width", 0) or 0), "ring": ring,
@@ -132,7 +132,7 @@ def flat_paint(payload: dict) -> dict:
     if mode == "points":  # the points first, then the SMARTS matches over them
         for kind in ("points", "highlight"):
             for trace in payload.get("data", []):
-                if (trace.get("meta") or {}).get("kind") == kind and (layer := _layer(trace)) is not None:
+                if (trace.get("meta") or {}).get("kind") == kind and (layer := _layer(trace, kind)) is not None:
                     layers.append(layer)
     settings = settings_of(meta, query=meta["query"], kind=meta.get("kind"), scale=MAP_SCALE)
     if meta.get("grid"):  # the image's own pixel grid, on which a pick counts

@@ -659,6 +659,7 @@ class MapLegend(_Model):
 class MapPointsLayer(_Model):
     """Points of one colour, drawn on the renderer's canvas (map units, y down)."""
 
+    kind: Literal["points", "highlight"] = Field(description="The view's points, or SMARTS matches drawn over them.")
     x: dict[str, str] = Field(description="Map x per point: a typed array {dtype: 'i2', bdata: base64 int16}.")
     y: dict[str, str] = Field(description="Map y per point, y down, the same encoding.")
     n: int = Field(description="Points in the layer.")
