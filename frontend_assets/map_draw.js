@@ -91,10 +91,11 @@
     var aspect = HOME.w / HOME.h, w = vb.w, h = vb.h;
     if (w / h > aspect) { h = w / aspect; } else { w = h * aspect; }
     w = Math.min(HOME.w, Math.max(MIN_WIDTH, w));
+    if (w >= HOME.w) { return { x: HOME.x, y: HOME.y, w: HOME.w, h: HOME.h }; }  // the whole map
     h = w / aspect;
-    var cx = vb.x + vb.w / 2, cy = vb.y + vb.h / 2;
-    cx = Math.min(HOME.x + HOME.w - w / 2, Math.max(HOME.x + w / 2, cx));  // no panning off the map
-    cy = Math.min(HOME.y + HOME.h - h / 2, Math.max(HOME.y + h / 2, cy));
+    // about the box's own centre (a zoom box at the map's edge keeps as much on each side), kept on the map
+    var cx = Math.min(HOME.x + HOME.w, Math.max(HOME.x, vb.x + vb.w / 2));
+    var cy = Math.min(HOME.y + HOME.h, Math.max(HOME.y, vb.y + vb.h / 2));
     return { x: cx - w / 2, y: cy - h / 2, w: w, h: h };
   }
   function isHome(vb) { return vb.w >= HOME.w * (1 - 1e-6); }

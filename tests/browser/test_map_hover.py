@@ -19,26 +19,27 @@ pytestmark = pytest.mark.browser
 N_HOVERS = 50  # per mode
 RADIUS_PX = 5.0
 
-# Records where the mouse is in map units, as the page computes it from the event and plotly's axes.
+# Records where the mouse is in Mollweide units, as the page computes it from the event and the drawing's view box.
 RECORD_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-if (!gd._hoverProbe) {
-  gd._hoverProbe = true;
-  gd.addEventListener('mousemove', ev => {
-    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
-    window.__cursor = [xa.p2l(ev.clientX - box.left - xa._offset) / arguments[0],
-                       ya.p2l(ev.clientY - box.top - ya._offset) / arguments[0]];
+const stage = document.querySelector('#orientation-map .map-stage');
+if (!stage._hoverProbe) {
+  stage._hoverProbe = true;
+  stage.addEventListener('mousemove', ev => {
+    const vb = stage.querySelector('svg').viewBox.baseVal, box = stage.getBoundingClientRect();
+    window.__cursor = [(vb.x + (ev.clientX - box.left) / box.width * vb.width) / arguments[0],
+                       -(vb.y + (ev.clientY - box.top) / box.height * vb.height) / arguments[0]];
   }, true);
 }
 """
-# The grid the hover's counts must come from: the image's own pixels (the figure's meta.grid) over an image,
-# the plot's pixels (its ranges over its length) over points.
+# The grid the hover's counts must come from: the image's own pixels (the paint's settings.grid) over an image,
+# the drawing's pixels (its view box over the stage's size) over points.
 GRID_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot'), meta = gd.layout.meta.map;
-if (meta.mode === 'image') return meta.grid;
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, s = arguments[0];
-return {x0: Math.min(...xa.range) / s, x1: Math.max(...xa.range) / s, y0: Math.min(...ya.range) / s,
-        y1: Math.max(...ya.range) / s, width: Math.round(xa._length), height: Math.round(ya._length)};
+const host = document.getElementById('orientation-map'), p = host._mapHandle.paint();
+if (p.hook.mode === 'image') return p.settings.grid;
+const stage = host.querySelector('.map-stage'), vb = stage.querySelector('svg').viewBox.baseVal, s = arguments[0];
+const r = stage.getBoundingClientRect();
+return {x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
+        width: Math.max(1, Math.round(r.width)), height: Math.max(1, Math.round(r.height))};
 """
 CLEAR_JS = """
 window.__cursor = null;
