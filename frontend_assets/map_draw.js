@@ -216,7 +216,7 @@
     if (this.image && this.image !== image) { this.image.remove(); }
     this.image = image;
     if (!image) { return; }
-    image.className = "map-image";
+    image.classList.add("map-image");
     image.hidden = false;
     image.style.position = "absolute";
     image.style.maxWidth = "none";

@@ -249,8 +249,9 @@ def map_drawn(driver, first_paint: bool = False) -> dict | None:
 FIRST_PAINT_PIXELS_JS = """
 const svg = document.querySelector('#orientation-map[data-first-paint] svg');
 const vb = svg.viewBox.baseVal, r = svg.getBoundingClientRect();
-return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
-                              (p[1] - vb.y) / vb.height * r.height - r.height / 2]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[0].map(p => [r.left + (p[0] - vb.x) / vb.width * r.width - cx,
+                              r.top + (p[1] - vb.y) / vb.height * r.height - cy]);
 """
 
 

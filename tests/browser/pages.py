@@ -114,11 +114,14 @@ def choose(driver, dropdown_id, label):
 
 
 # Pixel (relative to the drawing's centre, as ActionChains offsets are) of map units (y up).
+# WebDriver's offsets are from the element's centre rounded down to a whole pixel (the W3C in-view centre point): a
+# drawing of fractional size is off by up to a pixel otherwise, which is many of a deep zoom's map units.
 TO_PIXEL_JS = """
 const stage = document.querySelector('#orientation-map .map-stage'), svg = stage.querySelector('svg');
 const vb = svg.viewBox.baseVal, r = stage.getBoundingClientRect();
-return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
-                              (-p[1] - vb.y) / vb.height * r.height - r.height / 2]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);
+return arguments[0].map(p => [r.left + (p[0] - vb.x) / vb.width * r.width - cx,
+                              r.top + (-p[1] - vb.y) / vb.height * r.height - cy]);
 """
 
 

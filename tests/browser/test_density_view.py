@@ -39,8 +39,9 @@ return {x: [vb.x / s, (vb.x + vb.width) / s], y: [-(vb.y + vb.height) / s, -vb.y
 TO_PIXEL_JS = """
 const stage = document.querySelector(arguments[0] + ' .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
 const r = stage.getBoundingClientRect(), s = arguments[2];
-return arguments[1].map(p => [(p[0] * s - vb.x) / vb.width * r.width - r.width / 2,
-                              (-p[1] * s - vb.y) / vb.height * r.height - r.height / 2]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[1].map(p => [r.left + (p[0] * s - vb.x) / vb.width * r.width - cx,
+                              r.top + (-p[1] * s - vb.y) / vb.height * r.height - cy]);
 """
 CARD_JS = """
 const c = document.querySelector(arguments[0] + ' .hover-preview');

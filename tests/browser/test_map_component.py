@@ -28,8 +28,9 @@ CLICKED_JS = "const m = document.querySelector(arguments[0]); return (m && m.dat
 DASH_PIXELS_JS = """
 const stage = document.querySelector(arguments[0] + ' .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
 const r = stage.getBoundingClientRect(), s = arguments[2];
-return arguments[1].map(p => [(p[0] * s - vb.x) / vb.width * r.width - r.width / 2,
-                              (-p[1] * s - vb.y) / vb.height * r.height - r.height / 2]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[1].map(p => [r.left + (p[0] * s - vb.x) / vb.width * r.width - cx,
+                              r.top + (-p[1] * s - vb.y) / vb.height * r.height - cy]);
 """
 CONTROL_FIRST_PAINT = "[data-first-paint] .map-drawing[data-table='control']"
 CONTROL_DASH = "#orientation-map:not([data-first-paint]) .map-drawing[data-table='control']"

@@ -33,8 +33,9 @@ return plane && [...plane.querySelectorAll('*')].filter(e => !e.closest('.map-le
 PIXELS_JS = """
 const host = document.getElementById('orientation-map'), stage = host.querySelector('.map-stage');
 const svg = stage.querySelector('svg'), vb = svg.viewBox.baseVal, r = stage.getBoundingClientRect();
-return arguments[0].map(p => [(p[0] * 1e4 - vb.x) / vb.width * r.width - r.width / 2,
-                              (-p[1] * 1e4 - vb.y) / vb.height * r.height - r.height / 2]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[0].map(p => [r.left + (p[0] * 1e4 - vb.x) / vb.width * r.width - cx,
+                              r.top + (-p[1] * 1e4 - vb.y) / vb.height * r.height - cy]);
 """
 
 

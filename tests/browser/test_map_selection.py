@@ -36,8 +36,9 @@ const path = document.querySelector('#orientation-map path.lasso');
 if (!path) return null;
 const stage = document.querySelector('#orientation-map .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
 const r = stage.getBoundingClientRect();
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
 const pts = path.getAttribute('d').replace(/Z$/, '').slice(1).split('L').map(q => q.trim().split(' ').map(Number));
-return pts.map(q => [(q[0] - vb.x) / vb.width * r.width - r.width / 2, (q[1] - vb.y) / vb.height * r.height - r.height / 2]);
+return pts.map(q => [r.left + (q[0] - vb.x) / vb.width * r.width - cx, r.top + (q[1] - vb.y) / vb.height * r.height - cy]);
 """
 
 

@@ -12,7 +12,7 @@ from selenium.webdriver.common.by import By
 from orientscope.figures.plots import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn
-from tests.browser.pages import open_map, wait_for
+from tests.browser.pages import TO_PIXEL_JS, open_map, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -29,8 +29,9 @@ return {x: [vb.x, vb.x + vb.width], y: [-(vb.y + vb.height), -vb.y], px: [stage.
 TO_VALUE_JS = """
 const stage = document.querySelector('#orientation-map .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
 const r = stage.getBoundingClientRect();
-return arguments[0].map(p => [vb.x + (p[0] + r.width / 2) / r.width * vb.width,
-                              -(vb.y + (p[1] + r.height / 2) / r.height * vb.height)]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[0].map(p => [vb.x + (cx + p[0] - r.left) / r.width * vb.width,
+                              -(vb.y + (cy + p[1] - r.top) / r.height * vb.height)]);
 """
 # Every drawn point of the points layers, map units (y up).
 POINTS_JS = """
@@ -172,15 +173,6 @@ def test_the_zoom_goes_into_the_url_and_the_back_button_restores_it(driver, imag
     opened = _shown(driver)
     _assert_region_holds_box(opened, first_box)
     _assert_image_covers(opened)
-
-
-# Offsets from the drawing's centre (as ActionChains offsets are) of map-unit points (y up).
-TO_PIXEL_JS = """
-const stage = document.querySelector('#orientation-map .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
-const r = stage.getBoundingClientRect();
-return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
-                              (-p[1] - vb.y) / vb.height * r.height - r.height / 2]);
-"""
 
 
 @pytest.mark.parametrize(
