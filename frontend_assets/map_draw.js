@@ -553,8 +553,7 @@
     function settle() {
       var region = isHome(vb) ? null : regionOf(vb);
       if (hooks.onRegion) { hooks.onRegion(region); }
-      var shown = fitted(boxOf(current.region || regionOf(HOME)));
-      if (sameBox(shown, vb)) { setHook(host, current, drawings[0].image, zoomText(vb)); return; }
+      if (covered()) { setHook(host, current, drawings[0].image, zoomText(vb)); return; }
       clearHook(host);
       var mine = ++asked, r = regionOf(vb), stage = drawings[0].stage;
       var params = Object.assign({ view: paint.view }, cfg.query, r, {
@@ -566,6 +565,13 @@
         if (mine !== asked || !answer || !host.isConnected) { return; }  // a later zoom asked, or no answer
         show(answer);
       }, function () {});
+    }
+
+    // Whether the paint on screen is of the region shown: a paint of a region of another aspect (a link's ?zoom=)
+    // leaves part of the stage undrawn, and its own region is asked for.
+    function covered() { return sameBox(boxOf(current.region || regionOf(HOME)), vb); }
+    function fillIn() {
+      if (!covered()) { clearTimeout(settleTimer); settleTimer = setTimeout(settle, 0); }
     }
 
     function stagePoint(d, ev) {  // the event's point in map units (SVG y down) and the stage's pixels
@@ -708,6 +714,7 @@
         var next = fitted(boxOf(p.region || regionOf(HOME)));
         vb = next;
         show(p);
+        fillIn();
       },
       paint: function () { return current; },
       region: function () { return isHome(vb) ? null : regionOf(vb); },
@@ -758,6 +765,7 @@
     };
     host._mapHandle = handle;
     show(paint);
+    fillIn();
     return handle;
   }
 

@@ -357,6 +357,7 @@
       return null;
     }
     var token = paint.hook && paint.hook.token;
+    if (!handle || (handle.paint().hook || {}).token !== token) { setHint(""); }  // a click's hint was about another
     if (handle && handle.paint().view === paint.view) {
       if ((handle.paint().hook || {}).token !== token) { handle.update(paint); }
     } else {
