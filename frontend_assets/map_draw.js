@@ -550,10 +550,10 @@
       settleTimer = setTimeout(settle, delay === undefined ? SETTLE_MS : delay);
     }
 
-    function settle() {
+    function settle(again) {  // again: ask even for the region on screen (fillIn)
       var region = isHome(vb) ? null : regionOf(vb);
       if (hooks.onRegion) { hooks.onRegion(region); }
-      if (covered()) { setHook(host, current, drawings[0].image, zoomText(vb)); return; }
+      if (again !== true && covered()) { setHook(host, current, drawings[0].image, zoomText(vb)); return; }
       clearHook(host);
       var mine = ++asked, r = regionOf(vb), stage = drawings[0].stage;
       var params = Object.assign({ view: paint.view }, cfg.query, r, {
@@ -570,8 +570,15 @@
     // Whether the paint on screen is of the region shown: a paint of a region of another aspect (a link's ?zoom=)
     // leaves part of the stage undrawn, and its own region is asked for.
     function covered() { return sameBox(boxOf(current.region || regionOf(HOME)), vb); }
+    // An image drawn at another pixel size than the stage's (the server's first draw is 900 pixels wide) is asked for
+    // again at the stage's: the hover's counts are of the image's own pixels, which should be the screen's. The
+    // first paint (no onRegion hook) keeps the page's own image: no request while the page loads.
+    function sharp() {
+      var grid = current.settings && current.settings.grid, w = drawings[0].stage.clientWidth;
+      return !grid || !hooks.onRegion || !w || Math.abs(grid.width - w) <= 0.05 * w;
+    }
     function fillIn() {
-      if (!covered()) { clearTimeout(settleTimer); settleTimer = setTimeout(settle, 0); }
+      if (!covered() || !sharp()) { clearTimeout(settleTimer); settleTimer = setTimeout(function () { settle(true); }, 0); }
     }
 
     function stagePoint(d, ev) {  // the event's point in map units (SVG y down) and the stage's pixels

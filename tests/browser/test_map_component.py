@@ -32,8 +32,8 @@ const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 
 return arguments[1].map(p => [r.left + (p[0] * s - vb.x) / vb.width * r.width - cx,
                               r.top + (-p[1] * s - vb.y) / vb.height * r.height - cy]);
 """
-CONTROL_FIRST_PAINT = "[data-first-paint] .map-drawing[data-table='control']"
-CONTROL_DASH = "#orientation-map:not([data-first-paint]) .map-drawing[data-table='control']"
+CONTROL_FIRST_PAINT = '[data-first-paint] .map-drawing[data-table="control"]'
+CONTROL_DASH = '#orientation-map:not([data-first-paint]) .map-drawing[data-table="control"]'
 
 
 def _isolated_points(md, n: int, seed: int = 0) -> list[tuple[float, float, str]]:
@@ -147,8 +147,9 @@ def test_a_density_cell_hover_gives_the_same_words_on_the_first_paint_and_on_das
 CONTROL_PIXELS_JS = f"""
 const svg = document.querySelector('{CONTROL_FIRST_PAINT} svg');
 const vb = svg.viewBox.baseVal, r = svg.getBoundingClientRect();
-return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
-                              (p[1] - vb.y) / vb.height * r.height - r.height / 2]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[0].map(p => [r.left + (p[0] - vb.x) / vb.width * r.width - cx,
+                              r.top + (p[1] - vb.y) / vb.height * r.height - cy]);
 """
 
 

@@ -213,19 +213,21 @@ return t.map(e => e.textContent);"""
     assert paint["view"] == "density" and len(paint["maps"]) == 2 and paint["region"]["x1"] - paint["region"]["x0"] < 5
 
 
-def test_the_first_paint_and_dash_draw_one_paint_alike_and_a_first_paint_zoom_works(without_scripts, driver, image_url):
-    """With Dash's scripts blocked the first paint's drawing is map_draw.js's; Dash's page of the same paint has the
-    same structure; and the first paint zooms (its region asked of the REST resource) before Dash has loaded."""
+def test_the_first_paint_and_dash_draw_one_paint_alike_and_a_first_paint_zoom_works(without_scripts, driver, base_url):
+    """With Dash's scripts blocked the landing page's first paint (the density view) is map_draw.js's drawing; Dash's
+    page of the same paint has the same structure; and the first paint zooms (its region asked of the REST resource)
+    before Dash has loaded."""
     drv = without_scripts
-    drv.get(image_url + "/?dataset=qm9&view=map")
+    drv.get(base_url + "/")
     wait_for(lambda: map_drawn(drv, first_paint=True), what="the first paint")
     first = drv.execute_script(STRUCTURE_JS, "#orientation-map[data-first-paint]")
     first_token = drv.execute_script(HOOK_JS)[0]
+    assert first and "canvas.map-points" in first and "svg.map-svg" in first
+    assert first.count("div.map-drawing") == 2 and any(e.startswith("img.") and "map-image" in e for e in first)
     _wheel_in(drv, drv.find_element(By.CSS_SELECTOR, "#orientation-map[data-first-paint] .map-stage"), first_paint=True)
-    assert drv.execute_script("return typeof window.DashRenderer") == "undefined"
-    assert first and "canvas.map-points" in first and "svg.map-svg" in first and "img.map-image" in first
+    assert drv.execute_script("return typeof window.DashRenderer") == "undefined"  # no Dash: the first paint zoomed
     drv.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
-    _open(driver, image_url + "/?dataset=qm9&view=map")
+    _open(driver, base_url + "/")
     assert driver.execute_script(HOOK_JS)[0] == first_token  # the same paint
     assert driver.execute_script(STRUCTURE_JS, "#orientation-map") == first
 
