@@ -270,7 +270,13 @@
   };
 
   Drawing.prototype.paintPoints = function (vb) {
-    var c = this.canvas, w = this.stage.clientWidth, h = this.stage.clientHeight, dpr = window.devicePixelRatio || 1;
+    var map = this.map, c = this.canvas;
+    var some = map && ((map.layers && map.layers.length) || (map.points && map.points.x.length));
+    // nothing to draw on a clean canvas: no layout asked for (the first paint draws before the stylesheets have
+    // loaded, where reading the stage's size forced a 15 ms layout of the page on every landing)
+    if (!some && !c._inked) { return; }
+    c._inked = !!some;
+    var w = this.stage.clientWidth, h = this.stage.clientHeight, dpr = window.devicePixelRatio || 1;
     if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
       c.width = Math.round(w * dpr);
       c.height = Math.round(h * dpr);
@@ -278,8 +284,7 @@
     var ctx = c.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, w, h);
-    var map = this.map;
-    if (!map || !w) { return; }
+    if (!some || !w) { return; }
     var kx = w / vb.w, ky = h / vb.h;
     drawLayers(ctx, map.layers || [], vb, kx, ky);
     var p = map.points;  // a density map's small set: per-point colours, radius in map units of the whole map
@@ -746,6 +751,8 @@
         });
         host = next;
         hooks = nextHooks || {};
+        // a moved image would be reported again to Element Timing (the first paint's presentation mark)
+        root.querySelectorAll("[elementtiming]").forEach(function (e) { e.removeAttribute("elementtiming"); });
         host.appendChild(root);
         host.classList.add("map-drawn");
         host.style.position = host.style.position || "relative";
