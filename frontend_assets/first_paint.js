@@ -2,22 +2,16 @@
    into the page HTML, after Dash's root element, inside a placeholder that also holds the first paint's
    data as JSON (app/map_paint.py first_paint, the answer of GET /api/datasets/{id}/map/first-paint). It
    draws it as soon as it is parsed, about 1.5 s before the page's 6 MB of scripts have run: no plotly.js,
-   no Dash. Drawn: the map's image under its outline and graticule, the sphere's points seen along the 3D
-   scene's default camera, or the density view's two maps (cells, stars, points), beside the molecule
-   panel rendered from the layout's own Dash components.
+   no Dash. Drawn: the flat map or the density view's two maps by map_draw.js (inlined before this file, the
+   same renderer as Dash's page: already interactive, zoom, pan and lasso included), or the sphere's points
+   seen along the 3D scene's default camera (static SVG), beside the molecule panel rendered from the layout's
+   own Dash components.
 
-   The map's and the density view's click, hover, ring and cell words are map_component.js's (inlined before this
-   file), the same code as Dash's map runs; this file hands it its SVG drawing as a surface (svgSurface).
-   Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
-   .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
-   molecules share its pixel; hovering the image asks what the point and its pixel hold (GET .../map/preview,
-   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the
-   nearest drawn dot within 5 px (its molecule id travels with the dots). Density view (the landing page): a
-   click on either map asks as on the map (the control's picks its control molecules); hovering either map
-   names its cell's density, and the other map's at the same place, beside the card of the molecule a click
-   there opens. The chosen molecule then shows in the static molecule panel: its id and info as the server
-   gives them to Dash (GET .../map/panel/{id}) and its 3D viewer, drawn with 3Dmol.js by the same code as
-   Dash's viewer (window.orientscopeMap.viewer).
+   The map's and the density view's click, hover, ring and cell words are map_component.js's, on map_draw.js's
+   drawing (Dash's map runs the same code). The sphere: a click or hover picks the nearest drawn dot within 5 px
+   (its molecule id travels with the dots), on map_draw.js's SVG surface. The chosen molecule then shows in the
+   static molecule panel: its id and info as the server gives them to Dash (GET .../map/panel/{id}) and its 3D
+   viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
 
    The choice is handed to Dash through the page URL (?molecule=), which Dash reads when it
    starts: the layout request carries the page's query (app/compat.py). When Dash renders its
@@ -25,8 +19,9 @@
    WebGL context, no redraw from scratch), and a choice its layout does not carry goes to the
    panel and the page's "selected" store.
 
-   Dash also loads this file as an asset: it then only shares window.orientscopeMap (the pixel's
-   description and the viewer), which the interactive page's orientscope.js uses. */
+   When Dash's map box mounts, it takes the first paint's map drawing over (orientscope.js drawPlane: the
+   drawing moves, window.orientscopeMap.firstPaintMap). Dash also loads this file as an asset: it then only shares
+   window.orientscopeMap (the REST spelling and the viewer), which the interactive page's scripts use. */
 (function (paint) {
   "use strict";
   // Where it runs. Inlined after the page's first-paint data: on the placeholder, its parent. Inlined in the head

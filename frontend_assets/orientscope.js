@@ -416,7 +416,7 @@
     if (host._mapHandle || (meta && (meta.view === "map" || meta.view === "density"))) {  // map_draw.js's (drawPlane)
       return window.dash_clientside.no_update;
     }
-    if (meta && meta.token === host._mapToken) { return meta.token; }  // watched already (askRegion), or drawn
+    if (meta && meta.token === host._mapToken) { return meta.token; }  // watched already, or drawn
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
     if (!meta) { return null; }
