@@ -759,6 +759,7 @@
         host._mapHandle = handle;
         setHook(host, current, drawings[0].image, zoomText(vb));
         place();
+        fillIn();  // the new owner may ask for the image at its stage's size
       },
       setMode: setMode,
       exportImage: function (format) { return exportImage(drawings, vb, format); },
