@@ -86,6 +86,7 @@ def _layer(trace: dict, kind: str) -> dict | None:
         "color": line.get("color") if ring else color, "size": float(marker.get("size", 4)),
         "opacity": float(marker.get("opacity", 1.0)), "stroke": line.get("color"),
         "stroke_width": float(line.get("width", 0) or 0), "ring": ring,
+        "range": (trace.get("meta") or {}).get("range"),  # a continuous colour's bin (lo, hi; null: open)
     }  # fmt: skip
 
 

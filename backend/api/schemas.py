@@ -669,6 +669,9 @@ class MapPointsLayer(_Model):
     stroke: str | None = Field(description="Outline colour (null: none).")
     stroke_width: float = Field(description="Outline width, screen pixels.")
     ring: bool = Field(description="An open circle (SMARTS matches), not a filled dot.")
+    range: list[float | None] | None = Field(
+        None, description="The values its colour stands for (a continuous colour's bin: low, high; null: open)."
+    )
 
 
 class MapRegion(_Model):

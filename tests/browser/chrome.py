@@ -217,7 +217,7 @@ const host = document.getElementById('orientation-map'), h = host && host._mapHa
 if (h) {  // map_draw.js's drawing: its paint's canvas layers (map units, y up, as the figures' traces were)
   const p = h.paint(), dec = s => { if (Array.isArray(s)) return s; const b = atob(s.bdata), u = new Uint8Array(b.length);
     for (let i = 0; i < b.length; i++) u[i] = b.charCodeAt(i); return Array.from(new Int16Array(u.buffer)); };
-  return (p.layers || []).map(l => ({kind: l.kind, n: l.n, type: 'canvas', meta: {kind: l.kind, n_points: l.n},
+  return (p.layers || []).map(l => ({kind: l.kind, n: l.n, type: 'canvas', meta: {kind: l.kind, n_points: l.n, range: l.range || null},
     x: arguments[0] ? dec(l.x) : null, y: arguments[0] ? dec(l.y).map(v => -v) : null,
     color: arguments[0] ? l.color : null}));
 }

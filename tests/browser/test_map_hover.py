@@ -82,7 +82,7 @@ def _picked(md, grid: dict, cursor) -> tuple[int, int, int, int] | None:
 
 
 def _targets(md, grid: dict, n: int, seed: int) -> list[tuple[int, int]]:
-    """(row, axis index) of ``n`` points to hover: those of shared pixels first (if any), then random ones; only
+    """(row, axis index) of points to hover: up to ``n`` of shared pixels first (if any), then random ones; only
     drawn points (an axis the molecule's symmetry leaves undefined is NaN on the map, no point)."""
     rows, axes = md.points()
     x, y = md.x[rows, axes - 1], md.y[rows, axes - 1]
@@ -91,7 +91,7 @@ def _targets(md, grid: dict, n: int, seed: int) -> list[tuple[int, int]]:
     _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
     crowded = np.flatnonzero(counts[inverse.reshape(-1)] > 1)
     rng = np.random.default_rng(seed)
-    chosen = list(rng.permutation(crowded)[: n // 2]) + list(rng.permutation(rows.size))
+    chosen = list(rng.permutation(crowded)[:n]) + list(rng.permutation(rows.size))
     return [(int(rows[k]), int(axes[k]) - 1) for k in chosen]
 
 
