@@ -111,7 +111,7 @@ def test_no_group_code_is_shown_where_a_person_reads(driver, base_url, qm9_store
     open_page(driver, f"{base_url}/?dataset=qm9&view=map&color=group&grouping=cluster&molecule={mol}")
     wait_for(lambda: text_of(driver, "molecule-id") == mol, what="the molecule panel")
     legend = driver.execute_script(
-        "return Array.from(document.querySelectorAll('#orientation-map .legendtext')).map(e => e.textContent)"
+        "return Array.from(document.querySelectorAll('#orientation-map .legend-label')).map(e => e.textContent)"
     )
     named = [t.rsplit(" (", 1)[0] for t in legend if t not in ("reference orientation", "selected molecule")]
     assert named and not set(named) & hidden and set(named) - {"other groups"} <= set(labels.values())
