@@ -232,10 +232,8 @@
     this.setImage(map.image, pixelated);
     // outline and graticule: hairlines at any zoom
     this.svg.replaceChildren(
-      svgEl("path", { "class": "graticule", d: pathData(frame.graticule), fill: "none", stroke: "#999",
-                      "stroke-width": 0.7, "vector-effect": "non-scaling-stroke" }),
-      svgEl("path", { "class": "outline", d: pathData(frame.outline), fill: "none", stroke: "#555",
-                      "stroke-width": 1, "vector-effect": "non-scaling-stroke" }),
+      svgEl("path", { "class": "graticule", d: pathData(frame.graticule), fill: "none", stroke: "#999" }),
+      svgEl("path", { "class": "outline", d: pathData(frame.outline), fill: "none", stroke: "#555" }),
       svgEl("g", { "class": "stars" }), svgEl("g", { "class": "overlay" }));
     drawLegend(this.legend, map.legend);
   };
@@ -252,6 +250,10 @@
       s.height = 100 * im.height / vb.h + "%";
     }
     var k = vb.w / HOME.w, stars = this.svg.querySelector("g.stars");
+    // hairlines at any zoom, in map units (a non-scaling stroke doubled the landing's first render after the
+    // stylesheets): about 0.7 and 1 px of a drawing 900 px wide
+    this.svg.querySelector("path.graticule").setAttribute("stroke-width", 45 * k);
+    this.svg.querySelector("path.outline").setAttribute("stroke-width", 65 * k);
     stars.replaceChildren();
     ((this.map && this.map.stars) || []).forEach(function (st) {
       var star = svgEl("text", { x: st.x, y: st.y, "font-size": 1100 * k, "text-anchor": "middle",
