@@ -225,6 +225,8 @@ def build_layout(read_only: bool) -> html.Div:
             dcc.Store(id=ids.MAP_ZOOM),
             dcc.Store(id=ids.MAP_ZOOM_DONE),
             dcc.Store(id=ids.MAP_SELECTION),
+            dcc.Store(id=ids.MAP_PAINT),
+            dcc.Store(id=ids.MAP_PAINT_DONE),
             dcc.Store(id=ids.MAP_DRAWN),
             dcc.Store(id=ids.VIEWER_SPEC),
             dcc.Store(id=ids.VIEWER_DONE),
@@ -254,32 +256,36 @@ def build_layout(read_only: bool) -> html.Div:
                     html.Div(
                         [
                             html.Div(
-                                [
-                                    dcc.Loading(
-                                        dcc.Graph(
-                                            id=ids.MAP,
-                                            # WebGL at the screen's own resolution: plotly's default of 2x
-                                            # rasterises 4x the pixels, which software WebGL pays for in full.
-                                            config={"displaylogo": False, "scrollZoom": True, "plotGlPixelRatio": 1},
-                                            figure=message_figure("Loading…"),
+                                # The plane views (map, density) are drawn by map_draw.js into the map's box from
+                                # the paint store (the clientside drawPlane); the sphere and the scatter view are
+                                # plotly figures, in a graph shown only in those views.
+                                html.Div(
+                                    [
+                                        html.Div(
+                                            dcc.Loading(
+                                                dcc.Graph(
+                                                    id=ids.MAP_GRAPH,
+                                                    # WebGL at the screen's own resolution: plotly's default of 2x
+                                                    # rasterises 4x the pixels, which software WebGL pays for in full.
+                                                    config={
+                                                        "displaylogo": False,
+                                                        "scrollZoom": True,
+                                                        "plotGlPixelRatio": 1,
+                                                    },
+                                                    figure=message_figure("Loading…"),
+                                                ),
+                                                # The graph stays on screen, dimmed under the spinner, while it is
+                                                # redrawn (Dash hides it by default: a SMARTS search left it blank).
+                                                overlay_style=MAP_WHILE_LOADING,
+                                            ),
+                                            id=ids.MAP_GRAPH_BOX,
+                                            hidden=False,
                                         ),
-                                        parent_className="map-cell",
-                                        # The map stays on screen, dimmed under the spinner, while it is
-                                        # redrawn (Dash hides it by default: a SMARTS search left it blank).
-                                        overlay_style=MAP_WHILE_LOADING,
-                                    ),
-                                    html.Div(
-                                        dcc.Graph(
-                                            id=ids.CONTROL_MAP,
-                                            config={"displaylogo": False},
-                                            figure=message_figure("", 200),
-                                        ),
-                                        id=ids.CONTROL_MAP_BOX,
-                                        className="map-cell",
-                                        hidden=False,
-                                    ),
-                                ],
-                                className="map maps",
+                                    ],
+                                    id=ids.MAP,
+                                    className="map-cell map-host",
+                                ),
+                                className="map",
                             ),
                             panels.molecule_panel(),
                         ],
@@ -328,10 +334,10 @@ STATE_OUT = {
     "compare_a": (ids.COMPARE_A, "value"),  # dataset A of the compare view is the page's dataset
 }
 MAP_OUT = {
-    "figure": (ids.MAP, "figure"),
+    "figure": (ids.MAP_GRAPH, "figure"),
+    "paint": (ids.MAP_PAINT, "data"),
     "notes": (ids.MAP_NOTES, "children"),
-    "control": (ids.CONTROL_MAP, "figure"),
-    "control_hidden": (ids.CONTROL_MAP_BOX, "hidden"),
+    "graph_hidden": (ids.MAP_GRAPH_BOX, "hidden"),
     "color_disabled": (ids.COLOR, "disabled"),
 }
 VERDICT_OUT = {
@@ -635,7 +641,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
     @callback(
         output=_outputs(MAP_OUT),
         # SMARTS_DONE: a background SMARTS search finished, so the map now shows its matches
-        # The viewport is a State: a zoom or pan draws its region through GET .../map/figure, and then
+        # The viewport is a State: a zoom or pan draws its region through GET .../map/paint, and then
         # tells this store, so that a new colour or filter keeps the region shown; the scatter view keeps
         # its zoom (the URL's, in its data units) the same way.
         inputs=[Input(ids.MAP_STATE, "data"), Input(ids.SMARTS_DONE, "data")],
@@ -657,7 +663,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
 
     @callback(
         Output(ids.SELECTED, "data", allow_duplicate=True),
-        Input(ids.MAP, "clickData"),
+        Input(ids.MAP_GRAPH, "clickData"),
         State(ids.MAP_STATE, "data"),
         prevent_initial_call=True,
     )
@@ -716,7 +722,13 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
     app.clientside_callback(
         dash.ClientsideFunction("orientscope", "watchMap"),
         Output(ids.MAP_DRAWN, "data"),
-        Input(ids.MAP, "figure"),
+        Input(ids.MAP_GRAPH, "figure"),
+        State(ids.MAP, "id"),
+    )
+    app.clientside_callback(  # the plane views: map_draw.js draws the paint (taking the first paint's drawing over)
+        dash.ClientsideFunction("orientscope", "drawPlane"),
+        Output(ids.MAP_PAINT_DONE, "data"),
+        Input(ids.MAP_PAINT, "data"),
         State(ids.MAP, "id"),
     )
     app.clientside_callback(  # the last shown axis cannot be unticked: a map of no axis shows nothing

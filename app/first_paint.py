@@ -36,27 +36,28 @@ log = logging.getLogger(__name__)
 _FIRST_PAINT: ContextVar = ContextVar("first_paint", default=("", ""))
 SCRIPT = frontend_asset("first_paint.js")
 PREVIEW_SCRIPT = frontend_asset("hover_preview.js")  # the hover preview, which the first paint shows too
-# the map's click, hover, ring and density words, the same code as Dash's map runs
+# the map's click, hover, ring and density words, and its renderer: the same code as Dash's map runs
 COMPONENT_SCRIPT = frontend_asset("map_component.js")
+DRAW_SCRIPT = frontend_asset("map_draw.js")
 
 
 @cache
 def _script_texts() -> tuple[str, str]:
-    """``hover_preview.js`` and ``map_component.js`` as inline scripts, and ``first_paint.js``'s text (read once:
-    they run before any script file could load)."""
+    """``hover_preview.js``, ``map_component.js`` and ``map_draw.js`` as inline scripts, and ``first_paint.js``'s text
+    (read once: they run before any script file could load)."""
     out = []
-    for script in (PREVIEW_SCRIPT, COMPONENT_SCRIPT, SCRIPT):
+    for script in (PREVIEW_SCRIPT, COMPONENT_SCRIPT, DRAW_SCRIPT, SCRIPT):
         text = script.read_text(encoding="utf-8")
         if "</" in text:  # would end the inline <script> element early
             raise ValueError(f"{script} must not contain '</'")
         out.append(text)
-    return f"<script>{out[0]}</script><script>{out[1]}</script>", out[2]
+    return "".join(f"<script>{text}</script>" for text in out[:-1]), out[-1]
 
 
 @cache
 def script_html() -> str:
-    """``first_paint.js`` as an inline script after the data, after ``hover_preview.js`` and ``map_component.js``,
-    which it calls: they run once the head's stylesheets have loaded."""
+    """``first_paint.js`` as an inline script after the data, after ``hover_preview.js``, ``map_component.js`` and
+    ``map_draw.js``, which it calls: they run once the head's stylesheets have loaded."""
     shared, paint = _script_texts()
     return f"{shared}<script>{paint}</script>"
 
@@ -110,7 +111,8 @@ def placeholder_html(paint: dict) -> PagePaint:
     """
     data, layers = raster_layers(paint)
     images = "".join(
-        f'<img id="{layer}" class="first-paint-layer" src="{html.escape(source)}" alt="" hidden>'
+        f'<img id="{layer}" class="first-paint-layer" src="{html.escape(source)}" alt="" hidden'
+        ' elementtiming="orientscope-first-paint">'
         for layer, source in layers
     )
     body = (

@@ -1,7 +1,7 @@
 """What the dashboard draws of a dataset's map, as plain data for the REST resource under ``/api/datasets/{id}/map``.
 
-- :func:`region_figure`: the flat map's figure of a region (a zoom), as the map callback draws it;
-- :func:`region_cells`: the density view's two figures (the dataset's and its control's) binned anew for a region;
+- :func:`region_paint`: what ``frontend_assets/map_draw.js`` draws of any region of the flat map (its image or, at
+  or below the point budget, its points, with the legend) or of the density view's two maps;
 - :func:`molecule_panel`: the molecule panel's id, info (Dash ``html`` components as JSON) and 3D viewer spec;
 - :func:`first_paint`: everything the page's first paint draws (``frontend_assets/first_paint.js``): the image,
   the outline and graticule lines, the reference stars, the sphere's points, the density cells and the molecule
@@ -23,14 +23,21 @@ import orjson
 from plotly.io.json import to_json_plotly
 
 from orientscope.app import data, panels
-from orientscope.app.density_paint import density_image, payload_array
 from orientscope.app.initial_view import resolve_view
-from orientscope.core.palette import HIGHLIGHT, OTHER_GREY, REFERENCE_STAR
+from orientscope.app.plane_paint import (
+    density_paint,
+    flat_paint,
+    frame,
+    hook_of,
+    map_paint,
+    meta_of,
+    settings_of,
+    title_of,
+)
+from orientscope.core.palette import HIGHLIGHT, OTHER_GREY
 from orientscope.figures.mapfigure import density_pair_json, map_figure_json
-from orientscope.figures.plots import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_SCALE, MUTED_OPACITY
+from orientscope.figures.plots import MUTED_OPACITY
 from orientscope.figures.state import ViewState
-from orientscope.services.bytecache import nbytes, shared_cache
-from orientscope.services.map_data import frame_lines
 from orientscope.services.map_raster import Viewport
 from orientscope.services.map_view import MapQuery
 
@@ -42,7 +49,7 @@ SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
 BACK_OPACITY = 0.35  # the sphere's far hemisphere
 # A zoom's answer is mostly a base64 PNG: gzip saved a quarter of its 2 MB on the 10M-molecule map and cost
 # 100-600 ms, so these routes answer uncompressed (backend/server.py).
-REGION_PATHS = ("/map/figure", "/map/cells")
+REGION_PATHS = ("/map/paint",)
 
 
 def view_state(query: MapQuery, view: str) -> ViewState:
@@ -54,18 +61,15 @@ def view_state(query: MapQuery, view: str) -> ViewState:
     )  # fmt: skip
 
 
-def region_figure(data_dir: Path, query: MapQuery, viewport: Viewport) -> dict:
-    """The flat map's plotly figure of ``viewport`` (cached by the map callback's cache)."""
-    payload, _ = map_figure_json(data_dir, view_state(query, "map"), viewport.checked())
-    return {"figure": payload}
-
-
-def region_cells(data_dir: Path, query: MapQuery, viewport: Viewport) -> dict:
-    """The density view's figures of ``viewport``'s region: the dataset's and its control's, one colour scale."""
-    (main, control), _ = density_pair_json(
-        data_dir, view_state(query, "density").with_(table="original"), viewport.checked()
-    )
-    return {"dataset": main, "control": control}
+def region_paint(data_dir: Path, query: MapQuery, viewport: Viewport, view: str) -> dict:
+    """What ``map_draw.js`` draws of ``viewport``'s region in ``view`` ("map": the image above the point budget,
+    else the points; "density": the dataset's and its control's cells binned anew for it, one colour scale)."""
+    vp = viewport.checked()
+    if view == "density":
+        pair, _ = density_pair_json(data_dir, view_state(query, "density").with_(table="original"), vp)
+        return {"view": "density", **density_paint(pair), "frame": frame()}
+    payload, _ = map_figure_json(data_dir, view_state(query, "map"), vp)
+    return {"view": "map", **flat_paint(payload), "frame": frame()}
 
 
 def panel_record(shown: panels.MoleculePanel) -> dict:
@@ -84,55 +88,6 @@ def molecule_panel(data_dir: Path, dataset_id: str, molecule_id: str) -> dict:
 # ----------------------------------------------------------------- the first paint
 
 
-def _title(payload: dict) -> str:
-    title = payload["layout"].get("title", {})
-    return title.get("text", "") if isinstance(title, dict) else str(title or "")
-
-
-def _line(x: np.ndarray, y: np.ndarray) -> list:
-    """A polyline in map units, SVG's y (down), whole units, NaN breaks as null: [[x, y] | null, ...]."""
-    out = []
-    for xi, yi in zip(x.tolist(), y.tolist(), strict=True):
-        out.append(None if xi != xi or yi != yi else [round(xi * MAP_SCALE) + 0, round(-yi * MAP_SCALE) + 0])
-    return out
-
-
-_FRAME: list = []
-
-
-def frame() -> dict:
-    """The outline and graticule, as :func:`_line` polylines (the same on every first paint: built once)."""
-    if not _FRAME:
-        _FRAME.append({name: _line(*xy) for name, xy in frame_lines().items()})
-    return _FRAME[0]
-
-
-def _meta(payload: dict) -> dict:
-    return payload.get("layout", {}).get("meta", {}).get("map") or {}
-
-
-def _settings(meta: dict, **extra) -> dict:
-    """What first_paint.js's REST calls ask for (the interactive map's ``layout.meta.map`` alike)."""
-    return {"view": meta["view"], "dataset": meta.get("dataset"), **extra}
-
-
-def _hook(meta: dict) -> dict:
-    return {"mode": str(meta["mode"]), "drawn": int(meta["drawn"])}
-
-
-def map_paint(payload: dict) -> dict | None:
-    """The static map of an image-mode flat map figure payload; None for a points figure (Dash draws it)."""
-    meta, images = _meta(payload), payload.get("layout", {}).get("images") or []
-    if meta.get("view") != "map" or meta.get("mode") != "image" or not images:
-        return None
-    im = images[0]
-    image = {"source": im["source"], "x": im["x"], "y": -im["y"], "width": im["sizex"], "height": im["sizey"]}
-    return {
-        "settings": _settings(meta, query=meta["query"], kind=meta["kind"], grid=meta["grid"], scale=MAP_SCALE),
-        "hook": _hook(meta), "title": _title(payload), "image": image,
-    }  # fmt: skip
-
-
 def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight=None) -> dict | None:
     """The static sphere of a sphere figure payload: its points (n, 3) seen along plotly's default camera,
     back to front, with the far hemisphere faded; None unless the colours are categorical or a SMARTS highlights.
@@ -142,7 +97,7 @@ def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight
     (``MapData.point_keys``). ``highlight`` (n,) bool marks SMARTS matches: drawn over the others, which are
     grey and faded, as the figure draws them.
     """
-    meta = _meta(payload)
+    meta = meta_of(payload)
     if meta.get("view") != "sphere" or len(vectors) == 0 or (color.kind != "categorical" and highlight is None):
         return None
     v = np.asarray(vectors, np.float64).reshape(-1, 3)
@@ -157,64 +112,8 @@ def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight
         order = np.lexsort((depth, codes))  # the matches last, over the others; each back to front
     opacity = np.where(muted, MUTED_OPACITY, np.where(depth < 0, BACK_OPACITY, 1.0))[order]
     dots = {"x": sx[order], "y": sy[order], "code": codes[order], "colors": list(colors), "opacity": opacity}
-    settings = _settings(meta, ids=[str(i) for i in np.asarray(ids)[order]], keys=np.asarray(keys)[order].tolist())
-    return {"settings": settings, "hook": _hook(meta), "title": _title(payload), "dots": dots}
-
-
-def _stars(payload: dict) -> list[dict]:
-    """The reference orientation's stars of a density figure (its trace of kind "reference"), map units, y down."""
-    stars = []
-    for trace in payload.get("data", []):
-        if (trace.get("meta") or {}).get("kind") == "reference":
-            xs, ys = payload_array(trace.get("x", [])), payload_array(trace.get("y", []))
-            for x, y, label in zip(xs.tolist(), ys.tolist(), trace.get("text") or [], strict=False):
-                stars.append({"x": round(x), "y": round(-y), "label": label, "color": REFERENCE_STAR})
-    return stars
-
-
-def _points(payload: dict) -> dict | None:
-    """The points a density figure draws over its cells (a set too small for a density: its trace of kind
-    "points"): map units, y down, their radius and outline as on a plot of ``DENSITY_POINTS_PX``."""
-    unit = (MAP_RANGE_X[1] - MAP_RANGE_X[0]) / DENSITY_POINTS_PX[0]  # map units per pixel of a density map
-    for trace in payload.get("data", []):
-        if (trace.get("meta") or {}).get("kind") == "points":
-            marker, line = trace["marker"], trace["marker"].get("line") or {}
-            xs, ys = payload_array(trace["x"]), -payload_array(trace["y"])
-            return {"x": np.round(xs), "y": np.round(ys), "color": list(marker["color"]), "r": round(marker["size"] / 2 * unit),
-                    "stroke": line.get("color"), "stroke_width": round(line["width"] * unit) if line else 0}  # fmt: skip
-    return None
-
-
-def density_map(payload: dict) -> dict:
-    """One static density map of a density figure payload: its cells as an image (with their values for the
-    hover), the reference stars and any points."""
-    im = density_image(next(t for t in payload["data"] if t.get("type") == "heatmap"))
-    ex0, ex1, ey0, ey1 = im.extent
-    image = {"source": im.source, "x": ex0, "y": -ey1, "width": ex1 - ex0, "height": ey1 - ey0}
-    return {
-        "title": _title(payload),
-        "image": image,
-        "grid": im.grid,
-        "stars": _stars(payload),
-        "points": _points(payload),
-    }
-
-
-def density_paint(payloads: tuple[dict, dict]) -> dict:
-    """The static density view of ``density_pair_json``'s payloads (cached beside them: writing the two images
-    and hover grids took 17 ms of every landing page's 36 ms on QM9)."""
-    key = id(payloads)
-    hit = shared_cache().get("density_paint", key)
-    if hit is not None and hit[0] is payloads:  # the id of a dropped pair may be reused
-        return hit[1]
-    main, control = payloads
-    meta = _meta(main)
-    painted = {
-        "settings": _settings(meta, query=meta["query"], kind="density", scale=MAP_SCALE), "hook": _hook(meta),
-        "maps": [density_map(main), density_map(control)],
-    }  # fmt: skip
-    shared_cache().put("density_paint", key, (payloads, painted), size=nbytes(payloads))
-    return painted
+    settings = settings_of(meta, ids=[str(i) for i in np.asarray(ids)[order]], keys=np.asarray(keys)[order].tolist())
+    return {"settings": settings, "hook": hook_of(meta), "title": title_of(payload), "dots": dots}
 
 
 def first_paint(data_dir: Path, search: str) -> dict:

@@ -18,6 +18,7 @@ from orientscope.app import data, ids, scatter_panel
 from orientscope.app.compare import compare_columns
 from orientscope.app.initial_view import dataset_options
 from orientscope.app.pins import pin_controls
+from orientscope.app.plane_paint import density_paint, flat_paint, frame
 from orientscope.app.static_report import static_report_html
 from orientscope.app.verdict import frame_children, verdict_children
 from orientscope.core.numbers import format_count
@@ -42,10 +43,10 @@ log = logging.getLogger(__name__)
 
 
 class MapPanel(NamedTuple):
-    figure: dict
+    figure: dict  # the sphere's or the scatter view's plotly figure, or a message
+    paint: dict | None  # the plane views' paint (map_draw.js): the flat map or the density pair; None otherwise
     notes: list
-    control: dict  # the control's density beside the map (density view only)
-    control_hidden: bool
+    graph_hidden: bool  # the plotly graph is hidden while map_draw.js draws a plane view
     color_disabled: bool  # "colour by" does nothing in the density view
 
 
@@ -100,17 +101,22 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None, zoo
     density = st.view == "density"
     empty = message_figure("", 200)
     if not st.ready:
-        return MapPanel(message_figure("Choose a dataset."), [], empty, True, density)
+        return MapPanel(message_figure("Choose a dataset."), None, [], False, density)
     if st.view == "scatter":  # a property against an axis coordinate, coloured as the map
         region = st.with_(zoom=zoom).scatter_region
-        return MapPanel(*scatter_panel.scatter_outputs(data_dir, st, region), empty, True, False)
+        figure, notes = scatter_panel.scatter_outputs(data_dir, st, region)
+        return MapPanel(figure, None, notes, False, False)
+    vp = viewport_of(viewport) if viewport else None
     try:
         if density:  # of the region shown (the viewport store), binned anew
-            (fig, control), layers = density_pair_json(data_dir, st, viewport_of(viewport) if viewport else None)
+            pair, layers = density_pair_json(data_dir, st, vp)
+            paint, figure = {"view": "density", **density_paint(pair), "frame": frame()}, empty
         else:
-            (fig, layers), control = map_figure_json(data_dir, st, viewport_of(viewport)), empty
+            figure, layers = map_figure_json(data_dir, st, vp)
+            paint = {"view": "map", **flat_paint(figure), "frame": frame()} if st.view == "map" else None
+            figure = empty if paint else figure
     except data.OrientScopeError as err:
-        return MapPanel(message_figure(friendly(err)), [], empty, True, density)
+        return MapPanel(message_figure(friendly(err)), None, [], False, density)
     notes = [html.P(e, className="error", role="alert") for e in layers.errors]
     if layers.notes:
         notes.append(html.P(" ".join(n + "." for n in layers.notes), className="note"))
@@ -120,7 +126,7 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None, zoo
             notes.append(html.P(too_few_for_density(layers.n_points), className="note"))
     elif st.view == "map" and layers.n_matches:
         notes.append(html.P(HIGHLIGHT_NOTE, className="note"))
-    return MapPanel(fig, notes, control, not density, density)
+    return MapPanel(figure, paint, notes, paint is not None, density)
 
 
 # The flat map's SMARTS highlight (backend/figures/plots.py): why "colour by" shows no colours while it is on.

@@ -2,22 +2,16 @@
    into the page HTML, after Dash's root element, inside a placeholder that also holds the first paint's
    data as JSON (app/map_paint.py first_paint, the answer of GET /api/datasets/{id}/map/first-paint). It
    draws it as soon as it is parsed, about 1.5 s before the page's 6 MB of scripts have run: no plotly.js,
-   no Dash. Drawn: the map's image under its outline and graticule, the sphere's points seen along the 3D
-   scene's default camera, or the density view's two maps (cells, stars, points), beside the molecule
-   panel rendered from the layout's own Dash components.
+   no Dash. Drawn: the flat map or the density view's two maps by map_draw.js (inlined before this file, the
+   same renderer as Dash's page: already interactive, zoom, pan and lasso included), or the sphere's points
+   seen along the 3D scene's default camera (static SVG), beside the molecule panel rendered from the layout's
+   own Dash components.
 
-   The map's and the density view's click, hover, ring and cell words are map_component.js's (inlined before this
-   file), the same code as Dash's map runs; this file hands it its SVG drawing as a surface (svgSurface).
-   Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
-   .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
-   molecules share its pixel; hovering the image asks what the point and its pixel hold (GET .../map/preview,
-   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the
-   nearest drawn dot within 5 px (its molecule id travels with the dots). Density view (the landing page): a
-   click on either map asks as on the map (the control's picks its control molecules); hovering either map
-   names its cell's density, and the other map's at the same place, beside the card of the molecule a click
-   there opens. The chosen molecule then shows in the static molecule panel: its id and info as the server
-   gives them to Dash (GET .../map/panel/{id}) and its 3D viewer, drawn with 3Dmol.js by the same code as
-   Dash's viewer (window.orientscopeMap.viewer).
+   The map's and the density view's click, hover, ring and cell words are map_component.js's, on map_draw.js's
+   drawing (Dash's map runs the same code). The sphere: a click or hover picks the nearest drawn dot within 5 px
+   (its molecule id travels with the dots), on map_draw.js's SVG surface. The chosen molecule then shows in the
+   static molecule panel: its id and info as the server gives them to Dash (GET .../map/panel/{id}) and its 3D
+   viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
 
    The choice is handed to Dash through the page URL (?molecule=), which Dash reads when it
    starts: the layout request carries the page's query (app/compat.py). When Dash renders its
@@ -25,8 +19,9 @@
    WebGL context, no redraw from scratch), and a choice its layout does not carry goes to the
    panel and the page's "selected" store.
 
-   Dash also loads this file as an asset: it then only shares window.orientscopeMap (the pixel's
-   description and the viewer), which the interactive page's orientscope.js uses. */
+   When Dash's map box mounts, it takes the first paint's map drawing over (orientscope.js drawPlane: the
+   drawing moves, window.orientscopeMap.firstPaintMap). Dash also loads this file as an asset: it then only shares
+   window.orientscopeMap (the REST spelling and the viewer), which the interactive page's scripts use. */
 (function (paint) {
   "use strict";
   // Where it runs. Inlined after the page's first-paint data: on the placeholder, its parent. Inlined in the head
@@ -266,21 +261,9 @@
   }
   var dataEl = root && root.querySelector(":scope > script.first-paint-data");
   if (!dataEl) { return; }  // loaded as an asset: nothing to paint
-  var SVG_NS = "http://www.w3.org/2000/svg";
-
   // ---------------------------------------------------------------- drawing the first paint's data
-  function el(tag, attrs, children) {
-    var e = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
-    (children || []).forEach(function (c) { e.appendChild(c); });
-    return e;
-  }
-
-  function svgEl(tag, attrs) {
-    var e = document.createElementNS(SVG_NS, tag);
-    Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
-    return e;
-  }
+  // map_draw.js's element builders (inlined before this script)
+  var el = window.orientscopeMap.draw.el, svgEl = window.orientscopeMap.draw.svgEl;
 
   // Dash html components as JSON ({type, namespace, props}) as DOM nodes: the molecule panel and its info, the
   // layout's own components, so the first paint's panel and Dash's are the same markup.
@@ -307,44 +290,6 @@
     return p;
   }
 
-  // The plot's box in map units, SVG's y down (backend/figures/plots.py MAP_RANGE_X, MAP_RANGE_Y: ±2.95 and ±1.5 at MAP_SCALE).
-  var MAP_BOX = [-29500, -15000, 59000, 30000];
-  var MAP_VIEWBOX = MAP_BOX.join(" ");
-
-  function mapSvg(text) {
-    return svgEl("svg", { viewBox: MAP_VIEWBOX, width: "100%", role: "img", "aria-label": text || "" });
-  }
-
-  function pathData(points) {
-    var d = "", down = false;
-    points.forEach(function (p) {
-      if (!p) { down = false; return; }
-      d += (down ? "L" : "M") + p[0] + " " + p[1];
-      down = true;
-    });
-    return d;
-  }
-
-  function drawFrame(svg, frame) {
-    svg.appendChild(svgEl("path", { d: pathData(frame.graticule), fill: "none", stroke: "#999", "stroke-width": 45 }));
-    svg.appendChild(svgEl("path", { d: pathData(frame.outline), fill: "none", stroke: "#555", "stroke-width": 60 }));
-  }
-
-  // A map's image (x, y, width, height in map units, SVG's y down), as an <img> under its SVG drawing (the
-  // outline, graticule, stars, points): the page's own element when the page HTML carries it (app/first_paint.py
-  // placeholder_html: loaded while the page was parsed), else a new one. Returns [the layered drawing, the image].
-  function underImage(svg, im, pixelated) {
-    var image = (im.layer && document.getElementById(im.layer)) || el("img", { src: im.source, alt: "" });
-    function pct(v, of) { return (100 * v / of) + "%"; }
-    image.setAttribute("style", "position:absolute;pointer-events:none;left:" + pct(im.x - MAP_BOX[0], MAP_BOX[2]) +
-      ";top:" + pct(im.y - MAP_BOX[1], MAP_BOX[3]) + ";width:" + pct(im.width, MAP_BOX[2]) + ";height:" +
-      pct(im.height, MAP_BOX[3]) + (pixelated ? ";image-rendering:pixelated" : ""));
-    image.hidden = false;
-    image.setAttribute("elementtiming", "orientscope-first-paint");  // when it was presented (setHook)
-    svg.setAttribute("style", "display:block;position:relative");  // over the image; its box is the image's frame
-    return [el("div", { "class": "first-paint-layers", style: "position:relative" }, [image, svg]), image];
-  }
-
   // The test hook, set once the image's pixels are on screen; the performance mark lets a benchmark read when that
   // was: once the image is decoded and the frame with it has been painted (two animation frames, as orientscope.js
   // does for the plot), or when the browser says it presented the image (Element Timing), whichever is earlier.
@@ -357,6 +302,7 @@
       set = true;
       mapEl.setAttribute("data-mode", hook.mode);
       mapEl.setAttribute("data-drawn", hook.drawn);
+      if (hook.token) { mapEl.setAttribute("data-token", hook.token); mapEl.setAttribute("data-zoom", ""); }
       performance.mark("orientscope:first-paint", { startTime: at });
     }
     function presented(entries) {  // when the browser presented the image (0: not among these entries)
@@ -364,7 +310,7 @@
       entries.forEach(function (e) { if (e.element === image && e.renderTime > 0) { at = e.renderTime; } });
       return at;
     }
-    if (timed) {  // underImage named the image for Element Timing
+    if (timed) {  // the page's <img> is named for Element Timing (app/first_paint.py placeholder_html)
       var shown = new PerformanceObserver(function (list) {
         var at = presented(list.getEntries());
         if (at) { shown.disconnect(); done(framed ? Math.min(framed, at) : at); }
@@ -395,15 +341,26 @@
     return host;
   }
 
-  function drawMap(paint) {
-    var host = mapHost(paint, "900px"), svg = mapSvg(paint.title);
-    var layered = underImage(svg, paint.image, false);
-    drawFrame(svg, paint.frame);
-    host.append(title(paint.title), layered[0], el("p", { "class": "note map-hint" }));
-    return { maps: [host], host: host, image: layered[1] };
+  // The map and the density view: map_draw.js's renderer (inlined before this script), the same code as Dash's map.
+  // Its first drawing sets the first paint's hook (setHook: the image's presentation time); later ones (a zoom
+  // before Dash has loaded) the renderer's own.
+  var mapHandle = null;
+  function drawPlane(paint, parent) {
+    var host = mapHost(paint, paint.view === "density" ? "none" : "900px"), first = true;
+    parent.appendChild(host);  // on the page before it is drawn: the points' canvas takes the stage's size
+    mapHandle = window.orientscopeMap.draw(host, paint, {
+      say: function (text) { say(text); },
+      choose: function (id, hit, answer, ev) { chosen(ev, id, null, answer); },
+      drawn: function (handle, p, image) {
+        if (first) { first = false; setHook(host, p.hook, image); return; }
+        window.orientscopeMap.draw.setHook(host, p, image, window.orientscopeMap.draw.zoomText(handle.region()));
+      }
+    });
+    window.orientscopeMap.firstPaintMap = mapHandle;  // Dash's map box takes it over (orientscope.js drawPlane)
+    return { maps: [host], host: host };
   }
 
-  function drawSphere(paint) {
+  function drawSphere(paint, parent) {
     var host = mapHost(paint, "460px"), d = paint.dots;
     var svg = svgEl("svg", { viewBox: "-1.1 -1.1 2.2 2.2", width: "100%", role: "img", "aria-label": paint.title });
     svg.appendChild(svgEl("circle", { r: 1, fill: "#f4f4f4", stroke: "#bbb", "stroke-width": ".005" }));
@@ -417,105 +374,38 @@
     g.innerHTML = dots.join("");
     svg.appendChild(g);
     host.append(title(paint.title), svg, el("p", { "class": "note map-hint" }));
-    return { maps: [host], host: host, image: null };
-  }
-
-  function drawDensityMap(m, frame, attrs) {
-    var box = el("div", Object.assign({ "class": "first-paint", style: "position:relative" }, attrs));
-    box._grid = m.grid;  // its cells, for the hover (densityHover)
-    var svg = mapSvg(m.title), layered = underImage(svg, m.image, true);
-    drawFrame(svg, frame);
-    m.stars.forEach(function (s) {
-      var star = svgEl("text", { x: s.x, y: s.y, "font-size": 1100, "text-anchor": "middle", "dominant-baseline": "central",
-                                 fill: s.color, stroke: "#000", "stroke-width": 40 });
-      star.textContent = "\u2605";
-      var label = svgEl("text", { x: s.x, y: s.y - 1300, "font-size": 700, "text-anchor": "middle" });
-      label.textContent = s.label;
-      svg.append(star, label);
-    });
-    var p = m.points;
-    for (var i = 0; p && i < p.x.length; i++) {
-      var c = svgEl("circle", { cx: p.x[i], cy: p.y[i], r: p.r, fill: p.color[i] });
-      if (p.stroke) { c.setAttribute("stroke", p.stroke); c.setAttribute("stroke-width", p.stroke_width); }
-      svg.appendChild(c);
-    }
-    box.append(title(m.title), layered[0], el("p", { "class": "note map-hint" }));
-    return { box: box, image: layered[1] };
-  }
-
-  function drawDensity(paint) {
-    var main = drawDensityMap(paint.maps[0], paint.frame, { id: "orientation-map", "data-first-paint": "1",
-                                                            "data-map": JSON.stringify(paint.settings) });
-    var control = drawDensityMap(paint.maps[1], paint.frame, { "data-first-paint-control": "1" });
-    var cells = [el("div", { "class": "map-cell" }, [main.box]),
-                 el("div", { id: "control-map-box", "class": "map-cell" }, [control.box])];
-    return { maps: cells, host: main.box, image: main.image };
+    parent.appendChild(host);
+    setHook(host, paint.hook, null);
+    return { maps: [host], host: host };
   }
 
   // The page's structure (app/dashboard.py build_layout): the map beside the molecule panel, so the panel has
   // the width it will have once Dash has rendered the page.
   var paintData = JSON.parse(dataEl.textContent);
-  var drawn = (paintData.view === "sphere" ? drawSphere : paintData.view === "density" ? drawDensity : drawMap)(paintData);
   var pagePanel = paintData.panel;
-  var explore = el("div", { "class": "explore", "data-first-paint": "1" }, [
-    el("div", { "class": paintData.view === "density" ? "map maps" : "map" }, drawn.maps)
-  ].concat(renderComponents(pagePanel.layout)));
+  var mapBox = el("div", { "class": "map" });
+  var explore = el("div", { "class": "explore", "data-first-paint": "1" }, [mapBox].concat(renderComponents(pagePanel.layout)));
   root.appendChild(el("section", { "class": "panel" }, [explore]));
   var page = root;
   root = explore;
-  setHook(drawn.host, paintData.hook, drawn.image);
+  var drawn = (paintData.view === "sphere" ? drawSphere : drawPlane)(paintData, mapBox);
 
   var viewer = window.orientscopeMap.viewer;
   var component = window.orientscopeMap.component;  // map_component.js, inlined before this script
   var host = drawn.host;
   var PICK_PX = 5;  // as the server's nearest point (backend/services/map_raster.py)
   var cfg = paintData.settings;
-  var hint = host.querySelector(".map-hint");
-
-  function say(text) { if (hint) { hint.textContent = text || ""; } }
+  function say(text) {
+    var hint = host.querySelector(".map-hint");
+    if (hint) { hint.textContent = text || ""; }
+  }
 
   function getJson(url) { return fetchJson(url).catch(function () { return null; }); }
 
-  // ---------------------------------------------------------------- the surface (map_component.js)
-  // A drawing's SVG viewBox (map units, SVG y down) as the component's surface. Over the map's image the pick
-  // counts on the image's own pixel grid (cfg.grid), as the interactive map does; the density view's maps have no
-  // image of points: their grid is the drawing's pixels on screen, as the interactive density view's.
-  // `table`: the control map's (its hover and clicks pick on the control's molecules, as Dash's control map does).
-  function svgSurface(box, table) {
-    var svg = box.querySelector("svg"), vb = svg.viewBox.baseVal, s = cfg.scale;
-    function frame() {
-      var r = svg.getBoundingClientRect(), b = box.getBoundingClientRect();
-      return { r: r, left: r.left - b.left, top: r.top - b.top };
-    }
-    return {
-      host: box, svg: svg,
-      // also `unit`, viewBox units per screen pixel, and the SVG point, for the sphere's dots
-      toMap: function (ev) {
-        var f = frame(), fx = (ev.clientX - f.r.left) / f.r.width, fy = (ev.clientY - f.r.top) / f.r.height;
-        if (!(fx >= 0 && fx <= 1 && fy >= 0 && fy <= 1)) { return null; }
-        var sx = vb.x + fx * vb.width, sy = vb.y + fy * vb.height;
-        return { x: sx / s, y: -sy / s, sx: sx, sy: sy, unit: vb.width / f.r.width,
-                 px: f.left + fx * f.r.width, py: f.top + fy * f.r.height };
-      },
-      grid: function () {
-        var r = svg.getBoundingClientRect();
-        return cfg.grid || { x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
-                             width: Math.max(1, Math.round(r.width)), height: Math.max(1, Math.round(r.height)) };
-      },
-      // (x, y): Mollweide units, or the viewBox's own units with `svgUnits` (the sphere)
-      toPixel: function (x, y, svgUnits) {
-        var f = frame(), sx = svgUnits ? x : x * s, sy = svgUnits ? y : -y * s;
-        return { px: f.left + (sx - vb.x) / vb.width * f.r.width, py: f.top + (sy - vb.y) / vb.height * f.r.height };
-      },
-      // map/preview's kind is the flat map's (colour or count); the density view's hover asks for the molecule only
-      source: function () {
-        return { dataset: cfg.dataset, query: Object.assign({}, cfg.query, table ? { table: table } : {}),
-                 kind: cfg.view === "map" ? cfg.kind : null };
-      }
-    };
-  }
-  var surface = svgSurface(host);
-  var svg = surface.svg;
+  // The sphere's surface (map_component.js's tooltip and card, the ring): its SVG's viewBox (map_draw.js svgSurface).
+  var surface = cfg.view === "sphere" ? window.orientscopeMap.draw.surface(host, host.querySelector("svg"), function () {
+    return cfg;
+  }) : null;
 
   // ---------------------------------------------------------------- the molecule panel
   // Dash's panel, from the layout's components (the first paint's data), filled here until Dash's takes over.
@@ -593,8 +483,9 @@
   }
 
   // The ring's point ([x, y, svgUnits], surface.toPixel's): placed again when the page's width changes the drawing's.
+  // The map's and the density view's ring is the renderer's (it rings the picked point and keeps it placed).
   var ringed = null;
-  function ring() { component.ring(host, ringed ? [surface.toPixel.apply(null, ringed)] : []); }
+  function ring() { if (surface) { component.ring(host, ringed ? [surface.toPixel.apply(null, ringed)] : []); } }
   window.addEventListener("resize", function () { if (ringed && host.isConnected) { ring(); } });
 
   // A chosen molecule: ringed at `point` (surface.toPixel's arguments) and named at once, then shown in the panel
@@ -660,42 +551,12 @@
     sphereTimer = setTimeout(function () { component.showCard(host, p, null, d.id, surface.source()); }, component.HOVER_MS);
   }
 
-  // ---------------------------------------------------------------- the map's image and the density maps
-  svg.style.cursor = "crosshair";
+  // ---------------------------------------------------------------- the sphere's listeners
   if (cfg.view === "sphere") {
+    var svg = surface.svg;
+    svg.style.cursor = "crosshair";
     svg.addEventListener("click", spherePick);
     svg.addEventListener("mousemove", sphereHover);
     svg.addEventListener("mouseleave", function () { clearTimeout(sphereTimer); component.hide(host); });
-  } else {
-    var picks = component.picker(surface, {
-      say: say, zoomable: false,
-      choose: function (id, hit, answer, ev) { chosen(ev, id, [hit.x, hit.y], answer); }
-    });
-    svg.addEventListener("mousedown", picks.press);
-    svg.addEventListener("click", picks.click);
-    // The density view: each map names its cell's density, and the other's at the same place (the cells the
-    // page carries, app/density_paint.py: nothing to ask the server for the words).
-    var control = cfg.view === "density" && root.querySelector("[data-first-paint-control]");
-    var controlSurface = control && svgSurface(control, "control");
-    var hovers = [[surface, host, controlSurface, control]];
-    if (control) { hovers.push([controlSurface, control, surface, host]); }
-    hovers.forEach(function (h) {
-      var over = component.hover(h[0], {
-        cells: function () { return cfg.view === "density" ? h[1]._grid : null; },
-        other: function () { return h[2] ? { surface: h[2], cells: h[3]._grid } : null; }
-      });
-      h[0].svg.addEventListener("mousemove", over.move);
-      h[0].svg.addEventListener("mouseleave", over.leave);
-    });
-    if (control) {  // a click there opens the control molecule it picks, as on Dash's control map; its ring (the
-      // molecule's own points, on the dataset's map) waits for Dash, which has those positions
-      var controlPicks = component.picker(controlSurface, {
-        say: say, zoomable: false,
-        choose: function (id, hit, answer, ev) { chosen(ev, id, null, answer); }
-      });
-      controlSurface.svg.style.cursor = "crosshair";
-      controlSurface.svg.addEventListener("mousedown", controlPicks.press);
-      controlSurface.svg.addEventListener("click", controlPicks.click);
-    }
   }
 });

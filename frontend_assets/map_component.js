@@ -1,6 +1,6 @@
-/* The map's interaction, written once for both of its drawings: the page's first paint (first_paint.js, SVG
-   over an image, before plotly.js has loaded; app/first_paint.py inlines this file ahead of it) and Dash's
-   plotly.js graph (orientscope.js; Dash loads this file as an asset before it, in name order). It owns the
+/* The map's interaction, written once: map_draw.js's drawings of the plane views (the page's first paint, inlined
+   by app/first_paint.py, and Dash's page alike), the first paint's static sphere and the scatter view's plotly.js
+   graph (scatter.js). It owns the
    click's pick (press, release, GET .../map/nearest, the "nothing near" hint, the chooser of a shared pixel),
    the hover (GET .../map/preview after a rest: the tooltip and the card), the selection ring, and the density
    view's cell words with the linked label on the other map.
@@ -13,8 +13,8 @@
       source() -> {dataset, query (the map's REST query), kind (map/preview's, or null),
                    routes ("map", or "scatter" for the scatter view's own pick: scatter/nearest, ...)}}.
    The scatter view (scatter.js) uses the click and the hover too, in its plot's units.
-   The first paint builds it from its SVG viewBox, Dash's from the plotly axes (orientscope.js plotlyInternals,
-   still the only reader of plotly.js internals). */
+   map_draw.js builds it from its SVG viewBox (svgSurface), scatter.js from the plotly axes (orientscope.js
+   plotSurface, on plotlyInternals, the only reader of plotly.js internals). */
 (function () {
   "use strict";
   var shared = window.orientscopeMap = window.orientscopeMap || {};
@@ -258,7 +258,8 @@
   // the same place on the sky, so that the two are read side by side. `o.cells()`: this map's cells grid,
   // or null when it is not a density map. Returns {move(ev), leave()}.
   function hover(surface, o) {
-    var timer = null, asked = 0, host = surface.host;
+    var timer = null, asked = 0;
+    function host() { return surface.host; }  // read when used: a drawing can move to another page element
     function link(p) {
       var other = o.other && o.other();
       if (!other) { return; }
@@ -268,14 +269,14 @@
     function leave() {
       clearTimeout(timer);
       asked++;
-      hide(host);
+      hide(host());
       link(null);
     }
     function move(ev) {
       var q = pickQuery(surface, ev), cells = o.cells ? o.cells() : null;
       clearTimeout(timer);
       if (cells) {
-        showTip(host, q && q.p, q ? densityText(cells, q.p.x, q.p.y) : "", null, "density");
+        showTip(host(), q && q.p, q ? densityText(cells, q.p.x, q.p.y) : "", null, "density");
         link(q && q.p);
       }
       if (!q) { leave(); return; }
@@ -284,8 +285,8 @@
         var params = Object.assign(src.kind ? { kind: src.kind } : {}, q.params);
         getJson(mapUrl(src, "preview", params)).then(function (hit) {
           if (mine !== asked) { return; }  // a later hover already asked, or the cursor left
-          showCard(host, q.p, hit);
-          if (!cells) { showTip(host, q.p, (hit && hit.text) || "", hit); }
+          showCard(host(), q.p, hit);
+          if (!cells) { showTip(host(), q.p, (hit && hit.text) || "", hit); }
         });
       }, HOVER_MS);
     }

@@ -9,8 +9,9 @@
   // selection-ring browser test). plotly.js has no public way to turn data coordinates into
   // pixels; without it the selection ring would have to be part of the figure, and any figure
   // change makes plotly.js re-render every WebGL point: about 1 s per click in software WebGL
-  // (UI benchmark, "click" row), against a few ms for this SVG overlay. The map's clicks, hover
-  // and zoom (section "the map at any size") turn mouse pixels into map coordinates the same way.
+  // (UI benchmark, "click" row), against a few ms for this SVG overlay. The scatter view's clicks,
+  // hover and zoom (scatter.js, through plotSurface) turn mouse pixels into its units the same way.
+  // The plane views (map, density) are no plotly.js plot: map_draw.js draws them.
   var plotlyInternals = {
     // {x: {offset, length, toPixel, toValue}, y: ...} of a drawn 2D cartesian plot, or null
     // (pixels relative to the plot's top-left corner; values in data units).
@@ -24,59 +25,6 @@
                  toValue: function (p) { return a.p2l(p - a._offset); } };
       }
       return { x: axis(xa), y: axis(ya) };
-    },
-    // dcc.Graph (Dash 4.4) answers every plotly_relayout by copying the changed layout keys into
-    // its figure prop, unless that prop's layout already holds them; the copy makes it replot
-    // the whole figure again (every WebGL point of the old region, 50-200 ms on full QM9 in
-    // software WebGL) just as a zoom's new region arrives. `figure`, the graph's figure prop as
-    // Dash holds it (heldFigure), is brought up to date with the
-    // drawn axes after each plot (plotly_afterplot comes before plotly_relayout), so that
-    // dcc.Graph finds nothing to copy. Dash's behaviour rather than plotly.js's, kept here with the
-    // other internals; canary: test_a_zoom_draws_the_old_figure_once_and_then_the_regions_figure
-    // (tests/browser/test_map_scale.py).
-    keepAxesInFigure: function (gd, figure) {
-      var layout = figure && figure.layout;
-      if (!layout || !gd.layout) { return; }
-      ["xaxis", "yaxis"].forEach(function (k) {
-        var drawn = gd.layout[k];
-        if (drawn && JSON.stringify(drawn) !== JSON.stringify(layout[k])) { layout[k] = JSON.parse(JSON.stringify(drawn)); }
-      });
-    },
-    // Double-click and the modebar's home button reset the axes to the ranges of the plot's first
-    // figure (plotly.js keeps them as _rangeInitial0/1 until the plot is made anew). A page opened
-    // zoomed (?zoom=) would reset to that zoom: both go to the whole map instead. Canary:
-    // test_double_click_and_home_return_to_the_whole_map (tests/browser/test_map_zoom.py).
-    // The figure prop Dash holds for a graph (dash_component_api.getLayout, Dash 4.4), whether it came
-    // with the page's layout, a callback or set_props: the page's own first figure reaches none of our
-    // callbacks, and holding only the figures we handed over let the first zoom replot dcc.Graph's
-    // copy (80-100 ms more on full QM9). Canary: the test above.
-    heldFigure: function (id) {
-      var api = window.dash_component_api, node = api && api.getLayout && api.getLayout(id);
-      return (node && node.props && node.props.figure) || null;
-    },
-    // The cells grid of a drawn density map ({x0, dx, nx, y0, dy, ny, z}: map units, z row-major from the bottom
-    // row, null where there is no density; map_component.js densityText) from its heatmap trace as plotly.js
-    // decoded it (the figure's own arrays may be base64 typed arrays: reading them here would mean a second
-    // decoder), or null. The hover's words then come from the map component, as the first paint's do, instead of
-    // plotly's hover label. Canary: test_a_density_cell_hover_gives_the_same_words_on_the_first_paint_and_on_dashs_map
-    // (tests/browser/test_map_component.py).
-    densityCells: function (gd) {
-      var h = ((gd && gd._fullData) || []).filter(function (t) { return t.type === "heatmap"; })[0];
-      if (!h || !h.x || h.x.length < 2 || !h.y || h.y.length < 2 || !h.z) { return null; }
-      var nx = h.x.length, ny = h.y.length, dx = h.x[1] - h.x[0], dy = h.y[1] - h.y[0], z = [];
-      for (var j = 0; j < ny; j++) {
-        for (var i = 0; i < nx; i++) {
-          var v = h.z[j] && h.z[j].length !== undefined ? h.z[j][i] : h.z[j * nx + i];
-          z.push(v === null || v === undefined || v !== v ? null : v);
-        }
-      }
-      return { x0: h.x[0] - dx / 2, dx: dx, nx: nx, y0: h.y[0] - dy / 2, dy: dy, ny: ny, z: z };
-    },
-    setHomeRanges: function (gd, xRange, yRange) {
-      var fl = gd && gd._fullLayout;
-      if (!fl || !fl.xaxis || !fl.yaxis) { return; }
-      fl.xaxis._rangeInitial0 = xRange[0]; fl.xaxis._rangeInitial1 = xRange[1];
-      fl.yaxis._rangeInitial0 = yRange[0]; fl.yaxis._rangeInitial1 = yRange[1];
     }
   };
   // ================================================================ end of plotly.js internals
@@ -152,25 +100,14 @@
     return code.draw(el, spec);
   }
 
-  // The selected molecule's ring: on the flat views the map component's SVG overlay (map_component.js ring), at
-  // its points (map units, as backend/figures/mapfigure.py selected_ring gives them); on the 3D sphere a trace
-  // of the scene (sphere_ring.js), which moves with the camera.
-  function placeRing(host) {
-    var gd = host.querySelector(".js-plotly-plot"), points = host._ring || [];
-    if (gd.data && gd.data.some(function (t) { return t.type === "scatter3d"; })) {  // the 3D sphere
-      window.orientscopeMap.component.ring(host, []);
-      return window.orientscopeSphereRing(gd, points);
-    }
-    var surface = mapOf(host).surface;
-    return window.orientscopeMap.component.ring(host, points.map(function (p) {
-      return p[0] === null || p[1] === null ? null : surface.toPixel(p[0] / MAP_SCALE, p[1] / MAP_SCALE);
-    }));
-  }
-
+  // The selected molecule's ring: on the plane views map_draw.js's (map_component.js's SVG overlay, placed again at
+  // every zoom), at its points (map units, as backend/figures/mapfigure.py selected_ring gives them); on the 3D
+  // sphere a trace of the scene (sphere_ring.js), which moves with the camera.
   function markSelected(points, id) {
     var host = document.getElementById(id);
     if (!host) { return window.dash_clientside.no_update; }
     host._ring = points || [];
+    if (host._mapHandle) { return host._mapHandle.ring(host._ring); }
     var gd = host.querySelector(".js-plotly-plot");
     if (!(gd && gd.on)) {  // the graph has not mounted yet
       host._ringTries = (host._ringTries || 0) + 1;
@@ -180,11 +117,11 @@
     host._ringTries = 0;
     if (!gd._ringBound) {
       gd._ringBound = true;
-      var again = function () { placeRing(host); };
+      var again = function () { if (!host._mapHandle) { window.orientscopeSphereRing(gd, host._ring || []); } };
       ["plotly_afterplot", "plotly_relayout", "plotly_relayouting", "plotly_redraw"].forEach(function (ev) { gd.on(ev, again); });
-      window.addEventListener("resize", again);
     }
-    return placeRing(host);
+    var sphere = gd.data && gd.data.some(function (t) { return t.type === "scatter3d"; });
+    return sphere ? window.orientscopeSphereRing(gd, host._ring) : 0;
   }
 
   // The axes checklist: its last ticked box is disabled (a map of no axis shows nothing), with a hint.
@@ -214,10 +151,12 @@
   function exportMap(png, svg, state) {
     var trig = window.dash_clientside.callback_context.triggered;
     var format = trig.length && trig[0].prop_id.indexOf("export-svg") === 0 ? "svg" : "png";
-    var gd = document.querySelector("#orientation-map .js-plotly-plot");
+    var host = document.getElementById("orientation-map"), handle = host && host._mapHandle;
+    if (handle) { handle.save(format); return format; }  // the plane views: map_draw.js's export of what is shown
+    var gd = host && host.querySelector(".js-plotly-plot");
     if (!gd || !window.Plotly) { return window.dash_clientside.no_update; }
     var name = "orientscope-" + ((state && state.dataset) || "map") + "-map";
-    window.Plotly.downloadImage(exportFigure(gd), { format: format, filename: name, width: 1400, height: 760 });
+    window.Plotly.downloadImage(gd, { format: format, filename: name, width: 1400, height: 760 });
     return format;
   }
 
@@ -268,64 +207,21 @@
     };
   }
 
-  // ==================================================================== the map at any size
-  // The server draws the map as an aggregated image above its point budget, or as the
-  // region's points below it (backend/figures/mapfigure.py); layout.meta.map says which, and how many
-  // distinct molecules are drawn. A click anywhere asks the server for the nearest shown
-  // point within 5 px; a hover asks it for that point, its card and its pixel (one pixel grid:
-  // the image's over an image, the plot's over points); zooming or panning sends the visible
-  // region back so the server re-aggregates it at the plot's resolution (the density view too).
-  // The click, the hover, the ring and the density words are map_component.js's, as on the first paint:
-  // this section hands it the plot as a surface (plotSurface) and owns the zoom, the pan and the regions.
+  // ==================================================================== the map's box
+  // The plane views (the flat map and the density view) are map_draw.js's drawing, from the paint store
+  // (drawPlane); the sphere and the scatter view are plotly.js graphs in the same box (#orientation-graph), shown
+  // only in those views. The click, the hover, the ring and the density words are map_component.js's in all of
+  // them; the scatter view hands it its plot as a surface (plotSurface, scatter.js).
   var MAP_SCALE = 10000;  // map units per Mollweide unit (backend/figures/plots.py MAP_SCALE)
-  // The whole map's ranges in Mollweide units (backend/figures/plots.py MAP_RANGE_X, MAP_RANGE_Y).
-  var WHOLE = { x0: -2.95, x1: 2.95, y0: -1.5, y1: 1.5 };
 
   function plotOf(host) { return host && host.querySelector(".js-plotly-plot"); }
 
   function mapMeta(gd) { return gd && gd.layout && gd.layout.meta && gd.layout.meta.map; }
 
-  // The visible region in Mollweide units and its size in pixels, from the plot's axes.
-  function shownViewport(gd) {
-    var axes = plotlyInternals.cartesianAxes(gd);
-    var xr = gd.layout.xaxis && gd.layout.xaxis.range, yr = gd.layout.yaxis && gd.layout.yaxis.range;
-    if (!axes || !xr || !yr) { return null; }
-    return { x0: Math.min(xr[0], xr[1]) / MAP_SCALE, x1: Math.max(xr[0], xr[1]) / MAP_SCALE,
-             y0: Math.min(yr[0], yr[1]) / MAP_SCALE, y1: Math.max(yr[0], yr[1]) / MAP_SCALE,
-             width: Math.max(1, Math.round(axes.x.length)), height: Math.max(1, Math.round(axes.y.length)) };
-  }
-
-  // Mollweide (x, y) under a mouse event, or null outside the plot area.
-  function eventPoint(gd, ev) {
-    var axes = plotlyInternals.cartesianAxes(gd);
-    if (!axes) { return null; }
-    var box = gd.getBoundingClientRect();
-    var px = ev.clientX - box.left, py = ev.clientY - box.top;
-    if (px < axes.x.offset || px > axes.x.offset + axes.x.length ||
-        py < axes.y.offset || py > axes.y.offset + axes.y.length) { return null; }
-    return { x: axes.x.toValue(px) / MAP_SCALE, y: axes.y.toValue(py) / MAP_SCALE, px: px, py: py };
-  }
-
-  function mapUrl(meta, path, extra) {
-    return window.orientscopeMap.rest.url(meta.dataset, path, Object.assign({}, meta.query, extra));
-  }
-
   function setHint(text) {
     var el = document.getElementById("map-hint");
     if (el) { el.textContent = text || ""; }
   }
-
-  function getJson(url) { return window.orientscopeMap.rest.getJson(url); }
-
-  // The pixel grid a pick counts on: over an aggregated image, the image's own grid (meta.grid, the pixels
-  // drawn, whose counts the hover reads); over real points, the plot's pixels.
-  function pickGrid(gd, meta) {
-    return meta && meta.mode === "image" && meta.grid ? meta.grid : shownViewport(gd);
-  }
-
-  // The views whose hover and clicks the server picks on the Mollweide plane (the sphere's are plotly.js's
-  // picking; the scatter view's go to its own routes, frontend_assets/scatter.js).
-  function picksOnMap(meta) { return !!meta && (meta.view === "map" || meta.view === "density"); }
 
   // The plot's top-left corner in its host's pixels (the overlays, tooltip and card are the host's children).
   function plotOffset(host, gd) {
@@ -366,60 +262,6 @@
   }
   window.orientscopeMap.plotSurface = plotSurface;
 
-  // The map's or the density view's surface.
-  function mapSurface(host) {
-    return plotSurface(host, MAP_SCALE, function () { var gd = plotOf(host); return pickGrid(gd, mapMeta(gd)); },
-                       function () {
-                         var meta = mapMeta(plotOf(host)) || {};
-                         return { dataset: meta.dataset, query: meta.query,
-                                  kind: meta.view === "map" ? meta.kind || "color" : null };
-                       });
-  }
-
-  // A density map's cells, read once per figure (its token) from the heatmap plotly.js drew.
-  function densityCells(host) {
-    var gd = plotOf(host), meta = mapMeta(gd);
-    if (!meta || meta.view !== "density") { return null; }
-    if (host._cellsToken !== meta.token) {
-      host._cellsToken = meta.token;
-      host._cells = plotlyInternals.densityCells(gd);
-    }
-    return host._cells;
-  }
-
-  // The density view's other map: the control's beside the dataset's, and the dataset's beside the control's.
-  function otherDensity(host) {
-    var main = document.getElementById("orientation-map"), control = document.getElementById("control-map");
-    var other = host === main ? control : main, cells = other && densityCells(other);
-    return cells && densityCells(host) ? { surface: mapOf(other).surface, cells: cells } : null;
-  }
-
-  // A click's fast path. The press asks the server for the nearest shown point within 5 px and for that
-  // molecule's panel (map_component.js picker); the release draws it in the panel, and only after that frame
-  // does Dash hear of it (the "selected" store), whose callbacks then fill in the URL, the ring and the
-  // neighbour lists. Through Dash alone the viewer waited for the URL callback, the molecule callback and
-  // often the neighbour lists' re-render: on full QM9 (UI benchmark's clicks, 6 alternating runs of 7 on a busy
-  // machine, load 7-12) 382 ms median through Dash against 105 ms this way.
-  // The host's surface, picker and hover, made once per host.
-  function mapOf(host) {
-    if (!host._map) {
-      var component = window.orientscopeMap.component, surface = mapSurface(host);
-      host._map = {
-        surface: surface,
-        picks: component.picker(surface, {
-          enabled: function () { return picksOnMap(mapMeta(plotOf(host))); },
-          say: setHint, zoomable: true,
-          choose: function (id, hit, panel, ev, current) { openMolecule(host, id, panel, current); }
-        }),
-        hover: component.hover(surface, {
-          cells: function () { return densityCells(host); },
-          other: function () { return otherDensity(host); }
-        })
-      };
-    }
-    return host._map;
-  }
-
   // Tell Dash once the frame with the drawn molecule is on screen, so that its work (requests,
   // React re-renders) does not hold that frame back.
   function afterFrame(fn) {
@@ -444,16 +286,6 @@
         clientside.set_props("selected", { data: id });
       });
     });
-  }
-
-  // The hover: the map's words and card, or the density view's cell words beside the other map's (map_component.js);
-  // the sphere's is plotly.js's picking (bindSphere), the scatter view's scatter.js's (the same component, on the
-  // same tooltip: left alone here), and a drag (a pan, a box) shows none.
-  function onMapHover(host, ev) {
-    var meta = mapMeta(plotOf(host)), hover = mapOf(host).hover;
-    if (meta && meta.view === "scatter") { return; }
-    if (ev.buttons || !picksOnMap(meta)) { hover.leave(); return; }
-    hover.move(ev);
   }
 
   // The sphere's card (its tooltip is plotly.js's label) put away, and its pending rest.
@@ -490,202 +322,80 @@
     gd.addEventListener("mouseleave", function () { hidePreview(host); });
   }
 
-  function sameViewport(a, b) {
-    if (!a || !b) { return false; }
-    var tol = 1e-6 * Math.max(1, Math.abs(a.x1 - a.x0));
-    return ["x0", "x1", "y0", "y1"].every(function (k) { return Math.abs(a[k] - b[k]) <= tol; }) &&
-      a.width === b.width && a.height === b.height;
-  }
-
-  function wholeRanges() {
-    return { "xaxis.range": [WHOLE.x0 * MAP_SCALE, WHOLE.x1 * MAP_SCALE],
-             "yaxis.range": [WHOLE.y0 * MAP_SCALE, WHOLE.y1 * MAP_SCALE] };
-  }
-
-  // Whether a viewport shows the whole map (or more).
-  function isWhole(vp) {
-    var tol = 1e-3;
-    return vp.x0 <= WHOLE.x0 + tol && vp.x1 >= WHOLE.x1 - tol && vp.y0 <= WHOLE.y0 + tol && vp.y1 >= WHOLE.y1 - tol;
-  }
-
-  // Whether the region a figure was drawn for covers what the plot shows of the map (within a pixel):
-  // plotly.js widens one axis to keep the map's aspect, and a plot of another size than the one
-  // drawn for shows more than the figure holds.
-  function covers(drawn, shown) {
-    if (!drawn || !shown) { return true; }
-    var tx = (drawn.x1 - drawn.x0) / drawn.width, ty = (drawn.y1 - drawn.y0) / drawn.height;
-    return drawn.x0 <= Math.max(shown.x0, WHOLE.x0) + tx && drawn.x1 >= Math.min(shown.x1, WHOLE.x1) - tx &&
-      drawn.y0 <= Math.max(shown.y0, WHOLE.y0) + ty && drawn.y1 >= Math.min(shown.y1, WHOLE.y1) - ty;
-  }
-
-  // The URL's zoom of a region (backend/figures/state.py zoom_text), null for the whole map.
-  function zoomText(vp) {
-    return isWhole(vp) ? null : [vp.x0, vp.x1, vp.y0, vp.y1].map(function (v) { return v.toFixed(4); }).join(",");
-  }
-
-  // ------------------------------------------------------------ box-zoom keeps the box drawn
-  // With the axes tied (scaleanchor), plotly.js widens a zoom box to the plot's aspect by stretching one of its
-  // sides: a tall box drawn at the left of the map grew to the right only. The box the mouse drew is kept
-  // instead, widened (or heightened) about its own centre, as much on each side.
-  var BOX_MIN_PX = 4;
-
-  // On a press with the zoom tool: where the box starts, in map units (the axes as they are before the zoom).
-  function startBox(host, gd, ev) {
-    host._box = null;
-    if (ev.button !== 0 || !gd.layout || gd.layout.dragmode !== "zoom") { return; }
-    var p = eventPoint(gd, ev);
-    if (p) { host._box = { start: p, end: null }; }
-  }
-
-  // On the release (before plotly.js's zoom, whose relayout comes after): where the box ends.
-  function endBox(host, gd, ev) {
-    var box = host._box;
-    if (!box || box.end) { return; }
-    var axes = plotlyInternals.cartesianAxes(gd), r = gd.getBoundingClientRect();
-    var px = Math.min(Math.max(ev.clientX - r.left, axes.x.offset), axes.x.offset + axes.x.length);
-    var py = Math.min(Math.max(ev.clientY - r.top, axes.y.offset), axes.y.offset + axes.y.length);
-    if (Math.abs(px - box.start.px) < BOX_MIN_PX || Math.abs(py - box.start.py) < BOX_MIN_PX) { host._box = null; return; }
-    box.end = { x: axes.x.toValue(px) / MAP_SCALE, y: axes.y.toValue(py) / MAP_SCALE, at: performance.now() };
-  }
-
-  // The drawn box (map units) widened about its centre to a region of the plot's aspect, as plotly.js ranges.
-  function keptBox(gd, box) {
-    var axes = plotlyInternals.cartesianAxes(gd);
-    var x0 = Math.min(box.start.x, box.end.x), x1 = Math.max(box.start.x, box.end.x);
-    var y0 = Math.min(box.start.y, box.end.y), y1 = Math.max(box.start.y, box.end.y);
-    var aspect = axes.x.length / axes.y.length, w = x1 - x0, h = y1 - y0;
-    if (w / h < aspect) { w = h * aspect; } else { h = w / aspect; }
-    var cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
-    return { "xaxis.range": [(cx - w / 2) * MAP_SCALE, (cx + w / 2) * MAP_SCALE],
-             "yaxis.range": [(cy - h / 2) * MAP_SCALE, (cy + h / 2) * MAP_SCALE] };
-  }
-
-  // Whether a relayout is plotly.js's zoom of a box the mouse drew; if so the box is drawn as kept, and the
-  // relayout that makes brings the region's figure.
-  function keepBox(host, gd) {
-    var box = host._box;
-    host._box = null;
-    if (!box || !box.end || performance.now() - box.end.at > 1000) { return false; }  // not this relayout's box
-    window.Plotly.relayout(gd, keptBox(gd, box));
-    return true;
-  }
-
-  function onRelayout(host, ev) {
-    var keys = Object.keys(ev || {});
-    if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
-    var gd = plotOf(host), meta = mapMeta(gd);
-    if (!meta || (meta.view !== "map" && meta.view !== "density")) { host._box = null; return; }
-    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) {  // autoscale: the data's extent is the drawn region's
-      host._box = null;
-      window.Plotly.relayout(gd, wholeRanges());
-      return;
-    }
-    if (keepBox(host, gd)) { return; }
-    var quiet = host._quietZoom;  // a zoom the URL asked for (the back button): the URL has it already
-    host._quietZoom = false;
-    if (sameViewport(shownViewport(gd), meta.viewport)) { return; }  // nothing new to draw
-    var vp = shownViewport(gd);
-    if (vp && meta.state) { drawRegion(host, meta.state, vp, quiet); }
-  }
-
-  function drawRegion(host, state, vp, quiet) {
-    host.removeAttribute("data-drawn");
-    host.removeAttribute("data-mode");
-    host._askedViewport = vp;  // until then no figure of another region counts as drawn
-    host._mapToken = null;  // nor does the one on screen when its pending hook fires
-    window.orientscopeMap.component.hide(host);
-    askRegion(host, state, vp, quiet);
-  }
-
-  // The zoom store changed: the back or forward button restored a URL (sync_state copies its zoom
-  // there), or a drawn region was written to it (then it matches what is shown and nothing happens).
-  // `state`: the map-state store; a zoom dropped as the view changes is not drawn in the view on screen.
-  function applyZoom(zoom, id, state) {
-    var host = document.getElementById(id), gd = plotOf(host), meta = mapMeta(gd);
+  // ------------------------------------------------------------ the plane views (map_draw.js)
+  // Draws the paint store into the map's box: a new drawing, an update of the one on screen, or the page's first
+  // paint's drawing taken over (the same paint: no redraw from scratch; a new one: updated). Its hooks write Dash's
+  // stores: the shown region (map-viewport, so a new colour keeps it) and the URL's ?zoom= (map-zoom, a history
+  // entry), a lasso (map-selection, the URL's sel=) and a click (the molecule's panel at once, then "selected").
+  function planeHooks(host) {
     var clientside = window.dash_clientside;
-    if (!host || !meta || !gd.layout || (state && state.view !== meta.view)) { return clientside.no_update; }
-    if (meta.view === "scatter" && window.orientscopeScatter) {  // its own units (frontend_assets/scatter.js)
-      return window.orientscopeScatter.applyZoom(gd, meta, zoom) ? zoom || "" : clientside.no_update;
+    return {
+      say: setHint,
+      onRegion: function (region) {
+        var stage = host.querySelector(".map-stage");
+        var size = stage ? { width: Math.max(1, Math.round(stage.clientWidth)), height: Math.max(1, Math.round(stage.clientHeight)) } : {};
+        clientside.set_props("map-viewport", { data: region ? Object.assign({}, region, size) : null });
+        var zoom = window.orientscopeMap.draw.zoomText(region) || null;
+        if (zoom !== (host._zoom || null)) {  // into the URL (app/dashboard.py sync_state): a history entry
+          host._zoom = zoom;
+          clientside.set_props("map-zoom", { data: zoom });
+        }
+      },
+      onSelect: function (polygon) {
+        clientside.set_props("map-selection", { data: window.orientscopeSelection.textOf(polygon) });
+      },
+      choose: function (id, hit, panel, ev, current) { openMolecule(host, id, panel, current); }
+    };
+  }
+
+  function drawPlane(paint, id) {
+    var host = document.getElementById(id), draw = window.orientscopeMap.draw;
+    if (!host) { return window.dash_clientside.no_update; }
+    var handle = host._mapHandle;
+    if (!paint) {  // the sphere or the scatter view: the graph shows
+      if (handle) { handle.destroy(); }
+      return null;
     }
-    if (meta.view !== "map" && meta.view !== "density") { return clientside.no_update; }
-    host._zoom = zoom || null;
-    var shown = shownViewport(gd);
-    if (!shown || zoomText(shown) === host._zoom) { return clientside.no_update; }
-    var p = zoom ? zoom.split(",").map(Number) : null;
-    var ranges = p ? { "xaxis.range": [p[0] * MAP_SCALE, p[1] * MAP_SCALE],
-                       "yaxis.range": [p[2] * MAP_SCALE, p[3] * MAP_SCALE] } : wholeRanges();
-    host._quietZoom = true;
-    window.Plotly.relayout(gd, ranges);
+    var token = paint.hook && paint.hook.token;
+    if (!handle || (handle.paint().hook || {}).token !== token) { setHint(""); }  // a click's hint was about another
+    if (handle && handle.paint().view === paint.view) {
+      if ((handle.paint().hook || {}).token !== token) { handle.update(paint); }
+    } else {
+      if (handle) { handle.destroy(); }
+      var first = window.orientscopeMap.firstPaintMap;  // the page's first paint (first_paint.js), if it drew this view
+      window.orientscopeMap.firstPaintMap = null;
+      if (first && first.paint().view === paint.view) {
+        first.moveTo(host, planeHooks(host));
+        if ((first.paint().hook || {}).token !== token) { first.update(paint); }
+      } else {
+        draw(host, paint, planeHooks(host));
+      }
+      handle = host._mapHandle;
+    }
+    host._zoom = draw.zoomText(handle.region()) || null;
+    handle.showSelection(window.orientscopeSelection.vertices(new URLSearchParams(window.location.search).get("sel")));
+    if (host._ring) { handle.ring(host._ring); }
+    return token || null;
+  }
+
+  // The zoom store changed: the back or forward button restored a URL (sync_state copies its zoom there), or a
+  // settled zoom was written to it (then it matches what is shown and nothing happens). `state`: the map-state
+  // store; a zoom dropped as the view changes is not drawn in the view on screen.
+  function applyZoom(zoom, id, state) {
+    var host = document.getElementById(id), clientside = window.dash_clientside;
+    if (!host) { return clientside.no_update; }
+    var handle = host._mapHandle, gd = plotOf(host), meta = mapMeta(gd);
+    if (!handle && meta && meta.view === "scatter" && window.orientscopeScatter && (!state || state.view === "scatter")) {
+      return window.orientscopeScatter.applyZoom(gd, meta, zoom) ? zoom || "" : clientside.no_update;  // its own units
+    }
+    if (!handle || (state && state.view !== handle.paint().view)) { return clientside.no_update; }
+    var draw = window.orientscopeMap.draw;
+    if ((zoom || null) === (draw.zoomText(handle.region()) || null)) { return clientside.no_update; }
+    host._zoom = zoom || null;  // the URL has it already: the settled zoom writes no history entry
+    handle.zoom(draw.zoomRegion(zoom));
     return zoom || "";
   }
 
-  // The zoomed region's figure, asked for at once and straight from the REST API (GET .../map/figure, or
-  // .../map/cells for the density view's pair): through Dash's viewport store the request left only after
-  // dcc.Graph had replotted its echo of the old figure (every WebGL point again) and Dash had dispatched the
-  // callback. plotly.js fires plotly_relayout once per drag and already gathers a wheel's ticks; of several
-  // answers in flight only the newest zoom's is drawn. `state`: the map-state store's view and REST query.
-  var REGION_QUERY = ["axes", "color", "grouping", "group", "smarts", "table"];
-
-  function regionUrl(state, vp) {
-    var query = {};
-    REGION_QUERY.forEach(function (k) { if (state[k] !== null && state[k] !== undefined) { query[k] = state[k]; } });
-    return mapUrl({ dataset: state.dataset, query: query }, state.view === "density" ? "map/cells" : "map/figure", vp);
-  }
-
-  function askRegion(host, state, vp, quiet) {
-    var seq = host._regionSeq = (host._regionSeq || 0) + 1;
-    var clientside = window.dash_clientside;
-    getJson(regionUrl(state, vp)).then(function (answer) {
-      if (seq !== host._regionSeq) { return; }  // a later zoom took over
-      clientside.set_props("map-viewport", { data: vp });  // a new colour or filter keeps this region
-      var figure = answer && (answer.figure || answer.dataset);
-      if (answer && answer.control) {  // the density view: both maps, binned anew for the region
-        clientside.set_props("control-map", { figure: answer.control });
-      }
-      if (figure) {
-        (figure.layout.images || []).forEach(function (im) { im.source = asBlobUrl(im.source); decoded(im.source); });
-        clientside.set_props("orientation-map", { figure: figure });
-        // Watched from here at once: Dash dispatches the figure's own watch (its callback) only after
-        // it has rendered the graph, 30 to 370 ms after plotly.js drew the region on a loaded machine.
-        watchMap(figure, host.id);
-      }
-      var zoom = zoomText(vp);
-      if (!quiet && zoom !== (host._zoom || null)) {  // into the URL (app/dashboard.py sync_state), a history entry
-        host._zoom = zoom;
-        clientside.set_props("map-zoom", { data: zoom });
-      }
-    }, function () {});  // the server is gone: the old figure stays, zoomed
-  }
-
-  // A press, a release and a click on a plot whose clicks the server picks (the map, the density view's two
-  // maps): the pick, and the box a zoom draws.
-  function bindPicks(host, gd) {
-    host._boundPlot = gd;
-    var picks = mapOf(host).picks;
-    gd.addEventListener("mousedown", function (ev) { picks.press(ev); startBox(host, gd, ev); }, true);
-    // the release may land outside the plot (plotly.js follows the drag on the document): heard first, on the window
-    window.addEventListener("mouseup", function (ev) { if (host._boundPlot === gd) { endBox(host, gd, ev); } }, true);
-    gd.addEventListener("click", picks.click);
-  }
-
-  function bindMap(host, gd) {
-    if (host._boundPlot === gd) { return; }
-    bindPicks(host, gd);
-    gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
-    gd.addEventListener("mouseleave", function () { mapOf(host).hover.leave(); });
-    gd.on("plotly_relayout", function (ev) { onRelayout(host, ev); });
-    gd.on("plotly_afterplot", function () {
-      var fig = plotlyInternals.heldFigure(host.id), meta = mapMeta(gd);
-      if (meta && meta.token === (mapMeta(fig) || {}).token) { plotlyInternals.keepAxesInFigure(gd, fig); }
-      var home = wholeRanges();
-      plotlyInternals.setHomeRanges(gd, home["xaxis.range"], home["yaxis.range"]);
-    });
-    var home = wholeRanges();
-    plotlyInternals.setHomeRanges(gd, home["xaxis.range"], home["yaxis.range"]);
-  }
-
-  // Resolves once an image has been decoded, so that setting the hook means pixels are on screen. The
-  // newest image's decode is kept: a zoom starts it as its answer arrives, while plotly.js draws it.
   var lastDecode = { src: null, promise: null };
   function decoded(src) {
     if (!src) { return Promise.resolve(); }
@@ -697,41 +407,16 @@
     return promise;
   }
 
-  // A zoom's PNG, handed to plotly.js as a blob: URL instead of its data: URL. Chrome parses a 1 MB
-  // data: URL once for plotly's <image> and once for the decode: on the 10M map a wide zoom was drawn
-  // in 466 ms (median) and up to 1.3 s, against 370 ms and 0.45 s this way (12 zooms each, paired).
-  // Exports put the data: URL back (exportFigure). The two newest blobs are kept, older ones freed.
-  var blobSources = [];  // [{url, data}], newest last
-  function asBlobUrl(src) {
-    var prefix = "data:image/png;base64,";
-    if (!Uint8Array.fromBase64 || typeof src !== "string" || src.indexOf(prefix) !== 0) { return src; }
-    var url = URL.createObjectURL(new Blob([Uint8Array.fromBase64(src.slice(prefix.length))], { type: "image/png" }));
-    blobSources.push({ url: url, data: src });
-    while (blobSources.length > 2) { URL.revokeObjectURL(blobSources.shift().url); }
-    return url;
-  }
-
-  // The figure on screen with its images as data: URLs again, for an export that embeds them.
-  function exportFigure(gd) {
-    var images = (gd.layout.images || []).map(function (im) {
-      var held = blobSources.filter(function (b) { return b.url === im.source; })[0];
-      return held ? Object.assign({}, im, { source: held.data }) : im;
-    });
-    return { data: gd.data, layout: Object.assign({}, gd.layout, { images: images }) };
-  }
-
-  // The test hook: data-drawn and data-mode on #orientation-map once this figure is on screen.
+  // The test hook of the sphere and the scatter view: data-drawn and data-mode on #orientation-map once the
+  // graph's figure is on screen (the plane views' is map_draw.js's).
   function watchMap(figure, id) {
     var host = document.getElementById(id);
     if (!host) { return window.dash_clientside.no_update; }
     var meta = figure && figure.layout && figure.layout.meta && figure.layout.meta.map;
-    // A zoom's first figure is the graph's own copy of the old one with the new axis ranges
-    // (dcc.Graph echoes every relayout into its figure prop): not the region asked for, so the
-    // hook waits for the server's figure of that region.
-    if (meta && meta.viewport && host._askedViewport && !sameViewport(meta.viewport, host._askedViewport)) {
+    if (host._mapHandle || (meta && (meta.view === "map" || meta.view === "density"))) {  // map_draw.js's (drawPlane)
       return window.dash_clientside.no_update;
     }
-    if (meta && meta.token === host._mapToken) { return meta.token; }  // watched already (askRegion), or drawn
+    if (meta && meta.token === host._mapToken) { return meta.token; }  // watched already, or drawn
     host.removeAttribute("data-drawn");
     host.removeAttribute("data-mode");
     if (!meta) { return null; }
@@ -750,12 +435,7 @@
       }
       found = true;
       setHint("");  // a click's hint ("no molecule within 5 px") was about the figure before this one
-      if (meta.view === "sphere") { bindSphere(host, gd); } else if (meta.view !== "scatter") { bindMap(host, gd); }  // scatter: scatter.js
-      var shown = meta.view === "map" ? shownViewport(gd) : null;
-      if (shown && meta.state && !covers(meta.viewport, shown)) {  // e.g. a page opened zoomed, on a plot of another size
-        drawRegion(host, meta.state, shown, true);
-        return;
-      }
+      if (meta.view === "sphere") { bindSphere(host, gd); }  // scatter: scatter.js
       var images = (gd.layout.images || []).map(function (im) { return decoded(im.source); });
       Promise.all(images).then(function () {
         requestAnimationFrame(function () {
@@ -770,48 +450,19 @@
     return token;
   }
   // Dash does not run watchMap for the figure a page's layout already holds (its Output is
-  // another callback's Input), and the loading wrapper may re-create the map's element; a
+  // another callback's Input), and the loading wrapper may re-create the graph's element; a
   // light watchdog picks up any drawn figure that no watch has claimed.
   setInterval(function () {
     var host = document.getElementById("orientation-map"), gd = plotOf(host), meta = mapMeta(gd);
-    if (host && host._mapToken === undefined && meta) { watchMap({ layout: gd.layout }, "orientation-map"); }
+    if (host && !host._mapHandle && host._mapToken === undefined && meta) { watchMap({ layout: gd.layout }, "orientation-map"); }
   }, 100);
-  // ------------------------------------------------------------ the density view's control map, linked
-  // Its zoom is the dataset's map's (a box or a pan there zooms both, binned anew for the region), its hover
-  // shows the card of the control molecule there and the dataset's density at the same place, and a click
-  // opens the control molecule it picks (the same molecules, randomly rotated: the control's own positions).
-  function bindControl(host, gd) {
-    if (host._boundPlot === gd) { return; }
-    bindPicks(host, gd);
-    gd.addEventListener("mousemove", function (ev) { onMapHover(host, ev); });
-    gd.addEventListener("mouseleave", function () { mapOf(host).hover.leave(); });
-    gd.on("plotly_relayout", function (ev) { followControl(host, gd, ev); });
-  }
-
-  // A zoom or pan of the control map, made the dataset map's (whose relayout then draws both).
-  function followControl(host, gd, ev) {
-    var keys = Object.keys(ev || {}), main = plotOf(document.getElementById("orientation-map"));
-    if (!keys.some(function (k) { return k.indexOf("xaxis") === 0 || k.indexOf("yaxis") === 0; })) { return; }
-    if (!main || (mapMeta(gd) || {}).view !== "density") { host._box = null; return; }
-    if (ev["xaxis.autorange"] || ev["yaxis.autorange"]) { host._box = null; window.Plotly.relayout(main, wholeRanges()); return; }
-    var box = host._box;
-    host._box = null;
-    var ranges = box && box.end && performance.now() - box.end.at < 1000 ? keptBox(gd, box)
-      : { "xaxis.range": gd.layout.xaxis.range.slice(), "yaxis.range": gd.layout.yaxis.range.slice() };
-    window.Plotly.relayout(main, ranges);
-  }
-
-  setInterval(function () {
-    var host = document.getElementById("control-map"), gd = plotOf(host);
-    if (gd && gd.on && (mapMeta(gd) || {}).view === "density") { bindControl(host, gd); }
-  }, 200);
   // ================================================================ end of the map at any size
 
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     orientscope: {
       renderViewer: renderViewer, markSelected: markSelected, copyLink: copyLink, exportMap: exportMap,
       postUpload: postUpload, chosenFile: chosenFile, pollRecord: pollRecord, watchMap: watchMap,
-      applyZoom: applyZoom, keepOneAxis: keepOneAxis
+      applyZoom: applyZoom, keepOneAxis: keepOneAxis, drawPlane: drawPlane
     }
   });
 })();

@@ -565,23 +565,6 @@ class ScatterPreviewPublic(ScatterNearestPublic):
 # ---------------------------------------------------------------- what the dashboard draws of the map
 # A plotly figure ({"data": [...], "layout": {...}}, arrays as plotly's typed arrays) and Dash components
 # ({"type", "namespace", "props"}) are the browser libraries' own formats: passed through as JSON objects.
-PlotlyFigure = dict[str, Any]
-
-
-class MapFigurePublic(_Model):
-    """The flat map's figure of a region, as the dashboard draws it (plotly.js)."""
-
-    figure: PlotlyFigure = Field(
-        description="Plotly figure: the aggregated image above the point budget, else the points; "
-        "layout.meta.map says what was drawn (mode, distinct molecules, the REST query of its points)."
-    )
-
-
-class MapCellsPublic(_Model):
-    """The density view of a region: the dataset's density beside its control's, on one colour scale."""
-
-    dataset: PlotlyFigure = Field(description="Plotly heatmap of the stored poses' density relative to uniform.")
-    control: PlotlyFigure = Field(description="The same for the randomly rotated control.")
 
 
 class MapPanelPublic(_Model):
@@ -607,6 +590,7 @@ class FirstPaintHook(_Model):
 
     mode: str = Field(description="image or points.")
     drawn: int = Field(description="Distinct molecules drawn.")
+    token: str | None = Field(None, description="The drawing's token: a new one for each map drawn anew.")
 
 
 class FirstPaintDots(_Model):
@@ -626,6 +610,7 @@ class FirstPaintStar(_Model):
     y: float = Field(description="Map y of the axis, map units, y down.")
     label: str = Field(description="Which axis of the reference orientation it is.")
     color: str = Field(description="Its colour (CSS).")
+    title: str | None = Field(None, description="What a hover on it says: the axis, its longitude and latitude.")
 
 
 class FirstPaintPoints(_Model):
@@ -639,6 +624,65 @@ class FirstPaintPoints(_Model):
     stroke_width: float = Field(description="Marker outline width, map units.")
 
 
+class MapLegendItem(_Model):
+    """One swatch of a map's legend."""
+
+    label: str = Field(description="What the colour stands for.")
+    color: str | None = Field(description="Its colour (CSS).")
+    symbol: str = Field(description="The marker drawn: circle, star, or ring (an open circle).")
+
+
+class MapTick(_Model):
+    """A value marked on a colour bar."""
+
+    value: float = Field(description="The value.")
+    text: str = Field(description="Its words on the bar.")
+
+
+class MapColorbar(_Model):
+    """A continuous colour scale's bar."""
+
+    title: str = Field(description="What the colours show.")
+    colors: list[str] = Field(description="The scale's colour stops, low to high, evenly spaced.")
+    cmin: float | None = Field(description="The value of the lowest colour.")
+    cmax: float | None = Field(description="The value of the highest colour.")
+    ticks: list[MapTick] = Field(description="Values marked on the bar and their words.")
+
+
+class MapLegend(_Model):
+    """A map's legend: categorical swatches and/or a continuous colour bar."""
+
+    items: list[MapLegendItem] = Field(description="Swatches in drawing order.")
+    colorbar: MapColorbar | None = Field(description="The continuous colour bar (null: none).")
+
+
+class MapPointsLayer(_Model):
+    """Points of one colour, drawn on the renderer's canvas (map units, y down)."""
+
+    kind: Literal["points", "highlight"] = Field(description="The view's points, or SMARTS matches drawn over them.")
+    x: dict[str, str] = Field(description="Map x per point: a typed array {dtype: 'i2', bdata: base64 int16}.")
+    y: dict[str, str] = Field(description="Map y per point, y down, the same encoding.")
+    n: int = Field(description="Points in the layer.")
+    color: str | None = Field(description="Fill colour (CSS); a ring's outline colour.")
+    size: float = Field(description="Marker diameter, screen pixels.")
+    opacity: float = Field(description="Fill opacity, 0–1.")
+    stroke: str | None = Field(description="Outline colour (null: none).")
+    stroke_width: float = Field(description="Outline width, screen pixels.")
+    ring: bool = Field(description="An open circle (SMARTS matches), not a filled dot.")
+    range: list[float | None] | None = Field(
+        None, description="The values its colour stands for (a continuous colour's bin: low, high; null: open)."
+    )
+
+
+class MapRegion(_Model):
+    """A region of the Mollweide plane (the map spans x ±2√2, y ±√2)."""
+
+    x0: float = Field(description="Left edge, Mollweide x.")
+    x1: float = Field(description="Right edge.")
+    y0: float = Field(description="Bottom edge, Mollweide y.")
+    y1: float = Field(description="Top edge.")
+
+
 class FirstPaintDensityMap(_Model):
     """One density map: its cells as an image, their values for the hover, the reference stars."""
 
@@ -649,6 +693,26 @@ class FirstPaintDensityMap(_Model):
     points: FirstPaintPoints | None = Field(
         description="Points drawn instead of cells where the set is too sparse to bin (null: none)."
     )
+    legend: MapLegend | None = Field(None, description="Its colour bar (density relative to uniform).")
+
+
+class MapPaintPublic(_Model):
+    """What the map's renderer (frontend_assets/map_draw.js) draws of a region: the flat map's image or points, or
+    the density view's two maps, with the outline, graticule, reference stars and legend."""
+
+    view: Literal["map", "density"] = Field(description="The view drawn.")
+    settings: dict[str, Any] = Field(description="What its clicks and hover ask the REST API for.")
+    hook: FirstPaintHook = Field(description="The test hook the drawn map sets.")
+    region: MapRegion = Field(description="The region shown, Mollweide units.")
+    frame: dict[str, list[list[float] | None]] = Field(
+        description="outline and graticule polylines, map units, y down; null breaks the line."
+    )
+    title: str | None = Field(None, description="The flat map's title (view=map).")
+    image: FirstPaintImage | None = Field(None, description="The aggregated image (view=map above the point budget).")
+    layers: list[MapPointsLayer] | None = Field(None, description="The points, one layer per colour (view=map).")
+    stars: list[FirstPaintStar] | None = Field(None, description="The reference orientation's axes (view=map).")
+    legend: MapLegend | None = Field(None, description="The flat map's legend (view=map).")
+    maps: list[FirstPaintDensityMap] | None = Field(None, description="The dataset's and its control's (view=density).")
 
 
 class FirstPaintPanel(_Model):
@@ -670,6 +734,10 @@ class FirstPaintPublic(_Model):
         None, description="outline and graticule polylines, map units, y down; null breaks the line."
     )
     image: FirstPaintImage | None = Field(None, description="The map's aggregated image (view=map).")
+    region: MapRegion | None = Field(None, description="The region shown, Mollweide units (view=map, density).")
+    layers: list[MapPointsLayer] | None = Field(None, description="The map's points (view=map, points mode).")
+    stars: list[FirstPaintStar] | None = Field(None, description="The reference orientation's axes (view=map).")
+    legend: MapLegend | None = Field(None, description="The map's legend (view=map).")
     dots: FirstPaintDots | None = Field(None, description="The sphere's points (view=sphere).")
     maps: list[FirstPaintDensityMap] | None = Field(None, description="The dataset's and its control's (view=density).")
     panel: FirstPaintPanel | None = Field(None, description="The molecule panel beside the view.")

@@ -172,7 +172,7 @@ def _draw_meta(st: ViewState, mode: str, drawn: int, token: str, render: MapRend
         meta |= {"kind": render.kind, "n_points": render.n_points, "viewport": _grid(render.viewport)}
         if render.mode == "image":  # the image's own pixels: the grid a hover's and a click's pick counts on
             meta["grid"] = _grid(render.image_viewport)
-        meta["state"] = st.map_state()  # what a zoom asks the map-figure route for (GET .../map/figure, .../map/cells)
+        meta["state"] = st.map_state()  # the view state drawn
     return meta
 
 
@@ -258,7 +258,7 @@ def density_pair_json(
     region of ``viewport`` (default the whole map) binned anew on cells of its own (a zoom re-aggregates).
 
     Each figure's ``layout.meta.map`` names its table (the control's clicks and hover pick on the control),
-    the view state and the viewport drawn (what a zoom asks ``GET .../map/cells`` for).
+    the view state and the viewport drawn.
 
     Cached per view state, region and pair of map data, not per pair of layers: the layers of a large view (30M
     points at 10M molecules) are too big to cache and are built again for each request (9 s at 10M

@@ -23,6 +23,7 @@ XYZ = b"3\nwater\nO 0 0 0.1173\nH 0 0.7572 -0.4692\nH 0 -0.7572 -0.4692\n"
 WATER = {"elements": ["O", "H", "H"], "positions": [[0, 0, 0.1173], [0, 0.7572, -0.4692], [0, -0.7572, -0.4692]]}
 EVIL = "http://evil.example"
 PANEL = "/api/datasets/qm9/map/panel/1"
+PAINT = "/api/datasets/qm9/map/paint?view=density"  # the map renderer's drawing
 CALLBACK = "/_dash-update-component"
 
 
@@ -86,7 +87,7 @@ def test_the_issue_probes_are_refused_and_change_nothing(open_url, data_dir):
 DEPICTION = "/api/datasets/qm9/molecules/1/depiction.svg"
 
 
-@pytest.mark.parametrize("path", ["/api/datasets", "/", "/_dash-layout", PANEL, "/assets/style.css", DEPICTION])
+@pytest.mark.parametrize("path", ["/api/datasets", "/", "/_dash-layout", PANEL, PAINT, "/assets/style.css", DEPICTION])
 def test_a_forged_host_gets_400_on_every_kind_of_route(open_url, path):
     r = httpx.get(open_url + path, headers={"Host": "rebind.example:8050"})
     assert r.status_code == 400 and "ORIENTSCOPE_ALLOWED_HOSTS" in r.json()["detail"]
@@ -220,7 +221,7 @@ def test_behind_a_proxy_the_passed_host_and_scheme_count(data_dir):
 # ----------------------------------------------------------------------------------------- read token
 def test_without_the_read_token_only_the_sign_in_page_and_health_answer(private_url):
     with httpx.Client(base_url=private_url, timeout=60) as c:
-        for path in ("/api/datasets", "/api/datasets/qm9/summary", "/_dash-layout", PANEL, "/assets/style.css"):
+        for path in ("/api/datasets", "/api/datasets/qm9/summary", "/_dash-layout", PANEL, PAINT, "/assets/style.css"):
             r = c.get(path)
             assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", path
             assert "sign in" in r.json()["detail"] and READ_TOKEN not in r.text

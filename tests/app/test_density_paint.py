@@ -51,19 +51,23 @@ def test_a_heatmaps_image_spans_its_cells_with_the_bottom_row_last():
 
 
 def test_the_landing_page_carries_the_density_view_and_its_control_as_the_layout_draws_them(qm9_store):
+    from orientscope.figures.mapfigure import density_pair_json
+    from orientscope.figures.state import ViewState
+
     with ServerThread(create_app(qm9_store, dashboard=True)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
         page = c.get("/").text
         layout = c.get("/_dash-layout", headers={"X-OrientScope-Page": ""}).json()
     paint = carried_paint(page)
-    figure = props_of(layout, "orientation-map")["figure"]
-    control = props_of(layout, "control-map")["figure"]
+    drawn = props_of(layout, "map-paint")["data"]  # what Dash's map box draws (map_draw.js): the same paint
+    (figure, control), _ = density_pair_json(qm9_store, ViewState(dataset="qm9"))
     meta = figure["layout"]["meta"]["map"]
-    assert meta["view"] == "density"
-    # what first_paint.js asks the server for a click: the layout's own REST query; its hover is the density's
-    assert paint["settings"] == {"view": "density", "dataset": "qm9", "query": meta["query"], "kind": "density",
-                                 "scale": MAP_SCALE}  # fmt: skip
-    assert paint["hook"] == {"mode": "image", "drawn": meta["drawn"]}
-    # both maps' cells, as the layout's heatmaps hold them (to the hover's two decimals)
+    assert meta["view"] == "density" and drawn["view"] == "density"
+    # what the renderer asks the server for a click: the layout's own REST query; its hover is the density's
+    assert paint["settings"] == drawn["settings"] == {"view": "density", "dataset": "qm9", "query": meta["query"],
+                                                      "kind": "density", "scale": MAP_SCALE}  # fmt: skip
+    assert paint["hook"] == drawn["hook"] == {"mode": "image", "drawn": meta["drawn"], "token": meta["token"]}
+    assert [m["grid"] for m in paint["maps"]] == [m["grid"] for m in drawn["maps"]]
+    # both maps' cells, as the density figures hold them (to the hover's two decimals)
     grids = [m["grid"] for m in paint["maps"]]
     assert len(grids) == 2
     for grid, fig in zip(grids, (figure, control), strict=True):
@@ -72,5 +76,5 @@ def test_the_landing_page_carries_the_density_view_and_its_control_as_the_layout
         assert (grid["ny"], grid["nx"]) == z.shape
         shown = np.array([np.nan if v is None else v for v in grid["z"]]).reshape(z.shape)
         np.testing.assert_allclose(shown, np.round(z, 2), atol=1e-9)
-    assert all(m["image"]["source"].startswith("data:image/png") for m in paint["maps"])
+    assert all(m["image"]["source"].startswith("data:image/png") for m in drawn["maps"])
     assert paint["maps"][0]["stars"]  # and the reference orientation's stars

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from orientscope.app.map_paint import frame, map_paint, sphere_paint
+from orientscope.figures.mapfigure import map_figure_json
 from orientscope.figures.plots import MAP_SCALE, ColorSpec
+from orientscope.figures.state import ViewState
 from orientscope.pipeline.sharded_ingest import ingest_files
 from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.server import create_app
@@ -48,16 +50,17 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     paint = carried_paint(page)
     assert page.index('id="react-entry-point"') < page.index('class="page first-paint-page"')
     assert paint["image"]["source"].startswith("data:image/png;base64,")
-    figure = props_of(layout, "orientation-map")["figure"]
-    assert paint["image"]["source"] == figure["layout"]["images"][0]["source"]  # the image the plot then draws
-    # what first_paint.js needs to ask the server for clicks and hover: the layout's own REST query and the
-    # image's pixel grid, on which its hover and its clicks pick (as the interactive map's over an image)
+    drawn = props_of(layout, "map-paint")["data"]  # what Dash's map box then draws (map_draw.js)
+    assert paint["image"]["source"] == drawn["image"]["source"]  # the same image
+    # what the renderer needs to ask the server for clicks and hover: the layout's own REST query and the
+    # image's pixel grid, on which its hover and its clicks pick
+    figure, _ = map_figure_json(data_dir, ViewState(dataset="qm9", view="map"))
     meta = figure["layout"]["meta"]["map"]
-    assert paint["settings"] == {
+    assert paint["settings"] == drawn["settings"] == {
         "view": "map", "dataset": "qm9", "query": meta["query"], "kind": "color", "grid": meta["grid"],
         "scale": MAP_SCALE,
     }  # fmt: skip
-    assert paint["hook"] == {"mode": "image", "drawn": meta["drawn"]}
+    assert paint["hook"] == drawn["hook"] == {"mode": "image", "drawn": meta["drawn"], "token": meta["token"]}
     assert all(f'"map/{route}"' in page for route in ("nearest", "preview", "shared"))  # map_component.js, inlined
     assert carried_paint(density)["view"] == "density" and len(carried_paint(density)["maps"]) == 2
     # the sphere's sample, one dot per point of the 3D scene, with the scene's drawn count
@@ -140,9 +143,9 @@ def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone
     paint = carried_paint(page)
     md = load_map_data(data_dir, dataset_id)  # the synthetic set's methane copies have no orientation
     points, drawn = md.points()[0].size, int((md.axis_counts[1:]).sum())
-    assert paint["hook"] == {"mode": "image", "drawn": drawn}
+    assert {k: paint["hook"][k] for k in ("mode", "drawn")} == {"mode": "image", "drawn": drawn}
     assert len(carried_paint(landing)["maps"]) == 2
     assert f"{points:,} axis points of {n:,} molecules" in paint["title"]  # its title, from the stored report
-    meta = props_of(layout, "orientation-map")["figure"]["layout"]["meta"]["map"]
-    assert (meta["mode"], meta["drawn"]) == ("image", drawn) and paint["image"]["source"] in json.dumps(layout)
+    hook = props_of(layout, "map-paint")["data"]["hook"]
+    assert (hook["mode"], hook["drawn"]) == ("image", drawn) and paint["image"]["source"] in json.dumps(layout)
     assert not (tmp_path / "columns").exists() or not any((tmp_path / "columns").glob("map-*"))  # the stored map

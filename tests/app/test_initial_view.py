@@ -107,8 +107,8 @@ def test_layout_over_http_holds_the_referring_pages_view(dash_url, qm9_store):
     assert props_of(layout, "molecule-id")["children"] == mol
     assert props_of(layout, "viewer-spec")["data"]["molecule"] == mol
     assert len(props_of(layout, "selected-ring")["data"]) == 2
-    points = [t for t in props_of(layout, "orientation-map")["figure"]["data"] if t["meta"]["kind"] == "points"]
-    assert sum(t["meta"]["n_points"] for t in points) == layers.md.points((1, 2))[0].size  # the defined axes
+    layers_drawn = props_of(layout, "map-paint")["data"]["layers"]  # the renderer's canvas layers of the points
+    assert sum(layer["n"] for layer in layers_drawn) == layers.md.points((1, 2))[0].size  # the defined axes
     assert props_of(layout, "verdict")["children"]  # the verdict is there without a callback
     # a Referer is no longer read, and a missing query gets the plain layout; the callbacks then resolve the URL
     for headers in ({"Referer": f"{dash_url}/?dataset=qm9"}, {}):

@@ -56,11 +56,11 @@ def test_the_warm_up_builds_the_landing_pages_first_paint(qm9_store, binnings):
 
 
 def test_the_landing_pages_density_paint_is_written_once_per_density_pair(qm9_store, binnings, monkeypatch):
-    from orientscope.app import map_paint
+    from orientscope.app import plane_paint
 
     written = []
-    real = map_paint.density_map
-    monkeypatch.setattr(map_paint, "density_map", lambda payload: written.append(1) or real(payload))
+    real = plane_paint.density_map
+    monkeypatch.setattr(plane_paint, "density_map", lambda payload: written.append(1) or real(payload))
     page = page_first_paint(qm9_store, "")
     assert page_first_paint(qm9_store, "") == page and written == [1, 1]  # the dataset's map and its control's
     shared_cache().clear("density_pair")  # a new pair (e.g. a dataset recomputed) is painted again

@@ -1,5 +1,7 @@
 """Panel contents for a view state: what both the callbacks and the first layout show."""
 
+import re
+
 from orientscope.app import data, panels
 from orientscope.app.dashboard import components_of
 from orientscope.figures.mapview import map_layers
@@ -126,22 +128,26 @@ def test_compare_with_the_control_shows_the_controls_gains_not_the_datasets(qm9_
 
 def test_density_view_shows_the_control_beside_on_one_scale_and_disables_colour(qm9_store):
     density = panels.map_outputs(qm9_store, ViewState(dataset="qm9"))
-    assert density.control_hidden is False and density.color_disabled is True
-    main = next(t for t in density.figure["data"] if t["meta"]["kind"] == "density")
-    ctl = next(t for t in density.control["data"] if t["meta"]["kind"] == "density")
-    assert main["zmax"] == ctl["zmax"] >= 2 and main["zmin"] == ctl["zmin"] == 0
-    ticks = dict(zip(main["colorbar"]["tickvals"], main["colorbar"]["ticktext"], strict=True))
-    assert ticks[1] == "1 = uniform"
+    assert density.graph_hidden is True and density.color_disabled is True
+    main, ctl = density.paint["maps"]
+    assert density.paint["view"] == "density" and ctl["title"].startswith("Control")
+    assert main["legend"]["colorbar"] == ctl["legend"]["colorbar"]  # one scale
+    bar = main["legend"]["colorbar"]
+    assert bar["cmax"] >= 2 and bar["cmin"] == 0
+    assert {t["value"]: t["text"] for t in bar["ticks"]}[1] == "1 = uniform"
     points = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view="map"))
-    assert points.control_hidden is True and points.color_disabled is False
+    assert points.graph_hidden is True and points.color_disabled is False and points.paint["view"] == "map"
+    sphere = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view="sphere"))
+    assert sphere.paint is None and sphere.graph_hidden is False  # plotly's 3D scene
+    assert any((t.get("meta") or {}).get("kind") == "points" for t in sphere.figure["data"])
 
 
 def test_reference_stars_follow_the_shown_axes_and_hover_in_degrees(qm9_store):
     for view in ("density", "map"):
-        fig = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view=view, axes="2")).figure
-        ref = next(t for t in fig["data"] if t["meta"]["kind"] == "reference")
-        assert ref["meta"]["axes"] == [2] and ref["text"] == ["ref 2"]
-        assert "lon %{customdata[1]:.1f}°" in ref["hovertemplate"]
+        paint = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view=view, axes="2")).paint
+        stars = paint["maps"][0]["stars"] if view == "density" else paint["stars"]
+        assert [s["label"] for s in stars] == ["ref 2"]
+        assert re.fullmatch(r"reference orientation, axis 2: lon -?\d+\.\d°, lat -?\d+\.\d°", stars[0]["title"])
 
 
 def test_an_invalid_smarts_is_an_error_not_a_note(qm9_store):

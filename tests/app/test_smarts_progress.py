@@ -69,7 +69,7 @@ def test_the_page_redraws_the_map_when_a_search_is_done(data_dir):
         httpx.Client(base_url=srv.url, timeout=60) as c,
     ):
         deps = c.get("/_dash-dependencies").json()
-    draw = next(d for d in deps if f"{ids.MAP}.figure" in d["output"])
+    draw = next(d for d in deps if f"{ids.MAP_PAINT}.data" in d["output"])
     assert {"id": ids.SMARTS_DONE, "property": "data"} in draw["inputs"]
     follow = next(d for d in deps if f"{ids.SMARTS_JOB}.data" in d["output"])
     assert follow["inputs"] == [{"id": ids.SMARTS_ASK, "property": "data"}]

@@ -30,9 +30,9 @@ SETTLE_S = 8.0
 
 # A mouse move at a map point (map units), timed in the page until the preview card names a molecule.
 PREVIEW_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const gd = document.querySelector('#orientation-map .map-svg');  // map_draw.js's drawing
 const host = document.getElementById('orientation-map');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+const vb = gd.viewBox.baseVal, r = gd.getBoundingClientRect();
 const old = host.querySelector('.hover-preview'); if (old) { old.hidden = true; old.dataset.molecule = ''; }
 window.__preview = null;
 const t0 = performance.now();
@@ -43,8 +43,8 @@ const watch = new MutationObserver(() => {
   }
 });
 watch.observe(host, {subtree: true, childList: true, attributes: true});
-gd.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.left + xa._offset + xa.l2p(arguments[0]),
-                                              clientY: r.top + ya._offset + ya.l2p(arguments[1])}));
+gd.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.left + (arguments[0] - vb.x) / vb.width * r.width,
+                                              clientY: r.top + (-arguments[1] - vb.y) / vb.height * r.height}));
 """
 
 

@@ -35,7 +35,7 @@ SETTLE_S = 8.0  # after the first page load: the server's background warm-up fin
 
 CLICK_PROBE_JS = """
 window.__t = {};
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const gd = document.querySelector('#orientation-map .map-stage');
 gd.addEventListener('mousedown', () => { window.__t.click = performance.now(); }, true);
 const el = document.getElementById('molecule-viewer');
 // "shown": the first task after the next frame, whose commit waits for the WebGL draw to finish
@@ -57,9 +57,11 @@ host.addEventListener('mousedown', (e) => {
 """
 
 TO_PIXEL_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[0].map(p => ({dx: xa._offset + xa.l2p(p[0]) - r.width / 2, dy: ya._offset + ya.l2p(p[1]) - r.height / 2}));
+const stage = document.querySelector('#orientation-map .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
+const r = stage.getBoundingClientRect();
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[0].map(p => ({dx: r.left + (p[0] - vb.x) / vb.width * r.width - cx,
+                               dy: r.top + (-p[1] - vb.y) / vb.height * r.height - cy}));
 """
 
 
@@ -125,14 +127,13 @@ def cold_navigations(url: str, n: int) -> dict:
 # that does not depend on the map.
 SCRIPTS_DONE_JS = "return performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"
 
-# The hook is cleared first: plotly emits the relayout event on which orientscope.js clears it only once
-# the relayout has been applied, so the wait could otherwise read the previous view's hook (and mode).
+# The hook is cleared first, so the wait cannot read the previous view's hook (and mode); the zoom is the renderer's
+# own (map_draw.js handle.zoom: ranges in map units).
 ZOOM_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const host = document.getElementById('orientation-map');
+const host = document.getElementById('orientation-map'), s = 1e4;
 host.removeAttribute('data-drawn'); host.removeAttribute('data-mode');
 window.__zoomed = performance.now();
-Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]});
+host._mapHandle.zoom({x0: arguments[0][0] / s, x1: arguments[0][1] / s, y0: arguments[1][0] / s, y1: arguments[1][1] / s});
 """
 
 
@@ -245,9 +246,9 @@ def time_first_paint_click(url: str, md, target_of=map_target) -> dict:
 def time_zooms(driver, regions: list[tuple[float, float, float, float]]) -> list[tuple[float, str]]:
     """(seconds from a zoom until the re-aggregated region is drawn, its mode) per region (map units).
 
-    The hook is set only by the server's figure of the zoomed region (orientscope.js ``watchMap``):
-    dcc.Graph first echoes the zoom into its figure prop, and until 2026-12-01 that echo of the old
-    figure set it again, so the zoom figures measured before then (about 150 ms) timed the echo.
+    The hook is set only once the server's paint of the zoomed region is drawn (map_draw.js; the drawing scaled at
+    once does not count). Before 2026-12-05 the map was a plotly.js graph (orientscope.js ``watchMap``), and until
+    2026-12-01 dcc.Graph's echo of the old figure set the hook, so the zoom figures before then timed the echo.
     """
     out = []
     for x0, x1, y0, y1 in regions:
@@ -314,7 +315,7 @@ def time_clicks(driver, md, choosers: list | None = None) -> list[float]:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
-    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .map-stage")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     time.sleep(1.0)
     driver.execute_script(CLICK_PROBE_JS)

@@ -9,7 +9,7 @@ samples and the machine's 1-minute load average before and after it; the section
 - landing: navigations in a new browser context each (cold cache) to ``/``, ``/?dataset=qm9&view=map`` and
   ``/?dataset=qm9&view=sphere`` on a warm server, until the map's test hook is set (by the page HTML's first
   paint where it has one, else by the interactive plot), and on until Dash's interactive plot has taken over;
-- zoom: a relayout of the plot's ranges until the figure of that region is drawn (its hook set again), for
+- zoom: the renderer's zoom (map_draw.js) until the paint of that region is drawn (its hook set again), for
   regions large enough to stay an image and small enough to be points;
 - hover: a mouse move over a shown point until the tooltip names the molecule a click there opens, less
   the hover's debounce (orientscope.js HOVER_MS);
@@ -50,9 +50,9 @@ INTERACTIVE_JS = (
 
 # A mouse move at a map point (map units), timed in the page until the tooltip shows text.
 HOVER_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
+const gd = document.querySelector('#orientation-map .map-svg');  // map_draw.js's drawing
 const host = document.getElementById('orientation-map');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+const vb = gd.viewBox.baseVal, r = gd.getBoundingClientRect();
 const old = host.querySelector('.map-tooltip'); if (old) { old.hidden = true; old.textContent = ''; }
 window.__hover = null;
 const t0 = performance.now();
@@ -61,8 +61,8 @@ const watch = new MutationObserver(() => {
   if (tip && !tip.hidden && tip.textContent) { window.__hover = performance.now() - t0; watch.disconnect(); }
 });
 watch.observe(host, {subtree: true, childList: true, characterData: true, attributes: true});
-gd.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.left + xa._offset + xa.l2p(arguments[0]),
-                                              clientY: r.top + ya._offset + ya.l2p(arguments[1])}));
+gd.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.left + (arguments[0] - vb.x) / vb.width * r.width,
+                                              clientY: r.top + (-arguments[1] - vb.y) / vb.height * r.height}));
 """
 
 
@@ -78,10 +78,10 @@ const t0 = performance.now();
   if (shown) { requestAnimationFrame(() => { window.__preview = performance.now() - t0; }); return; }
   if (performance.now() - t0 < 10000) { requestAnimationFrame(look); }
 })();
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-gd.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.left + xa._offset + xa.l2p(arguments[0]),
-                                              clientY: r.top + ya._offset + ya.l2p(arguments[1])}));
+const gd = document.querySelector('#orientation-map .map-svg');  // map_draw.js's drawing
+const vb = gd.viewBox.baseVal, r = gd.getBoundingClientRect();
+gd.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.left + (arguments[0] - vb.x) / vb.width * r.width,
+                                              clientY: r.top + (-arguments[1] - vb.y) / vb.height * r.height}));
 """
 
 

@@ -212,9 +212,17 @@ def console_errors() -> list[str]:
 
 
 MAP_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-if (!gd || !gd._fullData) return null;
 const arr = v => (v && typeof v.length === 'number' && typeof v !== 'string') ? Array.from(v) : v;
+const host = document.getElementById('orientation-map'), h = host && host._mapHandle;
+if (h) {  // map_draw.js's drawing: its paint's canvas layers (map units, y up, as the figures' traces were)
+  const p = h.paint(), dec = s => { if (Array.isArray(s)) return s; const b = atob(s.bdata), u = new Uint8Array(b.length);
+    for (let i = 0; i < b.length; i++) u[i] = b.charCodeAt(i); return Array.from(new Int16Array(u.buffer)); };
+  return (p.layers || []).map(l => ({kind: l.kind, n: l.n, type: 'canvas', meta: {kind: l.kind, n_points: l.n, range: l.range || null},
+    x: arguments[0] ? dec(l.x) : null, y: arguments[0] ? dec(l.y).map(v => -v) : null,
+    color: arguments[0] ? l.color : null}));
+}
+const gd = document.querySelector('#orientation-graph-box:not([hidden]) .js-plotly-plot');
+if (!gd || !gd._fullData) return null;
 return gd._fullData.map(t => ({kind: t.meta && t.meta.kind, n: t._length === undefined ? null : t._length,
                                type: t.type, meta: t.meta || null, x: arguments[0] ? arr(t.x) : null,
                                y: arguments[0] ? arr(t.y) : null, color: arguments[0] && t.marker ? arr(t.marker.color) : null}));
@@ -241,8 +249,9 @@ def map_drawn(driver, first_paint: bool = False) -> dict | None:
 FIRST_PAINT_PIXELS_JS = """
 const svg = document.querySelector('#orientation-map[data-first-paint] svg');
 const vb = svg.viewBox.baseVal, r = svg.getBoundingClientRect();
-return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
-                              (p[1] - vb.y) / vb.height * r.height - r.height / 2]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[0].map(p => [r.left + (p[0] - vb.x) / vb.width * r.width - cx,
+                              r.top + (p[1] - vb.y) / vb.height * r.height - cy]);
 """
 
 

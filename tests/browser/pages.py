@@ -21,17 +21,31 @@ def wait_for(fn, timeout=TIMEOUT_S, what="condition"):
     return wait_until(fn, timeout_s=timeout, what=what, poll_s=0.15)
 
 
+# The drawing on screen: map_draw.js's stage in the plane views (map, density), the plotly graph in the others.
+MAP_ELEMENT = "'#orientation-map .map-plane .map-stage, #orientation-graph-box:not([hidden]) .js-plotly-plot'"
+# Points a drawing shows, from the renderer's paint (map units, y up, as the figures' traces were), per layer.
+PAINT_POINTS_JS = """
+const h = document.getElementById('orientation-map')._mapHandle, p = h && h.paint();
+const dec = s => { if (Array.isArray(s)) return s; const b = atob(s.bdata), u = new Uint8Array(b.length);
+  for (let i = 0; i < b.length; i++) u[i] = b.charCodeAt(i); return Array.from(new Int16Array(u.buffer)); };
+const layers = (p && p.layers) || [];
+"""
 # After two painted frames (a plot or a draw already under way has run), the map's place on the page,
 # or null while a Dash callback is pending (dash-renderer shows ._dash-loading-callback exactly then)
 # or a component is loading.
-SETTLED_JS = """
+SETTLED_JS = (
+    """
 const done = arguments[arguments.length - 1];
 requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
+  const MAP_ELEMENT = """
+    + MAP_ELEMENT
+    + """;
   if (document.querySelector('[data-dash-is-loading="true"], ._dash-loading-callback')) return done(null);
-  const gd = document.querySelector('#orientation-map .js-plotly-plot');
+  const gd = document.querySelector(MAP_ELEMENT);
   done(gd ? JSON.stringify(gd.getBoundingClientRect()) + document.body.scrollHeight : null);
 })));
 """
+)
 
 
 def settle(driver):
@@ -69,22 +83,20 @@ def viewer_molecule(driver, element_id="molecule-viewer"):
 def isolated_point_pixel(driver):
     """Map units and on-screen offset (from the plot centre) of a map point far from every other point."""
     return driver.execute_script(
-        """
-        const gd = document.querySelector('#orientation-map .js-plotly-plot');
-        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        PAINT_POINTS_JS
+        + """
+        const stage = document.querySelector('#orientation-map .map-stage'), svg = stage.querySelector('svg');
+        const vb = svg.viewBox.baseVal, r = stage.getBoundingClientRect();
         const xs = [], ys = [];
-        for (const t of gd._fullData) {
-          if (!(t.meta && t.meta.kind === 'points')) continue;
-          for (let i = 0; i < t._length; i++) { xs.push(t.x[i]); ys.push(t.y[i]); }
-        }
-        const px = xs.map(v => xa._offset + xa.l2p(v)), py = ys.map(v => ya._offset + ya.l2p(v));
+        for (const l of layers) { if (l.kind !== 'points') continue; const x = dec(l.x), y = dec(l.y);
+          for (let i = 0; i < x.length; i++) { xs.push(x[i]); ys.push(-y[i]); } }
+        const px = xs.map(v => (v - vb.x) / vb.width * r.width), py = ys.map(v => (-v - vb.y) / vb.height * r.height);
         let best = -1, bestD = 0;
         for (let i = 0; i < Math.min(px.length, 400); i++) {
           let d = Infinity;
           for (let j = 0; j < px.length; j++) { if (j !== i) d = Math.min(d, Math.hypot(px[i]-px[j], py[i]-py[j])); }
           if (d > bestD) { bestD = d; best = i; }
         }
-        const r = gd.getBoundingClientRect();
         return {x: xs[best], y: ys[best], dx: px[best] - r.width / 2, dy: py[best] - r.height / 2, gap: bestD};
         """
     )
@@ -101,20 +113,25 @@ def choose(driver, dropdown_id, label):
     option.click()
 
 
-# Pixel (relative to the plot's centre, as ActionChains offsets are) of map units, and back.
+# Pixel (relative to the drawing's centre, as ActionChains offsets are) of map units (y up).
+# WebDriver's offsets are from the element's centre rounded down to a whole pixel (the W3C in-view centre point): a
+# drawing of fractional size is off by up to a pixel otherwise, which is many of a deep zoom's map units.
 TO_PIXEL_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[0].map(p => [xa._offset + xa.l2p(p[0]) - r.width / 2, ya._offset + ya.l2p(p[1]) - r.height / 2]);
+const stage = document.querySelector('#orientation-map .map-stage'), svg = stage.querySelector('svg');
+const vb = svg.viewBox.baseVal, r = stage.getBoundingClientRect();
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);
+return arguments[0].map(p => [r.left + (p[0] - vb.x) / vb.width * r.width - cx,
+                              r.top + (-p[1] - vb.y) / vb.height * r.height - cy]);
 """
 
 
 def open_map(driver, url):
-    """Load the dashboard at ``url``, wait for the map, and return its plot element (centred in view)."""
+    """Load the dashboard at ``url``, wait for the map, and return its drawing (centred in view): map_draw.js's stage
+    in the plane views, the plotly graph in the sphere and scatter views."""
     driver.get(url)
     wait_for(lambda: map_drawn(driver), what="the map's test hook")
     settle(driver)
-    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    graph = driver.find_element(By.CSS_SELECTOR, MAP_ELEMENT.strip("'"))
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     return graph
 

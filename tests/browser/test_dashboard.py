@@ -77,8 +77,12 @@ def test_map_holds_one_point_per_defined_axis_per_molecule(driver, base_url, qm9
     md = load_map_data(qm9_store, "qm9")
     # Three per molecule, but none for methane (no orientation) and one for the oblate top (one axis).
     assert n_points(driver) == md.points()[0].size < 3 * md.n_molecules
-    kinds = [t["kind"] for t in map_traces(driver)]
-    assert {"outline", "graticule", "reference"} <= set(kinds)
+    drawn = driver.execute_script(
+        "const svg = document.querySelector('#orientation-map .map-svg');"
+        "return [!!svg.querySelector('path.outline'), !!svg.querySelector('path.graticule'),"
+        " svg.querySelectorAll('g.stars text').length]"
+    )
+    assert drawn[:2] == [True, True] and drawn[2] > 0  # outline, graticule and the reference orientation's stars
 
 
 def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
@@ -89,7 +93,7 @@ def test_clicking_a_point_selects_that_molecule(driver, base_url, qm9_store):
     rows = molecules_at(md, target["x"], target["y"])
     assert len(rows) == 1
     expected = str(md.ids[rows[0]])
-    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .map-stage")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     target = isolated_point_pixel(driver)
     ActionChains(driver).move_to_element_with_offset(graph, int(round(target["dx"])), int(round(target["dy"]))).pause(
@@ -127,9 +131,10 @@ def test_url_restores_colour_and_axes(driver, base_url, qm9_store):
     md = load_map_data(qm9_store, "qm9")
     two = md.points((1, 2))[0].size  # axes 1 and 2 of every molecule that defines them
     wait_for(lambda: n_points(driver) == two, what="two axes per molecule")
-    traces = map_traces(driver)
-    assert any(t["kind"] == "colorbar" for t in traces)
-    assert all(t["meta"]["range"] is not None or t["color"] == "#BBBBBB" for t in point_traces(driver, True))
+    legend = driver.execute_script("return document.getElementById('orientation-map')._mapHandle.paint().legend")
+    assert legend["colorbar"]["title"].startswith("mu") or "mu" in legend["colorbar"]["title"]  # a colour bar
+    assert driver.find_element(By.CSS_SELECTOR, "#orientation-map .colorbar").is_displayed()
+    assert len({t["color"] for t in point_traces(driver, True)}) > 2  # the property's colour bins
     assert "property: mu" in text_of(driver, "color-by")
     assert "color=prop%3Amu" in driver.current_url and "axes=12" in driver.current_url
 

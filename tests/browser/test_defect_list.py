@@ -24,15 +24,14 @@ from tests.browser.pages import open_page, settle, text_of, viewer_molecule, wai
 pytestmark = pytest.mark.browser
 
 
+# The drawn map as map_draw.js holds it: its points layers (kind, colour, marker size) and legend, and its image.
 FIGURE_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-if (!gd || !gd.data) return null;
-return {data: gd.data.map(t => ({kind: t.meta && t.meta.kind, name: t.name, showlegend: t.showlegend,
-                                 marker: t.marker ? {size: t.marker.size, color: typeof t.marker.color === 'string'
-                                                     ? t.marker.color : null} : null,
-                                 x: t.x ? Array.from(t.x) : null,
-                                 y: t.y ? Array.from(t.y) : null, z: t.z ? Array.from(t.z) : null})),
-        image: (gd.layout.images || []).length ? gd.layout.images[0].source : null};
+const h = document.getElementById('orientation-map')._mapHandle;
+if (!h || h.paint().view !== 'map') return null;
+const p = h.paint();
+return {data: p.layers.map(l => ({kind: l.kind, name: null, showlegend: false,
+                                  marker: {size: l.size, color: l.color}, x: null, y: null, z: null})),
+        legend: p.legend, image: p.image ? p.image.source : null};
 """
 
 # The image's pixels: (opaque-ish grey, highlight-coloured) counts.
@@ -56,8 +55,21 @@ img.src = arguments[0];
 """
 
 
+# The sphere's figure as plotly.js holds it (its graph, shown in that view).
+SPHERE_JS = """
+const gd = document.querySelector('#orientation-graph-box:not([hidden]) .js-plotly-plot');
+if (!gd || !gd.data) return null;
+return {data: gd.data.map(t => ({kind: t.meta && t.meta.kind, x: t.x ? Array.from(t.x) : null,
+                                 y: t.y ? Array.from(t.y) : null, z: t.z ? Array.from(t.z) : null}))};
+"""
+
+
 def _figure(driver) -> dict:
     return driver.execute_script(FIGURE_JS)
+
+
+def _sphere(driver) -> dict:
+    return driver.execute_script(SPHERE_JS) or {"data": []}
 
 
 @pytest.mark.parametrize("server", ["base_url", "image_url"])
@@ -67,12 +79,12 @@ def test_a_smarts_highlight_sets_the_colour_bar_aside_and_keeps_the_other_molecu
     n_match = int(match_smarts(get_view(qm9_store, "qm9"), "C=O").mask.sum())
     open_page(driver, request.getfixturevalue(server) + "/?dataset=qm9&view=map&color=prop%3Amu&smarts=C%3DO")
     fig = wait_for(
-        lambda: (f := _figure(driver)) and any(t["kind"] == "highlight" for t in f["data"]) and f,
+        lambda: (f := _figure(driver)) and "SMARTS match" in [i["label"] for i in f["legend"]["items"]] and f,
         what="the highlighted map",
     )
     kinds = [t["kind"] for t in fig["data"]]
-    assert "colorbar" not in kinds  # the mu colour bar no longer explains a map drawn in grey and orange
-    legend = [t["name"] for t in fig["data"] if t["showlegend"] is not False and t["kind"] in ("legend", "highlight")]
+    assert fig["legend"]["colorbar"] is None  # the mu colour bar no longer explains a map drawn in grey and orange
+    legend = [item["label"] for item in fig["legend"]["items"]]
     assert NO_MATCH in legend and "SMARTS match" in legend
     if fig["image"] is None:  # points: every molecule in muted grey beneath, the matches on top
         points = [t for t in fig["data"] if t["kind"] == "points"]
@@ -152,7 +164,7 @@ def test_colour_by_group_colours_every_group(driver, base_url, qm9_store):
     assert n_grey == 0  # every molecule has a formula: none is drawn grey
     assert {c.upper() for c in colors} == {c.upper() for c in GROUP_COLORS}
     legend = driver.execute_script(
-        "return Array.from(document.querySelectorAll('#orientation-map .legendtext')).map(e => e.textContent)"
+        "return Array.from(document.querySelectorAll('#orientation-map .legend-label')).map(e => e.textContent)"
     )
     assert any("smaller groups" in t for t in legend), legend
 
@@ -162,7 +174,7 @@ def test_the_sphere_rings_the_selected_molecule(driver, base_url, qm9_store):
     mol = str(md.ids[7])
     open_page(driver, f"{base_url}/?dataset=qm9&view=sphere&molecule={mol}")
     ring = wait_for(
-        lambda: next((t for t in _figure(driver)["data"] if t["kind"] == "selection"), None),
+        lambda: next((t for t in _sphere(driver)["data"] if t["kind"] == "selection"), None),
         what="the selection ring on the sphere",
     )
     row = md.row_of(mol)
@@ -175,12 +187,12 @@ def test_the_sphere_rings_the_selected_molecule(driver, base_url, qm9_store):
     moved = md.vectors(np.full(3, md.row_of(other)), np.arange(3))
     wait_for(
         lambda: (
-            (t := next((t for t in _figure(driver)["data"] if t["kind"] == "selection"), None))
+            (t := next((t for t in _sphere(driver)["data"] if t["kind"] == "selection"), None))
             and np.allclose(np.column_stack([t["x"], t["y"], t["z"]]), moved, atol=1e-4)
         ),
         what="the ring on the new molecule",
     )
-    assert sum(t["kind"] == "selection" for t in _figure(driver)["data"]) == 1
+    assert sum(t["kind"] == "selection" for t in _sphere(driver)["data"]) == 1
 
 
 SLOTS_JS = """

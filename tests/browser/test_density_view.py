@@ -18,36 +18,39 @@ from tests.browser.chrome import map_drawn, serve
 from tests.browser.pages import open_map, settle, text_of, wait_for
 
 pytestmark = pytest.mark.browser
-MAIN, CONTROL = "#orientation-map", "#control-map"
+MAIN = "#orientation-map .map-drawing[data-table='original']"
+CONTROL = "#orientation-map .map-drawing[data-table='control']"
 
-# What a density map shows: its ranges (Mollweide units), its cells' centres, its token and table.
+# What a density map shows (map_draw.js): its view box's ranges (Mollweide units), its cells' centres, the paint's
+# token, its table and its points.
 SHOWN_JS = """
-const gd = document.querySelector(arguments[0] + ' .js-plotly-plot');
-if (!gd || !gd._fullLayout || !gd.layout.meta || !gd.layout.meta.map) return null;
-const h = gd._fullData.find(t => t.type === 'heatmap'), s = arguments[1];
-return {x: gd._fullLayout.xaxis.range.map(v => v / s), y: gd._fullLayout.yaxis.range.map(v => v / s),
-        cx: Array.from(h.x).map(v => v / s), cy: Array.from(h.y).map(v => v / s),
-        token: gd.layout.meta.map.token, table: gd.layout.meta.map.query.table,
-        points: gd._fullData.filter(t => t.meta && t.meta.kind === 'points').map(t => t._length)};
+const d = document.querySelector(arguments[0]), host = document.getElementById('orientation-map');
+const h = host && host._mapHandle;
+if (!d || !h || h.paint().view !== 'density') return null;
+const i = d.dataset.table === 'control' ? 1 : 0, m = h.paint().maps[i], g = m.grid, s = arguments[1];
+const vb = d.querySelector('svg.map-svg').viewBox.baseVal;
+const range = (a, da, n) => Array.from({length: n}, (_, k) => (a + (k + 0.5) * da) / s);
+return {x: [vb.x / s, (vb.x + vb.width) / s], y: [-(vb.y + vb.height) / s, -vb.y / s],
+        cx: range(g.x0, g.dx, g.nx), cy: range(g.y0, g.dy, g.ny),
+        token: h.paint().hook.token + '/' + d.dataset.table, table: d.dataset.table === 'control' ? 'control' : 'original',
+        points: m.points ? [m.points.x.length] : []};
 """
-RELAYOUT_JS = """
-Plotly.relayout(document.querySelector(arguments[0] + ' .js-plotly-plot'),
-                {'xaxis.range': arguments[1], 'yaxis.range': arguments[2]});
-"""
-# Offsets from a plot's centre (as ActionChains offsets are) of Mollweide points.
+# Offsets from a drawing's centre (as ActionChains offsets are) of Mollweide points.
 TO_PIXEL_JS = """
-const gd = document.querySelector(arguments[0] + ' .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[1].map(p => [xa._offset + xa.l2p(p[0] * arguments[2]) - r.width / 2,
-                              ya._offset + ya.l2p(p[1] * arguments[2]) - r.height / 2]);
+const stage = document.querySelector(arguments[0] + ' .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
+const r = stage.getBoundingClientRect(), s = arguments[2];
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[1].map(p => [r.left + (p[0] * s - vb.x) / vb.width * r.width - cx,
+                              r.top + (-p[1] * s - vb.y) / vb.height * r.height - cy]);
 """
 CARD_JS = """
 const c = document.querySelector(arguments[0] + ' .hover-preview');
 return c && !c.hidden && c.dataset.molecule ? {molecule: c.dataset.molecule, axis: c.dataset.axis} : null;
 """
-# A map's hover words: the map component's tooltip (a cell's density) and plotly's labels (the reference stars).
+# A map's hover words: the map component's tooltip (a cell's density); the dataset's map's overlays are the host's.
 LABEL_JS = """
-const q = arguments[0] + ' .hovertext, ' + arguments[0] + ' .map-tooltip:not([hidden])';
+const q = arguments[0] === 'main' ? '#orientation-map > .map-tooltip:not([hidden])'
+  : arguments[0] + ' .map-tooltip:not([hidden])';
 return Array.from(document.querySelectorAll(q)).map(e => e.textContent).join(' ');
 """
 
@@ -71,6 +74,17 @@ def _redrawn(driver, before: tuple[dict, dict]) -> tuple[dict, dict]:
     return wait_for(new, what="both maps of the region")
 
 
+def _drag_box(driver, which: str, corner, opposite) -> None:
+    """Drag a zoom box on a drawing from Mollweide ``corner`` to ``opposite``."""
+    stage = driver.find_element(By.CSS_SELECTOR, which + " .map-stage")
+    a, b = driver.execute_script(TO_PIXEL_JS, which, [list(corner), list(opposite)], MAP_SCALE)
+    ActionChains(driver).move_to_element_with_offset(
+        stage, int(a[0]), int(a[1])
+    ).click_and_hold().move_to_element_with_offset(
+        stage, int((a[0] + b[0]) / 2), int((a[1] + b[1]) / 2)
+    ).move_to_element_with_offset(stage, int(b[0]), int(b[1])).release().perform()
+
+
 def _zoom(driver) -> str | None:
     return parse_qs(urlparse(driver.current_url).query).get("zoom", [None])[0]
 
@@ -81,14 +95,16 @@ def test_a_zoom_bins_both_maps_anew_the_control_leads_and_follows_and_the_url_ke
     whole = wait_for(lambda: all(_both(driver)) and _both(driver), what="both density maps")
     assert [m["table"] for m in whole] == ["original", "control"]
     whole_side = whole[0]["cx"][1] - whole[0]["cx"][0]
-    # a zoom of the dataset's map: both maps show the region, on cells binned for it
+    # a zoom of the dataset's map (a zoom box dragged on it): both maps show the region, on cells binned for it
     before = whole
-    driver.execute_script(RELAYOUT_JS, MAIN, [-0.8 * MAP_SCALE, 0.6 * MAP_SCALE], [-0.4 * MAP_SCALE, 0.3 * MAP_SCALE])
+    _drag_box(driver, MAIN, (-0.8, 0.3), (0.6, -0.4))
     main, control = _redrawn(driver, before)
     assert control["x"] == pytest.approx(main["x"], abs=2e-3) and control["y"] == pytest.approx(main["y"], abs=2e-3)
     x0, x1 = main["x"]
     y0, y1 = main["y"]
-    assert x0 <= -0.8 + 1e-3 and x1 >= 0.6 - 1e-3 and y0 <= -0.4 + 1e-3 and y1 >= 0.3 - 1e-3
+    px = 5.9 / driver.execute_script(f'return document.querySelector("{MAIN} .map-stage").clientWidth')
+    # a dragged box lands on whole pixels of the whole map: within a pixel of the corners asked for
+    assert x0 <= -0.8 + px and x1 >= 0.6 - px and y0 <= -0.4 + px and y1 >= 0.3 - px
     nx, ny = density_cells(n_points, (x0, x1, y0, y1))
     assert len(main["cx"]) == nx and len(main["cy"]) == ny  # the region's own cells
     assert x0 < min(main["cx"]) and max(main["cx"]) < x1
@@ -96,12 +112,15 @@ def test_a_zoom_bins_both_maps_anew_the_control_leads_and_follows_and_the_url_ke
     first_zoom = wait_for(lambda: _zoom(driver), what="the zoom in the URL")
     assert [float(v) for v in first_zoom.split(",")] == pytest.approx([x0, x1, y0, y1], abs=1e-4)
     # a zoom of the control: the dataset's map follows, both binned anew
+    first_x = main["x"]
     before = (main, control)
-    driver.execute_script(RELAYOUT_JS, CONTROL, [0.1 * MAP_SCALE, 0.5 * MAP_SCALE], [-0.1 * MAP_SCALE, 0.1 * MAP_SCALE])
+    _drag_box(driver, CONTROL, (0.1, 0.1), (0.5, -0.1))
     main, control = _redrawn(driver, before)
-    assert (
-        main["x"] == pytest.approx(control["x"], abs=2e-3) and main["x"][0] <= 0.1 + 2e-3 and main["x"][1] >= 0.5 - 2e-3
+    zoomed_px = (first_x[1] - first_x[0]) / driver.execute_script(
+        f'return document.querySelector("{MAIN} .map-stage").clientWidth'
     )
+    assert main["x"] == pytest.approx(control["x"], abs=2e-3)
+    assert main["x"][0] <= 0.1 + zoomed_px and main["x"][1] >= 0.5 - zoomed_px
     wait_for(lambda: _zoom(driver) not in (None, first_zoom), what="the second zoom in the URL")
     # the back button: the first zoom again, on both maps
     before = (main, control)
@@ -128,7 +147,7 @@ def test_the_controls_hover_shows_its_molecule_and_the_datasets_density_and_a_cl
 ):
     open_map(driver, base_url + "/?dataset=qm9&view=density")
     wait_for(lambda: _shown(driver, CONTROL), what="the control's map")
-    graph = driver.find_element(By.CSS_SELECTOR, CONTROL + " .js-plotly-plot")
+    graph = driver.find_element(By.CSS_SELECTOR, CONTROL + " .map-stage")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     settle(driver)
     control = load_map_data(qm9_store, "qm9", "control")
@@ -147,12 +166,21 @@ def test_the_controls_hover_shows_its_molecule_and_the_datasets_density_and_a_cl
             MAP_SCALE))  # fmt: skip
         assert np.hypot(*(where - np.round(spot)).T).min() <= 5 + 1
         # the dataset's map names its density at the same place, beside the control's own label
-        main_label = wait_for(lambda: driver.execute_script(LABEL_JS, MAIN), what="the dataset's label")
-        if "reference orientation" in main_label + driver.execute_script(LABEL_JS, CONTROL):
-            continue  # the cursor is on a reference star of either map: its label, not a cell's
+        main_label = wait_for(lambda: driver.execute_script(LABEL_JS, "main"), what="the dataset's label")
         assert "uniform" in main_label and "uniform" in driver.execute_script(LABEL_JS, CONTROL)
         ActionChains(driver).click().perform()
         chosen = card["molecule"]
+        chooser = f"{CONTROL} .map-chooser tr.chooser-row[data-id='{chosen}'] button"
+        # a pixel several control molecules share opens the chooser, the hovered molecule first: chosen there
+        how = wait_for(
+            lambda c=chosen, q=chooser: (
+                ("opened" if text_of(driver, "molecule-id") == c else None)
+                or (driver.find_elements(By.CSS_SELECTOR, q) and "chooser")
+            ),
+            what="the control's molecule to open, or the chooser",
+        )
+        if how == "chooser":
+            driver.find_element(By.CSS_SELECTOR, chooser).click()
         wait_for(lambda c=chosen: text_of(driver, "molecule-id") == c, what="the control's molecule to open")
         wait_for(lambda c=chosen: f"molecule={c}" in driver.current_url, what="the URL to name it")
         break
@@ -187,7 +215,10 @@ def test_three_molecules_first_paint_draws_their_points(without_scripts, three_u
     driver = without_scripts
     driver.get(three_url + "/?dataset=three&view=density")
     wait_for(lambda: map_drawn(driver, first_paint=True), what="the first paint")
-    circles = driver.execute_script(
-        "return [...document.querySelectorAll('[data-first-paint] svg')].map(s => s.querySelectorAll('circle').length)"
-    )
-    assert circles == [9, 9]
+    drawn = driver.execute_script("""
+const host = document.querySelector('#orientation-map[data-first-paint]'), p = host._mapHandle.paint();
+const inked = [...host.querySelectorAll('canvas.map-points')].map(c => {
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
+  for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; });
+return [p.maps.map(m => m.points.x.length), inked];""")
+    assert drawn[0] == [9, 9] and all(n > 9 for n in drawn[1])  # their points, drawn on both maps' canvases

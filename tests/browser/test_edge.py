@@ -144,7 +144,7 @@ def test_a_private_server_signs_in_from_a_link_then_the_whole_dashboard_works(
     cookie = browser.get_cookies()[0]
     assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and READ_TOKEN not in cookie["value"]
     # a click on the map selects a molecule
-    graph = browser.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    graph = browser.find_element(By.CSS_SELECTOR, "#orientation-map .map-stage")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     target = isolated_point_pixel(browser)
     ActionChains(browser).move_to_element_with_offset(graph, int(round(target["dx"])), int(round(target["dy"]))).pause(

@@ -30,11 +30,11 @@ return {molecule: c.dataset.molecule, caption: c.querySelector('.hover-preview-c
         drawn: !!img && img.complete && img.naturalWidth > 0, src: img ? img.getAttribute('src') : null,
         pointer: getComputedStyle(c).pointerEvents};
 """
-# The figure as plotly.js holds it, and a count of its redraws from now on.
+# The drawing as map_draw.js holds it: its paint's token, its view box and its SVG (a redraw changes them).
 FIGURE_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-if (window.__redraws === undefined) { window.__redraws = 0; gd.on('plotly_afterplot', () => window.__redraws++); }
-return {layout: JSON.stringify(gd.layout), traces: gd.data.length, redraws: window.__redraws};
+const host = document.getElementById('orientation-map'), svg = host.querySelector('.map-svg');
+return {layout: host._mapHandle.paint().hook.token + ' ' + svg.getAttribute('viewBox'),
+        traces: svg.querySelectorAll('*').length, redraws: host.dataset.token};
 """
 HIDE_JS = """
 for (const s of ['.map-tooltip', '.hover-preview']) {
@@ -92,7 +92,7 @@ def test_a_rest_on_the_map_previews_the_molecule_the_hover_names_without_changin
 
 def test_a_rest_on_the_density_view_previews_the_molecule_a_click_there_opens(driver, base_url, qm9_store):
     graph = open_map(driver, base_url + "/")
-    view = "return document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map.view"
+    view = "return document.getElementById('orientation-map')._mapHandle.paint().view"
     assert driver.execute_script(view) == "density"
     md = load_map_data(qm9_store, "qm9")
     before = driver.execute_script(FIGURE_JS)

@@ -16,8 +16,11 @@ from tests.browser.chrome import after_frames, first_paint_pixels, make_driver, 
 from tests.browser.pages import FIRST_PAINT, FIRST_PAINT_JS, HOLD_JS, PANEL_JS, text_of, wait_for
 
 pytestmark = pytest.mark.browser
-TIP_JS = "const t = document.querySelector(arguments[0] + ' .map-tooltip');return t && !t.hidden ? t.textContent : null"
-CONTROL = "[data-first-paint-control]"
+TIP_JS = (
+    "const t = document.querySelector(arguments[0]).querySelector(':scope > .map-tooltip');"
+    "return t && !t.hidden ? t.textContent : null"
+)
+CONTROL = "[data-first-paint] .map-drawing[data-table='control']"
 # The last mouse position over the static map, and it in Mollweide units (SVG y is down).
 WATCH_CURSOR_JS = (
     f"document.querySelector('{FIRST_PAINT} svg')"
@@ -62,10 +65,10 @@ def _cell_text(grid, x: float, y: float) -> str | None:
     return None if not np.isfinite(z) else f"density {z:.2f}× uniform"
 
 
-# Per map cell of the first paint: whether its image is the page's own element, loaded, and whether it lies within
+# Per map drawing of the first paint: whether its image is the page's own element, loaded, and whether it lies within
 # its SVG drawing's box and spans most of it.
 LAYERS_JS = """
-return [...document.querySelectorAll('[data-first-paint] .maps > .map-cell .first-paint-layers')].map(d => {
+return [...document.querySelectorAll('[data-first-paint] .maps > .map-drawing .map-stage')].map(d => {
   const im = d.querySelector(':scope > img.first-paint-layer[id^="first-paint-layer-"]');
   const s = d.querySelector(':scope > svg').getBoundingClientRect(), r = im.getBoundingClientRect();
   return [im.complete && im.naturalWidth > 0, r.left >= s.left - 1 && r.right <= s.right + 1 && r.top >= s.top - 1
@@ -105,7 +108,7 @@ def test_the_landing_page_draws_hovers_and_opens_a_molecule_with_no_script_file_
         if hovered == 5:
             break
     assert hovered == 5
-    assert driver.execute_script(f"return document.querySelector('{FIRST_PAINT} .map-tooltip').dataset.kind") == (
+    assert driver.execute_script(f"return document.querySelector('{FIRST_PAINT} > .map-tooltip').dataset.kind") == (
         "density"
     )
     # the control's map hovers too
@@ -147,7 +150,8 @@ def test_a_click_on_the_landing_page_before_dash_is_ready_is_taken_over_by_dash(
         wait_for(lambda: map_drawn(drv), what="the interactive density map")
         wait_for(lambda: text_of(drv, "molecule-id") == chosen, what=f"molecule {chosen} in Dash's panel")
         assert drv.find_elements(By.CSS_SELECTOR, "[data-first-paint]") == []
-        assert drv.find_element(By.ID, "control-map-box").is_displayed()
+        control = "#orientation-map:not([data-first-paint]) .map-drawing[data-table='control']"
+        assert drv.find_element(By.CSS_SELECTOR, control).is_displayed()
         assert drv.find_element(By.ID, "molecule-panel").is_displayed()
         wait_for(lambda: f"molecule={chosen}" in drv.current_url, what="the URL")
         assert "view=density" in drv.current_url

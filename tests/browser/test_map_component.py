@@ -1,6 +1,7 @@
 """The map's click, hover and density words are written once (frontend_assets/map_component.js), as a user sees it
 in real headless Chromium: the same hover and click at the same place on the sky name the same molecule, axis and
-words on the page's first paint (its script files blocked: no Dash, no plotly.js) and on Dash's plotly.js map, and
+words on the page's first paint (its script files blocked: no Dash, no plotly.js) and on Dash's map (both drawn by
+map_draw.js), and
 hovering a density cell gives the same words on both, with the control's beside the dataset's."""
 
 from __future__ import annotations
@@ -18,19 +19,21 @@ from tests.browser.pages import FIRST_PAINT, open_map, static_map, wait_for
 pytestmark = pytest.mark.browser
 # What a map's tooltip says now, and of what (None while hidden or empty).
 TIP_JS = """
-const t = document.querySelector(arguments[0] + ' .map-tooltip');
+const h = document.querySelector(arguments[0]), t = h && h.querySelector(':scope > .map-tooltip');
 return t && !t.hidden && t.textContent ? {text: t.textContent, molecule: t.dataset.molecule, axis: t.dataset.axis}
                                        : null;
 """
 CLICKED_JS = "const m = document.querySelector(arguments[0]); return (m && m.dataset.clicked) || null"
-# Offsets from the Dash plot's centre (as ActionChains offsets are) of Mollweide points.
+# Offsets from the centre of Dash's drawing (as ActionChains offsets are) of Mollweide points.
 DASH_PIXELS_JS = """
-const gd = document.querySelector(arguments[0] + ' .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[1].map(p => [xa._offset + xa.l2p(p[0] * arguments[2]) - r.width / 2,
-                              ya._offset + ya.l2p(p[1] * arguments[2]) - r.height / 2]);
+const stage = document.querySelector(arguments[0] + ' .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
+const r = stage.getBoundingClientRect(), s = arguments[2];
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[1].map(p => [r.left + (p[0] * s - vb.x) / vb.width * r.width - cx,
+                              r.top + (-p[1] * s - vb.y) / vb.height * r.height - cy]);
 """
-CONTROL_FIRST_PAINT, CONTROL_DASH = "[data-first-paint-control]", "#control-map"
+CONTROL_FIRST_PAINT = '[data-first-paint] .map-drawing[data-table="control"]'
+CONTROL_DASH = '#orientation-map:not([data-first-paint]) .map-drawing[data-table="control"]'
 
 
 def _isolated_points(md, n: int, seed: int = 0) -> list[tuple[float, float, str]]:
@@ -54,7 +57,7 @@ def _hover_and_click(driver, element, host: str, offset) -> dict:
     what they name, and the molecule the click opened. Each waits for the state its action brings."""
     driver.execute_script(
         "const m = document.querySelector(arguments[0]); m.dataset.clicked = '';"
-        "const t = m.querySelector('.map-tooltip'); if (t) { t.hidden = true; t.textContent = ''; }",
+        "const t = m.querySelector(':scope > .map-tooltip'); if (t) { t.hidden = true; t.textContent = ''; }",
         host,
     )
     ActionChains(driver).move_to_element_with_offset(element, int(round(offset[0])), int(round(offset[1]))).perform()
@@ -95,8 +98,8 @@ def test_a_hover_and_a_click_name_the_same_molecule_on_the_first_paint_and_on_da
         assert seen["clicked"] == seen["molecule"] == molecule
 
 
-# The cells grid a density map's words come from: the first paint's (its data) or Dash's (from its heatmap).
-CELLS_JS = "return document.querySelector(arguments[0])._grid"
+# The cells grid a density map's words come from: the paint the renderer drew.
+CELLS_JS = "return document.querySelector(arguments[0])._mapHandle.paint().maps[0].grid"
 
 
 def test_a_density_cell_hover_gives_the_same_words_on_the_first_paint_and_on_dashs_map(without_scripts, base_url):
@@ -119,7 +122,7 @@ def test_a_density_cell_hover_gives_the_same_words_on_the_first_paint_and_on_das
 
     def hover(element, host, control, offset):
         for h in (host, control):
-            driver.execute_script("const t = document.querySelector(arguments[0] + ' .map-tooltip');"
+            driver.execute_script("const t = document.querySelector(arguments[0]).querySelector(':scope > .map-tooltip');"
                                   "if (t) { t.hidden = true; t.textContent = ''; }", h)  # fmt: skip
         ActionChains(driver).move_to_element_with_offset(
             element, int(round(offset[0])), int(round(offset[1]))
@@ -132,25 +135,21 @@ def test_a_density_cell_hover_gives_the_same_words_on_the_first_paint_and_on_das
     on_first_paint = [hover(svg, FIRST_PAINT, CONTROL_FIRST_PAINT, at) for at in offsets]
     driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
     graph = open_map(driver, base_url + "/")
-    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, CONTROL_DASH + " .js-plotly-plot"), what="the control map")
+    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, CONTROL_DASH + " .map-stage"), what="the control map")
     offsets = driver.execute_script(DASH_PIXELS_JS, "#orientation-map", spots, MAP_SCALE)
     on_dash = [hover(graph, "#orientation-map", CONTROL_DASH, at) for at in offsets]
     assert on_dash == on_first_paint
     for own, linked in on_dash:
         assert own.startswith("density ") and own.endswith("× uniform") and linked.endswith("× uniform")
-    # plotly's own label of the heatmap is off (a reference star keeps its own): the words come from one place
-    labels = driver.execute_script(
-        "return [...document.querySelectorAll('.hovertext')].map(e => e.textContent).join(' ')"
-    )
-    assert "uniform" not in labels
 
 
 # Offsets from the first paint's control drawing's centre of points in its SVG units.
 CONTROL_PIXELS_JS = f"""
 const svg = document.querySelector('{CONTROL_FIRST_PAINT} svg');
 const vb = svg.viewBox.baseVal, r = svg.getBoundingClientRect();
-return arguments[0].map(p => [(p[0] - vb.x) / vb.width * r.width - r.width / 2,
-                              (p[1] - vb.y) / vb.height * r.height - r.height / 2]);
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[0].map(p => [r.left + (p[0] - vb.x) / vb.width * r.width - cx,
+                              r.top + (p[1] - vb.y) / vb.height * r.height - cy]);
 """
 
 
@@ -176,7 +175,7 @@ def test_a_click_on_the_control_map_opens_the_same_control_molecule_on_the_first
     assert f"molecule={on_first_paint[-1]}" in driver.current_url  # handed to Dash
     driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
     open_map(driver, base_url + "/")
-    graph = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, CONTROL_DASH + " .js-plotly-plot"),
+    graph = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, CONTROL_DASH + " .map-stage"),
                      what="the control map")[0]  # fmt: skip
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     on_dash = [

@@ -23,14 +23,15 @@ from tests.browser.pages import BUDGET, TO_PIXEL_JS, open_map, settle, text_of, 
 
 pytestmark = pytest.mark.browser
 
+# A zoom to x and y ranges (map units), as the renderer's own zoom (map_draw.js handle.zoom) makes it.
 ZOOM_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]});
+const s = 1e4;
+document.getElementById('orientation-map')._mapHandle.zoom(
+  {x0: arguments[0][0] / s, x1: arguments[0][1] / s, y0: arguments[1][0] / s, y1: arguments[1][1] / s});
 """
 PIXEL_SIZE_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-return [(xa.range[1] - xa.range[0]) / xa._length, (ya.range[1] - ya.range[0]) / ya._length];
+const stage = document.querySelector('#orientation-map .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
+return [vb.width / stage.clientWidth, vb.height / stage.clientHeight];
 """
 
 
@@ -53,9 +54,7 @@ def test_a_click_on_the_image_opens_a_molecule_within_5_px(driver, image_url, qm
     graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     md = load_map_data(qm9_store, "qm9")
     assert map_drawn(driver) == {"drawn": int(md.axis_counts[1:].sum()), "mode": "image"}  # with an orientation
-    assert driver.execute_script(
-        "return document.querySelector('#orientation-map .js-plotly-plot').layout.images.length"
-    )
+    assert driver.execute_script("return !!document.getElementById('orientation-map')._mapHandle.paint().image")
     rng = np.random.default_rng(0)
     clicks = 0
     for row in rng.permutation(np.flatnonzero(~np.isnan(md.x[:, 0])))[:40]:  # axis 1 drawn
@@ -221,10 +220,10 @@ def test_hovering_the_image_shows_the_pixels_count_and_dominant_axis(driver, ima
     pytest.fail("no hover over 40 molecules' points showed a tooltip")
 
 
-# What the map's figure was drawn for: its token and the viewport (Mollweide units) the server drew.
+# What the map's paint was drawn for: its token and the region (Mollweide units) the server drew.
 FIGURE_META_JS = """
-const m = document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map;
-return {token: m.token, viewport: m.viewport};
+const p = document.getElementById('orientation-map')._mapHandle.paint();
+return {token: p.hook.token, viewport: p.region};
 """
 
 
@@ -235,8 +234,8 @@ window.__firstHook = null;
 const host = document.getElementById('orientation-map');
 const watch = new MutationObserver(() => {
   if (!host.hasAttribute('data-drawn') || host.hasAttribute('data-first-paint')) return;
-  const m = host.querySelector('.js-plotly-plot').layout.meta.map;
-  window.__firstHook = {token: m.token, viewport: m.viewport};
+  const p = host._mapHandle.paint();
+  window.__firstHook = {token: p.hook.token, viewport: p.region};
   watch.disconnect();
 });
 watch.observe(host, {attributes: true, attributeFilter: ['data-drawn']});
@@ -245,19 +244,18 @@ watch.observe(host, {attributes: true, attributeFilter: ['data-drawn']});
 
 def test_after_a_zoom_the_hook_waits_for_the_zoomed_regions_figure(driver, image_url):
     open_map(driver, image_url + "/?dataset=qm9&view=map")
-    # dcc.Graph first echoes the zoom into its figure (the old map at the new ranges): that is not
-    # the region drawn, so the hook must stay unset until the server's figure of the region is drawn
+    # the zoom scales the old image at once: that is not the region drawn, so the hook must stay unset until the
+    # server's paint of the region is drawn
     for y0, y1 in ((-0.6, 0.4), (0.1, 0.3)):
         before = driver.execute_script(FIGURE_META_JS)
         driver.execute_script(FIRST_HOOK_JS)
-        # the ranges plotly shows once it has fitted the region to the map's aspect ratio
-        ranges = driver.execute_script(
-            "const gd = document.querySelector('#orientation-map .js-plotly-plot');"
-            "return Plotly.relayout(gd, {'xaxis.range': arguments[0], 'yaxis.range': arguments[1]})"
-            ".then(() => [gd.layout.xaxis.range, gd.layout.yaxis.range])",
-            [-0.5 * MAP_SCALE, 0.5 * MAP_SCALE],
-            [y0 * MAP_SCALE, y1 * MAP_SCALE],
-        )
+        driver.execute_script(ZOOM_JS, [-0.5 * MAP_SCALE, 0.5 * MAP_SCALE], [y0 * MAP_SCALE, y1 * MAP_SCALE])
+        # the ranges shown once the region is fitted to the map's aspect ratio
+        region = driver.execute_script("return document.getElementById('orientation-map')._mapHandle.region()")
+        ranges = [
+            [region["x0"] * MAP_SCALE, region["x1"] * MAP_SCALE],
+            [region["y0"] * MAP_SCALE, region["y1"] * MAP_SCALE],
+        ]
         # the figure the hook was first set for after the zoom: not the old one, echoed at the new ranges
         hooked = wait_for(lambda: driver.execute_script("return window.__firstHook"), what="the zoomed map's hook")
         assert hooked["token"] != before["token"]
@@ -266,29 +264,31 @@ def test_after_a_zoom_the_hook_waits_for_the_zoomed_regions_figure(driver, image
         assert np.allclose(drawn_for, np.sort(np.array(ranges) / MAP_SCALE, axis=1))
 
 
-PLOTS_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-window.__plots = 0;
-if (!gd.__counted) { gd.__counted = true; gd.on('plotly_afterplot', () => { window.__plots += 1; }); }
+# The paint requests the page made (GET .../map/paint) and the drawings' tokens seen, from now on.
+PAINTS_JS = """
+window.__tokens = [];
+const host = document.getElementById('orientation-map');
+if (!host.__watched) { host.__watched = true;
+  new MutationObserver(() => { if (host.hasAttribute('data-drawn')) window.__tokens.push(host.dataset.token); })
+    .observe(host, {attributes: true, attributeFilter: ['data-drawn']}); }
+return performance.getEntriesByType('resource').filter(e => e.name.includes('/map/paint?')).length;
 """
+ASKED_JS = "return performance.getEntriesByType('resource').filter(e => e.name.includes('/map/paint?')).length"
 
 
-@pytest.mark.dash_canary  # orientscope.js plotlyInternals.keepAxesInFigure
-def test_a_zoom_draws_the_old_figure_once_and_then_the_regions_figure(driver, image_url):
-    # Canary of orientscope.js keepAxesInFigure: dcc.Graph copies a zoom's axes into its figure prop
-    # and replots that copy unless the prop already holds them. The zoom itself plots once (the old
-    # figure at the new ranges) and the region's figure once: a third plot is dcc.Graph's copy.
-    # The page's own first figure reaches no callback: its figure prop is read from Dash's store
-    # (plotlyInternals.heldFigure), so the first zoom plots no copy either.
+def test_a_zoom_asks_for_the_regions_paint_once_and_draws_it_once(driver, image_url):
+    """A zoom scales the shown drawing at once, then asks the REST resource for the region's paint once and draws it:
+    one request and one new drawing per zoom (no second draw of an echo, as dcc.Graph's once was)."""
     open_map(driver, image_url + "/?dataset=qm9&view=map")
-    plots = []
     for y0, y1 in ((-0.6, 0.4), (0.1, 0.3), (-0.2, 0.2)):
-        driver.execute_script(PLOTS_JS)
+        before = driver.execute_script(FIGURE_META_JS)["token"]
+        asked = driver.execute_script(PAINTS_JS)
         driver.execute_script(ZOOM_JS, [-0.5 * MAP_SCALE, 0.5 * MAP_SCALE], [y0 * MAP_SCALE, y1 * MAP_SCALE])
-        wait_for(lambda: map_drawn(driver), what="the zoomed map's test hook")
-        settle(driver)  # a copy of dcc.Graph's would be a pending callback (its figure changed) or a frame
-        plots.append(driver.execute_script("return window.__plots"))
-    assert plots == [2, 2, 2], plots
+        wait_for(lambda b=before: map_drawn(driver) and driver.execute_script(FIGURE_META_JS)["token"] != b,
+                 what="the zoomed map's test hook")  # fmt: skip
+        settle(driver)  # a second draw would be a pending callback or a frame
+        tokens = driver.execute_script("return window.__tokens")
+        assert driver.execute_script(ASKED_JS) == asked + 1 and len(set(tokens)) == 1, tokens
 
 
 def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image_url, qm9_store):
@@ -299,15 +299,13 @@ def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image
     cx, cy = float(md.x[first, 0]), float(md.y[first, 0])
     half = 0.4
     driver.execute_script(
-        "Plotly.relayout(document.querySelector('#orientation-map .js-plotly-plot'),"
-        "{'xaxis.range': arguments[0], 'yaxis.range': arguments[1]})",
+        ZOOM_JS,
         [(cx - half) * MAP_SCALE, (cx + half) * MAP_SCALE],
         [(cy - half / 2) * MAP_SCALE, (cy + half / 2) * MAP_SCALE],
     )
     shown = wait_for(lambda: (m := map_drawn(driver)) and m["mode"] == "points" and m, what="points mode")
     x0, x1, y0, y1 = driver.execute_script(
-        "const v = document.querySelector('#orientation-map .js-plotly-plot').layout.meta.map.viewport;"
-        "return [v.x0, v.x1, v.y0, v.y1]"
+        "const v = document.getElementById('orientation-map')._mapHandle.paint().region;return [v.x0, v.x1, v.y0, v.y1]"
     )
     inside = (md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)
     assert 0 < inside.sum() <= BUDGET and shown["drawn"] == inside.any(axis=1).sum()
@@ -384,23 +382,22 @@ def test_exports_of_the_image_map_keep_vectors_and_embed_the_image(driver, image
     assert "data:image/png;base64," in html  # the report's map is the same image under vectors
 
 
-def test_a_zoomed_image_is_drawn_from_a_blob_and_exports_embed_the_servers_png(driver, image_url, download_dir):
-    # orientscope.js hands a zoom's PNG to plotly.js as a blob: URL (a data: URL is parsed twice, slowly);
-    # an export must still embed the image itself, byte for byte as the server sent it, not the blob's URL
+def test_a_zoomed_images_export_embeds_the_servers_png(driver, image_url, download_dir):
+    # an export embeds the image itself, byte for byte as the server sent it for the region shown
     open_map(driver, image_url + "/?dataset=qm9&view=map")
     before = driver.execute_script(FIGURE_META_JS)["token"]
     driver.execute_script(ZOOM_JS, [-2.0 * MAP_SCALE, 1.6 * MAP_SCALE], [-1.0 * MAP_SCALE, 1.1 * MAP_SCALE])
     wait_for(lambda: map_drawn(driver) and driver.execute_script(FIGURE_META_JS)["token"] != before, what="the zoom")
     assert map_drawn(driver)["mode"] == "image"
-    source, meta = driver.execute_script(
-        "const gd = document.querySelector('#orientation-map .js-plotly-plot');"
-        "return [gd.layout.images[0].source, gd.layout.meta.map]"
+    paint = driver.execute_script("return document.getElementById('orientation-map')._mapHandle.paint()")
+    stage = driver.execute_script(
+        "const s = document.querySelector('#orientation-map .map-stage'); return [s.clientWidth, s.clientHeight]"
     )
-    assert source.startswith("blob:")
-    query = urllib.parse.urlencode({**meta["query"], **meta["viewport"]})
-    figure = _get_json(f"{image_url}/api/datasets/{meta['dataset']}/map/figure?{query}")["figure"]
-    png = figure["layout"]["images"][0]["source"]
-    assert png.startswith("data:image/png;base64,")
+    query = urllib.parse.urlencode(
+        {**paint["settings"]["query"], **paint["region"], "width": stage[0], "height": stage[1]}
+    )
+    png = _get_json(f"{image_url}/api/datasets/{paint['settings']['dataset']}/map/paint?{query}")["image"]["source"]
+    assert png.startswith("data:image/png;base64,") and png == paint["image"]["source"]
     for old in download_dir.iterdir():
         old.unlink()
     driver.find_element(By.ID, "export-svg").click()

@@ -1,4 +1,4 @@
-"""Box selection on the flat map in real headless Chromium: the list shows the molecules inside (count and ids),
+"""Lasso selection on the flat map (map_draw.js's lasso mode) in real headless Chromium: the list shows the molecules inside (count and ids),
 the CSV link downloads them, and the selection goes into the URL, so that a reload lists it again."""
 
 from __future__ import annotations
@@ -29,12 +29,16 @@ return {count: document.getElementById('selection-count').textContent,
         csv: document.getElementById('selection-csv').getAttribute('href')};
 """
 
-# Outline corners as offsets from the plot's centre (as TO_PIXEL_JS gives them).
+# The outline's vertices as offsets from the drawing's centre (as TO_PIXEL_JS gives them): map_draw.js's lasso path,
+# in map units (SVG's y down) on its view box.
 OUTLINE_JS = """
-const p = document.querySelector('#orientation-map svg.region-outline polygon');
-if (!p) return null;
-const gd = document.querySelector('#orientation-map .js-plotly-plot'), r = gd.getBoundingClientRect();
-return p.getAttribute('points').split(' ').map(s => s.split(',').map(Number)).map(q => [q[0] - r.width / 2, q[1] - r.height / 2]);
+const path = document.querySelector('#orientation-map path.lasso');
+if (!path) return null;
+const stage = document.querySelector('#orientation-map .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
+const r = stage.getBoundingClientRect();
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+const pts = path.getAttribute('d').replace(/Z$/, '').slice(1).split('L').map(q => q.trim().split(' ').map(Number));
+return pts.map(q => [r.left + (q[0] - vb.x) / vb.width * r.width - cx, r.top + (q[1] - vb.y) / vb.height * r.height - cy]);
 """
 
 
@@ -87,21 +91,24 @@ def _url_sel(driver) -> str | None:
     return (parse_qs(urlparse(driver.current_url).query).get("sel") or [None])[0]
 
 
-def test_a_box_selection_lists_its_molecules_downloads_them_and_survives_a_reload(driver, waters_url, download_dir):
+def test_a_lasso_selection_lists_its_molecules_downloads_them_and_survives_a_reload(driver, waters_url, download_dir):
     url, data_dir, mode = waters_url
     graph = open_map(driver, url + "/?dataset=waters&view=map")
     assert map_drawn(driver)["mode"] == mode
     md = load_map_data(data_dir, "waters")
-    # the box select tool of the map's toolbar, then a drag over the left half of the map's upper half
-    driver.find_element(By.CSS_SELECTOR, '#orientation-map .modebar-btn[data-val="select"]').click()
-    start, end = driver.execute_script(TO_PIXEL_JS, [[-2.6 * MAP_SCALE, 1.2 * MAP_SCALE], [0.0, 0.0]])
-    ActionChains(driver).move_to_element_with_offset(
-        graph, int(start[0]), int(start[1])
-    ).click_and_hold().move_by_offset(
-        int(end[0] - start[0]) // 2, int(end[1] - start[1]) // 2
-    ).move_to_element_with_offset(graph, int(end[0]), int(end[1])).release().perform()
+    # the lasso of the map's toolbar, drawn around the left half of the map's upper half
+    driver.find_element(By.CSS_SELECTOR, "#orientation-map .map-mode[data-mode='lasso']").click()
+    corners = [[-2.6, 0.0], [0.0, 0.0], [0.0, 1.2], [-2.6, 1.2]]
+    pixels = np.array(driver.execute_script(TO_PIXEL_JS, [[x * MAP_SCALE, y * MAP_SCALE] for x, y in corners]))
+    chain = (
+        ActionChains(driver).move_to_element_with_offset(graph, int(pixels[0, 0]), int(pixels[0, 1])).click_and_hold()
+    )
+    for a, b in zip(pixels, np.roll(pixels, -1, axis=0), strict=True):
+        for t in (0.5, 1.0):
+            chain.move_to_element_with_offset(graph, int(a[0] + (b[0] - a[0]) * t), int(a[1] + (b[1] - a[1]) * t))
+    chain.release().perform()
     sel = wait_for(lambda: _url_sel(driver), what="the selection in the URL")
-    assert sel.startswith("box:")
+    assert sel.startswith("lasso:")
     x0, x1, y0, y1 = parse_selection(sel).bounds
     assert x0 == pytest.approx(-2.6, abs=0.05) and x1 == pytest.approx(0.0, abs=0.05)
     assert y0 == pytest.approx(0.0, abs=0.05) and y1 == pytest.approx(1.2, abs=0.05)
@@ -124,12 +131,13 @@ def test_a_box_selection_lists_its_molecules_downloads_them_and_survives_a_reloa
     driver.get(driver.current_url)
     again = wait_for(lambda: driver.execute_script(LISTED_JS), what="the selection's list after a reload")
     assert again["count"] == listed["count"] and again["ids"] == listed["ids"]
-    # and its outline on the map, at the box's corners
-    corners = wait_for(lambda: driver.execute_script(OUTLINE_JS), what="the selection's outline")
-    expected_corners = driver.execute_script(
-        TO_PIXEL_JS, [[x * MAP_SCALE, y * MAP_SCALE] for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
+    # and its outline on the map, through the lasso's vertices (as the URL keeps them)
+    outline = np.array(wait_for(lambda: driver.execute_script(OUTLINE_JS), what="the selection's outline"))
+    kept = parse_selection(sel)
+    expected_outline = driver.execute_script(
+        TO_PIXEL_JS, [[x * MAP_SCALE, y * MAP_SCALE] for x, y in zip(kept.xs, kept.ys, strict=True)]
     )
-    assert np.allclose(corners, expected_corners, atol=1.5)
+    assert np.allclose(outline, expected_outline, atol=1.5)
     driver.find_element(By.CSS_SELECTOR, "#selection-panel tr.selection-row button").click()
     wait_for(lambda: text_of(driver, "molecule-id") == expected[0], what=f"molecule {expected[0]} to open")
     # clearing it takes it off the page and out of the URL

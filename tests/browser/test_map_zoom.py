@@ -1,5 +1,5 @@
-"""Zoom and pan keep the region asked for, in real headless Chromium: the drawn plot's ranges, not only
-what the server was asked, are checked; the image covers the visible region, points mode draws every
+"""Zoom and pan keep the region asked for, in real headless Chromium (the map's renderer, map_draw.js): the drawing's
+view box, not only what the server was asked, is checked; the image covers the visible region, points mode draws every
 point in it; double-click and home return to the whole map; the zoom goes into the URL and back."""
 
 from __future__ import annotations
@@ -12,30 +12,34 @@ from selenium.webdriver.common.by import By
 from orientscope.figures.plots import MAP_RANGE_X, MAP_RANGE_Y, MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn
-from tests.browser.pages import open_map, wait_for
+from tests.browser.pages import TO_PIXEL_JS, open_map, wait_for
 
 pytestmark = pytest.mark.browser
 
-# What the plot shows: its axes' ranges (map units), its pixel size, the drawn figure's token and image.
+# What the drawing shows (map_draw.js): its view box's ranges (map units, y up), the stage's pixel size, the drawn
+# paint's token, mode and image (map units, y up).
 SHOWN_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, im = (gd.layout.images || [])[0];
-return {x: xa.range.slice(), y: ya.range.slice(), px: [xa._length, ya._length], token: gd.layout.meta.map.token,
-        mode: gd.layout.meta.map.mode,
-        image: im ? [im.x, im.x + im.sizex, im.y - im.sizey, im.y] : null};
+const host = document.getElementById('orientation-map'), stage = host.querySelector('.map-stage');
+const vb = stage.querySelector('svg').viewBox.baseVal, p = host._mapHandle.paint(), im = p.image;
+return {x: [vb.x, vb.x + vb.width], y: [-(vb.y + vb.height), -vb.y], px: [stage.clientWidth, stage.clientHeight],
+        token: host.dataset.token, mode: p.hook.mode,
+        image: im ? [im.x, im.x + im.width, -(im.y + im.height), -im.y] : null};
 """
-# Data coordinates (map units) of pixel offsets from the plot's centre (as ActionChains offsets are).
+# Map units (y up) of pixel offsets from the drawing's centre (as ActionChains offsets are).
 TO_VALUE_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[0].map(p => [xa.p2l(p[0] + r.width / 2 - xa._offset), ya.p2l(p[1] + r.height / 2 - ya._offset)]);
+const stage = document.querySelector('#orientation-map .map-stage'), vb = stage.querySelector('svg').viewBox.baseVal;
+const r = stage.getBoundingClientRect();
+const cx = Math.floor(r.left + r.width / 2), cy = Math.floor(r.top + r.height / 2);  // WebDriver's centre
+return arguments[0].map(p => [vb.x + (cx + p[0] - r.left) / r.width * vb.width,
+                              -(vb.y + (cy + p[1] - r.top) / r.height * vb.height)]);
 """
-# Every drawn point of the points traces, map units.
+# Every drawn point of the points layers, map units (y up).
 POINTS_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const out = [];
-gd._fullData.forEach(t => { if (t.meta && t.meta.kind === 'points') {
-  for (let i = 0; i < t._length; i++) out.push([t.x[i], t.y[i]]); } });
+const p = document.getElementById('orientation-map')._mapHandle.paint(), out = [];
+const dec = s => { const b = atob(s.bdata), u = new Uint8Array(b.length);
+  for (let i = 0; i < b.length; i++) u[i] = b.charCodeAt(i); return new Int16Array(u.buffer); };
+p.layers.forEach(l => { if (l.kind === 'points') { const x = dec(l.x), y = dec(l.y);
+  for (let i = 0; i < x.length; i++) out.push([x[i], -y[i]]); } });
 return out;
 """
 
@@ -50,17 +54,20 @@ def _redrawn(driver, before: dict) -> dict:
     return _shown(driver)
 
 
-def _tool(driver, attr: str, val: str) -> None:
-    """Click a modebar button (it shows on hover; a click on the element works without)."""
-    button = driver.find_element(
-        By.CSS_SELECTOR, f'#orientation-map .modebar-btn[data-attr="{attr}"][data-val="{val}"]'
-    )
-    driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", button)
+def _tool(driver, name: str) -> None:
+    """Click a button of the map's toolbar: a drag mode (zoom, pan, lasso) or "reset" (the whole map)."""
+    css = ".map-reset" if name == "reset" else f".map-mode[data-mode='{name}']"
+    driver.find_element(By.CSS_SELECTOR, f"#orientation-map {css}").click()
+    if name != "reset":
+        wait_for(lambda: driver.execute_script(
+            "return document.getElementById('orientation-map').dataset.drag") == name, what=f"the {name} mode")  # fmt: skip
 
 
 def _box_zoom(driver, graph, start, size) -> np.ndarray:
     """Drag a zoom box from pixel offset ``start`` over ``size`` pixels; the box's [[x0, x1], [y0, y1]], map units."""
-    _tool(driver, "dragmode", "zoom")
+    _tool(driver, "zoom")
+    # wholly in view: WebDriver's offsets are from the centre of the element's part in view
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", graph)
     chain = ActionChains(driver).move_to_element_with_offset(graph, *start).click_and_hold()
     for k in range(1, 6):
         chain.move_to_element_with_offset(graph, start[0] + size[0] * k // 5, start[1] + size[1] * k // 5)
@@ -73,7 +80,7 @@ def _assert_region_holds_box(shown: dict, box: np.ndarray) -> None:
     ranges = np.sort(np.array([shown["x"], shown["y"]]), axis=1)
     tol = (ranges[:, 1] - ranges[:, 0]) / np.array(shown["px"])  # a pixel
     assert (ranges[:, 0] <= box[:, 0] + tol).all() and (ranges[:, 1] >= box[:, 1] - tol).all(), (ranges, box)
-    # on the side that bounds it, the region is the box (plotly widens the other to keep the aspect)
+    # on the side that bounds it, the region is the box (the other is widened to keep the aspect)
     assert ((ranges[:, 1] - ranges[:, 0]) / (box[:, 1] - box[:, 0])).min() <= 1.1, (ranges, box)
     per_px = (ranges[:, 1] - ranges[:, 0]) / np.array(shown["px"])
     assert np.isclose(per_px[0], per_px[1], rtol=0.02)  # equal-area map: square pixels
@@ -99,7 +106,7 @@ def test_a_box_zoom_on_the_image_shows_that_region_re_aggregated(driver, image_u
     _assert_region_holds_box(shown, box)
     _assert_image_covers(shown)
     # a pan of that region: the new region is drawn whole
-    _tool(driver, "dragmode", "pan")
+    _tool(driver, "pan")
     ActionChains(driver).move_to_element_with_offset(graph, 0, 0).click_and_hold().move_by_offset(
         60, 30
     ).move_by_offset(60, 30).release().perform()
@@ -125,7 +132,6 @@ def test_a_box_zoom_in_points_mode_draws_every_point_of_the_region(driver, image
     assert sorted(map(tuple, drawn.tolist())) == sorted(map(tuple, want.tolist()))
 
 
-@pytest.mark.dash_canary  # orientscope.js plotlyInternals.setHomeRanges
 def test_double_click_and_home_return_to_the_whole_map(driver, image_url):
     graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
     whole = _shown(driver)
@@ -136,7 +142,7 @@ def test_double_click_and_home_return_to_the_whole_map(driver, image_url):
         assert zoomed["x"][1] - zoomed["x"][0] < 0.5 * (whole["x"][1] - whole["x"][0])
         wait_for(lambda: "zoom=" in driver.current_url, what="the zoom in the URL")
         if back == "home":
-            _tool(driver, "zoom", "reset")
+            _tool(driver, "reset")
         else:
             ActionChains(driver).move_to_element_with_offset(graph, 10, 10).double_click().perform()
         again = _redrawn(driver, zoomed)
@@ -151,7 +157,7 @@ def test_the_zoom_goes_into_the_url_and_the_back_button_restores_it(driver, imag
     first = _redrawn(driver, whole)
     wait_for(lambda: "zoom=" in driver.current_url, what="the zoom in the URL")
     first_url = driver.current_url
-    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .js-plotly-plot")
+    graph = driver.find_element(By.CSS_SELECTOR, "#orientation-map .map-stage")
     _box_zoom(driver, graph, (-40, -20), (80, 40))
     second = _redrawn(driver, first)
     wait_for(lambda: driver.current_url != first_url, what="the second zoom in the URL")
@@ -169,27 +175,16 @@ def test_the_zoom_goes_into_the_url_and_the_back_button_restores_it(driver, imag
     _assert_image_covers(opened)
 
 
-# Offsets from the plot's centre (as ActionChains offsets are) of map-unit points.
-TO_PIXEL_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-return arguments[0].map(p => [xa._offset + xa.l2p(p[0]) - r.width / 2, ya._offset + ya.l2p(p[1]) - r.height / 2]);
-"""
-
-
 @pytest.mark.parametrize(
     "box",
     [(-2.0, -1.8, -0.8, 0.6), (1.8, 2.0, -1.2, -0.2), (-1.0, 1.5, 0.9, 1.1)],  # tall at the left and right, wide
     ids=["tall-left", "tall-right", "wide-top"],
 )
 def test_a_zoom_box_is_kept_and_widened_about_its_own_centre(driver, image_url, box):
-    """plotly.js widened a tall box to the plot's aspect by its right side only (a wide one by one side too): the
-    region drawn holds the box with as much added on each side, in the direction the aspect needs."""
+    """A tall box is widened to the map's aspect (a wide one heightened): the region drawn holds the box with as much
+    added on each side, in the direction the aspect needs (plotly.js once widened it by one side only)."""
     graph = open_map(driver, image_url + "/?dataset=qm9&view=map")
-    driver.find_element(By.CSS_SELECTOR, "#orientation-map .modebar-btn[data-val='zoom']").click()
-    wait_for(lambda: driver.execute_script(
-        "return document.querySelector('#orientation-map .js-plotly-plot')._fullLayout.dragmode") == "zoom",
-        what="the zoom tool")  # fmt: skip
+    _tool(driver, "zoom")
     before = _shown(driver)
     x0, x1, y0, y1 = (v * MAP_SCALE for v in box)
     corner, opposite = np.round(driver.execute_script(TO_PIXEL_JS, [[x0, y1], [x1, y0]]))

@@ -310,8 +310,8 @@ def test_a_click_on_empty_space_asks_only_the_scatters_route_and_its_hint_goes_w
     assert any("/scatter/nearest?" in u for u in asked) and not any("/map/nearest" in u for u in asked)
     # no 422 in the console: the autouse console check (tests/browser/conftest.py) fails the test on one
     driver.find_element(By.CSS_SELECTOR, "#view-mode input[value='map']").click()
-    wait_for(lambda: (m := driver.execute_script(PLOT_JS)) and m["meta"]["view"] == "map" and map_drawn(driver),
-             what="the map")  # fmt: skip
+    view = "const h = document.getElementById('orientation-map')._mapHandle; return h && h.paint().view"
+    wait_for(lambda: driver.execute_script(view) == "map" and map_drawn(driver), what="the map")  # map_draw.js
     assert text_of(driver, "map-hint") == ""  # the click it spoke of was on another view
 
 

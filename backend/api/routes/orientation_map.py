@@ -1,7 +1,7 @@
 """GET /api/datasets/{id}/map (aggregated image or points), /map/nearest (click and hover), /map/preview (a hover's
 point and preview card), /map/shared (the molecules sharing a clicked pixel), /map/molecules/{mol_id} (one molecule's
-colour there), /map/pixel (what a pixel of the image holds), and what the dashboard draws: /map/figure (a region's
-figure), /map/cells (the density view's cells), /map/panel/{mol_id} (the molecule panel) and /map/first-paint
+colour there), /map/pixel (what a pixel of the image holds), and what the dashboard draws: /map/paint (what the map's
+renderer, frontend_assets/map_draw.js, draws of a region: image or points, or the density pair), /map/panel/{mol_id} (the molecule panel) and /map/first-paint
 (everything the page draws before Dash has loaded).
 
 The dashboard's drawings come from its figure builders, which the API cannot import (``api`` and ``app`` are
@@ -20,10 +20,9 @@ from orientscope.api.errors import NOT_FOUND, SEARCH_PENDING
 from orientscope.api.schemas import (
     ErrorPublic,
     FirstPaintPublic,
-    MapCellsPublic,
-    MapFigurePublic,
     MapMoleculePublic,
     MapNearestPublic,
+    MapPaintPublic,
     MapPanelPublic,
     MapPixelPublic,
     MapPreviewPublic,
@@ -186,16 +185,18 @@ UNAVAILABLE = {503: {"model": ErrorPublic, "description": "The API is served wit
 DRAWN = {**NOT_FOUND, **SEARCH_PENDING, **UNAVAILABLE}
 
 
-@router.get("/map/figure", response_model=MapFigurePublic, responses=DRAWN)
-async def map_figure(data_dir: DataDirDep, query: QueryDep, vp: ViewportDep, painter: PainterDep):
-    """The flat map's figure of a region as the dashboard draws it: the image above the point budget, else points."""
-    return json_record(await run_in_threadpool(painter.region_figure, data_dir, query, vp))
-
-
-@router.get("/map/cells", response_model=MapCellsPublic, responses=DRAWN)
-async def map_cells(data_dir: DataDirDep, query: QueryDep, vp: ViewportDep, painter: PainterDep):
-    """The density view of a region: the dataset's and its control's cells, binned anew for it, one colour scale."""
-    return json_record(await run_in_threadpool(painter.region_cells, data_dir, query, vp))
+@router.get("/map/paint", response_model=MapPaintPublic, responses=DRAWN)
+async def map_paint(
+    data_dir: DataDirDep,
+    query: QueryDep,
+    vp: ViewportDep,
+    painter: PainterDep,
+    view: Annotated[
+        Literal["map", "density"], Query(description="map: the flat map; density: the density pair.")
+    ] = "map",
+):
+    """What the map's renderer draws of a region: the image above the point budget, else the points; or the density pair."""
+    return json_record(await run_in_threadpool(painter.region_paint, data_dir, query, vp, view))
 
 
 @router.get("/map/panel/{mol_id:path}", response_model=MapPanelPublic, responses={**NOT_FOUND, **UNAVAILABLE})
