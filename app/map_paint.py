@@ -25,21 +25,23 @@ from plotly.io.json import to_json_plotly
 from orientscope.app import data, panels
 from orientscope.app.density_paint import density_image, payload_array
 from orientscope.app.initial_view import resolve_view
-from orientscope.core.palette import HIGHLIGHT, OTHER_GREY, REFERENCE_STAR
-from orientscope.figures.mapfigure import density_pair_json, map_figure_json
-from orientscope.figures.plots import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_SCALE, MUTED_OPACITY
+from orientscope.core.numbers import format_number
+from orientscope.core.palette import AXIS_COLORS, CIVIDIS, HIGHLIGHT, OTHER_GREY, REFERENCE_STAR
+from orientscope.figures.mapfigure import density_pair_json, map_figure_json, selected_ring
+from orientscope.figures.plots import DENSITY_POINTS_PX, MAP_RANGE_X, MAP_SCALE, MUTED_OPACITY, NO_MATCH
 from orientscope.figures.state import ViewState
 from orientscope.services.bytecache import nbytes, shared_cache
 from orientscope.services.map_data import frame_lines
 from orientscope.services.map_raster import Viewport
-from orientscope.services.map_view import MapQuery
+from orientscope.services.map_view import MapQuery, color_range
 
 # The direction plotly's 3D scene looks from by default (camera eye (1.25, 1.25, 1.25), z up), as
-# screen right, screen up and towards the viewer: the static sphere shows what the scene then shows.
+# screen right, screen up and towards the viewer: the sphere's renderer (map_sphere.js) starts there and returns
+# there on a double click.
 SPHERE_RIGHT = np.array([-1.0, 1.0, 0.0]) / np.sqrt(2.0)
 SPHERE_UP = np.array([-1.0, -1.0, 2.0]) / np.sqrt(6.0)
 SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
-BACK_OPACITY = 0.35  # the sphere's far hemisphere
+BACK_OPACITY = 0.35  # the sphere's far hemisphere, as a share of a dot's opacity
 # A zoom's answer is mostly a base64 PNG: gzip saved a quarter of its 2 MB on the 10M-molecule map and cost
 # 100-600 ms, so these routes answer uncompressed (backend/server.py).
 REGION_PATHS = ("/map/figure", "/map/cells")
@@ -133,32 +135,80 @@ def map_paint(payload: dict) -> dict | None:
     }  # fmt: skip
 
 
-def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight=None) -> dict | None:
-    """The static sphere of a sphere figure payload: its points (n, 3) seen along plotly's default camera,
-    back to front, with the far hemisphere faded; None unless the colours are categorical or a SMARTS highlights.
+def _sphere_color(color, highlight, n: int) -> dict:
+    """How the sphere's renderer colours its ``n`` points, one of four kinds, each with its legend:
 
-    ``ids`` (n,) are the points' molecule ids (a click on a dot opens its molecule); ``keys`` (n,) their
-    tie-break keys, so that a click between equally near dots picks the one the server's map would
-    (``MapData.point_keys``). ``highlight`` (n,) bool marks SMARTS matches: drawn over the others, which are
-    grey and faded, as the figure draws them.
+    - ``categorical``: ``code`` (n,) into ``palette``, labelled by ``labels`` (swatches);
+    - ``highlight`` (a SMARTS search): ``code`` 1 for a match, 0 for the others, drawn grey and faded under the matches;
+    - ``continuous``: ``values`` (n,) as fractions 0-1 of the colour bar's span (null: no value, drawn grey),
+      ``scale`` its evenly spaced stops, ``ticks`` [[fraction, words], ...] (``core/numbers``);
+    - ``none``: every point in the first axis's colour.
+    """
+    if highlight is not None:
+        codes = np.asarray(highlight, bool).astype(np.int8)
+        return {
+            "kind": "highlight",
+            "code": codes,
+            "palette": [OTHER_GREY, HIGHLIGHT],
+            "labels": [NO_MATCH, "SMARTS match"],
+        }
+    if color.kind == "categorical" and color.values is not None and len(color.colors):
+        codes = np.asarray(color.values).astype(np.int16)
+        return {"kind": "categorical", "code": codes, "palette": list(color.colors), "labels": list(color.labels)}
+    if color.kind == "continuous" and color.values is not None:
+        values = np.asarray(color.values, np.float64)
+        lo, hi = color_range(values)
+        span = (values - lo) / (hi - lo) if hi > lo else np.full(len(values), 0.5)
+        ticks = [[t, format_number(lo + t * (hi - lo), ".4g")] for t in (0.0, 0.5, 1.0)]
+        return {"kind": "continuous", "values": np.round(np.clip(span, 0.0, 1.0), 3), "scale": list(CIVIDIS),
+                "missing": OTHER_GREY, "title": color.title, "ticks": ticks}  # fmt: skip
+    return {"kind": "none", "code": np.zeros(n, np.int8), "palette": [AXIS_COLORS[1]], "labels": []}
+
+
+def _trace(payload: dict, kind: str) -> dict | None:
+    return next((t for t in payload.get("data", []) if (t.get("meta") or {}).get("kind") == kind), None)
+
+
+def _reference(payload: dict) -> list[dict]:
+    """The reference orientation's axes of a sphere figure (its trace of kind "reference"): unit vectors, labels."""
+    trace = _trace(payload, "reference")
+    if trace is None:
+        return []
+    xyz = np.stack([payload_array(trace[k]) for k in "xyz"], axis=1).round(4) + 0.0
+    return [
+        {"v": v, "label": label, "color": REFERENCE_STAR} for v, label in zip(xyz.tolist(), trace["text"], strict=False)
+    ]
+
+
+def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight=None, ring=None) -> dict | None:
+    """The 3D sphere of a sphere figure payload, as ``frontend_assets/map_sphere.js`` draws it (any colour kind);
+    None for another view or no points.
+
+    ``vectors`` (n, 3) unit axis vectors in draw order, sent flat and rounded to 1e-3 of the radius (a fifth of a
+    pixel on the drawn sphere); ``ids`` (n,) their molecules (a click on a dot opens its molecule); ``keys`` (n,)
+    their tie-break keys, 3 × molecule index + axis − 1, so that a click between equally near dots picks the one
+    the server's map would (``MapData.point_keys``), and a dot's axis is ``key % 3 + 1``. ``highlight`` (n,) bool
+    marks SMARTS matches (:func:`_sphere_color`); ``ring`` [[x, y, z], ...] the selected molecule's axes.
+    The camera starts where plotly's 3D scene does (eye (1.25, 1.25, 1.25), z up): :data:`SPHERE_RIGHT`,
+    :data:`SPHERE_UP`, :data:`SPHERE_TOWARDS`.
     """
     meta = _meta(payload)
-    if meta.get("view") != "sphere" or len(vectors) == 0 or (color.kind != "categorical" and highlight is None):
+    if meta.get("view") != "sphere" or len(vectors) == 0:
         return None
-    v = np.asarray(vectors, np.float64).reshape(-1, 3)
-    sx, sy = np.round(v @ SPHERE_RIGHT, 3) + 0.0, np.round(-(v @ SPHERE_UP), 3) + 0.0  # + 0.0: no "-0.0"
-    depth = v @ SPHERE_TOWARDS
-    if highlight is None:
-        codes, colors, muted = np.asarray(color.values).astype(int), color.colors, np.zeros(len(v), bool)
-        order = np.argsort(depth, kind="stable")
-    else:
-        codes, colors = np.asarray(highlight, bool).astype(int), [OTHER_GREY, HIGHLIGHT]
-        muted = codes == 0
-        order = np.lexsort((depth, codes))  # the matches last, over the others; each back to front
-    opacity = np.where(muted, MUTED_OPACITY, np.where(depth < 0, BACK_OPACITY, 1.0))[order]
-    dots = {"x": sx[order], "y": sy[order], "code": codes[order], "colors": list(colors), "opacity": opacity}
-    settings = _settings(meta, ids=[str(i) for i in np.asarray(ids)[order]], keys=np.asarray(keys)[order].tolist())
-    return {"settings": settings, "hook": _hook(meta), "title": _title(payload), "dots": dots}
+    v = np.round(np.asarray(vectors, np.float64).reshape(-1, 3), 3) + 0.0  # + 0.0: no "-0.0"
+    marker = (_trace(payload, "points") or {}).get("marker") or {}
+    sphere = {
+        "vectors": v.reshape(-1),
+        "ids": [str(i) for i in np.asarray(ids)],
+        "keys": np.asarray(keys, np.int64),
+        "color": _sphere_color(color, highlight, len(v)),
+        "size": float(marker.get("size", 4)),
+        "outline": (marker.get("line") or {}).get("color"),
+        "fade": {"back": BACK_OPACITY, "muted": MUTED_OPACITY},
+        "reference": _reference(payload),
+        "ring": list(ring or []),
+    }
+    return {"settings": _settings(meta), "hook": _hook(meta), "title": _title(payload), "sphere": sphere}
 
 
 def _stars(payload: dict) -> list[dict]:
@@ -224,7 +274,7 @@ def first_paint(data_dir: Path, search: str) -> dict:
     Otherwise ``view``, ``settings`` (what its clicks and hover ask the REST API for), ``hook`` (the test
     hook's mode and molecules drawn), ``frame`` (outline and graticule) and ``panel`` (the molecule panel's
     layout, as Dash components, showing the page's molecule, and that molecule's viewer spec), plus the
-    view's own drawing: ``image`` and ``title`` (map), ``dots`` and ``title`` (sphere) or ``maps`` (density).
+    view's own drawing: ``image`` and ``title`` (map), ``sphere`` and ``title`` (sphere) or ``maps`` (density).
     """
     return paint_of(data_dir, resolve_view(data_dir, search).state)
 
@@ -254,7 +304,8 @@ def paint_of(data_dir: Path, st: ViewState) -> dict:
             vectors = layers.md.vectors(layers.rows, layers.axes)
             keys = layers.md.point_keys(layers.rows, layers.axes)
             ids = layers.md.ids[layers.rows]
-            paint = sphere_paint(payload, vectors, layers.color, ids, keys, layers.sphere_highlight)
+            ring = selected_ring(layers.md, st, st.molecule)
+            paint = sphere_paint(payload, vectors, layers.color, ids, keys, layers.sphere_highlight, ring)
         else:
             paint = map_paint(payload)
     if paint is None:

@@ -2,17 +2,18 @@
    into the page HTML, after Dash's root element, inside a placeholder that also holds the first paint's
    data as JSON (app/map_paint.py first_paint, the answer of GET /api/datasets/{id}/map/first-paint). It
    draws it as soon as it is parsed, about 1.5 s before the page's 6 MB of scripts have run: no plotly.js,
-   no Dash. Drawn: the map's image under its outline and graticule, the sphere's points seen along the 3D
-   scene's default camera, or the density view's two maps (cells, stars, points), beside the molecule
-   panel rendered from the layout's own Dash components.
+   no Dash. Drawn: the map's image under its outline and graticule, the 3D sphere (map_sphere.js), or the
+   density view's two maps (cells, stars, points), beside the molecule panel rendered from the layout's own
+   Dash components.
 
    The map's and the density view's click, hover, ring and cell words are map_component.js's (inlined before this
    file), the same code as Dash's map runs; this file hands it its SVG drawing as a surface (svgSurface).
    Map: a click asks the server for the nearest shown point within 5 px of the image's pixel grid (GET
    .../map/nearest, as the interactive plot does), rings it and names it, or opens the chooser where several
    molecules share its pixel; hovering the image asks what the point and its pixel hold (GET .../map/preview,
-   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: a click or hover picks the
-   nearest drawn dot within 5 px (its molecule id travels with the dots). Density view (the landing page): a
+   the same pick: the molecule, its axis and card, the pixel's counts). Sphere: map_sphere.js (inlined before
+   this file) draws it on a canvas, turns it and picks its dots; a click comes back here (drawSphere). Density
+   view (the landing page): a
    click on either map asks as on the map (the control's picks its control molecules); hovering either map
    names its cell's density, and the other map's at the same place, beside the card of the molecule a click
    there opens. The chosen molecule then shows in the static molecule panel: its id and info as the server
@@ -403,21 +404,17 @@
     return { maps: [host], host: host, image: layered[1] };
   }
 
+  // The sphere: map_sphere.js's renderer (inlined before this file), the one Dash's page draws the sphere with too;
+  // its clicks and hover are its own, a click comes back through `choose`.
   function drawSphere(paint) {
-    var host = mapHost(paint, "460px"), d = paint.dots;
-    var svg = svgEl("svg", { viewBox: "-1.1 -1.1 2.2 2.2", width: "100%", role: "img", "aria-label": paint.title });
-    svg.appendChild(svgEl("circle", { r: 1, fill: "#f4f4f4", stroke: "#bbb", "stroke-width": ".005" }));
-    // As markup, parsed at once: thousands of createElementNS and setAttribute calls took twice as long.
-    var dots = [];
-    for (var i = 0; i < d.x.length; i++) {
-      var fade = d.opacity[i] < 1 ? '" fill-opacity="' + d.opacity[i] : "";
-      dots.push('<circle cx="' + d.x[i] + '" cy="' + d.y[i] + '" r=".012" fill="' + d.colors[d.code[i]] + fade + '"/>');
-    }
-    var g = svgEl("g", { "class": "dots" });
-    g.innerHTML = dots.join("");
-    svg.appendChild(g);
-    host.append(title(paint.title), svg, el("p", { "class": "note map-hint" }));
-    return { maps: [host], host: host, image: null };
+    var host = mapHost(paint, "460px"), hint = el("p", { "class": "note map-hint" });
+    var render = window.orientscopeMap.drawRegistry.sphere;
+    var handle = render(host, paint, {
+      choose: function (id, hit, ev) { chosen(ev, id, null, null); },
+      say: function (text) { hint.textContent = text || ""; }
+    });
+    host.append(hint);
+    return { maps: [host], host: host, image: null, sphere: handle };
   }
 
   function drawDensityMap(m, frame, attrs) {
@@ -489,12 +486,11 @@
     }
     return {
       host: box, svg: svg,
-      // also `unit`, viewBox units per screen pixel, and the SVG point, for the sphere's dots
       toMap: function (ev) {
         var f = frame(), fx = (ev.clientX - f.r.left) / f.r.width, fy = (ev.clientY - f.r.top) / f.r.height;
         if (!(fx >= 0 && fx <= 1 && fy >= 0 && fy <= 1)) { return null; }
         var sx = vb.x + fx * vb.width, sy = vb.y + fy * vb.height;
-        return { x: sx / s, y: -sy / s, sx: sx, sy: sy, unit: vb.width / f.r.width,
+        return { x: sx / s, y: -sy / s,
                  px: f.left + fx * f.r.width, py: f.top + fy * f.r.height };
       },
       grid: function () {
@@ -502,9 +498,8 @@
         return cfg.grid || { x0: vb.x / s, x1: (vb.x + vb.width) / s, y0: -(vb.y + vb.height) / s, y1: -vb.y / s,
                              width: Math.max(1, Math.round(r.width)), height: Math.max(1, Math.round(r.height)) };
       },
-      // (x, y): Mollweide units, or the viewBox's own units with `svgUnits` (the sphere)
-      toPixel: function (x, y, svgUnits) {
-        var f = frame(), sx = svgUnits ? x : x * s, sy = svgUnits ? y : -y * s;
+      toPixel: function (x, y) {  // Mollweide units
+        var f = frame(), sx = x * s, sy = -y * s;
         return { px: f.left + (sx - vb.x) / vb.width * f.r.width, py: f.top + (sy - vb.y) / vb.height * f.r.height };
       },
       // map/preview's kind is the flat map's (colour or count); the density view's hover asks for the molecule only
@@ -514,8 +509,7 @@
       }
     };
   }
-  var surface = svgSurface(host);
-  var svg = surface.svg;
+  var surface = drawn.sphere ? null : svgSurface(host);
 
   // ---------------------------------------------------------------- the molecule panel
   // Dash's panel, from the layout's components (the first paint's data), filled here until Dash's takes over.
@@ -592,7 +586,7 @@
     window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
   }
 
-  // The ring's point ([x, y, svgUnits], surface.toPixel's): placed again when the page's width changes the drawing's.
+  // The ring's point ([x, y], surface.toPixel's): placed again when the page's width changes the drawing's.
   var ringed = null;
   function ring() { component.ring(host, ringed ? [surface.toPixel.apply(null, ringed)] : []); }
   window.addEventListener("resize", function () { if (ringed && host.isConnected) { ring(); } });
@@ -600,8 +594,7 @@
   // A chosen molecule: ringed at `point` (surface.toPixel's arguments) and named at once, then shown in the panel
   // (`answer`: the panel route's, asked for with the pick; null: asked now).
   function chosen(ev, id, point, answer) {
-    ringed = point;
-    ring();
+    if (!drawn.sphere) { ringed = point; ring(); }  // the sphere's renderer rings its own dots as it turns
     say("Molecule " + id);
     toUrl(id);
     requestAnimationFrame(function () {  // the frame with the ring: how long the click took to answer
@@ -623,50 +616,10 @@
     drawViewer(opened);
   }
 
-  // ---------------------------------------------------------------- the sphere's dots
-  // Picked here, on the drawn dots (their molecule ids travel with them): the server's pick is the flat map's.
-  var dots = null;
-  function nearestDot(p) {
-    if (!dots) {
-      var circles = svg.querySelectorAll("g.dots circle");
-      dots = { x: [], y: [], ids: cfg.ids || [], keys: cfg.keys || [] };
-      Array.prototype.forEach.call(circles, function (c) {
-        dots.x.push(Number(c.getAttribute("cx")));
-        dots.y.push(Number(c.getAttribute("cy")));
-      });
-    }
-    var k = nearestPoint(dots.x, dots.y, dots.keys, p.sx, p.sy, PICK_PX * p.unit);
-    return k < 0 ? null : { x: dots.x[k], y: dots.y[k], id: dots.ids[k] };
-  }
-
-  function spherePick(ev) {
-    var p = surface.toMap(ev), d = p && nearestDot(p);
-    if (!p) { return; }
-    if (!d) {
-      host.dataset.clicked = "none";
-      say("No molecule within 5 px of that click; click closer to a point.");
-      return;
-    }
-    host.dataset.clicked = d.id;
-    chosen(ev, d.id, [d.x, d.y, true], null);
-  }
-
-  var sphereTimer = null;
-  function sphereHover(ev) {
-    var p = surface.toMap(ev), d = p && nearestDot(p);
-    clearTimeout(sphereTimer);
-    if (!d) { component.hide(host); return; }
-    component.showTip(host, p, "molecule " + d.id);
-    sphereTimer = setTimeout(function () { component.showCard(host, p, null, d.id, surface.source()); }, component.HOVER_MS);
-  }
-
   // ---------------------------------------------------------------- the map's image and the density maps
-  svg.style.cursor = "crosshair";
-  if (cfg.view === "sphere") {
-    svg.addEventListener("click", spherePick);
-    svg.addEventListener("mousemove", sphereHover);
-    svg.addEventListener("mouseleave", function () { clearTimeout(sphereTimer); component.hide(host); });
-  } else {
+  if (surface) {  // the sphere's renderer answers its own clicks and hover
+    var svg = surface.svg;
+    svg.style.cursor = "crosshair";
     var picks = component.picker(surface, {
       say: say, zoomable: false,
       choose: function (id, hit, answer, ev) { chosen(ev, id, [hit.x, hit.y], answer); }
