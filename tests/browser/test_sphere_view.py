@@ -12,45 +12,32 @@ import numpy as np
 import pytest
 from plotly.colors import sample_colorscale
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
 from selenium.webdriver.common.by import By
 
 from orientscope.core.palette import CIVIDIS
-from tests.browser.chrome import map_drawn
+from orientscope.services.map_data import load_map_data
+from tests.browser.chrome import (
+    SPHERE_CAMERA_JS,
+    SPHERE_CANVAS,
+    after_frames,
+    css_rgb,
+    lone_front_dot,
+    map_drawn,
+    sphere_pixel,
+    sphere_screen,
+)
 from tests.browser.pages import FIRST_PAINT, FIRST_PAINT_JS, wait_for
 
 pytestmark = pytest.mark.browser
-CANVAS = FIRST_PAINT + " canvas.sphere-canvas"
-CAMERA_JS = f"const h = document.querySelector('{FIRST_PAINT}'); return h && h._sphere ? h._sphere.camera() : null"
-# the canvas's pixel [r, g, b, a] at (x, y) css px of its drawing
-PIXEL_JS = f"""
-const c = document.querySelector('{CANVAS}'), k = window.devicePixelRatio || 1;
-return Array.from(c.getContext('2d').getImageData(Math.round(arguments[0] * k - 0.5), Math.round(arguments[1] * k - 0.5), 1, 1).data);
+CANVAS = SPHERE_CANVAS
+# the selection ring's centres, px from the canvas's top left
+RING_JS = f"""
+const h = document.querySelector('{FIRST_PAINT}'), c = h.querySelector('canvas').getBoundingClientRect();
+const o = h.getBoundingClientRect();
+return Array.from(h.querySelectorAll('svg.selection-ring circle'), e =>
+  [Number(e.getAttribute('cx')) - (c.left - o.left), Number(e.getAttribute('cy')) - (c.top - o.top)]);
 """
-
-
-def camera_basis(azimuth: float, elevation: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Screen right, screen up and towards the viewer of a turntable camera with z up."""
-    ca, sa, ce, se = np.cos(azimuth), np.sin(azimuth), np.cos(elevation), np.sin(elevation)
-    return np.array([-sa, ca, 0.0]), np.array([-se * ca, -se * sa, ce]), np.array([ce * ca, ce * sa, se])
-
-
-def screen(cam: dict, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """((n, 2) css px from the drawing's top left, (n,) depth) of unit vectors under the renderer's camera."""
-    right, up, towards = camera_basis(cam["azimuth"], cam["elevation"])
-    r = min(cam["width"], cam["height"]) / 2 / 1.1 * cam["zoom"]  # the 3D scene's ±1.1 ranges
-    xy = np.stack([cam["width"] / 2 + r * vectors @ right, cam["height"] / 2 - r * vectors @ up], axis=1)
-    return xy, vectors @ towards
-
-
-def lone_front_dot(xy: np.ndarray, depth: np.ndarray, cam: dict, clear_px: float, avoid=()) -> int:
-    """A dot on the near hemisphere, well inside the drawing, with no other dot within ``clear_px``."""
-    centre = np.array([cam["width"], cam["height"]]) / 2
-    for i in np.argsort(np.hypot(*(xy - centre).T)):
-        d = np.hypot(*(xy - xy[i]).T)
-        d[i] = np.inf
-        if depth[i] > 0.2 and d.min() > clear_px and all(np.hypot(*(xy[i] - a)) > 14 for a in avoid):
-            return int(i)
-    pytest.fail("no dot stands alone on the near hemisphere")
 
 
 def sphere_of(base_url: str, query: dict) -> dict:
@@ -63,13 +50,7 @@ def drawn_sphere(driver, url: str) -> dict:
     driver.get(url)
     wait_for(lambda: map_drawn(driver, first_paint=True), what="the first paint's test hook")
     assert driver.execute_script("return typeof window.Plotly + typeof window.DashRenderer") == "undefinedundefined"
-    return wait_for(lambda: (c := driver.execute_script(CAMERA_JS)) and c["width"] > 0 and c, what="the sphere")
-
-
-def rgb(color: str) -> np.ndarray:
-    if color.startswith("#"):
-        return np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], float)
-    return np.array([float(c) for c in color[color.index("(") + 1 : -1].split(",")[:3]])
+    return wait_for(lambda: driver.execute_script(SPHERE_CAMERA_JS), what="the sphere")
 
 
 def test_a_drag_turns_the_sphere_as_its_camera_says_and_a_click_then_opens_the_dot_under_it(without_scripts, base_url):
@@ -84,21 +65,21 @@ def test_a_drag_turns_the_sphere_as_its_camera_says_and_a_click_then_opens_the_d
     ActionChains(driver).move_to_element_with_offset(canvas, -20, 10).click_and_hold().move_by_offset(
         60, 30
     ).release().perform()
-    cam = wait_for(lambda: (c := driver.execute_script(CAMERA_JS)) and c["azimuth"] != start["azimuth"] and c,
+    cam = wait_for(lambda: (c := driver.execute_script(SPHERE_CAMERA_JS)) and c["azimuth"] != start["azimuth"] and c,
                    what="the turned camera")  # fmt: skip
     assert cam["azimuth"] == pytest.approx(start["azimuth"] - 60 / start["radius"], abs=1e-9)
     assert cam["elevation"] == pytest.approx(start["elevation"] + 30 / start["radius"], abs=1e-9)
     assert driver.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked") is None  # a drag is no click
-    before, _ = screen(start, vectors)
-    after, depth = screen(cam, vectors)
-    refs = screen(cam, np.array([r["v"] for r in sphere["reference"]]).reshape(-1, 3))[0]
-    k = lone_front_dot(after, depth, cam, clear_px=max(sphere["size"], 6.0), avoid=refs)
+    before, _ = sphere_screen(start, vectors)
+    after, _ = sphere_screen(cam, vectors)
+    k = lone_front_dot(sphere, cam)
     # near the centre the front turned with the drag: right and down
     assert after[k, 0] > before[k, 0] and after[k, 1] > before[k, 1]
     # the dot is drawn where the turned camera puts it: its colour at its centre
     color = sphere["color"]["palette"][sphere["color"]["code"][k]]
-    pixel = wait_for(lambda: driver.execute_script(PIXEL_JS, *after[k]), what="the canvas's pixel")
-    assert np.abs(np.array(pixel[:3]) - rgb(color)).max() <= 3 and pixel[3] == 255
+    after_frames(driver)  # the turned camera's frame drawn
+    pixel = sphere_pixel(driver, *after[k])
+    assert np.abs(np.array(pixel[:3]) - css_rgb(color)).max() <= 3 and pixel[3] == 255
     # a click on it opens its molecule and rings it there
     w, h = cam["width"], cam["height"]
     ActionChains(driver).move_to_element_with_offset(
@@ -118,7 +99,7 @@ def test_a_drag_turns_the_sphere_as_its_camera_says_and_a_click_then_opens_the_d
     assert np.hypot(*(centres - after[k]).T).min() < 0.01
     # a double click returns to the start
     ActionChains(driver).move_to_element_with_offset(canvas, 0, int(h / 2 - 4)).double_click().perform()
-    back = wait_for(lambda: (c := driver.execute_script(CAMERA_JS)) and c["azimuth"] == start["azimuth"] and c,
+    back = wait_for(lambda: (c := driver.execute_script(SPHERE_CAMERA_JS)) and c["azimuth"] == start["azimuth"] and c,
                     what="the camera back at its start")  # fmt: skip
     assert back["elevation"] == start["elevation"]
 
@@ -134,12 +115,37 @@ def test_the_first_paint_draws_continuous_colours_on_the_scale_of_the_colour_bar
     assert ticks == [t[1] for t in color["ticks"]] and len(set(ticks)) == 3
     assert driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .sphere-colorbar-title").text == color["title"]
     vectors = np.array(sphere["vectors"]).reshape(-1, 3)
-    xy, depth = screen(cam, vectors)
-    refs = screen(cam, np.array([r["v"] for r in sphere["reference"]]).reshape(-1, 3))[0]
-    k = lone_front_dot(xy, depth, cam, clear_px=max(sphere["size"], 6.0), avoid=refs)
+    xy, _ = sphere_screen(cam, vectors)
+    k = lone_front_dot(sphere, cam)
     t = color["values"][k]
     assert t is not None
-    expected = rgb(sample_colorscale(list(CIVIDIS), [t])[0])
-    pixel = driver.execute_script(PIXEL_JS, *xy[k])
+    expected = css_rgb(sample_colorscale(list(CIVIDIS), [t])[0])
+    pixel = sphere_pixel(driver, *xy[k])
     # drawn in 64 steps of the scale: within half a step of plotly's colour
     assert np.abs(np.array(pixel[:3]) - expected).max() <= 4 and pixel[3] == 255
+
+
+def test_a_page_opened_on_a_molecule_rings_its_three_axes_and_the_ring_turns_with_the_sphere(
+    without_scripts, base_url, qm9_store
+):
+    driver = without_scripts
+    md = load_map_data(qm9_store, "qm9")
+    mol = str(md.ids[7])
+    axes = md.vectors(np.full(3, md.row_of(mol)), np.arange(1, 4))  # its axes 1..3, as the flat map rings them
+
+    def ringed() -> np.ndarray | None:
+        got = driver.execute_script(RING_JS)
+        return np.array(got) if got and len(got) == 3 else None
+
+    cam = drawn_sphere(driver, f"{base_url}/?dataset=qm9&view=sphere&molecule={mol}")
+    want = sphere_screen(cam, axes)[0]
+    got = wait_for(
+        lambda: (r := ringed()) is not None and np.abs(r - want).max() < 0.01 and r.tolist(), what="the ring"
+    )
+    # a wheel step zooms in: the ring follows to the zoomed camera's positions
+    canvas = driver.find_element(By.CSS_SELECTOR, SPHERE_CANVAS)
+    ActionChains(driver).scroll_from_origin(ScrollOrigin.from_element(canvas), 0, -200).perform()
+    zoomed = wait_for(lambda: (c := driver.execute_script(SPHERE_CAMERA_JS)) and c["zoom"] > 1 and c, what="the zoom")
+    after_frames(driver)
+    moved = sphere_screen(zoomed, axes)[0]
+    assert np.abs(ringed() - moved).max() < 0.01 and np.abs(moved - np.array(got)).max() > 1
