@@ -208,7 +208,8 @@ def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight
         "reference": _reference(payload),
         "ring": list(ring or []),
     }
-    return {"settings": _settings(meta), "hook": _hook(meta), "title": _title(payload), "sphere": sphere}
+    settings = _settings(meta, query=meta.get("query"))  # the hover card's query, as Dash's sphere asks it
+    return {"settings": settings, "hook": _hook(meta), "title": _title(payload), "sphere": sphere}
 
 
 def _stars(payload: dict) -> list[dict]:

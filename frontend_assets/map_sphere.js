@@ -359,7 +359,9 @@
       var got = pickAt(ev);
       clearTimeout(hoverTimer);
       if (!got || !got.hit || !component) { hideHover(); return; }
-      var hit = got.hit, src = { dataset: (paint.settings || {}).dataset, query: (paint.settings || {}).query || {} };
+      // the card describes the hovered dot's axis, with the map's query (the colour it shows, a SMARTS search)
+      var cfg = paint.settings || {}, hit = got.hit;
+      var src = { dataset: cfg.dataset, query: Object.assign({ axis: hit.axis }, cfg.query || {}) };
       component.showTip(host, got.at, "molecule " + hit.id + " · axis " + hit.axis, hit);
       hoverTimer = setTimeout(function () { component.showCard(host, got.at, null, hit.id, src); }, component.HOVER_MS);
     }

@@ -132,7 +132,7 @@ def test_the_sphere_paint_is_unit_vectors_with_ids_keys_and_every_colour_kind():
     assert [r["v"] for r in sphere["reference"]] == np.eye(3).tolist()
     assert [r["label"] for r in sphere["reference"]] == ["ref 1", "ref 2", "ref 3"]
     assert paint["hook"] == {"mode": "points", "drawn": 2} and paint["title"] == "t"
-    assert paint["settings"] == {"view": "sphere", "dataset": "d"}
+    assert paint["settings"] == {"view": "sphere", "dataset": "d", "query": None}  # the payload's meta has none
     # continuous: each value's place on the colour bar (its 1st to 99th percentile), NaN none, words from core/numbers
     values = np.array([0.0, np.nan, 10.0], np.float32)
     cont = sphere_paint(payload, water_axes, ColorSpec("continuous", values, title="u0"), ids, keys)["sphere"]["color"]

@@ -31,6 +31,10 @@ from tests.browser.pages import FIRST_PAINT, FIRST_PAINT_JS, wait_for
 
 pytestmark = pytest.mark.browser
 CANVAS = SPHERE_CANVAS
+TOOLTIP_JS = f"""
+const t = document.querySelector('{FIRST_PAINT} .map-tooltip');
+return t && !t.hidden ? {{text: t.textContent, molecule: t.dataset.molecule, axis: t.dataset.axis}} : null;
+"""
 # the selection ring's centres, px from the canvas's top left
 RING_JS = f"""
 const h = document.querySelector('{FIRST_PAINT}'), c = h.querySelector('canvas').getBoundingClientRect();
@@ -123,6 +127,15 @@ def test_the_first_paint_draws_continuous_colours_on_the_scale_of_the_colour_bar
     pixel = sphere_pixel(driver, *xy[k])
     # drawn in 64 steps of the scale: within half a step of plotly's colour
     assert np.abs(np.array(pixel[:3]) - expected).max() <= 4 and pixel[3] == 255
+    # a rest on it names its molecule and axis (map_component.js's tooltip, as on the map)
+    canvas = driver.find_element(By.CSS_SELECTOR, CANVAS)
+    w, h = cam["width"], cam["height"]
+    ActionChains(driver).move_to_element_with_offset(
+        canvas, int(round(xy[k, 0] - w / 2)), int(round(xy[k, 1] - h / 2))
+    ).perform()
+    mol, axis = sphere["ids"][k], sphere["keys"][k] % 3 + 1
+    tip = wait_for(lambda: driver.execute_script(TOOLTIP_JS), what="the hover's tooltip")
+    assert tip == {"text": f"molecule {mol} · axis {axis}", "molecule": mol, "axis": str(axis)}
 
 
 def test_a_page_opened_on_a_molecule_rings_its_three_axes_and_the_ring_turns_with_the_sphere(
