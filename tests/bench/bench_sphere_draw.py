@@ -4,7 +4,7 @@ SMARTS-highlight colouring.
 
 Points are uniform on the sphere (a seeded draw); the page holds the renderer alone (no Dash, no plotly.js), and
 each frame is a drag step of 3 px. ``drawMs`` is the renderer's own measure of its draw (projection, depth sort,
-every dot's drawImage); the frame interval is requestAnimationFrame's, which also holds the canvas's raster.
+every dot composited into its pixels); the frame interval is requestAnimationFrame's, which also holds the canvas's raster.
 
 Run: ``python -m tests.bench.bench_sphere_draw`` (writes its BENCHMARKS.md section).
 """
