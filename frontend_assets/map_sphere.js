@@ -1,5 +1,7 @@
-/* The 3D sphere view's one renderer: the page's first paint (app/first_paint.py inlines this file ahead of
-   first_paint.js) and Dash's page (loaded as an asset) draw the sphere with it, from the paint of
+/* The 3D sphere view's renderer, meant as its one renderer: the page's first paint draws the sphere with it
+   (app/first_paint.py inlines this file ahead of first_paint.js); Dash loads it as an asset, but its page still
+   draws the sphere with plotly.js (backend/figures/plots.py sphere_figure, sphere_ring.js) until its map is wired to
+   it (issue 41 item 4). It draws from the paint of
    GET /api/datasets/{id}/map/first-paint?view=sphere (app/map_paint.py sphere_paint): the points as unit
    vectors, their colours (categorical, continuous, a SMARTS highlight or none), ids and tie-break keys, the
    reference orientation's axes, the selected molecule's ring and the title.
