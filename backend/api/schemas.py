@@ -653,7 +653,9 @@ class FirstPaintSphere(_Model):
         description="Opacity of a point behind the sphere (back) and of a SMARTS non-match (muted)."
     )
     reference: list[FirstPaintReference] = Field(description="The reference orientation's axes.")
-    ring: list[list[float]] = Field(description="The selected molecule's axes [x, y, z], ringed.")
+    ring: list[list[float | None]] = Field(
+        description="The selected molecule's axes [x, y, z], ringed (null: an axis its symmetry leaves undefined)."
+    )
 
 
 class FirstPaintStar(_ReferenceAxis):
