@@ -24,7 +24,17 @@ from pathlib import Path
 import numpy as np
 
 from orientscope.store.atomic import atomic_write_bytes
-from tests.browser.chrome import first_paint_pixels, make_driver, map_drawn, quit_driver, serve
+from tests.browser.chrome import (
+    SPHERE_CAMERA_JS,
+    SPHERE_PAINT_JS,
+    first_paint_pixels,
+    lone_front_dot,
+    make_driver,
+    map_drawn,
+    quit_driver,
+    serve,
+    sphere_screen,
+)
 from tests.harness import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -169,8 +179,8 @@ new MutationObserver(() => {
 new PerformanceObserver(l => l.getEntries().forEach(e => { window.__longest = Math.max(window.__longest, e.duration / 1000); }))
   .observe({type: 'longtask'});
 """
-CENTRE_JS = (
-    "const r = document.querySelector('#orientation-map[data-first-paint] svg').getBoundingClientRect();"
+CENTRE_JS = (  # the first paint's drawing: the map's SVG or the sphere's canvas
+    "const r = document.querySelector('#orientation-map[data-first-paint] :is(svg, canvas)').getBoundingClientRect();"
     "return [r.left + r.width / 2, r.top + r.height / 2]"
 )
 
@@ -198,12 +208,12 @@ def map_target(driver, md) -> np.ndarray:
 
 
 def sphere_target(driver, md) -> np.ndarray:
-    """Offset from the static sphere's centre of its nearest-to-the-viewer dot (drawn last, on top)."""
-    cx, cy = driver.execute_script(
-        "const c = [...document.querySelectorAll('#orientation-map[data-first-paint] g.dots circle')].pop();"
-        "return [c.cx.baseVal.value, c.cy.baseVal.value]"
-    )
-    return first_paint_pixels(driver, [[cx, cy]])[0]
+    """Offset from the first paint's sphere's centre of the dot nearest its centre on the near side, alone within 6 px
+    (frontend_assets/map_sphere.js draws it from the paint the page carries, along plotly's default camera)."""
+    cam = _wait(lambda: driver.execute_script(SPHERE_CAMERA_JS), poll=0.01)
+    sphere = driver.execute_script(SPHERE_PAINT_JS)
+    xy, _ = sphere_screen(cam, sphere["vectors"][3 * (k := lone_front_dot(sphere, cam)) : 3 * k + 3])
+    return xy[0] - [cam["width"] / 2, cam["height"] / 2]
 
 
 def time_first_paint_click(url: str, md, target_of=map_target) -> dict:

@@ -178,13 +178,13 @@ def test_the_sphere_rings_the_selected_molecule(driver, base_url, qm9_store):
         what="the selection ring on the sphere",
     )
     row = md.row_of(mol)
-    want = md.vectors(np.full(3, row), np.arange(3))
+    want = md.vectors(np.full(3, row), np.arange(1, 4))  # axes 1..3
     got = np.column_stack([ring["x"], ring["y"], ring["z"]])
     np.testing.assert_allclose(got, want, atol=1e-4)
     # another molecule moves the ring
     other = str(md.ids[11])
     driver.execute_script("window.dash_clientside.set_props('selected', {data: arguments[0]})", other)
-    moved = md.vectors(np.full(3, md.row_of(other)), np.arange(3))
+    moved = md.vectors(np.full(3, md.row_of(other)), np.arange(1, 4))
     wait_for(
         lambda: (
             (t := next((t for t in _sphere(driver)["data"] if t["kind"] == "selection"), None))

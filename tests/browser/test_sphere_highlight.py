@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from selenium.webdriver.common.by import By
 
 from orientscope.app.state import parse_query
 from orientscope.core.palette import HIGHLIGHT, OTHER_GREY
 from orientscope.figures.mapview import map_layers
 from orientscope.figures.plots import MUTED_OPACITY
-from tests.browser.chrome import map_drawn
-from tests.browser.pages import wait_for
+from tests.browser.chrome import (
+    SPHERE_CAMERA_JS,
+    SPHERE_PAINT_JS,
+    css_rgb,
+    lone_front_dot,
+    map_drawn,
+    sphere_pixel,
+    sphere_screen,
+)
+from tests.browser.pages import FIRST_PAINT, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -44,15 +53,30 @@ def test_a_highlight_greys_the_sphere_under_its_matches_with_no_stale_colour_bar
     assert {"SMARTS match", "no SMARTS match (grey)"} <= {t["legend"] for t in traces}
 
 
-def test_the_first_paint_of_a_highlighted_sphere_draws_the_matches_over_grey_dots(without_scripts, base_url):
-    without_scripts.get(base_url + "/" + QUERY)
-    fills = wait_for(
-        lambda: without_scripts.execute_script(
-            "return Array.from(document.querySelectorAll('#orientation-map[data-first-paint] .dots circle'))"
-            ".map(c => c.getAttribute('fill'))"
-        ),
-        what="the static sphere",
-    )
-    first_match = fills.index(HIGHLIGHT)
-    assert set(fills[:first_match]) == {OTHER_GREY} and set(fills[first_match:]) == {HIGHLIGHT}
-    assert np.mean([f == HIGHLIGHT for f in fills]) < 1
+def test_the_first_paint_of_a_highlighted_sphere_draws_the_matches_over_faded_grey_dots(
+    without_scripts, base_url, qm9_store
+):
+    driver = without_scripts
+    driver.get(base_url + "/" + QUERY)
+    wait_for(lambda: map_drawn(driver, first_paint=True), what="the first paint's test hook")
+    cam = wait_for(lambda: driver.execute_script(SPHERE_CAMERA_JS), what="the sphere")
+    sphere = driver.execute_script(SPHERE_PAINT_JS)
+    color = sphere["color"]
+    # the server's matches, whatever the u0 colours were, and no colour bar of them
+    layers = map_layers(qm9_store, parse_query(QUERY)[0])
+    assert color["kind"] == "highlight" and color["palette"] == [OTHER_GREY, HIGHLIGHT]
+    assert np.array(color["code"], bool).tolist() == layers.sphere_highlight.tolist()
+    assert not driver.find_elements(By.CSS_SELECTOR, FIRST_PAINT + " .sphere-colorbar")
+    legend = driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .sphere-legend").text
+    assert "SMARTS match" in legend and "no SMARTS match" in legend
+    # on the canvas: a lone match in the highlight colour; a lone other dot grey, faded over the sphere's face
+    xy, depth = sphere_screen(cam, sphere["vectors"])
+    code = np.array(color["code"])
+    for matched in (1, 0):
+        only = {**sphere, "vectors": np.array(sphere["vectors"]).reshape(-1, 3)[code == matched].reshape(-1).tolist()}
+        k = lone_front_dot(only, cam)
+        at = sphere_screen(cam, np.array(only["vectors"][3 * k : 3 * k + 3]))[0][0]
+        pixel = sphere_pixel(driver, *at)
+        face = np.array([0xF4, 0xF4, 0xF4])
+        want = css_rgb(HIGHLIGHT) if matched else face + MUTED_OPACITY * (css_rgb(OTHER_GREY) - face)
+        assert np.abs(pixel[:3] - want).max() <= 3, (matched, pixel, want)
