@@ -785,6 +785,7 @@
   draw.svgEl = svgEl;
   draw.zoomText = function (region) { return region ? zoomText(boxOf(region)) : ""; };
   draw.zoomRegion = zoomRegion;
+  draw.download = download;
   draw.HOME = regionOf(HOME);
   shared.draw = draw;
 })();

@@ -188,7 +188,11 @@
     var canvas = el("canvas", "sphere-canvas");
     canvas.style.cssText = "display:block;width:100%;aspect-ratio:1;cursor:grab;touch-action:none";
     var legend = el("div");
-    host.append(titleEl, canvas, legend);
+    // one box, as wide as the first paint's sphere on any page (Dash's map box is wider): the drawing moves in it
+    var box = el("div", "sphere-drawing");
+    box.style.cssText = "max-width:460px";
+    box.append(titleEl, canvas, legend);
+    host.append(box);
     var ctx = canvas.getContext("2d");
     var notify = false, clicks = 0;  // notify: tell hooks.drawn after the next frame; clicks: the latest click's number
 
@@ -448,6 +452,30 @@
     var resized = window.ResizeObserver ? new ResizeObserver(schedule) : null;
     if (resized) { resized.observe(canvas); } else { window.addEventListener("resize", schedule); }
 
+    function exportBlob(format) {
+      var titleH = 24, out = document.createElement("canvas"), k = canvas.width / Math.max(1, width);
+      out.width = canvas.width;
+      out.height = canvas.height + Math.round(titleH * k);
+      var g = out.getContext("2d");
+      g.fillStyle = "white";
+      g.fillRect(0, 0, out.width, out.height);
+      g.fillStyle = "black";
+      g.font = Math.round(14 * k) + "px sans-serif";
+      g.fillText(titleEl.textContent, 4 * k, 16 * k);
+      g.drawImage(canvas, 0, Math.round(titleH * k));
+      return new Promise(function (resolve) { out.toBlob(resolve, "image/png"); }).then(function (png) {
+        if (format !== "svg") { return png; }
+        return new Promise(function (resolve) {
+          var reader = new FileReader();
+          reader.onload = function () {
+            resolve(new Blob(['<svg xmlns="http://www.w3.org/2000/svg" width="' + out.width / k + '" height="' + out.height / k +
+              '"><image href="' + reader.result + '" width="100%" height="100%"/><\/svg>'], { type: "image/svg+xml" }));
+          };
+          reader.readAsDataURL(png);
+        });
+      });
+    }
+
     function shown(p) { setPaint(p); notify = true; schedule(); }
     function unhook(h) {  // the test hook and the click's mark off `h`, the ring and tooltip with them
       hideHover();
@@ -470,7 +498,7 @@
         host = handle.host = next;
         hooks = nextHooks || {};
         host.style.position = host.style.position || "relative";
-        host.append(titleEl, canvas, legend);
+        host.append(box);
         host._mapHandle = handle;
         notify = true;
         schedule();
@@ -479,7 +507,16 @@
         if (queued) { cancelAnimationFrame(queued); queued = 0; }
         if (resized) { resized.disconnect(); } else { window.removeEventListener("resize", schedule); }
         unhook(host);
-        [titleEl, canvas, legend].forEach(function (e) { e.remove(); });
+        box.remove();
+      },
+      // What is shown, as a download (Dash's export buttons): the title over the canvas's pixels, a PNG, or an SVG
+      // holding that PNG (the dots are pixels already).
+      save: function (format) {
+        exportBlob(format).then(function (blob) {
+          host.setAttribute("data-exported", format + ":" + blob.size);
+          host._exported = blob;  // for tests: what was downloaded
+          shared.draw.download(blob, "orientscope-" + ((paint.settings || {}).dataset || "map") + "-sphere." + format);
+        });
       },
       region: function () { return null; },
       zoom: function () {},

@@ -103,7 +103,7 @@ def distinct_molecules(layers: MapLayers) -> int:
 
 def selected_ring(md: MapData, st: ViewState, selected: str | None) -> list[list[float]]:
     """Points to ring for the selected molecule: map units on the Mollweide plane (the map and the density
-    view), unit vectors [x, y, z] on the 3D sphere (drawn by frontend_assets/sphere_ring.js)."""
+    view), unit vectors [x, y, z] on the 3D sphere (ringed by frontend_assets/map_sphere.js)."""
     if st.view == "sphere":
         picked = _selected_points(md, st.axes, selected)
         if picked is None:

@@ -288,6 +288,10 @@ def _camera_js(host: str) -> str:
 SPHERE_CAMERA_JS = _camera_js("#orientation-map[data-first-paint]")
 DASH_SPHERE_CAMERA_JS = _camera_js("#orientation-map:not([data-first-paint])")
 SPHERE_PAINT_JS = "return JSON.parse(document.querySelector('script.first-paint-data').textContent).sphere"
+DASH_SPHERE_PAINT_JS = (  # the sphere paint Dash's map box draws (its paint store's, as the renderer holds it)
+    "const h = document.querySelector('#orientation-map:not([data-first-paint])'), s = h && h._mapHandle;"
+    "const p = s && s.paint(); return p && p.view === 'sphere' ? p.sphere : null"
+)
 _SPHERE_PIXEL_JS = """
 const c = document.querySelector(arguments[2]), k = window.devicePixelRatio || 1;
 const x = Math.round(arguments[0] * k - 0.5), y = Math.round(arguments[1] * k - 0.5);
@@ -317,6 +321,26 @@ def sphere_screen(cam: dict, vectors) -> tuple[np.ndarray, np.ndarray]:
     v = np.asarray(vectors, float).reshape(-1, 3)
     r = min(cam["width"], cam["height"]) / 2 / 1.1 * cam["zoom"]  # the 3D scene's ±1.1 ranges
     return np.stack([cam["width"] / 2 + r * v @ right, cam["height"] / 2 - r * v @ up], axis=1), v @ towards
+
+
+def dash_sphere(driver) -> tuple[dict, dict]:
+    """(camera, paint's ``sphere``) of the sphere Dash's map box draws, once drawn."""
+    cam = wait_until(lambda: driver.execute_script(DASH_SPHERE_CAMERA_JS), 40, "Dash's sphere", 0.15)
+    return cam, wait_until(lambda: driver.execute_script(DASH_SPHERE_PAINT_JS), 40, "Dash's sphere paint", 0.15)
+
+
+def point_at_dot(driver, canvas: str, cam: dict, sphere: dict, k: int, click: bool = False) -> np.ndarray:
+    """Move the mouse onto dot ``k`` of the sphere drawn on ``canvas`` (and click it); its (x, y) px on the drawing."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    xy = sphere_screen(cam, np.asarray(sphere["vectors"], float)[3 * k : 3 * k + 3])[0][0]
+    el = driver.find_element(By.CSS_SELECTOR, canvas)
+    moved = ActionChains(driver).move_to_element_with_offset(
+        el, int(round(xy[0] - cam["width"] / 2)), int(round(xy[1] - cam["height"] / 2))
+    )
+    (moved.click() if click else moved).perform()
+    return xy
 
 
 def lone_front_dot(sphere: dict, cam: dict, clear_px: float = 6.0) -> int:
