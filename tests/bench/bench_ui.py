@@ -480,10 +480,10 @@ def main(argv: list[str] | None = None) -> None:
 | navigation → 3D sphere drawn, `data-drawn` set by the first paint in the page HTML (median of {len(results["sphere"])}) | {med(results["sphere_paint"]):.2f} s | — | ≤ 1.5 s |
 | a click on a dot of that first paint as soon as it is drawn (while the page's scripts load) → its molecule ringed and named (median of {len(sc)}; clicked {med(c["clicked"] for c in sc):.2f} s after navigation) | {med(c["answered"] - c["clicked"] for c in sc) * 1000:.0f} ms | — | — |
 | that click → Dash's molecule panel shows it | {med(c["panel"] - c["clicked"] for c in sc):.2f} s | — | — |
-| navigation (same loads) → the interactive 3D scene drawn over it (median) | {med(results["sphere"]):.2f} s | — | — |
+| navigation (same loads) → Dash's map box has taken the first paint's sphere over, its hook set (median) | {med(results["sphere"]):.2f} s | — | — |
 
 Raw (s): first paint {", ".join(f"{v:.2f}" for v in results["first_paint"])}; interactive map {", ".join(f"{v:.2f}" for v in results["map"])}; first screen {", ".join(f"{v:.2f}" for v in results["default"])}; baseline {", ".join(f"{v:.2f}" for v in results["baseline_map"])};
-zooms {", ".join(f"{v:.2f} ({m})" for v, m in results["zooms"])}; sphere first paint {", ".join(f"{v:.2f}" for v in results["sphere_paint"])}; sphere scene {", ".join(f"{v:.2f}" for v in results["sphere"])};
+zooms {", ".join(f"{v:.2f} ({m})" for v, m in results["zooms"])}; sphere first paint {", ".join(f"{v:.2f}" for v in results["sphere_paint"])}; sphere in Dash {", ".join(f"{v:.2f}" for v in results["sphere"])};
 clicks {", ".join(f"{v:.3f}" for v in results["clicks"])}; reload {", ".join(f"{v:.2f}" for v in results["reload"])};
 first-paint clicks (drawn / clicked / answered / first paint's panel / its structure / Dash's panel, s since navigation) {"; ".join(f"{c['drawn']:.2f} / {c['clicked']:.2f} / {c['answered']:.2f} / {c['first_panel']:.2f} / {c['first_viewer']:.2f} / {c['panel']:.2f}" for c in fp)};
 first-paint clicks that arrived after Dash had replaced the first paint (left out above): {missed};
@@ -496,8 +496,8 @@ server; its structure drawn by 3Dmol.js) and handing it to Dash, whose panel tak
 image is decoded and the frame with it painted (timed by a performance mark, since a navigation returns only
 after the page's scripts have run). Dash then renders the page and the interactive plot over it; that row is
 the path every page took before the first paint, so it is this run's before-figure for the map. The sphere
-view's HTML likewise carries its 5,000-point sample (the points the 3D scene draws) seen along the scene's
-default camera as SVG dots, far side faded; the interactive scene row is its before-figure.
+view's HTML likewise carries its 5,000-point sample as unit vectors, which map_sphere.js draws on a canvas
+(far side faded) and Dash's page then takes over (the same canvas, moved: not drawn again).
 Above `ORIENTSCOPE_MAP_POINT_BUDGET` (30,000 points in view by default) the page's layout request holds the server's
 datashader image of the map (PNG) under vector overlays, so no callback runs before the map draws; a zoom
 sends the visible region back and is timed until the new image or points of that region are on screen
