@@ -353,7 +353,9 @@
     function placeRing() {
       if (!component) { return; }
       var o = offset();
-      component.ring(host, ringed.map(function (v) {
+      // an axis its symmetry leaves undefined (methane's) comes as null: no ring (null * r would put one at the centre)
+      var defined = ringed.filter(function (v) { return v && v.every(function (c) { return c !== null && isFinite(c); }); });
+      component.ring(host, defined.map(function (v) {
         var at = screenOf(v);
         return { px: o.left + at.x, py: o.top + at.y };
       }));

@@ -123,3 +123,16 @@ def test_the_views_switch_through_the_sphere_and_back_with_its_colours_ring_and_
     got = wait_for(lambda: driver.execute_script(f"return document.querySelector('{DASH}').dataset.exported"),
                    what="the export")  # fmt: skip
     assert got.startswith("png:") and int(got.split(":")[1]) > 1000
+
+
+def test_a_molecule_with_no_defined_axis_is_not_ringed_at_the_spheres_centre(driver, base_url, qm9_store):
+    md = load_map_data(qm9_store, "qm9")
+    row = int(np.flatnonzero(np.isnan(md.x).all(axis=1))[0])  # methane: a spherical top, no axis defined
+    mol = str(md.ids[row])
+    open_map(driver, f"{base_url}/?dataset=qm9&view=sphere&molecule={mol}")
+    dash_sphere(driver)
+    # the ring store's three axes, all null, reached the drawing; a frame later nothing is ringed
+    wait_for(lambda: driver.execute_script(f"const h = document.querySelector('{DASH}'); return h._ring && h._ring.length")
+             == 3, what="the ring store's axes")  # fmt: skip
+    after_frames(driver)
+    assert driver.execute_script(RING_JS) == []
