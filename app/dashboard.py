@@ -31,7 +31,6 @@ from orientscope.app.state import control_values
 from orientscope.core.groups import GROUP_KINDS
 from orientscope.core.resources import frontend_asset
 from orientscope.figures.mapfigure import region_viewport
-from orientscope.figures.mapview import clicked_row, map_layers
 from orientscope.figures.plots import message_figure
 from orientscope.figures.state import PLANE_VIEWS, URL_FIELDS, ViewState
 from orientscope.services.report_format import GROUP_COLUMN_NOTES
@@ -256,9 +255,9 @@ def build_layout(read_only: bool) -> html.Div:
                     html.Div(
                         [
                             html.Div(
-                                # The plane views (map, density) are drawn by map_draw.js into the map's box from
-                                # the paint store (the clientside drawPlane); the sphere and the scatter view are
-                                # plotly figures, in a graph shown only in those views.
+                                # The map, the density view and the sphere are drawn by map_draw.js (map_sphere.js)
+                                # into the map's box from the paint store (the clientside drawPlane); the scatter view
+                                # is a plotly figure, in a graph shown only in that view.
                                 html.Div(
                                     [
                                         html.Div(
@@ -663,23 +662,6 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
 
     @callback(
         Output(ids.SELECTED, "data", allow_duplicate=True),
-        Input(ids.MAP_GRAPH, "clickData"),
-        State(ids.MAP_STATE, "data"),
-        prevent_initial_call=True,
-    )
-    def click_point(click, st):
-        """A click on the 3D sphere's points (the flat map's and the scatter view's clicks go to the server's
-        pick, in JS)."""
-        st = ViewState.from_map_state(st)
-        if not click or not st.ready or st.view != "sphere":
-            return no_update
-        point = click["points"][0]
-        layers = map_layers(data_dir, st)
-        row = clicked_row(layers, point.get("curveNumber", -1), point.get("pointNumber", -1))
-        return no_update if row is None else str(layers.md.ids[row])
-
-    @callback(
-        Output(ids.SELECTED, "data", allow_duplicate=True),
         Input({"type": ids.NEIGHBOUR, "list": ALL, "id": ALL}, "n_clicks"),
         prevent_initial_call=True,
     )
@@ -725,7 +707,7 @@ def _register(app: dash.Dash, data_dir: Path) -> None:  # one place for all call
         Input(ids.MAP_GRAPH, "figure"),
         State(ids.MAP, "id"),
     )
-    app.clientside_callback(  # the plane views: map_draw.js draws the paint (taking the first paint's drawing over)
+    app.clientside_callback(  # map_draw.js draws the paint, any view but scatter (taking the first paint's over)
         dash.ClientsideFunction("orientscope", "drawPlane"),
         Output(ids.MAP_PAINT_DONE, "data"),
         Input(ids.MAP_PAINT, "data"),

@@ -6,8 +6,8 @@ the point budget) or the 3D sphere, its HTML carries, after Dash's root element,
 the first paint's images as ``<img>`` elements, then its data as inline JSON (``app/map_paint.py``
 ``first_paint``: the same answer as ``GET /api/datasets/{id}/map/first-paint``, its images' sources moved to
 those elements, so no round trip) and ``frontend_assets/first_paint.js``, which draws it: the image under
-its outline and graticule, the sphere's points, the density cells with the reference stars, and the molecule
-panel from the layout's own components. It stays on screen until
+its outline and graticule, the 3D sphere (``frontend_assets/map_sphere.js``, the renderer Dash's page shares),
+the density cells with the reference stars, and the molecule panel from the layout's own components. It stays on screen until
 Dash's page has rendered, and leaves in that frame.
 
 The drawn map carries the test hook (``data-drawn``, ``data-mode``, set once its image is decoded, after the
@@ -39,14 +39,15 @@ PREVIEW_SCRIPT = frontend_asset("hover_preview.js")  # the hover preview, which 
 # the map's click, hover, ring and density words, and its renderer: the same code as Dash's map runs
 COMPONENT_SCRIPT = frontend_asset("map_component.js")
 DRAW_SCRIPT = frontend_asset("map_draw.js")
+SPHERE_SCRIPT = frontend_asset("map_sphere.js")  # registers the sphere's renderer with map_draw.js: after it
 
 
 @cache
 def _script_texts() -> tuple[str, str]:
-    """``hover_preview.js``, ``map_component.js`` and ``map_draw.js`` as inline scripts, and ``first_paint.js``'s text
-    (read once: they run before any script file could load)."""
+    """``hover_preview.js``, ``map_component.js``, ``map_draw.js`` and ``map_sphere.js`` as inline scripts, and
+    ``first_paint.js``'s text (read once: they run before any script file could load)."""
     out = []
-    for script in (PREVIEW_SCRIPT, COMPONENT_SCRIPT, DRAW_SCRIPT, SCRIPT):
+    for script in (PREVIEW_SCRIPT, COMPONENT_SCRIPT, DRAW_SCRIPT, SPHERE_SCRIPT, SCRIPT):
         text = script.read_text(encoding="utf-8")
         if "</" in text:  # would end the inline <script> element early
             raise ValueError(f"{script} must not contain '</'")
@@ -57,7 +58,7 @@ def _script_texts() -> tuple[str, str]:
 @cache
 def script_html() -> str:
     """``first_paint.js`` as an inline script after the data, after ``hover_preview.js``, ``map_component.js`` and
-    ``map_draw.js``, which it calls: they run once the head's stylesheets have loaded."""
+    ``map_draw.js`` with ``map_sphere.js``, which it calls: they run once the head's stylesheets have loaded."""
     shared, paint = _script_texts()
     return f"{shared}<script>{paint}</script>"
 

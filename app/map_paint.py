@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import orjson
 from plotly.io.json import to_json_plotly
 
@@ -28,25 +27,14 @@ from orientscope.app.plane_paint import (
     density_paint,
     flat_paint,
     frame,
-    hook_of,
     map_paint,
-    meta_of,
-    settings_of,
-    title_of,
 )
-from orientscope.core.palette import HIGHLIGHT, OTHER_GREY
+from orientscope.app.sphere_paint import sphere_view_paint
 from orientscope.figures.mapfigure import density_pair_json, map_figure_json
-from orientscope.figures.plots import MUTED_OPACITY
 from orientscope.figures.state import ViewState
 from orientscope.services.map_raster import Viewport
 from orientscope.services.map_view import MapQuery
 
-# The direction plotly's 3D scene looks from by default (camera eye (1.25, 1.25, 1.25), z up), as
-# screen right, screen up and towards the viewer: the static sphere shows what the scene then shows.
-SPHERE_RIGHT = np.array([-1.0, 1.0, 0.0]) / np.sqrt(2.0)
-SPHERE_UP = np.array([-1.0, -1.0, 2.0]) / np.sqrt(6.0)
-SPHERE_TOWARDS = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
-BACK_OPACITY = 0.35  # the sphere's far hemisphere
 # A zoom's answer is mostly a base64 PNG: gzip saved a quarter of its 2 MB on the 10M-molecule map and cost
 # 100-600 ms, so these routes answer uncompressed (backend/server.py).
 REGION_PATHS = ("/map/paint",)
@@ -88,34 +76,6 @@ def molecule_panel(data_dir: Path, dataset_id: str, molecule_id: str) -> dict:
 # ----------------------------------------------------------------- the first paint
 
 
-def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight=None) -> dict | None:
-    """The static sphere of a sphere figure payload: its points (n, 3) seen along plotly's default camera,
-    back to front, with the far hemisphere faded; None unless the colours are categorical or a SMARTS highlights.
-
-    ``ids`` (n,) are the points' molecule ids (a click on a dot opens its molecule); ``keys`` (n,) their
-    tie-break keys, so that a click between equally near dots picks the one the server's map would
-    (``MapData.point_keys``). ``highlight`` (n,) bool marks SMARTS matches: drawn over the others, which are
-    grey and faded, as the figure draws them.
-    """
-    meta = meta_of(payload)
-    if meta.get("view") != "sphere" or len(vectors) == 0 or (color.kind != "categorical" and highlight is None):
-        return None
-    v = np.asarray(vectors, np.float64).reshape(-1, 3)
-    sx, sy = np.round(v @ SPHERE_RIGHT, 3) + 0.0, np.round(-(v @ SPHERE_UP), 3) + 0.0  # + 0.0: no "-0.0"
-    depth = v @ SPHERE_TOWARDS
-    if highlight is None:
-        codes, colors, muted = np.asarray(color.values).astype(int), color.colors, np.zeros(len(v), bool)
-        order = np.argsort(depth, kind="stable")
-    else:
-        codes, colors = np.asarray(highlight, bool).astype(int), [OTHER_GREY, HIGHLIGHT]
-        muted = codes == 0
-        order = np.lexsort((depth, codes))  # the matches last, over the others; each back to front
-    opacity = np.where(muted, MUTED_OPACITY, np.where(depth < 0, BACK_OPACITY, 1.0))[order]
-    dots = {"x": sx[order], "y": sy[order], "code": codes[order], "colors": list(colors), "opacity": opacity}
-    settings = settings_of(meta, ids=[str(i) for i in np.asarray(ids)[order]], keys=np.asarray(keys)[order].tolist())
-    return {"settings": settings, "hook": hook_of(meta), "title": title_of(payload), "dots": dots}
-
-
 def first_paint(data_dir: Path, search: str) -> dict:
     """What the first paint of the page at ``?search`` draws: ``{"view": None}`` unless the page shows the
     density view, the whole Mollweide map as an image or the sphere.
@@ -123,7 +83,7 @@ def first_paint(data_dir: Path, search: str) -> dict:
     Otherwise ``view``, ``settings`` (what its clicks and hover ask the REST API for), ``hook`` (the test
     hook's mode and molecules drawn), ``frame`` (outline and graticule) and ``panel`` (the molecule panel's
     layout, as Dash components, showing the page's molecule, and that molecule's viewer spec), plus the
-    view's own drawing: ``image`` and ``title`` (map), ``dots`` and ``title`` (sphere) or ``maps`` (density).
+    view's own drawing: ``image`` and ``title`` (map), ``sphere`` and ``title`` (sphere) or ``maps`` (density).
     """
     return paint_of(data_dir, resolve_view(data_dir, search).state)
 
@@ -150,10 +110,7 @@ def paint_of(data_dir: Path, st: ViewState) -> dict:
     else:
         payload, layers = map_figure_json(data_dir, st)  # cached: the layout request reuses it
         if st.view == "sphere":
-            vectors = layers.md.vectors(layers.rows, layers.axes)
-            keys = layers.md.point_keys(layers.rows, layers.axes)
-            ids = layers.md.ids[layers.rows]
-            paint = sphere_paint(payload, vectors, layers.color, ids, keys, layers.sphere_highlight)
+            paint = sphere_view_paint(payload, layers, st)
         else:
             paint = map_paint(payload)
     if paint is None:

@@ -19,6 +19,7 @@ from orientscope.app.compare import compare_columns
 from orientscope.app.initial_view import dataset_options
 from orientscope.app.pins import pin_controls
 from orientscope.app.plane_paint import density_paint, flat_paint, frame
+from orientscope.app.sphere_paint import sphere_view_paint
 from orientscope.app.static_report import static_report_html
 from orientscope.app.verdict import frame_children, verdict_children
 from orientscope.core.numbers import format_count
@@ -43,10 +44,10 @@ log = logging.getLogger(__name__)
 
 
 class MapPanel(NamedTuple):
-    figure: dict  # the sphere's or the scatter view's plotly figure, or a message
-    paint: dict | None  # the plane views' paint (map_draw.js): the flat map or the density pair; None otherwise
+    figure: dict  # the scatter view's plotly figure, or a message
+    paint: dict | None  # the renderer's paint (map_draw.js): the flat map, the density pair or the sphere
     notes: list
-    graph_hidden: bool  # the plotly graph is hidden while map_draw.js draws a plane view
+    graph_hidden: bool  # the plotly graph is hidden while map_draw.js draws a view
     color_disabled: bool  # "colour by" does nothing in the density view
 
 
@@ -113,8 +114,8 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None, zoo
             paint, figure = {"view": "density", **density_paint(pair), "frame": frame()}, empty
         else:
             figure, layers = map_figure_json(data_dir, st, vp)
-            paint = {"view": "map", **flat_paint(figure), "frame": frame()} if st.view == "map" else None
-            figure = empty if paint else figure
+            paint = _map_or_sphere_paint(figure, layers, st)
+            figure = empty if paint else message_figure("No points to show.")
     except data.OrientScopeError as err:
         return MapPanel(message_figure(friendly(err)), None, [], False, density)
     notes = [html.P(e, className="error", role="alert") for e in layers.errors]
@@ -127,6 +128,14 @@ def map_outputs(data_dir: Path, st: ViewState, viewport: dict | None = None, zoo
     elif st.view == "map" and layers.n_matches:
         notes.append(html.P(HIGHLIGHT_NOTE, className="note"))
     return MapPanel(figure, paint, notes, paint is not None, density)
+
+
+def _map_or_sphere_paint(figure: dict, layers, st: ViewState) -> dict | None:
+    """The renderer's paint of a flat map or sphere figure payload; None for a sphere of no points."""
+    if st.view == "sphere":  # Dash rings the selected molecule through its ring store (markSelected)
+        paint = sphere_view_paint(figure, layers, st, ring=False)
+        return None if paint is None else {"view": "sphere", **paint}
+    return {"view": "map", **flat_paint(figure), "frame": frame()}
 
 
 # The flat map's SMARTS highlight (backend/figures/plots.py): why "colour by" shows no colours while it is on.

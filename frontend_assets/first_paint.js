@@ -2,16 +2,20 @@
    into the page HTML, after Dash's root element, inside a placeholder that also holds the first paint's
    data as JSON (app/map_paint.py first_paint, the answer of GET /api/datasets/{id}/map/first-paint). It
    draws it as soon as it is parsed, about 1.5 s before the page's 6 MB of scripts have run: no plotly.js,
-   no Dash. Drawn: the flat map or the density view's two maps by map_draw.js (inlined before this file, the
-   same renderer as Dash's page: already interactive, zoom, pan and lasso included), or the sphere's points
-   seen along the 3D scene's default camera (static SVG), beside the molecule panel rendered from the layout's
-   own Dash components.
+   no Dash. Drawn: the flat map or the density view's two maps (map_draw.js) or the 3D sphere (map_sphere.js),
+   both inlined before this file and the same renderers as Dash's page (already interactive: zoom, pan and lasso
+   on the plane views, turning on the sphere), beside the molecule panel rendered from the layout's own Dash
+   components.
 
-   The map's and the density view's click, hover, ring and cell words are map_component.js's, on map_draw.js's
-   drawing (Dash's map runs the same code). The sphere: a click or hover picks the nearest drawn dot within 5 px
-   (its molecule id travels with the dots), on map_draw.js's SVG surface. The chosen molecule then shows in the
-   static molecule panel: its id and info as the server gives them to Dash (GET .../map/panel/{id}) and its 3D
-   viewer, drawn with 3Dmol.js by the same code as Dash's viewer (window.orientscopeMap.viewer).
+   Clicks, hover, the ring and the density cells' words are map_component.js's, on the renderer's drawing (Dash's
+   map runs the same code). Map: a click asks the server for the nearest shown point within 5 px of the image's
+   pixel grid (GET .../map/nearest), rings it and names it, or opens the chooser where several molecules share
+   its pixel; hovering asks what the point and its pixel hold (GET .../map/preview). Sphere: map_sphere.js turns
+   it and picks its dots. Density view (the landing page): a click on either map asks as on the map (the
+   control's picks its control molecules); hovering either map names its cell's density, and the other map's at
+   the same place. The chosen molecule then shows in the static molecule panel: its id and info as the server
+   gives them to Dash (GET .../map/panel/{id}) and its 3D viewer, drawn with 3Dmol.js by the same code as
+   Dash's viewer (window.orientscopeMap.viewer).
 
    The choice is handed to Dash through the page URL (?molecule=), which Dash reads when it
    starts: the layout request carries the page's query (app/compat.py). When Dash renders its
@@ -341,41 +345,23 @@
     return host;
   }
 
-  // The map and the density view: map_draw.js's renderer (inlined before this script), the same code as Dash's map.
-  // Its first drawing sets the first paint's hook (setHook: the image's presentation time); later ones (a zoom
-  // before Dash has loaded) the renderer's own.
+  // Every view (map, density, sphere): map_draw.js's renderers (inlined before this script, with map_sphere.js), the
+  // same code as Dash's map. Its first drawing sets the first paint's hook (setHook: the image's presentation time);
+  // later ones (a zoom before Dash has loaded) the renderer's own.
+  var MAX_WIDTH = { map: "900px", density: "none", sphere: "460px" };
   var mapHandle = null;
-  function drawPlane(paint, parent) {
-    var host = mapHost(paint, paint.view === "density" ? "none" : "900px"), first = true;
+  function drawMap(paint, parent) {
+    var host = mapHost(paint, MAX_WIDTH[paint.view]), first = true;
     parent.appendChild(host);  // on the page before it is drawn: the points' canvas takes the stage's size
     mapHandle = window.orientscopeMap.draw(host, paint, {
       say: function (text) { say(text); },
-      choose: function (id, hit, answer, ev) { chosen(ev, id, null, answer); },
+      choose: function (id, hit, answer, ev) { chosen(ev, id, answer); },
       drawn: function (handle, p, image) {
         if (first) { first = false; setHook(host, p.hook, image); return; }
         window.orientscopeMap.draw.setHook(host, p, image, window.orientscopeMap.draw.zoomText(handle.region()));
       }
     });
     window.orientscopeMap.firstPaintMap = mapHandle;  // Dash's map box takes it over (orientscope.js drawPlane)
-    return { maps: [host], host: host };
-  }
-
-  function drawSphere(paint, parent) {
-    var host = mapHost(paint, "460px"), d = paint.dots;
-    var svg = svgEl("svg", { viewBox: "-1.1 -1.1 2.2 2.2", width: "100%", role: "img", "aria-label": paint.title });
-    svg.appendChild(svgEl("circle", { r: 1, fill: "#f4f4f4", stroke: "#bbb", "stroke-width": ".005" }));
-    // As markup, parsed at once: thousands of createElementNS and setAttribute calls took twice as long.
-    var dots = [];
-    for (var i = 0; i < d.x.length; i++) {
-      var fade = d.opacity[i] < 1 ? '" fill-opacity="' + d.opacity[i] : "";
-      dots.push('<circle cx="' + d.x[i] + '" cy="' + d.y[i] + '" r=".012" fill="' + d.colors[d.code[i]] + fade + '"/>');
-    }
-    var g = svgEl("g", { "class": "dots" });
-    g.innerHTML = dots.join("");
-    svg.appendChild(g);
-    host.append(title(paint.title), svg, el("p", { "class": "note map-hint" }));
-    parent.appendChild(host);
-    setHook(host, paint.hook, null);
     return { maps: [host], host: host };
   }
 
@@ -388,12 +374,11 @@
   root.appendChild(el("section", { "class": "panel" }, [explore]));
   var page = root;
   root = explore;
-  var drawn = (paintData.view === "sphere" ? drawSphere : drawPlane)(paintData, mapBox);
+  var drawn = drawMap(paintData, mapBox);
 
   var viewer = window.orientscopeMap.viewer;
   var component = window.orientscopeMap.component;  // map_component.js, inlined before this script
   var host = drawn.host;
-  var PICK_PX = 5;  // as the server's nearest point (backend/services/map_raster.py)
   var cfg = paintData.settings;
   function say(text) {
     var hint = host.querySelector(".map-hint");
@@ -402,10 +387,6 @@
 
   function getJson(url) { return fetchJson(url).catch(function () { return null; }); }
 
-  // The sphere's surface (map_component.js's tooltip and card, the ring): its SVG's viewBox (map_draw.js svgSurface).
-  var surface = cfg.view === "sphere" ? window.orientscopeMap.draw.surface(host, host.querySelector("svg"), function () {
-    return cfg;
-  }) : null;
 
   // ---------------------------------------------------------------- the molecule panel
   // Dash's panel, from the layout's components (the first paint's data), filled here until Dash's takes over.
@@ -482,17 +463,9 @@
     window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
   }
 
-  // The ring's point ([x, y, svgUnits], surface.toPixel's): placed again when the page's width changes the drawing's.
-  // The map's and the density view's ring is the renderer's (it rings the picked point and keeps it placed).
-  var ringed = null;
-  function ring() { if (surface) { component.ring(host, ringed ? [surface.toPixel.apply(null, ringed)] : []); } }
-  window.addEventListener("resize", function () { if (ringed && host.isConnected) { ring(); } });
-
-  // A chosen molecule: ringed at `point` (surface.toPixel's arguments) and named at once, then shown in the panel
-  // (`answer`: the panel route's, asked for with the pick; null: asked now).
-  function chosen(ev, id, point, answer) {
-    ringed = point;
-    ring();
+  // A chosen molecule (the renderer has ringed it): named at once, then shown in the panel (`answer`: the panel
+  // route's, asked for with the pick; null: asked now).
+  function chosen(ev, id, answer) {
     say("Molecule " + id);
     toUrl(id);
     requestAnimationFrame(function () {  // the frame with the ring: how long the click took to answer
@@ -512,51 +485,5 @@
     var opened = pagePanel.viewer;
     pick = { id: opened.molecule, answer: null, spec: opened };
     drawViewer(opened);
-  }
-
-  // ---------------------------------------------------------------- the sphere's dots
-  // Picked here, on the drawn dots (their molecule ids travel with them): the server's pick is the flat map's.
-  var dots = null;
-  function nearestDot(p) {
-    if (!dots) {
-      var circles = svg.querySelectorAll("g.dots circle");
-      dots = { x: [], y: [], ids: cfg.ids || [], keys: cfg.keys || [] };
-      Array.prototype.forEach.call(circles, function (c) {
-        dots.x.push(Number(c.getAttribute("cx")));
-        dots.y.push(Number(c.getAttribute("cy")));
-      });
-    }
-    var k = nearestPoint(dots.x, dots.y, dots.keys, p.sx, p.sy, PICK_PX * p.unit);
-    return k < 0 ? null : { x: dots.x[k], y: dots.y[k], id: dots.ids[k] };
-  }
-
-  function spherePick(ev) {
-    var p = surface.toMap(ev), d = p && nearestDot(p);
-    if (!p) { return; }
-    if (!d) {
-      host.dataset.clicked = "none";
-      say("No molecule within 5 px of that click; click closer to a point.");
-      return;
-    }
-    host.dataset.clicked = d.id;
-    chosen(ev, d.id, [d.x, d.y, true], null);
-  }
-
-  var sphereTimer = null;
-  function sphereHover(ev) {
-    var p = surface.toMap(ev), d = p && nearestDot(p);
-    clearTimeout(sphereTimer);
-    if (!d) { component.hide(host); return; }
-    component.showTip(host, p, "molecule " + d.id);
-    sphereTimer = setTimeout(function () { component.showCard(host, p, null, d.id, surface.source()); }, component.HOVER_MS);
-  }
-
-  // ---------------------------------------------------------------- the sphere's listeners
-  if (cfg.view === "sphere") {
-    var svg = surface.svg;
-    svg.style.cursor = "crosshair";
-    svg.addEventListener("click", spherePick);
-    svg.addEventListener("mousemove", sphereHover);
-    svg.addEventListener("mouseleave", function () { clearTimeout(sphereTimer); component.hide(host); });
   }
 });

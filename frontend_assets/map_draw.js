@@ -5,6 +5,7 @@
 
      var handle = window.orientscopeMap.draw(host, paint, hooks);
      window.orientscopeMap.draw.register(view, renderer)   // renderer(host, paint, hooks) -> handle, by paint.view
+                                                           // (this file: "map", "density"; map_sphere.js: "sphere")
 
    Drawn: SVG in map units (viewBox; y down) for the image, outline, graticule, stars, the lasso and the zoom box; a
    <canvas> for the points (up to ORIENTSCOPE_MAP_POINT_BUDGET = 30,000 in view: SVG circles are too slow); the title
@@ -42,6 +43,7 @@
     return renderer(host, paint, hooks || {});
   }
   draw.register = function (view, renderer) { renderers[view] = renderer; };
+  draw.renderer = function (view) { return renderers[view] || null; };
 
   // ---------------------------------------------------------------- small helpers
   function el(tag, attrs, children) {
@@ -793,6 +795,7 @@
   draw.svgEl = svgEl;
   draw.zoomText = function (region) { return region ? zoomText(boxOf(region)) : ""; };
   draw.zoomRegion = zoomRegion;
+  draw.download = download;
   draw.HOME = regionOf(HOME);
   shared.draw = draw;
 })();

@@ -100,28 +100,15 @@
     return code.draw(el, spec);
   }
 
-  // The selected molecule's ring: on the plane views map_draw.js's (map_component.js's SVG overlay, placed again at
-  // every zoom), at its points (map units, as backend/figures/mapfigure.py selected_ring gives them); on the 3D
-  // sphere a trace of the scene (sphere_ring.js), which moves with the camera.
+  // The selected molecule's ring, the renderer's (map_draw.js or map_sphere.js, placed again at every zoom or turn): at
+  // its points, map units on the plane views and unit vectors on the sphere (backend/figures/mapfigure.py
+  // selected_ring). Kept on the host for a drawing not made yet (drawPlane rings it).
   function markSelected(points, id) {
     var host = document.getElementById(id);
     if (!host) { return window.dash_clientside.no_update; }
     host._ring = points || [];
-    if (host._mapHandle) { return host._mapHandle.ring(host._ring); }
-    var gd = host.querySelector(".js-plotly-plot");
-    if (!(gd && gd.on)) {  // the graph has not mounted yet
-      host._ringTries = (host._ringTries || 0) + 1;
-      if (host._ringTries < 100) { setTimeout(function () { markSelected(host._ring, id); }, 200); }
-      return window.dash_clientside.no_update;
-    }
-    host._ringTries = 0;
-    if (!gd._ringBound) {
-      gd._ringBound = true;
-      var again = function () { if (!host._mapHandle) { window.orientscopeSphereRing(gd, host._ring || []); } };
-      ["plotly_afterplot", "plotly_relayout", "plotly_relayouting", "plotly_redraw"].forEach(function (ev) { gd.on(ev, again); });
-    }
-    var sphere = gd.data && gd.data.some(function (t) { return t.type === "scatter3d"; });
-    return sphere ? window.orientscopeSphereRing(gd, host._ring) : 0;
+    if (host._mapHandle) { host._mapHandle.ring(host._ring); }
+    return host._ring.length;
   }
 
   // The axes checklist: its last ticked box is disabled (a map of no axis shows nothing), with a hint.
@@ -152,7 +139,7 @@
     var trig = window.dash_clientside.callback_context.triggered;
     var format = trig.length && trig[0].prop_id.indexOf("export-svg") === 0 ? "svg" : "png";
     var host = document.getElementById("orientation-map"), handle = host && host._mapHandle;
-    if (handle) { handle.save(format); return format; }  // the plane views: map_draw.js's export of what is shown
+    if (handle) { handle.save(format); return format; }  // the renderer's export of what is shown
     var gd = host && host.querySelector(".js-plotly-plot");
     if (!gd || !window.Plotly) { return window.dash_clientside.no_update; }
     var name = "orientscope-" + ((state && state.dataset) || "map") + "-map";
@@ -208,10 +195,10 @@
   }
 
   // ==================================================================== the map's box
-  // The plane views (the flat map and the density view) are map_draw.js's drawing, from the paint store
-  // (drawPlane); the sphere and the scatter view are plotly.js graphs in the same box (#orientation-graph), shown
-  // only in those views. The click, the hover, the ring and the density words are map_component.js's in all of
-  // them; the scatter view hands it its plot as a surface (plotSurface, scatter.js).
+  // The flat map, the density view and the sphere are the renderer's drawing (map_draw.js, map_sphere.js), from the
+  // paint store (drawPlane); the scatter view is a plotly.js graph in the same box (#orientation-graph), shown only in
+  // that view. The click, the hover, the ring and the density words are map_component.js's in all of them; the
+  // scatter view hands it its plot as a surface (plotSurface, scatter.js).
   var MAP_SCALE = 10000;  // map units per Mollweide unit (backend/figures/plots.py MAP_SCALE)
 
   function plotOf(host) { return host && host.querySelector(".js-plotly-plot"); }
@@ -288,41 +275,7 @@
     });
   }
 
-  // The sphere's card (its tooltip is plotly.js's label) put away, and its pending rest.
-  function hidePreview(host) {
-    clearTimeout(host._previewTimer);
-    window.orientscopeMap.component.hide(host);
-  }
-
-  // The sphere's hover is plotly's picking: its label names the molecule of the dot under the cursor
-  // (the points trace's text), and the preview shows that molecule after the same rest.
-  function bindSphere(host, gd) {
-    if (host._sphereBound === gd) { return; }
-    host._sphereBound = gd;  // the same element may show the flat map later: its handlers ask the view
-    var at = null;
-    gd.addEventListener("mousemove", function (ev) {
-      var box = host.getBoundingClientRect();
-      at = { px: ev.clientX - box.left, py: ev.clientY - box.top };
-    });
-    gd.on("plotly_hover", function (e) {
-      var pt = e && e.points && e.points[0], meta = mapMeta(gd);
-      if (!meta || meta.view !== "sphere") { return; }
-      var kind = pt && pt.data && pt.data.meta && pt.data.meta.kind;
-      clearTimeout(host._previewTimer);
-      if ((kind !== "points" && kind !== "highlight") || pt.text === undefined || !at) { hidePreview(host); return; }
-      var p = at, id = String(pt.text);
-      // the card describes the hovered dot's axis (its customdata), not the molecule's first shown point
-      var query = pt.customdata ? Object.assign({ axis: pt.customdata }, meta.query) : meta.query;
-      var component = window.orientscopeMap.component;
-      host._previewTimer = setTimeout(function () {
-        component.showCard(host, p, null, id, { dataset: meta.dataset, query: query });
-      }, component.HOVER_MS);
-    });
-    gd.on("plotly_unhover", function () { if ((mapMeta(gd) || {}).view === "sphere") { hidePreview(host); } });
-    gd.addEventListener("mouseleave", function () { hidePreview(host); });
-  }
-
-  // ------------------------------------------------------------ the plane views (map_draw.js)
+  // ------------------------------------------------------------ the renderer's views (map_draw.js)
   // Draws the paint store into the map's box: a new drawing, an update of the one on screen, or the page's first
   // paint's drawing taken over (the same paint: no redraw from scratch; a new one: updated). Its hooks write Dash's
   // stores: the shown region (map-viewport, so a new colour keeps it) and the URL's ?zoom= (map-zoom, a history
@@ -352,7 +305,7 @@
     var host = document.getElementById(id), draw = window.orientscopeMap.draw;
     if (!host) { return window.dash_clientside.no_update; }
     var handle = host._mapHandle;
-    if (!paint) {  // the sphere or the scatter view: the graph shows
+    if (!paint) {  // the scatter view: the graph shows
       if (handle) { handle.destroy(); }
       return null;
     }
@@ -407,13 +360,13 @@
     return promise;
   }
 
-  // The test hook of the sphere and the scatter view: data-drawn and data-mode on #orientation-map once the
-  // graph's figure is on screen (the plane views' is map_draw.js's).
+  // The test hook of the scatter view: data-drawn and data-mode on #orientation-map once the graph's figure is on
+  // screen (the other views' is the renderer's).
   function watchMap(figure, id) {
     var host = document.getElementById(id);
     if (!host) { return window.dash_clientside.no_update; }
     var meta = figure && figure.layout && figure.layout.meta && figure.layout.meta.map;
-    if (host._mapHandle || (meta && (meta.view === "map" || meta.view === "density"))) {  // map_draw.js's (drawPlane)
+    if (host._mapHandle || (meta && meta.view !== "scatter")) {  // the renderer's (drawPlane)
       return window.dash_clientside.no_update;
     }
     if (meta && meta.token === host._mapToken) { return meta.token; }  // watched already, or drawn
@@ -435,7 +388,6 @@
       }
       found = true;
       setHint("");  // a click's hint ("no molecule within 5 px") was about the figure before this one
-      if (meta.view === "sphere") { bindSphere(host, gd); }  // scatter: scatter.js
       var images = (gd.layout.images || []).map(function (im) { return decoded(im.source); });
       Promise.all(images).then(function () {
         requestAnimationFrame(function () {

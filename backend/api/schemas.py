@@ -593,23 +593,60 @@ class FirstPaintHook(_Model):
     token: str | None = Field(None, description="The drawing's token: a new one for each map drawn anew.")
 
 
-class FirstPaintDots(_Model):
-    """The sphere's points seen along the 3D scene's default camera, back to front (unit sphere, y down)."""
+class FirstPaintSphereColor(_Model):
+    """How the sphere's points are coloured: ``kind`` categorical (``code`` into ``palette``, legend ``labels``),
+    highlight (a SMARTS search: code 1 a match, 0 the others, grey and faded), continuous (``values`` on the colour
+    bar ``scale``, ``ticks`` its words) or none (every point ``palette[0]``)."""
 
-    x: list[float] = Field(description="Horizontal position per point (unit sphere seen along the camera).")
-    y: list[float] = Field(description="Vertical position per point, y down.")
-    code: list[int] = Field(description="Index into colors, per point.")
-    colors: list[str] = Field(description="The colours the codes index (CSS colours).")
-    opacity: list[float] = Field(description="Opacity per point (0–1): points behind the sphere fainter.")
+    kind: Literal["categorical", "highlight", "continuous", "none"] = Field(description="The colour kind.")
+    code: list[int] | None = Field(None, description="Index into palette, per point (not continuous).")
+    palette: list[str] | None = Field(None, description="The colours the codes index (CSS).")
+    labels: list[str] | None = Field(None, description="The legend's label per palette colour.")
+    values: list[float | None] | None = Field(
+        None, description="Per point, its place on the colour bar, 0 to 1 (null: no value, drawn grey)."
+    )
+    scale: list[str] | None = Field(None, description="The colour bar's evenly spaced stops (CSS), low to high.")
+    missing: str | None = Field(None, description="The colour of a point with no value (CSS).")
+    title: str | None = Field(None, description="The colour bar's title.")
+    ticks: list[tuple[float, str]] | None = Field(None, description="The colour bar's labels: [place 0-1, words].")
 
 
-class FirstPaintStar(_Model):
+class _ReferenceAxis(_Model):
+    """A reference orientation's axis, drawn on the map (a star) or on the sphere."""
+
+    label: str = Field(description="Which axis of the reference orientation it is.")
+    color: str = Field(description="Its colour (CSS).")
+
+
+class FirstPaintReference(_ReferenceAxis):
+    """A reference orientation's axis on the sphere."""
+
+    v: list[float] = Field(description="Its unit vector [x, y, z].")
+
+
+class FirstPaintSphere(_Model):
+    """The 3D sphere's points as unit vectors, drawn by frontend_assets/map_sphere.js from plotly's default camera."""
+
+    vectors: list[float] = Field(description="The points' unit vectors, flat: x0, y0, z0, x1, ... (rounded to 1e-3).")
+    ids: list[str] = Field(description="Each point's molecule id.")
+    keys: list[int] = Field(description="Each point's tie-break key, 3 × molecule index + axis − 1 (lowest wins).")
+    color: FirstPaintSphereColor = Field(description="How the points are coloured, with the legend.")
+    size: float = Field(description="A point's diameter, px.")
+    outline: str | None = Field(description="A point's outline colour (null: none).")
+    fade: dict[str, float] = Field(
+        description="Opacity of a point behind the sphere (back) and of a SMARTS non-match (muted)."
+    )
+    reference: list[FirstPaintReference] = Field(description="The reference orientation's axes.")
+    ring: list[list[float | None]] = Field(
+        description="The selected molecule's axes [x, y, z], ringed (null: an axis its symmetry leaves undefined)."
+    )
+
+
+class FirstPaintStar(_ReferenceAxis):
     """A reference orientation's axis on the map."""
 
     x: float = Field(description="Map x of the axis, map units.")
     y: float = Field(description="Map y of the axis, map units, y down.")
-    label: str = Field(description="Which axis of the reference orientation it is.")
-    color: str = Field(description="Its colour (CSS).")
     title: str | None = Field(None, description="What a hover on it says: the axis, its longitude and latitude.")
 
 
@@ -738,6 +775,6 @@ class FirstPaintPublic(_Model):
     layers: list[MapPointsLayer] | None = Field(None, description="The map's points (view=map, points mode).")
     stars: list[FirstPaintStar] | None = Field(None, description="The reference orientation's axes (view=map).")
     legend: MapLegend | None = Field(None, description="The map's legend (view=map).")
-    dots: FirstPaintDots | None = Field(None, description="The sphere's points (view=sphere).")
+    sphere: FirstPaintSphere | None = Field(None, description="The sphere's points (view=sphere).")
     maps: list[FirstPaintDensityMap] | None = Field(None, description="The dataset's and its control's (view=density).")
     panel: FirstPaintPanel | None = Field(None, description="The molecule panel beside the view.")

@@ -103,10 +103,13 @@ def distinct_molecules(layers: MapLayers) -> int:
 
 def selected_ring(md: MapData, st: ViewState, selected: str | None) -> list[list[float]]:
     """Points to ring for the selected molecule: map units on the Mollweide plane (the map and the density
-    view), unit vectors [x, y, z] on the 3D sphere (drawn by frontend_assets/sphere_ring.js)."""
+    view), unit vectors [x, y, z] on the 3D sphere (ringed by frontend_assets/map_sphere.js)."""
     if st.view == "sphere":
         picked = _selected_points(md, st.axes, selected)
-        return [] if picked is None else md.vectors(*picked).astype(float).round(5).tolist()
+        if picked is None:
+            return []
+        rows, axes = picked  # md.vectors numbers the axes 1..3, the map arrays' columns 0..2
+        return md.vectors(rows, axes + 1).astype(float).round(5).tolist()
     return selection_ring(selected_xy(md, st.axes, selected)) if st.view in ("map", "density") else []
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from orientscope.core.errors import OrientScopeError
 from orientscope.core.palette import AXIS_COLORS
 from orientscope.figures import data
-from orientscope.figures.plots import SPHERE_MATCH_TRACE, ColorSpec, PointTraces, split_points
+from orientscope.figures.plots import ColorSpec, PointTraces, split_points
 from orientscope.figures.state import SCATTER_FIELDS, ViewState
 from orientscope.services.bytecache import shared_cache
 from orientscope.services.errors import SearchPending
@@ -35,7 +35,6 @@ from orientscope.services.map_view import (
 # A stated sample the 3D view draws within the flat map's time budget (software WebGL pays for
 # every 3D marker on each frame of a rotation).
 SPHERE_MAX_POINTS = 5_000
-SPHERE_POINTS_TRACE = 1  # after the wire sphere (backend/figures/plots.py sphere_figure)
 
 
 @dataclass(frozen=True)
@@ -295,12 +294,3 @@ def shown_points(data_dir: Path, st: ViewState, layers: MapLayers) -> MapPoints:
         return view_points(data_dir, shown_query(st, layers))
     except OrientScopeError:  # e.g. an unknown group or property: the layers say why
         return layers.raster_points
-
-
-def clicked_row(layers: MapLayers, curve: int, point: int) -> int | None:
-    """Map row of a clicked point of the 3D sphere, on its points or its SMARTS matches drawn over them
-    (None if the click was not on a molecule's point)."""
-    rows = {SPHERE_POINTS_TRACE: layers.rows, SPHERE_MATCH_TRACE: layers.highlight_rows}.get(curve)
-    if rows is None or not 0 <= point < rows.size:
-        return None
-    return int(rows[point])

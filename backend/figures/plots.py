@@ -62,7 +62,6 @@ MAX_POINT_TRACES = 24
 MAX_RINGED_MATCHES = 2_000  # SMARTS matches drawn as rings; more are drawn as dots over a muted map
 MUTED_OPACITY = 0.25
 SPHERE_PX = (420, 420)  # about the pixels the 3D sphere covers on screen (its marker size follows from them)
-SPHERE_MATCH_TRACE = 2  # the sphere's SMARTS matches: after the wire sphere and the points (sphere_figure)
 NO_MATCH = HIGHLIGHT_LABELS[0]  # the legend of the other molecules while matches are highlighted
 
 
@@ -643,7 +642,7 @@ def sphere_figure(
     point's molecule on hover, and ``axes`` (n_points,) its axis 1..3 (the points' customdata: the hover card
     describes that axis's point). ``highlight`` (n_points,) bool marks SMARTS matches: as on the flat map, the
     other points are drawn grey and dimmed, without the colour scale, and the matches over them in the
-    highlight colour (their own trace, :data:`SPHERE_MATCH_TRACE`)."""
+    highlight colour (their own trace, after the wire sphere and the points)."""
     v = np.asarray(vectors, np.float32).reshape(-1, 3)
     u, w = np.mgrid[0 : 2 * np.pi : 37j, 0 : np.pi : 19j]
     wire = go.Surface(

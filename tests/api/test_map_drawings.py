@@ -6,6 +6,7 @@ import httpx
 import orjson
 import pytest
 
+from orientscope.api.schemas import FirstPaintPublic
 from orientscope.app import panels
 from orientscope.figures.state import ViewState
 from orientscope.server import create_app
@@ -111,6 +112,15 @@ def test_the_first_paint_resource_is_what_the_page_carries(client):
         assert r.status_code == 200 and r.json()["view"] == view
         page = client.get(f"/?dataset=qm9&view={view}").text
         assert carried_paint(page) == r.json()  # its images as <img> elements ahead of the data
+    # the sphere for every colouring, as its schema says: a colour bar's values (null: none), and the ring of a
+    # molecule whose symmetry leaves its axes undefined (methane: null, no ring drawn)
+    for params in ({"color": "prop:u0"}, {"molecule": "1"}, {"smarts": "C=O"}):
+        r = client.get("/api/datasets/qm9/map/first-paint", params={"view": "sphere", **params})
+        assert r.status_code == 200 and FirstPaintPublic.model_validate(r.json()).sphere is not None
+    sphere = client.get("/api/datasets/qm9/map/first-paint", params={"view": "sphere", "color": "prop:u0"}).json()
+    assert sphere["sphere"]["color"]["kind"] == "continuous" and len(sphere["sphere"]["color"]["values"]) == len(
+        sphere["sphere"]["ids"]
+    )
     assert client.get("/api/datasets/qm9/map/first-paint", params={"molecule": "nope"}).status_code == 404
     assert client.get("/api/datasets/nope/map/first-paint").status_code == 404
     assert client.get("/api/datasets/qm9/map/first-paint", params={"view": "scatter"}).status_code == 422

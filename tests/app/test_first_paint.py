@@ -8,7 +8,9 @@ import httpx
 import numpy as np
 import pytest
 
-from orientscope.app.map_paint import frame, map_paint, sphere_paint
+from orientscope.app.map_paint import frame, map_paint
+from orientscope.app.sphere_paint import sphere_paint
+from orientscope.core.numbers import format_number
 from orientscope.figures.mapfigure import map_figure_json
 from orientscope.figures.plots import MAP_SCALE, ColorSpec
 from orientscope.figures.state import ViewState
@@ -17,6 +19,7 @@ from orientscope.pipeline.synth import SynthSpec, write_synth
 from orientscope.server import create_app
 from orientscope.services.cache import WouldBlock, get_view, warm_only
 from orientscope.services.map_data import load_map_data
+from orientscope.services.map_view import color_range
 from tests.api.conftest import ServerThread
 from tests.app.components import carried_paint, props_of
 
@@ -67,19 +70,24 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     md = load_map_data(data_dir, "qm9")  # small: every defined axis point is in the scene
     points, drawn = md.points()[0].size, int((md.axis_counts[1:]).sum())  # methane has no orientation: no dot
     dots = carried_paint(sphere)
-    assert len(dots["dots"]["x"]) == points and dots["hook"]["drawn"] == drawn
-    assert sphere.count('class="first-paint-data"') == 1 and sphere.count("function nearestDot") == 1  # once per page
+    assert len(dots["sphere"]["ids"]) == points and dots["hook"]["drawn"] == drawn
+    assert len(dots["sphere"]["vectors"]) == 3 * points
+    assert sphere.count('class="first-paint-data"') == 1 and sphere.count("function nearestPoint") == 1  # once per page
+    assert sphere.count("function dragged(") == 1  # map_sphere.js, inlined before first_paint.js
     # the map's and the density view's drawing runs from the head, before the stylesheets hold scripts back; the
     # sphere's after its data
     for text in (page, density):
-        assert text.count("function nearestDot") == 1
+        assert text.count("function nearestPoint") == 1
         assert (
-            text.index("function nearestDot") < text.index('rel="stylesheet"') < text.index('class="first-paint-data"')
+            text.index("function nearestPoint")
+            < text.index('rel="stylesheet"')
+            < text.index('class="first-paint-data"')
         )
     assert (
         sphere.index('rel="stylesheet"')
         < sphere.index('class="first-paint-data"')
-        < sphere.index("function nearestDot")
+        < sphere.index("function dragged(")
+        < sphere.index("function nearestPoint")
     )
     assert "first-paint-data" not in scatter
 
@@ -104,23 +112,45 @@ def test_the_page_carries_dashs_molecule_panel_as_its_components(qm9_store, tmp_
     assert "Click a point on the map to see that molecule." in json.dumps(empty["layout"]) and empty["viewer"] is None
 
 
-def test_the_static_sphere_looks_along_plotlys_default_camera_back_to_front_with_the_far_side_faded():
-    payload = {"layout": {"title": {"text": "t"}, "meta": {"map": {"view": "sphere", "mode": "points", "drawn": 3}}}}
-    towards = np.array([1.0, 1.0, 1.0]) / np.sqrt(3.0)
-    vectors = np.array([towards, [0.0, 0.0, 1.0], -towards])  # near centre, top, far centre
-    color = ColorSpec("categorical", np.array([0, 1, 2], np.float32), ["1", "2", "3"], ["#a00", "#0a0", "#00a"])
-    paint = sphere_paint(payload, vectors, color, ["a", "b", "c"], [0, 4, 8])
-    d = paint["dots"]
-    # drawn far to near: the far point first (faded), the near one last, both at the centre
-    assert (d["x"][0], d["y"][0], d["colors"][d["code"][0]], d["opacity"][0]) == (0.0, 0.0, "#00a", 0.35)
-    assert (d["x"][-1], d["y"][-1], d["colors"][d["code"][-1]], d["opacity"][-1]) == (0.0, 0.0, "#a00", 1.0)
-    # the pole is straight up on screen (SVG y down), at 2/sqrt(6) of the radius
-    assert (d["x"][1], d["y"][1]) == (0.0, round(-2 / np.sqrt(6), 3)) and d["colors"][d["code"][1]] == "#0a0"
-    assert paint["hook"] == {"mode": "points", "drawn": 3}
-    # each dot's molecule and tie-break key, in the dots' order, for first_paint.js's clicks
-    assert paint["settings"] == {"view": "sphere", "dataset": None, "ids": ["c", "b", "a"], "keys": [8, 4, 0]}
-    continuous = ColorSpec("continuous", np.zeros(3, np.float32))
-    assert sphere_paint(payload, vectors, continuous, ["a", "b", "c"], [0, 4, 8]) is None
+def _sphere_payload(drawn: int, reference=None) -> dict:
+    traces = [{"meta": {"kind": "points"}, "marker": {"size": 5.5, "line": {"color": "rgba(0,0,0,0.45)"}}}]
+    if reference is not None:
+        traces.append({"meta": {"kind": "reference"}, "x": reference[:, 0].tolist(), "y": reference[:, 1].tolist(),
+                       "z": reference[:, 2].tolist(), "text": ["ref 1", "ref 2", "ref 3"]})  # fmt: skip
+    meta = {"map": {"view": "sphere", "mode": "points", "drawn": drawn, "dataset": "d"}}
+    return {"data": traces, "layout": {"title": {"text": "t"}, "meta": meta}}
+
+
+def test_the_sphere_paint_is_unit_vectors_with_ids_keys_and_every_colour_kind():
+    water_axes = np.array([[0.0, 0.0, 1.0], [0.6, 0.8, 0.0], [-1.0, 0.0, 0.0]])  # draw order kept
+    ids, keys = ["w", "w", "x"], [0, 1, 5]
+    payload = _sphere_payload(2, reference=np.eye(3))
+    categorical = ColorSpec("categorical", np.array([0, 1, 2], np.float32), ["1", "2", "3"], ["#a00", "#0a0", "#00a"])
+    paint = sphere_paint(payload, water_axes, categorical, ids, keys, ring=[[0.0, 0.0, 1.0]])
+    sphere = paint["sphere"]
+    assert sphere["vectors"].tolist() == water_axes.reshape(-1).tolist()  # flat x0, y0, z0, x1, ...
+    assert sphere["ids"] == ids and sphere["keys"].tolist() == keys and sphere["ring"] == [[0.0, 0.0, 1.0]]
+    assert sphere["color"]["kind"] == "categorical" and sphere["color"]["code"].tolist() == [0, 1, 2]
+    assert sphere["color"]["palette"] == ["#a00", "#0a0", "#00a"] and sphere["color"]["labels"] == ["1", "2", "3"]
+    assert sphere["size"] == 5.5 and sphere["outline"] == "rgba(0,0,0,0.45)"  # the plot's own marker
+    assert [r["v"] for r in sphere["reference"]] == np.eye(3).tolist()
+    assert [r["label"] for r in sphere["reference"]] == ["ref 1", "ref 2", "ref 3"]
+    assert paint["hook"] == {"mode": "points", "drawn": 2, "token": ""} and paint["title"] == "t"
+    assert paint["settings"] == {"view": "sphere", "dataset": "d", "query": None}  # the payload's meta has none
+    # continuous: each value's place on the colour bar (its 1st to 99th percentile), NaN none, words from core/numbers
+    values = np.array([0.0, np.nan, 10.0], np.float32)
+    cont = sphere_paint(payload, water_axes, ColorSpec("continuous", values, title="u0"), ids, keys)["sphere"]["color"]
+    assert cont["kind"] == "continuous" and cont["title"] == "u0" and len(cont["scale"]) == 10
+    assert cont["values"][0] == 0.0 and np.isnan(cont["values"][1]) and cont["values"][2] == 1.0
+    lo, hi = color_range(values)
+    assert cont["ticks"] == [[0.0, format_number(lo, ".4g")], [0.5, format_number((lo + hi) / 2, ".4g")],
+                             [1.0, format_number(hi, ".4g")]]  # fmt: skip
+    # a SMARTS highlight: matches 1, the others 0 (grey), whatever the colours were
+    lit = sphere_paint(payload, water_axes, categorical, ids, keys, highlight=np.array([False, True, False]))
+    assert lit["sphere"]["color"]["code"].tolist() == [0, 1, 0] and lit["sphere"]["color"]["kind"] == "highlight"
+    none = sphere_paint(payload, water_axes, ColorSpec("none"), ids, keys)["sphere"]["color"]
+    assert none["kind"] == "none" and none["code"].tolist() == [0, 0, 0] and none["labels"] == []
+    assert sphere_paint(_sphere_payload(0), np.zeros((0, 3)), categorical, [], []) is None
 
 
 def test_a_sharded_stores_page_carries_its_first_paint_from_the_stored_map_alone(tmp_path, qm9_small, monkeypatch):

@@ -2,6 +2,8 @@
 
 import re
 
+import numpy as np
+
 from orientscope.app import data, panels
 from orientscope.app.dashboard import components_of
 from orientscope.figures.mapview import map_layers
@@ -137,9 +139,15 @@ def test_density_view_shows_the_control_beside_on_one_scale_and_disables_colour(
     assert {t["value"]: t["text"] for t in bar["ticks"]}[1] == "1 = uniform"
     points = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view="map"))
     assert points.graph_hidden is True and points.color_disabled is False and points.paint["view"] == "map"
-    sphere = panels.map_outputs(qm9_store, ViewState(dataset="qm9", view="sphere"))
-    assert sphere.paint is None and sphere.graph_hidden is False  # plotly's 3D scene
-    assert any((t.get("meta") or {}).get("kind") == "points" for t in sphere.figure["data"])
+    # the sphere: map_sphere.js's paint of the layers' sample, unringed (Dash rings through its ring store)
+    layers = map_layers(qm9_store, ViewState(dataset="qm9", view="sphere"))
+    st = ViewState(dataset="qm9", view="sphere", molecule=str(layers.md.ids[layers.rows[0]]))
+    sphere = panels.map_outputs(qm9_store, st)
+    assert sphere.graph_hidden is True and sphere.paint["view"] == "sphere" and sphere.paint["sphere"]["ring"] == []
+    assert sphere.paint["sphere"]["ids"] == layers.md.ids[layers.rows].astype(str).tolist()
+    want = layers.md.vectors(layers.rows, layers.axes).reshape(-1)
+    assert np.abs(np.asarray(sphere.paint["sphere"]["vectors"]) - want).max() <= 5e-4  # rounded to 1e-3
+    assert not any(t.get("type") == "scatter3d" for t in sphere.figure["data"])  # no plotly sphere
 
 
 def test_reference_stars_follow_the_shown_axes_and_hover_in_degrees(qm9_store):

@@ -271,6 +271,93 @@ def first_paint_pixels(driver, points) -> np.ndarray:
     return finite_pixels(driver, FIRST_PAINT_PIXELS_JS, points)
 
 
+# The 3D sphere (frontend_assets/map_sphere.js) of the first paint (Dash's map box: DASH_SPHERE_*): its canvas, its
+# camera as the renderer reports it ({azimuth, elevation, zoom, width, height, radius}, null before it is drawn) and
+# the paint the page carries.
+SPHERE_CANVAS = "#orientation-map[data-first-paint] canvas.sphere-canvas"
+DASH_SPHERE_CANVAS = "#orientation-map:not([data-first-paint]) canvas.sphere-canvas"
+
+
+def _camera_js(host: str) -> str:
+    return (
+        f"const h = document.querySelector('{host}'), s = h && h._mapHandle;"
+        "return s && s.camera && s.camera().width > 0 ? s.camera() : null"
+    )
+
+
+SPHERE_CAMERA_JS = _camera_js("#orientation-map[data-first-paint]")
+DASH_SPHERE_CAMERA_JS = _camera_js("#orientation-map:not([data-first-paint])")
+SPHERE_PAINT_JS = "return JSON.parse(document.querySelector('script.first-paint-data').textContent).sphere"
+DASH_SPHERE_PAINT_JS = (  # the sphere paint Dash's map box draws (its paint store's, as the renderer holds it)
+    "const h = document.querySelector('#orientation-map:not([data-first-paint])'), s = h && h._mapHandle;"
+    "const p = s && s.paint(); return p && p.view === 'sphere' ? p.sphere : null"
+)
+_SPHERE_PIXEL_JS = """
+const c = document.querySelector(arguments[2]), k = window.devicePixelRatio || 1;
+const x = Math.round(arguments[0] * k - 0.5), y = Math.round(arguments[1] * k - 0.5);
+return Array.from(c.getContext('2d').getImageData(x, y, 1, 1).data);
+"""
+
+
+def sphere_pixel(driver, x: float, y: float, canvas: str = SPHERE_CANVAS) -> np.ndarray:
+    """[r, g, b, a] of the sphere's canvas (the first paint's, or ``canvas``) at (x, y) px of its drawing."""
+    return np.array(driver.execute_script(_SPHERE_PIXEL_JS, x, y, canvas), float)
+
+
+def css_rgb(color: str) -> np.ndarray:
+    """[r, g, b] of a CSS colour written "#rrggbb" or "rgb(r, g, b)"."""
+    if color.startswith("#"):
+        return np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], float)
+    return np.array([float(c) for c in color[color.index("(") + 1 : -1].split(",")[:3]])
+
+
+def sphere_screen(cam: dict, vectors) -> tuple[np.ndarray, np.ndarray]:
+    """((n, 2) px from the sphere drawing's top left, (n,) depth towards the viewer) of (n, 3) unit vectors under
+    the renderer's turntable camera (z up), written here from its definition: the tests' oracle."""
+    a, e = cam["azimuth"], cam["elevation"]
+    right = np.array([-np.sin(a), np.cos(a), 0.0])
+    up = np.array([-np.sin(e) * np.cos(a), -np.sin(e) * np.sin(a), np.cos(e)])
+    towards = np.array([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)])
+    v = np.asarray(vectors, float).reshape(-1, 3)
+    r = min(cam["width"], cam["height"]) / 2 / 1.1 * cam["zoom"]  # the 3D scene's ±1.1 ranges
+    return np.stack([cam["width"] / 2 + r * v @ right, cam["height"] / 2 - r * v @ up], axis=1), v @ towards
+
+
+def dash_sphere(driver) -> tuple[dict, dict]:
+    """(camera, paint's ``sphere``) of the sphere Dash's map box draws, once drawn."""
+    cam = wait_until(lambda: driver.execute_script(DASH_SPHERE_CAMERA_JS), 40, "Dash's sphere", 0.15)
+    return cam, wait_until(lambda: driver.execute_script(DASH_SPHERE_PAINT_JS), 40, "Dash's sphere paint", 0.15)
+
+
+def point_at_dot(driver, canvas: str, cam: dict, sphere: dict, k: int, click: bool = False) -> np.ndarray:
+    """Move the mouse onto dot ``k`` of the sphere drawn on ``canvas`` (and click it); its (x, y) px on the drawing."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    xy = sphere_screen(cam, np.asarray(sphere["vectors"], float)[3 * k : 3 * k + 3])[0][0]
+    el = driver.find_element(By.CSS_SELECTOR, canvas)
+    moved = ActionChains(driver).move_to_element_with_offset(
+        el, int(round(xy[0] - cam["width"] / 2)), int(round(xy[1] - cam["height"] / 2))
+    )
+    (moved.click() if click else moved).perform()
+    return xy
+
+
+def lone_front_dot(sphere: dict, cam: dict, clear_px: float = 6.0) -> int:
+    """The index of the dot nearest the drawing's centre on the near hemisphere with no other dot within
+    ``clear_px`` (or the dot's own size) and no reference axis within 14 px: a click there can only mean it."""
+    xy, depth = sphere_screen(cam, sphere["vectors"])
+    refs = sphere_screen(cam, [r["v"] for r in sphere["reference"]])[0] if sphere["reference"] else np.zeros((0, 2))
+    clear = max(clear_px, sphere["size"])
+    centre = np.array([cam["width"], cam["height"]]) / 2
+    for i in np.argsort(np.hypot(*(xy - centre).T)):
+        d = np.hypot(*(xy - xy[i]).T)
+        d[i] = np.inf
+        if depth[i] > 0.2 and d.min() > clear and (refs.size == 0 or np.hypot(*(refs - xy[i]).T).min() > 14):
+            return int(i)
+    raise AssertionError("no dot stands alone on the near hemisphere")
+
+
 def map_traces(driver, with_arrays: bool = False):
     """Traces of the drawn map: kind (from meta), number of drawn points, and optionally x/y/colour arrays."""
     return driver.execute_script(MAP_JS, with_arrays)

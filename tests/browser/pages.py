@@ -21,8 +21,12 @@ def wait_for(fn, timeout=TIMEOUT_S, what="condition"):
     return wait_until(fn, timeout_s=timeout, what=what, poll_s=0.15)
 
 
-# The drawing on screen: map_draw.js's stage in the plane views (map, density), the plotly graph in the others.
-MAP_ELEMENT = "'#orientation-map .map-plane .map-stage, #orientation-graph-box:not([hidden]) .js-plotly-plot'"
+# The drawing on screen: map_draw.js's stage in the plane views (map, density), map_sphere.js's canvas on the sphere,
+# the plotly graph in the scatter view.
+MAP_ELEMENT = (
+    "'#orientation-map .map-plane .map-stage, #orientation-map canvas.sphere-canvas,"
+    " #orientation-graph-box:not([hidden]) .js-plotly-plot'"
+)
 # Points a drawing shows, from the renderer's paint (map units, y up, as the figures' traces were), per layer.
 PAINT_POINTS_JS = """
 const h = document.getElementById('orientation-map')._mapHandle, p = h && h.paint();
@@ -127,7 +131,7 @@ return arguments[0].map(p => [r.left + (p[0] - vb.x) / vb.width * r.width - cx,
 
 def open_map(driver, url):
     """Load the dashboard at ``url``, wait for the map, and return its drawing (centred in view): map_draw.js's stage
-    in the plane views, the plotly graph in the sphere and scatter views."""
+    in the plane views, map_sphere.js's canvas on the sphere, the plotly graph in the scatter view."""
     driver.get(url)
     wait_for(lambda: map_drawn(driver), what="the map's test hook")
     settle(driver)

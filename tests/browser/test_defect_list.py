@@ -18,7 +18,7 @@ from orientscope.services.grouping import group_label_map
 from orientscope.services.groups import list_groups
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import group_ids, match_smarts
-from tests.browser.chrome import map_traces, serve
+from tests.browser.chrome import dash_sphere, map_traces, serve, sphere_screen
 from tests.browser.pages import open_page, settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
@@ -55,21 +55,18 @@ img.src = arguments[0];
 """
 
 
-# The sphere's figure as plotly.js holds it (its graph, shown in that view).
-SPHERE_JS = """
-const gd = document.querySelector('#orientation-graph-box:not([hidden]) .js-plotly-plot');
-if (!gd || !gd.data) return null;
-return {data: gd.data.map(t => ({kind: t.meta && t.meta.kind, x: t.x ? Array.from(t.x) : null,
-                                 y: t.y ? Array.from(t.y) : null, z: t.z ? Array.from(t.z) : null}))};
+# The selection ring's centres on Dash's sphere, px from its canvas's top left (map_component.js's overlay).
+SPHERE_RING_JS = """
+const h = document.querySelector('#orientation-map:not([data-first-paint])'), c = h && h.querySelector('canvas');
+if (!c) return null;
+const b = c.getBoundingClientRect(), o = h.getBoundingClientRect();
+return Array.from(h.querySelectorAll('svg.selection-ring circle'), e =>
+  [Number(e.getAttribute('cx')) - (b.left - o.left), Number(e.getAttribute('cy')) - (b.top - o.top)]);
 """
 
 
 def _figure(driver) -> dict:
     return driver.execute_script(FIGURE_JS)
-
-
-def _sphere(driver) -> dict:
-    return driver.execute_script(SPHERE_JS) or {"data": []}
 
 
 @pytest.mark.parametrize("server", ["base_url", "image_url"])
@@ -173,26 +170,18 @@ def test_the_sphere_rings_the_selected_molecule(driver, base_url, qm9_store):
     md = load_map_data(qm9_store, "qm9")
     mol = str(md.ids[7])
     open_page(driver, f"{base_url}/?dataset=qm9&view=sphere&molecule={mol}")
-    ring = wait_for(
-        lambda: next((t for t in _sphere(driver)["data"] if t["kind"] == "selection"), None),
-        what="the selection ring on the sphere",
-    )
-    row = md.row_of(mol)
-    want = md.vectors(np.full(3, row), np.arange(3))
-    got = np.column_stack([ring["x"], ring["y"], ring["z"]])
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    cam, _ = dash_sphere(driver)
+
+    def ringed_at(molecule: str):  # the ring's three circles where the camera puts the molecule's axes 1..3
+        want = sphere_screen(cam, md.vectors(np.full(3, md.row_of(molecule)), np.arange(1, 4)))[0]
+        got = driver.execute_script(SPHERE_RING_JS)
+        return got and len(got) == 3 and np.abs(np.array(got) - want).max() < 0.01
+
+    wait_for(lambda: ringed_at(mol), what="the selection ring on the sphere")
     # another molecule moves the ring
     other = str(md.ids[11])
     driver.execute_script("window.dash_clientside.set_props('selected', {data: arguments[0]})", other)
-    moved = md.vectors(np.full(3, md.row_of(other)), np.arange(3))
-    wait_for(
-        lambda: (
-            (t := next((t for t in _sphere(driver)["data"] if t["kind"] == "selection"), None))
-            and np.allclose(np.column_stack([t["x"], t["y"], t["z"]]), moved, atol=1e-4)
-        ),
-        what="the ring on the new molecule",
-    )
-    assert sum(t["kind"] == "selection" for t in _sphere(driver)["data"]) == 1
+    wait_for(lambda: ringed_at(other), what="the ring on the new molecule")
 
 
 SLOTS_JS = """

@@ -1,6 +1,6 @@
 """The first paint at work before Dash has loaded (app/first_paint.py, frontend_assets/first_paint.js), in real
 headless Chromium: a click on the page HTML's static map opens the nearest molecule within 5 px in the static
-molecule panel, hovering shows what the pixel holds, a dot of the static sphere opens its molecule, and Dash's
+molecule panel, hovering shows what the pixel holds, a dot of the sphere opens its molecule, and Dash's
 page takes the panel over when it renders."""
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from orientscope.app.map_paint import SPHERE_RIGHT, SPHERE_UP
+from orientscope.app.sphere_paint import SPHERE_RIGHT, SPHERE_UP
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import (
+    SPHERE_CAMERA_JS,
+    SPHERE_CANVAS,
+    SPHERE_PAINT_JS,
     PageRequests,
-    first_paint_pixels,
+    lone_front_dot,
     make_driver,
     map_drawn,
     quit_driver,
@@ -98,24 +101,28 @@ def test_the_static_map_opens_the_nearest_molecule_and_hovers_with_no_script_fil
     assert "No molecule within 5 px" in driver.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .map-hint").text
 
 
-def test_a_dot_of_the_static_sphere_opens_its_molecule(without_scripts, image_url, qm9_store):
+def test_a_dot_of_the_first_paints_sphere_opens_its_molecule(without_scripts, image_url, qm9_store):
     driver = without_scripts
-    svg = static_map(driver, image_url + "/?dataset=qm9&view=sphere")
+    driver.get(image_url + "/?dataset=qm9&view=sphere")
+    wait_for(lambda: map_drawn(driver, first_paint=True), what="the first paint's test hook")
+    cam = wait_for(lambda: driver.execute_script(SPHERE_CAMERA_JS), what="the sphere")
+    sphere = driver.execute_script(SPHERE_PAINT_JS)
     md = load_map_data(qm9_store, "qm9")
-    # the nearest-to-the-viewer dot (drawn last, on top of every other)
-    cx, cy = driver.execute_script(
-        f"const c = [...document.querySelectorAll('{FIRST_PAINT} g.dots circle')].pop(); return [c.cx.baseVal.value, c.cy.baseVal.value]"
-    )
-    target = first_paint_pixels(driver, [[cx, cy]])[0]
+    # a dot on the near side, alone within 6 px, seen along plotly's default camera as the server projects it
+    k = lone_front_dot(sphere, cam)
+    v = np.array(sphere["vectors"][3 * k : 3 * k + 3])
+    r = cam["width"] / 2 / 1.1
+    target = np.array([v @ SPHERE_RIGHT, -(v @ SPHERE_UP)]) * r  # from the drawing's centre, y down
+    canvas = driver.find_element(By.CSS_SELECTOR, SPHERE_CANVAS)
     ActionChains(driver).move_to_element_with_offset(
-        svg, int(round(target[0])), int(round(target[1]))
+        canvas, int(round(target[0])), int(round(target[1]))
     ).click().perform()
     chosen = wait_for(lambda: driver.execute_script(FIRST_PAINT_JS, FIRST_PAINT, "clicked"), what="the clicked dot")
-    assert f"molecule={chosen}" in driver.current_url
-    # one of the chosen molecule's axes is seen there, along plotly's default camera
-    v = md.vectors(np.full(3, md.row_of(chosen)), np.array([1, 2, 3]))
-    seen = np.stack([v @ SPHERE_RIGHT, -(v @ SPHERE_UP)], axis=1)
-    assert np.hypot(*(seen - [cx, cy]).T).min() < 1e-3
+    assert chosen == sphere["ids"][k] and f"molecule={chosen}" in driver.current_url
+    # that dot is one of the chosen molecule's axes, its key naming the axis
+    axis = sphere["keys"][k] % 3 + 1
+    assert sphere["keys"][k] // 3 == md.row_of(chosen)
+    assert np.allclose(md.vectors(np.array([md.row_of(chosen)]), np.array([axis]))[0], v, atol=1e-3)
 
 
 # [when the first paint's mark was set, when the first plotly.js script finished arriving (null: not yet)], in ms.

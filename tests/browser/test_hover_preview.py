@@ -5,7 +5,6 @@ opens), drawn as a DOM overlay: the figure is not changed."""
 
 from __future__ import annotations
 
-import math
 import re
 from urllib.parse import unquote
 
@@ -17,7 +16,7 @@ from selenium.webdriver.common.by import By
 
 from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import finite_pixels, map_drawn
+from tests.browser.chrome import DASH_SPHERE_CANVAS, dash_sphere, finite_pixels, lone_front_dot, map_drawn, point_at_dot
 from tests.browser.pages import TIP_JS, TO_PIXEL_JS, map_pixels, open_map, static_map, wait_for
 
 pytestmark = pytest.mark.browser
@@ -112,32 +111,15 @@ def test_a_rest_on_the_density_view_previews_the_molecule_a_click_there_opens(dr
     assert driver.execute_script(FIGURE_JS)["layout"] == before["layout"]
 
 
-HOVERED_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.points[0].text || null; });
-"""
-
-
 def test_a_rest_on_a_point_of_the_sphere_previews_its_molecule(driver, base_url):
-    graph = open_map(driver, base_url + "/?dataset=qm9&view=sphere")
-    driver.execute_script(HOVERED_JS)
-    for r in range(0, 100, 5):  # a spiral from the centre until the cursor rests on a point
-        for k in range(max(1, r // 3)):
-            angle = 2 * math.pi * k / max(1, r // 3)
-            x, y = int(r * math.cos(angle)), int(r * math.sin(angle)) - 10
-            ActionChains(driver).move_to_element_with_offset(graph, x, y).perform()
-            hovered = driver.execute_script("return window.__hovered")
-            if not hovered:
-                continue
-            label = wait_for(
-                lambda: " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .hovertext")),
-                what="the sphere's hover label",
-            )
-            card = wait_for(lambda: driver.execute_script(PREVIEW_JS), what="the hover preview")
-            named = re.search(r"molecule (\S+)", label).group(1)
-            assert card["molecule"] == named == hovered and card["drawn"]
-            return
-    pytest.fail("no point of the sphere came under the cursor")
+    open_map(driver, base_url + "/?dataset=qm9&view=sphere")
+    cam, sphere = dash_sphere(driver)
+    k = lone_front_dot(sphere, cam)
+    point_at_dot(driver, DASH_SPHERE_CANVAS, cam, sphere, k)
+    tip = wait_for(lambda: driver.execute_script(TIP_JS), what="the sphere's tooltip")
+    card = wait_for(lambda: driver.execute_script(PREVIEW_JS), what="the hover preview")
+    named = re.search(r"molecule (\S+)", tip["text"]).group(1)
+    assert card["molecule"] == named == tip["molecule"] == sphere["ids"][k] and card["drawn"]
 
 
 def test_the_first_paint_previews_the_molecule_its_hover_names(without_scripts, image_url, qm9_store):

@@ -1,10 +1,8 @@
 """Every view answers a click the same way, in real headless Chromium: the Mollweide points, its image,
 the density view (the landing page) and the 3D sphere all open the molecule panel and name the molecule
-in the URL; the flat views ring it on the map. Hovering the landing view asks nothing it cannot answer."""
+in the URL, and ring it on the map. Hovering the landing view asks nothing it cannot answer."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
@@ -12,15 +10,10 @@ from selenium.webdriver.common.by import By
 
 from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import load_map_data
-from tests.browser.chrome import finite_pixels
+from tests.browser.chrome import DASH_SPHERE_CANVAS, dash_sphere, finite_pixels, lone_front_dot, point_at_dot
 from tests.browser.pages import TO_PIXEL_JS, open_map, text_of, wait_for
 
 pytestmark = pytest.mark.browser
-
-HOVERED_JS = """
-const gd = document.querySelector('#orientation-map .js-plotly-plot');
-window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.points[0]; });
-"""
 
 
 def _click_near_a_point(driver, graph, md) -> None:
@@ -34,28 +27,14 @@ def _click_near_a_point(driver, graph, md) -> None:
     pytest.fail("no point inside the plot")
 
 
-def _click_a_sphere_point(driver, graph) -> None:
-    driver.execute_script(HOVERED_JS)
-    for r in range(0, 100, 5):  # a spiral from the centre until the cursor is over a point
-        for k in range(max(1, r // 3)):
-            angle = 2 * math.pi * k / max(1, r // 3)
-            ActionChains(driver).move_to_element_with_offset(
-                graph, int(r * math.cos(angle)), int(r * math.sin(angle)) - 10
-            ).pause(0.05).perform()
-            hovered = driver.execute_script("return window.__hovered")
-            if hovered and hovered.get("curveNumber") == 1:
-                # plotly's label names the molecule, as the flat map's tooltip does
-                label = wait_for(
-                    lambda: " ".join(
-                        e.text for e in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .hovertext")
-                    ),
-                    timeout=5,
-                    what="the sphere's hover label",
-                )
-                assert "molecule" in label
-                ActionChains(driver).click_and_hold().pause(0.1).release().perform()
-                return
-    pytest.fail("no point of the sphere came under the cursor")
+def _click_a_sphere_point(driver) -> None:
+    """A click on a lone dot of Dash's sphere (map_sphere.js's canvas), after its tooltip names the molecule."""
+    cam, sphere = dash_sphere(driver)
+    k = lone_front_dot(sphere, cam)
+    point_at_dot(driver, DASH_SPHERE_CANVAS, cam, sphere, k)
+    wait_for(lambda: f"molecule {sphere['ids'][k]}" in " ".join(
+        e.text for e in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .map-tooltip")), what="the sphere's tooltip")  # fmt: skip
+    point_at_dot(driver, DASH_SPHERE_CANVAS, cam, sphere, k, click=True)
 
 
 @pytest.mark.parametrize(
@@ -64,14 +43,14 @@ def _click_a_sphere_point(driver, graph) -> None:
         ("base_url", "/?dataset=qm9&view=map", True),  # the small store's map is points
         ("image_url", "/?dataset=qm9&view=map", True),  # above the budget: the image
         ("base_url", "/", True),  # the landing page: the density view
-        ("base_url", "/?dataset=qm9&view=sphere", False),
+        ("base_url", "/?dataset=qm9&view=sphere", True),
     ],
 )
 def test_a_click_in_every_view_opens_the_molecule_panel_and_the_url(driver, request, qm9_store, server, path, ringed):
     graph = open_map(driver, request.getfixturevalue(server) + path)
     md = load_map_data(qm9_store, "qm9")
     if "sphere" in path:
-        _click_a_sphere_point(driver, graph)
+        _click_a_sphere_point(driver)
     else:
         _click_near_a_point(driver, graph, md)
     chosen = wait_for(lambda: text_of(driver, "molecule-id"), what="the molecule panel")

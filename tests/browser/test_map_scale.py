@@ -18,7 +18,15 @@ from selenium.webdriver.common.by import By
 from orientscope.figures.plots import MAP_SCALE
 from orientscope.services.map_data import load_map_data
 from orientscope.services.molecules import molecule_detail
-from tests.browser.chrome import PageRequests, after_frames, finite_pixels, map_drawn
+from tests.browser.chrome import (
+    DASH_SPHERE_CANVAS,
+    PageRequests,
+    dash_sphere,
+    finite_pixels,
+    lone_front_dot,
+    map_drawn,
+    point_at_dot,
+)
 from tests.browser.pages import BUDGET, TO_PIXEL_JS, open_map, settle, text_of, viewer_molecule, wait_for
 
 pytestmark = pytest.mark.browser
@@ -329,36 +337,18 @@ def test_zooming_into_a_small_region_switches_to_points_with_hover(driver, image
 
 
 def test_the_sphere_view_is_clickable_without_2d_axes(driver, image_url, qm9_store):
-    graph = open_map(driver, image_url + "/?dataset=qm9&view=sphere")
+    open_map(driver, image_url + "/?dataset=qm9&view=sphere")
     md = load_map_data(qm9_store, "qm9")
     assert map_drawn(driver) == {"drawn": int(md.axis_counts[1:].sum()), "mode": "points"}
     assert driver.find_elements(By.CSS_SELECTOR, "#orientation-map .xtick, #orientation-map .ytick") == []
-    driver.execute_script(
-        "const gd = document.querySelector('#orientation-map .js-plotly-plot');"
-        "window.__hovered = null; gd.on('plotly_hover', e => { window.__hovered = e.points[0]; });"
-    )
-    hovered = None
-    for r in range(0, 100, 5):  # a spiral from the centre until the cursor is over a point
-        for k in range(max(1, r // 3)):
-            angle = 2 * math.pi * k / max(1, r // 3)
-            ActionChains(driver).move_to_element_with_offset(
-                graph, int(r * math.cos(angle)), int(r * math.sin(angle)) - 10
-            ).perform()
-            after_frames(driver)  # plotly has picked what is under the cursor now
-            hovered = driver.execute_script("return window.__hovered")
-            if hovered and hovered.get("curveNumber") == 1:
-                break
-            hovered = None
-        if hovered:
-            break
-    assert hovered, "no point of the sphere came under the cursor"
-    # a click as a hand makes it: WebGL 3D picks the point under the cursor on a frame between press and release
-    ActionChains(driver).click_and_hold().perform()
-    after_frames(driver)
-    ActionChains(driver).release().perform()
+    cam, sphere = dash_sphere(driver)
+    k = lone_front_dot(sphere, cam)
+    point_at_dot(driver, DASH_SPHERE_CANVAS, cam, sphere, k, click=True)
     chosen = wait_for(lambda: text_of(driver, "molecule-id"), what="the clicked molecule")
     v = md.vectors(np.full(3, md.row_of(chosen)), np.array([1, 2, 3]))
-    assert np.abs(v - [hovered["x"], hovered["y"], hovered["z"]]).sum(axis=1).min() < 1e-3
+    assert (
+        np.abs(v - np.asarray(sphere["vectors"][3 * k : 3 * k + 3])).sum(axis=1).min() < 2e-3
+    )  # its dot, 1e-3 rounded
     wait_for(lambda: viewer_molecule(driver) == chosen, what="the viewer to show it")
     settle(driver)  # the click's callbacks are answered and drawn
 

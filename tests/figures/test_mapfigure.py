@@ -7,6 +7,7 @@ from orientscope.figures.mapfigure import map_figure, map_figure_json, selected_
 from orientscope.figures.mapview import map_layers
 from orientscope.figures.plots import MAP_SCALE, NO_MATCH, TRACE
 from orientscope.figures.state import ViewState
+from orientscope.science.sphere import mollweide_vectors
 from orientscope.services.map_raster import Viewport
 
 
@@ -35,9 +36,13 @@ def test_selected_ring_marks_the_molecules_shown_axes_in_every_view(qm9_store):
     np.testing.assert_allclose(ring[:, 1], y * MAP_SCALE, rtol=1e-6)
     two = ViewState(dataset="qm9", view="map", axes="13")
     assert len(selected_ring(layers.md, two, mol)) == 2
-    sphere = ViewState(dataset="qm9", view="sphere")  # on the sphere: the unit vectors of the shown axes
-    vectors = layers.md.vectors(np.full(3, layers.md.row_of(mol)), np.arange(3))
-    np.testing.assert_allclose(selected_ring(layers.md, sphere, mol), vectors, atol=1e-5)
+    sphere = ViewState(dataset="qm9", view="sphere")  # on the sphere: the unit vectors of the shown axes, the same
+    # points as the map's (it once rang the row before's third axis and the first two, axes counted from 0)
+    vectors = np.array(selected_ring(layers.md, sphere, mol))
+    np.testing.assert_allclose(mollweide_vectors(x, y), vectors, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    first_third = ViewState(dataset="qm9", view="sphere", axes="13")
+    np.testing.assert_allclose(selected_ring(layers.md, first_third, mol), vectors[[0, 2]], atol=1e-5)
     assert selected_ring(layers.md, st, None) == [] and selected_ring(layers.md, st, "no-such-molecule") == []
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from orientscope.figures.mapview import SPHERE_POINTS_TRACE, clicked_row, map_layers
-from orientscope.figures.plots import SPHERE_MATCH_TRACE, map_units
+from orientscope.figures.mapview import map_layers
+from orientscope.figures.plots import map_units
 from orientscope.figures.state import ViewState
 
 
@@ -21,26 +21,6 @@ def test_every_axis_point_is_drawn_once_whatever_the_colour(qm9_store, color):
     ok = ~np.isnan(md.x.ravel())
     shown = sorted(zip(map_units(md.x.ravel()[ok]).tolist(), map_units(md.y.ravel()[ok]).tolist(), strict=True))
     assert drawn == shown  # (hover and clicks name a point's molecule through the server: map/nearest)
-
-
-def test_sphere_clicks_map_back_to_the_sampled_points(qm9_store):
-    layers = map_layers(qm9_store, ViewState(dataset="qm9", view="sphere"))
-    assert clicked_row(layers, SPHERE_POINTS_TRACE, 0) == int(layers.rows[0])
-    assert clicked_row(layers, SPHERE_POINTS_TRACE, layers.rows.size - 1) == int(layers.rows[-1])
-    assert clicked_row(layers, 0, 0) is None  # the wire sphere
-    assert clicked_row(layers, SPHERE_POINTS_TRACE, 10**9) is None
-
-
-def test_a_click_on_a_highlighted_match_of_the_sphere_opens_that_match(qm9_store):
-    from orientscope.figures.mapfigure import map_figure
-
-    state = ViewState(dataset="qm9", view="sphere", smarts="C=O")
-    fig, layers = map_figure(qm9_store, state)
-    match = fig.data[SPHERE_MATCH_TRACE]
-    assert match.meta["kind"] == "highlight" and len(match.text) == layers.highlight_rows.size > 0
-    last = layers.highlight_rows.size - 1
-    assert str(layers.md.ids[clicked_row(layers, SPHERE_MATCH_TRACE, last)]) == match.text[last]
-    assert clicked_row(layers, SPHERE_MATCH_TRACE, last + 1) is None
 
 
 def test_the_sphere_draws_a_stated_sample(qm9_store, monkeypatch):
