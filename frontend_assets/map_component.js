@@ -1,5 +1,5 @@
 /* The map's interaction, written once: map_draw.js's drawings of the plane views (the page's first paint, inlined
-   by app/first_paint.py, and Dash's page alike), the first paint's static sphere and the scatter view's plotly.js
+   by app/first_paint.py, and Dash's page alike), and the scatter view's plotly.js
    graph (scatter.js). It owns the
    click's pick (press, release, GET .../map/nearest, the "nothing near" hint, the chooser of a shared pixel),
    the hover (GET .../map/preview after a rest: the tooltip and the card), the selection ring, and the density

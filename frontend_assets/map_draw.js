@@ -121,7 +121,7 @@
   // A drawing's SVG viewBox (map units, SVG y down) as the component's surface, over `box` (the overlays' parent).
   // Over a map's image the pick counts on the image's own pixel grid (settings().grid); elsewhere (points, the
   // density view's cells) on the drawing's pixels on screen. `table`: the control map's (its hover and clicks pick on
-  // the control's molecules). Also the first paint's static sphere's (its dots are picked in first_paint.js).
+  // the control's molecules).
   // `box` may be a function answering the element: a drawing can move to another page element (Dash's, from the
   // first paint's).
   function svgSurface(box, svg, settings, table) {
