@@ -19,7 +19,7 @@ from orientscope.services.map_selection import selection_page
 from orientscope.services.map_view import MapQuery
 
 PAGE_ROWS = 20
-HINT = "Lasso (the map's toolbar) lists the molecules in a region; a click with the lasso on clears it."
+HINT = "Box select or Lasso (the map's toolbar) lists the molecules in a region; a click with either on clears it."
 
 OUT = {
     "hidden": (ids.SELECTION_PANEL, "hidden"),

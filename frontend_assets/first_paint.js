@@ -3,8 +3,8 @@
    data as JSON (app/map_paint.py first_paint, the answer of GET /api/datasets/{id}/map/first-paint). It
    draws it as soon as it is parsed, about 1.5 s before the page's 6 MB of scripts have run: no plotly.js,
    no Dash. Drawn: the flat map or the density view's two maps (map_draw.js) or the 3D sphere (map_sphere.js),
-   both inlined before this file and the same renderers as Dash's page (already interactive: zoom, pan and lasso
-   on the plane views, turning on the sphere), beside the molecule panel rendered from the layout's own Dash
+   both inlined before this file and the same renderers as Dash's page (already interactive: zoom, pan, box select
+   and lasso on the plane views, turning on the sphere), beside the molecule panel rendered from the layout's own Dash
    components.
 
    Clicks, hover, the ring and the density cells' words are map_component.js's, on the renderer's drawing (Dash's

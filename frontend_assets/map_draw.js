@@ -9,16 +9,18 @@
 
    Drawn: SVG in map units (viewBox; y down) for the image, outline, graticule, stars, the lasso and the zoom box; a
    <canvas> for the points (up to ORIENTSCOPE_MAP_POINT_BUDGET = 30,000 in view: SVG circles are too slow); the title
-   and the legend (swatches, colour bar). Interaction: wheel zoom, drag = box zoom, a pan mode, a lasso mode,
-   double-click and "whole map" reset, PNG and SVG export. A zoom redraws what is shown at once at the new scale, then
-   asks the REST resource for the region's paint; only the newest answer is drawn. The click's pick, the hover, the
-   selection ring and the density cells' words are map_component.js's, on this drawing's surface (svgSurface).
+   and the legend (swatches, colour bar). Interaction: wheel zoom, drag = box zoom, a pan mode, a box and a lasso
+   selection mode, double-click and "whole map" reset, PNG and SVG export. A zoom redraws what is shown at once at the
+   new scale, then asks the REST resource for the region's paint; only the newest answer is drawn. The click's pick,
+   the hover, the selection ring and the density cells' words are map_component.js's, on this drawing's surface
+   (svgSurface).
 
    handle: {update(paint), region() -> {x0, x1, y0, y1} (Mollweide) or null for the whole map, ring(points in map
             units [[x, y], ...]), zoom(region|null), exportImage("png"|"svg") -> Promise of a Blob, destroy()}.
-   hooks:  {onRegion(region|null) after a zoom, pan or reset settles, onSelect(polygon|null) after a lasso
-            (Mollweide [[x, y], ...]), choose(id, hit, panel, ev) after a click picks a molecule, say(text),
-            drawn(handle, paint, image) once a paint is on screen (default: the test hook below)}.
+   hooks:  {onRegion(region|null) after a zoom, pan or reset settles, onSelect(polygon|null, kind) after a box or
+            lasso selection (Mollweide [[x, y], ...]; kind "box": the box's four corners, or "lasso"),
+            choose(id, hit, panel, ev) after a click picks a molecule, say(text), drawn(handle, paint, image) once a
+            paint is on screen (default: the test hook below)}.
    Test hook on host: data-mode, data-drawn and data-token of the paint on screen, data-zoom (the region, "" for the
    whole map), removed while a region's paint is on its way. */
 (function () {
@@ -32,6 +34,11 @@
   var MIN_WIDTH = HOME.w / 4000;  // the deepest zoom: about a pixel of the image grid's limit
   var SETTLE_MS = 250;  // a wheel's ticks are one zoom: its region is asked for once they stop
   var BOX_MIN_PX = 4;
+  // the box being dragged: a zoom's, and a box selection's (the look of the selection's outline, drawLasso)
+  var ZOOM_STYLE = { "class": "zoombox", fill: "rgba(0,0,0,0.08)", stroke: "#333", "stroke-width": 1,
+                     "vector-effect": "non-scaling-stroke" };
+  var BOX_STYLE = { "class": "selectbox", fill: "rgba(0,0,0,0.06)", stroke: "#333", "stroke-width": 1.2,
+                    "stroke-dasharray": "4 3", "vector-effect": "non-scaling-stroke" };
   var WHEEL_RATE = 0.002;
   var DENSITY_POINTS_W = 560;  // plots.py DENSITY_POINTS_PX: the plot a density map's point radius was set for
   var MAX_PIXELS = 4096;  // services/map_raster.py MAX_PIXELS: a region's pixel size
@@ -460,8 +467,10 @@
   }
 
   // ---------------------------------------------------------------- the plane views: map and density
-  // The toolbar's drag modes: zoom (a box, the default), pan, lasso (a selection).
+  // The toolbar's drag modes: zoom (a box, the default), pan, and the two selections: a box (the URL's sel=box:) and
+  // a lasso (sel=lasso:), backend/core/selection.py.
   var MODES = [["zoom", "Box zoom", "drag a box to zoom in"], ["pan", "Pan", "drag to move the map"],
+               ["box", "Box select", "drag a box around molecules to select them"],
                ["lasso", "Lasso", "draw around molecules to select them"]];
 
   function planeRenderer(host, paint, hooks) {
@@ -603,7 +612,8 @@
       zoomTo({ x: p.sx - p.fx * w, y: p.sy - p.fy * h, w: w, h: h });
     }
 
-    // A drag: a box to zoom into, a pan, or a lasso; a press and release in place is a click (the picker's).
+    // A drag: a box to zoom into, a pan, a box or a lasso to select; a press and release in place is a click (the
+    // picker's), which in a selection mode also clears the selection.
     function press(d, ev) {
       if (ev.button !== 0) { return; }
       var start = stagePoint(d, ev), startBox = vb, moved = false, shape = null;
@@ -621,8 +631,10 @@
           lasso.push([p.sx, p.sy]);
           drawLasso();
         } else {
-          if (!shape) { shape = svgEl("rect", { "class": "zoombox", fill: "rgba(0,0,0,0.08)", stroke: "#333",
-                                                 "stroke-width": 1, "vector-effect": "non-scaling-stroke" }); overlay.appendChild(shape); }
+          if (!shape) {
+            shape = svgEl("rect", mode === "box" ? BOX_STYLE : ZOOM_STYLE);
+            overlay.appendChild(shape);
+          }
           shape.setAttribute("x", Math.min(start.sx, p.sx));
           shape.setAttribute("y", Math.min(start.sy, p.sy));
           shape.setAttribute("width", Math.abs(p.sx - start.sx));
@@ -635,9 +647,10 @@
         var p = stagePoint(d, e);
         if (shape) { shape.remove(); }
         if (!moved) {
-          if (mode === "lasso") { lasso = null; if (selection) { select(null); } }
+          if (mode === "lasso" || mode === "box") { lasso = null; if (selection) { select(null); } }
           return;
         }
+        var wide = Math.abs(p.px - start.px) >= BOX_MIN_PX && Math.abs(p.py - start.py) >= BOX_MIN_PX;
         if (mode === "pan") {
           clearTimeout(settleTimer);
           settleTimer = setTimeout(settle, 0);
@@ -645,7 +658,9 @@
           lasso.push([p.sx, p.sy]);
           select(lasso.length >= 3 ? lasso : null);
           lasso = null;
-        } else if (Math.abs(p.px - start.px) >= BOX_MIN_PX && Math.abs(p.py - start.py) >= BOX_MIN_PX) {
+        } else if (mode === "box") {
+          if (wide) { select([[start.sx, start.sy], [p.sx, start.sy], [p.sx, p.sy], [start.sx, p.sy]], "box"); }
+        } else if (wide) {
           zoomTo({ x: Math.min(start.sx, p.sx), y: Math.min(start.sy, p.sy), w: Math.abs(p.sx - start.sx),
                    h: Math.abs(p.sy - start.sy) }, 0);
         }
@@ -654,12 +669,14 @@
       window.addEventListener("mouseup", up);
     }
 
-    // The lasso: drawn in map units, handed on in Mollweide units (ids.MAP_SELECTION in Dash)
-    function select(points) {
+    // The selection (a lasso, or a box's four corners): drawn in map units, handed on in Mollweide units with its
+    // kind, "lasso" or "box" (ids.MAP_SELECTION in Dash)
+    function select(points, kind) {
       selection = points;
       drawLasso();
       if (hooks.onSelect) {
-        hooks.onSelect(points ? points.map(function (p) { return [p[0] / MAP_SCALE, -p[1] / MAP_SCALE]; }) : null);
+        hooks.onSelect(points ? points.map(function (p) { return [p[0] / MAP_SCALE, -p[1] / MAP_SCALE]; }) : null,
+                       points ? kind || "lasso" : null);
       }
     }
     function drawLasso() {

@@ -279,7 +279,8 @@
   // Draws the paint store into the map's box: a new drawing, an update of the one on screen, or the page's first
   // paint's drawing taken over (the same paint: no redraw from scratch; a new one: updated). Its hooks write Dash's
   // stores: the shown region (map-viewport, so a new colour keeps it) and the URL's ?zoom= (map-zoom, a history
-  // entry), a lasso (map-selection, the URL's sel=) and a click (the molecule's panel at once, then "selected").
+  // entry), a box or lasso (map-selection, the URL's sel=) and a click (the molecule's panel at once, then
+  // "selected").
   function planeHooks(host) {
     var clientside = window.dash_clientside;
     return {
@@ -294,8 +295,8 @@
           clientside.set_props("map-zoom", { data: zoom });
         }
       },
-      onSelect: function (polygon) {
-        clientside.set_props("map-selection", { data: window.orientscopeSelection.textOf(polygon) });
+      onSelect: function (polygon, kind) {
+        clientside.set_props("map-selection", { data: window.orientscopeSelection.textOf(polygon, kind) });
       },
       choose: function (id, hit, panel, ev, current) { openMolecule(host, id, panel, current); }
     };

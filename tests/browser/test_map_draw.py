@@ -120,6 +120,55 @@ def test_a_lasso_selects_the_molecules_inside_it(driver, base_url, qm9_store):
     assert driver.execute_script("return !!document.querySelector('#orientation-map path.lasso')")
 
 
+def test_a_box_selection_selects_the_molecules_inside_it_and_a_reload_keeps_it(driver, base_url, qm9_store):
+    stage = _open(driver, base_url + "/?dataset=qm9&view=map")
+    driver.find_element(By.CSS_SELECTOR, "#orientation-map .map-mode[data-mode='box']").click()
+    wait_for(
+        lambda: driver.execute_script("return document.getElementById('orientation-map').dataset.drag") == "box",
+        what="the box select mode",
+    )
+    corners = np.array([[-1.3, 0.7], [0.6, -0.5]])  # a drag from the upper left to the lower right
+    pixels = np.array(driver.execute_script(PIXELS_JS, corners.tolist()))
+    chain = ActionChains(driver).move_to_element_with_offset(stage, int(pixels[0, 0]), int(pixels[0, 1]))
+    chain.click_and_hold()
+    for t in np.linspace(0.25, 1.0, 4):
+        p = pixels[0] + (pixels[1] - pixels[0]) * t
+        chain.move_to_element_with_offset(stage, int(p[0]), int(p[1]))
+    chain.release().perform()
+    sel = wait_for(lambda: parse_qs(urlparse(driver.current_url).query).get("sel"), what="the selection in the URL")[0]
+    assert sel.startswith("box:")
+    x0, x1, y0, y1 = (float(v) for v in unquote(sel)[len("box:") :].split(","))
+    assert x0 < x1 and y0 < y1  # the box's edges, ordered, in Mollweide units (y up)
+    assert np.abs(np.array([x0, x1, y0, y1]) - [-1.3, 0.6, -0.5, 0.7]).max() < 0.03  # within a pixel or two
+    md = load_map_data(qm9_store, "qm9")
+    with np.errstate(invalid="ignore"):  # NaN: an axis the molecule's symmetry leaves undefined, never inside
+        inside = (md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)  # (n_molecules, 3)
+    expected = int(inside.any(axis=1).sum())
+    assert 0 < expected < md.n_molecules
+    count = "#selection-count"
+    text = wait_for(
+        lambda: (t := driver.find_element(By.CSS_SELECTOR, count).text) and "molecule" in t and t,
+        what="the selection's molecules",
+    )
+    assert text.startswith(f"{expected:,} molecule"), (expected, text)
+    box_js = "const p = document.querySelector('#orientation-map path.lasso'); return p && p.getAttribute('d')"
+    drawn = driver.execute_script(box_js)
+    assert drawn and drawn.endswith("Z") and drawn.count("L") == 3  # the box stays outlined: four corners
+    # a reload (the URL alone) keeps the box: listed and outlined again
+    driver.get(driver.current_url)
+    wait_for(lambda: map_drawn(driver), what="the map after the reload")
+    assert parse_qs(urlparse(driver.current_url).query)["sel"][0] == sel
+    again = wait_for(
+        lambda: (t := driver.find_element(By.CSS_SELECTOR, count).text) and "molecule" in t and t,
+        what="the selection's molecules after the reload",
+    )
+    assert again == text
+    outline = wait_for(lambda: driver.execute_script(box_js), what="the box's outline after the reload")
+    vertices = np.array([[float(v) for v in q.split()] for q in outline[1:-1].split("L")]) / MAP_SCALE
+    assert np.allclose(np.sort(vertices[:, 0]), [x0, x0, x1, x1], atol=1e-4)
+    assert np.allclose(np.sort(-vertices[:, 1]), [y0, y0, y1, y1], atol=1e-4)  # SVG's y down
+
+
 def _inside(x: np.ndarray, y: np.ndarray, polygon: np.ndarray) -> np.ndarray:
     """Even-odd rule: which of the points (x, y) lie inside ``polygon`` (k, 2); NaN points are outside."""
     inside = np.zeros(x.shape, bool)
