@@ -10,13 +10,15 @@
    Drawn: SVG in map units (viewBox; y down) for the image, outline, graticule, stars, the lasso and the zoom box; a
    <canvas> for the points (up to ORIENTSCOPE_MAP_POINT_BUDGET = 30,000 in view: SVG circles are too slow); the title
    and the legend (swatches, colour bar). Interaction: wheel zoom, drag = box zoom, a pan mode, a box and a lasso
-   selection mode, double-click and "whole map" reset, PNG and SVG export. A zoom redraws what is shown at once at the
-   new scale, then asks the REST resource for the region's paint; only the newest answer is drawn. The click's pick,
-   the hover, the selection ring and the density cells' words are map_component.js's, on this drawing's surface
-   (svgSurface).
+   selection mode, double-click and "whole map" reset, PNG and SVG export of what is shown (handle.save, for the
+   page's own export buttons, which serve every view: orientscope.js exportMap; the toolbar has no second set). A zoom
+   redraws what is shown at once at the new scale, then asks the REST resource for the region's paint; only the
+   newest answer is drawn. The click's pick, the hover, the selection ring and the density cells' words are
+   map_component.js's, on this drawing's surface (svgSurface).
 
    handle: {update(paint), region() -> {x0, x1, y0, y1} (Mollweide) or null for the whole map, ring(points in map
-            units [[x, y], ...]), zoom(region|null), exportImage("png"|"svg") -> Promise of a Blob, destroy()}.
+            units [[x, y], ...]), zoom(region|null), save("png"|"svg") (a download), exportImage("png"|"svg") ->
+            Promise of a Blob, destroy()}.
    hooks:  {onRegion(region|null) after a zoom, pan or reset settles, onSelect(polygon|null, kind) after a box or
             lasso selection (Mollweide [[x, y], ...]; kind "box": the box's four corners, or "lasso"),
             choose(id, hit, panel, ev) after a click picks a molecule, say(text), drawn(handle, paint, image) once a
@@ -493,16 +495,11 @@
       modeButtons[m[0]] = b;
       toolbar.appendChild(b);
     });
-    function button(cls, text, title, onClick) {
-      var b = el("button", { type: "button", "class": cls, title: title });
-      b.textContent = text;
-      b.addEventListener("click", onClick);
-      toolbar.appendChild(b);
-      return b;
-    }
-    button("map-reset", "Whole map", "show the whole map (or double-click the map)", function () { zoomTo(HOME, 0); });
-    button("map-export-png", "PNG", "download what is shown as a PNG image", function () { save("png"); });
-    button("map-export-svg", "SVG", "download what is shown as an SVG drawing", function () { save("svg"); });
+    var reset = el("button", { type: "button", "class": "map-reset",
+                               title: "show the whole map (or double-click the map)" });
+    reset.textContent = "Whole map";
+    reset.addEventListener("click", function () { zoomTo(HOME, 0); });
+    toolbar.appendChild(reset);
     var row = el("div", { "class": density ? "map-drawings maps" : "map-drawings" });
     root.append(toolbar, row);
     var drawings = [new Drawing(row, { "data-table": "original" })];

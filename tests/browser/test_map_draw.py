@@ -1,8 +1,8 @@
 """The map's renderer (frontend_assets/map_draw.js) in real headless Chromium: the same code draws the plane views on
 the page's first paint and inside Dash; a wheel zoom redraws the region from GET .../map/paint and goes into the URL
-(?zoom=), which the back button restores; a lasso selects the molecules inside it; a click opens the molecule under
-it; PNG and SVG export give what is shown; the density view's two maps hover together; Dash takes the first paint's
-drawing over without drawing it again."""
+(?zoom=), which the back button restores; a lasso or a box selects the molecules inside it (a box kept by a reload); a
+click opens the molecule under it; PNG and SVG export (the page's buttons, the only ones) give what is shown; the
+density view's two maps hover together; Dash takes the first paint's drawing over without drawing it again."""
 
 from __future__ import annotations
 
@@ -217,8 +217,11 @@ def test_a_click_opens_the_molecule_under_it_and_export_gives_what_is_shown(driv
         break
     else:
         pytest.fail("no click on 20 molecules' points picked one")
+    # one set of export buttons, the page's (they serve every view): none in the renderer's toolbar
+    buttons = "return [...document.querySelectorAll('button')].filter(b => /^(PNG|SVG)$/.test(b.textContent.trim()))"
+    assert sorted(driver.execute_script(buttons + ".map(b => b.id)")) == ["export-png", "export-svg"]
     for fmt in ("png", "svg"):
-        driver.find_element(By.CSS_SELECTOR, f"#orientation-map .map-export-{fmt}").click()
+        driver.find_element(By.ID, f"export-{fmt}").click()
         wait_for(
             lambda f=fmt: (
                 driver.execute_script("return document.getElementById('orientation-map').dataset.exported") or ""
