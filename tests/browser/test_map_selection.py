@@ -1,5 +1,6 @@
-"""Lasso selection on the flat map (map_draw.js's lasso mode) in real headless Chromium: the list shows the molecules inside (count and ids),
-the CSV link downloads them, and the selection goes into the URL, so that a reload lists it again."""
+"""Lasso and box selection on the flat map (map_draw.js's lasso and box select modes) in real headless Chromium, over
+waters drawn as points and as an image: the list shows the molecules inside (count and ids), the CSV link downloads
+them, and the selection goes into the URL, so that a reload lists it again."""
 
 from __future__ import annotations
 
@@ -143,3 +144,29 @@ def test_a_lasso_selection_lists_its_molecules_downloads_them_and_survives_a_rel
     # clearing it takes it off the page and out of the URL
     driver.find_element(By.ID, "selection-clear").click()
     wait_for(lambda: _url_sel(driver) is None and driver.execute_script(LISTED_JS) is None, what="a cleared selection")
+
+
+def test_a_box_selection_lists_the_molecules_in_the_box_as_points_and_as_an_image(driver, waters_url):
+    url, data_dir, mode = waters_url
+    graph = open_map(driver, url + "/?dataset=waters&view=map")
+    assert map_drawn(driver)["mode"] == mode
+    md = load_map_data(data_dir, "waters")
+    driver.find_element(By.CSS_SELECTOR, "#orientation-map .map-mode[data-mode='box']").click()
+    # dragged from the lower right to the upper left: the URL's box is ordered all the same
+    corners = [[1.4, -1.0], [-0.5, 0.4]]
+    pixels = np.array(driver.execute_script(TO_PIXEL_JS, [[x * MAP_SCALE, y * MAP_SCALE] for x, y in corners]))
+    chain = ActionChains(driver).move_to_element_with_offset(graph, int(pixels[0, 0]), int(pixels[0, 1]))
+    chain.click_and_hold()
+    for t in (0.5, 1.0):
+        p = pixels[0] + (pixels[1] - pixels[0]) * t
+        chain.move_to_element_with_offset(graph, int(p[0]), int(p[1]))
+    chain.release().perform()
+    sel = wait_for(lambda: _url_sel(driver), what="the box in the URL")
+    assert sel.startswith("box:")
+    x0, x1, y0, y1 = parse_selection(sel).bounds
+    assert [x0, x1, y0, y1] == pytest.approx([-0.5, 1.4, -1.0, 0.4], abs=0.05)
+    expected = _inside(md, sel)  # the map's own points in the URL's box
+    assert 0 < len(expected) < N_MOLECULES
+    listed = wait_for(lambda: driver.execute_script(LISTED_JS), what="the box's list")
+    assert listed["count"].startswith(f"{len(expected)} molecule") and listed["ids"] == expected[:20]
+    assert "sel=box%3A" in listed["csv"]
