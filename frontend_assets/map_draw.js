@@ -488,7 +488,8 @@
     host.style.position = host.style.position || "relative";
     var toolbar = el("div", { "class": "map-toolbar", role: "toolbar" });
     var modeButtons = {};
-    MODES.forEach(function (m) {
+    // The density view lists no selection (app/selection_panel.py: the flat map's molecules only), so it offers none.
+    MODES.filter(function (m) { return !density || (m[0] !== "box" && m[0] !== "lasso"); }).forEach(function (m) {
       var b = el("button", { type: "button", "class": "map-mode", "data-mode": m[0], title: m[2], "aria-pressed": "false" });
       b.textContent = m[1];
       b.addEventListener("click", function () { setMode(m[0]); });

@@ -250,6 +250,9 @@ r.readAsDataURL(document.getElementById('orientation-map')._exported);""")
 def test_the_density_views_two_maps_hover_together_and_zoom_together(driver, base_url):
     stage = _open(driver, base_url + "/?dataset=qm9&view=density")
     assert len(driver.find_elements(By.CSS_SELECTOR, "#orientation-map .map-drawing")) == 2
+    # The density view lists no selection, so its toolbar offers no selection mode.
+    modes = [b.get_attribute("data-mode") for b in driver.find_elements(By.CSS_SELECTOR, "#orientation-map .map-mode")]
+    assert modes == ["zoom", "pan"], modes
     tips = """
 const t = [...document.querySelectorAll('#orientation-map .map-tooltip')].filter(e => !e.hidden && e.textContent);
 return t.map(e => e.textContent);"""
