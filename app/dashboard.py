@@ -224,7 +224,6 @@ def build_layout(read_only: bool) -> html.Div:
             dcc.Store(id=ids.MAP_ZOOM),
             dcc.Store(id=ids.MAP_ZOOM_DONE),
             dcc.Store(id=ids.MAP_SELECTION),
-            dcc.Store(id=ids.MAP_PAINT),
             dcc.Store(id=ids.MAP_PAINT_DONE),
             dcc.Store(id=ids.MAP_DRAWN),
             dcc.Store(id=ids.VIEWER_SPEC),
@@ -258,31 +257,39 @@ def build_layout(read_only: bool) -> html.Div:
                                 # The map, the density view and the sphere are drawn by map_draw.js (map_sphere.js)
                                 # into the map's box from the paint store (the clientside drawPlane); the scatter view
                                 # is a plotly figure, in a graph shown only in that view.
-                                html.Div(
-                                    [
-                                        html.Div(
-                                            dcc.Loading(
-                                                dcc.Graph(
-                                                    id=ids.MAP_GRAPH,
-                                                    # WebGL at the screen's own resolution: plotly's default of 2x
-                                                    # rasterises 4x the pixels, which software WebGL pays for in full.
-                                                    config={
-                                                        "displaylogo": False,
-                                                        "scrollZoom": True,
-                                                        "plotGlPixelRatio": 1,
-                                                    },
-                                                    figure=message_figure("Loading…"),
+                                # The map stays on screen, dimmed under the spinner, while its paint is computed
+                                # (a SMARTS search, a colour): the paint store is what the loading state follows.
+                                dcc.Loading(
+                                    html.Div(
+                                        [
+                                            dcc.Store(id=ids.MAP_PAINT),
+                                            html.Div(
+                                                dcc.Loading(
+                                                    dcc.Graph(
+                                                        id=ids.MAP_GRAPH,
+                                                        # WebGL at the screen's own resolution: plotly's default of 2x
+                                                        # rasterises 4x the pixels, which software WebGL pays for in full.
+                                                        config={
+                                                            "displaylogo": False,
+                                                            "scrollZoom": True,
+                                                            "plotGlPixelRatio": 1,
+                                                        },
+                                                        figure=message_figure("Loading…"),
+                                                    ),
+                                                    # The graph stays on screen, dimmed under the spinner, while it is
+                                                    # redrawn (Dash hides it by default: a SMARTS search left it blank).
+                                                    overlay_style=MAP_WHILE_LOADING,
                                                 ),
-                                                # The graph stays on screen, dimmed under the spinner, while it is
-                                                # redrawn (Dash hides it by default: a SMARTS search left it blank).
-                                                overlay_style=MAP_WHILE_LOADING,
+                                                id=ids.MAP_GRAPH_BOX,
+                                                hidden=False,
                                             ),
-                                            id=ids.MAP_GRAPH_BOX,
-                                            hidden=False,
-                                        ),
-                                    ],
-                                    id=ids.MAP,
-                                    className="map-cell map-host",
+                                        ],
+                                        id=ids.MAP,
+                                        className="map-host",
+                                    ),
+                                    target_components={ids.MAP_PAINT: "data"},
+                                    parent_className="map-cell",
+                                    overlay_style=MAP_WHILE_LOADING,
                                 ),
                                 className="map",
                             ),
