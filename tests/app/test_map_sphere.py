@@ -5,6 +5,7 @@ the turntable written here from its definition (z up)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -34,7 +35,9 @@ console.log(JSON.stringify(out));
 
 def run_camera(vectors: np.ndarray, width: float, height: float, drag: tuple[float, float]) -> dict:
     node = shutil.which("node")
-    assert node, "Node.js runs the renderer's camera"
+    if not node:  # .ci/run installs it; elsewhere the test says what it needs instead of failing
+        assert not any(os.environ.get(v) for v in ("ORIENTSCOPE_CI", "CI")), "Node.js runs the renderer's camera"
+        pytest.skip("needs Node.js to run the renderer's camera (apt-get install nodejs)")
     args = {"vectors": vectors.reshape(-1).tolist(), "width": width, "height": height, "drag": list(drag)}
     done = subprocess.run(
         [node, "-e", RUN_JS, str(frontend_asset("map_sphere.js")), json.dumps(args), str(frontend_asset("map_draw.js"))],
