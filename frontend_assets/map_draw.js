@@ -581,10 +581,14 @@
     function covered() { return sameBox(boxOf(current.region || regionOf(HOME)), vb); }
     // An image drawn at another pixel size than the stage's (the server's first draw is 900 pixels wide) is asked for
     // again at the stage's: the hover's counts are of the image's own pixels, which should be the screen's. The
-    // first paint (no onRegion hook) keeps the page's own image: no request while the page loads.
+    // first paint (no onRegion hook) keeps the page's own image: no request while the page loads, and no read of the
+    // stage's size, which before the stylesheets have loaded forced a layout of the whole page (120-160 ms of every
+    // cold landing, on the 2-core machine: the landing's first paint +40 % against main's, BENCHMARKS.md).
     function sharp() {
-      var grid = current.settings && current.settings.grid, w = drawings[0].stage.clientWidth;
-      return !grid || !hooks.onRegion || !w || Math.abs(grid.width - w) <= 0.05 * w;
+      var grid = current.settings && current.settings.grid;
+      if (!grid || !hooks.onRegion) { return true; }
+      var w = drawings[0].stage.clientWidth;
+      return !w || Math.abs(grid.width - w) <= 0.05 * w;
     }
     function fillIn() {
       if (!covered() || !sharp()) { clearTimeout(settleTimer); settleTimer = setTimeout(function () { settle(true); }, 0); }
