@@ -722,9 +722,15 @@
       on(d.svg, "mousemove", over.move);
       on(d.svg, "mouseleave", over.leave);
     });
-    // the stage's size changes with the window, and when the page's stylesheets or Dash's layout arrive
-    var sized = window.ResizeObserver && new ResizeObserver(function () { if (host.isConnected) { place(); } });
-    if (sized) { sized.observe(drawings[0].stage); } else { on(window, "resize", function () { place(); }); }
+    // the stage's size changes with the window, and when the page's stylesheets or Dash's layout arrive: what is
+    // drawn in pixels follows (the points' canvas, the ring); the image, outline and stars are placed in the stage's
+    // own units (not rebuilt in the first paint's first frame, where the observer's first call comes)
+    function resized() {
+      drawings.forEach(function (d) { d.paintPoints(vb); });
+      placeRings();
+    }
+    var sized = window.ResizeObserver && new ResizeObserver(function () { if (host.isConnected) { resized(); } });
+    if (sized) { sized.observe(drawings[0].stage); } else { on(window, "resize", resized); }
 
     var handle = {
       host: host,
