@@ -10,9 +10,9 @@ its outline and graticule, the 3D sphere (``frontend_assets/map_sphere.js``, the
 the density cells with the reference stars, and the molecule panel from the layout's own components. It stays on screen until
 Dash's page has rendered, and leaves in that frame.
 
-The drawn map carries the test hook (``data-drawn``, ``data-mode``, set once its image is decoded, after the
-next frame) plus ``data-first-paint``, so a test can tell the first paint from the interactive plot that
-replaces it.
+The drawn map carries the test hook (``data-drawn``, ``data-mode``, set when the browser has presented its image:
+Element Timing's ``renderTime``; without it, once the image is decoded and two frames have begun) plus
+``data-first-paint``, so a test can tell the first paint from the interactive plot that replaces it.
 """
 
 from __future__ import annotations
