@@ -588,10 +588,14 @@
     function covered() { return sameBox(boxOf(current.region || regionOf(HOME)), vb); }
     // An image drawn at another pixel size than the stage's (the server's first draw is 900 pixels wide) is asked for
     // again at the stage's: the hover's counts are of the image's own pixels, which should be the screen's. The
-    // first paint (no onRegion hook) keeps the page's own image: no request while the page loads.
+    // first paint (no onRegion hook) keeps the page's own image: no request while the page loads, and no read of the
+    // stage's size, which before the stylesheets have loaded forced a layout of the whole page (120-160 ms of every
+    // cold landing, on the 2-core machine: the landing's first paint +40 % against main's, BENCHMARKS.md).
     function sharp() {
-      var grid = current.settings && current.settings.grid, w = drawings[0].stage.clientWidth;
-      return !grid || !hooks.onRegion || !w || Math.abs(grid.width - w) <= 0.05 * w;
+      var grid = current.settings && current.settings.grid;
+      if (!grid || !hooks.onRegion) { return true; }
+      var w = drawings[0].stage.clientWidth;
+      return !w || Math.abs(grid.width - w) <= 0.05 * w;
     }
     function fillIn() {
       if (!covered() || !sharp()) { clearTimeout(settleTimer); settleTimer = setTimeout(function () { settle(true); }, 0); }
@@ -733,9 +737,15 @@
       on(d.svg, "mousemove", over.move);
       on(d.svg, "mouseleave", over.leave);
     });
-    // the stage's size changes with the window, and when the page's stylesheets or Dash's layout arrive
-    var sized = window.ResizeObserver && new ResizeObserver(function () { if (host.isConnected) { place(); } });
-    if (sized) { sized.observe(drawings[0].stage); } else { on(window, "resize", function () { place(); }); }
+    // the stage's size changes with the window, and when the page's stylesheets or Dash's layout arrive: what is
+    // drawn in pixels follows (the points' canvas, the ring); the image, outline and stars are placed in the stage's
+    // own units (not rebuilt in the first paint's first frame, where the observer's first call comes)
+    function resized() {
+      drawings.forEach(function (d) { d.paintPoints(vb); });
+      placeRings();
+    }
+    var sized = window.ResizeObserver && new ResizeObserver(function () { if (host.isConnected) { resized(); } });
+    if (sized) { sized.observe(drawings[0].stage); } else { on(window, "resize", resized); }
 
     var handle = {
       host: host,

@@ -78,6 +78,7 @@ def test_the_map_page_carries_the_layouts_image_under_the_hook_and_other_views_d
     # sphere's after its data
     for text in (page, density):
         assert text.count("function nearestPoint") == 1
+        assert "function dragged(" not in text  # nor the sphere's renderer, parsed before the stylesheets are asked for
         assert (
             text.index("function nearestPoint")
             < text.index('rel="stylesheet"')
