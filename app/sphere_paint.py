@@ -68,7 +68,7 @@ def _reference(payload: dict) -> list[dict]:
     trace = _trace(payload, "reference")
     if trace is None:
         return []
-    xyz = np.stack([payload_array(trace[k]) for k in "xyz"], axis=1).round(4) + 0.0
+    xyz = np.stack([payload_array(trace[k]) for k in ("x", "y", "z")], axis=1).round(4) + 0.0
     return [
         {"v": v, "label": label, "color": REFERENCE_STAR} for v, label in zip(xyz.tolist(), trace["text"], strict=False)
     ]

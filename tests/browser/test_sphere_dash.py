@@ -17,7 +17,9 @@ from selenium.webdriver.common.by import By
 from orientscope.core.palette import CIVIDIS
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import (
+    DASH_SPHERE_CAMERA_JS,
     DASH_SPHERE_CANVAS,
+    DASH_SPHERE_PAINT_JS,
     after_frames,
     css_rgb,
     dash_sphere,
@@ -87,23 +89,24 @@ def test_the_views_switch_through_the_sphere_and_back_with_its_colours_ring_and_
     md = load_map_data(qm9_store, "qm9")
     mol = str(md.ids[5])
     open_map(driver, f"{base_url}/?dataset=qm9&view=map&molecule={mol}")
-    for view in ("sphere", "scatter", "density"):
-        driver.find_element(By.CSS_SELECTOR, f'#view-mode input[value="{view}"]').click()
-        if view == "scatter":  # a plotly chart: the renderer's drawing is gone
-            wait_for(lambda: driver.execute_script(VIEW_JS) is None and map_drawn(driver), what="the scatter view")
-            assert not driver.find_elements(By.CSS_SELECTOR, "#orientation-map canvas.sphere-canvas")
-        else:
-            wait_for(lambda v=view: driver.execute_script(VIEW_JS) == v and map_drawn(driver), what=f"the {view}")
-        if view == "sphere":  # the page's molecule ringed on the sphere too
-            cam, _ = dash_sphere(driver)
-            wait_for(lambda c=cam: _ring_on(driver, c, _axes(md, mol)), what="the ring on the sphere")
+    driver.find_element(By.CSS_SELECTOR, '#view-mode input[value="sphere"]').click()
+    wait_for(lambda: driver.execute_script(VIEW_JS) == "sphere" and map_drawn(driver), what="the sphere")
+    cam, _ = dash_sphere(driver)  # the page's molecule ringed on the sphere too
+    wait_for(lambda: _ring_on(driver, cam, _axes(md, mol)), what="the ring on the sphere")
+    driver.find_element(By.CSS_SELECTOR, '#view-mode input[value="scatter"]').click()
+    # a plotly chart: the renderer's drawing is gone
+    wait_for(lambda: driver.execute_script(VIEW_JS) is None and map_drawn(driver), what="the scatter view")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#orientation-map canvas.sphere-canvas")
+    driver.find_element(By.CSS_SELECTOR, '#view-mode input[value="density"]').click()
+    wait_for(lambda: driver.execute_script(VIEW_JS) == "density" and map_drawn(driver), what="the density view")
     assert not driver.find_elements(By.CSS_SELECTOR, "#orientation-map canvas.sphere-canvas")
     # the back button: the scatter view, then the sphere, drawn again with its ring
     driver.back()
     wait_for(lambda: "view=scatter" in driver.current_url and driver.execute_script(VIEW_JS) is None, what="back")
     driver.back()
     wait_for(lambda: "view=sphere" in driver.current_url and driver.execute_script(VIEW_JS) == "sphere", what="back")
-    cam, sphere = dash_sphere(driver)
+    # the sphere drawn anew (the wait above saw its paint): its camera and paint as they are now
+    cam, sphere = driver.execute_script(DASH_SPHERE_CAMERA_JS), driver.execute_script(DASH_SPHERE_PAINT_JS)
     wait_for(lambda: _ring_on(driver, cam, _axes(md, mol)), what="the ring after the back button")
     # a colour change: the sphere is drawn anew in the new colours (a continuous property, with its colour bar)
     choose(driver, "color-by", "property: u0")
