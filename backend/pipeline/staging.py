@@ -21,7 +21,7 @@ from pathlib import Path
 from orientscope.core.errors import DatasetError, OrientScopeError
 from orientscope.core.progress import Progress, quiet
 from orientscope.store import datasets as ds
-from orientscope.store.atomic import dumps_json, swap_dirs
+from orientscope.store.atomic import dumps_json, remove_temporaries, swap_dirs
 
 _id_lock = threading.Lock()
 
@@ -85,6 +85,7 @@ def publish(
     final = ds.dataset_dir(data_dir, dataset_id)
     final.parent.mkdir(parents=True, exist_ok=True)
     built = ds.dataset_dir(stage_dir, dataset_id)
+    remove_temporaries(built)  # a resumed build holds what its killed predecessor was writing when it died
     with _id_lock:
         if replace:
             if not ds.has_dataset(data_dir, dataset_id):

@@ -11,6 +11,8 @@ import io
 import json
 import os
 import pickle
+import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -42,6 +44,31 @@ def _atomic_file(path: Path, durable: bool) -> Iterator[io.BufferedWriter]:
         raise
     if durable:
         _fsync_dir(path.parent)
+
+
+# What a write killed before its rename leaves: a file's temporary sibling (:func:`_atomic_file`) and a folder's
+# temporary sibling (``tempfile.mkdtemp(prefix=f".{name}-")``, as the columns, column parts and map arrays write).
+_TEMP_FILE = re.compile(r"^\..+\.tmp$")
+_TEMP_DIR = re.compile(r"^\..+-[a-z0-9_]{8}$")
+
+
+def remove_temporaries(folder: Path) -> list[Path]:
+    """Remove, anywhere under ``folder``, the temporary files and folders that writes killed before their rename
+    left (SIGKILL runs no cleanup); the paths removed.
+
+    Only for a folder no one is writing into, e.g. a finished build about to be published: a resumed build
+    takes over the folder of a killed one, and what that run was writing when it died is still there.
+    """
+    removed = []
+    for path in sorted(Path(folder).rglob(".*"), reverse=True):  # children before their parents
+        if path.is_file() and _TEMP_FILE.match(path.name):
+            path.unlink(missing_ok=True)
+        elif path.is_dir() and _TEMP_DIR.match(path.name):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            continue
+        removed.append(path)
+    return removed
 
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:

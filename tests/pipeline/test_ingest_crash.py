@@ -162,6 +162,40 @@ def _finished_by_the_killed_run(data_dir: Path, dataset_id: str) -> tuple[Path, 
     return result, finished
 
 
+# A process that SIGKILLs itself as it is about to rename a finished temporary into place: the temporary stays.
+DIES_BEFORE_RENAME = """
+import os, signal
+replace = os.replace
+def replace_or_die(src, dst):
+    if os.path.basename(dst) == {target!r}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return replace(src, dst)
+os.replace = replace_or_die
+from orientscope.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("target", ["chemistry.groups_formula.parquet", "control"])
+def test_a_resumed_ingest_publishes_no_temporary_its_killed_attempt_left(tmp_path, qm9_small, target):
+    """Killed between writing a table (or the map's folder) and renaming it into place, the run leaves the
+    temporary in its staging folder; the next run takes that folder over and publishes none of it."""
+    data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
+    write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
+    args = ["ingest", str(upload), "--name", "Crash", "--data-dir", str(data_dir)]
+    code = DIES_BEFORE_RENAME.format(target=target)
+    killed = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    (staged,) = (data_dir / "jobs" / ".staging").glob("crash-*")
+    left = [p.name for p in staged.rglob(".*") if p.name.endswith(".tmp") or p.name.startswith(f".{target}-")]
+    assert left, "the killed run left no temporary: the test no longer kills where it means to"
+    done = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert check_complete(data_dir)["crash"]
+    hidden = [p for p in (data_dir / "datasets" / "crash").rglob(".*") if not p.name == ".lock"]
+    assert not hidden, hidden
+
+
 def test_the_same_cli_ingest_after_a_kill_reuses_the_finished_shards(tmp_path, qm9_small):
     data_dir, upload = tmp_path / "data", tmp_path / "in.extxyz"
     write_extxyz(upload, qm9_small.subset(np.arange(N_MOLECULES)))
