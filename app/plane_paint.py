@@ -48,6 +48,11 @@ def meta_of(payload: dict) -> dict:
     return payload.get("layout", {}).get("meta", {}).get("map") or {}
 
 
+def traces_of(payload: dict, kind: str) -> list[dict]:
+    """A figure payload's traces of one kind (``trace.meta.kind``: "points", "highlight", "reference", ...)."""
+    return [t for t in payload.get("data", []) if (t.get("meta") or {}).get("kind") == kind]
+
+
 def settings_of(meta: dict, **extra) -> dict:
     """What first_paint.js's REST calls ask for (the interactive map's ``layout.meta.map`` alike)."""
     return {"view": meta["view"], "dataset": meta.get("dataset"), **extra}
@@ -132,9 +137,7 @@ def flat_paint(payload: dict) -> dict:
     layers = []
     if mode == "points":  # the points first, then the SMARTS matches over them
         for kind in ("points", "highlight"):
-            for trace in payload.get("data", []):
-                if (trace.get("meta") or {}).get("kind") == kind and (layer := _layer(trace, kind)) is not None:
-                    layers.append(layer)
+            layers += [layer for trace in traces_of(payload, kind) if (layer := _layer(trace, kind)) is not None]
     settings = settings_of(meta, query=meta["query"], kind=meta.get("kind"), scale=MAP_SCALE)
     if meta.get("grid"):  # the image's own pixel grid, on which a pick counts
         settings["grid"] = meta["grid"]
@@ -157,19 +160,18 @@ def _stars(payload: dict) -> list[dict]:
     """The reference orientation's stars of a figure (its trace of kind "reference"), map units, y down, with the
     words a hover on one shows (its axis, longitude and latitude)."""
     stars = []
-    for trace in payload.get("data", []):
-        if (trace.get("meta") or {}).get("kind") == "reference":
-            xs, ys = payload_array(trace.get("x", [])), payload_array(trace.get("y", []))
-            where = trace.get("customdata") or []
-            for k, (x, y, label) in enumerate(zip(xs.tolist(), ys.tolist(), trace.get("text") or [], strict=False)):
-                star = {"x": round(x), "y": round(-y), "label": label, "color": REFERENCE_STAR}
-                if k < len(where):  # the hover's words, as the plotly figure's hovertemplate said them
-                    axis, lon, lat = where[k]
-                    star["title"] = (
-                        f"reference orientation, axis {axis}: lon {format_number(lon, '.1f')}°, "
-                        f"lat {format_number(lat, '.1f')}°"
-                    )
-                stars.append(star)
+    for trace in traces_of(payload, "reference"):
+        xs, ys = payload_array(trace.get("x", [])), payload_array(trace.get("y", []))
+        where = trace.get("customdata") or []
+        for k, (x, y, label) in enumerate(zip(xs.tolist(), ys.tolist(), trace.get("text") or [], strict=False)):
+            star = {"x": round(x), "y": round(-y), "label": label, "color": REFERENCE_STAR}
+            if k < len(where):  # the hover's words, as the plotly figure's hovertemplate said them
+                axis, lon, lat = where[k]
+                star["title"] = (
+                    f"reference orientation, axis {axis}: lon {format_number(lon, '.1f')}°, "
+                    f"lat {format_number(lat, '.1f')}°"
+                )
+            stars.append(star)
     return stars
 
 
@@ -177,12 +179,11 @@ def _points(payload: dict) -> dict | None:
     """The points a density figure draws over its cells (a set too small for a density: its trace of kind
     "points"): map units, y down, their radius and outline as on a plot of ``DENSITY_POINTS_PX``."""
     unit = (MAP_RANGE_X[1] - MAP_RANGE_X[0]) / DENSITY_POINTS_PX[0]  # map units per pixel of a density map
-    for trace in payload.get("data", []):
-        if (trace.get("meta") or {}).get("kind") == "points":
-            marker, line = trace["marker"], trace["marker"].get("line") or {}
-            xs, ys = payload_array(trace["x"]), -payload_array(trace["y"])
-            return {"x": np.round(xs), "y": np.round(ys), "color": list(marker["color"]), "r": round(marker["size"] / 2 * unit),
-                    "stroke": line.get("color"), "stroke_width": round(line["width"] * unit) if line else 0}  # fmt: skip
+    for trace in traces_of(payload, "points")[:1]:
+        marker, line = trace["marker"], trace["marker"].get("line") or {}
+        xs, ys = payload_array(trace["x"]), -payload_array(trace["y"])
+        return {"x": np.round(xs), "y": np.round(ys), "color": list(marker["color"]), "r": round(marker["size"] / 2 * unit),
+                "stroke": line.get("color"), "stroke_width": round(line["width"] * unit) if line else 0}  # fmt: skip
     return None
 
 

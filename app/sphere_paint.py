@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from orientscope.app.density_paint import payload_array
-from orientscope.app.plane_paint import hook_of, meta_of, settings_of, title_of
+from orientscope.app.plane_paint import hook_of, meta_of, settings_of, title_of, traces_of
 from orientscope.core.numbers import format_number
 from orientscope.core.palette import AXIS_COLORS, CIVIDIS, HIGHLIGHT, OTHER_GREY, REFERENCE_STAR
 from orientscope.figures.mapfigure import selected_ring
@@ -59,15 +59,12 @@ def _sphere_color(color, highlight, n: int) -> dict:
     return {"kind": "none", "code": np.zeros(n, np.int8), "palette": [AXIS_COLORS[1]], "labels": []}
 
 
-def _trace(payload: dict, kind: str) -> dict | None:
-    return next((t for t in payload.get("data", []) if (t.get("meta") or {}).get("kind") == kind), None)
-
-
 def _reference(payload: dict) -> list[dict]:
     """The reference orientation's axes of a sphere figure (its trace of kind "reference"): unit vectors, labels."""
-    trace = _trace(payload, "reference")
-    if trace is None:
+    traces = traces_of(payload, "reference")
+    if not traces:
         return []
+    trace = traces[0]
     xyz = np.stack([payload_array(trace[k]) for k in ("x", "y", "z")], axis=1).round(4) + 0.0
     return [
         {"v": v, "label": label, "color": REFERENCE_STAR} for v, label in zip(xyz.tolist(), trace["text"], strict=False)
@@ -90,7 +87,7 @@ def sphere_paint(payload: dict, vectors: np.ndarray, color, ids, keys, highlight
     if meta.get("view") != "sphere" or len(vectors) == 0:
         return None
     v = np.round(np.asarray(vectors, np.float64).reshape(-1, 3), 3) + 0.0  # + 0.0: no "-0.0"
-    marker = (_trace(payload, "points") or {}).get("marker") or {}
+    marker = next(iter(traces_of(payload, "points")), {}).get("marker") or {}
     sphere = {
         "vectors": v.reshape(-1),
         "ids": [str(i) for i in np.asarray(ids)],
