@@ -295,10 +295,21 @@ def _orientation_text(o: dict) -> str:
     return "full frame" if o else "–"
 
 
+def _smiles_text(detail: dict) -> str:
+    """The file's SMILES; else the graph the chemistry stage perceived from the 3D atoms, said so (a set without
+    SMILES, e.g. the CCD or an SDF without bonds, still shows the graph its groups and neighbours come from)."""
+    if detail.get("smiles"):
+        return detail["smiles"]
+    chem = detail.get("chemistry") or {}
+    if chem.get("graph") and chem.get("smiles"):
+        return f"{chem['smiles']} (bonds perceived from 3D)" if chem.get("source") == "3d" else chem["smiles"]
+    return "–"
+
+
 def _molecule_info(detail: dict) -> list:
     score = detail.get("classifier_score")
     rows = [
-        ("SMILES", detail.get("smiles") or "–"),
+        ("SMILES", _smiles_text(detail)),
         ("formula", detail.get("formula") or "–"),
         ("atoms", str(len(detail["elements"]))),
         ("classifier score P(stored)", "not computed" if score is None else f"{score:.3f}"),

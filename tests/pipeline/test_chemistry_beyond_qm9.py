@@ -111,6 +111,19 @@ def test_failures_are_grouped_by_reason_in_the_report_and_the_cli_text(tmp_path)
     assert "Max Iterations Exceeded" in coa["message"]
     assert (acetate["graph"], acetate["no_graph_reason"]) == (False, "charge_unknown")
     assert first == {"graph": True, "smiles": "CCO", "source": "3d", "no_graph_reason": None, "message": None}
+    # The molecule panel shows the perceived graph where the file has no SMILES, and says where it comes from.
+    from dash import html
+
+    from orientscope.app.dashboard import components_of
+    from orientscope.app.panels import molecule_outputs
+    from orientscope.figures.state import ViewState
+
+    def smiles_cell(mol):
+        info = html.Div(molecule_outputs(tmp_path, ViewState(dataset="mixed"), mol).info)
+        return next(c.children for c in components_of(info) if getattr(c, "className", None) == "smiles")
+
+    assert smiles_cell("m0") == "CCO (bonds perceived from 3D)"
+    assert smiles_cell("coa") == "–"
 
 
 # ---------------------------------------------------------------- real components of the PDB's dictionary
