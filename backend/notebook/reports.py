@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import copy
 import html
-import math
 from functools import cache
 
 import pandas as pd
@@ -29,8 +28,6 @@ from orientscope.store.results import ResultStore
 
 FIGURES = ("map", "sphere", "angles")
 CARD_MAP_PIXELS = (480, 240)
-# The whole Mollweide plane: |x| <= 2√2, |y| <= √2.
-MOLLWEIDE_X, MOLLWEIDE_Y = 2 * math.sqrt(2), math.sqrt(2)
 
 
 @checked_options
@@ -141,12 +138,11 @@ class Report:
 
     def map_png(self, width: int = CARD_MAP_PIXELS[0], height: int = CARD_MAP_PIXELS[1]) -> bytes:
         """The whole orientation map as a PNG, aggregated on the pixel grid as the dashboard's image layer."""
-        from orientscope.services.map_raster import Viewport, render_view
+        from orientscope.services.map_raster import render_view, whole_map_viewport
         from orientscope.services.map_view import MapQuery
 
         root, dataset_id = self._activate()
-        viewport = Viewport(-MOLLWEIDE_X, MOLLWEIDE_X, -MOLLWEIDE_Y, MOLLWEIDE_Y, width, height)
-        return render_view(root, MapQuery(dataset=dataset_id), viewport, budget=0).png()
+        return render_view(root, MapQuery(dataset=dataset_id), whole_map_viewport(width, height), budget=0).png()
 
     def molecule(self, molecule_id, width: int = 800, height: int = 400):
         """A py3Dmol view of one molecule: its stored pose (lab axes) beside its canonical pose (principal axes),

@@ -67,7 +67,7 @@ from orientscope.services.errors import InvalidInput
 from orientscope.services.map_cells import cell_grid, has_cell_sums, region_counts, view_cell_sums
 from orientscope.services.map_cells import warm_up as warm_cell_sums
 from orientscope.services.map_data import band_ranges, band_starts, banded_order
-from orientscope.services.map_markers import spread_markers
+from orientscope.services.map_markers import MAX_PX, spread_markers
 from orientscope.services.map_markers import warm_up as warm_markers
 from orientscope.services.map_view import N_GROUP_COLORS, MapPoints, MapQuery, sorted_by_x, view_points
 
@@ -664,6 +664,17 @@ def _image_grid(points: MapPoints, vp: Viewport, budget: int) -> tuple[Viewport,
     if cells is None or max(cells.width, cells.height) > MAX_PIXELS or cells.width * cells.height > MAX_AREA:
         return vp, None
     return Viewport(*cells.extent, cells.width, cells.height), cells
+
+
+def whole_map_viewport(width: int, height: int) -> Viewport:
+    """The whole map on ``width × height`` pixels with a margin of a marker's radius (plus a pixel) on every side,
+    so that the markers a sparse image stamps at the poles and at the outline are drawn whole, not cut in half."""
+    pad = MAX_PX / 2 + 1
+    if width <= 2 * pad or height <= 2 * pad:
+        raise ValueError(f"a whole-map image needs more than {2 * pad:g} pixels a side, got {width} × {height}")
+    x0, x1, y0, y1 = FULL_MAP
+    dx, dy = pad * (x1 - x0) / (width - 2 * pad), pad * (y1 - y0) / (height - 2 * pad)
+    return Viewport(x0 - dx, x1 + dx, y0 - dy, y1 + dy, width, height)
 
 
 def pixel_info(render: MapRender, x: float, y: float) -> dict | None:
