@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from orientscope.core.errors import OrientScopeError
 from orientscope.core.resources import LazyModule
-from orientscope.core.settings import DEFAULT_SEED, SettingsError, check_choice, resolve_data_dir
+from orientscope.core.settings import DEFAULT_SEED, SettingsError, check_choice, resolve_data_dir, settings
 from orientscope.loaders import registry
 from orientscope.store import datasets as ds
 
@@ -538,7 +538,6 @@ def serve_cmd(
         hand_to_workers,
         parse_allowed_hosts,
         resolve_read_token,
-        settings,
     )
 
     # Before any import of the server or any precompute: a refused start costs nothing.
@@ -671,8 +670,9 @@ INTERRUPTED = 130
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        settings()  # every command refuses a bad ORIENTSCOPE_* variable up front, also one it would not read
         app()
-    except SettingsError as err:  # a bad ORIENTSCOPE_* variable, wherever the command first read one
+    except SettingsError as err:
         typer.echo(f"error: {err}", err=True)
         raise SystemExit(2) from None
     except SystemExit as end:

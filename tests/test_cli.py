@@ -221,6 +221,12 @@ def test_a_setting_a_command_does_not_accept_ends_it_naming_the_variable(tmp_pat
     proc = subprocess.run([EXE, "list"], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: ORIENTSCOPE_SHARD_SIZE='0': expected a whole number of molecules, at least 1"
+    # also a variable this command never reads, with the data folder given as an option (no setting read for it)
+    env = {**os.environ, "ORIENTSCOPE_MAX_MOLECULES": "abc"}
+    proc = subprocess.run([EXE, "list", "--data-dir", str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=600)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: ORIENTSCOPE_MAX_MOLECULES='abc': expected a whole number of molecules"
 
 
 @pytest.mark.parametrize(
