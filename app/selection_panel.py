@@ -1,8 +1,9 @@
 """The list of the molecules a box or lasso on the flat map selects: a count, a paged table (each id opens
 its molecule) and a CSV link, all answered by the services (``orientscope.services.map_selection``).
 
-``frontend_assets/selection.js`` writes plotly.js's selection into the selection store in the URL's
-form (``sel=``, backend/figures/state.py), so a reload or a shared link lists the same molecules.
+The map's renderer hands a box or lasso to the selection store in the URL's form (``sel=``,
+backend/figures/state.py; ``frontend_assets/map_draw.js`` selectionText, written by ``orientscope.js`` drawPlane, and
+by the page's first paint before Dash has loaded), so a reload or a shared link lists the same molecules.
 """
 
 from __future__ import annotations

@@ -354,6 +354,13 @@
     mapHandle = window.orientscopeMap.draw(host, paint, {
       say: function (text) { say(text); },
       choose: function (id, hit, answer, ev) { chosen(ev, id, answer); },
+      // a box or lasso: into the URL, which Dash reads when it starts, and held for Dash's map to take over with the
+      // drawing (orientscope.js drawPlane), in case Dash asked for its layout before
+      onSelect: function (polygon, kind) {
+        var text = window.orientscopeMap.draw.selectionText(polygon, kind);
+        window.orientscopeMap.firstPaintSelection = text;
+        setParam("sel", text);
+      },
       drawn: function (handle, p, image) {
         if (first) { first = false; setHook(host, p.hook, image); return; }
         window.orientscopeMap.draw.setHook(host, p, image, window.orientscopeMap.draw.zoomText(handle.region()));
@@ -453,13 +460,15 @@
   }
 
   // Hand the chosen molecule to Dash through the URL (see the top of this file).
-  function toUrl(id) {
+  function setParam(name, value) {
     var url = new URL(window.location.href);
-    url.searchParams.set("molecule", id);
-    // a molecule with no view opens the point map (app/state.py parse_query): keep the view it was chosen in
+    if (value === null) { url.searchParams.delete(name); } else { url.searchParams.set(name, value); }
+    // a molecule or selection with no view opens the point map (app/state.py parse_query): keep the view it was
+    // made in
     if (!url.searchParams.has("view")) { url.searchParams.set("view", cfg.view); }
     window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
   }
+  function toUrl(id) { setParam("molecule", id); }
 
   // A chosen molecule (the renderer has ringed it): named at once, then shown in the panel (`answer`: the panel
   // route's, asked for with the pick; null: asked now).

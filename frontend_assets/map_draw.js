@@ -468,6 +468,42 @@
     setTimeout(function () { URL.revokeObjectURL(a.href); }, 1000);
   }
 
+  // ---------------------------------------------------------------- the selection in the URL's form
+  // A box or lasso selection as the URL's sel= spells it (backend/core/selection.py): Dash's map puts it into the
+  // URL and lists its molecules (app/selection_panel.py; the server decides which molecules it holds), and the page's
+  // first paint writes it there itself until Dash takes its drawing over.
+  var SELECTION_MAX_VERTICES = 200;  // backend/core/selection.py MAX_VERTICES
+  var SELECTION_LIMIT = 6;  // backend/core/selection.py MAX_COORDINATE
+
+  function selectionCoordinate(v) {
+    return Math.max(-SELECTION_LIMIT, Math.min(SELECTION_LIMIT, v)).toFixed(4);
+  }
+
+  // "lasso:x1,y1,..." of a polygon ([[x, y], ...] Mollweide units, thinned to fit a URL), or with `kind` "box"
+  // "box:x0,x1,y0,y1" of its bounds (the box selection's four corners); null for none.
+  function selectionText(polygon, kind) {
+    if (!polygon || polygon.length < 3) { return null; }
+    if (kind === "box") {
+      var xs = polygon.map(function (p) { return p[0]; }), ys = polygon.map(function (p) { return p[1]; });
+      return "box:" + [Math.min.apply(null, xs), Math.max.apply(null, xs), Math.min.apply(null, ys),
+                       Math.max.apply(null, ys)].map(selectionCoordinate).join(",");
+    }
+    var step = Math.ceil(polygon.length / SELECTION_MAX_VERTICES), out = [];
+    for (var i = 0; i < polygon.length; i += step) {
+      out.push(selectionCoordinate(polygon[i][0]), selectionCoordinate(polygon[i][1]));
+    }
+    return out.length >= 6 ? "lasso:" + out.join(",") : null;
+  }
+
+  // [[x, y], ...] Mollweide vertices of a selection's URL text ("box:x0,x1,y0,y1" or "lasso:..."), or [] for none.
+  function selectionVertices(text) {
+    var kind = (text || "").split(":")[0], v = (text || "").slice(kind.length + 1).split(",").map(Number);
+    if (kind === "box" && v.length === 4) { return [[v[0], v[2]], [v[1], v[2]], [v[1], v[3]], [v[0], v[3]]]; }
+    var out = [];
+    if (kind === "lasso") { for (var i = 0; i + 1 < v.length; i += 2) { out.push([v[i], v[i + 1]]); } }
+    return out;
+  }
+
   // ---------------------------------------------------------------- the plane views: map and density
   // The toolbar's drag modes: zoom (a box, the default), pan, and the two selections: a box (the URL's sel=box:) and
   // a lasso (sel=lasso:), backend/core/selection.py.
@@ -819,6 +855,8 @@
   draw.el = el;
   draw.svgEl = svgEl;
   draw.zoomText = function (region) { return region ? zoomText(boxOf(region)) : ""; };
+  draw.selectionText = selectionText;
+  draw.selectionVertices = selectionVertices;
   draw.zoomRegion = zoomRegion;
   draw.download = download;
   draw.HOME = regionOf(HOME);

@@ -296,7 +296,7 @@
         }
       },
       onSelect: function (polygon, kind) {
-        clientside.set_props("map-selection", { data: window.orientscopeSelection.textOf(polygon, kind) });
+        clientside.set_props("map-selection", { data: window.orientscopeMap.draw.selectionText(polygon, kind) });
       },
       choose: function (id, hit, panel, ev, current) { openMolecule(host, id, panel, current); }
     };
@@ -305,7 +305,7 @@
   function drawPlane(paint, id) {
     var host = document.getElementById(id), draw = window.orientscopeMap.draw;
     if (!host) { return window.dash_clientside.no_update; }
-    var handle = host._mapHandle;
+    var handle = host._mapHandle, handed;
     if (!paint) {  // the scatter view: the graph shows
       if (handle) { handle.destroy(); }
       return null;
@@ -320,6 +320,10 @@
       window.orientscopeMap.firstPaintMap = null;
       if (first && first.paint().view === paint.view) {
         first.moveTo(host, planeHooks(host));
+        // a box or lasso drawn on the first paint (first_paint.js wrote it into the URL; Dash's layout may have been
+        // asked for before that): into Dash's selection store, which lists its molecules
+        handed = window.orientscopeMap.firstPaintSelection;
+        window.orientscopeMap.firstPaintSelection = undefined;
         if ((first.paint().hook || {}).token !== token) { first.update(paint); }
       } else {
         draw(host, paint, planeHooks(host));
@@ -327,7 +331,9 @@
       handle = host._mapHandle;
     }
     host._zoom = draw.zoomText(handle.region()) || null;
-    handle.showSelection(window.orientscopeSelection.vertices(new URLSearchParams(window.location.search).get("sel")));
+    if (handed !== undefined) { window.dash_clientside.set_props("map-selection", { data: handed }); }
+    var sel = handed !== undefined ? handed : new URLSearchParams(window.location.search).get("sel");
+    handle.showSelection(draw.selectionVertices(sel));
     if (host._ring) { handle.ring(host._ring); }
     return token || null;
   }

@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 
 from orientscope.services.map_data import load_map_data
 from tests.browser.chrome import map_drawn
-from tests.browser.pages import wait_for
+from tests.browser.pages import FIRST_PAINT, HOLD_JS, wait_for
 
 pytestmark = pytest.mark.browser
 MAP_SCALE = 10_000
@@ -127,23 +127,14 @@ def test_a_box_selection_selects_the_molecules_inside_it_and_a_reload_keeps_it(d
         lambda: driver.execute_script("return document.getElementById('orientation-map').dataset.drag") == "box",
         what="the box select mode",
     )
-    corners = np.array([[-1.3, 0.7], [0.6, -0.5]])  # a drag from the upper left to the lower right
-    pixels = np.array(driver.execute_script(PIXELS_JS, corners.tolist()))
-    chain = ActionChains(driver).move_to_element_with_offset(stage, int(pixels[0, 0]), int(pixels[0, 1]))
-    chain.click_and_hold()
-    for t in np.linspace(0.25, 1.0, 4):
-        p = pixels[0] + (pixels[1] - pixels[0]) * t
-        chain.move_to_element_with_offset(stage, int(p[0]), int(p[1]))
-    chain.release().perform()
+    _drag_box(driver, stage, [[-1.3, 0.7], [0.6, -0.5]])  # a drag from the upper left to the lower right
     sel = wait_for(lambda: parse_qs(urlparse(driver.current_url).query).get("sel"), what="the selection in the URL")[0]
     assert sel.startswith("box:")
     x0, x1, y0, y1 = (float(v) for v in unquote(sel)[len("box:") :].split(","))
     assert x0 < x1 and y0 < y1  # the box's edges, ordered, in Mollweide units (y up)
     assert np.abs(np.array([x0, x1, y0, y1]) - [-1.3, 0.6, -0.5, 0.7]).max() < 0.03  # within a pixel or two
     md = load_map_data(qm9_store, "qm9")
-    with np.errstate(invalid="ignore"):  # NaN: an axis the molecule's symmetry leaves undefined, never inside
-        inside = (md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)  # (n_molecules, 3)
-    expected = int(inside.any(axis=1).sum())
+    expected = _in_box(md, x0, x1, y0, y1)
     assert 0 < expected < md.n_molecules
     count = "#selection-count"
     text = wait_for(
@@ -167,6 +158,66 @@ def test_a_box_selection_selects_the_molecules_inside_it_and_a_reload_keeps_it(d
     vertices = np.array([[float(v) for v in q.split()] for q in outline[1:-1].split("L")]) / MAP_SCALE
     assert np.allclose(np.sort(vertices[:, 0]), [x0, x0, x1, x1], atol=1e-4)
     assert np.allclose(np.sort(-vertices[:, 1]), [y0, y0, y1, y1], atol=1e-4)  # SVG's y down
+
+
+def _in_box(md, x0: float, x1: float, y0: float, y1: float) -> int:
+    """How many molecules have an axis point inside the box (Mollweide units, y up)."""
+    with np.errstate(invalid="ignore"):  # NaN: an axis the molecule's symmetry leaves undefined, never inside
+        inside = (md.x >= x0) & (md.x <= x1) & (md.y >= y0) & (md.y <= y1)  # (n_molecules, 3)
+    return int(inside.any(axis=1).sum())
+
+
+def _drag_box(driver, stage, corners) -> None:
+    """A box dragged on ``stage`` between two Mollweide points, in a few steps."""
+    pixels = np.array(driver.execute_script(PIXELS_JS, np.asarray(corners).tolist()))
+    chain = ActionChains(driver).move_to_element_with_offset(stage, int(pixels[0, 0]), int(pixels[0, 1]))
+    chain.click_and_hold()
+    for t in np.linspace(0.25, 1.0, 4):
+        p = pixels[0] + (pixels[1] - pixels[0]) * t
+        chain.move_to_element_with_offset(stage, int(p[0]), int(p[1]))
+    chain.release().perform()
+
+
+@pytest.mark.parametrize("hold", ["renderer", "layout"])
+def test_a_box_drawn_on_the_first_paint_before_dash_is_ready_is_listed_once_dash_takes_over(image_url, qm9_store, hold):
+    """Dash held back (its renderer not started, or its layout asked for with the page's URL of before the box and
+    not yet answered): the first paint's box goes into the URL at once, and once Dash has taken the drawing over
+    it lists the box's molecules and keeps its outline."""
+    from tests.browser.chrome import make_driver, quit_driver
+
+    drv = make_driver()
+    try:
+        drv.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": HOLD_JS.replace("HOLD", repr(hold))})
+        drv.get(image_url + "/?dataset=qm9&view=map")
+        wait_for(lambda: map_drawn(drv, first_paint=True), what="the first paint's test hook")
+        if hold == "layout":  # Dash's renderer has asked for its layout, with the URL as it is now
+            wait_for(lambda: drv.execute_script("return !!document.querySelector('#react-entry-point ._dash-loading')"))
+        stage = drv.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .map-stage")
+        drv.execute_script("arguments[0].scrollIntoView({block: 'center'})", stage)
+        drv.find_element(By.CSS_SELECTOR, FIRST_PAINT + " .map-mode[data-mode='box']").click()
+        wait_for(
+            lambda: drv.execute_script(f"return document.querySelector('{FIRST_PAINT}').dataset.drag") == "box",
+            what="the first paint's box select mode",
+        )
+        _drag_box(drv, stage, [[-1.3, 0.7], [0.6, -0.5]])
+        sel = wait_for(lambda: parse_qs(urlparse(drv.current_url).query).get("sel"), what="the box in the URL")[0]
+        assert sel.startswith("box:")
+        assert not drv.find_elements(By.CSS_SELECTOR, "#react-entry-point #selection-count")  # Dash not rendered
+        x0, x1, y0, y1 = (float(v) for v in unquote(sel)[len("box:") :].split(","))
+        expected = _in_box(load_map_data(qm9_store, "qm9"), x0, x1, y0, y1)
+        assert expected > 0
+        drv.execute_script("window.__release()")
+        wait_for(lambda: map_drawn(drv), what="Dash's map, the first paint's drawing taken over")
+        text = wait_for(
+            lambda: (t := drv.find_element(By.CSS_SELECTOR, "#selection-count").text) and "molecule" in t and t,
+            what="the box's molecules listed by Dash",
+        )
+        assert text.startswith(f"{expected:,} molecule"), (expected, text)
+        assert parse_qs(urlparse(drv.current_url).query)["sel"][0] == sel
+        box_js = "const p = document.querySelector('#orientation-map path.lasso'); return p && p.getAttribute('d')"
+        assert wait_for(lambda: drv.execute_script(box_js), what="the box's outline on Dash's map").endswith("Z")
+    finally:
+        quit_driver(drv)
 
 
 def _inside(x: np.ndarray, y: np.ndarray, polygon: np.ndarray) -> np.ndarray:
