@@ -56,8 +56,9 @@ def test_a_second_audit_never_shows_the_first_ones_done_message(driver, writable
         wait_until(lambda p=path: p.name in driver.find_element(By.ID, "audit-drop-text").text)
         driver.execute_script(STATUS_LOG_JS)
         driver.find_element(By.ID, "audit-submit").click()
-        wait_until(lambda: status.text.startswith(("done", "failed", "Refused")) and status.text not in done)
-        done.append(status.text)
+        # the status read once per poll: read twice, the old "done" and then "sending …" once passed as a new end
+        ended = wait_until(lambda: (t := status.text).startswith(("done", "failed", "Refused")) and t not in done and t)
+        done.append(ended)
         shown = driver.execute_script("return window.__status")
         # from the click on, the status says what this audit does: first that its file is on its way
         assert shown[0] == f"sending {path.name}…", shown
