@@ -10,6 +10,7 @@ never touches an existing one. Ingests, uploads and migrations all go this way.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import threading
@@ -23,6 +24,7 @@ from orientscope.core.progress import Progress, quiet
 from orientscope.store import datasets as ds
 from orientscope.store.atomic import dumps_json, remove_temporaries, swap_dirs
 
+log = logging.getLogger(__name__)
 _id_lock = threading.Lock()
 
 
@@ -85,7 +87,9 @@ def publish(
     final = ds.dataset_dir(data_dir, dataset_id)
     final.parent.mkdir(parents=True, exist_ok=True)
     built = ds.dataset_dir(stage_dir, dataset_id)
-    remove_temporaries(built)  # a resumed build holds what its killed predecessor was writing when it died
+    left = remove_temporaries(built)  # a resumed build holds what its killed predecessor was writing when it died
+    if left:
+        log.info("removed %d temporary file(s) a killed build of %r left", len(left), dataset_id)
     with _id_lock:
         if replace:
             if not ds.has_dataset(data_dir, dataset_id):

@@ -19,7 +19,8 @@ def test_the_last_shown_axis_cannot_be_unticked_and_says_why(driver, base_url):
     settle(driver)
     for axis in ("2", "3"):
         _box(driver, axis).click()
-        wait_for(lambda a=axis: "axes=" in driver.current_url and a not in driver.current_url.split("axes=")[1][:3],
+        # the URL read once per poll
+        wait_for(lambda a=axis: "axes=" in (u := driver.current_url) and a not in u.split("axes=")[1][:3],
                  what=f"axis {axis} to go")  # fmt: skip
     wait_for(lambda: not _box(driver, "1").is_enabled(), what="the last axis to be locked")
     assert "at least one axis" in text_of(driver, "axes-hint")

@@ -33,6 +33,6 @@ def test_the_cards_map_draws_the_markers_at_the_poles_whole(tmp_path):
     # every molecule's normal is at a pole: a whole marker there, its rows on both sides of the pole's row
     vp = whole_map_viewport(480, 240)
     north, south = ((vp.y1 - y) / (vp.y1 - vp.y0) * 240 for y in (np.sqrt(2), -np.sqrt(2)))
-    near = rows[np.abs(rows - north) < 8] if abs(rows.min() - north) < 8 else rows[np.abs(rows - south) < 8]
     pole = north if abs(rows.min() - north) < 8 else south
+    near = rows[np.abs(rows - pole) < 8]
     assert near.min() < pole - 1 and near.max() > pole + 1, (rows, pole)
